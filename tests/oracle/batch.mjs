@@ -1,0 +1,97 @@
+// Batch pi oracle for the test suite: runs pi 1.6.0's own session functions on many {file, leaf} jobs in one node process.
+//
+//   SESSIOND_ORACLE_DIR=DIR node tests/oracle/batch.mjs < jobs.jsonl > results.jsonl
+//
+// DIR holds node_modules/@earendil-works/pi-coding-agent (a copy of ../shared/oracle after `npm install`).
+// Input: one JSON object per line, {"file": PATH, "leaf": ID | null}; a missing or null leaf means pi's
+// default leaf (the last entry in file order). Output: one JSON line per job, in input order:
+//   {"file", "leaf", "version", "context": {messages, thinkingLevel, model}, "entries": [ids] | null,
+//    "entryLines": [1-based line numbers of the context entries], "leaves": [ids of entries with no children]}
+// It makes the same calls as oracle.mjs: loadEntriesFromFile on a copy of the file (pi's loader may append a
+// newline to the file it reads), migrateSessionEntries, buildSessionContext and buildContextEntries.
+// For version-1 files pi invents random ids while migrating, so "entries" and "leaves" are null there;
+// "entryLines" locates the same entries by their physical line, which is stable for every version.
+// A job that throws prints {"file", "leaf", "error": MESSAGE} instead of failing the whole batch.
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+
+const oracleDir = process.env.SESSIOND_ORACLE_DIR;
+if (!oracleDir) {
+  console.error("batch.mjs: set SESSIOND_ORACLE_DIR to the directory holding node_modules/@earendil-works/pi-coding-agent");
+  process.exit(2);
+}
+const core = join(oracleDir, "node_modules/@earendil-works/pi-coding-agent/dist/core");
+const sm = await import(join(core, "session-manager.js"));
+
+const scratch = mkdtempSync(join(tmpdir(), "sessiond-batch-oracle-"));
+let copyCounter = 0;
+
+// Physical 1-based line numbers of the lines pi's loader turns into entries, in the same order
+// (blank lines, unparsable lines and JSON values that are falsy are skipped, exactly as pi skips them).
+function entryLineNumbers(text) {
+  const lines = text.split("\n");
+  const out = [];
+  lines.forEach((line, index) => {
+    if (!line.trim()) return;
+    let value;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      return;
+    }
+    if (value) out.push(index + 1);
+  });
+  return out;
+}
+
+function runJob(job) {
+  const leaf = job.leaf ?? undefined;
+  const copy = join(scratch, `input-${copyCounter++}.jsonl`);
+  copyFileSync(job.file, copy);
+  const text = readFileSync(copy, "utf8");
+  const fileEntries = sm.loadEntriesFromFile(copy);
+  rmSync(copy, { force: true });
+
+  const lineNumbers = entryLineNumbers(text);
+  const lineOf = new Map();
+  if (lineNumbers.length === fileEntries.length) {
+    fileEntries.forEach((entry, i) => lineOf.set(entry, lineNumbers[i]));
+  }
+  const header = fileEntries.find((e) => e.type === "session");
+  const version = header?.version ?? 1;
+
+  sm.migrateSessionEntries(fileEntries);
+  const entries = fileEntries.filter((e) => e.type !== "session");
+  const byId = new Map(entries.map((e) => [e.id, e]));
+
+  const { messages, thinkingLevel, model } = sm.buildSessionContext(entries, leaf, byId);
+  const contextEntries = sm.buildContextEntries(entries, leaf, byId);
+
+  const hasChildren = new Set(entries.map((e) => e.parentId).filter((p) => p));
+  const stableIds = version >= 2;
+  return {
+    file: job.file,
+    leaf: job.leaf ?? null,
+    version,
+    context: { messages, thinkingLevel, model },
+    entries: stableIds ? contextEntries.map((e) => e.id) : null,
+    entryLines: contextEntries.map((e) => lineOf.get(e) ?? null),
+    leaves: stableIds ? entries.filter((e) => !hasChildren.has(e.id)).map((e) => e.id) : null,
+  };
+}
+
+const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of input) {
+  if (!line.trim()) continue;
+  const job = JSON.parse(line);
+  let result;
+  try {
+    result = runJob(job);
+  } catch (error) {
+    result = { file: job.file, leaf: job.leaf ?? null, error: String(error?.stack ?? error) };
+  }
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+rmSync(scratch, { recursive: true, force: true });
