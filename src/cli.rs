@@ -1,0 +1,610 @@
+//! The command line: subcommands over the same core and storage the daemon uses.
+//! Human-readable output by default, `--json` for machines. Exit codes: 0 success,
+//! 2 usage or I/O error, 3 corrupt session file.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use crate::core::explain::{self, Explanation, Reason};
+use crate::core::format::EntryKind;
+use crate::core::preview;
+use crate::core::projection::{self, Projection};
+use crate::core::render::{self, LineSource, RenderError};
+use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
+
+/// sessiond: inspect pi coding-agent sessions and serve them to editors.
+#[derive(Debug, Parser)]
+#[command(name = "sessiond", version, about)]
+pub struct Cli {
+    /// Log filter for stderr (e.g. `info`, `sessiond=debug`); defaults to `$SESSIOND_LOG`, then `warn`.
+    #[arg(long, global = true)]
+    pub log: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print what the model sees at a leaf (pi's buildSessionContext).
+    Context {
+        file: PathBuf,
+        /// Leaf entry id (default: the last entry in the file).
+        #[arg(long)]
+        leaf: Option<String>,
+        #[arg(long)]
+        json: bool,
+        /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+        #[arg(long)]
+        allow_corrupt: bool,
+    },
+    /// Print the session tree with labels, the name, leaves and the default leaf.
+    Tree {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        allow_corrupt: bool,
+    },
+    /// Explain whether an entry reaches the model at a leaf, and why not.
+    Explain {
+        file: PathBuf,
+        entry_id: String,
+        #[arg(long)]
+        leaf: Option<String>,
+        #[arg(long)]
+        json: bool,
+        #[arg(long)]
+        allow_corrupt: bool,
+    },
+    /// Check a session file: exit 0 when clean (a torn tail is reported, not fatal), 3 when corrupt.
+    Check {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Errors a command reports on stderr; each maps to an exit code.
+#[derive(Debug, Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error("{}: unknown entry id {id}", path.display())]
+    UnknownEntry { path: PathBuf, id: String },
+    #[error("{}: {source}", path.display())]
+    Render { path: PathBuf, source: RenderError },
+    #[error("cannot write output: {0}")]
+    Output(#[from] io::Error),
+}
+
+impl CliError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Open(OpenError::Corrupt { .. }) => 3,
+            _ => 2,
+        }
+    }
+}
+
+/// Runs a parsed command line, writing results to stdout.
+pub fn run(cli: Cli) -> ExitCode {
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let result = match cli.command {
+        Command::Context {
+            file,
+            leaf,
+            json,
+            allow_corrupt,
+        } => context(&mut out, &file, leaf.as_deref(), json, allow_corrupt),
+        Command::Tree {
+            file,
+            json,
+            allow_corrupt,
+        } => tree(&mut out, &file, json, allow_corrupt),
+        Command::Explain {
+            file,
+            entry_id,
+            leaf,
+            json,
+            allow_corrupt,
+        } => explain_cmd(
+            &mut out,
+            &file,
+            &entry_id,
+            leaf.as_deref(),
+            json,
+            allow_corrupt,
+        ),
+        Command::Check { file, json } => return check(&mut out, &file, json),
+    };
+    finish(out, result)
+}
+
+fn finish(mut out: impl Write, result: Result<(), CliError>) -> ExitCode {
+    let result = result.and_then(|()| out.flush().map_err(CliError::from));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A reader that went away (`| head`) is not an error.
+        Err(CliError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sessiond: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn open(file: &Path, allow_corrupt: bool) -> Result<(OpenedSession, FileLines), CliError> {
+    let mode = if allow_corrupt {
+        Mode::Lenient
+    } else {
+        Mode::Strict
+    };
+    let session = reader::open_session(file, mode)?;
+    let lines = FileLines::open(file).map_err(|source| OpenError::Io {
+        path: file.to_owned(),
+        source,
+    })?;
+    Ok((session, lines))
+}
+
+fn resolve(tree: &Tree, file: &Path, id: Option<&str>) -> Result<Option<NodeIdx>, CliError> {
+    match id {
+        None => Ok(tree.default_leaf()),
+        Some(id) => tree
+            .find(id)
+            .map(Some)
+            .ok_or_else(|| CliError::UnknownEntry {
+                path: file.to_owned(),
+                id: id.to_owned(),
+            }),
+    }
+}
+
+fn context(
+    out: &mut impl Write,
+    file: &Path,
+    leaf: Option<&str>,
+    json: bool,
+    allow_corrupt: bool,
+) -> Result<(), CliError> {
+    let (session, lines) = open(file, allow_corrupt)?;
+    let tree = &session.tree;
+    let leaf = resolve(tree, file, leaf)?;
+    let proj = projection::project(tree, leaf);
+    let render_err = |source| CliError::Render {
+        path: file.to_owned(),
+        source,
+    };
+    if json {
+        write_context_json(out, tree, &proj, &lines, &session).map_err(|e| match e {
+            ContextWriteError::Render(r) => render_err(r),
+            ContextWriteError::Io(e) => CliError::Output(e),
+        })
+    } else {
+        let model = proj.model.as_ref().map_or("none".to_owned(), |m| {
+            let text = |r: &Option<Box<serde_json::value::RawValue>>| {
+                r.as_ref().map_or(String::new(), |r| {
+                    crate::core::format::raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned())
+                })
+            };
+            format!("{}/{}", text(&m.provider), text(&m.model_id))
+        });
+        let thinking = proj
+            .thinking_level
+            .as_ref()
+            .map_or("(unset)".to_owned(), |r| {
+                r.get().trim_matches('"').to_owned()
+            });
+        writeln!(
+            out,
+            "session {} · leaf {} · {} context entries · model {model} · thinking {thinking}",
+            tree.header().id,
+            leaf.map_or("(none)".to_owned(), |l| tree.node(l).entry.id.to_string()),
+            proj.items.len(),
+        )?;
+        let mut index = 0usize;
+        render::for_each_message(tree, &proj, &lines, |m| {
+            let value: Value = serde_json::from_str(m.message.get()).unwrap_or(Value::Null);
+            let role = value.get("role").and_then(Value::as_str).unwrap_or("?");
+            writeln!(
+                out,
+                "{index:>4} {:<8} {:<17} {}",
+                tree.node(m.entry).entry.id,
+                role,
+                preview::message_preview(&value)
+            )?;
+            index += 1;
+            Ok(())
+        })
+        .map_err(render_err)?;
+        write_problems(out, &session, &proj)?;
+        Ok(())
+    }
+}
+
+enum ContextWriteError {
+    Render(RenderError),
+    Io(io::Error),
+}
+
+impl From<io::Error> for ContextWriteError {
+    fn from(e: io::Error) -> Self {
+        ContextWriteError::Io(e)
+    }
+}
+
+/// Writes `{"messages", "thinkingLevel", "model", "entryIds", "messageEntryIds", "leafId",
+/// "diagnostics", "tornTail"}`, streaming messages so a large context is never held whole.
+fn write_context_json(
+    out: &mut impl Write,
+    tree: &Tree,
+    proj: &Projection,
+    lines: &dyn LineSource,
+    session: &OpenedSession,
+) -> Result<(), ContextWriteError> {
+    out.write_all(b"{\"messages\":[")?;
+    let mut sources = Vec::new();
+    render::for_each_message(tree, proj, lines, |m| {
+        if !sources.is_empty() {
+            out.write_all(b",")?;
+        }
+        out.write_all(m.message.get().as_bytes())?;
+        sources.push(tree.node(m.entry).entry.id.as_str());
+        Ok(())
+    })
+    .map_err(ContextWriteError::Render)?;
+    out.write_all(b"]")?;
+    if let Some(level) = &proj.thinking_level {
+        write!(out, ",\"thinkingLevel\":{}", level.get())?;
+    }
+    out.write_all(b",\"model\":")?;
+    match &proj.model {
+        None => out.write_all(b"null")?,
+        Some(m) => {
+            let mut fields = Vec::new();
+            if let Some(p) = &m.provider {
+                fields.push(format!("\"provider\":{}", p.get()));
+            }
+            if let Some(id) = &m.model_id {
+                fields.push(format!("\"modelId\":{}", id.get()));
+            }
+            write!(out, "{{{}}}", fields.join(","))?;
+        }
+    }
+    let entry_ids: Vec<&str> = proj
+        .items
+        .iter()
+        .map(|i| tree.node(i.node).entry.id.as_str())
+        .collect();
+    let mut diagnostics: Vec<&crate::core::diagnostics::Diagnostic> =
+        tree.diagnostics().iter().collect();
+    diagnostics.extend(&proj.diagnostics);
+    let tail = json!({
+        "entryIds": entry_ids,
+        "messageEntryIds": sources,
+        "leafId": proj.leaf.map(|l| tree.node(l).entry.id.as_str()),
+        "diagnostics": diagnostics,
+        "tornTail": session.torn_tail,
+    });
+    if let Value::Object(map) = tail {
+        for (k, v) in map {
+            write!(out, ",{}:{}", Value::String(k), v)?;
+        }
+    }
+    out.write_all(b"}\n")?;
+    Ok(())
+}
+
+fn write_problems(
+    out: &mut impl Write,
+    session: &OpenedSession,
+    proj: &Projection,
+) -> io::Result<()> {
+    if let Some(t) = &session.torn_tail {
+        writeln!(
+            out,
+            "torn tail: line {} at byte {} ({} bytes) left out",
+            t.line, t.offset, t.len
+        )?;
+    }
+    for d in session.tree.diagnostics().iter().chain(&proj.diagnostics) {
+        writeln!(
+            out,
+            "diagnostic: {}",
+            serde_json::to_string(d).unwrap_or_default()
+        )?;
+    }
+    Ok(())
+}
+
+fn tree(
+    out: &mut impl Write,
+    file: &Path,
+    json: bool,
+    allow_corrupt: bool,
+) -> Result<(), CliError> {
+    let (session, lines) = open(file, allow_corrupt)?;
+    let tree = &session.tree;
+    let default_leaf = tree.default_leaf();
+    let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
+    // One read per entry for previews and timestamps.
+    let details = |n: NodeIdx| -> (String, Value) {
+        let line = lines.line(tree.node(n).entry.span).ok();
+        let value: Value = line
+            .and_then(|l| serde_json::from_slice(&l).ok())
+            .unwrap_or(Value::Null);
+        (
+            preview::entry_preview(&value),
+            value.get("timestamp").cloned().unwrap_or(Value::Null),
+        )
+    };
+    if json {
+        let nodes: Vec<Value> = tree
+            .nodes()
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let (preview, timestamp) = details(i as NodeIdx);
+                let e = &node.entry;
+                let mut v = json!({
+                    "id": e.id.as_str(),
+                    "parentId": node.parent.map(id),
+                    "type": e.kind.type_name(),
+                    "timestamp": timestamp,
+                    "preview": preview,
+                    "childCount": node.children.len(),
+                    "children": node.children.iter().map(|&c| id(c)).collect::<Vec<_>>(),
+                });
+                if let Some(role) = e.kind.role() {
+                    v["role"] = json!(role.as_str());
+                }
+                if let Some(label) = tree.label_of(e.id.as_str()) {
+                    v["label"] = json!(&*label.text);
+                }
+                v
+            })
+            .collect();
+        let doc = json!({
+            "sessionId": tree.header().id,
+            "header": serde_json::from_str::<Value>(tree.header().raw.get()).unwrap_or(Value::Null),
+            "name": tree.name(),
+            "entryCount": tree.len(),
+            "roots": tree.roots().iter().map(|&r| id(r)).collect::<Vec<_>>(),
+            "leaves": tree.leaves().map(id).collect::<Vec<_>>(),
+            "defaultLeafId": default_leaf.map(id),
+            "tornTail": session.torn_tail,
+            "diagnostics": tree.diagnostics(),
+            "nodes": nodes,
+        });
+        serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let leaves: Vec<NodeIdx> = tree.leaves().collect();
+    writeln!(
+        out,
+        "session {}{} · {} entries · {} leaves",
+        tree.header().id,
+        tree.name().map_or(String::new(), |n| format!(" \"{n}\"")),
+        tree.len(),
+        leaves.len()
+    )?;
+    // Depth-first; indentation grows only where the tree branches, so a linear
+    // conversation reads as a flat list.
+    let mut stack: Vec<(NodeIdx, String, &str)> = tree
+        .roots()
+        .iter()
+        .rev()
+        .map(|&r| (r, String::new(), ""))
+        .collect();
+    while let Some((n, prefix, branch)) = stack.pop() {
+        let node = tree.node(n);
+        let e = &node.entry;
+        let kind = match &e.kind {
+            EntryKind::Message(m) => m.role.as_str().to_owned(),
+            k => k.type_name().to_owned(),
+        };
+        let mut marks = String::new();
+        if let Some(label) = tree.label_of(e.id.as_str()) {
+            marks.push_str(&format!(" [{}]", label.text));
+        }
+        if node.children.is_empty() {
+            marks.push_str(if Some(n) == default_leaf {
+                "  ◀ leaf (default)"
+            } else {
+                "  ◀ leaf"
+            });
+        }
+        writeln!(
+            out,
+            "{prefix}{branch}{} {kind:<17} {}{marks}",
+            e.id,
+            details(n).0
+        )?;
+        let child_prefix = format!(
+            "{prefix}{}",
+            match branch {
+                "├─ " => "│  ",
+                "└─ " => "   ",
+                _ => "",
+            }
+        );
+        match node.children.as_slice() {
+            [] => {}
+            [only] => stack.push((*only, child_prefix, "")),
+            many => {
+                for (i, &c) in many.iter().enumerate().rev() {
+                    stack.push((
+                        c,
+                        child_prefix.clone(),
+                        if i + 1 == many.len() {
+                            "└─ "
+                        } else {
+                            "├─ "
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(t) = &session.torn_tail {
+        writeln!(
+            out,
+            "torn tail: line {} at byte {} ({} bytes) left out",
+            t.line, t.offset, t.len
+        )?;
+    }
+    Ok(())
+}
+
+fn explain_cmd(
+    out: &mut impl Write,
+    file: &Path,
+    entry_id: &str,
+    leaf: Option<&str>,
+    json: bool,
+    allow_corrupt: bool,
+) -> Result<(), CliError> {
+    let (session, _lines) = open(file, allow_corrupt)?;
+    let tree = &session.tree;
+    let target = resolve(tree, file, Some(entry_id))?.ok_or_else(|| CliError::UnknownEntry {
+        path: file.to_owned(),
+        id: entry_id.to_owned(),
+    })?;
+    let leaf = resolve(tree, file, leaf)?;
+    let proj = projection::project(tree, leaf);
+    let ex = explain::explain(tree, &proj, target);
+    if json {
+        serde_json::to_writer(&mut *out, &ex).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", describe(&ex))?;
+    }
+    Ok(())
+}
+
+/// One sentence for a human.
+pub fn describe(ex: &Explanation) -> String {
+    let leaf = ex
+        .leaf_id
+        .as_ref()
+        .map_or("(empty leaf)".to_owned(), ToString::to_string);
+    let head = format!("entry {} ({}) at leaf {leaf}: ", ex.entry_id, ex.entry_type);
+    let why = match &ex.reason {
+        Reason::InContext => format!("in context as message(s) {:?}", ex.message_indexes),
+        Reason::ReplacedByEdit { edit_id } => {
+            format!(
+                "in context as message(s) {:?}, with content replaced by context edit {edit_id}",
+                ex.message_indexes
+            )
+        }
+        Reason::NotOnPath {
+            diverges_at,
+            branch_entry_id,
+        } => match diverges_at {
+            Some(d) => format!(
+                "not in context: not on the leaf's path; the paths diverge after {d} (its branch starts at {branch_entry_id})"
+            ),
+            None => format!(
+                "not in context: not on the leaf's path; it is under another root ({branch_entry_id})"
+            ),
+        },
+        Reason::SummarizedByCompaction {
+            compaction_id,
+            first_kept_entry_id,
+        } => format!(
+            "not in context: summarized by compaction {compaction_id} (its kept range starts at {})",
+            first_kept_entry_id
+                .as_ref()
+                .map_or("(none)".to_owned(), ToString::to_string)
+        ),
+        Reason::SystemMessageInKeptRange { compaction_id } => {
+            format!(
+                "not in context: a system message inside compaction {compaction_id}'s kept range is dropped"
+            )
+        }
+        Reason::OmittedByEdit { edit_id } => {
+            format!("not in context: omitted by context edit {edit_id}")
+        }
+        Reason::NeverInContext { entry_type } => {
+            format!("not in context: a {entry_type} entry never enters the context")
+        }
+        Reason::EmptyBranchSummary => "not in context: the branch summary is empty".to_owned(),
+        Reason::SupersededCompaction { by_compaction_id } => {
+            format!(
+                "not in context: an older compaction superseded by compaction {by_compaction_id}"
+            )
+        }
+    };
+    head + &why
+}
+
+fn check(out: &mut impl Write, file: &Path, json: bool) -> ExitCode {
+    let result = reader::open_session(file, Mode::Strict);
+    let (report, code) = match &result {
+        Ok(s) => (
+            json!({
+                "ok": true,
+                "file": file,
+                "version": s.tree.header().version,
+                "entryCount": s.tree.len(),
+                "leafCount": s.tree.leaves().count(),
+                "tornTail": s.torn_tail.is_some(),
+                "tornTailAt": s.torn_tail,
+            }),
+            0u8,
+        ),
+        Err(OpenError::Corrupt { corruption: c, .. }) => (
+            json!({
+                "ok": false,
+                "file": file,
+                "kind": c.kind,
+                "line": c.line,
+                "offset": c.offset,
+                "id": c.id,
+                "message": c.message,
+            }),
+            3,
+        ),
+        Err(e) => {
+            eprintln!("sessiond: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let written = if json {
+        serde_json::to_writer(&mut *out, &report)
+            .map_err(io::Error::from)
+            .and_then(|()| writeln!(out))
+    } else {
+        match &result {
+            Ok(s) => writeln!(
+                out,
+                "{}: ok · version {} · {} entries{}",
+                file.display(),
+                s.tree.header().version,
+                s.tree.len(),
+                s.torn_tail.map_or(String::new(), |t| format!(
+                    " · torn tail at line {} (byte {})",
+                    t.line, t.offset
+                ))
+            ),
+            Err(e) => writeln!(out, "{e}"),
+        }
+    };
+    match written.and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("sessiond: cannot write output: {e}");
+            ExitCode::from(2)
+        }
+        _ => ExitCode::from(code),
+    }
+}

@@ -1,0 +1,123 @@
+//! Problems found in a session file: the corruption that refuses an open, and the
+//! diagnostics a lenient open or a projection reports alongside its result.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::format::{EntryId, ProblemKind};
+
+/// Stable names for every way a session file can be corrupt (SPEC §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CorruptionKind {
+    /// The file has no complete line at all.
+    EmptyFile,
+    /// The first line is an entry, not a `type: "session"` header.
+    MissingHeader,
+    /// The header lacks a string `id` or has an unusable `version`.
+    InvalidHeader,
+    /// A line that is not valid JSON (and is not a torn tail).
+    InvalidJson,
+    /// A line that is JSON but not an object.
+    NotAnObject,
+    /// An object without a string `id`/`type`, or with a `parentId` that is not a string or null.
+    InvalidEntry,
+    /// A second entry with an id already used.
+    DuplicateId,
+    /// A `parentId` that names no entry in the file.
+    MissingParent,
+    /// A chain of parents that loops back on itself (pi would walk it forever).
+    ParentCycle,
+}
+
+impl CorruptionKind {
+    /// The stable wire name, e.g. `"invalidJson"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CorruptionKind::EmptyFile => "emptyFile",
+            CorruptionKind::MissingHeader => "missingHeader",
+            CorruptionKind::InvalidHeader => "invalidHeader",
+            CorruptionKind::InvalidJson => "invalidJson",
+            CorruptionKind::NotAnObject => "notAnObject",
+            CorruptionKind::InvalidEntry => "invalidEntry",
+            CorruptionKind::DuplicateId => "duplicateId",
+            CorruptionKind::MissingParent => "missingParent",
+            CorruptionKind::ParentCycle => "parentCycle",
+        }
+    }
+}
+
+impl From<ProblemKind> for CorruptionKind {
+    fn from(k: ProblemKind) -> Self {
+        match k {
+            ProblemKind::InvalidJson => CorruptionKind::InvalidJson,
+            ProblemKind::NotAnObject => CorruptionKind::NotAnObject,
+            ProblemKind::InvalidEntry => CorruptionKind::InvalidEntry,
+            ProblemKind::InvalidHeader => CorruptionKind::InvalidHeader,
+            ProblemKind::MissingHeader => CorruptionKind::MissingHeader,
+        }
+    }
+}
+
+impl fmt::Display for CorruptionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One corrupt spot: what, where (1-based line, byte offset of the line start), which id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Corruption {
+    pub kind: CorruptionKind,
+    pub line: u32,
+    pub offset: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<EntryId>,
+    pub message: String,
+}
+
+impl fmt::Display for Corruption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {} (byte {}): {}",
+            self.line, self.offset, self.kind
+        )?;
+        if let Some(id) = &self.id {
+            write!(f, ", entry {id}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl serde::Serialize for EntryId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// A non-fatal finding reported with a result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Diagnostic {
+    /// A corrupt spot that a lenient (`allowCorrupt`) open skipped or repaired the way pi does.
+    #[serde(rename_all = "camelCase")]
+    Corrupt {
+        corruption: Corruption,
+        action: &'static str,
+    },
+    /// A tool result in the context whose `toolCallId` matches no earlier tool call in the context.
+    #[serde(rename_all = "camelCase")]
+    OrphanToolResult {
+        entry_id: EntryId,
+        tool_call_id: String,
+    },
+    /// A tool call in the context with no tool result after it in the context.
+    #[serde(rename_all = "camelCase")]
+    MissingToolResult {
+        entry_id: EntryId,
+        tool_call_id: String,
+    },
+}

@@ -1,0 +1,730 @@
+//! The pi session line format: the header, the entry types of pi 1.6.0, and the
+//! probe that reads one line into the small facts the tree and the projection need.
+//!
+//! A line is never re-serialized: the probe borrows from the line's bytes and keeps
+//! only ids, parents, types, roles and a few small fields. Message bodies stay in the
+//! file (see `storage`), so unknown entry types and unknown fields survive untouched.
+
+use std::borrow::{Borrow, Cow};
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use super::timestamp::js_time_of_raw;
+
+/// The current pi session format version (pi 1.6.0 `CURRENT_SESSION_VERSION`).
+pub const CURRENT_VERSION: u32 = 3;
+
+/// An entry id (usually 8 hex characters; pi may fall back to a full UUID).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryId(Box<str>);
+
+impl EntryId {
+    /// Wraps an id string.
+    pub fn new(s: impl Into<Box<str>>) -> Self {
+        Self(s.into())
+    }
+    /// The id as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+    /// The deterministic id sessiond gives a version-1 entry: its 1-based line number as
+    /// 8 lowercase hex digits, so ids are stable across runs (pi assigns random ones).
+    pub fn for_v1_line(line: u32) -> Self {
+        Self(format!("{line:08x}").into())
+    }
+}
+
+impl Borrow<str> for EntryId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", &*self.0)
+    }
+}
+
+/// Where a line sits in its file. `offset` and `len` are in bytes; `len` excludes the `\n`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineSpan {
+    /// 1-based line number.
+    pub line: u32,
+    /// Byte offset of the line's first byte.
+    pub offset: u64,
+    /// Length of the line in bytes, without its newline.
+    pub len: u32,
+}
+
+/// The session header (line 1): `{"type":"session","version"?,"id","timestamp","cwd","parentSession"?}`.
+#[derive(Clone, Debug)]
+pub struct Header {
+    /// The session id.
+    pub id: String,
+    /// Format version; files without one are version 1.
+    pub version: u32,
+    /// The working directory the session ran in, if the header names one.
+    pub cwd: Option<String>,
+    /// The header line exactly as stored.
+    pub raw: Box<RawValue>,
+    /// Where the header line is.
+    pub span: LineSpan,
+}
+
+/// A message role. `HookMessage` is version 2's name for `Custom`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    ToolResult,
+    BashExecution,
+    Custom,
+    System,
+    BranchSummary,
+    CompactionSummary,
+    HookMessage,
+    /// Any other role, or a non-string role (`""` when missing).
+    Other(Box<str>),
+}
+
+impl Role {
+    fn parse(raw: Option<&RawValue>) -> Self {
+        match raw.and_then(raw_str).as_deref() {
+            Some("user") => Role::User,
+            Some("assistant") => Role::Assistant,
+            Some("toolResult") => Role::ToolResult,
+            Some("bashExecution") => Role::BashExecution,
+            Some("custom") => Role::Custom,
+            Some("system") => Role::System,
+            Some("branchSummary") => Role::BranchSummary,
+            Some("compactionSummary") => Role::CompactionSummary,
+            Some("hookMessage") => Role::HookMessage,
+            Some(other) => Role::Other(other.into()),
+            None => Role::Other("".into()),
+        }
+    }
+
+    /// The role's wire name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::ToolResult => "toolResult",
+            Role::BashExecution => "bashExecution",
+            Role::Custom => "custom",
+            Role::System => "system",
+            Role::BranchSummary => "branchSummary",
+            Role::CompactionSummary => "compactionSummary",
+            Role::HookMessage => "hookMessage",
+            Role::Other(s) => s,
+        }
+    }
+}
+
+/// The small facts of a `message` entry.
+#[derive(Clone, Debug)]
+pub struct MessageInfo {
+    /// The role (already migrated: version-2 `hookMessage` is read as `custom` by the projection).
+    pub role: Role,
+    /// True when `content` is `null` or absent (pi substitutes `[]` or `""`).
+    pub content_missing: bool,
+    /// Assistant `provider` and `model` (raw JSON, `None` when absent), which set the session model.
+    pub provider: Option<Box<RawValue>>,
+    pub model: Option<Box<RawValue>>,
+    /// Ids of `toolCall` content blocks (assistant messages).
+    pub tool_call_ids: Vec<Box<str>>,
+    /// `toolCallId` of a tool result.
+    pub tool_call_id: Option<Box<str>>,
+}
+
+/// What kind of entry a line is, with the fields the tree and projection need.
+#[derive(Clone, Debug)]
+pub enum EntryKind {
+    Message(MessageInfo),
+    ModelChange {
+        provider: Option<Box<RawValue>>,
+        model_id: Option<Box<RawValue>>,
+    },
+    /// `level` is `None` when the field is absent (pi then reports no thinking level).
+    ThinkingLevelChange {
+        level: Option<Box<RawValue>>,
+    },
+    Compaction {
+        first_kept_entry_id: Option<EntryId>,
+        has_system_message: bool,
+    },
+    /// `has_summary` is JavaScript truthiness of `summary`: an empty summary projects nothing.
+    BranchSummary {
+        has_summary: bool,
+    },
+    Custom,
+    CustomMessage,
+    /// `label` is `None` for an empty or absent label, which clears the target's label.
+    Label {
+        target_id: Option<EntryId>,
+        label: Option<Box<str>>,
+    },
+    SessionInfo {
+        name: Option<Box<str>>,
+    },
+    /// `omits` is true for `replacement: null`; `tool_call_ids` are those in the replacement content.
+    ContextEdit {
+        target_id: Option<EntryId>,
+        omits: bool,
+        tool_call_ids: Vec<Box<str>>,
+    },
+    Usage,
+    /// A type sessiond does not know; kept and passed through untouched.
+    Other(Box<str>),
+}
+
+impl EntryKind {
+    /// The entry's `type` as written in the file.
+    pub fn type_name(&self) -> &str {
+        match self {
+            EntryKind::Message(_) => "message",
+            EntryKind::ModelChange { .. } => "model_change",
+            EntryKind::ThinkingLevelChange { .. } => "thinking_level_change",
+            EntryKind::Compaction { .. } => "compaction",
+            EntryKind::BranchSummary { .. } => "branch_summary",
+            EntryKind::Custom => "custom",
+            EntryKind::CustomMessage => "custom_message",
+            EntryKind::Label { .. } => "label",
+            EntryKind::SessionInfo { .. } => "session_info",
+            EntryKind::ContextEdit { .. } => "context_edit",
+            EntryKind::Usage => "usage",
+            EntryKind::Other(name) => name,
+        }
+    }
+
+    /// The message role, for `message` entries.
+    pub fn role(&self) -> Option<&Role> {
+        match self {
+            EntryKind::Message(m) => Some(&m.role),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of the tree: identity, parent, kind and where its line is.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub id: EntryId,
+    /// The `parentId` as written (`None` for `null` or absent).
+    pub parent_id: Option<EntryId>,
+    pub kind: EntryKind,
+    /// `new Date(timestamp).getTime()`; `None` where JavaScript gives `NaN`.
+    pub time_ms: Option<i64>,
+    pub span: LineSpan,
+}
+
+/// What one line turned out to be.
+#[derive(Debug)]
+pub enum Line {
+    Header(Header),
+    Entry(Entry),
+    /// A `type: "session"` line after the header; pi ignores those, and so do we.
+    ExtraHeader,
+}
+
+/// Why a line could not be read as an entry. `kind` is a stable machine name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineProblem {
+    pub kind: ProblemKind,
+    pub detail: String,
+}
+
+/// Stable names of the line-level problems (see `core::diagnostics` for the file-level ones).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// Not valid JSON.
+    InvalidJson,
+    /// Valid JSON but not an object.
+    NotAnObject,
+    /// An object that is not a usable entry (no string `id` or `type`, or a bad `parentId`).
+    InvalidEntry,
+    /// Line 1 is `type: "session"` but lacks a string `id` or has a bad `version`.
+    InvalidHeader,
+    /// Line 1 is not a `type: "session"` header.
+    MissingHeader,
+}
+
+/// How a line should be read: as the header, or as an entry of a file of `version`.
+#[derive(Clone, Copy, Debug)]
+pub enum Expect {
+    Header,
+    Entry { version: u32 },
+}
+
+/// Reads one line (without its newline). Pure; `span` only labels the result.
+///
+/// Version-1 entries get [`EntryId::for_v1_line`] ids; their parents are assigned by the
+/// tree builder (version 1 is linear). Errors name the problem; the caller adds file and line.
+pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, LineProblem> {
+    let probe: LineProbe<'_> = match serde_json::from_slice(bytes) {
+        Ok(MaybeObject::Object(p)) => p,
+        Ok(MaybeObject::NotObject) => {
+            return Err(problem(
+                ProblemKind::NotAnObject,
+                "the line is JSON but not an object",
+            ));
+        }
+        Err(e) => return Err(classify_json_error(bytes, e)),
+    };
+    let ty = probe.ty.and_then(raw_str);
+    if ty.as_deref() == Some("session") {
+        return match expect {
+            Expect::Header => parse_header(&probe, bytes, span).map(Line::Header),
+            Expect::Entry { .. } => Ok(Line::ExtraHeader),
+        };
+    }
+    let version = match expect {
+        Expect::Header => {
+            return Err(problem(
+                ProblemKind::MissingHeader,
+                "the first line is not a session header",
+            ));
+        }
+        Expect::Entry { version } => version,
+    };
+    let Some(ty) = ty else {
+        return Err(problem(
+            ProblemKind::InvalidEntry,
+            "the entry has no string \"type\"",
+        ));
+    };
+    let (id, parent_id) = if version < 2 {
+        (EntryId::for_v1_line(span.line), None)
+    } else {
+        let id = probe
+            .id
+            .and_then(raw_str)
+            .ok_or_else(|| problem(ProblemKind::InvalidEntry, "the entry has no string \"id\""))?;
+        let parent = match probe.parent_id {
+            None => None,
+            Some(raw) if raw.get() == "null" => None,
+            Some(raw) => Some(EntryId::new(raw_str(raw).ok_or_else(|| {
+                problem(
+                    ProblemKind::InvalidEntry,
+                    "\"parentId\" is neither a string nor null",
+                )
+            })?)),
+        };
+        (EntryId::new(id), parent)
+    };
+    let kind = match &*ty {
+        "message" => {
+            let Some(MaybeObject::Object(m)) = probe.message else {
+                return Err(problem(
+                    ProblemKind::InvalidEntry,
+                    "a message entry without a \"message\" object",
+                ));
+            };
+            let role = Role::parse(m.role);
+            let assistant = role == Role::Assistant;
+            MessageInfo {
+                content_missing: matches!(m.content, Content::Missing),
+                provider: if assistant {
+                    m.provider.map(to_owned_raw)
+                } else {
+                    None
+                },
+                model: if assistant {
+                    m.model.map(to_owned_raw)
+                } else {
+                    None
+                },
+                tool_call_ids: if assistant {
+                    m.content.into_tool_call_ids()
+                } else {
+                    Vec::new()
+                },
+                tool_call_id: m.tool_call_id.and_then(raw_str).map(Into::into),
+                role,
+            }
+            .into()
+        }
+        "model_change" => EntryKind::ModelChange {
+            provider: probe.provider.map(to_owned_raw),
+            model_id: probe.model_id.map(to_owned_raw),
+        },
+        "thinking_level_change" => EntryKind::ThinkingLevelChange {
+            level: probe.thinking_level.map(to_owned_raw),
+        },
+        "compaction" => EntryKind::Compaction {
+            // Version 1 names the kept entry by index; the tree builder resolves it.
+            first_kept_entry_id: probe
+                .first_kept_entry_id
+                .and_then(raw_str)
+                .map(EntryId::new),
+            has_system_message: probe.system_message.is_some_and(js_truthy),
+        },
+        "branch_summary" => EntryKind::BranchSummary {
+            has_summary: probe.summary.is_some_and(js_truthy),
+        },
+        "custom" => EntryKind::Custom,
+        "custom_message" => EntryKind::CustomMessage,
+        "label" => EntryKind::Label {
+            target_id: probe.target_id.and_then(raw_str).map(EntryId::new),
+            label: probe.label.filter(|r| js_truthy(r)).map(display_text),
+        },
+        "session_info" => EntryKind::SessionInfo {
+            name: probe.name.map(display_text),
+        },
+        "context_edit" => {
+            let (omits, tool_call_ids) = match probe.replacement {
+                None | Some(MaybeObject::NotObject) => (true, Vec::new()),
+                Some(MaybeObject::Object(r)) => (false, r.content.into_tool_call_ids()),
+            };
+            EntryKind::ContextEdit {
+                target_id: probe.target_id.and_then(raw_str).map(EntryId::new),
+                omits,
+                tool_call_ids,
+            }
+        }
+        "usage" => EntryKind::Usage,
+        other => EntryKind::Other(other.into()),
+    };
+    Ok(Line::Entry(Entry {
+        id,
+        parent_id,
+        kind,
+        time_ms: js_time_of_raw(probe.timestamp),
+        span,
+    }))
+}
+
+impl From<MessageInfo> for EntryKind {
+    fn from(m: MessageInfo) -> Self {
+        EntryKind::Message(m)
+    }
+}
+
+/// The version-1 `firstKeptEntryIndex` of a compaction line, if it has one.
+pub fn v1_first_kept_index(bytes: &[u8]) -> Option<usize> {
+    #[derive(Deserialize)]
+    struct P {
+        #[serde(rename = "firstKeptEntryIndex")]
+        index: Option<f64>,
+    }
+    let p: P = serde_json::from_slice(bytes).ok()?;
+    p.index
+        .filter(|i| i.fract() == 0.0 && *i >= 0.0)
+        .map(|i| i as usize)
+}
+
+fn parse_header(
+    probe: &LineProbe<'_>,
+    bytes: &[u8],
+    span: LineSpan,
+) -> Result<Header, LineProblem> {
+    let id = probe.id.and_then(raw_str).ok_or_else(|| {
+        problem(
+            ProblemKind::InvalidHeader,
+            "the session header has no string \"id\"",
+        )
+    })?;
+    let version = match probe.version {
+        None => 1,
+        Some(raw) => match serde_json::from_str::<f64>(raw.get()) {
+            Ok(v) if v >= 1.0 && v.fract() == 0.0 => v.min(f64::from(u32::MAX)) as u32,
+            _ => {
+                return Err(problem(
+                    ProblemKind::InvalidHeader,
+                    "the session header's \"version\" is not a positive integer",
+                ));
+            }
+        },
+    };
+    let raw = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| RawValue::from_string(s.to_owned()).ok())
+        .ok_or_else(|| {
+            problem(
+                ProblemKind::InvalidJson,
+                "the header is not valid UTF-8 JSON",
+            )
+        })?;
+    Ok(Header {
+        id: id.into_owned(),
+        version,
+        cwd: probe.cwd.and_then(raw_str).map(Cow::into_owned),
+        raw,
+        span,
+    })
+}
+
+fn problem(kind: ProblemKind, detail: impl Into<String>) -> LineProblem {
+    LineProblem {
+        kind,
+        detail: detail.into(),
+    }
+}
+
+fn classify_json_error(bytes: &[u8], e: serde_json::Error) -> LineProblem {
+    // A syntactically valid line can still fail the probe (a duplicate key among the fields
+    // we read, say). Tell the two apart so the message is true.
+    if serde_json::from_slice::<IgnoredAny>(bytes).is_ok() {
+        problem(
+            ProblemKind::InvalidEntry,
+            format!("the entry's fields cannot be read: {e}"),
+        )
+    } else {
+        problem(ProblemKind::InvalidJson, format!("invalid JSON: {e}"))
+    }
+}
+
+/// The text of a raw JSON string, or `None` for any other JSON value.
+pub fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    let text = raw.get();
+    if text.starts_with('"') {
+        serde_json::from_str(text).ok()
+    } else {
+        None
+    }
+}
+
+/// JavaScript truthiness of a raw JSON value.
+pub fn js_truthy(raw: &RawValue) -> bool {
+    match raw.get() {
+        "null" | "false" | "\"\"" => false,
+        t if t.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => {
+            serde_json::from_str::<f64>(t).is_ok_and(|n| n != 0.0)
+        }
+        _ => true,
+    }
+}
+
+/// A string field's text, or the JSON text of a non-string value.
+fn display_text(raw: &RawValue) -> Box<str> {
+    raw_str(raw).map_or_else(|| raw.get().into(), |s| s.into())
+}
+
+fn to_owned_raw(raw: &RawValue) -> Box<RawValue> {
+    raw.to_owned()
+}
+
+// ---------------------------------------------------------------------------
+// The probe: serde structs that borrow from the line and skip everything else.
+
+/// A JSON value that may or may not be an object; non-objects are skipped, not errors.
+enum MaybeObject<T> {
+    Object(T),
+    NotObject,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for MaybeObject<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = MaybeObject<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(MaybeObject::Object)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(MaybeObject::NotObject)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(MaybeObject::NotObject)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MaybeObject::NotObject)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MaybeObject::NotObject)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(MaybeObject::NotObject)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(MaybeObject::NotObject)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(MaybeObject::NotObject)
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(MaybeObject::NotObject)
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+                d.deserialize_any(self)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// Deserializes a field as its raw JSON text, so `null` stays distinguishable from absent.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct LineProbe<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "present")]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(rename = "parentId", borrow, default, deserialize_with = "present")]
+    parent_id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    message: Option<MaybeObject<MessageProbe<'a>>>,
+    // header
+    #[serde(borrow, default, deserialize_with = "present")]
+    version: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    cwd: Option<&'a RawValue>,
+    // model_change / thinking_level_change
+    #[serde(borrow, default, deserialize_with = "present")]
+    provider: Option<&'a RawValue>,
+    #[serde(rename = "modelId", borrow, default, deserialize_with = "present")]
+    model_id: Option<&'a RawValue>,
+    #[serde(
+        rename = "thinkingLevel",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    thinking_level: Option<&'a RawValue>,
+    // compaction / branch_summary
+    #[serde(
+        rename = "firstKeptEntryId",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    first_kept_entry_id: Option<&'a RawValue>,
+    #[serde(
+        rename = "systemMessage",
+        borrow,
+        default,
+        deserialize_with = "present"
+    )]
+    system_message: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    summary: Option<&'a RawValue>,
+    // label / session_info / context_edit
+    #[serde(rename = "targetId", borrow, default, deserialize_with = "present")]
+    target_id: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    label: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    name: Option<&'a RawValue>,
+    #[serde(default)]
+    replacement: Option<MaybeObject<ReplacementProbe>>,
+}
+
+#[derive(Deserialize)]
+struct MessageProbe<'a> {
+    #[serde(borrow, default, deserialize_with = "present")]
+    role: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    provider: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    model: Option<&'a RawValue>,
+    #[serde(rename = "toolCallId", borrow, default, deserialize_with = "present")]
+    tool_call_id: Option<&'a RawValue>,
+    #[serde(default)]
+    content: Content,
+}
+
+#[derive(Deserialize)]
+struct ReplacementProbe {
+    #[serde(default)]
+    content: Content,
+}
+
+/// A message's `content`, reduced to what the tree needs: whether it is missing, and
+/// the ids of its `toolCall` blocks. Text is skipped without being copied.
+#[derive(Default)]
+enum Content {
+    #[default]
+    Missing,
+    Present(Vec<Box<str>>),
+}
+
+impl Content {
+    fn into_tool_call_ids(self) -> Vec<Box<str>> {
+        match self {
+            Content::Missing => Vec::new(),
+            Content::Present(ids) => ids,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("message content")
+            }
+            fn visit_unit<E>(self) -> Result<Content, E> {
+                Ok(Content::Missing)
+            }
+            fn visit_none<E>(self) -> Result<Content, E> {
+                Ok(Content::Missing)
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Content, D2::Error> {
+                d.deserialize_any(self)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+                let mut ids = Vec::new();
+                while let Some(block) = seq.next_element::<MaybeObject<BlockProbe<'de>>>()? {
+                    if let MaybeObject::Object(b) = block {
+                        if b.ty.and_then(raw_str).as_deref() == Some("toolCall") {
+                            if let Some(id) = b.id.and_then(raw_str) {
+                                ids.push(id.into());
+                            }
+                        }
+                    }
+                }
+                Ok(Content::Present(ids))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Content::Present(Vec::new()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Content, E> {
+                Ok(Content::Present(Vec::new()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Content, E> {
+                Ok(Content::Present(Vec::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Content, E> {
+                Ok(Content::Present(Vec::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Content, E> {
+                Ok(Content::Present(Vec::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Content, E> {
+                Ok(Content::Present(Vec::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize)]
+struct BlockProbe<'a> {
+    #[serde(rename = "type", borrow, default, deserialize_with = "present")]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow, default, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+}

@@ -1,0 +1,16 @@
+//! The pure core: the pi session format, the tree, the projection, rendering of
+//! messages, and explanations.
+//!
+//! Invariant: nothing in `core` does I/O or knows about JSON-RPC. Reading a line never
+//! fails the whole parse by itself: the parser returns values plus problems, and whether a
+//! problem refuses an open is the caller's policy ([`tree::Mode`]). Message bodies are read
+//! through the [`render::LineSource`] trait, which `storage` implements.
+
+pub mod diagnostics;
+pub mod explain;
+pub mod format;
+pub mod preview;
+pub mod projection;
+pub mod render;
+pub mod timestamp;
+pub mod tree;

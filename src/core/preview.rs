@@ -1,0 +1,110 @@
+//! One-line previews of entries for trees and listings. Pure: takes the entry's line.
+
+use serde_json::Value;
+
+/// Longest preview, in characters.
+pub const PREVIEW_CHARS: usize = 80;
+
+/// A one-line, human-readable summary of an entry line (at most [`PREVIEW_CHARS`] characters).
+/// Unknown shapes give an empty string, never an error.
+pub fn preview(line: &[u8]) -> String {
+    serde_json::from_slice::<Value>(line)
+        .map(|v| entry_preview(&v))
+        .unwrap_or_default()
+}
+
+/// [`preview`] of an already parsed entry.
+pub fn entry_preview(entry: &Value) -> String {
+    let Value::Object(e) = entry else {
+        return String::new();
+    };
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("").to_owned();
+    let text = match e.get("type").and_then(Value::as_str).unwrap_or("") {
+        "message" => {
+            let m = e.get("message");
+            let role = m
+                .and_then(|m| m.get("role"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            match role {
+                "bashExecution" => format!("$ {}", s(m.and_then(|m| m.get("command")))),
+                _ => content_text(m.and_then(|m| m.get("content"))),
+            }
+        }
+        "custom_message" => content_text(e.get("content")),
+        "branch_summary" | "compaction" => s(e.get("summary")),
+        "model_change" => format!("{}/{}", s(e.get("provider")), s(e.get("modelId"))),
+        "thinking_level_change" => format!("thinking: {}", s(e.get("thinkingLevel"))),
+        "label" => format!("label {} → {}", s(e.get("targetId")), s(e.get("label"))),
+        "session_info" => format!("name: {}", s(e.get("name"))),
+        "context_edit" => match e.get("replacement") {
+            Some(Value::Object(_)) => format!("replace content of {}", s(e.get("targetId"))),
+            _ => format!("omit {}", s(e.get("targetId"))),
+        },
+        "custom" => s(e.get("customType")),
+        _ => String::new(),
+    };
+    one_line(&text)
+}
+
+/// A one-line summary of a projected message (any role, including pi's summary roles).
+pub fn message_preview(message: &Value) -> String {
+    let text = match message.get("role").and_then(Value::as_str) {
+        Some("branchSummary" | "compactionSummary") => message
+            .get("summary")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        Some("bashExecution") => format!(
+            "$ {}",
+            message.get("command").and_then(Value::as_str).unwrap_or("")
+        ),
+        _ => content_text(message.get("content")),
+    };
+    one_line(&text)
+}
+
+/// The first text of a message content (a string or an array of blocks); tool calls show
+/// as `name(…)`, images as `[image]`.
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(blocks)) => {
+            let parts: Vec<String> = blocks
+                .iter()
+                .filter_map(|b| match b.get("type").and_then(Value::as_str) {
+                    Some("text") => b.get("text").and_then(Value::as_str).map(str::to_owned),
+                    Some("toolCall") => Some(format!(
+                        "{}(…)",
+                        b.get("name").and_then(Value::as_str).unwrap_or("tool")
+                    )),
+                    Some("image") => Some("[image]".to_owned()),
+                    _ => None,
+                })
+                .filter(|t| !t.trim().is_empty())
+                .collect();
+            parts.join(" ")
+        }
+        _ => String::new(),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    for word in text.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+            count += 1;
+        }
+        for c in word.chars() {
+            if count >= PREVIEW_CHARS - 1 {
+                out.push('…');
+                return out;
+            }
+            out.push(c);
+            count += 1;
+        }
+    }
+    out
+}

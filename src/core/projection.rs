@@ -1,0 +1,278 @@
+//! The projection: which entries on a leaf's path become the model's context, and how
+//! each one contributes. Matches pi 1.6.0 `buildSessionPath`, `buildContextEntries`,
+//! `getSessionContextSettings`, `sessionEntryToContextMessages` and `projectContextEntry`.
+//!
+//! This module decides everything from the tree's small fields; turning the decision into
+//! message JSON needs the entries' bodies and lives in `core::render`.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::value::RawValue;
+
+use super::diagnostics::Diagnostic;
+use super::format::{EntryKind, Role};
+use super::tree::{NodeIdx, Tree};
+
+/// How one context entry contributes to the model's messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Contribution {
+    /// A `message` entry's message (with pi's null-content and `hookMessage` fixes).
+    Message,
+    /// A `custom_message` entry as a `custom` message.
+    CustomMessage,
+    /// A `branch_summary` with a summary, as a `branchSummary` message.
+    BranchSummary,
+    /// The newest compaction: its `systemMessage` (if any), then a `compactionSummary` message.
+    CompactionSummary { with_system_message: bool },
+    /// Nothing reaches the model; see [`Silence`] for why.
+    Nothing(Silence),
+}
+
+/// Why a context entry contributes no message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Silence {
+    /// Labels, custom entries, session info, model/thinking changes, usage, context edits
+    /// and unknown types never enter the context.
+    NeverInContext,
+    /// A `branch_summary` whose summary is empty.
+    EmptyBranchSummary,
+    /// An older compaction inside the newest compaction's kept range.
+    SupersededCompaction,
+    /// A context edit with `replacement: null` targets this entry.
+    OmittedByEdit,
+}
+
+/// One entry of the compaction-aware context list.
+#[derive(Clone, Copy, Debug)]
+pub struct ContextItem {
+    pub node: NodeIdx,
+    pub contribution: Contribution,
+    /// The latest context edit (within the context) that targets this entry.
+    pub edit: Option<NodeIdx>,
+}
+
+/// The session model: `{provider, modelId}` with absent fields omitted, as pi builds it.
+#[derive(Clone, Debug)]
+pub struct ModelRef {
+    pub provider: Option<Box<RawValue>>,
+    pub model_id: Option<Box<RawValue>>,
+}
+
+/// The projection of a session at one leaf.
+#[derive(Clone, Debug)]
+pub struct Projection {
+    /// The leaf; `None` for the explicit empty leaf or an empty session.
+    pub leaf: Option<NodeIdx>,
+    /// Root-to-leaf path.
+    pub path: Vec<NodeIdx>,
+    /// The compaction that starts the context, if the path has one.
+    pub compaction: Option<NodeIdx>,
+    /// pi's `buildContextEntries`, each with how it contributes.
+    pub items: Vec<ContextItem>,
+    /// `None` when the latest `thinking_level_change` has no level (pi then omits the key);
+    /// otherwise the raw level, `"off"` by default.
+    pub thinking_level: Option<Box<RawValue>>,
+    /// `None` prints as `null`.
+    pub model: Option<ModelRef>,
+    /// Tool pairing problems in the projected context.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Projects the session at `leaf` (`None`: the empty leaf, before the first entry).
+/// Use [`Tree::default_leaf`] for pi's default.
+pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
+    let path = tree.path_to(leaf);
+    let (thinking_level, model) = settings(tree, &path);
+    let entries = context_entries(tree, &path);
+    let compaction = entries
+        .first()
+        .copied()
+        .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
+
+    let mut edits: HashMap<&str, NodeIdx> = HashMap::new();
+    for &n in &entries {
+        if let EntryKind::ContextEdit {
+            target_id: Some(t), ..
+        } = &tree.node(n).entry.kind
+        {
+            edits.insert(t.as_str(), n);
+        }
+    }
+    let items = entries
+        .iter()
+        .enumerate()
+        .map(|(i, &node)| {
+            let entry = &tree.node(node).entry;
+            let edit = edits.get(entry.id.as_str()).copied();
+            let omitted = edit.is_some_and(|e| {
+                matches!(
+                    tree.node(e).entry.kind,
+                    EntryKind::ContextEdit { omits: true, .. }
+                )
+            });
+            let contribution = match &entry.kind {
+                EntryKind::Compaction { .. } if i > 0 => {
+                    Contribution::Nothing(Silence::SupersededCompaction)
+                }
+                _ if omitted => Contribution::Nothing(Silence::OmittedByEdit),
+                EntryKind::Message(_) => Contribution::Message,
+                EntryKind::CustomMessage => Contribution::CustomMessage,
+                EntryKind::BranchSummary { has_summary: true } => Contribution::BranchSummary,
+                EntryKind::BranchSummary { has_summary: false } => {
+                    Contribution::Nothing(Silence::EmptyBranchSummary)
+                }
+                EntryKind::Compaction {
+                    has_system_message, ..
+                } => Contribution::CompactionSummary {
+                    with_system_message: *has_system_message,
+                },
+                _ => Contribution::Nothing(Silence::NeverInContext),
+            };
+            ContextItem {
+                node,
+                contribution,
+                edit,
+            }
+        })
+        .collect::<Vec<_>>();
+    let diagnostics = tool_pairing(tree, &items);
+    Projection {
+        leaf,
+        path,
+        compaction,
+        items,
+        thinking_level,
+        model,
+        diagnostics,
+    }
+}
+
+/// pi's `buildContextEntries` on an already computed path: with no compaction, the path;
+/// otherwise the latest compaction, the entries from its `firstKeptEntryId` up to it
+/// (system messages dropped), then everything after it.
+pub fn context_entries(tree: &Tree, path: &[NodeIdx]) -> Vec<NodeIdx> {
+    let Some(ci) = path
+        .iter()
+        .rposition(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }))
+    else {
+        return path.to_vec();
+    };
+    let EntryKind::Compaction {
+        first_kept_entry_id,
+        ..
+    } = &tree.node(path[ci]).entry.kind
+    else {
+        return path.to_vec();
+    };
+    let mut out = Vec::with_capacity(path.len() - ci);
+    out.push(path[ci]);
+    if let Some(start) = kept_start(
+        tree,
+        &path[..ci],
+        first_kept_entry_id.as_ref().map(|k| k.as_str()),
+    ) {
+        out.extend(
+            path[start..ci]
+                .iter()
+                .copied()
+                .filter(|&n| !is_system_message(tree, n)),
+        );
+    }
+    out.extend_from_slice(&path[ci + 1..]);
+    out
+}
+
+/// Index in `before` of the first kept entry, if it is on the path before the compaction.
+pub fn kept_start(tree: &Tree, before: &[NodeIdx], first_kept: Option<&str>) -> Option<usize> {
+    let first_kept = first_kept?;
+    before
+        .iter()
+        .position(|&n| tree.node(n).entry.id.as_str() == first_kept)
+}
+
+/// True for a `message` entry whose role is `system` (dropped from a compaction's kept range).
+pub fn is_system_message(tree: &Tree, n: NodeIdx) -> bool {
+    tree.node(n).entry.kind.role() == Some(&Role::System)
+}
+
+fn settings(tree: &Tree, path: &[NodeIdx]) -> (Option<Box<RawValue>>, Option<ModelRef>) {
+    let mut thinking = Some(raw_literal("\"off\""));
+    let mut model = None;
+    for &n in path {
+        match &tree.node(n).entry.kind {
+            EntryKind::ThinkingLevelChange { level } => thinking = level.clone(),
+            EntryKind::ModelChange { provider, model_id } => {
+                model = Some(ModelRef {
+                    provider: provider.clone(),
+                    model_id: model_id.clone(),
+                });
+            }
+            EntryKind::Message(m) if m.role == Role::Assistant => {
+                model = Some(ModelRef {
+                    provider: m.provider.clone(),
+                    model_id: m.model.clone(),
+                });
+            }
+            _ => {}
+        }
+    }
+    (thinking, model)
+}
+
+/// Tool calls and results as the model will see them: a result whose call is not in the
+/// context, and a call with no result after it.
+fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
+    let mut calls: Vec<(String, NodeIdx)> = Vec::new();
+    let mut call_ids: HashSet<String> = HashSet::new();
+    let mut answered: HashSet<String> = HashSet::new();
+    let mut diagnostics = Vec::new();
+    for item in items {
+        if item.contribution != Contribution::Message {
+            continue;
+        }
+        let entry = &tree.node(item.node).entry;
+        let EntryKind::Message(m) = &entry.kind else {
+            continue;
+        };
+        match m.role {
+            Role::Assistant => {
+                let edited = item.edit.map(|e| &tree.node(e).entry.kind);
+                let ids = match edited {
+                    Some(EntryKind::ContextEdit { tool_call_ids, .. }) => tool_call_ids,
+                    _ => &m.tool_call_ids,
+                };
+                for id in ids {
+                    call_ids.insert(id.to_string());
+                    calls.push((id.to_string(), item.node));
+                }
+            }
+            Role::ToolResult => {
+                let id = m.tool_call_id.as_deref().unwrap_or("");
+                if call_ids.contains(id) {
+                    answered.insert(id.to_owned());
+                } else {
+                    diagnostics.push(Diagnostic::OrphanToolResult {
+                        entry_id: entry.id.clone(),
+                        tool_call_id: id.to_owned(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    for (id, node) in calls {
+        if !answered.contains(&id) {
+            diagnostics.push(Diagnostic::MissingToolResult {
+                entry_id: tree.node(node).entry.id.clone(),
+                tool_call_id: id,
+            });
+        }
+    }
+    diagnostics
+}
+
+/// A `RawValue` for a literal we know is valid JSON.
+pub(crate) fn raw_literal(json: &str) -> Box<RawValue> {
+    // Only called with constant, valid JSON; fall back to null rather than panic.
+    RawValue::from_string(json.to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}

@@ -1,0 +1,231 @@
+//! Entry timestamps as JavaScript's `new Date(value).getTime()` sees them.
+//!
+//! pi converts an entry's ISO timestamp to epoch milliseconds when it projects a
+//! `custom_message`, `branch_summary` or `compaction` into a message, and when it
+//! orders siblings in `getTree`. Matching those numbers exactly needs the ECMAScript
+//! date-time string format (ECMA-262 §21.4.1.32), which is what V8 tries first.
+//!
+//! Deliberate limits: V8's legacy fallback parser (free-form strings such as
+//! `"Tue Mar 05 2024"`) is not emulated; such strings give `None` (pi would print a
+//! number or `null`). Date-time forms without an offset are local time in JavaScript;
+//! sessiond reads them as UTC, which equals pi whenever the process runs with `TZ=UTC`.
+//! pi itself always writes `toISOString()` output, so neither case occurs in files pi wrote.
+
+use serde_json::value::RawValue;
+
+/// Largest magnitude of a valid JavaScript time value, in milliseconds (ECMA-262 §21.4.1.1).
+const MAX_TIME_MS: i64 = 8_640_000_000_000_000;
+
+/// Converts a raw JSON timestamp value the way `new Date(value).getTime()` does.
+///
+/// Returns `None` where JavaScript yields `NaN` (which `JSON.stringify` prints as `null`).
+/// Strings use [`parse_iso`]; numbers are truncated toward zero; `null` is 0.
+pub fn js_time_of_raw(raw: Option<&RawValue>) -> Option<i64> {
+    let text = raw?.get();
+    match text.as_bytes().first()? {
+        b'"' => {
+            let s: std::borrow::Cow<'_, str> = serde_json::from_str(text).ok()?;
+            parse_iso(&s)
+        }
+        b'n' => Some(0),
+        b't' => Some(1),
+        b'f' => Some(0),
+        b'-' | b'0'..=b'9' => {
+            let n: f64 = serde_json::from_str(text).ok()?;
+            let t = n.trunc();
+            (t.is_finite() && t.abs() <= MAX_TIME_MS as f64).then_some(t as i64)
+        }
+        _ => None,
+    }
+}
+
+/// Parses the ECMAScript date-time string format: `YYYY[-MM[-DD]][THH:mm[:ss[.s+]][Z|±HH:mm]]`,
+/// with `±YYYYYY` extended years. Returns epoch milliseconds, or `None` for anything else.
+pub fn parse_iso(s: &str) -> Option<i64> {
+    let mut p = Cursor {
+        b: s.as_bytes(),
+        i: 0,
+    };
+    let year = match p.peek() {
+        Some(sign @ (b'+' | b'-')) => {
+            p.i += 1;
+            let y = p.digits(6)? as i64;
+            if sign == b'-' && y == 0 {
+                return None; // "-000000" is explicitly invalid
+            }
+            if sign == b'-' { -y } else { y }
+        }
+        _ => p.digits(4)? as i64,
+    };
+    let (mut month, mut day) = (1, 1);
+    if p.eat(b'-') {
+        month = p.digits(2)?;
+        if p.eat(b'-') {
+            day = p.digits(2)?;
+        }
+    }
+    let (mut hour, mut minute, mut second, mut millis) = (0, 0, 0, 0);
+    let mut offset_min: i64 = 0;
+    if p.eat(b'T') || p.eat(b't') {
+        hour = p.digits(2)?;
+        if !p.eat(b':') {
+            return None;
+        }
+        minute = p.digits(2)?;
+        if p.eat(b':') {
+            second = p.digits(2)?;
+            if p.eat(b'.') || p.eat(b',') {
+                let start = p.i;
+                let mut scale = 100;
+                while let Some(d @ b'0'..=b'9') = p.peek() {
+                    millis += u32::from(d - b'0') * scale;
+                    scale /= 10;
+                    p.i += 1;
+                }
+                if p.i == start {
+                    return None;
+                }
+            }
+        }
+        match p.peek() {
+            Some(b'Z' | b'z') => p.i += 1,
+            Some(sign @ (b'+' | b'-')) => {
+                p.i += 1;
+                let oh = p.digits(2)? as i64;
+                if !p.eat(b':') {
+                    return None;
+                }
+                let om = p.digits(2)? as i64;
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                offset_min = (oh * 60 + om) * if sign == b'-' { -1 } else { 1 };
+            }
+            _ => {} // local time: read as UTC, see the module comment
+        }
+    } else if p.eat(b'Z') {
+        // "2024-01-01Z" is not in the format
+        return None;
+    }
+    if p.i != p.b.len() {
+        return None;
+    }
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    if hour > 24 || minute > 59 || second > 59 || (hour == 24 && (minute | second | millis) != 0) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let ms = ((days * 24 + i64::from(hour)) * 60 + i64::from(minute) - offset_min) * 60_000
+        + i64::from(second) * 1000
+        + i64::from(millis);
+    (ms.abs() <= MAX_TIME_MS).then_some(ms)
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+    fn eat(&mut self, c: u8) -> bool {
+        let hit = self.peek() == Some(c);
+        self.i += usize::from(hit);
+        hit
+    }
+    /// Exactly `n` ASCII digits.
+    fn digits(&mut self, n: usize) -> Option<u32> {
+        let slice = self.b.get(self.i..self.i + n)?;
+        let mut v = 0u32;
+        for &d in slice {
+            if !d.is_ascii_digit() {
+                return None;
+            }
+            v = v * 10 + u32::from(d - b'0');
+        }
+        self.i += n;
+        Some(v)
+    }
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_forms_match_javascript() {
+        // Values from node: new Date(s).getTime()
+        assert_eq!(
+            parse_iso("2025-11-20T23:33:01.550Z"),
+            Some(1_763_681_581_550)
+        );
+        assert_eq!(parse_iso("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_iso("1970-01-01"), Some(0));
+        assert_eq!(
+            parse_iso("2024-02-29T12:00:00.1234Z"),
+            Some(1_709_208_000_123)
+        );
+        assert_eq!(
+            parse_iso("2024-01-01T01:00:00+01:00"),
+            Some(1_704_067_200_000)
+        );
+        assert_eq!(parse_iso("1969-12-31T23:59:59.999Z"), Some(-1));
+        assert_eq!(
+            parse_iso("+010000-01-01T00:00:00Z"),
+            Some(253_402_300_800_000)
+        );
+        assert_eq!(parse_iso("2024-01-01T24:00:00Z"), Some(1_704_153_600_000));
+    }
+
+    #[test]
+    fn invalid_forms_are_nan() {
+        for s in [
+            "",
+            "2023-02-29",
+            "2024-13-01",
+            "2024-01-01T25:00Z",
+            "2024-01-01T10",
+            "nope",
+            "-000000-01-01",
+        ] {
+            assert_eq!(parse_iso(s), None, "{s}");
+        }
+    }
+
+    #[test]
+    fn raw_values() {
+        let raw = |s: &str| serde_json::from_str::<Box<RawValue>>(s).unwrap();
+        assert_eq!(js_time_of_raw(Some(&raw("12.9"))), Some(12));
+        assert_eq!(js_time_of_raw(Some(&raw("null"))), Some(0));
+        assert_eq!(js_time_of_raw(Some(&raw("{}"))), None);
+        assert_eq!(js_time_of_raw(None), None);
+    }
+}

@@ -1,0 +1,414 @@
+//! The session tree: entries in an arena, an id index, child lists ordered as pi orders
+//! them, resolved labels, the session name and the set of leaves.
+//!
+//! Invariants: `nodes` is in file order; a node's `parent` is resolved once both ends
+//! exist (a child may be written before its parent); `children` are sorted by entry
+//! timestamp, oldest first, ties in file order (pi 1.6.0 `getTree`); `leaves` holds
+//! exactly the nodes without children. Appending one entry is O(1) amortized in the
+//! common case (newest child appended last); nothing here does I/O.
+
+use std::collections::{BTreeSet, HashMap};
+
+use indexmap::IndexMap;
+
+use super::diagnostics::{Corruption, CorruptionKind, Diagnostic};
+use super::format::{Entry, EntryId, EntryKind, Header, LineProblem, LineSpan};
+
+/// Index of a node in the tree's arena (file order).
+pub type NodeIdx = u32;
+
+/// One entry and its place in the tree.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub entry: Entry,
+    pub parent: Option<NodeIdx>,
+    pub children: Vec<NodeIdx>,
+}
+
+/// Whether corruption refuses the open (`Strict`) or is skipped the way pi skips it (`Lenient`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Strict,
+    Lenient,
+}
+
+/// A resolved label: the latest non-empty label entry for a target.
+#[derive(Clone, Debug)]
+pub struct Label {
+    pub text: Box<str>,
+    /// The label entry that set it.
+    pub entry: NodeIdx,
+}
+
+/// A session's tree. Build it with [`Tree::new`], [`Tree::push`] per entry in file order,
+/// then [`Tree::settle`] once the lines at hand are all pushed.
+#[derive(Debug)]
+pub struct Tree {
+    header: Header,
+    mode: Mode,
+    nodes: Vec<Node>,
+    index: HashMap<EntryId, NodeIdx>,
+    roots: Vec<NodeIdx>,
+    /// Keyed by target id, in pi's `labelsById` insertion order (a cleared label is removed).
+    labels: IndexMap<EntryId, Label>,
+    name_entry: Option<NodeIdx>,
+    leaves: BTreeSet<NodeIdx>,
+    /// Children whose parent has not appeared yet, by the parent id they name.
+    waiting: HashMap<EntryId, Vec<NodeIdx>>,
+    v1: Option<V1State>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Version-1 files are linear and name the compaction's kept entry by its position among
+/// the parsed lines (header = 0); pi turns that into `firstKeptEntryId` on load.
+#[derive(Debug, Default)]
+struct V1State {
+    /// Node of each parsed line position (`None` for header lines).
+    positions: Vec<Option<NodeIdx>>,
+    /// Compactions whose `firstKeptEntryIndex` is resolved by `settle`.
+    pending_kept: Vec<(NodeIdx, usize)>,
+}
+
+impl Tree {
+    /// An empty tree for a file with this header.
+    pub fn new(header: Header, mode: Mode) -> Self {
+        let v1 = (header.version < 2).then(|| V1State {
+            positions: vec![None],
+            ..V1State::default()
+        });
+        Tree {
+            header,
+            mode,
+            nodes: Vec::new(),
+            index: HashMap::new(),
+            roots: Vec::new(),
+            labels: IndexMap::new(),
+            name_entry: None,
+            leaves: BTreeSet::new(),
+            waiting: HashMap::new(),
+            v1,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Adds the next entry in file order.
+    ///
+    /// Errors (strict mode only): `duplicateId`, `parentCycle`. In lenient mode the same
+    /// problems become diagnostics and the entry is kept the way pi keeps it (a duplicate id
+    /// now names the later entry; a cycle is broken by making this entry a root).
+    /// `v1_first_kept_index` is the version-1 `firstKeptEntryIndex` of a compaction line.
+    pub fn push(
+        &mut self,
+        mut entry: Entry,
+        v1_first_kept_index: Option<usize>,
+    ) -> Result<NodeIdx, Corruption> {
+        let idx = NodeIdx::try_from(self.nodes.len()).unwrap_or(NodeIdx::MAX);
+        if let Some(v1) = &mut self.v1 {
+            // Version 1 is linear: each entry's parent is the previous entry.
+            entry.parent_id = self.nodes.last().map(|n| n.entry.id.clone());
+            v1.positions.push(Some(idx));
+            if let (EntryKind::Compaction { .. }, Some(i)) = (&entry.kind, v1_first_kept_index) {
+                v1.pending_kept.push((idx, i));
+            }
+        }
+        if self.index.contains_key(&entry.id) {
+            let c = corruption(
+                CorruptionKind::DuplicateId,
+                entry.span,
+                Some(&entry.id),
+                "this id is already used by an earlier entry",
+            );
+            self.fail_or_note(c, "the later entry now owns the id, as in pi")?;
+        }
+        if entry.parent_id.as_ref() == Some(&entry.id) {
+            let c = corruption(
+                CorruptionKind::ParentCycle,
+                entry.span,
+                Some(&entry.id),
+                "the entry is its own parent",
+            );
+            self.fail_or_note(c, "treated as a root, as pi's getTree does")?;
+            entry.parent_id = None;
+        }
+        match &entry.kind {
+            EntryKind::Label {
+                target_id: Some(target),
+                label,
+            } => match label {
+                Some(text) => {
+                    self.labels.insert(
+                        target.clone(),
+                        Label {
+                            text: text.clone(),
+                            entry: idx,
+                        },
+                    );
+                }
+                None => {
+                    self.labels.shift_remove(target);
+                }
+            },
+            EntryKind::SessionInfo { .. } => self.name_entry = Some(idx),
+            _ => {}
+        }
+        let parent = entry
+            .parent_id
+            .as_ref()
+            .map(|p| self.index.get(p).copied().ok_or_else(|| p.clone()));
+        let id = entry.id.clone();
+        self.nodes.push(Node {
+            entry,
+            parent: None,
+            children: Vec::new(),
+        });
+        self.index.insert(id.clone(), idx);
+        self.leaves.insert(idx);
+        match parent {
+            None => self.roots.push(idx),
+            Some(Ok(p)) => self.attach(idx, p),
+            Some(Err(missing)) => self.waiting.entry(missing).or_default().push(idx),
+        }
+        if let Some(children) = self.waiting.remove(&id) {
+            for child in children {
+                self.attach(child, idx);
+            }
+            if self.has_cycle_through(idx) {
+                let span = self.nodes[idx as usize].entry.span;
+                let c = corruption(
+                    CorruptionKind::ParentCycle,
+                    span,
+                    Some(&id),
+                    "the chain of parents loops back to this entry",
+                );
+                self.fail_or_note(c, "treated as a root")?;
+                self.detach(idx);
+                self.roots.push(idx);
+                self.roots.sort_unstable();
+            }
+        }
+        Ok(idx)
+    }
+
+    /// Resolves what can only be resolved once the lines at hand are all pushed: parents that
+    /// never appeared (`missingParent`; lenient: the orphan becomes a root, as in pi) and
+    /// version-1 compaction indices.
+    pub fn settle(&mut self) -> Result<(), Corruption> {
+        if !self.waiting.is_empty() {
+            let mut orphans: Vec<NodeIdx> = self.waiting.drain().flat_map(|(_, v)| v).collect();
+            orphans.sort_unstable();
+            for &o in &orphans {
+                let e = &self.nodes[o as usize].entry;
+                let parent = e.parent_id.as_ref().map_or("", EntryId::as_str);
+                let c = corruption(
+                    CorruptionKind::MissingParent,
+                    e.span,
+                    Some(&e.id),
+                    &format!("parent {parent} names no entry in the file"),
+                );
+                if let Err(c) = self.fail_or_note(c, "treated as a root, as pi does") {
+                    // Put the waiting list back so a strict caller sees an unchanged tree.
+                    for &o in &orphans {
+                        if let Some(p) = self.nodes[o as usize].entry.parent_id.clone() {
+                            self.waiting.entry(p).or_default().push(o);
+                        }
+                    }
+                    return Err(c);
+                }
+            }
+            self.roots.extend(orphans);
+            self.roots.sort_unstable();
+        }
+        if let Some(v1) = &mut self.v1 {
+            for (comp, pos) in std::mem::take(&mut v1.pending_kept) {
+                let kept = v1
+                    .positions
+                    .get(pos)
+                    .copied()
+                    .flatten()
+                    .map(|n| self.nodes[n as usize].entry.id.clone());
+                if let (
+                    Some(kept),
+                    EntryKind::Compaction {
+                        first_kept_entry_id,
+                        ..
+                    },
+                ) = (kept, &mut self.nodes[comp as usize].entry.kind)
+                {
+                    *first_kept_entry_id = Some(kept);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a line that could not be read. Strict mode returns it as corruption; lenient
+    /// mode notes it and skips the line, as pi does.
+    pub fn line_problem(&mut self, problem: LineProblem, span: LineSpan) -> Result<(), Corruption> {
+        let c = corruption(problem.kind.into(), span, None, &problem.detail);
+        self.fail_or_note(c, "line skipped, as pi does")
+    }
+
+    /// Counts a `type: "session"` line after the header (pi ignores it, but it still takes a
+    /// position for version-1 `firstKeptEntryIndex`).
+    pub fn push_extra_header(&mut self) {
+        if let Some(v1) = &mut self.v1 {
+            v1.positions.push(None);
+        }
+    }
+
+    fn fail_or_note(&mut self, c: Corruption, action: &'static str) -> Result<(), Corruption> {
+        match self.mode {
+            Mode::Strict => Err(c),
+            Mode::Lenient => {
+                self.diagnostics.push(Diagnostic::Corrupt {
+                    corruption: c,
+                    action,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn attach(&mut self, child: NodeIdx, parent: NodeIdx) {
+        self.nodes[child as usize].parent = Some(parent);
+        self.leaves.remove(&parent);
+        let time = self.nodes[child as usize].entry.time_ms;
+        let siblings = &self.nodes[parent as usize].children;
+        // Stable insertion by timestamp; a missing time (JavaScript NaN) never sorts earlier.
+        let mut at = siblings.len();
+        while at > 0 {
+            let prev = siblings[at - 1];
+            let earlier = match (time, self.nodes[prev as usize].entry.time_ms) {
+                (Some(t), Some(p)) => t < p || (t == p && child < prev),
+                _ => child < prev,
+            };
+            if !earlier {
+                break;
+            }
+            at -= 1;
+        }
+        self.nodes[parent as usize].children.insert(at, child);
+    }
+
+    fn detach(&mut self, child: NodeIdx) {
+        if let Some(p) = self.nodes[child as usize].parent.take() {
+            let siblings = &mut self.nodes[p as usize].children;
+            siblings.retain(|&c| c != child);
+            if siblings.is_empty() {
+                self.leaves.insert(p);
+            }
+        }
+    }
+
+    fn has_cycle_through(&self, start: NodeIdx) -> bool {
+        let mut cur = self.nodes[start as usize].parent;
+        let mut steps = 0usize;
+        while let Some(c) = cur {
+            if c == start || steps > self.nodes.len() {
+                return true;
+            }
+            steps += 1;
+            cur = self.nodes[c as usize].parent;
+        }
+        false
+    }
+
+    // --- read access -----------------------------------------------------------------
+
+    /// The session header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+    /// Whether this tree refuses corruption.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+    /// All nodes in file order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+    /// One node.
+    pub fn node(&self, idx: NodeIdx) -> &Node {
+        &self.nodes[idx as usize]
+    }
+    /// Number of entries (the header excluded).
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+    /// True when the session has no entries yet.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+    /// The node with this id.
+    pub fn find(&self, id: &str) -> Option<NodeIdx> {
+        self.index.get(id).copied()
+    }
+    /// Roots in file order (entries whose parent is null, plus lenient-mode orphans).
+    pub fn roots(&self) -> &[NodeIdx] {
+        &self.roots
+    }
+    /// Entries without children, in file order.
+    pub fn leaves(&self) -> impl Iterator<Item = NodeIdx> + '_ {
+        self.leaves.iter().copied()
+    }
+    /// The default leaf: the last entry in file order (pi's leaf after load).
+    pub fn default_leaf(&self) -> Option<NodeIdx> {
+        self.nodes.len().checked_sub(1).map(|i| i as NodeIdx)
+    }
+    /// The resolved label of an entry.
+    pub fn label_of(&self, id: &str) -> Option<&Label> {
+        self.labels.get(id)
+    }
+    /// All resolved labels, in pi's `labelsById` order.
+    pub fn labels(&self) -> impl Iterator<Item = (&EntryId, &Label)> {
+        self.labels.iter()
+    }
+    /// The session name: the latest `session_info` entry's name, trimmed; `None` when empty.
+    pub fn name(&self) -> Option<&str> {
+        let idx = self.name_entry?;
+        match &self.nodes[idx as usize].entry.kind {
+            EntryKind::SessionInfo { name: Some(n) } => Some(n.trim()).filter(|n| !n.is_empty()),
+            _ => None,
+        }
+    }
+    /// Problems a lenient open skipped.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+    /// The root-to-node path (node indices, root first). Empty for `None`.
+    pub fn path_to(&self, leaf: Option<NodeIdx>) -> Vec<NodeIdx> {
+        let mut path = Vec::new();
+        let mut cur = leaf;
+        while let Some(c) = cur {
+            path.push(c);
+            cur = self.nodes[c as usize].parent;
+        }
+        path.reverse();
+        path
+    }
+    /// Depth of a node (a root has depth 0).
+    pub fn depth(&self, idx: NodeIdx) -> usize {
+        let mut d = 0;
+        let mut cur = self.nodes[idx as usize].parent;
+        while let Some(c) = cur {
+            d += 1;
+            cur = self.nodes[c as usize].parent;
+        }
+        d
+    }
+}
+
+fn corruption(
+    kind: CorruptionKind,
+    span: LineSpan,
+    id: Option<&EntryId>,
+    message: &str,
+) -> Corruption {
+    Corruption {
+        kind,
+        line: span.line,
+        offset: span.offset,
+        id: id.cloned(),
+        message: message.to_owned(),
+    }
+}

@@ -1,0 +1,20 @@
+//! The `sessiond` executable: parses arguments, sends logs to stderr, returns an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = sessiond::cli::Cli::parse();
+    let filter = cli
+        .log
+        .clone()
+        .or_else(|| std::env::var("SESSIOND_LOG").ok())
+        .unwrap_or_else(|| "warn".to_owned());
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn")))
+        .init();
+    sessiond::cli::run(cli)
+}
