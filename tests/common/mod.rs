@@ -1,0 +1,260 @@
+//! Shared helpers for the integration tests: running the sessiond binary and the pi oracle, and comparing JSON.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// The repository root (where Cargo.toml lives); golden file paths are relative to it.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs the sessiond binary built for these tests, from the repository root.
+pub fn sessiond<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(args)
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .output()
+        .expect("failed to start the sessiond binary")
+}
+
+/// A one-line account of a finished command, for failure messages.
+pub fn describe(output: &Output) -> String {
+    format!(
+        "exit {:?}, stdout {} bytes, stderr: {}",
+        output.status.code(),
+        output.stdout.len(),
+        truncate(String::from_utf8_lossy(&output.stderr).trim(), 600)
+    )
+}
+
+/// Parses a command's JSON output: stdout, or stderr when stdout is empty (errors may go either way).
+pub fn parse_json_output(output: &Output) -> Result<Value, String> {
+    let text = if output.stdout.iter().all(u8::is_ascii_whitespace) {
+        &output.stderr
+    } else {
+        &output.stdout
+    };
+    serde_json::from_slice(text).map_err(|e| {
+        format!(
+            "output is not one JSON value ({e}): {}",
+            truncate(&String::from_utf8_lossy(text), 600)
+        )
+    })
+}
+
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max).collect();
+    format!("{cut}… [{} chars in all]", text.chars().count())
+}
+
+/// JSON equality as JavaScript sees it: numbers compare by value (1 == 1.0), objects ignore key order.
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    first_difference(a, b).is_none()
+}
+
+/// The first place where two JSON values differ: (JSON pointer, left value, right value); None if equal.
+pub fn first_difference<'a>(
+    a: &'a Value,
+    b: &'a Value,
+) -> Option<(String, Option<&'a Value>, Option<&'a Value>)> {
+    fn walk<'a>(
+        path: &mut String,
+        a: &'a Value,
+        b: &'a Value,
+    ) -> Option<(String, Option<&'a Value>, Option<&'a Value>)> {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => {
+                let same =
+                    x == y || matches!((x.as_f64(), y.as_f64()), (Some(p), Some(q)) if p == q);
+                (!same).then(|| (path.clone(), Some(a), Some(b)))
+            }
+            (Value::Array(xs), Value::Array(ys)) => {
+                for i in 0..xs.len().max(ys.len()) {
+                    let len = path.len();
+                    path.push_str(&format!("/{i}"));
+                    let found = match (xs.get(i), ys.get(i)) {
+                        (Some(x), Some(y)) => walk(path, x, y),
+                        (x, y) => Some((path.clone(), x, y)),
+                    };
+                    path.truncate(len);
+                    if found.is_some() {
+                        return found;
+                    }
+                }
+                None
+            }
+            (Value::Object(xs), Value::Object(ys)) => {
+                let keys: Vec<&String> = xs
+                    .keys()
+                    .chain(ys.keys().filter(|k| !xs.contains_key(*k)))
+                    .collect();
+                for key in keys {
+                    let len = path.len();
+                    path.push('/');
+                    path.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    let found = match (xs.get(key), ys.get(key)) {
+                        (Some(x), Some(y)) => walk(path, x, y),
+                        (x, y) => Some((path.clone(), x, y)),
+                    };
+                    path.truncate(len);
+                    if found.is_some() {
+                        return found;
+                    }
+                }
+                None
+            }
+            _ => (a != b).then(|| (path.clone(), Some(a), Some(b))),
+        }
+    }
+    walk(&mut String::new(), a, b)
+}
+
+/// A readable report of how `actual` differs from `expected` (empty if they are equal).
+pub fn diff_report(expected: &Value, actual: &Value) -> String {
+    let Some((pointer, want, got)) = first_difference(expected, actual) else {
+        return String::new();
+    };
+    let show = |v: Option<&Value>| match v {
+        None => "<absent>".to_string(),
+        Some(v) => truncate(&serde_json::to_string_pretty(v).unwrap_or_default(), 2500),
+    };
+    let mut report = format!(
+        "first difference at {}\n  expected (pi): {}\n  actual (sessiond): {}",
+        if pointer.is_empty() { "/" } else { &pointer },
+        show(want).replace('\n', "\n    "),
+        show(got).replace('\n', "\n    "),
+    );
+    if let (Some(Value::Array(e)), Some(Value::Array(a))) =
+        (expected.get("messages"), actual.get("messages"))
+    {
+        report.push_str(&format!(
+            "\n  messages: pi has {}, sessiond has {}",
+            e.len(),
+            a.len()
+        ));
+    }
+    report
+}
+
+/// Keeps only the keys pi prints for a context: messages, thinkingLevel, model (absent stays absent).
+pub fn restrict_to_context(output: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for key in ["messages", "thinkingLevel", "model"] {
+        if let Some(v) = output.get(key) {
+            out.insert(key.to_string(), v.clone());
+        }
+    }
+    Value::Object(out)
+}
+
+/// sessiond's deterministic id for the entry on a 1-based line of a version-1 file.
+pub fn v1_line_id(line: u64) -> String {
+    format!("{line:08x}")
+}
+
+/// The pi install to diff against, from SESSIOND_ORACLE_DIR. Without it the caller skips, except under CI,
+/// where a missing oracle must not pass silently.
+pub fn oracle_dir(test: &str) -> Option<PathBuf> {
+    match std::env::var_os("SESSIOND_ORACLE_DIR") {
+        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
+        _ => {
+            if std::env::var_os("CI").is_some() {
+                panic!(
+                    "{test}: SESSIOND_ORACLE_DIR is not set under CI; run the suite through scripts/test.sh"
+                );
+            }
+            eprintln!();
+            eprintln!(
+                "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+            );
+            eprintln!("!!! SKIPPED {test}: SESSIOND_ORACLE_DIR is not set, so pi cannot be run.");
+            eprintln!(
+                "!!! Run `bash scripts/test.sh`, or set SESSIOND_ORACLE_DIR to a pi oracle install."
+            );
+            eprintln!(
+                "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+            );
+            eprintln!();
+            None
+        }
+    }
+}
+
+/// Runs tests/oracle/batch.mjs once over all jobs ({file, leaf}) and returns one result per job, in order.
+pub fn run_batch_oracle(oracle: &Path, jobs: &[Value]) -> Vec<Value> {
+    let mut child = Command::new("node")
+        .arg(repo_root().join("tests/oracle/batch.mjs"))
+        .env("SESSIOND_ORACLE_DIR", oracle)
+        .current_dir(repo_root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("failed to start node for tests/oracle/batch.mjs");
+    let mut input = String::new();
+    for job in jobs {
+        input.push_str(&job.to_string());
+        input.push('\n');
+    }
+    let mut stdin = child.stdin.take().expect("node stdin");
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().expect("node did not finish");
+    writer
+        .join()
+        .expect("stdin writer")
+        .expect("writing jobs to node");
+    assert!(
+        output.status.success(),
+        "batch oracle failed: {}",
+        truncate(&String::from_utf8_lossy(&output.stderr), 4000)
+    );
+    let results: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).expect("batch oracle printed a line that is not JSON")
+        })
+        .collect();
+    assert_eq!(
+        results.len(),
+        jobs.len(),
+        "batch oracle returned a different number of results"
+    );
+    results
+}
+
+/// Runs `f` over `items` on all cores, keeping the input order of the results.
+pub fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .min(16);
+    let chunk = items.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| part.iter().map(&f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("worker thread panicked"))
+            .collect()
+    })
+}
+
+/// FNV-1a, to name file contents compactly in failure messages.
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
