@@ -40,6 +40,8 @@ impl Rng {
     }
 }
 
+/// Stands for a lone UTF-16 surrogate in generated text; written to the file as the escape pi writes.
+const LONE_SURROGATE: &str = "\u{e000}";
 const WORDS: &[&str] = &[
     "refactor",
     "the",
@@ -93,10 +95,14 @@ struct Generator {
 impl Generator {
     fn text(&mut self) -> String {
         let n = 1 + self.rng.below(8);
-        (0..n)
+        let mut text = (0..n)
             .map(|_| *self.rng.pick(WORDS))
             .collect::<Vec<_>>()
-            .join(" ")
+            .join(" ");
+        if self.rng.chance(1) {
+            text.push_str(LONE_SURROGATE);
+        }
+        text
     }
 
     fn iso(&mut self) -> String {
@@ -452,7 +458,11 @@ fn generate(seed: u64, index: usize, dir: &Path) -> Case {
     for _ in 0..count {
         g.add();
     }
-    let mut lines: Vec<String> = g.entries.iter().map(|e| e.value.to_string()).collect();
+    let mut lines: Vec<String> = g
+        .entries
+        .iter()
+        .map(|e| e.value.to_string().replace(LONE_SURROGATE, "\\ud83d"))
+        .collect();
     // Sometimes write a few children before their parents (two agent processes, or a hand-edited file).
     if version >= 2 && lines.len() > 2 && g.rng.chance(10) {
         for _ in 0..1 + g.rng.below(3) {

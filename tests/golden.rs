@@ -25,7 +25,7 @@ fn golden_files() -> Vec<PathBuf> {
 /// Checks one golden case; Err holds a readable account of the mismatch.
 fn check_case(path: &PathBuf) -> Result<(), String> {
     let golden: Value =
-        serde_json::from_slice(&std::fs::read(path).expect("read golden")).expect("golden is JSON");
+        common::parse_json(&std::fs::read(path).expect("read golden")).expect("golden is JSON");
     let file = golden["file"].as_str().expect("golden.file");
     let mut args = vec![
         "context".to_string(),
@@ -141,4 +141,34 @@ fn every_input_file_has_goldens() {
         missing.is_empty(),
         "goldens missing (run scripts/regen-golden.sh): {missing:?}"
     );
+}
+
+/// The comparison itself: numbers by value, absent keys noticed, lone surrogate escapes accepted.
+#[test]
+fn comparison_helpers_behave_like_javascript() {
+    use serde_json::json;
+    assert!(json_eq(
+        &json!({"a": 1, "b": [1.0, 2]}),
+        &json!({"b": [1, 2.0], "a": 1.0})
+    ));
+    assert!(!json_eq(&json!({"a": 1}), &json!({"a": 1, "b": null})));
+    assert!(!json_eq(&json!([1, 2]), &json!([1, 2, 3])));
+    assert!(!json_eq(&json!("1"), &json!(1)));
+    let diff = diff_report(
+        &json!({"messages": [{"content": "x"}]}),
+        &json!({"messages": [{}]}),
+    );
+    assert!(
+        diff.contains("/messages/0/content") && diff.contains("<absent>"),
+        "{diff}"
+    );
+    let lone = common::parse_json(br#"{"t":"a \ud83d b \ude80 \ud83d\ude80 \\ud83d"}"#)
+        .expect("lone surrogates");
+    let same = common::parse_json(br#"{"t":"a \ud83d b \ude80 \ud83d\ude80 \\ud83d"}"#)
+        .expect("lone surrogates");
+    let other = common::parse_json(br#"{"t":"a \ud83e b \ude80 \ud83d\ude80 \\ud83d"}"#)
+        .expect("lone surrogates");
+    assert_eq!(lone, same);
+    assert_ne!(lone, other);
+    assert_eq!(lone["t"], json!("a \\ud83d b \\ude80 🚀 \\ud83d"));
 }

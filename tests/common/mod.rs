@@ -43,12 +43,73 @@ pub fn parse_json_output(output: &Output) -> Result<Value, String> {
     } else {
         &output.stdout
     };
-    serde_json::from_slice(text).map_err(|e| {
+    parse_json(text).map_err(|e| {
         format!(
             "output is not one JSON value ({e}): {}",
             truncate(&String::from_utf8_lossy(text), 600)
         )
     })
+}
+
+/// Parses JSON the way JavaScript accepts it. pi's JSON.stringify writes a lone UTF-16 surrogate (a tool
+/// output cut inside an emoji) as an escape like `\ud83d`, which serde_json refuses; such an escape is turned
+/// into literal text (`\\ud83d`) on both sides of a comparison, so equal inputs still compare equal.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    match serde_json::from_slice(bytes) {
+        Ok(value) => Ok(value),
+        Err(error) => {
+            let text = String::from_utf8_lossy(bytes);
+            let fixed = escape_lone_surrogates(&text);
+            if fixed == text {
+                Err(error)
+            } else {
+                serde_json::from_str(&fixed)
+            }
+        }
+    }
+}
+
+fn escape_lone_surrogates(text: &str) -> String {
+    let unit = |s: &str| s.get(2..6).and_then(|h| u16::from_str_radix(h, 16).ok());
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut after_high = false;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let Some(next) = rest[1..].chars().next() else {
+            break;
+        };
+        if next != 'u' {
+            let len = 1 + next.len_utf8();
+            out.push_str(&rest[..len]);
+            rest = &rest[len..];
+            after_high = false;
+            continue;
+        }
+        let code = unit(rest);
+        let lone = match code {
+            Some(0xD800..=0xDBFF) => {
+                let paired = rest.get(6..8) == Some("\\u")
+                    && matches!(unit(&rest[6..]), Some(0xDC00..=0xDFFF));
+                after_high = paired;
+                !paired
+            }
+            Some(0xDC00..=0xDFFF) => !std::mem::take(&mut after_high),
+            _ => {
+                after_high = false;
+                false
+            }
+        };
+        if lone {
+            out.push('\\');
+        }
+        let len = if code.is_some() { 6 } else { 2 }.min(rest.len());
+        out.push_str(&rest[..len]);
+        rest = &rest[len..];
+    }
+    out.push_str(rest);
+    out
 }
 
 pub fn truncate(text: &str, max: usize) -> String {
@@ -223,7 +284,7 @@ pub fn run_batch_oracle(oracle: &Path, jobs: &[Value]) -> Vec<Value> {
     let results: Vec<Value> = String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(|line| {
-            serde_json::from_str(line).expect("batch oracle printed a line that is not JSON")
+            parse_json(line.as_bytes()).expect("batch oracle printed a line that is not JSON")
         })
         .collect();
     assert_eq!(
