@@ -1,0 +1,276 @@
+//! Writes a realistic, deterministic pi v3 session of a given size, for benchmarks.
+//!
+//! `cargo run --release --example gen-session -- OUT.jsonl SIZE_MB [SEED]`
+//!
+//! Turns look like pi's: a user request, assistant messages with text and tool calls
+//! (read/bash/edit/write), tool results of a few KB to a few hundred KB, an occasional
+//! ~1 MB base64 image, plus branches, labels, compactions and context edits. The same
+//! seed and size always give the same bytes.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+/// splitmix64: small, fast and deterministic; quality is ample for shaping test data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+const WORDS: &[&str] = &[
+    "session",
+    "tree",
+    "leaf",
+    "entry",
+    "parse",
+    "render",
+    "context",
+    "compaction",
+    "token",
+    "file",
+    "read",
+    "write",
+    "async",
+    "error",
+    "result",
+    "value",
+    "index",
+    "offset",
+    "buffer",
+    "stream",
+    "config",
+    "module",
+    "test",
+    "build",
+];
+
+fn text(rng: &mut Rng, bytes: usize) -> String {
+    let mut s = String::with_capacity(bytes + 16);
+    while s.len() < bytes {
+        s.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+        s.push(if rng.chance(8) { '\n' } else { ' ' });
+    }
+    s
+}
+
+fn base64ish(rng: &mut Rng, bytes: usize) -> String {
+    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    (0..bytes)
+        .map(|_| A[rng.below(64) as usize] as char)
+        .collect()
+}
+
+struct Gen {
+    rng: Rng,
+    out: BufWriter<File>,
+    written: u64,
+    next_id: u64,
+    ts: i64,
+    /// Ids in file order, with their parents, for choosing branch points.
+    ids: Vec<String>,
+    user_ids: Vec<String>,
+}
+
+impl Gen {
+    fn id(&mut self) -> String {
+        self.next_id += 1;
+        format!(
+            "{:08x}",
+            self.next_id.wrapping_mul(0x9E37_79B1) & 0xffff_ffff
+        )
+    }
+    fn timestamp(&mut self) -> String {
+        self.ts += 500 + self.rng.below(30_000) as i64;
+        iso(self.ts)
+    }
+    fn emit(&mut self, mut v: Value, parent: Option<&str>) -> std::io::Result<String> {
+        let id = self.id();
+        let ts = self.timestamp();
+        let obj = v.as_object_mut().map(std::mem::take).unwrap_or_default();
+        let mut line = serde_json::Map::new();
+        line.insert(
+            "type".into(),
+            obj.get("type").cloned().unwrap_or(Value::Null),
+        );
+        line.insert("id".into(), json!(id));
+        line.insert("parentId".into(), json!(parent));
+        line.insert("timestamp".into(), json!(ts));
+        for (k, val) in obj {
+            if k != "type" {
+                line.insert(k, val);
+            }
+        }
+        let bytes = serde_json::to_vec(&Value::Object(line))?;
+        self.out.write_all(&bytes)?;
+        self.out.write_all(b"\n")?;
+        self.written += bytes.len() as u64 + 1;
+        self.ids.push(id.clone());
+        Ok(id)
+    }
+}
+
+fn iso(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    // civil_from_days (Howard Hinnant)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
+    let file = File::create(path)?;
+    let mut g = Gen {
+        rng: Rng(seed),
+        out: BufWriter::with_capacity(1 << 20, file),
+        written: 0,
+        next_id: seed.wrapping_mul(7919),
+        ts: 1_764_000_000_000,
+        ids: Vec::new(),
+        user_ids: Vec::new(),
+    };
+    let header = json!({"type":"session","version":3,"id":format!("0196a000-0000-7000-8000-{:012x}", seed),
+        "timestamp": iso(g.ts), "cwd":"/home/dev/project"});
+    let h = serde_json::to_vec(&header)?;
+    g.out.write_all(&h)?;
+    g.out.write_all(b"\n")?;
+    g.written += h.len() as u64 + 1;
+    let mut leaf: Option<String> = None;
+    let provider = "anthropic";
+    let model = "claude-sonnet-4-5";
+    leaf = Some(g.emit(
+        json!({"type":"model_change","provider":provider,"modelId":model}),
+        leaf.as_deref(),
+    )?);
+    let mut turn = 0u64;
+    while g.written < target {
+        turn += 1;
+        // Now and then, branch back to an earlier user message (a fork in place).
+        if turn % 40 == 0 && !g.user_ids.is_empty() {
+            let back = g.user_ids[g.rng.below(g.user_ids.len() as u64) as usize].clone();
+            let summary = text(&mut g.rng, 400);
+            let from = leaf.clone();
+            leaf = Some(g.emit(
+                json!({"type":"branch_summary","fromId":from,"summary":summary}),
+                Some(&back),
+            )?);
+        }
+        let n = 80 + g.rng.below(600) as usize;
+        let ask = text(&mut g.rng, n);
+        let ms = g.ts;
+        let u = g.emit(json!({"type":"message","message":{"role":"user","content":[{"type":"text","text":ask}],"timestamp":ms}}), leaf.as_deref())?;
+        g.user_ids.push(u.clone());
+        leaf = Some(u);
+        let steps = 1 + g.rng.below(6);
+        for step in 0..steps {
+            let call_id = format!("toolu_{:016x}", g.rng.next());
+            let (tool, args) = match g.rng.below(4) {
+                0 => (
+                    "read",
+                    json!({"path": format!("src/{}.rs", WORDS[g.rng.below(24) as usize])}),
+                ),
+                1 => ("bash", json!({"command": "cargo test --quiet"})),
+                2 => (
+                    "edit",
+                    json!({"path": format!("src/{}.rs", WORDS[g.rng.below(24) as usize]), "oldText":"a","newText":"b"}),
+                ),
+                _ => (
+                    "write",
+                    json!({"path": format!("docs/{}.md", WORDS[g.rng.below(24) as usize]), "content": text(&mut g.rng, 300)}),
+                ),
+            };
+            let n = 100 + g.rng.below(800) as usize;
+            let thought = text(&mut g.rng, n);
+            let ms = g.ts;
+            let a = g.emit(json!({"type":"message","message":{"role":"assistant","content":[
+                {"type":"text","text":thought},{"type":"toolCall","id":call_id,"name":tool,"arguments":args}],
+                "api":"anthropic-messages","provider":provider,"model":model,
+                "usage":{"input":1000*turn,"output":200,"cacheRead":0,"cacheWrite":0,"totalTokens":1000*turn+200,
+                "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":ms}}), leaf.as_deref())?;
+            leaf = Some(a);
+            let size = match g.rng.below(10) {
+                0..=5 => 2_000 + g.rng.below(8_000),
+                6..=8 => 10_000 + g.rng.below(60_000),
+                _ => 100_000 + g.rng.below(300_000),
+            } as usize;
+            let mut content = vec![json!({"type":"text","text": text(&mut g.rng, size)})];
+            if g.rng.chance(2) {
+                content.push(json!({"type":"image","data": base64ish(&mut g.rng, 1_000_000),"mimeType":"image/png"}));
+            }
+            let ms = g.ts;
+            let is_error = g.rng.chance(5);
+            let r = g.emit(json!({"type":"message","message":{"role":"toolResult","toolCallId":call_id,"toolName":tool,
+                "content":content,"isError": is_error,"timestamp":ms}}), leaf.as_deref())?;
+            leaf = Some(r.clone());
+            if step == 0 && g.rng.chance(3) {
+                leaf = Some(g.emit(json!({"type":"context_edit","targetId":r,"replacement":{"content":"[output elided]"}}), leaf.as_deref())?);
+            }
+        }
+        let n = 200 + g.rng.below(1500) as usize;
+        let done = text(&mut g.rng, n);
+        let ms = g.ts;
+        leaf = Some(g.emit(json!({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":done}],
+            "api":"anthropic-messages","provider":provider,"model":model,"usage":{"input":1000*turn,"output":300,"cacheRead":0,"cacheWrite":0,"totalTokens":1000*turn+300,
+            "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"stop","timestamp":ms}}), leaf.as_deref())?);
+        if g.rng.chance(5) {
+            let target = g.user_ids[g.rng.below(g.user_ids.len() as u64) as usize].clone();
+            leaf = Some(g.emit(
+                json!({"type":"label","targetId":target,"label":format!("checkpoint-{turn}")}),
+                leaf.as_deref(),
+            )?);
+        }
+        if turn % 25 == 0 {
+            // Keep roughly the last few turns: the kept entry is a recent user message.
+            let kept = g.user_ids[g.user_ids.len().saturating_sub(3)].clone();
+            let summary = text(&mut g.rng, 3_000);
+            leaf = Some(g.emit(json!({"type":"compaction","summary":summary,"firstKeptEntryId":kept,"tokensBefore":150_000,
+                "details":{"readFiles":[],"modifiedFiles":[]}}), leaf.as_deref())?);
+        }
+    }
+    g.out.flush()
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(path), Some(size)) = (args.get(1), args.get(2).and_then(|s| s.parse::<f64>().ok()))
+    else {
+        eprintln!("usage: gen-session OUT.jsonl SIZE_MB [SEED]");
+        return ExitCode::from(2);
+    };
+    let seed = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
+    match run(path, (size * 1_048_576.0) as u64, seed) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gen-session: {path}: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
