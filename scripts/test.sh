@@ -34,4 +34,4 @@ if [ ! -f "$installed" ] || ! cmp -s "$shared_oracle/package.json" "$oracle/pack
 fi
 export SESSIOND_ORACLE_DIR="$oracle"
 
-cargo test --all-targets
+cargo test --all-targets --no-fail-fast
