@@ -271,16 +271,57 @@ pub enum Expect {
 /// Version-1 entries get [`EntryId::for_v1_line`] ids; their parents are assigned by the
 /// tree builder (version 1 is linear). Errors name the problem; the caller adds file and line.
 pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, LineProblem> {
-    let probe: LineProbe<'_> = match serde_json::from_slice(bytes) {
-        Ok(MaybeObject::Object(p)) => p,
-        Ok(MaybeObject::NotObject) => {
-            return Err(problem(
-                ProblemKind::NotAnObject,
-                "the line is JSON but not an object",
-            ));
+    match serde_json::from_slice::<MaybeObject<LineProbe<'_>>>(bytes) {
+        Ok(MaybeObject::Object(probe)) => parse_probe(probe, bytes, span, expect),
+        Ok(MaybeObject::NotObject) => Err(problem(
+            ProblemKind::NotAnObject,
+            "the line is JSON but not an object",
+        )),
+        Err(e) => match without_duplicate_keys(bytes) {
+            // `JSON.parse` lets the last of duplicate keys win; the probe refuses duplicates
+            // among the fields it reads, so retry on a copy where the last value won.
+            Some(deduped) => match serde_json::from_slice::<LineProbe<'_>>(&deduped) {
+                Ok(probe) => parse_probe(probe, bytes, span, expect),
+                Err(e) => Err(problem(
+                    ProblemKind::InvalidEntry,
+                    format!("the entry's fields cannot be read: {e}"),
+                )),
+            },
+            None => Err(classify_json_error(bytes, e)),
+        },
+    }
+}
+
+/// The line with duplicate keys collapsed (first position, last value, at every depth), or
+/// `None` when the line is not a JSON object.
+fn without_duplicate_keys(bytes: &[u8]) -> Option<Vec<u8>> {
+    if let Ok(value @ serde_json::Value::Object(_)) =
+        serde_json::from_slice::<serde_json::Value>(bytes)
+    {
+        return serde_json::to_vec(&value).ok();
+    }
+    // Strings with lone surrogate escapes cannot become a `Value`; collapse the top level only.
+    let map: indexmap::IndexMap<Cow<'_, str>, &RawValue> = serde_json::from_slice(bytes).ok()?;
+    let mut out = Vec::with_capacity(bytes.len());
+    out.push(b'{');
+    for (i, (k, v)) in map.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
         }
-        Err(e) => return Err(classify_json_error(bytes, e)),
-    };
+        serde_json::to_writer(&mut out, k).ok()?;
+        out.push(b':');
+        out.extend_from_slice(v.get().as_bytes());
+    }
+    out.push(b'}');
+    Some(out)
+}
+
+fn parse_probe(
+    probe: LineProbe<'_>,
+    bytes: &[u8],
+    span: LineSpan,
+    expect: Expect,
+) -> Result<Line, LineProblem> {
     let ty = probe.ty.and_then(raw_str);
     if ty.as_deref() == Some("session") {
         return match expect {
@@ -311,8 +352,9 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
             .and_then(raw_str)
             .ok_or_else(|| problem(ProblemKind::InvalidEntry, "the entry has no string \"id\""))?;
         let parent = match probe.parent_id {
+            // pi tests `parentId` for truthiness, so an empty string is a root too.
             None => None,
-            Some(raw) if raw.get() == "null" => None,
+            Some(raw) if raw.get() == "null" || raw.get() == "\"\"" => None,
             Some(raw) => Some(EntryId::new(raw_str(raw).ok_or_else(|| {
                 problem(
                     ProblemKind::InvalidEntry,
@@ -639,13 +681,13 @@ struct MessageProbe<'a> {
     model: Option<&'a RawValue>,
     #[serde(rename = "toolCallId", borrow, default, deserialize_with = "present")]
     tool_call_id: Option<&'a RawValue>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "content")]
     content: Content,
 }
 
 #[derive(Deserialize)]
 struct ReplacementProbe {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "content")]
     content: Content,
 }
 
@@ -668,21 +710,16 @@ impl Content {
 }
 
 impl<'de> Deserialize<'de> for Content {
+    /// Reads content through `deserialize_bytes`: serde_json then hands a string over without
+    /// decoding it into a Rust `str`, so strings with lone UTF-16 surrogate escapes (which pi
+    /// writes when it cuts text inside an emoji) are accepted, and arrays still arrive as
+    /// sequences. `null` is handled by the `Option` around it.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = Content;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("message content")
-            }
-            fn visit_unit<E>(self) -> Result<Content, E> {
-                Ok(Content::Missing)
-            }
-            fn visit_none<E>(self) -> Result<Content, E> {
-                Ok(Content::Missing)
-            }
-            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Content, D2::Error> {
-                d.deserialize_any(self)
+                f.write_str("message content (a string or an array of blocks)")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
                 let mut ids = Vec::new();
@@ -697,28 +734,21 @@ impl<'de> Deserialize<'de> for Content {
                 }
                 Ok(Content::Present(ids))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Content, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            fn visit_bytes<E>(self, _: &[u8]) -> Result<Content, E> {
                 Ok(Content::Present(Vec::new()))
             }
             fn visit_str<E>(self, _: &str) -> Result<Content, E> {
                 Ok(Content::Present(Vec::new()))
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Content, E> {
-                Ok(Content::Present(Vec::new()))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Content, E> {
-                Ok(Content::Present(Vec::new()))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Content, E> {
-                Ok(Content::Present(Vec::new()))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Content, E> {
-                Ok(Content::Present(Vec::new()))
-            }
         }
-        d.deserialize_any(V)
+        d.deserialize_bytes(V)
     }
+}
+
+/// `content` as it appears in a message or a context edit replacement: absent or `null` is
+/// [`Content::Missing`].
+fn content<'de, D: Deserializer<'de>>(d: D) -> Result<Content, D::Error> {
+    Ok(Option::<Content>::deserialize(d)?.unwrap_or(Content::Missing))
 }
 
 #[derive(Deserialize)]
@@ -727,4 +757,42 @@ struct BlockProbe<'a> {
     ty: Option<&'a RawValue>,
     #[serde(borrow, default, deserialize_with = "present")]
     id: Option<&'a RawValue>,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const SPAN: LineSpan = LineSpan {
+        line: 2,
+        offset: 0,
+        len: 0,
+    };
+
+    #[test]
+    fn duplicate_keys_last_wins_like_json_parse() {
+        let line = br#"{"type":"message","id":"a","parentId":null,"message":{"role":"system","content":null,"role":"user"}}"#;
+        let Line::Entry(e) = parse_line(line, SPAN, Expect::Entry { version: 3 }).unwrap() else {
+            panic!("not an entry")
+        };
+        assert_eq!(e.kind.role(), Some(&Role::User));
+    }
+
+    #[test]
+    fn lone_surrogates_in_content_are_accepted() {
+        let line = br#"{"type":"custom_message","id":"a","parentId":null,"content":"x\ud83d"}"#;
+        assert!(parse_line(line, SPAN, Expect::Entry { version: 3 }).is_ok());
+        let line = br#"{"type":"context_edit","id":"a","parentId":null,"targetId":"b","replacement":{"content":"\ude80"}}"#;
+        assert!(parse_line(line, SPAN, Expect::Entry { version: 3 }).is_ok());
+    }
+
+    #[test]
+    fn empty_parent_id_is_a_root_as_in_pi() {
+        let line = br#"{"type":"custom","id":"a","parentId":""}"#;
+        let Line::Entry(e) = parse_line(line, SPAN, Expect::Entry { version: 3 }).unwrap() else {
+            panic!("not an entry")
+        };
+        assert_eq!(e.parent_id, None);
+    }
 }

@@ -8,9 +8,8 @@
 
 use std::borrow::Cow;
 
-use serde::Deserialize;
+use indexmap::IndexMap;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 use thiserror::Error;
 
 use super::format::{EntryKind, LineSpan, Role};
@@ -75,6 +74,59 @@ pub fn for_each_message(
     Ok(())
 }
 
+/// A JSON object split into its top-level fields, each kept as raw JSON text. Rewrites
+/// (pi's `{...message, content}`) move whole values without parsing them, so any value —
+/// including strings with lone UTF-16 surrogate escapes, which pi writes when it cuts text
+/// inside an emoji — passes through byte-for-byte. Duplicate keys keep the first position and
+/// the last value, as `JSON.parse` does.
+struct RawObject<'a>(IndexMap<Cow<'a, str>, Cow<'a, RawValue>>);
+
+impl<'a> RawObject<'a> {
+    fn parse(bytes: &'a [u8]) -> Result<Self, String> {
+        let map: IndexMap<Cow<'a, str>, &'a RawValue> =
+            serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        Ok(RawObject(
+            map.into_iter()
+                .map(|(k, v)| (k, Cow::Borrowed(v)))
+                .collect(),
+        ))
+    }
+    fn new() -> Self {
+        RawObject(IndexMap::new())
+    }
+    fn get(&self, key: &str) -> Option<&RawValue> {
+        self.0.get(key).map(|v| &**v)
+    }
+    fn take(&mut self, key: &str) -> Option<Cow<'a, RawValue>> {
+        self.0.shift_remove(key)
+    }
+    /// Sets a field; an existing key keeps its position (JavaScript object semantics).
+    fn set(&mut self, key: &'static str, value: Cow<'a, RawValue>) {
+        match self.0.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => {
+                self.0.insert(Cow::Borrowed(key), value);
+            }
+        }
+    }
+    fn set_literal(&mut self, key: &'static str, json: String) {
+        self.set(key, Cow::Owned(raw_json(json)));
+    }
+    fn to_raw(&self) -> Box<RawValue> {
+        let mut out = String::from("{");
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&serde_json::to_string(k).unwrap_or_default());
+            out.push(':');
+            out.push_str(v.get());
+        }
+        out.push('}');
+        raw_json(out)
+    }
+}
+
 /// The messages one context entry contributes (zero, one, or two for a compaction with a
 /// `systemMessage` checkpoint).
 pub fn render_item(
@@ -96,104 +148,105 @@ pub fn render_item(
         id: entry.id.to_string(),
         source,
     })?;
-    let edit = match item.edit {
-        Some(e) => Some(edit_replacement(tree, e, source)?),
+    let edit_bytes = match item.edit {
+        Some(e) => {
+            let span = tree.node(e).entry.span;
+            let id = tree.node(e).entry.id.to_string();
+            Some(source.line(span).map_err(|source| RenderError::Io {
+                line: span.line,
+                id,
+                source,
+            })?)
+        }
         None => None,
     };
+    let edit = match &edit_bytes {
+        Some(b) => Some(replacement(b).map_err(|d| changed(&d))?),
+        None => None,
+    };
+    let mut line = RawObject::parse(&bytes).map_err(|e| changed(&e))?;
     let messages = match item.contribution {
         Contribution::Message => {
             let EntryKind::Message(info) = &entry.kind else {
                 return Err(changed("not a message entry"));
             };
-            let needs_rewrite =
-                info.content_missing || info.role == Role::HookMessage || edit.is_some();
-            if !needs_rewrite {
-                #[derive(Deserialize)]
-                struct M<'a> {
-                    #[serde(borrow)]
-                    message: &'a RawValue,
-                }
-                let m: M<'_> =
-                    serde_json::from_slice(&bytes).map_err(|e| changed(&e.to_string()))?;
-                vec![m.message.to_owned()]
+            let raw = line
+                .take("message")
+                .ok_or_else(|| changed("the message is missing"))?;
+            if !(info.content_missing || info.role == Role::HookMessage || edit.is_some()) {
+                vec![raw.into_owned()]
             } else {
-                let mut line = parse_object(&bytes).map_err(|e| changed(&e))?;
-                let Some(Value::Object(mut message)) = line.remove("message") else {
-                    return Err(changed("the message is not an object"));
+                let mut message =
+                    RawObject::parse(raw.get().as_bytes()).map_err(|e| changed(&e))?;
+                let role = match &info.role {
+                    Role::HookMessage => {
+                        message.set_literal("role", "\"custom\"".into());
+                        &Role::Custom
+                    }
+                    r => r,
                 };
-                if info.role == Role::HookMessage {
-                    message.insert("role".into(), Value::String("custom".into()));
-                }
-                let content_missing = message.get("content").is_none_or(Value::is_null);
-                match info.role {
+                let content_missing = message.get("content").is_none_or(|c| c.get() == "null");
+                match role {
                     Role::System if content_missing => {
-                        message.insert("content".into(), Value::String(String::new()));
+                        message.set_literal("content", "\"\"".into())
                     }
                     Role::User | Role::Assistant | Role::ToolResult if content_missing => {
-                        message.insert("content".into(), Value::Array(Vec::new()));
+                        message.set_literal("content", "[]".into())
                     }
                     _ => {}
                 }
-                let role = match info.role {
-                    Role::HookMessage => &Role::Custom,
-                    ref r => r,
-                };
                 apply_edit(&mut message, role, edit.as_ref());
-                vec![to_raw(&Value::Object(message))]
+                vec![message.to_raw()]
             }
         }
         Contribution::CustomMessage => {
-            let mut line = parse_object(&bytes).map_err(|e| changed(&e))?;
-            let mut m = Map::new();
-            m.insert("role".into(), Value::String("custom".into()));
-            if let Some(v) = line.remove("customType") {
-                m.insert("customType".into(), v);
+            let mut m = RawObject::new();
+            m.set_literal("role", "\"custom\"".into());
+            if let Some(v) = line.take("customType") {
+                m.set("customType", v);
             }
-            let content = match line.remove("content") {
-                None | Some(Value::Null) => Value::Array(Vec::new()),
-                Some(v) => v,
-            };
-            m.insert("content".into(), content);
+            match line.take("content") {
+                Some(v) if v.get() != "null" => m.set("content", v),
+                _ => m.set_literal("content", "[]".into()),
+            }
             for key in ["display", "details"] {
-                if let Some(v) = line.remove(key) {
-                    m.insert(key.into(), v);
+                if let Some(v) = line.take(key) {
+                    m.set(key, v);
                 }
             }
-            m.insert("timestamp".into(), js_time(&line));
+            m.set_literal("timestamp", js_time(&line));
             apply_edit(&mut m, &Role::Custom, edit.as_ref());
-            vec![to_raw(&Value::Object(m))]
+            vec![m.to_raw()]
         }
         Contribution::BranchSummary => {
-            let mut line = parse_object(&bytes).map_err(|e| changed(&e))?;
-            let mut m = Map::new();
-            m.insert("role".into(), Value::String("branchSummary".into()));
+            let mut m = RawObject::new();
+            m.set_literal("role", "\"branchSummary\"".into());
             for key in ["summary", "fromId"] {
-                if let Some(v) = line.remove(key) {
-                    m.insert(key.into(), v);
+                if let Some(v) = line.take(key) {
+                    m.set(key, v);
                 }
             }
-            m.insert("timestamp".into(), js_time(&line));
-            vec![to_raw(&Value::Object(m))]
+            m.set_literal("timestamp", js_time(&line));
+            vec![m.to_raw()]
         }
         Contribution::CompactionSummary {
             with_system_message,
         } => {
-            let mut line = parse_object(&bytes).map_err(|e| changed(&e))?;
             let mut out = Vec::with_capacity(2);
             if with_system_message {
-                if let Some(system) = line.remove("systemMessage") {
-                    out.push(to_raw(&system));
+                if let Some(system) = line.take("systemMessage") {
+                    out.push(system.into_owned());
                 }
             }
-            let mut m = Map::new();
-            m.insert("role".into(), Value::String("compactionSummary".into()));
+            let mut m = RawObject::new();
+            m.set_literal("role", "\"compactionSummary\"".into());
             for key in ["summary", "tokensBefore"] {
-                if let Some(v) = line.remove(key) {
-                    m.insert(key.into(), v);
+                if let Some(v) = line.take(key) {
+                    m.set(key, v);
                 }
             }
-            m.insert("timestamp".into(), js_time(&line));
-            out.push(to_raw(&Value::Object(m)));
+            m.set_literal("timestamp", js_time(&line));
+            out.push(m.to_raw());
             out
         }
         Contribution::Nothing(_) => Vec::new(),
@@ -201,35 +254,25 @@ pub fn render_item(
     Ok(messages)
 }
 
-/// The replacement of a context edit: `Some(content)` or `None` when `content` is absent.
-struct Replacement(Option<Value>);
+/// A context edit's replacement content: `Some(raw content)`, or `None` when absent.
+struct Replacement(Option<Box<RawValue>>);
 
-fn edit_replacement(
-    tree: &Tree,
-    edit: super::tree::NodeIdx,
-    source: &dyn LineSource,
-) -> Result<Replacement, RenderError> {
-    let entry = &tree.node(edit).entry;
-    let bytes = source.line(entry.span).map_err(|source| RenderError::Io {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        source,
-    })?;
-    let mut line = parse_object(&bytes).map_err(|detail| RenderError::Changed {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        detail,
-    })?;
-    Ok(match line.remove("replacement") {
-        Some(Value::Object(mut r)) => Replacement(r.remove("content")),
-        _ => Replacement(None),
-    })
+fn replacement(edit_line: &[u8]) -> Result<Replacement, String> {
+    let mut line = RawObject::parse(edit_line)?;
+    let Some(r) = line.take("replacement") else {
+        return Ok(Replacement(None));
+    };
+    if !r.get().starts_with('{') {
+        return Ok(Replacement(None));
+    }
+    let mut r = RawObject::parse(r.get().as_bytes())?;
+    Ok(Replacement(r.take("content").map(Cow::into_owned)))
 }
 
 /// pi's `projectContextEntry` for a non-null replacement: user, assistant, toolResult and
 /// custom messages get the replacement content (a string becomes one text block for
 /// assistant and toolResult); other roles are unchanged.
-fn apply_edit(message: &mut Map<String, Value>, role: &Role, edit: Option<&Replacement>) {
+fn apply_edit(message: &mut RawObject<'_>, role: &Role, edit: Option<&Replacement>) {
     let Some(Replacement(content)) = edit else {
         return;
     };
@@ -241,39 +284,27 @@ fn apply_edit(message: &mut Map<String, Value>, role: &Role, edit: Option<&Repla
     }
     match content {
         None => {
-            message.shift_remove("content");
+            message.take("content");
         }
-        Some(Value::String(text)) if matches!(role, Role::Assistant | Role::ToolResult) => {
-            let mut block = Map::new();
-            block.insert("type".into(), Value::String("text".into()));
-            block.insert("text".into(), Value::String(text.clone()));
-            message.insert("content".into(), Value::Array(vec![Value::Object(block)]));
+        Some(text)
+            if text.get().starts_with('"')
+                && matches!(role, Role::Assistant | Role::ToolResult) =>
+        {
+            message.set_literal(
+                "content",
+                format!("[{{\"type\":\"text\",\"text\":{}}}]", text.get()),
+            );
         }
-        Some(v) => {
-            message.insert("content".into(), v.clone());
-        }
+        Some(v) => message.set("content", Cow::Owned(v.clone())),
     }
 }
 
-/// `new Date(entry.timestamp).getTime()` as JSON (`null` for NaN).
-fn js_time(line: &Map<String, Value>) -> Value {
-    let raw = line
-        .get("timestamp")
-        .and_then(|v| serde_json::value::to_raw_value(v).ok());
-    match js_time_of_raw(raw.as_deref()) {
-        Some(ms) => Value::from(ms),
-        None => Value::Null,
-    }
+/// `new Date(entry.timestamp).getTime()` as JSON text (`null` for NaN).
+fn js_time(line: &RawObject<'_>) -> String {
+    js_time_of_raw(line.get("timestamp")).map_or_else(|| "null".to_owned(), |ms| ms.to_string())
 }
 
-fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, String> {
-    match serde_json::from_slice(bytes) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err("the line is not an object".into()),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-fn to_raw(v: &Value) -> Box<RawValue> {
-    serde_json::value::to_raw_value(v).unwrap_or_else(|_| RawValue::NULL.to_owned())
+/// Wraps JSON text we built ourselves from valid parts.
+fn raw_json(json: String) -> Box<RawValue> {
+    RawValue::from_string(json).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
