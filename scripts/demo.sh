@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Shows what sessiond does on a shipped real pi session, with no setup beyond Rust:
+# the session tree (branches, labels, name, leaves), the model's context at the default leaf,
+# and why one entry on another branch is not in it.
+#
+#   bash scripts/demo.sh [SESSION.jsonl]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+file="${1:-examples/pi-v3-branched.jsonl}"
+cargo build --release --quiet --bin sessiond
+bin=target/release/sessiond
+echo "== sessiond tree $file"
+"$bin" tree "$file"
+echo
+echo "== sessiond context $file   (what the model sees at the default leaf)"
+"$bin" context "$file"
+if [ "$file" = examples/pi-v3-branched.jsonl ]; then
+  echo
+  echo "== sessiond explain $file 6fa656a2   (an edited tool result) and de19adb3 (another branch)"
+  "$bin" explain "$file" 6fa656a2
+  "$bin" explain "$file" de19adb3
+  "$bin" explain "$file" 818a7c7b
+fi
