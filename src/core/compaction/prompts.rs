@@ -84,9 +84,7 @@ Use this EXACT format:
 Keep each section concise. Preserve exact file paths, function names, and error messages."##;
 
 /// The first paragraph of pi `UPDATE_SUMMARIZATION_PROMPT`, which continues with a blank line and [`UPDATE_SUMMARIZATION_INSTRUCTIONS`].
-pub const UPDATE_SUMMARIZATION_PROMPT_HEAD: &str = r##"The messages above are NEW conversation messages to incorporate into the existing summary provided in <previous-summary> tags.
-
-"##;
+pub const UPDATE_SUMMARIZATION_PROMPT_HEAD: &str = r##"The messages above are NEW conversation messages to incorporate into the existing summary provided in <previous-summary> tags."##;
 
 /// The instructions for the prefix of a split turn (pi `TURN_PREFIX_SUMMARIZATION_PROMPT`).
 pub const TURN_PREFIX_SUMMARIZATION_PROMPT: &str = r##"The messages above are earlier context from an ongoing conversation. Later messages are stored separately and do not need to be reconstructed.
