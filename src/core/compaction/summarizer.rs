@@ -154,6 +154,9 @@ fn lines_with(text: &str, markers: &[&str]) -> Vec<String> {
             let lower = l.to_lowercase();
             markers.iter().any(|m| contains_word(&lower, m))
         })
+        // A line that is itself a list item keeps only its text.
+        .map(|l| l.trim_start_matches(['-', '*', ' ']).trim_start())
+        .filter(|l| !l.is_empty())
         .map(|l| cut_chars(l, ITEM_MAX_CHARS))
         .collect()
 }
@@ -182,7 +185,9 @@ fn extract(span: &[&SpanMessage], kept_results: &[String], sections: &mut [Secti
             "user" => {
                 let text = content_text(msg);
                 if let Some(line) = first_line(&text) {
-                    sections[GOAL].push(bullet(&line), false);
+                    // The first request states the goal; it is dropped last.
+                    let first = sections[GOAL].items.is_empty();
+                    sections[GOAL].push(bullet(&line), first);
                 }
                 for l in lines_with(&text, CONSTRAINT_MARKERS) {
                     sections[CONSTRAINTS].push(format!("- {l}"), false);
@@ -299,7 +304,11 @@ fn merge_previous(previous: &str, sections: &mut [Section]) {
     for raw in text.lines() {
         let line = raw.trim_end();
         let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed == "---" || trimmed == "**Turn Context (split turn):**" {
+        if trimmed.is_empty()
+            || trimmed == "---"
+            || trimmed == "**Turn Context (split turn):**"
+            || trimmed == NO_PRIOR_HISTORY
+        {
             continue;
         }
         if let Some(heading) = trimmed.strip_prefix('#') {
