@@ -242,14 +242,14 @@ pub fn probes(prep: &Preparation, kept_messages: &[SpanMessage]) -> Vec<Probe> {
             });
         }
     }
-    let answered: Vec<&str> = span
+    let answered: std::collections::HashSet<&str> = span
         .iter()
         .copied()
         .chain(kept_messages)
         .filter_map(|m| result_call_id(&m.message))
         .collect();
     for call in &calls {
-        if !call.id.is_empty() && !answered.contains(&call.id.as_str()) {
+        if !call.id.is_empty() && !answered.contains(call.id.as_str()) {
             out.push(Probe {
                 kind: ProbeKind::PendingToolCall,
                 text: call.id.clone(),

@@ -175,9 +175,17 @@ fn role(m: &Value) -> &str {
 
 /// What one stretch of messages says, sorted into the main layout.
 fn extract(span: &[&SpanMessage], kept_results: &[String], sections: &mut [Section]) {
-    let results: Vec<(&str, &Value)> = span
+    // The first result of a call is the one that answered it.
+    let mut results: std::collections::HashMap<&str, &Value> = std::collections::HashMap::new();
+    for m in span {
+        if let Some(id) = result_call_id(&m.message) {
+            results.entry(id).or_insert(&m.message);
+        }
+    }
+    let call_ids: std::collections::HashSet<String> = span
         .iter()
-        .filter_map(|m| result_call_id(&m.message).map(|id| (id, &m.message)))
+        .flat_map(|m| tool_calls(m))
+        .map(|c| c.id)
         .collect();
     for m in span {
         let msg = &m.message;
@@ -200,8 +208,8 @@ fn extract(span: &[&SpanMessage], kept_results: &[String], sections: &mut [Secti
                 for call in tool_calls(m) {
                     let what = describe_call(&call.name, &call.arguments);
                     let cite = format!("(toolCallId `{}`)", call.id);
-                    match results.iter().find(|(id, _)| *id == call.id) {
-                        Some((_, result)) if is_error_result(result) => {
+                    match results.get(call.id.as_str()) {
+                        Some(result) if is_error_result(result) => {
                             let error = first_line(&content_text(result))
                                 .unwrap_or_else(|| call.id.clone());
                             sections[BLOCKED]
@@ -220,10 +228,7 @@ fn extract(span: &[&SpanMessage], kept_results: &[String], sections: &mut [Secti
             "toolResult" => {
                 // A failed result whose call is not in the span still has to be reported.
                 let id = result_call_id(msg).unwrap_or("");
-                let has_call = span
-                    .iter()
-                    .any(|c| tool_calls(c).iter().any(|t| t.id == id));
-                if is_error_result(msg) && !has_call {
+                if is_error_result(msg) && !call_ids.contains(id) {
                     let error = first_line(&content_text(msg)).unwrap_or_else(|| id.to_owned());
                     sections[BLOCKED].push(
                         format!("- tool result (toolCallId `{id}`) failed: {error}"),
@@ -385,33 +390,58 @@ fn size(parts: &[&[Section]]) -> usize {
         + SPLIT_TURN_SEPARATOR.len()
 }
 
-/// Drops items until the rendered parts fit [`SUMMARY_MAX_CHARS`].
+/// Drops items until the rendered parts fit [`SUMMARY_MAX_CHARS`]: unpinned items first, each
+/// time the oldest of the section with the most text. Sizes are tracked incrementally and
+/// re-measured exactly whenever the estimate says the budget is met, so a span with
+/// thousands of items costs one pass, not one render per dropped item.
 fn fit(parts: &mut [Vec<Section>]) {
+    let measure = |parts: &[Vec<Section>]| {
+        let views: Vec<&[Section]> = parts.iter().map(Vec::as_slice).collect();
+        size(&views)
+    };
+    let mut estimate = measure(parts);
+    // Characters of droppable text per section, per pass.
     for pinned_pass in [false, true] {
+        let mut lens: Vec<Vec<usize>> = parts
+            .iter()
+            .map(|part| {
+                part.iter()
+                    .map(|s| {
+                        s.items
+                            .iter()
+                            .filter(|i| i.pinned == pinned_pass)
+                            .map(|i| i.text.chars().count() + 1)
+                            .sum()
+                    })
+                    .collect()
+            })
+            .collect();
         loop {
-            let views: Vec<&[Section]> = parts.iter().map(Vec::as_slice).collect();
-            if size(&views) <= SUMMARY_MAX_CHARS {
-                return;
+            if estimate <= SUMMARY_MAX_CHARS {
+                estimate = measure(parts);
+                if estimate <= SUMMARY_MAX_CHARS {
+                    return;
+                }
             }
-            // The longest section (by rendered characters) that still has a droppable item.
-            let mut best: Option<(usize, usize, usize)> = None;
-            for (p, part) in parts.iter().enumerate() {
-                for (s, section) in part.iter().enumerate() {
-                    if !section.items.iter().any(|i| i.pinned == pinned_pass) {
-                        continue;
-                    }
-                    let len: usize = section.items.iter().map(|i| i.text.len()).sum();
-                    if best.is_none_or(|(_, _, l)| len > l) {
-                        best = Some((p, s, len));
+            let mut best: Option<(usize, usize)> = None;
+            for (p, part) in lens.iter().enumerate() {
+                for (s, &len) in part.iter().enumerate() {
+                    if len > 0 && best.is_none_or(|(bp, bs)| len > lens[bp][bs]) {
+                        best = Some((p, s));
                     }
                 }
             }
-            let Some((p, s, _)) = best else { break };
+            let Some((p, s)) = best else { break };
             let section = &mut parts[p][s];
-            if let Some(at) = section.items.iter().position(|i| i.pinned == pinned_pass) {
-                section.items.remove(at);
-                section.omitted += 1;
-            }
+            let Some(at) = section.items.iter().position(|i| i.pinned == pinned_pass) else {
+                lens[p][s] = 0;
+                continue;
+            };
+            let item = section.items.remove(at);
+            let removed = item.text.chars().count() + 1;
+            lens[p][s] -= removed;
+            estimate = estimate.saturating_sub(removed);
+            section.omitted += 1;
         }
     }
 }
@@ -479,4 +509,130 @@ pub fn summarize(prep: &Preparation, kept_messages: &[SpanMessage]) -> String {
         turn_text.as_deref(),
         &prep.file_lists.format(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::compaction::files::FileOps;
+    use crate::core::compaction::retention::{ProbeKind, ProbeStatus, check, probes};
+    use crate::core::format::EntryId;
+    use serde_json::json;
+
+    fn span(id: &str, message: Value) -> SpanMessage {
+        SpanMessage {
+            entry_id: EntryId::new(id),
+            message,
+        }
+    }
+
+    fn preparation(messages: Vec<SpanMessage>) -> Preparation {
+        let mut file_ops = FileOps::default();
+        for m in &messages {
+            file_ops.add_message(&m.message);
+        }
+        Preparation {
+            first_kept_entry_id: EntryId::new("kept"),
+            tokens_before: 0.0,
+            is_split_turn: false,
+            previous_summary: None,
+            previous_compaction_id: None,
+            messages_to_summarize: messages,
+            turn_prefix_messages: Vec::new(),
+            file_lists: file_ops.lists(),
+            file_ops,
+            keep_recent_tokens: 1.0,
+        }
+    }
+
+    fn session(failures: usize) -> Vec<SpanMessage> {
+        let mut out = vec![span(
+            "u1",
+            json!({"role": "user", "content": "Fix the cart total.\n- [ ] add a test\nNever touch src/legacy.rs."}),
+        )];
+        for i in 0..failures {
+            out.push(span(&format!("a{i}"), json!({"role": "assistant", "content": [
+                {"type": "text", "text": "Trying again."},
+                {"type": "toolCall", "id": format!("call{i}"), "name": "edit", "arguments": {"path": format!("src/f{i}.rs")}}]})));
+            out.push(span(&format!("r{i}"), json!({"role": "toolResult", "toolCallId": format!("call{i}"), "isError": true,
+                "content": [{"type": "text", "text": format!("error[E{i:04}]: {}\nmore", "x".repeat(100))}]})));
+        }
+        out.push(span("a-last", json!({"role": "assistant", "content": [
+            {"type": "toolCall", "id": "pending1", "name": "bash", "arguments": {"command": "cargo test"}}]})));
+        out.push(span("u2", json!({"role": "user", "content": [{"type": "text", "text": "Please also update the changelog."}]})));
+        out
+    }
+
+    fn body_chars(summary: &str, prep: &Preparation) -> usize {
+        summary.chars().count() - prep.file_lists.format().chars().count()
+    }
+
+    #[test]
+    fn small_spans_keep_every_probe() {
+        let prep = preparation(session(3));
+        let summary = summarize(&prep, &[]);
+        assert_eq!(summary, summarize(&prep, &[]), "deterministic");
+        for heading in [
+            "## Goal\n- Fix the cart total.",
+            "### Blocked\n- `edit` src/f0.rs (toolCallId `call0`) failed: error[E0000]",
+            "### In Progress\n- [ ] `bash` cargo test (toolCallId `pending1`): no result yet",
+            "## Next Steps\n1. Continue the last user request: Please also update the changelog.",
+            "## Constraints & Preferences\n- Never touch src/legacy.rs.",
+        ] {
+            assert!(
+                summary.contains(heading),
+                "missing {heading:?} in\n{summary}"
+            );
+        }
+        let context = vec![(
+            EntryId::new("new"),
+            json!({"role": "compactionSummary", "summary": summary}),
+        )];
+        let report = check(probes(&prep, &[]), &context);
+        assert_eq!(report.lost, 0, "{report:?}");
+        let kinds: Vec<ProbeKind> = report.probes.iter().map(|p| p.probe.kind).collect();
+        for kind in [
+            ProbeKind::ModifiedFile,
+            ProbeKind::ToolError,
+            ProbeKind::PendingToolCall,
+            ProbeKind::OpenTask,
+            ProbeKind::LastUserRequest,
+        ] {
+            assert!(kinds.contains(&kind), "no {kind:?} probe");
+        }
+    }
+
+    #[test]
+    fn large_spans_are_cut_to_the_bound_and_report_what_is_lost() {
+        let prep = preparation(session(400));
+        let summary = summarize(&prep, &[]);
+        assert!(
+            body_chars(&summary, &prep) <= SUMMARY_MAX_CHARS,
+            "{} chars",
+            body_chars(&summary, &prep)
+        );
+        assert!(summary.contains("older items omitted)"));
+        assert!(
+            summary.ends_with(&prep.file_lists.format()),
+            "file blocks close the summary"
+        );
+        // The first request and the last request survive the cut.
+        assert!(summary.contains("- Fix the cart total."));
+        assert!(summary.contains("Please also update the changelog."));
+        let context = vec![(
+            EntryId::new("new"),
+            json!({"role": "compactionSummary", "summary": summary}),
+        )];
+        let report = check(probes(&prep, &[]), &context);
+        let lost_errors = report
+            .probes
+            .iter()
+            .filter(|p| p.probe.kind == ProbeKind::ToolError && p.status == ProbeStatus::Lost)
+            .count();
+        assert!(
+            lost_errors > 0,
+            "400 long errors cannot all fit in {SUMMARY_MAX_CHARS} characters"
+        );
+        assert_eq!(report.lost, report.lost_probes().count());
+    }
 }
