@@ -63,6 +63,8 @@ pub enum Command {
         #[arg(long)]
         allow_corrupt: bool,
     },
+    /// Compact a leaf's path as pi does: summarize (embedded or --summary-file), check retention, append.
+    Compact(crate::cli_compact::CompactArgs),
     /// Check a session file: exit 0 when clean (a torn tail is reported, not fatal), 3 when corrupt.
     Check {
         file: PathBuf,
@@ -125,6 +127,7 @@ pub fn run(cli: Cli) -> ExitCode {
             allow_corrupt,
         ),
         Command::Check { file, json } => return check(&mut out, &file, json),
+        Command::Compact(args) => return crate::cli_compact::run(&mut out, args),
     };
     finish(out, result)
 }
@@ -142,7 +145,10 @@ fn finish(mut out: impl Write, result: Result<(), CliError>) -> ExitCode {
     }
 }
 
-fn open(file: &Path, allow_corrupt: bool) -> Result<(OpenedSession, FileLines), CliError> {
+pub(crate) fn open(
+    file: &Path,
+    allow_corrupt: bool,
+) -> Result<(OpenedSession, FileLines), CliError> {
     let mode = if allow_corrupt {
         Mode::Lenient
     } else {
@@ -156,7 +162,11 @@ fn open(file: &Path, allow_corrupt: bool) -> Result<(OpenedSession, FileLines), 
     Ok((session, lines))
 }
 
-fn resolve(tree: &Tree, file: &Path, id: Option<&str>) -> Result<Option<NodeIdx>, CliError> {
+pub(crate) fn resolve(
+    tree: &Tree,
+    file: &Path,
+    id: Option<&str>,
+) -> Result<Option<NodeIdx>, CliError> {
     match id {
         None => Ok(tree.default_leaf()),
         Some(id) => tree

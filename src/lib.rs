@@ -9,5 +9,6 @@
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
 
 pub mod cli;
+pub mod cli_compact;
 pub mod core;
 pub mod storage;

@@ -89,8 +89,31 @@ pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
         .copied()
         .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
 
+    let items = context_items(tree, &entries, false);
+    let diagnostics = tool_pairing(tree, &items);
+    Projection {
+        leaf,
+        path,
+        compaction,
+        items,
+        thinking_level,
+        model,
+        diagnostics,
+    }
+}
+
+/// How each entry of a compaction-aware context list contributes: the first entry, if a
+/// compaction, gives its summary and any later compaction nothing; context edits within the
+/// list apply (the latest per target). Shared by [`project`] and by compaction, which
+/// projects the context an entry not yet written would start: with `after_new_compaction`
+/// the list is what follows such an entry, so every compaction in it is superseded.
+pub fn context_items(
+    tree: &Tree,
+    entries: &[NodeIdx],
+    after_new_compaction: bool,
+) -> Vec<ContextItem> {
     let mut edits: HashMap<&str, NodeIdx> = HashMap::new();
-    for &n in &entries {
+    for &n in entries {
         if let EntryKind::ContextEdit {
             target_id: Some(t), ..
         } = &tree.node(n).entry.kind
@@ -98,7 +121,7 @@ pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
             edits.insert(t.as_str(), n);
         }
     }
-    let items = entries
+    entries
         .iter()
         .enumerate()
         .map(|(i, &node)| {
@@ -111,7 +134,7 @@ pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
                 )
             });
             let contribution = match &entry.kind {
-                EntryKind::Compaction { .. } if i > 0 => {
+                EntryKind::Compaction { .. } if i > 0 || after_new_compaction => {
                     Contribution::Nothing(Silence::SupersededCompaction)
                 }
                 _ if omitted => Contribution::Nothing(Silence::OmittedByEdit),
@@ -134,17 +157,7 @@ pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
                 edit,
             }
         })
-        .collect::<Vec<_>>();
-    let diagnostics = tool_pairing(tree, &items);
-    Projection {
-        leaf,
-        path,
-        compaction,
-        items,
-        thinking_level,
-        model,
-        diagnostics,
-    }
+        .collect()
 }
 
 /// pi's `buildContextEntries` on an already computed path: with no compaction, the path;

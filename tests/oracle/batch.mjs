@@ -12,6 +12,13 @@
 // For version-1 files pi invents random ids while migrating, so "entries" and "leaves" are null there;
 // "entryLines" locates the same entries by their physical line, which is stable for every version.
 // A job that throws prints {"file", "leaf", "error": MESSAGE} instead of failing the whole batch.
+//
+// A job with "op": "compact" ({file, leaf, keep}) runs pi's prepareCompaction on the leaf's path (as oracle.mjs
+// compact does: an unknown leaf falls back to the last entry) and then pi's own compact() with a stand-in model
+// that records each summarization request and answers "<<HISTORY>>" / "<<TURN PREFIX>>". It prints
+// {"nothingToCompact": true} or {firstKeptEntryId, firstKeptEntryLine, tokensBefore, isSplitTurn, previousSummary,
+// messagesToSummarize, turnPrefixMessages (counts), readFiles, modifiedFiles, conversation (serializeConversation
+// of the messages to summarize), request: {systemPrompt, prompt, turnPrefixPrompt}, summary, details}.
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +31,9 @@ if (!oracleDir) {
 }
 const core = join(oracleDir, "node_modules/@earendil-works/pi-coding-agent/dist/core");
 const sm = await import(join(core, "session-manager.js"));
+const compaction = await import(join(core, "compaction/compaction.js"));
+const utils = await import(join(core, "compaction/utils.js"));
+const messagesModule = await import(join(core, "messages.js"));
 
 const scratch = mkdtempSync(join(tmpdir(), "sessiond-batch-oracle-"));
 let copyCounter = 0;
@@ -46,7 +56,69 @@ function entryLineNumbers(text) {
   return out;
 }
 
-function runJob(job) {
+function pathTo(entries, byId, leafId) {
+  const out = [];
+  let cur = leafId ? byId.get(leafId) : undefined;
+  if (!cur) cur = entries[entries.length - 1];
+  while (cur) {
+    out.push(cur);
+    cur = cur.parentId ? byId.get(cur.parentId) : undefined;
+  }
+  return out.reverse();
+}
+
+const ZERO_USAGE = {
+  input: 0,
+  output: 0,
+  cacheRead: 0,
+  cacheWrite: 0,
+  totalTokens: 0,
+  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+};
+
+async function runCompactJob(job, entries, byId, lineOf) {
+  const path = pathTo(entries, byId, job.leaf ?? undefined);
+  const keep = job.keep ?? compaction.DEFAULT_COMPACTION_SETTINGS.keepRecentTokens;
+  const prep = compaction.prepareCompaction(path, { ...compaction.DEFAULT_COMPACTION_SETTINGS, keepRecentTokens: keep });
+  if (!prep) return { file: job.file, leaf: job.leaf ?? null, keep, nothingToCompact: true };
+  const conversation = utils.serializeConversation(messagesModule.convertToLlm(prep.messagesToSummarize));
+  const request = { systemPrompt: null, prompt: null, turnPrefixPrompt: null };
+  const streamFn = async (_model, context) => {
+    const [system, user] = context.messages;
+    const text = user.content[0].text;
+    request.systemPrompt = system.content;
+    const turn = text.startsWith("# Conversation\n");
+    if (turn) request.turnPrefixPrompt = text;
+    else request.prompt = text;
+    const answer = turn ? "<<TURN PREFIX>>" : "<<HISTORY>>";
+    return {
+      result: async () => ({ role: "assistant", stopReason: "stop", content: [{ type: "text", text: answer }], usage: ZERO_USAGE }),
+    };
+  };
+  const result = await compaction.compact(prep, { reasoning: false, id: "stand-in", provider: "stand-in" }, "key", undefined, undefined, undefined, undefined, streamFn);
+  const { readFiles, modifiedFiles } = utils.computeFileLists(prep.fileOps);
+  const firstKept = byId.get(prep.firstKeptEntryId);
+  return {
+    file: job.file,
+    leaf: job.leaf ?? null,
+    keep,
+    firstKeptEntryId: prep.firstKeptEntryId,
+    firstKeptEntryLine: (firstKept && lineOf.get(firstKept)) ?? null,
+    tokensBefore: prep.tokensBefore,
+    isSplitTurn: prep.isSplitTurn,
+    previousSummary: prep.previousSummary ?? null,
+    messagesToSummarize: prep.messagesToSummarize.length,
+    turnPrefixMessages: prep.turnPrefixMessages.length,
+    readFiles,
+    modifiedFiles,
+    conversation,
+    request,
+    summary: result.summary,
+    details: result.details,
+  };
+}
+
+async function runJob(job) {
   const leaf = job.leaf ?? undefined;
   const copy = join(scratch, `input-${copyCounter++}.jsonl`);
   copyFileSync(job.file, copy);
@@ -65,6 +137,7 @@ function runJob(job) {
   sm.migrateSessionEntries(fileEntries);
   const entries = fileEntries.filter((e) => e.type !== "session");
   const byId = new Map(entries.map((e) => [e.id, e]));
+  if (job.op === "compact") return runCompactJob(job, entries, byId, lineOf);
 
   const { messages, thinkingLevel, model } = sm.buildSessionContext(entries, leaf, byId);
   const contextEntries = sm.buildContextEntries(entries, leaf, byId);
@@ -88,7 +161,7 @@ for await (const line of input) {
   const job = JSON.parse(line);
   let result;
   try {
-    result = runJob(job);
+    result = await runJob(job);
   } catch (error) {
     result = { file: job.file, leaf: job.leaf ?? null, error: String(error?.stack ?? error) };
   }

@@ -1,0 +1,405 @@
+//! Retention probes: facts from the summarized span that a summary must not lose, found
+//! deterministically, and looked up in the context after compaction (the summary plus the
+//! kept messages).
+//!
+//! Probes, in this order: every read path, every modified path (pi's file lists, including
+//! the previous compaction's details), the first non-empty line of each failed tool result
+//! (`isError`), each tool call with no result in the span or in the kept messages (probed by
+//! its `toolCallId`), each unchecked task item (`- [ ] text`, not checked later in the span),
+//! and the first line of the last user request. Probe texts longer than
+//! [`PROBE_TEXT_MAX_CHARS`] characters are cut there, so a summary can quote them whole.
+//! A probe is `kept` when its text occurs verbatim (case-sensitive) in the searchable text of
+//! some message of the new context; the report names that message's entry.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::prepare::{Preparation, SpanMessage};
+use crate::core::format::EntryId;
+
+/// Longest probe text, in characters.
+pub const PROBE_TEXT_MAX_CHARS: usize = 160;
+
+/// What a probe checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ProbeKind {
+    ReadFile,
+    ModifiedFile,
+    ToolError,
+    PendingToolCall,
+    OpenTask,
+    LastUserRequest,
+}
+
+/// One fact to retain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Probe {
+    pub kind: ProbeKind,
+    /// The text looked up in the new context.
+    pub text: String,
+    /// The entry the fact came from (for a file only listed in the previous compaction's
+    /// details: that compaction).
+    pub entry_id: Option<EntryId>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+/// `kept` or `lost`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ProbeStatus {
+    Kept,
+    Lost,
+}
+
+/// A probe and what the lookup found.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbeResult {
+    #[serde(flatten)]
+    pub probe: Probe,
+    pub status: ProbeStatus,
+    /// The entry of the first new-context message that contains the text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_in: Option<EntryId>,
+}
+
+/// The retention report of one compaction.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Retention {
+    pub kept: usize,
+    pub lost: usize,
+    pub probes: Vec<ProbeResult>,
+}
+
+impl Retention {
+    /// The probes that were lost.
+    pub fn lost_probes(&self) -> impl Iterator<Item = &ProbeResult> {
+        self.probes.iter().filter(|p| p.status == ProbeStatus::Lost)
+    }
+}
+
+/// The text blocks of a message's `content` joined by `\n` (lenient: odd shapes give "").
+pub fn content_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The first non-empty line of `text`, trimmed and cut at [`PROBE_TEXT_MAX_CHARS`].
+pub fn first_line(text: &str) -> Option<String> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| cut_chars(l, PROBE_TEXT_MAX_CHARS))
+}
+
+/// `text` cut to at most `max` characters.
+pub fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((i, _)) => text[..i].to_owned(),
+        None => text.to_owned(),
+    }
+}
+
+/// Task items in `text`: `(checked, text)` for lines like `- [ ] x`, `* [x] x`, `1. [ ] x`.
+pub fn task_items(text: &str) -> Vec<(bool, String)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let l = line.trim_start();
+        let rest = if let Some(r) = l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")) {
+            r
+        } else {
+            let digits = l.bytes().take_while(u8::is_ascii_digit).count();
+            match l[digits..].strip_prefix(". ") {
+                Some(r) if digits > 0 => r,
+                _ => continue,
+            }
+        };
+        let (checked, item) = if let Some(i) = rest.strip_prefix("[ ] ") {
+            (false, i)
+        } else if let Some(i) = rest
+            .strip_prefix("[x] ")
+            .or_else(|| rest.strip_prefix("[X] "))
+        {
+            (true, i)
+        } else {
+            continue;
+        };
+        let item = cut_chars(item.trim(), PROBE_TEXT_MAX_CHARS);
+        if !item.is_empty() {
+            out.push((checked, item));
+        }
+    }
+    out
+}
+
+/// A tool call found in an assistant message.
+#[derive(Clone, Debug)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+    pub entry_id: EntryId,
+}
+
+/// Tool calls of one assistant message.
+pub fn tool_calls(m: &SpanMessage) -> Vec<ToolCall> {
+    if m.message.get("role").and_then(Value::as_str) != Some("assistant") {
+        return Vec::new();
+    }
+    let Some(Value::Array(blocks)) = m.message.get("content") else {
+        return Vec::new();
+    };
+    blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
+        .map(|b| ToolCall {
+            id: b.get("id").and_then(Value::as_str).unwrap_or("").to_owned(),
+            name: b
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            arguments: b.get("arguments").cloned().unwrap_or(Value::Null),
+            entry_id: m.entry_id.clone(),
+        })
+        .collect()
+}
+
+/// The `toolCallId` of a tool result message.
+pub fn result_call_id(message: &Value) -> Option<&str> {
+    (message.get("role").and_then(Value::as_str) == Some("toolResult"))
+        .then(|| message.get("toolCallId").and_then(Value::as_str))
+        .flatten()
+}
+
+/// Whether a tool result reports failure (`isError` truthy).
+pub fn is_error_result(message: &Value) -> bool {
+    super::js::truthy(message.get("isError"))
+}
+
+fn role(m: &Value) -> &str {
+    m.get("role").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The probes of a preparation. `kept_messages` are the messages kept after the cut (a
+/// tool call answered there is not pending).
+pub fn probes(prep: &Preparation, kept_messages: &[SpanMessage]) -> Vec<Probe> {
+    let span: Vec<&SpanMessage> = prep
+        .messages_to_summarize
+        .iter()
+        .chain(&prep.turn_prefix_messages)
+        .collect();
+    let mut out = Vec::new();
+    let calls: Vec<ToolCall> = span.iter().flat_map(|m| tool_calls(m)).collect();
+    let file_entry = |path: &str, names: &[&str]| -> Option<EntryId> {
+        calls
+            .iter()
+            .find(|c| {
+                names.contains(&c.name.as_str())
+                    && c.arguments.get("path").and_then(Value::as_str) == Some(path)
+            })
+            .map(|c| c.entry_id.clone())
+            .or_else(|| prep.previous_compaction_id.clone())
+    };
+    for path in &prep.file_lists.read_files {
+        out.push(Probe {
+            kind: ProbeKind::ReadFile,
+            text: path.clone(),
+            entry_id: file_entry(path, &["read"]),
+            tool_call_id: None,
+        });
+    }
+    for path in &prep.file_lists.modified_files {
+        out.push(Probe {
+            kind: ProbeKind::ModifiedFile,
+            text: path.clone(),
+            entry_id: file_entry(path, &["write", "edit"]),
+            tool_call_id: None,
+        });
+    }
+    for m in &span {
+        if let Some(id) = result_call_id(&m.message)
+            && is_error_result(&m.message)
+        {
+            let text = first_line(&content_text(&m.message)).unwrap_or_else(|| id.to_owned());
+            out.push(Probe {
+                kind: ProbeKind::ToolError,
+                text,
+                entry_id: Some(m.entry_id.clone()),
+                tool_call_id: Some(id.to_owned()),
+            });
+        }
+    }
+    let answered: std::collections::HashSet<&str> = span
+        .iter()
+        .copied()
+        .chain(kept_messages)
+        .filter_map(|m| result_call_id(&m.message))
+        .collect();
+    for call in &calls {
+        if !call.id.is_empty() && !answered.contains(call.id.as_str()) {
+            out.push(Probe {
+                kind: ProbeKind::PendingToolCall,
+                text: call.id.clone(),
+                entry_id: Some(call.entry_id.clone()),
+                tool_call_id: Some(call.id.clone()),
+            });
+        }
+    }
+    for (item, entry) in open_tasks(&span) {
+        out.push(Probe {
+            kind: ProbeKind::OpenTask,
+            text: item,
+            entry_id: Some(entry),
+            tool_call_id: None,
+        });
+    }
+    if let Some((text, entry)) = last_user_request(&span) {
+        out.push(Probe {
+            kind: ProbeKind::LastUserRequest,
+            text,
+            entry_id: Some(entry),
+            tool_call_id: None,
+        });
+    }
+    out
+}
+
+/// Unchecked task items of user and assistant messages, first occurrence first, minus the
+/// ones checked later in the span.
+pub fn open_tasks(span: &[&SpanMessage]) -> Vec<(String, EntryId)> {
+    let mut open: Vec<(String, EntryId)> = Vec::new();
+    for m in span {
+        if !matches!(role(&m.message), "user" | "assistant") {
+            continue;
+        }
+        for (checked, item) in task_items(&content_text(&m.message)) {
+            if checked {
+                open.retain(|(t, _)| *t != item);
+            } else if !open.iter().any(|(t, _)| *t == item) {
+                open.push((item, m.entry_id.clone()));
+            }
+        }
+    }
+    open
+}
+
+/// The first line of the last user message with text in the span.
+pub fn last_user_request(span: &[&SpanMessage]) -> Option<(String, EntryId)> {
+    span.iter().rev().find_map(|m| {
+        (role(&m.message) == "user")
+            .then(|| first_line(&content_text(&m.message)))
+            .flatten()
+            .map(|t| (t, m.entry_id.clone()))
+    })
+}
+
+/// Everything a probe can match in one message: its text, thinking, tool calls (name and
+/// JSON arguments), summary, bash command and output.
+pub fn searchable_text(message: &Value) -> String {
+    let mut parts = vec![content_text(message)];
+    if let Some(Value::Array(blocks)) = message.get("content") {
+        for b in blocks {
+            match b.get("type").and_then(Value::as_str) {
+                Some("toolCall") => {
+                    for key in ["id", "name"] {
+                        if let Some(s) = b.get(key).and_then(Value::as_str) {
+                            parts.push(s.to_owned());
+                        }
+                    }
+                    if let Some(args) = b.get("arguments") {
+                        parts.push(args.to_string());
+                        if let Value::Object(map) = args {
+                            parts.extend(map.values().filter_map(Value::as_str).map(str::to_owned));
+                        }
+                    }
+                }
+                Some("thinking") => {
+                    if let Some(s) = b.get("thinking").and_then(Value::as_str) {
+                        parts.push(s.to_owned());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for key in ["summary", "command", "output", "toolCallId"] {
+        if let Some(s) = message.get(key).and_then(Value::as_str) {
+            parts.push(s.to_owned());
+        }
+    }
+    parts.join("\n")
+}
+
+/// Looks every probe up in the new context (`(entry, message)` in context order).
+pub fn check(probes: Vec<Probe>, new_context: &[(EntryId, Value)]) -> Retention {
+    let texts: Vec<(&EntryId, String)> = new_context
+        .iter()
+        .map(|(id, m)| (id, searchable_text(m)))
+        .collect();
+    let probes: Vec<ProbeResult> = probes
+        .into_iter()
+        .map(|probe| {
+            let found = texts
+                .iter()
+                .find(|(_, t)| t.contains(&probe.text))
+                .map(|(id, _)| (*id).clone());
+            ProbeResult {
+                status: if found.is_some() {
+                    ProbeStatus::Kept
+                } else {
+                    ProbeStatus::Lost
+                },
+                found_in: found,
+                probe,
+            }
+        })
+        .collect();
+    let kept = probes
+        .iter()
+        .filter(|p| p.status == ProbeStatus::Kept)
+        .count();
+    Retention {
+        kept,
+        lost: probes.len() - kept,
+        probes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_items_and_first_lines() {
+        let text = "Plan:\n- [ ] write tests\n* [x] read code\n2. [ ] ship it\n- [] not a task\n";
+        assert_eq!(
+            task_items(text),
+            vec![
+                (false, "write tests".to_owned()),
+                (true, "read code".to_owned()),
+                (false, "ship it".to_owned())
+            ]
+        );
+        assert_eq!(
+            first_line("\n  \n  error: boom  \nmore"),
+            Some("error: boom".to_owned())
+        );
+        assert_eq!(
+            first_line(&"é".repeat(200)).map(|s| s.chars().count()),
+            Some(160)
+        );
+    }
+}

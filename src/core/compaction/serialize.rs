@@ -1,0 +1,235 @@
+//! The text pi sends the summarizer: messages converted to LLM messages, then flattened to
+//! `[User]: …`, `[Assistant]: …`, `[Assistant tool calls]: …`, `[Tool result]: …` parts with
+//! long tool results truncated. Matches pi 1.6.0 `convertToLlm` / `bashExecutionToText`
+//! (messages.js) and `serializeConversation` (compaction/utils.js).
+
+use serde_json::{Map, Value, json};
+
+use super::js::{self, TypeError};
+use super::tokens::content_text;
+
+/// Longest tool result kept in the serialized conversation, in UTF-16 code units
+/// (pi `TOOL_RESULT_MAX_CHARS`).
+pub const TOOL_RESULT_MAX_CHARS: usize = 2000;
+
+/// pi's wrapper around a compaction summary when it becomes a user message.
+pub const COMPACTION_SUMMARY_PREFIX: &str = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+/// Closes [`COMPACTION_SUMMARY_PREFIX`].
+pub const COMPACTION_SUMMARY_SUFFIX: &str = "\n</summary>";
+/// pi's wrapper around a branch summary when it becomes a user message.
+pub const BRANCH_SUMMARY_PREFIX: &str =
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+/// Closes [`BRANCH_SUMMARY_PREFIX`].
+pub const BRANCH_SUMMARY_SUFFIX: &str = "</summary>";
+
+/// pi `bashExecutionToText`.
+pub fn bash_execution_to_text(m: &Value) -> String {
+    let command = js::template_string(m.get("command"));
+    let mut text = format!("Ran `{command}`\n");
+    if js::truthy(m.get("output")) {
+        text.push_str(&format!(
+            "```\n{}\n```",
+            js::template_string(m.get("output"))
+        ));
+    } else {
+        text.push_str("(no output)");
+    }
+    let exit = m.get("exitCode");
+    if js::truthy(m.get("cancelled")) {
+        text.push_str("\n\n(command cancelled)");
+    } else if let Some(code) = exit.filter(|c| !c.is_null() && !is_zero(c)) {
+        text.push_str(&format!(
+            "\n\nCommand exited with code {}",
+            js::template_string(Some(code))
+        ));
+    }
+    if js::truthy(m.get("truncated")) && js::truthy(m.get("fullOutputPath")) {
+        text.push_str(&format!(
+            "\n\n[Output truncated. Full output: {}]",
+            js::template_string(m.get("fullOutputPath"))
+        ));
+    }
+    text
+}
+
+fn is_zero(v: &Value) -> bool {
+    v.as_f64() == Some(0.0)
+}
+
+fn user_text(text: String, timestamp: Option<&Value>) -> Value {
+    let mut m = Map::new();
+    m.insert("role".into(), json!("user"));
+    m.insert("content".into(), json!([{"type": "text", "text": text}]));
+    if let Some(t) = timestamp {
+        m.insert("timestamp".into(), t.clone());
+    }
+    Value::Object(m)
+}
+
+/// pi `convertToLlm`: bash executions (unless excluded), custom messages and summaries become
+/// user messages; system, user, assistant and tool results pass through; other roles drop.
+pub fn convert_to_llm(messages: &[&Value]) -> Vec<Value> {
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        match role {
+            "bashExecution" => {
+                if js::truthy(m.get("excludeFromContext")) {
+                    continue;
+                }
+                out.push(user_text(bash_execution_to_text(m), m.get("timestamp")));
+            }
+            "custom" => {
+                let content = match m.get("content") {
+                    Some(Value::String(s)) => json!([{"type": "text", "text": s}]),
+                    Some(v) => v.clone(),
+                    None => Value::Null,
+                };
+                let mut u = Map::new();
+                u.insert("role".into(), json!("user"));
+                u.insert("content".into(), content);
+                if let Some(t) = m.get("timestamp") {
+                    u.insert("timestamp".into(), t.clone());
+                }
+                out.push(Value::Object(u));
+            }
+            "branchSummary" => out.push(user_text(
+                format!(
+                    "{BRANCH_SUMMARY_PREFIX}{}{BRANCH_SUMMARY_SUFFIX}",
+                    js::template_string(m.get("summary"))
+                ),
+                m.get("timestamp"),
+            )),
+            "compactionSummary" => out.push(user_text(
+                format!(
+                    "{COMPACTION_SUMMARY_PREFIX}{}{COMPACTION_SUMMARY_SUFFIX}",
+                    js::template_string(m.get("summary"))
+                ),
+                m.get("timestamp"),
+            )),
+            "system" | "user" | "assistant" | "toolResult" => out.push((*m).clone()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// pi's `truncateForSummary`: the head of `text` and a marker counting the cut units.
+fn truncate_for_summary(text: &str, max: usize) -> String {
+    let len = text.encode_utf16().count();
+    if len <= max {
+        return text.to_owned();
+    }
+    format!(
+        "{}\n\n[... {} more characters truncated]",
+        js::slice_head_utf16(text, max),
+        len - max
+    )
+}
+
+/// pi `serializeConversation(llmMessages)`: the parts joined by blank lines. Thinking is
+/// left out; tool results are cut at [`TOOL_RESULT_MAX_CHARS`].
+pub fn serialize_conversation(messages: &[Value]) -> Result<String, TypeError> {
+    let mut parts: Vec<String> = Vec::new();
+    for m in messages {
+        match m.get("role").and_then(Value::as_str) {
+            Some("user") => {
+                let content = content_text(m.get("content"), "", "user content")?;
+                if !content.is_empty() {
+                    parts.push(format!("[User]: {content}"));
+                }
+            }
+            Some("assistant") => {
+                let blocks = js::iterate(m.get("content"), "assistant content")?;
+                let mut calls = Vec::new();
+                for block in &blocks {
+                    if !js::is_str(js::prop(block, "type", "assistant block")?, "toolCall") {
+                        continue;
+                    }
+                    let args = match js::prop(block, "arguments", "tool call")? {
+                        Some(Value::Object(map)) => js::ordered_entries(map)
+                            .into_iter()
+                            .map(|(k, v)| format!("{k}={}", js::stringify(v)))
+                            .collect::<Vec<_>>(),
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .enumerate()
+                            .map(|(i, v)| format!("{i}={}", js::stringify(v)))
+                            .collect(),
+                        Some(Value::String(s)) => s
+                            .encode_utf16()
+                            .enumerate()
+                            .map(|(i, u)| {
+                                let unit = String::from_utf16_lossy(&[u]);
+                                format!("{i}={}", js::stringify(&Value::String(unit)))
+                            })
+                            .collect(),
+                        None | Some(Value::Null) => {
+                            return Err(TypeError(
+                                "Object.entries of a tool call without arguments".into(),
+                            ));
+                        }
+                        Some(_) => Vec::new(),
+                    };
+                    let name = js::template_string(js::prop(block, "name", "tool call")?);
+                    calls.push(format!("{name}({})", args.join(", ")));
+                }
+                // `msg.content.some(...)` throws on a string content.
+                let Some(Value::Array(content)) = m.get("content") else {
+                    return Err(TypeError("assistant content has no some method".into()));
+                };
+                let has_text = content
+                    .iter()
+                    .map(|b| js::prop(b, "type", "assistant block"))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .into_iter()
+                    .any(|t| js::is_str(t, "text"));
+                if has_text {
+                    let text = content_text(m.get("content"), "\n", "assistant content")?;
+                    parts.push(format!("[Assistant]: {text}"));
+                }
+                if !calls.is_empty() {
+                    parts.push(format!("[Assistant tool calls]: {}", calls.join("; ")));
+                }
+            }
+            Some("toolResult") => {
+                let content = content_text(m.get("content"), "", "tool result content")?;
+                if !content.is_empty() {
+                    parts.push(format!(
+                        "[Tool result]: {}",
+                        truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(parts.join("\n\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serializes_like_pi() {
+        let long = "x".repeat(2005);
+        let messages = convert_to_llm(&[
+            &json!({"role": "user", "content": "fix the test"}),
+            &json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hidden"},
+                {"type": "text", "text": "Reading."},
+                {"type": "toolCall", "id": "t1", "name": "read", "arguments": {"path": "a.rs", "limit": 1.0}}]}),
+            &json!({"role": "toolResult", "toolCallId": "t1", "content": [{"type": "text", "text": long}]}),
+            &json!({"role": "bashExecution", "command": "ls", "output": "", "exitCode": 2}),
+            &json!({"role": "bashExecution", "command": "rm", "output": "x", "excludeFromContext": true}),
+            &json!({"role": "notification", "content": "ignored"}),
+        ]);
+        let text = serialize_conversation(&messages).unwrap_or_default();
+        let expected = format!(
+            "[User]: fix the test\n\n[Assistant]: Reading.\n\n[Assistant tool calls]: read(path=\"a.rs\", limit=1)\n\n[Tool result]: {}\n\n[... 5 more characters truncated]\n\n[User]: Ran `ls`\n(no output)\n\nCommand exited with code 2",
+            "x".repeat(2000)
+        );
+        assert_eq!(text, expected);
+    }
+}
