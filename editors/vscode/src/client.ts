@@ -107,7 +107,8 @@ export class SessiondClient implements Disposable {
             onStderr?.(text);
         });
         this.exited = new Promise((resolve) => {
-            process.on('exit', (code, signal) => {
+            // 'close' comes after stderr has been read to its end, so the tail is complete.
+            process.on('close', (code, signal) => {
                 this.exitInfo = { code, signal, stderrTail: this.stderrTail };
                 // Pending requests would otherwise wait forever on a dead pipe.
                 this.connection.dispose();
@@ -173,6 +174,11 @@ export class SessiondClient implements Disposable {
         });
         try {
             this.initializeResult = await Promise.race([request, failure]);
+        } catch (err) {
+            // A dead daemon rejects the request before 'close' reports how it ended: wait briefly.
+            await Promise.race([this.exited, new Promise((r) => setTimeout(r, 1000))]);
+            if (this.exitInfo) throw new Error(`sessiond exited during initialize (${describeExit(this.exitInfo)})${this.stderrNote()}`);
+            throw err;
         } finally {
             clearTimeout(timer);
         }
