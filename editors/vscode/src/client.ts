@@ -22,6 +22,7 @@ import {
     DidCorruptParams,
     DidReloadParams,
     EntryId,
+    EntryResult,
     ExplainParams,
     ExplainResult,
     ForkParams,
@@ -95,6 +96,14 @@ export class SessiondClient implements Disposable {
 
     /** Set once `initialize` has been answered. */
     initializeResult: InitializeResult | undefined;
+
+    /** The session roots the daemon reads under (`capabilities.experimental.sessiond.roots`). */
+    get roots(): string[] {
+        const experimental = this.initializeResult?.capabilities.experimental as { sessiond?: { roots?: unknown } } | undefined;
+        const roots = experimental?.sessiond?.roots;
+        // The same directory can come from `--root` and from `initializationOptions.roots`.
+        return Array.isArray(roots) ? [...new Set(roots.filter((r): r is string => typeof r === 'string'))] : [];
+    }
 
     private constructor(
         private readonly process: ChildProcess,
@@ -220,8 +229,8 @@ export class SessiondClient implements Disposable {
         return this.request(Methods.tree, params);
     }
 
-    /** `session/entry`: one entry as written in the file. */
-    entry(path: string, id: EntryId): Promise<Record<string, unknown>> {
+    /** `session/entry`: one entry, parsed and as written in the file. */
+    entry(path: string, id: EntryId): Promise<EntryResult> {
         return this.request(Methods.entry, { path, id });
     }
 
@@ -235,7 +244,7 @@ export class SessiondClient implements Disposable {
         return this.request(Methods.explain, params);
     }
 
-    /** `session/list`: session files under one root, or all roots. */
+    /** `session/list`: session files under one root (default: the first root). */
     list(root?: string): Promise<ListResult> {
         return this.request(Methods.list, root === undefined ? {} : { root });
     }

@@ -10,7 +10,9 @@ import { EntryId, SessionSummary } from './protocol';
 import { renderCompact, renderContext, renderExplain, retentionOf } from './render';
 
 /** How many tree levels one `session/tree` request asks for. */
-const TREE_PAGE_DEPTH = 256;
+const TREE_PAGE_DEPTH = 10_000;
+/** How many nodes one `session/tree` request asks for. */
+const TREE_PAGE_LIMIT = 2_000;
 const CONTEXT_SCHEME = 'sessiond-context';
 
 /** A row of the view: a session file, or a row of its tree. */
@@ -101,7 +103,10 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         this.changed.fire(n);
     }
 
-    /** Opens a session in the daemon once and keeps its model. */
+    /**
+     * Opens a session in the daemon once and keeps its model under the canonical path the
+     * daemon answers with (notifications name sessions by that path).
+     */
     model(p: string): Promise<SessionModel> {
         const known = this.models.get(p);
         if (known && !known.stale) return Promise.resolve(known);
@@ -109,9 +114,11 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         if (!pending) {
             pending = (async () => {
                 const client = await this.daemon.get();
-                const model = known ?? new SessionModel(p);
-                model.applyOpen(await client.open(p));
-                this.models.set(p, model);
+                const open = await client.open(p);
+                const canonical = open.path || p;
+                const model = this.models.get(canonical) ?? new SessionModel(canonical);
+                model.applyOpen(open);
+                this.models.set(canonical, model);
                 return model;
             })();
             this.opening.set(p, pending);
@@ -129,13 +136,11 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     async getChildren(n?: Node): Promise<Node[]> {
         try {
             if (!n) {
-                const client = await this.daemon.get();
-                const listed = (await client.list()).sessions ?? [];
                 const all = new Map<string, SessionSummary>();
-                for (const s of listed) all.set(s.path, s);
+                for (const s of await listSessions(await this.daemon.get())) all.set(s.path, s);
                 for (const [p, s] of this.extra) if (!all.has(p)) all.set(p, s);
                 return [...all.values()]
-                    .sort((a, b) => String(b.timestamp ?? '').localeCompare(String(a.timestamp ?? '')))
+                    .sort((a, b) => String(b.modified ?? '').localeCompare(String(a.modified ?? '')))
                     .map((s) => {
                         const node = this.sessionNode(s.path, s);
                         if (node.type === 'session') node.summary = s;
@@ -145,7 +150,7 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             const model = await this.model(n.path);
             const client = await this.daemon.get();
             const fetch = (fromId: EntryId | undefined) =>
-                client.tree(fromId === undefined ? { path: n.path, depth: TREE_PAGE_DEPTH } : { path: n.path, fromId, depth: TREE_PAGE_DEPTH });
+                client.tree({ path: n.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...(fromId === undefined ? {} : { fromId }) });
             const items = await loadChildren(model, n.type === 'session' ? undefined : n.item, fetch);
             return items.map((item) => this.rowNode(n.path, item));
         } catch (err) {
@@ -160,11 +165,11 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             const name = model?.name ?? n.summary.name ?? path.basename(n.path);
             const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
             item.id = n.key;
-            const count = model?.entryCount ?? n.summary.entryCount;
-            item.description = [count !== undefined ? `${count} entries` : '', this.following.has(n.path) ? 'following' : '', n.summary.cwd ?? '']
+            const size = model ? `${model.entryCount} entries` : n.summary.size !== undefined ? `${Math.ceil(n.summary.size / 1024)} KiB` : '';
+            item.description = [size, this.following.has(n.path) ? 'following' : '', n.summary.cwd ?? '']
                 .filter(Boolean)
                 .join(' · ');
-            item.tooltip = n.path;
+            item.tooltip = [n.path, n.summary.modified ? `modified ${n.summary.modified}` : ''].filter(Boolean).join('\n');
             item.contextValue = this.following.has(n.path) ? 'session.following' : 'session';
             item.iconPath = new vscode.ThemeIcon('comment-discussion');
             item.resourceUri = vscode.Uri.file(n.path);
@@ -244,6 +249,14 @@ class ContextProvider implements vscode.TextDocumentContentProvider {
     }
 }
 
+/** Sessions under every root the daemon reads (`session/list` answers for one root at a time). */
+async function listSessions(client: SessiondClient): Promise<SessionSummary[]> {
+    const roots = client.roots;
+    if (roots.length === 0) return (await client.list()).sessions;
+    const lists = await Promise.all(roots.map((r) => client.list(r).then((l) => l.sessions, () => [] as SessionSummary[])));
+    return lists.flat();
+}
+
 function errorText(err: unknown): string {
     if (err instanceof ResponseError) return `${err.message} (code ${err.code})`;
     return err instanceof Error ? err.message : String(err);
@@ -264,7 +277,7 @@ export function activate(context: vscode.ExtensionContext): void {
             const summary = model.applyDidChange(change);
             for (const id of summary.needEntry) {
                 try {
-                    model.applyEntry(await client.entry(change.path, id));
+                    model.applyEntry((await client.entry(change.path, id)).entry);
                 } catch (err) {
                     log.appendLine(`session/entry ${id}: ${errorText(err)}`);
                 }
@@ -279,12 +292,12 @@ export function activate(context: vscode.ExtensionContext): void {
             const model = sessions.models.get(p.path);
             if (!model) return;
             log.appendLine(`${p.path}: reloaded (${p.reason})`);
-            model.reset();
+            model.applyDidReload(p);
             sessions.refresh(sessions.sessionNode(p.path));
             previews.refresh(p.path, false);
         });
         client.onDidCorrupt((p) => {
-            void vscode.window.showWarningMessage(`sessiond: ${p.path} line ${p.line} (byte ${p.offset}): ${p.kind}; the session keeps its last good state`);
+            void vscode.window.showWarningMessage(`sessiond: ${p.path} line ${p.line} (byte ${p.offset}): ${p.message || p.kind}; the session keeps its last good state`);
         });
     });
 
@@ -328,11 +341,10 @@ export function activate(context: vscode.ExtensionContext): void {
     command('sessiond.open', async (n) => {
         let p = n?.path;
         if (!p) {
-            const client = await daemon.get();
-            const listed = (await client.list()).sessions ?? [];
+            const listed = await listSessions(await daemon.get());
             const browse = { label: '$(folder-opened) Open a session file…', path: '' };
             const picked = await vscode.window.showQuickPick(
-                [browse, ...listed.map((s) => ({ label: s.name || path.basename(s.path), description: s.cwd ?? '', detail: s.path, path: s.path }))],
+                [browse, ...listed.map((s) => ({ label: s.name || path.basename(s.path), description: s.cwd ?? '', detail: `${s.path}${s.modified ? ` · ${s.modified}` : ''}`, path: s.path }))],
                 { placeHolder: 'Session to open' },
             );
             if (!picked) return;
@@ -343,8 +355,8 @@ export function activate(context: vscode.ExtensionContext): void {
                 p = files[0].fsPath;
             }
         }
-        await sessions.model(p);
-        const node = sessions.addSession(p);
+        const model = await sessions.model(p);
+        const node = sessions.addSession(model.path);
         await view.reveal(node, { select: true, focus: true, expand: true }).then(undefined, () => undefined);
     });
 

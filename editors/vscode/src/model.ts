@@ -10,7 +10,7 @@
 //! in the model ends its list with a `more` row naming the entry to fetch below
 //! (`session/tree {fromId}`). {@link loadChildren} fetches until no `more` rows are left.
 
-import { DidChangeParams, EntryId, OpenResult, TreeNode, TreeResult } from './protocol';
+import { DidChangeParams, DidReloadParams, EntryId, OpenResult, TreeNode, TreeResult } from './protocol';
 
 /** A row of the view. `more` rows stand for children not fetched yet (`id: null`: the roots). */
 export type ViewItem =
@@ -122,8 +122,7 @@ export class SessionModel {
             }
         }
         if (page.leaves) this.leaves = new Set(page.leaves);
-        const leaf = page.defaultLeafId !== undefined ? page.defaultLeafId : page.leafId;
-        if (leaf !== undefined) this.defaultLeafId = leaf;
+        if (page.leafId !== undefined) this.defaultLeafId = page.leafId;
         if (page.entryCount !== undefined) this.entryCount = page.entryCount;
         this.activePathCache = undefined;
         return fresh;
@@ -188,7 +187,18 @@ export class SessionModel {
         return false;
     }
 
-    /** After `session/didReload`: forgets every node; the view refetches the session. */
+    /** Applies `session/didReload`: forgets every node and takes the new leaves; the view refetches the tree. */
+    applyDidReload(reload: DidReloadParams): void {
+        this.reset();
+        this.leaves = new Set(reload.leaves);
+        this.defaultLeafId = reload.leafId;
+        this.entryCount = reload.entryCount;
+        // A chosen leaf may be gone from the reloaded file.
+        this.chosenLeafId = undefined;
+        this.stale = false;
+    }
+
+    /** Forgets every node (the daemon restarted, or the file was reloaded). */
     reset(): void {
         this.nodes.clear();
         this.parentIndex.clear();

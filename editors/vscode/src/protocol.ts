@@ -35,11 +35,19 @@ export interface Diagnostic {
     [key: string]: unknown;
 }
 
-/** Where an unparsable, unterminated final line starts. */
+/** Where an unparsable, unterminated final line starts; `len` is its length in bytes. */
 export interface TornTail {
     line: number;
     offset: number;
-    [key: string]: unknown;
+    len: number;
+}
+
+/** Where an open session stands; equal revisions mean equal state. */
+export interface Revision {
+    entryCount: number;
+    appliedBytes: number;
+    /** How many times the session was read again from the start. */
+    generation: number;
 }
 
 export interface OpenParams {
@@ -48,6 +56,8 @@ export interface OpenParams {
 }
 
 export interface OpenResult {
+    /** The session file, canonical: notifications name it by this path. */
+    path: string;
     sessionId: string;
     /** The session header line, as JSON. */
     header: Record<string, unknown>;
@@ -59,25 +69,33 @@ export interface OpenResult {
     name: string | null;
     tornTail: TornTail | null;
     diagnostics: Diagnostic[];
+    revision: Revision;
 }
 
 export interface TreeParams {
     path: string;
-    /** Start below this entry (its subtree); the roots when left out. */
+    /** Start at this entry (included); the roots when left out. */
     fromId?: EntryId;
-    /** How many levels to include. */
+    /** How many levels below the start to include (daemon default 64). */
     depth?: number;
+    /** At most this many nodes (daemon default 1000, at most 10 000). */
+    limit?: number;
 }
 
-/** A page of the tree. Fields other than `nodes` are optional so that a bare page still works. */
+/**
+ * A page of the tree, breadth-first. A node without `children` has children outside the page:
+ * ask again with `fromId` = its id. Only `nodes` is required here, so hand-made pages work.
+ */
 export interface TreeResult {
     nodes: TreeNode[];
+    /** Only on a page without `fromId`. */
     roots?: EntryId[];
+    /** No node of the page has children left out. */
+    complete?: boolean;
     leaves?: EntryId[];
     leafId?: EntryId | null;
-    defaultLeafId?: EntryId | null;
     entryCount?: number;
-    [key: string]: unknown;
+    revision?: Revision;
 }
 
 export interface EntryParams {
@@ -85,12 +103,27 @@ export interface EntryParams {
     id: EntryId;
 }
 
+export interface EntryResult {
+    id: EntryId;
+    /** 1-based line of the entry in the file, and its byte offset. */
+    line: number;
+    offset: number;
+    /** The line parsed. */
+    entry: Record<string, unknown>;
+    /** The line exactly as stored, without its newline. */
+    raw: string;
+    revision: Revision;
+}
+
 export interface ContextAtParams {
     path: string;
     leafId?: EntryId;
+    /** First message of the window (default 0). */
     offset?: number;
+    /** How many messages (default all). */
     limit?: number;
-    fields?: string[];
+    /** `full` (default), `previews` (`{role, preview}` per message) or `ids` (no `messages`). */
+    fields?: 'full' | 'previews' | 'ids';
 }
 
 /** A message as pi's `buildSessionContext` returns it. */
@@ -101,17 +134,25 @@ export interface ContextMessage {
 }
 
 export interface ContextAtResult {
-    messages: ContextMessage[];
-    thinkingLevel: string;
-    model: { provider: string; modelId: string } | null;
+    /** Absent with `fields: "ids"`. */
+    messages?: ContextMessage[];
+    /** Omitted exactly when pi omits it. */
+    thinkingLevel?: string;
+    model: { provider?: string; modelId?: string } | null;
+    /** The context entries (compaction-aware path). */
     entryIds: EntryId[];
-    messageEntryIds?: EntryId[];
-    leafId?: EntryId | null;
+    /** The entry that produced each message of the window. */
+    messageEntryIds: EntryId[];
+    leafId: EntryId | null;
     diagnostics: Diagnostic[];
-    tokenEstimate?: number;
-    /** How many messages the whole context has, when paged with `offset`/`limit`. */
-    total?: number;
-    [key: string]: unknown;
+    tornTail?: TornTail | null;
+    /** How many messages the whole context has. */
+    messageCount: number;
+    /** Index of the window's first message. */
+    offset: number;
+    /** pi's estimateTokens (characters / 4) summed over all messages. */
+    tokenEstimate: number;
+    revision?: Revision;
 }
 
 export interface ExplainParams {
@@ -133,26 +174,34 @@ export interface ExplainResult {
     inContext: boolean;
     reason: ExplainReason;
     messageIndexes?: number[];
+    revision?: Revision;
 }
 
 export interface ListParams {
     root?: string;
 }
 
-/** One session file found under the roots. */
+/** One session file found under a root, from its header line. */
 export interface SessionSummary {
     path: string;
-    sessionId?: string;
-    name?: string | null;
-    cwd?: string;
-    timestamp?: string;
-    entryCount?: number;
-    [key: string]: unknown;
+    /** The header's `id`. */
+    id?: string;
+    cwd?: string | null;
+    /** The header's `timestamp`. */
+    created?: unknown;
+    /** The file's mtime, ISO 8601 UTC. */
+    modified?: string | null;
+    size?: number;
+    /** Only for sessions the daemon has open. */
+    name?: string;
 }
 
 export interface ListResult {
+    root: string;
+    /** Newest `modified` first. */
     sessions: SessionSummary[];
-    [key: string]: unknown;
+    /** `.jsonl` files without a readable header. */
+    skipped: string[];
 }
 
 export interface DidChangeParams {
@@ -161,12 +210,17 @@ export interface DidChangeParams {
     leafId: EntryId | null;
     leaves: EntryId[];
     entryCount: number;
+    revision?: Revision;
 }
 
 export interface DidReloadParams {
     path: string;
     /** `shrank`, `replaced` or `rewritten`. */
     reason: string;
+    leafId: EntryId | null;
+    leaves: EntryId[];
+    entryCount: number;
+    revision?: Revision;
 }
 
 export interface DidCorruptParams {
@@ -174,7 +228,9 @@ export interface DidCorruptParams {
     kind: string;
     line: number;
     offset: number;
-    [key: string]: unknown;
+    id?: string;
+    message: string;
+    revision?: Revision;
 }
 
 export interface ForkParams {

@@ -24,16 +24,18 @@ export function renderContext(ctx: ContextAtResult, heading: ContextHeading): st
     out.push('');
     out.push(`- file: ${heading.path}`);
     out.push(`- leaf: ${ctx.leafId ?? heading.leafId ?? '(none)'}`);
-    out.push(`- model: ${ctx.model ? `${ctx.model.provider}/${ctx.model.modelId}` : '(none)'}`);
-    out.push(`- thinking level: ${ctx.thinkingLevel}`);
-    out.push(`- messages: ${ctx.total ?? ctx.messages.length}${ctx.total !== undefined && ctx.total !== ctx.messages.length ? ` (showing ${ctx.messages.length})` : ''}`);
+    const messages = ctx.messages ?? [];
+    const count = ctx.messageCount ?? messages.length;
+    const offset = ctx.offset ?? 0;
+    out.push(`- model: ${ctx.model ? [ctx.model.provider, ctx.model.modelId].filter(Boolean).join('/') : '(none)'}`);
+    out.push(`- thinking level: ${ctx.thinkingLevel ?? '(not set)'}`);
+    out.push(`- messages: ${count}${count !== messages.length ? ` (showing ${offset + 1}–${offset + messages.length})` : ''}`);
     out.push(`- entries on the path in context: ${ctx.entryIds.length}`);
     if (ctx.tokenEstimate !== undefined) out.push(`- token estimate: ${ctx.tokenEstimate}`);
     for (const d of ctx.diagnostics ?? []) {
         out.push(`- warning: ${d.message ?? d.kind}${d.id ? ` (${d.id})` : ''}`);
     }
-    const offset = typeof ctx.offset === 'number' ? ctx.offset : 0;
-    ctx.messages.forEach((m, i) => {
+    messages.forEach((m, i) => {
         out.push('');
         const source = ctx.messageEntryIds?.[i];
         out.push(`## ${offset + i + 1}. ${roleTitle(m)}${source ? `  (entry ${source})` : ''}`);

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { Event } from 'vscode-jsonrpc/node';
 import { ResponseError, SessiondClient } from '../client';
 import { loadChildren, SessionModel, ViewItem } from '../model';
-import { DidChangeParams, TreeResult } from '../protocol';
+import { DidChangeParams, DidReloadParams, TreeResult } from '../protocol';
 
 /** editors/vscode, from out/test. */
 const PACKAGE_DIR = path.resolve(__dirname, '..', '..');
@@ -79,6 +79,7 @@ describe('sessiond serve through the client', () => {
     it('runs initialize and reports capabilities', () => {
         assert.ok(client.initializeResult, 'initialize answered');
         assert.equal(typeof client.initializeResult.capabilities, 'object');
+        assert.deepEqual(client.roots, [root], 'initializationOptions.roots and --root name the same directory, once');
         assert.equal(client.running, true);
     });
 
@@ -139,7 +140,10 @@ describe('sessiond serve through the client', () => {
         assert.equal(ctx.thinkingLevel, 'high');
         assert.deepEqual(ctx.model, { provider: 'anthropic', modelId: 'claude-sonnet-4-5' });
         assert.deepEqual(ctx.entryIds, cli.entryIds);
-        assert.equal(ctx.messages.length, 8);
+        assert.equal(ctx.messages?.length, 8);
+        assert.equal(ctx.messageCount, 8);
+        assert.equal(ctx.leafId, DEFAULT_LEAF);
+        assert.ok(ctx.tokenEstimate > 0);
     });
 
     it('gives the context at another leaf', async () => {
@@ -154,14 +158,15 @@ describe('sessiond serve through the client', () => {
         assert.equal(e.inContext, false);
         assert.equal(e.leafId, DEFAULT_LEAF);
         assert.deepEqual(e.reason, { kind: 'summarizedByCompaction', compactionId: '4909db93', firstKeptEntryId: '521cf246' });
-        const off = await client.explain({ path: file, entryId: '92bfec97', leafId: DEFAULT_LEAF });
-        assert.equal(off.reason.kind, 'notOnPath');
+        const off = await client.explain({ path: file, entryId: 'de19adb3', leafId: DEFAULT_LEAF });
+        assert.deepEqual(off.reason, { kind: 'notOnPath', divergesAt: '521cf246', branchEntryId: 'de19adb3' });
     });
 
     it('answers a bad request with a JSON-RPC error', async () => {
         await assert.rejects(client.explain({ path: file, entryId: 'no-such-id' }), (err) => err instanceof ResponseError && /no-such-id/.test(err.message));
-        const outside = path.join(os.tmpdir(), 'outside-the-roots.jsonl');
-        await assert.rejects(client.open(outside), (err) => err instanceof ResponseError);
+        await assert.rejects(client.explain({ path: file, entryId: 'no-such-id' }), (err) => err instanceof ResponseError && err.code === -33004);
+        await assert.rejects(client.open(EXAMPLE), (err) => err instanceof ResponseError && err.code === -33002, 'outside the roots');
+        await assert.rejects(client.open(path.join(root, 'missing.jsonl')), (err) => err instanceof ResponseError && err.code === -33001);
     });
 
     it('follows the file live: an appended entry arrives as didChange and updates the model', async () => {
@@ -191,8 +196,29 @@ describe('sessiond serve through the client', () => {
         assert.equal(model.marks(DEFAULT_LEAF).leaf, false);
         assert.deepEqual(model.parentOf({ kind: 'entry', id: 'feed0001' }), model.parentOf({ kind: 'entry', id: DEFAULT_LEAF }));
         const ctx = await client.contextAt({ path: file });
-        assert.equal(ctx.messages.length, 9);
-        assert.deepEqual(ctx.messages[8].content, [{ type: 'text', text: 'one more thing' }]);
+        assert.equal(ctx.messageCount, 9);
+        assert.deepEqual(ctx.messages?.[8].content, [{ type: 'text', text: 'one more thing' }]);
+    });
+
+    it('reloads when the file shrinks: didReload, then the model refetches', async () => {
+        const model = new SessionModel(file);
+        model.applyOpen(await client.open(file));
+        const fetch = (fromId: string | undefined) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId });
+        await expandAll(model, fetch);
+        assert.equal(model.size, ENTRY_COUNT + 1);
+        const reloaded = next<DidReloadParams>(client.onDidReload, (r) => r.path === file, 10_000, 'session/didReload');
+        // Cut the appended line off again: one truncate, so the daemon never sees a half state.
+        fs.truncateSync(file, fs.statSync(EXAMPLE).size);
+        const reload = await reloaded;
+        assert.equal(reload.reason, 'shrank');
+        assert.equal(reload.leafId, DEFAULT_LEAF);
+        assert.equal(reload.entryCount, ENTRY_COUNT);
+        model.applyDidReload(reload);
+        assert.equal(model.size, 0);
+        assert.equal(model.defaultLeafId, DEFAULT_LEAF);
+        await expandAll(model, fetch);
+        assert.equal(model.size, ENTRY_COUNT);
+        assert.equal(model.node('feed0001'), undefined);
     });
 
     it('shuts down cleanly', async () => {

@@ -12,6 +12,7 @@ function n(id: string, parentId: string | null, childCount: number, children?: s
 }
 
 const open: OpenResult = {
+    path: '/s.jsonl',
     sessionId: 's1',
     header: {},
     leafId: 'e',
@@ -20,6 +21,7 @@ const open: OpenResult = {
     name: 'demo',
     tornTail: null,
     diagnostics: [],
+    revision: { entryCount: 6, appliedBytes: 600, generation: 0 },
 };
 
 /**  a → b → c ─┬→ d → f
@@ -205,7 +207,10 @@ describe('render', () => {
                 model: { provider: 'anthropic', modelId: 'claude' },
                 entryIds: ['c1', 'u1', 'a1', 'r1'],
                 messageEntryIds: ['c1', 'u1', 'a1', 'r1'],
+                leafId: 'r1',
                 diagnostics: [],
+                messageCount: 4,
+                offset: 0,
                 tokenEstimate: 42,
             },
             { path: '/s.jsonl', name: 'demo', leafId: 'r1' },
