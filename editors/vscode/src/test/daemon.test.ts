@@ -5,42 +5,12 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Event } from 'vscode-jsonrpc/node';
 import { ResponseError, SessiondClient } from '../client';
 import { loadChildren, SessionModel, ViewItem } from '../model';
-import { DidChangeParams, DidReloadParams, TreeResult } from '../protocol';
-
-/** editors/vscode, from out/test. */
-const PACKAGE_DIR = path.resolve(__dirname, '..', '..');
-const REPO_DIR = path.resolve(PACKAGE_DIR, '..', '..');
-const BINARY = process.env.SESSIOND_BIN ? path.resolve(process.env.SESSIOND_BIN) : path.join(REPO_DIR, 'target', 'debug', 'sessiond');
-const EXAMPLE = path.join(REPO_DIR, 'examples', 'pi-v3-branched.jsonl');
-
-/** Facts about examples/pi-v3-branched.jsonl (also printed by `sessiond tree --json`). */
-const SESSION_ID = 'd703a1a9-1b7b-4fb1-b512-c9738b1fe617';
-const DEFAULT_LEAF = '610f9c1e';
-const LEAVES = ['8a9bb12f', 'de19adb3', '610f9c1e'];
-const ENTRY_COUNT = 1033;
-const FORKS = ['088a3b48', '521cf246'];
-
-/** Resolves with the first event that passes `accept`, or rejects after `ms`. */
-function next<T>(event: Event<T>, accept: (e: T) => boolean, ms: number, what: string): Promise<T> {
-    return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => {
-            sub.dispose();
-            reject(new Error(`no ${what} within ${ms} ms`));
-        }, ms);
-        const sub = event((e) => {
-            if (!accept(e)) return;
-            clearTimeout(timer);
-            sub.dispose();
-            resolve(e);
-        });
-    });
-}
+import { DidChangeParams, DidReloadParams, Methods, TreeResult } from '../protocol';
+import { BINARY, DEFAULT_LEAF, ENTRY_COUNT, EXAMPLE, FORKS, LEAVES, makeRoot, next, requireBinary, SESSION_ID, userLine } from '../testing/fixtures';
 
 /** Expands every row of the model, depth first, the way a person opening each fork would. */
 async function expandAll(model: SessionModel, fetch: (fromId: string | undefined) => Promise<TreeResult>): Promise<ViewItem[]> {
@@ -62,12 +32,8 @@ describe('sessiond serve through the client', () => {
     let stderr = '';
 
     before(async () => {
-        if (!fs.existsSync(BINARY)) {
-            throw new Error(`sessiond binary not found at ${BINARY}: build it with \`cargo build\` or set SESSIOND_BIN`);
-        }
-        root = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'sessiond-vscode-')));
-        file = path.join(root, 'pi-v3-branched.jsonl');
-        fs.copyFileSync(EXAMPLE, file);
+        requireBinary();
+        ({ root, file } = makeRoot());
         client = await SessiondClient.start({ binary: BINARY, roots: [root], onStderr: (t) => (stderr += t) });
     });
 
@@ -81,6 +47,13 @@ describe('sessiond serve through the client', () => {
         assert.equal(typeof client.initializeResult.capabilities, 'object');
         assert.deepEqual(client.roots, [root], 'initializationOptions.roots and --root name the same directory, once');
         assert.equal(client.running, true);
+        // The methods and notifications this client uses are the ones the daemon says it has.
+        const sessiond = (client.initializeResult.capabilities.experimental as any)?.sessiond;
+        assert.equal(typeof sessiond?.protocolVersion, 'string');
+        for (const m of [Methods.open, Methods.close, Methods.tree, Methods.entry, Methods.contextAt, Methods.explain, Methods.list]) {
+            assert.ok(sessiond.methods.includes(m), `daemon lacks ${m}`);
+        }
+        for (const m of [Methods.didChange, Methods.didReload, Methods.didCorrupt]) assert.ok(sessiond.notifications.includes(m), `daemon lacks ${m}`);
     });
 
     it('lists the session under the root', async () => {
@@ -121,6 +94,21 @@ describe('sessiond serve through the client', () => {
         // The path to the default leaf goes through the second fork's second branch.
         assert.deepEqual(model.parentOf({ kind: 'entry', id: DEFAULT_LEAF }), { kind: 'branch', id: model.pathTo(DEFAULT_LEAF)[model.pathTo(DEFAULT_LEAF).indexOf('521cf246') + 1] });
         assert.equal(model.pathTo(DEFAULT_LEAF)[0], '00247798');
+    });
+
+    it('reads a label entry with session/entry and applies it to the model', async () => {
+        const model = new SessionModel(file);
+        const rows = await expandAll(model, (fromId) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId }));
+        const labelIds = rows.flatMap((r) => (r.kind === 'entry' && model.node(r.id)?.type === 'label' ? [r.id] : []));
+        assert.equal(labelIds.length, 1, 'one label entry in the session');
+        const got = await client.entry(file, labelIds[0]);
+        assert.equal(got.id, labelIds[0]);
+        assert.equal(got.entry.type, 'label');
+        assert.equal(JSON.parse(got.raw).targetId, got.entry.targetId);
+        assert.equal(fs.readFileSync(file, 'utf8').split('\n')[got.line - 1], got.raw);
+        // The label as written: the model takes it the same way after a didChange.
+        model.applyEntry({ ...got.entry, label: 'renamed' });
+        assert.equal(model.marks(String(got.entry.targetId)).label, 'renamed');
     });
 
     it('pages a subtree with fromId and depth', async () => {
@@ -174,15 +162,8 @@ describe('sessiond serve through the client', () => {
         model.applyOpen(await client.open(file));
         const fetch = (fromId: string | undefined) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId });
         await expandAll(model, fetch);
-        const line = JSON.stringify({
-            type: 'message',
-            id: 'feed0001',
-            parentId: DEFAULT_LEAF,
-            timestamp: '2026-12-01T10:00:00.000Z',
-            message: { role: 'user', content: [{ type: 'text', text: 'one more thing' }], timestamp: 1796119200000 },
-        });
         const changed = next<DidChangeParams>(client.onDidChange, (c) => c.path === file, 10_000, 'session/didChange');
-        fs.appendFileSync(file, `${line}\n`);
+        fs.appendFileSync(file, userLine('feed0001', DEFAULT_LEAF, 'one more thing'));
         const change = await changed;
         assert.equal(change.leafId, 'feed0001');
         assert.equal(change.entryCount, ENTRY_COUNT + 1);
@@ -219,6 +200,11 @@ describe('sessiond serve through the client', () => {
         await expandAll(model, fetch);
         assert.equal(model.size, ENTRY_COUNT);
         assert.equal(model.node('feed0001'), undefined);
+    });
+
+    it('closes a session: later requests for it are refused', async () => {
+        assert.deepEqual(await client.close(file), { path: file });
+        await assert.rejects(client.contextAt({ path: file }), (err) => err instanceof ResponseError && err.code === -33005);
     });
 
     it('shuts down cleanly', async () => {
