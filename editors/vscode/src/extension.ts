@@ -1,0 +1,470 @@
+//! The VS Code side: the "Sessions" tree view, the read-only context preview, and the commands
+//! (open, showContext, explain, fork, label, compact, follow) over one `sessiond serve` daemon.
+//! Everything that can be tested without VS Code lives in client.ts, model.ts and render.ts.
+
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { ResponseError, SessiondClient } from './client';
+import { loadChildren, SessionModel, ViewItem } from './model';
+import { EntryId, SessionSummary } from './protocol';
+import { renderCompact, renderContext, renderExplain, retentionOf } from './render';
+
+/** How many tree levels one `session/tree` request asks for. */
+const TREE_PAGE_DEPTH = 10_000;
+/** How many nodes one `session/tree` request asks for. */
+const TREE_PAGE_LIMIT = 2_000;
+const CONTEXT_SCHEME = 'sessiond-context';
+
+/** A row of the view: a session file, or a row of its tree. */
+type Node =
+    | { type: 'session'; key: string; path: string; summary: SessionSummary }
+    | { type: 'row'; key: string; path: string; item: ViewItem };
+
+/** Starts the daemon on first use and again after it died or the settings changed. */
+class Daemon implements vscode.Disposable {
+    private client: Promise<SessiondClient> | undefined;
+    private readonly listeners: Array<(c: SessiondClient) => void> = [];
+
+    constructor(private readonly log: vscode.OutputChannel) {}
+
+    /** Runs `f` on every client started from now on (to subscribe to its notifications). */
+    onStart(f: (c: SessiondClient) => void): void {
+        this.listeners.push(f);
+    }
+
+    get(): Promise<SessiondClient> {
+        if (!this.client) {
+            const config = vscode.workspace.getConfiguration('sessiond');
+            const binary = config.get<string>('path') || 'sessiond';
+            const roots = (config.get<string[]>('roots') ?? []).map(expandHome);
+            this.log.appendLine(`starting ${binary} serve ${roots.map((r) => `--root ${r}`).join(' ')}`);
+            const started = SessiondClient.start({ binary, roots, onStderr: (t) => this.log.append(t) });
+            this.client = started;
+            started.then(
+                (c) => {
+                    c.onExit((e) => {
+                        this.log.appendLine(`sessiond exited (code ${e.code}, signal ${e.signal})`);
+                        if (this.client === started) this.client = undefined;
+                    });
+                    for (const f of this.listeners) f(c);
+                },
+                () => {
+                    if (this.client === started) this.client = undefined;
+                },
+            );
+        }
+        return this.client;
+    }
+
+    async restart(): Promise<void> {
+        const old = this.client;
+        this.client = undefined;
+        if (old) await old.then((c) => c.stop(), () => undefined);
+    }
+
+    dispose(): void {
+        void this.restart();
+    }
+}
+
+function expandHome(p: string): string {
+    return p === '~' || p.startsWith('~/') ? path.join(process.env.HOME ?? '', p.slice(1)) : p;
+}
+
+/** The "Sessions" view: sessions from `session/list` and any opened by hand, each expandable. */
+class SessionsProvider implements vscode.TreeDataProvider<Node> {
+    private readonly changed = new vscode.EventEmitter<Node | undefined>();
+    readonly onDidChangeTreeData = this.changed.event;
+    readonly models = new Map<string, SessionModel>();
+    private readonly opening = new Map<string, Promise<SessionModel>>();
+    private readonly extra = new Map<string, SessionSummary>();
+    private readonly nodes = new Map<string, Node>();
+    readonly following = new Set<string>();
+
+    constructor(private readonly daemon: Daemon) {}
+
+    /** One object per row key, so that refresh and reveal find the same element. */
+    private node(n: Node): Node {
+        const known = this.nodes.get(n.key);
+        if (known) return known;
+        this.nodes.set(n.key, n);
+        return n;
+    }
+
+    sessionNode(p: string, summary?: SessionSummary): Node {
+        return this.node({ type: 'session', key: `s:${p}`, path: p, summary: summary ?? { path: p } });
+    }
+
+    rowNode(p: string, item: ViewItem): Node {
+        return this.node({ type: 'row', key: `r:${p}:${item.kind}:${item.id ?? ''}`, path: p, item });
+    }
+
+    refresh(n?: Node): void {
+        this.changed.fire(n);
+    }
+
+    /**
+     * Opens a session in the daemon once and keeps its model under the canonical path the
+     * daemon answers with (notifications name sessions by that path).
+     */
+    model(p: string): Promise<SessionModel> {
+        const known = this.models.get(p);
+        if (known && !known.stale) return Promise.resolve(known);
+        let pending = this.opening.get(p);
+        if (!pending) {
+            pending = (async () => {
+                const client = await this.daemon.get();
+                const open = await client.open(p);
+                const canonical = open.path || p;
+                const model = this.models.get(canonical) ?? new SessionModel(canonical);
+                model.applyOpen(open);
+                this.models.set(canonical, model);
+                return model;
+            })();
+            this.opening.set(p, pending);
+            pending.finally(() => this.opening.delete(p)).catch(() => undefined);
+        }
+        return pending;
+    }
+
+    addSession(p: string): Node {
+        if (!this.extra.has(p)) this.extra.set(p, { path: p });
+        this.refresh();
+        return this.sessionNode(p);
+    }
+
+    async getChildren(n?: Node): Promise<Node[]> {
+        try {
+            if (!n) {
+                const all = new Map<string, SessionSummary>();
+                for (const s of await listSessions(await this.daemon.get())) all.set(s.path, s);
+                for (const [p, s] of this.extra) if (!all.has(p)) all.set(p, s);
+                return [...all.values()]
+                    .sort((a, b) => String(b.modified ?? '').localeCompare(String(a.modified ?? '')))
+                    .map((s) => {
+                        const node = this.sessionNode(s.path, s);
+                        if (node.type === 'session') node.summary = s;
+                        return node;
+                    });
+            }
+            const model = await this.model(n.path);
+            const client = await this.daemon.get();
+            const fetch = (fromId: EntryId | undefined) =>
+                client.tree({ path: n.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...(fromId === undefined ? {} : { fromId }) });
+            const items = await loadChildren(model, n.type === 'session' ? undefined : n.item, fetch);
+            return items.map((item) => this.rowNode(n.path, item));
+        } catch (err) {
+            void vscode.window.showErrorMessage(`sessiond: ${errorText(err)}`);
+            return [];
+        }
+    }
+
+    getTreeItem(n: Node): vscode.TreeItem {
+        if (n.type === 'session') {
+            const model = this.models.get(n.path);
+            const name = model?.name ?? n.summary.name ?? path.basename(n.path);
+            const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
+            item.id = n.key;
+            const size = model ? `${model.entryCount} entries` : n.summary.size !== undefined ? `${Math.ceil(n.summary.size / 1024)} KiB` : '';
+            item.description = [size, this.following.has(n.path) ? 'following' : '', n.summary.cwd ?? '']
+                .filter(Boolean)
+                .join(' · ');
+            item.tooltip = [n.path, n.summary.modified ? `modified ${n.summary.modified}` : ''].filter(Boolean).join('\n');
+            item.contextValue = this.following.has(n.path) ? 'session.following' : 'session';
+            item.iconPath = new vscode.ThemeIcon('comment-discussion');
+            item.resourceUri = vscode.Uri.file(n.path);
+            return item;
+        }
+        const model = this.models.get(n.path);
+        if (!model) return new vscode.TreeItem('…');
+        const text = model.text(n.item);
+        const state = model.expandable(n.item) ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None;
+        const item = new vscode.TreeItem(text.label, state);
+        item.id = n.key;
+        item.description = text.description;
+        item.tooltip = text.tooltip;
+        if (n.item.kind === 'more') {
+            item.contextValue = 'more';
+            item.iconPath = new vscode.ThemeIcon('loading~spin');
+            return item;
+        }
+        const marks = model.marks(n.item.id);
+        item.contextValue = n.item.kind;
+        item.iconPath = new vscode.ThemeIcon(
+            n.item.kind === 'branch' ? 'git-branch' : marks.activeLeaf ? 'debug-stackframe' : marks.leaf ? 'circle-filled' : marks.onActivePath ? 'circle-small-filled' : 'circle-small',
+        );
+        item.command = { command: 'sessiond.showContext', title: 'Show Context', arguments: [n] };
+        return item;
+    }
+
+    getParent(n: Node): Node | undefined {
+        if (n.type === 'session') return undefined;
+        const model = this.models.get(n.path);
+        const parent = model?.parentOf(n.item);
+        return parent ? this.rowNode(n.path, parent) : this.sessionNode(n.path);
+    }
+}
+
+/** The context preview: `sessiond-context:/NAME@LEAF.md?PATH#LEAF`, rendered from `contextAt`. */
+class ContextProvider implements vscode.TextDocumentContentProvider {
+    private readonly changed = new vscode.EventEmitter<vscode.Uri>();
+    readonly onDidChange = this.changed.event;
+    private readonly open = new Set<string>();
+
+    constructor(
+        private readonly daemon: Daemon,
+        private readonly sessions: SessionsProvider,
+    ) {}
+
+    static uri(sessionPath: string, leafId: EntryId | null, following: boolean): vscode.Uri {
+        const label = following ? 'live' : leafId ?? 'empty';
+        return vscode.Uri.from({
+            scheme: CONTEXT_SCHEME,
+            path: `/${path.basename(sessionPath, '.jsonl')}@${label}.md`,
+            query: sessionPath,
+            fragment: following ? '' : leafId ?? '',
+        });
+    }
+
+    async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+        this.open.add(uri.toString());
+        const sessionPath = uri.query;
+        try {
+            const model = await this.sessions.model(sessionPath);
+            const leafId = uri.fragment || model.defaultLeafId;
+            const client = await this.daemon.get();
+            const ctx = await client.contextAt(leafId ? { path: sessionPath, leafId } : { path: sessionPath });
+            return renderContext(ctx, { path: sessionPath, name: model.name, leafId });
+        } catch (err) {
+            return `# Context unavailable\n\n${errorText(err)}\n`;
+        }
+    }
+
+    /** Re-renders the open previews of a session (live ones, or all). */
+    refresh(sessionPath: string, liveOnly: boolean): void {
+        for (const key of this.open) {
+            const uri = vscode.Uri.parse(key);
+            if (uri.query === sessionPath && (!liveOnly || uri.fragment === '')) this.changed.fire(uri);
+        }
+    }
+}
+
+/** Sessions under every root the daemon reads (`session/list` answers for one root at a time). */
+async function listSessions(client: SessiondClient): Promise<SessionSummary[]> {
+    const roots = client.roots;
+    if (roots.length === 0) return (await client.list()).sessions;
+    const lists = await Promise.all(roots.map((r) => client.list(r).then((l) => l.sessions, () => [] as SessionSummary[])));
+    return lists.flat();
+}
+
+function errorText(err: unknown): string {
+    if (err instanceof ResponseError) return `${err.message} (code ${err.code})`;
+    return err instanceof Error ? err.message : String(err);
+}
+
+export function activate(context: vscode.ExtensionContext): void {
+    const log = vscode.window.createOutputChannel('sessiond');
+    const daemon = new Daemon(log);
+    const sessions = new SessionsProvider(daemon);
+    const previews = new ContextProvider(daemon, sessions);
+    const view = vscode.window.createTreeView('sessiond.sessions', { treeDataProvider: sessions, showCollapseAll: true });
+    context.subscriptions.push(log, daemon, view, vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, previews));
+
+    daemon.onStart((client) => {
+        client.onDidChange(async (change) => {
+            const model = sessions.models.get(change.path);
+            if (!model) return;
+            const summary = model.applyDidChange(change);
+            for (const id of summary.needEntry) {
+                try {
+                    model.applyEntry((await client.entry(change.path, id)).entry);
+                } catch (err) {
+                    log.appendLine(`session/entry ${id}: ${errorText(err)}`);
+                }
+            }
+            sessions.refresh(sessions.sessionNode(change.path));
+            previews.refresh(change.path, true);
+            if (sessions.following.has(change.path) && change.leafId) {
+                await revealLeaf(change.path, change.leafId);
+            }
+        });
+        client.onDidReload(async (p) => {
+            const model = sessions.models.get(p.path);
+            if (!model) return;
+            log.appendLine(`${p.path}: reloaded (${p.reason})`);
+            model.applyDidReload(p);
+            sessions.refresh(sessions.sessionNode(p.path));
+            previews.refresh(p.path, false);
+        });
+        client.onDidCorrupt((p) => {
+            void vscode.window.showWarningMessage(`sessiond: ${p.path} line ${p.line} (byte ${p.offset}): ${p.message || p.kind}; the session keeps its last good state`);
+        });
+    });
+
+    /** Shows the leaf's row, expanding its branches, so a followed session shows its new end. */
+    async function revealLeaf(p: string, leafId: EntryId): Promise<void> {
+        if (!sessions.models.get(p)?.node(leafId)) return;
+        await view.reveal(sessions.rowNode(p, { kind: 'entry', id: leafId }), { select: false, focus: false, expand: false }).then(undefined, (err) => {
+            log.appendLine(`reveal ${leafId}: ${errorText(err)}`);
+        });
+    }
+
+    /** The session path and entry a command was invoked on (from the view, or the selection). */
+    function target(n?: Node): { path: string; entryId: EntryId | undefined } | undefined {
+        const node = n ?? view.selection[0];
+        if (!node) {
+            void vscode.window.showInformationMessage('sessiond: select a session or an entry in the Sessions view first');
+            return undefined;
+        }
+        return { path: node.path, entryId: node.type === 'row' && node.item.kind !== 'more' ? node.item.id ?? undefined : undefined };
+    }
+
+    const command = (name: string, f: (n?: Node) => Promise<void>) =>
+        context.subscriptions.push(
+            vscode.commands.registerCommand(name, async (n?: Node) => {
+                try {
+                    await f(n);
+                } catch (err) {
+                    void vscode.window.showErrorMessage(`sessiond: ${errorText(err)}`);
+                }
+            }),
+        );
+
+    command('sessiond.refresh', async () => sessions.refresh());
+
+    command('sessiond.restart', async () => {
+        await daemon.restart();
+        for (const m of sessions.models.values()) m.reset();
+        sessions.refresh();
+    });
+
+    command('sessiond.open', async (n) => {
+        let p = n?.path;
+        if (!p) {
+            const listed = await listSessions(await daemon.get());
+            const browse = { label: '$(folder-opened) Open a session file…', path: '' };
+            const picked = await vscode.window.showQuickPick(
+                [browse, ...listed.map((s) => ({ label: s.name || path.basename(s.path), description: s.cwd ?? '', detail: `${s.path}${s.modified ? ` · ${s.modified}` : ''}`, path: s.path }))],
+                { placeHolder: 'Session to open' },
+            );
+            if (!picked) return;
+            p = picked.path;
+            if (!p) {
+                const files = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'pi sessions': ['jsonl'] } });
+                if (!files?.[0]) return;
+                p = files[0].fsPath;
+            }
+        }
+        const model = await sessions.model(p);
+        const node = sessions.addSession(model.path);
+        await view.reveal(node, { select: true, focus: true, expand: true }).then(undefined, () => undefined);
+    });
+
+    command('sessiond.showContext', async (n) => {
+        const t = target(n);
+        if (!t) return;
+        const model = await sessions.model(t.path);
+        if (t.entryId) model.setActiveLeaf(t.entryId);
+        sessions.refresh(sessions.sessionNode(t.path));
+        const following = sessions.following.has(t.path) && !t.entryId;
+        const doc = await vscode.workspace.openTextDocument(ContextProvider.uri(t.path, model.activeLeafId, following));
+        await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+    });
+
+    command('sessiond.explain', async (n) => {
+        const t = target(n);
+        if (!t?.entryId) {
+            void vscode.window.showInformationMessage('sessiond: explain needs an entry');
+            return;
+        }
+        const model = await sessions.model(t.path);
+        const client = await daemon.get();
+        const leafId = model.activeLeafId ?? undefined;
+        const e = await client.explain(leafId ? { path: t.path, entryId: t.entryId, leafId } : { path: t.path, entryId: t.entryId });
+        void vscode.window.showInformationMessage(renderExplain(e));
+    });
+
+    command('sessiond.fork', async (n) => {
+        const t = target(n);
+        if (!t?.entryId) {
+            void vscode.window.showInformationMessage('sessiond: fork needs an entry');
+            return;
+        }
+        const position = await vscode.window.showQuickPick(
+            [
+                { label: 'At this entry', description: 'the new session ends with it', value: 'at' as const },
+                { label: 'Before this entry', description: 'the new session ends at its parent (to ask again)', value: 'before' as const },
+            ],
+            { placeHolder: `Fork ${t.entryId}` },
+        );
+        if (!position) return;
+        const client = await daemon.get();
+        const forked = await client.fork({ path: t.path, entryId: t.entryId, position: position.value });
+        sessions.addSession(forked.path);
+        const choice = await vscode.window.showInformationMessage(`sessiond: forked into ${forked.path}`, 'Show Context');
+        if (choice) await vscode.commands.executeCommand('sessiond.showContext', sessions.sessionNode(forked.path));
+    });
+
+    command('sessiond.label', async (n) => {
+        const t = target(n);
+        if (!t?.entryId) {
+            void vscode.window.showInformationMessage('sessiond: label needs an entry');
+            return;
+        }
+        const model = await sessions.model(t.path);
+        const text = await vscode.window.showInputBox({
+            prompt: `Label for ${t.entryId} (empty removes it)`,
+            value: model.marks(t.entryId).label ?? '',
+        });
+        if (text === undefined) return;
+        const client = await daemon.get();
+        await client.label({ path: t.path, targetId: t.entryId, label: text.trim() === '' ? null : text.trim(), expectedLeafId: model.defaultLeafId });
+    });
+
+    command('sessiond.compact', async (n) => {
+        const t = target(n);
+        if (!t) return;
+        const model = await sessions.model(t.path);
+        const client = await daemon.get();
+        const leafId = t.entryId ?? model.activeLeafId ?? undefined;
+        const base = { path: t.path, expectedLeafId: model.defaultLeafId, ...(leafId ? { leafId } : {}) };
+        const dry = await client.compact({ ...base, dryRun: true });
+        const lost = retentionOf(dry).lost.length;
+        const go = await vscode.window.showWarningMessage(
+            renderCompact(dry, true),
+            { modal: true, detail: lost ? `${lost} retention probe(s) would be lost.` : 'Nothing the probes look for would be lost.' },
+            'Compact',
+        );
+        if (go !== 'Compact') return;
+        const done = await client.compact({ ...base, dryRun: false });
+        void vscode.window.showInformationMessage(`sessiond: ${renderCompact(done, false)}`);
+    });
+
+    command('sessiond.follow', async (n) => {
+        const t = target(n);
+        if (!t) return;
+        const model = await sessions.model(t.path);
+        if (sessions.following.has(t.path)) {
+            sessions.following.delete(t.path);
+            sessions.refresh(sessions.sessionNode(t.path));
+            void vscode.window.showInformationMessage(`sessiond: stopped following ${path.basename(t.path)}`);
+            return;
+        }
+        sessions.following.add(t.path);
+        model.setActiveLeaf(undefined);
+        sessions.refresh(sessions.sessionNode(t.path));
+        const doc = await vscode.workspace.openTextDocument(ContextProvider.uri(t.path, model.activeLeafId, true));
+        await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+        if (model.defaultLeafId) await revealLeaf(t.path, model.defaultLeafId);
+    });
+
+    context.subscriptions.push(
+        vscode.workspace.onDidChangeConfiguration(async (e) => {
+            if (e.affectsConfiguration('sessiond')) await vscode.commands.executeCommand('sessiond.restart');
+        }),
+    );
+}
+
+export function deactivate(): void {
+    // The daemon is stopped through the extension's subscriptions.
+}

@@ -1,0 +1,412 @@
+//! The session tree as the "Sessions" view shows it. Pure: no `vscode`, no I/O; pages come in
+//! from `session/tree`, changes from `session/didChange`, and the view asks for rows.
+//!
+//! The view follows pi's /tree: a chain of entries with one child each is shown as one flat
+//! list of rows; where an entry has several children the list ends at that entry, which
+//! expands into one "branch" row per child, and each branch expands into its own flat list.
+//! A session with 1000 entries and two forks is then three short levels deep, not 1000.
+//!
+//! Pages may be partial: a node whose `childCount` is known but whose children are not yet
+//! in the model ends its list with a `more` row naming the entry to fetch below
+//! (`session/tree {fromId}`). {@link loadChildren} fetches until no `more` rows are left.
+
+import { DidChangeParams, DidReloadParams, EntryId, OpenResult, TreeNode, TreeResult } from './protocol';
+
+/** A row of the view. `more` rows stand for children not fetched yet (`id: null`: the roots). */
+export type ViewItem =
+    | { kind: 'entry'; id: EntryId }
+    | { kind: 'branch'; id: EntryId }
+    | { kind: 'more'; id: EntryId | null };
+
+/** A node as the model keeps it: the wire node without nested children, plus its child ids. */
+interface StoredNode {
+    node: TreeNode;
+    /** `undefined` while the children are not loaded. */
+    childIds: EntryId[] | undefined;
+}
+
+/** What a `didChange` did to the model, for the view to refresh just that. */
+export interface ChangeSummary {
+    /** Ids of the added entries that the model now holds. */
+    added: EntryId[];
+    /** Entries whose children changed (a new child was linked); `null` stands for the roots. */
+    parents: Array<EntryId | null>;
+    /** Added `label` and `session_info` entries: fetch them (`session/entry`) and apply them with {@link SessionModel.applyEntry}. */
+    needEntry: EntryId[];
+    /** The default leaf moved. */
+    leafMoved: boolean;
+}
+
+/** How an entry is marked in the view. */
+export interface EntryMarks {
+    leaf: boolean;
+    defaultLeaf: boolean;
+    activeLeaf: boolean;
+    onActivePath: boolean;
+    label: string | undefined;
+}
+
+/** How a row reads: `label` is the main text, `description` the dimmed text after it. */
+export interface ItemText {
+    label: string;
+    description: string;
+    tooltip: string;
+}
+
+export class SessionModel {
+    private nodes = new Map<EntryId, StoredNode>();
+    private rootIds: EntryId[] | undefined;
+    /** Child id → parent id, for children known by id before their node is loaded. */
+    private parentIndex = new Map<EntryId, EntryId>();
+    private activePathCache: Set<EntryId> | undefined;
+
+    sessionId: string | undefined;
+    name: string | null = null;
+    entryCount = 0;
+    leaves = new Set<EntryId>();
+    /** pi's default leaf: the last entry appended (what pi resumes at). */
+    defaultLeafId: EntryId | null = null;
+    /** The leaf the user picked; `undefined` means the default leaf. */
+    private chosenLeafId: EntryId | undefined;
+    /** Set by `didReload`: the model is empty until refetched. */
+    stale = false;
+
+    constructor(readonly path: string) {}
+
+    /** Takes the header facts of `session/open`. Does not touch loaded nodes. */
+    applyOpen(open: OpenResult): void {
+        this.sessionId = open.sessionId;
+        this.name = open.name;
+        this.entryCount = open.entryCount;
+        this.leaves = new Set(open.leaves);
+        this.defaultLeafId = open.leafId;
+        this.stale = false;
+        this.activePathCache = undefined;
+    }
+
+    /**
+     * Merges a `session/tree` page. `fromId` is the entry the page was asked below (absent: a
+     * page from the roots). Nested `children` nodes are flattened; child ids that are strings
+     * are taken as the complete child list. Returns how many nodes were new.
+     */
+    addPage(page: TreeResult, fromId?: EntryId): number {
+        let fresh = 0;
+        const visit = (n: TreeNode) => {
+            if (!this.nodes.has(n.id)) fresh++;
+            const previous = this.nodes.get(n.id);
+            let childIds: EntryId[] | undefined;
+            if (n.children !== undefined) {
+                childIds = n.children.map((c) => (typeof c === 'string' ? c : c.id));
+                for (const c of n.children) if (typeof c !== 'string') visit(c);
+            } else if (n.childCount === 0) {
+                childIds = [];
+            } else {
+                childIds = previous?.childIds;
+            }
+            const { children: _children, ...flat } = n;
+            this.nodes.set(n.id, { node: flat, childIds });
+            for (const c of childIds ?? []) this.parentIndex.set(c, n.id);
+        };
+        for (const n of page.nodes) visit(n);
+        if (fromId === undefined) {
+            this.rootIds = page.roots ?? page.nodes.filter((n) => n.parentId === null || n.parentId === undefined).map((n) => n.id);
+        } else {
+            // A page below `fromId` lists its children (or `fromId` itself, with children).
+            const from = this.nodes.get(fromId);
+            if (from && from.childIds === undefined) {
+                const kids = page.nodes.filter((n) => n.parentId === fromId).map((n) => n.id);
+                if (kids.length > 0 || from.node.childCount === 0) {
+                    from.childIds = kids;
+                    for (const c of kids) this.parentIndex.set(c, fromId);
+                }
+            }
+        }
+        if (page.leaves) this.leaves = new Set(page.leaves);
+        if (page.leafId !== undefined) this.defaultLeafId = page.leafId;
+        if (page.entryCount !== undefined) this.entryCount = page.entryCount;
+        this.activePathCache = undefined;
+        return fresh;
+    }
+
+    /** Applies `session/didChange`: links the added entries under their parents, takes the new leaves. */
+    applyDidChange(change: DidChangeParams): ChangeSummary {
+        const summary: ChangeSummary = { added: [], parents: [], needEntry: [], leafMoved: change.leafId !== this.defaultLeafId };
+        for (const n of change.added) {
+            const { children: _children, ...flat } = n;
+            // A just-appended entry has no children yet other than later entries of this batch.
+            if (!this.nodes.has(n.id)) this.nodes.set(n.id, { node: { ...flat, childCount: 0 }, childIds: [] });
+            summary.added.push(n.id);
+            if (n.type === 'label' || n.type === 'session_info') summary.needEntry.push(n.id);
+            const parentId = n.parentId ?? null;
+            if (parentId === null) {
+                if (this.rootIds && !this.rootIds.includes(n.id)) {
+                    this.rootIds.push(n.id);
+                    summary.parents.push(null);
+                }
+                continue;
+            }
+            const parent = this.nodes.get(parentId);
+            if (!parent) continue;
+            if (parent.childIds === undefined) {
+                // Its children were never fetched: the next fetch brings this one too.
+                parent.node = { ...parent.node, childCount: Math.max(parent.node.childCount, 1) };
+                summary.parents.push(parentId);
+                continue;
+            }
+            if (!parent.childIds.includes(n.id)) {
+                parent.childIds.push(n.id);
+                parent.node = { ...parent.node, childCount: parent.childIds.length };
+                summary.parents.push(parentId);
+            }
+        }
+        this.leaves = new Set(change.leaves);
+        this.defaultLeafId = change.leafId;
+        this.entryCount = change.entryCount;
+        this.activePathCache = undefined;
+        return summary;
+    }
+
+    /**
+     * Applies an entry read with `session/entry`: a `label` entry sets or clears its target's
+     * label (pi: the latest label entry for a target wins; an empty or missing label clears it),
+     * a `session_info` entry sets the session name.
+     */
+    applyEntry(entry: Record<string, unknown>): boolean {
+        if (entry.type === 'label' && typeof entry.targetId === 'string') {
+            const target = this.nodes.get(entry.targetId);
+            if (!target) return false;
+            const text = typeof entry.label === 'string' && entry.label.trim() !== '' ? entry.label.trim() : undefined;
+            target.node = { ...target.node, label: text };
+            return true;
+        }
+        if (entry.type === 'session_info') {
+            const name = typeof entry.name === 'string' && entry.name.trim() !== '' ? entry.name.trim() : null;
+            this.name = name;
+            return true;
+        }
+        return false;
+    }
+
+    /** Applies `session/didReload`: forgets every node and takes the new leaves; the view refetches the tree. */
+    applyDidReload(reload: DidReloadParams): void {
+        this.reset();
+        this.leaves = new Set(reload.leaves);
+        this.defaultLeafId = reload.leafId;
+        this.entryCount = reload.entryCount;
+        // A chosen leaf may be gone from the reloaded file.
+        this.chosenLeafId = undefined;
+        this.stale = false;
+    }
+
+    /** Forgets every node (the daemon restarted, or the file was reloaded). */
+    reset(): void {
+        this.nodes.clear();
+        this.parentIndex.clear();
+        this.rootIds = undefined;
+        this.activePathCache = undefined;
+        this.stale = true;
+    }
+
+    /** The leaf that context and explain use: the one the user chose, else the default leaf. */
+    get activeLeafId(): EntryId | null {
+        return this.chosenLeafId ?? this.defaultLeafId;
+    }
+
+    /** Chooses the active leaf (any entry can serve as a leaf); `undefined` goes back to the default. */
+    setActiveLeaf(id: EntryId | undefined): void {
+        this.chosenLeafId = id;
+        this.activePathCache = undefined;
+    }
+
+    /** Whether the user chose a leaf other than the default. */
+    get hasChosenLeaf(): boolean {
+        return this.chosenLeafId !== undefined;
+    }
+
+    node(id: EntryId): TreeNode | undefined {
+        return this.nodes.get(id)?.node;
+    }
+
+    /** Child ids, or `undefined` when not loaded yet. */
+    childIds(id: EntryId): EntryId[] | undefined {
+        return this.nodes.get(id)?.childIds;
+    }
+
+    get roots(): EntryId[] | undefined {
+        return this.rootIds;
+    }
+
+    get size(): number {
+        return this.nodes.size;
+    }
+
+    /** Ids from the root down to `id`, as far as the parents are loaded. */
+    pathTo(id: EntryId): EntryId[] {
+        const path: EntryId[] = [];
+        const seen = new Set<EntryId>();
+        let cur: EntryId | null | undefined = id;
+        while (cur && !seen.has(cur)) {
+            const n = this.nodes.get(cur);
+            if (!n) break;
+            seen.add(cur);
+            path.push(cur);
+            cur = n.node.parentId;
+        }
+        return path.reverse();
+    }
+
+    private activePath(): Set<EntryId> {
+        if (!this.activePathCache) {
+            const leaf = this.activeLeafId;
+            this.activePathCache = new Set(leaf ? this.pathTo(leaf) : []);
+        }
+        return this.activePathCache;
+    }
+
+    marks(id: EntryId): EntryMarks {
+        const leaf = this.activeLeafId;
+        return {
+            leaf: this.leaves.has(id),
+            defaultLeaf: id === this.defaultLeafId,
+            activeLeaf: id === leaf,
+            onActivePath: this.activePath().has(id),
+            label: this.nodes.get(id)?.node.label,
+        };
+    }
+
+    /** The rows under a row (`undefined`: the session's top level). */
+    children(item?: ViewItem): ViewItem[] {
+        if (item === undefined) {
+            if (this.rootIds === undefined) return [{ kind: 'more', id: null }];
+            if (this.rootIds.length === 1) return this.segment(this.rootIds[0]);
+            return this.rootIds.map((id) => ({ kind: 'branch', id }));
+        }
+        switch (item.kind) {
+            case 'branch':
+                return this.segment(item.id);
+            case 'entry': {
+                const kids = this.childIds(item.id);
+                if (kids === undefined) return (this.nodes.get(item.id)?.node.childCount ?? 0) >= 2 ? [{ kind: 'more', id: item.id }] : [];
+                return kids.length >= 2 ? kids.map((id) => ({ kind: 'branch', id })) : [];
+            }
+            case 'more':
+                return [];
+        }
+    }
+
+    /** Whether a row can expand. */
+    expandable(item: ViewItem): boolean {
+        if (item.kind === 'branch') return true;
+        if (item.kind === 'more') return false;
+        const kids = this.childIds(item.id);
+        return (kids?.length ?? this.nodes.get(item.id)?.node.childCount ?? 0) >= 2;
+    }
+
+    /** The flat run of rows from `start` down while each entry has exactly one child. */
+    private segment(start: EntryId): ViewItem[] {
+        const rows: ViewItem[] = [];
+        const seen = new Set<EntryId>();
+        let cur: EntryId | undefined = start;
+        while (cur !== undefined && !seen.has(cur)) {
+            seen.add(cur);
+            const stored = this.nodes.get(cur);
+            if (!stored) {
+                // Known as a child id only: fetch below its parent.
+                rows.push({ kind: 'more', id: this.parentIndex.get(cur) ?? null });
+                break;
+            }
+            rows.push({ kind: 'entry', id: cur });
+            if (stored.childIds === undefined) {
+                // One child continues this run; several make a fork that loads when expanded.
+                if (stored.node.childCount === 1) rows.push({ kind: 'more', id: cur });
+                break;
+            }
+            cur = stored.childIds.length === 1 ? stored.childIds[0] : undefined;
+        }
+        return rows;
+    }
+
+    /**
+     * The row that lists `item` (`undefined`: the session's top level). An entry is listed by
+     * the branch its run starts at; a branch by the entry it forks from.
+     */
+    parentOf(item: ViewItem): ViewItem | undefined {
+        if (item.kind === 'more') return item.id === null ? undefined : this.parentOf({ kind: 'entry', id: item.id });
+        if (item.kind === 'branch') {
+            const parentId = this.nodes.get(item.id)?.node.parentId ?? this.parentIndex.get(item.id);
+            return parentId ? { kind: 'entry', id: parentId } : undefined;
+        }
+        // Walk up to the start of the run: an entry whose parent does not have exactly one child.
+        const seen = new Set<EntryId>();
+        let start = item.id;
+        while (!seen.has(start)) {
+            seen.add(start);
+            const parentId = this.nodes.get(start)?.node.parentId ?? this.parentIndex.get(start);
+            if (!parentId) break;
+            if (this.childIds(parentId)?.length !== 1) break;
+            start = parentId;
+        }
+        const startParent = this.nodes.get(start)?.node.parentId ?? this.parentIndex.get(start);
+        if (!startParent && this.rootIds?.length === 1 && this.rootIds[0] === start) return undefined;
+        return { kind: 'branch', id: start };
+    }
+
+    /** The entries that `more` rows under `item` stand for (`null`: the roots). */
+    missing(item?: ViewItem): Array<EntryId | null> {
+        return this.children(item).filter((r) => r.kind === 'more').map((r) => r.id);
+    }
+
+    /** The text of an entry or branch row. */
+    text(item: ViewItem): ItemText {
+        if (item.kind === 'more') return { label: 'Loading…', description: '', tooltip: '' };
+        const n = this.nodes.get(item.id)?.node;
+        if (!n) return { label: item.id, description: '', tooltip: item.id };
+        const m = this.marks(item.id);
+        const kind = n.role ?? n.type;
+        const preview = n.preview || `(${n.type})`;
+        const flags: string[] = [];
+        if (m.label) flags.push(`[${m.label}]`);
+        if (m.activeLeaf) flags.push('● active leaf');
+        else if (m.defaultLeaf) flags.push('leaf (default)');
+        else if (m.leaf) flags.push('leaf');
+        if (item.kind === 'branch') {
+            if (m.onActivePath) flags.push('on active path');
+            return {
+                label: `${kind}: ${preview}`,
+                description: ['branch', ...flags].join(' · '),
+                tooltip: `branch starting at ${n.id} (${kind})`,
+            };
+        }
+        flags.unshift(n.id);
+        return {
+            label: `${kind}: ${preview}`,
+            description: flags.join(' · '),
+            tooltip: `${n.type}${n.role ? ` (${n.role})` : ''} ${n.id}${n.timestamp ? ` at ${n.timestamp}` : ''}`,
+        };
+    }
+}
+
+/** Fetches a page of the tree: the roots (`fromId` undefined) or below an entry. */
+export type FetchPage = (fromId: EntryId | undefined) => Promise<TreeResult>;
+
+/**
+ * The rows under `item`, fetching pages until none is `more`. Stops after `maxPages` fetches
+ * or when a fetch brings nothing new (then the `more` row stays, so the view shows it).
+ */
+export async function loadChildren(model: SessionModel, item: ViewItem | undefined, fetch: FetchPage, maxPages = 64): Promise<ViewItem[]> {
+    for (let i = 0; i < maxPages; i++) {
+        const missing = model.missing(item);
+        if (missing.length === 0) break;
+        let progressed = false;
+        for (const id of missing) {
+            const page = await fetch(id ?? undefined);
+            const before = id === null ? undefined : model.childIds(id);
+            const fresh = model.addPage(page, id ?? undefined);
+            if (fresh > 0 || (id !== null && before === undefined && model.childIds(id) !== undefined) || (id === null && model.roots !== undefined)) {
+                progressed = true;
+            }
+        }
+        if (!progressed) break;
+    }
+    return model.children(item);
+}

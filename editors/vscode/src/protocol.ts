@@ -1,0 +1,305 @@
+//! Wire types of sessiond's JSON-RPC protocol (`protocol/README.md` and `protocol/schema/`).
+//! Field names are the protocol's (camelCase like pi's). Pure types: no runtime code.
+
+/** An entry id as written in the session file (8 hex digits in pi 1.6.0 files). */
+export type EntryId = string;
+
+/** One entry of the session tree as `session/tree` and `session/didChange` send it. */
+export interface TreeNode {
+    id: EntryId;
+    /** `null` for a root. */
+    parentId: EntryId | null;
+    /** pi's entry type: `message`, `compaction`, `label`, `branch_summary`, ... */
+    type: string;
+    /** For `message` entries: `user`, `assistant`, `toolResult`, `bashExecution`, ... */
+    role?: string;
+    /** The label set on this entry by the latest `label` entry that targets it. */
+    label?: string;
+    /** One line, at most 80 characters. */
+    preview: string;
+    /** The entry's ISO timestamp as written. */
+    timestamp: string | null;
+    /** How many children the entry has in the file (also when `children` is left out). */
+    childCount: number;
+    /** Present when the page reaches this node's children: their ids, or the child nodes. */
+    children?: Array<EntryId | TreeNode>;
+}
+
+/** A diagnostic about the file (a corruption that `allowCorrupt` let through, a dangling tool call). */
+export interface Diagnostic {
+    kind: string;
+    message?: string;
+    line?: number;
+    offset?: number;
+    id?: string;
+    [key: string]: unknown;
+}
+
+/** Where an unparsable, unterminated final line starts; `len` is its length in bytes. */
+export interface TornTail {
+    line: number;
+    offset: number;
+    len: number;
+}
+
+/** Where an open session stands; equal revisions mean equal state. */
+export interface Revision {
+    entryCount: number;
+    appliedBytes: number;
+    /** How many times the session was read again from the start. */
+    generation: number;
+}
+
+export interface OpenParams {
+    path: string;
+    allowCorrupt?: boolean;
+}
+
+export interface OpenResult {
+    /** The session file, canonical: notifications name it by this path. */
+    path: string;
+    sessionId: string;
+    /** The session header line, as JSON. */
+    header: Record<string, unknown>;
+    /** pi's default leaf: the last entry in the file. `null` for a session with no entries. */
+    leafId: EntryId | null;
+    leaves: EntryId[];
+    entryCount: number;
+    /** The name set by the latest `session_info` entry. */
+    name: string | null;
+    tornTail: TornTail | null;
+    diagnostics: Diagnostic[];
+    revision: Revision;
+}
+
+export interface TreeParams {
+    path: string;
+    /** Start at this entry (included); the roots when left out. */
+    fromId?: EntryId;
+    /** How many levels below the start to include (daemon default 64). */
+    depth?: number;
+    /** At most this many nodes (daemon default 1000, at most 10 000). */
+    limit?: number;
+}
+
+/**
+ * A page of the tree, breadth-first. A node without `children` has children outside the page:
+ * ask again with `fromId` = its id. Only `nodes` is required here, so hand-made pages work.
+ */
+export interface TreeResult {
+    nodes: TreeNode[];
+    /** Only on a page without `fromId`. */
+    roots?: EntryId[];
+    /** No node of the page has children left out. */
+    complete?: boolean;
+    leaves?: EntryId[];
+    leafId?: EntryId | null;
+    entryCount?: number;
+    revision?: Revision;
+}
+
+export interface EntryParams {
+    path: string;
+    id: EntryId;
+}
+
+export interface EntryResult {
+    id: EntryId;
+    /** 1-based line of the entry in the file, and its byte offset. */
+    line: number;
+    offset: number;
+    /** The line parsed. */
+    entry: Record<string, unknown>;
+    /** The line exactly as stored, without its newline. */
+    raw: string;
+    revision: Revision;
+}
+
+export interface ContextAtParams {
+    path: string;
+    leafId?: EntryId;
+    /** First message of the window (default 0). */
+    offset?: number;
+    /** How many messages (default all). */
+    limit?: number;
+    /** `full` (default), `previews` (`{role, preview}` per message) or `ids` (no `messages`). */
+    fields?: 'full' | 'previews' | 'ids';
+}
+
+/** A message as pi's `buildSessionContext` returns it. */
+export interface ContextMessage {
+    role: string;
+    content?: unknown;
+    [key: string]: unknown;
+}
+
+export interface ContextAtResult {
+    /** Absent with `fields: "ids"`. */
+    messages?: ContextMessage[];
+    /** Omitted exactly when pi omits it. */
+    thinkingLevel?: string;
+    model: { provider?: string; modelId?: string } | null;
+    /** The context entries (compaction-aware path). */
+    entryIds: EntryId[];
+    /** The entry that produced each message of the window. */
+    messageEntryIds: EntryId[];
+    leafId: EntryId | null;
+    diagnostics: Diagnostic[];
+    tornTail?: TornTail | null;
+    /** How many messages the whole context has. */
+    messageCount: number;
+    /** Index of the window's first message. */
+    offset: number;
+    /** pi's estimateTokens (characters / 4) summed over all messages. */
+    tokenEstimate: number;
+    revision?: Revision;
+}
+
+export interface ExplainParams {
+    path: string;
+    entryId: EntryId;
+    leafId?: EntryId;
+}
+
+/** Why an entry is or is not in the context; `kind` names the case, other fields its ids. */
+export interface ExplainReason {
+    kind: string;
+    [key: string]: unknown;
+}
+
+export interface ExplainResult {
+    entryId: EntryId;
+    leafId: EntryId | null;
+    type: string;
+    inContext: boolean;
+    reason: ExplainReason;
+    messageIndexes?: number[];
+    revision?: Revision;
+}
+
+export interface ListParams {
+    root?: string;
+}
+
+/** One session file found under a root, from its header line. */
+export interface SessionSummary {
+    path: string;
+    /** The header's `id`. */
+    id?: string;
+    cwd?: string | null;
+    /** The header's `timestamp`. */
+    created?: unknown;
+    /** The file's mtime, ISO 8601 UTC. */
+    modified?: string | null;
+    size?: number;
+    /** Only for sessions the daemon has open. */
+    name?: string;
+}
+
+export interface ListResult {
+    root: string;
+    /** Newest `modified` first. */
+    sessions: SessionSummary[];
+    /** `.jsonl` files without a readable header. */
+    skipped: string[];
+}
+
+export interface DidChangeParams {
+    path: string;
+    added: TreeNode[];
+    leafId: EntryId | null;
+    leaves: EntryId[];
+    entryCount: number;
+    revision?: Revision;
+}
+
+export interface DidReloadParams {
+    path: string;
+    /** `shrank`, `replaced` or `rewritten`. */
+    reason: string;
+    leafId: EntryId | null;
+    leaves: EntryId[];
+    entryCount: number;
+    revision?: Revision;
+}
+
+export interface DidCorruptParams {
+    path: string;
+    kind: string;
+    line: number;
+    offset: number;
+    id?: string;
+    message: string;
+    revision?: Revision;
+}
+
+export interface ForkParams {
+    path: string;
+    entryId: EntryId;
+    /** `at`: the new session ends at the entry; `before`: at its parent (to re-ask a question). */
+    position: 'at' | 'before';
+    targetDir?: string;
+}
+
+export interface ForkResult {
+    path: string;
+    sessionId: string;
+    leafId: EntryId | null;
+}
+
+export interface LabelParams {
+    path: string;
+    targetId: EntryId;
+    /** `null` removes the label. */
+    label: string | null;
+    /** The leaf the client saw; the write is refused when the file's leaf moved on. */
+    expectedLeafId: EntryId | null;
+}
+
+export interface CompactParams {
+    path: string;
+    leafId?: EntryId;
+    expectedLeafId: EntryId | null;
+    keepRecentTokens?: number;
+    dryRun?: boolean;
+    [key: string]: unknown;
+}
+
+/** A retention probe: something from the summarized span looked up in the new context. */
+export interface RetentionProbe {
+    kind: string;
+    value?: string;
+    kept?: boolean;
+    [key: string]: unknown;
+}
+
+export interface CompactResult {
+    /** The compaction entry's id (the id it would get, on a dry run). */
+    entryId: EntryId | null;
+    leafId: EntryId | null;
+    tokensBefore: number;
+    tokensAfter: number;
+    retention: {
+        kept?: RetentionProbe[];
+        lost?: RetentionProbe[];
+        [key: string]: unknown;
+    } | RetentionProbe[] | null;
+    [key: string]: unknown;
+}
+
+/** Method and notification names, in one place. */
+export const Methods = {
+    open: 'session/open',
+    close: 'session/close',
+    tree: 'session/tree',
+    entry: 'session/entry',
+    contextAt: 'session/contextAt',
+    explain: 'session/explain',
+    list: 'session/list',
+    fork: 'session/fork',
+    label: 'session/label',
+    compact: 'session/compact',
+    didChange: 'session/didChange',
+    didReload: 'session/didReload',
+    didCorrupt: 'session/didCorrupt',
+} as const;

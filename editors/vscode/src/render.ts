@@ -1,0 +1,166 @@
+//! Plain-text renderings of daemon answers for a person: the context preview document, the
+//! explain sentence, the compaction report. Pure: no `vscode`, no I/O.
+
+import { CompactResult, ContextAtResult, ContextMessage, ExplainResult, RetentionProbe } from './protocol';
+
+/** Where a context was taken, for the preview's heading. */
+export interface ContextHeading {
+    path: string;
+    name: string | null;
+    leafId: string | null;
+}
+
+/** The longest text block shown for one content part; longer ones are cut with a note. */
+export const MAX_PART_CHARS = 4000;
+
+/**
+ * The context at a leaf as a markdown-like document: a heading with model, thinking level and
+ * token estimate, then one section per message in the order the model sees them, each naming
+ * the entry it came from (`messageEntryIds`).
+ */
+export function renderContext(ctx: ContextAtResult, heading: ContextHeading): string {
+    const out: string[] = [];
+    out.push(`# Context${heading.name ? ` — ${heading.name}` : ''}`);
+    out.push('');
+    out.push(`- file: ${heading.path}`);
+    out.push(`- leaf: ${ctx.leafId ?? heading.leafId ?? '(none)'}`);
+    const messages = ctx.messages ?? [];
+    const count = ctx.messageCount ?? messages.length;
+    const offset = ctx.offset ?? 0;
+    out.push(`- model: ${ctx.model ? [ctx.model.provider, ctx.model.modelId].filter(Boolean).join('/') : '(none)'}`);
+    out.push(`- thinking level: ${ctx.thinkingLevel ?? '(not set)'}`);
+    out.push(`- messages: ${count}${count !== messages.length ? ` (showing ${offset + 1}–${offset + messages.length})` : ''}`);
+    out.push(`- entries on the path in context: ${ctx.entryIds.length}`);
+    if (ctx.tokenEstimate !== undefined) out.push(`- token estimate: ${ctx.tokenEstimate}`);
+    for (const d of ctx.diagnostics ?? []) {
+        out.push(`- warning: ${d.message ?? d.kind}${d.id ? ` (${d.id})` : ''}`);
+    }
+    messages.forEach((m, i) => {
+        out.push('');
+        const source = ctx.messageEntryIds?.[i];
+        out.push(`## ${offset + i + 1}. ${roleTitle(m)}${source ? `  (entry ${source})` : ''}`);
+        out.push('');
+        out.push(...renderMessage(m));
+    });
+    out.push('');
+    return out.join('\n');
+}
+
+function roleTitle(m: ContextMessage): string {
+    switch (m.role) {
+        case 'toolResult':
+            return `tool result: ${str(m.toolName)}${m.isError ? ' (error)' : ''}`;
+        case 'bashExecution':
+            return `bash: ${str(m.command)}`;
+        case 'custom':
+            return `custom: ${str(m.customType)}`;
+        case 'compactionSummary':
+            return `compaction summary${typeof m.tokensBefore === 'number' ? ` (${m.tokensBefore} tokens before)` : ''}`;
+        case 'branchSummary':
+            return 'branch summary';
+        case 'assistant':
+            return `assistant${m.model ? ` (${str(m.model)})` : ''}`;
+        default:
+            return m.role;
+    }
+}
+
+function renderMessage(m: ContextMessage): string[] {
+    if (m.role === 'compactionSummary' || m.role === 'branchSummary') return [cut(str(m.summary))];
+    if (m.role === 'bashExecution') {
+        const lines = [cut(str(m.output))];
+        if (m.exitCode !== undefined && m.exitCode !== null) lines.push(`(exit code ${String(m.exitCode)})`);
+        return lines;
+    }
+    const lines: string[] = [];
+    const content = m.content;
+    if (typeof content === 'string') return [cut(content)];
+    if (!Array.isArray(content)) return ['(no content)'];
+    for (const part of content as Array<Record<string, unknown>>) {
+        switch (part?.type) {
+            case 'text':
+                lines.push(cut(str(part.text)));
+                break;
+            case 'thinking':
+                lines.push(`> thinking: ${cut(str(part.thinking)).replace(/\n/g, '\n> ')}`);
+                break;
+            case 'toolCall':
+                lines.push(`→ ${str(part.name)}(${cut(JSON.stringify(part.arguments ?? {}))})  [${str(part.id)}]`);
+                break;
+            case 'image':
+                lines.push(`[image ${str(part.mimeType)}]`);
+                break;
+            default:
+                lines.push(`[${str(part?.type)}]`);
+        }
+    }
+    if (m.role === 'assistant' && typeof m.errorMessage === 'string') lines.push(`(error: ${m.errorMessage})`);
+    return lines.length ? lines : ['(empty)'];
+}
+
+function str(v: unknown): string {
+    return typeof v === 'string' ? v : v === undefined || v === null ? '' : JSON.stringify(v);
+}
+
+function cut(s: string): string {
+    return s.length > MAX_PART_CHARS ? `${s.slice(0, MAX_PART_CHARS)}… (${s.length - MAX_PART_CHARS} more characters)` : s;
+}
+
+/** One or two sentences: whether the entry reaches the model at the leaf, and why. */
+export function renderExplain(e: ExplainResult): string {
+    const at = `at leaf ${e.leafId ?? '(none)'}`;
+    const r = e.reason;
+    const id = (k: string) => str(r[k]);
+    let why: string;
+    switch (r.kind) {
+        case 'inContext':
+            why = `is in the context${e.messageIndexes?.length ? ` as message ${e.messageIndexes.map((i) => i + 1).join(', ')}` : ''}`;
+            break;
+        case 'replacedByEdit':
+            why = `reaches the model with its content replaced by context edit ${id('editId')}`;
+            break;
+        case 'notOnPath':
+            why = r.divergesAt
+                ? `is not on the leaf's path: the paths part after ${id('divergesAt')}, and this entry is on the branch starting at ${id('branchEntryId')}`
+                : `is not on the leaf's path: it is under another root (${id('branchEntryId')})`;
+            break;
+        case 'summarizedByCompaction':
+            why = `is summarized by compaction ${id('compactionId')}${r.firstKeptEntryId ? `, which keeps entries from ${id('firstKeptEntryId')} on` : ''}`;
+            break;
+        case 'systemMessageInKeptRange':
+            why = `is a system message inside the kept range of compaction ${id('compactionId')}, which pi drops`;
+            break;
+        case 'omittedByEdit':
+            why = `is omitted by context edit ${id('editId')}`;
+            break;
+        case 'neverInContext':
+            why = `never enters the context (type ${id('entryType') || e.type})`;
+            break;
+        case 'emptyBranchSummary':
+            why = 'is a branch summary with an empty summary, which pi leaves out';
+            break;
+        case 'supersededCompaction':
+            why = `is an older compaction superseded by compaction ${id('byCompactionId')}`;
+            break;
+        default:
+            why = `${e.inContext ? 'is in the context' : 'is not in the context'} (${r.kind})`;
+    }
+    return `Entry ${e.entryId} (${e.type}) ${why} ${at}.`;
+}
+
+/** The retention probes split into kept and lost, whatever shape the report has. */
+export function retentionOf(c: CompactResult): { kept: RetentionProbe[]; lost: RetentionProbe[] } {
+    const r = c.retention;
+    if (!r) return { kept: [], lost: [] };
+    if (Array.isArray(r)) return { kept: r.filter((p) => p.kept !== false), lost: r.filter((p) => p.kept === false) };
+    return { kept: r.kept ?? [], lost: r.lost ?? [] };
+}
+
+/** A short report of a compaction (or its dry run): tokens before and after, probes lost. */
+export function renderCompact(c: CompactResult, dryRun: boolean): string {
+    const { kept, lost } = retentionOf(c);
+    const head = `${dryRun ? 'Compaction would take' : 'Compacted'} the context from ${c.tokensBefore} to ${c.tokensAfter} tokens.`;
+    const probes = `Retention: ${kept.length} kept, ${lost.length} lost.`;
+    const lostList = lost.length ? ` Lost: ${lost.slice(0, 8).map((p) => `${p.kind}${p.value ? ` ${p.value}` : ''}`).join('; ')}${lost.length > 8 ? '; …' : ''}.` : '';
+    return `${head} ${probes}${lostList}`;
+}

@@ -1,0 +1,216 @@
+//! Integration tests of client.ts and model.ts against the real daemon: spawns `sessiond serve`
+//! (env SESSIOND_BIN, else target/debug/sessiond of this repository) on a temporary root that
+//! holds a copy of examples/pi-v3-branched.jsonl, and speaks JSON-RPC to it over pipes.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ResponseError, SessiondClient } from '../client';
+import { loadChildren, SessionModel, ViewItem } from '../model';
+import { DidChangeParams, DidReloadParams, Methods, TreeResult } from '../protocol';
+import { BINARY, DEFAULT_LEAF, ENTRY_COUNT, EXAMPLE, FORKS, LEAVES, makeRoot, next, requireBinary, SESSION_ID, userLine } from '../testing/fixtures';
+
+/** Expands every row of the model, depth first, the way a person opening each fork would. */
+async function expandAll(model: SessionModel, fetch: (fromId: string | undefined) => Promise<TreeResult>): Promise<ViewItem[]> {
+    const rows: ViewItem[] = [];
+    const walk = async (item: ViewItem | undefined) => {
+        for (const row of await loadChildren(model, item, fetch)) {
+            rows.push(row);
+            if (model.expandable(row)) await walk(row);
+        }
+    };
+    await walk(undefined);
+    return rows;
+}
+
+describe('sessiond serve through the client', () => {
+    let root: string;
+    let file: string;
+    let client: SessiondClient;
+    let stderr = '';
+
+    before(async () => {
+        requireBinary();
+        ({ root, file } = makeRoot());
+        client = await SessiondClient.start({ binary: BINARY, roots: [root], onStderr: (t) => (stderr += t) });
+    });
+
+    after(async () => {
+        if (client) await client.stop();
+        if (root) fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    it('runs initialize and reports capabilities', () => {
+        assert.ok(client.initializeResult, 'initialize answered');
+        assert.equal(typeof client.initializeResult.capabilities, 'object');
+        assert.deepEqual(client.roots, [root], 'initializationOptions.roots and --root name the same directory, once');
+        assert.equal(client.running, true);
+        // The methods and notifications this client uses are the ones the daemon says it has.
+        const sessiond = (client.initializeResult.capabilities.experimental as any)?.sessiond;
+        assert.equal(typeof sessiond?.protocolVersion, 'string');
+        for (const m of [Methods.open, Methods.close, Methods.tree, Methods.entry, Methods.contextAt, Methods.explain, Methods.list]) {
+            assert.ok(sessiond.methods.includes(m), `daemon lacks ${m}`);
+        }
+        for (const m of [Methods.didChange, Methods.didReload, Methods.didCorrupt]) assert.ok(sessiond.notifications.includes(m), `daemon lacks ${m}`);
+    });
+
+    it('lists the session under the root', async () => {
+        const listed = await client.list();
+        const paths = listed.sessions.map((s) => s.path);
+        assert.ok(paths.includes(file), `session/list gave ${JSON.stringify(paths)}`);
+    });
+
+    it('opens the session', async () => {
+        const open = await client.open(file);
+        assert.equal(open.sessionId, SESSION_ID);
+        assert.equal(open.leafId, DEFAULT_LEAF);
+        assert.deepEqual([...open.leaves].sort(), [...LEAVES].sort());
+        assert.equal(open.entryCount, ENTRY_COUNT);
+        assert.equal(open.name, 'Untangle run modes');
+        assert.equal(open.tornTail, null);
+        assert.equal(open.header.version, 3);
+    });
+
+    it('pages the whole tree into the model', async () => {
+        const model = new SessionModel(file);
+        model.applyOpen(await client.open(file));
+        let pages = 0;
+        const rows = await expandAll(model, async (fromId) => {
+            pages++;
+            return client.tree(fromId === undefined ? { path: file } : { path: file, fromId });
+        });
+        assert.equal(model.size, ENTRY_COUNT, `${pages} pages`);
+        assert.equal(rows.filter((r) => r.kind === 'more').length, 0);
+        assert.equal(rows.filter((r) => r.kind === 'entry').length, ENTRY_COUNT, 'every entry shows exactly once');
+        for (const fork of FORKS) {
+            assert.equal(model.expandable({ kind: 'entry', id: fork }), true, `${fork} forks`);
+            assert.equal(model.children({ kind: 'entry', id: fork }).length, 2);
+        }
+        for (const leaf of LEAVES) assert.equal(model.marks(leaf).leaf, true, `${leaf} is a leaf`);
+        assert.equal(model.marks(DEFAULT_LEAF).activeLeaf, true);
+        assert.equal(model.marks('e82f60b2').label, 'before-refactor');
+        // The path to the default leaf goes through the second fork's second branch.
+        assert.deepEqual(model.parentOf({ kind: 'entry', id: DEFAULT_LEAF }), { kind: 'branch', id: model.pathTo(DEFAULT_LEAF)[model.pathTo(DEFAULT_LEAF).indexOf('521cf246') + 1] });
+        assert.equal(model.pathTo(DEFAULT_LEAF)[0], '00247798');
+    });
+
+    it('reads a label entry with session/entry and applies it to the model', async () => {
+        const model = new SessionModel(file);
+        const rows = await expandAll(model, (fromId) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId }));
+        const labelIds = rows.flatMap((r) => (r.kind === 'entry' && model.node(r.id)?.type === 'label' ? [r.id] : []));
+        assert.equal(labelIds.length, 1, 'one label entry in the session');
+        const got = await client.entry(file, labelIds[0]);
+        assert.equal(got.id, labelIds[0]);
+        assert.equal(got.entry.type, 'label');
+        assert.equal(JSON.parse(got.raw).targetId, got.entry.targetId);
+        assert.equal(fs.readFileSync(file, 'utf8').split('\n')[got.line - 1], got.raw);
+        // The label as written: the model takes it the same way after a didChange.
+        model.applyEntry({ ...got.entry, label: 'renamed' });
+        assert.equal(model.marks(String(got.entry.targetId)).label, 'renamed');
+    });
+
+    it('pages a subtree with fromId and depth', async () => {
+        const page = await client.tree({ path: file, fromId: '521cf246', depth: 1 });
+        const ids = page.nodes.map((n) => n.id);
+        assert.ok(ids.includes('92bfec97') || ids.includes('521cf246'), `page below 521cf246: ${JSON.stringify(ids)}`);
+        const model = new SessionModel(file);
+        model.addPage(await client.tree({ path: file }));
+        model.addPage(page, '521cf246');
+        assert.deepEqual([...(model.childIds('521cf246') ?? [])].sort(), ['92bfec97', 'de19adb3']);
+    });
+
+    it('gives the context at the default leaf, equal to `sessiond context --json`', async () => {
+        const ctx = await client.contextAt({ path: file });
+        const cli = JSON.parse(execFileSync(BINARY, ['context', file, '--json'], { encoding: 'utf8', maxBuffer: 64 << 20 }));
+        assert.deepEqual(ctx.messages, cli.messages);
+        assert.equal(ctx.thinkingLevel, 'high');
+        assert.deepEqual(ctx.model, { provider: 'anthropic', modelId: 'claude-sonnet-4-5' });
+        assert.deepEqual(ctx.entryIds, cli.entryIds);
+        assert.equal(ctx.messages?.length, 8);
+        assert.equal(ctx.messageCount, 8);
+        assert.equal(ctx.leafId, DEFAULT_LEAF);
+        assert.ok(ctx.tokenEstimate > 0);
+    });
+
+    it('gives the context at another leaf', async () => {
+        const ctx = await client.contextAt({ path: file, leafId: '8a9bb12f' });
+        const cli = JSON.parse(execFileSync(BINARY, ['context', file, '--leaf', '8a9bb12f', '--json'], { encoding: 'utf8', maxBuffer: 64 << 20 }));
+        assert.deepEqual(ctx.messages, cli.messages);
+        assert.deepEqual(ctx.entryIds, cli.entryIds);
+    });
+
+    it('explains why an entry is not in the context', async () => {
+        const e = await client.explain({ path: file, entryId: '00247798' });
+        assert.equal(e.inContext, false);
+        assert.equal(e.leafId, DEFAULT_LEAF);
+        assert.deepEqual(e.reason, { kind: 'summarizedByCompaction', compactionId: '4909db93', firstKeptEntryId: '521cf246' });
+        const off = await client.explain({ path: file, entryId: 'de19adb3', leafId: DEFAULT_LEAF });
+        assert.deepEqual(off.reason, { kind: 'notOnPath', divergesAt: '521cf246', branchEntryId: 'de19adb3' });
+    });
+
+    it('answers a bad request with a JSON-RPC error', async () => {
+        await assert.rejects(client.explain({ path: file, entryId: 'no-such-id' }), (err) => err instanceof ResponseError && /no-such-id/.test(err.message));
+        await assert.rejects(client.explain({ path: file, entryId: 'no-such-id' }), (err) => err instanceof ResponseError && err.code === -33004);
+        await assert.rejects(client.open(EXAMPLE), (err) => err instanceof ResponseError && err.code === -33002, 'outside the roots');
+        await assert.rejects(client.open(path.join(root, 'missing.jsonl')), (err) => err instanceof ResponseError && err.code === -33001);
+    });
+
+    it('follows the file live: an appended entry arrives as didChange and updates the model', async () => {
+        const model = new SessionModel(file);
+        model.applyOpen(await client.open(file));
+        const fetch = (fromId: string | undefined) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId });
+        await expandAll(model, fetch);
+        const changed = next<DidChangeParams>(client.onDidChange, (c) => c.path === file, 10_000, 'session/didChange');
+        fs.appendFileSync(file, userLine('feed0001', DEFAULT_LEAF, 'one more thing'));
+        const change = await changed;
+        assert.equal(change.leafId, 'feed0001');
+        assert.equal(change.entryCount, ENTRY_COUNT + 1);
+        assert.deepEqual(change.added.map((n) => n.id), ['feed0001']);
+        assert.equal(change.added[0].parentId, DEFAULT_LEAF);
+        assert.equal(change.added[0].preview, 'one more thing');
+        const summary = model.applyDidChange(change);
+        assert.deepEqual(summary.parents, [DEFAULT_LEAF]);
+        assert.equal(model.defaultLeafId, 'feed0001');
+        assert.equal(model.marks('feed0001').activeLeaf, true);
+        assert.equal(model.marks(DEFAULT_LEAF).leaf, false);
+        assert.deepEqual(model.parentOf({ kind: 'entry', id: 'feed0001' }), model.parentOf({ kind: 'entry', id: DEFAULT_LEAF }));
+        const ctx = await client.contextAt({ path: file });
+        assert.equal(ctx.messageCount, 9);
+        assert.deepEqual(ctx.messages?.[8].content, [{ type: 'text', text: 'one more thing' }]);
+    });
+
+    it('reloads when the file shrinks: didReload, then the model refetches', async () => {
+        const model = new SessionModel(file);
+        model.applyOpen(await client.open(file));
+        const fetch = (fromId: string | undefined) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId });
+        await expandAll(model, fetch);
+        assert.equal(model.size, ENTRY_COUNT + 1);
+        const reloaded = next<DidReloadParams>(client.onDidReload, (r) => r.path === file, 10_000, 'session/didReload');
+        // Cut the appended line off again: one truncate, so the daemon never sees a half state.
+        fs.truncateSync(file, fs.statSync(EXAMPLE).size);
+        const reload = await reloaded;
+        assert.equal(reload.reason, 'shrank');
+        assert.equal(reload.leafId, DEFAULT_LEAF);
+        assert.equal(reload.entryCount, ENTRY_COUNT);
+        model.applyDidReload(reload);
+        assert.equal(model.size, 0);
+        assert.equal(model.defaultLeafId, DEFAULT_LEAF);
+        await expandAll(model, fetch);
+        assert.equal(model.size, ENTRY_COUNT);
+        assert.equal(model.node('feed0001'), undefined);
+    });
+
+    it('closes a session: later requests for it are refused', async () => {
+        assert.deepEqual(await client.close(file), { path: file });
+        await assert.rejects(client.contextAt({ path: file }), (err) => err instanceof ResponseError && err.code === -33005);
+    });
+
+    it('shuts down cleanly', async () => {
+        const exit = await client.stop();
+        assert.equal(exit.code, 0, `exit ${JSON.stringify(exit)}; stderr: ${stderr.slice(-2000)}`);
+        assert.equal(client.running, false);
+        await assert.rejects(client.list(), /not running/);
+    });
+});

@@ -1,0 +1,105 @@
+//! The extension glue (extension.ts) activated under Node with a stand-in `vscode` module and
+//! the real daemon: the Sessions view's rows, the context preview, explain, and live follow.
+
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { BINARY, DEFAULT_LEAF, EXAMPLE, makeRoot, next, requireBinary, userLine } from '../testing/fixtures';
+import { installVscodeStub, Recorded } from '../testing/vscode-stub';
+
+describe('extension in a stand-in VS Code', () => {
+    let root: string;
+    let file: string;
+    let vs: Recorded;
+    let tree: any;
+    const subscriptions: Array<{ dispose(): unknown }> = [];
+
+    before(() => {
+        requireBinary();
+        ({ root, file } = makeRoot());
+        vs = installVscodeStub({ path: BINARY, roots: [root] });
+        // Loaded after the stand-in is installed, so its `require('vscode')` gets the stand-in.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const extension = require('../extension') as typeof import('../extension');
+        extension.activate({ subscriptions } as any);
+        tree = vs.treeDataProvider;
+        assert.ok(tree, 'the Sessions view is registered');
+    });
+
+    after(async () => {
+        // Restart stops the daemon and starts a new one only on demand.
+        await vs?.commands.get('sessiond.restart')?.();
+        for (const s of subscriptions) s.dispose();
+        if (root) fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    it('registers every command package.json contributes', () => {
+        const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+        const contributed: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command).sort();
+        assert.deepEqual([...vs.commands.keys()].sort(), contributed);
+        for (const c of contributed) assert.ok(manifest.activationEvents.includes(`onCommand:${c}`), `activation event for ${c}`);
+    });
+
+    it('lists the session and shows its tree with forks as branches', async () => {
+        const sessions = await tree.getChildren();
+        assert.deepEqual(sessions.map((s: any) => s.path), [file]);
+        const rows = await tree.getChildren(sessions[0]);
+        const items = rows.map((r: any) => tree.getTreeItem(r));
+        assert.ok(items.length > 10, `${items.length} rows before the first fork`);
+        assert.equal(items[0].label, 'user: /mode');
+        assert.match(items[0].description, /^00247798/);
+        const fork = items[items.length - 1];
+        assert.match(fork.description, /^088a3b48/);
+        assert.equal(fork.collapsibleState, 1, 'the fork expands');
+        const branches = await tree.getChildren(rows[rows.length - 1]);
+        assert.deepEqual(branches.map((b: any) => tree.getTreeItem(b).contextValue), ['branch', 'branch']);
+        // After the session was opened, its row shows the entry count.
+        assert.match(tree.getTreeItem(sessions[0]).description, /^1033 entries/);
+        assert.equal(tree.getParent(rows[0]), sessions[0]);
+    });
+
+    it('previews the context at a clicked entry', async () => {
+        const [session] = await tree.getChildren();
+        const rows = await tree.getChildren(session);
+        const item = tree.getTreeItem(rows[3]);
+        assert.equal(item.command.command, 'sessiond.showContext');
+        await vs.commands.get('sessiond.showContext')!(...item.command.arguments);
+        const doc = vs.documents[vs.documents.length - 1];
+        assert.equal(doc.uri.scheme, 'sessiond-context');
+        assert.equal(doc.uri.fragment, rows[3].item.id);
+        assert.match(doc.text, /^# Context — Untangle run modes$/m);
+        assert.match(doc.text, new RegExp(`^- leaf: ${rows[3].item.id}$`, 'm'));
+        assert.match(doc.text, /^## 1\. user {2}\(entry 00247798\)$/m);
+        // The clicked entry is now the active leaf.
+        assert.match(tree.getTreeItem(rows[3]).description, /active leaf/);
+    });
+
+    it('explains an entry at the active leaf', async () => {
+        const [session] = await tree.getChildren();
+        const rows = await tree.getChildren(session);
+        vs.messages.length = 0;
+        await vs.commands.get('sessiond.explain')!(rows[0]);
+        assert.equal(vs.messages.length, 1);
+        assert.equal(vs.messages[0].text, `Entry 00247798 (message) is in the context as message 1 at leaf ${rows[3].item.id}.`);
+    });
+
+    it('follows the session live: an appended entry refreshes the view and the live preview', async () => {
+        const [session] = await tree.getChildren();
+        await vs.commands.get('sessiond.follow')!(session);
+        const live = vs.documents[vs.documents.length - 1];
+        assert.equal(live.uri.fragment, '', 'the live preview follows the default leaf');
+        assert.match(live.text, new RegExp(`^- leaf: ${DEFAULT_LEAF}$`, 'm'));
+        assert.match(tree.getTreeItem(session).description, /following/);
+        const provider = vs.contentProviders.get('sessiond-context');
+        const previewChanged = next<any>(provider.onDidChange, (uri) => uri.toString() === live.uri.toString(), 10_000, 'live preview change');
+        const viewChanged = next<any>(tree.onDidChangeTreeData, (n) => n?.path === file, 10_000, 'view change');
+        fs.appendFileSync(file, userLine('feed0002', DEFAULT_LEAF, 'keep going'));
+        await Promise.all([previewChanged, viewChanged]);
+        const text: string = await provider.provideTextDocumentContent(live.uri);
+        assert.match(text, /^- leaf: feed0002$/m);
+        assert.match(text, /^keep going$/m);
+        assert.match(tree.getTreeItem(session).description, /^1034 entries/);
+        assert.ok(fs.statSync(EXAMPLE).size < fs.statSync(file).size);
+    });
+});

@@ -1,0 +1,120 @@
+//! A stand-in for the `vscode` module, just large enough to activate extension.ts under Node
+//! and drive it: it records what the extension registers (tree view, content provider,
+//! commands) and what it shows (messages, documents), and answers prompts from a script.
+
+import Module = require('node:module');
+import { Emitter } from 'vscode-jsonrpc/node';
+
+/** What the extension did, for tests to inspect. */
+export interface Recorded {
+    treeDataProvider: any;
+    contentProviders: Map<string, any>;
+    commands: Map<string, (...args: any[]) => any>;
+    messages: Array<{ level: 'info' | 'warning' | 'error'; text: string }>;
+    documents: Array<{ uri: Uri; text: string }>;
+    /** Answers for showQuickPick / showInputBox / modal warnings, taken in order. */
+    answers: unknown[];
+}
+
+class Uri {
+    constructor(
+        readonly scheme: string,
+        readonly path: string,
+        readonly query: string,
+        readonly fragment: string,
+    ) {}
+    static from(c: { scheme: string; path?: string; query?: string; fragment?: string }): Uri {
+        return new Uri(c.scheme, c.path ?? '', c.query ?? '', c.fragment ?? '');
+    }
+    static file(p: string): Uri {
+        return new Uri('file', p, '', '');
+    }
+    static parse(s: string): Uri {
+        const m = /^([^:]+):([^?#]*)(?:\?([^#]*))?(?:#(.*))?$/.exec(s);
+        if (!m) throw new Error(`bad uri ${s}`);
+        return new Uri(m[1], decodeURIComponent(m[2]), decodeURIComponent(m[3] ?? ''), decodeURIComponent(m[4] ?? ''));
+    }
+    get fsPath(): string {
+        return this.path;
+    }
+    toString(): string {
+        return `${this.scheme}:${encodeURIComponent(this.path)}?${encodeURIComponent(this.query)}#${encodeURIComponent(this.fragment)}`;
+    }
+}
+
+class TreeItem {
+    id?: string;
+    description?: string;
+    tooltip?: string;
+    contextValue?: string;
+    iconPath?: unknown;
+    command?: unknown;
+    resourceUri?: Uri;
+    constructor(
+        readonly label: string,
+        readonly collapsibleState: number,
+    ) {}
+}
+
+class ThemeIcon {
+    constructor(readonly id: string) {}
+}
+
+/** Installs the stand-in as `vscode` for every later `require('vscode')`. */
+export function installVscodeStub(settings: Record<string, unknown>): Recorded {
+    const recorded: Recorded = { treeDataProvider: undefined, contentProviders: new Map(), commands: new Map(), messages: [], documents: [], answers: [] };
+    const disposable = { dispose: () => undefined };
+    const answer = async () => recorded.answers.shift();
+    const message = (level: 'info' | 'warning' | 'error') => async (text: string, ...rest: unknown[]) => {
+        recorded.messages.push({ level, text });
+        return rest.some((r) => typeof r === 'string') ? answer() : undefined;
+    };
+    const vscode = {
+        Uri,
+        TreeItem,
+        ThemeIcon,
+        EventEmitter: Emitter,
+        TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
+        ViewColumn: { Active: -1, Beside: -2 },
+        window: {
+            createOutputChannel: () => ({ append: () => undefined, appendLine: () => undefined, dispose: () => undefined }),
+            createTreeView: (_id: string, options: { treeDataProvider: unknown }) => {
+                recorded.treeDataProvider = options.treeDataProvider;
+                return { selection: [], reveal: async () => undefined, dispose: () => undefined };
+            },
+            showInformationMessage: message('info'),
+            showWarningMessage: message('warning'),
+            showErrorMessage: message('error'),
+            showQuickPick: answer,
+            showInputBox: answer,
+            showOpenDialog: answer,
+            showTextDocument: async () => undefined,
+        },
+        workspace: {
+            getConfiguration: () => ({ get: (key: string) => settings[key] }),
+            onDidChangeConfiguration: () => disposable,
+            registerTextDocumentContentProvider: (scheme: string, provider: unknown) => {
+                recorded.contentProviders.set(scheme, provider);
+                return disposable;
+            },
+            openTextDocument: async (uri: Uri) => {
+                const provider = recorded.contentProviders.get(uri.scheme);
+                const text: string = await provider.provideTextDocumentContent(uri);
+                recorded.documents.push({ uri, text });
+                return { uri, getText: () => text };
+            },
+        },
+        commands: {
+            registerCommand: (name: string, f: (...args: any[]) => any) => {
+                recorded.commands.set(name, f);
+                return disposable;
+            },
+            executeCommand: async (name: string, ...args: unknown[]) => recorded.commands.get(name)?.(...args),
+        },
+    };
+    const load = (Module as any)._load;
+    (Module as any)._load = function (request: string, ...rest: unknown[]) {
+        return request === 'vscode' ? vscode : load.call(this, request, ...rest);
+    };
+    return recorded;
+}
