@@ -261,17 +261,30 @@ pub fn plan_fork(
             _ => None,
         };
         let bytes = read(tree, source, n)?;
-        let edit = LineEdit {
-            version,
-            id: &entry.id,
-            parent,
-            first_kept,
+        // Most lines are copied as they are; only parse those the tree says may change.
+        let may_change = version < 2
+            || (version < 3 && entry.kind.role() == Some(&Role::HookMessage))
+            || first_kept.is_some()
+            || parent.is_none()
+            || entry.parent_id.as_ref() != parent;
+        let out = if may_change {
+            let edit = LineEdit {
+                version,
+                id: &entry.id,
+                parent,
+                first_kept,
+            };
+            match edit_line(&bytes, edit).map_err(|detail| changed(tree, n, detail))? {
+                Cow::Owned(changed) => {
+                    rewritten.push(entry.id.clone());
+                    changed
+                }
+                Cow::Borrowed(same) => same.to_vec(),
+            }
+        } else {
+            bytes.into_owned()
         };
-        let out = edit_line(&bytes, edit).map_err(|detail| changed(tree, n, detail))?;
-        if let Cow::Owned(_) = out {
-            rewritten.push(entry.id.clone());
-        }
-        lines.push(out.into_owned());
+        lines.push(out);
         path_ids.push(entry.id.clone());
         parent = Some(&entry.id);
     }

@@ -207,7 +207,13 @@ mod tests {
     fn an_existing_file_is_never_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let header = br#"{"type":"session","version":3,"id":"s1","timestamp":"t"}"#.to_vec();
-        let p = publish_new(dir.path(), "a_s1.jsonl", "s1", std::slice::from_ref(&header)).unwrap();
+        let p = publish_new(
+            dir.path(),
+            "a_s1.jsonl",
+            "s1",
+            std::slice::from_ref(&header),
+        )
+        .unwrap();
         let before = std::fs::read(&p).unwrap();
         assert!(matches!(
             publish_new(dir.path(), "a_s1.jsonl", "s1", &[header]),
