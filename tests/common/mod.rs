@@ -37,7 +37,10 @@ pub fn oracle_dir(test: &str) -> Option<PathBuf> {
             panic!("{test}: SESSIOND_ORACLE_DIR is not set; the pi oracle is required under CI")
         }
         None => {
-            eprintln!(
+            // Straight to the stderr handle: the test harness captures eprintln! output.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n*** SKIPPED {test}: set SESSIOND_ORACLE_DIR to a directory holding \
                  node_modules/@earendil-works/pi-coding-agent to compare with pi ***\n"
             );
