@@ -1,6 +1,7 @@
 //! The command line: subcommands over the same core and storage the daemon uses.
 //! Human-readable output by default, `--json` for machines. Exit codes: 0 success,
-//! 2 usage or I/O error, 3 corrupt session file.
+//! 2 usage or I/O error, 3 corrupt session file; the write subcommands (in
+//! [`crate::cli_write`]) add 4 conflict and 5 busy.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 
 /// sessiond: inspect pi coding-agent sessions and serve them to editors.
 #[derive(Debug, Parser)]
-#[command(name = "sessiond", version, about)]
+#[command(name = "sessiond", version, about, after_help = crate::cli_write::EXIT_CODES)]
 pub struct Cli {
     /// Log filter for stderr (e.g. `info`, `sessiond=debug`); defaults to `$SESSIOND_LOG`, then `warn`.
     #[arg(long, global = true)]
@@ -71,6 +72,18 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Fork the path from the root to an entry into a new session file (pi's fork).
+    Fork(crate::cli_write::ForkArgs),
+    /// Set or clear the label of an entry.
+    Label(crate::cli_write::LabelArgs),
+    /// Name the session.
+    Name(crate::cli_write::NameArgs),
+    /// Start a new branch at an entry, with a summary of the branch being left.
+    Branch(crate::cli_write::BranchArgs),
+    /// Append an entry given as JSON (id, parentId and timestamp are filled in).
+    Append(crate::cli_write::AppendArgs),
+    /// Write the readable entries of a corrupt session into a new file; the original is untouched.
+    Salvage(crate::cli_write::SalvageArgs),
 }
 
 /// Errors a command reports on stderr; each maps to an exit code.
@@ -128,6 +141,12 @@ pub fn run(cli: Cli) -> ExitCode {
         ),
         Command::Check { file, json } => return check(&mut out, &file, json),
         Command::Compact(args) => return crate::cli_compact::run(&mut out, args),
+        Command::Fork(args) => return crate::cli_write::fork(args),
+        Command::Label(args) => return crate::cli_write::label(args),
+        Command::Name(args) => return crate::cli_write::name(args),
+        Command::Branch(args) => return crate::cli_write::branch(args),
+        Command::Append(args) => return crate::cli_write::append(args),
+        Command::Salvage(args) => return crate::cli_write::salvage(args),
     };
     finish(out, result)
 }

@@ -1,5 +1,5 @@
 //! The pure core: the pi session format, the tree, the projection, rendering of
-//! messages, and explanations.
+//! messages, explanations, and the plans of writes (new entries, forks).
 //!
 //! Invariant: nothing in `core` does I/O or knows about JSON-RPC. Reading a line never
 //! fails the whole parse by itself: the parser returns values plus problems, and whether a
@@ -8,10 +8,13 @@
 
 pub mod compaction;
 pub mod diagnostics;
+pub mod entries;
 pub mod explain;
+pub mod fork;
 pub mod format;
 pub mod preview;
 pub mod projection;
+pub mod raw_object;
 pub mod render;
 pub mod timestamp;
 pub mod tree;

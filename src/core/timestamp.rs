@@ -123,6 +123,38 @@ pub fn parse_iso(s: &str) -> Option<i64> {
     (ms.abs() <= MAX_TIME_MS).then_some(ms)
 }
 
+/// Formats epoch milliseconds the way JavaScript's `Date.prototype.toISOString` does:
+/// `YYYY-MM-DDTHH:mm:ss.sssZ`, with `±YYYYYY` years outside 0..=9999. This is the timestamp
+/// pi writes into every entry and header, so new entries look exactly like pi's.
+pub fn format_iso(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let in_day = ms.rem_euclid(86_400_000);
+    let (y, m, d) = civil_from_days(days);
+    let (h, min, s, milli) = (
+        in_day / 3_600_000,
+        in_day / 60_000 % 60,
+        in_day / 1000 % 60,
+        in_day % 1000,
+    );
+    let year = if (0..=9999).contains(&y) {
+        format!("{y:04}")
+    } else if y < 0 {
+        format!("-{:06}", -y)
+    } else {
+        format!("+{y:06}")
+    };
+    format!("{year}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
+}
+
+/// The current time as [`format_iso`] text. Reads the clock, so it is the one impure helper
+/// here; pure callers take a timestamp as an argument instead.
+pub fn now_iso() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    format_iso(ms)
+}
+
 struct Cursor<'a> {
     b: &'a [u8],
     i: usize,
@@ -176,6 +208,20 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The inverse of [`days_from_civil`] (Howard Hinnant's algorithm): (year, month, day).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -204,6 +250,22 @@ mod tests {
             Some(253_402_300_800_000)
         );
         assert_eq!(parse_iso("2024-01-01T24:00:00Z"), Some(1_704_153_600_000));
+    }
+
+    #[test]
+    fn format_round_trips_like_to_iso_string() {
+        // Values from node: new Date(ms).toISOString()
+        assert_eq!(format_iso(1_763_681_581_550), "2025-11-20T23:33:01.550Z");
+        assert_eq!(format_iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_iso(-1), "1969-12-31T23:59:59.999Z");
+        assert_eq!(format_iso(1_709_208_000_123), "2024-02-29T12:00:00.123Z");
+        assert_eq!(
+            format_iso(253_402_300_800_000),
+            "+010000-01-01T00:00:00.000Z"
+        );
+        for ms in [-86_400_001, 951_782_400_000, 4_102_444_799_999] {
+            assert_eq!(parse_iso(&format_iso(ms)), Some(ms), "{ms}");
+        }
     }
 
     #[test]

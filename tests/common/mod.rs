@@ -321,3 +321,65 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
         (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
 }
+
+// --- helpers for the write tests ---------------------------------------------------------
+
+/// The sessiond binary under test.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sessiond"))
+}
+
+/// Runs sessiond with `args`; returns (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = bin().args(args).output().expect("spawn sessiond");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stdout).into_owned(),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+/// A path inside the crate.
+pub fn repo(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// Copies a fixture into `dir` and returns the copy's path.
+pub fn copy_into(dir: &Path, src: &Path) -> PathBuf {
+    let dest = dir.join(src.file_name().expect("file name"));
+    std::fs::copy(src, &dest).expect("copy fixture");
+    dest
+}
+
+/// Writes `lines` (each gets a newline) as a file.
+pub fn write_lines(path: &Path, lines: &[&str]) {
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(path, text).expect("write session");
+}
+
+/// The `defaultLeafId` that `sessiond tree --json` reports.
+pub fn leaf_of(path: &Path) -> String {
+    let (code, out, err) = run(&["tree", path.to_str().expect("utf-8 path"), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("tree json");
+    v["defaultLeafId"].as_str().unwrap_or("null").to_owned()
+}
+
+/// The session files (`*.jsonl`) in a directory.
+pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    v.sort();
+    v
+}

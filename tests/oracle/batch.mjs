@@ -19,9 +19,22 @@
 // {"nothingToCompact": true} or {firstKeptEntryId, firstKeptEntryLine, tokensBefore, isSplitTurn, previousSummary,
 // messagesToSummarize, turnPrefixMessages (counts), readFiles, modifiedFiles, conversation (serializeConversation
 // of the messages to summarize), request: {systemPrompt, prompt, turnPrefixPrompt}, summary, details}.
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+//
+// A job {"op": "fork", "file", "leaf" | "leafLine", "outDir"} runs pi's createBranchedSession on a copy of the
+// file (loaded as SessionManager.open(copy, outDir) loads it, see forkSource) and prints {"file", "leaf", "path", "entries"}:
+// the written file's lines parsed, header first (path and entries are null when pi writes no file).
+// "leafLine" names the fork point by its 1-based physical line, which works for version-1 files too.
+// While pi forks, crypto.randomUUID yields 00000001-..., 00000002-..., so re-created label ids are deterministic,
+// and pi's random version-1 ids are translated to sessiond's (the 1-based line as 8 hex digits).
+// With "ours": PATH the job compares that file with pi's instead of printing pi's entries, and prints
+// {"file", "leaf", "piWrote": bool, "equal": bool, "diffs": [first differences]}. Lines are equal when their
+// text is, or else when JSON.stringify(JSON.parse(line)) is (same values, same key order at every level);
+// the headers are compared on type, version, cwd and key order (id, timestamp, parentSession differ by design).
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import crypto from "node:crypto";
+import { syncBuiltinESMExports } from "node:module";
 import { createInterface } from "node:readline";
 
 const oracleDir = process.env.SESSIOND_ORACLE_DIR;
@@ -155,13 +168,92 @@ async function runJob(job) {
   };
 }
 
+function withCountingUuids(fn) {
+  const real = crypto.randomUUID;
+  let n = 0;
+  crypto.randomUUID = () => `${(++n).toString(16).padStart(8, "0")}-0000-0000-0000-000000000000`;
+  syncBuiltinESMExports();
+  try {
+    return fn();
+  } finally {
+    crypto.randomUUID = real;
+    syncBuiltinESMExports();
+  }
+}
+
+// A file is loaded and migrated once, as SessionManager.open does, then every fork of it starts from a
+// SessionManager built on those entries (createBranchedSession reads entries and never mutates them).
+const forkSources = new Map();
+function forkSource(file) {
+  let src = forkSources.get(file);
+  if (src) return src;
+  const copy = join(scratch, `input-${copyCounter++}.jsonl`);
+  copyFileSync(file, copy);
+  const text = readFileSync(copy, "utf8");
+  const lineNumbers = entryLineNumbers(text);
+  const entries = sm.loadEntriesFromFile(copy);
+  const header = entries.find((e) => e.type === "session");
+  const version = header?.version ?? 1;
+  sm.migrateSessionEntries(entries);
+  const aligned = lineNumbers.length === entries.length;
+  const ourIds = new Map();
+  if (version < 2 && aligned) entries.forEach((e, i) => ourIds.set(e.id, lineNumbers[i].toString(16).padStart(8, "0")));
+  const cwd = typeof header?.cwd === "string" ? header.cwd : process.cwd();
+  src = { copy, lineNumbers, entries, aligned, ourIds, cwd };
+  forkSources.set(file, src);
+  return src;
+}
+
+function runFork(job) {
+  const { copy, lineNumbers, entries, aligned, ourIds, cwd } = forkSource(job.file);
+  const manager = new sm.SessionManager(cwd, job.outDir, copy, true, undefined, [...entries]);
+  let leaf = job.leaf;
+  if (job.leafLine !== undefined) {
+    const at = lineNumbers.indexOf(job.leafLine);
+    if (at < 0 || !aligned) throw new Error(`no entry on line ${job.leafLine}`);
+    leaf = entries[at].id;
+  }
+  const path = withCountingUuids(() => manager.createBranchedSession(leaf)) ?? null;
+  if (!path || !existsSync(path)) {
+    return job.ours ? { file: job.file, leaf, piWrote: false, equal: false, diffs: [] } : { file: job.file, leaf, path: null, entries: null };
+  }
+  let lines = readFileSync(path, "utf8").split("\n").filter((l) => l.trim());
+  rmSync(path, { force: true });
+  if (ourIds.size) {
+    lines = lines.map((l, i) => {
+      if (i === 0) return l;
+      const e = JSON.parse(l);
+      for (const k of ["id", "parentId", "firstKeptEntryId", "targetId"]) {
+        if (typeof e[k] === "string" && ourIds.has(e[k])) e[k] = ourIds.get(e[k]);
+      }
+      return JSON.stringify(e);
+    });
+  }
+  if (!job.ours) return { file: job.file, leaf, path, entries: lines.map((l) => JSON.parse(l)) };
+  const ours = readFileSync(job.ours, "utf8").split("\n").filter((l) => l.trim());
+  const diffs = [];
+  if (ours.length !== lines.length) diffs.push(`ours has ${ours.length} lines, pi ${lines.length}`);
+  const h = [JSON.parse(ours[0]), JSON.parse(lines[0])];
+  const hk = h.map((x) => Object.keys(x).join(","));
+  if (hk[0] !== hk[1]) diffs.push(`header keys ${hk[0]} vs pi ${hk[1]}`);
+  for (const k of ["type", "version", "cwd"]) {
+    if (JSON.stringify(h[0][k]) !== JSON.stringify(h[1][k])) diffs.push(`header ${k}: ${h[0][k]} vs pi ${h[1][k]}`);
+  }
+  for (let i = 1; i < Math.min(ours.length, lines.length) && diffs.length < 5; i++) {
+    if (ours[i] === lines[i]) continue;
+    if (JSON.stringify(JSON.parse(ours[i])) === JSON.stringify(JSON.parse(lines[i]))) continue;
+    diffs.push(`line ${i + 1}: ${ours[i].slice(0, 400)} vs pi ${lines[i].slice(0, 400)}`);
+  }
+  return { file: job.file, leaf, piWrote: true, equal: diffs.length === 0, diffs };
+}
+
 const input = createInterface({ input: process.stdin, crlfDelay: Infinity });
 for await (const line of input) {
   if (!line.trim()) continue;
   const job = JSON.parse(line);
   let result;
   try {
-    result = await runJob(job);
+    result = job.op === "fork" ? runFork(job) : await runJob(job);
   } catch (error) {
     result = { file: job.file, leaf: job.leaf ?? null, error: String(error?.stack ?? error) };
   }

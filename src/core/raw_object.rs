@@ -1,0 +1,197 @@
+//! A JSON object read as an ordered list of (key, raw value) pairs, for the few places where
+//! sessiond must change one field of an entry and write the rest back untouched.
+//!
+//! Why not `serde_json::Value`: its numbers are re-printed (`1e3` becomes `1000.0`) and nested
+//! text is re-escaped. Here every value we do not touch is written back as the exact bytes it
+//! was read from; only the keys are re-escaped. Duplicate keys follow `JSON.parse`: the key keeps
+//! its first position and takes its last value. (One JavaScript rule is not emulated: object
+//! keys that look like array indices, `"0"`, `"1"`..., are enumerated first by JavaScript. pi
+//! entries have no such keys.)
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserializer;
+use serde::de::{self, MapAccess, Visitor};
+use serde_json::value::RawValue;
+
+/// An object's fields in file order, values as raw JSON borrowed from the line when unchanged.
+#[derive(Clone, Debug, Default)]
+pub struct RawObject<'a> {
+    fields: Vec<(String, Cow<'a, RawValue>)>,
+}
+
+impl<'a> RawObject<'a> {
+    /// Reads a JSON object. Errors: the text is not JSON, or not an object.
+    pub fn parse(bytes: &'a [u8]) -> Result<Self, String> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let obj = (&mut de)
+            .deserialize_any(ObjectVisitor)
+            .map_err(|e| e.to_string())?;
+        de.end().map_err(|e| e.to_string())?;
+        obj.ok_or_else(|| "the JSON value is not an object".to_owned())
+    }
+
+    /// An empty object.
+    pub fn new() -> Self {
+        RawObject { fields: Vec::new() }
+    }
+
+    /// The raw value of a field.
+    pub fn get(&self, key: &str) -> Option<&RawValue> {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// The text of a string field (`None` when absent or not a string).
+    pub fn get_str(&self, key: &str) -> Option<Cow<'_, str>> {
+        self.get(key).and_then(super::format::raw_str)
+    }
+
+    /// Whether the object has this key.
+    pub fn contains(&self, key: &str) -> bool {
+        self.fields.iter().any(|(k, _)| k == key)
+    }
+
+    /// Sets a field: replaced in place when present (JavaScript assignment keeps the key's
+    /// position), appended otherwise.
+    pub fn set(&mut self, key: &str, value: Box<RawValue>) {
+        match self.fields.iter_mut().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = Cow::Owned(value),
+            None => self.fields.push((key.to_owned(), Cow::Owned(value))),
+        }
+    }
+
+    /// Sets a field to a serializable value (a string, `null`, a number...).
+    pub fn set_value<T: serde::Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        if let Ok(raw) = serde_json::value::to_raw_value(value) {
+            self.set(key, raw);
+        }
+    }
+
+    /// Removes a field (JavaScript `delete`).
+    pub fn remove(&mut self, key: &str) {
+        self.fields.retain(|(k, _)| k != key);
+    }
+
+    /// The fields in order.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &RawValue)> {
+        self.fields.iter().map(|(k, v)| (k.as_str(), v.as_ref()))
+    }
+
+    /// Appends a field without checking for an existing key (for building new objects in a
+    /// chosen key order).
+    pub fn push(&mut self, key: &str, value: Cow<'a, RawValue>) {
+        self.fields.push((key.to_owned(), value));
+    }
+
+    /// The object as one line of compact JSON (no newline).
+    pub fn to_line(&self) -> String {
+        let mut out = String::with_capacity(
+            2 + self
+                .fields
+                .iter()
+                .map(|(k, v)| k.len() + v.get().len() + 4)
+                .sum::<usize>(),
+        );
+        out.push('{');
+        for (i, (k, v)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&serde_json::to_string(k).unwrap_or_else(|_| "\"\"".into()));
+            out.push(':');
+            out.push_str(v.get());
+        }
+        out.push('}');
+        out
+    }
+}
+
+/// A raw JSON string value for `text`.
+pub fn raw_string(text: &str) -> Box<RawValue> {
+    serde_json::value::to_raw_value(text).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// `null` or a raw JSON string.
+pub fn raw_opt_string(text: Option<&str>) -> Box<RawValue> {
+    text.map_or_else(|| RawValue::NULL.to_owned(), raw_string)
+}
+
+/// Visits an object into a [`RawObject`]; any other JSON value gives `None`.
+struct ObjectVisitor;
+
+impl<'de> Visitor<'de> for ObjectVisitor {
+    type Value = Option<RawObject<'de>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut obj = RawObject::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value: &'de RawValue = map.next_value()?;
+            match obj.fields.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => *v = Cow::Borrowed(value),
+                None => obj.fields.push((key, Cow::Borrowed(value))),
+            }
+        }
+        Ok(Some(obj))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untouched_values_keep_their_bytes() {
+        let line = br#"{"a":1e3,"b":{"x": "\u00e9"},"c":null}"#;
+        let mut o = RawObject::parse(line).unwrap();
+        o.set_value("c", "p");
+        o.set_value("d", &7);
+        assert_eq!(
+            o.to_line(),
+            r#"{"a":1e3,"b":{"x": "\u00e9"},"c":"p","d":7}"#
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_keep_first_position_last_value() {
+        let o = RawObject::parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(o.to_line(), r#"{"a":3,"b":2}"#);
+    }
+
+    #[test]
+    fn non_objects_are_refused() {
+        assert!(RawObject::parse(b"[1]").is_err());
+        assert!(RawObject::parse(b"{").is_err());
+        assert!(RawObject::parse(b"{} x").is_err());
+    }
+}

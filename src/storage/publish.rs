@@ -1,0 +1,226 @@
+//! Publishing new session files: an in-process reservation of `{cwd, id}`, then a temp file in
+//! the destination directory, written, fsynced, checked and renamed into place without replace.
+//!
+//! Why this way: a crash at any moment leaves either no session file or a whole one (a stray
+//! `.sessiond-*.jsonl.tmp` at worst, which pi's session listing ignores since it only reads
+//! `*.jsonl`), and an existing file is never overwritten. The rename is tempfile's
+//! `persist_noclobber`: `renameat2(RENAME_NOREPLACE)` where the kernel and file system support
+//! it, else `link` + `unlink`; both fail with `AlreadyExists` instead of replacing.
+//!
+//! The reservation is not a cross-process lease (SPEC §4): another process choosing the same
+//! session id at the same instant is only caught by the no-replace rename when it also picks the
+//! same file name. A check for an existing `*_<id>.jsonl` in the directory narrows that window.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use super::reader::{self, OpenError};
+use crate::core::tree::Mode;
+
+/// Test-only: milliseconds to sleep after the temp file is written and fsynced, before the
+/// rename, so tests can kill a publish half-way or overlap two of them. Never set it otherwise.
+pub const TEST_PAUSE_ENV: &str = "SESSIOND_TEST_PUBLISH_PAUSE_MS";
+
+/// Why a new session file was not published. The destination is untouched in every case.
+#[derive(Debug, Error)]
+pub enum PublishError {
+    /// Another publish in this process holds `{cwd, id}`.
+    #[error("session id {id} in {cwd} is being created by another request")]
+    Reserved { cwd: String, id: String },
+    /// A session file with this id (or this exact name) already exists.
+    #[error("{}: a session file with id {id} already exists", path.display())]
+    Exists { path: PathBuf, id: String },
+    /// Writing, syncing or renaming failed.
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    /// The written file does not read back as a clean session (a bug guard: never published).
+    #[error("{}: the new file does not read back cleanly: {source}", path.display())]
+    Verify { path: PathBuf, source: OpenError },
+}
+
+/// The `{cwd, id}` pairs being created in this process. Share one per daemon (or per CLI run).
+#[derive(Debug, Default)]
+pub struct Reservations {
+    held: Mutex<HashSet<(String, String)>>,
+}
+
+/// A held reservation; released when dropped.
+#[derive(Debug)]
+pub struct Reservation<'a> {
+    owner: &'a Reservations,
+    key: (String, String),
+}
+
+impl Reservations {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reserves `{cwd, id}`. Errors: `Reserved` when it is already held.
+    pub fn reserve(&self, cwd: &str, id: &str) -> Result<Reservation<'_>, PublishError> {
+        let key = (cwd.to_owned(), id.to_owned());
+        // A poisoned lock only means another thread panicked while holding the set; the set
+        // itself is always consistent (one insert or remove), so keep using it.
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if !held.insert(key.clone()) {
+            return Err(PublishError::Reserved {
+                cwd: key.0,
+                id: key.1,
+            });
+        }
+        Ok(Reservation { owner: self, key })
+    }
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut held = self.owner.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.remove(&self.key);
+    }
+}
+
+/// pi's session file name: `<timestamp with ':' and '.' replaced by '-'>_<id>.jsonl`.
+pub fn session_file_name(timestamp: &str, id: &str) -> String {
+    format!("{}_{id}.jsonl", timestamp.replace([':', '.'], "-"))
+}
+
+/// Whether `dir` already holds a session file for `id` (`*_<id>.jsonl`).
+fn existing_with_id(dir: &Path, id: &str) -> io::Result<Option<PathBuf>> {
+    let suffix = format!("_{id}.jsonl");
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().ends_with(&suffix) {
+            return Ok(Some(entry.path()));
+        }
+    }
+    Ok(None)
+}
+
+/// Writes `lines` (each without its newline) as a new session file `dir/name` for session `id`
+/// and returns its path. The caller holds the `{cwd, id}` reservation.
+///
+/// Steps: refuse if a `*_<id>.jsonl` exists; write a temp file in `dir`; fsync it; read it back
+/// strictly (it must open without corruption or torn tail); rename without replace; fsync `dir`.
+/// Errors: `Exists`, `Io`, `Verify`; on any error no file named `name` was created.
+pub fn publish_new(
+    dir: &Path,
+    name: &str,
+    id: &str,
+    lines: &[Vec<u8>],
+) -> Result<PathBuf, PublishError> {
+    let dest = dir.join(name);
+    let io_err = |path: &Path| {
+        let path = path.to_owned();
+        move |source| PublishError::Io { path, source }
+    };
+    if let Some(path) = existing_with_id(dir, id).map_err(io_err(dir))? {
+        return Err(PublishError::Exists {
+            path,
+            id: id.to_owned(),
+        });
+    }
+    let temp = tempfile::Builder::new()
+        .prefix(".sessiond-")
+        .suffix(".jsonl.tmp")
+        .tempfile_in(dir)
+        .map_err(io_err(dir))?;
+    {
+        let mut out = BufWriter::new(temp.as_file());
+        for line in lines {
+            out.write_all(line).map_err(io_err(temp.path()))?;
+            out.write_all(b"\n").map_err(io_err(temp.path()))?;
+        }
+        out.flush().map_err(io_err(temp.path()))?;
+    }
+    temp.as_file().sync_all().map_err(io_err(temp.path()))?;
+    match reader::open_session(temp.path(), Mode::Strict) {
+        Ok(s) if s.torn_tail.is_none() => {}
+        Ok(_) => {
+            return Err(PublishError::Io {
+                path: temp.path().to_owned(),
+                source: io::Error::other("the new file ends in a torn line"),
+            });
+        }
+        Err(source) => {
+            return Err(PublishError::Verify { path: dest, source });
+        }
+    }
+    if let Some(ms) = std::env::var(TEST_PAUSE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+    temp.persist_noclobber(&dest).map_err(|e| {
+        if e.error.kind() == io::ErrorKind::AlreadyExists {
+            PublishError::Exists {
+                path: dest.clone(),
+                id: id.to_owned(),
+            }
+        } else {
+            PublishError::Io {
+                path: dest.clone(),
+                source: e.error,
+            }
+        }
+    })?;
+    // The rename is durable only once the directory is synced.
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))?;
+    Ok(dest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_follow_pi() {
+        assert_eq!(
+            session_file_name("2025-01-02T03:04:05.678Z", "abc"),
+            "2025-01-02T03-04-05-678Z_abc.jsonl"
+        );
+    }
+
+    #[test]
+    fn a_reservation_is_exclusive_until_dropped() {
+        let r = Reservations::new();
+        let a = r.reserve("/w", "x").unwrap();
+        assert!(matches!(
+            r.reserve("/w", "x"),
+            Err(PublishError::Reserved { .. })
+        ));
+        assert!(r.reserve("/other", "x").is_ok());
+        drop(a);
+        assert!(r.reserve("/w", "x").is_ok());
+    }
+
+    #[test]
+    fn an_existing_file_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = br#"{"type":"session","version":3,"id":"s1","timestamp":"t"}"#.to_vec();
+        let p = publish_new(
+            dir.path(),
+            "a_s1.jsonl",
+            "s1",
+            std::slice::from_ref(&header),
+        )
+        .unwrap();
+        let before = std::fs::read(&p).unwrap();
+        assert!(matches!(
+            publish_new(dir.path(), "a_s1.jsonl", "s1", &[header]),
+            Err(PublishError::Exists { .. })
+        ));
+        assert_eq!(std::fs::read(&p).unwrap(), before);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temp file left behind");
+    }
+}
