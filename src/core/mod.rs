@@ -13,4 +13,5 @@ pub mod preview;
 pub mod projection;
 pub mod render;
 pub mod timestamp;
+pub mod tokens;
 pub mod tree;

@@ -229,3 +229,44 @@ mod tests {
         assert_eq!(js_time_of_raw(None), None);
     }
 }
+
+/// Milliseconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ` (what JavaScript's
+/// `Date.prototype.toISOString` prints for years 0..=9999).
+pub fn format_iso(ms: i64) -> String {
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn formats_round_trip_with_parse() {
+        for s in [
+            "1970-01-01T00:00:00.000Z",
+            "2000-02-29T23:59:59.999Z",
+            "2025-12-31T12:34:56.789Z",
+        ] {
+            let ms = parse_iso(s);
+            assert_eq!(ms.map(format_iso).as_deref(), Some(s));
+        }
+    }
+}

@@ -241,6 +241,81 @@ impl Tree {
         Ok(())
     }
 
+    /// Checks that `batch` (entries in file order, about to be appended) would push and
+    /// settle without corruption in strict mode: no id already used in the tree or earlier
+    /// in the batch, no entry that is its own parent or closes a loop of parents, and every
+    /// parent names an entry in the tree or in the batch. Returns the batch index and the
+    /// corruption of the first problem. The tree is not changed, so live tailing can refuse
+    /// a corrupt batch and keep the last good state. Version-1 entries (linear, ids from
+    /// line numbers) always pass.
+    pub fn check_append(&self, batch: &[Entry]) -> Result<(), (usize, Corruption)> {
+        if self.v1.is_some() {
+            return Ok(());
+        }
+        let mut in_batch: HashMap<&str, usize> = HashMap::with_capacity(batch.len());
+        for (i, e) in batch.iter().enumerate() {
+            if self.index.contains_key(&e.id) || in_batch.contains_key(e.id.as_str()) {
+                let c = corruption(
+                    CorruptionKind::DuplicateId,
+                    e.span,
+                    Some(&e.id),
+                    "this id is already used by an earlier entry",
+                );
+                return Err((i, c));
+            }
+            in_batch.insert(e.id.as_str(), i);
+        }
+        for (i, e) in batch.iter().enumerate() {
+            let Some(parent) = &e.parent_id else { continue };
+            if parent == &e.id {
+                let c = corruption(
+                    CorruptionKind::ParentCycle,
+                    e.span,
+                    Some(&e.id),
+                    "the entry is its own parent",
+                );
+                return Err((i, c));
+            }
+            if self.index.contains_key(parent) {
+                continue;
+            }
+            let Some(&p) = in_batch.get(parent.as_str()) else {
+                let c = corruption(
+                    CorruptionKind::MissingParent,
+                    e.span,
+                    Some(&e.id),
+                    &format!("parent {parent} names no entry in the file"),
+                );
+                return Err((i, c));
+            };
+            // Following parents that come earlier in the batch strictly decreases the index,
+            // so only a forward reference can start a loop.
+            if p > i {
+                let mut cur = p;
+                for _ in 0..=batch.len() {
+                    match batch[cur]
+                        .parent_id
+                        .as_ref()
+                        .and_then(|q| in_batch.get(q.as_str()))
+                    {
+                        Some(&next) if next == i => {
+                            let c = corruption(
+                                CorruptionKind::ParentCycle,
+                                e.span,
+                                Some(&e.id),
+                                "the chain of parents loops back to this entry",
+                            );
+                            return Err((i, c));
+                        }
+                        Some(&next) => cur = next,
+                        None => break,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records a line that could not be read. Strict mode returns it as corruption; lenient
     /// mode notes it and skips the line, as pi does.
     pub fn line_problem(&mut self, problem: LineProblem, span: LineSpan) -> Result<(), Corruption> {
