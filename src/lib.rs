@@ -4,10 +4,20 @@
 //! * [`core`] — pure: the session format, the tree, the projection (what the model sees),
 //!   rendering, explanations. No I/O, no async, no protocol.
 //! * [`storage`] — the only code that reads or writes session files.
+//! * [`session`] — one owner task per open session (tree, file offset, pending partial
+//!   line), its handle and the registry of open sessions, and the session roots.
+//! * [`watch`] — `notify` events on the parent directories of open sessions, turned into
+//!   hints for the owners.
+//! * [`server`] — the daemon (`sessiond serve`): the only code that knows JSON-RPC.
+//! * [`context_json`] — the context document shared by the CLI and the server.
 //! * [`cli`] — subcommands over the same core and storage.
 //!
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
 
 pub mod cli;
+pub mod context_json;
 pub mod core;
+pub mod server;
+pub mod session;
 pub mod storage;
+pub mod watch;
