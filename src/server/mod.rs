@@ -220,3 +220,57 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
         std::process::ExitCode::from(1)
     }
 }
+
+#[cfg(test)]
+mod protocol_agreement {
+    //! `protocol/` and the method table must agree: every method and notification has a
+    //! section in the README and its schemas, and nothing else is documented.
+
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    use super::{METHODS, NOTIFICATIONS};
+
+    fn protocol_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("protocol")
+    }
+
+    #[test]
+    fn readme_lists_exactly_the_methods_and_notifications() {
+        let readme = std::fs::read_to_string(protocol_dir().join("README.md")).unwrap();
+        let documented: BTreeSet<&str> = readme
+            .lines()
+            .filter_map(|l| l.strip_prefix("### `"))
+            .filter_map(|l| l.strip_suffix('`'))
+            .collect();
+        let served: BTreeSet<&str> = METHODS.iter().chain(NOTIFICATIONS).copied().collect();
+        assert_eq!(documented, served);
+        assert!(readme.contains(&format!(
+            "Protocol version: **{}**",
+            super::PROTOCOL_VERSION
+        )));
+    }
+
+    #[test]
+    fn schema_files_are_exactly_one_params_and_result_per_method() {
+        let mut want: BTreeSet<String> = BTreeSet::new();
+        for m in METHODS {
+            let base = m.replace('/', ".");
+            want.insert(format!("{base}.params.json"));
+            want.insert(format!("{base}.result.json"));
+        }
+        for n in NOTIFICATIONS {
+            want.insert(format!("{}.params.json", n.replace('/', ".")));
+        }
+        let have: BTreeSet<String> = std::fs::read_dir(protocol_dir().join("schema"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(have, want);
+        for f in &have {
+            let text = std::fs::read_to_string(protocol_dir().join("schema").join(f)).unwrap();
+            let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert!(schema.get("$schema").is_some(), "{f} names its dialect");
+        }
+    }
+}

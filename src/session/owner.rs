@@ -85,8 +85,8 @@ pub struct Session {
     stamp: FileStamp,
     /// Up to [`SIGNATURE_BYTES`] bytes just before `splitter.offset`.
     signature: Vec<u8>,
-    /// Set when new bytes were corrupt: growth is ignored until the file shrinks, is
-    /// replaced or rewritten (and `needs_reload` retries a reload on any change).
+    /// Set when new bytes were corrupt: tailing stays at the last good line and retries
+    /// from there on every change (and `needs_reload` retries a failed reload).
     corrupt: Option<Corruption>,
     needs_reload: bool,
     generation: u64,
@@ -206,10 +206,6 @@ impl Session {
             self.reload(reason, stamp, sink);
             return;
         }
-        if self.corrupt.is_some() {
-            self.stamp = stamp;
-            return;
-        }
         let bytes = match tail::read_range(&self.file, known, stamp.size) {
             Ok(b) => b,
             Err(e) => {
@@ -222,10 +218,16 @@ impl Session {
         self.apply_bytes(&bytes, sink);
     }
 
+    /// Whether the header line and the bytes just before the applied offset are unchanged:
+    /// a cheap test for a file rewritten in place (pi's migration rewrites every line).
     fn signature_holds(&self) -> bool {
         let end = self.splitter.offset;
         let start = end.saturating_sub(SIGNATURE_BYTES);
+        let header = self.tree.header();
+        let header_end = header.span.offset + u64::from(header.span.len);
         tail::read_range(&self.file, start, end).is_ok_and(|b| b == self.signature)
+            && tail::read_range(&self.file, header.span.offset, header_end)
+                .is_ok_and(|b| b == header.raw.get().as_bytes())
     }
 
     fn reload(&mut self, reason: ReloadReason, stamp: FileStamp, sink: &dyn EventSink) {
@@ -256,6 +258,9 @@ impl Session {
             Ok::<(), ()>(())
         });
         if lines.is_empty() {
+            // A corrupt line is always complete, so with no complete line left after the
+            // offset it is gone (the file was cut back to the last good line).
+            self.corrupt = None;
             return;
         }
         let before = self.tree.len() as NodeIdx;
@@ -285,12 +290,16 @@ impl Session {
                     if after > before {
                         sink.appended(self, before..after);
                     }
-                    sink.corrupt(self, &corruption);
+                    // Every later change retries from here; report each problem once.
+                    if self.corrupt.as_ref() != Some(&corruption) {
+                        sink.corrupt(self, &corruption);
+                    }
                     self.corrupt = Some(corruption);
                     return;
                 }
             }
         }
+        self.corrupt = None;
         self.update_signature();
         let after = self.tree.len() as NodeIdx;
         if after > before {
