@@ -1,6 +1,8 @@
 //! Integration tests of `sessiond serve`: the real binary over pipes with LSP framing.
 //! Lifecycle, every method against the fixtures and the schemas, live tailing with a writer
 //! process, reloads, corruption, and bad input.
+// Helpers fail the test by panicking, like assertions.
+#![allow(clippy::expect_used)]
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! Test support: a JSON-RPC client that spawns the real `sessiond serve` and speaks LSP
 //! framing over its pipes, plus the protocol schemas to validate what it says.
-#![allow(dead_code)]
+// Test helpers fail the test by panicking, like assertions.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
