@@ -661,3 +661,68 @@ fn exit_without_shutdown_exits_1() {
     d.notify("exit", Value::Null);
     assert_eq!(d.wait(), Some(1));
 }
+
+/// `nvim` from `$SESSIOND_NVIM` or `PATH`.
+fn find_nvim() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SESSIOND_NVIM") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join("nvim"))
+        .find(|p| p.is_file())
+}
+
+/// A real client: headless Neovim runs the plugin in editors/neovim, which starts the
+/// daemon with `vim.lsp.start`, opens a session, gets its context and receives
+/// `session/didChange` after an append. Fails (never skips) under CI=true without nvim;
+/// `scripts/test-deps.sh` installs it.
+#[test]
+fn neovim_plugin_opens_a_session_and_follows_it() {
+    let Some(nvim) = find_nvim() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "nvim not found: run scripts/test-deps.sh (or set SESSIOND_NVIM)"
+        );
+        eprintln!("skipping: nvim not found (run scripts/test-deps.sh)");
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("s.jsonl");
+    std::fs::copy(repo().join("examples/pi-v3-branched.jsonl"), &file).expect("copy");
+    let out = dir.path().join("report.json");
+    let leaf = "610f9c1e";
+    let line = json!({"type": "message", "id": "a0a0a0a0", "parentId": leaf,
+        "timestamp": "2025-11-21T00:00:00.000Z", "message": {"role": "user", "content": "hello"}});
+    let status = std::process::Command::new(&nvim)
+        .args(["--headless", "--clean", "-l"])
+        .arg(repo().join("tests/neovim/smoke.lua"))
+        .env("SESSIOND_PLUGIN", repo().join("editors/neovim"))
+        .env("SESSIOND_BIN", support::BIN)
+        .env("SESSIOND_ROOT", dir.path())
+        .env("SESSIOND_FILE", &file)
+        .env("SESSIOND_APPEND", line.to_string())
+        .env("SESSIOND_OUT", &out)
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .stdin(std::process::Stdio::null())
+        .status()
+        .expect("run nvim");
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("no report ({status}): {e}")),
+    )
+    .expect("report is JSON");
+    assert!(status.success(), "nvim failed: {report}");
+    let cli = cli_json(&[
+        "context",
+        "--json",
+        repo()
+            .join("examples/pi-v3-branched.jsonl")
+            .to_str()
+            .expect("utf-8"),
+    ]);
+    assert_eq!(report["open"]["entryCount"], json!(1033));
+    assert_eq!(report["context"]["leafId"], json!(leaf));
+    assert_eq!(report["context"]["entryIds"], cli["entryIds"]);
+    assert_eq!(report["didChange"]["added"], json!(["a0a0a0a0"]));
+    assert_eq!(report["didChange"]["entryCount"], json!(1034));
+    assert_eq!(report["didChange"]["leafId"], json!("a0a0a0a0"));
+}

@@ -273,4 +273,25 @@ mod protocol_agreement {
             assert!(schema.get("$schema").is_some(), "{f} names its dialect");
         }
     }
+
+    #[test]
+    fn the_neovim_plugin_uses_only_served_names() {
+        let lua = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("editors/neovim/lua/sessiond/init.lua"),
+        )
+        .unwrap();
+        let used: BTreeSet<&str> = lua
+            .split('"')
+            .filter(|s| s.starts_with("session/"))
+            .collect();
+        let served: BTreeSet<&str> = METHODS.iter().chain(NOTIFICATIONS).copied().collect();
+        assert!(
+            used.is_subset(&served),
+            "unknown: {:?}",
+            used.difference(&served)
+        );
+        for n in NOTIFICATIONS {
+            assert!(used.contains(n), "the plugin has no handler for {n}");
+        }
+    }
 }
