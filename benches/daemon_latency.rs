@@ -2,6 +2,8 @@
 //! client's `session/didChange` (median and p99 over 1,000 appends), and the cost of
 //! `session/contextAt` on the largest fixture. Run with `cargo bench --bench daemon_latency`;
 //! prints a table.
+// The table goes to stdout; a failed setup step ends the run with a message.
+#![allow(clippy::print_stdout, clippy::expect_used)]
 
 #[path = "../tests/support/mod.rs"]
 mod support;
