@@ -487,3 +487,72 @@ fn corruption(
         message: message.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod check_append_tests {
+    use super::*;
+    use crate::core::format::{Expect, Line, parse_line};
+
+    fn entry(line: u32, json: &str) -> Entry {
+        let span = LineSpan {
+            line,
+            offset: 0,
+            len: json.len() as u32,
+        };
+        match parse_line(json.as_bytes(), span, Expect::Entry { version: 3 }) {
+            Ok(Line::Entry(e)) => e,
+            other => panic!("not an entry: {other:?}"),
+        }
+    }
+
+    fn tree() -> Tree {
+        let h = r#"{"type":"session","version":3,"id":"s"}"#;
+        let span = LineSpan {
+            line: 1,
+            offset: 0,
+            len: h.len() as u32,
+        };
+        let Ok(Line::Header(header)) = parse_line(h.as_bytes(), span, Expect::Header) else {
+            panic!("header");
+        };
+        let mut t = Tree::new(header, Mode::Strict);
+        t.push(
+            entry(2, r#"{"type":"custom","id":"a","parentId":null}"#),
+            None,
+        )
+        .unwrap();
+        t
+    }
+
+    fn kind(t: &Tree, batch: &[Entry]) -> Option<(usize, CorruptionKind)> {
+        t.check_append(batch).err().map(|(i, c)| (i, c.kind))
+    }
+
+    #[test]
+    fn accepts_good_batches_and_names_the_first_bad_entry() {
+        let t = tree();
+        let b = entry(3, r#"{"type":"custom","id":"b","parentId":"a"}"#);
+        let c_before_parent = entry(4, r#"{"type":"custom","id":"c","parentId":"d"}"#);
+        let d = entry(5, r#"{"type":"custom","id":"d","parentId":"b"}"#);
+        assert_eq!(
+            kind(&t, &[b.clone(), c_before_parent.clone(), d.clone()]),
+            None
+        );
+        let dup = entry(4, r#"{"type":"custom","id":"a","parentId":null}"#);
+        assert_eq!(
+            kind(&t, &[b.clone(), dup]),
+            Some((1, CorruptionKind::DuplicateId))
+        );
+        let orphan = entry(4, r#"{"type":"custom","id":"x","parentId":"nope"}"#);
+        assert_eq!(
+            kind(&t, &[b.clone(), orphan]),
+            Some((1, CorruptionKind::MissingParent))
+        );
+        let selfish = entry(3, r#"{"type":"custom","id":"s","parentId":"s"}"#);
+        assert_eq!(kind(&t, &[selfish]), Some((0, CorruptionKind::ParentCycle)));
+        let x = entry(3, r#"{"type":"custom","id":"x","parentId":"y"}"#);
+        let y = entry(4, r#"{"type":"custom","id":"y","parentId":"x"}"#);
+        assert_eq!(kind(&t, &[x, y]), Some((0, CorruptionKind::ParentCycle)));
+        assert_eq!(t.len(), 1, "checking never changes the tree");
+    }
+}

@@ -35,13 +35,25 @@ enum Frame {
 
 /// Splits a byte stream into LSP frames, resynchronizing at the next `Content-Length`
 /// after garbage.
-#[derive(Default)]
 struct Deframer {
     buf: Vec<u8>,
+    /// Largest accepted body ([`MAX_FRAME_BYTES`]).
+    max_body: usize,
     /// Body length of the frame whose header was read.
     body: Option<usize>,
     /// Bytes of an oversized body still to skip.
     skip: usize,
+}
+
+impl Default for Deframer {
+    fn default() -> Self {
+        Deframer {
+            buf: Vec::new(),
+            max_body: MAX_FRAME_BYTES,
+            body: None,
+            skip: 0,
+        }
+    }
 }
 
 impl Deframer {
@@ -92,11 +104,12 @@ impl Deframer {
                 match len {
                     None => Some(self.resync("missing Content-Length header")),
                     Some(None) => Some(self.resync("invalid Content-Length header")),
-                    Some(Some(n)) if n > MAX_FRAME_BYTES => {
+                    Some(Some(n)) if n > self.max_body => {
                         self.buf.drain(..used);
                         self.skip = n;
                         Some(Frame::Malformed(format!(
-                            "frame of {n} bytes exceeds the limit of {MAX_FRAME_BYTES}"
+                            "frame of {n} bytes exceeds the limit of {}",
+                            self.max_body
                         )))
                     }
                     Some(Some(n)) => {
@@ -286,4 +299,67 @@ where
     let _ = outgoing.await;
     drop(out_tx);
     let _ = writer.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(d: &mut Deframer) -> Vec<String> {
+        std::iter::from_fn(|| d.next())
+            .map(|f| match f {
+                Frame::Body(b) => String::from_utf8_lossy(&b).into_owned(),
+                Frame::Malformed(why) => format!("malformed: {why}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splits_frames_across_reads_and_resyncs_after_garbage() {
+        let mut d = Deframer::default();
+        d.buf
+            .extend_from_slice(b"Content-Length: 2\r\n\r\n{}Content-Len");
+        assert_eq!(frames(&mut d), ["{}"]);
+        d.buf.extend_from_slice(b"gth: 3\r\n\r\n[1]");
+        assert_eq!(frames(&mut d), ["[1]"]);
+        d.buf
+            .extend_from_slice(b"junk junk\r\n\r\nContent-Length: 1\r\n\r\n7");
+        let got = frames(&mut d);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("malformed"));
+        assert_eq!(got[1], "7");
+        d.buf
+            .extend_from_slice(b"Content-Type: x\r\n\r\nContent-Length: 1\r\n\r\n8");
+        let got = frames(&mut d);
+        assert_eq!(got, ["malformed: missing Content-Length header", "8"]);
+    }
+
+    #[test]
+    fn skips_oversized_bodies() {
+        let mut d = Deframer {
+            max_body: 1000,
+            ..Deframer::default()
+        };
+        let huge = 1001;
+        d.buf
+            .extend_from_slice(format!("Content-Length: {huge}\r\n\r\n").as_bytes());
+        assert_eq!(frames(&mut d).len(), 1);
+        d.buf.extend(std::iter::repeat_n(b'x', huge));
+        d.buf.extend_from_slice(b"Content-Length: 2\r\n\r\nok");
+        assert_eq!(frames(&mut d), ["ok"]);
+    }
+
+    #[test]
+    fn classifies_bodies() {
+        assert!(matches!(classify(b"{"), Incoming::Reject(_)));
+        assert!(matches!(classify(b"[]"), Incoming::Reject(_)));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#),
+            Incoming::Request(_)
+        ));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+            Incoming::Response(_)
+        ));
+    }
 }
