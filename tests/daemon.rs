@@ -726,3 +726,36 @@ fn neovim_plugin_opens_a_session_and_follows_it() {
     assert_eq!(report["didChange"]["entryCount"], json!(1034));
     assert_eq!(report["didChange"]["leafId"], json!("a0a0a0a0"));
 }
+
+#[test]
+fn long_listings_report_progress() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (header, entries) = v3_session(1);
+    for i in 0..450 {
+        let sub = dir.path().join(format!("--cwd-{}--", i % 3));
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        std::fs::write(sub.join(format!("{i:04}.jsonl")), lines(&header, &entries)).expect("write");
+    }
+    std::fs::write(dir.path().join("broken.jsonl"), "not a header\n").expect("write");
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+    let list = d.call("session/list", json!({"workDoneToken": "list-1"}));
+    assert_schema("session/list", "result", &list);
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(450));
+    assert_eq!(list["skipped"].as_array().map(Vec::len), Some(1));
+    let mut kinds = Vec::new();
+    while let Some(p) = d.notification("$/progress", Duration::from_millis(200)) {
+        assert_eq!(p["token"], json!("list-1"));
+        kinds.push(p["value"]["kind"].as_str().unwrap_or("").to_owned());
+    }
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("begin"),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.last().map(String::as_str), Some("end"), "{kinds:?}");
+    assert!(
+        kinds.iter().filter(|k| *k == "report").count() >= 2,
+        "{kinds:?}"
+    );
+    assert_eq!(d.stop(), Some(0));
+}

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tower_lsp_server::ls_types::notification::Notification;
-use tower_lsp_server::ls_types::{NumberOrString, ProgressToken};
+use tower_lsp_server::ls_types::ProgressToken;
 
 /// `session/open` params.
 #[derive(Debug, Deserialize)]
@@ -252,12 +252,4 @@ pub enum Outgoing {
     DidChange(DidChangeParams),
     DidReload(DidReloadParams),
     DidCorrupt(DidCorruptParams),
-}
-
-/// A progress token as the client sent it.
-pub fn token_string(t: &ProgressToken) -> String {
-    match t {
-        NumberOrString::Number(n) => n.to_string(),
-        NumberOrString::String(s) => s.clone(),
-    }
 }
