@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
 use thiserror::Error;
 
+use crate::context_json::ContextJson;
 use crate::core::explain::{self, Explanation, Reason};
 use crate::core::format::EntryKind;
 use crate::core::preview;
@@ -84,6 +85,12 @@ pub enum Command {
     Append(crate::cli_write::AppendArgs),
     /// Write the readable entries of a corrupt session into a new file; the original is untouched.
     Salvage(crate::cli_write::SalvageArgs),
+    /// Serve sessions as a daemon: JSON-RPC over stdin/stdout with LSP framing (see protocol/).
+    Serve {
+        /// A directory sessions may be read from (repeatable); default: pi's sessions directory.
+        #[arg(long = "root", value_name = "DIR")]
+        roots: Vec<PathBuf>,
+    },
 }
 
 /// Errors a command reports on stderr; each maps to an exit code.
@@ -111,6 +118,11 @@ impl CliError {
 
 /// Runs a parsed command line, writing results to stdout.
 pub fn run(cli: Cli) -> ExitCode {
+    // Before stdout is locked below: the daemon writes protocol frames from its own thread.
+    if let Command::Serve { roots } = &cli.command {
+        let roots = roots.clone();
+        return crate::server::serve(crate::server::ServeOptions { roots });
+    }
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let result = match cli.command {
@@ -147,6 +159,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Branch(args) => return crate::cli_write::branch(args),
         Command::Append(args) => return crate::cli_write::append(args),
         Command::Salvage(args) => return crate::cli_write::salvage(args),
+        Command::Serve { .. } => return ExitCode::SUCCESS,
     };
     finish(out, result)
 }
@@ -214,10 +227,7 @@ fn context(
         source,
     };
     if json {
-        write_context_json(out, tree, &proj, &lines, &session).map_err(|e| match e {
-            ContextWriteError::Render(r) => render_err(r),
-            ContextWriteError::Io(e) => CliError::Output(e),
-        })
+        write_context_json(out, tree, &proj, &lines, &session, file)
     } else {
         let model = proj.model.as_ref().map_or("none".to_owned(), |m| {
             let text = |r: &Option<Box<serde_json::value::RawValue>>| {
@@ -260,77 +270,26 @@ fn context(
     }
 }
 
-enum ContextWriteError {
-    Render(RenderError),
-    Io(io::Error),
-}
-
-impl From<io::Error> for ContextWriteError {
-    fn from(e: io::Error) -> Self {
-        ContextWriteError::Io(e)
-    }
-}
-
-/// Writes `{"messages", "thinkingLevel", "model", "entryIds", "messageEntryIds", "leafId",
-/// "diagnostics", "tornTail"}`, streaming messages so a large context is never held whole.
+/// Writes the context document (see [`crate::context_json`]), streaming its messages.
 fn write_context_json(
     out: &mut impl Write,
     tree: &Tree,
     proj: &Projection,
     lines: &dyn LineSource,
     session: &OpenedSession,
-) -> Result<(), ContextWriteError> {
-    out.write_all(b"{\"messages\":[")?;
-    let mut sources = Vec::new();
-    render::for_each_message(tree, proj, lines, |m| {
-        if !sources.is_empty() {
-            out.write_all(b",")?;
-        }
-        out.write_all(m.message.get().as_bytes())?;
-        sources.push(tree.node(m.entry).entry.id.as_str());
-        Ok(())
-    })
-    .map_err(ContextWriteError::Render)?;
-    out.write_all(b"]")?;
-    if let Some(level) = &proj.thinking_level {
-        write!(out, ",\"thinkingLevel\":{}", level.get())?;
+    file: &Path,
+) -> Result<(), CliError> {
+    let doc = ContextJson::new(tree, proj, lines, session.torn_tail);
+    match serde_json::to_writer(&mut *out, &doc) {
+        Ok(()) => Ok(writeln!(out)?),
+        Err(e) => Err(match doc.take_render_error() {
+            Some(source) => CliError::Render {
+                path: file.to_owned(),
+                source,
+            },
+            None => CliError::Output(e.into()),
+        }),
     }
-    out.write_all(b",\"model\":")?;
-    match &proj.model {
-        None => out.write_all(b"null")?,
-        Some(m) => {
-            let mut fields = Vec::new();
-            if let Some(p) = &m.provider {
-                fields.push(format!("\"provider\":{}", p.get()));
-            }
-            if let Some(id) = &m.model_id {
-                fields.push(format!("\"modelId\":{}", id.get()));
-            }
-            write!(out, "{{{}}}", fields.join(","))?;
-        }
-    }
-    let entry_ids: Vec<&str> = proj
-        .items
-        .iter()
-        .map(|i| tree.node(i.node).entry.id.as_str())
-        .collect();
-    let mut diagnostics: Vec<&crate::core::diagnostics::Diagnostic> =
-        tree.diagnostics().iter().collect();
-    diagnostics.extend(&proj.diagnostics);
-    let tail = json!({
-        "entryIds": entry_ids,
-        "messageEntryIds": sources,
-        "leafId": proj.leaf.map(|l| tree.node(l).entry.id.as_str()),
-        "diagnostics": diagnostics,
-        "tornTail": session.torn_tail,
-    });
-    if let Value::Object(map) = tail {
-        for (k, v) in map {
-            write!(out, ",{}:{}", Value::String(k), v)?;
-        }
-    }
-    out.write_all(b"}\n")?;
-    Ok(())
 }
 
 fn write_problems(

@@ -3,14 +3,24 @@
 //! Architecture (each layer only calls the ones above it):
 //! * [`core`] — pure: the session format, the tree, the projection (what the model sees),
 //!   rendering, explanations. No I/O, no async, no protocol.
-//! * [`storage`] — the only code that reads or writes session files (reader; writer with
-//!   lock, fencing, torn-tail repair and atomic publish).
-//! * [`cli`], [`cli_write`] — subcommands over the same core and storage.
+//! * [`storage`] — the only code that reads or writes session files: reader, tail reads of
+//!   appended bytes, header listings; writer with lock, fencing, torn-tail repair and atomic publish.
+//! * [`session`] — one owner task per open session (tree, file offset, pending partial
+//!   line), its handle and the registry of open sessions, and the session roots.
+//! * [`watch`] — `notify` events on the parent directories of open sessions, turned into
+//!   hints for the owners.
+//! * [`server`] — the daemon (`sessiond serve`): the only code that knows JSON-RPC.
+//! * [`context_json`] — the context document shared by the CLI and the server.
+//! * [`cli`], [`cli_write`], [`cli_compact`] — subcommands over the same core and storage.
 //!
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
 
 pub mod cli;
 pub mod cli_compact;
 pub mod cli_write;
+pub mod context_json;
 pub mod core;
+pub mod server;
+pub mod session;
 pub mod storage;
+pub mod watch;

@@ -17,4 +17,5 @@ pub mod projection;
 pub mod raw_object;
 pub mod render;
 pub mod timestamp;
+pub mod tokens;
 pub mod tree;

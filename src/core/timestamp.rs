@@ -292,3 +292,20 @@ mod tests {
         assert_eq!(js_time_of_raw(None), None);
     }
 }
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn formats_round_trip_with_parse() {
+        for s in [
+            "1970-01-01T00:00:00.000Z",
+            "2000-02-29T23:59:59.999Z",
+            "2025-12-31T12:34:56.789Z",
+        ] {
+            let ms = parse_iso(s);
+            assert_eq!(ms.map(format_iso).as_deref(), Some(s));
+        }
+    }
+}

@@ -241,6 +241,81 @@ impl Tree {
         Ok(())
     }
 
+    /// Checks that `batch` (entries in file order, about to be appended) would push and
+    /// settle without corruption in strict mode: no id already used in the tree or earlier
+    /// in the batch, no entry that is its own parent or closes a loop of parents, and every
+    /// parent names an entry in the tree or in the batch. Returns the batch index and the
+    /// corruption of the first problem. The tree is not changed, so live tailing can refuse
+    /// a corrupt batch and keep the last good state. Version-1 entries (linear, ids from
+    /// line numbers) always pass.
+    pub fn check_append(&self, batch: &[Entry]) -> Result<(), (usize, Corruption)> {
+        if self.v1.is_some() {
+            return Ok(());
+        }
+        let mut in_batch: HashMap<&str, usize> = HashMap::with_capacity(batch.len());
+        for (i, e) in batch.iter().enumerate() {
+            if self.index.contains_key(&e.id) || in_batch.contains_key(e.id.as_str()) {
+                let c = corruption(
+                    CorruptionKind::DuplicateId,
+                    e.span,
+                    Some(&e.id),
+                    "this id is already used by an earlier entry",
+                );
+                return Err((i, c));
+            }
+            in_batch.insert(e.id.as_str(), i);
+        }
+        for (i, e) in batch.iter().enumerate() {
+            let Some(parent) = &e.parent_id else { continue };
+            if parent == &e.id {
+                let c = corruption(
+                    CorruptionKind::ParentCycle,
+                    e.span,
+                    Some(&e.id),
+                    "the entry is its own parent",
+                );
+                return Err((i, c));
+            }
+            if self.index.contains_key(parent) {
+                continue;
+            }
+            let Some(&p) = in_batch.get(parent.as_str()) else {
+                let c = corruption(
+                    CorruptionKind::MissingParent,
+                    e.span,
+                    Some(&e.id),
+                    &format!("parent {parent} names no entry in the file"),
+                );
+                return Err((i, c));
+            };
+            // Following parents that come earlier in the batch strictly decreases the index,
+            // so only a forward reference can start a loop.
+            if p > i {
+                let mut cur = p;
+                for _ in 0..=batch.len() {
+                    match batch[cur]
+                        .parent_id
+                        .as_ref()
+                        .and_then(|q| in_batch.get(q.as_str()))
+                    {
+                        Some(&next) if next == i => {
+                            let c = corruption(
+                                CorruptionKind::ParentCycle,
+                                e.span,
+                                Some(&e.id),
+                                "the chain of parents loops back to this entry",
+                            );
+                            return Err((i, c));
+                        }
+                        Some(&next) => cur = next,
+                        None => break,
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records a line that could not be read. Strict mode returns it as corruption; lenient
     /// mode notes it and skips the line, as pi does.
     pub fn line_problem(&mut self, problem: LineProblem, span: LineSpan) -> Result<(), Corruption> {
@@ -410,5 +485,74 @@ fn corruption(
         offset: span.offset,
         id: id.cloned(),
         message: message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod check_append_tests {
+    use super::*;
+    use crate::core::format::{Expect, Line, parse_line};
+
+    fn entry(line: u32, json: &str) -> Entry {
+        let span = LineSpan {
+            line,
+            offset: 0,
+            len: json.len() as u32,
+        };
+        match parse_line(json.as_bytes(), span, Expect::Entry { version: 3 }) {
+            Ok(Line::Entry(e)) => e,
+            other => panic!("not an entry: {other:?}"),
+        }
+    }
+
+    fn tree() -> Tree {
+        let h = r#"{"type":"session","version":3,"id":"s"}"#;
+        let span = LineSpan {
+            line: 1,
+            offset: 0,
+            len: h.len() as u32,
+        };
+        let Ok(Line::Header(header)) = parse_line(h.as_bytes(), span, Expect::Header) else {
+            panic!("header");
+        };
+        let mut t = Tree::new(header, Mode::Strict);
+        t.push(
+            entry(2, r#"{"type":"custom","id":"a","parentId":null}"#),
+            None,
+        )
+        .unwrap();
+        t
+    }
+
+    fn kind(t: &Tree, batch: &[Entry]) -> Option<(usize, CorruptionKind)> {
+        t.check_append(batch).err().map(|(i, c)| (i, c.kind))
+    }
+
+    #[test]
+    fn accepts_good_batches_and_names_the_first_bad_entry() {
+        let t = tree();
+        let b = entry(3, r#"{"type":"custom","id":"b","parentId":"a"}"#);
+        let c_before_parent = entry(4, r#"{"type":"custom","id":"c","parentId":"d"}"#);
+        let d = entry(5, r#"{"type":"custom","id":"d","parentId":"b"}"#);
+        assert_eq!(
+            kind(&t, &[b.clone(), c_before_parent.clone(), d.clone()]),
+            None
+        );
+        let dup = entry(4, r#"{"type":"custom","id":"a","parentId":null}"#);
+        assert_eq!(
+            kind(&t, &[b.clone(), dup]),
+            Some((1, CorruptionKind::DuplicateId))
+        );
+        let orphan = entry(4, r#"{"type":"custom","id":"x","parentId":"nope"}"#);
+        assert_eq!(
+            kind(&t, &[b.clone(), orphan]),
+            Some((1, CorruptionKind::MissingParent))
+        );
+        let selfish = entry(3, r#"{"type":"custom","id":"s","parentId":"s"}"#);
+        assert_eq!(kind(&t, &[selfish]), Some((0, CorruptionKind::ParentCycle)));
+        let x = entry(3, r#"{"type":"custom","id":"x","parentId":"y"}"#);
+        let y = entry(4, r#"{"type":"custom","id":"y","parentId":"x"}"#);
+        assert_eq!(kind(&t, &[x, y]), Some((0, CorruptionKind::ParentCycle)));
+        assert_eq!(t.len(), 1, "checking never changes the tree");
     }
 }

@@ -1,0 +1,209 @@
+//! The JSON document of a context at a leaf, in one place for `sessiond context --json` and
+//! the daemon's `session/contextAt`:
+//! `{messages, thinkingLevel?, model, entryIds, messageEntryIds, leafId, diagnostics, tornTail}`.
+//!
+//! Messages are rendered while the document is serialized, so the CLI streams a large
+//! context to stdout without holding it; `thinkingLevel` is omitted exactly when pi omits it.
+
+use std::cell::RefCell;
+use std::io;
+
+use serde::ser::{Error as _, SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::core::diagnostics::Diagnostic;
+use crate::core::explain::message_count;
+use crate::core::preview;
+use crate::core::projection::Projection;
+use crate::core::render::{self, LineSource, RenderError};
+use crate::core::tree::Tree;
+use crate::storage::reader::TornTail;
+
+/// How much of each message to include.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fields {
+    /// No `messages` key; `messageEntryIds` still says which entry each message comes from.
+    Ids,
+    /// Each message as `{role, preview}` (a one-line preview, see `core::preview`).
+    Previews,
+    /// Each message as pi builds it, byte-faithful where pi passes it through.
+    #[default]
+    Full,
+}
+
+/// A range of message indexes: `offset` first, at most `limit` (all when `None`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Window {
+    pub offset: usize,
+    pub limit: Option<usize>,
+}
+
+impl Window {
+    fn contains(&self, i: usize) -> bool {
+        i >= self.offset && self.limit.is_none_or(|l| i - self.offset < l)
+    }
+    fn past(&self, i: usize) -> bool {
+        self.limit
+            .is_some_and(|l| i >= self.offset.saturating_add(l))
+    }
+}
+
+/// A context document ready to serialize. Render errors surface as a serialization error;
+/// [`ContextJson::take_render_error`] gives the typed error back afterwards.
+pub struct ContextJson<'a> {
+    pub tree: &'a Tree,
+    pub projection: &'a Projection,
+    pub source: &'a dyn LineSource,
+    pub torn_tail: Option<TornTail>,
+    pub window: Window,
+    pub fields: Fields,
+    render_error: RefCell<Option<RenderError>>,
+}
+
+impl<'a> ContextJson<'a> {
+    /// The whole context with full messages (the CLI's document).
+    pub fn new(
+        tree: &'a Tree,
+        projection: &'a Projection,
+        source: &'a dyn LineSource,
+        torn_tail: Option<TornTail>,
+    ) -> Self {
+        ContextJson {
+            tree,
+            projection,
+            source,
+            torn_tail,
+            window: Window::default(),
+            fields: Fields::Full,
+            render_error: RefCell::new(None),
+        }
+    }
+
+    /// The error that stopped serialization while rendering a message, if any.
+    pub fn take_render_error(&self) -> Option<RenderError> {
+        self.render_error.borrow_mut().take()
+    }
+
+    /// Number of messages in the whole context (before windowing).
+    pub fn message_count(&self) -> usize {
+        self.projection
+            .items
+            .iter()
+            .map(|i| message_count(i.contribution))
+            .sum()
+    }
+
+    /// The entry id of each message, in message order (before windowing).
+    pub fn message_entry_ids(&self) -> impl Iterator<Item = &'a str> + 'a {
+        let tree = self.tree;
+        self.projection.items.iter().flat_map(move |i| {
+            std::iter::repeat_n(
+                tree.node(i.node).entry.id.as_str(),
+                message_count(i.contribution),
+            )
+        })
+    }
+}
+
+/// Stops rendering early once the window is past; never reported as an error.
+const STOP: &str = "sessiond: window complete";
+
+struct Messages<'c, 'a>(&'c ContextJson<'a>);
+
+impl Serialize for Messages<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let doc = self.0;
+        let mut seq = s.serialize_seq(None)?;
+        let mut index = 0usize;
+        let mut ser_error = None;
+        let result = render::for_each_message(doc.tree, doc.projection, doc.source, |m| {
+            let i = index;
+            index += 1;
+            if doc.window.past(i) {
+                return Err(io::Error::other(STOP));
+            }
+            if !doc.window.contains(i) {
+                return Ok(());
+            }
+            let element = match doc.fields {
+                Fields::Full => seq.serialize_element(&*m.message),
+                _ => {
+                    let value: Value = serde_json::from_str(m.message.get()).unwrap_or(Value::Null);
+                    seq.serialize_element(&serde_json::json!({
+                        "role": value.get("role").cloned().unwrap_or(Value::Null),
+                        "preview": preview::message_preview(&value),
+                    }))
+                }
+            };
+            element.map_err(|e| {
+                ser_error = Some(e);
+                io::Error::other("serialization failed")
+            })
+        });
+        if let Some(e) = ser_error {
+            return Err(e);
+        }
+        match result {
+            Ok(()) => {}
+            Err(RenderError::Io { source, .. }) if source.to_string() == STOP => {}
+            Err(e) => {
+                let message = e.to_string();
+                *doc.render_error.borrow_mut() = Some(e);
+                return Err(S::Error::custom(message));
+            }
+        }
+        seq.end()
+    }
+}
+
+struct Model<'a>(&'a crate::core::projection::ModelRef);
+
+impl Serialize for Model<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        if let Some(p) = &self.0.provider {
+            map.serialize_entry("provider", &**p)?;
+        }
+        if let Some(id) = &self.0.model_id {
+            map.serialize_entry("modelId", &**id)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for ContextJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let tree = self.tree;
+        let proj = self.projection;
+        let mut map = s.serialize_map(None)?;
+        if self.fields != Fields::Ids {
+            map.serialize_entry("messages", &Messages(self))?;
+        }
+        if let Some(level) = &proj.thinking_level {
+            map.serialize_entry::<str, RawValue>("thinkingLevel", level)?;
+        }
+        map.serialize_entry("model", &proj.model.as_ref().map(Model))?;
+        let entry_ids: Vec<&str> = proj
+            .items
+            .iter()
+            .map(|i| tree.node(i.node).entry.id.as_str())
+            .collect();
+        map.serialize_entry("entryIds", &entry_ids)?;
+        let window = self.window;
+        let message_ids: Vec<&str> = self
+            .message_entry_ids()
+            .enumerate()
+            .filter(|(i, _)| window.contains(*i))
+            .map(|(_, id)| id)
+            .collect();
+        map.serialize_entry("messageEntryIds", &message_ids)?;
+        map.serialize_entry("leafId", &proj.leaf.map(|l| tree.node(l).entry.id.as_str()))?;
+        let diagnostics: Vec<&Diagnostic> =
+            tree.diagnostics().iter().chain(&proj.diagnostics).collect();
+        map.serialize_entry("diagnostics", &diagnostics)?;
+        map.serialize_entry("tornTail", &self.torn_tail)?;
+        map.end()
+    }
+}

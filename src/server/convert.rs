@@ -1,0 +1,179 @@
+//! Conversions from core and session types to wire types: the one place where the daemon
+//! decides how a tree node, a revision, a context or a corruption looks on the wire.
+
+use std::collections::VecDeque;
+
+use serde_json::{Value, json};
+
+use super::wire::{
+    DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeResult,
+};
+use crate::core::diagnostics::Corruption;
+use crate::core::preview;
+use crate::core::render::LineSource;
+use crate::core::tree::{NodeIdx, Tree};
+use crate::session::owner::{self, ReloadReason, Session};
+
+/// The wire revision of a session.
+pub fn revision(r: owner::Revision) -> Revision {
+    Revision {
+        entry_count: r.entry_count,
+        applied_bytes: r.applied_bytes,
+        generation: r.generation,
+    }
+}
+
+fn id(tree: &Tree, n: NodeIdx) -> String {
+    tree.node(n).entry.id.to_string()
+}
+
+/// The default leaf's id (the last entry in file order).
+pub fn leaf_id(tree: &Tree) -> Option<String> {
+    tree.default_leaf().map(|l| id(tree, l))
+}
+
+/// Ids of all leaves, in file order.
+pub fn leaves(tree: &Tree) -> Vec<String> {
+    tree.leaves().map(|l| id(tree, l)).collect()
+}
+
+/// One node. Reads the entry's line for its preview and timestamp; a line that cannot be
+/// read gives an empty preview and a null timestamp rather than failing the whole answer.
+pub fn node(tree: &Tree, source: &dyn LineSource, n: NodeIdx, with_children: bool) -> Node {
+    let node = tree.node(n);
+    let e = &node.entry;
+    let line: Value = source
+        .line(e.span)
+        .ok()
+        .and_then(|l| serde_json::from_slice(&l).ok())
+        .unwrap_or(Value::Null);
+    Node {
+        id: e.id.to_string(),
+        parent_id: node.parent.map(|p| id(tree, p)),
+        entry_type: e.kind.type_name().to_owned(),
+        role: e.kind.role().map(|r| r.as_str().to_owned()),
+        label: tree.label_of(e.id.as_str()).map(|l| l.text.to_string()),
+        preview: preview::entry_preview(&line),
+        timestamp: line.get("timestamp").cloned().unwrap_or(Value::Null),
+        child_count: node.children.len(),
+        children: with_children.then(|| node.children.iter().map(|&c| id(tree, c)).collect()),
+    }
+}
+
+/// `session/open`'s result for a freshly opened (or already open) session.
+pub fn open_result(session: &Session) -> OpenResult {
+    let tree = session.tree();
+    let header: Value = serde_json::from_str(tree.header().raw.get()).unwrap_or(Value::Null);
+    OpenResult {
+        path: session.path().to_owned(),
+        session_id: tree.header().id.clone(),
+        header,
+        leaf_id: leaf_id(tree),
+        leaves: leaves(tree),
+        entry_count: tree.len(),
+        name: tree.name().map(str::to_owned),
+        torn_tail: session.torn_tail(),
+        diagnostics: json!(tree.diagnostics()),
+        revision: revision(session.revision()),
+    }
+}
+
+/// A page of the tree: breadth-first from `start` (the roots when `None`), down to `depth`
+/// levels below the start, at most `limit` nodes. A node lists its `children` only when all
+/// of them are in the page, so a client knows where to continue (`fromId` = that node).
+pub fn tree_page(
+    session: &Session,
+    start: Option<NodeIdx>,
+    depth: usize,
+    limit: usize,
+) -> TreeResult {
+    let tree = session.tree();
+    let source = session.source();
+    let starts: Vec<NodeIdx> = match start {
+        Some(s) => vec![s],
+        None => tree.roots().to_vec(),
+    };
+    let limit = limit.max(1);
+    let mut order: Vec<(NodeIdx, bool)> = Vec::new();
+    let mut queue: VecDeque<(usize, usize)> = VecDeque::new(); // (index in order, level)
+    let mut complete = true;
+    for &s in &starts {
+        if order.len() >= limit {
+            complete = false;
+            break;
+        }
+        order.push((s, false));
+        queue.push_back((order.len() - 1, 0));
+    }
+    while let Some((at, level)) = queue.pop_front() {
+        let n = order[at].0;
+        let children = &tree.node(n).children;
+        if children.is_empty() {
+            order[at].1 = true;
+            continue;
+        }
+        if level >= depth || order.len() + children.len() > limit {
+            complete = false;
+            continue;
+        }
+        order[at].1 = true;
+        for &c in children {
+            order.push((c, false));
+            queue.push_back((order.len() - 1, level + 1));
+        }
+    }
+    let nodes = order
+        .iter()
+        .map(|&(n, expanded)| node(tree, source, n, expanded))
+        .collect();
+    TreeResult {
+        nodes,
+        roots: start
+            .is_none()
+            .then(|| tree.roots().iter().map(|&r| id(tree, r)).collect()),
+        complete,
+        leaf_id: leaf_id(tree),
+        entry_count: tree.len(),
+        revision: revision(session.revision()),
+    }
+}
+
+/// `session/didChange` for entries just applied.
+pub fn did_change(session: &Session, added: std::ops::Range<NodeIdx>) -> DidChangeParams {
+    let tree = session.tree();
+    let source = session.source();
+    DidChangeParams {
+        path: session.path().to_owned(),
+        added: added.map(|n| json!(node(tree, source, n, false))).collect(),
+        leaf_id: leaf_id(tree),
+        leaves: leaves(tree),
+        entry_count: tree.len(),
+        revision: json!(revision(session.revision())),
+    }
+}
+
+/// `session/didReload`.
+pub fn did_reload(session: &Session, reason: ReloadReason) -> DidReloadParams {
+    let tree = session.tree();
+    DidReloadParams {
+        path: session.path().to_owned(),
+        reason: reason.as_str().to_owned(),
+        leaf_id: leaf_id(tree),
+        leaves: leaves(tree),
+        entry_count: tree.len(),
+        revision: json!(revision(session.revision())),
+    }
+}
+
+/// `session/didCorrupt`.
+pub fn did_corrupt(session: &Session, c: &Corruption) -> DidCorruptParams {
+    DidCorruptParams {
+        path: session.path().to_owned(),
+        kind: c.kind.as_str().to_owned(),
+        line: c.line,
+        offset: c.offset,
+        id: c.id.as_ref().map(ToString::to_string),
+        message: c.message.clone(),
+        revision: json!(revision(session.revision())),
+    }
+}

@@ -1,0 +1,327 @@
+//! The `session/` method handlers. Each one parses its params, resolves the path against
+//! the session roots, then sends a single command to the session's owner and awaits the
+//! answer (computed on the owner's thread, already converted to wire JSON).
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::Result as RpcResult;
+
+use super::Backend;
+use super::convert;
+use super::error::RpcError;
+use super::wire::{
+    CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, FieldsParam, ListParams,
+    ListResult, ListedSession, OpenParams, TreeParams,
+};
+use crate::context_json::{ContextJson, Fields, Window};
+use crate::core::explain;
+use crate::core::projection;
+use crate::core::render;
+use crate::core::tokens;
+use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::session::SessionHandle;
+use crate::session::owner::Session;
+use crate::storage::list;
+
+/// Default and largest number of nodes in one `session/tree` answer.
+const TREE_LIMIT_DEFAULT: usize = 1000;
+const TREE_LIMIT_MAX: usize = 10_000;
+/// Default depth of one `session/tree` answer.
+const TREE_DEPTH_DEFAULT: usize = 64;
+/// Files per `$/progress` report in `session/list`.
+const LIST_PROGRESS_EVERY: usize = 200;
+
+fn params<P: DeserializeOwned>(method: &'static str, value: Value) -> Result<P, RpcError> {
+    serde_json::from_value(value).map_err(|e| RpcError::InvalidParams {
+        method,
+        detail: e.to_string(),
+    })
+}
+
+fn find(session: &Session, id: &str) -> Result<NodeIdx, RpcError> {
+    session
+        .tree()
+        .find(id)
+        .ok_or_else(|| RpcError::UnknownEntry {
+            path: session.path().to_owned(),
+            id: id.to_owned(),
+        })
+}
+
+fn leaf(session: &Session, id: Option<&str>) -> Result<Option<NodeIdx>, RpcError> {
+    match id {
+        None => Ok(session.tree().default_leaf()),
+        Some(id) => find(session, id).map(Some),
+    }
+}
+
+fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value, RpcError> {
+    serde_json::to_value(v).map_err(|e| RpcError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::other(e),
+    })
+}
+
+impl Backend {
+    fn resolve(&self, path: &Path) -> Result<PathBuf, RpcError> {
+        Ok(self.roots().resolve(path)?)
+    }
+
+    fn open_session(&self, path: &Path) -> Result<SessionHandle, RpcError> {
+        let real = self.resolve(path)?;
+        Ok(self.registry.get(&real)?)
+    }
+
+    /// Runs `f` on the session's owner and flattens the two layers of errors.
+    async fn ask<R: Send + 'static>(
+        &self,
+        path: &Path,
+        f: impl FnOnce(&Session) -> Result<R, RpcError> + Send + 'static,
+    ) -> Result<R, RpcError> {
+        let handle = self.open_session(path)?;
+        handle.query(f).await?
+    }
+
+    /// `session/open {path, allowCorrupt?}`.
+    pub async fn open(&self, p: Value) -> RpcResult<Value> {
+        let p: OpenParams = params("session/open", p)?;
+        let real = self.resolve(&p.path)?;
+        let mode = if p.allow_corrupt {
+            Mode::Lenient
+        } else {
+            Mode::Strict
+        };
+        let handle = self
+            .registry
+            .open(&real, mode)
+            .await
+            .map_err(RpcError::from)?;
+        let path = real.clone();
+        let result = handle
+            .query(move |s| to_value(&path, &convert::open_result(s)))
+            .await
+            .map_err(RpcError::from)??;
+        Ok(result)
+    }
+
+    /// `session/close {path}`.
+    pub async fn close(&self, p: Value) -> RpcResult<Value> {
+        let p: CloseParams = params("session/close", p)?;
+        let real = self.resolve(&p.path)?;
+        self.registry.close(&real).map_err(RpcError::from)?;
+        Ok(json!({ "path": real }))
+    }
+
+    /// `session/tree {path, fromId?, depth?, limit?}`.
+    pub async fn tree(&self, p: Value) -> RpcResult<Value> {
+        let p: TreeParams = params("session/tree", p)?;
+        let depth = p.depth.unwrap_or(TREE_DEPTH_DEFAULT);
+        let limit = p.limit.unwrap_or(TREE_LIMIT_DEFAULT).min(TREE_LIMIT_MAX);
+        Ok(self
+            .ask(&p.path, move |s| {
+                let start = match &p.from_id {
+                    Some(id) => Some(find(s, id)?),
+                    None => None,
+                };
+                to_value(s.path(), &convert::tree_page(s, start, depth, limit))
+            })
+            .await?)
+    }
+
+    /// `session/entry {path, id}`.
+    pub async fn entry(&self, p: Value) -> RpcResult<Value> {
+        let p: EntryParams = params("session/entry", p)?;
+        Ok(self
+            .ask(&p.path, move |s| {
+                let n = find(s, &p.id)?;
+                let span = s.tree().node(n).entry.span;
+                let bytes = s.source().line(span).map_err(|source| RpcError::Io {
+                    path: s.path().to_owned(),
+                    source,
+                })?;
+                let raw = String::from_utf8_lossy(&bytes).into_owned();
+                let entry: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                to_value(
+                    s.path(),
+                    &EntryResult {
+                        id: p.id,
+                        line: span.line,
+                        offset: span.offset,
+                        entry,
+                        raw,
+                        revision: convert::revision(s.revision()),
+                    },
+                )
+            })
+            .await?)
+    }
+
+    /// `session/contextAt {path, leafId?, offset?, limit?, fields?}`.
+    pub async fn context_at(&self, p: Value) -> RpcResult<Value> {
+        let p: ContextAtParams = params("session/contextAt", p)?;
+        Ok(self
+            .ask(&p.path, move |s| {
+                let tree: &Tree = s.tree();
+                let leaf = leaf(s, p.leaf_id.as_deref())?;
+                let proj = projection::project(tree, leaf);
+                let mut doc = ContextJson::new(tree, &proj, s.source(), s.torn_tail());
+                doc.window = Window {
+                    offset: p.offset,
+                    limit: p.limit,
+                };
+                doc.fields = match p.fields {
+                    FieldsParam::Ids => Fields::Ids,
+                    FieldsParam::Previews => Fields::Previews,
+                    FieldsParam::Full => Fields::Full,
+                };
+                let render_err = |source| RpcError::Render {
+                    path: s.path().to_owned(),
+                    source,
+                };
+                let mut value = match serde_json::to_value(&doc) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        return Err(match doc.take_render_error() {
+                            Some(r) => render_err(r),
+                            None => RpcError::Io {
+                                path: s.path().to_owned(),
+                                source: std::io::Error::other(e),
+                            },
+                        });
+                    }
+                };
+                let mut token_estimate = 0u64;
+                render::for_each_message(tree, &proj, s.source(), |m| {
+                    if let Ok(v) = serde_json::from_str::<Value>(m.message.get()) {
+                        token_estimate += tokens::estimate_tokens(&v);
+                    }
+                    Ok(())
+                })
+                .map_err(render_err)?;
+                if let Value::Object(map) = &mut value {
+                    map.insert("messageCount".into(), json!(doc.message_count()));
+                    map.insert("offset".into(), json!(p.offset));
+                    map.insert("tokenEstimate".into(), json!(token_estimate));
+                    map.insert("revision".into(), json!(convert::revision(s.revision())));
+                }
+                Ok(value)
+            })
+            .await?)
+    }
+
+    /// `session/explain {path, entryId, leafId?}`.
+    pub async fn explain(&self, p: Value) -> RpcResult<Value> {
+        let p: ExplainParams = params("session/explain", p)?;
+        Ok(self
+            .ask(&p.path, move |s| {
+                let target = find(s, &p.entry_id)?;
+                let leaf = leaf(s, p.leaf_id.as_deref())?;
+                let proj = projection::project(s.tree(), leaf);
+                let ex = explain::explain(s.tree(), &proj, target);
+                let mut value = to_value(s.path(), &ex)?;
+                if let Value::Object(map) = &mut value {
+                    map.insert("revision".into(), json!(convert::revision(s.revision())));
+                }
+                Ok(value)
+            })
+            .await?)
+    }
+
+    /// `session/list {root?, workDoneToken?}`.
+    pub async fn list(&self, p: Value) -> RpcResult<Value> {
+        let p: ListParams = params("session/list", p)?;
+        let roots = self.roots();
+        let root = match &p.root {
+            Some(r) => self.resolve(r)?,
+            None => roots
+                .dirs()
+                .first()
+                .cloned()
+                .ok_or_else(|| RpcError::InvalidParams {
+                    method: "session/list",
+                    detail: "no session root is configured".into(),
+                })?,
+        };
+        let scan_root = root.clone();
+        let files = tokio::task::spawn_blocking(move || list::session_files(&scan_root))
+            .await
+            .unwrap_or_default();
+        let progress = match p.work_done_token {
+            Some(token) if files.len() > LIST_PROGRESS_EVERY => Some(
+                self.client
+                    .progress(token, "Listing sessions")
+                    .with_percentage(0)
+                    .begin()
+                    .await,
+            ),
+            _ => None,
+        };
+        let mut sessions = Vec::with_capacity(files.len());
+        let mut skipped = Vec::new();
+        let total = files.len().max(1);
+        for (i, chunk) in files.chunks(LIST_PROGRESS_EVERY).enumerate() {
+            let chunk = chunk.to_vec();
+            let read = tokio::task::spawn_blocking(move || {
+                chunk
+                    .into_iter()
+                    .map(|f| {
+                        let h = list::read_header(&f);
+                        (f, h)
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap_or_default();
+            for (path, header) in read {
+                match header {
+                    Ok(h) => {
+                        let name = match self.registry.get(&path) {
+                            Ok(handle) => handle
+                                .query(|s| s.tree().name().map(str::to_owned))
+                                .await
+                                .ok()
+                                .flatten(),
+                            Err(_) => None,
+                        };
+                        sessions.push(ListedSession {
+                            id: h.header.id.clone(),
+                            cwd: h.header.cwd.clone(),
+                            created: serde_json::from_str::<Value>(h.header.raw.get())
+                                .ok()
+                                .and_then(|v| v.get("timestamp").cloned())
+                                .unwrap_or(Value::Null),
+                            modified: h.modified_ms.map(crate::core::timestamp::format_iso),
+                            size: h.size,
+                            name,
+                            path,
+                        });
+                    }
+                    Err(_) => skipped.push(path),
+                }
+            }
+            if let Some(progress) = &progress {
+                let done = ((i + 1) * LIST_PROGRESS_EVERY).min(files.len());
+                progress
+                    .report_with_message(
+                        format!("{done}/{} files", files.len()),
+                        u32::try_from(done * 100 / total).unwrap_or(100),
+                    )
+                    .await;
+            }
+        }
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        sessions.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.path.cmp(&b.path)));
+        Ok(to_value(
+            &root,
+            &ListResult {
+                root: root.clone(),
+                sessions,
+                skipped,
+            },
+        )?)
+    }
+}

@@ -1,0 +1,297 @@
+//! The daemon, `sessiond serve`: JSON-RPC 2.0 over stdio with LSP framing and lifecycle,
+//! built on `tower-lsp-server`. The only module that knows JSON-RPC.
+//!
+//! * [`METHODS`] / [`NOTIFICATIONS`] and the registration chain come from one table
+//!   ([`method_table!`]); `protocol/README.md` and `protocol/schema/` must agree with it
+//!   (a test checks).
+//! * [`wire`] holds params and results, [`convert`] turns core and session types into them,
+//!   [`error`] assigns every error code in one function, [`handlers`] implements the methods,
+//!   [`transport`] frames messages on stdin/stdout.
+//! * Handlers resolve the path against the roots, then send one command to the session's
+//!   owner and await its reply; they never touch a tree themselves.
+
+pub mod convert;
+pub mod error;
+pub mod handlers;
+pub mod transport;
+pub mod wire;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tower_lsp_server::jsonrpc::Result as RpcResult;
+use tower_lsp_server::ls_types::{
+    InitializeParams, InitializeResult, InitializedParams, ServerCapabilities, ServerInfo,
+};
+use tower_lsp_server::{Client, LanguageServer, LspService, LspServiceBuilder};
+
+use crate::core::diagnostics::Corruption;
+use crate::core::tree::NodeIdx;
+use crate::session::Registry;
+use crate::session::owner::{EventSink, ReloadReason, Session};
+use crate::session::roots::Roots;
+use wire::Outgoing;
+
+/// The version of the `session/` protocol, advertised in `initialize`.
+pub const PROTOCOL_VERSION: &str = "0.1.0";
+
+/// Declares the request methods once: the [`METHODS`] list and their registration.
+macro_rules! method_table {
+    ($($name:literal => $handler:path),* $(,)?) => {
+        /// Every request method the server answers, as advertised in `initialize`.
+        pub const METHODS: &[&str] = &[$($name),*];
+
+        fn register(builder: LspServiceBuilder<Backend>) -> LspServiceBuilder<Backend> {
+            builder $(.custom_method($name, $handler))*
+        }
+    };
+}
+
+method_table! {
+    "session/open" => Backend::open,
+    "session/close" => Backend::close,
+    "session/tree" => Backend::tree,
+    "session/entry" => Backend::entry,
+    "session/contextAt" => Backend::context_at,
+    "session/explain" => Backend::explain,
+    "session/list" => Backend::list,
+}
+
+/// Every notification the server sends.
+pub const NOTIFICATIONS: &[&str] = &[
+    <wire::DidChange as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <wire::DidReload as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <wire::DidCorrupt as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+];
+
+/// How `sessiond serve` was started.
+#[derive(Clone, Debug, Default)]
+pub struct ServeOptions {
+    /// `--root` directories.
+    pub roots: Vec<PathBuf>,
+}
+
+/// The server state shared by all handlers.
+pub struct Backend {
+    client: Client,
+    cli_roots: Vec<PathBuf>,
+    roots: RwLock<Roots>,
+    registry: Registry,
+    shut_down: Arc<AtomicBool>,
+}
+
+/// Turns session events into notifications on a channel (sent by [`forward_notifications`]).
+struct NotifySink {
+    tx: mpsc::UnboundedSender<Outgoing>,
+}
+
+impl EventSink for NotifySink {
+    fn appended(&self, session: &Session, added: std::ops::Range<NodeIdx>) {
+        let _ = self
+            .tx
+            .send(Outgoing::DidChange(convert::did_change(session, added)));
+    }
+    fn reloaded(&self, session: &Session, reason: ReloadReason) {
+        let _ = self
+            .tx
+            .send(Outgoing::DidReload(convert::did_reload(session, reason)));
+    }
+    fn corrupt(&self, session: &Session, corruption: &Corruption) {
+        let _ = self.tx.send(Outgoing::DidCorrupt(convert::did_corrupt(
+            session, corruption,
+        )));
+    }
+}
+
+async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+    while let Some(n) = rx.recv().await {
+        match n {
+            Outgoing::DidChange(p) => client.send_notification::<wire::DidChange>(p).await,
+            Outgoing::DidReload(p) => client.send_notification::<wire::DidReload>(p).await,
+            Outgoing::DidCorrupt(p) => client.send_notification::<wire::DidCorrupt>(p).await,
+        }
+    }
+}
+
+impl Backend {
+    fn roots(&self) -> Roots {
+        self.roots
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> RpcResult<InitializeResult> {
+        let mut dirs: Vec<PathBuf> = params
+            .initialization_options
+            .as_ref()
+            .and_then(|o| o.get("roots"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(PathBuf::from)
+                    .collect()
+            })
+            .unwrap_or_default();
+        dirs.extend(self.cli_roots.iter().cloned());
+        if dirs.is_empty() {
+            dirs.push(Roots::default_dir());
+        }
+        let roots = Roots::new(dirs);
+        tracing::info!(roots = ?roots.dirs(), "initialize");
+        *self
+            .roots
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = roots.clone();
+        Ok(InitializeResult {
+            capabilities: ServerCapabilities {
+                experimental: Some(json!({
+                    "sessiond": {
+                        "protocolVersion": PROTOCOL_VERSION,
+                        "methods": METHODS,
+                        "notifications": NOTIFICATIONS,
+                        "roots": roots.dirs(),
+                    }
+                })),
+                ..ServerCapabilities::default()
+            },
+            server_info: Some(ServerInfo {
+                name: "sessiond".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            offset_encoding: None,
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        tracing::debug!("initialized");
+    }
+
+    async fn shutdown(&self) -> RpcResult<()> {
+        self.shut_down.store(true, Ordering::SeqCst);
+        self.registry.close_all();
+        Ok(())
+    }
+}
+
+/// Runs the daemon on stdin/stdout until `exit` or end of input. Returns the process exit
+/// code: 0 when `shutdown` came before the end, 1 otherwise (as LSP asks).
+pub fn serve(options: ServeOptions) -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!("cannot start the runtime: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let shut_down = Arc::new(AtomicBool::new(false));
+    runtime.block_on(async {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let sink = Arc::new(NotifySink { tx });
+        let flag = shut_down.clone();
+        let builder = LspService::build(move |client| {
+            tokio::spawn(forward_notifications(client.clone(), rx));
+            Backend {
+                client,
+                cli_roots: options.roots.clone(),
+                roots: RwLock::new(Roots::new(Vec::new())),
+                registry: Registry::new(sink),
+                shut_down: flag,
+            }
+        });
+        let (service, socket) = register(builder).finish();
+        transport::run(tokio::io::stdin(), tokio::io::stdout(), service, socket).await;
+    });
+    // Owner and watcher threads end with the process.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    if shut_down.load(Ordering::SeqCst) {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod protocol_agreement {
+    //! `protocol/` and the method table must agree: every method and notification has a
+    //! section in the README and its schemas, and nothing else is documented.
+
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    use super::{METHODS, NOTIFICATIONS};
+
+    fn protocol_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("protocol")
+    }
+
+    #[test]
+    fn readme_lists_exactly_the_methods_and_notifications() {
+        let readme = std::fs::read_to_string(protocol_dir().join("README.md")).unwrap();
+        let documented: BTreeSet<&str> = readme
+            .lines()
+            .filter_map(|l| l.strip_prefix("### `"))
+            .filter_map(|l| l.strip_suffix('`'))
+            .collect();
+        let served: BTreeSet<&str> = METHODS.iter().chain(NOTIFICATIONS).copied().collect();
+        assert_eq!(documented, served);
+        assert!(readme.contains(&format!(
+            "Protocol version: **{}**",
+            super::PROTOCOL_VERSION
+        )));
+    }
+
+    #[test]
+    fn schema_files_are_exactly_one_params_and_result_per_method() {
+        let mut want: BTreeSet<String> = BTreeSet::new();
+        for m in METHODS {
+            let base = m.replace('/', ".");
+            want.insert(format!("{base}.params.json"));
+            want.insert(format!("{base}.result.json"));
+        }
+        for n in NOTIFICATIONS {
+            want.insert(format!("{}.params.json", n.replace('/', ".")));
+        }
+        let have: BTreeSet<String> = std::fs::read_dir(protocol_dir().join("schema"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(have, want);
+        for f in &have {
+            let text = std::fs::read_to_string(protocol_dir().join("schema").join(f)).unwrap();
+            let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert!(schema.get("$schema").is_some(), "{f} names its dialect");
+        }
+    }
+
+    #[test]
+    fn the_neovim_plugin_uses_only_served_names() {
+        let lua = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("editors/neovim/lua/sessiond/init.lua"),
+        )
+        .unwrap();
+        let used: BTreeSet<&str> = lua
+            .split('"')
+            .filter(|s| s.starts_with("session/"))
+            .collect();
+        let served: BTreeSet<&str> = METHODS.iter().chain(NOTIFICATIONS).copied().collect();
+        assert!(
+            used.is_subset(&served),
+            "unknown: {:?}",
+            used.difference(&served)
+        );
+        for n in NOTIFICATIONS {
+            assert!(used.contains(n), "the plugin has no handler for {n}");
+        }
+    }
+}

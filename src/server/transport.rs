@@ -1,0 +1,365 @@
+//! The stdio transport: `Content-Length` framing on stdin/stdout around tower-lsp-server's
+//! `LspService` (which implements the JSON-RPC dispatch and the LSP lifecycle).
+//!
+//! Why not `tower_lsp_server::Server`: its reader is a tokio-util `FramedRead`, which ends
+//! the stream after the first decode error, so one malformed frame or one body that is not
+//! JSON stops the whole server. The daemon must answer such input with a JSON-RPC error and
+//! keep serving, so this loop decodes frames itself (headers with `httparse`), answers
+//! undecodable ones (`-32700` parse error, `-32600` invalid request, id `null` unless the id
+//! could be read) and hands everything else to the service exactly as `Server` would: in
+//! arrival order, at most [`MAX_CONCURRENCY`] requests in flight, stopping after `exit`.
+
+use futures::channel::mpsc as fmpsc;
+use futures::{SinkExt, StreamExt, future};
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tower::Service;
+use tower_lsp_server::jsonrpc::{Request, Response};
+use tower_lsp_server::{ClientSocket, LanguageServer, LspService};
+
+/// Requests handled concurrently (as `tower_lsp_server::Server`'s default).
+pub const MAX_CONCURRENCY: usize = 4;
+/// A frame body larger than this is refused (its bytes are skipped), in bytes.
+pub const MAX_FRAME_BYTES: usize = 256 << 20;
+/// Largest header block, in bytes; longer garbage is skipped.
+const MAX_HEADER_BYTES: usize = 8 << 10;
+
+/// What the reader found in the input.
+enum Frame {
+    /// A complete body.
+    Body(Vec<u8>),
+    /// Bytes that are not a frame, or a frame that cannot be accepted.
+    Malformed(String),
+}
+
+/// Splits a byte stream into LSP frames, resynchronizing at the next `Content-Length`
+/// after garbage.
+struct Deframer {
+    buf: Vec<u8>,
+    /// Largest accepted body ([`MAX_FRAME_BYTES`]).
+    max_body: usize,
+    /// Body length of the frame whose header was read.
+    body: Option<usize>,
+    /// Bytes of an oversized body still to skip.
+    skip: usize,
+}
+
+impl Default for Deframer {
+    fn default() -> Self {
+        Deframer {
+            buf: Vec::new(),
+            max_body: MAX_FRAME_BYTES,
+            body: None,
+            skip: 0,
+        }
+    }
+}
+
+impl Deframer {
+    fn next(&mut self) -> Option<Frame> {
+        if self.skip > 0 {
+            let n = self.skip.min(self.buf.len());
+            self.buf.drain(..n);
+            self.skip -= n;
+            if self.skip > 0 {
+                return None;
+            }
+        }
+        if let Some(len) = self.body {
+            if self.buf.len() < len {
+                return None;
+            }
+            let body: Vec<u8> = self.buf.drain(..len).collect();
+            self.body = None;
+            return Some(Frame::Body(body));
+        }
+        // Leading line breaks between frames are harmless.
+        let blank = self
+            .buf
+            .iter()
+            .take_while(|b| matches!(b, b'\r' | b'\n'))
+            .count();
+        self.buf.drain(..blank);
+        if self.buf.is_empty() {
+            return None;
+        }
+        let mut headers = [httparse::EMPTY_HEADER; 8];
+        match httparse::parse_headers(&self.buf, &mut headers) {
+            Ok(httparse::Status::Partial) => {
+                if self.buf.len() > MAX_HEADER_BYTES {
+                    return Some(self.resync("header block too long"));
+                }
+                None
+            }
+            Ok(httparse::Status::Complete((used, headers))) => {
+                let len = headers
+                    .iter()
+                    .find(|h| h.name.eq_ignore_ascii_case("Content-Length"))
+                    .map(|h| {
+                        std::str::from_utf8(h.value)
+                            .ok()
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                    });
+                match len {
+                    None => Some(self.resync("missing Content-Length header")),
+                    Some(None) => Some(self.resync("invalid Content-Length header")),
+                    Some(Some(n)) if n > self.max_body => {
+                        self.buf.drain(..used);
+                        self.skip = n;
+                        Some(Frame::Malformed(format!(
+                            "frame of {n} bytes exceeds the limit of {}",
+                            self.max_body
+                        )))
+                    }
+                    Some(Some(n)) => {
+                        self.buf.drain(..used);
+                        self.body = Some(n);
+                        self.next()
+                    }
+                }
+            }
+            Err(e) => Some(self.resync(&format!("invalid frame header: {e}"))),
+        }
+    }
+
+    /// Drops bytes up to the next `Content-Length` (after the first byte) and reports them.
+    fn resync(&mut self, why: &str) -> Frame {
+        let next = memchr::memmem::find(self.buf.get(1..).unwrap_or(&[]), b"Content-Length")
+            .map_or(self.buf.len(), |i| i + 1);
+        self.buf.drain(..next);
+        Frame::Malformed(why.to_owned())
+    }
+}
+
+fn error_response(id: Value, code: i64, message: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": { "code": code, "message": message },
+    }))
+    .unwrap_or_default()
+}
+
+/// What to do with one decoded body.
+enum Incoming {
+    Request(Request),
+    Response(Response),
+    /// An error response to send back.
+    Reject(Vec<u8>),
+}
+
+fn classify(body: &[u8]) -> Incoming {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Incoming::Reject(error_response(
+                Value::Null,
+                -32700,
+                &format!("parse error: {e}"),
+            ));
+        }
+    };
+    let id = match value.get("id") {
+        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
+        _ => Value::Null,
+    };
+    let invalid = |detail: String| {
+        Incoming::Reject(error_response(
+            id.clone(),
+            -32600,
+            &format!("invalid request: {detail}"),
+        ))
+    };
+    let Value::Object(map) = &value else {
+        return invalid("the message is not a JSON object (batches are not supported)".into());
+    };
+    if map.contains_key("method") {
+        match serde_json::from_value::<Request>(value) {
+            Ok(r) => Incoming::Request(r),
+            Err(e) => invalid(e.to_string()),
+        }
+    } else if map.contains_key("result") || map.contains_key("error") {
+        match serde_json::from_value::<Response>(value) {
+            Ok(r) => Incoming::Response(r),
+            Err(e) => invalid(e.to_string()),
+        }
+    } else {
+        invalid("no \"method\", \"result\" or \"error\"".into())
+    }
+}
+
+/// Serves `service` on `input`/`output` until `exit` or end of input.
+pub async fn run<S, I, O>(mut input: I, output: O, mut service: LspService<S>, socket: ClientSocket)
+where
+    S: LanguageServer,
+    I: AsyncRead + Unpin,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(body) = out_rx.recv().await {
+            let head = format!("Content-Length: {}\r\n\r\n", body.len());
+            let written = async {
+                output.write_all(head.as_bytes()).await?;
+                output.write_all(&body).await?;
+                output.flush().await
+            };
+            if let Err(e) = written.await {
+                tracing::warn!("cannot write to stdout: {e}");
+                break;
+            }
+        }
+    });
+
+    let (mut server_requests, mut client_responses) = socket.split();
+    let forward_out = out_tx.clone();
+    let (server_requests_abort, server_requests_reg) = future::AbortHandle::new_pair();
+    let outgoing = tokio::spawn(future::Abortable::new(
+        async move {
+            while let Some(req) = server_requests.next().await {
+                if let Ok(body) = serde_json::to_vec(&req) {
+                    let _ = forward_out.send(body);
+                }
+            }
+        },
+        server_requests_reg,
+    ));
+
+    // Requests are handed over in arrival order; `buffered_unordered` polls each new future
+    // before the ones after it, so a handler's first step (sending to the session's owner)
+    // keeps that order.
+    let (mut tasks_tx, tasks_rx) = fmpsc::channel(64);
+    let responses_out = out_tx.clone();
+    let process = tokio::spawn(async move {
+        tasks_rx
+            .buffer_unordered(MAX_CONCURRENCY)
+            .for_each(|res: Option<Response>| {
+                if let Some(res) = res {
+                    if let Ok(body) = serde_json::to_vec(&res) {
+                        let _ = responses_out.send(body);
+                    }
+                }
+                future::ready(())
+            })
+            .await;
+    });
+
+    let mut deframer = Deframer::default();
+    let mut chunk = vec![0u8; 64 << 10];
+    'read: loop {
+        while let Some(frame) = deframer.next() {
+            let incoming = match frame {
+                Frame::Body(body) => classify(&body),
+                Frame::Malformed(why) => {
+                    tracing::warn!("malformed frame: {why}");
+                    Incoming::Reject(error_response(
+                        Value::Null,
+                        -32700,
+                        &format!("parse error: {why}"),
+                    ))
+                }
+            };
+            match incoming {
+                Incoming::Reject(body) => {
+                    let _ = out_tx.send(body);
+                }
+                Incoming::Response(res) => {
+                    let _ = client_responses.send(res).await;
+                }
+                Incoming::Request(req) => {
+                    if future::poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
+                        break 'read;
+                    }
+                    let exit = req.method() == "exit";
+                    let fut = service.call(req);
+                    let fut = async move { fut.await.unwrap_or(None) };
+                    if tasks_tx.send(Box::pin(fut)).await.is_err() {
+                        break 'read;
+                    }
+                    if exit {
+                        break 'read;
+                    }
+                }
+            }
+        }
+        match input.read(&mut chunk).await {
+            Ok(0) => break,
+            Ok(n) => deframer.buf.extend_from_slice(&chunk[..n]),
+            Err(e) => {
+                tracing::warn!("cannot read stdin: {e}");
+                break;
+            }
+        }
+    }
+    tasks_tx.disconnect();
+    let _ = process.await;
+    server_requests_abort.abort();
+    let _ = outgoing.await;
+    drop(out_tx);
+    let _ = writer.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(d: &mut Deframer) -> Vec<String> {
+        std::iter::from_fn(|| d.next())
+            .map(|f| match f {
+                Frame::Body(b) => String::from_utf8_lossy(&b).into_owned(),
+                Frame::Malformed(why) => format!("malformed: {why}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn splits_frames_across_reads_and_resyncs_after_garbage() {
+        let mut d = Deframer::default();
+        d.buf
+            .extend_from_slice(b"Content-Length: 2\r\n\r\n{}Content-Len");
+        assert_eq!(frames(&mut d), ["{}"]);
+        d.buf.extend_from_slice(b"gth: 3\r\n\r\n[1]");
+        assert_eq!(frames(&mut d), ["[1]"]);
+        d.buf
+            .extend_from_slice(b"junk junk\r\n\r\nContent-Length: 1\r\n\r\n7");
+        let got = frames(&mut d);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("malformed"));
+        assert_eq!(got[1], "7");
+        d.buf
+            .extend_from_slice(b"Content-Type: x\r\n\r\nContent-Length: 1\r\n\r\n8");
+        let got = frames(&mut d);
+        assert_eq!(got, ["malformed: missing Content-Length header", "8"]);
+    }
+
+    #[test]
+    fn skips_oversized_bodies() {
+        let mut d = Deframer {
+            max_body: 1000,
+            ..Deframer::default()
+        };
+        let huge = 1001;
+        d.buf
+            .extend_from_slice(format!("Content-Length: {huge}\r\n\r\n").as_bytes());
+        assert_eq!(frames(&mut d).len(), 1);
+        d.buf.extend(std::iter::repeat_n(b'x', huge));
+        d.buf.extend_from_slice(b"Content-Length: 2\r\n\r\nok");
+        assert_eq!(frames(&mut d), ["ok"]);
+    }
+
+    #[test]
+    fn classifies_bodies() {
+        assert!(matches!(classify(b"{"), Incoming::Reject(_)));
+        assert!(matches!(classify(b"[]"), Incoming::Reject(_)));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#),
+            Incoming::Request(_)
+        ));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":1,"result":null}"#),
+            Incoming::Response(_)
+        ));
+    }
+}

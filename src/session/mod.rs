@@ -1,0 +1,209 @@
+//! Open sessions: one owner thread per session ([`owner`]), the handle requests use to
+//! reach it, and the registry of open sessions keyed by canonical path. Also the session
+//! [`roots`]. Nothing here knows JSON-RPC.
+//!
+//! Rule: a request's first step is to send a command to the owner and await the reply; the
+//! tree is only ever touched on the owner's thread.
+
+pub mod owner;
+pub mod roots;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use thiserror::Error;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::core::tree::Mode;
+use crate::storage::reader::OpenError;
+use crate::watch::DirWatcher;
+use owner::{Command, EventSink, Session};
+
+/// Why a session request failed below the protocol.
+#[derive(Debug, Error)]
+pub enum SessionError {
+    /// The session could not be opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The path is not an open session.
+    #[error("{}: session not open", path.display())]
+    NotOpen { path: PathBuf },
+    /// The owner stopped (its thread ended) before answering.
+    #[error("{}: the session's owner stopped", path.display())]
+    OwnerGone { path: PathBuf },
+}
+
+/// A cheap, cloneable way to reach an open session's owner.
+#[derive(Clone, Debug)]
+pub struct SessionHandle {
+    path: PathBuf,
+    mode: Mode,
+    tx: mpsc::UnboundedSender<Command>,
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Command::Hint => "Hint",
+            Command::Run(_) => "Run",
+            Command::Close => "Close",
+        })
+    }
+}
+
+impl SessionHandle {
+    /// The canonical path of the session file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `f` on the owner's thread after a refresh and returns its result. `f` sees the
+    /// session as of this request's place in the mailbox.
+    pub async fn query<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Session) -> R + Send + 'static,
+    ) -> Result<R, SessionError> {
+        let (tx, rx) = oneshot::channel();
+        let gone = || SessionError::OwnerGone {
+            path: self.path.clone(),
+        };
+        self.tx
+            .send(Command::Run(Box::new(move |s| {
+                let _ = tx.send(f(s));
+            })))
+            .map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())
+    }
+
+    /// Tells the owner its file may have changed.
+    pub fn hint(&self) {
+        let _ = self.tx.send(Command::Hint);
+    }
+
+    fn close(&self) {
+        let _ = self.tx.send(Command::Close);
+    }
+}
+
+/// The open sessions, by canonical path, and the directories watched for them.
+pub struct Registry {
+    open: Arc<Mutex<HashMap<PathBuf, SessionHandle>>>,
+    sink: Arc<dyn EventSink>,
+    watcher: Option<DirWatcher>,
+}
+
+impl Registry {
+    /// An empty registry whose sessions report to `sink`. Starts the directory watcher;
+    /// without one (the platform refused), sessions still refresh on every request.
+    pub fn new(sink: Arc<dyn EventSink>) -> Self {
+        let open: Arc<Mutex<HashMap<PathBuf, SessionHandle>>> = Arc::default();
+        let hint_target = Arc::downgrade(&open);
+        let watcher = DirWatcher::start(move |changed| {
+            let Some(open) = hint_target.upgrade() else {
+                return;
+            };
+            let open = open.lock().unwrap_or_else(PoisonError::into_inner);
+            for handle in open.values() {
+                let p = handle.path();
+                if changed.everything
+                    || changed.paths.iter().any(|c| {
+                        c.as_path() == p
+                            || c.parent() == p.parent()
+                            || Some(c.as_path()) == p.parent()
+                    })
+                {
+                    handle.hint();
+                }
+            }
+        });
+        let watcher = match watcher {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("file watching unavailable, sessions refresh on requests only: {e}");
+                None
+            }
+        };
+        Registry {
+            open,
+            sink,
+            watcher,
+        }
+    }
+
+    /// The open session at a canonical path.
+    pub fn get(&self, path: &Path) -> Result<SessionHandle, SessionError> {
+        self.lock()
+            .get(path)
+            .cloned()
+            .ok_or_else(|| SessionError::NotOpen {
+                path: path.to_owned(),
+            })
+    }
+
+    /// Opens the session at a canonical path, or returns it if it is already open in a mode
+    /// that satisfies the request (a strict open also serves lenient requests).
+    pub async fn open(&self, path: &Path, mode: Mode) -> Result<SessionHandle, SessionError> {
+        if let Some(h) = self.lock().get(path) {
+            if h.mode == Mode::Strict || mode == Mode::Lenient {
+                return Ok(h.clone());
+            }
+        }
+        let ready = owner::spawn(path.to_owned(), mode, self.sink.clone());
+        let tx = ready.await.map_err(|_| SessionError::OwnerGone {
+            path: path.to_owned(),
+        })??;
+        let handle = SessionHandle {
+            path: path.to_owned(),
+            mode,
+            tx,
+        };
+        let replaced = {
+            let mut open = self.lock();
+            match open.get(path) {
+                // Another request opened it meanwhile in a mode that serves this one.
+                Some(h) if h.mode == Mode::Strict || mode == Mode::Lenient => {
+                    handle.close();
+                    return Ok(h.clone());
+                }
+                _ => open.insert(path.to_owned(), handle.clone()),
+            }
+        };
+        match replaced {
+            Some(old) => old.close(),
+            None => {
+                if let (Some(w), Some(dir)) = (&self.watcher, path.parent()) {
+                    w.watch(dir);
+                }
+            }
+        }
+        Ok(handle)
+    }
+
+    /// Closes an open session. Errors: [`SessionError::NotOpen`].
+    pub fn close(&self, path: &Path) -> Result<(), SessionError> {
+        let handle = self
+            .lock()
+            .remove(path)
+            .ok_or_else(|| SessionError::NotOpen {
+                path: path.to_owned(),
+            })?;
+        handle.close();
+        if let (Some(w), Some(dir)) = (&self.watcher, path.parent()) {
+            w.unwatch(dir);
+        }
+        Ok(())
+    }
+
+    /// Closes every session (at shutdown).
+    pub fn close_all(&self) {
+        let all: Vec<PathBuf> = self.lock().keys().cloned().collect();
+        for p in all {
+            let _ = self.close(&p);
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, SessionHandle>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,180 @@
+//! Session roots: the only directories the daemon reads or writes under. A path is checked
+//! after `..` and symlinks are resolved, so neither can lead outside a root.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use thiserror::Error;
+
+/// Why a path was refused.
+#[derive(Debug, Error)]
+pub enum RootError {
+    /// The path resolves outside every configured root.
+    #[error("{}: outside the session roots", path.display())]
+    Outside { path: PathBuf },
+    /// The path is inside a root but does not exist.
+    #[error("{}: file not found", path.display())]
+    NotFound { path: PathBuf },
+    /// The path could not be resolved.
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// The configured session roots, each resolved to a canonical directory.
+#[derive(Clone, Debug)]
+pub struct Roots {
+    dirs: Vec<PathBuf>,
+}
+
+impl Roots {
+    /// Roots from directories; each is resolved now (a root that does not exist yet is kept
+    /// lexically normalized, so it starts to work once it is created).
+    pub fn new(dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        let dirs = dirs
+            .into_iter()
+            .map(|d| {
+                let abs = absolute(&d);
+                std::fs::canonicalize(&abs).unwrap_or(abs)
+            })
+            .collect();
+        Roots { dirs }
+    }
+
+    /// pi's sessions directory: `$PI_CODING_AGENT_SESSION_DIR`, else
+    /// `$PI_CODING_AGENT_DIR/sessions`, else `~/.pi/agent/sessions` (pi 1.6.0 `getSessionsDir`).
+    pub fn default_dir() -> PathBuf {
+        let expand = |v: String| match v.strip_prefix("~/") {
+            Some(rest) => home().join(rest),
+            None if v == "~" => home(),
+            None => PathBuf::from(v),
+        };
+        if let Some(dir) = std::env::var("PI_CODING_AGENT_SESSION_DIR")
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            return expand(dir);
+        }
+        if let Some(dir) = std::env::var("PI_CODING_AGENT_DIR")
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            return expand(dir).join("sessions");
+        }
+        home().join(".pi").join("agent").join("sessions")
+    }
+
+    /// The roots, canonical.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// Resolves an existing file or directory path and checks it is inside a root.
+    /// Errors: [`RootError::Outside`] (checked first, also for paths that do not exist, so a
+    /// probe cannot learn what exists outside the roots), [`RootError::NotFound`].
+    pub fn resolve(&self, path: &Path) -> Result<PathBuf, RootError> {
+        let abs = absolute(path);
+        match std::fs::canonicalize(&abs) {
+            Ok(real) if self.contains(&real) => Ok(real),
+            Ok(_) => Err(RootError::Outside {
+                path: path.to_owned(),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Judge the nearest existing ancestor, so a symlinked directory is followed.
+                let mut existing = abs.as_path();
+                let mut rest = Vec::new();
+                while let Some(parent) = existing.parent() {
+                    rest.push(existing.file_name().map(PathBuf::from).unwrap_or_default());
+                    existing = parent;
+                    if let Ok(real) = std::fs::canonicalize(existing) {
+                        let mut full = real;
+                        full.extend(rest.iter().rev());
+                        return Err(if self.contains(&full) {
+                            RootError::NotFound {
+                                path: path.to_owned(),
+                            }
+                        } else {
+                            RootError::Outside {
+                                path: path.to_owned(),
+                            }
+                        });
+                    }
+                }
+                Err(RootError::Outside {
+                    path: path.to_owned(),
+                })
+            }
+            Err(source) => Err(RootError::Io {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    fn contains(&self, real: &Path) -> bool {
+        self.dirs.iter().any(|d| real.starts_with(d))
+    }
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// An absolute, lexically normalized path (`.` and `..` removed) without touching the disk.
+fn absolute(path: &Path) -> PathBuf {
+    let joined = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(path)
+    };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_dotdot_and_symlinks_out_of_a_root() -> Result<(), Box<dyn std::error::Error>> {
+        let tmp = tempfile::tempdir()?;
+        let root = tmp.path().join("root");
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&root)?;
+        std::fs::create_dir_all(&outside)?;
+        std::fs::write(root.join("a.jsonl"), "x")?;
+        std::fs::write(outside.join("b.jsonl"), "x")?;
+        std::os::unix::fs::symlink(&outside, root.join("link"))?;
+        let roots = Roots::new([root.clone()]);
+        assert!(roots.resolve(&root.join("a.jsonl")).is_ok());
+        assert!(matches!(
+            roots.resolve(&root.join("../outside/b.jsonl")),
+            Err(RootError::Outside { .. })
+        ));
+        assert!(matches!(
+            roots.resolve(&root.join("link/b.jsonl")),
+            Err(RootError::Outside { .. })
+        ));
+        assert!(matches!(
+            roots.resolve(&root.join("link/none.jsonl")),
+            Err(RootError::Outside { .. })
+        ));
+        assert!(matches!(
+            roots.resolve(&root.join("none.jsonl")),
+            Err(RootError::NotFound { .. })
+        ));
+        Ok(())
+    }
+}

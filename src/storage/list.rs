@@ -1,0 +1,95 @@
+//! Finding session files under a directory and reading just their headers, for listings.
+//! Reads only the first line of each file; never writes.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use crate::core::format::{self, Expect, Header, Line, LineSpan};
+use crate::storage::reader::OpenError;
+
+/// How deep below the root to look (pi keeps one directory per cwd under `sessions/`).
+const MAX_DEPTH: usize = 3;
+/// A header line longer than this is not read (pi headers are a few hundred bytes).
+const MAX_HEADER_BYTES: u64 = 1 << 20;
+
+/// A session file's header and file facts.
+#[derive(Debug)]
+pub struct HeaderInfo {
+    pub header: Header,
+    pub size: u64,
+    /// Modification time in milliseconds since the Unix epoch.
+    pub modified_ms: Option<i64>,
+}
+
+/// Every `*.jsonl` file under `root` (up to three directories deep), sorted by path.
+/// Unreadable directories are skipped.
+pub fn session_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![(root.to_owned(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && depth < MAX_DEPTH {
+                stack.push((path, depth + 1));
+            } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Reads the header (line 1) of a session file. Errors: I/O, or `Corrupt` when line 1 is
+/// not a session header.
+pub fn read_header(path: &Path) -> Result<HeaderInfo, OpenError> {
+    let io_err = |source| OpenError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = File::open(path).map_err(io_err)?;
+    let meta = file.metadata().map_err(io_err)?;
+    let mut line = Vec::new();
+    BufReader::new(file)
+        .take(MAX_HEADER_BYTES)
+        .read_until(b'\n', &mut line)
+        .map_err(io_err)?;
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    let span = LineSpan {
+        line: 1,
+        offset: 0,
+        len: line.len() as u32,
+    };
+    match format::parse_line(&line, span, Expect::Header) {
+        Ok(Line::Header(header)) => Ok(HeaderInfo {
+            header,
+            size: meta.len(),
+            modified_ms: meta
+                .modified()
+                .ok()
+                .and_then(|m| m.duration_since(UNIX_EPOCH).ok())
+                .and_then(|d| i64::try_from(d.as_millis()).ok()),
+        }),
+        Ok(_) => Err(io_err(io::Error::other("line 1 is not a session header"))),
+        Err(p) => Err(OpenError::Corrupt {
+            path: path.to_owned(),
+            corruption: crate::core::diagnostics::Corruption {
+                kind: p.kind.into(),
+                line: 1,
+                offset: 0,
+                id: None,
+                message: p.detail,
+            },
+        }),
+    }
+}

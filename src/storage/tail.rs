@@ -1,0 +1,48 @@
+//! Reading what was appended to a session file that is already open: a cheap stamp of the
+//! file by path, positioned reads from the last applied offset, and the bytes just before
+//! it (to notice a file rewritten in place). Never writes.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::Path;
+
+use super::reader::FileStamp;
+
+/// Bytes read per positioned read while tailing.
+const TAIL_CHUNK: usize = 1 << 20;
+
+/// The stamp of the file a path names now (following symlinks): size, identity, mtime.
+pub fn stamp_path(path: &Path) -> io::Result<FileStamp> {
+    let m = std::fs::metadata(path)?;
+    Ok(FileStamp {
+        size: m.len(),
+        dev: m.dev(),
+        ino: m.ino(),
+        mtime: m.modified().ok(),
+    })
+}
+
+/// Reads `[offset, end)` of `file`, stopping early at end of file.
+pub fn read_range(file: &File, offset: u64, end: u64) -> io::Result<Vec<u8>> {
+    let want = usize::try_from(end.saturating_sub(offset)).unwrap_or(usize::MAX);
+    let mut out = Vec::with_capacity(want.min(TAIL_CHUNK));
+    let mut pos = offset;
+    while (out.len()) < want {
+        let take = (want - out.len()).min(TAIL_CHUNK);
+        let start = out.len();
+        out.resize(start + take, 0);
+        let n = loop {
+            match file.read_at(&mut out[start..], pos) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => break other?,
+            }
+        };
+        out.truncate(start + n);
+        if n == 0 {
+            break;
+        }
+        pos += n as u64;
+    }
+    Ok(out)
+}

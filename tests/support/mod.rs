@@ -1,0 +1,290 @@
+//! Test support: a JSON-RPC client that spawns the real `sessiond serve` and speaks LSP
+//! framing over its pipes, plus the protocol schemas to validate what it says.
+// Test helpers fail the test by panicking, like assertions.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_sessiond");
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A running daemon.
+pub struct Daemon {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<Value>,
+    /// Notifications (and stray messages) received while waiting for something else.
+    pub inbox: VecDeque<Value>,
+    next_id: i64,
+}
+
+impl Daemon {
+    /// Starts `sessiond serve` with these roots.
+    pub fn spawn(roots: &[&Path]) -> Daemon {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve");
+        for r in roots {
+            cmd.arg("--root").arg(r);
+        }
+        let mut child = cmd
+            .env("SESSIOND_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn sessiond serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let stdin = child.stdin.take();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || read_frames(stdout, &tx));
+        Daemon {
+            child,
+            stdin,
+            rx,
+            inbox: VecDeque::new(),
+            next_id: 1,
+        }
+    }
+
+    /// Starts a daemon and runs `initialize` + `initialized`.
+    pub fn start(roots: &[&Path]) -> (Daemon, Value) {
+        let mut d = Daemon::spawn(roots);
+        let init = d.request("initialize", json!({"capabilities": {}}));
+        d.notify("initialized", json!({}));
+        (d, init)
+    }
+
+    /// Writes raw bytes to the daemon's stdin.
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Sends one framed JSON message.
+    pub fn send(&mut self, msg: &Value) {
+        let body = serde_json::to_vec(msg).expect("json");
+        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        frame.extend_from_slice(&body);
+        self.write_raw(&frame);
+    }
+
+    /// Sends a request and returns its whole response (`result` or `error`).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.response(&json!(id))
+    }
+
+    /// Sends a request and returns its `result`, failing the test on an error.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        let r = self.request(method, params.clone());
+        match r.get("result") {
+            Some(v) if r.get("error").is_none() => v.clone(),
+            _ => panic!("{method} {params} failed: {r}"),
+        }
+    }
+
+    /// Sends a notification.
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Waits for the response with this id.
+    pub fn response(&mut self, id: &Value) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let msg = self
+                .recv_until(deadline)
+                .unwrap_or_else(|| panic!("no response to {id}"));
+            if msg.get("id") == Some(id) && msg.get("method").is_none() {
+                return msg;
+            }
+            self.inbox.push_back(msg);
+        }
+    }
+
+    /// The next message from the daemon (inbox first), or `None` after `timeout`.
+    pub fn next_message(&mut self, timeout: Duration) -> Option<Value> {
+        if let Some(m) = self.inbox.pop_front() {
+            return Some(m);
+        }
+        self.recv_until(Instant::now() + timeout)
+    }
+
+    /// Waits for the next notification with this method (others stay in the inbox).
+    pub fn notification(&mut self, method: &str, timeout: Duration) -> Option<Value> {
+        if let Some(i) = self
+            .inbox
+            .iter()
+            .position(|m| m.get("method").and_then(Value::as_str) == Some(method))
+        {
+            return self.inbox.remove(i).and_then(|m| m.get("params").cloned());
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let msg = self.recv_until(deadline)?;
+            if msg.get("method").and_then(Value::as_str) == Some(method) {
+                return msg.get("params").cloned();
+            }
+            self.inbox.push_back(msg);
+        }
+    }
+
+    fn recv_until(&mut self, deadline: Instant) -> Option<Value> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        self.rx.recv_timeout(left).ok()
+    }
+
+    /// `shutdown` + `exit`; returns the exit code.
+    pub fn stop(mut self) -> Option<i32> {
+        let r = self.request("shutdown", Value::Null);
+        assert!(r.get("error").is_none(), "shutdown failed: {r}");
+        self.notify("exit", Value::Null);
+        self.wait()
+    }
+
+    /// Waits for the process to end (at most [`TIMEOUT`]).
+    pub fn wait(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("sessiond did not exit");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// True while the process runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn read_frames(stdout: impl Read, tx: &mpsc::Sender<Value>) {
+    let mut r = BufReader::new(stdout);
+    loop {
+        let mut len = None;
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.strip_prefix("Content-Length:") {
+                len = v.trim().parse::<usize>().ok();
+            } else {
+                panic!("unexpected header line on stdout: {line:?}");
+            }
+        }
+        let len = len.expect("Content-Length");
+        let mut body = vec![0; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        let v: Value = serde_json::from_slice(&body).expect("stdout frame is JSON");
+        if tx.send(v).is_err() {
+            return;
+        }
+    }
+}
+
+/// The JSON Schema for a method's `params` or `result` (`kind`), from `protocol/schema/`.
+pub fn schema(method: &str, kind: &str) -> Value {
+    let path = repo()
+        .join("protocol/schema")
+        .join(format!("{}.{kind}.json", method.replace('/', ".")));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("schema is JSON")
+}
+
+/// Fails the test when `instance` does not match the method's schema.
+pub fn assert_schema(method: &str, kind: &str, instance: &Value) {
+    let schema = schema(method, kind);
+    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{method} {kind} does not match its schema: {errors:?}\n{}",
+        serde_json::to_string(instance)
+            .unwrap_or_default()
+            .chars()
+            .take(2000)
+            .collect::<String>()
+    );
+}
+
+/// `sessiond <args>` → stdout parsed as JSON.
+pub fn cli_json(args: &[&str]) -> Value {
+    let out = Command::new(BIN).args(args).output().expect("run sessiond");
+    assert!(
+        out.status.success(),
+        "sessiond {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+/// A v3 session: the header line and `n` message entries chained by parentId.
+pub fn v3_session(n: usize) -> (String, Vec<(String, String)>) {
+    let header = r#"{"type":"session","version":3,"id":"4f9c7d0e-0000-4000-8000-000000000001","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}"#.to_owned();
+    let mut entries = Vec::new();
+    let mut parent: Option<String> = None;
+    for i in 0..n {
+        let id = format!("e{i:07x}");
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let content = if role == "user" {
+            json!(format!("question {i} with some words: ünïcödé ✓"))
+        } else {
+            json!([{"type": "text", "text": format!("answer {i}")}])
+        };
+        let mut message =
+            json!({"role": role, "content": content, "timestamp": 1_735_689_600_000i64 + i as i64});
+        if role == "assistant" {
+            message["provider"] = json!("anthropic");
+            message["model"] = json!("claude-sonnet-4-5");
+        }
+        let line = json!({
+            "type": "message",
+            "id": id,
+            "parentId": parent,
+            "timestamp": format!("2025-01-01T00:{:02}:{:02}.000Z", (i / 60) % 60, i % 60),
+            "message": message,
+        });
+        entries.push((id.clone(), serde_json::to_string(&line).expect("json")));
+        parent = Some(id);
+    }
+    (header, entries)
+}
