@@ -18,7 +18,7 @@ use common::generator::{generate, seed_from_env};
 use common::{describe, diff_report, json_eq, parse_json_output, repo_root, sessiond, v1_line_id};
 use serde_json::{Value, json};
 
-const DEFAULT_SEED: u64 = 0xc0_3a_c7_10_2026;
+const DEFAULT_SEED: u64 = 0xc03a_c710_2026;
 const DEFAULT_TREES: usize = 300;
 const FIXTURE_KEEPS: &[u64] = &[1, 500, 2000, 20000];
 /// Generated sessions are small (tens to hundreds of tokens), so their keeps are small too.
