@@ -174,7 +174,7 @@ fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
     while g.written < target {
         turn += 1;
         // Now and then, branch back to an earlier user message (a fork in place).
-        if turn % 40 == 0 && !g.user_ids.is_empty() {
+        if turn.is_multiple_of(40) && !g.user_ids.is_empty() {
             let back = g.user_ids[g.rng.below(g.user_ids.len() as u64) as usize].clone();
             let summary = text(&mut g.rng, 400);
             let from = leaf.clone();
@@ -247,7 +247,7 @@ fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
                 leaf.as_deref(),
             )?);
         }
-        if turn % 25 == 0 {
+        if turn.is_multiple_of(25) {
             // Keep roughly the last few turns: the kept entry is a recent user message.
             let kept = g.user_ids[g.user_ids.len().saturating_sub(3)].clone();
             let summary = text(&mut g.rng, 3_000);

@@ -18,6 +18,7 @@ use thiserror::Error;
 
 use crate::cli::{self, CliError};
 use crate::core::compaction::entry::js_number;
+use crate::core::compaction::js;
 use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
 use crate::core::compaction::{self, CompactionError, CompactionPlan, Options};
 use crate::core::format::EntryId;
@@ -82,7 +83,8 @@ enum CompactError {
     RetentionLost {
         path: PathBuf,
         lost: Vec<String>,
-        report: Box<Value>,
+        /// The JSON report, as printed.
+        report: String,
     },
     #[error("{}: version-1 sessions have no entry ids on disk; sessiond does not append to them (use --dry-run)", path.display())]
     Version1 { path: PathBuf },
@@ -205,11 +207,14 @@ fn retention_refusal(args: &CompactArgs, plan: &CompactionPlan) -> CompactError 
     CompactError::RetentionLost {
         path: args.file.clone(),
         lost,
-        report: Box::new(json!({
-            "error": "retentionLost",
-            "written": false,
-            "retention": plan.retention,
-        })),
+        report: json_text(
+            plan,
+            &json!({
+                "error": "retentionLost",
+                "written": false,
+                "retention": plan.retention,
+            }),
+        ),
     }
 }
 
@@ -277,7 +282,8 @@ fn nothing_reason(n: NothingToCompact) -> &'static str {
 }
 
 /// The JSON report of a planned compaction (the `session/compact` result plus the
-/// preparation and the exact request).
+/// preparation and the exact request). Its strings may hold mapped lone surrogates: print it
+/// through `json_text`.
 pub fn plan_json(plan: &CompactionPlan, written: bool) -> Value {
     let prep = &plan.preparation;
     let mut m = Map::new();
@@ -316,9 +322,17 @@ pub fn plan_json(plan: &CompactionPlan, written: bool) -> Value {
     put("retention", json!(plan.retention));
     put(
         "entry",
-        serde_json::from_str(&plan.entry_json()).unwrap_or(Value::Null),
+        js::parse_json(plan.entry_json().as_bytes()).map_or(Value::Null, |(entry, _)| entry),
     );
     Value::Object(m)
+}
+
+/// `value` as JSON text, with the plan's lone surrogates written back as pi writes them
+/// (a `Value` cannot hold them; see [`LoneSurrogates`](crate::core::compaction::js::LoneSurrogates)).
+fn json_text(plan: &CompactionPlan, value: &Value) -> String {
+    plan.lone_surrogates
+        .restore_json(&value.to_string())
+        .into_owned()
 }
 
 fn print(out: &mut impl Write, args: &CompactArgs, outcome: &Outcome) -> io::Result<()> {
@@ -342,7 +356,7 @@ fn print(out: &mut impl Write, args: &CompactArgs, outcome: &Outcome) -> io::Res
         }
         Outcome::Planned { plan, written } => {
             if args.json {
-                return writeln!(out, "{}", plan_json(plan, *written));
+                return writeln!(out, "{}", json_text(plan, &plan_json(plan, *written)));
             }
             print_human(out, &args.file, plan, *written)
         }

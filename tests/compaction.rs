@@ -8,7 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{
-    describe, diff_report, json_eq, parse_json_output, repo_root, restrict_to_context, sessiond,
+    describe, diff_report, json_eq, parse_json, parse_json_output, repo_root, restrict_to_context,
+    sessiond,
 };
 use serde_json::{Value, json};
 
@@ -81,7 +82,7 @@ fn pi_contexts(jobs: &[(PathBuf, Option<String>)]) -> Option<Vec<Value>> {
 
 fn last_line(file: &Path) -> Value {
     let text = std::fs::read_to_string(file).expect("read");
-    serde_json::from_str(text.lines().last().expect("a line")).expect("last line is JSON")
+    parse_json(text.lines().last().expect("a line").as_bytes()).expect("last line is JSON")
 }
 
 #[test]
@@ -106,6 +107,12 @@ fn committed_compaction_is_resumed_by_pi() {
             "1",
         ),
         ("tests/data/synthetic/bash-execution.jsonl", None, "1"),
+        // Lone surrogates in the summarized text come back as pi's escapes in the entry.
+        (
+            "tests/data/synthetic/lone-surrogate-escapes.jsonl",
+            None,
+            "1",
+        ),
     ];
     let mut jobs = Vec::new();
     for (rel, leaf, keep) in cases {
@@ -133,6 +140,13 @@ fn committed_compaction_is_resumed_by_pi() {
             "{rel}: one line appended"
         );
         assert!(appended.ends_with(b"\n"));
+        if rel.contains("lone-surrogate") {
+            let line = String::from_utf8_lossy(appended);
+            assert!(
+                line.contains(r"message: \ude80 lone low") && !line.contains('\u{E680}'),
+                "{rel}: the lone surrogate is not written as pi writes it: {line}"
+            );
+        }
         let entry = last_line(&file);
         assert_eq!(entry["type"], "compaction");
         assert_eq!(entry["id"], result["entryId"]);

@@ -281,7 +281,7 @@ fn no_command_changes_file_bytes() {
 fn first_entry_id(bytes: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(bytes);
     text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| common::parse_json(l.as_bytes()).ok())
         .find(|v| v["type"] != "session")
         .and_then(|v| v["id"].as_str().map(str::to_string))
 }

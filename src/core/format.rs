@@ -724,12 +724,11 @@ impl<'de> Deserialize<'de> for Content {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
                 let mut ids = Vec::new();
                 while let Some(block) = seq.next_element::<MaybeObject<BlockProbe<'de>>>()? {
-                    if let MaybeObject::Object(b) = block {
-                        if b.ty.and_then(raw_str).as_deref() == Some("toolCall") {
-                            if let Some(id) = b.id.and_then(raw_str) {
-                                ids.push(id.into());
-                            }
-                        }
+                    if let MaybeObject::Object(b) = block
+                        && b.ty.and_then(raw_str).as_deref() == Some("toolCall")
+                        && let Some(id) = b.id.and_then(raw_str)
+                    {
+                        ids.push(id.into());
                     }
                 }
                 Ok(Content::Present(ids))

@@ -233,10 +233,8 @@ pub fn render_item(
             with_system_message,
         } => {
             let mut out = Vec::with_capacity(2);
-            if with_system_message {
-                if let Some(system) = line.take("systemMessage") {
-                    out.push(system.into_owned());
-                }
+            if with_system_message && let Some(system) = line.take("systemMessage") {
+                out.push(system.into_owned());
             }
             let mut m = RawObject::new();
             m.set_literal("role", "\"compactionSummary\"".into());

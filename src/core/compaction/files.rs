@@ -6,7 +6,7 @@
 use indexmap::IndexSet;
 use serde_json::Value;
 
-use super::js;
+use super::js::{self, LoneSurrogates};
 
 /// Paths seen per operation, in first-seen order (pi's `Set`s).
 #[derive(Clone, Debug, Default)]
@@ -88,8 +88,8 @@ impl FileOps {
         self.edited.extend(list("modifiedFiles"));
     }
 
-    /// pi `computeFileLists`.
-    pub fn lists(&self) -> FileLists {
+    /// pi `computeFileLists` (`lone`: how the paths were parsed, for the sort order).
+    pub fn lists(&self, lone: LoneSurrogates) -> FileLists {
         let modified: IndexSet<&String> = self.edited.iter().chain(&self.written).collect();
         let mut read_files: Vec<String> = self
             .read
@@ -98,8 +98,8 @@ impl FileOps {
             .cloned()
             .collect();
         let mut modified_files: Vec<String> = modified.into_iter().cloned().collect();
-        read_files.sort_by(|a, b| js::cmp_utf16(a, b));
-        modified_files.sort_by(|a, b| js::cmp_utf16(a, b));
+        read_files.sort_by(|a, b| js::cmp_utf16(a, b, lone));
+        modified_files.sort_by(|a, b| js::cmp_utf16(a, b, lone));
         FileLists {
             read_files,
             modified_files,
@@ -146,7 +146,7 @@ mod tests {
             {"type": "toolCall", "name": "bash", "arguments": {"path": "c.rs"}},
             {"type": "toolCall", "name": "write", "arguments": {"path": ""}}]}));
         ops.add_details(&json!({"readFiles": ["z.md"], "modifiedFiles": ["y.md"]}));
-        let lists = ops.lists();
+        let lists = ops.lists(LoneSurrogates::Absent);
         assert_eq!(lists.read_files, ["a.rs", "z.md"]);
         assert_eq!(lists.modified_files, ["b.rs", "y.md"]);
         assert_eq!(

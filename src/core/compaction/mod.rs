@@ -15,6 +15,11 @@
 //! Where pi itself would throw on a malformed message (a `null` content it iterates, a tool
 //! call without arguments) the result is [`CompactionError::PiWouldThrow`] rather than a
 //! guess.
+//!
+//! Messages are parsed with [`js::parse_json`], which accepts the lone UTF-16 surrogates pi
+//! writes by mapping them to private-use characters; [`CompactionPlan::lone_surrogates`] says
+//! whether that happened, and every JSON text leaving the plan must pass through
+//! [`LoneSurrogates::restore_json`] (the entry line already does).
 
 pub mod entry;
 pub mod files;
@@ -31,6 +36,7 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 use self::entry::CompactionEntry;
+use self::js::LoneSurrogates;
 use self::prepare::{NothingToCompact, Preparation, SpanMessage};
 use self::prompts::SummarizationRequest;
 use self::retention::Retention;
@@ -101,12 +107,16 @@ pub struct CompactionPlan {
     /// The context after compaction: each message and its entry (the new entry's id for the
     /// summary and system message).
     pub new_context: Vec<(EntryId, Value)>,
+    /// Whether the strings above hold mapped lone surrogates: JSON made from them must go
+    /// through [`LoneSurrogates::restore_json`].
+    pub lone_surrogates: LoneSurrogates,
 }
 
 impl CompactionPlan {
-    /// The compaction entry as JSON, without the newline.
+    /// The compaction entry as JSON, without the newline, lone surrogates written as pi writes
+    /// them.
     pub fn entry_json(&self) -> String {
-        self.entry.to_json()
+        self.entry.to_json(self.lone_surrogates)
     }
 
     /// The exact line to append: [`entry_json`](Self::entry_json) and `\n`.
@@ -130,12 +140,11 @@ pub fn build_request(
 ) -> Result<(SummarizationRequest, String, Option<String>), CompactionError> {
     let to_text = |messages: &[SpanMessage]| -> Result<String, CompactionError> {
         let refs: Vec<&Value> = messages.iter().map(|m| &m.message).collect();
-        serialize::serialize_conversation(&serialize::convert_to_llm(&refs)).map_err(|e| {
-            CompactionError::PiWouldThrow {
+        serialize::serialize_conversation(&serialize::convert_to_llm(&refs), prep.lone_surrogates)
+            .map_err(|e| CompactionError::PiWouldThrow {
                 entry_id: None,
                 detail: e.0,
-            }
-        })
+            })
     };
     let conversation = to_text(&prep.messages_to_summarize)?;
     let previous = prep.previous_summary_text();
@@ -173,8 +182,9 @@ pub fn plan(
         return Err(CompactionError::IdTaken(options.new_entry_id.clone()));
     }
     let projection = projection::project(tree, leaf);
-    let (path, entries) = prepare::projected_entries(tree, &projection, source)?;
-    let prep = match prepare::prepare(&path, &entries, options.keep_recent_tokens as f64)? {
+    let projected = prepare::projected_entries(tree, &projection, source)?;
+    let entries = &projected.entries;
+    let prep = match prepare::prepare(&projected, options.keep_recent_tokens as f64)? {
         Ok(p) => p,
         Err(nothing) => return Ok(Err(nothing)),
     };
@@ -222,10 +232,11 @@ pub fn plan(
         system_message,
     };
 
-    let new_context = context_after(tree, source, &projection.path, &entry)?;
+    let (new_context, lone) = context_after(tree, source, &projection.path, &entry)?;
+    let lone = lone.or(prep.lone_surrogates);
     let mut tokens_after = 0.0;
     for (_, m) in &new_context {
-        tokens_after += tokens::estimate_tokens(m).unwrap_or(f64::NAN);
+        tokens_after += tokens::estimate_tokens(m, lone).unwrap_or(f64::NAN);
     }
     let probes = retention::probes(&prep, &kept_messages);
     let retention = retention::check(probes, &new_context);
@@ -240,19 +251,22 @@ pub fn plan(
         tokens_after,
         retention,
         new_context,
+        lone_surrogates: lone,
     }))
 }
 
 /// The context the new compaction entry starts, as pi's `buildSessionProjection` will see it
 /// once the entry is appended under the leaf: its system message and summary, then the path
 /// from `firstKeptEntryId` to the leaf without system messages (edits within that range
-/// apply; older compactions in it contribute nothing).
+/// apply; older compactions in it contribute nothing). Also says whether parsing the kept
+/// messages mapped lone surrogates.
 fn context_after(
     tree: &Tree,
     source: &dyn LineSource,
     path: &[NodeIdx],
     entry: &CompactionEntry,
-) -> Result<Vec<(EntryId, Value)>, CompactionError> {
+) -> Result<(Vec<(EntryId, Value)>, LoneSurrogates), CompactionError> {
+    let mut lone = LoneSurrogates::Absent;
     let mut out = Vec::new();
     if let Some(system) = entry.written_system_message() {
         out.push((entry.id.clone(), system));
@@ -275,13 +289,17 @@ fn context_after(
         None => Vec::new(),
     };
     for item in projection::context_items(tree, &kept, true) {
-        let id = &tree.node(item.node).entry.id;
+        let kept_entry = &tree.node(item.node).entry;
         for raw in render::render_item(tree, &item, source)? {
-            out.push((
-                id.clone(),
-                serde_json::from_str(raw.get()).unwrap_or(Value::Null),
-            ));
+            let (message, mapped) =
+                js::parse_json(raw.get().as_bytes()).map_err(|e| RenderError::Changed {
+                    line: kept_entry.span.line,
+                    id: kept_entry.id.to_string(),
+                    detail: e.to_string(),
+                })?;
+            lone = lone.or(mapped);
+            out.push((kept_entry.id.clone(), message));
         }
     }
-    Ok(out)
+    Ok((out, lone))
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::CompactionError;
 use super::files::{FileLists, FileOps};
-use super::js::{self, TypeError};
+use super::js::{self, LoneSurrogates, TypeError};
 use super::tokens::{current_system_message, estimate_context_tokens, estimate_tokens};
 use crate::core::format::{EntryId, EntryKind};
 use crate::core::projection::{Contribution, Projection, Silence};
@@ -89,6 +89,8 @@ pub struct Preparation {
     pub file_ops: FileOps,
     pub file_lists: FileLists,
     pub keep_recent_tokens: f64,
+    /// Whether the messages and summaries hold mapped lone surrogates.
+    pub lone_surrogates: LoneSurrogates,
 }
 
 impl Preparation {
@@ -112,12 +114,37 @@ pub enum NothingToCompact {
     NothingBeforeCut,
 }
 
+/// pi's canonical projection of a path, as [`projected_entries`] builds it.
+#[derive(Clone, Debug)]
+pub struct Projected {
+    pub path: Vec<PathEntry>,
+    pub entries: Vec<ProjectedEntry>,
+    /// Whether parsing the messages and lines mapped lone surrogates.
+    pub lone_surrogates: LoneSurrogates,
+}
+
+/// Parses a rendered message or a session line as `JSON.parse` does ([`js::parse_json`]);
+/// a failure means the line no longer holds the entry it held when the tree was built.
+fn parse_line(
+    bytes: &[u8],
+    entry: &crate::core::format::Entry,
+    lone: &mut LoneSurrogates,
+) -> Result<Value, RenderError> {
+    let (value, mapped) = js::parse_json(bytes).map_err(|e| RenderError::Changed {
+        line: entry.span.line,
+        id: entry.id.to_string(),
+        detail: e.to_string(),
+    })?;
+    *lone = lone.or(mapped);
+    Ok(value)
+}
+
 /// Builds the path and pi's canonical projection of `projection` (see the module docs).
 pub fn projected_entries(
     tree: &Tree,
     projection: &Projection,
     source: &dyn LineSource,
-) -> Result<(Vec<PathEntry>, Vec<ProjectedEntry>), RenderError> {
+) -> Result<Projected, RenderError> {
     let path = projection
         .path
         .iter()
@@ -131,24 +158,21 @@ pub fn projected_entries(
             }
         })
         .collect();
+    let mut lone = LoneSurrogates::Absent;
     let mut entries = Vec::with_capacity(projection.items.len());
     for item in &projection.items {
         let entry = &tree.node(item.node).entry;
         let messages = render::render_item(tree, item, source)?
             .into_iter()
-            .map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null))
-            .collect();
-        let read_line = || -> Result<Value, RenderError> {
+            .map(|raw| parse_line(raw.get().as_bytes(), entry, &mut lone))
+            .collect::<Result<Vec<Value>, RenderError>>()?;
+        let mut read_line = || -> Result<Value, RenderError> {
             let bytes = source.line(entry.span).map_err(|e| RenderError::Io {
                 line: entry.span.line,
                 id: entry.id.to_string(),
                 source: e,
             })?;
-            serde_json::from_slice(&bytes).map_err(|e| RenderError::Changed {
-                line: entry.span.line,
-                id: entry.id.to_string(),
-                detail: e.to_string(),
-            })
+            parse_line(&bytes, entry, &mut lone)
         };
         let kind = match &entry.kind {
             EntryKind::Message(m) => SourceKind::Message {
@@ -189,7 +213,11 @@ pub fn projected_entries(
             messages,
         });
     }
-    Ok((path, entries))
+    Ok(Projected {
+        path,
+        entries,
+        lone_surrogates: lone,
+    })
 }
 
 fn role_of(m: &Value) -> &str {
@@ -237,12 +265,14 @@ pub struct CutPoint {
     pub is_split_turn: bool,
 }
 
-/// pi `findProjectedCutPoint(entries, start, end, keepRecentTokens)`.
+/// pi `findProjectedCutPoint(entries, start, end, keepRecentTokens)` (`lone`: how the
+/// messages were parsed).
 pub fn find_projected_cut_point(
     entries: &[ProjectedEntry],
     start: usize,
     end: usize,
     keep_recent_tokens: f64,
+    lone: LoneSurrogates,
 ) -> Result<CutPoint, CompactionError> {
     let cut_points: Vec<usize> = (start..end)
         .filter(|&i| {
@@ -262,7 +292,7 @@ pub fn find_projected_cut_point(
     for i in (start..end).rev() {
         let mut tokens = 0.0;
         for m in &entries[i].messages {
-            tokens += estimate_tokens(m).map_err(|e| pi_error(&entries[i].id, e))?;
+            tokens += estimate_tokens(m, lone).map_err(|e| pi_error(&entries[i].id, e))?;
         }
         if tokens == 0.0 {
             continue;
@@ -329,10 +359,12 @@ pub fn find_projected_cut_point(
     })
 }
 
-/// pi `estimateProjectedContextTokens(projection, branchEntries).tokens`.
+/// pi `estimateProjectedContextTokens(projection, branchEntries).tokens` (`lone`: how the
+/// messages were parsed).
 pub fn estimate_projected_context_tokens(
     path: &[PathEntry],
     entries: &[ProjectedEntry],
+    lone: LoneSurrogates,
 ) -> Result<f64, CompactionError> {
     let flat: Vec<(&EntryId, &Value)> = entries
         .iter()
@@ -343,7 +375,7 @@ pub fn estimate_projected_context_tokens(
         entry_id: None,
         detail: e.0,
     };
-    let (tokens, last_usage) = estimate_context_tokens(&messages).map_err(located)?;
+    let (tokens, last_usage) = estimate_context_tokens(&messages, lone).map_err(located)?;
     if let Some(index) = last_usage {
         let usage_entry = flat.get(index).map(|(id, _)| *id);
         let usage_entry_index = usage_entry.and_then(|id| path.iter().position(|p| &p.id == id));
@@ -358,12 +390,12 @@ pub fn estimate_projected_context_tokens(
         }
     }
     let mut tokens = match current_system_message(&messages).map_err(located)? {
-        Some(system) => estimate_tokens(&system).map_err(located)?,
+        Some(system) => estimate_tokens(&system, lone).map_err(located)?,
         None => 0.0,
     };
     for (id, m) in &flat {
         if role_of(m) != "system" {
-            tokens += estimate_tokens(m).map_err(|e| pi_error(id, e))?;
+            tokens += estimate_tokens(m, lone).map_err(|e| pi_error(id, e))?;
         }
     }
     Ok(tokens)
@@ -389,10 +421,14 @@ fn span_messages(entries: &[ProjectedEntry]) -> Vec<SpanMessage> {
 /// pi `prepareCompaction(pathEntries, {keepRecentTokens})`. `Ok(Err(reason))` is pi's
 /// `undefined` (nothing to compact); `Err` is an input on which pi itself would throw.
 pub fn prepare(
-    path: &[PathEntry],
-    entries: &[ProjectedEntry],
+    projected: &Projected,
     keep_recent_tokens: f64,
 ) -> Result<Result<Preparation, NothingToCompact>, CompactionError> {
+    let (path, entries, lone) = (
+        &projected.path[..],
+        &projected.entries[..],
+        projected.lone_surrogates,
+    );
     match path.last() {
         None => return Ok(Err(NothingToCompact::EmptyPath)),
         Some(last) if last.is_compaction => return Ok(Err(NothingToCompact::LeafIsCompaction)),
@@ -409,8 +445,14 @@ pub fn prepare(
         None => (None, 0),
     };
     let boundary_end = entries.len();
-    let tokens_before = estimate_projected_context_tokens(path, entries)?;
-    let cut = find_projected_cut_point(entries, boundary_start, boundary_end, keep_recent_tokens)?;
+    let tokens_before = estimate_projected_context_tokens(path, entries, lone)?;
+    let cut = find_projected_cut_point(
+        entries,
+        boundary_start,
+        boundary_end,
+        keep_recent_tokens,
+        lone,
+    )?;
     let Some(first_kept) = entries.get(cut.first_kept_entry_index) else {
         return Ok(Err(NothingToCompact::NothingBeforeCut));
     };
@@ -445,7 +487,7 @@ pub fn prepare(
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
         file_ops.add_message(&m.message);
     }
-    let file_lists = file_ops.lists();
+    let file_lists = file_ops.lists(lone);
     Ok(Ok(Preparation {
         first_kept_entry_id: first_kept.id.clone(),
         tokens_before,
@@ -457,5 +499,6 @@ pub fn prepare(
         file_ops,
         file_lists,
         keep_recent_tokens,
+        lone_surrogates: lone,
     }))
 }

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::js::{self, TypeError};
+use super::js::{self, LoneSurrogates, TypeError};
 use super::tokens::content_text;
 
 /// Longest tool result kept in the serialized conversation, in UTF-16 code units
@@ -115,21 +115,26 @@ pub fn convert_to_llm(messages: &[&Value]) -> Vec<Value> {
 }
 
 /// pi's `truncateForSummary`: the head of `text` and a marker counting the cut units.
-fn truncate_for_summary(text: &str, max: usize) -> String {
+fn truncate_for_summary(text: &str, max: usize, lone: LoneSurrogates) -> String {
     let len = text.encode_utf16().count();
     if len <= max {
         return text.to_owned();
     }
     format!(
         "{}\n\n[... {} more characters truncated]",
-        js::slice_head_utf16(text, max),
+        js::slice_head_utf16(text, max, lone),
         len - max
     )
 }
 
 /// pi `serializeConversation(llmMessages)`: the parts joined by blank lines. Thinking is
-/// left out; tool results are cut at [`TOOL_RESULT_MAX_CHARS`].
-pub fn serialize_conversation(messages: &[Value]) -> Result<String, TypeError> {
+/// left out; tool results are cut at [`TOOL_RESULT_MAX_CHARS`]. `lone` says how the messages
+/// were parsed: the text keeps mapped lone surrogates as characters (one UTF-16 unit each),
+/// except inside tool arguments, where `JSON.stringify` has already written their escapes.
+pub fn serialize_conversation(
+    messages: &[Value],
+    lone: LoneSurrogates,
+) -> Result<String, TypeError> {
     let mut parts: Vec<String> = Vec::new();
     for m in messages {
         match m.get("role").and_then(Value::as_str) {
@@ -149,19 +154,23 @@ pub fn serialize_conversation(messages: &[Value]) -> Result<String, TypeError> {
                     let args = match js::prop(block, "arguments", "tool call")? {
                         Some(Value::Object(map)) => js::ordered_entries(map)
                             .into_iter()
-                            .map(|(k, v)| format!("{k}={}", js::stringify(v)))
+                            .map(|(k, v)| format!("{k}={}", js::stringify(v, lone)))
                             .collect::<Vec<_>>(),
                         Some(Value::Array(items)) => items
                             .iter()
                             .enumerate()
-                            .map(|(i, v)| format!("{i}={}", js::stringify(v)))
+                            .map(|(i, v)| format!("{i}={}", js::stringify(v, lone)))
                             .collect(),
-                        Some(Value::String(s)) => s
-                            .encode_utf16()
+                        // Object.entries of a string: one entry per UTF-16 unit, so each
+                        // half of a pair is a lone surrogate, which JSON.stringify escapes.
+                        Some(Value::String(s)) => lone
+                            .units(s)
                             .enumerate()
-                            .map(|(i, u)| {
-                                let unit = String::from_utf16_lossy(&[u]);
-                                format!("{i}={}", js::stringify(&Value::String(unit)))
+                            .map(|(i, u)| match char::from_u32(u32::from(u)) {
+                                Some(c) => {
+                                    format!("{i}={}", js::stringify(&Value::String(c.into()), lone))
+                                }
+                                None => format!("{i}=\"\\u{u:04x}\""),
                             })
                             .collect(),
                         None | Some(Value::Null) => {
@@ -197,7 +206,7 @@ pub fn serialize_conversation(messages: &[Value]) -> Result<String, TypeError> {
                 if !content.is_empty() {
                     parts.push(format!(
                         "[Tool result]: {}",
-                        truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS)
+                        truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS, lone)
                     ));
                 }
             }
@@ -225,11 +234,37 @@ mod tests {
             &json!({"role": "bashExecution", "command": "rm", "output": "x", "excludeFromContext": true}),
             &json!({"role": "notification", "content": "ignored"}),
         ]);
-        let text = serialize_conversation(&messages).unwrap_or_default();
+        let text = serialize_conversation(&messages, LoneSurrogates::Absent).unwrap_or_default();
         let expected = format!(
             "[User]: fix the test\n\n[Assistant]: Reading.\n\n[Assistant tool calls]: read(path=\"a.rs\", limit=1)\n\n[Tool result]: {}\n\n[... 5 more characters truncated]\n\n[User]: Ran `ls`\n(no output)\n\nCommand exited with code 2",
             "x".repeat(2000)
         );
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn lone_surrogates_serialize_like_pi() {
+        // The message as parsed from `"text": "<1999 x>\ud83d\ude80"` (a valid pair across the
+        // cut) and `"<1999 x>\ud83dy"` (a lone high surrogate before it), tool arguments with
+        // a lone surrogate, and string arguments whose pair Object.entries splits.
+        let line = format!(
+            r#"[{{"role": "toolResult", "content": [{{"type": "text", "text": "{x}\ud83d\ude80"}}]}},
+                {{"role": "toolResult", "content": [{{"type": "text", "text": "{x}\ud83dy"}}]}},
+                {{"role": "assistant", "content": [{{"type": "toolCall", "name": "bash", "arguments": {{"command": "a\ude80"}}}},
+                    {{"type": "toolCall", "name": "f", "arguments": "h🚀"}}]}}]"#,
+            x = "x".repeat(1999)
+        );
+        let (messages, lone) = js::parse_json(line.as_bytes()).unwrap_or_default();
+        assert_eq!(lone, LoneSurrogates::Mapped);
+        let messages: Vec<&Value> = messages.as_array().into_iter().flatten().collect();
+        let text = serialize_conversation(&convert_to_llm(&messages), lone).unwrap_or_default();
+        let json = lone.restore_json(&json!(text).to_string()).into_owned();
+        let x = "x".repeat(1999);
+        assert_eq!(
+            json,
+            format!(
+                r#""[Tool result]: {x}\n\n[... 1 more characters truncated]\n\n[Tool result]: {x}\ud83d\n\n[... 1 more characters truncated]\n\n[Assistant tool calls]: bash(command=\"a\\ude80\"); f(0=\"h\", 1=\"\\ud83d\", 2=\"\\ude80\")""#
+            )
+        );
     }
 }

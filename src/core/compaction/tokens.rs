@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::js::{self, TypeError};
+use super::js::{self, LoneSurrogates, TypeError};
 
 /// Characters pi counts for one image block.
 pub const ESTIMATED_IMAGE_CHARS: f64 = 4800.0;
@@ -34,7 +34,9 @@ fn text_and_image_chars(content: Option<&Value>, what: &str) -> Result<f64, Type
 }
 
 /// pi `estimateTokens(message)`: `Math.ceil(chars / 4)`, 0 for roles it does not count.
-pub fn estimate_tokens(message: &Value) -> Result<f64, TypeError> {
+/// `lone` says how `message` was parsed (`JSON.stringify` writes a lone surrogate as six
+/// characters).
+pub fn estimate_tokens(message: &Value, lone: LoneSurrogates) -> Result<f64, TypeError> {
     let get = |k: &str| js::prop(message, k, "message");
     let role = get("role")?.and_then(Value::as_str).unwrap_or("");
     let chars = match role {
@@ -50,7 +52,7 @@ pub fn estimate_tokens(message: &Value) -> Result<f64, TypeError> {
             }
             let tools = get("toolsAdded")?;
             if js::truthy(tools) {
-                chars += tools.map_or(0.0, |t| js::utf16_len(&js::stringify(t)));
+                chars += tools.map_or(0.0, |t| js::utf16_len(&js::stringify(t, lone)));
             }
             chars
         }
@@ -71,7 +73,7 @@ pub fn estimate_tokens(message: &Value) -> Result<f64, TypeError> {
                         None => {
                             return Err(TypeError("tool call without arguments".into()));
                         }
-                        Some(args) => chars += js::utf16_len(&js::stringify(args)),
+                        Some(args) => chars += js::utf16_len(&js::stringify(args, lone)),
                     }
                 }
             }
@@ -148,7 +150,10 @@ pub fn assistant_usage(message: &Value) -> Result<Option<&Value>, TypeError> {
 
 /// pi `estimateContextTokens(messages)`: the last valid usage plus the estimate of the
 /// messages after it, or the estimate of all messages. Returns `(tokens, lastUsageIndex)`.
-pub fn estimate_context_tokens(messages: &[&Value]) -> Result<(f64, Option<usize>), TypeError> {
+pub fn estimate_context_tokens(
+    messages: &[&Value],
+    lone: LoneSurrogates,
+) -> Result<(f64, Option<usize>), TypeError> {
     let mut last = None;
     for (i, m) in messages.iter().enumerate().rev() {
         if let Some(u) = assistant_usage(m)? {
@@ -160,7 +165,7 @@ pub fn estimate_context_tokens(messages: &[&Value]) -> Result<(f64, Option<usize
         None => {
             let mut tokens = 0.0;
             for m in messages {
-                tokens += estimate_tokens(m)?;
+                tokens += estimate_tokens(m, lone)?;
             }
             Ok((tokens, None))
         }
@@ -168,7 +173,7 @@ pub fn estimate_context_tokens(messages: &[&Value]) -> Result<(f64, Option<usize
             let mut tokens = calculate_context_tokens(usage)?;
             let mut trailing = 0.0;
             for m in &messages[index + 1..] {
-                trailing += estimate_tokens(m)?;
+                trailing += estimate_tokens(m, lone)?;
             }
             tokens += trailing;
             Ok((tokens, Some(index)))
@@ -287,16 +292,27 @@ mod tests {
     fn estimates_match_pi_rules() {
         let user = json!({"role": "user", "content": [{"type": "text", "text": "héllo 🚀"}, {"type": "image"}]});
         // 8 UTF-16 units + 4800 → ceil(4808 / 4)
-        assert_eq!(estimate_tokens(&user), Ok(1202.0));
+        assert_eq!(estimate_tokens(&user, LoneSurrogates::Absent), Ok(1202.0));
         let assistant = json!({"role": "assistant", "content": [
             {"type": "thinking", "thinking": "abcd"},
             {"type": "toolCall", "name": "read", "arguments": {"path": "a"}}]});
         // 4 + 4 + len('{"path":"a"}') = 12 → 20 / 4
-        assert_eq!(estimate_tokens(&assistant), Ok(5.0));
-        assert_eq!(estimate_tokens(&json!({"role": "notification"})), Ok(0.0));
-        assert!(estimate_tokens(&json!({"role": "custom", "content": null})).is_err());
-        let odd =
-            estimate_tokens(&json!({"role": "user", "content": [{"type": "text", "text": 5}]}));
+        assert_eq!(estimate_tokens(&assistant, LoneSurrogates::Absent), Ok(5.0));
+        assert_eq!(
+            estimate_tokens(&json!({"role": "notification"}), LoneSurrogates::Absent),
+            Ok(0.0)
+        );
+        assert!(
+            estimate_tokens(
+                &json!({"role": "custom", "content": null}),
+                LoneSurrogates::Absent
+            )
+            .is_err()
+        );
+        let odd = estimate_tokens(
+            &json!({"role": "user", "content": [{"type": "text", "text": 5}]}),
+            LoneSurrogates::Absent,
+        );
         assert!(odd.is_ok_and(f64::is_nan));
     }
 
