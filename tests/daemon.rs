@@ -133,13 +133,18 @@ fn lifecycle_and_every_method_on_a_fixture() {
     for (k, v) in cli.as_object().expect("object") {
         assert_eq!(&ctx[k], v, "contextAt {k}");
     }
-    let expected_tokens: u64 = cli["messages"]
+    // The estimate function itself is checked against pi through compaction's tokensBefore
+    // (tests/compaction_differential.rs); here: the daemon sums it over the whole context.
+    let expected_tokens: f64 = cli["messages"]
         .as_array()
         .expect("messages")
         .iter()
-        .map(sessiond::core::tokens::estimate_tokens)
+        .map(|m| {
+            use sessiond::core::compaction::{js::LoneSurrogates, tokens::estimate_tokens};
+            estimate_tokens(m, LoneSurrogates::Absent).expect("estimate")
+        })
         .sum();
-    assert_eq!(ctx["tokenEstimate"], json!(expected_tokens));
+    assert_eq!(ctx["tokenEstimate"], json!(expected_tokens as u64));
     assert_eq!(
         ctx["messageCount"],
         json!(cli["messages"].as_array().map(Vec::len))

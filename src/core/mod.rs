@@ -17,5 +17,4 @@ pub mod projection;
 pub mod raw_object;
 pub mod render;
 pub mod timestamp;
-pub mod tokens;
 pub mod tree;

@@ -11,15 +11,17 @@ use tower_lsp_server::jsonrpc::Result as RpcResult;
 use super::Backend;
 use super::convert;
 use super::error::RpcError;
+use super::lossless;
 use super::wire::{
     CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, FieldsParam, ListParams,
     ListResult, ListedSession, OpenParams, TreeParams,
 };
 use crate::context_json::{ContextJson, Fields, Window};
+use crate::core::compaction::js;
+use crate::core::compaction::tokens as compaction_tokens;
 use crate::core::explain;
 use crate::core::projection;
 use crate::core::render;
-use crate::core::tokens;
 use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::session::SessionHandle;
 use crate::session::owner::Session;
@@ -142,7 +144,7 @@ impl Backend {
                     source,
                 })?;
                 let raw = String::from_utf8_lossy(&bytes).into_owned();
-                let entry: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let entry = lossless::parse(&bytes).unwrap_or(Value::Null);
                 to_value(
                     s.path(),
                     &EntryResult {
@@ -180,22 +182,27 @@ impl Backend {
                     path: s.path().to_owned(),
                     source,
                 };
-                let mut value = match serde_json::to_value(&doc) {
-                    Ok(v) => v,
-                    Err(e) => {
-                        return Err(match doc.take_render_error() {
-                            Some(r) => render_err(r),
-                            None => RpcError::Io {
-                                path: s.path().to_owned(),
-                                source: std::io::Error::other(e),
-                            },
-                        });
-                    }
-                };
-                let mut token_estimate = 0u64;
+                // Serialized once to text, so messages pass through as written; then read
+                // back losslessly for the Value-based response (see `lossless`).
+                let mut value =
+                    match serde_json::to_vec(&doc).and_then(|text| lossless::parse(&text)) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            return Err(match doc.take_render_error() {
+                                Some(r) => render_err(r),
+                                None => RpcError::Io {
+                                    path: s.path().to_owned(),
+                                    source: std::io::Error::other(e),
+                                },
+                            });
+                        }
+                    };
+                let mut token_estimate = 0f64;
                 render::for_each_message(tree, &proj, s.source(), |m| {
-                    if let Ok(v) = serde_json::from_str::<Value>(m.message.get()) {
-                        token_estimate += tokens::estimate_tokens(&v);
+                    // pi's estimateTokens per message; one pi would throw on counts as 0.
+                    if let Ok((v, lone)) = js::parse_json(m.message.get().as_bytes()) {
+                        token_estimate +=
+                            compaction_tokens::estimate_tokens(&v, lone).unwrap_or(0.0);
                     }
                     Ok(())
                 })
@@ -203,7 +210,7 @@ impl Backend {
                 if let Value::Object(map) = &mut value {
                     map.insert("messageCount".into(), json!(doc.message_count()));
                     map.insert("offset".into(), json!(p.offset));
-                    map.insert("tokenEstimate".into(), json!(token_estimate));
+                    map.insert("tokenEstimate".into(), json!(token_estimate as u64));
                     map.insert("revision".into(), json!(convert::revision(s.revision())));
                 }
                 Ok(value)

@@ -13,6 +13,7 @@
 pub mod convert;
 pub mod error;
 pub mod handlers;
+pub mod lossless;
 pub mod transport;
 pub mod wire;
 

@@ -200,6 +200,7 @@ where
     let writer = tokio::spawn(async move {
         let mut output = output;
         while let Some(body) = out_rx.recv().await {
+            let body = super::lossless::restore(body);
             let head = format!("Content-Length: {}\r\n\r\n", body.len());
             let written = async {
                 output.write_all(head.as_bytes()).await?;
@@ -236,10 +237,10 @@ where
         tasks_rx
             .buffer_unordered(MAX_CONCURRENCY)
             .for_each(|res: Option<Response>| {
-                if let Some(res) = res {
-                    if let Ok(body) = serde_json::to_vec(&res) {
-                        let _ = responses_out.send(body);
-                    }
+                if let Some(res) = res
+                    && let Ok(body) = serde_json::to_vec(&res)
+                {
+                    let _ = responses_out.send(body);
                 }
                 future::ready(())
             })

@@ -1034,11 +1034,11 @@ fn dropped_links(
             continue;
         };
         let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
-        if let Ok(o) = RawObject::parse(line) {
-            if let Some(id) = o.get_str("id") {
-                let parent = o.get_str("parentId").map(|p| p.into_owned());
-                links.push((id.into_owned(), parent));
-            }
+        if let Ok(o) = RawObject::parse(line)
+            && let Some(id) = o.get_str("id")
+        {
+            let parent = o.get_str("parentId").map(|p| p.into_owned());
+            links.push((id.into_owned(), parent));
         }
     }
     Ok(links)

@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+// JSON parsing that accepts the lone surrogate escapes pi writes (shared with the other suites).
+#[path = "../common/mod.rs"]
+mod common;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_sessiond");
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -211,7 +215,7 @@ fn read_frames(stdout: impl Read, tx: &mpsc::Sender<Value>) {
         if r.read_exact(&mut body).is_err() {
             return;
         }
-        let v: Value = serde_json::from_slice(&body).expect("stdout frame is JSON");
+        let v: Value = common::parse_json(&body).expect("stdout frame is JSON");
         if tx.send(v).is_err() {
             return;
         }
@@ -254,7 +258,7 @@ pub fn cli_json(args: &[&str]) -> Value {
         "sessiond {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("JSON output")
+    common::parse_json(&out.stdout).expect("JSON output")
 }
 
 /// A v3 session: the header line and `n` message entries chained by parentId.
