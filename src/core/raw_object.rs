@@ -58,10 +58,21 @@ impl<'a> RawObject<'a> {
     /// Sets a field: replaced in place when present (JavaScript assignment keeps the key's
     /// position), appended otherwise.
     pub fn set(&mut self, key: &str, value: Box<RawValue>) {
+        self.put(key, Cow::Owned(value));
+    }
+
+    /// [`RawObject::set`] for a value that may still borrow from a line (moved, not copied).
+    pub fn put(&mut self, key: &str, value: Cow<'a, RawValue>) {
         match self.fields.iter_mut().find(|(k, _)| k == key) {
-            Some((_, v)) => *v = Cow::Owned(value),
-            None => self.fields.push((key.to_owned(), Cow::Owned(value))),
+            Some((_, v)) => *v = value,
+            None => self.fields.push((key.to_owned(), value)),
         }
+    }
+
+    /// Removes a field and returns its value (the other fields keep their order).
+    pub fn take(&mut self, key: &str) -> Option<Cow<'a, RawValue>> {
+        let at = self.fields.iter().position(|(k, _)| k == key)?;
+        Some(self.fields.remove(at).1)
     }
 
     /// Sets a field to a serializable value (a string, `null`, a number...).
@@ -85,6 +96,11 @@ impl<'a> RawObject<'a> {
     /// chosen key order).
     pub fn push(&mut self, key: &str, value: Cow<'a, RawValue>) {
         self.fields.push((key.to_owned(), value));
+    }
+
+    /// The object as a raw JSON value.
+    pub fn to_raw(&self) -> Box<RawValue> {
+        RawValue::from_string(self.to_line()).unwrap_or_else(|_| RawValue::NULL.to_owned())
     }
 
     /// The object as one line of compact JSON (no newline).

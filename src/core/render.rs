@@ -8,12 +8,12 @@
 
 use std::borrow::Cow;
 
-use indexmap::IndexMap;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
 use super::format::{EntryKind, LineSpan, Role};
 use super::projection::{ContextItem, Contribution, Projection};
+use super::raw_object::RawObject;
 use super::timestamp::js_time_of_raw;
 use super::tree::Tree;
 
@@ -74,59 +74,6 @@ pub fn for_each_message(
     Ok(())
 }
 
-/// A JSON object split into its top-level fields, each kept as raw JSON text. Rewrites
-/// (pi's `{...message, content}`) move whole values without parsing them, so any value —
-/// including strings with lone UTF-16 surrogate escapes, which pi writes when it cuts text
-/// inside an emoji — passes through byte-for-byte. Duplicate keys keep the first position and
-/// the last value, as `JSON.parse` does.
-struct RawObject<'a>(IndexMap<Cow<'a, str>, Cow<'a, RawValue>>);
-
-impl<'a> RawObject<'a> {
-    fn parse(bytes: &'a [u8]) -> Result<Self, String> {
-        let map: IndexMap<Cow<'a, str>, &'a RawValue> =
-            serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        Ok(RawObject(
-            map.into_iter()
-                .map(|(k, v)| (k, Cow::Borrowed(v)))
-                .collect(),
-        ))
-    }
-    fn new() -> Self {
-        RawObject(IndexMap::new())
-    }
-    fn get(&self, key: &str) -> Option<&RawValue> {
-        self.0.get(key).map(|v| &**v)
-    }
-    fn take(&mut self, key: &str) -> Option<Cow<'a, RawValue>> {
-        self.0.shift_remove(key)
-    }
-    /// Sets a field; an existing key keeps its position (JavaScript object semantics).
-    fn set(&mut self, key: &'static str, value: Cow<'a, RawValue>) {
-        match self.0.get_mut(key) {
-            Some(slot) => *slot = value,
-            None => {
-                self.0.insert(Cow::Borrowed(key), value);
-            }
-        }
-    }
-    fn set_literal(&mut self, key: &'static str, json: String) {
-        self.set(key, Cow::Owned(raw_json(json)));
-    }
-    fn to_raw(&self) -> Box<RawValue> {
-        let mut out = String::from("{");
-        for (i, (k, v)) in self.0.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(&serde_json::to_string(k).unwrap_or_default());
-            out.push(':');
-            out.push_str(v.get());
-        }
-        out.push('}');
-        raw_json(out)
-    }
-}
-
 /// The messages one context entry contributes (zero, one, or two for a compaction with a
 /// `systemMessage` checkpoint).
 pub fn render_item(
@@ -180,7 +127,7 @@ pub fn render_item(
                     RawObject::parse(raw.get().as_bytes()).map_err(|e| changed(&e))?;
                 let role = match &info.role {
                     Role::HookMessage => {
-                        message.set_literal("role", "\"custom\"".into());
+                        message.set("role", raw_json("\"custom\"".into()));
                         &Role::Custom
                     }
                     r => r,
@@ -188,10 +135,10 @@ pub fn render_item(
                 let content_missing = message.get("content").is_none_or(|c| c.get() == "null");
                 match role {
                     Role::System if content_missing => {
-                        message.set_literal("content", "\"\"".into())
+                        message.set("content", raw_json("\"\"".into()))
                     }
                     Role::User | Role::Assistant | Role::ToolResult if content_missing => {
-                        message.set_literal("content", "[]".into())
+                        message.set("content", raw_json("[]".into()))
                     }
                     _ => {}
                 }
@@ -201,32 +148,32 @@ pub fn render_item(
         }
         Contribution::CustomMessage => {
             let mut m = RawObject::new();
-            m.set_literal("role", "\"custom\"".into());
+            m.set("role", raw_json("\"custom\"".into()));
             if let Some(v) = line.take("customType") {
-                m.set("customType", v);
+                m.put("customType", v);
             }
             match line.take("content") {
-                Some(v) if v.get() != "null" => m.set("content", v),
-                _ => m.set_literal("content", "[]".into()),
+                Some(v) if v.get() != "null" => m.put("content", v),
+                _ => m.set("content", raw_json("[]".into())),
             }
             for key in ["display", "details"] {
                 if let Some(v) = line.take(key) {
-                    m.set(key, v);
+                    m.put(key, v);
                 }
             }
-            m.set_literal("timestamp", js_time(&line));
+            m.set("timestamp", raw_json(js_time(&line)));
             apply_edit(&mut m, &Role::Custom, edit.as_ref());
             vec![m.to_raw()]
         }
         Contribution::BranchSummary => {
             let mut m = RawObject::new();
-            m.set_literal("role", "\"branchSummary\"".into());
+            m.set("role", raw_json("\"branchSummary\"".into()));
             for key in ["summary", "fromId"] {
                 if let Some(v) = line.take(key) {
-                    m.set(key, v);
+                    m.put(key, v);
                 }
             }
-            m.set_literal("timestamp", js_time(&line));
+            m.set("timestamp", raw_json(js_time(&line)));
             vec![m.to_raw()]
         }
         Contribution::CompactionSummary {
@@ -237,13 +184,13 @@ pub fn render_item(
                 out.push(system.into_owned());
             }
             let mut m = RawObject::new();
-            m.set_literal("role", "\"compactionSummary\"".into());
+            m.set("role", raw_json("\"compactionSummary\"".into()));
             for key in ["summary", "tokensBefore"] {
                 if let Some(v) = line.take(key) {
-                    m.set(key, v);
+                    m.put(key, v);
                 }
             }
-            m.set_literal("timestamp", js_time(&line));
+            m.set("timestamp", raw_json(js_time(&line)));
             out.push(m.to_raw());
             out
         }
@@ -288,12 +235,12 @@ fn apply_edit(message: &mut RawObject<'_>, role: &Role, edit: Option<&Replacemen
             if text.get().starts_with('"')
                 && matches!(role, Role::Assistant | Role::ToolResult) =>
         {
-            message.set_literal(
+            message.set(
                 "content",
-                format!("[{{\"type\":\"text\",\"text\":{}}}]", text.get()),
+                raw_json(format!("[{{\"type\":\"text\",\"text\":{}}}]", text.get())),
             );
         }
-        Some(v) => message.set("content", Cow::Owned(v.clone())),
+        Some(v) => message.set("content", v.clone()),
     }
 }
 
