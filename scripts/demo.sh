@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shows what sessiond does on a shipped real pi session, with no setup beyond Rust:
 # the session tree (branches, labels, name, leaves), the model's context at the default leaf,
-# and why one entry on another branch is not in it.
+# why one entry on another branch is not in it, and the same session served by the daemon.
 #
 #   bash scripts/demo.sh [SESSION.jsonl]
 set -euo pipefail
@@ -21,3 +21,8 @@ if [ "$file" = examples/pi-v3-branched.jsonl ]; then
   "$bin" explain "$file" de19adb3
   "$bin" explain "$file" 818a7c7b
 fi
+echo
+echo "== sessiond serve (the daemon): initialize, session/open, session/contextAt (previews), shutdown"
+SESSIOND_BIN="$bin" python3 scripts/rpc.py --root "$(dirname "$file")" \
+  session/open "{\"path\":\"$file\"}" \
+  session/contextAt "{\"path\":\"$file\",\"fields\":\"previews\",\"limit\":3}"
