@@ -22,7 +22,7 @@ use crate::core::tree::{Mode, Tree};
 
 /// Bytes read from the file per `read` call.
 const CHUNK_BYTES: usize = 1 << 20;
-/// Lines longer than this are refused (`lineTooLong`), in bytes.
+/// Longest line a span can describe, in bytes (longer lines are `invalidEntry`).
 pub const MAX_LINE_BYTES: usize = u32::MAX as usize;
 
 /// Why a session could not be opened.
