@@ -4,6 +4,8 @@
 //! buildContextEntries keeps it and it produces a message, and the reason's kind agrees with
 //! whether pi kept it.
 
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;

@@ -273,7 +273,10 @@ pub enum Expect {
 pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, LineProblem> {
     if u32::try_from(bytes.len()).is_err() {
         // Spans store lengths as u32; no pi entry comes near 4 GiB.
-        return Err(problem(ProblemKind::InvalidEntry, "the line is longer than 4 GiB"));
+        return Err(problem(
+            ProblemKind::InvalidEntry,
+            "the line is longer than 4 GiB",
+        ));
     }
     match serde_json::from_slice::<MaybeObject<LineProbe<'_>>>(bytes) {
         Ok(MaybeObject::Object(probe)) => parse_probe(probe, bytes, span, expect),
