@@ -38,7 +38,7 @@ impl Rng {
     }
     /// Mostly no pause, sometimes up to `max_us` microseconds.
     fn pause(&mut self, max_us: u64) {
-        if self.next() % 4 == 0 {
+        if self.next().is_multiple_of(4) {
             std::thread::sleep(Duration::from_micros(self.next() % max_us));
         }
     }

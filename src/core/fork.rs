@@ -174,26 +174,24 @@ pub fn edit_line<'b>(bytes: &'b [u8], edit: LineEdit<'_>) -> Result<Cow<'b, [u8]
             changed = true;
         }
     }
-    if is_compaction {
-        if let Some(kept) = edit.first_kept {
-            if o.get_str("firstKeptEntryId").as_deref() != Some(kept.as_str()) {
-                o.set_value("firstKeptEntryId", kept.as_str());
-                changed = true;
-            }
-        }
+    if is_compaction
+        && let Some(kept) = edit.first_kept
+        && o.get_str("firstKeptEntryId").as_deref() != Some(kept.as_str())
+    {
+        o.set_value("firstKeptEntryId", kept.as_str());
+        changed = true;
     }
     if edit.version < 3 && o.get_str("type").as_deref() == Some("message") {
         // pi's migrateV2ToV3: role hookMessage becomes custom, in place.
-        if let Some(msg) = o.get("message") {
-            if let Ok(mut m) = RawObject::parse(msg.get().as_bytes()) {
-                if m.get_str("role").as_deref() == Some("hookMessage") {
-                    m.set_value("role", "custom");
-                    let text = m.to_line();
-                    if let Ok(raw) = RawValue::from_string(text) {
-                        o.set("message", raw);
-                        changed = true;
-                    }
-                }
+        if let Some(msg) = o.get("message")
+            && let Ok(mut m) = RawObject::parse(msg.get().as_bytes())
+            && m.get_str("role").as_deref() == Some("hookMessage")
+        {
+            m.set_value("role", "custom");
+            let text = m.to_line();
+            if let Ok(raw) = RawValue::from_string(text) {
+                o.set("message", raw);
+                changed = true;
             }
         }
     }

@@ -236,10 +236,10 @@ where
         tasks_rx
             .buffer_unordered(MAX_CONCURRENCY)
             .for_each(|res: Option<Response>| {
-                if let Some(res) = res {
-                    if let Ok(body) = serde_json::to_vec(&res) {
-                        let _ = responses_out.send(body);
-                    }
+                if let Some(res) = res
+                    && let Ok(body) = serde_json::to_vec(&res)
+                {
+                    let _ = responses_out.send(body);
                 }
                 future::ready(())
             })

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tower_lsp_server::ls_types::notification::Notification;
 use tower_lsp_server::ls_types::ProgressToken;
+use tower_lsp_server::ls_types::notification::Notification;
 
 /// `session/open` params.
 #[derive(Debug, Deserialize)]

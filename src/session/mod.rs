@@ -144,10 +144,10 @@ impl Registry {
     /// Opens the session at a canonical path, or returns it if it is already open in a mode
     /// that satisfies the request (a strict open also serves lenient requests).
     pub async fn open(&self, path: &Path, mode: Mode) -> Result<SessionHandle, SessionError> {
-        if let Some(h) = self.lock().get(path) {
-            if h.mode == Mode::Strict || mode == Mode::Lenient {
-                return Ok(h.clone());
-            }
+        if let Some(h) = self.lock().get(path)
+            && (h.mode == Mode::Strict || mode == Mode::Lenient)
+        {
+            return Ok(h.clone());
         }
         let ready = owner::spawn(path.to_owned(), mode, self.sink.clone());
         let tx = ready.await.map_err(|_| SessionError::OwnerGone {
