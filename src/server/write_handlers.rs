@@ -186,8 +186,8 @@ impl Backend {
         let p: LabelParams = params("session/label", p)?;
         let expected = expected_leaf("session/label", p.expected_leaf_id)?;
         let owned = OwnedChange {
-            a: p.target_id,
-            b: p.label,
+            text: p.target_id,
+            id: p.label,
             details: None,
         };
         Ok(self
@@ -195,8 +195,8 @@ impl Backend {
                 &p.path,
                 expected,
                 |o| Change::Label {
-                    target_id: &o.a,
-                    label: o.b.as_deref(),
+                    target_id: &o.text,
+                    label: o.id.as_deref(),
                 },
                 owned,
             )
@@ -208,12 +208,17 @@ impl Backend {
         let p: SetNameParams = params("session/setName", p)?;
         let expected = expected_leaf("session/setName", p.expected_leaf_id)?;
         let owned = OwnedChange {
-            a: p.name,
-            b: None,
+            text: p.name,
+            id: None,
             details: None,
         };
         Ok(self
-            .append_change(&p.path, expected, |o| Change::SetName { name: &o.a }, owned)
+            .append_change(
+                &p.path,
+                expected,
+                |o| Change::SetName { name: &o.text },
+                owned,
+            )
             .await?)
     }
 
@@ -254,8 +259,8 @@ impl Backend {
                 .await?);
         };
         let owned = OwnedChange {
-            a: summary,
-            b: from,
+            text: summary,
+            id: from,
             details,
         };
         Ok(self
@@ -263,8 +268,8 @@ impl Backend {
                 &p.path,
                 expected,
                 |o| Change::Branch {
-                    from_id: o.b.as_deref(),
-                    summary: &o.a,
+                    from_id: o.id.as_deref(),
+                    summary: &o.text,
                     details: o.details.as_deref(),
                 },
                 owned,
@@ -292,8 +297,8 @@ impl Backend {
             Some(p) => (true, p),
         };
         let owned = OwnedChange {
-            a: entry_json,
-            b: parent,
+            text: entry_json,
+            id: parent,
             details: None,
         };
         Ok(self
@@ -301,9 +306,9 @@ impl Backend {
                 &p.path,
                 expected,
                 move |o| Change::Append {
-                    entry_json: &o.a,
+                    entry_json: &o.text,
                     parent: if explicit {
-                        ParentChoice::Explicit(o.b.as_deref())
+                        ParentChoice::Explicit(o.id.as_deref())
                     } else {
                         ParentChoice::Leaf
                     },
@@ -402,9 +407,10 @@ fn compact_report(plan: &CompactionPlan, written: bool) -> Value {
     v
 }
 
-/// The owned strings of a [`Change`], moved to the owner's thread.
+/// The owned parts of a [`Change`], moved to the owner's thread: the text (target id, name,
+/// summary or entry JSON), an id (label text, branch point or parent) and branch details.
 pub struct OwnedChange {
-    a: String,
-    b: Option<String>,
+    text: String,
+    id: Option<String>,
     details: Option<Box<RawValue>>,
 }

@@ -421,6 +421,15 @@ impl Session {
             self.refresh(sink);
             return result;
         }
+        if self.needs_reload {
+            // The bytes already applied changed and the file does not read cleanly now: the
+            // tree no longer describes the file, so nothing may be appended on its account.
+            return Err(WriteError::Replaced {
+                path: self.path.clone(),
+                detail: "it was rewritten and does not read cleanly",
+            }
+            .into());
+        }
         let before = self.tree.len() as NodeIdx;
         // The writer counts an applied unterminated last line as a line; the splitter counts
         // it once its newline arrives (see `adopt_position`).
