@@ -170,7 +170,7 @@ pub fn fork(args: ForkArgs) -> ExitCode {
     let result = writer::open_for_write(&args.file).and_then(|session| {
         writer::fork(
             &args.file,
-            &session,
+            &session.tree,
             ForkRequest {
                 entry_id: &args.entry_id,
                 position: if args.before {

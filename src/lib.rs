@@ -11,6 +11,8 @@
 //!   hints for the owners.
 //! * [`server`] — the daemon (`sessiond serve`): the only code that knows JSON-RPC.
 //! * [`context_json`] — the context document shared by the CLI and the server.
+//! * [`compact`] — compaction planned and committed through the writer, shared by the CLI and
+//!   the server.
 //! * [`cli`], [`cli_write`], [`cli_compact`] — subcommands over the same core and storage.
 //!
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
@@ -18,6 +20,7 @@
 pub mod cli;
 pub mod cli_compact;
 pub mod cli_write;
+pub mod compact;
 pub mod context_json;
 pub mod core;
 pub mod server;

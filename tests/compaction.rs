@@ -620,7 +620,7 @@ fn bad_input_gets_its_documented_result_and_writes_nothing() {
     );
     unchanged(&empty, header.as_bytes(), "empty session");
 
-    // A torn tail is not appended after.
+    // A young torn tail may still be completed by its writer: busy, nothing written.
     let torn = dir.path().join("torn.jsonl");
     let mut bytes = before.clone();
     bytes.extend_from_slice(b"{\"type\":\"message\",\"id\":\"dead");
@@ -631,10 +631,40 @@ fn bad_input_gets_its_documented_result_and_writes_nothing() {
         "--json",
         "--keep-recent-tokens",
         "1",
+        "--torn-grace-ms",
+        "60000",
     ]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("torn"), "{stderr}");
+    assert_eq!(code, Some(7), "{stderr}");
+    assert!(stderr.contains("busy"), "{stderr}");
     unchanged(&torn, &bytes, "torn tail");
+
+    // An old torn tail is moved to a sidecar file under the lock, then the entry is appended.
+    let (code, out, stderr) = run(&[
+        "compact",
+        torn.to_str().unwrap(),
+        "--json",
+        "--keep-recent-tokens",
+        "1",
+        "--torn-grace-ms",
+        "0",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(out["written"], json!(true), "{out}");
+    let after = std::fs::read(&torn).expect("read");
+    assert!(after.starts_with(&before), "the complete lines are kept");
+    assert_eq!(
+        after[before.len()..]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
+        1
+    );
+    assert_eq!(last_line(&torn)["id"], out["entryId"]);
+    let sidecar = PathBuf::from(format!("{}.torn-{}.bak", torn.display(), before.len()));
+    assert_eq!(
+        std::fs::read(&sidecar).expect("sidecar"),
+        b"{\"type\":\"message\",\"id\":\"dead"
+    );
 
     // Version-1 files are compacted in a dry run only.
     let v1 = copy_fixture(
@@ -650,6 +680,9 @@ fn bad_input_gets_its_documented_result_and_writes_nothing() {
         "1",
     ]);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("version-1"), "{stderr}");
+    assert!(
+        stderr.contains("version 1 sessions are not appended to"),
+        "{stderr}"
+    );
     unchanged(&v1, &v1_before, "version 1");
 }

@@ -582,7 +582,7 @@ fn reservation_child() {
                     barrier.wait();
                     writer::fork(
                         &src,
-                        &session,
+                        &session.tree,
                         ForkRequest {
                             entry_id: "b2000005",
                             position: Position::At,
@@ -606,7 +606,7 @@ fn reservation_child() {
     // Afterwards the id is on disk, so a third fork is refused too.
     let third = writer::fork(
         &src,
-        &session,
+        &session.tree,
         ForkRequest {
             entry_id: "b2000005",
             position: Position::At,

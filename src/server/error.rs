@@ -11,10 +11,15 @@ use serde_json::json;
 use thiserror::Error;
 use tower_lsp_server::jsonrpc::{self, ErrorCode};
 
+use crate::compact::CompactError;
+use crate::core::compaction::CompactionError;
+use crate::core::compaction::retention::ProbeResult;
+use crate::core::diagnostics::Corruption;
 use crate::core::render::RenderError;
 use crate::session::SessionError;
 use crate::session::roots::RootError;
 use crate::storage::reader::OpenError;
+use crate::storage::writer::{WriteError, WriteOptions};
 
 /// The file does not exist (or is not a regular file).
 pub const FILE_NOT_FOUND: i64 = -33001;
@@ -28,6 +33,31 @@ pub const UNKNOWN_ENTRY: i64 = -33004;
 pub const SESSION_NOT_OPEN: i64 = -33005;
 /// Reading the file failed.
 pub const IO_ERROR: i64 = -33006;
+/// A write's `expectedLeafId` is stale; `data` has `{path, expectedLeafId, currentLeafId,
+/// added}` (the ids of the entries after the expected leaf). Nothing was written.
+pub const CONFLICT: i64 = -33010;
+/// A writer is mid-line (an unterminated last line younger than the grace period) or another
+/// sessiond holds the file's lock; `data` has `{path, reason, ageMs, retryAfterMs}`.
+pub const BUSY: i64 = -33011;
+/// The new session file's id is being created by another request (`reserved`) or a file with
+/// it exists (`exists`); `data` has `{kind, sessionId, path?}`.
+pub const SESSION_EXISTS: i64 = -33012;
+/// The entry to write is malformed (or a requested session id is invalid); `data` has
+/// `{path, detail}`.
+pub const INVALID_ENTRY: i64 = -33013;
+/// `requireRetention` and a retention probe would be lost; `data` has `{path, lost, retention}`.
+/// Nothing was written.
+pub const RETENTION_LOST: i64 = -33014;
+/// Only version-3 sessions are appended to; `data` has `{path, version}`.
+pub const UNSUPPORTED_VERSION: i64 = -33015;
+/// `position: "before"` names an entry that is not a user message; `data` has `{path, id}`.
+pub const NOT_A_USER_MESSAGE: i64 = -33016;
+/// The file shrank or was replaced under the session during a write; `data` has `{path}`.
+/// The session reloads; retry with the new view.
+pub const FILE_CHANGED: i64 = -33017;
+/// pi 1.6.0 itself would fail to compact this path (a malformed message); `data` has
+/// `{path, entryId?}`.
+pub const COMPACTION_FAILED: i64 = -33018;
 /// Invalid params (the JSON-RPC standard code).
 pub const INVALID_PARAMS: i64 = -32602;
 
@@ -52,6 +82,99 @@ pub enum RpcError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error(transparent)]
+    Compact(#[from] CompactError),
+}
+
+fn corrupt_data(path: &PathBuf, corruption: &Corruption) -> serde_json::Value {
+    let mut data = json!({
+        "path": path,
+        "kind": corruption.kind,
+        "line": corruption.line,
+        "offset": corruption.offset,
+    });
+    if let Some(id) = &corruption.id {
+        data["id"] = json!(id.as_str());
+    }
+    data
+}
+
+/// The code and data of a writer error.
+fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
+    let path_data = |p: &PathBuf| Some(json!({ "path": p }));
+    match e {
+        WriteError::Io { path, .. } => (IO_ERROR, path_data(path)),
+        WriteError::Corrupt { path, corruption } => {
+            (SESSION_CORRUPT, Some(corrupt_data(path, corruption)))
+        }
+        WriteError::Conflict {
+            path,
+            expected,
+            current_leaf,
+            added,
+        } => (
+            CONFLICT,
+            Some(json!({
+                "path": path,
+                "expectedLeafId": expected,
+                "currentLeafId": current_leaf,
+                "added": added,
+            })),
+        ),
+        WriteError::Busy {
+            path,
+            age_ms,
+            reason,
+        } => {
+            let grace = WriteOptions::default().torn_grace.as_millis() as u64;
+            // A young line is worth retrying once it is old enough to be judged; a held
+            // lock, soon.
+            let retry = if *age_ms > 0 && *age_ms < grace {
+                grace - age_ms
+            } else {
+                250
+            };
+            (
+                BUSY,
+                Some(json!({
+                    "path": path,
+                    "reason": reason,
+                    "ageMs": age_ms,
+                    "retryAfterMs": retry,
+                })),
+            )
+        }
+        WriteError::UnknownEntry { path, id, role } => (
+            UNKNOWN_ENTRY,
+            Some(json!({ "path": path, "id": id, "role": role })),
+        ),
+        WriteError::InvalidEntry { path, source } => (
+            INVALID_ENTRY,
+            Some(json!({ "path": path, "detail": source.to_string() })),
+        ),
+        WriteError::InvalidSessionId { id } => (
+            INVALID_ENTRY,
+            Some(json!({ "sessionId": id, "detail": e.to_string() })),
+        ),
+        WriteError::NotAUserMessage { path, id } => {
+            (NOT_A_USER_MESSAGE, Some(json!({ "path": path, "id": id })))
+        }
+        WriteError::UnsupportedVersion { path, version } => (
+            UNSUPPORTED_VERSION,
+            Some(json!({ "path": path, "version": version })),
+        ),
+        WriteError::Replaced { path, .. } => (FILE_CHANGED, path_data(path)),
+        WriteError::Reserved { id, .. } => (
+            SESSION_EXISTS,
+            Some(json!({ "kind": "reserved", "sessionId": id })),
+        ),
+        WriteError::Exists { path, id } => (
+            SESSION_EXISTS,
+            Some(json!({ "kind": "exists", "sessionId": id, "path": path })),
+        ),
+    }
 }
 
 impl RpcError {
@@ -70,16 +193,7 @@ impl RpcError {
                 OpenError::NotAFile { path } => (FILE_NOT_FOUND, Some(path_data(path))),
                 OpenError::Io { path, .. } => (IO_ERROR, Some(path_data(path))),
                 OpenError::Corrupt { path, corruption } => {
-                    let mut data = json!({
-                        "path": path,
-                        "kind": corruption.kind,
-                        "line": corruption.line,
-                        "offset": corruption.offset,
-                    });
-                    if let Some(id) = &corruption.id {
-                        data["id"] = json!(id.as_str());
-                    }
-                    (SESSION_CORRUPT, Some(data))
+                    (SESSION_CORRUPT, Some(corrupt_data(path, corruption)))
                 }
             },
             RpcError::Session(SessionError::NotOpen { path }) => {
@@ -93,6 +207,30 @@ impl RpcError {
             }
             RpcError::Render { path, .. } | RpcError::Io { path, .. } => {
                 (IO_ERROR, Some(path_data(path)))
+            }
+            RpcError::Write(w) | RpcError::Compact(CompactError::Write(w)) => write_error(w),
+            RpcError::Compact(CompactError::UnknownLeaf { path, id }) => {
+                (UNKNOWN_ENTRY, Some(json!({ "path": path, "id": id })))
+            }
+            RpcError::Compact(CompactError::Compaction { path, source }) => match source {
+                CompactionError::PiWouldThrow { entry_id, .. } => (
+                    COMPACTION_FAILED,
+                    Some(json!({ "path": path, "entryId": entry_id })),
+                ),
+                CompactionError::Render(_) | CompactionError::IdTaken(_) => {
+                    (IO_ERROR, Some(path_data(path)))
+                }
+            },
+            RpcError::Compact(CompactError::RetentionLost { path, plan }) => {
+                let lost: Vec<&ProbeResult> = plan.retention.lost_probes().collect();
+                (
+                    RETENTION_LOST,
+                    Some(json!({
+                        "path": path,
+                        "lost": lost,
+                        "retention": plan.retention,
+                    })),
+                )
             }
         };
         jsonrpc::Error {

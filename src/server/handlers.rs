@@ -35,14 +35,17 @@ const TREE_DEPTH_DEFAULT: usize = 64;
 /// Files per `$/progress` report in `session/list`.
 const LIST_PROGRESS_EVERY: usize = 200;
 
-fn params<P: DeserializeOwned>(method: &'static str, value: Value) -> Result<P, RpcError> {
+pub(super) fn params<P: DeserializeOwned>(
+    method: &'static str,
+    value: Value,
+) -> Result<P, RpcError> {
     serde_json::from_value(value).map_err(|e| RpcError::InvalidParams {
         method,
         detail: e.to_string(),
     })
 }
 
-fn find(session: &Session, id: &str) -> Result<NodeIdx, RpcError> {
+pub(super) fn find(session: &Session, id: &str) -> Result<NodeIdx, RpcError> {
     session
         .tree()
         .find(id)
@@ -59,7 +62,7 @@ fn leaf(session: &Session, id: Option<&str>) -> Result<Option<NodeIdx>, RpcError
     }
 }
 
-fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value, RpcError> {
+pub(super) fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value, RpcError> {
     serde_json::to_value(v).map_err(|e| RpcError::Io {
         path: path.to_owned(),
         source: std::io::Error::other(e),
@@ -67,17 +70,17 @@ fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value, RpcError> 
 }
 
 impl Backend {
-    fn resolve(&self, path: &Path) -> Result<PathBuf, RpcError> {
+    pub(super) fn resolve(&self, path: &Path) -> Result<PathBuf, RpcError> {
         Ok(self.roots().resolve(path)?)
     }
 
-    fn open_session(&self, path: &Path) -> Result<SessionHandle, RpcError> {
+    pub(super) fn open_session(&self, path: &Path) -> Result<SessionHandle, RpcError> {
         let real = self.resolve(path)?;
         Ok(self.registry.get(&real)?)
     }
 
     /// Runs `f` on the session's owner and flattens the two layers of errors.
-    async fn ask<R: Send + 'static>(
+    pub(super) async fn ask<R: Send + 'static>(
         &self,
         path: &Path,
         f: impl FnOnce(&Session) -> Result<R, RpcError> + Send + 'static,

@@ -5,8 +5,9 @@
 //!   ([`method_table!`]); `protocol/README.md` and `protocol/schema/` must agree with it
 //!   (a test checks).
 //! * [`wire`] holds params and results, [`convert`] turns core and session types into them,
-//!   [`error`] assigns every error code in one function, [`handlers`] implements the methods,
-//!   [`transport`] frames messages on stdin/stdout.
+//!   [`error`] assigns every error code in one function, [`handlers`] implements the reading
+//!   methods and [`write_handlers`] the writing ones, [`transport`] frames messages on
+//!   stdin/stdout.
 //! * Handlers resolve the path against the roots, then send one command to the session's
 //!   owner and await its reply; they never touch a tree themselves.
 
@@ -16,6 +17,7 @@ pub mod handlers;
 pub mod lossless;
 pub mod transport;
 pub mod wire;
+pub mod write_handlers;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +36,7 @@ use crate::core::tree::NodeIdx;
 use crate::session::Registry;
 use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
+use crate::storage::publish::Reservations;
 use wire::Outgoing;
 
 /// The version of the `session/` protocol, advertised in `initialize`.
@@ -59,6 +62,14 @@ method_table! {
     "session/contextAt" => Backend::context_at,
     "session/explain" => Backend::explain,
     "session/list" => Backend::list,
+    "session/fork" => Backend::fork,
+    "session/salvage" => Backend::salvage,
+    "session/label" => Backend::label,
+    "session/setName" => Backend::set_name,
+    "session/branch" => Backend::branch,
+    "session/append" => Backend::append,
+    "session/prepareCompaction" => Backend::prepare_compaction,
+    "session/compact" => Backend::compact,
 }
 
 /// Every notification the server sends.
@@ -81,6 +92,8 @@ pub struct Backend {
     cli_roots: Vec<PathBuf>,
     roots: RwLock<Roots>,
     registry: Registry,
+    /// New session files being created (fork, salvage), shared by every session.
+    reservations: Arc<Reservations>,
     shut_down: Arc<AtomicBool>,
 }
 
@@ -207,6 +220,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                 cli_roots: options.roots.clone(),
                 roots: RwLock::new(Roots::new(Vec::new())),
                 registry: Registry::new(sink),
+                reservations: Arc::new(Reservations::new()),
                 shut_down: flag,
             }
         });

@@ -82,6 +82,123 @@ pub struct ListParams {
     pub work_done_token: Option<ProgressToken>,
 }
 
+/// A field that must be present and may be `null` (`expectedLeafId`, `fromId`): `None` when
+/// absent, `Some(None)` for `null`. Use with `#[serde(default, deserialize_with = "nullable")]`.
+pub fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// `session/fork` `position`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum ForkPosition {
+    /// The new session ends with the entry.
+    At,
+    /// The new session ends at the entry's parent (the entry must be a user message).
+    Before,
+}
+
+/// `session/fork` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkParams {
+    pub path: PathBuf,
+    pub entry_id: String,
+    pub position: ForkPosition,
+    pub target_dir: Option<PathBuf>,
+    pub session_id: Option<String>,
+}
+
+/// `session/salvage` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SalvageParams {
+    pub path: PathBuf,
+    pub target_dir: Option<PathBuf>,
+}
+
+/// `session/label` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelParams {
+    pub path: PathBuf,
+    pub target_id: String,
+    /// `null` (or absent) clears the label.
+    pub label: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+}
+
+/// `session/setName` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetNameParams {
+    pub path: PathBuf,
+    pub name: String,
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+}
+
+/// `session/branch` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchParams {
+    pub path: PathBuf,
+    /// The entry the branch starts from; `null`: before the first entry.
+    #[serde(default, deserialize_with = "nullable")]
+    pub from_id: Option<Option<String>>,
+    /// With a summary a `branch_summary` entry is written; without, nothing is.
+    pub summary: Option<String>,
+    pub details: Option<Value>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+}
+
+/// `session/append` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppendParams {
+    pub path: PathBuf,
+    /// The entry as a JSON object, or as JSON text (whose field bytes are kept exactly).
+    pub entry: Value,
+    /// Absent: the session's leaf; `null`: a new root.
+    #[serde(default, deserialize_with = "nullable")]
+    pub parent_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+}
+
+/// `session/prepareCompaction` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrepareCompactionParams {
+    pub path: PathBuf,
+    pub leaf_id: Option<String>,
+    pub keep_recent_tokens: Option<u64>,
+    pub custom_instructions: Option<String>,
+}
+
+/// `session/compact` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactParams {
+    pub path: PathBuf,
+    pub leaf_id: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+    pub keep_recent_tokens: Option<u64>,
+    pub summary: Option<String>,
+    pub custom_instructions: Option<String>,
+    #[serde(default)]
+    pub require_retention: bool,
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
 /// A revision: entry count, bytes of the file applied, and how many times the session was
 /// reloaded. Equal revisions mean equal state.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]

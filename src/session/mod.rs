@@ -47,6 +47,7 @@ impl std::fmt::Debug for Command {
         f.write_str(match self {
             Command::Hint => "Hint",
             Command::Run(_) => "Run",
+            Command::Write(_) => "Write",
             Command::Close => "Close",
         })
     }
@@ -71,6 +72,25 @@ impl SessionHandle {
         self.tx
             .send(Command::Run(Box::new(move |s| {
                 let _ = tx.send(f(s));
+            })))
+            .map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())
+    }
+
+    /// Runs `f` on the owner's thread after a refresh, with write access: `f` calls
+    /// [`Session::write`] with the sink it is given, so the session's events are sent as the
+    /// write applies entries. Writes and reads of one session run in arrival order.
+    pub async fn update<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Session, &dyn EventSink) -> R + Send + 'static,
+    ) -> Result<R, SessionError> {
+        let (tx, rx) = oneshot::channel();
+        let gone = || SessionError::OwnerGone {
+            path: self.path.clone(),
+        };
+        self.tx
+            .send(Command::Write(Box::new(move |s, sink| {
+                let _ = tx.send(f(s, sink));
             })))
             .map_err(|_| gone())?;
         rx.await.map_err(|_| gone())

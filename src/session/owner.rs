@@ -24,6 +24,7 @@ use crate::storage::reader::{
     self, FileLines, FileStamp, LineSplitter, OpenError, OpenedSession, TornTail,
 };
 use crate::storage::tail;
+use crate::storage::writer::{self, WriteError};
 
 /// How many bytes before the applied offset are compared on each change, to notice a file
 /// rewritten in place with different content.
@@ -398,6 +399,80 @@ impl Session {
         }
     }
 
+    /// Runs a write of [`crate::storage::writer`] against this session's file, as the owner
+    /// of the session: `f` gets the session as the writer's [`OpenedSession`] and appends
+    /// (or refuses). Afterwards the session holds exactly what the writer read and wrote
+    /// (entries read under the lock, the new entry, entries an unlocked writer appended just
+    /// after it), and one `appended` event names all of them, also when the write was refused
+    /// after reading new lines. The session's stamp is the file's after the write, so the
+    /// watcher's event for our own write finds nothing new: each entry is announced once.
+    ///
+    /// A session opened with `allowCorrupt` is written through a fresh strict read (a corrupt
+    /// file is refused with the writer's `corrupt` error), then refreshed like after any
+    /// change of the file.
+    pub fn write<R, E: From<WriteError>>(
+        &mut self,
+        sink: &dyn EventSink,
+        f: impl FnOnce(&Path, &mut OpenedSession) -> Result<R, E>,
+    ) -> Result<R, E> {
+        if self.mode == Mode::Lenient {
+            let mut fresh = writer::open_for_write(&self.path)?;
+            let result = f(&self.path, &mut fresh);
+            self.refresh(sink);
+            return result;
+        }
+        if self.needs_reload {
+            // The bytes already applied changed and the file does not read cleanly now: the
+            // tree no longer describes the file, so nothing may be appended on its account.
+            return Err(WriteError::Replaced {
+                path: self.path.clone(),
+                detail: "it was rewritten and does not read cleanly",
+            }
+            .into());
+        }
+        let before = self.tree.len() as NodeIdx;
+        // The writer counts an applied unterminated last line as a line; the splitter counts
+        // it once its newline arrives (see `adopt_position`).
+        let unterminated = self.signature.last().is_some_and(|&b| b != b'\n');
+        let placeholder = Tree::new(self.tree.header().clone(), self.mode);
+        let mut opened = OpenedSession {
+            tree: std::mem::replace(&mut self.tree, placeholder),
+            torn_tail: self.torn_tail,
+            applied_len: self.splitter.offset,
+            applied_lines: self.splitter.line + u32::from(unterminated),
+            stamp: self.stamp,
+        };
+        let result = f(&self.path, &mut opened);
+        let OpenedSession {
+            tree,
+            torn_tail,
+            applied_len,
+            applied_lines,
+            stamp,
+        } = opened;
+        self.tree = tree;
+        self.torn_tail = torn_tail;
+        if let Err(e) = self.adopt_position(applied_len, applied_lines) {
+            tracing::warn!(path = %self.path.display(), "cannot read after a write: {e}");
+            self.needs_reload = true;
+        }
+        // Bytes after the last applied line (an unlocked writer's unfinished line) are read
+        // again by the next refresh, as pending bytes.
+        self.stamp = FileStamp {
+            size: applied_len,
+            ..stamp
+        };
+        if result.is_ok() {
+            // The writer read every byte up to its line strictly: nothing corrupt is left.
+            self.corrupt = None;
+        }
+        let after = self.tree.len() as NodeIdx;
+        if after > before {
+            sink.appended(self, before..after);
+        }
+        result
+    }
+
     fn update_signature(&mut self) {
         let end = self.splitter.offset;
         let start = end.saturating_sub(SIGNATURE_BYTES);
@@ -408,12 +483,17 @@ impl Session {
     }
 }
 
+/// A write run on the owner's thread (see [`Command::Write`]).
+pub(crate) type WriteFn = Box<dyn FnOnce(&mut Session, &dyn EventSink) + Send>;
+
 /// A command for an owner.
 pub(crate) enum Command {
     /// The watcher saw a change in the session's directory.
     Hint,
     /// Refresh, then run a request against the session.
     Run(Box<dyn FnOnce(&Session) + Send>),
+    /// Refresh, then run a write (see [`Session::write`]); events go to the sink.
+    Write(WriteFn),
     /// Stop the owner.
     Close,
 }
@@ -451,6 +531,10 @@ pub(crate) fn spawn(
                     Command::Run(f) => {
                         session.refresh(&*sink);
                         f(&session);
+                    }
+                    Command::Write(f) => {
+                        session.refresh(&*sink);
+                        f(&mut session, &*sink);
                     }
                     Command::Close => break,
                 }

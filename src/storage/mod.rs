@@ -3,7 +3,6 @@
 //! [`writer`] (appends with lock and fencing, torn-tail repair, fork, salvage), built on
 //! [`lock`] (the advisory write lock) and [`publish`] (atomic creation of new files).
 
-pub mod append;
 pub mod list;
 pub mod lock;
 pub mod publish;

@@ -13,6 +13,7 @@
 //! | `session/label {path, targetId, label\|null, expectedLeafId}` | [`write_entry`] with [`Change::Label`] |
 //! | `session/setName {path, name, expectedLeafId}` | [`write_entry`] with [`Change::SetName`] |
 //! | `session/branch {path, fromId\|null, summary?, details?, expectedLeafId}` | [`write_entry`] with [`Change::Branch`] |
+//! | `session/compact {path, leafId?, expectedLeafId, ...}` | [`write_prebuilt`] with the compaction entry |
 //! | `session/fork {path, entryId, position, targetDir?}` | [`fork`] (reads only; no lock) |
 //! | `session/salvage {path}` | [`salvage`] (reads the source leniently; writes a new file) |
 //!
@@ -71,6 +72,7 @@ use crate::core::entries::{self, EntryContext, EntryError, NewEntry, ParentChoic
 use crate::core::fork::{self, ForkError, LineEdit, NewHeader, Position};
 use crate::core::format::{self, CURRENT_VERSION, EntryId, EntryKind, Expect, LineSpan};
 use crate::core::raw_object::RawObject;
+use crate::core::render::LineSource;
 use crate::core::timestamp;
 use crate::core::tree::{Mode, NodeIdx, Tree};
 
@@ -289,6 +291,16 @@ pub struct Written {
     pub applied_len: u64,
 }
 
+/// Whose view a write is fenced by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expected<'a> {
+    /// The session's last entry in file order must be this id (`None`: no entries yet).
+    Leaf(Option<&'a str>),
+    /// No fencing: for a command-line run that read the file under the lock itself (`sessiond
+    /// compact` without `--expected-leaf`). The daemon always fences.
+    Unfenced,
+}
+
 /// Appends one change to the session at `path`, fenced by `expected_leaf` (see the module docs).
 ///
 /// `session` must have been read from `path` in strict mode; it is brought up to date with the
@@ -300,12 +312,137 @@ pub fn write_entry(
     expected_leaf: Option<&str>,
     opts: &WriteOptions,
 ) -> Result<Written, WriteError> {
+    let (written, ()) = write_with(
+        path,
+        session,
+        Expected::Leaf(expected_leaf),
+        opts,
+        |tree: &Tree, _: &dyn LineSource| {
+            let now = timestamp::now_iso();
+            let mut uuids = Uuid::new_v4;
+            let leaf = tree.default_leaf().map(|n| tree.node(n).entry.id.clone());
+            let mut cx = EntryContext {
+                tree,
+                leaf: leaf.as_ref(),
+                timestamp: &now,
+                uuids: &mut uuids,
+            };
+            let entry = match change {
+                Change::Label { target_id, label } => entries::label(&mut cx, target_id, label),
+                Change::SetName { name } => entries::session_info(&mut cx, name),
+                Change::Branch {
+                    from_id,
+                    summary,
+                    details,
+                } => entries::branch_summary(&mut cx, from_id, summary, details),
+                Change::Append { entry_json, parent } => {
+                    entries::append(&mut cx, entry_json, parent)
+                }
+            }
+            .map_err(|e| WriteError::from_entry(path, e))?;
+            Ok::<_, WriteError>((Some(entry), ()))
+        },
+    )?;
+    written.ok_or_else(|| WriteError::Io {
+        path: path.to_owned(),
+        source: io::Error::other("the entry builder produced no entry"),
+    })
+}
+
+/// Appends an entry that the caller builds under the lock, for entries whose content depends
+/// on the file as it is at the moment of writing and that carry their own id: a compaction
+/// (pi's `appendCompaction` line with the id it chose, its cut point computed from the fresh
+/// tree). Same protocol as [`write_entry`]: lock, catch up (strict), fencing by `expected`,
+/// torn-tail repair, one `write`, read back.
+///
+/// `build` sees the caught-up tree and a [`LineSource`] on the locked file, and returns the
+/// entry to append (or `None` to write nothing, e.g. "nothing to compact") plus a value handed
+/// back to the caller. The entry is checked before anything is written: one line of JSON that
+/// reads back as a version-3 entry with the [`NewEntry`]'s `id` and `parentId`, an id the
+/// session does not use, and a parent that exists (`InvalidEntry`, `UnknownEntry`).
+/// `build`'s own errors are returned as they are; nothing is written then.
+pub fn write_prebuilt<T, E: From<WriteError>>(
+    path: &Path,
+    session: &mut OpenedSession,
+    expected: Expected<'_>,
+    opts: &WriteOptions,
+    build: impl FnOnce(&Tree, &dyn LineSource) -> Result<(Option<NewEntry>, T), E>,
+) -> Result<(Option<Written>, T), E> {
+    write_with(path, session, expected, opts, |tree, lines| {
+        let (entry, out) = build(tree, lines)?;
+        if let Some(e) = &entry {
+            check_prebuilt(path, tree, e)?;
+        }
+        Ok((entry, out))
+    })
+}
+
+/// A caller-built entry must be exactly what it claims to be.
+fn check_prebuilt(path: &Path, tree: &Tree, entry: &NewEntry) -> Result<(), WriteError> {
+    let invalid = |detail: String| WriteError::InvalidEntry {
+        path: path.to_owned(),
+        source: EntryError::NotAnObject { detail },
+    };
+    if entry.line.contains(['\n', '\r']) {
+        return Err(invalid(format!(
+            "entry {} is not a single line of JSON",
+            entry.id
+        )));
+    }
+    let span = LineSpan {
+        line: 0,
+        offset: 0,
+        len: 0,
+    };
+    let parsed = match format::parse_line(entry.line.as_bytes(), span, Expect::Entry { version: 3 })
+    {
+        Ok(format::Line::Entry(e)) => e,
+        Ok(_) => return Err(invalid(format!("entry {} reads as a header", entry.id))),
+        Err(p) => return Err(invalid(format!("entry {}: {}", entry.id, p.detail))),
+    };
+    if parsed.id != entry.id || parsed.parent_id != entry.parent_id {
+        return Err(invalid(format!(
+            "entry {}: the line says id {} and parentId {}",
+            entry.id,
+            parsed.id,
+            parsed.parent_id.as_ref().map_or("null", EntryId::as_str)
+        )));
+    }
+    if tree.find(entry.id.as_str()).is_some() {
+        return Err(WriteError::from_entry(
+            path,
+            EntryError::DuplicateId {
+                id: entry.id.to_string(),
+            },
+        ));
+    }
+    if let Some(p) = &entry.parent_id
+        && tree.find(p.as_str()).is_none()
+    {
+        return Err(WriteError::UnknownEntry {
+            path: path.to_owned(),
+            id: p.to_string(),
+            role: "parent",
+        });
+    }
+    Ok(())
+}
+
+/// The append protocol (module docs) around an entry built by `build` on the fresh tree.
+fn write_with<T, E: From<WriteError>>(
+    path: &Path,
+    session: &mut OpenedSession,
+    expected: Expected<'_>,
+    opts: &WriteOptions,
+    build: impl FnOnce(&Tree, &dyn LineSource) -> Result<(Option<NewEntry>, T), E>,
+) -> Result<(Option<Written>, T), E> {
     let version = session.tree.header().version;
     if version != CURRENT_VERSION {
         return Err(WriteError::UnsupportedVersion {
             path: path.to_owned(),
             version,
-        });
+        }
+        .into());
     }
     let file = OpenOptions::new()
         .read(true)
@@ -333,7 +470,9 @@ pub fn write_entry(
         .tree
         .default_leaf()
         .map(|n| session.tree.node(n).entry.id.clone());
-    if current.as_ref().map(EntryId::as_str) != expected_leaf {
+    if let Expected::Leaf(expected_leaf) = expected
+        && current.as_ref().map(EntryId::as_str) != expected_leaf
+    {
         let since = match expected_leaf.and_then(|id| session.tree.find(id)) {
             Some(n) => tree_ids_from(&session.tree, n as usize + 1),
             None => added,
@@ -343,29 +482,16 @@ pub fn write_entry(
             expected: expected_leaf.map(str::to_owned),
             current_leaf: current,
             added: since,
-        });
+        }
+        .into());
     }
 
     // Build and validate the entry before touching the file.
-    let now = timestamp::now_iso();
-    let mut uuids = Uuid::new_v4;
-    let mut cx = EntryContext {
-        tree: &session.tree,
-        leaf: current.as_ref(),
-        timestamp: &now,
-        uuids: &mut uuids,
+    let lines = FileLines::new(file.try_clone().map_err(WriteError::io(path))?);
+    let (entry, out) = build(&session.tree, &lines)?;
+    let Some(entry) = entry else {
+        return Ok((None, out));
     };
-    let entry: NewEntry = match change {
-        Change::Label { target_id, label } => entries::label(&mut cx, target_id, label),
-        Change::SetName { name } => entries::session_info(&mut cx, name),
-        Change::Branch {
-            from_id,
-            summary,
-            details,
-        } => entries::branch_summary(&mut cx, from_id, summary, details),
-        Change::Append { entry_json, parent } => entries::append(&mut cx, entry_json, parent),
-    }
-    .map_err(|e| WriteError::from_entry(path, e))?;
 
     let repaired = match &tail {
         Tail::Torn { offset, bytes } => Some(repair_torn(&file, path, *offset, bytes)?),
@@ -410,7 +536,7 @@ pub fn write_entry(
         .collect();
     let mut added = added;
     added.extend(added_before_ours);
-    Ok(Written {
+    let written = Written {
         id: entry.id,
         parent_id: entry.parent_id,
         offset,
@@ -422,7 +548,8 @@ pub fn write_entry(
         added_after: tree_ids_from(&session.tree, after_ours),
         repaired,
         applied_len: session.applied_len,
-    })
+    };
+    Ok((Some(written), out))
 }
 
 fn tree_ids_from(tree: &Tree, from: usize) -> Vec<EntryId> {
@@ -693,17 +820,16 @@ pub struct Forked {
     pub rewritten: Vec<EntryId>,
 }
 
-/// Forks the session at `path` (already read into `session`) into a new file; the source is
-/// only read. Errors: `UnknownEntry`, `NotAUserMessage`, `InvalidSessionId`, `Reserved`,
-/// `Exists`, `Replaced` (a line changed under us), `Io`.
+/// Forks the session at `path` (already read into `tree`, strictly) into a new file; the
+/// source is only read. Errors: `UnknownEntry`, `NotAUserMessage`, `InvalidSessionId`,
+/// `Reserved`, `Exists`, `Replaced` (a line changed under us), `Io`.
 pub fn fork(
     path: &Path,
-    session: &OpenedSession,
+    tree: &Tree,
     req: ForkRequest<'_>,
     reservations: &Reservations,
 ) -> Result<Forked, WriteError> {
     let lines = FileLines::open(path).map_err(WriteError::io(path))?;
-    let tree = &session.tree;
     let session_id = new_session_id(req.session_id)?;
     let now = timestamp::now_iso();
     let header = RawObject::parse(tree.header().raw.get().as_bytes()).unwrap_or_default();
@@ -998,7 +1124,6 @@ pub fn salvage(
 }
 
 fn reader_line(source: &FileLines, path: &Path, span: LineSpan) -> Result<Vec<u8>, WriteError> {
-    use crate::core::render::LineSource;
     source
         .line(span)
         .map(|c| c.into_owned())

@@ -33,6 +33,7 @@ import {
     OpenResult,
     TreeParams,
     TreeResult,
+    WriteResult,
 } from './protocol';
 
 export { ResponseError };
@@ -255,7 +256,7 @@ export class SessiondClient implements Disposable {
     }
 
     /** `session/label`: appends a label entry (fenced by `expectedLeafId`). */
-    label(params: LabelParams): Promise<unknown> {
+    label(params: LabelParams): Promise<WriteResult> {
         return this.request(Methods.label, params);
     }
 

@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ResponseError, SessiondClient } from './client';
 import { loadChildren, SessionModel, ViewItem } from './model';
-import { EntryId, SessionSummary } from './protocol';
+import { EntryId, isNothingToCompact, SessionSummary } from './protocol';
 import { renderCompact, renderContext, renderExplain, retentionOf } from './render';
 
 /** How many tree levels one `session/tree` request asks for. */
@@ -429,6 +429,10 @@ export function activate(context: vscode.ExtensionContext): void {
         const leafId = t.entryId ?? model.activeLeafId ?? undefined;
         const base = { path: t.path, expectedLeafId: model.defaultLeafId, ...(leafId ? { leafId } : {}) };
         const dry = await client.compact({ ...base, dryRun: true });
+        if (isNothingToCompact(dry)) {
+            void vscode.window.showInformationMessage(`sessiond: ${renderCompact(dry, true)}`);
+            return;
+        }
         const lost = retentionOf(dry).lost.length;
         const go = await vscode.window.showWarningMessage(
             renderCompact(dry, true),

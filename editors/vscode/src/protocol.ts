@@ -245,6 +245,34 @@ export interface ForkResult {
     path: string;
     sessionId: string;
     leafId: EntryId | null;
+    entryCount: number;
+    droppedLabels: EntryId[];
+    newLabels: EntryId[];
+    rewritten: EntryId[];
+}
+
+/** The result of every append (`label`, `setName`, `branch`, `append`). */
+export interface WriteResult {
+    written: boolean;
+    /** The new entry (null when nothing was written: a branch without summary). */
+    id: EntryId | null;
+    parentId: EntryId | null;
+    /** The session's last entry after the write: the next `expectedLeafId`. */
+    leafId: EntryId | null;
+    offset?: number;
+    added?: EntryId[];
+    addedAfter?: EntryId[];
+    repaired?: { sidecar: string; offset: number; len: number } | null;
+    revision: Revision;
+}
+
+/** Data of a conflict error (-33010): the write was refused, nothing written. */
+export interface ConflictData {
+    path: string;
+    expectedLeafId: EntryId | null;
+    currentLeafId: EntryId | null;
+    /** Entries after the expected leaf, in file order. */
+    added: EntryId[];
 }
 
 export interface LabelParams {
@@ -259,32 +287,65 @@ export interface LabelParams {
 export interface CompactParams {
     path: string;
     leafId?: EntryId;
+    /** Required unless `dryRun`. */
     expectedLeafId: EntryId | null;
     keepRecentTokens?: number;
+    /** The client's summary, stored verbatim (default: the embedded summarizer). */
+    summary?: string;
+    customInstructions?: string;
+    /** Refuse (-33014, nothing written) when a retention probe would be lost. */
+    requireRetention?: boolean;
     dryRun?: boolean;
-    [key: string]: unknown;
 }
 
 /** A retention probe: something from the summarized span looked up in the new context. */
 export interface RetentionProbe {
-    kind: string;
-    value?: string;
-    kept?: boolean;
+    kind: 'readFile' | 'modifiedFile' | 'toolError' | 'pendingToolCall' | 'openTask' | 'lastUserRequest' | string;
+    text: string;
+    entryId: EntryId | null;
+    toolCallId?: string;
+    status: 'kept' | 'lost';
+    foundIn?: EntryId;
+}
+
+export interface Retention {
+    kept: number;
+    lost: number;
+    probes: RetentionProbe[];
+}
+
+/** pi's "nothing to compact", answered as a result. */
+export interface NothingToCompact {
+    nothingToCompact: true;
+    reason: 'emptyPath' | 'leafIsCompaction' | 'nothingBeforeCut';
+    revision: Revision;
+}
+
+export interface CompactReport {
+    dryRun: boolean;
+    written: boolean;
+    /** The compaction entry's id (the id it would get, on a dry run). */
+    entryId: EntryId;
+    /** The leaf whose path is compacted (the entry's parent). */
+    leafId: EntryId;
+    firstKeptEntryId: EntryId;
+    tokensBefore: number | null;
+    tokensAfter: number | null;
+    isSplitTurn: boolean;
+    readFiles: string[];
+    modifiedFiles: string[];
+    summarySource: 'client' | 'embedded';
+    summary: string;
+    retention: Retention;
+    entry: Record<string, unknown>;
+    revision: Revision;
     [key: string]: unknown;
 }
 
-export interface CompactResult {
-    /** The compaction entry's id (the id it would get, on a dry run). */
-    entryId: EntryId | null;
-    leafId: EntryId | null;
-    tokensBefore: number;
-    tokensAfter: number;
-    retention: {
-        kept?: RetentionProbe[];
-        lost?: RetentionProbe[];
-        [key: string]: unknown;
-    } | RetentionProbe[] | null;
-    [key: string]: unknown;
+export type CompactResult = CompactReport | NothingToCompact;
+
+export function isNothingToCompact(c: CompactResult): c is NothingToCompact {
+    return (c as NothingToCompact).nothingToCompact === true;
 }
 
 /** Method and notification names, in one place. */

@@ -1,7 +1,7 @@
 //! Plain-text renderings of daemon answers for a person: the context preview document, the
 //! explain sentence, the compaction report. Pure: no `vscode`, no I/O.
 
-import { CompactResult, ContextAtResult, ContextMessage, ExplainResult, RetentionProbe } from './protocol';
+import { CompactResult, ContextAtResult, ContextMessage, ExplainResult, isNothingToCompact, RetentionProbe } from './protocol';
 
 /** Where a context was taken, for the preview's heading. */
 export interface ContextHeading {
@@ -148,19 +148,25 @@ export function renderExplain(e: ExplainResult): string {
     return `Entry ${e.entryId} (${e.type}) ${why} ${at}.`;
 }
 
-/** The retention probes split into kept and lost, whatever shape the report has. */
+/** The retention probes split into kept and lost. */
 export function retentionOf(c: CompactResult): { kept: RetentionProbe[]; lost: RetentionProbe[] } {
-    const r = c.retention;
-    if (!r) return { kept: [], lost: [] };
-    if (Array.isArray(r)) return { kept: r.filter((p) => p.kept !== false), lost: r.filter((p) => p.kept === false) };
-    return { kept: r.kept ?? [], lost: r.lost ?? [] };
+    if (isNothingToCompact(c)) return { kept: [], lost: [] };
+    const probes = c.retention?.probes ?? [];
+    return { kept: probes.filter((p) => p.status !== 'lost'), lost: probes.filter((p) => p.status === 'lost') };
 }
+
+const NOTHING_REASONS: Record<string, string> = {
+    emptyPath: 'the path is empty',
+    leafIsCompaction: 'the leaf is already a compaction',
+    nothingBeforeCut: 'the session is too small',
+};
 
 /** A short report of a compaction (or its dry run): tokens before and after, probes lost. */
 export function renderCompact(c: CompactResult, dryRun: boolean): string {
+    if (isNothingToCompact(c)) return `Nothing to compact: ${NOTHING_REASONS[c.reason] ?? c.reason}.`;
     const { kept, lost } = retentionOf(c);
     const head = `${dryRun ? 'Compaction would take' : 'Compacted'} the context from ${c.tokensBefore} to ${c.tokensAfter} tokens.`;
     const probes = `Retention: ${kept.length} kept, ${lost.length} lost.`;
-    const lostList = lost.length ? ` Lost: ${lost.slice(0, 8).map((p) => `${p.kind}${p.value ? ` ${p.value}` : ''}`).join('; ')}${lost.length > 8 ? '; …' : ''}.` : '';
+    const lostList = lost.length ? ` Lost: ${lost.slice(0, 8).map((p) => `${p.kind} ${p.text}`).join('; ')}${lost.length > 8 ? '; …' : ''}.` : '';
     return `${head} ${probes}${lostList}`;
 }

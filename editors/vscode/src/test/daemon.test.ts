@@ -9,7 +9,8 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ResponseError, SessiondClient } from '../client';
 import { loadChildren, SessionModel, ViewItem } from '../model';
-import { DidChangeParams, DidReloadParams, Methods, TreeResult } from '../protocol';
+import { ConflictData, DidChangeParams, DidReloadParams, isNothingToCompact, Methods, TreeResult } from '../protocol';
+import { renderCompact, retentionOf } from '../render';
 import { BINARY, DEFAULT_LEAF, ENTRY_COUNT, EXAMPLE, FORKS, LEAVES, makeRoot, next, requireBinary, SESSION_ID, userLine } from '../testing/fixtures';
 
 /** Expands every row of the model, depth first, the way a person opening each fork would. */
@@ -50,7 +51,7 @@ describe('sessiond serve through the client', () => {
         // The methods and notifications this client uses are the ones the daemon says it has.
         const sessiond = (client.initializeResult.capabilities.experimental as any)?.sessiond;
         assert.equal(typeof sessiond?.protocolVersion, 'string');
-        for (const m of [Methods.open, Methods.close, Methods.tree, Methods.entry, Methods.contextAt, Methods.explain, Methods.list]) {
+        for (const m of [Methods.open, Methods.close, Methods.tree, Methods.entry, Methods.contextAt, Methods.explain, Methods.list, Methods.fork, Methods.label, Methods.compact]) {
             assert.ok(sessiond.methods.includes(m), `daemon lacks ${m}`);
         }
         for (const m of [Methods.didChange, Methods.didReload, Methods.didCorrupt]) assert.ok(sessiond.notifications.includes(m), `daemon lacks ${m}`);
@@ -200,6 +201,59 @@ describe('sessiond serve through the client', () => {
         await expandAll(model, fetch);
         assert.equal(model.size, ENTRY_COUNT);
         assert.equal(model.node('feed0001'), undefined);
+    });
+
+    it('writes through the daemon: label (fenced), fork, compact', async () => {
+        const model = new SessionModel(file);
+        model.applyOpen(await client.open(file));
+        assert.equal(model.defaultLeafId, DEFAULT_LEAF);
+
+        // A label at the client's view of the leaf: written, announced once as a didChange.
+        const changed = next<DidChangeParams>(client.onDidChange, (c) => c.path === file, 10_000, 'session/didChange');
+        const labelled = await client.label({ path: file, targetId: FORKS[1], label: 'from-client', expectedLeafId: model.defaultLeafId });
+        assert.equal(labelled.written, true);
+        assert.equal(labelled.parentId, DEFAULT_LEAF);
+        assert.equal(labelled.leafId, labelled.id);
+        const change = await changed;
+        assert.deepEqual(change.added.map((n) => n.id), [labelled.id]);
+        assert.equal(change.added[0].type, 'label');
+        model.applyDidChange(change);
+        assert.equal(model.defaultLeafId, labelled.id);
+
+        // The same request again carries a stale view: refused with the current leaf.
+        await assert.rejects(
+            client.label({ path: file, targetId: FORKS[1], label: 'stale', expectedLeafId: DEFAULT_LEAF }),
+            (err) => {
+                if (!(err instanceof ResponseError) || err.code !== -33010) return false;
+                const data = err.data as ConflictData;
+                return data.currentLeafId === labelled.id && data.added.length === 1 && data.added[0] === labelled.id;
+            },
+        );
+
+        // Fork at an entry: a new file next to the source.
+        const forked = await client.fork({ path: file, entryId: LEAVES[0], position: 'at' });
+        assert.equal(path.dirname(forked.path), root);
+        // Labels on the path are re-chained after it (pi's createBranchedSession), so they end the new file.
+        assert.equal(forked.leafId, forked.newLabels.length ? forked.newLabels[forked.newLabels.length - 1] : LEAVES[0]);
+        assert.ok(fs.existsSync(forked.path));
+        assert.equal(typeof forked.sessionId, 'string');
+
+        // Compact: the dry run as the extension shows it, then the commit.
+        const base = { path: file, expectedLeafId: model.defaultLeafId, keepRecentTokens: 1 };
+        const dry = await client.compact({ ...base, dryRun: true });
+        assert.ok(!isNothingToCompact(dry));
+        assert.equal(dry.written, false);
+        const { kept, lost } = retentionOf(dry);
+        assert.equal(kept.length + lost.length, dry.retention.probes.length);
+        assert.match(renderCompact(dry, true), /^Compaction would take the context from \d+ to \d+ tokens\./);
+        const compacted = next<DidChangeParams>(client.onDidChange, (c) => c.path === file, 10_000, 'session/didChange');
+        const done = await client.compact(base);
+        assert.ok(!isNothingToCompact(done));
+        assert.equal(done.written, true);
+        assert.deepEqual((await compacted).added.map((n) => n.id), [done.entryId]);
+        const again = await client.compact({ path: file, expectedLeafId: done.entryId, keepRecentTokens: 1 });
+        assert.ok(isNothingToCompact(again));
+        assert.equal(again.reason, 'leafIsCompaction');
     });
 
     it('closes a session: later requests for it are refused', async () => {

@@ -238,10 +238,35 @@ describe('render', () => {
     });
 
     it('reports a compaction with lost probes', () => {
+        const revision = { entryCount: 3, appliedBytes: 300, generation: 0 };
         const text = renderCompact(
-            { entryId: 'c9', leafId: 'c9', tokensBefore: 1000, tokensAfter: 200, retention: { kept: [{ kind: 'readPath', value: 'a.ts' }], lost: [{ kind: 'lastUserRequest', value: 'fix it' }] } },
+            {
+                dryRun: true,
+                written: false,
+                entryId: 'c9',
+                leafId: 'l1',
+                firstKeptEntryId: 'k1',
+                tokensBefore: 1000,
+                tokensAfter: 200,
+                isSplitTurn: false,
+                readFiles: ['a.ts'],
+                modifiedFiles: [],
+                summarySource: 'embedded',
+                summary: 's',
+                retention: {
+                    kept: 1,
+                    lost: 1,
+                    probes: [
+                        { kind: 'readFile', text: 'a.ts', entryId: 'e1', status: 'kept', foundIn: 'c9' },
+                        { kind: 'lastUserRequest', text: 'fix it', entryId: 'e2', status: 'lost' },
+                    ],
+                },
+                entry: {},
+                revision,
+            },
             true,
         );
         assert.equal(text, 'Compaction would take the context from 1000 to 200 tokens. Retention: 1 kept, 1 lost. Lost: lastUserRequest fix it.');
+        assert.equal(renderCompact({ nothingToCompact: true, reason: 'leafIsCompaction', revision }, true), 'Nothing to compact: the leaf is already a compaction.');
     });
 });

@@ -1,0 +1,264 @@
+//! Compaction of a session file: plan at a leaf (pure, [`crate::core::compaction`]) and commit
+//! the entry through the writer ([`writer::write_prebuilt`]: lock, fencing, torn-tail repair,
+//! one `write`). Shared by `sessiond compact` and the daemon's `session/prepareCompaction` and
+//! `session/compact`, so both plan, refuse and write the same way.
+//!
+//! The plan of a committed compaction is made under the write lock, on the tree as the file
+//! holds it then: the cut point, `tokensBefore` and the entry's parent are those of the moment
+//! of writing, never of an earlier read.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use thiserror::Error;
+
+use crate::core::compaction::entry::js_number;
+use crate::core::compaction::js;
+use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
+use crate::core::compaction::retention::ProbeResult;
+use crate::core::compaction::{self, CompactionError, CompactionPlan, Options};
+use crate::core::entries::NewEntry;
+use crate::core::format::EntryId;
+use crate::core::render::LineSource;
+use crate::core::tree::{NodeIdx, Tree};
+use crate::storage::reader::OpenedSession;
+use crate::storage::writer::{self, Expected, WriteError, WriteOptions, Written};
+
+/// What to compact and how (pi's `compact` arguments plus sessiond's retention gate).
+#[derive(Clone, Copy, Debug)]
+pub struct CompactRequest<'a> {
+    /// The leaf whose path is compacted (default: the last entry in file order).
+    pub leaf: Option<&'a str>,
+    /// pi's `keepRecentTokens` (default [`DEFAULT_KEEP_RECENT_TOKENS`]).
+    pub keep_recent_tokens: u64,
+    /// A summary to store verbatim instead of the embedded summarizer's.
+    pub summary: Option<&'a str>,
+    /// pi's `customInstructions`.
+    pub custom_instructions: Option<&'a str>,
+    /// Refuse to write when a retention probe is lost.
+    pub require_retention: bool,
+}
+
+impl Default for CompactRequest<'_> {
+    fn default() -> Self {
+        CompactRequest {
+            leaf: None,
+            keep_recent_tokens: DEFAULT_KEEP_RECENT_TOKENS,
+            summary: None,
+            custom_instructions: None,
+            require_retention: false,
+        }
+    }
+}
+
+/// Why a compaction was not planned or not written. Nothing is written on any error.
+#[derive(Debug, Error)]
+pub enum CompactError {
+    /// The write was refused or failed (conflict, busy, corrupt, unsupported version...).
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// The leaf names no entry.
+    #[error("{}: unknown entry id {id} (leaf)", path.display())]
+    UnknownLeaf { path: PathBuf, id: String },
+    /// The plan failed (pi itself would throw on this session, or a line changed).
+    #[error("{}: {source}", path.display())]
+    Compaction {
+        path: PathBuf,
+        source: CompactionError,
+    },
+    /// `require_retention` and at least one probe is lost; the plan holds the report.
+    #[error("{}: retention check failed, nothing written; lost: {}", path.display(), lost_list(plan))]
+    RetentionLost {
+        path: PathBuf,
+        plan: Box<CompactionPlan>,
+    },
+}
+
+fn lost_list(plan: &CompactionPlan) -> String {
+    plan.retention
+        .lost_probes()
+        .map(describe_probe)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `kind "text" (entry id)` of a probe, for messages.
+pub fn describe_probe(p: &ProbeResult) -> String {
+    format!(
+        "{} {:?} (entry {})",
+        serde_json::to_value(p.probe.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        p.probe.text,
+        p.probe.entry_id.as_ref().map_or("?", EntryId::as_str)
+    )
+}
+
+/// What a commit did.
+#[derive(Debug)]
+pub enum Committed {
+    /// pi's "nothing to compact"; nothing written.
+    Nothing(NothingToCompact),
+    /// The entry was appended.
+    Written {
+        plan: Box<CompactionPlan>,
+        written: Written,
+    },
+}
+
+/// pi's `generateId`: the first 8 hex digits of a random UUID, unused in the session.
+fn new_entry_id(tree: &Tree) -> EntryId {
+    crate::core::entries::generate_id(&|id| tree.find(id).is_some(), &mut uuid::Uuid::new_v4)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn resolve_leaf(
+    path: &Path,
+    tree: &Tree,
+    leaf: Option<&str>,
+) -> Result<Option<NodeIdx>, CompactError> {
+    match leaf {
+        None => Ok(tree.default_leaf()),
+        Some(id) => tree
+            .find(id)
+            .map(Some)
+            .ok_or_else(|| CompactError::UnknownLeaf {
+                path: path.to_owned(),
+                id: id.to_owned(),
+            }),
+    }
+}
+
+/// Plans a compaction of the session at `path` (read into `tree`; lines through `lines`)
+/// without writing: a new entry id, the current time. `Ok(Err(_))` is "nothing to compact".
+/// Errors: `UnknownLeaf`, `Compaction`.
+pub fn plan(
+    path: &Path,
+    tree: &Tree,
+    lines: &dyn LineSource,
+    req: &CompactRequest<'_>,
+) -> Result<Result<CompactionPlan, NothingToCompact>, CompactError> {
+    let leaf = resolve_leaf(path, tree, req.leaf)?;
+    let options = Options {
+        keep_recent_tokens: req.keep_recent_tokens,
+        summary: req.summary,
+        custom_instructions: req.custom_instructions,
+        new_entry_id: new_entry_id(tree),
+        time_ms: now_ms(),
+    };
+    compaction::plan(tree, lines, leaf, &options).map_err(|source| CompactError::Compaction {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Plans and appends a compaction under the write lock (see the module docs). The session is
+/// brought up to date and holds the new entry afterwards, as with [`writer::write_entry`].
+/// Errors: every [`CompactError`]; `RetentionLost` only with `require_retention`.
+pub fn commit(
+    path: &Path,
+    session: &mut OpenedSession,
+    req: &CompactRequest<'_>,
+    expected: Expected<'_>,
+    opts: &WriteOptions,
+) -> Result<Committed, CompactError> {
+    let (written, planned) = writer::write_prebuilt(
+        path,
+        session,
+        expected,
+        opts,
+        |tree: &Tree, lines: &dyn LineSource| match plan(path, tree, lines, req)? {
+            Err(nothing) => Ok((None, Err(nothing))),
+            Ok(plan) => {
+                if req.require_retention && plan.retention.lost > 0 {
+                    return Err(CompactError::RetentionLost {
+                        path: path.to_owned(),
+                        plan: Box::new(plan),
+                    });
+                }
+                let entry = NewEntry {
+                    id: plan.entry.id.clone(),
+                    parent_id: plan.entry.parent_id.clone(),
+                    line: plan.entry_json(),
+                };
+                Ok((Some(entry), Ok(Box::new(plan))))
+            }
+        },
+    )?;
+    match (planned, written) {
+        (Err(nothing), _) => Ok(Committed::Nothing(nothing)),
+        (Ok(plan), Some(written)) => Ok(Committed::Written { plan, written }),
+        (Ok(_), None) => Err(CompactError::Write(WriteError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other("the compaction entry was not written"),
+        })),
+    }
+}
+
+/// The stable name of "nothing to compact" reasons: `emptyPath`, `leafIsCompaction`,
+/// `nothingBeforeCut`.
+pub fn nothing_json(n: NothingToCompact) -> Value {
+    let reason = serde_json::to_value(n).unwrap_or(Value::Null);
+    json!({"nothingToCompact": true, "reason": reason})
+}
+
+/// The JSON report of a planned compaction: the `session/compact` result plus the
+/// preparation and the exact request (what `compact --dry-run --json` prints and
+/// `session/prepareCompaction` returns). Its strings may hold mapped lone surrogates: print it
+/// through [`json_text`].
+pub fn plan_json(plan: &CompactionPlan, written: bool) -> Value {
+    let prep = &plan.preparation;
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_owned(), v);
+    };
+    put("dryRun", json!(!written));
+    put("written", json!(written));
+    put("entryId", json!(plan.entry.id.as_str()));
+    put("leafId", json!(plan.leaf_id.as_str()));
+    put("firstKeptEntryId", json!(prep.first_kept_entry_id.as_str()));
+    put("tokensBefore", js_number(prep.tokens_before));
+    put("tokensAfter", js_number(plan.tokens_after));
+    put("isSplitTurn", json!(prep.is_split_turn));
+    put(
+        "previousSummary",
+        prep.previous_summary.clone().unwrap_or(Value::Null),
+    );
+    put(
+        "messagesToSummarize",
+        json!(prep.messages_to_summarize.len()),
+    );
+    put("turnPrefixMessages", json!(prep.turn_prefix_messages.len()));
+    put("readFiles", json!(prep.file_lists.read_files));
+    put("modifiedFiles", json!(prep.file_lists.modified_files));
+    put("keepRecentTokens", js_number(prep.keep_recent_tokens));
+    put("summarySource", json!(plan.summary_source));
+    put("summary", json!(plan.entry.summary));
+    put("fileOperations", json!(plan.file_operations()));
+    put("conversation", json!(plan.conversation));
+    put(
+        "turnPrefixConversation",
+        json!(plan.turn_prefix_conversation),
+    );
+    put("request", json!(plan.request));
+    put("retention", json!(plan.retention));
+    put(
+        "entry",
+        js::parse_json(plan.entry_json().as_bytes()).map_or(Value::Null, |(entry, _)| entry),
+    );
+    Value::Object(m)
+}
+
+/// `value` as JSON text, with the plan's lone surrogates written back as pi writes them
+/// (a `Value` cannot hold them; see [`LoneSurrogates`](crate::core::compaction::js::LoneSurrogates)).
+pub fn json_text(plan: &CompactionPlan, value: &Value) -> String {
+    plan.lone_surrogates
+        .restore_json(&value.to_string())
+        .into_owned()
+}

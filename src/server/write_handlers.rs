@@ -1,0 +1,416 @@
+//! The `session/` methods that write: appends (`label`, `setName`, `branch`, `append`,
+//! `compact`) run on the session's owner through [`Session::write`], so they are ordered with
+//! reads and watcher hints and announce what they add in one `session/didChange`; new files
+//! (`fork`, `salvage`) are published atomically under the daemon-wide [`Reservations`].
+//! Every one is the same call into [`crate::storage::writer`] (or [`crate::compact`]) that the
+//! CLI makes.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tower_lsp_server::jsonrpc::Result as RpcResult;
+
+use super::Backend;
+use super::convert;
+use super::error::RpcError;
+use super::handlers::{find, params, to_value};
+use super::wire::{
+    AppendParams, BranchParams, CompactParams, ForkParams, ForkPosition, LabelParams,
+    PrepareCompactionParams, SalvageParams, SetNameParams,
+};
+use crate::compact::{self, Committed, CompactRequest};
+use crate::core::compaction::CompactionPlan;
+use crate::core::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
+use crate::core::entries::ParentChoice;
+use crate::core::fork::Position;
+use crate::core::format::EntryId;
+use crate::core::tree::Mode;
+use crate::session::owner::{EventSink, Session};
+use crate::storage::writer::{
+    self, Change, Expected, ForkRequest, WriteError, WriteOptions, Written,
+};
+
+/// Fields of a compaction report that only `session/prepareCompaction` returns (they can be
+/// megabytes): the serialized conversation and the summarization request.
+const PREPARE_ONLY: &[&str] = &["conversation", "turnPrefixConversation", "request"];
+
+fn expected_leaf(
+    method: &'static str,
+    v: Option<Option<String>>,
+) -> Result<Option<String>, RpcError> {
+    v.ok_or_else(|| RpcError::InvalidParams {
+        method,
+        detail: "expectedLeafId is required (null for a session with no entries)".into(),
+    })
+}
+
+/// The result of an append: the entry, the session's leaf after it, what else was read.
+fn written_json(s: &Session, w: &Written) -> Value {
+    json!({
+        "written": true,
+        "id": w.id,
+        "parentId": w.parent_id,
+        "leafId": w.leaf_id,
+        "offset": w.offset,
+        "added": w.added,
+        "addedAfter": w.added_after,
+        "repaired": w.repaired,
+        "revision": convert::revision(s.revision()),
+    })
+}
+
+fn with_revision(mut value: Value, s: &Session) -> Value {
+    if let Value::Object(map) = &mut value {
+        map.insert("revision".into(), json!(convert::revision(s.revision())));
+    }
+    value
+}
+
+/// The conflict error for a stale view, when nothing is to be written (navigation).
+fn check_view(s: &Session, expected: Option<&str>) -> Result<(), RpcError> {
+    let tree = s.tree();
+    let current = tree.default_leaf().map(|n| tree.node(n).entry.id.clone());
+    if current.as_ref().map(EntryId::as_str) == expected {
+        return Ok(());
+    }
+    let from = expected
+        .and_then(|id| tree.find(id))
+        .map_or(0, |n| n as usize + 1);
+    Err(WriteError::Conflict {
+        path: s.path().to_owned(),
+        expected: expected.map(str::to_owned),
+        current_leaf: current,
+        added: tree.nodes()[from.min(tree.len())..]
+            .iter()
+            .map(|n| n.entry.id.clone())
+            .collect(),
+    }
+    .into())
+}
+
+impl Backend {
+    /// Runs `f` with write access on the session's owner and flattens the errors.
+    async fn write_on<R: Send + 'static>(
+        &self,
+        path: &Path,
+        f: impl FnOnce(&mut Session, &dyn EventSink) -> Result<R, RpcError> + Send + 'static,
+    ) -> Result<R, RpcError> {
+        let handle = self.open_session(path)?;
+        handle.update(f).await?
+    }
+
+    /// Appends one change through the owner (see [`Session::write`]).
+    async fn append_change(
+        &self,
+        path: &Path,
+        expected: Option<String>,
+        change: impl for<'a> FnOnce(&'a OwnedChange) -> Change<'a> + Send + 'static,
+        owned: OwnedChange,
+    ) -> Result<Value, RpcError> {
+        self.write_on(path, move |s, sink| {
+            let change = change(&owned);
+            let w = s.write(sink, |path, opened| {
+                writer::write_entry(
+                    path,
+                    opened,
+                    change,
+                    expected.as_deref(),
+                    &WriteOptions::default(),
+                )
+                .map_err(RpcError::from)
+            })?;
+            Ok(written_json(s, &w))
+        })
+        .await
+    }
+
+    fn target_dir(&self, dir: Option<&Path>) -> Result<Option<PathBuf>, RpcError> {
+        dir.map(|d| self.resolve(d)).transpose()
+    }
+
+    /// `session/fork {path, entryId, position, targetDir?, sessionId?}`.
+    pub async fn fork(&self, p: Value) -> RpcResult<Value> {
+        let p: ForkParams = params("session/fork", p)?;
+        let target = self.target_dir(p.target_dir.as_deref())?;
+        let reservations = self.reservations.clone();
+        Ok(self
+            .ask(&p.path, move |s| {
+                let req = ForkRequest {
+                    entry_id: &p.entry_id,
+                    position: match p.position {
+                        ForkPosition::At => Position::At,
+                        ForkPosition::Before => Position::Before,
+                    },
+                    target_dir: target.as_deref(),
+                    session_id: p.session_id.as_deref(),
+                };
+                let forked = if s.mode() == Mode::Lenient {
+                    // A lenient tree may hide corruption: fork only what reads strictly.
+                    let fresh = writer::open_for_write(s.path())?;
+                    writer::fork(s.path(), &fresh.tree, req, &reservations)?
+                } else {
+                    writer::fork(s.path(), s.tree(), req, &reservations)?
+                };
+                to_value(s.path(), &forked)
+            })
+            .await?)
+    }
+
+    /// `session/salvage {path, targetDir?}`: the session need not be open (a corrupt file
+    /// opens only with `allowCorrupt`); when it is, the salvage runs on its owner.
+    pub async fn salvage(&self, p: Value) -> RpcResult<Value> {
+        let p: SalvageParams = params("session/salvage", p)?;
+        let real = self.resolve(&p.path)?;
+        let target = self.target_dir(p.target_dir.as_deref())?;
+        let reservations = self.reservations.clone();
+        let source = real.clone();
+        let run = move || -> Result<Value, RpcError> {
+            let salvaged = writer::salvage(&source, target.as_deref(), &reservations)?;
+            to_value(&source, &salvaged)
+        };
+        let result = match self.registry.get(&real) {
+            Ok(handle) => handle.query(move |_| run()).await.map_err(RpcError::from)?,
+            Err(_) => tokio::task::spawn_blocking(run)
+                .await
+                .map_err(|e| RpcError::Io {
+                    path: real.clone(),
+                    source: std::io::Error::other(e),
+                })?,
+        };
+        Ok(result?)
+    }
+
+    /// `session/label {path, targetId, label|null, expectedLeafId}`.
+    pub async fn label(&self, p: Value) -> RpcResult<Value> {
+        let p: LabelParams = params("session/label", p)?;
+        let expected = expected_leaf("session/label", p.expected_leaf_id)?;
+        let owned = OwnedChange {
+            text: p.target_id,
+            id: p.label,
+            details: None,
+        };
+        Ok(self
+            .append_change(
+                &p.path,
+                expected,
+                |o| Change::Label {
+                    target_id: &o.text,
+                    label: o.id.as_deref(),
+                },
+                owned,
+            )
+            .await?)
+    }
+
+    /// `session/setName {path, name, expectedLeafId}`.
+    pub async fn set_name(&self, p: Value) -> RpcResult<Value> {
+        let p: SetNameParams = params("session/setName", p)?;
+        let expected = expected_leaf("session/setName", p.expected_leaf_id)?;
+        let owned = OwnedChange {
+            text: p.name,
+            id: None,
+            details: None,
+        };
+        Ok(self
+            .append_change(
+                &p.path,
+                expected,
+                |o| Change::SetName { name: &o.text },
+                owned,
+            )
+            .await?)
+    }
+
+    /// `session/branch {path, fromId|null, summary?, details?, expectedLeafId}`.
+    pub async fn branch(&self, p: Value) -> RpcResult<Value> {
+        let p: BranchParams = params("session/branch", p)?;
+        let expected = expected_leaf("session/branch", p.expected_leaf_id)?;
+        let from = p.from_id.ok_or_else(|| RpcError::InvalidParams {
+            method: "session/branch",
+            detail: "fromId is required (null: before the first entry)".into(),
+        })?;
+        let details =
+            match p.details {
+                None => None,
+                Some(v) => Some(RawValue::from_string(v.to_string()).map_err(|e| {
+                    RpcError::InvalidParams {
+                        method: "session/branch",
+                        detail: format!("details: {e}"),
+                    }
+                })?),
+            };
+        let Some(summary) = p.summary else {
+            // pi's `branch(fromId)`: only the leaf moves, which is the client's to keep.
+            return Ok(self
+                .ask(&p.path, move |s| {
+                    if let Some(id) = &from {
+                        find(s, id)?;
+                    }
+                    check_view(s, expected.as_deref())?;
+                    Ok(json!({
+                        "written": false,
+                        "id": null,
+                        "parentId": null,
+                        "leafId": from,
+                        "revision": convert::revision(s.revision()),
+                    }))
+                })
+                .await?);
+        };
+        let owned = OwnedChange {
+            text: summary,
+            id: from,
+            details,
+        };
+        Ok(self
+            .append_change(
+                &p.path,
+                expected,
+                |o| Change::Branch {
+                    from_id: o.id.as_deref(),
+                    summary: &o.text,
+                    details: o.details.as_deref(),
+                },
+                owned,
+            )
+            .await?)
+    }
+
+    /// `session/append {path, entry, parentId?, expectedLeafId}`.
+    pub async fn append(&self, p: Value) -> RpcResult<Value> {
+        let p: AppendParams = params("session/append", p)?;
+        let expected = expected_leaf("session/append", p.expected_leaf_id)?;
+        let entry_json = match p.entry {
+            Value::String(text) => text,
+            Value::Object(_) => p.entry.to_string(),
+            _ => {
+                return Err(RpcError::InvalidParams {
+                    method: "session/append",
+                    detail: "entry must be a JSON object (or its JSON text)".into(),
+                }
+                .into());
+            }
+        };
+        let (explicit, parent) = match p.parent_id {
+            None => (false, None),
+            Some(p) => (true, p),
+        };
+        let owned = OwnedChange {
+            text: entry_json,
+            id: parent,
+            details: None,
+        };
+        Ok(self
+            .append_change(
+                &p.path,
+                expected,
+                move |o| Change::Append {
+                    entry_json: &o.text,
+                    parent: if explicit {
+                        ParentChoice::Explicit(o.id.as_deref())
+                    } else {
+                        ParentChoice::Leaf
+                    },
+                },
+                owned,
+            )
+            .await?)
+    }
+
+    /// `session/prepareCompaction {path, leafId?, keepRecentTokens?, customInstructions?}`.
+    pub async fn prepare_compaction(&self, p: Value) -> RpcResult<Value> {
+        let p: PrepareCompactionParams = params("session/prepareCompaction", p)?;
+        Ok(self
+            .ask(&p.path, move |s| {
+                let req = CompactRequest {
+                    leaf: p.leaf_id.as_deref(),
+                    keep_recent_tokens: p.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS),
+                    custom_instructions: p.custom_instructions.as_deref(),
+                    ..CompactRequest::default()
+                };
+                let value = match compact::plan(s.path(), s.tree(), s.source(), &req)? {
+                    Err(nothing) => compact::nothing_json(nothing),
+                    Ok(plan) => compact::plan_json(&plan, false),
+                };
+                Ok(with_revision(value, s))
+            })
+            .await?)
+    }
+
+    /// `session/compact {path, leafId?, expectedLeafId, keepRecentTokens?, summary?,
+    /// customInstructions?, requireRetention?, dryRun?}`. A dry run plans on the owner's view
+    /// (checking `expectedLeafId` when given); a commit plans again under the write lock.
+    pub async fn compact(&self, p: Value) -> RpcResult<Value> {
+        let p: CompactParams = params("session/compact", p)?;
+        let path = p.path.clone();
+        let expected = match (p.expected_leaf_id.clone(), p.dry_run) {
+            (Some(e), _) => Some(e),
+            (None, true) => None,
+            (None, false) => Some(expected_leaf("session/compact", None)?),
+        };
+        if p.dry_run {
+            return Ok(self
+                .ask(&path, move |s| {
+                    if let Some(e) = &expected {
+                        check_view(s, e.as_deref())?;
+                    }
+                    let value = match compact::plan(s.path(), s.tree(), s.source(), &request(&p))? {
+                        Err(nothing) => compact::nothing_json(nothing),
+                        Ok(plan) => compact_report(&plan, false),
+                    };
+                    Ok(with_revision(value, s))
+                })
+                .await?);
+        }
+        let expected = expected.flatten();
+        Ok(self
+            .write_on(&path, move |s, sink| {
+                let committed = s.write(sink, |path, opened| {
+                    compact::commit(
+                        path,
+                        opened,
+                        &request(&p),
+                        Expected::Leaf(expected.as_deref()),
+                        &WriteOptions::default(),
+                    )
+                    .map_err(RpcError::from)
+                })?;
+                let value = match committed {
+                    Committed::Nothing(nothing) => compact::nothing_json(nothing),
+                    Committed::Written { plan, .. } => compact_report(&plan, true),
+                };
+                Ok(with_revision(value, s))
+            })
+            .await?)
+    }
+}
+
+fn request(p: &CompactParams) -> CompactRequest<'_> {
+    CompactRequest {
+        leaf: p.leaf_id.as_deref(),
+        keep_recent_tokens: p.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS),
+        summary: p.summary.as_deref(),
+        custom_instructions: p.custom_instructions.as_deref(),
+        require_retention: p.require_retention,
+    }
+}
+
+/// The `session/compact` result: the compaction report without [`PREPARE_ONLY`] fields.
+fn compact_report(plan: &CompactionPlan, written: bool) -> Value {
+    let mut v = compact::plan_json(plan, written);
+    if let Value::Object(map) = &mut v {
+        for k in PREPARE_ONLY {
+            map.remove(*k);
+        }
+    }
+    v
+}
+
+/// The owned parts of a [`Change`], moved to the owner's thread: the text (target id, name,
+/// summary or entry JSON), an id (label text, branch point or parent) and branch details.
+pub struct OwnedChange {
+    text: String,
+    id: Option<String>,
+    details: Option<Box<RawValue>>,
+}
