@@ -6,7 +6,6 @@
 // Helpers fail the test by panicking, like assertions.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-mod common;
 mod support;
 
 use std::collections::BTreeMap;
@@ -14,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Daemon, assert_schema, cli_json, repo, v3_session};
+use support::{Daemon, assert_schema, cli_json, common, repo, v3_session};
 
 const NOTE_WAIT: Duration = Duration::from_secs(10);
 /// How long to listen for a duplicate notification after a write was announced.

@@ -15,6 +15,7 @@ use super::Backend;
 use super::convert;
 use super::error::RpcError;
 use super::handlers::{find, params, to_value};
+use super::lossless;
 use super::wire::{
     AppendParams, BranchParams, CompactParams, ForkParams, ForkPosition, LabelParams,
     PrepareCompactionParams, SalvageParams, SetNameParams,
@@ -331,7 +332,7 @@ impl Backend {
                 };
                 let value = match compact::plan(s.path(), s.tree(), s.source(), &req)? {
                     Err(nothing) => compact::nothing_json(nothing),
-                    Ok(plan) => compact::plan_json(&plan, false),
+                    Ok(plan) => wire_value(&plan, compact::plan_json(&plan, false)),
                 };
                 Ok(with_revision(value, s))
             })
@@ -404,7 +405,13 @@ fn compact_report(plan: &CompactionPlan, written: bool) -> Value {
             map.remove(*k);
         }
     }
-    v
+    wire_value(plan, v)
+}
+
+/// A compaction report ready for the wire: the plan's lone surrogates (held as private-use
+/// characters while planning) become the escapes pi writes, carried by [`lossless`].
+fn wire_value(plan: &CompactionPlan, report: Value) -> Value {
+    lossless::parse(compact::json_text(plan, &report).as_bytes()).unwrap_or(report)
 }
 
 /// The owned parts of a [`Change`], moved to the owner's thread: the text (target id, name,

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 // JSON parsing that accepts the lone surrogate escapes pi writes (shared with the other suites).
 #[path = "../common/mod.rs"]
-mod common;
+pub mod common;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sessiond");
 pub const TIMEOUT: Duration = Duration::from_secs(20);
