@@ -3,7 +3,7 @@
 //!
 //! Exit codes: 0 success; 2 usage, I/O, unknown id, invalid entry or unsupported version;
 //! 3 corrupt session (nothing written; try `salvage`); 4 conflict (`--expected-leaf` is stale,
-//! or the new file's id is taken, or the file changed under us); 5 busy (a writer is mid-line
+//! or the new file's id is taken, or the file changed under us); 7 busy (a writer is mid-line
 //! or holds the lock: retry).
 
 use std::io::{self, Write};
@@ -24,7 +24,7 @@ use crate::storage::writer::{self, Change, ForkRequest, WriteError, WriteOptions
 /// Help text listing the exit codes of the write subcommands.
 pub const EXIT_CODES: &str = "Exit codes: 0 ok; 2 usage, I/O, unknown id or invalid entry; \
 3 corrupt session (nothing written; see `salvage`); 4 conflict (stale --expected-leaf, id taken, \
-file changed); 5 busy (a writer is mid-line or holds the lock; retry)";
+file changed); 7 busy (a writer is mid-line or holds the lock; retry)";
 
 /// Options shared by the appending subcommands.
 #[derive(Debug, Args)]
@@ -143,7 +143,7 @@ pub fn exit_code(e: &WriteError) -> u8 {
         | WriteError::Reserved { .. }
         | WriteError::Exists { .. }
         | WriteError::Replaced { .. } => 4,
-        WriteError::Busy { .. } => 5,
+        WriteError::Busy { .. } => 7,
         WriteError::Io { .. }
         | WriteError::UnknownEntry { .. }
         | WriteError::InvalidEntry { .. }

@@ -326,7 +326,7 @@ fn young_torn_tail_is_busy_and_an_old_one_is_moved_aside() {
     let leaf = leaf_of(&f);
 
     let (code, out, _) = run(&["name", s(&f), "n", "--expected-leaf", &leaf, "--json"]);
-    assert_eq!(code, 5, "{out}");
+    assert_eq!(code, 7, "{out}");
     assert_eq!(
         serde_json::from_str::<Value>(&out).unwrap()["error"]["kind"],
         "busy"
