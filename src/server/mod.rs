@@ -290,6 +290,29 @@ mod protocol_agreement {
     }
 
     #[test]
+    fn the_vscode_extension_uses_only_served_names() {
+        // The extension's method table: `name: 'session/...'` entries in protocol.ts.
+        let ts = std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("editors/vscode/src/protocol.ts"),
+        )
+        .unwrap();
+        let used: BTreeSet<&str> = ts
+            .split('\'')
+            .filter(|s| s.starts_with("session/") && !s.contains(' '))
+            .collect();
+        let served: BTreeSet<&str> = METHODS.iter().chain(NOTIFICATIONS).copied().collect();
+        assert!(used.len() >= 10, "protocol.ts names only {used:?}");
+        assert!(
+            used.is_subset(&served),
+            "protocol.ts names methods the daemon does not serve: {:?}",
+            used.difference(&served)
+        );
+        for n in NOTIFICATIONS {
+            assert!(used.contains(n), "the extension has no handler for {n}");
+        }
+    }
+
+    #[test]
     fn the_neovim_plugin_uses_only_served_names() {
         let lua = std::fs::read_to_string(
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("editors/neovim/lua/sessiond/init.lua"),
