@@ -305,7 +305,7 @@ mod protocol_agreement {
         assert!(
             used.is_subset(&served),
             "protocol.ts names methods the daemon does not serve: {:?}",
-            used.difference(&served)
+            used.difference(&served).collect::<Vec<_>>()
         );
         for n in NOTIFICATIONS {
             assert!(used.contains(n), "the extension has no handler for {n}");
