@@ -1,20 +1,29 @@
 #!/usr/bin/env python3
-# Side-by-side benchmark: sessiond vs pi 1.6.0's own implementation, and vs the parsing floor.
+# Side-by-side benchmark: sessiond vs pi 1.6.0's own implementation, vs the parsing floor,
+# and the daemon. One command, one table.
 #
 #   python3 scripts/bench-vs-pi.py [--sizes 1,10,100] [--huge] [--runs 3] [--oracle DIR]
 #
-# Generates deterministic sessions (cargo example gen-session) under target/bench/, then for
-# each size runs, alternating within each round so both see the same machine state:
-#   * `sessiond context FILE --json` vs pi's loadEntriesFromFile + buildSessionContext
-#     (the oracle's `context`): wall time and peak RSS, and their ratios;
-#   * `sessiond check FILE` (open: read, validate, build the tree) vs the floor (read the file
-#     and validate every line into serde's IgnoredAny), and their ratio;
-#   * with --daemon, the daemon numbers from scripts/bench-daemon (open, contextAt, append).
+# Generates deterministic sessions (cargo example gen-session) under target/bench/: one per
+# size in MB, and one of about 100,000 small entries (`--entries`), the long-path case. Then:
+#   * per session, alternating within each round so both see the same machine state:
+#     `sessiond context FILE --json` vs pi's loadEntriesFromFile + buildSessionContext (the
+#     oracle's `context`): wall time and peak RSS, and their ratios; `sessiond check FILE`
+#     (open: read, validate, build the tree) vs the floor (read the file and validate every
+#     line into serde's IgnoredAny), and their ratio;
+#   * the daemon (cargo example bench-daemon, speaking JSON-RPC to `sessiond serve` over its
+#     pipes): time to `session/open`, VmRSS after it, `session/contextAt` at the default leaf
+#     (the session's longest path) with full messages and with `fields: "ids"`;
+#     append→`session/didChange` with the default debounce; one appended entry applied and
+#     answered by `contextAt {leafId: new, fields: "ids"}` vs `session/open` of the same
+#     file (reopen), both through the daemon and in-process (the owner's work alone).
 # --huge adds a 1 GB session (pi is skipped there unless --huge-pi: it needs several GB).
 # Prints one markdown table (the README's Performance section shows the latest one).
 import argparse
+import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -39,9 +48,20 @@ def run(cmd):
         return elapsed, int(report.read().split()[-1]) / 1024
 
 
+def run_json(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE)
+    if p.returncode != 0:
+        sys.exit(f"bench: command failed: {' '.join(cmd)}")
+    return json.loads(p.stdout)
+
+
+def target_dir():
+    return os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
+
+
 def build():
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "sessiond", "--example", "gen-session", "--example", "floor"],
-                   cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "sessiond", "--example", "gen-session",
+                    "--example", "floor", "--example", "bench-daemon"], cwd=ROOT, check=True)
 
 
 def oracle_dir(arg):
@@ -51,31 +71,57 @@ def oracle_dir(arg):
     return d
 
 
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def p99(xs):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round((len(xs) - 1) * 0.99))]
+
+
+def scratch_copy(path, name):
+    """A copy to append to (the generated session stays as generated)."""
+    dst = os.path.join(os.path.dirname(path), name)
+    shutil.copyfile(path, dst)
+    return dst
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1,10,100")
+    ap.add_argument("--entries", type=int, default=100_000, help="entries of the long-path session (0: none)")
     ap.add_argument("--huge", action="store_true", help="add a 1 GB session")
     ap.add_argument("--huge-pi", action="store_true", help="also run pi on the 1 GB session")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--context-runs", type=int, default=100, help="contextAt requests per session and kind")
+    ap.add_argument("--appends", type=int, default=200, help="appended entries per session")
     ap.add_argument("--oracle")
     args = ap.parse_args()
     oracle = oracle_dir(args.oracle)
     if not os.path.exists("/usr/bin/time"):
         sys.exit("bench: needs GNU time (apt-get install time)")
     build()
-    rel = os.path.join(ROOT, "target", "release")
+    rel = os.path.join(target_dir(), "release")
     sessiond, gen, floor = os.path.join(rel, "sessiond"), os.path.join(rel, "examples", "gen-session"), os.path.join(rel, "examples", "floor")
-    sizes = [int(s) for s in args.sizes.split(",") if s]
+    daemon = os.path.join(rel, "examples", "bench-daemon")
+    sessions = [(f"{mb} MB", f"session-{mb}mb.jsonl", [str(mb), "1"], mb) for mb in (int(s) for s in args.sizes.split(",") if s)]
     if args.huge:
-        sizes.append(1024)
+        sessions.append(("1 GB", "session-1024mb.jsonl", ["1024", "1"], 1024))
+    if args.entries:
+        k = args.entries // 1000
+        sessions.append((f"{k}k entries", f"session-{k}k-entries.jsonl", ["0", "1", "--entries", str(args.entries)], 0))
     outdir = os.path.join(ROOT, "target", "bench")
     os.makedirs(outdir, exist_ok=True)
-    rows = []
-    for mb in sizes:
-        path = os.path.join(outdir, f"session-{mb}mb.jsonl")
+    cols = []
+    for label, name, gen_args, mb in sessions:
+        path = os.path.join(outdir, name)
         if not os.path.exists(path):
-            subprocess.run([gen, path, str(mb), "1"], check=True)
-        with_pi = mb < 1024 or args.huge_pi
+            subprocess.run([gen, path, *gen_args], check=True)
+        huge = mb >= 1024
+        with_pi = not huge or args.huge_pi
         res = {k: [] for k in ("ctx", "pi", "open", "floor")}
         for _ in range(args.runs):
             res["ctx"].append(run([sessiond, "context", path, "--json"]))
@@ -83,20 +129,131 @@ def main():
                 res["pi"].append(run(["node", os.path.join(oracle, "oracle.mjs"), "context", path]))
             res["open"].append(run([sessiond, "check", path]))
             res["floor"].append(run([floor, path]))
-        med = {k: (statistics.median(t for t, _ in v), max(m for _, m in v)) if v else None for k, v in res.items()}
-        rows.append((mb, os.path.getsize(path), med))
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.system()} {platform.release()}; median of {args.runs} runs")
+        med = {k: (median([t for t, _ in v]), max(m for _, m in v)) if v else None for k, v in res.items()}
+        ctx_runs = max(10, args.context_runs // 10) if huge else args.context_runs
+        d_open = run_json([daemon, sessiond, "open", path, str(args.runs), str(ctx_runs)])
+        d_append = d_inproc = None
+        if not huge:
+            d_append = run_json([daemon, sessiond, "append", scratch_copy(path, "scratch-append.jsonl"), str(args.appends), str(args.runs)])
+            d_inproc = run_json([daemon, sessiond, "inproc", scratch_copy(path, "scratch-inproc.jsonl"), str(args.appends), str(args.runs)])
+            for f in ("scratch-append.jsonl", "scratch-inproc.jsonl"):
+                os.remove(os.path.join(outdir, f))
+        cols.append(dict(label=label, size=os.path.getsize(path), mb=mb, med=med, open=d_open, append=d_append, inproc=d_inproc))
+    print_table(args, cols)
+
+
+def fmt_ms(x):
+    if x is None:
+        return "—"
+    if x >= 100:
+        return f"{x:.0f} ms"
+    if x >= 1:
+        return f"{x:.1f} ms"
+    return f"{x * 1000:.0f} µs"
+
+
+def print_table(args, cols):
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+          f"load average {load:.1f} at the end; median of {args.runs} runs (daemon: {args.context_runs} contextAt, {args.appends} appends)")
     print()
-    print("| session | sessiond context | pi context | speed-up | sessiond RSS | pi RSS | RSS ratio | open (check) | floor | open/floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for mb, size, m in rows:
-        ctx, pi, op, fl = m["ctx"], m["pi"], m["open"], m["floor"]
-        pi_t = f"{pi[0]*1000:.0f} ms" if pi else "—"
-        pi_m = f"{pi[1]:.0f} MB" if pi else "—"
-        speed = f"{pi[0]/ctx[0]:.1f}×" if pi else "—"
-        rss = f"{ctx[1]/pi[1]:.3f}" if pi else "—"
-        print(f"| {size/1048576:.0f} MB | {ctx[0]*1000:.0f} ms | {pi_t} | {speed} | {ctx[1]:.1f} MB | {pi_m} | {rss} | "
-              f"{op[0]*1000:.0f} ms | {fl[0]*1000:.0f} ms | {op[0]/fl[0]:.2f} |")
+    big = next((c for c in cols if c["mb"] == 100), None)
+    huge = next((c for c in cols if c["mb"] >= 1024), None)
+    many = next((c for c in cols if c["mb"] == 0), None)
+    rows = []  # (measure, [cell per column], target, verdict)
+
+    def row(name, cell, target="", verdict=""):
+        rows.append((name, [cell(c) for c in cols], target, verdict))
+
+    def m(c, k, i):
+        v = c["med"][k]
+        return v[i] if v else None
+
+    row("file size", lambda c: f"{c['size'] / 1048576:.0f} MB")
+    row("entries", lambda c: f"{c['open']['entryCount']:,}")
+    row("`context --json`: sessiond", lambda c: fmt_ms(m(c, "ctx", 0) * 1000))
+    row("`context --json`: pi", lambda c: fmt_ms(m(c, "pi", 0) * 1000) if c["med"]["pi"] else "—")
+
+    def speed(c):
+        return m(c, "pi", 0) / m(c, "ctx", 0) if c["med"]["pi"] else None
+
+    def rss_ratio(c):
+        return m(c, "ctx", 1) / m(c, "pi", 1) if c["med"]["pi"] else None
+
+    def verdict(c, f, ok):
+        if c is None or f(c) is None:
+            return "not measured"
+        return "met" if ok(f(c)) else "**missed**"
+
+    row("speed-up (pi time / sessiond time)", lambda c: f"{speed(c):.1f}×" if speed(c) else "—",
+        "≥ 10× on 100 MB", verdict(big, speed, lambda x: x >= 10))
+    row("peak RSS: sessiond", lambda c: f"{m(c, 'ctx', 1):.1f} MB")
+    row("peak RSS: pi", lambda c: f"{m(c, 'pi', 1):.0f} MB" if c["med"]["pi"] else "—")
+    row("RSS ratio (sessiond / pi)", lambda c: f"{rss_ratio(c):.3f}" if rss_ratio(c) else "—",
+        "≤ 0.25 on 100 MB", verdict(big, rss_ratio, lambda x: x <= 0.25))
+    row("open (`check`)", lambda c: fmt_ms(m(c, "open", 0) * 1000))
+    row("floor (read + validate JSON)", lambda c: fmt_ms(m(c, "floor", 0) * 1000))
+
+    def of(c):
+        return m(c, "open", 0) / m(c, "floor", 0)
+
+    sized = [c for c in cols if c["mb"] > 0]
+    worst = max(sized, key=of) if sized else None
+    open_verdict = verdict(worst, of, lambda x: x <= 1.5) + " (byte-sized)"
+    if many:
+        open_verdict += f"; {verdict(many, of, lambda x: x <= 1.5)} ({many['label']})"
+    row("open / floor", lambda c: f"{of(c):.2f}", "≤ 1.5", open_verdict)
+    row("daemon `session/open`", lambda c: fmt_ms(median(c["open"]["openMs"])))
+    row("daemon VmRSS after open", lambda c: f"{c['open']['rssMb']:.0f} MB")
+
+    def rss_budget(c):
+        return 64 + 0.10 * c["size"] / 1048576
+
+    row("daemon RSS budget (64 MB + 10% of file)", lambda c: f"{rss_budget(c):.0f} MB",
+        "RSS ≤ budget on 1 GB", verdict(huge, lambda c: c["open"]["rssMb"] / rss_budget(c), lambda x: x <= 1))
+    row("messages in the context at the default leaf", lambda c: f"{c['open']['messageCount']:,}")
+    row("`contextAt` full, median / p99",
+        lambda c: f"{fmt_ms(median(c['open']['contextFullMs']))} / {fmt_ms(p99(c['open']['contextFullMs']))}")
+    row("`contextAt` ids, median / p99",
+        lambda c: f"{fmt_ms(median(c['open']['contextIdsMs']))} / {fmt_ms(p99(c['open']['contextIdsMs']))}")
+
+    def a(c, k, f=median):
+        return f(c["append"][k]) if c["append"] else None
+
+    def i(c, k):
+        return median(c["inproc"][k]) if c["inproc"] else None
+
+    row("append → `didChange`, median / p99",
+        lambda c: f"{fmt_ms(a(c, 'didChangeMs'))} / {fmt_ms(a(c, 'didChangeMs', p99))}" if c["append"] else "—",
+        "median < 20 ms", verdict(max((c for c in cols if c["append"]), key=lambda c: a(c, "didChangeMs"), default=None),
+                                  lambda c: a(c, "didChangeMs"), lambda x: x < 20))
+    row("append → `didChange` → `contextAt` ids, median", lambda c: fmt_ms(a(c, "didChangeContextMs")))
+    row("daemon: append + `contextAt` ids at the new leaf", lambda c: fmt_ms(a(c, "applyMs")))
+    row("daemon: reopen (`session/close` + `session/open`)", lambda c: fmt_ms(a(c, "reopenMs")))
+
+    def d_ratio(c):
+        return a(c, "reopenMs") / a(c, "applyMs") if c["append"] else None
+
+    row("daemon: reopen / append (round trip included)", lambda c: f"{d_ratio(c):,.0f}×" if d_ratio(c) else "—")
+    row("in-process: apply one entry + `contextAt` ids", lambda c: fmt_ms(i(c, "applyMs")))
+    row("in-process: reopen (`Session::open`)", lambda c: fmt_ms(i(c, "reopenMs")))
+
+    def p_ratio(c):
+        return i(c, "reopenMs") / i(c, "applyMs") if c["inproc"] else None
+
+    row("in-process: reopen / apply", lambda c: f"{p_ratio(c):,.0f}×" if p_ratio(c) else "—",
+        "≥ 1,000× at 100k entries", verdict(many, p_ratio, lambda x: x >= 1000))
+
+    print("| measure | " + " | ".join(c["label"] for c in cols) + " | target | |")
+    print("|---|" + "---|" * len(cols) + "---|---|")
+    for name, cells, target, v in rows:
+        print(f"| {name} | " + " | ".join(cells) + f" | {target} | {v} |")
 
 
 if __name__ == "__main__":

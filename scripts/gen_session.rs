@@ -1,11 +1,16 @@
 //! Writes a realistic, deterministic pi v3 session of a given size, for benchmarks.
 //!
-//! `cargo run --release --example gen-session -- OUT.jsonl SIZE_MB [SEED]`
+//! `cargo run --release --example gen-session -- OUT.jsonl SIZE_MB [SEED] [--entries N]`
 //!
 //! Turns look like pi's: a user request, assistant messages with text and tool calls
 //! (read/bash/edit/write), tool results of a few KB to a few hundred KB, an occasional
 //! ~1 MB base64 image, plus branches, labels, compactions and context edits. The same
 //! seed and size always give the same bytes.
+//!
+//! `--entries N` writes about N entries instead (SIZE_MB is then ignored; the last turn is
+//! finished, so a few more may follow) with small bodies: short texts, tool results of a
+//! few hundred bytes and no images. Long paths over many small entries are where per-entry
+//! costs (tree walks, projections) show, rather than JSON parsing of large bodies.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -84,6 +89,21 @@ struct Gen {
     /// Ids in file order, with their parents, for choosing branch points.
     ids: Vec<String>,
     user_ids: Vec<String>,
+    /// Small bodies (`--entries`): texts scaled down, no images.
+    small: bool,
+}
+
+impl Gen {
+    /// A length drawn from `base + below(spread)`, scaled down for small sessions.
+    fn len(&mut self, base: u64, spread: u64) -> usize {
+        let n = base + self.rng.below(spread);
+        self.scaled(n)
+    }
+    /// A fixed length, scaled down for small sessions (draws nothing, so the byte-sized
+    /// sessions stay the same bytes).
+    fn scaled(&self, n: u64) -> usize {
+        (if self.small { n / 8 + 16 } else { n }) as usize
+    }
 }
 
 impl Gen {
@@ -146,7 +166,14 @@ fn iso(ms: i64) -> String {
     )
 }
 
-fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
+/// How much to write: bytes, or (small bodies) entries.
+#[derive(Clone, Copy)]
+enum Target {
+    Bytes(u64),
+    Entries(usize),
+}
+
+fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
     let file = File::create(path)?;
     let mut g = Gen {
         rng: Rng(seed),
@@ -156,6 +183,7 @@ fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
         ts: 1_764_000_000_000,
         ids: Vec::new(),
         user_ids: Vec::new(),
+        small: matches!(target, Target::Entries(_)),
     };
     let header = json!({"type":"session","version":3,"id":format!("0196a000-0000-7000-8000-{:012x}", seed),
         "timestamp": iso(g.ts), "cwd":"/home/dev/project"});
@@ -171,19 +199,24 @@ fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
         leaf.as_deref(),
     )?);
     let mut turn = 0u64;
-    while g.written < target {
+    let more = |g: &Gen| match target {
+        Target::Bytes(b) => g.written < b,
+        Target::Entries(n) => g.ids.len() < n,
+    };
+    while more(&g) {
         turn += 1;
         // Now and then, branch back to an earlier user message (a fork in place).
         if turn.is_multiple_of(40) && !g.user_ids.is_empty() {
             let back = g.user_ids[g.rng.below(g.user_ids.len() as u64) as usize].clone();
-            let summary = text(&mut g.rng, 400);
+            let n = g.scaled(400);
+            let summary = text(&mut g.rng, n);
             let from = leaf.clone();
             leaf = Some(g.emit(
                 json!({"type":"branch_summary","fromId":from,"summary":summary}),
                 Some(&back),
             )?);
         }
-        let n = 80 + g.rng.below(600) as usize;
+        let n = g.len(80, 600);
         let ask = text(&mut g.rng, n);
         let ms = g.ts;
         let u = g.emit(json!({"type":"message","message":{"role":"user","content":[{"type":"text","text":ask}],"timestamp":ms}}), leaf.as_deref())?;
@@ -207,7 +240,7 @@ fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
                     json!({"path": format!("docs/{}.md", WORDS[g.rng.below(24) as usize]), "content": text(&mut g.rng, 300)}),
                 ),
             };
-            let n = 100 + g.rng.below(800) as usize;
+            let n = g.len(100, 800);
             let thought = text(&mut g.rng, n);
             let ms = g.ts;
             let a = g.emit(json!({"type":"message","message":{"role":"assistant","content":[
@@ -217,12 +250,13 @@ fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
                 "cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},"stopReason":"toolUse","timestamp":ms}}), leaf.as_deref())?;
             leaf = Some(a);
             let size = match g.rng.below(10) {
-                0..=5 => 2_000 + g.rng.below(8_000),
-                6..=8 => 10_000 + g.rng.below(60_000),
-                _ => 100_000 + g.rng.below(300_000),
-            } as usize;
+                0..=5 => g.len(2_000, 8_000),
+                6..=8 => g.len(10_000, 60_000),
+                _ => g.len(100_000, 300_000),
+            };
+            let size = if g.small { size.min(600) } else { size };
             let mut content = vec![json!({"type":"text","text": text(&mut g.rng, size)})];
-            if g.rng.chance(2) {
+            if g.rng.chance(2) && !g.small {
                 content.push(json!({"type":"image","data": base64ish(&mut g.rng, 1_000_000),"mimeType":"image/png"}));
             }
             let ms = g.ts;
@@ -234,7 +268,7 @@ fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
                 leaf = Some(g.emit(json!({"type":"context_edit","targetId":r,"replacement":{"content":"[output elided]"}}), leaf.as_deref())?);
             }
         }
-        let n = 200 + g.rng.below(1500) as usize;
+        let n = g.len(200, 1500);
         let done = text(&mut g.rng, n);
         let ms = g.ts;
         leaf = Some(g.emit(json!({"type":"message","message":{"role":"assistant","content":[{"type":"text","text":done}],
@@ -250,7 +284,8 @@ fn run(path: &str, target: u64, seed: u64) -> std::io::Result<()> {
         if turn.is_multiple_of(25) {
             // Keep roughly the last few turns: the kept entry is a recent user message.
             let kept = g.user_ids[g.user_ids.len().saturating_sub(3)].clone();
-            let summary = text(&mut g.rng, 3_000);
+            let n = g.scaled(3_000);
+            let summary = text(&mut g.rng, n);
             leaf = Some(g.emit(json!({"type":"compaction","summary":summary,"firstKeptEntryId":kept,"tokensBefore":150_000,
                 "details":{"readFiles":[],"modifiedFiles":[]}}), leaf.as_deref())?);
         }
@@ -262,11 +297,21 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(path), Some(size)) = (args.get(1), args.get(2).and_then(|s| s.parse::<f64>().ok()))
     else {
-        eprintln!("usage: gen-session OUT.jsonl SIZE_MB [SEED]");
+        eprintln!("usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N]");
         return ExitCode::from(2);
     };
-    let seed = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
-    match run(path, (size * 1_048_576.0) as u64, seed) {
+    let seed = args
+        .get(3)
+        .filter(|s| !s.starts_with("--"))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let entries = args
+        .iter()
+        .position(|a| a == "--entries")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok());
+    let target = entries.map_or(Target::Bytes((size * 1_048_576.0) as u64), Target::Entries);
+    match run(path, target, seed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gen-session: {path}: {e}");

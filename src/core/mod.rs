@@ -12,6 +12,7 @@ pub mod entries;
 pub mod explain;
 pub mod fork;
 pub mod format;
+pub mod incremental;
 pub mod preview;
 pub mod projection;
 pub mod raw_object;

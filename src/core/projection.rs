@@ -125,39 +125,50 @@ pub fn context_items(
         .iter()
         .enumerate()
         .map(|(i, &node)| {
-            let entry = &tree.node(node).entry;
-            let edit = edits.get(entry.id.as_str()).copied();
-            let omitted = edit.is_some_and(|e| {
-                matches!(
-                    tree.node(e).entry.kind,
-                    EntryKind::ContextEdit { omits: true, .. }
-                )
-            });
-            let contribution = match &entry.kind {
-                EntryKind::Compaction { .. } if i > 0 || after_new_compaction => {
-                    Contribution::Nothing(Silence::SupersededCompaction)
-                }
-                _ if omitted => Contribution::Nothing(Silence::OmittedByEdit),
-                EntryKind::Message(_) => Contribution::Message,
-                EntryKind::CustomMessage => Contribution::CustomMessage,
-                EntryKind::BranchSummary { has_summary: true } => Contribution::BranchSummary,
-                EntryKind::BranchSummary { has_summary: false } => {
-                    Contribution::Nothing(Silence::EmptyBranchSummary)
-                }
-                EntryKind::Compaction {
-                    has_system_message, ..
-                } => Contribution::CompactionSummary {
-                    with_system_message: *has_system_message,
-                },
-                _ => Contribution::Nothing(Silence::NeverInContext),
-            };
-            ContextItem {
-                node,
-                contribution,
-                edit,
-            }
+            let edit = edits.get(tree.node(node).entry.id.as_str()).copied();
+            context_item(tree, node, i > 0 || after_new_compaction, edit)
         })
         .collect()
+}
+
+/// How one entry of a context list contributes, given whether a compaction in it is
+/// superseded (it is not the list's first entry) and the latest edit that targets it.
+pub(crate) fn context_item(
+    tree: &Tree,
+    node: NodeIdx,
+    superseded: bool,
+    edit: Option<NodeIdx>,
+) -> ContextItem {
+    let entry = &tree.node(node).entry;
+    let omitted = edit.is_some_and(|e| {
+        matches!(
+            tree.node(e).entry.kind,
+            EntryKind::ContextEdit { omits: true, .. }
+        )
+    });
+    let contribution = match &entry.kind {
+        EntryKind::Compaction { .. } if superseded => {
+            Contribution::Nothing(Silence::SupersededCompaction)
+        }
+        _ if omitted => Contribution::Nothing(Silence::OmittedByEdit),
+        EntryKind::Message(_) => Contribution::Message,
+        EntryKind::CustomMessage => Contribution::CustomMessage,
+        EntryKind::BranchSummary { has_summary: true } => Contribution::BranchSummary,
+        EntryKind::BranchSummary { has_summary: false } => {
+            Contribution::Nothing(Silence::EmptyBranchSummary)
+        }
+        EntryKind::Compaction {
+            has_system_message, ..
+        } => Contribution::CompactionSummary {
+            with_system_message: *has_system_message,
+        },
+        _ => Contribution::Nothing(Silence::NeverInContext),
+    };
+    ContextItem {
+        node,
+        contribution,
+        edit,
+    }
 }
 
 /// pi's `buildContextEntries` on an already computed path: with no compaction, the path;
@@ -212,40 +223,71 @@ fn settings(tree: &Tree, path: &[NodeIdx]) -> (Option<Box<RawValue>>, Option<Mod
     let mut thinking = Some(raw_literal("\"off\""));
     let mut model = None;
     for &n in path {
-        match &tree.node(n).entry.kind {
-            EntryKind::ThinkingLevelChange { level } => thinking = level.clone(),
-            EntryKind::ModelChange { provider, model_id } => {
-                model = Some(ModelRef {
-                    provider: provider.clone(),
-                    model_id: model_id.clone(),
-                });
-            }
-            EntryKind::Message(m) if m.role == Role::Assistant => {
-                model = Some(ModelRef {
-                    provider: m.provider.clone(),
-                    model_id: m.model.clone(),
-                });
-            }
-            _ => {}
-        }
+        apply_setting(tree, n, &mut thinking, &mut model);
     }
     (thinking, model)
+}
+
+/// What one path entry does to the thinking level and the model (pi's
+/// `getSessionContextSettings`, one entry at a time).
+pub(crate) fn apply_setting(
+    tree: &Tree,
+    n: NodeIdx,
+    thinking: &mut Option<Box<RawValue>>,
+    model: &mut Option<ModelRef>,
+) {
+    match &tree.node(n).entry.kind {
+        EntryKind::ThinkingLevelChange { level } => *thinking = level.clone(),
+        EntryKind::ModelChange { provider, model_id } => {
+            *model = Some(ModelRef {
+                provider: provider.clone(),
+                model_id: model_id.clone(),
+            });
+        }
+        EntryKind::Message(m) if m.role == Role::Assistant => {
+            *model = Some(ModelRef {
+                provider: m.provider.clone(),
+                model_id: m.model.clone(),
+            });
+        }
+        _ => {}
+    }
 }
 
 /// Tool calls and results as the model will see them: a result whose call is not in the
 /// context, and a call with no result after it.
 fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
-    let mut calls: Vec<(String, NodeIdx)> = Vec::new();
-    let mut call_ids: HashSet<String> = HashSet::new();
-    let mut answered: HashSet<String> = HashSet::new();
-    let mut diagnostics = Vec::new();
+    let mut pairing = ToolPairing::default();
     for item in items {
+        pairing.push(tree, item);
+    }
+    pairing.diagnostics(tree)
+}
+
+/// The state of [`tool_pairing`] after some items, so that a context extended by a few
+/// items (see `core::incremental`) checks only those.
+///
+/// A result answers a call with its id seen earlier; a call counts as answered when any
+/// result, anywhere in the context, answered its id (so `pending` drops every call with an
+/// id once it is answered, and never takes a call whose id already was).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ToolPairing {
+    call_ids: HashSet<String>,
+    answered: HashSet<String>,
+    /// Calls whose id no result has answered yet, in context order.
+    pending: Vec<(String, NodeIdx)>,
+    orphans: Vec<Diagnostic>,
+}
+
+impl ToolPairing {
+    /// Takes the next context item.
+    pub(crate) fn push(&mut self, tree: &Tree, item: &ContextItem) {
         if item.contribution != Contribution::Message {
-            continue;
+            return;
         }
         let entry = &tree.node(item.node).entry;
         let EntryKind::Message(m) = &entry.kind else {
-            continue;
+            return;
         };
         match m.role {
             Role::Assistant => {
@@ -255,16 +297,20 @@ fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
                     _ => &m.tool_call_ids,
                 };
                 for id in ids {
-                    call_ids.insert(id.to_string());
-                    calls.push((id.to_string(), item.node));
+                    self.call_ids.insert(id.to_string());
+                    if !self.answered.contains(&**id) {
+                        self.pending.push((id.to_string(), item.node));
+                    }
                 }
             }
             Role::ToolResult => {
                 let id = m.tool_call_id.as_deref().unwrap_or("");
-                if call_ids.contains(id) {
-                    answered.insert(id.to_owned());
+                if self.call_ids.contains(id) {
+                    if self.answered.insert(id.to_owned()) {
+                        self.pending.retain(|(p, _)| p != id);
+                    }
                 } else {
-                    diagnostics.push(Diagnostic::OrphanToolResult {
+                    self.orphans.push(Diagnostic::OrphanToolResult {
                         entry_id: entry.id.clone(),
                         tool_call_id: id.to_owned(),
                     });
@@ -273,15 +319,20 @@ fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
             _ => {}
         }
     }
-    for (id, node) in calls {
-        if !answered.contains(&id) {
-            diagnostics.push(Diagnostic::MissingToolResult {
-                entry_id: tree.node(node).entry.id.clone(),
-                tool_call_id: id,
-            });
-        }
+
+    /// Orphan results in context order, then unanswered calls in context order.
+    pub(crate) fn diagnostics(&self, tree: &Tree) -> Vec<Diagnostic> {
+        let mut out = self.orphans.clone();
+        out.extend(
+            self.pending
+                .iter()
+                .map(|(id, node)| Diagnostic::MissingToolResult {
+                    entry_id: tree.node(*node).entry.id.clone(),
+                    tool_call_id: id.clone(),
+                }),
+        );
+        out
     }
-    diagnostics
 }
 
 /// A `RawValue` for a literal we know is valid JSON.

@@ -17,11 +17,8 @@ use super::wire::{
     ListResult, ListedSession, OpenParams, TreeParams,
 };
 use crate::context_json::{ContextJson, Fields, Window};
-use crate::core::compaction::js;
-use crate::core::compaction::tokens as compaction_tokens;
 use crate::core::explain;
 use crate::core::projection;
-use crate::core::render;
 use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::session::SessionHandle;
 use crate::session::owner::Session;
@@ -67,6 +64,54 @@ pub(super) fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value,
         path: path.to_owned(),
         source: std::io::Error::other(e),
     })
+}
+
+/// `session/contextAt`'s result for an open session (run on its owner's thread). The
+/// projection and its token estimate come from the session's cache, so a request at a leaf
+/// just appended costs the new entries, not the whole path. Public for the benchmarks.
+pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcError> {
+    let tree: &Tree = s.tree();
+    let leaf = leaf(s, p.leaf_id.as_deref())?;
+    let render_err = |source| RpcError::Render {
+        path: s.path().to_owned(),
+        source,
+    };
+    // Cached per leaf and extended on appends: no walk of the whole path and no
+    // re-rendering of every message per request.
+    let mut live = s.context(leaf);
+    let token_estimate = live.token_estimate(tree, s.source()).map_err(render_err)?;
+    let proj = live.projection();
+    let mut doc = ContextJson::new(tree, proj, s.source(), s.torn_tail());
+    doc.window = Window {
+        offset: p.offset,
+        limit: p.limit,
+    };
+    doc.fields = match p.fields {
+        FieldsParam::Ids => Fields::Ids,
+        FieldsParam::Previews => Fields::Previews,
+        FieldsParam::Full => Fields::Full,
+    };
+    // Serialized once to text, so messages pass through as written; then read back
+    // losslessly for the Value-based response (see `lossless`).
+    let mut value = match serde_json::to_vec(&doc).and_then(|text| lossless::parse(&text)) {
+        Ok(v) => v,
+        Err(e) => {
+            return Err(match doc.take_render_error() {
+                Some(r) => render_err(r),
+                None => RpcError::Io {
+                    path: s.path().to_owned(),
+                    source: std::io::Error::other(e),
+                },
+            });
+        }
+    };
+    if let Value::Object(map) = &mut value {
+        map.insert("messageCount".into(), json!(doc.message_count()));
+        map.insert("offset".into(), json!(p.offset));
+        map.insert("tokenEstimate".into(), json!(token_estimate));
+        map.insert("revision".into(), json!(convert::revision(s.revision())));
+    }
+    Ok(value)
 }
 
 impl Backend {
@@ -166,59 +211,8 @@ impl Backend {
     /// `session/contextAt {path, leafId?, offset?, limit?, fields?}`.
     pub async fn context_at(&self, p: Value) -> RpcResult<Value> {
         let p: ContextAtParams = params("session/contextAt", p)?;
-        Ok(self
-            .ask(&p.path, move |s| {
-                let tree: &Tree = s.tree();
-                let leaf = leaf(s, p.leaf_id.as_deref())?;
-                let proj = projection::project(tree, leaf);
-                let mut doc = ContextJson::new(tree, &proj, s.source(), s.torn_tail());
-                doc.window = Window {
-                    offset: p.offset,
-                    limit: p.limit,
-                };
-                doc.fields = match p.fields {
-                    FieldsParam::Ids => Fields::Ids,
-                    FieldsParam::Previews => Fields::Previews,
-                    FieldsParam::Full => Fields::Full,
-                };
-                let render_err = |source| RpcError::Render {
-                    path: s.path().to_owned(),
-                    source,
-                };
-                // Serialized once to text, so messages pass through as written; then read
-                // back losslessly for the Value-based response (see `lossless`).
-                let mut value =
-                    match serde_json::to_vec(&doc).and_then(|text| lossless::parse(&text)) {
-                        Ok(v) => v,
-                        Err(e) => {
-                            return Err(match doc.take_render_error() {
-                                Some(r) => render_err(r),
-                                None => RpcError::Io {
-                                    path: s.path().to_owned(),
-                                    source: std::io::Error::other(e),
-                                },
-                            });
-                        }
-                    };
-                let mut token_estimate = 0f64;
-                render::for_each_message(tree, &proj, s.source(), |m| {
-                    // pi's estimateTokens per message; one pi would throw on counts as 0.
-                    if let Ok((v, lone)) = js::parse_json(m.message.get().as_bytes()) {
-                        token_estimate +=
-                            compaction_tokens::estimate_tokens(&v, lone).unwrap_or(0.0);
-                    }
-                    Ok(())
-                })
-                .map_err(render_err)?;
-                if let Value::Object(map) = &mut value {
-                    map.insert("messageCount".into(), json!(doc.message_count()));
-                    map.insert("offset".into(), json!(p.offset));
-                    map.insert("tokenEstimate".into(), json!(token_estimate as u64));
-                    map.insert("revision".into(), json!(convert::revision(s.revision())));
-                }
-                Ok(value)
-            })
-            .await?)
+        let path = p.path.clone();
+        Ok(self.ask(&path, move |s| context_at_result(s, &p)).await?)
     }
 
     /// `session/explain {path, entryId, leafId?}`.

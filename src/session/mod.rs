@@ -5,6 +5,7 @@
 //! Rule: a request's first step is to send a command to the owner and await the reply; the
 //! tree is only ever touched on the owner's thread.
 
+pub mod context_cache;
 pub mod owner;
 pub mod roots;
 

@@ -9,6 +9,7 @@
 //! The owner is a thread, not an async task, because everything it does is file I/O and
 //! CPU work on the tree; requests await its reply without holding anything across the await.
 
+use std::cell::{RefCell, RefMut};
 use std::fs::File;
 use std::io;
 use std::ops::Range;
@@ -16,8 +17,10 @@ use std::path::{Path, PathBuf};
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::context_cache::ContextCache;
 use crate::core::diagnostics::Corruption;
 use crate::core::format::{self, Expect, Line, LineSpan};
+use crate::core::incremental::LiveProjection;
 use crate::core::render::LineSource;
 use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::storage::reader::{
@@ -91,6 +94,8 @@ pub struct Session {
     corrupt: Option<Corruption>,
     needs_reload: bool,
     generation: u64,
+    /// Recent projections (requests borrow the session shared; only its thread touches this).
+    contexts: RefCell<ContextCache>,
 }
 
 impl Session {
@@ -122,6 +127,7 @@ impl Session {
             corrupt: None,
             needs_reload: false,
             generation: 0,
+            contexts: RefCell::default(),
         };
         session
             .adopt_position(applied_len, applied_lines)
@@ -168,6 +174,12 @@ impl Session {
     /// The corruption that stopped tailing, if new bytes were corrupt.
     pub fn corruption(&self) -> Option<&Corruption> {
         self.corrupt.as_ref()
+    }
+    /// The projection at `leaf` (`None`: the empty leaf), from the session's cache of recent
+    /// projections: extended when entries were appended below a cached leaf, projected
+    /// afresh otherwise (see `context_cache`). Holds the cache until the guard is dropped.
+    pub fn context(&self, leaf: Option<NodeIdx>) -> RefMut<'_, LiveProjection> {
+        RefMut::map(self.contexts.borrow_mut(), |c| c.get(&self.tree, leaf))
     }
     /// The current revision.
     pub fn revision(&self) -> Revision {

@@ -1,0 +1,414 @@
+//! Daemon measurements for `scripts/bench-vs-pi.py`: drives a real `sessiond serve` over its
+//! stdio pipes (JSON-RPC with LSP framing) and prints one JSON object of timings.
+//!
+//! `bench-daemon SESSIOND open FILE RUNS CONTEXT_RUNS`
+//!   time to `session/open` (RUNS fresh opens: close, then open), the daemon's VmRSS and
+//!   VmHWM after the first open, and `session/contextAt` at the default leaf (its path is
+//!   the longest in a generated session) CONTEXT_RUNS times with full messages and with
+//!   `fields: "ids"`.
+//!
+//! `bench-daemon SESSIOND append FILE APPENDS REOPENS`
+//!   FILE is a scratch copy that gets entries appended. Per append, one `write()` of a
+//!   complete line whose parent is the current leaf, then:
+//!   * `apply`: `contextAt {leafId: new, fields: "ids"}` sent at once, so the request's own
+//!     refresh applies the entry (the watcher's hint, debounced, comes later) — the cost
+//!     of applying one entry and answering at the new leaf;
+//!   * `didChange`: a second append, timed until its `session/didChange` arrives (the
+//!     default debounce), then `contextAt` at the new leaf (`didChangeContext`).
+//!
+//!   Then REOPENS times `session/close` + `session/open` of the grown file (`reopen`).
+//!
+//! `bench-daemon SESSIOND inproc FILE APPENDS REOPENS`
+//!   The same work without the daemon's pipes and threads, in this process through the
+//!   library: `Session::open` (`reopen`), and per append `Session::refresh` (which applies
+//!   the entry and builds and serializes the `didChange` params, as the daemon's sink does)
+//!   plus the `contextAt {leafId: new, fields: "ids"}` result, serialized (`apply`). This is
+//!   the cost of applying one entry; the `append` mode adds the round trip of a request.
+//!
+//! Times are milliseconds, one number per sample; the script takes medians and p99s.
+
+// The result goes to stdout for the script; setup failures end the run with a message.
+#![allow(clippy::print_stdout)]
+
+use std::collections::VecDeque;
+use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sessiond::core::diagnostics::Corruption;
+use sessiond::core::tree::{Mode, NodeIdx};
+use sessiond::server::{convert, handlers, wire};
+use sessiond::session::owner::{EventSink, ReloadReason, Session};
+
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+struct Daemon {
+    child: Child,
+    stdin: ChildStdin,
+    rx: mpsc::Receiver<Value>,
+    inbox: VecDeque<Value>,
+    next_id: i64,
+}
+
+type Res<T> = Result<T, String>;
+
+impl Daemon {
+    fn start(sessiond: &str, root: &Path) -> Res<Daemon> {
+        let mut child = Command::new(sessiond)
+            .arg("serve")
+            .arg("--root")
+            .arg(root)
+            .env("SESSIOND_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start {sessiond}: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || read_frames(stdout, &tx));
+        let mut d = Daemon {
+            child,
+            stdin,
+            rx,
+            inbox: VecDeque::new(),
+            next_id: 1,
+        };
+        d.call("initialize", json!({"capabilities": {}}))?;
+        d.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
+        Ok(d)
+    }
+
+    fn send(&mut self, msg: &Value) -> Res<()> {
+        let body = serde_json::to_vec(msg).map_err(|e| e.to_string())?;
+        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        frame.extend_from_slice(&body);
+        self.stdin
+            .write_all(&frame)
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| format!("cannot write to the daemon: {e}"))
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Res<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let msg = self
+                .rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .map_err(|_| format!("no answer to {method}"))?;
+            if msg.get("id") == Some(&json!(id)) && msg.get("method").is_none() {
+                return match (msg.get("result"), msg.get("error")) {
+                    (Some(r), None) => Ok(r.clone()),
+                    _ => Err(format!("{method} failed: {msg}")),
+                };
+            }
+            self.inbox.push_back(msg);
+        }
+    }
+
+    fn notification(&mut self, method: &str) -> Res<Value> {
+        let is = |m: &Value| m.get("method").and_then(Value::as_str) == Some(method);
+        if let Some(i) = self.inbox.iter().position(is) {
+            return self
+                .inbox
+                .remove(i)
+                .and_then(|m| m.get("params").cloned())
+                .ok_or_else(|| "notification without params".to_owned());
+        }
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let msg = self
+                .rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .map_err(|_| format!("no {method}"))?;
+            if is(&msg) {
+                return msg
+                    .get("params")
+                    .cloned()
+                    .ok_or_else(|| "notification without params".to_owned());
+            }
+            self.inbox.push_back(msg);
+        }
+    }
+
+    /// `(VmRSS, VmHWM)` in MB from /proc.
+    fn memory(&self) -> Res<(f64, f64)> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .map_err(|e| format!("cannot read /proc status: {e}"))?;
+        let field = |name: &str| -> f64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|kb| kb.parse::<f64>().ok())
+                .map_or(f64::NAN, |kb| kb / 1024.0)
+        };
+        Ok((field("VmRSS:"), field("VmHWM:")))
+    }
+
+    fn stop(mut self) {
+        let _ = self.call("shutdown", Value::Null);
+        let _ = self.send(&json!({"jsonrpc": "2.0", "method": "exit"}));
+        let _ = self.child.wait();
+    }
+}
+
+fn read_frames(stdout: impl Read, tx: &mpsc::Sender<Value>) {
+    let mut r = BufReader::new(stdout);
+    loop {
+        let mut len = None;
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some(v) = line.strip_prefix("Content-Length:") {
+                len = v.trim().parse::<usize>().ok();
+            }
+        }
+        let Some(len) = len else { return };
+        let mut body = vec![0; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        match serde_json::from_slice(&body) {
+            Ok(v) => {
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn timed<T>(f: impl FnOnce() -> Res<T>) -> Res<(f64, T)> {
+    let t0 = Instant::now();
+    let v = f()?;
+    Ok((ms(t0.elapsed()), v))
+}
+
+fn root_of(file: &Path) -> Res<&Path> {
+    file.parent()
+        .ok_or_else(|| format!("{}: no parent directory", file.display()))
+}
+
+fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Value> {
+    let mut d = Daemon::start(sessiond, root_of(file)?)?;
+    let p = json!({"path": file});
+    let (first, opened) = timed(|| d.call("session/open", p.clone()))?;
+    let (rss, hwm) = d.memory()?;
+    let mut open_ms = vec![first];
+    for _ in 1..runs {
+        d.call("session/close", p.clone())?;
+        open_ms.push(timed(|| d.call("session/open", p.clone()))?.0);
+    }
+    let mut full = Vec::new();
+    let mut ids = Vec::new();
+    let mut message_count = Value::Null;
+    for _ in 0..context_runs {
+        let (t, r) = timed(|| d.call("session/contextAt", p.clone()))?;
+        full.push(t);
+        message_count = r["messageCount"].clone();
+        ids.push(timed(|| d.call("session/contextAt", json!({"path": file, "fields": "ids"})))?.0);
+    }
+    let (rss_after, hwm_after) = d.memory()?;
+    d.stop();
+    Ok(json!({
+        "entryCount": opened["entryCount"],
+        "openMs": open_ms,
+        "rssMb": rss,
+        "hwmMb": hwm,
+        "rssAfterContextMb": rss_after,
+        "hwmAfterContextMb": hwm_after,
+        "messageCount": message_count,
+        "contextFullMs": full,
+        "contextIdsMs": ids,
+    }))
+}
+
+/// A user message entry line (with its newline) whose parent is `parent`.
+fn entry_line(n: usize, parent: &str) -> Res<(String, String)> {
+    let id = format!("b{n:07x}");
+    let line = json!({
+        "type": "message",
+        "id": id,
+        "parentId": parent,
+        "timestamp": format!("2030-01-01T00:{:02}:{:02}.{:03}Z", n / 60_000 % 60, n / 1000 % 60, n % 1000),
+        "message": {"role": "user", "content": [{"type": "text", "text": format!("appended question {n}")}], "timestamp": 1_893_456_000_000u64 + n as u64},
+    });
+    let s = serde_json::to_string(&line).map_err(|e| e.to_string())?;
+    Ok((id, s + "\n"))
+}
+
+fn append(sessiond: &str, file: &Path, appends: usize, reopens: usize) -> Res<Value> {
+    let mut d = Daemon::start(sessiond, root_of(file)?)?;
+    let p = json!({"path": file});
+    let opened = d.call("session/open", p.clone())?;
+    let mut leaf = opened["leafId"]
+        .as_str()
+        .ok_or("the session has no leaf")?
+        .to_owned();
+    let mut out = OpenOptions::new()
+        .append(true)
+        .open(file)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut write = |line: &str| {
+        out.write_all(line.as_bytes())
+            .map_err(|e| format!("{}: {e}", file.display()))
+    };
+    let (mut apply, mut change, mut change_ctx) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..appends {
+        // Applied by the contextAt request's own refresh.
+        let (id, line) = entry_line(2 * i, &leaf)?;
+        let t0 = Instant::now();
+        write(&line)?;
+        let r = d.call(
+            "session/contextAt",
+            json!({"path": file, "leafId": id, "fields": "ids"}),
+        )?;
+        apply.push(ms(t0.elapsed()));
+        if r["leafId"] != json!(id) {
+            return Err(format!("contextAt answered for {} not {id}", r["leafId"]));
+        }
+        d.notification("session/didChange")?;
+        leaf = id;
+        std::thread::sleep(Duration::from_millis(10));
+        d.inbox.clear();
+
+        // Applied when the watcher's hint reaches the owner.
+        let (id, line) = entry_line(2 * i + 1, &leaf)?;
+        let t0 = Instant::now();
+        write(&line)?;
+        let n = d.notification("session/didChange")?;
+        change.push(ms(t0.elapsed()));
+        d.call(
+            "session/contextAt",
+            json!({"path": file, "leafId": id, "fields": "ids"}),
+        )?;
+        change_ctx.push(ms(t0.elapsed()));
+        if n["added"][0]["id"] != json!(id) {
+            return Err(format!("didChange added {} not {id}", n["added"]));
+        }
+        leaf = id;
+        std::thread::sleep(Duration::from_millis(5));
+        d.inbox.clear();
+    }
+    let mut reopen = Vec::new();
+    let mut entry_count = Value::Null;
+    for _ in 0..reopens {
+        d.call("session/close", p.clone())?;
+        let (t, r) = timed(|| d.call("session/open", p.clone()))?;
+        reopen.push(t);
+        entry_count = r["entryCount"].clone();
+    }
+    d.stop();
+    Ok(json!({
+        "entryCount": entry_count,
+        "applyMs": apply,
+        "didChangeMs": change,
+        "didChangeContextMs": change_ctx,
+        "reopenMs": reopen,
+    }))
+}
+
+/// Does on `appended` what the daemon's sink does on the owner's thread: builds the
+/// `didChange` params (it also serializes them, on another thread; done here too).
+struct Sink;
+
+impl EventSink for Sink {
+    fn appended(&self, session: &Session, added: std::ops::Range<NodeIdx>) {
+        let params = convert::did_change(session, added);
+        std::hint::black_box(serde_json::to_string(&params).unwrap_or_default());
+    }
+    fn reloaded(&self, _: &Session, _: ReloadReason) {}
+    fn corrupt(&self, _: &Session, _: &Corruption) {}
+}
+
+fn inproc(file: &Path, appends: usize, reopens: usize) -> Res<Value> {
+    let open = || Session::open(file, Mode::Strict).map_err(|e| e.to_string());
+    let mut reopen = Vec::new();
+    for _ in 0..reopens {
+        reopen.push(timed(open)?.0);
+    }
+    let mut session = open()?;
+    let entry_count = session.tree().len();
+    let mut leaf = session
+        .tree()
+        .default_leaf()
+        .map(|l| session.tree().node(l).entry.id.to_string())
+        .ok_or("the session has no leaf")?;
+    let ask = |id: &str| -> Res<wire::ContextAtParams> {
+        serde_json::from_value(json!({"path": file, "leafId": id, "fields": "ids"}))
+            .map_err(|e| e.to_string())
+    };
+    // The first request at the default leaf projects the whole path once, as a client's
+    // first request after opening does.
+    handlers::context_at_result(&session, &ask(&leaf)?).map_err(|e| e.to_string())?;
+    let mut out = OpenOptions::new()
+        .append(true)
+        .open(file)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut apply = Vec::new();
+    for i in 0..appends {
+        let (id, line) = entry_line(i, &leaf)?;
+        out.write_all(line.as_bytes())
+            .map_err(|e| format!("{}: {e}", file.display()))?;
+        let params = ask(&id)?;
+        let t0 = Instant::now();
+        session.refresh(&Sink);
+        let r = handlers::context_at_result(&session, &params).map_err(|e| e.to_string())?;
+        let text = serde_json::to_string(&r).map_err(|e| e.to_string())?;
+        apply.push(ms(t0.elapsed()));
+        if r["leafId"] != json!(id) || text.is_empty() {
+            return Err(format!("contextAt answered for {} not {id}", r["leafId"]));
+        }
+        leaf = id;
+    }
+    Ok(json!({
+        "entryCount": entry_count,
+        "applyMs": apply,
+        "reopenMs": reopen,
+    }))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let num = |i: usize| args.get(i).and_then(|s| s.parse::<usize>().ok());
+    let result = match (args.get(1), args.get(2), args.get(3), num(4), num(5)) {
+        (Some(sessiond), Some(mode), Some(file), Some(a), Some(b)) => match mode.as_str() {
+            "open" => open(sessiond, Path::new(file), a.max(1), b),
+            "append" => append(sessiond, Path::new(file), a, b),
+            "inproc" => inproc(Path::new(file), a, b),
+            _ => Err(format!("unknown mode {mode}")),
+        },
+        _ => Err("usage: bench-daemon SESSIOND open|append|inproc FILE N M".to_owned()),
+    };
+    match result {
+        Ok(v) => {
+            println!("{v}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench-daemon: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

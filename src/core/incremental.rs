@@ -1,0 +1,326 @@
+//! Incremental projection: the projection at one leaf, kept with the little state needed to
+//! extend it when entries are appended below that leaf, and pi's token estimate of it.
+//!
+//! A live session grows at its leaf: each append adds a child of the current leaf. Projecting
+//! from scratch walks the whole root-to-leaf path (100,000 entries in a long session) on every
+//! request; extending walks only the new entries. The result is always what
+//! [`projection::project`] gives for the new leaf (the tests check this entry by entry).
+//!
+//! Why extending is exact: a node's parent never changes once a batch of lines has settled,
+//! so the new leaf's path is the old path plus the new entries. A new plain entry adds one
+//! context item at the end and can change the settings (model, thinking level) and the
+//! tool pairing, which are kept as running state. A compaction or context edit among the new
+//! entries changes earlier items, so [`LiveProjection::extend`] refuses and the caller
+//! projects afresh.
+
+use std::collections::HashMap;
+
+use super::compaction::{js, tokens};
+use super::format::{EntryId, EntryKind};
+use super::projection::{self, Projection, ToolPairing};
+use super::render::{self, LineSource, RenderError};
+use super::tree::{NodeIdx, Tree};
+
+/// How many entries below the cached leaf an extension walks before it gives up and the
+/// caller projects afresh (a batch of appends is usually a handful of entries).
+pub const MAX_EXTEND: usize = 1024;
+
+/// A projection that can follow appends, with its token estimate computed lazily.
+#[derive(Clone, Debug)]
+pub struct LiveProjection {
+    projection: Projection,
+    /// Target id → the latest context edit among the context entries.
+    edits: HashMap<EntryId, NodeIdx>,
+    pairing: ToolPairing,
+    /// pi's `estimateTokens` summed over the messages of `items[..tokens_counted]`.
+    tokens: u64,
+    tokens_counted: usize,
+}
+
+impl LiveProjection {
+    /// Projects the session at `leaf` (see [`projection::project`]).
+    pub fn new(tree: &Tree, leaf: Option<NodeIdx>) -> Self {
+        let projection = projection::project(tree, leaf);
+        let mut edits = HashMap::new();
+        let mut pairing = ToolPairing::default();
+        for item in &projection.items {
+            if let EntryKind::ContextEdit {
+                target_id: Some(t), ..
+            } = &tree.node(item.node).entry.kind
+            {
+                edits.insert(t.clone(), item.node);
+            }
+            pairing.push(tree, item);
+        }
+        LiveProjection {
+            projection,
+            edits,
+            pairing,
+            tokens: 0,
+            tokens_counted: 0,
+        }
+    }
+
+    /// The projection.
+    pub fn projection(&self) -> &Projection {
+        &self.projection
+    }
+
+    /// The leaf this projection is at.
+    pub fn leaf(&self) -> Option<NodeIdx> {
+        self.projection.leaf
+    }
+
+    /// Moves the projection down to `leaf` when the current leaf is an ancestor of it at
+    /// most [`MAX_EXTEND`] entries up and no entry in between (`leaf` included) is a
+    /// compaction or a context edit. Returns false, leaving the projection unchanged, when
+    /// it cannot; then project afresh with [`LiveProjection::new`].
+    pub fn extend(&mut self, tree: &Tree, leaf: NodeIdx) -> bool {
+        let Some(from) = self.projection.leaf else {
+            return false;
+        };
+        let mut added = Vec::new();
+        let mut cur = leaf;
+        while cur != from {
+            if added.len() == MAX_EXTEND
+                || matches!(
+                    tree.node(cur).entry.kind,
+                    EntryKind::Compaction { .. } | EntryKind::ContextEdit { .. }
+                )
+            {
+                return false;
+            }
+            added.push(cur);
+            match tree.node(cur).parent {
+                Some(p) => cur = p,
+                None => return false,
+            }
+        }
+        let p = &mut self.projection;
+        for &n in added.iter().rev() {
+            p.path.push(n);
+            projection::apply_setting(tree, n, &mut p.thinking_level, &mut p.model);
+            let edit = self.edits.get(tree.node(n).entry.id.as_str()).copied();
+            let item = projection::context_item(tree, n, !p.items.is_empty(), edit);
+            self.pairing.push(tree, &item);
+            p.items.push(item);
+        }
+        p.leaf = Some(leaf);
+        p.diagnostics = self.pairing.diagnostics(tree);
+        true
+    }
+
+    /// pi's token estimate of the context (the sum of `estimateTokens` over its messages).
+    /// Renders only the items not counted yet, so after [`LiveProjection::extend`] it reads
+    /// just the new entries' lines. Errors: a line that cannot be read or has changed.
+    pub fn token_estimate(
+        &mut self,
+        tree: &Tree,
+        source: &dyn LineSource,
+    ) -> Result<u64, RenderError> {
+        let mut sum = self.tokens;
+        for item in &self.projection.items[self.tokens_counted..] {
+            for m in render::render_item(tree, item, source)? {
+                // pi's estimateTokens; a message pi would throw on counts as 0.
+                if let Ok((v, lone)) = js::parse_json(m.get().as_bytes()) {
+                    sum += tokens::estimate_tokens(&v, lone).unwrap_or(0.0) as u64;
+                }
+            }
+        }
+        self.tokens = sum;
+        self.tokens_counted = self.projection.items.len();
+        Ok(sum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::core::format::{Expect, Line, LineSpan, parse_line};
+    use crate::core::tree::Mode;
+
+    /// Lines held in memory, addressed by their spans.
+    #[derive(Default)]
+    struct MemLines(Vec<u8>);
+
+    impl LineSource for MemLines {
+        fn line(&self, span: LineSpan) -> std::io::Result<Cow<'_, [u8]>> {
+            let start = span.offset as usize;
+            Ok(Cow::Borrowed(&self.0[start..start + span.len as usize]))
+        }
+    }
+
+    struct Builder {
+        tree: Tree,
+        lines: MemLines,
+        line: u32,
+    }
+
+    impl Builder {
+        fn new() -> Self {
+            let h = r#"{"type":"session","version":3,"id":"s","cwd":"/w"}"#;
+            let span = LineSpan {
+                line: 1,
+                offset: 0,
+                len: h.len() as u32,
+            };
+            let Ok(Line::Header(header)) = parse_line(h.as_bytes(), span, Expect::Header) else {
+                panic!("header");
+            };
+            let mut lines = MemLines::default();
+            lines.0.extend_from_slice(h.as_bytes());
+            lines.0.push(b'\n');
+            Builder {
+                tree: Tree::new(header, Mode::Strict),
+                lines,
+                line: 1,
+            }
+        }
+
+        fn push(&mut self, v: serde_json::Value) -> NodeIdx {
+            let text = v.to_string();
+            self.line += 1;
+            let span = LineSpan {
+                line: self.line,
+                offset: self.lines.0.len() as u64,
+                len: text.len() as u32,
+            };
+            self.lines.0.extend_from_slice(text.as_bytes());
+            self.lines.0.push(b'\n');
+            let Ok(Line::Entry(e)) =
+                parse_line(text.as_bytes(), span, Expect::Entry { version: 3 })
+            else {
+                panic!("entry {text}");
+            };
+            let n = self.tree.push(e, None).expect("push");
+            self.tree.settle().expect("settle");
+            n
+        }
+    }
+
+    fn fresh_tokens(b: &Builder, leaf: Option<NodeIdx>) -> u64 {
+        LiveProjection::new(&b.tree, leaf)
+            .token_estimate(&b.tree, &b.lines)
+            .expect("tokens")
+    }
+
+    /// A session grown one entry at a time, mostly at the leaf and sometimes on a branch,
+    /// with every kind of entry that changes a projection: after each append the live
+    /// projection, extended or rebuilt, equals a fresh projection, and so does its estimate.
+    #[test]
+    fn extending_equals_projecting_afresh() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut b = Builder::new();
+        let mut live: Option<LiveProjection> = None;
+        let mut ids: Vec<String> = Vec::new();
+        let (mut extended, mut rebuilt) = (0, 0);
+        for i in 0..600 {
+            let id = format!("e{i:05}");
+            let leaf = b.tree.default_leaf();
+            let parent = match (leaf, rng.u8(..20)) {
+                (Some(_), 0) if !ids.is_empty() => Some(ids[rng.usize(..ids.len())].clone()),
+                (Some(l), _) => Some(b.tree.node(l).entry.id.to_string()),
+                (None, _) => None,
+            };
+            let call = format!("call{}", i / 3);
+            let any_id = ids.get(rng.usize(..ids.len().max(1))).cloned();
+            let body = match rng.u8(..14) {
+                0 | 1 => {
+                    json!({"type":"message","message":{"role":"user","content":format!("question {i}")}})
+                }
+                2 | 3 => {
+                    json!({"type":"message","message":{"role":"assistant","provider":"p","model":format!("m{}", i % 3),
+                    "content":[{"type":"text","text":"ok"},{"type":"toolCall","id":call,"name":"read","arguments":{"path":"a"}}]}})
+                }
+                4 | 5 => {
+                    json!({"type":"message","message":{"role":"toolResult","toolCallId":format!("call{}", i / 3 - rng.usize(..2)),
+                    "content":[{"type":"text","text":"x".repeat(rng.usize(..200))}]}})
+                }
+                6 => json!({"type":"thinking_level_change","thinkingLevel":"high"}),
+                7 => json!({"type":"model_change","provider":"q","modelId":"n"}),
+                8 => json!({"type":"label","targetId":any_id,"label":"l"}),
+                9 => json!({"type":"branch_summary","fromId":any_id,"summary":"went elsewhere"}),
+                10 => json!({"type":"context_edit","targetId":any_id,"replacement":
+                    if rng.bool() { json!(null) } else { json!({"content":"[elided]"}) }}),
+                11 if ids.len() > 4 => {
+                    json!({"type":"compaction","summary":"so far","tokensBefore":1,
+                    "firstKeptEntryId": ids[ids.len() - rng.usize(1..5)]})
+                }
+                12 => {
+                    json!({"type":"custom_message","customType":"x","content":"note","display":true})
+                }
+                _ => {
+                    json!({"type":"message","message":{"role":"user","content":[{"type":"text","text":"go on"}]}})
+                }
+            };
+            let mut entry =
+                json!({"id": id, "parentId": parent, "timestamp": "2025-01-01T00:00:00.000Z"});
+            for (k, v) in body.as_object().expect("object") {
+                entry[k] = v.clone();
+            }
+            let n = b.push(entry);
+            ids.push(id);
+
+            // Ask at the new entry (as a client following the session does), or now and
+            // then at an older one, with a live projection carried over from the last ask.
+            let at = if rng.u8(..10) == 0 { rng.u32(..=n) } else { n };
+            let mut l = match live.take() {
+                Some(mut l) => {
+                    if l.extend(&b.tree, at) {
+                        extended += 1;
+                        l
+                    } else {
+                        rebuilt += 1;
+                        LiveProjection::new(&b.tree, Some(at))
+                    }
+                }
+                None => LiveProjection::new(&b.tree, Some(at)),
+            };
+            let fresh = projection::project(&b.tree, Some(at));
+            assert_eq!(
+                format!("{:?}", l.projection()),
+                format!("{fresh:?}"),
+                "projection at entry {at} after {i} appends"
+            );
+            assert_eq!(
+                l.token_estimate(&b.tree, &b.lines).expect("tokens"),
+                fresh_tokens(&b, Some(at)),
+                "token estimate at entry {at}"
+            );
+            live = Some(l);
+        }
+        assert!(
+            extended > 300 && rebuilt > 50,
+            "{extended} extended, {rebuilt} rebuilt"
+        );
+    }
+
+    #[test]
+    fn refuses_compactions_edits_and_other_branches() {
+        let mut b = Builder::new();
+        let a = b.push(json!({"type":"message","id":"a","parentId":null,"message":{"role":"user","content":"hi"}}));
+        let c = b.push(json!({"type":"message","id":"c","parentId":"a","message":{"role":"user","content":"more"}}));
+        let mut live = LiveProjection::new(&b.tree, Some(c));
+        let sibling = b.push(json!({"type":"message","id":"s","parentId":"a","message":{"role":"user","content":"other"}}));
+        assert!(!live.extend(&b.tree, sibling), "not below the cached leaf");
+        assert!(!live.extend(&b.tree, a), "above the cached leaf");
+        let edit = b.push(json!({"type":"context_edit","id":"x","parentId":"c","targetId":"a","replacement":null}));
+        assert!(
+            !live.extend(&b.tree, edit),
+            "a context edit changes earlier messages"
+        );
+        let comp = b.push(json!({"type":"compaction","id":"k","parentId":"c","summary":"s","firstKeptEntryId":"c","tokensBefore":1}));
+        assert!(
+            !live.extend(&b.tree, comp),
+            "a compaction restarts the context"
+        );
+        assert_eq!(live.leaf(), Some(c), "a refused extension changes nothing");
+        let d = b.push(json!({"type":"message","id":"d","parentId":"c","message":{"role":"user","content":"and"}}));
+        assert!(live.extend(&b.tree, d));
+        assert_eq!(live.projection().items.len(), 3);
+    }
+}

@@ -1,0 +1,48 @@
+//! The projections an open session answered for most recently, so that `session/contextAt`
+//! neither walks a long path nor re-renders every message to estimate tokens per request.
+//!
+//! Holds at most [`CAPACITY`] [`LiveProjection`]s, one per leaf. A request at a leaf that is
+//! cached is answered from it; at a leaf just below a cached one (the entries appended since)
+//! the cached projection is extended in place; otherwise the session is projected afresh and
+//! replaces the least recently used entry. Entries stay correct as the tree grows (a path
+//! never changes once its entries settled); a reload builds a new `Session` and so a new,
+//! empty cache. Lives on the owner's thread only.
+
+use crate::core::incremental::LiveProjection;
+use crate::core::tree::{NodeIdx, Tree};
+
+/// Projections kept per session. Each holds its path (4 bytes per entry) and context items,
+/// so a few leaves of a 100,000-entry session cost a few MB at most.
+pub const CAPACITY: usize = 4;
+
+/// Recent projections of one session, least recently used first.
+#[derive(Debug, Default)]
+pub struct ContextCache {
+    recent: Vec<LiveProjection>,
+}
+
+impl ContextCache {
+    /// The projection at `leaf`, cached, extended from a cached one above it, or new.
+    pub fn get(&mut self, tree: &Tree, leaf: Option<NodeIdx>) -> &mut LiveProjection {
+        let hit = self
+            .recent
+            .iter()
+            .rposition(|p| p.leaf() == leaf)
+            .or_else(|| {
+                let leaf = leaf?;
+                self.recent.iter_mut().rposition(|p| p.extend(tree, leaf))
+            });
+        let live = match hit {
+            Some(i) => self.recent.remove(i),
+            None => {
+                if self.recent.len() == CAPACITY {
+                    self.recent.remove(0);
+                }
+                LiveProjection::new(tree, leaf)
+            }
+        };
+        self.recent.push(live);
+        let last = self.recent.len() - 1;
+        &mut self.recent[last]
+    }
+}
