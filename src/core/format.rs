@@ -536,7 +536,11 @@ fn classify_json_error(bytes: &[u8], e: serde_json::Error) -> LineProblem {
 /// The text of a raw JSON string, or `None` for any other JSON value.
 pub fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
     let text = raw.get();
-    if text.starts_with('"') {
+    if text.len() >= 2 && text.starts_with('"') && !text.contains('\\') {
+        // Valid JSON without escapes: the text between the quotes is the string (ids, types
+        // and roles take this path; it is most of the probe's work otherwise).
+        Some(Cow::Borrowed(&text[1..text.len() - 1]))
+    } else if text.starts_with('"') {
         serde_json::from_str(text).ok()
     } else {
         None

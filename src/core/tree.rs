@@ -9,6 +9,8 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use foldhash::fast::RandomState;
+
 use indexmap::IndexMap;
 
 use super::diagnostics::{Corruption, CorruptionKind, Diagnostic};
@@ -47,7 +49,8 @@ pub struct Tree {
     header: Header,
     mode: Mode,
     nodes: Vec<Node>,
-    index: HashMap<EntryId, NodeIdx>,
+    /// foldhash: the id index is the hottest map of an open (SipHash took a tenth of it).
+    index: HashMap<EntryId, NodeIdx, RandomState>,
     roots: Vec<NodeIdx>,
     /// Keyed by target id, in pi's `labelsById` insertion order (a cleared label is removed).
     labels: IndexMap<EntryId, Label>,
@@ -80,7 +83,7 @@ impl Tree {
             header,
             mode,
             nodes: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
             roots: Vec::new(),
             labels: IndexMap::new(),
             name_entry: None,
