@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 file="${1:-examples/pi-v3-branched.jsonl}"
+echo "building sessiond (release; the first build takes a few minutes)..." >&2
 cargo build --release --quiet --bin sessiond
 bin=target/release/sessiond
 echo "== sessiond tree $file"
@@ -16,7 +17,7 @@ echo "== sessiond context $file   (what the model sees at the default leaf)"
 "$bin" context "$file"
 if [ "$file" = examples/pi-v3-branched.jsonl ]; then
   echo
-  echo "== sessiond explain $file 6fa656a2   (an edited tool result) and de19adb3 (another branch)"
+  echo "== sessiond explain: an edited tool result, an entry on another branch, one summarized by compaction"
   "$bin" explain "$file" 6fa656a2
   "$bin" explain "$file" de19adb3
   "$bin" explain "$file" 818a7c7b

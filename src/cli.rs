@@ -20,9 +20,16 @@ use crate::core::render::{self, LineSource, RenderError};
 use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 
-/// sessiond: inspect pi coding-agent sessions and serve them to editors.
+/// Exit codes of every subcommand, shown under `--help`.
+const EXIT_CODES: &str = "Exit codes: 0 ok; 2 usage, I/O, unknown id or invalid entry; 3 corrupt session \
+file (nothing written; see `salvage`); 4 conflict (stale --expected-leaf, id taken, file changed); \
+5 retention lost (compact --require-retention); 6 pi itself would fail to compact this session; \
+7 busy (a writer is mid-line or holds the lock; retry)";
+
+/// Inspect pi coding-agent sessions (the tree, what the model sees and why), write to them
+/// safely, and serve them to editors (`sessiond serve`).
 #[derive(Debug, Parser)]
-#[command(name = "sessiond", version, about, after_help = crate::cli_write::EXIT_CODES)]
+#[command(name = "sessiond", version, after_help = EXIT_CODES)]
 pub struct Cli {
     /// Log filter for stderr (e.g. `info`, `sessiond=debug`); defaults to `$SESSIOND_LOG`, then `warn`.
     #[arg(long, global = true)]
@@ -36,10 +43,13 @@ pub struct Cli {
 pub enum Command {
     /// Print what the model sees at a leaf (pi's buildSessionContext).
     Context {
+        /// The pi session file (JSONL).
         file: PathBuf,
         /// Leaf entry id (default: the last entry in the file).
         #[arg(long)]
         leaf: Option<String>,
+        /// Print `{messages, thinkingLevel, model}` as pi computes them, plus entryIds,
+        /// messageEntryIds, leafId, diagnostics and tornTail.
         #[arg(long)]
         json: bool,
         /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
@@ -48,20 +58,28 @@ pub enum Command {
     },
     /// Print the session tree with labels, the name, leaves and the default leaf.
     Tree {
+        /// The pi session file (JSONL).
         file: PathBuf,
+        /// Print the tree as JSON (flat nodes with parent and child ids).
         #[arg(long)]
         json: bool,
+        /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
         #[arg(long)]
         allow_corrupt: bool,
     },
     /// Explain whether an entry reaches the model at a leaf, and why not.
     Explain {
+        /// The pi session file (JSONL).
         file: PathBuf,
+        /// The entry to explain.
         entry_id: String,
+        /// Leaf entry id (default: the last entry in the file).
         #[arg(long)]
         leaf: Option<String>,
+        /// Print the explanation as JSON.
         #[arg(long)]
         json: bool,
+        /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
         #[arg(long)]
         allow_corrupt: bool,
     },
@@ -69,7 +87,9 @@ pub enum Command {
     Compact(crate::cli_compact::CompactArgs),
     /// Check a session file: exit 0 when clean (a torn tail is reported, not fatal), 3 when corrupt.
     Check {
+        /// The pi session file (JSONL).
         file: PathBuf,
+        /// Print the result as JSON (`{"ok", "tornTail", ...}` or `{"kind", "line", "offset", ...}`).
         #[arg(long)]
         json: bool,
     },
@@ -245,9 +265,13 @@ fn context(
             });
         writeln!(
             out,
-            "session {} · leaf {} · {} context entries · model {model} · thinking {thinking}",
+            "session {} · leaf {} · {} messages from {} context entries · model {model} · thinking {thinking}",
             tree.header().id,
             leaf.map_or("(none)".to_owned(), |l| tree.node(l).entry.id.to_string()),
+            proj.items
+                .iter()
+                .map(|i| crate::core::explain::message_count(i.contribution))
+                .sum::<usize>(),
             proj.items.len(),
         )?;
         let mut index = 0usize;
@@ -264,7 +288,11 @@ fn context(
             index += 1;
             Ok(())
         })
-        .map_err(render_err)?;
+        .map_err(|e| match e {
+            // Writing stdout failed (a closed pipe, say): an output error, not a read error.
+            render::RenderError::Emit(io) => CliError::Output(io),
+            other => render_err(other),
+        })?;
         write_problems(out, &session, &proj)?;
         Ok(())
     }

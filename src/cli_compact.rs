@@ -31,6 +31,7 @@ use crate::storage::writer::{self, Expected, WriteError, WriteOptions};
 /// Arguments of `sessiond compact`.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
+    /// The pi session file (JSONL).
     pub file: PathBuf,
     /// Leaf entry id (default: the last entry in the file).
     #[arg(long)]
@@ -48,7 +49,7 @@ pub struct CompactArgs {
     #[arg(long)]
     pub require_retention: bool,
     /// Only write if the file's current leaf (its last entry) is still this id (`null` for a
-    /// session with no entries).
+    /// session with no entries); without it the write is not fenced. Exit 4 when it moved on.
     #[arg(long)]
     pub expected_leaf: Option<String>,
     /// How long a torn last line must stay unchanged before it is moved aside (milliseconds).
@@ -60,6 +61,8 @@ pub struct CompactArgs {
     /// Report the compaction without writing anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// Print the report as JSON (with --dry-run: pi's firstKeptEntryId and tokensBefore, the
+    /// serialized conversation and the exact summarization request).
     #[arg(long)]
     pub json: bool,
 }

@@ -147,7 +147,7 @@ impl Serialize for Messages<'_, '_> {
         }
         match result {
             Ok(()) => {}
-            Err(RenderError::Io { source, .. }) if source.to_string() == STOP => {}
+            Err(RenderError::Emit(source)) if source.to_string() == STOP => {}
             Err(e) => {
                 let message = e.to_string();
                 *doc.render_error.borrow_mut() = Some(e);

@@ -370,3 +370,37 @@ fn line_start(bytes: &[u8], line: u64) -> Option<u64> {
     }
     None
 }
+
+/// A reader that goes away (`sessiond context FILE | head -1`) is not an error: every output
+/// form exits 0 quietly once stdout is closed.
+#[test]
+fn a_closed_stdout_exits_quietly() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let file = repo_root().join("examples/pi-v1-large-session.jsonl");
+    for args in [
+        vec!["context"],
+        vec!["context", "--json"],
+        vec!["tree"],
+        vec!["tree", "--json"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sessiond"))
+            .args(&args)
+            .arg(&file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn sessiond");
+        let mut first = [0u8; 64];
+        let mut stdout = child.stdout.take().expect("stdout");
+        stdout.read_exact(&mut first).expect("some output");
+        drop(stdout);
+        let out = child.wait_with_output().expect("wait");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", describe(&out));
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

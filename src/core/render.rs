@@ -33,6 +33,9 @@ pub enum RenderError {
         id: String,
         source: std::io::Error,
     },
+    /// The caller's `emit` failed (writing the output, say); its error is passed on as is.
+    #[error("{0}")]
+    Emit(std::io::Error),
     /// The line no longer holds the entry it held when the tree was built.
     #[error("line {line} (entry {id}) changed since the session was read: {detail}")]
     Changed {
@@ -59,16 +62,11 @@ pub fn for_each_message(
 ) -> Result<(), RenderError> {
     for item in &projection.items {
         for message in render_item(tree, item, source)? {
-            let span = tree.node(item.node).entry.span;
             emit(RenderedMessage {
                 entry: item.node,
                 message,
             })
-            .map_err(|source| RenderError::Io {
-                line: span.line,
-                id: tree.node(item.node).entry.id.to_string(),
-                source,
-            })?;
+            .map_err(RenderError::Emit)?;
         }
     }
     Ok(())

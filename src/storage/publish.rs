@@ -14,6 +14,7 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -126,9 +127,12 @@ pub fn publish_new(
             id: id.to_owned(),
         });
     }
+    // Mode 0666 less the umask, as pi's writeFileSync creates session files (tempfile's
+    // default, 0600, would hide forks from the other tools that read the sessions directory).
     let temp = tempfile::Builder::new()
         .prefix(".sessiond-")
         .suffix(".jsonl.tmp")
+        .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)
         .map_err(io_err(dir))?;
     {
