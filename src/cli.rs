@@ -118,8 +118,13 @@ pub enum Command {
 pub enum CliError {
     #[error(transparent)]
     Open(#[from] OpenError),
-    #[error("{}: unknown entry id {id}", path.display())]
-    UnknownEntry { path: PathBuf, id: String },
+    /// `what` says which argument named it: "leaf id" or "entry id".
+    #[error("{}: unknown {what} {}", path.display(), shorten(id))]
+    UnknownEntry {
+        path: PathBuf,
+        id: String,
+        what: &'static str,
+    },
     #[error("{}: {source}", path.display())]
     Render { path: PathBuf, source: RenderError },
     #[error("cannot write output: {0}")]
@@ -127,6 +132,25 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// `{"kind", "message", ...}`: `kind` is `corrupt` (with the corruption's `corruption`
+    /// object), `unknownEntry` (with `id`), `notAFile` or `io`.
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({"message": self.to_string()});
+        match self {
+            CliError::Open(OpenError::Corrupt { corruption, .. }) => {
+                v["kind"] = json!("corrupt");
+                v["corruption"] = json!(corruption);
+            }
+            CliError::Open(OpenError::NotAFile { .. }) => v["kind"] = json!("notAFile"),
+            CliError::UnknownEntry { id, .. } => {
+                v["kind"] = json!("unknownEntry");
+                v["id"] = json!(id);
+            }
+            _ => v["kind"] = json!("io"),
+        }
+        v
+    }
+
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
@@ -145,6 +169,12 @@ pub fn run(cli: Cli) -> ExitCode {
     }
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
+    let json = match &cli.command {
+        Command::Context { json, .. }
+        | Command::Tree { json, .. }
+        | Command::Explain { json, .. } => *json,
+        _ => false,
+    };
     let result = match cli.command {
         Command::Context {
             file,
@@ -181,10 +211,13 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Salvage(args) => return crate::cli_write::salvage(args),
         Command::Serve { .. } => return ExitCode::SUCCESS,
     };
-    finish(out, result)
+    finish(out, result, json)
 }
 
-fn finish(mut out: impl Write, result: Result<(), CliError>) -> ExitCode {
+/// Flushes the output and turns the result into the exit code. Errors go to stderr; with
+/// `--json` they are also printed on stdout as `{"error": {"kind", "message", ...}}`, as the
+/// write commands do.
+fn finish(mut out: impl Write, result: Result<(), CliError>, json: bool) -> ExitCode {
     let result = result.and_then(|()| out.flush().map_err(CliError::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -192,6 +225,10 @@ fn finish(mut out: impl Write, result: Result<(), CliError>) -> ExitCode {
         Err(CliError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("sessiond: {e}");
+            if json && !matches!(e, CliError::Output(_)) {
+                let _ =
+                    writeln!(out, "{}", json!({ "error": e.to_json() })).and_then(|()| out.flush());
+            }
             ExitCode::from(e.exit_code())
         }
     }
@@ -214,6 +251,7 @@ pub(crate) fn open(
     Ok((session, lines))
 }
 
+/// The leaf named by `--leaf`, or the default leaf (the last entry) without one.
 pub(crate) fn resolve(
     tree: &Tree,
     file: &Path,
@@ -221,13 +259,24 @@ pub(crate) fn resolve(
 ) -> Result<Option<NodeIdx>, CliError> {
     match id {
         None => Ok(tree.default_leaf()),
-        Some(id) => tree
-            .find(id)
-            .map(Some)
-            .ok_or_else(|| CliError::UnknownEntry {
-                path: file.to_owned(),
-                id: id.to_owned(),
-            }),
+        Some(id) => find(tree, file, id, "leaf id").map(Some),
+    }
+}
+
+/// The entry with this id; `what` names the argument in the error.
+fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeIdx, CliError> {
+    tree.find(id).ok_or_else(|| CliError::UnknownEntry {
+        path: file.to_owned(),
+        id: id.to_owned(),
+        what,
+    })
+}
+
+/// An id for an error message, cut to 80 characters (a pasted blob should not flood stderr).
+fn shorten(id: &str) -> String {
+    match id.char_indices().nth(80) {
+        Some((at, _)) => format!("{}…", &id[..at]),
+        None => id.to_owned(),
     }
 }
 
@@ -492,10 +541,7 @@ fn explain_cmd(
 ) -> Result<(), CliError> {
     let (session, _lines) = open(file, allow_corrupt)?;
     let tree = &session.tree;
-    let target = resolve(tree, file, Some(entry_id))?.ok_or_else(|| CliError::UnknownEntry {
-        path: file.to_owned(),
-        id: entry_id.to_owned(),
-    })?;
+    let target = find(tree, file, entry_id, "entry id")?;
     let leaf = resolve(tree, file, leaf)?;
     let proj = projection::project(tree, leaf);
     let ex = explain::explain(tree, &proj, target);

@@ -404,3 +404,24 @@ fn a_closed_stdout_exits_quietly() {
         );
     }
 }
+
+/// With `--json`, read commands also print their error on stdout, in the write commands' shape.
+#[test]
+fn json_errors_name_kind_line_and_id() {
+    let corrupt = path_of("invalid-json-middle.jsonl");
+    let out = sessiond(["context", corrupt.as_str(), "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", describe(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON error on stdout");
+    assert_eq!(v["error"]["kind"], "corrupt");
+    assert_eq!(v["error"]["corruption"]["kind"], "invalidJson");
+    assert_eq!(v["error"]["corruption"]["line"], 3);
+
+    let clean = repo_root().join("examples/pi-v3-branched.jsonl");
+    let clean = clean.to_str().expect("utf-8 path");
+    let out = sessiond(["explain", clean, "nope", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON error on stdout");
+    assert_eq!(v["error"]["kind"], "unknownEntry");
+    assert_eq!(v["error"]["id"], "nope");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown entry id nope"));
+}

@@ -291,7 +291,7 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
                 Ok(probe) => parse_probe(probe, bytes, span, expect),
                 Err(e) => Err(problem(
                     ProblemKind::InvalidEntry,
-                    format!("the entry's fields cannot be read: {e}"),
+                    format!("the entry's fields cannot be read: {}", in_line(&e)),
                 )),
             },
             None => Err(classify_json_error(bytes, e)),
@@ -526,11 +526,24 @@ fn classify_json_error(bytes: &[u8], e: serde_json::Error) -> LineProblem {
     if serde_json::from_slice::<IgnoredAny>(bytes).is_ok() {
         problem(
             ProblemKind::InvalidEntry,
-            format!("the entry's fields cannot be read: {e}"),
+            format!("the entry's fields cannot be read: {}", in_line(&e)),
         )
     } else {
-        problem(ProblemKind::InvalidJson, format!("invalid JSON: {e}"))
+        problem(
+            ProblemKind::InvalidJson,
+            format!("invalid JSON: {}", in_line(&e)),
+        )
     }
+}
+
+/// A serde_json error located within the line ("... at column 12"): serde_json counts lines of
+/// the text it was given, which is always 1 here and would contradict the file's line number.
+fn in_line(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    format!("{message} at column {}", e.column())
 }
 
 /// The text of a raw JSON string, or `None` for any other JSON value.
