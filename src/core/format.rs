@@ -7,6 +7,7 @@
 
 use std::borrow::{Borrow, Cow};
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -19,12 +20,15 @@ pub const CURRENT_VERSION: u32 = 3;
 
 /// An entry id (usually 8 hex characters; pi may fall back to a full UUID).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct EntryId(Box<str>);
+///
+/// Shared (`Arc<str>`): the tree's id index, labels and explanations hold clones of an entry's
+/// id, and a clone must not cost an allocation per entry on open.
+pub struct EntryId(Arc<str>);
 
 impl EntryId {
     /// Wraps an id string.
-    pub fn new(s: impl Into<Box<str>>) -> Self {
-        Self(s.into())
+    pub fn new(s: impl AsRef<str>) -> Self {
+        Self(Arc::from(s.as_ref()))
     }
     /// The id as a string slice.
     pub fn as_str(&self) -> &str {
@@ -33,7 +37,7 @@ impl EntryId {
     /// The deterministic id sessiond gives a version-1 entry: its 1-based line number as
     /// 8 lowercase hex digits, so ids are stable across runs (pi assigns random ones).
     pub fn for_v1_line(line: u32) -> Self {
-        Self(format!("{line:08x}").into())
+        Self(Arc::from(format!("{line:08x}")))
     }
 }
 
