@@ -319,6 +319,13 @@ impl Tree {
         Ok(())
     }
 
+    /// Reserves room for `additional` more entries in the arena (a capacity hint; nothing else
+    /// changes).
+    pub fn reserve(&mut self, additional: usize) {
+        // Only the arena: reserving the id index would touch memory for every slot.
+        self.nodes.reserve(additional);
+    }
+
     /// Records a line that could not be read. Strict mode returns it as corruption; lenient
     /// mode notes it and skips the line, as pi does.
     pub fn line_problem(&mut self, problem: LineProblem, span: LineSpan) -> Result<(), Corruption> {

@@ -103,7 +103,7 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
             path: path.to_owned(),
         });
     }
-    let mut loader = Loader::new(mode);
+    let mut loader = Loader::new(mode, stamp.size);
     let mut splitter = LineSplitter::new(0, 0);
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
@@ -245,14 +245,21 @@ struct Loader {
     mode: Mode,
     tree: Option<Tree>,
     first_span: Option<LineSpan>,
+    /// Entries expected, from the file size: reserved up front so the arena is not copied
+    /// while it grows (reserved pages that are never written cost no memory).
+    expected_entries: usize,
 }
 
+/// Smallest typical entry line, in bytes, for [`Loader::expected_entries`].
+const SMALL_ENTRY_BYTES: u64 = 512;
+
 impl Loader {
-    fn new(mode: Mode) -> Self {
+    fn new(mode: Mode, file_size: u64) -> Self {
         Loader {
             mode,
             tree: None,
             first_span: None,
+            expected_entries: usize::try_from(file_size / SMALL_ENTRY_BYTES).unwrap_or(0),
         }
     }
 
@@ -274,7 +281,9 @@ impl Loader {
                     }
                     Err(p) => return Err(corruption(p.kind.into(), span, &p.detail)),
                 };
-                self.tree = Some(Tree::new(header, self.mode));
+                let mut tree = Tree::new(header, self.mode);
+                tree.reserve(self.expected_entries);
+                self.tree = Some(tree);
                 Ok(())
             }
             Some(tree) => apply_entry_line(tree, bytes, span),
