@@ -34,6 +34,7 @@ pub struct Cli {
     /// Log filter for stderr (e.g. `info`, `sessiond=debug`); defaults to `$SESSIOND_LOG`, then `warn`.
     #[arg(long, global = true)]
     pub log: Option<String>,
+    /// The command to run.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -116,17 +117,28 @@ pub enum Command {
 /// Errors a command reports on stderr; each maps to an exit code.
 #[derive(Debug, Error)]
 pub enum CliError {
+    /// The file could not be read (exit 2) or is corrupt (exit 3).
     #[error(transparent)]
     Open(#[from] OpenError),
-    /// `what` says which argument named it: "leaf id" or "entry id".
+    /// An id argument names no entry (exit 2).
     #[error("{}: unknown {what} {}", path.display(), shorten(id))]
     UnknownEntry {
+        /// The session file.
         path: PathBuf,
+        /// The id as given.
         id: String,
+        /// Which argument named it: `leaf id` or `entry id`.
         what: &'static str,
     },
+    /// A line could not be read, or changed since the session was read.
     #[error("{}: {source}", path.display())]
-    Render { path: PathBuf, source: RenderError },
+    Render {
+        /// The session file.
+        path: PathBuf,
+        /// The render failure.
+        source: RenderError,
+    },
+    /// Writing to stdout failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),
 }

@@ -51,6 +51,7 @@ pub struct AppendOpts {
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct ForkArgs {
+    /// The pi session file (JSONL).
     pub file: PathBuf,
     /// The entry to fork at.
     pub entry_id: String,
@@ -63,6 +64,7 @@ pub struct ForkArgs {
     /// Id of the new session (default: a new UUIDv7).
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
+    /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -71,11 +73,13 @@ pub struct ForkArgs {
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct LabelArgs {
+    /// The pi session file (JSONL).
     pub file: PathBuf,
     /// The entry to label.
     pub target_id: String,
     /// The label; omit it to clear the entry's label.
     pub label: Option<String>,
+    /// Lock, fencing and output options.
     #[command(flatten)]
     pub opts: AppendOpts,
 }
@@ -84,9 +88,11 @@ pub struct LabelArgs {
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct NameArgs {
+    /// The pi session file (JSONL).
     pub file: PathBuf,
     /// The session name (newlines become spaces, ends trimmed, as in pi).
     pub name: String,
+    /// Lock, fencing and output options.
     #[command(flatten)]
     pub opts: AppendOpts,
 }
@@ -95,6 +101,7 @@ pub struct NameArgs {
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct BranchArgs {
+    /// The pi session file (JSONL).
     pub file: PathBuf,
     /// The entry the new branch starts from (`null`: a new root).
     pub from_id: String,
@@ -104,6 +111,7 @@ pub struct BranchArgs {
     /// Extra JSON stored as the entry's `details`.
     #[arg(long, value_name = "JSON")]
     pub details: Option<String>,
+    /// Lock, fencing and output options.
     #[command(flatten)]
     pub opts: AppendOpts,
 }
@@ -112,6 +120,7 @@ pub struct BranchArgs {
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct AppendArgs {
+    /// The pi session file (JSONL).
     pub file: PathBuf,
     /// The entry as a JSON object with a `type`; `id`, `parentId`, `timestamp` are filled in.
     #[arg(long, value_name = "JSON")]
@@ -119,6 +128,7 @@ pub struct AppendArgs {
     /// Parent id (`null`: a new root; default: the session's last entry).
     #[arg(long, value_name = "ID")]
     pub parent: Option<String>,
+    /// Lock, fencing and output options.
     #[command(flatten)]
     pub opts: AppendOpts,
 }
@@ -127,10 +137,12 @@ pub struct AppendArgs {
 #[derive(Debug, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct SalvageArgs {
+    /// The pi session file (JSONL).
     pub file: PathBuf,
     /// Directory of the new file (default: the source's directory).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
 }

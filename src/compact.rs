@@ -59,17 +59,26 @@ pub enum CompactError {
     Write(#[from] WriteError),
     /// The leaf names no entry.
     #[error("{}: unknown entry id {id} (leaf)", path.display())]
-    UnknownLeaf { path: PathBuf, id: String },
+    UnknownLeaf {
+        /// The session file.
+        path: PathBuf,
+        /// The leaf id as given.
+        id: String,
+    },
     /// The plan failed (pi itself would throw on this session, or a line changed).
     #[error("{}: {source}", path.display())]
     Compaction {
+        /// The session file.
         path: PathBuf,
+        /// Why planning failed.
         source: CompactionError,
     },
     /// `require_retention` and at least one probe is lost; the plan holds the report.
     #[error("{}: retention check failed, nothing written; lost: {}", path.display(), lost_list(plan))]
     RetentionLost {
+        /// The session file.
         path: PathBuf,
+        /// The plan, with the retention report naming the lost probes.
         plan: Box<CompactionPlan>,
     },
 }
@@ -102,7 +111,9 @@ pub enum Committed {
     Nothing(NothingToCompact),
     /// The entry was appended.
     Written {
+        /// The plan that was committed.
         plan: Box<CompactionPlan>,
+        /// Where and what was appended.
         written: Written,
     },
 }

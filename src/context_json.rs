@@ -36,7 +36,9 @@ pub enum Fields {
 /// A range of message indexes: `offset` first, at most `limit` (all when `None`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Window {
+    /// Index of the first message included.
     pub offset: usize,
+    /// Maximum number of messages; `None`: all from `offset`.
     pub limit: Option<usize>,
 }
 
@@ -53,11 +55,17 @@ impl Window {
 /// A context document ready to serialize. Render errors surface as a serialization error;
 /// [`ContextJson::take_render_error`] gives the typed error back afterwards.
 pub struct ContextJson<'a> {
+    /// The session tree.
     pub tree: &'a Tree,
+    /// The projection at the leaf (pi's `buildSessionContext` path).
     pub projection: &'a Projection,
+    /// Where message lines are read from.
     pub source: &'a dyn LineSource,
+    /// The file's torn tail, reported as `tornTail`.
     pub torn_tail: Option<TornTail>,
+    /// Which messages are included.
     pub window: Window,
+    /// How much of each message is included.
     pub fields: Fields,
     render_error: RefCell<Option<RenderError>>,
 }

@@ -17,6 +17,8 @@
 //!
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod cli_compact;
 pub mod cli_write;

@@ -70,11 +70,16 @@ impl fmt::Display for CorruptionKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Corruption {
+    /// What is wrong.
     pub kind: CorruptionKind,
+    /// 1-based line number.
     pub line: u32,
+    /// Byte offset of the line start.
     pub offset: u64,
+    /// The entry's id, when the line has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<EntryId>,
+    /// Human-readable detail (the JSON error, the missing parent id).
     pub message: String,
 }
 
@@ -105,19 +110,25 @@ pub enum Diagnostic {
     /// A corrupt spot that a lenient (`allowCorrupt`) open skipped or repaired the way pi does.
     #[serde(rename_all = "camelCase")]
     Corrupt {
+        /// The corrupt spot.
         corruption: Corruption,
+        /// What the lenient read did about it, as pi does (line skipped, entry made a root, ...).
         action: &'static str,
     },
     /// A tool result in the context whose `toolCallId` matches no earlier tool call in the context.
     #[serde(rename_all = "camelCase")]
     OrphanToolResult {
+        /// The tool result entry.
         entry_id: EntryId,
+        /// Its `toolCallId`.
         tool_call_id: String,
     },
     /// A tool call in the context with no tool result after it in the context.
     #[serde(rename_all = "camelCase")]
     MissingToolResult {
+        /// The assistant entry holding the call.
         entry_id: EntryId,
+        /// The call's `id`.
         tool_call_id: String,
     },
 }

@@ -21,26 +21,45 @@ use super::tree::Tree;
 pub enum EntryError {
     /// An id the request names (target, parent, branch point) is not in the session.
     #[error("unknown entry id {id} ({role})")]
-    UnknownEntry { id: String, role: &'static str },
+    UnknownEntry {
+        /// The id as given.
+        id: String,
+        /// What the id was given as (`parent`, `label target`, ...).
+        role: &'static str,
+    },
     /// The entry is not a JSON object.
     #[error("the entry is not a JSON object: {detail}")]
-    NotAnObject { detail: String },
+    NotAnObject {
+        /// What the entry was instead, or the JSON error.
+        detail: String,
+    },
     /// The entry has no string `type`.
     #[error("the entry has no string \"type\"")]
     MissingType,
     /// A field of a known entry type has the wrong shape.
     #[error("a {entry_type} entry needs {field} to be {expected}")]
     InvalidField {
+        /// The entry's `type`.
         entry_type: String,
+        /// The field with the wrong shape, as pi names it.
         field: &'static str,
+        /// The shape pi relies on.
         expected: &'static str,
     },
     /// The entry names an id that the session already uses.
     #[error("entry id {id} is already used in the session")]
-    DuplicateId { id: String },
+    DuplicateId {
+        /// The id already in use.
+        id: String,
+    },
     /// `parentId` was given twice with different values (in the entry and as a parameter).
     #[error("parentId given both in the entry ({in_entry}) and as a parameter ({param})")]
-    ConflictingParent { in_entry: String, param: String },
+    ConflictingParent {
+        /// The entry's own `parentId`.
+        in_entry: String,
+        /// The `parentId` parameter.
+        param: String,
+    },
     /// A `type: "session"` header cannot be appended.
     #[error("a session header cannot be appended as an entry")]
     HeaderNotAllowed,
@@ -49,6 +68,7 @@ pub enum EntryError {
 /// What every builder needs: the tree (ids, validation), the writer's leaf (the default
 /// parent), the timestamp to write, and random UUIDs for ids.
 pub struct EntryContext<'a> {
+    /// The session as read; ids and targets are checked against it.
     pub tree: &'a Tree,
     /// The entry the new one is appended after (pi's `leafId`); `None` before the first entry.
     pub leaf: Option<&'a EntryId>,
@@ -61,8 +81,11 @@ pub struct EntryContext<'a> {
 /// A built entry: its id and its line (compact JSON, no newline).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewEntry {
+    /// The new entry's id.
     pub id: EntryId,
+    /// The new entry's `parentId` (`None`: a root).
     pub parent_id: Option<EntryId>,
+    /// The entry as one line of compact JSON, without its newline.
     pub line: String,
 }
 

@@ -11,12 +11,16 @@ use super::tree::{NodeIdx, Tree};
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Explanation {
+    /// The entry asked about.
     pub entry_id: EntryId,
     /// The leaf the question was asked at (`None`: the empty leaf).
     pub leaf_id: Option<EntryId>,
+    /// The entry's `type`.
     #[serde(rename = "type")]
     pub entry_type: String,
+    /// Whether any of the entry's messages reach the model at the leaf.
     pub in_context: bool,
+    /// Why (or why not), with the entries responsible.
     pub reason: Reason,
     /// Indexes (0-based) into the projected messages that this entry produced.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -31,35 +35,54 @@ pub enum Reason {
     InContext,
     /// The entry reaches the model with content replaced by context edit `edit_id`.
     #[serde(rename_all = "camelCase")]
-    ReplacedByEdit { edit_id: EntryId },
+    ReplacedByEdit {
+        /// The `context_edit` entry that replaces the content.
+        edit_id: EntryId,
+    },
     /// The entry is not on the leaf's path. `diverges_at` is the last entry both paths share
     /// (`None`: different roots); `branch_entry_id` is the child of it that leads to the entry.
     #[serde(rename_all = "camelCase")]
     NotOnPath {
+        /// The last entry both paths share; `None`: different roots.
         diverges_at: Option<EntryId>,
+        /// The child of `diverges_at` that leads to the entry.
         branch_entry_id: EntryId,
     },
     /// The entry is before the kept range of compaction `compaction_id`, whose summary replaces it.
     #[serde(rename_all = "camelCase")]
     SummarizedByCompaction {
+        /// The compaction whose summary replaces the entry.
         compaction_id: EntryId,
+        /// The compaction's `firstKeptEntryId`.
         first_kept_entry_id: Option<EntryId>,
     },
     /// A system message inside the kept range: pi drops those (the compaction's
     /// `systemMessage` checkpoint stands in for them).
     #[serde(rename_all = "camelCase")]
-    SystemMessageInKeptRange { compaction_id: EntryId },
+    SystemMessageInKeptRange {
+        /// The compaction whose kept range holds the system message.
+        compaction_id: EntryId,
+    },
     /// A context edit with `replacement: null` omits the entry.
     #[serde(rename_all = "camelCase")]
-    OmittedByEdit { edit_id: EntryId },
+    OmittedByEdit {
+        /// The `context_edit` entry with `replacement: null`.
+        edit_id: EntryId,
+    },
     /// The entry's type never enters the context.
     #[serde(rename_all = "camelCase")]
-    NeverInContext { entry_type: String },
+    NeverInContext {
+        /// The entry's `type`.
+        entry_type: String,
+    },
     /// A branch summary whose summary is empty.
     EmptyBranchSummary,
     /// An older compaction inside a newer compaction's kept range contributes nothing.
     #[serde(rename_all = "camelCase")]
-    SupersededCompaction { by_compaction_id: EntryId },
+    SupersededCompaction {
+        /// The newer compaction whose kept range holds this one.
+        by_compaction_id: EntryId,
+    },
 }
 
 /// Explains `target` at the projection's leaf.

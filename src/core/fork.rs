@@ -91,22 +91,34 @@ impl NewHeader<'_> {
 pub enum ForkError {
     /// The fork point is not in the session.
     #[error("unknown entry id {id}")]
-    UnknownEntry { id: String },
+    UnknownEntry {
+        /// The id as given.
+        id: String,
+    },
     /// `before` was asked of an entry that is not a user message (pi refuses it too).
     #[error("entry {id} is not a user message; fork before needs one")]
-    NotAUserMessage { id: String },
+    NotAUserMessage {
+        /// The entry that is not a user message.
+        id: String,
+    },
     /// A line could not be read.
     #[error("cannot read line {line} (entry {id}): {source}")]
     Io {
+        /// 1-based line number of the entry.
         line: u32,
+        /// The entry's id.
         id: String,
+        /// The read error.
         source: std::io::Error,
     },
     /// A line no longer holds the entry the tree was built from.
     #[error("line {line} (entry {id}) changed since the session was read: {detail}")]
     Changed {
+        /// 1-based line number of the entry.
         line: u32,
+        /// The entry's id.
         id: String,
+        /// What differs.
         detail: String,
     },
 }
@@ -114,6 +126,7 @@ pub enum ForkError {
 /// The planned file: its lines (header first, no newlines) and what the plan did.
 #[derive(Debug)]
 pub struct ForkPlan {
+    /// The new file's lines, header first, without newlines.
     pub lines: Vec<Vec<u8>>,
     /// The fork's leaf (its last entry), `None` for a header-only file.
     pub leaf_id: Option<EntryId>,

@@ -88,14 +88,23 @@ pub struct Header {
 /// A message role. `HookMessage` is version 2's name for `Custom`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// `user`.
     User,
+    /// `assistant`.
     Assistant,
+    /// `toolResult`.
     ToolResult,
+    /// `bashExecution`.
     BashExecution,
+    /// `custom` (version 3; version 2 wrote `hookMessage`).
     Custom,
+    /// `system`.
     System,
+    /// `branchSummary`.
     BranchSummary,
+    /// `compactionSummary`.
     CompactionSummary,
+    /// `hookMessage` (version 2).
     HookMessage,
     /// Any other role, or a non-string role (`""` when missing).
     Other(Box<str>),
@@ -144,6 +153,7 @@ pub struct MessageInfo {
     pub content_missing: bool,
     /// Assistant `provider` and `model` (raw JSON, `None` when absent), which set the session model.
     pub provider: Option<Box<RawValue>>,
+    /// Assistant `model` (raw JSON, `None` when absent).
     pub model: Option<Box<RawValue>>,
     /// Ids of `toolCall` content blocks (assistant messages).
     pub tool_call_ids: Vec<Box<str>>,
@@ -154,39 +164,59 @@ pub struct MessageInfo {
 /// What kind of entry a line is, with the fields the tree and projection need.
 #[derive(Clone, Debug)]
 pub enum EntryKind {
+    /// A `message` entry.
     Message(MessageInfo),
+    /// A `model_change` entry, which sets the session model.
     ModelChange {
+        /// `provider` as raw JSON, `None` when absent.
         provider: Option<Box<RawValue>>,
+        /// `modelId` as raw JSON, `None` when absent.
         model_id: Option<Box<RawValue>>,
     },
     /// `level` is `None` when the field is absent (pi then reports no thinking level).
     ThinkingLevelChange {
+        /// The `thinkingLevel` field as raw JSON.
         level: Option<Box<RawValue>>,
     },
+    /// A `compaction` entry.
     Compaction {
+        /// `firstKeptEntryId`: where the kept messages start on the path (`None` when absent or not
+        /// a string).
         first_kept_entry_id: Option<EntryId>,
+        /// JavaScript truthiness of the entry's `systemMessage`.
         has_system_message: bool,
     },
     /// `has_summary` is JavaScript truthiness of `summary`: an empty summary projects nothing.
     BranchSummary {
+        /// JavaScript truthiness of `summary`.
         has_summary: bool,
     },
+    /// A `custom` entry (extension state; never in the context).
     Custom,
+    /// A `custom_message` entry (an extension's message in the context).
     CustomMessage,
     /// `label` is `None` for an empty or absent label, which clears the target's label.
     Label {
+        /// The labelled entry's id (`targetId`).
         target_id: Option<EntryId>,
+        /// The label text.
         label: Option<Box<str>>,
     },
+    /// A `session_info` entry; the latest one names the session.
     SessionInfo {
+        /// The session name (`None` when absent or not a string).
         name: Option<Box<str>>,
     },
     /// `omits` is true for `replacement: null`; `tool_call_ids` are those in the replacement content.
     ContextEdit {
+        /// The entry whose message is replaced or omitted (`targetId`).
         target_id: Option<EntryId>,
+        /// True for `replacement: null`.
         omits: bool,
+        /// Tool-call ids in the replacement content.
         tool_call_ids: Vec<Box<str>>,
     },
+    /// A `usage` entry (never in the context).
     Usage,
     /// A type sessiond does not know; kept and passed through untouched.
     Other(Box<str>),
@@ -223,19 +253,24 @@ impl EntryKind {
 /// One entry of the tree: identity, parent, kind and where its line is.
 #[derive(Clone, Debug)]
 pub struct Entry {
+    /// The entry's `id` (assigned from the line number for version 1).
     pub id: EntryId,
     /// The `parentId` as written (`None` for `null` or absent).
     pub parent_id: Option<EntryId>,
+    /// Type and the fields the tree and projection need.
     pub kind: EntryKind,
     /// `new Date(timestamp).getTime()`; `None` where JavaScript gives `NaN`.
     pub time_ms: Option<i64>,
+    /// Where the entry's line is in the file.
     pub span: LineSpan,
 }
 
 /// What one line turned out to be.
 #[derive(Debug)]
 pub enum Line {
+    /// The session header (line 1).
     Header(Header),
+    /// An entry.
     Entry(Entry),
     /// A `type: "session"` line after the header; pi ignores those, and so do we.
     ExtraHeader,
@@ -244,7 +279,9 @@ pub enum Line {
 /// Why a line could not be read as an entry. `kind` is a stable machine name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineProblem {
+    /// Stable machine name of the problem.
     pub kind: ProblemKind,
+    /// Human-readable detail (the JSON error, the missing field); no file or line.
     pub detail: String,
 }
 
@@ -266,8 +303,13 @@ pub enum ProblemKind {
 /// How a line should be read: as the header, or as an entry of a file of `version`.
 #[derive(Clone, Copy, Debug)]
 pub enum Expect {
+    /// Line 1: must be the `type: "session"` header.
     Header,
-    Entry { version: u32 },
+    /// A line after the header, in a file of `version`.
+    Entry {
+        /// The header's `version` (1 when absent).
+        version: u32,
+    },
 }
 
 /// Reads one line (without its newline). Pure; `span` only labels the result.

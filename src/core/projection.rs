@@ -23,7 +23,10 @@ pub enum Contribution {
     /// A `branch_summary` with a summary, as a `branchSummary` message.
     BranchSummary,
     /// The newest compaction: its `systemMessage` (if any), then a `compactionSummary` message.
-    CompactionSummary { with_system_message: bool },
+    CompactionSummary {
+        /// The compaction has a truthy `systemMessage`, emitted before the summary.
+        with_system_message: bool,
+    },
     /// Nothing reaches the model; see [`Silence`] for why.
     Nothing(Silence),
 }
@@ -45,7 +48,9 @@ pub enum Silence {
 /// One entry of the compaction-aware context list.
 #[derive(Clone, Copy, Debug)]
 pub struct ContextItem {
+    /// The entry's node.
     pub node: NodeIdx,
+    /// What the entry adds to the messages.
     pub contribution: Contribution,
     /// The latest context edit (within the context) that targets this entry.
     pub edit: Option<NodeIdx>,
@@ -54,7 +59,9 @@ pub struct ContextItem {
 /// The session model: `{provider, modelId}` with absent fields omitted, as pi builds it.
 #[derive(Clone, Debug)]
 pub struct ModelRef {
+    /// `provider` as raw JSON; `None` when absent.
     pub provider: Option<Box<RawValue>>,
+    /// `modelId` (or an assistant message's `model`) as raw JSON; `None` when absent.
     pub model_id: Option<Box<RawValue>>,
 }
 

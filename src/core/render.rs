@@ -29,8 +29,11 @@ pub enum RenderError {
     /// The entry's line could not be read.
     #[error("cannot read line {line} (entry {id}): {source}")]
     Io {
+        /// 1-based line number of the entry.
         line: u32,
+        /// The entry's id.
         id: String,
+        /// The read error.
         source: std::io::Error,
     },
     /// The caller's `emit` failed (writing the output, say); its error is passed on as is.
@@ -39,8 +42,11 @@ pub enum RenderError {
     /// The line no longer holds the entry it held when the tree was built.
     #[error("line {line} (entry {id}) changed since the session was read: {detail}")]
     Changed {
+        /// 1-based line number of the entry.
         line: u32,
+        /// The entry's id.
         id: String,
+        /// What differs.
         detail: String,
     },
 }
@@ -48,7 +54,9 @@ pub enum RenderError {
 /// One rendered message and the entry it came from.
 #[derive(Debug)]
 pub struct RenderedMessage {
+    /// The entry that produced the message.
     pub entry: super::tree::NodeIdx,
+    /// The message JSON, byte-faithful where pi passes it through.
     pub message: Box<RawValue>,
 }
 

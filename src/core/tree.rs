@@ -22,21 +22,27 @@ pub type NodeIdx = u32;
 /// One entry and its place in the tree.
 #[derive(Clone, Debug)]
 pub struct Node {
+    /// The entry read from the file.
     pub entry: Entry,
+    /// The parent node; `None` for a root.
     pub parent: Option<NodeIdx>,
+    /// Child nodes sorted by timestamp, then file order (as pi's `getTree`).
     pub children: Vec<NodeIdx>,
 }
 
 /// Whether corruption refuses the open (`Strict`) or is skipped the way pi skips it (`Lenient`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    /// Corruption refuses the open.
     Strict,
+    /// Corruption is skipped the way pi skips it and listed in the diagnostics.
     Lenient,
 }
 
 /// A resolved label: the latest non-empty label entry for a target.
 #[derive(Clone, Debug)]
 pub struct Label {
+    /// The label text (never empty).
     pub text: Box<str>,
     /// The label entry that set it.
     pub entry: NodeIdx,

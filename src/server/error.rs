@@ -64,26 +64,48 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// Why a method failed.
 #[derive(Debug, Error)]
 pub enum RpcError {
+    /// Params are missing or of the wrong shape (-32602).
     #[error("{method}: invalid params: {detail}")]
     InvalidParams {
+        /// The method whose params were rejected.
         method: &'static str,
+        /// What was wrong, as serde reported it.
         detail: String,
     },
+    /// A path is outside every session root or does not exist (-33002, -33001).
     #[error(transparent)]
     Root(#[from] RootError),
+    /// The session is not open, could not be opened, or its owner is gone.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// An id in the params names no entry of the session (-33004).
     #[error("{}: unknown entry id {id}", path.display())]
-    UnknownEntry { path: PathBuf, id: String },
+    UnknownEntry {
+        /// The session file.
+        path: PathBuf,
+        /// The id that names no entry.
+        id: String,
+    },
+    /// Rendering a context or entry from the file failed (-33006).
     #[error("{}: {source}", path.display())]
-    Render { path: PathBuf, source: RenderError },
+    Render {
+        /// The session file.
+        path: PathBuf,
+        /// The render failure.
+        source: RenderError,
+    },
+    /// The session file could not be read, or a result not encoded (-33006).
     #[error("{}: {source}", path.display())]
     Io {
+        /// The session file.
         path: PathBuf,
+        /// The failed operation's error.
         source: std::io::Error,
     },
+    /// A write was refused or failed (codes per [`WriteError`] kind).
     #[error(transparent)]
     Write(#[from] WriteError),
+    /// Compaction was refused or failed (-33014, -33018, or a write error).
     #[error(transparent)]
     Compact(#[from] CompactError),
 }

@@ -13,7 +13,10 @@ use tower_lsp_server::ls_types::notification::Notification;
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenParams {
+    /// Session file to open; must resolve inside a session root.
     pub path: PathBuf,
+    /// Open a corrupt file read-only the way pi reads it (bad lines skipped, orphans as roots);
+    /// default false.
     #[serde(default)]
     pub allow_corrupt: bool,
 }
@@ -21,6 +24,7 @@ pub struct OpenParams {
 /// `session/close` params.
 #[derive(Debug, Deserialize)]
 pub struct CloseParams {
+    /// Session file to stop following.
     pub path: PathBuf,
 }
 
@@ -28,16 +32,22 @@ pub struct CloseParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TreeParams {
+    /// Open session file.
     pub path: PathBuf,
+    /// Start the page at this entry (included); absent: at the roots.
     pub from_id: Option<String>,
+    /// Levels below the start to include; default 64.
     pub depth: Option<usize>,
+    /// Maximum number of nodes; default 1000, at most 10000.
     pub limit: Option<usize>,
 }
 
 /// `session/entry` params.
 #[derive(Debug, Deserialize)]
 pub struct EntryParams {
+    /// Open session file.
     pub path: PathBuf,
+    /// Id of the entry to return.
     pub id: String,
 }
 
@@ -45,8 +55,11 @@ pub struct EntryParams {
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub enum FieldsParam {
+    /// Only `entryIds`/`messageEntryIds`, no `messages` key.
     Ids,
+    /// `{role, preview}` per message.
     Previews,
+    /// Messages as pi 1.6.0 `buildSessionContext` builds them.
     #[default]
     Full,
 }
@@ -55,11 +68,16 @@ pub enum FieldsParam {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ContextAtParams {
+    /// Open session file.
     pub path: PathBuf,
+    /// Leaf whose context is built; absent: the default leaf (last entry in file order).
     pub leaf_id: Option<String>,
+    /// Index of the first message returned; default 0.
     #[serde(default)]
     pub offset: usize,
+    /// Maximum number of messages returned; absent: all from `offset`.
     pub limit: Option<usize>,
+    /// How much of each message to return; default `full`.
     #[serde(default)]
     pub fields: FieldsParam,
 }
@@ -68,8 +86,11 @@ pub struct ContextAtParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExplainParams {
+    /// Open session file.
     pub path: PathBuf,
+    /// Entry to explain.
     pub entry_id: String,
+    /// Leaf whose context is asked about; absent: the default leaf.
     pub leaf_id: Option<String>,
 }
 
@@ -77,6 +98,7 @@ pub struct ExplainParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListParams {
+    /// Directory to list; absent: the first session root. Must be inside a root.
     pub root: Option<PathBuf>,
     /// LSP work-done token: when given, a long listing reports `$/progress` under it.
     pub work_done_token: Option<ProgressToken>,
@@ -106,10 +128,15 @@ pub enum ForkPosition {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ForkParams {
+    /// Open session file to fork from (only read).
     pub path: PathBuf,
+    /// Entry the fork is cut at.
     pub entry_id: String,
+    /// Whether the new session ends with the entry or at its parent.
     pub position: ForkPosition,
+    /// Directory of the new file; absent: the source's directory. Must be inside a root.
     pub target_dir: Option<PathBuf>,
+    /// Session id of the new file; absent: a new UUIDv7.
     pub session_id: Option<String>,
 }
 
@@ -117,7 +144,9 @@ pub struct ForkParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SalvageParams {
+    /// Session file to salvage (need not be open; stays byte-identical).
     pub path: PathBuf,
+    /// Directory of the new file; absent: the source's directory. Must be inside a root.
     pub target_dir: Option<PathBuf>,
 }
 
@@ -125,10 +154,14 @@ pub struct SalvageParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelParams {
+    /// Open session file.
     pub path: PathBuf,
+    /// Entry whose label is set or cleared.
     pub target_id: String,
     /// `null` (or absent) clears the label.
     pub label: Option<String>,
+    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+    /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
 }
@@ -137,8 +170,12 @@ pub struct LabelParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SetNameParams {
+    /// Open session file.
     pub path: PathBuf,
+    /// New session name (pi's `appendSessionInfo`: newlines become spaces, ends trimmed).
     pub name: String,
+    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+    /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
 }
@@ -147,13 +184,17 @@ pub struct SetNameParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BranchParams {
+    /// Open session file.
     pub path: PathBuf,
     /// The entry the branch starts from; `null`: before the first entry.
     #[serde(default, deserialize_with = "nullable")]
     pub from_id: Option<Option<String>>,
     /// With a summary a `branch_summary` entry is written; without, nothing is.
     pub summary: Option<String>,
+    /// Any JSON, stored as the `branch_summary` entry's `details`.
     pub details: Option<Value>,
+    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+    /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
 }
@@ -162,12 +203,15 @@ pub struct BranchParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AppendParams {
+    /// Open session file.
     pub path: PathBuf,
     /// The entry as a JSON object, or as JSON text (whose field bytes are kept exactly).
     pub entry: Value,
     /// Absent: the session's leaf; `null`: a new root.
     #[serde(default, deserialize_with = "nullable")]
     pub parent_id: Option<Option<String>>,
+    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+    /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
 }
@@ -176,9 +220,13 @@ pub struct AppendParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PrepareCompactionParams {
+    /// Open session file.
     pub path: PathBuf,
+    /// Leaf whose path is compacted; absent: the last entry.
     pub leaf_id: Option<String>,
+    /// Tokens of recent context to keep; absent: pi's 20000.
     pub keep_recent_tokens: Option<u64>,
+    /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
     pub custom_instructions: Option<String>,
 }
 
@@ -186,15 +234,25 @@ pub struct PrepareCompactionParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactParams {
+    /// Open session file.
     pub path: PathBuf,
+    /// Leaf whose path is compacted; absent: the last entry.
     pub leaf_id: Option<String>,
+    /// Id of the session's last entry as the client saw it; required unless `dryRun` (then checked
+    /// when given).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
+    /// Tokens of recent context to keep; absent: pi's 20000.
     pub keep_recent_tokens: Option<u64>,
+    /// Summary stored verbatim; absent: the embedded extractive summarizer writes one.
     pub summary: Option<String>,
+    /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
     pub custom_instructions: Option<String>,
+    /// Refuse (-33014, nothing written) when a retention probe would be lost; default false. Dry
+    /// runs never refuse.
     #[serde(default)]
     pub require_retention: bool,
+    /// Plan on the daemon's view and write nothing; default false.
     #[serde(default)]
     pub dry_run: bool,
 }
@@ -204,8 +262,11 @@ pub struct CompactParams {
 #[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Revision {
+    /// Entries in the tree.
     pub entry_count: usize,
+    /// Bytes of the file applied so far.
     pub applied_bytes: u64,
+    /// How many times the session was reloaded from the start.
     pub generation: u64,
 }
 
@@ -213,17 +274,24 @@ pub struct Revision {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Node {
+    /// The entry's id.
     pub id: String,
+    /// The entry's `parentId`; `None` for a root.
     pub parent_id: Option<String>,
+    /// The entry's `type` (`message`, `compaction`, `label`, ...).
     #[serde(rename = "type")]
     pub entry_type: String,
+    /// `message.role`; present for `message` entries only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
+    /// The entry's current label, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// One line of at most 80 characters.
     pub preview: String,
     /// The entry's `timestamp` as written (usually an ISO string).
     pub timestamp: Value,
+    /// Number of children in the tree.
     pub child_count: usize,
     /// Child ids, present when every child is in the same message.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -234,15 +302,25 @@ pub struct Node {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenResult {
+    /// Canonical session file path.
     pub path: PathBuf,
+    /// The header's `id`.
     pub session_id: String,
+    /// The header line as parsed JSON.
     pub header: Value,
+    /// Default leaf: the last entry in file order (`None` without entries).
     pub leaf_id: Option<String>,
+    /// All entries without children, in file order.
     pub leaves: Vec<String>,
+    /// Entries in the tree.
     pub entry_count: usize,
+    /// Session name from the latest `session_info` entry, if any.
     pub name: Option<String>,
+    /// `{line, offset, len}` of an unparsable unterminated last line, or `None`.
     pub torn_tail: Option<crate::storage::reader::TornTail>,
+    /// Problems found by a lenient (`allowCorrupt`) open; empty for a strict one.
     pub diagnostics: Value,
+    /// Revision of the state this result describes.
     pub revision: Revision,
 }
 
@@ -257,8 +335,11 @@ pub struct TreeResult {
     pub roots: Option<Vec<String>>,
     /// True when no node in `nodes` has children left out.
     pub complete: bool,
+    /// Default leaf: the last entry in file order.
     pub leaf_id: Option<String>,
+    /// Entries in the tree.
     pub entry_count: usize,
+    /// Revision of the state this result describes.
     pub revision: Revision,
 }
 
@@ -266,14 +347,17 @@ pub struct TreeResult {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EntryResult {
+    /// The entry's id.
     pub id: String,
     /// 1-based line number and byte offset of the entry's line.
     pub line: u32,
+    /// Byte offset of the line's first byte in the file.
     pub offset: u64,
     /// The line as parsed JSON.
     pub entry: Value,
     /// The line exactly as stored (without its newline).
     pub raw: String,
+    /// Revision of the state this result describes.
     pub revision: Revision,
 }
 
@@ -281,13 +365,17 @@ pub struct EntryResult {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedSession {
+    /// Canonical session file path.
     pub path: PathBuf,
+    /// The header's `id`.
     pub id: String,
+    /// The header's `cwd`, when present and a string.
     pub cwd: Option<String>,
     /// The header's `timestamp`.
     pub created: Value,
     /// The file's modification time, ISO 8601 UTC.
     pub modified: Option<String>,
+    /// File size in bytes.
     pub size: u64,
     /// The session name, given only for sessions the daemon has open (it needs a full read).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -298,7 +386,9 @@ pub struct ListedSession {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResult {
+    /// Canonical directory that was listed.
     pub root: PathBuf,
+    /// Sessions found, newest `modified` first.
     pub sessions: Vec<ListedSession>,
     /// Files that end in `.jsonl` but have no readable session header.
     pub skipped: Vec<PathBuf>,
@@ -308,11 +398,17 @@ pub struct ListResult {
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DidChangeParams {
+    /// Canonical session file path.
     pub path: PathBuf,
+    /// The new entries as nodes, in file order.
     pub added: Vec<Value>,
+    /// Last entry in file order after the change.
     pub leaf_id: Option<String>,
+    /// All entries without children, in file order.
     pub leaves: Vec<String>,
+    /// Entries in the tree.
     pub entry_count: usize,
+    /// Revision after the change, `{entryCount, appliedBytes, generation}`.
     pub revision: Value,
 }
 
@@ -320,11 +416,17 @@ pub struct DidChangeParams {
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DidReloadParams {
+    /// Canonical session file path.
     pub path: PathBuf,
+    /// `shrank`, `replaced` or `rewritten`.
     pub reason: String,
+    /// Last entry in file order after the reload.
     pub leaf_id: Option<String>,
+    /// All entries without children, in file order.
     pub leaves: Vec<String>,
+    /// Entries in the tree.
     pub entry_count: usize,
+    /// Revision after the reload, `{entryCount, appliedBytes, generation}`.
     pub revision: Value,
 }
 
@@ -332,13 +434,20 @@ pub struct DidReloadParams {
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DidCorruptParams {
+    /// Canonical session file path.
     pub path: PathBuf,
+    /// Corruption kind (`invalidJson`, `duplicateId`, ...), as in -33003's `data.kind`.
     pub kind: String,
+    /// 1-based line number of the bad line.
     pub line: u32,
+    /// Byte offset of the bad line.
     pub offset: u64,
+    /// The bad entry's id, when it could be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// Human-readable description naming the problem.
     pub message: String,
+    /// Revision of the last good state, which the session keeps.
     pub revision: Value,
 }
 
@@ -366,7 +475,10 @@ impl Notification for DidCorrupt {
 /// A notification waiting to be sent.
 #[derive(Debug)]
 pub enum Outgoing {
+    /// Sent as `session/didChange`.
     DidChange(DidChangeParams),
+    /// Sent as `session/didReload`.
     DidReload(DidReloadParams),
+    /// Sent as `session/didCorrupt`.
     DidCorrupt(DidCorruptParams),
 }

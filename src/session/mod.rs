@@ -29,10 +29,16 @@ pub enum SessionError {
     Open(#[from] OpenError),
     /// The path is not an open session.
     #[error("{}: session not open", path.display())]
-    NotOpen { path: PathBuf },
+    NotOpen {
+        /// The path as given.
+        path: PathBuf,
+    },
     /// The owner stopped (its thread ended) before answering.
     #[error("{}: the session's owner stopped", path.display())]
-    OwnerGone { path: PathBuf },
+    OwnerGone {
+        /// The session file.
+        path: PathBuf,
+    },
 }
 
 /// A cheap, cloneable way to reach an open session's owner.

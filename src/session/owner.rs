@@ -59,7 +59,9 @@ impl ReloadReason {
 /// applied. Two answers with the same revision describe the same state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Revision {
+    /// Entries in the tree.
     pub entry_count: usize,
+    /// Bytes of the file applied so far.
     pub applied_bytes: u64,
     /// How many times the session was reloaded from the start.
     pub generation: u64,

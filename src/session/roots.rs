@@ -11,13 +11,24 @@ use thiserror::Error;
 pub enum RootError {
     /// The path resolves outside every configured root.
     #[error("{}: outside the session roots", path.display())]
-    Outside { path: PathBuf },
+    Outside {
+        /// The path as given.
+        path: PathBuf,
+    },
     /// The path is inside a root but does not exist.
     #[error("{}: file not found", path.display())]
-    NotFound { path: PathBuf },
+    NotFound {
+        /// The path as given.
+        path: PathBuf,
+    },
     /// The path could not be resolved.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The path as given.
+        path: PathBuf,
+        /// The resolution error.
+        source: io::Error,
+    },
 }
 
 /// The configured session roots, each resolved to a canonical directory.

@@ -17,7 +17,9 @@ const MAX_HEADER_BYTES: u64 = 1 << 20;
 /// A session file's header and file facts.
 #[derive(Debug)]
 pub struct HeaderInfo {
+    /// The parsed header line.
     pub header: Header,
+    /// File size in bytes.
     pub size: u64,
     /// Modification time in milliseconds since the Unix epoch.
     pub modified_ms: Option<i64>,

@@ -24,7 +24,10 @@ pub struct FileLock<'f> {
 #[derive(Debug)]
 pub enum LockError {
     /// Another writer held the lock for the whole `waited`.
-    TimedOut { waited: Duration },
+    TimedOut {
+        /// How long the lock was waited for.
+        waited: Duration,
+    },
     /// `flock` failed for another reason (e.g. the file system does not support it).
     Io(io::Error),
 }

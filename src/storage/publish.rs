@@ -33,16 +33,36 @@ pub const TEST_PAUSE_ENV: &str = "SESSIOND_TEST_PUBLISH_PAUSE_MS";
 pub enum PublishError {
     /// Another publish in this process holds `{cwd, id}`.
     #[error("session id {id} in {cwd} is being created by another request")]
-    Reserved { cwd: String, id: String },
+    Reserved {
+        /// The header `cwd` of the new session.
+        cwd: String,
+        /// The new session id.
+        id: String,
+    },
     /// A session file with this id (or this exact name) already exists.
     #[error("{}: a session file with id {id} already exists", path.display())]
-    Exists { path: PathBuf, id: String },
+    Exists {
+        /// The existing file.
+        path: PathBuf,
+        /// The session id that is taken.
+        id: String,
+    },
     /// Writing, syncing or renaming failed.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file being written.
+        path: PathBuf,
+        /// The failed operation's error.
+        source: io::Error,
+    },
     /// The written file does not read back as a clean session (a bug guard: never published).
     #[error("{}: the new file does not read back cleanly: {source}", path.display())]
-    Verify { path: PathBuf, source: OpenError },
+    Verify {
+        /// The new file (never published).
+        path: PathBuf,
+        /// What the read back found.
+        source: OpenError,
+    },
 }
 
 /// The `{cwd, id}` pairs being created in this process. Share one per daemon (or per CLI run).

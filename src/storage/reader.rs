@@ -30,14 +30,24 @@ pub const MAX_LINE_BYTES: usize = u32::MAX as usize;
 pub enum OpenError {
     /// The file could not be opened or read.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The session file.
+        path: PathBuf,
+        /// The failed operation's error.
+        source: io::Error,
+    },
     /// The path is not a regular file.
     #[error("{}: not a regular file", path.display())]
-    NotAFile { path: PathBuf },
+    NotAFile {
+        /// The session file.
+        path: PathBuf,
+    },
     /// The file is corrupt (strict mode).
     #[error("{}: {corruption}", path.display())]
     Corrupt {
+        /// The session file.
         path: PathBuf,
+        /// The first corrupt spot.
         corruption: Corruption,
     },
 }
@@ -57,9 +67,13 @@ pub struct TornTail {
 /// What the file looked like when it was read: used to notice appends, shrinks and replacement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileStamp {
+    /// File size in bytes.
     pub size: u64,
+    /// Device id (`st_dev`); with `ino` it tells a replaced file apart.
     pub dev: u64,
+    /// Inode number (`st_ino`).
     pub ino: u64,
+    /// Modification time, when the platform reports one.
     pub mtime: Option<SystemTime>,
 }
 
@@ -79,12 +93,15 @@ impl FileStamp {
 /// A session read from disk.
 #[derive(Debug)]
 pub struct OpenedSession {
+    /// The session's tree.
     pub tree: Tree,
+    /// An unparsable unterminated last line, left unapplied.
     pub torn_tail: Option<TornTail>,
     /// Byte offset just past the last complete line applied (where tailing resumes).
     pub applied_len: u64,
     /// Number of physical lines consumed up to `applied_len`.
     pub applied_lines: u32,
+    /// The file as it was when read.
     pub stamp: FileStamp,
 }
 

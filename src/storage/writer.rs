@@ -103,11 +103,18 @@ impl Default for WriteOptions {
 pub enum WriteError {
     /// The session file could not be read or written.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The session file.
+        path: PathBuf,
+        /// The failed operation's error.
+        source: io::Error,
+    },
     /// The session is corrupt; nothing is written to it (use salvage).
     #[error("{}: {corruption}", path.display())]
     Corrupt {
+        /// The session file.
         path: PathBuf,
+        /// The first problem found (kind, line, offset, id).
         corruption: Corruption,
     },
     /// The writer's view is stale: the session's last entry is not `expectedLeafId`.
@@ -119,8 +126,11 @@ pub enum WriteError {
         added.len()
     )]
     Conflict {
+        /// The session file.
         path: PathBuf,
+        /// The request's `expectedLeafId` (`None`: `null`, a session without entries).
         expected: Option<String>,
+        /// The session's actual last entry in file order, read under the lock.
         current_leaf: Option<EntryId>,
         /// Entries after the expected leaf in file order (all entries added since this session
         /// was read when the expected leaf is unknown).
@@ -130,40 +140,79 @@ pub enum WriteError {
     /// another sessiond writer held the lock too long. Retry.
     #[error("{}: busy: {reason} ({age_ms} ms)", path.display())]
     Busy {
+        /// The session file.
         path: PathBuf,
+        /// Age of the unterminated tail, or how long the lock was waited for, in milliseconds.
         age_ms: u64,
+        /// What is busy (a writer mid-line, another sessiond holding the lock, ...).
         reason: &'static str,
     },
     /// An id the request names does not exist.
     #[error("{}: unknown entry id {id} ({role})", path.display())]
     UnknownEntry {
+        /// The session file.
         path: PathBuf,
+        /// The id that names no entry.
         id: String,
+        /// What the id was given as (`parent`, `fork point`, ...).
         role: &'static str,
     },
     /// The entry to append is malformed.
     #[error("{}: invalid entry: {source}", path.display())]
-    InvalidEntry { path: PathBuf, source: EntryError },
+    InvalidEntry {
+        /// The session file.
+        path: PathBuf,
+        /// What is wrong with the entry.
+        source: EntryError,
+    },
     /// Fork `before` an entry that is not a user message.
     #[error("{}: entry {id} is not a user message; fork before needs one", path.display())]
-    NotAUserMessage { path: PathBuf, id: String },
+    NotAUserMessage {
+        /// The session file.
+        path: PathBuf,
+        /// The entry that is not a user message.
+        id: String,
+    },
     /// Only version-3 sessions are appended to.
     #[error("{}: version {version} sessions are not appended to; fork it to get a version-3 file", path.display())]
-    UnsupportedVersion { path: PathBuf, version: u32 },
+    UnsupportedVersion {
+        /// The session file.
+        path: PathBuf,
+        /// The header's `version` (1 when absent, as pi reads it).
+        version: u32,
+    },
     /// The file shrank or was replaced since the session was read; reload it.
     #[error("{}: the file changed under the session ({detail}); reload it", path.display())]
-    Replaced { path: PathBuf, detail: &'static str },
+    Replaced {
+        /// The session file.
+        path: PathBuf,
+        /// What changed (shrank, replaced, a line rewritten).
+        detail: &'static str,
+    },
     /// A new session file's `{cwd, id}` is being created by another request.
     #[error("session id {id} in {cwd} is being created by another request")]
-    Reserved { cwd: String, id: String },
+    Reserved {
+        /// The header `cwd` of the session being created.
+        cwd: String,
+        /// The session id being created.
+        id: String,
+    },
     /// A new session file's id or name is taken on disk.
     #[error("{}: a session file with id {id} already exists", path.display())]
-    Exists { path: PathBuf, id: String },
+    Exists {
+        /// The existing file with that id.
+        path: PathBuf,
+        /// The session id that is taken.
+        id: String,
+    },
     /// A requested session id is not valid (pi's `assertValidSessionId`).
     #[error(
         "invalid session id {id:?}: use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
     )]
-    InvalidSessionId { id: String },
+    InvalidSessionId {
+        /// The requested id, as given.
+        id: String,
+    },
 }
 
 impl WriteError {
@@ -240,21 +289,31 @@ pub fn open_for_write(path: &Path) -> Result<OpenedSession, WriteError> {
 pub enum Change<'a> {
     /// Set (`Some`) or clear (`None`) the label of an entry (pi `appendLabelChange`).
     Label {
+        /// The entry whose label changes.
         target_id: &'a str,
+        /// The new label; `None` clears it.
         label: Option<&'a str>,
     },
     /// Name the session (pi `appendSessionInfo`).
-    SetName { name: &'a str },
+    SetName {
+        /// The name as given; the builder normalizes it as pi does.
+        name: &'a str,
+    },
     /// Start a branch at `from_id` (`None`: a new root) with a summary of the branch left
     /// (pi `branchWithSummary`). `details` is raw JSON.
     Branch {
+        /// The entry the branch starts from; `None`: before the first entry.
         from_id: Option<&'a str>,
+        /// The summary stored in the `branch_summary` entry.
         summary: &'a str,
+        /// Stored as the entry's `details`, byte for byte.
         details: Option<&'a RawValue>,
     },
     /// A front-end's entry as JSON text; sessiond fills `id`, `parentId`, `timestamp`.
     Append {
+        /// The entry object as JSON text; its field bytes are kept exactly.
         entry_json: &'a str,
+        /// Where the entry goes: under the session's last entry, a given id, or as a new root.
         parent: ParentChoice<'a>,
     },
 }
@@ -267,6 +326,7 @@ pub struct Repair {
     pub sidecar: PathBuf,
     /// Where the torn bytes started in the session file, and how many there were.
     pub offset: u64,
+    /// Number of torn bytes moved aside.
     pub len: u64,
 }
 
@@ -276,6 +336,7 @@ pub struct Repair {
 pub struct Written {
     /// The new entry's id.
     pub id: EntryId,
+    /// The new entry's `parentId`.
     pub parent_id: Option<EntryId>,
     /// Byte offset of the new line in the file.
     pub offset: u64,
@@ -795,7 +856,9 @@ fn repair_torn(file: &File, path: &Path, offset: u64, bytes: &[u8]) -> Result<Re
 /// A fork request (`session/fork`).
 #[derive(Clone, Copy, Debug)]
 pub struct ForkRequest<'a> {
+    /// The entry the fork is cut at.
     pub entry_id: &'a str,
+    /// Whether the new session ends with the entry or at its parent (pi's `before`, to ask again).
     pub position: Position,
     /// Directory of the new file; default: the source's directory.
     pub target_dir: Option<&'a Path>,
@@ -809,12 +872,16 @@ pub struct ForkRequest<'a> {
 pub struct Forked {
     /// The new session file.
     pub path: PathBuf,
+    /// The new file's header `id`.
     pub session_id: String,
     /// The new file's last entry.
     pub leaf_id: Option<EntryId>,
     /// Number of path entries copied.
     pub entry_count: usize,
+    /// Label entries on the path that were left out (pi 1.6.0 `createBranchedSession` re-creates
+    /// labels after the path instead).
     pub dropped_labels: Vec<EntryId>,
+    /// Ids of the label entries re-created after the path, one per labelled kept entry.
     pub new_labels: Vec<EntryId>,
     /// Entries whose line was re-serialized.
     pub rewritten: Vec<EntryId>,
@@ -940,11 +1007,14 @@ fn absolute(path: &Path) -> PathBuf {
 pub struct Dropped {
     /// 1-based line number and byte offset in the source.
     pub line: u32,
+    /// Byte offset of the line in the source.
     pub offset: u64,
     /// `invalidJson`, `notAnObject`, `invalidEntry`, `duplicateId`, `tornTail`...
     pub kind: String,
+    /// The line's entry id, when it could be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// What was wrong with the line, naming the problem.
     pub message: String,
 }
 
@@ -952,6 +1022,7 @@ pub struct Dropped {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reattached {
+    /// The reattached entry.
     pub id: EntryId,
     /// The parent the source names (missing or dropped).
     pub was: Option<String>,
@@ -965,10 +1036,13 @@ pub struct Reattached {
 pub struct Salvaged {
     /// The new session file (the source is untouched).
     pub path: PathBuf,
+    /// The new file's header `id`.
     pub session_id: String,
     /// Entries written.
     pub kept: usize,
+    /// Lines left out of the new file, in source order.
     pub dropped: Vec<Dropped>,
+    /// Entries whose parent became their nearest surviving ancestor.
     pub reattached: Vec<Reattached>,
 }
 

@@ -17,15 +17,19 @@ use crate::core::format::EntryId;
 /// Everything a compaction entry holds.
 #[derive(Clone, Debug)]
 pub struct CompactionEntry {
+    /// The new entry's id.
     pub id: EntryId,
     /// The leaf the entry is appended under.
     pub parent_id: Option<EntryId>,
     /// Epoch milliseconds of the write.
     pub time_ms: i64,
+    /// The `summary` field, written as given.
     pub summary: String,
+    /// Where the kept range starts (`firstKeptEntryId`).
     pub first_kept_entry_id: EntryId,
     /// `NaN` is written as `null`, as `JSON.stringify` does.
     pub tokens_before: f64,
+    /// `readFiles`/`modifiedFiles`, stored in `details`.
     pub file_lists: FileLists,
     /// The replayed system message (its timestamp is replaced by `time_ms` when written).
     pub system_message: Option<Value>,

@@ -11,8 +11,11 @@ use super::js::{self, LoneSurrogates};
 /// Paths seen per operation, in first-seen order (pi's `Set`s).
 #[derive(Clone, Debug, Default)]
 pub struct FileOps {
+    /// Paths of `read` tool calls.
     pub read: IndexSet<String>,
+    /// Paths of `write` tool calls.
     pub written: IndexSet<String>,
+    /// Paths of `edit` tool calls.
     pub edited: IndexSet<String>,
 }
 
@@ -20,7 +23,9 @@ pub struct FileOps {
 /// written or edited, each sorted by UTF-16 code units (JavaScript's default sort).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileLists {
+    /// Files read and not modified (pi's `readFiles`).
     pub read_files: Vec<String>,
+    /// Files written or edited (pi's `modifiedFiles`).
     pub modified_files: Vec<String>,
 }
 

@@ -51,7 +51,9 @@ pub enum CompactionError {
     /// pi 1.6.0 throws on this input (the entry, when known, holds the offending message).
     #[error("pi would fail on this session{}: {detail}", entry_id.as_ref().map_or(String::new(), |id| format!(" at entry {id}")))]
     PiWouldThrow {
+        /// The entry holding the offending message, when known.
         entry_id: Option<EntryId>,
+        /// What pi would throw on, naming the field.
         detail: String,
     },
     /// A line could not be read or no longer holds its entry.
@@ -93,16 +95,21 @@ pub struct Options<'a> {
 pub struct CompactionPlan {
     /// The leaf the entry goes under.
     pub leaf_id: EntryId,
+    /// pi's cut point and span for the leaf.
     pub preparation: Preparation,
     /// pi `serializeConversation(convertToLlm(messagesToSummarize))`.
     pub conversation: String,
     /// The same for the turn prefix of a split turn.
     pub turn_prefix_conversation: Option<String>,
+    /// The summarization requests pi would send.
     pub request: SummarizationRequest,
+    /// Where the summary comes from: the caller's text or the embedded summarizer.
     pub summary_source: SummarySource,
+    /// The compaction entry to append.
     pub entry: CompactionEntry,
     /// pi's estimate of the context after compaction (sum of `estimateTokens`).
     pub tokens_after: f64,
+    /// The retention report of the summary against the new context.
     pub retention: Retention,
     /// The context after compaction: each message and its entry (the new entry's id for the
     /// summary and system message).

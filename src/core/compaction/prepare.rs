@@ -28,16 +28,24 @@ pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 #[derive(Clone, Debug)]
 pub enum SourceKind {
     /// A `message` entry and its role.
-    Message { role: String },
+    Message {
+        /// The message's `role`.
+        role: String,
+    },
     /// A `compaction` entry: its `summary`, `details` and whether `fromHook` is truthy.
     Compaction {
+        /// `summary` as stored (any JSON).
         summary: Option<Value>,
+        /// `details` as stored (pi reads `readFiles`/`modifiedFiles` from it).
         details: Option<Value>,
+        /// JavaScript truthiness of `fromHook`.
         from_hook: bool,
     },
     /// A `context_edit`: its target and whether `replacement` is exactly `null`.
     ContextEdit {
+        /// The edited entry (`targetId`).
         target_id: Option<EntryId>,
+        /// True when `replacement` is exactly `null` (the target is omitted).
         replacement_is_null: bool,
     },
     /// Any other type.
@@ -47,8 +55,11 @@ pub enum SourceKind {
 /// One entry of pi's canonical projection (`projection.entries[i]`).
 #[derive(Clone, Debug)]
 pub struct ProjectedEntry {
+    /// The entry's node in the tree.
     pub node: NodeIdx,
+    /// The entry's id.
     pub id: EntryId,
+    /// Its type, with the fields preparation reads.
     pub kind: SourceKind,
     /// `sessionEntryToContextMessages(sourceEntry).length > 0` and not a context edit: the
     /// entry would show messages if no edit omitted it.
@@ -60,34 +71,45 @@ pub struct ProjectedEntry {
 /// One path entry as `estimateProjectedContextTokens` sees it (`branchEntries`).
 #[derive(Clone, Debug)]
 pub struct PathEntry {
+    /// The entry's id.
     pub id: EntryId,
     /// `context_edit` or `compaction`: entries that invalidate earlier usage numbers.
     pub invalidates_usage: bool,
+    /// A `compaction` entry.
     pub is_compaction: bool,
 }
 
 /// A message of the summarized span and the entry it came from.
 #[derive(Clone, Debug)]
 pub struct SpanMessage {
+    /// The entry the message came from.
     pub entry_id: EntryId,
+    /// The message as pi's projection builds it.
     pub message: Value,
 }
 
 /// pi's `CompactionPreparation`, plus the file lists and where the kept range starts.
 #[derive(Clone, Debug)]
 pub struct Preparation {
+    /// Where the kept range starts (pi's `firstKeptEntryId`).
     pub first_kept_entry_id: EntryId,
     /// `tokensBefore`; `NaN` where pi's estimate is `NaN` (printed as `null`).
     pub tokens_before: f64,
+    /// The cut splits a turn: the turn's start is summarized separately (pi's `isSplitTurn`).
     pub is_split_turn: bool,
     /// The newest compaction's `summary`, as stored.
     pub previous_summary: Option<Value>,
     /// The entry holding the previous summary.
     pub previous_compaction_id: Option<EntryId>,
+    /// pi's `messagesToSummarize`: the span before the cut (or before the split turn).
     pub messages_to_summarize: Vec<SpanMessage>,
+    /// pi's `turnPrefixMessages`: the start of a split turn; empty otherwise.
     pub turn_prefix_messages: Vec<SpanMessage>,
+    /// Files read, written and edited in the span, plus the previous compaction's details.
     pub file_ops: FileOps,
+    /// `readFiles` and `modifiedFiles` as pi computes them from `file_ops`.
     pub file_lists: FileLists,
+    /// pi's `keepRecentTokens` setting, in tokens (default 20000).
     pub keep_recent_tokens: f64,
     /// Whether the messages and summaries hold mapped lone surrogates.
     pub lone_surrogates: LoneSurrogates,
@@ -117,7 +139,9 @@ pub enum NothingToCompact {
 /// pi's canonical projection of a path, as [`projected_entries`] builds it.
 #[derive(Clone, Debug)]
 pub struct Projected {
+    /// The path from the root to the leaf, as pi's `branchEntries`.
     pub path: Vec<PathEntry>,
+    /// pi's `projection.entries`, in path order.
     pub entries: Vec<ProjectedEntry>,
     /// Whether parsing the messages and lines mapped lone surrogates.
     pub lone_surrogates: LoneSurrogates,
@@ -259,9 +283,11 @@ fn pi_error(id: &EntryId, e: TypeError) -> CompactionError {
 /// The result of pi `findProjectedCutPoint`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CutPoint {
+    /// Index into the projected entries of the first kept entry.
     pub first_kept_entry_index: usize,
     /// `None` for pi's -1.
     pub turn_start_index: Option<usize>,
+    /// The kept range starts inside a turn (pi's `isSplitTurn`).
     pub is_split_turn: bool,
 }
 

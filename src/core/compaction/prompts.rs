@@ -120,6 +120,7 @@ pub const NO_PRIOR_HISTORY: &str = "No prior history.";
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SummarizationRequest {
+    /// pi's summarization system prompt ([`SUMMARIZATION_SYSTEM_PROMPT`]).
     pub system_prompt: String,
     /// The history prompt; `None` for a split turn with nothing before the turn (pi then
     /// uses the previous summary, or [`NO_PRIOR_HISTORY`], as the history text).

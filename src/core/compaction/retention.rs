@@ -24,11 +24,17 @@ pub const PROBE_TEXT_MAX_CHARS: usize = 160;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ProbeKind {
+    /// A file the span read (pi's `readFiles`).
     ReadFile,
+    /// A file the span wrote or edited (pi's `modifiedFiles`).
     ModifiedFile,
+    /// The first non-empty line of a failed tool result (`isError`).
     ToolError,
+    /// A tool call with no result in the span or the kept messages, probed by its `toolCallId`.
     PendingToolCall,
+    /// An unchecked task item (`- [ ] text`) not checked later in the span.
     OpenTask,
+    /// The first line of the last user request.
     LastUserRequest,
 }
 
@@ -36,12 +42,14 @@ pub enum ProbeKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Probe {
+    /// What the probe checks.
     pub kind: ProbeKind,
     /// The text looked up in the new context.
     pub text: String,
     /// The entry the fact came from (for a file only listed in the previous compaction's
     /// details: that compaction).
     pub entry_id: Option<EntryId>,
+    /// The tool call the fact belongs to, for tool errors and pending tool calls.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
 }
@@ -50,7 +58,9 @@ pub struct Probe {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ProbeStatus {
+    /// The text occurs verbatim in the new context.
     Kept,
+    /// The text occurs nowhere in the new context.
     Lost,
 }
 
@@ -58,8 +68,10 @@ pub enum ProbeStatus {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeResult {
+    /// The probe, flattened into the result's JSON.
     #[serde(flatten)]
     pub probe: Probe,
+    /// Whether the text was found.
     pub status: ProbeStatus,
     /// The entry of the first new-context message that contains the text.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -70,8 +82,11 @@ pub struct ProbeResult {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Retention {
+    /// Number of probes kept.
     pub kept: usize,
+    /// Number of probes lost.
     pub lost: usize,
+    /// Every probe with its status, in probe order.
     pub probes: Vec<ProbeResult>,
 }
 
@@ -147,9 +162,13 @@ pub fn task_items(text: &str) -> Vec<(bool, String)> {
 /// A tool call found in an assistant message.
 #[derive(Clone, Debug)]
 pub struct ToolCall {
+    /// The call's `id` (matched by a tool result's `toolCallId`).
     pub id: String,
+    /// The tool's `name`.
     pub name: String,
+    /// The call's `arguments` as stored.
     pub arguments: Value,
+    /// The assistant entry holding the call.
     pub entry_id: EntryId,
 }
 
