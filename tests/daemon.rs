@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Daemon, assert_schema, cli_json, repo, v3_session};
+use support::{Daemon, assert_schema, checked, cli_json, error_of, repo, v3_session};
 
 const NOTE_WAIT: Duration = Duration::from_secs(10);
 
@@ -31,25 +31,6 @@ fn fixtures() -> Vec<PathBuf> {
     }
     files.sort();
     files
-}
-
-/// Calls a method, validates params and result against the schemas, returns the result.
-fn checked(d: &mut Daemon, method: &str, params: Value) -> Value {
-    assert_schema(method, "params", &params);
-    let result = d.call(method, params);
-    assert_schema(method, "result", &result);
-    result
-}
-
-fn error_of(response: &Value) -> (i64, String, Value) {
-    let e = response
-        .get("error")
-        .unwrap_or_else(|| panic!("expected an error, got {response}"));
-    (
-        e["code"].as_i64().expect("code"),
-        e["message"].as_str().unwrap_or("").to_owned(),
-        e.get("data").cloned().unwrap_or(Value::Null),
-    )
 }
 
 #[test]

@@ -13,30 +13,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Daemon, assert_schema, cli_json, common, repo, v3_session};
+use support::{Daemon, assert_schema, checked, cli_json, common, error_of, repo, v3_session};
 
 const NOTE_WAIT: Duration = Duration::from_secs(10);
 /// How long to listen for a duplicate notification after a write was announced.
 const QUIET: Duration = Duration::from_millis(1500);
-
-/// Calls a method, validates params and result against the schemas, returns the result.
-fn checked(d: &mut Daemon, method: &str, params: Value) -> Value {
-    assert_schema(method, "params", &params);
-    let result = d.call(method, params);
-    assert_schema(method, "result", &result);
-    result
-}
-
-fn error_of(response: &Value) -> (i64, String, Value) {
-    let e = response
-        .get("error")
-        .unwrap_or_else(|| panic!("expected an error, got {response}"));
-    (
-        e["code"].as_i64().expect("code"),
-        e["message"].as_str().unwrap_or("").to_owned(),
-        e.get("data").cloned().unwrap_or(Value::Null),
-    )
-}
 
 fn copy_to(dir: &Path, rel: &str) -> PathBuf {
     let to = dir.join(Path::new(rel).file_name().expect("file name"));

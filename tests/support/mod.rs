@@ -292,3 +292,23 @@ pub fn v3_session(n: usize) -> (String, Vec<(String, String)>) {
     }
     (header, entries)
 }
+
+/// Calls a method, validates params and result against the schemas, returns the result.
+pub fn checked(d: &mut Daemon, method: &str, params: Value) -> Value {
+    assert_schema(method, "params", &params);
+    let result = d.call(method, params);
+    assert_schema(method, "result", &result);
+    result
+}
+
+/// The `(code, message, data)` of an error response.
+pub fn error_of(response: &Value) -> (i64, String, Value) {
+    let e = response
+        .get("error")
+        .unwrap_or_else(|| panic!("expected an error, got {response}"));
+    (
+        e["code"].as_i64().expect("code"),
+        e["message"].as_str().unwrap_or("").to_owned(),
+        e.get("data").cloned().unwrap_or(Value::Null),
+    )
+}
