@@ -471,26 +471,39 @@ fn corrupt_appends_keep_the_last_good_state() {
 }
 
 #[test]
-fn an_unterminated_line_waits_for_its_newline() {
+fn an_unterminated_line_reads_as_at_open_time() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("p.jsonl");
     let path = file.to_str().expect("utf-8");
-    let (header, entries) = v3_session(4);
+    let (header, entries) = v3_session(5);
     std::fs::write(&file, lines(&header, &entries[..2])).expect("write");
     let (mut d, _) = Daemon::start(&[dir.path()]);
     d.call("session/open", json!({"path": path}));
-    // A complete JSON object without its newline is still pending while tailing.
-    append(&file, &entries[2].1);
+    // Half a line is a torn tail: nothing is applied while it is being written.
+    let (first, second) = entries[2].1.split_at(entries[2].1.len() / 2);
+    append(&file, first);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(
         d.call("session/open", json!({"path": path}))["entryCount"],
         json!(2)
     );
-    append(&file, "\n");
+    // A complete JSON object without its newline is read as the open-time reader reads it.
+    append(&file, second);
     let change = d
         .notification("session/didChange", NOTE_WAIT)
         .expect("didChange");
     assert_eq!(change["added"][0]["id"], json!(entries[2].0));
+    // Its newline (CRLF here) adds nothing; the next line is announced once.
+    append(&file, &format!("\r\n{}\n", entries[3].1));
+    let change = d
+        .notification("session/didChange", NOTE_WAIT)
+        .expect("didChange");
+    assert_eq!(change["added"].as_array().map(Vec::len), Some(1));
+    assert_eq!(change["added"][0]["id"], json!(entries[3].0));
+    assert_eq!(
+        d.call("session/open", json!({"path": path}))["entryCount"],
+        json!(4)
+    );
     // A file opened with an unterminated but complete last line applies it, and the
     // newline that completes it later adds nothing.
     let other = dir.path().join("q.jsonl");
@@ -742,6 +755,39 @@ fn long_listings_report_progress() {
     assert!(
         kinds.iter().filter(|k| *k == "report").count() >= 2,
         "{kinds:?}"
+    );
+    assert_eq!(d.stop(), Some(0));
+}
+
+/// A CRLF file (git `core.autocrlf`, a Windows editor) tails like any other: each appended
+/// entry, `\n`- or `\r\n`-terminated, is one `didChange`, never a reload.
+#[test]
+fn crlf_files_tail_without_reloads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("crlf.jsonl");
+    let path = file.to_str().expect("utf-8");
+    let (header, entries) = v3_session(5);
+    std::fs::write(&file, lines(&header, &entries[..3]).replace('\n', "\r\n")).expect("write");
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+    let opened = d.call("session/open", json!({"path": path}));
+    assert_eq!(opened["entryCount"], json!(3));
+    append(&file, &format!("{}\n", entries[3].1));
+    let change = d
+        .notification("session/didChange", NOTE_WAIT)
+        .expect("didChange for the \\n line");
+    assert_eq!(change["added"][0]["id"], json!(entries[3].0));
+    append(&file, &format!("{}\r\n", entries[4].1));
+    let change = d
+        .notification("session/didChange", NOTE_WAIT)
+        .expect("didChange for the \\r\\n line");
+    assert_eq!(change["added"][0]["id"], json!(entries[4].0));
+    let now = d.call("session/contextAt", json!({"path": path}));
+    assert_eq!(now["revision"]["entryCount"], json!(5));
+    assert_eq!(now["revision"]["generation"], json!(0));
+    assert_eq!(
+        d.notification("session/didReload", Duration::from_millis(300)),
+        None,
+        "an append to a CRLF file is not a rewrite"
     );
     assert_eq!(d.stop(), Some(0));
 }

@@ -429,6 +429,54 @@ pub fn check_shape(
     Ok(())
 }
 
+/// Checks an entry built by its caller (a compaction with the id it chose) before it is
+/// written: one line of JSON that reads back as a version-3 entry with the [`NewEntry`]'s `id`
+/// and `parentId`, an id the session does not use yet, and a parent that exists.
+/// Errors: `NotAnObject` (not one line, not an entry, or other ids than claimed),
+/// `DuplicateId`, `UnknownEntry` (role `parent`).
+pub fn check_prebuilt(tree: &Tree, entry: &NewEntry) -> Result<(), EntryError> {
+    let invalid = |detail: String| EntryError::NotAnObject { detail };
+    if entry.line.contains(['\n', '\r']) {
+        return Err(invalid(format!(
+            "entry {} is not a single line of JSON",
+            entry.id
+        )));
+    }
+    let span = LineSpan {
+        line: 0,
+        offset: 0,
+        len: 0,
+    };
+    let parsed = match format::parse_line(entry.line.as_bytes(), span, Expect::Entry { version: 3 })
+    {
+        Ok(format::Line::Entry(e)) => e,
+        Ok(_) => return Err(invalid(format!("entry {} reads as a header", entry.id))),
+        Err(p) => return Err(invalid(format!("entry {}: {}", entry.id, p.detail))),
+    };
+    if parsed.id != entry.id || parsed.parent_id != entry.parent_id {
+        return Err(invalid(format!(
+            "entry {}: the line says id {} and parentId {}",
+            entry.id,
+            parsed.id,
+            parsed.parent_id.as_ref().map_or("null", EntryId::as_str)
+        )));
+    }
+    if tree.find(entry.id.as_str()).is_some() {
+        return Err(EntryError::DuplicateId {
+            id: entry.id.to_string(),
+        });
+    }
+    if let Some(p) = &entry.parent_id
+        && tree.find(p.as_str()).is_none()
+    {
+        return Err(EntryError::UnknownEntry {
+            id: p.to_string(),
+            role: "parent",
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

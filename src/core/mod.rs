@@ -17,5 +17,6 @@ pub mod preview;
 pub mod projection;
 pub mod raw_object;
 pub mod render;
+pub mod salvage;
 pub mod timestamp;
 pub mod tree;

@@ -14,7 +14,7 @@ use foldhash::fast::RandomState;
 use indexmap::IndexMap;
 
 use super::diagnostics::{Corruption, CorruptionKind, Diagnostic};
-use super::format::{Entry, EntryId, EntryKind, Header, LineProblem, LineSpan};
+use super::format::{Entry, EntryId, EntryKind, Header, LineSpan};
 
 /// Index of a node in the tree's arena (file order).
 pub type NodeIdx = u32;
@@ -257,7 +257,7 @@ impl Tree {
     /// corruption of the first problem. The tree is not changed, so live tailing can refuse
     /// a corrupt batch and keep the last good state. Version-1 entries (linear, ids from
     /// line numbers) always pass.
-    pub fn check_append(&self, batch: &[Entry]) -> Result<(), (usize, Corruption)> {
+    pub fn check_append(&self, batch: &[&Entry]) -> Result<(), (usize, Corruption)> {
         if self.v1.is_some() {
             return Ok(());
         }
@@ -332,10 +332,9 @@ impl Tree {
         self.nodes.reserve(additional);
     }
 
-    /// Records a line that could not be read. Strict mode returns it as corruption; lenient
-    /// mode notes it and skips the line, as pi does.
-    pub fn line_problem(&mut self, problem: LineProblem, span: LineSpan) -> Result<(), Corruption> {
-        let c = corruption(problem.kind.into(), span, None, &problem.detail);
+    /// Records a line that could not be read. Strict mode returns it as the error; lenient
+    /// mode notes it in the diagnostics and skips the line, as pi does.
+    pub fn skip_line(&mut self, c: Corruption) -> Result<(), Corruption> {
         self.fail_or_note(c, "line skipped, as pi does")
     }
 
@@ -541,7 +540,8 @@ mod check_append_tests {
     }
 
     fn kind(t: &Tree, batch: &[Entry]) -> Option<(usize, CorruptionKind)> {
-        t.check_append(batch).err().map(|(i, c)| (i, c.kind))
+        let refs: Vec<&Entry> = batch.iter().collect();
+        t.check_append(&refs).err().map(|(i, c)| (i, c.kind))
     }
 
     #[test]

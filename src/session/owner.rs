@@ -19,13 +19,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::context_cache::ContextCache;
 use crate::core::diagnostics::Corruption;
-use crate::core::format::{self, Expect, Line, LineSpan};
 use crate::core::incremental::LiveProjection;
 use crate::core::render::LineSource;
 use crate::core::tree::{Mode, NodeIdx, Tree};
-use crate::storage::reader::{
-    self, FileLines, FileStamp, LineSplitter, OpenError, OpenedSession, TornTail,
-};
+use crate::storage::lines::{self, TornTail};
+use crate::storage::reader::{self, FileLines, FileStamp, OpenError, OpenedSession};
 use crate::storage::tail;
 use crate::storage::writer::{self, WriteError};
 
@@ -82,14 +80,12 @@ pub trait EventSink: Send + Sync {
 pub struct Session {
     path: PathBuf,
     mode: Mode,
-    tree: Tree,
+    /// The tree, how far the file is applied and the file's stamp: the writer appends through
+    /// this same value, so there is one position for reads, the live tail and writes.
+    state: OpenedSession,
     lines: FileLines,
     file: File,
-    torn_tail: Option<TornTail>,
-    /// `offset` = end of the last applied line; `pending` = bytes of an unterminated line.
-    splitter: LineSplitter,
-    stamp: FileStamp,
-    /// Up to [`SIGNATURE_BYTES`] bytes just before `splitter.offset`.
+    /// Up to [`SIGNATURE_BYTES`] bytes just before `state.position.offset`.
     signature: Vec<u8>,
     /// Set when new bytes were corrupt: tailing stays at the last good line and retries
     /// from there on every change (and `needs_reload` retries a failed reload).
@@ -107,50 +103,23 @@ impl Session {
             path: path.to_owned(),
             source,
         };
-        let OpenedSession {
-            tree,
-            torn_tail,
-            applied_len,
-            applied_lines,
-            stamp,
-        } = reader::open_session(path, mode)?;
+        let state = reader::open_session(path, mode)?;
         let file = File::open(path).map_err(io_err)?;
         let lines = FileLines::new(File::open(path).map_err(io_err)?);
         let mut session = Session {
             path: path.to_owned(),
             mode,
-            tree,
+            state,
             lines,
             file,
-            torn_tail: None,
-            splitter: LineSplitter::default(),
-            stamp,
             signature: Vec::new(),
             corrupt: None,
             needs_reload: false,
             generation: 0,
             contexts: RefCell::default(),
         };
-        session
-            .adopt_position(applied_len, applied_lines)
-            .map_err(io_err)?;
-        session.torn_tail = torn_tail;
+        session.signature = session.read_signature().map_err(io_err)?;
         Ok(session)
-    }
-
-    /// Sets the tail position from a fresh read. An unterminated final line that parsed was
-    /// applied; the newline that completes it later must not count as a new line.
-    fn adopt_position(&mut self, applied_len: u64, applied_lines: u32) -> io::Result<()> {
-        let start = applied_len.saturating_sub(SIGNATURE_BYTES);
-        self.signature = tail::read_range(&self.file, start, applied_len)?;
-        let unterminated = self.signature.last().is_some_and(|&b| b != b'\n');
-        let line = if unterminated {
-            applied_lines.saturating_sub(1)
-        } else {
-            applied_lines
-        };
-        self.splitter = LineSplitter::new(applied_len, line);
-        Ok(())
     }
 
     /// The session file (canonical path).
@@ -163,15 +132,15 @@ impl Session {
     }
     /// The tree as of the last refresh.
     pub fn tree(&self) -> &Tree {
-        &self.tree
+        &self.state.tree
     }
     /// Reads entry lines of this session's file.
     pub fn source(&self) -> &dyn LineSource {
         &self.lines
     }
-    /// The torn tail found when the file was last read from the start, if any.
+    /// The unparsable unterminated last line as of the last read, if any.
     pub fn torn_tail(&self) -> Option<TornTail> {
-        self.torn_tail
+        self.state.torn_tail
     }
     /// The corruption that stopped tailing, if new bytes were corrupt.
     pub fn corruption(&self) -> Option<&Corruption> {
@@ -181,19 +150,22 @@ impl Session {
     /// projections: extended when entries were appended below a cached leaf, projected
     /// afresh otherwise (see `context_cache`). Holds the cache until the guard is dropped.
     pub fn context(&self, leaf: Option<NodeIdx>) -> RefMut<'_, LiveProjection> {
-        RefMut::map(self.contexts.borrow_mut(), |c| c.get(&self.tree, leaf))
+        RefMut::map(self.contexts.borrow_mut(), |c| {
+            c.get(&self.state.tree, leaf)
+        })
     }
     /// The current revision.
     pub fn revision(&self) -> Revision {
         Revision {
-            entry_count: self.tree.len(),
-            applied_bytes: self.splitter.offset,
+            entry_count: self.state.tree.len(),
+            applied_bytes: self.state.position.offset,
             generation: self.generation,
         }
     }
 
     /// Brings the session up to date with the file: one `stat`, then (only if the file
-    /// changed) reads the new bytes, or reloads on shrink, replacement or rewrite.
+    /// changed) reads the bytes after the applied position, or reloads on shrink, replacement
+    /// or rewrite.
     pub fn refresh(&mut self, sink: &dyn EventSink) {
         let stamp = match tail::stamp_path(&self.path) {
             Ok(s) => s,
@@ -204,13 +176,13 @@ impl Session {
                 return;
             }
         };
-        if stamp == self.stamp {
+        if stamp == self.state.stamp {
             return;
         }
-        let known = self.splitter.offset + self.splitter.pending().len() as u64;
-        let reason = if (stamp.dev, stamp.ino) != (self.stamp.dev, self.stamp.ino) {
+        let from = self.state.position.offset;
+        let reason = if (stamp.dev, stamp.ino) != (self.state.stamp.dev, self.state.stamp.ino) {
             Some(ReloadReason::Replaced)
-        } else if stamp.size < known {
+        } else if stamp.size < from {
             Some(ReloadReason::Shrank)
         } else if self.needs_reload || !self.signature_holds() {
             Some(ReloadReason::Rewritten)
@@ -221,28 +193,35 @@ impl Session {
             self.reload(reason, stamp, sink);
             return;
         }
-        let bytes = match tail::read_range(&self.file, known, stamp.size) {
+        let bytes = match tail::read_range(&self.file, from, stamp.size) {
             Ok(b) => b,
             Err(e) => {
                 tracing::warn!(path = %self.path.display(), "cannot read appended bytes: {e}");
                 return;
             }
         };
-        self.stamp = stamp;
-        self.stamp.size = known + bytes.len() as u64;
+        // What was read, not what the stat said: bytes that arrived in between are read next time.
+        self.state.stamp = FileStamp {
+            size: from + bytes.len() as u64,
+            ..stamp
+        };
         self.apply_bytes(&bytes, sink);
     }
 
     /// Whether the header line and the bytes just before the applied offset are unchanged:
     /// a cheap test for a file rewritten in place (pi's migration rewrites every line).
     fn signature_holds(&self) -> bool {
-        let end = self.splitter.offset;
-        let start = end.saturating_sub(SIGNATURE_BYTES);
-        let header = self.tree.header();
+        let header = self.state.tree.header();
         let header_end = header.span.offset + u64::from(header.span.len);
-        tail::read_range(&self.file, start, end).is_ok_and(|b| b == self.signature)
+        // The span holds the whole line (a CRLF file's `\r` too); the raw header is the JSON value.
+        self.read_signature().is_ok_and(|b| b == self.signature)
             && tail::read_range(&self.file, header.span.offset, header_end)
-                .is_ok_and(|b| b == header.raw.get().as_bytes())
+                .is_ok_and(|b| b.trim_ascii() == header.raw.get().as_bytes())
+    }
+
+    fn read_signature(&self) -> io::Result<Vec<u8>> {
+        let end = self.state.position.offset;
+        tail::read_range(&self.file, end.saturating_sub(SIGNATURE_BYTES), end)
     }
 
     fn reload(&mut self, reason: ReloadReason, stamp: FileStamp, sink: &dyn EventSink) {
@@ -254,7 +233,7 @@ impl Session {
             }
             Err(OpenError::Corrupt { corruption, .. }) => {
                 // Keep the last good state; retry on the next change of the file.
-                self.stamp = stamp;
+                self.state.stamp = stamp;
                 self.needs_reload = true;
                 if self.corrupt.as_ref() != Some(&corruption) {
                     sink.corrupt(self, &corruption);
@@ -265,160 +244,35 @@ impl Session {
         }
     }
 
-    /// Applies the complete lines in `bytes` (which continue the pending partial line).
+    /// Applies bytes read at the applied position (see [`lines::apply_batch`]): in strict mode
+    /// the good lines before a corrupt one are applied and the corrupt one is reported once and
+    /// retried on every later change; lenient mode notes problems and goes on.
     fn apply_bytes(&mut self, bytes: &[u8], sink: &dyn EventSink) {
-        let mut lines: Vec<(Vec<u8>, LineSpan)> = Vec::new();
-        let _ = self.splitter.feed(bytes, |line, span| {
-            lines.push((line.to_vec(), span));
-            Ok::<(), ()>(())
-        });
-        if lines.is_empty() {
-            // A corrupt line is always complete, so with no complete line left after the
-            // offset it is gone (the file was cut back to the last good line).
-            self.corrupt = None;
-            return;
-        }
-        let before = self.tree.len() as NodeIdx;
-        match self.mode {
-            Mode::Lenient => {
-                for (line, span) in &lines {
-                    // Lenient mode notes problems as diagnostics instead of failing.
-                    let _ = reader::apply_entry_line(&mut self.tree, line, *span);
-                }
-                let _ = self.tree.settle();
-            }
-            Mode::Strict => {
-                if let Err((applied, corruption)) = self.apply_strict(&lines) {
-                    // Resume after the last applied line; the corrupt bytes stay unread.
-                    let (end, line) = applied.map_or(
-                        (lines[0].1.offset, lines[0].1.line.saturating_sub(1)),
-                        |i| {
-                            (
-                                lines[i].1.offset + u64::from(lines[i].1.len) + 1,
-                                lines[i].1.line,
-                            )
-                        },
-                    );
-                    self.splitter = LineSplitter::new(end, line);
-                    self.update_signature();
-                    let after = self.tree.len() as NodeIdx;
-                    if after > before {
-                        sink.appended(self, before..after);
-                    }
-                    // Every later change retries from here; report each problem once.
-                    if self.corrupt.as_ref() != Some(&corruption) {
-                        sink.corrupt(self, &corruption);
-                    }
-                    self.corrupt = Some(corruption);
-                    return;
-                }
-            }
-        }
-        self.corrupt = None;
+        let applied = lines::apply_batch(&mut self.state.tree, self.state.position, bytes);
+        self.state.position = applied.position;
+        self.state.torn_tail = applied.torn_tail;
         self.update_signature();
-        let after = self.tree.len() as NodeIdx;
-        if after > before {
-            sink.appended(self, before..after);
+        if !applied.added.is_empty() {
+            sink.appended(self, applied.added);
         }
-    }
-
-    /// Parses and checks all lines, then applies the longest good prefix. On a problem,
-    /// returns the index of the last applied line (if any) and the first corruption.
-    fn apply_strict(
-        &mut self,
-        lines: &[(Vec<u8>, LineSpan)],
-    ) -> Result<(), (Option<usize>, Corruption)> {
-        enum Item {
-            Entry(Box<format::Entry>, Option<usize>),
-            ExtraHeader,
-            Blank,
-        }
-        let version = self.tree.header().version;
-        let mut items: Vec<Item> = Vec::with_capacity(lines.len());
-        let mut problem: Option<Corruption> = None;
-        for (bytes, span) in lines {
-            if reader::is_blank(bytes) {
-                items.push(Item::Blank);
-                continue;
-            }
-            match format::parse_line(bytes, *span, Expect::Entry { version }) {
-                Ok(Line::Entry(e)) => {
-                    let v1 = (version < 2
-                        && matches!(e.kind, format::EntryKind::Compaction { .. }))
-                    .then(|| format::v1_first_kept_index(bytes))
-                    .flatten();
-                    items.push(Item::Entry(Box::new(e), v1));
+        match applied.corruption {
+            None => self.corrupt = None,
+            Some(corruption) => {
+                // Every later change retries from here; report each problem once.
+                if self.corrupt.as_ref() != Some(&corruption) {
+                    sink.corrupt(self, &corruption);
                 }
-                Ok(Line::ExtraHeader | Line::Header(_)) => items.push(Item::ExtraHeader),
-                Err(p) => {
-                    problem = Some(Corruption {
-                        kind: p.kind.into(),
-                        line: span.line,
-                        offset: span.offset,
-                        id: None,
-                        message: p.detail,
-                    });
-                    break;
-                }
+                self.corrupt = Some(corruption);
             }
-        }
-        // Shrink the candidate prefix until the tree accepts it whole.
-        loop {
-            let entries: Vec<format::Entry> = items
-                .iter()
-                .filter_map(|i| match i {
-                    Item::Entry(e, _) => Some((**e).clone()),
-                    _ => None,
-                })
-                .collect();
-            match self.tree.check_append(&entries) {
-                Ok(()) => break,
-                Err((j, c)) => {
-                    problem = Some(c);
-                    let mut seen = 0;
-                    let cut = items
-                        .iter()
-                        .position(|i| {
-                            if let Item::Entry(..) = i {
-                                seen += 1;
-                                seen > j
-                            } else {
-                                false
-                            }
-                        })
-                        .unwrap_or(items.len());
-                    items.truncate(cut);
-                }
-            }
-        }
-        let applied = items.len().checked_sub(1);
-        for item in items {
-            match item {
-                Item::Entry(e, v1) => {
-                    if let Err(c) = self.tree.push(*e, v1) {
-                        // check_append rules this out; keep the state consistent regardless.
-                        tracing::error!("entry refused after its batch was checked: {c}");
-                    }
-                }
-                Item::ExtraHeader => self.tree.push_extra_header(),
-                Item::Blank => {}
-            }
-        }
-        if let Err(c) = self.tree.settle() {
-            tracing::error!("batch did not settle after it was checked: {c}");
-        }
-        match problem {
-            None => Ok(()),
-            Some(c) => Err((applied, c)),
         }
     }
 
     /// Runs a write of [`crate::storage::writer`] against this session's file, as the owner
-    /// of the session: `f` gets the session as the writer's [`OpenedSession`] and appends
-    /// (or refuses). Afterwards the session holds exactly what the writer read and wrote
+    /// of the session: `f` gets the session's own [`OpenedSession`] (tree, position, stamp) and
+    /// appends (or refuses). Afterwards the session holds exactly what the writer read and wrote
     /// (entries read under the lock, the new entry, entries an unlocked writer appended just
     /// after it), and one `appended` event names all of them, also when the write was refused
-    /// after reading new lines. The session's stamp is the file's after the write, so the
+    /// after reading new lines. The stamp is the file's as read after the write, so the
     /// watcher's event for our own write finds nothing new: each entry is announced once.
     ///
     /// A session opened with `allowCorrupt` is written through a fresh strict read (a corrupt
@@ -444,43 +298,17 @@ impl Session {
             }
             .into());
         }
-        let before = self.tree.len() as NodeIdx;
-        // The writer counts an applied unterminated last line as a line; the splitter counts
-        // it once its newline arrives (see `adopt_position`).
-        let unterminated = self.signature.last().is_some_and(|&b| b != b'\n');
-        let placeholder = Tree::new(self.tree.header().clone(), self.mode);
-        let mut opened = OpenedSession {
-            tree: std::mem::replace(&mut self.tree, placeholder),
-            torn_tail: self.torn_tail,
-            applied_len: self.splitter.offset,
-            applied_lines: self.splitter.line + u32::from(unterminated),
-            stamp: self.stamp,
-        };
-        let result = f(&self.path, &mut opened);
-        let OpenedSession {
-            tree,
-            torn_tail,
-            applied_len,
-            applied_lines,
-            stamp,
-        } = opened;
-        self.tree = tree;
-        self.torn_tail = torn_tail;
-        if let Err(e) = self.adopt_position(applied_len, applied_lines) {
-            tracing::warn!(path = %self.path.display(), "cannot read after a write: {e}");
-            self.needs_reload = true;
-        }
+        let before = self.state.tree.len() as NodeIdx;
+        let result = f(&self.path, &mut self.state);
+        self.update_signature();
         // Bytes after the last applied line (an unlocked writer's unfinished line) are read
-        // again by the next refresh, as pending bytes.
-        self.stamp = FileStamp {
-            size: applied_len,
-            ..stamp
-        };
+        // again by the next refresh.
+        self.state.stamp.size = self.state.position.offset;
         if result.is_ok() {
             // The writer read every byte up to its line strictly: nothing corrupt is left.
             self.corrupt = None;
         }
-        let after = self.tree.len() as NodeIdx;
+        let after = self.state.tree.len() as NodeIdx;
         if after > before {
             sink.appended(self, before..after);
         }
@@ -488,11 +316,12 @@ impl Session {
     }
 
     fn update_signature(&mut self) {
-        let end = self.splitter.offset;
-        let start = end.saturating_sub(SIGNATURE_BYTES);
-        match tail::read_range(&self.file, start, end) {
+        match self.read_signature() {
             Ok(b) => self.signature = b,
-            Err(e) => tracing::warn!(path = %self.path.display(), "cannot read: {e}"),
+            Err(e) => {
+                tracing::warn!(path = %self.path.display(), "cannot read: {e}");
+                self.needs_reload = true;
+            }
         }
     }
 }

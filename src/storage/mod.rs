@@ -1,8 +1,15 @@
-//! Storage: the only code that touches session files. Reading lives in [`reader`], reading
-//! what was appended to an open file in [`tail`], headers for listings in [`list`]; writing in
-//! [`writer`] (appends with lock and fencing, torn-tail repair, fork, salvage), built on
-//! [`lock`] (the advisory write lock) and [`publish`] (atomic creation of new files).
+//! Storage: the only code that touches session files.
+//!
+//! * [`lines`] — the one line policy (header, entries, blank lines, CRLF, torn tails,
+//!   corruption) and the one [`lines::Position`] every reader resumes from.
+//! * [`reader`] — opening a file: a streaming read into an [`reader::OpenedSession`] (tree,
+//!   position, stamp), which the session owner then keeps and the writer appends through.
+//! * [`tail`] — cheap stamps and positioned reads of what was appended to an open file.
+//! * [`list`] — headers for listings.
+//! * [`writer`] — appends with lock and fencing, torn-tail repair, fork and salvage into new
+//!   files, built on [`lock`] (the advisory write lock) and [`publish`] (atomic creation).
 
+pub mod lines;
 pub mod list;
 pub mod lock;
 pub mod publish;

@@ -1,5 +1,6 @@
-//! Reading session files: one streaming pass that records every line's byte offset,
-//! classifies torn tails and corruption, and builds the tree. Never writes.
+//! Reading session files: one streaming pass that records every line's byte offset and builds
+//! the tree, with the line policy of [`super::lines`] (torn tails, corruption, CRLF). Never
+//! writes.
 //!
 //! A torn tail is an unparsable final line without a newline (a writer was interrupted
 //! or is mid-write): the session opens without it and reports where it starts. Any other
@@ -12,11 +13,12 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use serde::Serialize;
 use thiserror::Error;
 
+use super::lines::{self, Item};
+pub use super::lines::{Position, TornTail};
 use crate::core::diagnostics::{Corruption, CorruptionKind};
-use crate::core::format::{self, Expect, Line, LineSpan, ProblemKind};
+use crate::core::format::LineSpan;
 use crate::core::render::LineSource;
 use crate::core::tree::{Mode, Tree};
 
@@ -52,18 +54,6 @@ pub enum OpenError {
     },
 }
 
-/// An unparsable final line without a newline, left out of the session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TornTail {
-    /// 1-based line number.
-    pub line: u32,
-    /// Byte offset where the torn bytes start.
-    pub offset: u64,
-    /// Number of torn bytes.
-    pub len: u64,
-}
-
 /// What the file looked like when it was read: used to notice appends, shrinks and replacement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileStamp {
@@ -90,38 +80,44 @@ impl FileStamp {
     }
 }
 
-/// A session read from disk.
+/// A session read from disk: its tree and how far the file is applied. The session owner keeps
+/// one for as long as the session is open and the writer appends through it, so the tree, the
+/// position and the stamp always describe the same bytes.
 #[derive(Debug)]
 pub struct OpenedSession {
     /// The session's tree.
     pub tree: Tree,
-    /// An unparsable unterminated last line, left unapplied.
+    /// An unparsable unterminated last line, left unapplied (as of the last read).
     pub torn_tail: Option<TornTail>,
-    /// Byte offset just past the last complete line applied (where tailing resumes).
-    pub applied_len: u64,
-    /// Number of physical lines consumed up to `applied_len`.
-    pub applied_lines: u32,
-    /// The file as it was when read.
+    /// How far the file is applied: reading resumes there.
+    pub position: Position,
+    /// The file as it was when last read.
     pub stamp: FileStamp,
 }
 
 /// Opens and reads a session file. Strict mode refuses corruption with [`OpenError::Corrupt`];
-/// lenient mode skips it the way pi does and lists it in the tree's diagnostics.
+/// lenient mode skips it the way pi does and lists it in the tree's diagnostics. Lines are read
+/// by the one policy of [`super::lines`]. Errors: `Io`, `NotAFile`, `Corrupt` (including a file
+/// without a header: `emptyFile`).
 pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError> {
     let io_err = |source| OpenError::Io {
         path: path.to_owned(),
         source,
     };
+    let corrupt = |corruption| OpenError::Corrupt {
+        path: path.to_owned(),
+        corruption,
+    };
     let mut file = File::open(path).map_err(io_err)?;
-    let stamp = FileStamp::of(&file).map_err(io_err)?;
     let meta = file.metadata().map_err(io_err)?;
     if !meta.is_file() {
         return Err(OpenError::NotAFile {
             path: path.to_owned(),
         });
     }
+    let stamp = FileStamp::of(&file).map_err(io_err)?;
     let mut loader = Loader::new(mode, stamp.size);
-    let mut splitter = LineSplitter::new(0, 0);
+    let mut splitter = Position::default().splitter();
     let mut buf = vec![0u8; CHUNK_BYTES];
     loop {
         let n = match file.read(&mut buf) {
@@ -131,137 +127,36 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
             Err(e) => return Err(io_err(e)),
         };
         splitter
-            .feed(&buf[..n], |bytes, span| loader.line(bytes, span))
-            .map_err(|corruption| OpenError::Corrupt {
-                path: path.to_owned(),
-                corruption,
-            })?;
+            .feed(&buf[..n], |bytes, span| loader.line(bytes, span, false))
+            .map_err(corrupt)?;
     }
-    let corrupt = |corruption| OpenError::Corrupt {
-        path: path.to_owned(),
-        corruption,
-    };
-    let read_len = splitter.offset + splitter.pending().len() as u64;
-    let (mut applied_len, mut applied_lines) = (splitter.offset, splitter.line);
-    let torn_tail = match splitter.finish() {
-        Some((bytes, span)) => match loader.final_line(&bytes, span) {
-            Ok(()) => {
-                (applied_len, applied_lines) = (read_len, span.line);
-                None
-            }
-            Err(FinalLine::Torn) => Some(TornTail {
+    let mut torn_tail = None;
+    if let Some((bytes, span)) = splitter.finish() {
+        if lines::is_torn(&bytes, span, loader.version()) {
+            torn_tail = Some(TornTail {
                 line: span.line,
                 offset: span.offset,
                 len: bytes.len() as u64,
-            }),
-            Err(FinalLine::Corrupt(c)) => return Err(corrupt(c)),
-        },
-        None => None,
-    };
-    let tree = loader.finish(torn_tail.as_ref()).map_err(corrupt)?;
+            });
+        } else {
+            loader.line(&bytes, span, true).map_err(corrupt)?;
+        }
+    }
+    let (tree, position) = loader.finish(torn_tail.as_ref()).map_err(corrupt)?;
     Ok(OpenedSession {
         tree,
         torn_tail,
-        applied_len,
-        applied_lines,
+        position,
         stamp,
     })
 }
 
-/// Splits a byte stream into lines, tracking 1-based line numbers and byte offsets.
-/// Keeps an unterminated last line pending until its newline arrives.
-#[derive(Debug, Default)]
-pub struct LineSplitter {
-    pending: Vec<u8>,
-    /// Offset of the first pending byte (= end of the last complete line).
-    pub offset: u64,
-    /// Number of complete lines seen.
-    pub line: u32,
-}
-
-impl LineSplitter {
-    /// A splitter that resumes after `line` complete lines ending at byte `offset`.
-    pub fn new(offset: u64, line: u32) -> Self {
-        LineSplitter {
-            pending: Vec::new(),
-            offset,
-            line,
-        }
-    }
-
-    /// Feeds bytes; calls `on_line(bytes, span)` for each complete line (without `\n`).
-    pub fn feed<E>(
-        &mut self,
-        mut chunk: &[u8],
-        mut on_line: impl FnMut(&[u8], LineSpan) -> Result<(), E>,
-    ) -> Result<(), E> {
-        while let Some(nl) = memchr::memchr(b'\n', chunk) {
-            let (head, rest) = (&chunk[..nl], &chunk[nl + 1..]);
-            let span_len;
-            if self.pending.is_empty() {
-                span_len = head.len();
-                self.line += 1;
-                on_line(
-                    head,
-                    LineSpan {
-                        line: self.line,
-                        offset: self.offset,
-                        len: span_len as u32,
-                    },
-                )?;
-            } else {
-                self.pending.extend_from_slice(head);
-                span_len = self.pending.len();
-                self.line += 1;
-                let line = std::mem::take(&mut self.pending);
-                on_line(
-                    &line,
-                    LineSpan {
-                        line: self.line,
-                        offset: self.offset,
-                        len: span_len as u32,
-                    },
-                )?;
-            }
-            self.offset += span_len as u64 + 1;
-            chunk = rest;
-        }
-        self.pending.extend_from_slice(chunk);
-        Ok(())
-    }
-
-    /// Bytes after the last newline, if any.
-    pub fn pending(&self) -> &[u8] {
-        &self.pending
-    }
-
-    /// Ends the stream: the unterminated final line, if there is one.
-    pub fn finish(self) -> Option<(Vec<u8>, LineSpan)> {
-        if self.pending.is_empty() {
-            return None;
-        }
-        let len = self.pending.len() as u32;
-        Some((
-            self.pending,
-            LineSpan {
-                line: self.line + 1,
-                offset: self.offset,
-                len,
-            },
-        ))
-    }
-}
-
-enum FinalLine {
-    Torn,
-    Corrupt(Corruption),
-}
-
-/// Applies lines to a tree: the header first, then entries.
+/// Applies lines to a tree as they stream in: the header first, then entries. An open that
+/// fails leaves nothing behind, so lines are pushed one by one (no batch check needed).
 struct Loader {
     mode: Mode,
     tree: Option<Tree>,
-    first_span: Option<LineSpan>,
+    position: Position,
     /// Entries expected, from the file size: reserved up front so the arena is not copied
     /// while it grows (reserved pages that are never written cost no memory).
     expected_entries: usize,
@@ -275,57 +170,51 @@ impl Loader {
         Loader {
             mode,
             tree: None,
-            first_span: None,
+            position: Position::default(),
             expected_entries: usize::try_from(file_size / SMALL_ENTRY_BYTES).unwrap_or(0),
         }
     }
 
-    fn line(&mut self, bytes: &[u8], span: LineSpan) -> Result<(), Corruption> {
-        if is_blank(bytes) {
-            return Ok(());
-        }
-        self.first_span.get_or_insert(span);
-        match &mut self.tree {
-            None => {
-                let header = match format::parse_line(bytes, span, Expect::Header) {
-                    Ok(Line::Header(h)) => h,
-                    Ok(_) => {
-                        return Err(corruption(
-                            CorruptionKind::MissingHeader,
-                            span,
-                            "the first line is not a session header",
-                        ));
-                    }
-                    Err(p) => return Err(corruption(p.kind.into(), span, &p.detail)),
-                };
+    fn version(&self) -> Option<u32> {
+        self.tree.as_ref().map(|t| t.header().version)
+    }
+
+    /// Applies one line; `unterminated` for the final line without a newline.
+    fn line(&mut self, bytes: &[u8], span: LineSpan, unterminated: bool) -> Result<(), Corruption> {
+        match lines::classify(bytes, span, self.version()) {
+            Item::Header(header) if self.tree.is_none() => {
                 let mut tree = Tree::new(header, self.mode);
                 tree.reserve(self.expected_entries);
                 self.tree = Some(tree);
-                Ok(())
             }
-            Some(tree) => apply_entry_line(tree, bytes, span),
-        }
-    }
-
-    /// The unterminated final line: a normal entry when it parses, a torn tail when it is
-    /// not valid JSON, corruption otherwise.
-    fn final_line(&mut self, bytes: &[u8], span: LineSpan) -> Result<(), FinalLine> {
-        if is_blank(bytes) {
-            return Ok(());
-        }
-        let expect = match &self.tree {
-            None => Expect::Header,
-            Some(t) => Expect::Entry {
-                version: t.header().version,
+            Item::Blank => {}
+            item => match &mut self.tree {
+                Some(tree) => lines::apply_item(tree, item)?,
+                // Before the header, only blank lines may come (`classify` reports the rest).
+                None => {
+                    if let Item::Problem(c) = item {
+                        return Err(c);
+                    }
+                }
             },
-        };
-        match format::parse_line(bytes, span, expect) {
-            Err(p) if p.kind == ProblemKind::InvalidJson => Err(FinalLine::Torn),
-            _ => self.line(bytes, span).map_err(FinalLine::Corrupt),
         }
+        self.position = if unterminated {
+            Position {
+                offset: span.offset + u64::from(span.len),
+                line: span.line,
+                open: true,
+            }
+        } else {
+            Position {
+                offset: span.offset + u64::from(span.len) + 1,
+                line: span.line,
+                open: false,
+            }
+        };
+        Ok(())
     }
 
-    fn finish(self, torn: Option<&TornTail>) -> Result<Tree, Corruption> {
+    fn finish(self, torn: Option<&TornTail>) -> Result<(Tree, Position), Corruption> {
         let Some(mut tree) = self.tree else {
             let (line, offset) = torn.map_or((1, 0), |t| (t.line, t.offset));
             return Err(Corruption {
@@ -337,48 +226,7 @@ impl Loader {
             });
         };
         tree.settle()?;
-        Ok(tree)
-    }
-}
-
-/// Parses one entry line and pushes it onto the tree (strict: corruption is an error;
-/// lenient: noted and skipped).
-pub fn apply_entry_line(tree: &mut Tree, bytes: &[u8], span: LineSpan) -> Result<(), Corruption> {
-    if is_blank(bytes) {
-        return Ok(());
-    }
-    let version = tree.header().version;
-    match format::parse_line(bytes, span, Expect::Entry { version }) {
-        Ok(Line::Entry(entry)) => {
-            let v1_index =
-                if version < 2 && matches!(entry.kind, format::EntryKind::Compaction { .. }) {
-                    format::v1_first_kept_index(bytes)
-                } else {
-                    None
-                };
-            tree.push(entry, v1_index).map(|_| ())
-        }
-        Ok(Line::ExtraHeader) => {
-            tree.push_extra_header();
-            Ok(())
-        }
-        Ok(Line::Header(_)) => Ok(()),
-        Err(p) => tree.line_problem(p, span),
-    }
-}
-
-/// Whether a line holds only whitespace (pi skips those).
-pub fn is_blank(bytes: &[u8]) -> bool {
-    bytes.iter().all(u8::is_ascii_whitespace)
-}
-
-fn corruption(kind: CorruptionKind, span: LineSpan, message: &str) -> Corruption {
-    Corruption {
-        kind,
-        line: span.line,
-        offset: span.offset,
-        id: None,
-        message: message.to_owned(),
+        Ok((tree, self.position))
     }
 }
 

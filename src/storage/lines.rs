@@ -1,0 +1,368 @@
+//! The one way lines of a session file become entries of its tree. The open-time reader
+//! ([`super::reader`]), the session owner's live tail and the writer's catch-up under the lock
+//! ([`super::writer`]) all apply lines through this module, so a line means the same thing
+//! whoever reads it.
+//!
+//! The policy (SPEC §3 and §5):
+//!
+//! * A line ends at `\n`. A `\r` before it (a CRLF file) is JSON whitespace: it belongs to the
+//!   line's span and changes nothing else, whichever ending each line has.
+//! * A line of whitespace only is skipped, as pi skips it.
+//! * The first other line must be the session header; every later line is read as an entry
+//!   of the header's version (a second header is ignored, as pi ignores it).
+//! * A complete line that cannot be read (bad JSON, not an object, no usable id, a duplicate
+//!   id, a missing parent, a cycle) is corruption. Strict mode refuses it; lenient mode notes it
+//!   and skips it the way pi does (see [`Mode`]).
+//! * The unterminated last line is applied when it reads as a line (pi's reader splits on `\n`
+//!   and takes it). When it is not valid JSON it is a torn tail: a writer is mid-line or was
+//!   interrupted, so it is left unapplied, reported, and read again from its start next time.
+//! * An applied unterminated line is *open*: bytes that arrive later up to the next `\n` belong
+//!   to it. Whitespace there (its newline, or `\r\n`) closes it; anything else means the line
+//!   was still being written when it was read, and is corruption at its own line.
+//!
+//! Where a read stands is one [`Position`]; where it can leave a half-applied batch (the live
+//! tail and the catch-up, which must keep the last good state) it applies the longest prefix of
+//! the batch that the tree accepts whole ([`apply_batch`]). The open-time reader streams instead
+//! (an open that fails leaves nothing behind).
+
+use crate::core::diagnostics::{Corruption, CorruptionKind};
+use crate::core::format::{self, Entry, EntryKind, Expect, Header, Line, LineSpan, ProblemKind};
+use crate::core::tree::{Mode, NodeIdx, Tree};
+
+/// How far a session file has been applied to its tree.
+///
+/// Every line that ends before `offset` (bytes from the start of the file) is in the tree or
+/// was judged (skipped blank, ignored header, lenient corruption). Reading resumes at `offset`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    /// Bytes of the file applied.
+    pub offset: u64,
+    /// The 1-based number of the last line applied (0 before the first line).
+    pub line: u32,
+    /// The last applied line has no `\n` yet: the bytes up to the next `\n` belong to it.
+    pub open: bool,
+}
+
+impl Position {
+    /// The position just past a complete line (its `\n` included).
+    fn after(span: LineSpan) -> Self {
+        Position {
+            offset: span.offset + u64::from(span.len) + 1,
+            line: span.line,
+            open: false,
+        }
+    }
+
+    /// The position at the end of an applied unterminated line.
+    fn after_open(span: LineSpan) -> Self {
+        Position {
+            offset: span.offset + u64::from(span.len),
+            line: span.line,
+            open: true,
+        }
+    }
+
+    /// A splitter that reads on from here. After an open line, the bytes up to the next `\n`
+    /// are numbered as that line, so its newline reads as a blank line and is skipped.
+    pub fn splitter(self) -> LineSplitter {
+        LineSplitter::new(self.offset, self.line.saturating_sub(u32::from(self.open)))
+    }
+}
+
+/// An unparsable final line without a newline, left out of the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TornTail {
+    /// 1-based line number.
+    pub line: u32,
+    /// Byte offset where the torn bytes start.
+    pub offset: u64,
+    /// Number of torn bytes.
+    pub len: u64,
+}
+
+/// Splits a byte stream into lines, tracking 1-based line numbers and byte offsets.
+/// Keeps an unterminated last line pending until its newline arrives or the stream ends.
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    pending: Vec<u8>,
+    /// Offset of the first pending byte (= end of the last complete line).
+    offset: u64,
+    /// Number of complete lines seen.
+    line: u32,
+}
+
+impl LineSplitter {
+    /// A splitter that resumes after `line` complete lines ending at byte `offset`.
+    pub fn new(offset: u64, line: u32) -> Self {
+        LineSplitter {
+            pending: Vec::new(),
+            offset,
+            line,
+        }
+    }
+
+    /// Feeds bytes; calls `on_line(bytes, span)` for each complete line (without its `\n`).
+    /// Stops at the first error `on_line` returns.
+    pub fn feed<E>(
+        &mut self,
+        mut chunk: &[u8],
+        mut on_line: impl FnMut(&[u8], LineSpan) -> Result<(), E>,
+    ) -> Result<(), E> {
+        while let Some(nl) = memchr::memchr(b'\n', chunk) {
+            let (head, rest) = (&chunk[..nl], &chunk[nl + 1..]);
+            let line = if self.pending.is_empty() {
+                head
+            } else {
+                self.pending.extend_from_slice(head);
+                &self.pending[..]
+            };
+            let span = LineSpan {
+                line: self.line + 1,
+                offset: self.offset,
+                len: u32::try_from(line.len()).unwrap_or(u32::MAX),
+            };
+            let len = line.len() as u64;
+            let result = on_line(line, span);
+            self.pending.clear();
+            self.line += 1;
+            self.offset += len + 1;
+            result?;
+            chunk = rest;
+        }
+        self.pending.extend_from_slice(chunk);
+        Ok(())
+    }
+
+    /// Ends the stream: the unterminated final line, if there is one.
+    pub fn finish(self) -> Option<(Vec<u8>, LineSpan)> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let span = LineSpan {
+            line: self.line + 1,
+            offset: self.offset,
+            len: u32::try_from(self.pending.len()).unwrap_or(u32::MAX),
+        };
+        Some((self.pending, span))
+    }
+}
+
+/// What one line is, read by the one policy of this module.
+#[derive(Debug)]
+pub enum Item {
+    /// Whitespace only: skipped.
+    Blank,
+    /// The session header.
+    Header(Header),
+    /// An entry, with its version-1 `firstKeptEntryIndex` when it is a version-1 compaction.
+    Entry(Box<Entry>, Option<usize>),
+    /// A `type: "session"` line after the header (ignored, but it takes a version-1 position).
+    ExtraHeader,
+    /// A line that cannot be read.
+    Problem(Corruption),
+}
+
+/// Reads one complete line (without its `\n`). `version` is `None` while no header has been
+/// read (the line must then be the header).
+pub fn classify(bytes: &[u8], span: LineSpan, version: Option<u32>) -> Item {
+    if is_blank(bytes) {
+        return Item::Blank;
+    }
+    let expect = match version {
+        None => Expect::Header,
+        Some(version) => Expect::Entry { version },
+    };
+    match format::parse_line(bytes, span, expect) {
+        Ok(Line::Header(h)) => Item::Header(h),
+        Ok(Line::ExtraHeader) => Item::ExtraHeader,
+        Ok(Line::Entry(entry)) => {
+            let v1 = (version.is_some_and(|v| v < 2)
+                && matches!(entry.kind, EntryKind::Compaction { .. }))
+            .then(|| format::v1_first_kept_index(bytes))
+            .flatten();
+            Item::Entry(Box::new(entry), v1)
+        }
+        Err(p) => Item::Problem(corruption(p.kind.into(), span, &p.detail)),
+    }
+}
+
+/// Whether the unterminated final line reads as a line (applied) or is a torn tail.
+pub fn is_torn(bytes: &[u8], span: LineSpan, version: Option<u32>) -> bool {
+    if is_blank(bytes) {
+        return false;
+    }
+    let expect = match version {
+        None => Expect::Header,
+        Some(version) => Expect::Entry { version },
+    };
+    matches!(format::parse_line(bytes, span, expect), Err(p) if p.kind == ProblemKind::InvalidJson)
+}
+
+/// Whether a line holds only whitespace (pi skips those).
+pub fn is_blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Applies one classified entry line to a tree (strict: corruption is an error; lenient:
+/// noted and skipped). A header line after the first is ignored.
+pub fn apply_item(tree: &mut Tree, item: Item) -> Result<(), Corruption> {
+    match item {
+        Item::Blank | Item::Header(_) => Ok(()),
+        Item::ExtraHeader => {
+            tree.push_extra_header();
+            Ok(())
+        }
+        Item::Entry(entry, v1) => tree.push(*entry, v1).map(|_| ()),
+        Item::Problem(c) => tree.skip_line(c),
+    }
+}
+
+/// The result of applying bytes read after a [`Position`].
+#[derive(Debug)]
+pub struct Applied {
+    /// The nodes added, in file order.
+    pub added: std::ops::Range<NodeIdx>,
+    /// Where reading stands now: after the last line applied.
+    pub position: Position,
+    /// The unterminated last line, when it is not valid JSON (left unapplied).
+    pub torn_tail: Option<TornTail>,
+    /// Strict mode: the first line the tree refused. Nothing from it on was applied; the lines
+    /// before it were.
+    pub corruption: Option<Corruption>,
+}
+
+/// Applies `bytes`, read from the file at `from.offset` up to what is the end of the file for
+/// this read, to `tree`. Complete lines and an unterminated last line follow the module's
+/// policy. In strict mode the longest prefix of lines the tree accepts whole is applied (so a
+/// corrupt line leaves the tree as it was after the line before it); in lenient mode every
+/// problem is noted and skipped.
+pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
+    let version = Some(tree.header().version);
+    let mut splitter = from.splitter();
+    let mut lines: Vec<(Item, Position)> = Vec::new();
+    let _ = splitter.feed(bytes, |line, span| {
+        let item = if from.open && span.line == from.line && !is_blank(line) {
+            // The open line went on after it was read whole: it was still being written.
+            Item::Problem(corruption(
+                CorruptionKind::InvalidJson,
+                LineSpan {
+                    line: span.line,
+                    offset: from.offset,
+                    len: span.len,
+                },
+                "the line went on after it was read as a whole line",
+            ))
+        } else {
+            classify(line, span, version)
+        };
+        lines.push((item, Position::after(span)));
+        Ok::<(), ()>(())
+    });
+    let mut torn_tail = None;
+    if let Some((rest, span)) = splitter.finish() {
+        if is_torn(&rest, span, version) {
+            torn_tail = Some(TornTail {
+                line: span.line,
+                offset: span.offset,
+                len: rest.len() as u64,
+            });
+        } else if !is_blank(&rest) {
+            lines.push((classify(&rest, span, version), Position::after_open(span)));
+        }
+    }
+    let before = tree.len() as NodeIdx;
+    let mut position = from;
+    let mut refused = None;
+    match tree.mode() {
+        Mode::Lenient => {
+            for (item, at) in lines {
+                // Lenient trees note problems instead of failing.
+                let _ = apply_item(tree, item);
+                position = at;
+            }
+            let _ = tree.settle();
+        }
+        Mode::Strict => {
+            let (good, problem) = accepted_prefix(tree, &lines);
+            let mut taken = 0;
+            for (item, at) in lines.into_iter().take(good) {
+                if let Err(c) = apply_item(tree, item) {
+                    // `accepted_prefix` rules this out; stop where the tree stopped regardless.
+                    tracing::error!("line refused after its batch was checked: {c}");
+                    refused.get_or_insert(c);
+                    break;
+                }
+                position = at;
+                taken += 1;
+            }
+            if let Err(c) = tree.settle() {
+                tracing::error!("batch did not settle after it was checked: {c}");
+                refused.get_or_insert(c);
+            }
+            if taken == good {
+                refused = refused.or(problem);
+            }
+            if refused.is_some() {
+                // A torn tail after a refused line is not what stops the read.
+                torn_tail = None;
+            }
+        }
+    }
+    Applied {
+        added: before..tree.len() as NodeIdx,
+        position,
+        torn_tail,
+        corruption: refused,
+    }
+}
+
+/// How many leading lines a strict tree accepts whole, and the corruption after them.
+fn accepted_prefix(tree: &Tree, lines: &[(Item, Position)]) -> (usize, Option<Corruption>) {
+    let mut good = lines
+        .iter()
+        .position(|(item, _)| matches!(item, Item::Problem(_)))
+        .unwrap_or(lines.len());
+    let mut problem = lines.get(good).and_then(|(item, _)| match item {
+        Item::Problem(c) => Some(c.clone()),
+        _ => None,
+    });
+    loop {
+        let batch: Vec<&Entry> = lines[..good]
+            .iter()
+            .filter_map(|(item, _)| match item {
+                Item::Entry(e, _) => Some(&**e),
+                _ => None,
+            })
+            .collect();
+        match tree.check_append(&batch) {
+            Ok(()) => return (good, problem),
+            Err((j, c)) => {
+                problem = Some(c);
+                let mut seen = 0;
+                good = lines[..good]
+                    .iter()
+                    .position(|(item, _)| {
+                        if let Item::Entry(..) = item {
+                            seen += 1;
+                            seen > j
+                        } else {
+                            false
+                        }
+                    })
+                    .unwrap_or(good);
+            }
+        }
+    }
+}
+
+/// A corruption at a line (no id).
+pub fn corruption(kind: CorruptionKind, span: LineSpan, message: &str) -> Corruption {
+    Corruption {
+        kind,
+        line: span.line,
+        offset: span.offset,
+        id: None,
+        message: message.to_owned(),
+    }
+}

@@ -1,0 +1,416 @@
+//! The append protocol: lock, catch up by the one line policy, fence, build and check the entry,
+//! repair an old torn tail, one `write`, read back (see the module docs of [`super`]).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::repair::{self, Repair};
+use super::{WriteError, WriteOptions};
+use crate::core::entries::{self, EntryContext, NewEntry, ParentChoice};
+use crate::core::format::{CURRENT_VERSION, EntryId};
+use crate::core::render::LineSource;
+use crate::core::timestamp;
+use crate::core::tree::{Mode, Tree};
+use crate::storage::lines::{self, TornTail};
+use crate::storage::lock::{self, LockError};
+use crate::storage::reader::{self, FileLines, FileStamp, OpenedSession};
+use crate::storage::tail;
+
+/// Opens a session for writing: a strict read (corruption refuses with `Corrupt`).
+pub fn open_for_write(path: &Path) -> Result<OpenedSession, WriteError> {
+    reader::open_session(path, Mode::Strict).map_err(WriteError::from_open)
+}
+
+/// One change to append to a session.
+#[derive(Clone, Copy, Debug)]
+pub enum Change<'a> {
+    /// Set (`Some`) or clear (`None`) the label of an entry (pi `appendLabelChange`).
+    Label {
+        /// The entry whose label changes.
+        target_id: &'a str,
+        /// The new label; `None` clears it.
+        label: Option<&'a str>,
+    },
+    /// Name the session (pi `appendSessionInfo`).
+    SetName {
+        /// The name as given; the builder normalizes it as pi does.
+        name: &'a str,
+    },
+    /// Start a branch at `from_id` (`None`: a new root) with a summary of the branch left
+    /// (pi `branchWithSummary`). `details` is raw JSON.
+    Branch {
+        /// The entry the branch starts from; `None`: before the first entry.
+        from_id: Option<&'a str>,
+        /// The summary stored in the `branch_summary` entry.
+        summary: &'a str,
+        /// Stored as the entry's `details`, byte for byte.
+        details: Option<&'a RawValue>,
+    },
+    /// A front-end's entry as JSON text; sessiond fills `id`, `parentId`, `timestamp`.
+    Append {
+        /// The entry object as JSON text; its field bytes are kept exactly.
+        entry_json: &'a str,
+        /// Where the entry goes: under the session's last entry, a given id, or as a new root.
+        parent: ParentChoice<'a>,
+    },
+}
+
+/// The result of an append.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Written {
+    /// The new entry's id.
+    pub id: EntryId,
+    /// The new entry's `parentId`.
+    pub parent_id: Option<EntryId>,
+    /// Byte offset of the new line in the file.
+    pub offset: u64,
+    /// The session's last entry after the write (ours unless an unlocked writer appended since).
+    pub leaf_id: Option<EntryId>,
+    /// Entries found in the file before the write (appended by others since the last read).
+    pub added: Vec<EntryId>,
+    /// Entries found after ours when reading back (appended by unlocked writers meanwhile).
+    pub added_after: Vec<EntryId>,
+    /// The torn tail moved aside, if one was repaired.
+    pub repaired: Option<Repair>,
+    /// File length after the write: the session's new revision.
+    pub applied_len: u64,
+}
+
+/// Whose view a write is fenced by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expected<'a> {
+    /// The session's last entry in file order must be this id (`None`: no entries yet).
+    Leaf(Option<&'a str>),
+    /// No fencing: for a command-line run that read the file under the lock itself (`sessiond
+    /// compact` without `--expected-leaf`). The daemon always fences.
+    Unfenced,
+}
+
+/// Appends one change to the session at `path`, fenced by `expected_leaf` (see the module docs).
+///
+/// `session` must have been read from `path` in strict mode; it is brought up to date with the
+/// file and then holds the new entry. Errors: every [`WriteError`] kind but `reserved`/`exists`.
+pub fn write_entry(
+    path: &Path,
+    session: &mut OpenedSession,
+    change: Change<'_>,
+    expected_leaf: Option<&str>,
+    opts: &WriteOptions,
+) -> Result<Written, WriteError> {
+    let (written, ()) = write_with(
+        path,
+        session,
+        Expected::Leaf(expected_leaf),
+        opts,
+        |tree: &Tree, _: &dyn LineSource| {
+            let now = timestamp::now_iso();
+            let mut uuids = Uuid::new_v4;
+            let leaf = tree.default_leaf().map(|n| tree.node(n).entry.id.clone());
+            let mut cx = EntryContext {
+                tree,
+                leaf: leaf.as_ref(),
+                timestamp: &now,
+                uuids: &mut uuids,
+            };
+            let entry = match change {
+                Change::Label { target_id, label } => entries::label(&mut cx, target_id, label),
+                Change::SetName { name } => entries::session_info(&mut cx, name),
+                Change::Branch {
+                    from_id,
+                    summary,
+                    details,
+                } => entries::branch_summary(&mut cx, from_id, summary, details),
+                Change::Append { entry_json, parent } => {
+                    entries::append(&mut cx, entry_json, parent)
+                }
+            }
+            .map_err(|e| WriteError::from_entry(path, e))?;
+            Ok::<_, WriteError>((Some(entry), ()))
+        },
+    )?;
+    written.ok_or_else(|| WriteError::Io {
+        path: path.to_owned(),
+        source: io::Error::other("the entry builder produced no entry"),
+    })
+}
+
+/// Appends an entry that the caller builds under the lock, for entries whose content depends
+/// on the file as it is at the moment of writing and that carry their own id: a compaction
+/// (pi's `appendCompaction` line with the id it chose, its cut point computed from the fresh
+/// tree). Same protocol as [`write_entry`]: lock, catch up (strict), fencing by `expected`,
+/// torn-tail repair, one `write`, read back.
+///
+/// `build` sees the caught-up tree and a [`LineSource`] on the locked file, and returns the
+/// entry to append (or `None` to write nothing, e.g. "nothing to compact") plus a value handed
+/// back to the caller. The entry is checked before anything is written: one line of JSON that
+/// reads back as a version-3 entry with the [`NewEntry`]'s `id` and `parentId`, an id the
+/// session does not use, and a parent that exists (`InvalidEntry`, `UnknownEntry`).
+/// `build`'s own errors are returned as they are; nothing is written then.
+pub fn write_prebuilt<T, E: From<WriteError>>(
+    path: &Path,
+    session: &mut OpenedSession,
+    expected: Expected<'_>,
+    opts: &WriteOptions,
+    build: impl FnOnce(&Tree, &dyn LineSource) -> Result<(Option<NewEntry>, T), E>,
+) -> Result<(Option<Written>, T), E> {
+    write_with(path, session, expected, opts, |tree, lines| {
+        let (entry, out) = build(tree, lines)?;
+        if let Some(e) = &entry {
+            entries::check_prebuilt(tree, e).map_err(|e| WriteError::from_entry(path, e))?;
+        }
+        Ok((entry, out))
+    })
+}
+
+/// The append protocol (module docs) around an entry built by `build` on the fresh tree.
+fn write_with<T, E: From<WriteError>>(
+    path: &Path,
+    session: &mut OpenedSession,
+    expected: Expected<'_>,
+    opts: &WriteOptions,
+    build: impl FnOnce(&Tree, &dyn LineSource) -> Result<(Option<NewEntry>, T), E>,
+) -> Result<(Option<Written>, T), E> {
+    let version = session.tree.header().version;
+    if version != CURRENT_VERSION {
+        return Err(WriteError::UnsupportedVersion {
+            path: path.to_owned(),
+            version,
+        }
+        .into());
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(WriteError::io(path))?;
+    let _lock = lock::lock_exclusive(&file, opts.lock_timeout).map_err(|e| match e {
+        LockError::TimedOut { waited } => WriteError::Busy {
+            path: path.to_owned(),
+            age_ms: waited.as_millis() as u64,
+            reason: "another sessiond writer holds the lock",
+        },
+        LockError::Io(source) => WriteError::Io {
+            path: path.to_owned(),
+            source,
+        },
+    })?;
+
+    let before_len = session.tree.len();
+    let tail = catch_up(&file, path, session, opts)?;
+    let added: Vec<EntryId> = tree_ids_from(&session.tree, before_len);
+
+    // Fencing.
+    let current = session
+        .tree
+        .default_leaf()
+        .map(|n| session.tree.node(n).entry.id.clone());
+    if let Expected::Leaf(expected_leaf) = expected
+        && current.as_ref().map(EntryId::as_str) != expected_leaf
+    {
+        let since = match expected_leaf.and_then(|id| session.tree.find(id)) {
+            Some(n) => tree_ids_from(&session.tree, n as usize + 1),
+            None => added,
+        };
+        return Err(WriteError::Conflict {
+            path: path.to_owned(),
+            expected: expected_leaf.map(str::to_owned),
+            current_leaf: current,
+            added: since,
+        }
+        .into());
+    }
+
+    // Build and validate the entry before touching the file.
+    let lines = FileLines::new(file.try_clone().map_err(WriteError::io(path))?);
+    let (entry, out) = build(&session.tree, &lines)?;
+    let Some(entry) = entry else {
+        return Ok((None, out));
+    };
+
+    let repaired = match tail {
+        Tail::Torn(torn) => {
+            let bytes = tail::read_range(&file, torn.offset, torn.offset + torn.len)
+                .map_err(WriteError::io(path))?;
+            let repair = repair::repair_torn(&file, path, torn.offset, &bytes)?;
+            session.torn_tail = None;
+            Some(repair)
+        }
+        Tail::Clean => None,
+    };
+
+    let mut buf = Vec::with_capacity(entry.line.len() + 2);
+    if session.position.open {
+        // The last line was read whole but has no newline: ours ends it first.
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(entry.line.as_bytes());
+    buf.push(b'\n');
+    let start = file.metadata().map_err(WriteError::io(path))?.len();
+    write_once(&file, path, &buf, start)?;
+    if opts.sync {
+        file.sync_data().map_err(WriteError::io(path))?;
+    }
+
+    // Read back what the file now holds: our line, and anything an unlocked writer added.
+    let count_before_ours = session.tree.len();
+    read_on(&file, path, session)?;
+    let ours = session.tree.find(entry.id.as_str());
+    let offset = ours.map_or(start, |n| session.tree.node(n).entry.span.offset);
+    let after_ours = ours.map_or(count_before_ours, |n| n as usize + 1);
+    let added_before_ours: Vec<EntryId> = session.tree.nodes()
+        [count_before_ours..ours.map_or(count_before_ours, |n| n as usize)]
+        .iter()
+        .map(|n| n.entry.id.clone())
+        .collect();
+    let mut added = added;
+    added.extend(added_before_ours);
+    let written = Written {
+        id: entry.id,
+        parent_id: entry.parent_id,
+        offset,
+        leaf_id: session
+            .tree
+            .default_leaf()
+            .map(|n| session.tree.node(n).entry.id.clone()),
+        added,
+        added_after: tree_ids_from(&session.tree, after_ours),
+        repaired,
+        applied_len: session.position.offset,
+    };
+    Ok((Some(written), out))
+}
+
+fn tree_ids_from(tree: &Tree, from: usize) -> Vec<EntryId> {
+    tree.nodes()
+        .get(from..)
+        .unwrap_or(&[])
+        .iter()
+        .map(|n| n.entry.id.clone())
+        .collect()
+}
+
+/// What the end of the file looks like after catching up.
+enum Tail {
+    /// Ends in a line the tree holds (terminated, or open: see [`Position::open`]).
+    Clean,
+    /// An old torn tail (to be repaired before appending).
+    Torn(TornTail),
+}
+
+/// Reads what was appended since the session's applied position and applies it by the one line
+/// policy (strict), then judges the end of the file for writing: an unterminated last line
+/// younger than the grace period means a writer is mid-line (`busy`); an old one is ended by our
+/// newline (when it was read whole) or repaired (when torn). Errors: `Replaced`, `Corrupt`,
+/// `Busy`, `Io`.
+fn catch_up(
+    file: &File,
+    path: &Path,
+    session: &mut OpenedSession,
+    opts: &WriteOptions,
+) -> Result<Tail, WriteError> {
+    let meta = file.metadata().map_err(WriteError::io(path))?;
+    check_identity(path, session, &meta)?;
+    read_on(file, path, session)?;
+    let unterminated = session.position.open || session.torn_tail.is_some();
+    if !unterminated {
+        return Ok(Tail::Clean);
+    }
+    let age = meta
+        .modified()
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .unwrap_or_default();
+    if age < opts.torn_grace {
+        return Err(WriteError::Busy {
+            path: path.to_owned(),
+            age_ms: age.as_millis() as u64,
+            reason: if session.torn_tail.is_some() {
+                "the last line is incomplete and still young"
+            } else {
+                "the last line has no newline yet"
+            },
+        });
+    }
+    Ok(session.torn_tail.map_or(Tail::Clean, Tail::Torn))
+}
+
+fn check_identity(
+    path: &Path,
+    session: &OpenedSession,
+    meta: &std::fs::Metadata,
+) -> Result<(), WriteError> {
+    let replaced = |detail| WriteError::Replaced {
+        path: path.to_owned(),
+        detail,
+    };
+    if meta.dev() != session.stamp.dev || meta.ino() != session.stamp.ino {
+        return Err(replaced("it is another file now"));
+    }
+    if meta.len() < session.position.offset {
+        return Err(replaced("it shrank"));
+    }
+    Ok(())
+}
+
+/// Applies what the file holds after the session's position (strict, by the one line policy)
+/// and records the file's stamp as read. On corruption the session keeps the lines before the
+/// bad one and the error names it.
+fn read_on(file: &File, path: &Path, session: &mut OpenedSession) -> Result<(), WriteError> {
+    let stamp = FileStamp::of(file).map_err(WriteError::io(path))?;
+    let from = session.position.offset;
+    let bytes = tail::read_range(file, from, stamp.size).map_err(WriteError::io(path))?;
+    let applied = lines::apply_batch(&mut session.tree, session.position, &bytes);
+    session.position = applied.position;
+    session.torn_tail = applied.torn_tail;
+    session.stamp = FileStamp {
+        size: from + bytes.len() as u64,
+        ..stamp
+    };
+    match applied.corruption {
+        None => Ok(()),
+        Some(corruption) => Err(WriteError::Corrupt {
+            path: path.to_owned(),
+            corruption,
+        }),
+    }
+}
+
+/// One `write(2)` of `buf` at the end of the file (`O_APPEND`). A short write is rolled back when
+/// nothing else was appended after it, so the file never keeps half of our line.
+fn write_once(file: &File, path: &Path, buf: &[u8], start: u64) -> Result<(), WriteError> {
+    let mut f = file;
+    let result = loop {
+        match f.write(buf) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => break other,
+        }
+    };
+    match result {
+        Ok(n) if n == buf.len() => Ok(()),
+        Ok(n) => {
+            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+            if len == start + n as u64 {
+                let _ = file.set_len(start);
+            }
+            Err(WriteError::Io {
+                path: path.to_owned(),
+                source: io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    format!("short write: {n} of {} bytes", buf.len()),
+                ),
+            })
+        }
+        Err(source) => Err(WriteError::Io {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}

@@ -1,0 +1,194 @@
+//! Why a write was refused or failed: [`WriteError`], with the stable kind names the server maps
+//! to JSON-RPC codes and the CLI to exit codes.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use crate::core::diagnostics::Corruption;
+use crate::core::entries::EntryError;
+use crate::core::format::EntryId;
+use crate::storage::publish::PublishError;
+use crate::storage::reader::OpenError;
+
+/// Why a write was refused or failed. Session paths are named in every message.
+#[derive(Debug, Error)]
+pub enum WriteError {
+    /// The session file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The session file.
+        path: PathBuf,
+        /// The failed operation's error.
+        source: io::Error,
+    },
+    /// The session is corrupt; nothing is written to it (use salvage).
+    #[error("{}: {corruption}", path.display())]
+    Corrupt {
+        /// The session file.
+        path: PathBuf,
+        /// The first problem found (kind, line, offset, id).
+        corruption: Corruption,
+    },
+    /// The writer's view is stale: the session's last entry is not `expectedLeafId`.
+    #[error(
+        "{}: conflict: expected leaf {}, current leaf is {} ({} entries added since)",
+        path.display(),
+        expected.as_deref().unwrap_or("null"),
+        current_leaf.as_ref().map_or("null", EntryId::as_str),
+        added.len()
+    )]
+    Conflict {
+        /// The session file.
+        path: PathBuf,
+        /// The request's `expectedLeafId` (`None`: `null`, a session without entries).
+        expected: Option<String>,
+        /// The session's actual last entry in file order, read under the lock.
+        current_leaf: Option<EntryId>,
+        /// Entries after the expected leaf in file order (all entries added since this session
+        /// was read when the expected leaf is unknown).
+        added: Vec<EntryId>,
+    },
+    /// A writer seems to be mid-line (an unterminated tail younger than the grace period), or
+    /// another sessiond writer held the lock too long. Retry.
+    #[error("{}: busy: {reason} ({age_ms} ms)", path.display())]
+    Busy {
+        /// The session file.
+        path: PathBuf,
+        /// Age of the unterminated tail, or how long the lock was waited for, in milliseconds.
+        age_ms: u64,
+        /// What is busy (a writer mid-line, another sessiond holding the lock, ...).
+        reason: &'static str,
+    },
+    /// An id the request names does not exist.
+    #[error("{}: unknown entry id {id} ({role})", path.display())]
+    UnknownEntry {
+        /// The session file.
+        path: PathBuf,
+        /// The id that names no entry.
+        id: String,
+        /// What the id was given as (`parent`, `fork point`, ...).
+        role: &'static str,
+    },
+    /// The entry to append is malformed.
+    #[error("{}: invalid entry: {source}", path.display())]
+    InvalidEntry {
+        /// The session file.
+        path: PathBuf,
+        /// What is wrong with the entry.
+        source: EntryError,
+    },
+    /// Fork `before` an entry that is not a user message.
+    #[error("{}: entry {id} is not a user message; fork before needs one", path.display())]
+    NotAUserMessage {
+        /// The session file.
+        path: PathBuf,
+        /// The entry that is not a user message.
+        id: String,
+    },
+    /// Only version-3 sessions are appended to.
+    #[error("{}: version {version} sessions are not appended to; fork it to get a version-3 file", path.display())]
+    UnsupportedVersion {
+        /// The session file.
+        path: PathBuf,
+        /// The header's `version` (1 when absent, as pi reads it).
+        version: u32,
+    },
+    /// The file shrank or was replaced since the session was read; reload it.
+    #[error("{}: the file changed under the session ({detail}); reload it", path.display())]
+    Replaced {
+        /// The session file.
+        path: PathBuf,
+        /// What changed (shrank, replaced, a line rewritten).
+        detail: &'static str,
+    },
+    /// A new session file's `{cwd, id}` is being created by another request.
+    #[error("session id {id} in {cwd} is being created by another request")]
+    Reserved {
+        /// The header `cwd` of the session being created.
+        cwd: String,
+        /// The session id being created.
+        id: String,
+    },
+    /// A new session file's id or name is taken on disk.
+    #[error("{}: a session file with id {id} already exists", path.display())]
+    Exists {
+        /// The existing file with that id.
+        path: PathBuf,
+        /// The session id that is taken.
+        id: String,
+    },
+    /// A requested session id is not valid (pi's `assertValidSessionId`).
+    #[error(
+        "invalid session id {id:?}: use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
+    )]
+    InvalidSessionId {
+        /// The requested id, as given.
+        id: String,
+    },
+}
+
+impl WriteError {
+    /// The stable machine name of the error kind (see the module docs).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WriteError::Io { .. } => "io",
+            WriteError::Corrupt { .. } => "corrupt",
+            WriteError::Conflict { .. } => "conflict",
+            WriteError::Busy { .. } => "busy",
+            WriteError::UnknownEntry { .. } => "unknownEntry",
+            WriteError::InvalidEntry { .. } => "invalidEntry",
+            WriteError::NotAUserMessage { .. } => "notAUserMessage",
+            WriteError::UnsupportedVersion { .. } => "unsupportedVersion",
+            WriteError::Replaced { .. } => "replaced",
+            WriteError::Reserved { .. } => "reserved",
+            WriteError::Exists { .. } => "exists",
+            WriteError::InvalidSessionId { .. } => "invalidSessionId",
+        }
+    }
+
+    pub(super) fn io(path: &Path) -> impl FnOnce(io::Error) -> WriteError + '_ {
+        move |source| WriteError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    pub(super) fn from_open(e: OpenError) -> Self {
+        match e {
+            OpenError::Io { path, source } => WriteError::Io { path, source },
+            OpenError::NotAFile { path } => WriteError::Io {
+                path,
+                source: io::Error::other("not a regular file"),
+            },
+            OpenError::Corrupt { path, corruption } => WriteError::Corrupt { path, corruption },
+        }
+    }
+
+    pub(super) fn from_publish(e: PublishError) -> Self {
+        match e {
+            PublishError::Reserved { cwd, id } => WriteError::Reserved { cwd, id },
+            PublishError::Exists { path, id } => WriteError::Exists { path, id },
+            PublishError::Io { path, source } => WriteError::Io { path, source },
+            PublishError::Verify { path, source } => WriteError::Io {
+                path,
+                source: io::Error::other(source.to_string()),
+            },
+        }
+    }
+
+    pub(super) fn from_entry(path: &Path, e: EntryError) -> Self {
+        match e {
+            EntryError::UnknownEntry { id, role } => WriteError::UnknownEntry {
+                path: path.to_owned(),
+                id,
+                role,
+            },
+            other => WriteError::InvalidEntry {
+                path: path.to_owned(),
+                source: other,
+            },
+        }
+    }
+}
