@@ -38,6 +38,7 @@ impl Failures {
         }
     }
     fn finish(self, checked: usize) {
+        assert!(checked > 0, "the table ran no case");
         assert!(
             self.0.is_empty(),
             "{} problems in {checked} checks:\n- {}",
@@ -230,21 +231,37 @@ fn no_command_changes_file_bytes() {
         let file = copy.to_string_lossy().into_owned();
         let first_id = first_entry_id(&before).unwrap_or_else(|| "00000002".to_string());
         for lenient in [false, true] {
-            let commands: [Vec<&str>; 4] = [
+            let mut commands: Vec<Vec<&str>> = vec![
                 vec!["context", &file, "--json"],
                 vec!["tree", &file, "--json"],
                 vec!["explain", &file, &first_id, "--json"],
-                vec!["check", &file, "--json"],
             ];
-            for mut args in commands {
-                if lenient {
+            if lenient {
+                for args in &mut commands {
                     args.push("--allow-corrupt");
                 }
+            } else {
+                // `check` reports corruption itself; it has no lenient mode.
+                commands.push(vec!["check", &file, "--json"]);
+                commands.push(vec!["compact", &file, "--dry-run", "--json"]);
+            }
+            for args in commands {
                 checked += 1;
                 let output = sessiond(&args);
                 failures.check(output.status.code().is_some(), || {
                     format!("`sessiond {}` was killed by a signal", args.join(" "))
                 });
+                // A usage error would mean the command never read the file at all.
+                failures.check(
+                    !String::from_utf8_lossy(&output.stderr).contains("Usage:"),
+                    || {
+                        format!(
+                            "`sessiond {}` is a usage error: {}",
+                            args.join(" "),
+                            describe(&output)
+                        )
+                    },
+                );
                 let after = std::fs::read(&copy).expect("read copy after");
                 if after != before {
                     failures.0.push(format!(

@@ -34,6 +34,7 @@ fn hand_picked_reasons() {
         &std::fs::read_to_string(root.join("tests/data/explain.json")).expect("table"),
     )
     .expect("JSON");
+    assert!(cases.len() >= 14, "only {} hand-picked cases", cases.len());
     let mut failures = Vec::new();
     for case in &cases {
         let file = root.join(case["file"].as_str().expect("file"));
