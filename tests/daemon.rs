@@ -791,3 +791,34 @@ fn crlf_files_tail_without_reloads() {
     );
     assert_eq!(d.stop(), Some(0));
 }
+
+/// A FIFO named like a session never blocks an open or a listing: it is refused at once as not
+/// a regular file, and the daemon keeps serving.
+#[test]
+fn a_fifo_is_refused_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("s.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    let path = fifo.to_str().expect("utf-8");
+    for cmd in ["check", "context", "tree"] {
+        let out = support::common::sessiond(&[cmd, path, "--json"]);
+        assert_eq!(out.status.code(), Some(2), "{cmd} on a FIFO");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("not a regular file")
+                || String::from_utf8_lossy(&out.stdout).contains("not a regular file"),
+            "{cmd}: {}",
+            support::common::describe(&out)
+        );
+    }
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+    let r = d.request("session/open", json!({"path": path}));
+    let (_, message, _) = error_of(&r);
+    assert!(message.contains("not a regular file"), "{message}");
+    let list = checked(&mut d, "session/list", json!({}));
+    assert!(list.to_string().len() < 100_000);
+    assert_eq!(d.stop(), Some(0));
+}

@@ -104,8 +104,8 @@ impl Session {
             source,
         };
         let state = reader::open_session(path, mode)?;
-        let file = File::open(path).map_err(io_err)?;
-        let lines = FileLines::new(File::open(path).map_err(io_err)?);
+        let file = reader::open_regular(path)?;
+        let lines = FileLines::new(file.try_clone().map_err(io_err)?);
         let mut session = Session {
             path: path.to_owned(),
             mode,

@@ -1,7 +1,6 @@
 //! Finding session files under a directory and reading just their headers, for listings.
 //! Reads only the first line of each file; never writes.
 
-use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
@@ -57,7 +56,7 @@ pub fn read_header(path: &Path) -> Result<HeaderInfo, OpenError> {
         path: path.to_owned(),
         source,
     };
-    let file = File::open(path).map_err(io_err)?;
+    let file = super::reader::open_regular(path)?;
     let meta = file.metadata().map_err(io_err)?;
     let mut line = Vec::new();
     BufReader::new(file)

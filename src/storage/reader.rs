@@ -7,9 +7,9 @@
 //! unreadable line is corruption (SPEC §3).
 
 use std::borrow::Cow;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -108,13 +108,7 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
         path: path.to_owned(),
         corruption,
     };
-    let mut file = File::open(path).map_err(io_err)?;
-    let meta = file.metadata().map_err(io_err)?;
-    if !meta.is_file() {
-        return Err(OpenError::NotAFile {
-            path: path.to_owned(),
-        });
-    }
+    let mut file = open_regular(path)?;
     let stamp = FileStamp::of(&file).map_err(io_err)?;
     let mut loader = Loader::new(mode, stamp.size);
     let mut splitter = Position::default().splitter();
@@ -150,6 +144,31 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
         stamp,
     })
 }
+
+/// Opens a session file for reading without ever blocking: a FIFO, a device or a directory
+/// named like a session is refused with `NotAFile` (a FIFO would otherwise block the open until
+/// some writer appears). Errors: `Io`, `NotAFile`.
+pub fn open_regular(path: &Path) -> Result<File, OpenError> {
+    let io_err = |source| OpenError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    // O_NONBLOCK makes opening a FIFO return at once; it changes nothing for regular files.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(NONBLOCK)
+        .open(path)
+        .map_err(io_err)?;
+    if !file.metadata().map_err(io_err)?.is_file() {
+        return Err(OpenError::NotAFile {
+            path: path.to_owned(),
+        });
+    }
+    Ok(file)
+}
+
+/// `O_NONBLOCK` for [`OpenOptionsExt::custom_flags`].
+pub(crate) const NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 /// Applies lines to a tree as they stream in: the header first, then entries. An open that
 /// fails leaves nothing behind, so lines are pushed one by one (no batch check needed).
@@ -237,11 +256,14 @@ pub struct FileLines {
 }
 
 impl FileLines {
-    /// Opens `path` for reading lines.
+    /// Opens `path` for reading lines (a regular file only, never blocking: see
+    /// [`open_regular`]; anything else is an `InvalidInput` error).
     pub fn open(path: &Path) -> io::Result<Self> {
-        Ok(FileLines {
-            file: File::open(path)?,
-        })
+        match open_regular(path) {
+            Ok(file) => Ok(FileLines { file }),
+            Err(OpenError::Io { source, .. }) => Err(source),
+            Err(e) => Err(io::Error::new(io::ErrorKind::InvalidInput, e.to_string())),
+        }
     }
     /// Wraps an open file.
     pub fn new(file: File) -> Self {

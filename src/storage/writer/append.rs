@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -189,6 +189,7 @@ fn write_with<T, E: From<WriteError>>(
     let file = OpenOptions::new()
         .read(true)
         .append(true)
+        .custom_flags(reader::NONBLOCK)
         .open(path)
         .map_err(WriteError::io(path))?;
     let _lock = lock::lock_exclusive(&file, opts.lock_timeout).map_err(|e| match e {
