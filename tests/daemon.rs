@@ -805,7 +805,7 @@ fn a_fifo_is_refused_at_once() {
     assert!(made.success());
     let path = fifo.to_str().expect("utf-8");
     for cmd in ["check", "context", "tree"] {
-        let out = support::common::sessiond(&[cmd, path, "--json"]);
+        let out = support::common::sessiond([cmd, path, "--json"]);
         assert_eq!(out.status.code(), Some(2), "{cmd} on a FIFO");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("not a regular file")
