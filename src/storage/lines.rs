@@ -156,7 +156,7 @@ pub enum Item {
     /// The session header.
     Header(Header),
     /// An entry, with its version-1 `firstKeptEntryIndex` when it is a version-1 compaction.
-    Entry(Box<Entry>, Option<usize>),
+    Entry(Entry, Option<usize>),
     /// A `type: "session"` line after the header (ignored, but it takes a version-1 position).
     ExtraHeader,
     /// A line that cannot be read.
@@ -181,7 +181,7 @@ pub fn classify(bytes: &[u8], span: LineSpan, version: Option<u32>) -> Item {
                 && matches!(entry.kind, EntryKind::Compaction { .. }))
             .then(|| format::v1_first_kept_index(bytes))
             .flatten();
-            Item::Entry(Box::new(entry), v1)
+            Item::Entry(entry, v1)
         }
         Err(p) => Item::Problem(corruption(p.kind.into(), span, &p.detail)),
     }
@@ -213,7 +213,7 @@ pub fn apply_item(tree: &mut Tree, item: Item) -> Result<(), Corruption> {
             tree.push_extra_header();
             Ok(())
         }
-        Item::Entry(entry, v1) => tree.push(*entry, v1).map(|_| ()),
+        Item::Entry(entry, v1) => tree.push(entry, v1).map(|_| ()),
         Item::Problem(c) => tree.skip_line(c),
     }
 }
@@ -331,7 +331,7 @@ fn accepted_prefix(tree: &Tree, lines: &[(Item, Position)]) -> (usize, Option<Co
         let batch: Vec<&Entry> = lines[..good]
             .iter()
             .filter_map(|(item, _)| match item {
-                Item::Entry(e, _) => Some(&**e),
+                Item::Entry(e, _) => Some(e),
                 _ => None,
             })
             .collect();
