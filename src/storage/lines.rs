@@ -240,6 +240,13 @@ pub struct Applied {
 pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
     let version = Some(tree.header().version);
     let mut splitter = from.splitter();
+    // Where the open line starts (its entry's span; the position when it was no entry).
+    let open_start = tree
+        .nodes()
+        .last()
+        .map(|n| n.entry.span)
+        .filter(|s| s.line == from.line)
+        .map_or(from.offset, |s| s.offset);
     let mut lines: Vec<(Item, Position)> = Vec::new();
     let _ = splitter.feed(bytes, |line, span| {
         let item = if from.open && span.line == from.line && !is_blank(line) {
@@ -248,7 +255,7 @@ pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
                 CorruptionKind::InvalidJson,
                 LineSpan {
                     line: span.line,
-                    offset: from.offset,
+                    offset: open_start,
                     len: span.len,
                 },
                 "the line went on after it was read as a whole line",
@@ -364,5 +371,112 @@ pub fn corruption(kind: CorruptionKind, span: LineSpan, message: &str) -> Corrup
         offset: span.offset,
         id: None,
         message: message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+
+    fn entry(id: &str, parent: Option<&str>) -> String {
+        let parent = parent.map_or("null".to_owned(), |p| format!("\"{p}\""));
+        format!(
+            r#"{{"type":"custom","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:01.000Z","customType":"x"}}"#
+        )
+    }
+
+    /// A tree holding the header only, and the position after it.
+    fn start(mode: Mode) -> (Tree, Position) {
+        let span = LineSpan {
+            line: 1,
+            offset: 0,
+            len: HEADER.len() as u32,
+        };
+        let Item::Header(h) = classify(HEADER.as_bytes(), span, None) else {
+            panic!("header")
+        };
+        (Tree::new(h, mode), Position::after(span))
+    }
+
+    fn ids(tree: &Tree) -> Vec<&str> {
+        tree.nodes().iter().map(|n| n.entry.id.as_str()).collect()
+    }
+
+    #[test]
+    fn crlf_and_lf_lines_read_alike() {
+        let (mut tree, at) = start(Mode::Strict);
+        let bytes = format!("{}\r\n{}\n", entry("a", None), entry("b", Some("a")));
+        let applied = apply_batch(&mut tree, at, bytes.as_bytes());
+        assert_eq!(ids(&tree), ["a", "b"]);
+        assert_eq!(applied.position.offset, at.offset + bytes.len() as u64);
+        assert_eq!(applied.position.line, 3);
+        assert!(applied.corruption.is_none() && applied.torn_tail.is_none());
+    }
+
+    #[test]
+    fn a_torn_tail_is_left_for_later_and_an_open_line_is_closed_by_its_newline() {
+        let (mut tree, at) = start(Mode::Strict);
+        let a = entry("a", None);
+        let half = &a[..a.len() / 2];
+        let applied = apply_batch(&mut tree, at, half.as_bytes());
+        assert!(tree.is_empty());
+        assert_eq!(applied.position, at);
+        assert_eq!(
+            applied.torn_tail,
+            Some(TornTail {
+                line: 2,
+                offset: at.offset,
+                len: half.len() as u64
+            })
+        );
+        // The whole line without its newline is read, and left open.
+        let applied = apply_batch(&mut tree, at, a.as_bytes());
+        assert_eq!(ids(&tree), ["a"]);
+        assert!(applied.position.open);
+        // Its `\r\n` closes it; the next line gets the next number.
+        let open = applied.position;
+        let rest = format!("\r\n{}\n", entry("b", Some("a")));
+        let applied = apply_batch(&mut tree, open, rest.as_bytes());
+        assert_eq!(ids(&tree), ["a", "b"]);
+        assert_eq!(applied.position.line, 3);
+        assert!(!applied.position.open);
+        assert_eq!(tree.node(1).entry.span.line, 3);
+    }
+
+    #[test]
+    fn an_open_line_that_goes_on_is_corruption_at_that_line() {
+        let (mut tree, at) = start(Mode::Strict);
+        let applied = apply_batch(&mut tree, at, entry("a", None).as_bytes());
+        let more = apply_batch(&mut tree, applied.position, b"garbage\n");
+        let c = more.corruption.expect("corruption");
+        assert_eq!(
+            (c.kind, c.line, c.offset),
+            (CorruptionKind::InvalidJson, 2, at.offset)
+        );
+        assert_eq!(more.position, applied.position);
+    }
+
+    #[test]
+    fn strict_keeps_the_good_prefix_and_lenient_skips() {
+        let bytes = format!(
+            "{}\n{}\n{}\n",
+            entry("a", None),
+            entry("b", Some("missing")),
+            entry("c", Some("a"))
+        );
+        let (mut tree, at) = start(Mode::Strict);
+        let applied = apply_batch(&mut tree, at, bytes.as_bytes());
+        assert_eq!(ids(&tree), ["a"]);
+        let c = applied.corruption.expect("corruption");
+        assert_eq!((c.kind, c.line), (CorruptionKind::MissingParent, 3));
+        assert_eq!(applied.position.line, 2);
+        let (mut tree, at) = start(Mode::Lenient);
+        let applied = apply_batch(&mut tree, at, bytes.as_bytes());
+        assert_eq!(ids(&tree), ["a", "b", "c"]);
+        assert!(applied.corruption.is_none());
+        assert_eq!(tree.diagnostics().len(), 1);
     }
 }
