@@ -13,6 +13,7 @@ pub mod explain;
 pub mod fork;
 pub mod format;
 pub mod incremental;
+pub mod jsstr;
 pub mod preview;
 pub mod projection;
 pub mod raw_object;

@@ -15,6 +15,7 @@ use indexmap::IndexMap;
 
 use super::diagnostics::{Corruption, CorruptionKind, Diagnostic};
 use super::format::{Entry, EntryId, EntryKind, Header, LineProblem, LineSpan};
+use super::jsstr;
 
 /// Index of a node in the tree's arena (file order).
 pub type NodeIdx = u32;
@@ -454,11 +455,14 @@ impl Tree {
     pub fn labels(&self) -> impl Iterator<Item = (&EntryId, &Label)> {
         self.labels.iter()
     }
-    /// The session name: the latest `session_info` entry's name, trimmed; `None` when empty.
+    /// The session name: the latest `session_info` entry's name, trimmed as JavaScript trims
+    /// ([`jsstr::trim`]); `None` when empty (pi 1.6.0 `getSessionName`).
     pub fn name(&self) -> Option<&str> {
         let idx = self.name_entry?;
         match &self.nodes[idx as usize].entry.kind {
-            EntryKind::SessionInfo { name: Some(n) } => Some(n.trim()).filter(|n| !n.is_empty()),
+            EntryKind::SessionInfo { name: Some(n) } => {
+                Some(jsstr::trim(n)).filter(|n| !n.is_empty())
+            }
             _ => None,
         }
     }
