@@ -20,3 +20,4 @@ pub mod raw_object;
 pub mod render;
 pub mod timestamp;
 pub mod tree;
+pub mod v8sort;
