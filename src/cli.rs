@@ -180,7 +180,7 @@ pub fn run(cli: Cli) -> ExitCode {
         return crate::server::serve(crate::server::ServeOptions { roots });
     }
     let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
+    let mut out = crate::core::jsstr::RestoringWriter::new(io::BufWriter::new(stdout.lock()));
     let json = match &cli.command {
         Command::Context { json, .. }
         | Command::Tree { json, .. }
@@ -337,7 +337,8 @@ fn context(
         )?;
         let mut index = 0usize;
         render::for_each_message(tree, &proj, &lines, |m| {
-            let value: Value = serde_json::from_str(m.message.get()).unwrap_or(Value::Null);
+            let value =
+                crate::core::jsstr::parse_value(m.message.get().as_bytes()).unwrap_or(Value::Null);
             let role = value.get("role").and_then(Value::as_str).unwrap_or("?");
             writeln!(
                 out,
@@ -417,7 +418,7 @@ fn tree(
     let details = |n: NodeIdx| -> (String, Value) {
         let line = lines.line(tree.node(n).entry.span).ok();
         let value: Value = line
-            .and_then(|l| serde_json::from_slice(&l).ok())
+            .and_then(|l| crate::core::jsstr::parse_value(&l).ok())
             .unwrap_or(Value::Null);
         (
             preview::entry_preview(&value),
@@ -452,7 +453,7 @@ fn tree(
             .collect();
         let doc = json!({
             "sessionId": tree.header().id,
-            "header": serde_json::from_str::<Value>(tree.header().raw.get()).unwrap_or(Value::Null),
+            "header": crate::core::jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null),
             "name": tree.name(),
             "entryCount": tree.len(),
             "roots": tree.roots().iter().map(|&r| id(r)).collect::<Vec<_>>(),

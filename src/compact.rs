@@ -261,15 +261,15 @@ pub fn plan_json(plan: &CompactionPlan, written: bool) -> Value {
     put("retention", json!(plan.retention));
     put(
         "entry",
-        js::parse_json(plan.entry_json().as_bytes()).map_or(Value::Null, |(entry, _)| entry),
+        js::parse_json(plan.entry_json().as_bytes()).unwrap_or(Value::Null),
     );
     Value::Object(m)
 }
 
-/// `value` as JSON text, with the plan's lone surrogates written back as pi writes them
-/// (a `Value` cannot hold them; see [`LoneSurrogates`](crate::core::compaction::js::LoneSurrogates)).
-pub fn json_text(plan: &CompactionPlan, value: &Value) -> String {
-    plan.lone_surrogates
-        .restore_json(&value.to_string())
-        .into_owned()
+/// `value` (a report made from `_plan`) as JSON text, with lone surrogates written back as pi
+/// writes them (see [`crate::core::jsstr::restore_json`]). Every decoded string holds its lone
+/// surrogates the same way, so the text no longer depends on the plan; the parameter keeps the
+/// callers' shape.
+pub fn json_text(_plan: &CompactionPlan, value: &Value) -> String {
+    crate::core::jsstr::restore_json(&value.to_string()).into_owned()
 }

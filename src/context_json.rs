@@ -138,7 +138,8 @@ impl Serialize for Messages<'_, '_> {
             let element = match doc.fields {
                 Fields::Full => seq.serialize_element(&*m.message),
                 _ => {
-                    let value: Value = serde_json::from_str(m.message.get()).unwrap_or(Value::Null);
+                    let value = crate::core::jsstr::parse_value(m.message.get().as_bytes())
+                        .unwrap_or(Value::Null);
                     seq.serialize_element(&serde_json::json!({
                         "role": value.get("role").cloned().unwrap_or(Value::Null),
                         "preview": preview::message_preview(&value),

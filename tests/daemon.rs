@@ -121,8 +121,8 @@ fn lifecycle_and_every_method_on_a_fixture() {
         .expect("messages")
         .iter()
         .map(|m| {
-            use sessiond::core::compaction::{js::LoneSurrogates, tokens::estimate_tokens};
-            estimate_tokens(m, LoneSurrogates::Absent).expect("estimate")
+            use sessiond::core::compaction::tokens::estimate_tokens;
+            estimate_tokens(m).expect("estimate")
         })
         .sum();
     assert_eq!(ctx["tokenEstimate"], json!(expected_tokens as u64));

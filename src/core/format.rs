@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::jsstr;
 use super::timestamp::js_time_of_raw;
 
 /// The current pi session format version (pi 1.6.0 `CURRENT_SESSION_VERSION`).
@@ -324,6 +325,17 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
             "the line is longer than 4 GiB",
         ));
     }
+    if jsstr::exceeds_depth(bytes, jsstr::MAX_DEPTH) {
+        // JSON.parse reads any depth; every later reader holds a line as a `Value`, which is
+        // dropped and serialized recursively, so the bound is checked here, once (see `jsstr`).
+        return Err(problem(
+            ProblemKind::InvalidEntry,
+            format!(
+                "the line nests arrays and objects deeper than {} levels",
+                jsstr::MAX_DEPTH
+            ),
+        ));
+    }
     match serde_json::from_slice::<MaybeObject<LineProbe<'_>>>(bytes) {
         Ok(MaybeObject::Object(probe)) => parse_probe(probe, bytes, span, expect),
         Ok(MaybeObject::NotObject) => Err(problem(
@@ -345,28 +357,14 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
     }
 }
 
-/// The line with duplicate keys collapsed (first position, last value, at every depth), or
-/// `None` when the line is not a JSON object.
+/// The line with duplicate keys collapsed (first position, last value, at every depth, as
+/// `JSON.parse` reads it), or `None` when the line is not a JSON object.
 fn without_duplicate_keys(bytes: &[u8]) -> Option<Vec<u8>> {
-    if let Ok(value @ serde_json::Value::Object(_)) =
-        serde_json::from_slice::<serde_json::Value>(bytes)
-    {
-        return serde_json::to_vec(&value).ok();
+    match jsstr::parse_value(bytes) {
+        // Decoded strings hold lone surrogates as MARK pairs, which the probe reads back as such.
+        Ok(value @ serde_json::Value::Object(_)) => serde_json::to_vec(&value).ok(),
+        _ => None,
     }
-    // Strings with lone surrogate escapes cannot become a `Value`; collapse the top level only.
-    let map: indexmap::IndexMap<Cow<'_, str>, &RawValue> = serde_json::from_slice(bytes).ok()?;
-    let mut out = Vec::with_capacity(bytes.len());
-    out.push(b'{');
-    for (i, (k, v)) in map.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        serde_json::to_writer(&mut out, k).ok()?;
-        out.push(b':');
-        out.extend_from_slice(v.get().as_bytes());
-    }
-    out.push(b'}');
-    Some(out)
 }
 
 fn parse_probe(
@@ -531,7 +529,7 @@ fn parse_header(
     })?;
     let version = match probe.version {
         None => 1,
-        Some(raw) => match serde_json::from_str::<f64>(raw.get()) {
+        Some(raw) => match raw.get().parse::<f64>() {
             Ok(v) if v >= 1.0 && v.fract() == 0.0 => v.min(f64::from(u32::MAX)) as u32,
             _ => {
                 return Err(problem(
@@ -592,26 +590,19 @@ fn in_line(e: &serde_json::Error) -> String {
     format!("{message} at column {}", e.column())
 }
 
-/// The text of a raw JSON string, or `None` for any other JSON value.
+/// The text of a raw JSON string as `JSON.parse` reads it, or `None` for any other JSON value.
+/// Lone surrogates are held as [`jsstr::MARK`] pairs (see [`jsstr`]).
 pub fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    if text.len() >= 2 && text.starts_with('"') && !text.contains('\\') {
-        // Valid JSON without escapes: the text between the quotes is the string (ids, types
-        // and roles take this path; it is most of the probe's work otherwise).
-        Some(Cow::Borrowed(&text[1..text.len() - 1]))
-    } else if text.starts_with('"') {
-        serde_json::from_str(text).ok()
-    } else {
-        None
-    }
+    jsstr::decode_str(raw)
 }
 
 /// JavaScript truthiness of a raw JSON value.
 pub fn js_truthy(raw: &RawValue) -> bool {
     match raw.get() {
         "null" | "false" | "\"\"" => false,
+        // Rust reads JSON number text as JavaScript does (`1e400` is infinite, so truthy).
         t if t.starts_with(|c: char| c == '-' || c.is_ascii_digit()) => {
-            serde_json::from_str::<f64>(t).is_ok_and(|n| n != 0.0)
+            t.parse::<f64>().is_ok_and(|n| n != 0.0)
         }
         _ => true,
     }

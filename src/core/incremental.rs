@@ -122,8 +122,8 @@ impl LiveProjection {
         for item in &self.projection.items[self.tokens_counted..] {
             for m in render::render_item(tree, item, source)? {
                 // pi's estimateTokens; a message pi would throw on counts as 0.
-                if let Ok((v, lone)) = js::parse_json(m.get().as_bytes()) {
-                    sum += tokens::estimate_tokens(&v, lone).unwrap_or(0.0) as u64;
+                if let Ok(v) = js::parse_json(m.get().as_bytes()) {
+                    sum += tokens::estimate_tokens(&v).unwrap_or(0.0) as u64;
                 }
             }
         }

@@ -1,6 +1,11 @@
 //! One-line previews of entries for trees and listings. Pure: takes the entry's line.
+//!
+//! Lines are read with [`jsstr::parse_value`] (JSON.parse), so a lone surrogate in the text stays
+//! in the preview as the one character it is (written back as its escape on output).
 
 use serde_json::Value;
+
+use super::jsstr;
 
 /// Longest preview, in characters.
 pub const PREVIEW_CHARS: usize = 80;
@@ -8,7 +13,7 @@ pub const PREVIEW_CHARS: usize = 80;
 /// A one-line, human-readable summary of an entry line (at most [`PREVIEW_CHARS`] characters).
 /// Unknown shapes give an empty string, never an error.
 pub fn preview(line: &[u8]) -> String {
-    serde_json::from_slice::<Value>(line)
+    jsstr::parse_value(line)
         .map(|v| entry_preview(&v))
         .unwrap_or_default()
 }
@@ -97,14 +102,36 @@ fn one_line(text: &str) -> String {
             out.push(' ');
             count += 1;
         }
-        for c in word.chars() {
+        // By code point, so a lone surrogate (two characters here) is never cut in half.
+        for c in jsstr::code_points(word) {
             if count >= PREVIEW_CHARS - 1 {
                 out.push('…');
                 return out;
             }
-            out.push(c);
+            out.push_str(c);
             count += 1;
         }
     }
     out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_are_previewed_like_any_text() {
+        let line = br#"{"type":"session_info","name":"fix \ud83d"}"#;
+        assert_eq!(jsstr::restore_json(&preview(line)), r"name: fix \ud83d");
+        let line = br#"{"type":"message","message":{"role":"user","content":"x \ude80"}}"#;
+        assert_eq!(jsstr::restore_json(&preview(line)), r"x \ude80");
+        // Cut at the limit without splitting the pair that holds a lone surrogate.
+        let long = format!(
+            r#"{{"type":"custom_message","content":"{}\ud83dbb"}}"#,
+            "a".repeat(PREVIEW_CHARS - 2)
+        );
+        let p = preview(long.as_bytes());
+        assert!(jsstr::restore_json(&p).ends_with(r"\ud83d…"), "{p}");
+    }
 }

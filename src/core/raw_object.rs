@@ -15,6 +15,8 @@ use serde::Deserializer;
 use serde::de::{self, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::jsstr;
+
 /// An object's fields in file order, values as raw JSON borrowed from the line when unchanged.
 #[derive(Clone, Debug, Default)]
 pub struct RawObject<'a> {
@@ -77,7 +79,7 @@ impl<'a> RawObject<'a> {
 
     /// Sets a field to a serializable value (a string, `null`, a number...).
     pub fn set_value<T: serde::Serialize + ?Sized>(&mut self, key: &str, value: &T) {
-        if let Ok(raw) = serde_json::value::to_raw_value(value) {
+        if let Ok(raw) = RawValue::from_string(json_text(value)) {
             self.set(key, raw);
         }
     }
@@ -117,7 +119,7 @@ impl<'a> RawObject<'a> {
             if i > 0 {
                 out.push(',');
             }
-            out.push_str(&serde_json::to_string(k).unwrap_or_else(|_| "\"\"".into()));
+            out.push_str(&json_text(k));
             out.push(':');
             out.push_str(v.get());
         }
@@ -126,14 +128,49 @@ impl<'a> RawObject<'a> {
     }
 }
 
-/// A raw JSON string value for `text`.
+/// A raw JSON string value for `text`, with lone surrogates written as pi writes them.
 pub fn raw_string(text: &str) -> Box<RawValue> {
-    serde_json::value::to_raw_value(text).unwrap_or_else(|_| RawValue::NULL.to_owned())
+    RawValue::from_string(json_text(text)).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+/// `value` as JSON text, with decoded lone surrogates written back as `\udXXX` escapes (see
+/// [`jsstr::restore_json`]); `null` if it cannot be serialized.
+fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
+    match serde_json::to_string(value) {
+        Ok(text) => match jsstr::restore_json(&text) {
+            std::borrow::Cow::Borrowed(_) => text,
+            std::borrow::Cow::Owned(restored) => restored,
+        },
+        Err(_) => "null".to_owned(),
+    }
 }
 
 /// `null` or a raw JSON string.
 pub fn raw_opt_string(text: Option<&str>) -> Box<RawValue> {
     text.map_or_else(|| RawValue::NULL.to_owned(), raw_string)
+}
+
+/// An object key as `JSON.parse` reads it: read through serde_json's unvalidated byte path, so
+/// a lone surrogate escape arrives (as WTF-8) and is held as a [`jsstr::MARK`] pair.
+struct JsKey(String);
+
+impl<'de> serde::Deserialize<'de> for JsKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = JsKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_bytes<E>(self, b: &[u8]) -> Result<JsKey, E> {
+                Ok(JsKey(jsstr::from_wtf8(b).into_owned()))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<JsKey, E> {
+                Ok(JsKey(s.to_owned()))
+            }
+        }
+        d.deserialize_bytes(V)
+    }
 }
 
 /// Visits an object into a [`RawObject`]; any other JSON value gives `None`.
@@ -148,7 +185,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut obj = RawObject::new();
-        while let Some(key) = map.next_key::<String>()? {
+        while let Some(JsKey(key)) = map.next_key::<JsKey>()? {
             let value: &'de RawValue = map.next_value()?;
             match obj.fields.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, v)) => *v = Cow::Borrowed(value),

@@ -113,11 +113,14 @@ pub fn render_item(
         }
         None => None,
     };
-    let edit = match &edit_bytes {
-        Some(b) => Some(replacement(b).map_err(|d| changed(&d))?),
+    // pi decodes the file as UTF-8 with U+FFFD for invalid bytes before `JSON.parse` sees it.
+    let edit_text = edit_bytes.as_deref().map(String::from_utf8_lossy);
+    let edit = match &edit_text {
+        Some(b) => Some(replacement(b.as_bytes()).map_err(|d| changed(&d))?),
         None => None,
     };
-    let mut line = RawObject::parse(&bytes).map_err(|e| changed(&e))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut line = RawObject::parse(text.as_bytes()).map_err(|e| changed(&e))?;
     let messages = match item.contribution {
         Contribution::Message => {
             let EntryKind::Message(info) = &entry.kind else {

@@ -23,15 +23,13 @@ const MAX_TIME_MS: i64 = 8_640_000_000_000_000;
 pub fn js_time_of_raw(raw: Option<&RawValue>) -> Option<i64> {
     let text = raw?.get();
     match text.as_bytes().first()? {
-        b'"' => {
-            let s: std::borrow::Cow<'_, str> = serde_json::from_str(text).ok()?;
-            parse_iso(&s)
-        }
+        b'"' => parse_iso(&super::jsstr::decode_str(raw?)?),
         b'n' => Some(0),
         b't' => Some(1),
         b'f' => Some(0),
         b'-' | b'0'..=b'9' => {
-            let n: f64 = serde_json::from_str(text).ok()?;
+            // Rust reads JSON number text as JavaScript does (`1e400` is infinite: NaN here).
+            let n: f64 = text.parse().ok()?;
             let t = n.trunc();
             (t.is_finite() && t.abs() <= MAX_TIME_MS as f64).then_some(t as i64)
         }

@@ -2,8 +2,10 @@
 //! them, resolved labels, the session name and the set of leaves.
 //!
 //! Invariants: `nodes` is in file order; a node's `parent` is resolved once both ends
-//! exist (a child may be written before its parent); `children` are sorted by entry
-//! timestamp, oldest first, ties in file order (pi 1.6.0 `getTree`); `leaves` holds
+//! exist (a child may be written before its parent); `children` are in pi 1.6.0 `getTree`'s
+//! order: file order sorted by V8's `Array.prototype.sort` with the comparator
+//! `new Date(a.timestamp).getTime() - new Date(b.timestamp).getTime()` (oldest first, ties in
+//! file order while every time is valid; see [`v8sort`] for times `Date` cannot parse); `leaves` holds
 //! exactly the nodes without children. Appending one entry is O(1) amortized in the
 //! common case (newest child appended last); nothing here does I/O.
 
@@ -15,6 +17,8 @@ use indexmap::IndexMap;
 
 use super::diagnostics::{Corruption, CorruptionKind, Diagnostic};
 use super::format::{Entry, EntryId, EntryKind, Header, LineSpan};
+use super::jsstr;
+use super::v8sort;
 
 /// Index of a node in the tree's arena (file order).
 pub type NodeIdx = u32;
@@ -26,7 +30,8 @@ pub struct Node {
     pub entry: Entry,
     /// The parent node; `None` for a root.
     pub parent: Option<NodeIdx>,
-    /// Child nodes sorted by timestamp, then file order (as pi's `getTree`).
+    /// Child nodes in pi's `getTree` order: by timestamp, ties in file order, and V8's sort
+    /// order when a sibling's timestamp is one `Date` cannot parse.
     pub children: Vec<NodeIdx>,
 }
 
@@ -364,11 +369,27 @@ impl Tree {
         self.leaves.remove(&parent);
         let time = self.nodes[child as usize].entry.time_ms;
         let siblings = &self.nodes[parent as usize].children;
-        // Stable insertion by timestamp; a missing time (JavaScript NaN) never sorts earlier.
+        let time_of = |n: NodeIdx| self.nodes[n as usize].entry.time_ms;
+        if time.is_none() || siblings.iter().any(|&s| time_of(s).is_none()) {
+            // A time JavaScript reads as NaN compares "equal" to everything, which is no
+            // consistent order: only V8's own algorithm, run on pi's starting order (file
+            // order), gives pi's answer.
+            let mut children = siblings.clone();
+            children.push(child);
+            children.sort_unstable();
+            v8sort::sort_by(&mut children, |&a, &b| match (time_of(a), time_of(b)) {
+                (Some(x), Some(y)) => x.cmp(&y),
+                _ => std::cmp::Ordering::Equal,
+            });
+            self.nodes[parent as usize].children = children;
+            return;
+        }
+        // Every time is valid: the comparator is consistent, and any stable sort of the file
+        // order agrees with pi's. Stable insertion by timestamp, ties in file order.
         let mut at = siblings.len();
         while at > 0 {
             let prev = siblings[at - 1];
-            let earlier = match (time, self.nodes[prev as usize].entry.time_ms) {
+            let earlier = match (time, time_of(prev)) {
                 (Some(t), Some(p)) => t < p || (t == p && child < prev),
                 _ => child < prev,
             };
@@ -453,11 +474,14 @@ impl Tree {
     pub fn labels(&self) -> impl Iterator<Item = (&EntryId, &Label)> {
         self.labels.iter()
     }
-    /// The session name: the latest `session_info` entry's name, trimmed; `None` when empty.
+    /// The session name: the latest `session_info` entry's name, trimmed as JavaScript trims
+    /// ([`jsstr::trim`]); `None` when empty (pi 1.6.0 `getSessionName`).
     pub fn name(&self) -> Option<&str> {
         let idx = self.name_entry?;
         match &self.nodes[idx as usize].entry.kind {
-            EntryKind::SessionInfo { name: Some(n) } => Some(n.trim()).filter(|n| !n.is_empty()),
+            EntryKind::SessionInfo { name: Some(n) } => {
+                Some(jsstr::trim(n)).filter(|n| !n.is_empty())
+            }
             _ => None,
         }
     }

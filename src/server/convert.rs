@@ -9,6 +9,7 @@ use super::wire::{
     DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeResult,
 };
 use crate::core::diagnostics::Corruption;
+use crate::core::jsstr;
 use crate::core::preview;
 use crate::core::render::LineSource;
 use crate::core::tree::{NodeIdx, Tree};
@@ -37,15 +38,16 @@ pub fn leaves(tree: &Tree) -> Vec<String> {
     tree.leaves().map(|l| id(tree, l)).collect()
 }
 
-/// One node. Reads the entry's line for its preview and timestamp; a line that cannot be
-/// read gives an empty preview and a null timestamp rather than failing the whole answer.
+/// One node. Reads the entry's line (as `JSON.parse` does, [`jsstr::parse_value`]) for its
+/// preview and timestamp; a line that cannot be read gives an empty preview and a null timestamp
+/// rather than failing the whole answer.
 pub fn node(tree: &Tree, source: &dyn LineSource, n: NodeIdx, with_children: bool) -> Node {
     let node = tree.node(n);
     let e = &node.entry;
     let line: Value = source
         .line(e.span)
         .ok()
-        .and_then(|l| serde_json::from_slice(&l).ok())
+        .and_then(|l| jsstr::parse_value(&l).ok())
         .unwrap_or(Value::Null);
     Node {
         id: e.id.to_string(),
@@ -63,7 +65,7 @@ pub fn node(tree: &Tree, source: &dyn LineSource, n: NodeIdx, with_children: boo
 /// `session/open`'s result for a freshly opened (or already open) session.
 pub fn open_result(session: &Session) -> OpenResult {
     let tree = session.tree();
-    let header: Value = serde_json::from_str(tree.header().raw.get()).unwrap_or(Value::Null);
+    let header = jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null);
     OpenResult {
         path: session.path().to_owned(),
         session_id: tree.header().id.clone(),

@@ -292,7 +292,7 @@ impl Backend {
                         sessions.push(ListedSession {
                             id: h.header.id.clone(),
                             cwd: h.header.cwd.clone(),
-                            created: serde_json::from_str::<Value>(h.header.raw.get())
+                            created: lossless::parse(h.header.raw.get().as_bytes())
                                 .ok()
                                 .and_then(|v| v.get("timestamp").cloned())
                                 .unwrap_or(Value::Null),

@@ -1,103 +1,29 @@
 //! Carrying JSON that `serde_json::Value` cannot hold through the Value-based responses of
-//! tower-lsp-server, unchanged.
+//! tower-lsp-server, unchanged: the daemon's side of [`crate::core::jsstr`].
 //!
 //! pi writes lone UTF-16 surrogate escapes (`"\ud83d"`) when it cuts text inside an emoji, and
-//! JavaScript clients read them back as they were. A Rust `String` cannot hold a lone
-//! surrogate, so [`parse`] maps each one to two characters: the noncharacter U+FDD0 (never
-//! interchanged, so never in a session) followed by the private-use character
-//! U+E000 + (unit − 0xD800). [`restore`] turns that pair back into the escape in every frame
-//! the transport writes. Numbers round-trip exactly (serde_json's `float_roundtrip`).
+//! JavaScript clients read them back as they were. [`parse`] reads JSON text as `JSON.parse`
+//! does, holding each lone surrogate as the two-character pair of [`jsstr::MARK`]; the transport
+//! writes every frame through [`restore`], which turns each pair back into its `\udXXX` escape.
+//! Strings decoded anywhere else in sessiond (names, labels, previews, timestamps) use the same
+//! pairs, so they reach the client as pi holds them too. Numbers round-trip exactly (serde_json's
+//! `float_roundtrip`).
 
+use serde::de::Error as _;
 use serde_json::Value;
 
-const SENTINEL: char = '\u{FDD0}';
+use crate::core::jsstr;
 
-/// Parses JSON text into a `Value`, mapping lone surrogate escapes as described above.
-/// Errors: serde_json's, for text that is not JSON.
+/// Parses JSON text into a `Value` as `JSON.parse` does ([`jsstr::parse_value`]).
+/// Errors: text that is not JSON (or nests deeper than [`jsstr::MAX_DEPTH`]), as a serde_json
+/// error so it composes with serialization errors.
 pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    match serde_json::from_slice(bytes) {
-        Ok(v) => Ok(v),
-        Err(e) => match std::str::from_utf8(bytes)
-            .ok()
-            .and_then(map_lone_surrogates)
-        {
-            Some(mapped) => serde_json::from_str(&mapped),
-            None => Err(e),
-        },
-    }
+    jsstr::parse_value(bytes).map_err(serde_json::Error::custom)
 }
 
-/// A serialized frame body with every mapped lone surrogate written back as its `\udXXX` escape.
+/// A serialized frame body with every lone surrogate pair written back as its `\udXXX` escape.
 pub fn restore(body: Vec<u8>) -> Vec<u8> {
-    const SENTINEL_UTF8: &[u8] = "\u{FDD0}".as_bytes();
-    if memchr::memmem::find(&body, SENTINEL_UTF8).is_none() {
-        return body;
-    }
-    // serde_json only writes UTF-8; anything else is passed on as it is.
-    let text = match String::from_utf8(body) {
-        Ok(t) => t,
-        Err(e) => return e.into_bytes(),
-    };
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, chars.peek().copied()) {
-            (SENTINEL, Some(p @ '\u{E000}'..='\u{E7FF}')) => {
-                chars.next();
-                let unit = 0xD800 + (u32::from(p) - 0xE000);
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-            _ => out.push(c),
-        }
-    }
-    out.into_bytes()
-}
-
-/// `text` with each lone surrogate escape replaced by the escapes of the sentinel pair, or
-/// `None` when there is none. Backslashes only occur inside strings, so no string tracking is
-/// needed; `\\` is skipped as a whole so `\\ud83d` (an escaped backslash) is left alone.
-fn map_lone_surrogates(text: &str) -> Option<String> {
-    let b = text.as_bytes();
-    let unit_at = |i: usize| -> Option<u32> {
-        (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u'))
-            .then(|| std::str::from_utf8(b.get(i + 2..i + 6)?).ok())
-            .flatten()
-            .and_then(|h| u32::from_str_radix(h, 16).ok())
-    };
-    let mut out: Option<String> = None;
-    let mut copied = 0;
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            i += 1;
-            continue;
-        }
-        let Some(unit) = unit_at(i) else {
-            i += 2;
-            continue;
-        };
-        let lone = match unit {
-            0xD800..=0xDBFF => match unit_at(i + 6) {
-                Some(0xDC00..=0xDFFF) => {
-                    i += 12;
-                    continue;
-                }
-                _ => true,
-            },
-            0xDC00..=0xDFFF => true,
-            _ => false,
-        };
-        if lone {
-            let o = out.get_or_insert_with(String::new);
-            o.push_str(&text[copied..i]);
-            o.push_str(&format!("\\ufdd0\\u{:04x}", 0xE000 + (unit - 0xD800)));
-            copied = i + 6;
-        }
-        i += 6;
-    }
-    let mut o = out?;
-    o.push_str(&text[copied..]);
-    Some(o)
+    jsstr::restore_bytes(body)
 }
 
 #[cfg(test)]

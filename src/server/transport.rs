@@ -150,7 +150,7 @@ enum Incoming {
 }
 
 fn classify(body: &[u8]) -> Incoming {
-    let value: Value = match serde_json::from_slice(body) {
+    let value: Value = match super::lossless::parse(body) {
         Ok(v) => v,
         Err(e) => {
             return Incoming::Reject(error_response(

@@ -56,17 +56,60 @@ pub fn parse_json_output(output: &Output) -> Result<Value, String> {
 /// Parses JSON the way JavaScript accepts it. pi's JSON.stringify writes a lone UTF-16 surrogate (a tool
 /// output cut inside an emoji) as an escape like `\ud83d`, which serde_json refuses; such an escape is turned
 /// into literal text (`\\ud83d`) on both sides of a comparison, so equal inputs still compare equal.
+///
+/// Text serde_json cannot read at all (nesting past its 128 levels, 1e400) is read with sessiond's
+/// own `JSON.parse` (`jsstr::parse_value`), lone surrogates spelled the same way.
 pub fn parse_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     match serde_json::from_slice(bytes) {
         Ok(value) => Ok(value),
         Err(error) => {
             let text = String::from_utf8_lossy(bytes);
             let fixed = escape_lone_surrogates(&text);
-            if fixed == text {
+            let second = if fixed == text {
                 Err(error)
             } else {
                 serde_json::from_str(&fixed)
+            };
+            second.or_else(|e| match sessiond::core::jsstr::parse_value(bytes) {
+                Ok(mut v) => {
+                    lone_surrogates_as_text(&mut v);
+                    Ok(v)
+                }
+                Err(_) => Err(e),
+            })
+        }
+    }
+}
+
+/// Rewrites each lone surrogate sessiond holds (see `jsstr`) as the literal text of its escape,
+/// the spelling [`parse_json`] gives them. Iterative: values may be nested deeply.
+fn lone_surrogates_as_text(root: &mut Value) {
+    fn text(s: &str) -> String {
+        char::decode_utf16(sessiond::core::jsstr::units(s))
+            .map(|r| match r {
+                Ok(c) => c.to_string(),
+                Err(e) => format!("\\u{:04x}", e.unpaired_surrogate()),
+            })
+            .collect()
+    }
+    let mut stack = vec![root];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) if sessiond::core::jsstr::has_lone_surrogate(s) => *s = text(s),
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(map) => {
+                if map
+                    .keys()
+                    .any(|k| sessiond::core::jsstr::has_lone_surrogate(k))
+                {
+                    let old = std::mem::take(map);
+                    for (k, v) in old {
+                        map.insert(text(&k), v);
+                    }
+                }
+                stack.extend(map.values_mut());
             }
+            _ => {}
         }
     }
 }

@@ -11,7 +11,7 @@
 use serde_json::{Map, Value};
 
 use super::files::FileLists;
-use super::js::{self, LoneSurrogates};
+use super::js;
 use crate::core::format::EntryId;
 
 /// Everything a compaction entry holds.
@@ -129,8 +129,8 @@ impl CompactionEntry {
 
     /// The entry as one JSON line without the newline, serialized as `JSON.stringify` does
     /// (`lone`: whether the session's lone surrogates were mapped; see [`LoneSurrogates`]).
-    pub fn to_json(&self, lone: LoneSurrogates) -> String {
-        js::stringify(&self.to_value(), lone)
+    pub fn to_json(&self) -> String {
+        js::stringify(&self.to_value())
     }
 }
 
@@ -161,7 +161,7 @@ mod tests {
             system_message: None,
         };
         assert_eq!(
-            entry.to_json(LoneSurrogates::Absent),
+            entry.to_json(),
             r#"{"type":"compaction","id":"abcd1234","parentId":"leaf0001","timestamp":"1970-01-01T00:00:00.000Z","summary":"S","firstKeptEntryId":"kept0001","tokensBefore":42,"details":{"readFiles":["a"],"modifiedFiles":[]},"fromHook":false}"#
         );
     }

@@ -6,7 +6,7 @@
 use indexmap::IndexSet;
 use serde_json::Value;
 
-use super::js::{self, LoneSurrogates};
+use super::js;
 
 /// Paths seen per operation, in first-seen order (pi's `Set`s).
 #[derive(Clone, Debug, Default)]
@@ -93,8 +93,8 @@ impl FileOps {
         self.edited.extend(list("modifiedFiles"));
     }
 
-    /// pi `computeFileLists` (`lone`: how the paths were parsed, for the sort order).
-    pub fn lists(&self, lone: LoneSurrogates) -> FileLists {
+    /// pi `computeFileLists` (paths sorted by UTF-16 code units, as JavaScript sorts).
+    pub fn lists(&self) -> FileLists {
         let modified: IndexSet<&String> = self.edited.iter().chain(&self.written).collect();
         let mut read_files: Vec<String> = self
             .read
@@ -103,8 +103,8 @@ impl FileOps {
             .cloned()
             .collect();
         let mut modified_files: Vec<String> = modified.into_iter().cloned().collect();
-        read_files.sort_by(|a, b| js::cmp_utf16(a, b, lone));
-        modified_files.sort_by(|a, b| js::cmp_utf16(a, b, lone));
+        read_files.sort_by(|a, b| js::cmp_utf16(a, b));
+        modified_files.sort_by(|a, b| js::cmp_utf16(a, b));
         FileLists {
             read_files,
             modified_files,
@@ -151,7 +151,7 @@ mod tests {
             {"type": "toolCall", "name": "bash", "arguments": {"path": "c.rs"}},
             {"type": "toolCall", "name": "write", "arguments": {"path": ""}}]}));
         ops.add_details(&json!({"readFiles": ["z.md"], "modifiedFiles": ["y.md"]}));
-        let lists = ops.lists(LoneSurrogates::Absent);
+        let lists = ops.lists();
         assert_eq!(lists.read_files, ["a.rs", "z.md"]);
         assert_eq!(lists.modified_files, ["b.rs", "y.md"]);
         assert_eq!(

@@ -1,186 +1,36 @@
 //! The few JavaScript semantics compaction must reproduce to equal pi byte for byte: string
-//! length in UTF-16 code units, `JSON.parse` of lone surrogates, `JSON.stringify` (key order,
-//! number format, lone surrogates), `String(x)` inside `Array.prototype.join`, the default
-//! `sort`, and truthiness.
+//! length in UTF-16 code units, `JSON.parse` (through [`jsstr`], lone surrogates included),
+//! `JSON.stringify` (key order, number format, lone surrogates), `String(x)` inside
+//! `Array.prototype.join`, the default `sort`, and truthiness.
 //!
 //! pi's token estimate is `Math.ceil(chars / 4)` over `string.length`, and its serialized
 //! conversation embeds `JSON.stringify` of tool arguments, so a Rust `len()` or
 //! `serde_json::to_string` would be off for non-ASCII text, integer-like keys and numbers
 //! such as `1.0` or `1e21`. Arithmetic is done in `f64` so `NaN` propagates as in JavaScript.
+//! Strings hold lone surrogates as [`jsstr`] pairs, which every function here counts, orders and
+//! writes as the one code unit they stand for.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use serde_json::{Map, Number, Value};
+
+use crate::core::jsstr;
 
 /// A JavaScript `TypeError` pi would throw on this input (reading a property of `null`,
 /// iterating a non-iterable). The text names the operation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypeError(pub String);
 
-/// Whether the strings of a compaction stand for lone UTF-16 surrogates.
-///
-/// A JavaScript string is any sequence of UTF-16 code units; pi writes a lone surrogate (text cut
-/// inside an emoji) as an escape such as `\ud83d`, which a Rust `String` cannot hold.
-/// [`parse_json`] then maps each lone surrogate unit `0xD800 + k` to the private-use character
-/// `U+E000 + k`: one code unit either way, so lengths and slices in UTF-16 units stay exact. Once a
-/// compaction has seen such a mapping ([`Mapped`](Self::Mapped)), every JSON text it produces
-/// maps those characters back ([`stringify`], [`restore_json`](Self::restore_json)).
-///
-/// Limitation: while `Mapped`, a genuine U+E000..=U+E7FF character in the same session (or in a
-/// client's summary) is indistinguishable from a mapped surrogate and is written as the
-/// surrogate escape. Such characters are rare in practice; sessions without any lone surrogate
-/// are never affected.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LoneSurrogates {
-    /// No lone surrogate was parsed: every character is itself.
-    #[default]
-    Absent,
-    /// Some were: U+E000..=U+E7FF stand for the code units 0xD800..=0xDFFF.
-    Mapped,
+/// `JSON.parse` of one JSON text (a session line or a message): [`jsstr::parse_value`].
+/// Errors: text `JSON.parse` refuses.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, jsstr::ParseError> {
+    jsstr::parse_value(bytes)
 }
 
-/// The first private-use character [`LoneSurrogates::Mapped`] uses (for unit 0xD800).
-const MAPPED_BASE: u32 = 0xE000;
-
-impl LoneSurrogates {
-    /// `Mapped` if either is.
-    #[must_use]
-    pub fn or(self, other: LoneSurrogates) -> LoneSurrogates {
-        if self == LoneSurrogates::Mapped {
-            self
-        } else {
-            other
-        }
-    }
-
-    /// The surrogate code unit `c` stands for, if it stands for one.
-    fn unit(self, c: char) -> Option<u16> {
-        let c = u32::from(c);
-        match self {
-            LoneSurrogates::Mapped if (MAPPED_BASE..MAPPED_BASE + 0x800).contains(&c) => {
-                u16::try_from(c - MAPPED_BASE + 0xD800).ok()
-            }
-            _ => None,
-        }
-    }
-
-    /// The UTF-16 code units of `s` as JavaScript holds the string.
-    pub fn units(self, s: &str) -> impl Iterator<Item = u16> + '_ {
-        s.chars().flat_map(move |c| {
-            let mut buf = [0u16; 2];
-            let units: &[u16] = match self.unit(c) {
-                Some(u) => {
-                    buf[0] = u;
-                    &buf[..1]
-                }
-                None => c.encode_utf16(&mut buf),
-            };
-            let (first, second) = (units[0], units.get(1).copied());
-            std::iter::once(first).chain(second)
-        })
-    }
-
-    /// JSON text as `JSON.stringify` writes it for the JavaScript strings it holds: each mapped
-    /// character becomes its lowercase `\udXXX` escape, except that a mapped high surrogate
-    /// directly followed by a mapped low one is a valid pair in JavaScript (two strings
-    /// joined), written as the character itself. `json` must come from a serializer that
-    /// writes non-ASCII characters unescaped (serde_json, [`stringify`]), so that every mapped
-    /// character stands inside a string literal. `Absent` returns `json` unchanged.
-    pub fn restore_json(self, json: &str) -> Cow<'_, str> {
-        if self == LoneSurrogates::Absent || !json.chars().any(|c| self.unit(c).is_some()) {
-            return Cow::Borrowed(json);
-        }
-        let mut out = String::with_capacity(json.len() + 16);
-        let mut chars = json.chars().peekable();
-        while let Some(c) = chars.next() {
-            let Some(unit) = self.unit(c) else {
-                out.push(c);
-                continue;
-            };
-            let low = chars
-                .peek()
-                .and_then(|&next| self.unit(next))
-                .filter(|l| (0xDC00..=0xDFFF).contains(l));
-            match low {
-                Some(low) if (0xD800..=0xDBFF).contains(&unit) => {
-                    chars.next();
-                    out.extend(char::decode_utf16([unit, low]).map(|r| r.unwrap_or('\u{FFFD}')));
-                }
-                _ => {
-                    let _ = write!(out, "\\u{unit:04x}");
-                }
-            }
-        }
-        Cow::Owned(out)
-    }
-}
-
-/// `JSON.parse` of one JSON text (a session line or a message), accepting the lone surrogate
-/// escapes JavaScript accepts: when serde_json refuses the text and it holds such escapes,
-/// each is mapped to its private-use character (see [`LoneSurrogates`]) and the text parsed
-/// again. Errors: serde_json's, for text that is not JSON either way.
-pub fn parse_json(bytes: &[u8]) -> Result<(Value, LoneSurrogates), serde_json::Error> {
-    let error = match serde_json::from_slice(bytes) {
-        Ok(value) => return Ok((value, LoneSurrogates::Absent)),
-        Err(e) => e,
-    };
-    match std::str::from_utf8(bytes)
-        .ok()
-        .and_then(map_lone_surrogates)
-    {
-        Some(mapped) => serde_json::from_str(&mapped).map(|v| (v, LoneSurrogates::Mapped)),
-        None => Err(error),
-    }
-}
-
-/// `text` with every lone surrogate escape (`\uD800`..=`\uDFFF` not part of a valid pair)
-/// replaced by the escape of its private-use character; `None` when there is none.
-fn map_lone_surrogates(text: &str) -> Option<String> {
-    let unit_at = |i: usize| {
-        (text.get(i..i + 2) == Some("\\u"))
-            .then(|| text.get(i + 2..i + 6))
-            .flatten()
-            .and_then(|h| u16::from_str_radix(h, 16).ok())
-    };
-    let bytes = text.as_bytes();
-    let mut out = String::new();
-    let mut copied = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] != b'\\' {
-            i += 1;
-            continue;
-        }
-        let Some(unit) = unit_at(i) else {
-            // Any other escape is two bytes; skipping both keeps `\\u…` from reading as `\u…`.
-            i += 2;
-            continue;
-        };
-        let paired = (0xD800..=0xDBFF).contains(&unit)
-            && unit_at(i + 6).is_some_and(|low| (0xDC00..=0xDFFF).contains(&low));
-        if paired {
-            i += 12;
-        } else if (0xD800..=0xDFFF).contains(&unit) {
-            out.push_str(&text[copied..i]);
-            let _ = write!(out, "\\u{:04x}", u32::from(unit) - 0xD800 + MAPPED_BASE);
-            i += 6;
-            copied = i;
-        } else {
-            i += 6;
-        }
-    }
-    if copied == 0 {
-        return None;
-    }
-    out.push_str(&text[copied..]);
-    Some(out)
-}
-
-/// `string.length`: UTF-16 code units (a mapped lone surrogate is one, as in JavaScript).
+/// `string.length`: UTF-16 code units (a lone surrogate is one, as in JavaScript).
 pub fn utf16_len(s: &str) -> f64 {
-    s.encode_utf16().count() as f64
+    jsstr::utf16_len(s) as f64
 }
 
 /// JavaScript truthiness of an optional JSON value (absent is `undefined`).
@@ -213,7 +63,9 @@ pub fn length_of(v: Option<&Value>, what: &str) -> Result<f64, TypeError> {
 pub fn iterate(v: Option<&Value>, what: &str) -> Result<Vec<Value>, TypeError> {
     match v {
         Some(Value::Array(a)) => Ok(a.clone()),
-        Some(Value::String(s)) => Ok(s.chars().map(|c| Value::String(c.to_string())).collect()),
+        Some(Value::String(s)) => Ok(jsstr::code_points(s)
+            .map(|c| Value::String(c.to_owned()))
+            .collect()),
         _ => Err(TypeError(format!("{what} is not iterable"))),
     }
 }
@@ -314,14 +166,14 @@ fn array_index(k: &str) -> Option<u32> {
     k.parse::<u32>().ok().filter(|&i| i != u32::MAX)
 }
 
-/// `JSON.stringify(value)` for a value that came from [`parse_json`] (`lone` says whether its
-/// private-use characters stand for lone surrogates, written back as `\udXXX`).
-pub fn stringify(value: &Value, lone: LoneSurrogates) -> String {
+/// `JSON.stringify(value)` for a value that came from [`parse_json`] (lone surrogates written
+/// back as `\udXXX`, see [`jsstr::restore_json`]).
+pub fn stringify(value: &Value) -> String {
     let mut out = String::new();
     write_json(&mut out, value);
-    match lone.restore_json(&out) {
-        Cow::Borrowed(_) => out,
-        Cow::Owned(restored) => restored,
+    match jsstr::restore_json(&out) {
+        std::borrow::Cow::Borrowed(_) => out,
+        std::borrow::Cow::Owned(restored) => restored,
     }
 }
 
@@ -393,39 +245,15 @@ pub fn template_string(v: Option<&Value>) -> String {
     }
 }
 
-/// JavaScript's default `Array.prototype.sort` order for strings: by UTF-16 code units (a
-/// mapped lone surrogate sorts as its unit, not as a private-use character).
-pub fn cmp_utf16(a: &str, b: &str, lone: LoneSurrogates) -> Ordering {
-    lone.units(a).cmp(lone.units(b))
+/// JavaScript's default `Array.prototype.sort` order for strings: by UTF-16 code units (a lone
+/// surrogate sorts as its unit).
+pub fn cmp_utf16(a: &str, b: &str) -> Ordering {
+    jsstr::cmp_utf16(a, b)
 }
 
-/// pi `sliceHead(text, maxUnits)`: `text.slice(0, maxUnits)` in UTF-16 code units, one unit
-/// shorter when the cut would fall inside a surrogate pair. A mapped high surrogate directly
-/// followed by a mapped low one is such a pair in JavaScript (two strings joined), so it is
-/// kept out whole as well. A lone surrogate before the cut stays, as in pi.
-pub fn slice_head_utf16(text: &str, max_units: usize, lone: LoneSurrogates) -> &str {
-    let mut units = 0usize;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let w = c.len_utf16();
-        if units + w > max_units {
-            return &text[..i];
-        }
-        if units + w == max_units {
-            let high = lone.unit(c).is_some_and(|u| (0xD800..=0xDBFF).contains(&u));
-            let low_next = chars
-                .peek()
-                .and_then(|&(_, n)| lone.unit(n))
-                .is_some_and(|u| (0xDC00..=0xDFFF).contains(&u));
-            return if high && low_next {
-                &text[..i]
-            } else {
-                &text[..i + c.len_utf8()]
-            };
-        }
-        units += w;
-    }
-    text
+/// pi `sliceHead(text, maxUnits)`: see [`jsstr::slice_head_utf16`].
+pub fn slice_head_utf16(text: &str, max_units: usize) -> &str {
+    jsstr::slice_head_utf16(text, max_units)
 }
 
 #[cfg(test)]
@@ -457,26 +285,18 @@ mod tests {
             serde_json::from_str(r#"{"b":1.0,"10":[true,null],"2":"x\u0001","a":{"01":1}}"#)
                 .unwrap_or(Value::Null);
         assert_eq!(
-            stringify(&v, LoneSurrogates::Absent),
+            stringify(&v),
             r#"{"2":"x\u0001","10":[true,null],"b":1,"a":{"01":1}}"#
         );
-        assert_eq!(
-            stringify(&json!("日本"), LoneSurrogates::Absent),
-            "\"日本\""
-        );
+        assert_eq!(stringify(&json!("日本")), "\"日本\"");
     }
 
     #[test]
     fn lengths_are_utf16() {
-        let plain = LoneSurrogates::Absent;
         assert_eq!(utf16_len("a🚀é"), 4.0);
-        assert_eq!(slice_head_utf16("ab🚀c", 3, plain), "ab");
-        assert_eq!(slice_head_utf16("ab🚀c", 4, plain), "ab🚀");
-        assert_eq!(slice_head_utf16("ab", 0, plain), "");
-    }
-
-    fn parse(text: &str) -> (Value, LoneSurrogates) {
-        parse_json(text.as_bytes()).unwrap_or((Value::Null, LoneSurrogates::Absent))
+        assert_eq!(slice_head_utf16("ab🚀c", 3), "ab");
+        assert_eq!(slice_head_utf16("ab🚀c", 4), "ab🚀");
+        assert_eq!(slice_head_utf16("ab", 0), "");
     }
 
     #[test]
@@ -484,48 +304,37 @@ mod tests {
         // A lone high, a lone low, a valid pair, an escaped backslash and two highs.
         let line =
             r#"{"t":"done \ud83d","u":"\ude80 a \ud83d\ude80 b \\ud83d","v":"\uD83D\uD83D"}"#;
-        let (v, lone) = parse(line);
-        assert_eq!(lone, LoneSurrogates::Mapped);
-        assert_eq!(v["t"], json!("done \u{E03D}"));
-        assert_eq!(v["u"], json!("\u{E680} a 🚀 b \\ud83d"));
+        let v = parse_json(line.as_bytes()).unwrap_or(Value::Null);
         assert_eq!(utf16_len(v["t"].as_str().unwrap_or("")), 6.0);
         assert_eq!(
-            stringify(&v, lone),
+            stringify(&v),
             r#"{"t":"done \ud83d","u":"\ude80 a 🚀 b \\ud83d","v":"\ud83d\ud83d"}"#
         );
-        // Without a lone surrogate nothing is mapped, and a genuine private-use character
-        // stays itself.
-        let (v, lone) = parse(r#"{"t":"\ue03d \ud83d\ude80"}"#);
-        assert_eq!(lone, LoneSurrogates::Absent);
-        assert_eq!(stringify(&v, lone), "{\"t\":\"\u{E03D} 🚀\"}");
+        // A genuine private-use character stays itself, next to a lone surrogate or not.
+        let v =
+            parse_json(r#"{"t":"\ue03d \ud83d\ude80 \ud83d"}"#.as_bytes()).unwrap_or(Value::Null);
+        assert_eq!(stringify(&v), "{\"t\":\"\u{E03D} 🚀 \\ud83d\"}");
         assert!(parse_json(br#"{"t":"\ud83d"#).is_err());
     }
 
     #[test]
-    fn mapped_halves_joined_are_a_pair() {
-        let lone = LoneSurrogates::Mapped;
+    fn halves_joined_are_a_pair() {
+        let high = parse_json(br#""ab\ud83d""#).unwrap_or(Value::Null);
+        let low = parse_json(br#""\ude80c""#).unwrap_or(Value::Null);
         // "\ud83d" + "\ude80" is "🚀" in JavaScript.
-        let joined = "ab\u{E03D}\u{E680}c";
-        assert_eq!(lone.restore_json(&json!(joined).to_string()), "\"ab🚀c\"");
-        assert_eq!(
-            lone.units(joined).collect::<Vec<_>>(),
-            [0x61, 0x62, 0xD83D, 0xDE80, 0x63]
+        let joined = format!(
+            "{}{}",
+            high.as_str().unwrap_or(""),
+            low.as_str().unwrap_or("")
         );
+        assert_eq!(stringify(&json!(joined)), "\"ab🚀c\"");
         // sliceHead keeps a pair out whole, but keeps a lone surrogate before the cut.
-        assert_eq!(slice_head_utf16(joined, 3, lone), "ab");
-        assert_eq!(slice_head_utf16(joined, 4, lone), "ab\u{E03D}\u{E680}");
-        assert_eq!(slice_head_utf16("ab\u{E03D}c", 3, lone), "ab\u{E03D}");
-        assert_eq!(
-            slice_head_utf16(joined, 3, LoneSurrogates::Absent),
-            "ab\u{E03D}"
-        );
+        assert_eq!(slice_head_utf16(&joined, 3), "ab");
+        assert_eq!(utf16_len(slice_head_utf16(&joined, 4)), 4.0);
         // A lone surrogate sorts as its unit: below U+E000 and below an astral character's
         // low half.
-        assert_eq!(cmp_utf16("a\u{E03D}z", "a😀", lone), Ordering::Less);
-        assert_eq!(cmp_utf16("a\u{E03D}", "a\u{E100}", lone), Ordering::Less);
-        assert_eq!(
-            cmp_utf16("a\u{E03D}z", "a😀", LoneSurrogates::Absent),
-            Ordering::Greater
-        );
+        let lone_z = format!("{}z", high.as_str().unwrap_or(""));
+        assert_eq!(cmp_utf16(&lone_z, "ab😀"), Ordering::Less);
+        assert_eq!(cmp_utf16(&lone_z, "ab\u{E100}"), Ordering::Less);
     }
 }

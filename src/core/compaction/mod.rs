@@ -16,10 +16,9 @@
 //! call without arguments) the result is [`CompactionError::PiWouldThrow`] rather than a
 //! guess.
 //!
-//! Messages are parsed with [`js::parse_json`], which accepts the lone UTF-16 surrogates pi
-//! writes by mapping them to private-use characters; [`CompactionPlan::lone_surrogates`] says
-//! whether that happened, and every JSON text leaving the plan must pass through
-//! [`LoneSurrogates::restore_json`] (the entry line already does).
+//! Messages are parsed with [`js::parse_json`] ([`crate::core::jsstr`]), which holds the lone
+//! UTF-16 surrogates pi writes as marked pairs of characters; every JSON text leaving the plan
+//! must pass through [`crate::core::jsstr::restore_json`] (the entry line already does).
 
 pub mod entry;
 pub mod files;
@@ -36,7 +35,6 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 use self::entry::CompactionEntry;
-use self::js::LoneSurrogates;
 use self::prepare::{NothingToCompact, Preparation, SpanMessage};
 use self::prompts::SummarizationRequest;
 use self::retention::Retention;
@@ -114,16 +112,13 @@ pub struct CompactionPlan {
     /// The context after compaction: each message and its entry (the new entry's id for the
     /// summary and system message).
     pub new_context: Vec<(EntryId, Value)>,
-    /// Whether the strings above hold mapped lone surrogates: JSON made from them must go
-    /// through [`LoneSurrogates::restore_json`].
-    pub lone_surrogates: LoneSurrogates,
 }
 
 impl CompactionPlan {
     /// The compaction entry as JSON, without the newline, lone surrogates written as pi writes
     /// them.
     pub fn entry_json(&self) -> String {
-        self.entry.to_json(self.lone_surrogates)
+        self.entry.to_json()
     }
 
     /// The exact line to append: [`entry_json`](Self::entry_json) and `\n`.
@@ -147,11 +142,12 @@ pub fn build_request(
 ) -> Result<(SummarizationRequest, String, Option<String>), CompactionError> {
     let to_text = |messages: &[SpanMessage]| -> Result<String, CompactionError> {
         let refs: Vec<&Value> = messages.iter().map(|m| &m.message).collect();
-        serialize::serialize_conversation(&serialize::convert_to_llm(&refs), prep.lone_surrogates)
-            .map_err(|e| CompactionError::PiWouldThrow {
+        serialize::serialize_conversation(&serialize::convert_to_llm(&refs)).map_err(|e| {
+            CompactionError::PiWouldThrow {
                 entry_id: None,
                 detail: e.0,
-            })
+            }
+        })
     };
     let conversation = to_text(&prep.messages_to_summarize)?;
     let previous = prep.previous_summary_text();
@@ -239,11 +235,10 @@ pub fn plan(
         system_message,
     };
 
-    let (new_context, lone) = context_after(tree, source, &projection.path, &entry)?;
-    let lone = lone.or(prep.lone_surrogates);
+    let new_context = context_after(tree, source, &projection.path, &entry)?;
     let mut tokens_after = 0.0;
     for (_, m) in &new_context {
-        tokens_after += tokens::estimate_tokens(m, lone).unwrap_or(f64::NAN);
+        tokens_after += tokens::estimate_tokens(m).unwrap_or(f64::NAN);
     }
     let probes = retention::probes(&prep, &kept_messages);
     let retention = retention::check(probes, &new_context);
@@ -258,22 +253,19 @@ pub fn plan(
         tokens_after,
         retention,
         new_context,
-        lone_surrogates: lone,
     }))
 }
 
 /// The context the new compaction entry starts, as pi's `buildSessionProjection` will see it
 /// once the entry is appended under the leaf: its system message and summary, then the path
 /// from `firstKeptEntryId` to the leaf without system messages (edits within that range
-/// apply; older compactions in it contribute nothing). Also says whether parsing the kept
-/// messages mapped lone surrogates.
+/// apply; older compactions in it contribute nothing).
 fn context_after(
     tree: &Tree,
     source: &dyn LineSource,
     path: &[NodeIdx],
     entry: &CompactionEntry,
-) -> Result<(Vec<(EntryId, Value)>, LoneSurrogates), CompactionError> {
-    let mut lone = LoneSurrogates::Absent;
+) -> Result<Vec<(EntryId, Value)>, CompactionError> {
     let mut out = Vec::new();
     if let Some(system) = entry.written_system_message() {
         out.push((entry.id.clone(), system));
@@ -298,15 +290,14 @@ fn context_after(
     for item in projection::context_items(tree, &kept, true) {
         let kept_entry = &tree.node(item.node).entry;
         for raw in render::render_item(tree, &item, source)? {
-            let (message, mapped) =
+            let message =
                 js::parse_json(raw.get().as_bytes()).map_err(|e| RenderError::Changed {
                     line: kept_entry.span.line,
                     id: kept_entry.id.to_string(),
                     detail: e.to_string(),
                 })?;
-            lone = lone.or(mapped);
             out.push((kept_entry.id.clone(), message));
         }
     }
-    Ok((out, lone))
+    Ok(out)
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::CompactionError;
 use super::files::{FileLists, FileOps};
-use super::js::{self, LoneSurrogates, TypeError};
+use super::js::{self, TypeError};
 use super::tokens::{current_system_message, estimate_context_tokens, estimate_tokens};
 use crate::core::format::{EntryId, EntryKind};
 use crate::core::projection::{Contribution, Projection, Silence};
@@ -111,8 +111,6 @@ pub struct Preparation {
     pub file_lists: FileLists,
     /// pi's `keepRecentTokens` setting, in tokens (default 20000).
     pub keep_recent_tokens: f64,
-    /// Whether the messages and summaries hold mapped lone surrogates.
-    pub lone_surrogates: LoneSurrogates,
 }
 
 impl Preparation {
@@ -143,24 +141,16 @@ pub struct Projected {
     pub path: Vec<PathEntry>,
     /// pi's `projection.entries`, in path order.
     pub entries: Vec<ProjectedEntry>,
-    /// Whether parsing the messages and lines mapped lone surrogates.
-    pub lone_surrogates: LoneSurrogates,
 }
 
 /// Parses a rendered message or a session line as `JSON.parse` does ([`js::parse_json`]);
 /// a failure means the line no longer holds the entry it held when the tree was built.
-fn parse_line(
-    bytes: &[u8],
-    entry: &crate::core::format::Entry,
-    lone: &mut LoneSurrogates,
-) -> Result<Value, RenderError> {
-    let (value, mapped) = js::parse_json(bytes).map_err(|e| RenderError::Changed {
+fn parse_line(bytes: &[u8], entry: &crate::core::format::Entry) -> Result<Value, RenderError> {
+    js::parse_json(bytes).map_err(|e| RenderError::Changed {
         line: entry.span.line,
         id: entry.id.to_string(),
         detail: e.to_string(),
-    })?;
-    *lone = lone.or(mapped);
-    Ok(value)
+    })
 }
 
 /// Builds the path and pi's canonical projection of `projection` (see the module docs).
@@ -182,21 +172,20 @@ pub fn projected_entries(
             }
         })
         .collect();
-    let mut lone = LoneSurrogates::Absent;
     let mut entries = Vec::with_capacity(projection.items.len());
     for item in &projection.items {
         let entry = &tree.node(item.node).entry;
         let messages = render::render_item(tree, item, source)?
             .into_iter()
-            .map(|raw| parse_line(raw.get().as_bytes(), entry, &mut lone))
+            .map(|raw| parse_line(raw.get().as_bytes(), entry))
             .collect::<Result<Vec<Value>, RenderError>>()?;
-        let mut read_line = || -> Result<Value, RenderError> {
+        let read_line = || -> Result<Value, RenderError> {
             let bytes = source.line(entry.span).map_err(|e| RenderError::Io {
                 line: entry.span.line,
                 id: entry.id.to_string(),
                 source: e,
             })?;
-            parse_line(&bytes, entry, &mut lone)
+            parse_line(&bytes, entry)
         };
         let kind = match &entry.kind {
             EntryKind::Message(m) => SourceKind::Message {
@@ -237,11 +226,7 @@ pub fn projected_entries(
             messages,
         });
     }
-    Ok(Projected {
-        path,
-        entries,
-        lone_surrogates: lone,
-    })
+    Ok(Projected { path, entries })
 }
 
 fn role_of(m: &Value) -> &str {
@@ -291,14 +276,12 @@ pub struct CutPoint {
     pub is_split_turn: bool,
 }
 
-/// pi `findProjectedCutPoint(entries, start, end, keepRecentTokens)` (`lone`: how the
-/// messages were parsed).
+/// pi `findProjectedCutPoint(entries, start, end, keepRecentTokens)`.
 pub fn find_projected_cut_point(
     entries: &[ProjectedEntry],
     start: usize,
     end: usize,
     keep_recent_tokens: f64,
-    lone: LoneSurrogates,
 ) -> Result<CutPoint, CompactionError> {
     let cut_points: Vec<usize> = (start..end)
         .filter(|&i| {
@@ -318,7 +301,7 @@ pub fn find_projected_cut_point(
     for i in (start..end).rev() {
         let mut tokens = 0.0;
         for m in &entries[i].messages {
-            tokens += estimate_tokens(m, lone).map_err(|e| pi_error(&entries[i].id, e))?;
+            tokens += estimate_tokens(m).map_err(|e| pi_error(&entries[i].id, e))?;
         }
         if tokens == 0.0 {
             continue;
@@ -385,12 +368,10 @@ pub fn find_projected_cut_point(
     })
 }
 
-/// pi `estimateProjectedContextTokens(projection, branchEntries).tokens` (`lone`: how the
-/// messages were parsed).
+/// pi `estimateProjectedContextTokens(projection, branchEntries).tokens`.
 pub fn estimate_projected_context_tokens(
     path: &[PathEntry],
     entries: &[ProjectedEntry],
-    lone: LoneSurrogates,
 ) -> Result<f64, CompactionError> {
     let flat: Vec<(&EntryId, &Value)> = entries
         .iter()
@@ -401,7 +382,7 @@ pub fn estimate_projected_context_tokens(
         entry_id: None,
         detail: e.0,
     };
-    let (tokens, last_usage) = estimate_context_tokens(&messages, lone).map_err(located)?;
+    let (tokens, last_usage) = estimate_context_tokens(&messages).map_err(located)?;
     if let Some(index) = last_usage {
         let usage_entry = flat.get(index).map(|(id, _)| *id);
         let usage_entry_index = usage_entry.and_then(|id| path.iter().position(|p| &p.id == id));
@@ -416,12 +397,12 @@ pub fn estimate_projected_context_tokens(
         }
     }
     let mut tokens = match current_system_message(&messages).map_err(located)? {
-        Some(system) => estimate_tokens(&system, lone).map_err(located)?,
+        Some(system) => estimate_tokens(&system).map_err(located)?,
         None => 0.0,
     };
     for (id, m) in &flat {
         if role_of(m) != "system" {
-            tokens += estimate_tokens(m, lone).map_err(|e| pi_error(id, e))?;
+            tokens += estimate_tokens(m).map_err(|e| pi_error(id, e))?;
         }
     }
     Ok(tokens)
@@ -450,11 +431,7 @@ pub fn prepare(
     projected: &Projected,
     keep_recent_tokens: f64,
 ) -> Result<Result<Preparation, NothingToCompact>, CompactionError> {
-    let (path, entries, lone) = (
-        &projected.path[..],
-        &projected.entries[..],
-        projected.lone_surrogates,
-    );
+    let (path, entries) = (&projected.path[..], &projected.entries[..]);
     match path.last() {
         None => return Ok(Err(NothingToCompact::EmptyPath)),
         Some(last) if last.is_compaction => return Ok(Err(NothingToCompact::LeafIsCompaction)),
@@ -471,14 +448,8 @@ pub fn prepare(
         None => (None, 0),
     };
     let boundary_end = entries.len();
-    let tokens_before = estimate_projected_context_tokens(path, entries, lone)?;
-    let cut = find_projected_cut_point(
-        entries,
-        boundary_start,
-        boundary_end,
-        keep_recent_tokens,
-        lone,
-    )?;
+    let tokens_before = estimate_projected_context_tokens(path, entries)?;
+    let cut = find_projected_cut_point(entries, boundary_start, boundary_end, keep_recent_tokens)?;
     let Some(first_kept) = entries.get(cut.first_kept_entry_index) else {
         return Ok(Err(NothingToCompact::NothingBeforeCut));
     };
@@ -513,7 +484,7 @@ pub fn prepare(
     for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
         file_ops.add_message(&m.message);
     }
-    let file_lists = file_ops.lists(lone);
+    let file_lists = file_ops.lists();
     Ok(Ok(Preparation {
         first_kept_entry_id: first_kept.id.clone(),
         tokens_before,
@@ -525,6 +496,5 @@ pub fn prepare(
         file_ops,
         file_lists,
         keep_recent_tokens,
-        lone_surrogates: lone,
     }))
 }

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::js::{self, LoneSurrogates, TypeError};
+use super::js::{self, TypeError};
 use super::tokens::content_text;
 
 /// Longest tool result kept in the serialized conversation, in UTF-16 code units
@@ -115,26 +115,23 @@ pub fn convert_to_llm(messages: &[&Value]) -> Vec<Value> {
 }
 
 /// pi's `truncateForSummary`: the head of `text` and a marker counting the cut units.
-fn truncate_for_summary(text: &str, max: usize, lone: LoneSurrogates) -> String {
-    let len = text.encode_utf16().count();
+fn truncate_for_summary(text: &str, max: usize) -> String {
+    let len = crate::core::jsstr::utf16_len(text);
     if len <= max {
         return text.to_owned();
     }
     format!(
         "{}\n\n[... {} more characters truncated]",
-        js::slice_head_utf16(text, max, lone),
+        js::slice_head_utf16(text, max),
         len - max
     )
 }
 
 /// pi `serializeConversation(llmMessages)`: the parts joined by blank lines. Thinking is
-/// left out; tool results are cut at [`TOOL_RESULT_MAX_CHARS`]. `lone` says how the messages
-/// were parsed: the text keeps mapped lone surrogates as characters (one UTF-16 unit each),
-/// except inside tool arguments, where `JSON.stringify` has already written their escapes.
-pub fn serialize_conversation(
-    messages: &[Value],
-    lone: LoneSurrogates,
-) -> Result<String, TypeError> {
+/// left out; tool results are cut at [`TOOL_RESULT_MAX_CHARS`]. The text keeps lone
+/// surrogates as [`crate::core::jsstr`] pairs (one UTF-16 unit each), except inside tool
+/// arguments, where `JSON.stringify` has already written their escapes.
+pub fn serialize_conversation(messages: &[Value]) -> Result<String, TypeError> {
     let mut parts: Vec<String> = Vec::new();
     for m in messages {
         match m.get("role").and_then(Value::as_str) {
@@ -154,21 +151,20 @@ pub fn serialize_conversation(
                     let args = match js::prop(block, "arguments", "tool call")? {
                         Some(Value::Object(map)) => js::ordered_entries(map)
                             .into_iter()
-                            .map(|(k, v)| format!("{k}={}", js::stringify(v, lone)))
+                            .map(|(k, v)| format!("{k}={}", js::stringify(v)))
                             .collect::<Vec<_>>(),
                         Some(Value::Array(items)) => items
                             .iter()
                             .enumerate()
-                            .map(|(i, v)| format!("{i}={}", js::stringify(v, lone)))
+                            .map(|(i, v)| format!("{i}={}", js::stringify(v)))
                             .collect(),
                         // Object.entries of a string: one entry per UTF-16 unit, so each
                         // half of a pair is a lone surrogate, which JSON.stringify escapes.
-                        Some(Value::String(s)) => lone
-                            .units(s)
+                        Some(Value::String(s)) => crate::core::jsstr::units(s)
                             .enumerate()
                             .map(|(i, u)| match char::from_u32(u32::from(u)) {
                                 Some(c) => {
-                                    format!("{i}={}", js::stringify(&Value::String(c.into()), lone))
+                                    format!("{i}={}", js::stringify(&Value::String(c.into())))
                                 }
                                 None => format!("{i}=\"\\u{u:04x}\""),
                             })
@@ -206,7 +202,7 @@ pub fn serialize_conversation(
                 if !content.is_empty() {
                     parts.push(format!(
                         "[Tool result]: {}",
-                        truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS, lone)
+                        truncate_for_summary(&content, TOOL_RESULT_MAX_CHARS)
                     ));
                 }
             }
@@ -234,7 +230,7 @@ mod tests {
             &json!({"role": "bashExecution", "command": "rm", "output": "x", "excludeFromContext": true}),
             &json!({"role": "notification", "content": "ignored"}),
         ]);
-        let text = serialize_conversation(&messages, LoneSurrogates::Absent).unwrap_or_default();
+        let text = serialize_conversation(&messages).unwrap_or_default();
         let expected = format!(
             "[User]: fix the test\n\n[Assistant]: Reading.\n\n[Assistant tool calls]: read(path=\"a.rs\", limit=1)\n\n[Tool result]: {}\n\n[... 5 more characters truncated]\n\n[User]: Ran `ls`\n(no output)\n\nCommand exited with code 2",
             "x".repeat(2000)
@@ -254,11 +250,10 @@ mod tests {
                     {{"type": "toolCall", "name": "f", "arguments": "h🚀"}}]}}]"#,
             x = "x".repeat(1999)
         );
-        let (messages, lone) = js::parse_json(line.as_bytes()).unwrap_or_default();
-        assert_eq!(lone, LoneSurrogates::Mapped);
+        let messages = js::parse_json(line.as_bytes()).unwrap_or_default();
         let messages: Vec<&Value> = messages.as_array().into_iter().flatten().collect();
-        let text = serialize_conversation(&convert_to_llm(&messages), lone).unwrap_or_default();
-        let json = lone.restore_json(&json!(text).to_string()).into_owned();
+        let text = serialize_conversation(&convert_to_llm(&messages)).unwrap_or_default();
+        let json = crate::core::jsstr::restore_json(&json!(text).to_string()).into_owned();
         let x = "x".repeat(1999);
         assert_eq!(
             json,

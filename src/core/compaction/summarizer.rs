@@ -24,7 +24,7 @@
 
 use serde_json::Value;
 
-use super::js::{self, LoneSurrogates};
+use super::js;
 use super::prepare::{Preparation, SpanMessage};
 use super::prompts::{NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, assemble_summary};
 use super::retention::{
@@ -142,8 +142,7 @@ fn describe_call(name: &str, args: &Value) -> String {
             return format!("`{name}` {s}");
         }
     }
-    // The summary keeps mapped lone surrogates as characters; writing the entry restores them.
-    let args = js::stringify(args, LoneSurrogates::Absent);
+    let args = js::stringify(args);
     format!("`{name}` {}", cut_chars(&args, 120))
 }
 
@@ -540,10 +539,9 @@ mod tests {
             previous_compaction_id: None,
             messages_to_summarize: messages,
             turn_prefix_messages: Vec::new(),
-            file_lists: file_ops.lists(LoneSurrogates::Absent),
+            file_lists: file_ops.lists(),
             file_ops,
             keep_recent_tokens: 1.0,
-            lone_surrogates: LoneSurrogates::Absent,
         }
     }
 

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::js::{self, LoneSurrogates, TypeError};
+use super::js::{self, TypeError};
 
 /// Characters pi counts for one image block.
 pub const ESTIMATED_IMAGE_CHARS: f64 = 4800.0;
@@ -34,9 +34,9 @@ fn text_and_image_chars(content: Option<&Value>, what: &str) -> Result<f64, Type
 }
 
 /// pi `estimateTokens(message)`: `Math.ceil(chars / 4)`, 0 for roles it does not count.
-/// `lone` says how `message` was parsed (`JSON.stringify` writes a lone surrogate as six
-/// characters).
-pub fn estimate_tokens(message: &Value, lone: LoneSurrogates) -> Result<f64, TypeError> {
+/// Lone surrogates count as the six characters `JSON.stringify` writes for one where pi
+/// stringifies (tool arguments), and as one code unit in text.
+pub fn estimate_tokens(message: &Value) -> Result<f64, TypeError> {
     let get = |k: &str| js::prop(message, k, "message");
     let role = get("role")?.and_then(Value::as_str).unwrap_or("");
     let chars = match role {
@@ -52,7 +52,7 @@ pub fn estimate_tokens(message: &Value, lone: LoneSurrogates) -> Result<f64, Typ
             }
             let tools = get("toolsAdded")?;
             if js::truthy(tools) {
-                chars += tools.map_or(0.0, |t| js::utf16_len(&js::stringify(t, lone)));
+                chars += tools.map_or(0.0, |t| js::utf16_len(&js::stringify(t)));
             }
             chars
         }
@@ -73,7 +73,7 @@ pub fn estimate_tokens(message: &Value, lone: LoneSurrogates) -> Result<f64, Typ
                         None => {
                             return Err(TypeError("tool call without arguments".into()));
                         }
-                        Some(args) => chars += js::utf16_len(&js::stringify(args, lone)),
+                        Some(args) => chars += js::utf16_len(&js::stringify(args)),
                     }
                 }
             }
@@ -96,8 +96,7 @@ fn object_values(v: Option<&Value>) -> Vec<Value> {
             .map(|(_, v)| v.clone())
             .collect(),
         Some(Value::Array(a)) => a.clone(),
-        Some(Value::String(s)) => s
-            .encode_utf16()
+        Some(Value::String(s)) => crate::core::jsstr::units(s)
             .map(|_| Value::String("x".into()))
             .collect(),
         _ => Vec::new(),
@@ -150,10 +149,7 @@ pub fn assistant_usage(message: &Value) -> Result<Option<&Value>, TypeError> {
 
 /// pi `estimateContextTokens(messages)`: the last valid usage plus the estimate of the
 /// messages after it, or the estimate of all messages. Returns `(tokens, lastUsageIndex)`.
-pub fn estimate_context_tokens(
-    messages: &[&Value],
-    lone: LoneSurrogates,
-) -> Result<(f64, Option<usize>), TypeError> {
+pub fn estimate_context_tokens(messages: &[&Value]) -> Result<(f64, Option<usize>), TypeError> {
     let mut last = None;
     for (i, m) in messages.iter().enumerate().rev() {
         if let Some(u) = assistant_usage(m)? {
@@ -165,7 +161,7 @@ pub fn estimate_context_tokens(
         None => {
             let mut tokens = 0.0;
             for m in messages {
-                tokens += estimate_tokens(m, lone)?;
+                tokens += estimate_tokens(m)?;
             }
             Ok((tokens, None))
         }
@@ -173,7 +169,7 @@ pub fn estimate_context_tokens(
             let mut tokens = calculate_context_tokens(usage)?;
             let mut trailing = 0.0;
             for m in &messages[index + 1..] {
-                trailing += estimate_tokens(m, lone)?;
+                trailing += estimate_tokens(m)?;
             }
             tokens += trailing;
             Ok((tokens, Some(index)))
@@ -292,27 +288,16 @@ mod tests {
     fn estimates_match_pi_rules() {
         let user = json!({"role": "user", "content": [{"type": "text", "text": "héllo 🚀"}, {"type": "image"}]});
         // 8 UTF-16 units + 4800 → ceil(4808 / 4)
-        assert_eq!(estimate_tokens(&user, LoneSurrogates::Absent), Ok(1202.0));
+        assert_eq!(estimate_tokens(&user), Ok(1202.0));
         let assistant = json!({"role": "assistant", "content": [
             {"type": "thinking", "thinking": "abcd"},
             {"type": "toolCall", "name": "read", "arguments": {"path": "a"}}]});
         // 4 + 4 + len('{"path":"a"}') = 12 → 20 / 4
-        assert_eq!(estimate_tokens(&assistant, LoneSurrogates::Absent), Ok(5.0));
-        assert_eq!(
-            estimate_tokens(&json!({"role": "notification"}), LoneSurrogates::Absent),
-            Ok(0.0)
-        );
-        assert!(
-            estimate_tokens(
-                &json!({"role": "custom", "content": null}),
-                LoneSurrogates::Absent
-            )
-            .is_err()
-        );
-        let odd = estimate_tokens(
-            &json!({"role": "user", "content": [{"type": "text", "text": 5}]}),
-            LoneSurrogates::Absent,
-        );
+        assert_eq!(estimate_tokens(&assistant), Ok(5.0));
+        assert_eq!(estimate_tokens(&json!({"role": "notification"})), Ok(0.0));
+        assert!(estimate_tokens(&json!({"role": "custom", "content": null})).is_err());
+        let odd =
+            estimate_tokens(&json!({"role": "user", "content": [{"type": "text", "text": 5}]}));
         assert!(odd.is_ok_and(f64::is_nan));
     }
 
