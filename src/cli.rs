@@ -269,10 +269,12 @@ pub(crate) fn resolve(
     file: &Path,
     id: Option<&str>,
 ) -> Result<Option<NodeIdx>, CliError> {
-    match id {
-        None => Ok(tree.default_leaf()),
-        Some(id) => find(tree, file, id, "leaf id").map(Some),
-    }
+    tree.resolve_leaf(id)
+        .map_err(|unknown| CliError::UnknownEntry {
+            path: file.to_owned(),
+            id: unknown.id,
+            what: "leaf id",
+        })
 }
 
 /// The entry with this id; `what` names the argument in the error.

@@ -173,20 +173,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CompactError> {
     };
     if args.dry_run {
         let (session, lines) = cli::open(&args.file, false)?;
-        if let Expected::Leaf(want) = expected {
-            let tree = &session.tree;
-            let current = tree.default_leaf().map(|l| tree.node(l).entry.id.clone());
-            if current.as_ref().map(EntryId::as_str) != want {
-                return Err(shared::CompactError::Write(WriteError::Conflict {
-                    path: args.file.clone(),
-                    expected: want.map(str::to_owned),
-                    added: Vec::new(),
-                    current_leaf: current,
-                })
-                .into());
-            }
-        }
-        let planned = shared::plan(&args.file, &session.tree, &lines, &req)?;
+        let planned = shared::dry_run(&args.file, &session.tree, &lines, &req, expected)?;
         return Ok(match planned {
             Err(n) => Outcome::Nothing(n),
             Ok(plan) => Outcome::Planned {

@@ -25,12 +25,9 @@ use crate::core::compaction::CompactionPlan;
 use crate::core::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
 use crate::core::entries::ParentChoice;
 use crate::core::fork::Position;
-use crate::core::format::EntryId;
 use crate::core::tree::Mode;
 use crate::session::owner::{EventSink, Session};
-use crate::storage::writer::{
-    self, Change, Expected, ForkRequest, WriteError, WriteOptions, Written,
-};
+use crate::storage::writer::{self, Change, Expected, ForkRequest, WriteOptions, Written};
 
 /// Fields of a compaction report that only `session/prepareCompaction` returns (they can be
 /// megabytes): the serialized conversation and the summarization request.
@@ -68,26 +65,14 @@ fn with_revision(mut value: Value, s: &Session) -> Value {
     value
 }
 
-/// The conflict error for a stale view, when nothing is to be written (navigation).
+/// The conflict error for a stale view, when nothing is to be written (navigation): the owner's
+/// tree is the file as last read, so nothing was caught up ([`Tree::fence`]).
+///
+/// [`Tree::fence`]: crate::core::tree::Tree::fence
 fn check_view(s: &Session, expected: Option<&str>) -> Result<(), RpcError> {
     let tree = s.tree();
-    let current = tree.default_leaf().map(|n| tree.node(n).entry.id.clone());
-    if current.as_ref().map(EntryId::as_str) == expected {
-        return Ok(());
-    }
-    let from = expected
-        .and_then(|id| tree.find(id))
-        .map_or(0, |n| n as usize + 1);
-    Err(WriteError::Conflict {
-        path: s.path().to_owned(),
-        expected: expected.map(str::to_owned),
-        current_leaf: current,
-        added: tree.nodes()[from.min(tree.len())..]
-            .iter()
-            .map(|n| n.entry.id.clone())
-            .collect(),
-    }
-    .into())
+    tree.fence(expected, tree.len())
+        .map_err(|stale| compact::conflict(s.path(), stale).into())
 }
 
 impl Backend {
@@ -353,10 +338,13 @@ impl Backend {
         if p.dry_run {
             return Ok(self
                 .ask(&path, move |s| {
-                    if let Some(e) = &expected {
-                        check_view(s, e.as_deref())?;
-                    }
-                    let value = match compact::plan(s.path(), s.tree(), s.source(), &request(&p))? {
+                    let view = match &expected {
+                        Some(e) => Expected::Leaf(e.as_deref()),
+                        None => Expected::Unfenced,
+                    };
+                    let planned =
+                        compact::dry_run(s.path(), s.tree(), s.source(), &request(&p), view)?;
+                    let value = match planned {
                         Err(nothing) => compact::nothing_json(nothing),
                         Ok(plan) => compact_report(&plan, false),
                     };
