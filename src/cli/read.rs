@@ -1,255 +1,91 @@
-//! The command line: subcommands over the same core and storage the daemon uses.
-//! Human-readable output by default, `--json` for machines. Exit codes: 0 success,
-//! 2 usage or I/O error, 3 corrupt session file; the write subcommands (in
-//! [`crate::cli_write`]) add 4 conflict and 5 busy.
+//! The reading subcommands: `context`, `tree`, `explain`, `check`. None of them changes a
+//! file; each opens the session (strictly, or leniently with `--allow-corrupt`), then prints.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Args;
 use serde_json::{Value, json};
-use thiserror::Error;
 
+use super::error::{CliError, Exit};
 use crate::context_json::ContextJson;
 use crate::core::explain::{self, Explanation, Reason};
 use crate::core::format::EntryKind;
 use crate::core::preview;
 use crate::core::projection::{self, Projection};
-use crate::core::render::{self, LineSource, RenderError};
+use crate::core::render::{self, LineSource};
 use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 
-/// Exit codes of every subcommand, shown under `--help`.
-const EXIT_CODES: &str = "Exit codes: 0 ok; 2 usage, I/O, unknown id or invalid entry; 3 corrupt session \
-file (nothing written; see `salvage`); 4 conflict (stale --expected-leaf, id taken, file changed); \
-5 retention lost (compact --require-retention); 6 pi itself would fail to compact this session; \
-7 busy (a writer is mid-line or holds the lock; retry)";
-
-/// Inspect pi coding-agent sessions (the tree, what the model sees and why), write to them
-/// safely, and serve them to editors (`sessiond serve`).
-#[derive(Debug, Parser)]
-#[command(name = "sessiond", version, after_help = EXIT_CODES)]
-pub struct Cli {
-    /// Log filter for stderr (e.g. `info`, `sessiond=debug`); defaults to `$SESSIOND_LOG`, then `warn`.
-    #[arg(long, global = true)]
-    pub log: Option<String>,
-    /// The command to run.
-    #[command(subcommand)]
-    pub command: Command,
+/// `sessiond context`.
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// The pi session file (JSONL).
+    pub file: PathBuf,
+    /// Leaf entry id (default: the last entry in the file).
+    #[arg(long)]
+    pub leaf: Option<String>,
+    /// Print `{messages, thinkingLevel, model}` as pi computes them, plus entryIds,
+    /// messageEntryIds, leafId, diagnostics and tornTail.
+    #[arg(long)]
+    pub json: bool,
+    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    #[arg(long)]
+    pub allow_corrupt: bool,
 }
 
-/// The subcommands.
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Print what the model sees at a leaf (pi's buildSessionContext).
-    Context {
-        /// The pi session file (JSONL).
-        file: PathBuf,
-        /// Leaf entry id (default: the last entry in the file).
-        #[arg(long)]
-        leaf: Option<String>,
-        /// Print `{messages, thinkingLevel, model}` as pi computes them, plus entryIds,
-        /// messageEntryIds, leafId, diagnostics and tornTail.
-        #[arg(long)]
-        json: bool,
-        /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
-        #[arg(long)]
-        allow_corrupt: bool,
-    },
-    /// Print the session tree with labels, the name, leaves and the default leaf.
-    Tree {
-        /// The pi session file (JSONL).
-        file: PathBuf,
-        /// Print the tree as JSON (flat nodes with parent and child ids).
-        #[arg(long)]
-        json: bool,
-        /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
-        #[arg(long)]
-        allow_corrupt: bool,
-    },
-    /// Explain whether an entry reaches the model at a leaf, and why not.
-    Explain {
-        /// The pi session file (JSONL).
-        file: PathBuf,
-        /// The entry to explain.
-        entry_id: String,
-        /// Leaf entry id (default: the last entry in the file).
-        #[arg(long)]
-        leaf: Option<String>,
-        /// Print the explanation as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
-        #[arg(long)]
-        allow_corrupt: bool,
-    },
-    /// Compact a leaf's path as pi does: summarize (embedded or --summary-file), check retention, append.
-    Compact(crate::cli_compact::CompactArgs),
-    /// Check a session file: exit 0 when clean (a torn tail is reported, not fatal), 3 when corrupt.
-    Check {
-        /// The pi session file (JSONL).
-        file: PathBuf,
-        /// Print the result as JSON (`{"ok", "tornTail", ...}` or `{"kind", "line", "offset", ...}`).
-        #[arg(long)]
-        json: bool,
-    },
-    /// Fork the path from the root to an entry into a new session file (pi's fork).
-    Fork(crate::cli_write::ForkArgs),
-    /// Set or clear the label of an entry.
-    Label(crate::cli_write::LabelArgs),
-    /// Name the session.
-    Name(crate::cli_write::NameArgs),
-    /// Start a new branch at an entry, with a summary of the branch being left.
-    Branch(crate::cli_write::BranchArgs),
-    /// Append an entry given as JSON (id, parentId and timestamp are filled in).
-    Append(crate::cli_write::AppendArgs),
-    /// Write the readable entries of a corrupt session into a new file; the original is untouched.
-    Salvage(crate::cli_write::SalvageArgs),
-    /// Serve sessions as a daemon: JSON-RPC over stdin/stdout with LSP framing (see protocol/).
-    Serve {
-        /// A directory sessions may be read from (repeatable); default: pi's sessions directory.
-        #[arg(long = "root", value_name = "DIR")]
-        roots: Vec<PathBuf>,
-    },
+/// `sessiond tree`.
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    /// The pi session file (JSONL).
+    pub file: PathBuf,
+    /// Print the tree as JSON (flat nodes with parent and child ids).
+    #[arg(long)]
+    pub json: bool,
+    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    #[arg(long)]
+    pub allow_corrupt: bool,
 }
 
-/// Errors a command reports on stderr; each maps to an exit code.
-#[derive(Debug, Error)]
-pub enum CliError {
-    /// The file could not be read (exit 2) or is corrupt (exit 3).
-    #[error(transparent)]
-    Open(#[from] OpenError),
-    /// An id argument names no entry (exit 2).
-    #[error("{}: unknown {what} {}", path.display(), shorten(id))]
-    UnknownEntry {
-        /// The session file.
-        path: PathBuf,
-        /// The id as given.
-        id: String,
-        /// Which argument named it: `leaf id` or `entry id`.
-        what: &'static str,
-    },
-    /// A line could not be read, or changed since the session was read.
-    #[error("{}: {source}", path.display())]
-    Render {
-        /// The session file.
-        path: PathBuf,
-        /// The render failure.
-        source: RenderError,
-    },
-    /// Writing to stdout failed.
-    #[error("cannot write output: {0}")]
-    Output(#[from] io::Error),
+/// `sessiond explain`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The pi session file (JSONL).
+    pub file: PathBuf,
+    /// The entry to explain.
+    pub entry_id: String,
+    /// Leaf entry id (default: the last entry in the file).
+    #[arg(long)]
+    pub leaf: Option<String>,
+    /// Print the explanation as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    #[arg(long)]
+    pub allow_corrupt: bool,
 }
 
-impl CliError {
-    /// `{"kind", "message", ...}`: `kind` is `corrupt` (with the corruption's `corruption`
-    /// object), `unknownEntry` (with `id`), `notAFile` or `io`.
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({"message": self.to_string()});
-        match self {
-            CliError::Open(OpenError::Corrupt { corruption, .. }) => {
-                v["kind"] = json!("corrupt");
-                v["corruption"] = json!(corruption);
-            }
-            CliError::Open(OpenError::NotAFile { .. }) => v["kind"] = json!("notAFile"),
-            CliError::UnknownEntry { id, .. } => {
-                v["kind"] = json!("unknownEntry");
-                v["id"] = json!(id);
-            }
-            _ => v["kind"] = json!("io"),
-        }
-        v
-    }
-
-    /// The process exit code for this error.
-    pub fn exit_code(&self) -> u8 {
-        match self {
-            CliError::Open(OpenError::Corrupt { .. }) => 3,
-            _ => 2,
-        }
-    }
+/// `sessiond check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The pi session file (JSONL).
+    pub file: PathBuf,
+    /// Print the result as JSON (`{"ok", "tornTail", ...}` or `{"kind", "line", "offset", ...}`).
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// Runs a parsed command line, writing results to stdout.
-pub fn run(cli: Cli) -> ExitCode {
-    // Before stdout is locked below: the daemon writes protocol frames from its own thread.
-    if let Command::Serve { roots } = &cli.command {
-        let roots = roots.clone();
-        return crate::server::serve(crate::server::ServeOptions { roots });
-    }
-    let stdout = io::stdout();
-    let mut out = io::BufWriter::new(stdout.lock());
-    let json = match &cli.command {
-        Command::Context { json, .. }
-        | Command::Tree { json, .. }
-        | Command::Explain { json, .. } => *json,
-        _ => false,
-    };
-    let result = match cli.command {
-        Command::Context {
-            file,
-            leaf,
-            json,
-            allow_corrupt,
-        } => context(&mut out, &file, leaf.as_deref(), json, allow_corrupt),
-        Command::Tree {
-            file,
-            json,
-            allow_corrupt,
-        } => tree(&mut out, &file, json, allow_corrupt),
-        Command::Explain {
-            file,
-            entry_id,
-            leaf,
-            json,
-            allow_corrupt,
-        } => explain_cmd(
-            &mut out,
-            &file,
-            &entry_id,
-            leaf.as_deref(),
-            json,
-            allow_corrupt,
-        ),
-        Command::Check { file, json } => return check(&mut out, &file, json),
-        Command::Compact(args) => return crate::cli_compact::run(&mut out, args),
-        Command::Fork(args) => return crate::cli_write::fork(args),
-        Command::Label(args) => return crate::cli_write::label(args),
-        Command::Name(args) => return crate::cli_write::name(args),
-        Command::Branch(args) => return crate::cli_write::branch(args),
-        Command::Append(args) => return crate::cli_write::append(args),
-        Command::Salvage(args) => return crate::cli_write::salvage(args),
-        Command::Serve { .. } => return ExitCode::SUCCESS,
-    };
-    finish(out, result, json)
+/// A session read for printing: its tree and a reader of its lines.
+pub struct Opened {
+    /// The session as read.
+    pub session: OpenedSession,
+    /// The file's lines, read again by position while printing.
+    pub lines: FileLines,
 }
 
-/// Flushes the output and turns the result into the exit code. Errors go to stderr; with
-/// `--json` they are also printed on stdout as `{"error": {"kind", "message", ...}}`, as the
-/// write commands do.
-fn finish(mut out: impl Write, result: Result<(), CliError>, json: bool) -> ExitCode {
-    let result = result.and_then(|()| out.flush().map_err(CliError::from));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        // A reader that went away (`| head`) is not an error.
-        Err(CliError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sessiond: {e}");
-            if json && !matches!(e, CliError::Output(_)) {
-                let _ =
-                    writeln!(out, "{}", json!({ "error": e.to_json() })).and_then(|()| out.flush());
-            }
-            ExitCode::from(e.exit_code())
-        }
-    }
-}
-
-pub(crate) fn open(
-    file: &Path,
-    allow_corrupt: bool,
-) -> Result<(OpenedSession, FileLines), CliError> {
+/// Reads `file` strictly, or with `allow_corrupt` the way pi does (see [`Mode`]).
+/// Errors: `Open` (I/O, not a file, corrupt).
+pub fn open(file: &Path, allow_corrupt: bool) -> Result<Opened, CliError> {
     let mode = if allow_corrupt {
         Mode::Lenient
     } else {
@@ -260,15 +96,11 @@ pub(crate) fn open(
         path: file.to_owned(),
         source,
     })?;
-    Ok((session, lines))
+    Ok(Opened { session, lines })
 }
 
 /// The leaf named by `--leaf`, or the default leaf (the last entry) without one.
-pub(crate) fn resolve(
-    tree: &Tree,
-    file: &Path,
-    id: Option<&str>,
-) -> Result<Option<NodeIdx>, CliError> {
+fn resolve(tree: &Tree, file: &Path, id: Option<&str>) -> Result<Option<NodeIdx>, CliError> {
     tree.resolve_leaf(id)
         .map_err(|unknown| CliError::UnknownEntry {
             path: file.to_owned(),
@@ -286,31 +118,30 @@ fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeId
     })
 }
 
-/// An id for an error message, cut to 80 characters (a pasted blob should not flood stderr).
-fn shorten(id: &str) -> String {
-    match id.char_indices().nth(80) {
-        Some((at, _)) => format!("{}…", &id[..at]),
-        None => id.to_owned(),
-    }
+/// Runs `sessiond context`.
+pub fn context(out: &mut dyn Write, args: &ContextArgs) -> Result<Exit, CliError> {
+    let opened = open(&args.file, args.allow_corrupt)?;
+    print_context(out, &opened, args)
 }
 
-fn context(
-    out: &mut impl Write,
-    file: &Path,
-    leaf: Option<&str>,
-    json: bool,
-    allow_corrupt: bool,
-) -> Result<(), CliError> {
-    let (session, lines) = open(file, allow_corrupt)?;
+/// Prints the context of a session already read (apart from [`context`] so that a test can
+/// change the file between the read and the printing).
+pub fn print_context(
+    out: &mut dyn Write,
+    opened: &Opened,
+    args: &ContextArgs,
+) -> Result<Exit, CliError> {
+    let Opened { session, lines } = opened;
+    let file = args.file.as_path();
     let tree = &session.tree;
-    let leaf = resolve(tree, file, leaf)?;
+    let leaf = resolve(tree, file, args.leaf.as_deref())?;
     let proj = projection::project(tree, leaf);
     let render_err = |source| CliError::Render {
         path: file.to_owned(),
         source,
     };
-    if json {
-        write_context_json(out, tree, &proj, &lines, &session, file)
+    if args.json {
+        write_context_json(out, tree, &proj, lines, session, file)?;
     } else {
         let model = proj.model.as_ref().map_or("none".to_owned(), |m| {
             let text = |r: &Option<Box<serde_json::value::RawValue>>| {
@@ -338,7 +169,7 @@ fn context(
             proj.items.len(),
         )?;
         let mut index = 0usize;
-        render::for_each_message(tree, &proj, &lines, |m| {
+        render::for_each_message(tree, &proj, lines, |m| {
             let value: Value = serde_json::from_str(m.message.get()).unwrap_or(Value::Null);
             let role = value.get("role").and_then(Value::as_str).unwrap_or("?");
             writeln!(
@@ -356,14 +187,14 @@ fn context(
             render::RenderError::Emit(io) => CliError::Output(io),
             other => render_err(other),
         })?;
-        write_problems(out, &session, &proj)?;
-        Ok(())
+        write_problems(out, session, &proj)?;
     }
+    Ok(Exit::Ok)
 }
 
 /// Writes the context document (see [`crate::context_json`]), streaming its messages.
 fn write_context_json(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     tree: &Tree,
     proj: &Projection,
     lines: &dyn LineSource,
@@ -384,7 +215,7 @@ fn write_context_json(
 }
 
 fn write_problems(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     session: &OpenedSession,
     proj: &Projection,
 ) -> io::Result<()> {
@@ -405,13 +236,9 @@ fn write_problems(
     Ok(())
 }
 
-fn tree(
-    out: &mut impl Write,
-    file: &Path,
-    json: bool,
-    allow_corrupt: bool,
-) -> Result<(), CliError> {
-    let (session, lines) = open(file, allow_corrupt)?;
+/// Runs `sessiond tree`.
+pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
+    let Opened { session, lines } = open(&args.file, args.allow_corrupt)?;
     let tree = &session.tree;
     let default_leaf = tree.default_leaf();
     let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
@@ -426,7 +253,7 @@ fn tree(
             value.get("timestamp").cloned().unwrap_or(Value::Null),
         )
     };
-    if json {
+    if args.json {
         let nodes: Vec<Value> = tree
             .nodes()
             .iter()
@@ -466,7 +293,7 @@ fn tree(
         });
         serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
         writeln!(out)?;
-        return Ok(());
+        return Ok(Exit::Ok);
     }
     let leaves: Vec<NodeIdx> = tree.leaves().collect();
     writeln!(
@@ -542,30 +369,25 @@ fn tree(
             t.line, t.offset, t.len
         )?;
     }
-    Ok(())
+    Ok(Exit::Ok)
 }
 
-fn explain_cmd(
-    out: &mut impl Write,
-    file: &Path,
-    entry_id: &str,
-    leaf: Option<&str>,
-    json: bool,
-    allow_corrupt: bool,
-) -> Result<(), CliError> {
-    let (session, _lines) = open(file, allow_corrupt)?;
+/// Runs `sessiond explain`.
+pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
+    let Opened { session, .. } = open(&args.file, args.allow_corrupt)?;
+    let file = args.file.as_path();
     let tree = &session.tree;
-    let target = find(tree, file, entry_id, "entry id")?;
-    let leaf = resolve(tree, file, leaf)?;
+    let target = find(tree, file, &args.entry_id, "entry id")?;
+    let leaf = resolve(tree, file, args.leaf.as_deref())?;
     let proj = projection::project(tree, leaf);
     let ex = explain::explain(tree, &proj, target);
-    if json {
+    if args.json {
         serde_json::to_writer(&mut *out, &ex).map_err(io::Error::from)?;
         writeln!(out)?;
     } else {
         writeln!(out, "{}", describe(&ex))?;
     }
-    Ok(())
+    Ok(Exit::Ok)
 }
 
 /// One sentence for a human.
@@ -624,9 +446,11 @@ pub fn describe(ex: &Explanation) -> String {
     head + &why
 }
 
-fn check(out: &mut impl Write, file: &Path, json: bool) -> ExitCode {
-    let result = reader::open_session(file, Mode::Strict);
-    let (report, code) = match &result {
+/// Runs `sessiond check`: a report for a clean or corrupt file ([`Exit::Corrupt`]); an
+/// unreadable file is an error.
+pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
+    let file = args.file.as_path();
+    let (report, text, exit) = match reader::open_session(file, Mode::Strict) {
         Ok(s) => (
             json!({
                 "ok": true,
@@ -637,33 +461,7 @@ fn check(out: &mut impl Write, file: &Path, json: bool) -> ExitCode {
                 "tornTail": s.torn_tail.is_some(),
                 "tornTailAt": s.torn_tail,
             }),
-            0u8,
-        ),
-        Err(OpenError::Corrupt { corruption: c, .. }) => (
-            json!({
-                "ok": false,
-                "file": file,
-                "kind": c.kind,
-                "line": c.line,
-                "offset": c.offset,
-                "id": c.id,
-                "message": c.message,
-            }),
-            3,
-        ),
-        Err(e) => {
-            eprintln!("sessiond: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let written = if json {
-        serde_json::to_writer(&mut *out, &report)
-            .map_err(io::Error::from)
-            .and_then(|()| writeln!(out))
-    } else {
-        match &result {
-            Ok(s) => writeln!(
-                out,
+            format!(
                 "{}: ok · version {} · {} entries{}",
                 file.display(),
                 s.tree.header().version,
@@ -673,14 +471,30 @@ fn check(out: &mut impl Write, file: &Path, json: bool) -> ExitCode {
                     t.line, t.offset
                 ))
             ),
-            Err(e) => writeln!(out, "{e}"),
-        }
+            Exit::Ok,
+        ),
+        Err(e) => match &e {
+            OpenError::Corrupt { corruption: c, .. } => (
+                json!({
+                    "ok": false,
+                    "file": file,
+                    "kind": c.kind,
+                    "line": c.line,
+                    "offset": c.offset,
+                    "id": c.id,
+                    "message": c.message,
+                }),
+                e.to_string(),
+                Exit::Corrupt,
+            ),
+            _ => return Err(e.into()),
+        },
     };
-    match written.and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            eprintln!("sessiond: cannot write output: {e}");
-            ExitCode::from(2)
-        }
-        _ => ExitCode::from(code),
+    if args.json {
+        serde_json::to_writer(&mut *out, &report).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{text}")?;
     }
+    Ok(exit)
 }
