@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{describe, repo_root, sessiond};
+use common::{describe, json_eq, repo_root, sessiond};
+use serde_json::{Value, json};
 
 /// The `Exit codes: …` line of `sessiond --help`.
 fn exit_codes_line() -> String {
@@ -42,4 +43,81 @@ fn help_and_readme_print_the_one_exit_code_table() {
         let help = String::from_utf8_lossy(&output.stdout);
         assert!(help.lines().any(|l| l == line), "{sub} --help:\n{help}");
     }
+}
+
+/// A case file and pi's answer `name` beside it.
+fn case(file: &str, answer: &str) -> (String, Value) {
+    let dir = repo_root().join("tests/data/cases");
+    let text = std::fs::read(dir.join(answer)).expect("pi's answer");
+    let answer = serde_json::from_slice(&text).expect("pi's answer is JSON");
+    (dir.join(file).to_string_lossy().into_owned(), answer)
+}
+
+/// stdout as exactly one JSON document.
+fn one_document(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}",
+            describe(output)
+        )
+    })
+}
+
+const LENIENT: &str = "lenient-missing-parent-duplicate.jsonl";
+
+/// pi compacts a file it reads leniently; so does a dry run with --allow-corrupt, with pi's
+/// cut point and tokensBefore. A real compaction still refuses the corrupt file.
+#[test]
+fn a_lenient_dry_run_compacts_as_pi_and_a_real_compaction_refuses() {
+    let (file, pi) = case(
+        LENIENT,
+        "lenient-missing-parent-duplicate.pi-compact-keep1.json",
+    );
+    let before = std::fs::read(&file).expect("read");
+    let args = [
+        "compact",
+        &file,
+        "--dry-run",
+        "--allow-corrupt",
+        "--json",
+        "--keep-recent-tokens",
+        "1",
+    ];
+    let output = sessiond(args);
+    assert!(output.status.success(), "{}", describe(&output));
+    let ours = one_document(&output);
+    assert_eq!(pi["firstKeptEntryId"], "k5");
+    assert_eq!(pi["tokensBefore"], 21);
+    for (key, want) in pi.as_object().expect("pi's answer is an object") {
+        assert!(
+            json_eq(want, &ours[key]),
+            "{key}: pi {want}, sessiond {}",
+            ours[key]
+        );
+    }
+    assert_eq!(ours["written"], json!(false));
+
+    // Strictly, the file is corrupt: no plan, and no write with or without --allow-corrupt.
+    let strict = sessiond(["compact", &file, "--dry-run", "--json"]);
+    assert_eq!(strict.status.code(), Some(3), "{}", describe(&strict));
+    assert_eq!(one_document(&strict)["error"]["kind"], "corrupt");
+    for extra in [&[][..], &["--allow-corrupt"][..]] {
+        let mut args = vec!["compact", &file, "--json", "--keep-recent-tokens", "1"];
+        args.extend_from_slice(extra);
+        let output = sessiond(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(3),
+            "{args:?}: {}",
+            describe(&output)
+        );
+        let doc = one_document(&output);
+        assert_eq!(doc["error"]["kind"], "corrupt", "{doc}");
+        assert_eq!(doc["error"]["corruption"]["line"], 4, "{doc}");
+    }
+    assert_eq!(
+        std::fs::read(&file).expect("read"),
+        before,
+        "nothing written"
+    );
 }

@@ -5,7 +5,9 @@
 //! runs the same code ([`crate::compact`]).
 //!
 //! "Nothing to compact" is a success (`{"nothingToCompact": true, "reason"}` with `--json`).
-//! Exit codes: the [`Exit`] table.
+//! A dry run with `--allow-corrupt` plans on the tree pi would read from a corrupt file (bad
+//! lines skipped, orphans as roots), as pi compacts such a file; a real compaction always
+//! reads strictly and refuses a corrupt file. Exit codes: the [`Exit`] table.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -56,6 +58,10 @@ pub struct CompactArgs {
     /// Report the compaction without writing anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// With --dry-run: read a corrupt file the way pi does (skip bad lines, orphans as roots)
+    /// and plan on that. A real compaction still refuses a corrupt file.
+    #[arg(long)]
+    pub allow_corrupt: bool,
     /// Print the report as JSON (with --dry-run: pi's firstKeptEntryId and tokensBefore, the
     /// serialized conversation and the exact summarization request).
     #[arg(long)]
@@ -102,7 +108,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         Some(id) => Expected::Leaf(Some(id)),
     };
     if args.dry_run {
-        let Opened { session, lines } = read::open(&args.file, false)?;
+        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
         let planned = shared::dry_run(&args.file, &session.tree, &lines, &req, expected)?;
         return Ok(match planned {
             Err(n) => Outcome::Nothing(n),
@@ -118,6 +124,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         // A compaction replaces much of the context the agent resumes with: worth a sync.
         sync: true,
     };
+    // Strict, whatever --allow-corrupt says: nothing is ever written to a corrupt file.
     let mut session = writer::open_for_write(&args.file)?;
     Ok(
         match shared::commit(&args.file, &mut session, &req, expected, &opts)? {
