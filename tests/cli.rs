@@ -121,3 +121,66 @@ fn a_lenient_dry_run_compacts_as_pi_and_a_real_compaction_refuses() {
         "nothing written"
     );
 }
+
+/// Read leniently, the case's context is pi's, and each problem names what it is about as a
+/// field: the missing parent `k3`, and both lines of the duplicate id `k5` (6, shadowed by 8).
+#[test]
+fn lenient_diagnostics_carry_the_missing_parent_and_both_duplicate_lines() {
+    let (file, pi) = case(LENIENT, "lenient-missing-parent-duplicate.pi-context.json");
+    let output = sessiond(["context", &file, "--json", "--allow-corrupt"]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let ours = one_document(&output);
+    for key in ["messages", "thinkingLevel", "model"] {
+        assert!(
+            json_eq(&pi[key], &ours[key]),
+            "{key}: pi {}, sessiond {}",
+            pi[key],
+            ours[key]
+        );
+    }
+    let corruptions: Vec<&Value> = ours["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| &d["corruption"])
+        .collect();
+    let of = |kind: &str| {
+        corruptions
+            .iter()
+            .find(|c| c["kind"] == kind)
+            .copied()
+            .unwrap_or_else(|| panic!("no {kind} among {corruptions:?}"))
+    };
+    let missing = of("missingParent");
+    assert_eq!(missing["id"], "k4");
+    assert_eq!(missing["line"], 5);
+    assert_eq!(missing["parentId"], "k3");
+    let dup = of("duplicateId");
+    assert_eq!(dup["id"], "k5");
+    assert_eq!((&dup["line"], &dup["shadowedLine"]), (&json!(8), &json!(6)));
+    let text = std::fs::read(&file).expect("read");
+    let line_start = |n: usize| {
+        let at = text
+            .split(|&b| b == b'\n')
+            .take(n - 1)
+            .map(|l| l.len() + 1)
+            .sum::<usize>();
+        json!(at)
+    };
+    assert_eq!(
+        (&dup["offset"], &dup["shadowedOffset"]),
+        (&line_start(8), &line_start(6))
+    );
+    assert_eq!(of("invalidJson")["line"], 4);
+
+    // Strictly the first problem refuses the file; a duplicate id's message names both lines.
+    let strict = sessiond(["check", &file, "--json"]);
+    assert_eq!(strict.status.code(), Some(3), "{}", describe(&strict));
+    assert_eq!(one_document(&strict)["kind"], "invalidJson");
+    let dup_file = repo_root().join("tests/data/corrupt/duplicate-id.jsonl");
+    let strict = sessiond(["check", &dup_file.to_string_lossy(), "--json"]);
+    let report = one_document(&strict);
+    assert_eq!(report["kind"], "duplicateId");
+    let message = report["message"].as_str().unwrap_or_default();
+    assert!(message.contains("line 3"), "{report}");
+}

@@ -14,7 +14,7 @@ use foldhash::fast::RandomState;
 use indexmap::IndexMap;
 use thiserror::Error;
 
-use super::diagnostics::{Corruption, CorruptionKind, Diagnostic};
+use super::diagnostics::{Corruption, CorruptionKind, Diagnostic, Related};
 use super::format::{Entry, EntryId, EntryKind, Header, LineSpan};
 
 /// Index of a node in the tree's arena (file order).
@@ -121,14 +121,15 @@ impl Tree {
                 v1.pending_kept.push((idx, i));
             }
         }
-        if self.index.contains_key(&entry.id) {
-            let c = corruption(
-                CorruptionKind::DuplicateId,
-                entry.span,
-                Some(&entry.id),
-                "this id is already used by an earlier entry",
-            );
-            self.fail_or_note(c, "the later entry now owns the id, as in pi")?;
+        if let Some(&earlier) = self.index.get(&entry.id) {
+            let earlier = self.nodes[earlier as usize].entry.span;
+            let related = Related {
+                shadowed_line: Some(earlier.line),
+                shadowed_offset: Some(earlier.offset),
+                ..Related::default()
+            };
+            let c = duplicate_id(&entry, earlier);
+            self.fail_or_note(c, related, "the later entry now owns the id, as in pi")?;
         }
         if entry.parent_id.as_ref() == Some(&entry.id) {
             let c = corruption(
@@ -137,7 +138,11 @@ impl Tree {
                 Some(&entry.id),
                 "the entry is its own parent",
             );
-            self.fail_or_note(c, "treated as a root, as pi's getTree does")?;
+            self.fail_or_note(
+                c,
+                Related::default(),
+                "treated as a root, as pi's getTree does",
+            )?;
             entry.parent_id = None;
         }
         match &entry.kind {
@@ -190,7 +195,7 @@ impl Tree {
                     Some(&id),
                     "the chain of parents loops back to this entry",
                 );
-                self.fail_or_note(c, "treated as a root")?;
+                self.fail_or_note(c, Related::default(), "treated as a root")?;
                 self.detach(idx);
                 self.roots.push(idx);
                 self.roots.sort_unstable();
@@ -215,7 +220,11 @@ impl Tree {
                     Some(&e.id),
                     &format!("parent {parent} names no entry in the file"),
                 );
-                if let Err(c) = self.fail_or_note(c, "treated as a root, as pi does") {
+                let related = Related {
+                    parent_id: e.parent_id.clone(),
+                    ..Related::default()
+                };
+                if let Err(c) = self.fail_or_note(c, related, "treated as a root, as pi does") {
                     // Put the waiting list back so a strict caller sees an unchanged tree.
                     for &o in &orphans {
                         if let Some(p) = self.nodes[o as usize].entry.parent_id.clone() {
@@ -264,14 +273,13 @@ impl Tree {
         }
         let mut in_batch: HashMap<&str, usize> = HashMap::with_capacity(batch.len());
         for (i, e) in batch.iter().enumerate() {
-            if self.index.contains_key(&e.id) || in_batch.contains_key(e.id.as_str()) {
-                let c = corruption(
-                    CorruptionKind::DuplicateId,
-                    e.span,
-                    Some(&e.id),
-                    "this id is already used by an earlier entry",
-                );
-                return Err((i, c));
+            let earlier = match (self.index.get(&e.id), in_batch.get(e.id.as_str())) {
+                (_, Some(&j)) => Some(batch[j].span),
+                (Some(&n), None) => Some(self.nodes[n as usize].entry.span),
+                (None, None) => None,
+            };
+            if let Some(earlier) = earlier {
+                return Err((i, duplicate_id(e, earlier)));
             }
             in_batch.insert(e.id.as_str(), i);
         }
@@ -336,7 +344,7 @@ impl Tree {
     /// Records a line that could not be read. Strict mode returns it as the error; lenient
     /// mode notes it in the diagnostics and skips the line, as pi does.
     pub fn skip_line(&mut self, c: Corruption) -> Result<(), Corruption> {
-        self.fail_or_note(c, "line skipped, as pi does")
+        self.fail_or_note(c, Related::default(), "line skipped, as pi does")
     }
 
     /// Counts a `type: "session"` line after the header (pi ignores it, but it still takes a
@@ -347,12 +355,20 @@ impl Tree {
         }
     }
 
-    fn fail_or_note(&mut self, c: Corruption, action: &'static str) -> Result<(), Corruption> {
+    /// Strict: `c` refuses the open (`related` is not part of the error). Lenient: `c` and what
+    /// it refers to become a diagnostic, and the caller goes on the way pi does (`action`).
+    fn fail_or_note(
+        &mut self,
+        c: Corruption,
+        related: Related,
+        action: &'static str,
+    ) -> Result<(), Corruption> {
         match self.mode {
             Mode::Strict => Err(c),
             Mode::Lenient => {
                 self.diagnostics.push(Diagnostic::Corrupt {
                     corruption: c,
+                    related,
                     action,
                 });
                 Ok(())
@@ -557,6 +573,20 @@ pub struct Stale {
     pub current_leaf: Option<EntryId>,
     /// Entries added since the expected leaf, in file order (see [`Tree::fence`]).
     pub added: Vec<EntryId>,
+}
+
+/// The `duplicateId` corruption of `entry`, whose id the entry on the `earlier` line holds.
+fn duplicate_id(entry: &Entry, earlier: LineSpan) -> Corruption {
+    let message = format!(
+        "this id is already used by the entry on line {}",
+        earlier.line
+    );
+    corruption(
+        CorruptionKind::DuplicateId,
+        entry.span,
+        Some(&entry.id),
+        &message,
+    )
 }
 
 fn corruption(
