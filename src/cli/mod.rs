@@ -9,7 +9,7 @@
 //! once it succeeded ([`run`]). Human output streams (a 40 MB context is not held), so a
 //! human-mode failure may follow partial output; the error goes to stderr.
 //!
-//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`write`] (`fork`, `label`,
+//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`write`](mod@write) (`fork`, `label`,
 //! `name`, `branch`, `append`, `salvage`), [`compact`], and [`error`] (the exit-code table and
 //! the error type), which the others import; nothing imports this module but `main`.
 

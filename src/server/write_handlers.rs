@@ -1,7 +1,8 @@
 //! The `session/` methods that write: appends (`label`, `setName`, `branch`, `append`,
 //! `compact`) run on the session's owner through [`Session::write`], so they are ordered with
 //! reads and watcher hints and announce what they add in one `session/didChange`; new files
-//! (`fork`, `salvage`) are published atomically under the daemon-wide [`Reservations`].
+//! (`fork`, `salvage`) are published atomically under the daemon-wide
+//! [`Reservations`](crate::storage::publish::Reservations).
 //! Every one is the same call into [`crate::storage::writer`] (or [`crate::compact`]) that the
 //! CLI makes.
 
