@@ -192,7 +192,7 @@ pub fn print_context(
     Ok(Exit::Ok)
 }
 
-/// Writes the context document (see [`crate::context_json`]), streaming its messages.
+/// Writes the context document (see [`crate::context_json`]), rendering messages as it goes.
 fn write_context_json(
     out: &mut dyn Write,
     tree: &Tree,
