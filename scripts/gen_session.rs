@@ -17,6 +17,7 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
+use sessiond::core::timestamp::format_iso;
 
 /// splitmix64: small, fast and deterministic; quality is ample for shaping test data.
 struct Rng(u64);
@@ -116,7 +117,7 @@ impl Gen {
     }
     fn timestamp(&mut self) -> String {
         self.ts += 500 + self.rng.below(30_000) as i64;
-        iso(self.ts)
+        format_iso(self.ts)
     }
     fn emit(&mut self, mut v: Value, parent: Option<&str>) -> std::io::Result<String> {
         let id = self.id();
@@ -144,28 +145,6 @@ impl Gen {
     }
 }
 
-fn iso(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    let rem = ms.rem_euclid(86_400_000);
-    // civil_from_days (Howard Hinnant)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
-    )
-}
-
 /// How much to write: bytes, or (small bodies) entries.
 #[derive(Clone, Copy)]
 enum Target {
@@ -186,7 +165,7 @@ fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
         small: matches!(target, Target::Entries(_)),
     };
     let header = json!({"type":"session","version":3,"id":format!("0196a000-0000-7000-8000-{:012x}", seed),
-        "timestamp": iso(g.ts), "cwd":"/home/dev/project"});
+        "timestamp": format_iso(g.ts), "cwd":"/home/dev/project"});
     let h = serde_json::to_vec(&header)?;
     g.out.write_all(&h)?;
     g.out.write_all(b"\n")?;

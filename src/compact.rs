@@ -20,7 +20,7 @@ use crate::core::compaction::{self, CompactionError, CompactionPlan, Options};
 use crate::core::entries::NewEntry;
 use crate::core::format::EntryId;
 use crate::core::render::LineSource;
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::{Stale, Tree};
 use crate::storage::reader::OpenedSession;
 use crate::storage::writer::{self, Expected, WriteError, WriteOptions, Written};
 
@@ -129,23 +129,6 @@ fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-fn resolve_leaf(
-    path: &Path,
-    tree: &Tree,
-    leaf: Option<&str>,
-) -> Result<Option<NodeIdx>, CompactError> {
-    match leaf {
-        None => Ok(tree.default_leaf()),
-        Some(id) => tree
-            .find(id)
-            .map(Some)
-            .ok_or_else(|| CompactError::UnknownLeaf {
-                path: path.to_owned(),
-                id: id.to_owned(),
-            }),
-    }
-}
-
 /// Plans a compaction of the session at `path` (read into `tree`; lines through `lines`)
 /// without writing: a new entry id, the current time. `Ok(Err(_))` is "nothing to compact".
 /// Errors: `UnknownLeaf`, `Compaction`.
@@ -155,7 +138,12 @@ pub fn plan(
     lines: &dyn LineSource,
     req: &CompactRequest<'_>,
 ) -> Result<Result<CompactionPlan, NothingToCompact>, CompactError> {
-    let leaf = resolve_leaf(path, tree, req.leaf)?;
+    let leaf = tree
+        .resolve_leaf(req.leaf)
+        .map_err(|unknown| CompactError::UnknownLeaf {
+            path: path.to_owned(),
+            id: unknown.id,
+        })?;
     let options = Options {
         keep_recent_tokens: req.keep_recent_tokens,
         summary: req.summary,
@@ -167,6 +155,33 @@ pub fn plan(
         path: path.to_owned(),
         source,
     })
+}
+
+/// A dry run: [`plan`] on the tree as read, after checking the caller's view against it
+/// ([`Tree::fence`] with nothing caught up) when `expected` is a leaf. Nothing is written.
+/// Errors: a stale view as the writer's `Conflict`, then those of [`plan`].
+pub fn dry_run(
+    path: &Path,
+    tree: &Tree,
+    lines: &dyn LineSource,
+    req: &CompactRequest<'_>,
+    expected: Expected<'_>,
+) -> Result<Result<CompactionPlan, NothingToCompact>, CompactError> {
+    if let Expected::Leaf(view) = expected {
+        tree.fence(view, tree.len())
+            .map_err(|stale| conflict(path, stale))?;
+    }
+    plan(path, tree, lines, req)
+}
+
+/// The writer's conflict error for a stale view of the session at `path`.
+pub fn conflict(path: &Path, stale: Stale) -> WriteError {
+    WriteError::Conflict {
+        path: path.to_owned(),
+        expected: stale.expected,
+        current_leaf: stale.current_leaf,
+        added: stale.added,
+    }
 }
 
 /// Plans and appends a compaction under the write lock (see the module docs). The session is

@@ -2,8 +2,10 @@
 //! the daemon's `session/contextAt`:
 //! `{messages, thinkingLevel?, model, entryIds, messageEntryIds, leafId, diagnostics, tornTail}`.
 //!
-//! Messages are rendered while the document is serialized, so the CLI streams a large
-//! context to stdout without holding it; `thinkingLevel` is omitted exactly when pi omits it.
+//! Messages are rendered while the document is serialized (into the writer the caller
+//! gives, with no intermediate `Value`), and a render failure stops serialization with a
+//! typed error ([`ContextJson::take_render_error`]); the CLI serializes into a buffer that it
+//! prints only on success. `thinkingLevel` is omitted exactly when pi omits it.
 
 use std::cell::RefCell;
 use std::io;

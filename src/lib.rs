@@ -11,20 +11,20 @@
 //!   hints for the owners.
 //! * [`server`] — the daemon (`sessiond serve`): the only code that knows JSON-RPC.
 //! * [`context_json`] — the context document shared by the CLI and the server.
+//! * [`paths`] — lexical path helpers shared by the session roots and the writer.
 //! * [`compact`] — compaction planned and committed through the writer, shared by the CLI and
 //!   the server.
-//! * [`cli`], [`cli_write`], [`cli_compact`] — subcommands over the same core and storage.
+//! * [`cli`] — subcommands over the same core, storage and shared layers.
 //!
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
 
 #![warn(missing_docs)]
 
 pub mod cli;
-pub mod cli_compact;
-pub mod cli_write;
 pub mod compact;
 pub mod context_json;
 pub mod core;
+pub mod paths;
 pub mod server;
 pub mod session;
 pub mod storage;

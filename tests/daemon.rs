@@ -822,3 +822,90 @@ fn a_fifo_is_refused_at_once() {
     assert!(list.to_string().len() < 100_000);
     assert_eq!(d.stop(), Some(0));
 }
+
+/// The case pi reads leniently (tests/data/cases/): a cut line 4 hides `k4`'s parent `k3`, and
+/// line 8 repeats the id of line 6. Opened with `allowCorrupt`, its diagnostics name the
+/// missing parent and both lines as fields (as the CLI prints them), its context is pi's, and
+/// `session/prepareCompaction` and a dry-run `session/compact` plan it as pi compacts it; a
+/// real compaction is refused as corrupt.
+#[test]
+fn a_lenient_session_names_its_problems_and_plans_compaction_like_pi() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases = repo().join("tests/data/cases");
+    let name = "lenient-missing-parent-duplicate";
+    let file = dir.path().join(format!("{name}.jsonl"));
+    std::fs::copy(cases.join(format!("{name}.jsonl")), &file).expect("copy case");
+    let pi = |what: &str| -> Value {
+        let text = std::fs::read(cases.join(format!("{name}.pi-{what}.json"))).expect("pi");
+        serde_json::from_slice(&text).expect("pi's answer is JSON")
+    };
+    let path = file.to_str().expect("utf-8 path");
+    let before = std::fs::read(&file).expect("read");
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+
+    let open = checked(
+        &mut d,
+        "session/open",
+        json!({"path": path, "allowCorrupt": true}),
+    );
+    let corruption = |kind: &str| -> Value {
+        open["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .map(|d| d["corruption"].clone())
+            .find(|c| c["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} in {}", open["diagnostics"]))
+    };
+    let missing = corruption("missingParent");
+    assert_eq!(
+        (&missing["id"], &missing["parentId"]),
+        (&json!("k4"), &json!("k3"))
+    );
+    let dup = corruption("duplicateId");
+    assert_eq!((&dup["line"], &dup["shadowedLine"]), (&json!(8), &json!(6)));
+    let cli = cli_json(&["context", path, "--json", "--allow-corrupt"]);
+    assert_eq!(
+        open["diagnostics"], cli["diagnostics"],
+        "daemon and CLI agree"
+    );
+
+    let ctx = checked(&mut d, "session/contextAt", json!({"path": path}));
+    let want = pi("context");
+    for key in ["messages", "thinkingLevel", "model"] {
+        assert_eq!(ctx[key], want[key], "{key}");
+    }
+    assert_eq!(ctx["diagnostics"], open["diagnostics"]);
+
+    let want = pi("compact-keep1");
+    let prepared = checked(
+        &mut d,
+        "session/prepareCompaction",
+        json!({"path": path, "keepRecentTokens": 1}),
+    );
+    let dry = checked(
+        &mut d,
+        "session/compact",
+        json!({"path": path, "keepRecentTokens": 1, "dryRun": true, "expectedLeafId": "k5"}),
+    );
+    for plan in [&prepared, &dry] {
+        for (key, value) in want.as_object().expect("pi's answer is an object") {
+            assert_eq!(&plan[key], value, "{key}");
+        }
+        assert_eq!(plan["written"], json!(false));
+    }
+
+    let refused = d.request(
+        "session/compact",
+        json!({"path": path, "keepRecentTokens": 1, "expectedLeafId": "k5"}),
+    );
+    let (code, _, data) = error_of(&refused);
+    assert_eq!(code, sessiond::server::error::SESSION_CORRUPT, "{refused}");
+    assert_eq!(data["line"], json!(4));
+    assert_eq!(
+        std::fs::read(&file).expect("read"),
+        before,
+        "nothing written"
+    );
+    assert_eq!(d.stop(), Some(0));
+}

@@ -103,20 +103,38 @@ impl serde::Serialize for EntryId {
     }
 }
 
-/// A non-fatal finding reported with a result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+/// What a corrupt spot refers to besides its own line, as fields a client can use without
+/// reading the message. Which fields are set depends on the kind; none for most kinds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Related {
+    /// `missingParent`: the `parentId` that names no entry in the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<EntryId>,
+    /// `duplicateId`: 1-based line of the earlier entry with the same id, which the later one
+    /// (the corruption's own line) shadows, as in pi.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadowed_line: Option<u32>,
+    /// `duplicateId`: byte offset of that earlier line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shadowed_offset: Option<u64>,
+}
+
+/// A non-fatal finding reported with a result. On the wire a `corrupt` diagnostic is
+/// `{kind: "corrupt", corruption: {kind, line, offset, id?, message, parentId?, shadowedLine?,
+/// shadowedOffset?}, action}`: the [`Related`] fields sit in the corruption object they describe.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Diagnostic {
     /// A corrupt spot that a lenient (`allowCorrupt`) open skipped or repaired the way pi does.
-    #[serde(rename_all = "camelCase")]
     Corrupt {
         /// The corrupt spot.
         corruption: Corruption,
+        /// What it refers to besides its own line (the missing parent, the shadowed line).
+        related: Related,
         /// What the lenient read did about it, as pi does (line skipped, entry made a root, ...).
         action: &'static str,
     },
     /// A tool result in the context whose `toolCallId` matches no earlier tool call in the context.
-    #[serde(rename_all = "camelCase")]
     OrphanToolResult {
         /// The tool result entry.
         entry_id: EntryId,
@@ -124,11 +142,69 @@ pub enum Diagnostic {
         tool_call_id: String,
     },
     /// A tool call in the context with no tool result after it in the context.
-    #[serde(rename_all = "camelCase")]
     MissingToolResult {
         /// The assistant entry holding the call.
         entry_id: EntryId,
         /// The call's `id`.
         tool_call_id: String,
     },
+}
+
+impl Serialize for Diagnostic {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// The corruption with its related fields flattened in.
+        #[derive(Serialize)]
+        struct CorruptionView<'a> {
+            #[serde(flatten)]
+            corruption: &'a Corruption,
+            #[serde(flatten)]
+            related: &'a Related,
+        }
+        #[derive(Serialize)]
+        #[serde(tag = "kind", rename_all = "camelCase")]
+        enum View<'a> {
+            Corrupt {
+                corruption: CorruptionView<'a>,
+                action: &'a str,
+            },
+            #[serde(rename_all = "camelCase")]
+            OrphanToolResult {
+                entry_id: &'a EntryId,
+                tool_call_id: &'a str,
+            },
+            #[serde(rename_all = "camelCase")]
+            MissingToolResult {
+                entry_id: &'a EntryId,
+                tool_call_id: &'a str,
+            },
+        }
+        let view = match self {
+            Diagnostic::Corrupt {
+                corruption,
+                related,
+                action,
+            } => View::Corrupt {
+                corruption: CorruptionView {
+                    corruption,
+                    related,
+                },
+                action,
+            },
+            Diagnostic::OrphanToolResult {
+                entry_id,
+                tool_call_id,
+            } => View::OrphanToolResult {
+                entry_id,
+                tool_call_id,
+            },
+            Diagnostic::MissingToolResult {
+                entry_id,
+                tool_call_id,
+            } => View::MissingToolResult {
+                entry_id,
+                tool_call_id,
+            },
+        };
+        view.serialize(s)
+    }
 }

@@ -195,8 +195,10 @@ fn days_in_month(y: i64, m: u32) -> u32 {
     }
 }
 
-/// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+/// Days since 1970-01-01 of the date `y`-`m`-`d` in the proleptic Gregorian calendar (Howard
+/// Hinnant's algorithm; negative before 1970). `m` is 1..=12 and `d` 1..=31; other values give
+/// a meaningless (but panic-free) number, so callers validate first.
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -206,8 +208,9 @@ fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The inverse of [`days_from_civil`] (Howard Hinnant's algorithm): (year, month, day).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+/// The date `z` days after 1970-01-01 (negative: before) as (year, month 1..=12, day 1..=31),
+/// proleptic Gregorian: the inverse of [`days_from_civil`] (Howard Hinnant's algorithm).
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

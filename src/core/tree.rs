@@ -14,8 +14,9 @@ use std::collections::{BTreeSet, HashMap};
 use foldhash::fast::RandomState;
 
 use indexmap::IndexMap;
+use thiserror::Error;
 
-use super::diagnostics::{Corruption, CorruptionKind, Diagnostic};
+use super::diagnostics::{Corruption, CorruptionKind, Diagnostic, Related};
 use super::format::{Entry, EntryId, EntryKind, Header, LineSpan};
 use super::jsstr;
 use super::v8sort;
@@ -125,14 +126,15 @@ impl Tree {
                 v1.pending_kept.push((idx, i));
             }
         }
-        if self.index.contains_key(&entry.id) {
-            let c = corruption(
-                CorruptionKind::DuplicateId,
-                entry.span,
-                Some(&entry.id),
-                "this id is already used by an earlier entry",
-            );
-            self.fail_or_note(c, "the later entry now owns the id, as in pi")?;
+        if let Some(&earlier) = self.index.get(&entry.id) {
+            let earlier = self.nodes[earlier as usize].entry.span;
+            let related = Related {
+                shadowed_line: Some(earlier.line),
+                shadowed_offset: Some(earlier.offset),
+                ..Related::default()
+            };
+            let c = duplicate_id(&entry, earlier);
+            self.fail_or_note(c, related, "the later entry now owns the id, as in pi")?;
         }
         if entry.parent_id.as_ref() == Some(&entry.id) {
             let c = corruption(
@@ -141,7 +143,11 @@ impl Tree {
                 Some(&entry.id),
                 "the entry is its own parent",
             );
-            self.fail_or_note(c, "treated as a root, as pi's getTree does")?;
+            self.fail_or_note(
+                c,
+                Related::default(),
+                "treated as a root, as pi's getTree does",
+            )?;
             entry.parent_id = None;
         }
         match &entry.kind {
@@ -194,7 +200,7 @@ impl Tree {
                     Some(&id),
                     "the chain of parents loops back to this entry",
                 );
-                self.fail_or_note(c, "treated as a root")?;
+                self.fail_or_note(c, Related::default(), "treated as a root")?;
                 self.detach(idx);
                 self.roots.push(idx);
                 self.roots.sort_unstable();
@@ -219,7 +225,11 @@ impl Tree {
                     Some(&e.id),
                     &format!("parent {parent} names no entry in the file"),
                 );
-                if let Err(c) = self.fail_or_note(c, "treated as a root, as pi does") {
+                let related = Related {
+                    parent_id: e.parent_id.clone(),
+                    ..Related::default()
+                };
+                if let Err(c) = self.fail_or_note(c, related, "treated as a root, as pi does") {
                     // Put the waiting list back so a strict caller sees an unchanged tree.
                     for &o in &orphans {
                         if let Some(p) = self.nodes[o as usize].entry.parent_id.clone() {
@@ -268,14 +278,13 @@ impl Tree {
         }
         let mut in_batch: HashMap<&str, usize> = HashMap::with_capacity(batch.len());
         for (i, e) in batch.iter().enumerate() {
-            if self.index.contains_key(&e.id) || in_batch.contains_key(e.id.as_str()) {
-                let c = corruption(
-                    CorruptionKind::DuplicateId,
-                    e.span,
-                    Some(&e.id),
-                    "this id is already used by an earlier entry",
-                );
-                return Err((i, c));
+            let earlier = match (self.index.get(&e.id), in_batch.get(e.id.as_str())) {
+                (_, Some(&j)) => Some(batch[j].span),
+                (Some(&n), None) => Some(self.nodes[n as usize].entry.span),
+                (None, None) => None,
+            };
+            if let Some(earlier) = earlier {
+                return Err((i, duplicate_id(e, earlier)));
             }
             in_batch.insert(e.id.as_str(), i);
         }
@@ -340,7 +349,7 @@ impl Tree {
     /// Records a line that could not be read. Strict mode returns it as the error; lenient
     /// mode notes it in the diagnostics and skips the line, as pi does.
     pub fn skip_line(&mut self, c: Corruption) -> Result<(), Corruption> {
-        self.fail_or_note(c, "line skipped, as pi does")
+        self.fail_or_note(c, Related::default(), "line skipped, as pi does")
     }
 
     /// Counts a `type: "session"` line after the header (pi ignores it, but it still takes a
@@ -351,12 +360,20 @@ impl Tree {
         }
     }
 
-    fn fail_or_note(&mut self, c: Corruption, action: &'static str) -> Result<(), Corruption> {
+    /// Strict: `c` refuses the open (`related` is not part of the error). Lenient: `c` and what
+    /// it refers to become a diagnostic, and the caller goes on the way pi does (`action`).
+    fn fail_or_note(
+        &mut self,
+        c: Corruption,
+        related: Related,
+        action: &'static str,
+    ) -> Result<(), Corruption> {
         match self.mode {
             Mode::Strict => Err(c),
             Mode::Lenient => {
                 self.diagnostics.push(Diagnostic::Corrupt {
                     corruption: c,
+                    related,
                     action,
                 });
                 Ok(())
@@ -466,6 +483,50 @@ impl Tree {
     pub fn default_leaf(&self) -> Option<NodeIdx> {
         self.nodes.len().checked_sub(1).map(|i| i as NodeIdx)
     }
+    /// The leaf a request names: `Some(id)` is that entry, `None` the default leaf (the last
+    /// entry in file order; `Ok(None)` for a session without entries). An id that names no
+    /// entry is an error naming it: unlike pi, which silently falls back to the last entry
+    /// (SPEC §3). The one leaf resolution of the CLI, the daemon and compaction.
+    pub fn resolve_leaf(&self, requested: Option<&str>) -> Result<Option<NodeIdx>, UnknownId> {
+        match requested {
+            None => Ok(self.default_leaf()),
+            Some(id) => self
+                .find(id)
+                .map(Some)
+                .ok_or_else(|| UnknownId { id: id.to_owned() }),
+        }
+    }
+    /// The fence of a write (SPEC §4): the writer's view `expected` (the id of the session's
+    /// last entry in file order as the writer last saw it; `None`: a session without entries)
+    /// must still be the current leaf, the last entry in file order of this tree. Otherwise the
+    /// write is refused with [`Stale`], naming the current leaf and the entries `added` since
+    /// the expected one: the ids after it in file order when it is in the tree, else (an id
+    /// this tree does not hold, or `None` while entries exist) the ids from node index
+    /// `caught_up_from` on, the entries read by the catch-up that brought the tree up to date
+    /// (pass `self.len()` when nothing was caught up: `added` is then empty).
+    ///
+    /// Pure: the caller reads the file (under its lock, for a write) before asking.
+    pub fn fence(&self, expected: Option<&str>, caught_up_from: usize) -> Result<(), Stale> {
+        let current_leaf = self.default_leaf().map(|n| self.node(n).entry.id.clone());
+        if current_leaf.as_ref().map(EntryId::as_str) == expected {
+            return Ok(());
+        }
+        let from = match expected.and_then(|id| self.find(id)) {
+            Some(n) => n as usize + 1,
+            None => caught_up_from,
+        };
+        Err(Stale {
+            expected: expected.map(str::to_owned),
+            current_leaf,
+            added: self
+                .nodes
+                .get(from..)
+                .unwrap_or_default()
+                .iter()
+                .map(|n| n.entry.id.clone())
+                .collect(),
+        })
+    }
     /// The resolved label of an entry.
     pub fn label_of(&self, id: &str) -> Option<&Label> {
         self.labels.get(id)
@@ -512,6 +573,46 @@ impl Tree {
     }
 }
 
+/// An id that names no entry of the tree (a requested leaf, say).
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("unknown entry id {id}")]
+pub struct UnknownId {
+    /// The id as given.
+    pub id: String,
+}
+
+/// A writer's view is stale: the session's last entry is not the one the writer expected.
+/// Returned by [`Tree::fence`]; the writer turns it into its conflict error.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error(
+    "expected leaf {}, current leaf is {} ({} entries added since)",
+    expected.as_deref().unwrap_or("null"),
+    current_leaf.as_ref().map_or("null", EntryId::as_str),
+    added.len()
+)]
+pub struct Stale {
+    /// The writer's expected leaf (`None`: `null`, a session without entries).
+    pub expected: Option<String>,
+    /// The session's last entry in file order (`None`: it has no entries).
+    pub current_leaf: Option<EntryId>,
+    /// Entries added since the expected leaf, in file order (see [`Tree::fence`]).
+    pub added: Vec<EntryId>,
+}
+
+/// The `duplicateId` corruption of `entry`, whose id the entry on the `earlier` line holds.
+fn duplicate_id(entry: &Entry, earlier: LineSpan) -> Corruption {
+    let message = format!(
+        "this id is already used by the entry on line {}",
+        earlier.line
+    );
+    corruption(
+        CorruptionKind::DuplicateId,
+        entry.span,
+        Some(&entry.id),
+        &message,
+    )
+}
+
 fn corruption(
     kind: CorruptionKind,
     span: LineSpan,
@@ -532,7 +633,7 @@ mod check_append_tests {
     use super::*;
     use crate::core::format::{Expect, Line, parse_line};
 
-    fn entry(line: u32, json: &str) -> Entry {
+    pub(super) fn entry(line: u32, json: &str) -> Entry {
         let span = LineSpan {
             line,
             offset: 0,
@@ -544,7 +645,7 @@ mod check_append_tests {
         }
     }
 
-    fn tree() -> Tree {
+    pub(super) fn tree() -> Tree {
         let h = r#"{"type":"session","version":3,"id":"s"}"#;
         let span = LineSpan {
             line: 1,
@@ -594,5 +695,74 @@ mod check_append_tests {
         let y = entry(4, r#"{"type":"custom","id":"y","parentId":"x"}"#);
         assert_eq!(kind(&t, &[x, y]), Some((0, CorruptionKind::ParentCycle)));
         assert_eq!(t.len(), 1, "checking never changes the tree");
+    }
+}
+
+#[cfg(test)]
+mod leaf_and_fence_tests {
+    use super::check_append_tests::{entry, tree};
+    use super::*;
+
+    /// `a` (from the shared helper), then `b` under `a`, then `c`, a second child of `a`.
+    fn branched() -> Tree {
+        let mut t = tree();
+        for (line, json) in [
+            (3, r#"{"type":"custom","id":"b","parentId":"a"}"#),
+            (4, r#"{"type":"custom","id":"c","parentId":"a"}"#),
+        ] {
+            assert!(t.push(entry(line, json), None).is_ok());
+        }
+        t
+    }
+
+    fn ids(v: &[EntryId]) -> Vec<&str> {
+        v.iter().map(EntryId::as_str).collect()
+    }
+
+    #[test]
+    fn resolve_leaf_defaults_to_the_last_entry_and_names_an_unknown_id() {
+        let t = branched();
+        assert_eq!(t.resolve_leaf(None), Ok(Some(2)));
+        assert_eq!(t.resolve_leaf(Some("b")), Ok(Some(1)));
+        assert_eq!(
+            t.resolve_leaf(Some("nope")),
+            Err(UnknownId { id: "nope".into() })
+        );
+        let h = t.header().clone();
+        assert_eq!(Tree::new(h, Mode::Strict).resolve_leaf(None), Ok(None));
+    }
+
+    #[test]
+    fn fence_passes_only_at_the_last_entry_in_file_order() {
+        let t = branched();
+        assert_eq!(t.fence(Some("c"), 0), Ok(()));
+        // `b` is a leaf too, but not the last entry.
+        let stale = t.fence(Some("b"), 3).err();
+        let stale = stale
+            .as_ref()
+            .map(|s| (s.current_leaf.as_ref(), ids(&s.added)));
+        assert_eq!(stale, Some((Some(&EntryId::new("c")), vec!["c"])));
+    }
+
+    #[test]
+    fn fence_lists_what_came_after_the_expected_leaf_or_else_the_catch_up() {
+        let t = branched();
+        // Known expected leaf: everything after it, whatever the catch-up read.
+        let s = t.fence(Some("a"), 3).err();
+        assert_eq!(s.as_ref().map(|s| ids(&s.added)), Some(vec!["b", "c"]));
+        // Unknown expected leaf: the entries the catch-up read (from index 1 here) ...
+        let s = t.fence(Some("gone"), 1).err();
+        assert_eq!(s.as_ref().map(|s| ids(&s.added)), Some(vec!["b", "c"]));
+        assert_eq!(s.as_ref().and_then(|s| s.expected.as_deref()), Some("gone"));
+        // ... none when nothing was caught up, and an index past the end is no panic.
+        let s = t.fence(Some("gone"), t.len()).err();
+        assert_eq!(s.map(|s| s.added), Some(Vec::new()));
+        let s = t.fence(None, 99).err();
+        assert_eq!(s.map(|s| (s.expected, s.added)), Some((None, Vec::new())));
+        // An empty session passes only `null`.
+        let empty = Tree::new(t.header().clone(), Mode::Strict);
+        assert_eq!(empty.fence(None, 0), Ok(()));
+        let s = empty.fence(Some("a"), 0).err();
+        assert_eq!(s.map(|s| s.current_leaf), Some(None));
     }
 }

@@ -52,11 +52,15 @@ pub(super) fn find(session: &Session, id: &str) -> Result<NodeIdx, RpcError> {
         })
 }
 
+/// The leaf a request names ([`Tree::resolve_leaf`]): absent, the default leaf.
 fn leaf(session: &Session, id: Option<&str>) -> Result<Option<NodeIdx>, RpcError> {
-    match id {
-        None => Ok(session.tree().default_leaf()),
-        Some(id) => find(session, id).map(Some),
-    }
+    session
+        .tree()
+        .resolve_leaf(id)
+        .map_err(|unknown| RpcError::UnknownEntry {
+            path: session.path().to_owned(),
+            id: unknown.id,
+        })
 }
 
 pub(super) fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value, RpcError> {

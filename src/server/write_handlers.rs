@@ -1,7 +1,8 @@
 //! The `session/` methods that write: appends (`label`, `setName`, `branch`, `append`,
 //! `compact`) run on the session's owner through [`Session::write`], so they are ordered with
 //! reads and watcher hints and announce what they add in one `session/didChange`; new files
-//! (`fork`, `salvage`) are published atomically under the daemon-wide [`Reservations`].
+//! (`fork`, `salvage`) are published atomically under the daemon-wide
+//! [`Reservations`](crate::storage::publish::Reservations).
 //! Every one is the same call into [`crate::storage::writer`] (or [`crate::compact`]) that the
 //! CLI makes.
 
@@ -25,12 +26,9 @@ use crate::core::compaction::CompactionPlan;
 use crate::core::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
 use crate::core::entries::ParentChoice;
 use crate::core::fork::Position;
-use crate::core::format::EntryId;
 use crate::core::tree::Mode;
 use crate::session::owner::{EventSink, Session};
-use crate::storage::writer::{
-    self, Change, Expected, ForkRequest, WriteError, WriteOptions, Written,
-};
+use crate::storage::writer::{self, Change, Expected, ForkRequest, WriteOptions, Written};
 
 /// Fields of a compaction report that only `session/prepareCompaction` returns (they can be
 /// megabytes): the serialized conversation and the summarization request.
@@ -68,26 +66,14 @@ fn with_revision(mut value: Value, s: &Session) -> Value {
     value
 }
 
-/// The conflict error for a stale view, when nothing is to be written (navigation).
+/// The conflict error for a stale view, when nothing is to be written (navigation): the owner's
+/// tree is the file as last read, so nothing was caught up ([`Tree::fence`]).
+///
+/// [`Tree::fence`]: crate::core::tree::Tree::fence
 fn check_view(s: &Session, expected: Option<&str>) -> Result<(), RpcError> {
     let tree = s.tree();
-    let current = tree.default_leaf().map(|n| tree.node(n).entry.id.clone());
-    if current.as_ref().map(EntryId::as_str) == expected {
-        return Ok(());
-    }
-    let from = expected
-        .and_then(|id| tree.find(id))
-        .map_or(0, |n| n as usize + 1);
-    Err(WriteError::Conflict {
-        path: s.path().to_owned(),
-        expected: expected.map(str::to_owned),
-        current_leaf: current,
-        added: tree.nodes()[from.min(tree.len())..]
-            .iter()
-            .map(|n| n.entry.id.clone())
-            .collect(),
-    }
-    .into())
+    tree.fence(expected, tree.len())
+        .map_err(|stale| compact::conflict(s.path(), stale).into())
 }
 
 impl Backend {
@@ -106,16 +92,14 @@ impl Backend {
         &self,
         path: &Path,
         expected: Option<String>,
-        change: impl for<'a> FnOnce(&'a OwnedChange) -> Change<'a> + Send + 'static,
         owned: OwnedChange,
     ) -> Result<Value, RpcError> {
         self.write_on(path, move |s, sink| {
-            let change = change(&owned);
             let w = s.write(sink, |path, opened| {
                 writer::write_entry(
                     path,
                     opened,
-                    change,
+                    owned.change(),
                     expected.as_deref(),
                     &WriteOptions::default(),
                 )
@@ -186,41 +170,19 @@ impl Backend {
     pub async fn label(&self, p: Value) -> RpcResult<Value> {
         let p: LabelParams = params("session/label", p)?;
         let expected = expected_leaf("session/label", p.expected_leaf_id)?;
-        let owned = OwnedChange {
-            text: p.target_id,
-            id: p.label,
-            details: None,
+        let owned = OwnedChange::Label {
+            target_id: p.target_id,
+            label: p.label,
         };
-        Ok(self
-            .append_change(
-                &p.path,
-                expected,
-                |o| Change::Label {
-                    target_id: &o.text,
-                    label: o.id.as_deref(),
-                },
-                owned,
-            )
-            .await?)
+        Ok(self.append_change(&p.path, expected, owned).await?)
     }
 
     /// `session/setName {path, name, expectedLeafId}`.
     pub async fn set_name(&self, p: Value) -> RpcResult<Value> {
         let p: SetNameParams = params("session/setName", p)?;
         let expected = expected_leaf("session/setName", p.expected_leaf_id)?;
-        let owned = OwnedChange {
-            text: p.name,
-            id: None,
-            details: None,
-        };
-        Ok(self
-            .append_change(
-                &p.path,
-                expected,
-                |o| Change::SetName { name: &o.text },
-                owned,
-            )
-            .await?)
+        let owned = OwnedChange::SetName { name: p.name };
+        Ok(self.append_change(&p.path, expected, owned).await?)
     }
 
     /// `session/branch {path, fromId|null, summary?, details?, expectedLeafId}`.
@@ -259,23 +221,12 @@ impl Backend {
                 })
                 .await?);
         };
-        let owned = OwnedChange {
-            text: summary,
-            id: from,
+        let owned = OwnedChange::Branch {
+            from_id: from,
+            summary,
             details,
         };
-        Ok(self
-            .append_change(
-                &p.path,
-                expected,
-                |o| Change::Branch {
-                    from_id: o.id.as_deref(),
-                    summary: &o.text,
-                    details: o.details.as_deref(),
-                },
-                owned,
-            )
-            .await?)
+        Ok(self.append_change(&p.path, expected, owned).await?)
     }
 
     /// `session/append {path, entry, parentId?, expectedLeafId}`.
@@ -293,30 +244,11 @@ impl Backend {
                 .into());
             }
         };
-        let (explicit, parent) = match p.parent_id {
-            None => (false, None),
-            Some(p) => (true, p),
+        let owned = OwnedChange::Append {
+            entry_json,
+            parent_id: p.parent_id,
         };
-        let owned = OwnedChange {
-            text: entry_json,
-            id: parent,
-            details: None,
-        };
-        Ok(self
-            .append_change(
-                &p.path,
-                expected,
-                move |o| Change::Append {
-                    entry_json: &o.text,
-                    parent: if explicit {
-                        ParentChoice::Explicit(o.id.as_deref())
-                    } else {
-                        ParentChoice::Leaf
-                    },
-                },
-                owned,
-            )
-            .await?)
+        Ok(self.append_change(&p.path, expected, owned).await?)
     }
 
     /// `session/prepareCompaction {path, leafId?, keepRecentTokens?, customInstructions?}`.
@@ -353,10 +285,13 @@ impl Backend {
         if p.dry_run {
             return Ok(self
                 .ask(&path, move |s| {
-                    if let Some(e) = &expected {
-                        check_view(s, e.as_deref())?;
-                    }
-                    let value = match compact::plan(s.path(), s.tree(), s.source(), &request(&p))? {
+                    let view = match &expected {
+                        Some(e) => Expected::Leaf(e.as_deref()),
+                        None => Expected::Unfenced,
+                    };
+                    let planned =
+                        compact::dry_run(s.path(), s.tree(), s.source(), &request(&p), view)?;
+                    let value = match planned {
                         Err(nothing) => compact::nothing_json(nothing),
                         Ok(plan) => compact_report(&plan, false),
                     };
@@ -414,10 +349,68 @@ fn wire_value(plan: &CompactionPlan, report: Value) -> Value {
     lossless::parse(compact::json_text(plan, &report).as_bytes()).unwrap_or(report)
 }
 
-/// The owned parts of a [`Change`], moved to the owner's thread: the text (target id, name,
-/// summary or entry JSON), an id (label text, branch point or parent) and branch details.
-pub struct OwnedChange {
-    text: String,
-    id: Option<String>,
-    details: Option<Box<RawValue>>,
+/// A [`Change`] that owns its text, so a handler can move it to the session's owner thread;
+/// one variant per `Change` variant, with the same fields.
+pub enum OwnedChange {
+    /// [`Change::Label`]: set (`Some`) or clear (`None`) the label of `target_id`.
+    Label {
+        /// The entry whose label changes.
+        target_id: String,
+        /// The new label; `None` clears it.
+        label: Option<String>,
+    },
+    /// [`Change::SetName`]: name the session.
+    SetName {
+        /// The name as given.
+        name: String,
+    },
+    /// [`Change::Branch`]: a `branch_summary` entry starting a branch at `from_id`.
+    Branch {
+        /// The entry the branch starts from; `None`: before the first entry.
+        from_id: Option<String>,
+        /// The summary of the branch left.
+        summary: String,
+        /// Stored as the entry's `details`, byte for byte.
+        details: Option<Box<RawValue>>,
+    },
+    /// [`Change::Append`]: a front-end's entry as JSON text.
+    Append {
+        /// The entry object as JSON text.
+        entry_json: String,
+        /// `None`: under the session's last entry; `Some(None)`: a new root; `Some(Some(id))`:
+        /// under that entry (the `parentId` param: absent, `null` or an id).
+        parent_id: Option<Option<String>>,
+    },
+}
+
+impl OwnedChange {
+    /// The change borrowing this one's text, for [`writer::write_entry`].
+    pub fn change(&self) -> Change<'_> {
+        match self {
+            OwnedChange::Label { target_id, label } => Change::Label {
+                target_id,
+                label: label.as_deref(),
+            },
+            OwnedChange::SetName { name } => Change::SetName { name },
+            OwnedChange::Branch {
+                from_id,
+                summary,
+                details,
+            } => Change::Branch {
+                from_id: from_id.as_deref(),
+                summary,
+                details: details.as_deref(),
+            },
+            OwnedChange::Append {
+                entry_json,
+                parent_id,
+            } => Change::Append {
+                entry_json,
+                parent: match parent_id {
+                    None => ParentChoice::Leaf,
+                    Some(p) => ParentChoice::Explicit(p.as_deref()),
+                },
+            },
+        }
+    }
 }

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use sessiond::core::timestamp::civil_from_days;
 
 use super::v1_line_id;
 
@@ -409,19 +410,6 @@ impl Generator {
             value: Value::Object(value),
         });
     }
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// One generated file: its path, version, and the leaves (None = default) to compare it at.

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 use super::files::FileLists;
 use super::js;
 use crate::core::format::EntryId;
+use crate::core::timestamp::format_iso;
 
 /// Everything a compaction entry holds.
 #[derive(Clone, Debug)]
@@ -33,39 +34,6 @@ pub struct CompactionEntry {
     pub file_lists: FileLists,
     /// The replayed system message (its timestamp is replaced by `time_ms` when written).
     pub system_message: Option<Value>,
-}
-
-/// `new Date(ms).toISOString()`: `YYYY-MM-DDTHH:mm:ss.sssZ` (years outside 0..=9999 use the
-/// six-digit signed form).
-pub fn iso_timestamp(ms: i64) -> String {
-    let days = ms.div_euclid(86_400_000);
-    let rem = ms.rem_euclid(86_400_000);
-    let (y, m, d) = civil_from_days(days);
-    let year = if (0..=9999).contains(&y) {
-        format!("{y:04}")
-    } else {
-        format!("{}{:06}", if y < 0 { '-' } else { '+' }, y.abs())
-    };
-    format!(
-        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3_600_000,
-        rem / 60_000 % 60,
-        rem / 1000 % 60,
-        rem % 1000
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// A JavaScript number as JSON (`NaN` and infinities become `null`).
@@ -100,10 +68,7 @@ impl CompactionEntry {
                 .as_ref()
                 .map_or(Value::Null, |p| Value::String(p.to_string())),
         );
-        e.insert(
-            "timestamp".into(),
-            Value::String(iso_timestamp(self.time_ms)),
-        );
+        e.insert("timestamp".into(), Value::String(format_iso(self.time_ms)));
         e.insert("summary".into(), Value::String(self.summary.clone()));
         e.insert(
             "firstKeptEntryId".into(),
@@ -137,13 +102,6 @@ impl CompactionEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn iso_timestamps_match_to_iso_string() {
-        assert_eq!(iso_timestamp(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso_timestamp(1_767_225_600_123), "2026-01-01T00:00:00.123Z");
-        assert_eq!(iso_timestamp(-1), "1969-12-31T23:59:59.999Z");
-    }
 
     #[test]
     fn entry_keys_are_in_pi_order() {

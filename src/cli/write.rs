@@ -1,36 +1,26 @@
 //! The write subcommands: `fork`, `label`, `name`, `branch`, `append`, `salvage`. Each is one
-//! call into `storage::writer`, so the CLI and the daemon write the same way.
-//!
-//! Exit codes: 0 success; 2 usage, I/O, unknown id, invalid entry or unsupported version;
-//! 3 corrupt session (nothing written; try `salvage`); 4 conflict (`--expected-leaf` is stale,
-//! or the new file's id is taken, or the file changed under us); 7 busy (a writer is mid-line
-//! or holds the lock: retry).
+//! call into `storage::writer`, so the CLI and the daemon write the same way. Exit codes: the
+//! [`Exit`] table.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
-use serde_json::json;
 use serde_json::value::RawValue;
 
+use super::error::{CliError, Exit};
 use crate::core::entries::ParentChoice;
 use crate::core::fork::Position;
 use crate::storage::publish::Reservations;
-use crate::storage::writer::{self, Change, ForkRequest, WriteError, WriteOptions};
-
-/// Help text listing the exit codes of the write subcommands.
-pub const EXIT_CODES: &str = "Exit codes: 0 ok; 2 usage, I/O, unknown id or invalid entry; \
-3 corrupt session (nothing written; see `salvage`); 4 conflict (stale --expected-leaf, id taken, \
-file changed); 7 busy (a writer is mid-line or holds the lock; retry)";
+use crate::storage::writer::{self, Change, ForkRequest, WriteOptions};
 
 /// Options shared by the appending subcommands.
 #[derive(Debug, Args)]
 pub struct AppendOpts {
     /// The id of the session's last entry as you last saw it (`null` for a session with no
-    /// entries); the write is refused with exit 4 if the session moved on.
+    /// entries); the write is refused as a conflict if the session moved on.
     #[arg(long, value_name = "ID")]
     pub expected_leaf: String,
     /// How long a torn last line must stay unchanged before it is moved aside (milliseconds).
@@ -49,7 +39,6 @@ pub struct AppendOpts {
 
 /// `sessiond fork`.
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
 pub struct ForkArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
@@ -71,7 +60,6 @@ pub struct ForkArgs {
 
 /// `sessiond label`.
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
 pub struct LabelArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
@@ -86,7 +74,6 @@ pub struct LabelArgs {
 
 /// `sessiond name`.
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
 pub struct NameArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
@@ -99,7 +86,6 @@ pub struct NameArgs {
 
 /// `sessiond branch`.
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
 pub struct BranchArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
@@ -118,7 +104,6 @@ pub struct BranchArgs {
 
 /// `sessiond append`.
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
 pub struct AppendArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
@@ -135,7 +120,6 @@ pub struct AppendArgs {
 
 /// `sessiond salvage`.
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
 pub struct SalvageArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
@@ -145,24 +129,6 @@ pub struct SalvageArgs {
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// The exit code for a write error (see [`EXIT_CODES`]).
-pub fn exit_code(e: &WriteError) -> u8 {
-    match e {
-        WriteError::Corrupt { .. } => 3,
-        WriteError::Conflict { .. }
-        | WriteError::Reserved { .. }
-        | WriteError::Exists { .. }
-        | WriteError::Replaced { .. } => 4,
-        WriteError::Busy { .. } => 7,
-        WriteError::Io { .. }
-        | WriteError::UnknownEntry { .. }
-        | WriteError::InvalidEntry { .. }
-        | WriteError::NotAUserMessage { .. }
-        | WriteError::UnsupportedVersion { .. }
-        | WriteError::InvalidSessionId { .. } => 2,
-    }
 }
 
 fn null_or(id: &str) -> Option<&str> {
@@ -178,65 +144,62 @@ fn options(o: &AppendOpts) -> WriteOptions {
 }
 
 /// Runs `fork`.
-pub fn fork(args: ForkArgs) -> ExitCode {
-    let result = writer::open_for_write(&args.file).and_then(|session| {
-        writer::fork(
-            &args.file,
-            &session.tree,
-            ForkRequest {
-                entry_id: &args.entry_id,
-                position: if args.before {
-                    Position::Before
-                } else {
-                    Position::At
-                },
-                target_dir: args.out.as_deref(),
-                session_id: args.session_id.as_deref(),
+pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
+    let session = writer::open_for_write(&args.file)?;
+    let forked = writer::fork(
+        &args.file,
+        &session.tree,
+        ForkRequest {
+            entry_id: &args.entry_id,
+            position: if args.before {
+                Position::Before
+            } else {
+                Position::At
             },
-            &Reservations::new(),
-        )
-    });
-    report(result, args.json, |f| f.path.display().to_string())
+            target_dir: args.out.as_deref(),
+            session_id: args.session_id.as_deref(),
+        },
+        &Reservations::new(),
+    )?;
+    print(out, &forked, args.json, |f| f.path.display().to_string())
 }
 
 /// Runs `label`.
-pub fn label(args: LabelArgs) -> ExitCode {
+pub fn label(out: &mut dyn Write, args: &LabelArgs) -> Result<Exit, CliError> {
     let change = Change::Label {
         target_id: &args.target_id,
         label: args.label.as_deref(),
     };
-    append_change(&args.file, change, &args.opts)
+    append_change(out, &args.file, change, &args.opts)
 }
 
 /// Runs `name`.
-pub fn name(args: NameArgs) -> ExitCode {
-    append_change(&args.file, Change::SetName { name: &args.name }, &args.opts)
+pub fn name(out: &mut dyn Write, args: &NameArgs) -> Result<Exit, CliError> {
+    let change = Change::SetName { name: &args.name };
+    append_change(out, &args.file, change, &args.opts)
 }
 
 /// Runs `branch`.
-pub fn branch(args: BranchArgs) -> ExitCode {
-    let details = match args
+pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> {
+    let details = args
         .details
         .as_deref()
         .map(serde_json::from_str::<&RawValue>)
-    {
-        None => None,
-        Some(Ok(raw)) => Some(raw),
-        Some(Err(e)) => {
-            eprintln!("sessiond: --details is not JSON: {e}");
-            return ExitCode::from(2);
-        }
-    };
+        .transpose()
+        .map_err(|e| CliError::Argument {
+            arg: "--details",
+            detail: format!("not JSON: {e}"),
+        })?;
     let change = Change::Branch {
         from_id: null_or(&args.from_id),
         summary: &args.summary,
         details,
     };
-    append_change(&args.file, change, &args.opts)
+    append_change(out, &args.file, change, &args.opts)
 }
 
 /// Runs `append`.
-pub fn append(args: AppendArgs) -> ExitCode {
+pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> {
     let parent = match args.parent.as_deref() {
         None => ParentChoice::Leaf,
         Some(p) => ParentChoice::Explicit(null_or(p)),
@@ -245,13 +208,13 @@ pub fn append(args: AppendArgs) -> ExitCode {
         entry_json: &args.entry,
         parent,
     };
-    append_change(&args.file, change, &args.opts)
+    append_change(out, &args.file, change, &args.opts)
 }
 
 /// Runs `salvage`.
-pub fn salvage(args: SalvageArgs) -> ExitCode {
-    let result = writer::salvage(&args.file, args.out.as_deref(), &Reservations::new());
-    report(result, args.json, |s| {
+pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError> {
+    let salvaged = writer::salvage(&args.file, args.out.as_deref(), &Reservations::new())?;
+    print(out, &salvaged, args.json, |s| {
         let mut text = format!(
             "{} · {} entries kept · {} lines dropped · {} re-attached",
             s.path.display(),
@@ -277,17 +240,21 @@ pub fn salvage(args: SalvageArgs) -> ExitCode {
     })
 }
 
-fn append_change(file: &Path, change: Change<'_>, o: &AppendOpts) -> ExitCode {
-    let result = writer::open_for_write(file).and_then(|mut session| {
-        writer::write_entry(
-            file,
-            &mut session,
-            change,
-            null_or(&o.expected_leaf),
-            &options(o),
-        )
-    });
-    report(result, o.json, |w| {
+fn append_change(
+    out: &mut dyn Write,
+    file: &Path,
+    change: Change<'_>,
+    o: &AppendOpts,
+) -> Result<Exit, CliError> {
+    let mut session = writer::open_for_write(file)?;
+    let written = writer::write_entry(
+        file,
+        &mut session,
+        change,
+        null_or(&o.expected_leaf),
+        &options(o),
+    )?;
+    print(out, &written, o.json, |w| {
         let mut text = w.id.to_string();
         if let Some(r) = &w.repaired {
             text.push_str(&format!(
@@ -301,51 +268,18 @@ fn append_change(file: &Path, change: Change<'_>, o: &AppendOpts) -> ExitCode {
     })
 }
 
-/// Prints a result (JSON or text) or the error, and returns the exit code. With `--json`,
-/// errors are also printed to stdout as `{"error": {"kind", "message", ...}}`.
-fn report<T: Serialize>(
-    result: Result<T, WriteError>,
+/// Prints a result as one JSON line or as text.
+fn print<T: Serialize>(
+    out: &mut dyn Write,
+    value: &T,
     json: bool,
     text: impl FnOnce(&T) -> String,
-) -> ExitCode {
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    let (body, code) = match &result {
-        Ok(v) => (
-            if json {
-                serde_json::to_string(v).unwrap_or_default()
-            } else {
-                text(v)
-            },
-            0,
-        ),
-        Err(e) => {
-            eprintln!("sessiond: {e}");
-            if !json {
-                return ExitCode::from(exit_code(e));
-            }
-            let mut err = json!({"kind": e.kind(), "message": e.to_string()});
-            match e {
-                WriteError::Conflict {
-                    current_leaf,
-                    added,
-                    ..
-                } => {
-                    err["currentLeafId"] = json!(current_leaf);
-                    err["added"] = json!(added);
-                }
-                WriteError::Busy { age_ms, .. } => err["ageMs"] = json!(age_ms),
-                WriteError::Corrupt { corruption, .. } => err["corruption"] = json!(corruption),
-                _ => {}
-            }
-            (json!({ "error": err }).to_string(), exit_code(e))
-        }
-    };
-    match writeln!(out, "{body}").and_then(|()| out.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe && code == 0 => {
-            eprintln!("sessiond: cannot write output: {e}");
-            ExitCode::from(2)
-        }
-        _ => ExitCode::from(code),
+) -> Result<Exit, CliError> {
+    if json {
+        serde_json::to_writer(&mut *out, value).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", text(value))?;
     }
+    Ok(Exit::Ok)
 }

@@ -4,29 +4,26 @@
 //! or, with `--dry-run`, report all of that and write nothing. The daemon's `session/compact`
 //! runs the same code ([`crate::compact`]).
 //!
-//! Exit codes: 0 success (also "nothing to compact", which prints `{"nothingToCompact":
-//! true, "reason"}` with `--json`), 2 usage or I/O error, unknown leaf, unsupported version
-//! (only version-3 files are appended to), 3 corrupt session file, 4 stale `--expected-leaf`
-//! or the file changed under us (nothing written), 5 retention refused under
-//! `--require-retention` (nothing written), 6 pi itself would fail on this session, 7 busy
-//! (a writer is mid-line or holds the lock: retry).
+//! "Nothing to compact" is a success (`{"nothingToCompact": true, "reason"}` with `--json`).
+//! A dry run with `--allow-corrupt` plans on the tree pi would read from a corrupt file (bad
+//! lines skipped, orphans as roots), as pi compacts such a file; a real compaction always
+//! reads strictly and refuses a corrupt file. Exit codes: the [`Exit`] table.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use serde_json::{Value, json};
-use thiserror::Error;
+use serde_json::Value;
 
-use crate::cli::{self, CliError};
+use super::error::{CliError, Exit};
+use super::read::{self, Opened};
 use crate::compact::{self as shared, Committed, CompactRequest};
 use crate::core::compaction::entry::js_number;
 use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
-use crate::core::compaction::{self, CompactionError, CompactionPlan};
+use crate::core::compaction::{self, CompactionPlan};
 use crate::core::format::EntryId;
-use crate::storage::writer::{self, Expected, WriteError, WriteOptions};
+use crate::storage::writer::{self, Expected, WriteOptions};
 
 /// Arguments of `sessiond compact`.
 #[derive(Debug, Args)]
@@ -49,7 +46,7 @@ pub struct CompactArgs {
     #[arg(long)]
     pub require_retention: bool,
     /// Only write if the file's current leaf (its last entry) is still this id (`null` for a
-    /// session with no entries); without it the write is not fenced. Exit 4 when it moved on.
+    /// session with no entries); without it the write is not fenced. A conflict when it moved on.
     #[arg(long)]
     pub expected_leaf: Option<String>,
     /// How long a torn last line must stay unchanged before it is moved aside (milliseconds).
@@ -61,47 +58,14 @@ pub struct CompactArgs {
     /// Report the compaction without writing anything.
     #[arg(long)]
     pub dry_run: bool,
+    /// With --dry-run: read a corrupt file the way pi does (skip bad lines, orphans as roots)
+    /// and plan on that. A real compaction still refuses a corrupt file.
+    #[arg(long)]
+    pub allow_corrupt: bool,
     /// Print the report as JSON (with --dry-run: pi's firstKeptEntryId and tokensBefore, the
     /// serialized conversation and the exact summarization request).
     #[arg(long)]
     pub json: bool,
-}
-
-#[derive(Debug, Error)]
-enum CompactError {
-    #[error(transparent)]
-    Cli(#[from] CliError),
-    #[error(transparent)]
-    Shared(#[from] shared::CompactError),
-    #[error("{}: cannot read the summary file {}: {source}", path.display(), summary.display())]
-    SummaryFile {
-        path: PathBuf,
-        summary: PathBuf,
-        source: io::Error,
-    },
-}
-
-impl CompactError {
-    fn exit_code(&self) -> u8 {
-        match self {
-            CompactError::Cli(e) => e.exit_code(),
-            CompactError::Shared(shared::CompactError::Write(w)) => match w {
-                WriteError::Corrupt { .. } => 3,
-                WriteError::Conflict { .. }
-                | WriteError::Replaced { .. }
-                | WriteError::Reserved { .. }
-                | WriteError::Exists { .. } => 4,
-                WriteError::Busy { .. } => 7,
-                _ => 2,
-            },
-            CompactError::Shared(shared::CompactError::RetentionLost { .. }) => 5,
-            CompactError::Shared(shared::CompactError::Compaction {
-                source: CompactionError::PiWouldThrow { .. },
-                ..
-            }) => 6,
-            _ => 2,
-        }
-    }
 }
 
 /// What a run produced, before printing.
@@ -114,51 +78,23 @@ enum Outcome {
 }
 
 /// Runs `sessiond compact`, printing to `out`.
-pub fn run(out: &mut impl Write, args: CompactArgs) -> ExitCode {
-    let result = execute(&args).and_then(|outcome| {
-        print(out, &args, &outcome)
-            .and_then(|()| out.flush())
-            .map_err(|e| CompactError::Cli(CliError::Output(e)))
-    });
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(CompactError::Cli(CliError::Output(e))) if e.kind() == io::ErrorKind::BrokenPipe => {
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            if let (true, CompactError::Shared(shared::CompactError::RetentionLost { plan, .. })) =
-                (args.json, &e)
-            {
-                // The report is the useful part of this refusal for a script.
-                let report = shared::json_text(
-                    plan,
-                    &json!({
-                        "error": "retentionLost",
-                        "written": false,
-                        "retention": plan.retention,
-                    }),
-                );
-                let _ = writeln!(out, "{report}").and_then(|()| out.flush());
-            }
-            eprintln!("sessiond: {e}");
-            ExitCode::from(e.exit_code())
-        }
-    }
+pub fn run(out: &mut dyn Write, args: &CompactArgs) -> Result<Exit, CliError> {
+    let outcome = execute(args)?;
+    print(out, args, &outcome)?;
+    Ok(Exit::Ok)
 }
 
-fn execute(args: &CompactArgs) -> Result<Outcome, CompactError> {
-    let summary = match &args.summary_file {
-        None => None,
-        Some(f) => {
-            Some(
-                std::fs::read_to_string(f).map_err(|source| CompactError::SummaryFile {
-                    path: args.file.clone(),
-                    summary: f.clone(),
-                    source,
-                })?,
-            )
-        }
-    };
+fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
+    let summary = args
+        .summary_file
+        .as_ref()
+        .map(|f| {
+            std::fs::read_to_string(f).map_err(|e| CliError::Argument {
+                arg: "--summary-file",
+                detail: format!("cannot read {}: {e}", f.display()),
+            })
+        })
+        .transpose()?;
     let req = CompactRequest {
         leaf: args.leaf.as_deref(),
         keep_recent_tokens: args.keep_recent_tokens,
@@ -172,21 +108,8 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CompactError> {
         Some(id) => Expected::Leaf(Some(id)),
     };
     if args.dry_run {
-        let (session, lines) = cli::open(&args.file, false)?;
-        if let Expected::Leaf(want) = expected {
-            let tree = &session.tree;
-            let current = tree.default_leaf().map(|l| tree.node(l).entry.id.clone());
-            if current.as_ref().map(EntryId::as_str) != want {
-                return Err(shared::CompactError::Write(WriteError::Conflict {
-                    path: args.file.clone(),
-                    expected: want.map(str::to_owned),
-                    added: Vec::new(),
-                    current_leaf: current,
-                })
-                .into());
-            }
-        }
-        let planned = shared::plan(&args.file, &session.tree, &lines, &req)?;
+        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
+        let planned = shared::dry_run(&args.file, &session.tree, &lines, &req, expected)?;
         return Ok(match planned {
             Err(n) => Outcome::Nothing(n),
             Ok(plan) => Outcome::Planned {
@@ -201,7 +124,8 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CompactError> {
         // A compaction replaces much of the context the agent resumes with: worth a sync.
         sync: true,
     };
-    let mut session = writer::open_for_write(&args.file).map_err(shared::CompactError::from)?;
+    // Strict, whatever --allow-corrupt says: nothing is ever written to a corrupt file.
+    let mut session = writer::open_for_write(&args.file)?;
     Ok(
         match shared::commit(&args.file, &mut session, &req, expected, &opts)? {
             Committed::Nothing(n) => Outcome::Nothing(n),
@@ -221,16 +145,7 @@ fn nothing_reason(n: NothingToCompact) -> &'static str {
     }
 }
 
-/// The JSON report of a planned compaction (see [`crate::compact::plan_json`]).
-pub fn plan_json(plan: &CompactionPlan, written: bool) -> Value {
-    shared::plan_json(plan, written)
-}
-
-fn json_text(plan: &CompactionPlan, value: &Value) -> String {
-    shared::json_text(plan, value)
-}
-
-fn print(out: &mut impl Write, args: &CompactArgs, outcome: &Outcome) -> io::Result<()> {
+fn print(out: &mut dyn Write, args: &CompactArgs, outcome: &Outcome) -> io::Result<()> {
     match outcome {
         Outcome::Nothing(n) => {
             if args.json {
@@ -246,7 +161,8 @@ fn print(out: &mut impl Write, args: &CompactArgs, outcome: &Outcome) -> io::Res
         }
         Outcome::Planned { plan, written } => {
             if args.json {
-                return writeln!(out, "{}", json_text(plan, &plan_json(plan, *written)));
+                let report = shared::plan_json(plan, *written);
+                return writeln!(out, "{}", shared::json_text(plan, &report));
             }
             print_human(out, &args.file, plan, *written)
         }
@@ -254,7 +170,7 @@ fn print(out: &mut impl Write, args: &CompactArgs, outcome: &Outcome) -> io::Res
 }
 
 fn print_human(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     file: &Path,
     plan: &CompactionPlan,
     written: bool,

@@ -1,0 +1,180 @@
+//! The command line: subcommands over the same core, storage and shared layers the daemon
+//! uses ([`crate::compact`], [`crate::context_json`], [`crate::core::tree::Tree`]'s leaf
+//! resolution and fence), so the CLI stays thin. Human-readable output by default, `--json`
+//! for machines. Exit codes: the [`Exit`] table, printed under `--help`.
+//!
+//! stdout discipline: under `--json` a command prints exactly one JSON document, its result
+//! or, when it fails, one error document ([`CliError::json_document`]) — never a truncated
+//! result followed by an error. The command renders into a buffer that reaches stdout only
+//! once it succeeded ([`run`]). Human output streams (a 40 MB context is not held), so a
+//! human-mode failure may follow partial output; the error goes to stderr.
+//!
+//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`write`](mod@write) (`fork`, `label`,
+//! `name`, `branch`, `append`, `salvage`), [`compact`], and [`error`] (the exit-code table and
+//! the error type), which the others import; nothing imports this module but `main`.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub mod compact;
+pub mod error;
+pub mod read;
+pub mod write;
+
+pub use error::{CliError, Exit};
+
+/// Inspect pi coding-agent sessions (the tree, what the model sees and why), write to them
+/// safely, and serve them to editors (`sessiond serve`).
+#[derive(Debug, Parser)]
+#[command(name = "sessiond", version, after_help = Exit::help())]
+pub struct Cli {
+    /// Log filter for stderr (e.g. `info`, `sessiond=debug`); defaults to `$SESSIOND_LOG`, then `warn`.
+    #[arg(long, global = true)]
+    pub log: Option<String>,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print what the model sees at a leaf (pi's buildSessionContext).
+    #[command(after_help = Exit::help())]
+    Context(read::ContextArgs),
+    /// Print the session tree with labels, the name, leaves and the default leaf.
+    #[command(after_help = Exit::help())]
+    Tree(read::TreeArgs),
+    /// Explain whether an entry reaches the model at a leaf, and why not.
+    #[command(after_help = Exit::help())]
+    Explain(read::ExplainArgs),
+    /// Compact a leaf's path as pi does: summarize (embedded or --summary-file), check retention, append.
+    #[command(after_help = Exit::help())]
+    Compact(compact::CompactArgs),
+    /// Check a session file: ok when clean (a torn tail is reported, not fatal), corrupt otherwise.
+    #[command(after_help = Exit::help())]
+    Check(read::CheckArgs),
+    /// Fork the path from the root to an entry into a new session file (pi's fork).
+    #[command(after_help = Exit::help())]
+    Fork(write::ForkArgs),
+    /// Set or clear the label of an entry.
+    #[command(after_help = Exit::help())]
+    Label(write::LabelArgs),
+    /// Name the session.
+    #[command(after_help = Exit::help())]
+    Name(write::NameArgs),
+    /// Start a new branch at an entry, with a summary of the branch being left.
+    #[command(after_help = Exit::help())]
+    Branch(write::BranchArgs),
+    /// Append an entry given as JSON (id, parentId and timestamp are filled in).
+    #[command(after_help = Exit::help())]
+    Append(write::AppendArgs),
+    /// Write the readable entries of a corrupt session into a new file; the original is untouched.
+    #[command(after_help = Exit::help())]
+    Salvage(write::SalvageArgs),
+    /// Serve sessions as a daemon: JSON-RPC over stdin/stdout with LSP framing (see protocol/).
+    Serve {
+        /// A directory sessions may be read from (repeatable); default: pi's sessions directory.
+        #[arg(long = "root", value_name = "DIR")]
+        roots: Vec<PathBuf>,
+    },
+}
+
+impl Command {
+    /// Whether the command was asked for JSON output (`--json`).
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Context(a) => a.json,
+            Command::Tree(a) => a.json,
+            Command::Explain(a) => a.json,
+            Command::Compact(a) => a.json,
+            Command::Check(a) => a.json,
+            Command::Fork(a) => a.json,
+            Command::Label(a) => a.opts.json,
+            Command::Name(a) => a.opts.json,
+            Command::Branch(a) => a.opts.json,
+            Command::Append(a) => a.opts.json,
+            Command::Salvage(a) => a.json,
+            Command::Serve { .. } => false,
+        }
+    }
+}
+
+/// Runs a parsed command line: its output on stdout, errors on stderr, the exit code from
+/// the [`Exit`] table.
+pub fn run(cli: Cli) -> ExitCode {
+    // Before stdout is locked below: the daemon writes protocol frames from its own thread.
+    if let Command::Serve { roots } = cli.command {
+        return crate::server::serve(crate::server::ServeOptions { roots });
+    }
+    let json = cli.command.json();
+    // Lone surrogates are held as private-use pairs (core::jsstr); they leave as pi's escapes.
+    let mut stdout =
+        crate::core::jsstr::RestoringWriter::new(io::BufWriter::new(io::stdout().lock()));
+    emit(&mut stdout, json, |out| dispatch(cli.command, out))
+}
+
+/// Runs `command` with its output bound for `stdout`: under `--json` into a buffer that
+/// reaches `stdout` only when the command succeeded, else straight to `stdout` (see the
+/// module docs); then [`finish`]es.
+fn emit(
+    stdout: &mut dyn Write,
+    json: bool,
+    command: impl FnOnce(&mut dyn Write) -> Result<Exit, CliError>,
+) -> ExitCode {
+    let mut document = Vec::new();
+    let out: &mut dyn Write = if json { &mut document } else { &mut *stdout };
+    let result = command(out);
+    finish(stdout, json, &document, result)
+}
+
+fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
+    match command {
+        Command::Context(args) => read::context(out, &args),
+        Command::Tree(args) => read::tree(out, &args),
+        Command::Explain(args) => read::explain(out, &args),
+        Command::Check(args) => read::check(out, &args),
+        Command::Compact(args) => compact::run(out, &args),
+        Command::Fork(args) => write::fork(out, &args),
+        Command::Label(args) => write::label(out, &args),
+        Command::Name(args) => write::name(out, &args),
+        Command::Branch(args) => write::branch(out, &args),
+        Command::Append(args) => write::append(out, &args),
+        Command::Salvage(args) => write::salvage(out, &args),
+        Command::Serve { .. } => Ok(Exit::Ok),
+    }
+}
+
+/// Ends a command: on success the buffered JSON `document` (empty in human mode, where the
+/// output was streamed) goes to `stdout`; on failure the error goes to stderr and, under
+/// `--json`, its one error document to `stdout` while the partial document is dropped. A
+/// reader that went away (`| head`) is not an error.
+fn finish(
+    stdout: &mut dyn Write,
+    json: bool,
+    document: &[u8],
+    result: Result<Exit, CliError>,
+) -> ExitCode {
+    let result = result.and_then(|exit| {
+        stdout.write_all(document)?;
+        stdout.flush()?;
+        Ok(exit)
+    });
+    match result {
+        Ok(exit) => exit.into(),
+        Err(CliError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sessiond: {e}");
+            if json && !matches!(e, CliError::Output(_)) {
+                let _ = writeln!(stdout, "{}", e.json_document()).and_then(|()| stdout.flush());
+            }
+            e.exit().into()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
