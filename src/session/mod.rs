@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::core::tree::Mode;
 use crate::storage::reader::OpenError;
-use crate::watch::DirWatcher;
+use crate::watch::{DirWatcher, WatchBackend};
 use owner::{Command, EventSink, Session};
 
 /// Why a session request failed below the protocol.
@@ -126,7 +126,7 @@ impl Registry {
     pub fn new(sink: Arc<dyn EventSink>) -> Self {
         let open: Arc<Mutex<HashMap<PathBuf, SessionHandle>>> = Arc::default();
         let hint_target = Arc::downgrade(&open);
-        let watcher = DirWatcher::start(move |changed| {
+        let watcher = DirWatcher::start(WatchBackend::Auto, move |changed| {
             let Some(open) = hint_target.upgrade() else {
                 return;
             };
