@@ -4,7 +4,8 @@
 //! * [`METHODS`] / [`NOTIFICATIONS`] and the registration chain come from one table
 //!   ([`method_table!`]); `protocol/README.md` and `protocol/schema/` must agree with it
 //!   (a test checks).
-//! * [`wire`] holds params and results, [`convert`] turns core and session types into them,
+//! * [`wire`] holds params and results ([`live_wire`]: the notifications about how a session is
+//!   followed), [`convert`] turns core and session types into them,
 //!   [`error`] assigns every error code in one function, [`handlers`] implements the reading
 //!   methods and [`write_handlers`] the writing ones, [`transport`] frames messages on
 //!   stdin/stdout.
@@ -14,6 +15,7 @@
 pub mod convert;
 pub mod error;
 pub mod handlers;
+pub mod live_wire;
 pub mod lossless;
 pub mod transport;
 pub mod wire;
@@ -37,6 +39,7 @@ use crate::session::Registry;
 use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
 use crate::storage::publish::Reservations;
+use live_wire::LiveOutgoing;
 use wire::Outgoing;
 
 /// The version of the `session/` protocol, advertised in `initialize`.
@@ -77,6 +80,8 @@ pub const NOTIFICATIONS: &[&str] = &[
     <wire::DidChange as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <wire::DidReload as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <wire::DidCorrupt as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <live_wire::FileMissing as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <live_wire::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
 ];
 
 /// How `sessiond serve` was started.
@@ -97,35 +102,64 @@ pub struct Backend {
     shut_down: Arc<AtomicBool>,
 }
 
+/// A notification on its way to the client, in the order the sessions produced them.
+enum Queued {
+    Session(Outgoing),
+    Live(LiveOutgoing),
+}
+
 /// Turns session events into notifications on a channel (sent by [`forward_notifications`]).
 struct NotifySink {
-    tx: mpsc::UnboundedSender<Outgoing>,
+    tx: mpsc::UnboundedSender<Queued>,
+}
+
+impl NotifySink {
+    fn send(&self, n: Outgoing) {
+        let _ = self.tx.send(Queued::Session(n));
+    }
+    fn send_live(&self, n: LiveOutgoing) {
+        let _ = self.tx.send(Queued::Live(n));
+    }
 }
 
 impl EventSink for NotifySink {
     fn appended(&self, session: &Session, added: std::ops::Range<NodeIdx>) {
-        let _ = self
-            .tx
-            .send(Outgoing::DidChange(convert::did_change(session, added)));
+        self.send(Outgoing::DidChange(convert::did_change(session, added)));
     }
     fn reloaded(&self, session: &Session, reason: ReloadReason) {
-        let _ = self
-            .tx
-            .send(Outgoing::DidReload(convert::did_reload(session, reason)));
+        self.send(Outgoing::DidReload(convert::did_reload(session, reason)));
     }
     fn corrupt(&self, session: &Session, corruption: &Corruption) {
-        let _ = self.tx.send(Outgoing::DidCorrupt(convert::did_corrupt(
+        self.send(Outgoing::DidCorrupt(convert::did_corrupt(
             session, corruption,
         )));
     }
+    fn missing(&self, session: &Session) {
+        self.send_live(LiveOutgoing::FileMissing(convert::file_missing(session)));
+    }
+    fn restored(&self, session: &Session) {
+        self.send_live(LiveOutgoing::FileRestored(convert::file_restored(session)));
+    }
 }
 
-async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Queued>) {
     while let Some(n) = rx.recv().await {
         match n {
-            Outgoing::DidChange(p) => client.send_notification::<wire::DidChange>(p).await,
-            Outgoing::DidReload(p) => client.send_notification::<wire::DidReload>(p).await,
-            Outgoing::DidCorrupt(p) => client.send_notification::<wire::DidCorrupt>(p).await,
+            Queued::Session(Outgoing::DidChange(p)) => {
+                client.send_notification::<wire::DidChange>(p).await;
+            }
+            Queued::Session(Outgoing::DidReload(p)) => {
+                client.send_notification::<wire::DidReload>(p).await;
+            }
+            Queued::Session(Outgoing::DidCorrupt(p)) => {
+                client.send_notification::<wire::DidCorrupt>(p).await;
+            }
+            Queued::Live(LiveOutgoing::FileMissing(p)) => {
+                client.send_notification::<live_wire::FileMissing>(p).await;
+            }
+            Queued::Live(LiveOutgoing::FileRestored(p)) => {
+                client.send_notification::<live_wire::FileRestored>(p).await;
+            }
         }
     }
 }

@@ -14,6 +14,7 @@ use std::fs::File;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -74,6 +75,13 @@ pub trait EventSink: Send + Sync {
     fn reloaded(&self, session: &Session, reason: ReloadReason);
     /// New bytes are corrupt; the session keeps its last good state.
     fn corrupt(&self, session: &Session, corruption: &Corruption);
+    /// The path no longer names a file (deleted, renamed away, its directory removed); the
+    /// session keeps its last good state, and [`Session::missing_since`] says since when.
+    /// Sent once per absence. Default: ignored.
+    fn missing(&self, _session: &Session) {}
+    /// The path names a file again after [`EventSink::missing`]. Sent before what the file
+    /// holds is reported (`appended` or `reloaded`, if it differs). Default: ignored.
+    fn restored(&self, _session: &Session) {}
 }
 
 /// The state of one open session, owned by its thread. Read access for request handlers.
@@ -92,6 +100,8 @@ pub struct Session {
     corrupt: Option<Corruption>,
     needs_reload: bool,
     generation: u64,
+    /// When the path was first found not to name a file, while it does not.
+    missing_since: Option<SystemTime>,
     /// Recent projections (requests borrow the session shared; only its thread touches this).
     contexts: RefCell<ContextCache>,
 }
@@ -116,6 +126,7 @@ impl Session {
             corrupt: None,
             needs_reload: false,
             generation: 0,
+            missing_since: None,
             contexts: RefCell::default(),
         };
         session.signature = session.read_signature().map_err(io_err)?;
@@ -154,6 +165,10 @@ impl Session {
             c.get(&self.state.tree, leaf)
         })
     }
+    /// Since when the path has not named a file, while it does not (see [`EventSink::missing`]).
+    pub fn missing_since(&self) -> Option<SystemTime> {
+        self.missing_since
+    }
     /// The current revision.
     pub fn revision(&self) -> Revision {
         Revision {
@@ -172,10 +187,24 @@ impl Session {
             Err(e) => {
                 // Deleted or unreadable: keep the last good state; a new file at the path
                 // is noticed as a replacement.
-                tracing::debug!(path = %self.path.display(), "cannot stat: {e}");
+                let gone = matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                );
+                if gone && self.missing_since.is_none() {
+                    tracing::info!(path = %self.path.display(), "session file is missing");
+                    self.missing_since = Some(SystemTime::now());
+                    sink.missing(self);
+                } else if !gone {
+                    tracing::debug!(path = %self.path.display(), "cannot stat: {e}");
+                }
                 return;
             }
         };
+        if self.missing_since.take().is_some() {
+            tracing::info!(path = %self.path.display(), "session file is back");
+            sink.restored(self);
+        }
         if stamp == self.state.stamp {
             return;
         }

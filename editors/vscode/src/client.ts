@@ -25,6 +25,8 @@ import {
     EntryResult,
     ExplainParams,
     ExplainResult,
+    FileMissingParams,
+    FileRestoredParams,
     ForkParams,
     ForkResult,
     LabelParams,
@@ -80,6 +82,8 @@ export class SessiondClient implements Disposable {
     private readonly didChangeEmitter = new Emitter<DidChangeParams>();
     private readonly didReloadEmitter = new Emitter<DidReloadParams>();
     private readonly didCorruptEmitter = new Emitter<DidCorruptParams>();
+    private readonly fileMissingEmitter = new Emitter<FileMissingParams>();
+    private readonly fileRestoredEmitter = new Emitter<FileRestoredParams>();
     private readonly exitEmitter = new Emitter<ExitInfo>();
     private stderrTail = '';
     private exitInfo: ExitInfo | undefined;
@@ -92,6 +96,10 @@ export class SessiondClient implements Disposable {
     readonly onDidReload: Event<DidReloadParams> = this.didReloadEmitter.event;
     /** New bytes of an open session are corrupt; the session keeps its last good state. */
     readonly onDidCorrupt: Event<DidCorruptParams> = this.didCorruptEmitter.event;
+    /** An open session's file is gone (deleted, moved away); the session keeps its last good state. */
+    readonly onFileMissing: Event<FileMissingParams> = this.fileMissingEmitter.event;
+    /** An open session's file is back after {@link onFileMissing}. */
+    readonly onFileRestored: Event<FileRestoredParams> = this.fileRestoredEmitter.event;
     /** The daemon process ended (also after {@link stop}). */
     readonly onExit: Event<ExitInfo> = this.exitEmitter.event;
 
@@ -129,6 +137,8 @@ export class SessiondClient implements Disposable {
         connection.onNotification(Methods.didChange, (p: DidChangeParams) => this.didChangeEmitter.fire(p));
         connection.onNotification(Methods.didReload, (p: DidReloadParams) => this.didReloadEmitter.fire(p));
         connection.onNotification(Methods.didCorrupt, (p: DidCorruptParams) => this.didCorruptEmitter.fire(p));
+        connection.onNotification(Methods.fileMissing, (p: FileMissingParams) => this.fileMissingEmitter.fire(p));
+        connection.onNotification(Methods.fileRestored, (p: FileRestoredParams) => this.fileRestoredEmitter.fire(p));
         // A broken pipe after the daemon died is reported through onExit, not as a crash.
         connection.onError(() => undefined);
         process.stdin?.on('error', () => undefined);

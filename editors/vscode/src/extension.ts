@@ -299,6 +299,14 @@ export function activate(context: vscode.ExtensionContext): void {
         client.onDidCorrupt((p) => {
             void vscode.window.showWarningMessage(`sessiond: ${p.path} line ${p.line} (byte ${p.offset}): ${p.message || p.kind}; the session keeps its last good state`);
         });
+        client.onFileMissing((p) => {
+            log.appendLine(`${p.path}: file missing since ${p.since}`);
+            void vscode.window.showWarningMessage(`sessiond: ${p.path} is gone (deleted or moved); showing its last known state until it is back`);
+        });
+        client.onFileRestored((p) => {
+            log.appendLine(`${p.path}: file is back`);
+        });
+
     });
 
     /** Shows the leaf's row, expanding its branches, so a followed session shows its new end. */

@@ -223,6 +223,20 @@ export interface DidReloadParams {
     revision?: Revision;
 }
 
+/** The session's path no longer names a file; the session keeps its last good state. */
+export interface FileMissingParams {
+    path: string;
+    /** When the daemon found the file missing (ISO 8601, UTC). */
+    since: string;
+    revision: Revision;
+}
+
+/** The path names a file again; a `didReload` or `didChange` follows if it differs. */
+export interface FileRestoredParams {
+    path: string;
+    revision: Revision;
+}
+
 export interface DidCorruptParams {
     path: string;
     kind: string;
@@ -363,4 +377,6 @@ export const Methods = {
     didChange: 'session/didChange',
     didReload: 'session/didReload',
     didCorrupt: 'session/didCorrupt',
+    fileMissing: 'session/fileMissing',
+    fileRestored: 'session/fileRestored',
 } as const;

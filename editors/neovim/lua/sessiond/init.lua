@@ -39,10 +39,27 @@ local function on_did_corrupt(_, params)
     vim.log.levels.WARN)
 end
 
+local function on_file_missing(_, params)
+  local s = M.sessions[params.path] or {}
+  s.missingSince = params.since
+  M.sessions[params.path] = s
+  notify(params.path .. " is gone (deleted or moved); keeping its last known state",
+    vim.log.levels.WARN)
+end
+
+local function on_file_restored(_, params)
+  local s = M.sessions[params.path] or {}
+  s.missingSince = nil
+  M.sessions[params.path] = s
+  notify(params.path .. " is back")
+end
+
 M.handlers = {
   ["session/didChange"] = on_did_change,
   ["session/didReload"] = on_did_reload,
   ["session/didCorrupt"] = on_did_corrupt,
+  ["session/fileMissing"] = on_file_missing,
+  ["session/fileRestored"] = on_file_restored,
 }
 
 --- Merges options into M.config and defines the commands.
