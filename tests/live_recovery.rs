@@ -1,5 +1,6 @@
 //! Live following that recovers by itself: the real `sessiond serve` over pipes, with the
-//! session's directory deleted and recreated and the file moved away and back. The tests only wait on
+//! session's directory deleted and recreated, the file moved away and back, and live events
+//! replaced by polling. The tests only wait on
 //! notifications between the file operations: no request may be needed to get them.
 // Helpers fail the test by panicking, like assertions.
 #![allow(clippy::expect_used)]
@@ -12,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{Daemon, assert_schema, checked, v3_session};
+use support::{Daemon, Spawn, assert_schema, checked, v3_session};
 
-/// Generous for a loaded machine; the waits end as soon as the notification arrives.
+/// Long enough for polling (one second per round) on a loaded machine.
 const NOTE_WAIT: Duration = Duration::from_secs(10);
 
 /// A session file with `n` entries, plus the line of entry `n` (the next one to append).
@@ -87,7 +88,8 @@ fn fixture() -> (tempfile::TempDir, PathBuf, PathBuf, String, String) {
 fn directory_deleted_and_recreated_is_followed_again_without_requests() {
     let (_tmp, root, file, next_id, next_line) = fixture();
     let (mut d, _) = Daemon::start(&[&root]);
-    checked(&mut d, "session/open", json!({"path": file}));
+    let opened = checked(&mut d, "session/open", json!({"path": file}));
+    assert_eq!(opened["liveMode"], "events");
     let text = std::fs::read(&file).expect("read");
 
     std::fs::remove_dir_all(file.parent().expect("dir")).expect("rm -rf");
@@ -147,5 +149,52 @@ fn file_moved_away_and_back_is_followed_again() {
     assert!(before.is_empty(), "{before:?}");
     assert_eq!(change["added"][0]["id"], entries[4].0.as_str());
     assert_eq!(change["entryCount"], 5);
+    d.stop();
+}
+
+fn polling() -> Spawn<'static> {
+    Spawn {
+        env: vec![("SESSIOND_WATCH", "poll")],
+        ..Spawn::default()
+    }
+}
+
+#[test]
+fn forced_polling_is_reported_and_still_announces_appends() {
+    let (_tmp, root, file, next_id, next_line) = fixture();
+    let (mut d, _) = Daemon::start_with(&[&root], &polling());
+    let opened = checked(&mut d, "session/open", json!({"path": file}));
+    assert_eq!(opened["liveMode"], "polling");
+
+    append(&file, &next_line);
+    let (change, _) = wait_for(&mut d, "session/didChange", &file);
+    assert_eq!(change["added"][0]["id"], next_id.as_str());
+    // Two appends within one second: the second is announced too (the poll watcher alone
+    // compares whole-second modification times).
+    let (_, entries) = v3_session(6);
+    append(&file, &entries[4].1);
+    wait_for(&mut d, "session/didChange", &file);
+    append(&file, &entries[5].1);
+    let (change, _) = wait_for(&mut d, "session/didChange", &file);
+    assert_eq!(change["added"][0]["id"], entries[5].0.as_str());
+    d.stop();
+}
+
+#[test]
+fn forced_polling_follows_a_recreated_directory() {
+    let (_tmp, root, file, next_id, next_line) = fixture();
+    let (mut d, _) = Daemon::start_with(&[&root], &polling());
+    checked(&mut d, "session/open", json!({"path": file}));
+    let text = std::fs::read(&file).expect("read");
+
+    std::fs::remove_dir_all(file.parent().expect("dir")).expect("rm -rf");
+    wait_for(&mut d, "session/fileMissing", &file);
+    std::fs::create_dir(file.parent().expect("dir")).expect("mkdir");
+    publish(&file, &text);
+    wait_for(&mut d, "session/fileRestored", &file);
+    wait_for(&mut d, "session/didReload", &file);
+    append(&file, &next_line);
+    let (change, _) = wait_for(&mut d, "session/didChange", &file);
+    assert_eq!(change["added"][0]["id"], next_id.as_str());
     d.stop();
 }

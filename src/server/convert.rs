@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use serde_json::{Value, json};
 
-use super::live_wire::{FileMissingParams, FileRestoredParams};
+use super::live_wire::{DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
 use super::wire::{
     DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeResult,
 };
@@ -77,6 +77,7 @@ pub fn open_result(session: &Session) -> OpenResult {
         torn_tail: session.torn_tail(),
         diagnostics: json!(tree.diagnostics()),
         revision: revision(session.revision()),
+        live_mode: session.live_mode().as_str().to_owned(),
     }
 }
 
@@ -199,5 +200,13 @@ pub fn file_restored(session: &Session) -> FileRestoredParams {
     FileRestoredParams {
         path: session.path().to_owned(),
         revision: json!(revision(session.revision())),
+    }
+}
+
+/// `session/didChangeLiveMode`.
+pub fn did_change_live_mode(session: &Session) -> DidChangeLiveModeParams {
+    DidChangeLiveModeParams {
+        path: session.path().to_owned(),
+        live_mode: session.live_mode().as_str().to_owned(),
     }
 }

@@ -1,5 +1,5 @@
 //! Wire types of the notifications about how an open session is followed: its file went
-//! missing or came back. Shapes are documented in
+//! missing or came back, and the live mode changed. Shapes are documented in
 //! `protocol/README.md` and `protocol/schema/`; [`super::convert`] builds them.
 
 use std::path::PathBuf;
@@ -31,6 +31,16 @@ pub struct FileRestoredParams {
     pub revision: Value,
 }
 
+/// `session/didChangeLiveMode` params.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DidChangeLiveModeParams {
+    /// Canonical session file path.
+    pub path: PathBuf,
+    /// `events`, `polling` or `requests` (see `crate::watch::LiveMode`).
+    pub live_mode: String,
+}
+
 /// `session/fileMissing`.
 pub enum FileMissing {}
 impl Notification for FileMissing {
@@ -45,6 +55,13 @@ impl Notification for FileRestored {
     const METHOD: &'static str = "session/fileRestored";
 }
 
+/// `session/didChangeLiveMode`.
+pub enum DidChangeLiveMode {}
+impl Notification for DidChangeLiveMode {
+    type Params = DidChangeLiveModeParams;
+    const METHOD: &'static str = "session/didChangeLiveMode";
+}
+
 /// A notification of this module waiting to be sent.
 #[derive(Debug)]
 pub enum LiveOutgoing {
@@ -52,4 +69,6 @@ pub enum LiveOutgoing {
     FileMissing(FileMissingParams),
     /// Sent as `session/fileRestored`.
     FileRestored(FileRestoredParams),
+    /// Sent as `session/didChangeLiveMode`.
+    DidChangeLiveMode(DidChangeLiveModeParams),
 }

@@ -39,6 +39,7 @@ use crate::session::Registry;
 use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
 use crate::storage::publish::Reservations;
+use crate::watch::WatchBackend;
 use live_wire::LiveOutgoing;
 use wire::Outgoing;
 
@@ -82,6 +83,7 @@ pub const NOTIFICATIONS: &[&str] = &[
     <wire::DidCorrupt as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <live_wire::FileMissing as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <live_wire::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <live_wire::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
 ];
 
 /// How `sessiond serve` was started.
@@ -140,6 +142,11 @@ impl EventSink for NotifySink {
     fn restored(&self, session: &Session) {
         self.send_live(LiveOutgoing::FileRestored(convert::file_restored(session)));
     }
+    fn live_mode_changed(&self, session: &Session) {
+        self.send_live(LiveOutgoing::DidChangeLiveMode(
+            convert::did_change_live_mode(session),
+        ));
+    }
 }
 
 async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Queued>) {
@@ -159,6 +166,11 @@ async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Q
             }
             Queued::Live(LiveOutgoing::FileRestored(p)) => {
                 client.send_notification::<live_wire::FileRestored>(p).await;
+            }
+            Queued::Live(LiveOutgoing::DidChangeLiveMode(p)) => {
+                client
+                    .send_notification::<live_wire::DidChangeLiveMode>(p)
+                    .await;
             }
         }
     }
@@ -243,6 +255,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
         }
     };
     let shut_down = Arc::new(AtomicBool::new(false));
+    let watch = WatchBackend::from_env();
     runtime.block_on(async {
         let (tx, rx) = mpsc::unbounded_channel();
         let sink = Arc::new(NotifySink { tx });
@@ -253,7 +266,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                 client,
                 cli_roots: options.roots.clone(),
                 roots: RwLock::new(Roots::new(Vec::new())),
-                registry: Registry::new(sink),
+                registry: Registry::with_backend(sink, watch),
                 reservations: Arc::new(Reservations::new()),
                 shut_down: flag,
             }

@@ -27,6 +27,7 @@ use crate::storage::lines::{self, TornTail};
 use crate::storage::reader::{self, FileLines, FileStamp, OpenError, OpenedSession};
 use crate::storage::tail;
 use crate::storage::writer::{self, WriteError};
+use crate::watch::LiveMode;
 
 /// How many bytes before the applied offset are compared on each change, to notice a file
 /// rewritten in place with different content.
@@ -82,6 +83,8 @@ pub trait EventSink: Send + Sync {
     /// The path names a file again after [`EventSink::missing`]. Sent before what the file
     /// holds is reported (`appended` or `reloaded`, if it differs). Default: ignored.
     fn restored(&self, _session: &Session) {}
+    /// How the session's file is followed changed ([`Session::live_mode`]). Default: ignored.
+    fn live_mode_changed(&self, _session: &Session) {}
 }
 
 /// The state of one open session, owned by its thread. Read access for request handlers.
@@ -100,6 +103,8 @@ pub struct Session {
     corrupt: Option<Corruption>,
     needs_reload: bool,
     generation: u64,
+    /// How the daemon follows the file; [`LiveMode::Requests`] until the watcher says.
+    live_mode: LiveMode,
     /// When the path was first found not to name a file, while it does not.
     missing_since: Option<SystemTime>,
     /// Recent projections (requests borrow the session shared; only its thread touches this).
@@ -126,6 +131,7 @@ impl Session {
             corrupt: None,
             needs_reload: false,
             generation: 0,
+            live_mode: LiveMode::Requests,
             missing_since: None,
             contexts: RefCell::default(),
         };
@@ -165,9 +171,22 @@ impl Session {
             c.get(&self.state.tree, leaf)
         })
     }
+    /// How the daemon follows this session's file.
+    pub fn live_mode(&self) -> LiveMode {
+        self.live_mode
+    }
     /// Since when the path has not named a file, while it does not (see [`EventSink::missing`]).
     pub fn missing_since(&self) -> Option<SystemTime> {
         self.missing_since
+    }
+    /// Records how the file is followed; `announce` reports a change to `sink`.
+    pub(crate) fn set_live_mode(&mut self, mode: LiveMode, announce: bool, sink: &dyn EventSink) {
+        if mode != self.live_mode {
+            self.live_mode = mode;
+            if announce {
+                sink.live_mode_changed(self);
+            }
+        }
     }
     /// The current revision.
     pub fn revision(&self) -> Revision {
@@ -257,6 +276,7 @@ impl Session {
         match Session::open(&self.path, self.mode) {
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
+                fresh.live_mode = self.live_mode;
                 *self = fresh;
                 sink.reloaded(self, reason);
             }
@@ -366,6 +386,13 @@ pub(crate) enum Command {
     Run(Box<dyn FnOnce(&Session) + Send>),
     /// Refresh, then run a write (see [`Session::write`]); events go to the sink.
     Write(WriteFn),
+    /// The watcher follows the file this way now; `announce`: report a change to the sink.
+    Live {
+        /// The new mode.
+        mode: LiveMode,
+        /// Whether the client is told (not before `session/open` answered).
+        announce: bool,
+    },
     /// Stop the owner.
     Close,
 }
@@ -407,6 +434,9 @@ pub(crate) fn spawn(
                     Command::Write(f) => {
                         session.refresh(&*sink);
                         f(&mut session, &*sink);
+                    }
+                    Command::Live { mode, announce } => {
+                        session.set_live_mode(mode, announce, &*sink);
                     }
                     Command::Close => break,
                 }

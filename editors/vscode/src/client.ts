@@ -18,6 +18,7 @@ import {
     CompactResult,
     ContextAtParams,
     ContextAtResult,
+    DidChangeLiveModeParams,
     DidChangeParams,
     DidCorruptParams,
     DidReloadParams,
@@ -84,6 +85,7 @@ export class SessiondClient implements Disposable {
     private readonly didCorruptEmitter = new Emitter<DidCorruptParams>();
     private readonly fileMissingEmitter = new Emitter<FileMissingParams>();
     private readonly fileRestoredEmitter = new Emitter<FileRestoredParams>();
+    private readonly didChangeLiveModeEmitter = new Emitter<DidChangeLiveModeParams>();
     private readonly exitEmitter = new Emitter<ExitInfo>();
     private stderrTail = '';
     private exitInfo: ExitInfo | undefined;
@@ -100,6 +102,8 @@ export class SessiondClient implements Disposable {
     readonly onFileMissing: Event<FileMissingParams> = this.fileMissingEmitter.event;
     /** An open session's file is back after {@link onFileMissing}. */
     readonly onFileRestored: Event<FileRestoredParams> = this.fileRestoredEmitter.event;
+    /** How the daemon follows an open session changed (`events`, `polling`, `requests`). */
+    readonly onDidChangeLiveMode: Event<DidChangeLiveModeParams> = this.didChangeLiveModeEmitter.event;
     /** The daemon process ended (also after {@link stop}). */
     readonly onExit: Event<ExitInfo> = this.exitEmitter.event;
 
@@ -139,6 +143,7 @@ export class SessiondClient implements Disposable {
         connection.onNotification(Methods.didCorrupt, (p: DidCorruptParams) => this.didCorruptEmitter.fire(p));
         connection.onNotification(Methods.fileMissing, (p: FileMissingParams) => this.fileMissingEmitter.fire(p));
         connection.onNotification(Methods.fileRestored, (p: FileRestoredParams) => this.fileRestoredEmitter.fire(p));
+        connection.onNotification(Methods.didChangeLiveMode, (p: DidChangeLiveModeParams) => this.didChangeLiveModeEmitter.fire(p));
         // A broken pipe after the daemon died is reported through onExit, not as a crash.
         connection.onError(() => undefined);
         process.stdin?.on('error', () => undefined);

@@ -306,7 +306,12 @@ export function activate(context: vscode.ExtensionContext): void {
         client.onFileRestored((p) => {
             log.appendLine(`${p.path}: file is back`);
         });
-
+        client.onDidChangeLiveMode((p) => {
+            log.appendLine(`${p.path}: followed by ${p.liveMode}`);
+            if (p.liveMode !== 'events') {
+                void vscode.window.showInformationMessage(`sessiond: ${p.path} is no longer followed live (${p.liveMode}); updates may be late`);
+            }
+        });
     });
 
     /** Shows the leaf's row, expanding its branches, so a followed session shows its new end. */

@@ -70,7 +70,12 @@ export interface OpenResult {
     tornTail: TornTail | null;
     diagnostics: Diagnostic[];
     revision: Revision;
+    /** How the daemon follows the file; changes come as `session/didChangeLiveMode`. */
+    liveMode: LiveMode;
 }
+
+/** `events`: live file-system events; `polling`: checked every second; `requests`: not followed. */
+export type LiveMode = 'events' | 'polling' | 'requests';
 
 export interface TreeParams {
     path: string;
@@ -237,6 +242,11 @@ export interface FileRestoredParams {
     revision: Revision;
 }
 
+export interface DidChangeLiveModeParams {
+    path: string;
+    liveMode: LiveMode;
+}
+
 export interface DidCorruptParams {
     path: string;
     kind: string;
@@ -379,4 +389,5 @@ export const Methods = {
     didCorrupt: 'session/didCorrupt',
     fileMissing: 'session/fileMissing',
     fileRestored: 'session/fileRestored',
+    didChangeLiveMode: 'session/didChangeLiveMode',
 } as const;
