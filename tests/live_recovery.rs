@@ -1,6 +1,6 @@
 //! Live following that recovers by itself: the real `sessiond serve` over pipes, with the
-//! session's directory deleted and recreated, the file moved away and back, and live events
-//! replaced by polling. The tests only wait on
+//! session's directory deleted and recreated, the file moved away and back, a root created
+//! after the start, and live events replaced by polling. The tests only wait on
 //! notifications between the file operations: no request may be needed to get them.
 // Helpers fail the test by panicking, like assertions.
 #![allow(clippy::expect_used)]
@@ -149,6 +149,43 @@ fn file_moved_away_and_back_is_followed_again() {
     assert!(before.is_empty(), "{before:?}");
     assert_eq!(change["added"][0]["id"], entries[4].0.as_str());
     assert_eq!(change["entryCount"], 5);
+    d.stop();
+}
+
+#[test]
+fn a_root_created_after_the_start_is_listed() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let real = tmp.path().canonicalize().expect("canonical").join("real");
+    std::fs::create_dir(&real).expect("mkdir");
+    // Through a symlinked ancestor: the root's canonical path is known only once it exists.
+    let link = tmp.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let root = link.join("sessions");
+    let (mut d, _) = Daemon::start_with(
+        &[&root],
+        &Spawn {
+            capture_stderr: true,
+            ..Spawn::default()
+        },
+    );
+    let listed = checked(&mut d, "session/list", json!({}));
+    assert_eq!(listed["sessions"], json!([]));
+    let deadline = Instant::now() + NOTE_WAIT;
+    while !d.stderr().contains("does not exist") {
+        assert!(Instant::now() < deadline, "no warning: {}", d.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let dir = real.join("sessions/proj");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let file = dir.join("s.jsonl");
+    write_session(&file, 2);
+    let listed = checked(&mut d, "session/list", json!({}));
+    let sessions = listed["sessions"].as_array().expect("sessions");
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["path"], file.to_str().expect("utf-8"));
+    let opened = checked(&mut d, "session/open", json!({"path": sessions[0]["path"]}));
+    assert_eq!(opened["entryCount"], 2);
     d.stop();
 }
 

@@ -23,7 +23,7 @@ pub mod write_handlers;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -98,10 +98,21 @@ pub struct Backend {
     client: Client,
     cli_roots: Vec<PathBuf>,
     roots: RwLock<Roots>,
+    /// Set while a root does not exist: each request looks again (one `stat` per missing
+    /// root) and resolves the roots again once one appears.
+    awaited_roots: Mutex<Option<AwaitedRoots>>,
     registry: Registry,
     /// New session files being created (fork, salvage), shared by every session.
     reservations: Arc<Reservations>,
     shut_down: Arc<AtomicBool>,
+}
+
+/// Roots that did not exist when they were configured.
+struct AwaitedRoots {
+    /// Every root as configured, to resolve again.
+    configured: Vec<PathBuf>,
+    /// The missing ones, as resolved so far (absolute).
+    missing: Vec<PathBuf>,
 }
 
 /// A notification on its way to the client, in the order the sessions produced them.
@@ -178,10 +189,37 @@ async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Q
 
 impl Backend {
     fn roots(&self) -> Roots {
+        self.resolve_awaited_roots();
         self.roots
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Once a root that did not exist at `initialize` exists, resolves the roots again (its
+    /// canonical path may differ from the configured one, through a symlinked ancestor).
+    fn resolve_awaited_roots(&self) {
+        let mut awaited = self
+            .awaited_roots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(wait) = awaited.as_mut() else {
+            return;
+        };
+        if !wait.missing.iter().any(|d| d.is_dir()) {
+            return;
+        }
+        let roots = Roots::new(wait.configured.iter().cloned());
+        for d in &wait.missing {
+            if d.is_dir() {
+                tracing::info!("session root {} exists now", d.display());
+            }
+        }
+        wait.missing.retain(|d| !d.is_dir());
+        if wait.missing.is_empty() {
+            *awaited = None;
+        }
+        *self.roots.write().unwrap_or_else(PoisonError::into_inner) = roots;
     }
 }
 
@@ -203,12 +241,29 @@ impl LanguageServer for Backend {
         if dirs.is_empty() {
             dirs.push(Roots::default_dir());
         }
-        let roots = Roots::new(dirs);
+        let roots = Roots::new(dirs.iter().cloned());
         tracing::info!(roots = ?roots.dirs(), "initialize");
+        let missing: Vec<PathBuf> = roots
+            .dirs()
+            .iter()
+            .filter(|d| !d.is_dir())
+            .cloned()
+            .collect();
+        for d in &missing {
+            tracing::warn!(
+                "session root {} does not exist; its sessions are found once it is created",
+                d.display()
+            );
+        }
         *self
-            .roots
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = roots.clone();
+            .awaited_roots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) =
+            (!missing.is_empty()).then_some(AwaitedRoots {
+                configured: dirs,
+                missing,
+            });
+        *self.roots.write().unwrap_or_else(PoisonError::into_inner) = roots.clone();
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 experimental: Some(json!({
@@ -266,6 +321,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                 client,
                 cli_roots: options.roots.clone(),
                 roots: RwLock::new(Roots::new(Vec::new())),
+                awaited_roots: Mutex::new(None),
                 registry: Registry::with_backend(sink, watch),
                 reservations: Arc::new(Reservations::new()),
                 shut_down: flag,
