@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 
 use serde_json::{Value, json};
 
+use super::live_wire::{DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
 use super::wire::{
     DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeResult,
 };
@@ -12,6 +13,7 @@ use crate::core::diagnostics::Corruption;
 use crate::core::jsstr;
 use crate::core::preview;
 use crate::core::render::LineSource;
+use crate::core::timestamp;
 use crate::core::tree::{NodeIdx, Tree};
 use crate::session::owner::{self, ReloadReason, Session};
 
@@ -77,6 +79,7 @@ pub fn open_result(session: &Session) -> OpenResult {
         torn_tail: session.torn_tail(),
         diagnostics: json!(tree.diagnostics()),
         revision: revision(session.revision()),
+        live_mode: session.live_mode().as_str().to_owned(),
     }
 }
 
@@ -177,5 +180,35 @@ pub fn did_corrupt(session: &Session, c: &Corruption) -> DidCorruptParams {
         id: c.id.as_ref().map(ToString::to_string),
         message: c.message.clone(),
         revision: json!(revision(session.revision())),
+    }
+}
+
+/// `session/fileMissing`. `since` is when the owner found the path empty (now, if unknown).
+pub fn file_missing(session: &Session) -> FileMissingParams {
+    let since = session
+        .missing_since()
+        .unwrap_or_else(std::time::SystemTime::now)
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    FileMissingParams {
+        path: session.path().to_owned(),
+        since: timestamp::format_iso(since),
+        revision: json!(revision(session.revision())),
+    }
+}
+
+/// `session/fileRestored`.
+pub fn file_restored(session: &Session) -> FileRestoredParams {
+    FileRestoredParams {
+        path: session.path().to_owned(),
+        revision: json!(revision(session.revision())),
+    }
+}
+
+/// `session/didChangeLiveMode`.
+pub fn did_change_live_mode(session: &Session) -> DidChangeLiveModeParams {
+    DidChangeLiveModeParams {
+        path: session.path().to_owned(),
+        live_mode: session.live_mode().as_str().to_owned(),
     }
 }

@@ -4,7 +4,8 @@
 //! * [`METHODS`] / [`NOTIFICATIONS`] and the registration chain come from one table
 //!   ([`method_table!`]); `protocol/README.md` and `protocol/schema/` must agree with it
 //!   (a test checks).
-//! * [`wire`] holds params and results, [`convert`] turns core and session types into them,
+//! * [`wire`] holds params and results ([`live_wire`]: the notifications about how a session is
+//!   followed), [`convert`] turns core and session types into them,
 //!   [`error`] assigns every error code in one function, [`handlers`] implements the reading
 //!   methods and [`write_handlers`] the writing ones, [`transport`] frames messages on
 //!   stdin/stdout.
@@ -14,6 +15,7 @@
 pub mod convert;
 pub mod error;
 pub mod handlers;
+pub mod live_wire;
 pub mod lossless;
 pub mod transport;
 pub mod wire;
@@ -21,7 +23,7 @@ pub mod write_handlers;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -37,6 +39,8 @@ use crate::session::Registry;
 use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
 use crate::storage::publish::Reservations;
+use crate::watch::WatchBackend;
+use live_wire::LiveOutgoing;
 use wire::Outgoing;
 
 /// The version of the `session/` protocol, advertised in `initialize`.
@@ -77,6 +81,9 @@ pub const NOTIFICATIONS: &[&str] = &[
     <wire::DidChange as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <wire::DidReload as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <wire::DidCorrupt as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <live_wire::FileMissing as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <live_wire::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <live_wire::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
 ];
 
 /// How `sessiond serve` was started.
@@ -91,51 +98,128 @@ pub struct Backend {
     client: Client,
     cli_roots: Vec<PathBuf>,
     roots: RwLock<Roots>,
+    /// Set while a root does not exist: each request looks again (one `stat` per missing
+    /// root) and resolves the roots again once one appears.
+    awaited_roots: Mutex<Option<AwaitedRoots>>,
     registry: Registry,
     /// New session files being created (fork, salvage), shared by every session.
     reservations: Arc<Reservations>,
     shut_down: Arc<AtomicBool>,
 }
 
+/// Roots that did not exist when they were configured.
+struct AwaitedRoots {
+    /// Every root as configured, to resolve again.
+    configured: Vec<PathBuf>,
+    /// The missing ones, as resolved so far (absolute).
+    missing: Vec<PathBuf>,
+}
+
+/// A notification on its way to the client, in the order the sessions produced them.
+enum Queued {
+    Session(Outgoing),
+    Live(LiveOutgoing),
+}
+
 /// Turns session events into notifications on a channel (sent by [`forward_notifications`]).
 struct NotifySink {
-    tx: mpsc::UnboundedSender<Outgoing>,
+    tx: mpsc::UnboundedSender<Queued>,
+}
+
+impl NotifySink {
+    fn send(&self, n: Outgoing) {
+        let _ = self.tx.send(Queued::Session(n));
+    }
+    fn send_live(&self, n: LiveOutgoing) {
+        let _ = self.tx.send(Queued::Live(n));
+    }
 }
 
 impl EventSink for NotifySink {
     fn appended(&self, session: &Session, added: std::ops::Range<NodeIdx>) {
-        let _ = self
-            .tx
-            .send(Outgoing::DidChange(convert::did_change(session, added)));
+        self.send(Outgoing::DidChange(convert::did_change(session, added)));
     }
     fn reloaded(&self, session: &Session, reason: ReloadReason) {
-        let _ = self
-            .tx
-            .send(Outgoing::DidReload(convert::did_reload(session, reason)));
+        self.send(Outgoing::DidReload(convert::did_reload(session, reason)));
     }
     fn corrupt(&self, session: &Session, corruption: &Corruption) {
-        let _ = self.tx.send(Outgoing::DidCorrupt(convert::did_corrupt(
+        self.send(Outgoing::DidCorrupt(convert::did_corrupt(
             session, corruption,
         )));
     }
+    fn missing(&self, session: &Session) {
+        self.send_live(LiveOutgoing::FileMissing(convert::file_missing(session)));
+    }
+    fn restored(&self, session: &Session) {
+        self.send_live(LiveOutgoing::FileRestored(convert::file_restored(session)));
+    }
+    fn live_mode_changed(&self, session: &Session) {
+        self.send_live(LiveOutgoing::DidChangeLiveMode(
+            convert::did_change_live_mode(session),
+        ));
+    }
 }
 
-async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Queued>) {
     while let Some(n) = rx.recv().await {
         match n {
-            Outgoing::DidChange(p) => client.send_notification::<wire::DidChange>(p).await,
-            Outgoing::DidReload(p) => client.send_notification::<wire::DidReload>(p).await,
-            Outgoing::DidCorrupt(p) => client.send_notification::<wire::DidCorrupt>(p).await,
+            Queued::Session(Outgoing::DidChange(p)) => {
+                client.send_notification::<wire::DidChange>(p).await;
+            }
+            Queued::Session(Outgoing::DidReload(p)) => {
+                client.send_notification::<wire::DidReload>(p).await;
+            }
+            Queued::Session(Outgoing::DidCorrupt(p)) => {
+                client.send_notification::<wire::DidCorrupt>(p).await;
+            }
+            Queued::Live(LiveOutgoing::FileMissing(p)) => {
+                client.send_notification::<live_wire::FileMissing>(p).await;
+            }
+            Queued::Live(LiveOutgoing::FileRestored(p)) => {
+                client.send_notification::<live_wire::FileRestored>(p).await;
+            }
+            Queued::Live(LiveOutgoing::DidChangeLiveMode(p)) => {
+                client
+                    .send_notification::<live_wire::DidChangeLiveMode>(p)
+                    .await;
+            }
         }
     }
 }
 
 impl Backend {
     fn roots(&self) -> Roots {
+        self.resolve_awaited_roots();
         self.roots
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// Once a root that did not exist at `initialize` exists, resolves the roots again (its
+    /// canonical path may differ from the configured one, through a symlinked ancestor).
+    fn resolve_awaited_roots(&self) {
+        let mut awaited = self
+            .awaited_roots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let Some(wait) = awaited.as_mut() else {
+            return;
+        };
+        if !wait.missing.iter().any(|d| d.is_dir()) {
+            return;
+        }
+        let roots = Roots::new(wait.configured.iter().cloned());
+        for d in &wait.missing {
+            if d.is_dir() {
+                tracing::info!("session root {} exists now", d.display());
+            }
+        }
+        wait.missing.retain(|d| !d.is_dir());
+        if wait.missing.is_empty() {
+            *awaited = None;
+        }
+        *self.roots.write().unwrap_or_else(PoisonError::into_inner) = roots;
     }
 }
 
@@ -157,12 +241,29 @@ impl LanguageServer for Backend {
         if dirs.is_empty() {
             dirs.push(Roots::default_dir());
         }
-        let roots = Roots::new(dirs);
+        let roots = Roots::new(dirs.iter().cloned());
         tracing::info!(roots = ?roots.dirs(), "initialize");
+        let missing: Vec<PathBuf> = roots
+            .dirs()
+            .iter()
+            .filter(|d| !d.is_dir())
+            .cloned()
+            .collect();
+        for d in &missing {
+            tracing::warn!(
+                "session root {} does not exist; its sessions are found once it is created",
+                d.display()
+            );
+        }
         *self
-            .roots
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = roots.clone();
+            .awaited_roots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) =
+            (!missing.is_empty()).then_some(AwaitedRoots {
+                configured: dirs,
+                missing,
+            });
+        *self.roots.write().unwrap_or_else(PoisonError::into_inner) = roots.clone();
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 experimental: Some(json!({
@@ -209,6 +310,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
         }
     };
     let shut_down = Arc::new(AtomicBool::new(false));
+    let watch = WatchBackend::from_env();
     runtime.block_on(async {
         let (tx, rx) = mpsc::unbounded_channel();
         let sink = Arc::new(NotifySink { tx });
@@ -219,7 +321,8 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                 client,
                 cli_roots: options.roots.clone(),
                 roots: RwLock::new(Roots::new(Vec::new())),
-                registry: Registry::new(sink),
+                awaited_roots: Mutex::new(None),
+                registry: Registry::with_backend(sink, watch),
                 reservations: Arc::new(Reservations::new()),
                 shut_down: flag,
             }

@@ -322,6 +322,9 @@ pub struct OpenResult {
     pub diagnostics: Value,
     /// Revision of the state this result describes.
     pub revision: Revision,
+    /// How the daemon follows the file: `events`, `polling` or `requests`; changes are
+    /// announced with `session/didChangeLiveMode`.
+    pub live_mode: String,
 }
 
 /// `session/tree` result.

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::core::tree::Mode;
 use crate::storage::reader::OpenError;
-use crate::watch::DirWatcher;
+use crate::watch::{DirWatcher, LiveMode, WatchBackend};
 use owner::{Command, EventSink, Session};
 
 /// Why a session request failed below the protocol.
@@ -55,6 +55,7 @@ impl std::fmt::Debug for Command {
             Command::Hint => "Hint",
             Command::Run(_) => "Run",
             Command::Write(_) => "Write",
+            Command::Live { .. } => "Live",
             Command::Close => "Close",
         })
     }
@@ -108,6 +109,12 @@ impl SessionHandle {
         let _ = self.tx.send(Command::Hint);
     }
 
+    /// Tells the owner how its file is followed now; `announce`: tell the client too (not
+    /// before `session/open` has answered).
+    fn set_live_mode(&self, mode: LiveMode, announce: bool) {
+        let _ = self.tx.send(Command::Live { mode, announce });
+    }
+
     fn close(&self) {
         let _ = self.tx.send(Command::Close);
     }
@@ -121,18 +128,30 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// An empty registry whose sessions report to `sink`. Starts the directory watcher;
-    /// without one (the platform refused), sessions still refresh on every request.
+    /// An empty registry whose sessions report to `sink`, watching with the default backend
+    /// (see [`Registry::with_backend`]).
     pub fn new(sink: Arc<dyn EventSink>) -> Self {
+        Self::with_backend(sink, WatchBackend::Auto)
+    }
+
+    /// An empty registry whose sessions report to `sink`. Starts the directory watcher with
+    /// `backend`; without one (its thread could not start), sessions still refresh on every
+    /// request and report [`LiveMode::Requests`].
+    pub fn with_backend(sink: Arc<dyn EventSink>, backend: WatchBackend) -> Self {
         let open: Arc<Mutex<HashMap<PathBuf, SessionHandle>>> = Arc::default();
         let hint_target = Arc::downgrade(&open);
-        let watcher = DirWatcher::start(move |changed| {
+        let watcher = DirWatcher::start(backend, move |changed| {
             let Some(open) = hint_target.upgrade() else {
                 return;
             };
             let open = open.lock().unwrap_or_else(PoisonError::into_inner);
             for handle in open.values() {
                 let p = handle.path();
+                for (dir, mode) in &changed.modes {
+                    if p.parent() == Some(dir.as_path()) {
+                        handle.set_live_mode(*mode, true);
+                    }
+                }
                 if changed.everything
                     || changed.paths.iter().any(|c| {
                         c.as_path() == p
@@ -185,24 +204,28 @@ impl Registry {
             mode,
             tx,
         };
-        let replaced = {
-            let mut open = self.lock();
-            match open.get(path) {
-                // Another request opened it meanwhile in a mode that serves this one.
-                Some(h) if h.mode == Mode::Strict || mode == Mode::Lenient => {
-                    handle.close();
-                    return Ok(h.clone());
-                }
-                _ => open.insert(path.to_owned(), handle.clone()),
+        let mut open = self.lock();
+        let replaced = match open.get(path) {
+            // Another request opened it meanwhile in a mode that serves this one.
+            Some(h) if h.mode == Mode::Strict || mode == Mode::Lenient => {
+                handle.close();
+                return Ok(h.clone());
             }
+            _ => open.insert(path.to_owned(), handle.clone()),
         };
-        match replaced {
-            Some(old) => old.close(),
-            None => {
-                if let (Some(w), Some(dir)) = (&self.watcher, path.parent()) {
-                    w.watch(dir);
-                }
-            }
+        // Still under the lock: the watcher reports mode changes to the open sessions under
+        // this same lock, so the owner cannot get an older mode after a newer one.
+        let live = match (&self.watcher, path.parent()) {
+            (Some(w), Some(dir)) => match &replaced {
+                None => w.watch(dir),
+                Some(_) => w.mode(dir).unwrap_or(LiveMode::Requests),
+            },
+            _ => LiveMode::Requests,
+        };
+        handle.set_live_mode(live, false);
+        drop(open);
+        if let Some(old) = replaced {
+            old.close();
         }
         Ok(handle)
     }

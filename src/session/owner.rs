@@ -14,6 +14,7 @@ use std::fs::File;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -26,6 +27,7 @@ use crate::storage::lines::{self, TornTail};
 use crate::storage::reader::{self, FileLines, FileStamp, OpenError, OpenedSession};
 use crate::storage::tail;
 use crate::storage::writer::{self, WriteError};
+use crate::watch::LiveMode;
 
 /// How many bytes before the applied offset are compared on each change, to notice a file
 /// rewritten in place with different content.
@@ -74,6 +76,15 @@ pub trait EventSink: Send + Sync {
     fn reloaded(&self, session: &Session, reason: ReloadReason);
     /// New bytes are corrupt; the session keeps its last good state.
     fn corrupt(&self, session: &Session, corruption: &Corruption);
+    /// The path no longer names a file (deleted, renamed away, its directory removed); the
+    /// session keeps its last good state, and [`Session::missing_since`] says since when.
+    /// Sent once per absence. Default: ignored.
+    fn missing(&self, _session: &Session) {}
+    /// The path names a file again after [`EventSink::missing`]. Sent before what the file
+    /// holds is reported (`appended` or `reloaded`, if it differs). Default: ignored.
+    fn restored(&self, _session: &Session) {}
+    /// How the session's file is followed changed ([`Session::live_mode`]). Default: ignored.
+    fn live_mode_changed(&self, _session: &Session) {}
 }
 
 /// The state of one open session, owned by its thread. Read access for request handlers.
@@ -92,6 +103,10 @@ pub struct Session {
     corrupt: Option<Corruption>,
     needs_reload: bool,
     generation: u64,
+    /// How the daemon follows the file; [`LiveMode::Requests`] until the watcher says.
+    live_mode: LiveMode,
+    /// When the path was first found not to name a file, while it does not.
+    missing_since: Option<SystemTime>,
     /// Recent projections (requests borrow the session shared; only its thread touches this).
     contexts: RefCell<ContextCache>,
 }
@@ -116,6 +131,8 @@ impl Session {
             corrupt: None,
             needs_reload: false,
             generation: 0,
+            live_mode: LiveMode::Requests,
+            missing_since: None,
             contexts: RefCell::default(),
         };
         session.signature = session.read_signature().map_err(io_err)?;
@@ -154,6 +171,23 @@ impl Session {
             c.get(&self.state.tree, leaf)
         })
     }
+    /// How the daemon follows this session's file.
+    pub fn live_mode(&self) -> LiveMode {
+        self.live_mode
+    }
+    /// Since when the path has not named a file, while it does not (see [`EventSink::missing`]).
+    pub fn missing_since(&self) -> Option<SystemTime> {
+        self.missing_since
+    }
+    /// Records how the file is followed; `announce` reports a change to `sink`.
+    pub(crate) fn set_live_mode(&mut self, mode: LiveMode, announce: bool, sink: &dyn EventSink) {
+        if mode != self.live_mode {
+            self.live_mode = mode;
+            if announce {
+                sink.live_mode_changed(self);
+            }
+        }
+    }
     /// The current revision.
     pub fn revision(&self) -> Revision {
         Revision {
@@ -172,10 +206,24 @@ impl Session {
             Err(e) => {
                 // Deleted or unreadable: keep the last good state; a new file at the path
                 // is noticed as a replacement.
-                tracing::debug!(path = %self.path.display(), "cannot stat: {e}");
+                let gone = matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                );
+                if gone && self.missing_since.is_none() {
+                    tracing::info!(path = %self.path.display(), "session file is missing");
+                    self.missing_since = Some(SystemTime::now());
+                    sink.missing(self);
+                } else if !gone {
+                    tracing::debug!(path = %self.path.display(), "cannot stat: {e}");
+                }
                 return;
             }
         };
+        if self.missing_since.take().is_some() {
+            tracing::info!(path = %self.path.display(), "session file is back");
+            sink.restored(self);
+        }
         if stamp == self.state.stamp {
             return;
         }
@@ -228,6 +276,7 @@ impl Session {
         match Session::open(&self.path, self.mode) {
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
+                fresh.live_mode = self.live_mode;
                 *self = fresh;
                 sink.reloaded(self, reason);
             }
@@ -337,6 +386,13 @@ pub(crate) enum Command {
     Run(Box<dyn FnOnce(&Session) + Send>),
     /// Refresh, then run a write (see [`Session::write`]); events go to the sink.
     Write(WriteFn),
+    /// The watcher follows the file this way now; `announce`: report a change to the sink.
+    Live {
+        /// The new mode.
+        mode: LiveMode,
+        /// Whether the client is told (not before `session/open` answered).
+        announce: bool,
+    },
     /// Stop the owner.
     Close,
 }
@@ -378,6 +434,9 @@ pub(crate) fn spawn(
                     Command::Write(f) => {
                         session.refresh(&*sink);
                         f(&mut session, &*sink);
+                    }
+                    Command::Live { mode, announce } => {
+                        session.set_live_mode(mode, announce, &*sink);
                     }
                     Command::Close => break,
                 }

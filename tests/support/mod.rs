@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -32,25 +32,63 @@ pub struct Daemon {
     /// Notifications (and stray messages) received while waiting for something else.
     pub inbox: VecDeque<Value>,
     next_id: i64,
+    /// What the daemon wrote to stderr, when [`Spawn::capture_stderr`] was set.
+    stderr: Arc<Mutex<String>>,
+}
+
+/// How to start a daemon, beyond its roots.
+#[derive(Debug, Default)]
+pub struct Spawn<'a> {
+    /// Extra environment variables.
+    pub env: Vec<(&'a str, &'a str)>,
+    /// Keep stderr for [`Daemon::stderr`] instead of passing it through.
+    pub capture_stderr: bool,
 }
 
 impl Daemon {
     /// Starts `sessiond serve` with these roots.
     pub fn spawn(roots: &[&Path]) -> Daemon {
+        Daemon::spawn_with(roots, &Spawn::default())
+    }
+
+    /// Starts `sessiond serve` with these roots and options.
+    pub fn spawn_with(roots: &[&Path], options: &Spawn<'_>) -> Daemon {
         let mut cmd = Command::new(BIN);
         cmd.arg("serve");
         for r in roots {
             cmd.arg("--root").arg(r);
         }
+        cmd.env("SESSIOND_LOG", "warn");
+        for (k, v) in &options.env {
+            cmd.env(k, v);
+        }
         let mut child = cmd
-            .env("SESSIOND_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if options.capture_stderr {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .spawn()
             .expect("spawn sessiond serve");
         let stdout = child.stdout.take().expect("stdout");
         let stdin = child.stdin.take();
+        let stderr = Arc::new(Mutex::new(String::new()));
+        if let Some(mut pipe) = child.stderr.take() {
+            let text = stderr.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    text.lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            });
+        }
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || read_frames(stdout, &tx));
         Daemon {
@@ -59,7 +97,21 @@ impl Daemon {
             rx,
             inbox: VecDeque::new(),
             next_id: 1,
+            stderr,
         }
+    }
+
+    /// Starts a daemon with options and runs `initialize` + `initialized`.
+    pub fn start_with(roots: &[&Path], options: &Spawn<'_>) -> (Daemon, Value) {
+        let mut d = Daemon::spawn_with(roots, options);
+        let init = d.request("initialize", json!({"capabilities": {}}));
+        d.notify("initialized", json!({}));
+        (d, init)
+    }
+
+    /// What the daemon wrote to stderr so far (empty unless captured).
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
     }
 
     /// Starts a daemon and runs `initialize` + `initialized`.

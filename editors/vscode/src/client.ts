@@ -18,6 +18,7 @@ import {
     CompactResult,
     ContextAtParams,
     ContextAtResult,
+    DidChangeLiveModeParams,
     DidChangeParams,
     DidCorruptParams,
     DidReloadParams,
@@ -25,6 +26,8 @@ import {
     EntryResult,
     ExplainParams,
     ExplainResult,
+    FileMissingParams,
+    FileRestoredParams,
     ForkParams,
     ForkResult,
     LabelParams,
@@ -80,6 +83,9 @@ export class SessiondClient implements Disposable {
     private readonly didChangeEmitter = new Emitter<DidChangeParams>();
     private readonly didReloadEmitter = new Emitter<DidReloadParams>();
     private readonly didCorruptEmitter = new Emitter<DidCorruptParams>();
+    private readonly fileMissingEmitter = new Emitter<FileMissingParams>();
+    private readonly fileRestoredEmitter = new Emitter<FileRestoredParams>();
+    private readonly didChangeLiveModeEmitter = new Emitter<DidChangeLiveModeParams>();
     private readonly exitEmitter = new Emitter<ExitInfo>();
     private stderrTail = '';
     private exitInfo: ExitInfo | undefined;
@@ -92,6 +98,12 @@ export class SessiondClient implements Disposable {
     readonly onDidReload: Event<DidReloadParams> = this.didReloadEmitter.event;
     /** New bytes of an open session are corrupt; the session keeps its last good state. */
     readonly onDidCorrupt: Event<DidCorruptParams> = this.didCorruptEmitter.event;
+    /** An open session's file is gone (deleted, moved away); the session keeps its last good state. */
+    readonly onFileMissing: Event<FileMissingParams> = this.fileMissingEmitter.event;
+    /** An open session's file is back after {@link onFileMissing}. */
+    readonly onFileRestored: Event<FileRestoredParams> = this.fileRestoredEmitter.event;
+    /** How the daemon follows an open session changed (`events`, `polling`, `requests`). */
+    readonly onDidChangeLiveMode: Event<DidChangeLiveModeParams> = this.didChangeLiveModeEmitter.event;
     /** The daemon process ended (also after {@link stop}). */
     readonly onExit: Event<ExitInfo> = this.exitEmitter.event;
 
@@ -129,6 +141,9 @@ export class SessiondClient implements Disposable {
         connection.onNotification(Methods.didChange, (p: DidChangeParams) => this.didChangeEmitter.fire(p));
         connection.onNotification(Methods.didReload, (p: DidReloadParams) => this.didReloadEmitter.fire(p));
         connection.onNotification(Methods.didCorrupt, (p: DidCorruptParams) => this.didCorruptEmitter.fire(p));
+        connection.onNotification(Methods.fileMissing, (p: FileMissingParams) => this.fileMissingEmitter.fire(p));
+        connection.onNotification(Methods.fileRestored, (p: FileRestoredParams) => this.fileRestoredEmitter.fire(p));
+        connection.onNotification(Methods.didChangeLiveMode, (p: DidChangeLiveModeParams) => this.didChangeLiveModeEmitter.fire(p));
         // A broken pipe after the daemon died is reported through onExit, not as a crash.
         connection.onError(() => undefined);
         process.stdin?.on('error', () => undefined);

@@ -299,6 +299,19 @@ export function activate(context: vscode.ExtensionContext): void {
         client.onDidCorrupt((p) => {
             void vscode.window.showWarningMessage(`sessiond: ${p.path} line ${p.line} (byte ${p.offset}): ${p.message || p.kind}; the session keeps its last good state`);
         });
+        client.onFileMissing((p) => {
+            log.appendLine(`${p.path}: file missing since ${p.since}`);
+            void vscode.window.showWarningMessage(`sessiond: ${p.path} is gone (deleted or moved); showing its last known state until it is back`);
+        });
+        client.onFileRestored((p) => {
+            log.appendLine(`${p.path}: file is back`);
+        });
+        client.onDidChangeLiveMode((p) => {
+            log.appendLine(`${p.path}: followed by ${p.liveMode}`);
+            if (p.liveMode !== 'events') {
+                void vscode.window.showInformationMessage(`sessiond: ${p.path} is no longer followed live (${p.liveMode}); updates may be late`);
+            }
+        });
     });
 
     /** Shows the leaf's row, expanding its branches, so a followed session shows its new end. */

@@ -70,7 +70,12 @@ export interface OpenResult {
     tornTail: TornTail | null;
     diagnostics: Diagnostic[];
     revision: Revision;
+    /** How the daemon follows the file; changes come as `session/didChangeLiveMode`. */
+    liveMode: LiveMode;
 }
+
+/** `events`: live file-system events; `polling`: checked every second; `requests`: not followed. */
+export type LiveMode = 'events' | 'polling' | 'requests';
 
 export interface TreeParams {
     path: string;
@@ -223,6 +228,25 @@ export interface DidReloadParams {
     revision?: Revision;
 }
 
+/** The session's path no longer names a file; the session keeps its last good state. */
+export interface FileMissingParams {
+    path: string;
+    /** When the daemon found the file missing (ISO 8601, UTC). */
+    since: string;
+    revision: Revision;
+}
+
+/** The path names a file again; a `didReload` or `didChange` follows if it differs. */
+export interface FileRestoredParams {
+    path: string;
+    revision: Revision;
+}
+
+export interface DidChangeLiveModeParams {
+    path: string;
+    liveMode: LiveMode;
+}
+
 export interface DidCorruptParams {
     path: string;
     kind: string;
@@ -363,4 +387,7 @@ export const Methods = {
     didChange: 'session/didChange',
     didReload: 'session/didReload',
     didCorrupt: 'session/didCorrupt',
+    fileMissing: 'session/fileMissing',
+    fileRestored: 'session/fileRestored',
+    didChangeLiveMode: 'session/didChangeLiveMode',
 } as const;

@@ -26,9 +26,10 @@ local function on_did_change(_, params)
 end
 
 local function on_did_reload(_, params)
+  local live = (M.sessions[params.path] or {}).liveMode
   M.sessions[params.path] = {
     entryCount = params.entryCount, leafId = params.leafId,
-    leaves = params.leaves, revision = params.revision,
+    leaves = params.leaves, revision = params.revision, liveMode = live,
   }
   notify(params.path .. " reloaded (" .. params.reason .. ")")
   vim.api.nvim_exec_autocmds("User", { pattern = "SessiondDidReload", data = params })
@@ -39,10 +40,38 @@ local function on_did_corrupt(_, params)
     vim.log.levels.WARN)
 end
 
+local function on_file_missing(_, params)
+  local s = M.sessions[params.path] or {}
+  s.missingSince = params.since
+  M.sessions[params.path] = s
+  notify(params.path .. " is gone (deleted or moved); keeping its last known state",
+    vim.log.levels.WARN)
+end
+
+local function on_file_restored(_, params)
+  local s = M.sessions[params.path] or {}
+  s.missingSince = nil
+  M.sessions[params.path] = s
+  notify(params.path .. " is back")
+end
+
+local function on_did_change_live_mode(_, params)
+  local s = M.sessions[params.path] or {}
+  s.liveMode = params.liveMode
+  M.sessions[params.path] = s
+  if params.liveMode ~= "events" then
+    notify(params.path .. " is no longer followed live (" .. params.liveMode .. ")",
+      vim.log.levels.WARN)
+  end
+end
+
 M.handlers = {
   ["session/didChange"] = on_did_change,
   ["session/didReload"] = on_did_reload,
   ["session/didCorrupt"] = on_did_corrupt,
+  ["session/fileMissing"] = on_file_missing,
+  ["session/fileRestored"] = on_file_restored,
+  ["session/didChangeLiveMode"] = on_did_change_live_mode,
 }
 
 --- Merges options into M.config and defines the commands.
@@ -123,7 +152,7 @@ function M.open(path)
   M.current = result.path
   M.sessions[result.path] = {
     entryCount = result.entryCount, leafId = result.leafId,
-    leaves = result.leaves, revision = result.revision,
+    leaves = result.leaves, revision = result.revision, liveMode = result.liveMode,
   }
   notify(string.format("%s: %d entries, %d leaves", result.name or result.sessionId,
     result.entryCount, #result.leaves))

@@ -22,6 +22,7 @@ const open: OpenResult = {
     tornTail: null,
     diagnostics: [],
     revision: { entryCount: 6, appliedBytes: 600, generation: 0 },
+    liveMode: 'events',
 };
 
 /**  a → b → c ─┬→ d → f
