@@ -20,7 +20,7 @@ use crate::core::compaction::{self, CompactionError, CompactionPlan, Options};
 use crate::core::entries::NewEntry;
 use crate::core::format::EntryId;
 use crate::core::render::LineSource;
-use crate::core::tree::{Stale, Tree};
+use crate::core::tree::Tree;
 use crate::storage::reader::OpenedSession;
 use crate::storage::writer::{self, Expected, WriteError, WriteOptions, Written};
 
@@ -169,19 +169,9 @@ pub fn dry_run(
 ) -> Result<Result<CompactionPlan, NothingToCompact>, CompactError> {
     if let Expected::Leaf(view) = expected {
         tree.fence(view, tree.len())
-            .map_err(|stale| conflict(path, stale))?;
+            .map_err(|stale| WriteError::conflict(path, stale))?;
     }
     plan(path, tree, lines, req)
-}
-
-/// The writer's conflict error for a stale view of the session at `path`.
-pub fn conflict(path: &Path, stale: Stale) -> WriteError {
-    WriteError::Conflict {
-        path: path.to_owned(),
-        expected: stale.expected,
-        current_leaf: stale.current_leaf,
-        added: stale.added,
-    }
 }
 
 /// Plans and appends a compaction under the write lock (see the module docs). The session is

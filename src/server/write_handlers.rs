@@ -73,7 +73,7 @@ fn with_revision(mut value: Value, s: &Session) -> Value {
 fn check_view(s: &Session, expected: Option<&str>) -> Result<(), RpcError> {
     let tree = s.tree();
     tree.fence(expected, tree.len())
-        .map_err(|stale| compact::conflict(s.path(), stale).into())
+        .map_err(|stale| crate::storage::writer::WriteError::conflict(s.path(), stale).into())
 }
 
 impl Backend {

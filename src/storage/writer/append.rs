@@ -208,25 +208,11 @@ fn write_with<T, E: From<WriteError>>(
     let tail = catch_up(&file, path, session, opts)?;
     let added: Vec<EntryId> = tree_ids_from(&session.tree, before_len);
 
-    // Fencing.
-    let current = session
-        .tree
-        .default_leaf()
-        .map(|n| session.tree.node(n).entry.id.clone());
-    if let Expected::Leaf(expected_leaf) = expected
-        && current.as_ref().map(EntryId::as_str) != expected_leaf
-    {
-        let since = match expected_leaf.and_then(|id| session.tree.find(id)) {
-            Some(n) => tree_ids_from(&session.tree, n as usize + 1),
-            None => added,
-        };
-        return Err(WriteError::Conflict {
-            path: path.to_owned(),
-            expected: expected_leaf.map(str::to_owned),
-            current_leaf: current,
-            added: since,
-        }
-        .into());
+    if let Expected::Leaf(expected_leaf) = expected {
+        session
+            .tree
+            .fence(expected_leaf, before_len)
+            .map_err(|stale| WriteError::conflict(path, stale))?;
     }
 
     // Build and validate the entry before touching the file.

@@ -9,6 +9,7 @@ use thiserror::Error;
 use crate::core::diagnostics::Corruption;
 use crate::core::entries::EntryError;
 use crate::core::format::EntryId;
+use crate::core::tree::Stale;
 use crate::storage::publish::PublishError;
 use crate::storage::reader::OpenError;
 
@@ -152,6 +153,18 @@ impl WriteError {
         move |source| WriteError::Io {
             path: path.to_owned(),
             source,
+        }
+    }
+
+    /// The `conflict` error for a stale view of the session at `path` (see [`Tree::fence`]).
+    ///
+    /// [`Tree::fence`]: crate::core::tree::Tree::fence
+    pub fn conflict(path: &Path, stale: Stale) -> Self {
+        WriteError::Conflict {
+            path: path.to_owned(),
+            expected: stale.expected,
+            current_leaf: stale.current_leaf,
+            added: stale.added,
         }
     }
 

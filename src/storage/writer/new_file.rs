@@ -1,7 +1,7 @@
 //! New session files: a fork of a path, and a salvage of a corrupt session. The source is only
 //! read; the new file is published atomically under the daemon-wide reservations.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -65,7 +65,7 @@ pub fn fork(
     let now = timestamp::now_iso();
     let header = RawObject::parse(tree.header().raw.get().as_bytes()).unwrap_or_default();
     let cwd = header.get("cwd");
-    let source = absolute(path);
+    let source = crate::paths::absolute(path);
     let new_header = NewHeader {
         id: &session_id,
         timestamp: &now,
@@ -147,22 +147,6 @@ fn new_session_id(requested: Option<&str>) -> Result<String, WriteError> {
     } else {
         Err(WriteError::InvalidSessionId { id: id.to_owned() })
     }
-}
-
-/// The absolute, lexically normalized path (Node's `path.resolve`; symlinks are not followed).
-fn absolute(path: &Path) -> PathBuf {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let mut out = PathBuf::new();
-    for c in abs.components() {
-        match c {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// The result of a salvage.
