@@ -111,6 +111,14 @@ fn lone_surrogate_name() {
     assert_eq!(entry["entry"]["name"], pi_name["name"]);
 }
 
+/// The node with this id in a tree document's `nodes`.
+fn node<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["nodes"]
+        .as_array()
+        .and_then(|nodes| nodes.iter().find(|n| n["id"] == id))
+        .unwrap_or_else(|| panic!("no node {id} in {doc}"))
+}
+
 #[test]
 fn tree_order_bad_timestamp() {
     let pi = js(&std::fs::read(case("tree-order-bad-timestamp.pi-tree.json")).unwrap());
@@ -133,26 +141,14 @@ fn tree_order_bad_timestamp() {
 
     let file = case("tree-order-bad-timestamp.jsonl");
     let tree = cli(&["tree", file.to_str().unwrap(), "--json"]);
-    let q1 = tree["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == "q1")
-        .unwrap();
-    assert_eq!(q1["children"], json!(want));
+    assert_eq!(node(&tree, "q1")["children"], json!(want));
 
     let (root, copy) = root_with("case-tree-order", "tree-order-bad-timestamp.jsonl");
     let path = copy.to_str().unwrap();
     let (mut d, _) = Daemon::start(&[&root]);
     support::checked(&mut d, "session/open", json!({"path": path}));
     let page = support::checked(&mut d, "session/tree", json!({"path": path}));
-    let q1 = page["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["id"] == "q1")
-        .unwrap();
-    assert_eq!(q1["children"], json!(want));
+    assert_eq!(node(&page, "q1")["children"], json!(want));
     // Nodes of a page come breadth-first, so the children follow q1 in pi's order too.
     let ids: Vec<&Value> = page["nodes"]
         .as_array()

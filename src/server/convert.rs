@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use serde_json::{Value, json};
 
-use super::live_wire::{DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
+use super::wire::{DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
 use super::wire::{
     DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeResult,
 };

@@ -4,8 +4,8 @@
 //! * [`METHODS`] / [`NOTIFICATIONS`] and the registration chain come from one table
 //!   ([`method_table!`]); `protocol/README.md` and `protocol/schema/` must agree with it
 //!   (a test checks).
-//! * [`wire`] holds params and results ([`live_wire`]: the notifications about how a session is
-//!   followed), [`convert`] turns core and session types into them,
+//! * [`wire`] holds params, results and notifications, [`convert`] turns core and session
+//!   types into them,
 //!   [`error`] assigns every error code in one function, [`handlers`] implements the reading
 //!   methods and [`write_handlers`] the writing ones, [`transport`] frames messages on
 //!   stdin/stdout.
@@ -15,7 +15,6 @@
 pub mod convert;
 pub mod error;
 pub mod handlers;
-pub mod live_wire;
 pub mod lossless;
 pub mod transport;
 pub mod wire;
@@ -40,7 +39,6 @@ use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
 use crate::storage::publish::Reservations;
 use crate::watch::WatchBackend;
-use live_wire::LiveOutgoing;
 use wire::Outgoing;
 
 /// The version of the `session/` protocol, advertised in `initialize`.
@@ -81,9 +79,9 @@ pub const NOTIFICATIONS: &[&str] = &[
     <wire::DidChange as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <wire::DidReload as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <wire::DidCorrupt as tower_lsp_server::ls_types::notification::Notification>::METHOD,
-    <live_wire::FileMissing as tower_lsp_server::ls_types::notification::Notification>::METHOD,
-    <live_wire::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
-    <live_wire::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <wire::FileMissing as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <wire::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <wire::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
 ];
 
 /// How `sessiond serve` was started.
@@ -115,23 +113,14 @@ struct AwaitedRoots {
     missing: Vec<PathBuf>,
 }
 
-/// A notification on its way to the client, in the order the sessions produced them.
-enum Queued {
-    Session(Outgoing),
-    Live(LiveOutgoing),
-}
-
 /// Turns session events into notifications on a channel (sent by [`forward_notifications`]).
 struct NotifySink {
-    tx: mpsc::UnboundedSender<Queued>,
+    tx: mpsc::UnboundedSender<Outgoing>,
 }
 
 impl NotifySink {
     fn send(&self, n: Outgoing) {
-        let _ = self.tx.send(Queued::Session(n));
-    }
-    fn send_live(&self, n: LiveOutgoing) {
-        let _ = self.tx.send(Queued::Live(n));
+        let _ = self.tx.send(n);
     }
 }
 
@@ -148,40 +137,38 @@ impl EventSink for NotifySink {
         )));
     }
     fn missing(&self, session: &Session) {
-        self.send_live(LiveOutgoing::FileMissing(convert::file_missing(session)));
+        self.send(Outgoing::FileMissing(convert::file_missing(session)));
     }
     fn restored(&self, session: &Session) {
-        self.send_live(LiveOutgoing::FileRestored(convert::file_restored(session)));
+        self.send(Outgoing::FileRestored(convert::file_restored(session)));
     }
     fn live_mode_changed(&self, session: &Session) {
-        self.send_live(LiveOutgoing::DidChangeLiveMode(
-            convert::did_change_live_mode(session),
-        ));
+        self.send(Outgoing::DidChangeLiveMode(convert::did_change_live_mode(
+            session,
+        )));
     }
 }
 
-async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Queued>) {
+async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
     while let Some(n) = rx.recv().await {
         match n {
-            Queued::Session(Outgoing::DidChange(p)) => {
+            Outgoing::DidChange(p) => {
                 client.send_notification::<wire::DidChange>(p).await;
             }
-            Queued::Session(Outgoing::DidReload(p)) => {
+            Outgoing::DidReload(p) => {
                 client.send_notification::<wire::DidReload>(p).await;
             }
-            Queued::Session(Outgoing::DidCorrupt(p)) => {
+            Outgoing::DidCorrupt(p) => {
                 client.send_notification::<wire::DidCorrupt>(p).await;
             }
-            Queued::Live(LiveOutgoing::FileMissing(p)) => {
-                client.send_notification::<live_wire::FileMissing>(p).await;
+            Outgoing::FileMissing(p) => {
+                client.send_notification::<wire::FileMissing>(p).await;
             }
-            Queued::Live(LiveOutgoing::FileRestored(p)) => {
-                client.send_notification::<live_wire::FileRestored>(p).await;
+            Outgoing::FileRestored(p) => {
+                client.send_notification::<wire::FileRestored>(p).await;
             }
-            Queued::Live(LiveOutgoing::DidChangeLiveMode(p)) => {
-                client
-                    .send_notification::<live_wire::DidChangeLiveMode>(p)
-                    .await;
+            Outgoing::DidChangeLiveMode(p) => {
+                client.send_notification::<wire::DidChangeLiveMode>(p).await;
             }
         }
     }
