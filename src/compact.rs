@@ -157,9 +157,28 @@ pub fn plan(
     })
 }
 
-/// A dry run: [`plan`] on the tree as read, after checking the caller's view against it
-/// ([`Tree::fence`] with nothing caught up) when `expected` is a leaf. Nothing is written.
-/// Errors: a stale view as the writer's `Conflict`, then those of [`plan`].
+/// The request checked against the session before any view is: the leaf to compact and the
+/// expected leaf must name entries (entries are only appended, so what exists in `tree`
+/// exists in any later state of the file). Errors: `UnknownLeaf`, the writer's `UnknownEntry`.
+fn check_request(
+    path: &Path,
+    tree: &Tree,
+    req: &CompactRequest<'_>,
+    expected: Expected<'_>,
+) -> Result<(), CompactError> {
+    tree.resolve_leaf(req.leaf)
+        .map_err(|unknown| CompactError::UnknownLeaf {
+            path: path.to_owned(),
+            id: unknown.id,
+        })?;
+    writer::check_expected_leaf(path, tree, expected)?;
+    Ok(())
+}
+
+/// A dry run: [`plan`] on the tree as read, after checking the request and then the caller's
+/// view against it ([`Tree::fence`] with nothing caught up) when `expected` is a leaf. Nothing
+/// is written. Errors: `UnknownLeaf`, `UnknownEntry`, a stale view as the writer's `Conflict`,
+/// then those of [`plan`].
 pub fn dry_run(
     path: &Path,
     tree: &Tree,
@@ -167,6 +186,7 @@ pub fn dry_run(
     req: &CompactRequest<'_>,
     expected: Expected<'_>,
 ) -> Result<Result<CompactionPlan, NothingToCompact>, CompactError> {
+    check_request(path, tree, req, expected)?;
     if let Expected::Leaf(view) = expected {
         tree.fence(view, tree.len())
             .map_err(|stale| WriteError::conflict(path, stale))?;
@@ -176,6 +196,8 @@ pub fn dry_run(
 
 /// Plans and appends a compaction under the write lock (see the module docs). The session is
 /// brought up to date and holds the new entry afterwards, as with [`writer::write_entry`].
+/// The request (leaf, expected leaf) is checked under the lock before the view, as for every
+/// write.
 /// Errors: every [`CompactError`]; `RetentionLost` only with `require_retention`.
 pub fn commit(
     path: &Path,
@@ -189,6 +211,7 @@ pub fn commit(
         session,
         expected,
         opts,
+        |tree: &Tree| check_request(path, tree, req, expected),
         |tree: &Tree, lines: &dyn LineSource| match plan(path, tree, lines, req)? {
             Err(nothing) => Ok((None, Err(nothing))),
             Ok(plan) => {

@@ -249,8 +249,14 @@ pub fn append(
     entry_json: &str,
     parent: ParentChoice<'_>,
 ) -> Result<NewEntry, EntryError> {
-    let given = RawObject::parse(entry_json.as_bytes())
-        .map_err(|detail| EntryError::NotAnObject { detail })?;
+    let given = RawObject::parse(entry_json.as_bytes()).map_err(|detail| {
+        // Say so when the text is not JSON at all (a shell quoting slip, say).
+        let detail = match serde_json::from_str::<serde::de::IgnoredAny>(entry_json) {
+            Err(e) => format!("it is not JSON ({e})"),
+            Ok(_) => detail,
+        };
+        EntryError::NotAnObject { detail }
+    })?;
     let ty = given.get_str("type").ok_or(EntryError::MissingType)?;
     if ty == "session" {
         return Err(EntryError::HeaderNotAllowed);

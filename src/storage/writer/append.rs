@@ -1,5 +1,6 @@
-//! The append protocol: lock, catch up by the one line policy, fence, build and check the entry,
-//! repair an old torn tail, one `write`, read back (see the module docs of [`super`]).
+//! The append protocol: lock, catch up by the one line policy, check the request (the entry,
+//! the expected leaf), fence, repair an old torn tail, one `write`, read back (see the module
+//! docs of [`super`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -89,8 +90,9 @@ pub struct Written {
 pub enum Expected<'a> {
     /// The session's last entry in file order must be this id (`None`: no entries yet).
     Leaf(Option<&'a str>),
-    /// No fencing: for a command-line run that read the file under the lock itself (`sessiond
-    /// compact` without `--expected-leaf`). The daemon always fences.
+    /// No view to check: a dry run that names none (`compact --dry-run` without
+    /// `--expected-leaf`, `session/compact {dryRun: true}` without `expectedLeafId`). Every
+    /// write names its view, in the CLI as in the daemon.
     Unfenced,
 }
 
@@ -105,6 +107,7 @@ pub fn write_entry(
     expected_leaf: Option<&str>,
     opts: &WriteOptions,
 ) -> Result<Written, WriteError> {
+    // Building the entry is checking the request: before the fence (see `write_with`).
     let (written, ()) = write_with(
         path,
         session,
@@ -120,7 +123,7 @@ pub fn write_entry(
                 timestamp: &now,
                 uuids: &mut uuids,
             };
-            let entry = match change {
+            match change {
                 Change::Label { target_id, label } => entries::label(&mut cx, target_id, label),
                 Change::SetName { name } => entries::session_info(&mut cx, name),
                 Change::Branch {
@@ -132,9 +135,9 @@ pub fn write_entry(
                     entries::append(&mut cx, entry_json, parent)
                 }
             }
-            .map_err(|e| WriteError::from_entry(path, e))?;
-            Ok::<_, WriteError>((Some(entry), ()))
+            .map_err(|e| WriteError::from_entry(path, e))
         },
+        |entry, _: &Tree, _: &dyn LineSource| Ok::<_, WriteError>((Some(entry), ())),
     )?;
     written.ok_or_else(|| WriteError::Io {
         path: path.to_owned(),
@@ -154,14 +157,20 @@ pub fn write_entry(
 /// reads back as a version-3 entry with the [`NewEntry`]'s `id` and `parentId`, an id the
 /// session does not use, and a parent that exists (`InvalidEntry`, `UnknownEntry`).
 /// `build`'s own errors are returned as they are; nothing is written then.
+///
+/// `check` sees the caught-up tree first, before the fence: it checks the request's arguments
+/// (the leaf to compact names an entry), so a malformed request is never reported as a
+/// conflict. `build` runs after the fence: only a writer whose view is current may plan.
 pub fn write_prebuilt<T, E: From<WriteError>>(
     path: &Path,
     session: &mut OpenedSession,
     expected: Expected<'_>,
     opts: &WriteOptions,
+    check: impl FnOnce(&Tree) -> Result<(), E>,
     build: impl FnOnce(&Tree, &dyn LineSource) -> Result<(Option<NewEntry>, T), E>,
 ) -> Result<(Option<Written>, T), E> {
-    write_with(path, session, expected, opts, |tree, lines| {
+    let check = |tree: &Tree, _: &dyn LineSource| check(tree);
+    write_with(path, session, expected, opts, check, |(), tree, lines| {
         let (entry, out) = build(tree, lines)?;
         if let Some(e) = &entry {
             entries::check_prebuilt(tree, e).map_err(|e| WriteError::from_entry(path, e))?;
@@ -170,13 +179,38 @@ pub fn write_prebuilt<T, E: From<WriteError>>(
     })
 }
 
+/// An expected leaf that names no entry of the (caught-up) session is a mistake in the request,
+/// not a stale view: entries are only ever appended, so no view of this file ever held it.
+/// Checked before the fence, so the caller hears `UnknownEntry` instead of a conflict.
+pub fn check_expected_leaf(
+    path: &Path,
+    tree: &Tree,
+    expected: Expected<'_>,
+) -> Result<(), WriteError> {
+    match expected {
+        Expected::Leaf(Some(id)) if tree.find(id).is_none() => Err(WriteError::UnknownEntry {
+            path: path.to_owned(),
+            id: id.to_owned(),
+            role: "expected leaf",
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// The append protocol (module docs) around an entry built by `build` on the fresh tree.
-fn write_with<T, E: From<WriteError>>(
+///
+/// The request before the view: `check` runs on the caught-up tree, then the expected leaf's own
+/// check ([`check_expected_leaf`]), then the fence, then `build`, all before the file
+/// is touched. A request that is wrong in itself (an entry that cannot be built, an id that
+/// names nothing) is reported as what it is, never as a conflict that a retry with a fresh
+/// leaf would only turn into the real error.
+fn write_with<C, T, E: From<WriteError>>(
     path: &Path,
     session: &mut OpenedSession,
     expected: Expected<'_>,
     opts: &WriteOptions,
-    build: impl FnOnce(&Tree, &dyn LineSource) -> Result<(Option<NewEntry>, T), E>,
+    check: impl FnOnce(&Tree, &dyn LineSource) -> Result<C, E>,
+    build: impl FnOnce(C, &Tree, &dyn LineSource) -> Result<(Option<NewEntry>, T), E>,
 ) -> Result<(Option<Written>, T), E> {
     let version = session.tree.header().version;
     if version != CURRENT_VERSION {
@@ -208,16 +242,17 @@ fn write_with<T, E: From<WriteError>>(
     let tail = catch_up(&file, path, session, opts)?;
     let added: Vec<EntryId> = tree_ids_from(&session.tree, before_len);
 
+    // The request, then the view, then the entry; all before the file is touched.
+    let lines = FileLines::new(file.try_clone().map_err(WriteError::io(path))?);
+    let checked = check(&session.tree, &lines)?;
+    check_expected_leaf(path, &session.tree, expected)?;
     if let Expected::Leaf(expected_leaf) = expected {
         session
             .tree
             .fence(expected_leaf, before_len)
             .map_err(|stale| WriteError::conflict(path, stale))?;
     }
-
-    // Build and validate the entry before touching the file.
-    let lines = FileLines::new(file.try_clone().map_err(WriteError::io(path))?);
-    let (entry, out) = build(&session.tree, &lines)?;
+    let (entry, out) = build(checked, &session.tree, &lines)?;
     let Some(entry) = entry else {
         return Ok((None, out));
     };

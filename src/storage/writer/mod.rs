@@ -35,8 +35,9 @@
 //! Under an exclusive `flock` ([`super::lock`]): check the file is still the one the session was
 //! read from; read any new tail from the last applied offset and apply it to the tree (strict);
 //! classify an unterminated last line (young: `busy`; old and torn: repair; old and complete:
-//! terminated by our write); check the fencing token; build and validate the entry; repair a torn
-//! tail; then one `write` of the complete line(s) ending in `\n`; then read back from the old
+//! terminated by our write); check the request (an entry that cannot be built, an expected leaf
+//! that names no entry: `invalidEntry`, `unknownEntry`), then the fencing token (a compaction,
+//! planned from the session as it stands, is planned after the fence); repair a torn tail; then one `write` of the complete line(s) ending in `\n`; then read back from the old
 //! offset so the tree holds exactly what the file holds (including lines that an unlocked writer
 //! such as pi appended meanwhile). A refused or failed write changes neither the file nor the
 //! tree, apart from applying lines that were already in the file.
@@ -69,7 +70,9 @@ pub mod new_file;
 pub mod repair;
 
 pub use crate::core::salvage::{Dropped, Reattached};
-pub use append::{Change, Expected, Written, open_for_write, write_entry, write_prebuilt};
+pub use append::{
+    Change, Expected, Written, check_expected_leaf, open_for_write, write_entry, write_prebuilt,
+};
 pub use error::WriteError;
 pub use new_file::{ForkRequest, Forked, Salvaged, fork, salvage};
 pub use repair::Repair;
