@@ -8,41 +8,117 @@ mod common;
 use common::{describe, json_eq, repo_root, sessiond};
 use serde_json::{Value, json};
 
-/// The `Exit codes: …` line of `sessiond --help`.
-fn exit_codes_line() -> String {
-    let output = sessiond(["--help"]);
+/// The `Exit codes:` block of `sessiond ARGS --help`: the line and the indented lines after it.
+fn exit_codes(args: &[&str]) -> String {
+    let mut argv = args.to_vec();
+    argv.push("--help");
+    let output = sessiond(&argv);
     assert!(output.status.success(), "{}", describe(&output));
     let help = String::from_utf8(output.stdout).expect("utf-8 help");
-    help.lines()
-        .find(|l| l.starts_with("Exit codes: "))
-        .map(str::to_owned)
-        .unwrap_or_else(|| panic!("no exit codes in --help:\n{help}"))
+    let block: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Exit codes:")
+        .take_while(|l| *l == "Exit codes:" || l.starts_with("  "))
+        .collect();
+    assert!(!block.is_empty(), "no exit codes in {argv:?}:\n{help}");
+    block.join("\n")
+}
+
+/// The codes (`0`, `2`, ...) of an `Exit codes:` block.
+fn codes(block: &str) -> Vec<String> {
+    block
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect()
 }
 
 #[test]
 fn help_and_readme_print_the_one_exit_code_table() {
-    let line = exit_codes_line();
-    for code in [
-        "0 ok",
-        "2 usage",
-        "3 corrupt",
-        "4 conflict",
-        "5 retention",
-        "6 pi",
-        "7 busy",
-    ] {
-        assert!(line.contains(code), "{code:?} missing from {line}");
-    }
+    let all = exit_codes(&[]);
+    assert_eq!(
+        codes(&all),
+        ["0", "1", "2", "3", "4", "5", "6", "7"],
+        "{all}"
+    );
     let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
     assert!(
-        readme.lines().any(|l| l == line),
-        "README.md must hold the exit codes exactly as `sessiond --help` prints them:\n{line}"
+        readme.contains(&format!("```text\n{all}\n```")),
+        "README.md must hold the exit codes exactly as `sessiond --help` prints them:\n{all}"
     );
-    for sub in ["context", "check", "compact", "label", "salvage"] {
-        let output = sessiond([sub, "--help"]);
-        let help = String::from_utf8_lossy(&output.stdout);
-        assert!(help.lines().any(|l| l == line), "{sub} --help:\n{help}");
+    // Each command lists the codes it can end with, worded for it: only the writes that take
+    // --expected-leaf mention it; only compact has 5 and 6; only serve has 1.
+    let want: &[(&[&str], &[&str])] = &[
+        (&["context"], &["0", "2", "3"]),
+        (&["tree"], &["0", "2", "3"]),
+        (&["explain"], &["0", "2", "3"]),
+        (&["check"], &["0", "2", "3"]),
+        (&["fork"], &["0", "2", "3", "4"]),
+        (&["salvage"], &["0", "2", "3", "4"]),
+        (&["label"], &["0", "2", "3", "4", "7"]),
+        (&["name"], &["0", "2", "3", "4", "7"]),
+        (&["branch"], &["0", "2", "3", "4", "7"]),
+        (&["append"], &["0", "2", "3", "4", "7"]),
+        (&["compact"], &["0", "2", "3", "4", "5", "6", "7"]),
+        (&["serve"], &["0", "1"]),
+    ];
+    for (args, want) in want {
+        let block = exit_codes(args);
+        assert_eq!(codes(&block), *want, "{args:?}:\n{block}");
+        let fences = matches!(args[0], "label" | "name" | "branch" | "append" | "compact");
+        assert_eq!(
+            block.contains("--expected-leaf"),
+            fences,
+            "{args:?}:\n{block}"
+        );
     }
+}
+
+/// Every command that appends to a session requires --expected-leaf (compact too, unless it
+/// only plans with --dry-run); fork and salvage write new files and have no such flag.
+#[test]
+fn every_append_requires_the_expected_leaf_and_says_so() {
+    let file = repo_root().join("examples/pi-v3-branched.jsonl");
+    let file = file.to_str().expect("utf-8 path");
+    let runs: &[&[&str]] = &[
+        &["label", file, "00247798", "x"],
+        &["label", file, "00247798", "--clear"],
+        &["name", file, "x"],
+        &["branch", file, "00247798", "--summary", "s"],
+        &[
+            "append",
+            file,
+            "--entry",
+            r#"{"type":"custom","customType":"x"}"#,
+        ],
+        &["compact", file],
+    ];
+    for args in runs {
+        let output = sessiond(*args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            describe(&output)
+        );
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(err.contains("--expected-leaf <ID>"), "{args:?}: {err}");
+        let help = sessiond([args[0], "--help"]);
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(help.contains("current leaf"), "{args:?} --help:\n{help}");
+    }
+    // A dry run writes nothing and needs no view.
+    let output = sessiond(["compact", file, "--dry-run"]);
+    assert!(output.status.success(), "{}", describe(&output));
+    for sub in ["fork", "salvage"] {
+        let help = sessiond([sub, "--help"]);
+        assert!(!String::from_utf8_lossy(&help.stdout).contains("expected-leaf"));
+    }
+    // Setting and clearing a label are both said: a label given or --clear.
+    let output = sessiond(["label", file, "00247798", "--expected-leaf", "610f9c1e"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("(<LABEL> | --clear)"), "{err}");
 }
 
 /// A case file and pi's answer `name` beside it.
@@ -102,7 +178,15 @@ fn a_lenient_dry_run_compacts_as_pi_and_a_real_compaction_refuses() {
     assert_eq!(strict.status.code(), Some(3), "{}", describe(&strict));
     assert_eq!(one_document(&strict)["error"]["kind"], "corrupt");
     for extra in [&[][..], &["--allow-corrupt"][..]] {
-        let mut args = vec!["compact", &file, "--json", "--keep-recent-tokens", "1"];
+        let mut args = vec![
+            "compact",
+            &file,
+            "--json",
+            "--keep-recent-tokens",
+            "1",
+            "--expected-leaf",
+            "k5",
+        ];
         args.extend_from_slice(extra);
         let output = sessiond(&args);
         assert_eq!(
@@ -183,4 +267,111 @@ fn lenient_diagnostics_carry_the_missing_parent_and_both_duplicate_lines() {
     assert_eq!(report["kind"], "duplicateId");
     let message = report["message"].as_str().unwrap_or_default();
     assert!(message.contains("line 3"), "{report}");
+}
+
+/// A copy of the branched example in a temporary directory.
+fn branched_copy(dir: &std::path::Path) -> String {
+    let file = dir.join("s.jsonl");
+    std::fs::copy(repo_root().join("examples/pi-v3-branched.jsonl"), &file).expect("copy");
+    file.to_string_lossy().into_owned()
+}
+
+/// The request before the view: a malformed entry or an id that names nothing is reported as
+/// what it is, whatever --expected-leaf says; only a valid request meets the fence.
+#[test]
+fn arguments_are_checked_before_the_fence() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = branched_copy(dir.path());
+    let before = std::fs::read(&file).expect("read");
+    let stale = "de19adb3"; // a leaf, but not the file's last entry (610f9c1e)
+    let cases: &[(&[&str], i32, &str, &str)] = &[
+        (
+            &[
+                "append",
+                &file,
+                "--entry",
+                "not json",
+                "--expected-leaf",
+                "x",
+            ],
+            2,
+            "invalidEntry",
+            "not JSON",
+        ),
+        (
+            &[
+                "append",
+                &file,
+                "--entry",
+                "not json",
+                "--expected-leaf",
+                stale,
+            ],
+            2,
+            "invalidEntry",
+            "not JSON",
+        ),
+        (
+            &["label", &file, "nope", "x", "--expected-leaf", stale],
+            2,
+            "unknownEntry",
+            "unknown entry id nope (label target)",
+        ),
+        (
+            &["label", &file, "00247798", "x", "--expected-leaf", "x"],
+            2,
+            "unknownEntry",
+            "unknown entry id x (expected leaf)",
+        ),
+        (
+            &["name", &file, "n", "--expected-leaf", "x"],
+            2,
+            "unknownEntry",
+            "(expected leaf)",
+        ),
+        (
+            &["compact", &file, "--leaf", "nope", "--expected-leaf", stale],
+            2,
+            "unknownEntry",
+            "unknown entry id nope (leaf)",
+        ),
+        (
+            &["compact", &file, "--dry-run", "--expected-leaf", "x"],
+            2,
+            "unknownEntry",
+            "(expected leaf)",
+        ),
+        (
+            &["label", &file, "00247798", "x", "--expected-leaf", stale],
+            4,
+            "conflict",
+            "current leaf is 610f9c1e",
+        ),
+        (
+            &["compact", &file, "--dry-run", "--expected-leaf", stale],
+            4,
+            "conflict",
+            "current leaf is 610f9c1e",
+        ),
+    ];
+    for (args, code, kind, words) in cases {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let output = sessiond(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(*code),
+            "{args:?}: {}",
+            describe(&output)
+        );
+        let doc = one_document(&output);
+        assert_eq!(doc["error"]["kind"], *kind, "{args:?}: {doc}");
+        let message = doc["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(words), "{args:?}: {message}");
+        assert_eq!(
+            std::fs::read(&file).expect("read"),
+            before,
+            "{args:?} wrote"
+        );
+    }
 }

@@ -22,8 +22,34 @@ fn copy_fixture(dir: &Path, rel: &str) -> PathBuf {
     to
 }
 
+/// The id of the file's last entry (`null` without one): the view every write names.
+fn current_leaf(file: &str) -> String {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
+        .rev()
+        .filter_map(|l| parse_json(l.as_bytes()).ok())
+        .find_map(|v| {
+            v["id"]
+                .as_str()
+                .filter(|_| v["type"] != "session")
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| "null".to_owned())
+}
+
+/// `args` with `--expected-leaf` set to the file's current leaf, for a `compact` that writes and
+/// names no view itself: every write names its view (`sessiond compact --help`).
+fn with_view(args: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    let writes = args.first() == Some(&"compact") && !args.contains(&"--dry-run");
+    if writes && !args.contains(&"--expected-leaf") {
+        out.extend(["--expected-leaf".to_owned(), current_leaf(args[1])]);
+    }
+    out
+}
+
 fn run(args: &[&str]) -> (Option<i32>, Value, String) {
-    let output = sessiond(args);
+    let output = sessiond(with_view(args));
     let json = parse_json_output(&output).unwrap_or(Value::Null);
     (
         output.status.code(),
@@ -33,7 +59,7 @@ fn run(args: &[&str]) -> (Option<i32>, Value, String) {
 }
 
 fn compact_ok(args: &[&str]) -> Value {
-    let output = sessiond(args);
+    let output = sessiond(with_view(args));
     assert!(
         output.status.success(),
         "`sessiond {}` failed: {}",

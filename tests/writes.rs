@@ -83,7 +83,7 @@ fn label_name_branch_append_write_what_pi_writes() {
     assert_eq!(node["label"], "bookmark");
 
     // No LABEL clears: the label key is omitted, as pi writes it.
-    let (code, _, err) = run(&["label", s(&f), "b2000002", "--expected-leaf", id]);
+    let (code, _, err) = run(&["label", s(&f), "b2000002", "--clear", "--expected-leaf", id]);
     assert_eq!(code, 0, "{err}");
     let e = last_line(&f);
     assert!(e.get("label").is_none(), "{e}");

@@ -45,9 +45,11 @@ pub struct CompactArgs {
     /// Refuse to write when a retention probe is lost.
     #[arg(long)]
     pub require_retention: bool,
-    /// Only write if the file's current leaf (its last entry) is still this id (`null` for a
-    /// session with no entries); without it the write is not fenced. A conflict when it moved on.
-    #[arg(long)]
+    /// The file's current leaf as you last saw it: the id of its last entry, which `sessiond
+    /// tree FILE` prints as "current leaf" (`null` for a session with no entries). Required,
+    /// as for every write; when the file moved on, nothing is written (exit 4, naming the new
+    /// leaf). Optional with --dry-run, which then checks it if given.
+    #[arg(long, value_name = "ID", required_unless_present = "dry_run")]
     pub expected_leaf: Option<String>,
     /// How long a torn last line must stay unchanged before it is moved aside (milliseconds).
     #[arg(long, default_value_t = 2000, value_name = "MS")]
@@ -103,7 +105,14 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         require_retention: args.require_retention,
     };
     let expected = match args.expected_leaf.as_deref() {
-        None => Expected::Unfenced,
+        None if args.dry_run => Expected::Unfenced,
+        // clap requires the flag without --dry-run; never write unfenced all the same.
+        None => {
+            return Err(CliError::Argument {
+                arg: "--expected-leaf",
+                detail: "required to write (the id of the file's last entry)".into(),
+            });
+        }
         Some("null") => Expected::Leaf(None),
         Some(id) => Expected::Leaf(Some(id)),
     };

@@ -14,16 +14,19 @@ use crate::core::render::RenderError;
 use crate::storage::reader::OpenError;
 use crate::storage::writer::WriteError;
 
-/// The process exit codes of every subcommand. The one table: `--help` prints it
-/// ([`Exit::help`]) and every error maps onto it ([`CliError::exit`]).
+/// The process exit codes of every subcommand. The one table: every `--help` prints the part
+/// of it that its command can end with ([`Exit::help`]), the top-level `--help` and the README
+/// all of it, and every error maps onto it ([`CliError::exit`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
     /// The command did what was asked (also "nothing to compact").
     Ok,
+    /// `serve` only: the client sent `exit` without `shutdown` first (the LSP rule).
+    NoShutdown,
     /// A usage error (clap's own code), an I/O error, an unknown id, an invalid entry or an
     /// unsupported version.
     Error,
-    /// The session file is corrupt; nothing was written.
+    /// The session file is corrupt, or not a session at all; nothing was written.
     Corrupt,
     /// The writer's view is stale, the new file's id is taken, or the file changed under us.
     Conflict,
@@ -35,10 +38,28 @@ pub enum Exit {
     Busy,
 }
 
+/// The commands that end with the same exit codes, for the `--help` of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `context`, `tree`, `explain`, `check`: read only.
+    Read,
+    /// `label`, `name`, `branch`, `append`: one entry appended, fenced by `--expected-leaf`.
+    Append,
+    /// `compact`: one compaction entry appended, fenced by `--expected-leaf`.
+    Compact,
+    /// `fork`: a new file from the source's path; the source is only read.
+    Fork,
+    /// `salvage`: a new file from a corrupt source's readable entries.
+    Salvage,
+    /// `serve`: the daemon.
+    Serve,
+}
+
 impl Exit {
     /// Every exit code, in numeric order.
-    pub const ALL: [Exit; 7] = [
+    pub const ALL: [Exit; 8] = [
         Exit::Ok,
+        Exit::NoShutdown,
         Exit::Error,
         Exit::Corrupt,
         Exit::Conflict,
@@ -51,6 +72,7 @@ impl Exit {
     pub fn code(self) -> u8 {
         match self {
             Exit::Ok => 0,
+            Exit::NoShutdown => 1,
             Exit::Error => 2,
             Exit::Corrupt => 3,
             Exit::Conflict => 4,
@@ -60,26 +82,82 @@ impl Exit {
         }
     }
 
-    /// What the code means, as `--help` says it.
-    pub fn meaning(self) -> &'static str {
-        match self {
-            Exit::Ok => "ok",
-            Exit::Error => "usage, I/O, unknown id, invalid entry or unsupported version",
-            Exit::Corrupt => "corrupt session file (nothing written; see `salvage`)",
-            Exit::Conflict => "conflict (stale --expected-leaf, id taken, file changed)",
-            Exit::RetentionLost => "retention lost (compact --require-retention)",
-            Exit::PiWouldFail => "pi itself would fail to compact this session",
-            Exit::Busy => "busy (a writer is mid-line or holds the lock; retry)",
-        }
+    /// What the code means for the commands of `family` (`None`: for any command, as the
+    /// top-level `--help` says it), or `None` when they never end with it. The one table.
+    pub fn meaning(self, family: Option<Family>) -> Option<&'static str> {
+        use Family::*;
+        let text = match (self, family) {
+            (Exit::Ok, Some(Serve)) => "the client sent `shutdown`, then `exit`",
+            (Exit::Ok, Some(Compact)) => "ok (also when there is nothing to compact)",
+            (Exit::Ok, Some(Read)) => "ok (`check`: clean, or only a torn tail)",
+            (Exit::Ok, _) => "ok",
+            (Exit::NoShutdown, None | Some(Serve)) => {
+                "`serve`: the client sent `exit` without `shutdown` (the LSP rule)"
+            }
+            (Exit::Error, None) => {
+                "usage, I/O, unknown id, invalid entry, invalid session id or unsupported version"
+            }
+            (Exit::Error, Some(Read)) => "usage, I/O or unknown id (--leaf, ENTRY_ID)",
+            (Exit::Error, Some(Append)) => {
+                "usage, I/O, unknown id (an --expected-leaf that names no entry too), invalid \
+                 entry, or a version-1/2 file (only version 3 is appended to)"
+            }
+            (Exit::Error, Some(Compact)) => {
+                "usage, I/O, unknown id (--leaf, --expected-leaf), an unreadable --summary-file, \
+                 or a version-1/2 file (only version 3 is appended to)"
+            }
+            (Exit::Error, Some(Fork)) => {
+                "usage, I/O, unknown ENTRY_ID, --before at an entry that is not a user message, \
+                 or an invalid --session-id"
+            }
+            (Exit::Error, Some(Salvage)) => "usage or I/O",
+            (Exit::Corrupt, None) => "corrupt session file, or not a session (nothing written)",
+            (Exit::Corrupt, Some(Read)) => {
+                "corrupt session file (the message says whether `salvage` can help), or not a \
+                 session; --allow-corrupt reads a corrupt file as pi does (not `check`)"
+            }
+            (Exit::Corrupt, Some(Append | Compact)) => {
+                "corrupt session file, or not a session: nothing written"
+            }
+            (Exit::Corrupt, Some(Fork)) => "corrupt source file, or not a session (see `salvage`)",
+            (Exit::Corrupt, Some(Salvage)) => "not a session (no header line): nothing to salvage",
+            (Exit::Conflict, None) => {
+                "conflict (stale --expected-leaf, session id taken, file changed; nothing written)"
+            }
+            (Exit::Conflict, Some(Append | Compact)) => {
+                "conflict: the file's last entry is not --expected-leaf any more, or the file was \
+                 replaced; nothing written (the message names the current leaf)"
+            }
+            (Exit::Conflict, Some(Fork)) => {
+                "a session file with the new id exists (--session-id), or the source changed \
+                 while it was read"
+            }
+            (Exit::Conflict, Some(Salvage)) => "the source changed while it was read",
+            (Exit::RetentionLost, None | Some(Compact)) => {
+                "retention lost (compact --require-retention; nothing written)"
+            }
+            (Exit::PiWouldFail, None | Some(Compact)) => {
+                "pi itself would fail to compact this session"
+            }
+            (Exit::Busy, None | Some(Append | Compact)) => {
+                "busy (a writer is mid-line or another sessiond holds the lock; retry)"
+            }
+            _ => return None,
+        };
+        Some(text)
     }
 
-    /// `Exit codes: 0 ok; 2 …; …`: the table as one paragraph, for `--help` and the README.
-    pub fn help() -> String {
-        let codes: Vec<String> = Exit::ALL
-            .iter()
-            .map(|e| format!("{} {}", e.code(), e.meaning()))
-            .collect();
-        format!("Exit codes: {}", codes.join("; "))
+    /// The codes that `family` can end with (`None`: all of them) as the block `--help` prints
+    /// after the options: `Exit codes:`, then one indented line per code. The README holds the
+    /// block for all commands.
+    pub fn help(family: Option<Family>) -> String {
+        let mut text = String::from("Exit codes:");
+        for e in Exit::ALL {
+            if let Some(m) = e.meaning(family) {
+                text.push_str(&format!("\n  {}  {m}", e.code()));
+            }
+        }
+        text
     }
 }
 
@@ -254,6 +332,28 @@ mod tests {
     fn the_table_is_in_numeric_order_and_every_code_is_distinct() {
         let codes: Vec<u8> = Exit::ALL.iter().map(|e| e.code()).collect();
         assert!(codes.windows(2).all(|w| w[0] < w[1]), "{codes:?}");
-        assert!(Exit::help().contains("7 busy"), "{}", Exit::help());
+        assert!(
+            Exit::help(None).contains("\n  7  busy"),
+            "{}",
+            Exit::help(None)
+        );
+    }
+
+    #[test]
+    fn every_code_has_a_meaning_for_all_commands_and_each_family_a_subset() {
+        use Family::*;
+        for e in Exit::ALL {
+            assert!(e.meaning(None).is_some(), "{e:?}");
+        }
+        for family in [Read, Append, Compact, Fork, Salvage, Serve] {
+            assert!(Exit::Ok.meaning(Some(family)).is_some(), "{family:?}");
+        }
+        // Only the appending commands have --expected-leaf.
+        for family in [Read, Fork, Salvage, Serve] {
+            let help = Exit::help(Some(family));
+            assert!(!help.contains("expected-leaf"), "{family:?}: {help}");
+        }
+        assert_eq!(Exit::NoShutdown.meaning(Some(Read)), None);
+        assert_eq!(Exit::RetentionLost.meaning(Some(Append)), None);
     }
 }

@@ -24,12 +24,12 @@ pub mod error;
 pub mod read;
 pub mod write;
 
-pub use error::{CliError, Exit};
+pub use error::{CliError, Exit, Family};
 
 /// Inspect pi coding-agent sessions (the tree, what the model sees and why), write to them
 /// safely, and serve them to editors (`sessiond serve`).
 #[derive(Debug, Parser)]
-#[command(name = "sessiond", version, after_help = Exit::help())]
+#[command(name = "sessiond", version, after_help = Exit::help(None))]
 pub struct Cli {
     /// Log filter for stderr (e.g. `info`, `sessiond=debug`); defaults to `$SESSIOND_LOG`, then `warn`.
     #[arg(long, global = true)]
@@ -43,39 +43,43 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print what the model sees at a leaf (pi's buildSessionContext).
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Read)))]
     Context(read::ContextArgs),
     /// Print the session tree with labels, the name, leaves and the default leaf.
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Read)))]
     Tree(read::TreeArgs),
     /// Explain whether an entry reaches the model at a leaf, and why not.
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Read)))]
     Explain(read::ExplainArgs),
     /// Compact a leaf's path as pi does: summarize (embedded or --summary-file), check retention, append.
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Compact)))]
     Compact(compact::CompactArgs),
     /// Check a session file: ok when clean (a torn tail is reported, not fatal), corrupt otherwise.
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Read)))]
     Check(read::CheckArgs),
     /// Fork the path from the root to an entry into a new session file (pi's fork).
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Fork)))]
     Fork(write::ForkArgs),
     /// Set or clear the label of an entry.
-    #[command(after_help = Exit::help())]
+    #[command(
+        after_help = Exit::help(Some(Family::Append)),
+        override_usage = "sessiond label [OPTIONS] --expected-leaf <ID> <FILE> <TARGET_ID> (<LABEL> | --clear)"
+    )]
     Label(write::LabelArgs),
     /// Name the session.
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Append)))]
     Name(write::NameArgs),
     /// Start a new branch at an entry, with a summary of the branch being left.
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Append)))]
     Branch(write::BranchArgs),
     /// Append an entry given as JSON (id, parentId and timestamp are filled in).
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Append)))]
     Append(write::AppendArgs),
     /// Write the readable entries of a corrupt session into a new file; the original is untouched.
-    #[command(after_help = Exit::help())]
+    #[command(after_help = Exit::help(Some(Family::Salvage)))]
     Salvage(write::SalvageArgs),
     /// Serve sessions as a daemon: JSON-RPC over stdin/stdout with LSP framing (see protocol/).
+    #[command(after_help = Exit::help(Some(Family::Serve)))]
     Serve {
         /// A directory sessions may be read from (repeatable); default: pi's sessions directory.
         #[arg(long = "root", value_name = "DIR")]

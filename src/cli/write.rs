@@ -19,8 +19,9 @@ use crate::storage::writer::{self, Change, ForkRequest, WriteOptions};
 /// Options shared by the appending subcommands.
 #[derive(Debug, Args)]
 pub struct AppendOpts {
-    /// The id of the session's last entry as you last saw it (`null` for a session with no
-    /// entries); the write is refused as a conflict if the session moved on.
+    /// The file's current leaf as you last saw it: the id of its last entry, which `sessiond
+    /// tree FILE` prints as "current leaf" (`null` for a session with no entries). Every write
+    /// requires it; when the file moved on, nothing is written (exit 4, naming the new leaf).
     #[arg(long, value_name = "ID")]
     pub expected_leaf: String,
     /// How long a torn last line must stay unchanged before it is moved aside (milliseconds).
@@ -65,8 +66,12 @@ pub struct LabelArgs {
     pub file: PathBuf,
     /// The entry to label.
     pub target_id: String,
-    /// The label; omit it to clear the entry's label.
+    /// The new label (required unless --clear).
+    #[arg(required_unless_present = "clear")]
     pub label: Option<String>,
+    /// Clear the entry's label instead of setting one.
+    #[arg(long, conflicts_with = "label")]
+    pub clear: bool,
     /// Lock, fencing and output options.
     #[command(flatten)]
     pub opts: AppendOpts,
