@@ -375,3 +375,183 @@ fn arguments_are_checked_before_the_fence() {
         );
     }
 }
+
+fn stdout_of(args: &[&str]) -> String {
+    let output = sessiond(args);
+    assert!(output.status.success(), "{args:?}: {}", describe(&output));
+    String::from_utf8(output.stdout).expect("utf-8 output")
+}
+
+const BRANCHED: &str = "examples/pi-v3-branched.jsonl";
+
+/// The folded tree fits a screen and keeps what a reader needs: the branch points, every leaf,
+/// the current leaf named once (and said in words at the top), labels and compactions. `--full`
+/// prints every entry.
+#[test]
+fn tree_folds_long_runs_and_names_the_current_leaf() {
+    let folded = stdout_of(&["tree", BRANCHED]);
+    let lines: Vec<&str> = folded.lines().collect();
+    assert!(lines.len() < 30, "{} lines:\n{folded}", lines.len());
+    assert!(
+        lines[0].starts_with("session d703a1a9") && lines[0].ends_with("1033 entries · 3 leaves"),
+        "{folded}"
+    );
+    assert!(
+        lines[1].starts_with("current leaf 610f9c1e:") && lines[1].contains("--expected-leaf"),
+        "{folded}"
+    );
+    for leaf in ["8a9bb12f", "de19adb3", "610f9c1e"] {
+        assert!(folded.contains(leaf), "leaf {leaf} missing:\n{folded}");
+    }
+    let current: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("◀ current leaf"))
+        .collect();
+    assert_eq!(current.len(), 1, "{folded}");
+    assert!(current[0].contains("610f9c1e"), "{folded}");
+    assert_eq!(folded.matches("◀ leaf").count(), 2, "{folded}");
+    // Branch points show their branches; labels and compactions stay.
+    for landmark in ["├─ 4c7af0b4", "└─ 12bbdff5", "├─ 92bfec97", "└─ de19adb3"] {
+        assert!(folded.contains(landmark), "{landmark} missing:\n{folded}");
+    }
+    assert!(folded.contains("[before-refactor]"), "{folded}");
+    assert!(folded.contains("4909db93 compaction"), "{folded}");
+    assert!(folded.contains("entries folded:"), "{folded}");
+    assert!(folded.contains("`sessiond tree --full` prints all 1033 entries"));
+
+    let full = stdout_of(&["tree", BRANCHED, "--full"]);
+    let rows = full
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start_matches(['│', '├', '└', '─', ' ']);
+            l.len() > 9 && l.as_bytes()[..8].iter().all(u8::is_ascii_hexdigit)
+        })
+        .count();
+    assert_eq!(rows, 1033, "{full}");
+    assert!(!full.contains("folded"), "{full}");
+}
+
+/// Rows line up whatever the type's length, and no row is blank where a message has no text.
+#[test]
+fn tree_rows_line_up_and_every_message_says_what_it_holds() {
+    let full = stdout_of(&["tree", BRANCHED, "--full"]);
+    // Top-level rows: `id type preview`; the preview starts in the same column for every type.
+    let column = |id: &str| {
+        let line = full
+            .lines()
+            .find(|l| l.starts_with(id))
+            .unwrap_or_else(|| panic!("no row {id}"));
+        let after_type = line[9..].find(' ').expect("a type") + 9;
+        after_type
+            + line[after_type..]
+                .find(|c: char| c != ' ')
+                .expect("a preview")
+    };
+    let thinking = full
+        .lines()
+        .find(|l| l.get(9..30) == Some("thinking_level_change"))
+        .expect("a thinking_level_change row at the top level");
+    assert_eq!(column(&thinking[..8]), column("00247798"), "{thinking}");
+    assert_eq!(column("9fa5bc95"), column("00247798"));
+    // c62d6448 is an aborted assistant turn with no content.
+    let aborted = full
+        .lines()
+        .find(|l| l.starts_with("c62d6448"))
+        .expect("row");
+    assert!(
+        aborted.ends_with("(no content, aborted: Request was aborted)"),
+        "{aborted}"
+    );
+    for line in full.lines().skip(2) {
+        assert!(
+            line.split_whitespace().count() >= 3,
+            "a row without a preview: {line:?}"
+        );
+    }
+    // Counts are words: "1 leaf", "1 entry".
+    let v1 = stdout_of(&["tree", "examples/pi-v1-large-session.jsonl"]);
+    assert!(
+        v1.lines().next().is_some_and(|l| l.ends_with("· 1 leaf")),
+        "{v1}"
+    );
+    assert!(v1.contains("1 run of entries folded"), "{v1}");
+}
+
+/// `check` names the current leaf too: the id a write's --expected-leaf must be.
+#[test]
+fn check_states_the_current_and_the_default_leaf() {
+    let output = sessiond(["check", BRANCHED, "--json"]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let report = one_document(&output);
+    assert_eq!(report["currentLeafId"], "610f9c1e", "{report}");
+    assert_eq!(report["defaultLeafId"], "610f9c1e", "{report}");
+    assert_eq!(
+        report["leafIds"],
+        json!(["8a9bb12f", "de19adb3", "610f9c1e"]),
+        "{report}"
+    );
+    let human = stdout_of(&["check", BRANCHED]);
+    assert!(human.contains("current leaf 610f9c1e"), "{human}");
+    // A write with that leaf goes through.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = branched_copy(dir.path());
+    let current = one_document(&sessiond(["check", &file, "--json"]))["currentLeafId"]
+        .as_str()
+        .expect("current leaf")
+        .to_owned();
+    let output = sessiond([
+        "label",
+        &file,
+        "00247798",
+        "start",
+        "--expected-leaf",
+        &current,
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    // It says what it wrote and the next view; the old view is one entry behind now.
+    let text = String::from_utf8_lossy(&output.stdout);
+    let new = text
+        .strip_prefix("wrote label ")
+        .and_then(|t| t.split(' ').next())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        text.trim_end(),
+        format!("wrote label {new} · current leaf {new}")
+    );
+    let output = sessiond([
+        "label",
+        &file,
+        "00247798",
+        "again",
+        "--expected-leaf",
+        &current,
+    ]);
+    assert_eq!(output.status.code(), Some(4), "{}", describe(&output));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains(&format!("current leaf is {new} (1 entry added since)")),
+        "{err}"
+    );
+}
+
+/// Human output writes problems as sentences, never as JSON.
+#[test]
+fn human_output_writes_problems_as_sentences() {
+    let file = repo_root().join("tests/data/cases").join(LENIENT);
+    let file = file.to_str().expect("utf-8 path");
+    for sub in ["context", "tree"] {
+        let text = stdout_of(&[sub, file, "--allow-corrupt"]);
+        let problems: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("problem: "))
+            .collect();
+        assert_eq!(problems.len(), 3, "{sub}:\n{text}");
+        assert!(!text.contains("{\""), "{sub}:\n{text}");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("missingParent, entry k4: parent k3")),
+            "{problems:?}"
+        );
+    }
+}

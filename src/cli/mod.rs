@@ -22,6 +22,7 @@ use clap::{Parser, Subcommand};
 pub mod compact;
 pub mod error;
 pub mod read;
+pub mod tree;
 pub mod write;
 
 pub use error::{CliError, Exit, Family};

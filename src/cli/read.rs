@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::error::{CliError, Exit};
 use crate::context_json::ContextJson;
+use crate::core::diagnostics::Diagnostic;
 use crate::core::explain::{self, Explanation, Reason};
-use crate::core::format::EntryKind;
 use crate::core::preview;
 use crate::core::projection::{self, Projection};
 use crate::core::render::{self, LineSource};
@@ -39,7 +39,12 @@ pub struct ContextArgs {
 pub struct TreeArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
-    /// Print the tree as JSON (flat nodes with parent and child ids).
+    /// Print every entry. By default runs of entries with one child each are folded to their
+    /// landmarks: branch points and branch starts, leaves, the current leaf, labels,
+    /// compactions, branch summaries and names.
+    #[arg(long)]
+    pub full: bool,
+    /// Print the tree as JSON (every entry as a flat node with parent and child ids).
     #[arg(long)]
     pub json: bool,
     /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
@@ -188,7 +193,7 @@ pub fn print_context(
             render::RenderError::Emit(io) => CliError::Output(io),
             other => render_err(other),
         })?;
-        write_problems(out, session, &proj)?;
+        write_problems(out, session, &proj.diagnostics)?;
     }
     Ok(Exit::Ok)
 }
@@ -215,24 +220,25 @@ fn write_context_json(
     }
 }
 
+/// The torn tail and the problems of the session as read (a lenient read's corrupt lines)
+/// and of the projection (`diagnostics`: tool pairing), one sentence each.
 fn write_problems(
     out: &mut dyn Write,
     session: &OpenedSession,
-    proj: &Projection,
+    diagnostics: &[Diagnostic],
 ) -> io::Result<()> {
     if let Some(t) = &session.torn_tail {
         writeln!(
             out,
-            "torn tail: line {} at byte {} ({} bytes) left out",
-            t.line, t.offset, t.len
+            "torn tail: line {} (byte {}, {}) is incomplete and left out; a writer may still be \
+             writing it",
+            t.line,
+            t.offset,
+            super::tree::count(t.len as usize, "byte", "bytes"),
         )?;
     }
-    for d in session.tree.diagnostics().iter().chain(&proj.diagnostics) {
-        writeln!(
-            out,
-            "diagnostic: {}",
-            serde_json::to_string(d).unwrap_or_default()
-        )?;
+    for d in session.tree.diagnostics().iter().chain(diagnostics) {
+        writeln!(out, "problem: {d}")?;
     }
     Ok(())
 }
@@ -296,81 +302,31 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
         writeln!(out)?;
         return Ok(Exit::Ok);
     }
-    let leaves: Vec<NodeIdx> = tree.leaves().collect();
+    let leaves = tree.leaves().count();
     writeln!(
         out,
-        "session {}{} · {} entries · {} leaves",
+        "session {}{} · {} · {}",
         tree.header().id,
         tree.name().map_or(String::new(), |n| format!(" \"{n}\"")),
-        tree.len(),
-        leaves.len()
+        super::tree::count(tree.len(), "entry", "entries"),
+        super::tree::count(leaves, "leaf", "leaves"),
     )?;
-    // Depth-first; indentation grows only where the tree branches, so a linear
-    // conversation reads as a flat list.
-    let mut stack: Vec<(NodeIdx, String, &str)> = tree
-        .roots()
-        .iter()
-        .rev()
-        .map(|&r| (r, String::new(), ""))
-        .collect();
-    while let Some((n, prefix, branch)) = stack.pop() {
-        let node = tree.node(n);
-        let e = &node.entry;
-        let kind = match &e.kind {
-            EntryKind::Message(m) => m.role.as_str().to_owned(),
-            k => k.type_name().to_owned(),
-        };
-        let mut marks = String::new();
-        if let Some(label) = tree.label_of(e.id.as_str()) {
-            marks.push_str(&format!(" [{}]", label.text));
-        }
-        if node.children.is_empty() {
-            marks.push_str(if Some(n) == default_leaf {
-                "  ◀ leaf (default)"
-            } else {
-                "  ◀ leaf"
-            });
-        }
-        writeln!(
-            out,
-            "{prefix}{branch}{} {kind:<17} {}{marks}",
-            e.id,
-            details(n).0
-        )?;
-        let child_prefix = format!(
-            "{prefix}{}",
-            match branch {
-                "├─ " => "│  ",
-                "└─ " => "   ",
-                _ => "",
-            }
-        );
-        match node.children.as_slice() {
-            [] => {}
-            [only] => stack.push((*only, child_prefix, "")),
-            many => {
-                for (i, &c) in many.iter().enumerate().rev() {
-                    stack.push((
-                        c,
-                        child_prefix.clone(),
-                        if i + 1 == many.len() {
-                            "└─ "
-                        } else {
-                            "├─ "
-                        },
-                    ));
-                }
-            }
-        }
-    }
-    if let Some(t) = &session.torn_tail {
-        writeln!(
-            out,
-            "torn tail: line {} at byte {} ({} bytes) left out",
-            t.line, t.offset, t.len
-        )?;
-    }
+    writeln!(out, "{}", current_leaf_line(tree))?;
+    super::tree::print(out, tree, &lines, args.full)?;
+    write_problems(out, &session, &[])?;
     Ok(Exit::Ok)
+}
+
+/// The line that says which entry is the current leaf and what it is for.
+fn current_leaf_line(tree: &Tree) -> String {
+    match tree.default_leaf() {
+        Some(n) => format!(
+            "current leaf {}: the file's last entry, the leaf read without --leaf, and the \
+             --expected-leaf a write needs",
+            tree.node(n).entry.id
+        ),
+        None => "no entries yet: a write needs --expected-leaf null".to_owned(),
+    }
 }
 
 /// Runs `sessiond explain`.
@@ -452,28 +408,40 @@ pub fn describe(ex: &Explanation) -> String {
 pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
     let file = args.file.as_path();
     let (report, text, exit) = match reader::open_session(file, Mode::Strict) {
-        Ok(s) => (
-            json!({
-                "ok": true,
-                "file": file,
-                "version": s.tree.header().version,
-                "entryCount": s.tree.len(),
-                "leafCount": s.tree.leaves().count(),
-                "tornTail": s.torn_tail.is_some(),
-                "tornTailAt": s.torn_tail,
-            }),
-            format!(
-                "{}: ok · version {} · {} entries{}",
-                file.display(),
-                s.tree.header().version,
-                s.tree.len(),
-                s.torn_tail.map_or(String::new(), |t| format!(
-                    " · torn tail at line {} (byte {})",
-                    t.line, t.offset
-                ))
-            ),
-            Exit::Ok,
-        ),
+        Ok(s) => {
+            let tree = &s.tree;
+            let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
+            let current = tree.default_leaf().map(id);
+            (
+                json!({
+                    "ok": true,
+                    "file": file,
+                    "version": tree.header().version,
+                    "entryCount": tree.len(),
+                    "leafCount": tree.leaves().count(),
+                    // The file's last entry: what a write's --expected-leaf must name.
+                    "currentLeafId": current,
+                    // The leaf a read without --leaf uses: the same entry, as in pi.
+                    "defaultLeafId": current,
+                    "leafIds": tree.leaves().map(id).collect::<Vec<_>>(),
+                    "tornTail": s.torn_tail.is_some(),
+                    "tornTailAt": s.torn_tail,
+                }),
+                format!(
+                    "{}: ok · version {} · {} · {} · current leaf {}{}",
+                    file.display(),
+                    tree.header().version,
+                    super::tree::count(tree.len(), "entry", "entries"),
+                    super::tree::count(tree.leaves().count(), "leaf", "leaves"),
+                    current.unwrap_or("null (no entries)"),
+                    s.torn_tail.map_or(String::new(), |t| format!(
+                        " · torn tail at line {} (byte {})",
+                        t.line, t.offset
+                    ))
+                ),
+                Exit::Ok,
+            )
+        }
         Err(e) => match &e {
             OpenError::Corrupt { corruption: c, .. } => (
                 json!({

@@ -175,13 +175,13 @@ pub fn label(out: &mut dyn Write, args: &LabelArgs) -> Result<Exit, CliError> {
         target_id: &args.target_id,
         label: args.label.as_deref(),
     };
-    append_change(out, &args.file, change, &args.opts)
+    append_change(out, &args.file, "label", change, &args.opts)
 }
 
 /// Runs `name`.
 pub fn name(out: &mut dyn Write, args: &NameArgs) -> Result<Exit, CliError> {
     let change = Change::SetName { name: &args.name };
-    append_change(out, &args.file, change, &args.opts)
+    append_change(out, &args.file, "session_info", change, &args.opts)
 }
 
 /// Runs `branch`.
@@ -200,7 +200,7 @@ pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> 
         summary: &args.summary,
         details,
     };
-    append_change(out, &args.file, change, &args.opts)
+    append_change(out, &args.file, "branch_summary", change, &args.opts)
 }
 
 /// Runs `append`.
@@ -213,7 +213,7 @@ pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> 
         entry_json: &args.entry,
         parent,
     };
-    append_change(out, &args.file, change, &args.opts)
+    append_change(out, &args.file, "entry", change, &args.opts)
 }
 
 /// Runs `salvage`.
@@ -245,9 +245,12 @@ pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError
     })
 }
 
+/// Appends `change` (a `what`: `label`, `entry`...) and prints the entry's id and the file's
+/// current leaf after it: the next write's --expected-leaf.
 fn append_change(
     out: &mut dyn Write,
     file: &Path,
+    what: &str,
     change: Change<'_>,
     o: &AppendOpts,
 ) -> Result<Exit, CliError> {
@@ -260,7 +263,14 @@ fn append_change(
         &options(o),
     )?;
     print(out, &written, o.json, |w| {
-        let mut text = w.id.to_string();
+        let leaf = w.leaf_id.as_ref().map_or("null", |l| l.as_str());
+        let mut text = format!("wrote {what} {} · current leaf {leaf}", w.id);
+        if !w.added_after.is_empty() {
+            text.push_str(&format!(
+                " ({} after it by another writer)",
+                super::tree::count(w.added_after.len(), "entry", "entries")
+            ));
+        }
         if let Some(r) = &w.repaired {
             text.push_str(&format!(
                 "\ntorn tail ({} bytes at byte {}) moved to {}",

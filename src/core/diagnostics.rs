@@ -150,6 +150,32 @@ pub enum Diagnostic {
     },
 }
 
+/// One sentence for a human (the CLI's human output); the JSON form is the [`Serialize`] one.
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            // The message already names what `related` holds (the parent, the shadowed line).
+            Diagnostic::Corrupt {
+                corruption, action, ..
+            } => write!(f, "corrupt {corruption}; {action}"),
+            Diagnostic::OrphanToolResult {
+                entry_id,
+                tool_call_id,
+            } => write!(
+                f,
+                "tool result {entry_id} answers tool call {tool_call_id}, which is not in the context before it"
+            ),
+            Diagnostic::MissingToolResult {
+                entry_id,
+                tool_call_id,
+            } => write!(
+                f,
+                "tool call {tool_call_id} in {entry_id} has no result after it in the context"
+            ),
+        }
+    }
+}
+
 impl Serialize for Diagnostic {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         /// The corruption with its related fields flattened in.

@@ -33,7 +33,7 @@ pub fn entry_preview(entry: &Value) -> String {
                 .unwrap_or("");
             match role {
                 "bashExecution" => format!("$ {}", s(m.and_then(|m| m.get("command")))),
-                _ => content_text(m.and_then(|m| m.get("content"))),
+                _ => content_or_holding(m),
             }
         }
         "custom_message" => content_text(e.get("content")),
@@ -64,9 +64,45 @@ pub fn message_preview(message: &Value) -> String {
             "$ {}",
             message.get("command").and_then(Value::as_str).unwrap_or("")
         ),
-        _ => content_text(message.get("content")),
+        _ => content_or_holding(Some(message)),
     };
     one_line(&text)
+}
+
+/// A message's text ([`content_text`]), or, when it has none, what it holds instead: its
+/// thinking (`(thinking) …`), else `(no content)` with why when the message says (an aborted
+/// or failed turn: `stopReason`, `errorMessage`). A preview is never blank for a message.
+fn content_or_holding(message: Option<&Value>) -> String {
+    let text = content_text(message.and_then(|m| m.get("content")));
+    if !text.trim().is_empty() {
+        return text;
+    }
+    let field = |k: &str| message.and_then(|m| m.get(k)).and_then(Value::as_str);
+    let blocks = message
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_array);
+    let thinking = blocks.into_iter().flatten().find_map(|b| {
+        (b.get("type").and_then(Value::as_str) == Some("thinking")).then(|| {
+            b.get("thinking")
+                .and_then(Value::as_str)
+                .filter(|t| !t.trim().is_empty())
+                .map_or("(thinking, redacted)".to_owned(), |t| {
+                    format!("(thinking) {t}")
+                })
+        })
+    });
+    if let Some(t) = thinking {
+        return t;
+    }
+    let mut out = "(no content".to_owned();
+    if let Some(reason) = field("stopReason").filter(|r| *r != "stop") {
+        out.push_str(&format!(", {reason}"));
+    }
+    if let Some(error) = field("errorMessage").filter(|e| !e.trim().is_empty()) {
+        out.push_str(&format!(": {error}"));
+    }
+    out.push(')');
+    out
 }
 
 /// The first text of a message content (a string or an array of blocks); tool calls show
@@ -119,6 +155,26 @@ fn one_line(text: &str) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_without_text_says_what_it_holds() {
+        let aborted = br#"{"type":"message","message":{"role":"assistant","content":[],"stopReason":"aborted","errorMessage":"Request was aborted"}}"#;
+        assert_eq!(
+            preview(aborted),
+            "(no content, aborted: Request was aborted)"
+        );
+        let thinking = br#"{"type":"message","message":{"role":"assistant","content":[{"type":"thinking","thinking":"Plan  the\nsteps"}]}}"#;
+        assert_eq!(preview(thinking), "(thinking) Plan the steps");
+        let redacted = br#"{"type":"message","message":{"role":"assistant","content":[{"type":"thinking","thinking":"","redacted":true}],"stopReason":"stop"}}"#;
+        assert_eq!(preview(redacted), "(thinking, redacted)");
+        let empty = br#"{"type":"message","message":{"role":"toolResult","content":[]}}"#;
+        assert_eq!(preview(empty), "(no content)");
+        let message = serde_json::json!({"role": "user", "content": ""});
+        assert_eq!(message_preview(&message), "(no content)");
+        // Text wins; tool calls are text enough.
+        let call = br#"{"type":"message","message":{"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"toolCall","name":"read"}]}}"#;
+        assert_eq!(preview(call), "read(…)");
+    }
 
     #[test]
     fn lone_surrogates_are_previewed_like_any_text() {

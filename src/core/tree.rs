@@ -585,10 +585,10 @@ pub struct UnknownId {
 /// Returned by [`Tree::fence`]; the writer turns it into its conflict error.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error(
-    "expected leaf {}, current leaf is {} ({} entries added since)",
+    "expected leaf {}, current leaf is {} ({} since)",
     expected.as_deref().unwrap_or("null"),
     current_leaf.as_ref().map_or("null", EntryId::as_str),
-    added.len()
+    match added.len() { 1 => "1 entry added".to_owned(), n => format!("{n} entries added") }
 )]
 pub struct Stale {
     /// The writer's expected leaf (`None`: `null`, a session without entries).

@@ -34,11 +34,11 @@ pub enum WriteError {
     },
     /// The writer's view is stale: the session's last entry is not `expectedLeafId`.
     #[error(
-        "{}: conflict: expected leaf {}, current leaf is {} ({} entries added since)",
+        "{}: conflict: expected leaf {}, current leaf is {} ({} since)",
         path.display(),
         expected.as_deref().unwrap_or("null"),
         current_leaf.as_ref().map_or("null", EntryId::as_str),
-        added.len()
+        match added.len() { 1 => "1 entry added".to_owned(), n => format!("{n} entries added") }
     )]
     Conflict {
         /// The session file.
