@@ -240,6 +240,93 @@ pub fn commit(
     }
 }
 
+/// Why a leaf had nothing to compact, in numbers a person can act on: where its context
+/// starts, how much it holds since then, and which other leaves do have something to compact.
+#[derive(Clone, Debug)]
+pub struct NothingDetail {
+    /// pi's reason.
+    pub reason: NothingToCompact,
+    /// The leaf that was asked about (`None`: the empty leaf).
+    pub leaf_id: Option<EntryId>,
+    /// The compaction the leaf's context starts at, if any.
+    pub compaction_id: Option<EntryId>,
+    /// Messages after that compaction (the whole context without one).
+    pub messages_since: usize,
+    /// pi's token estimate of those messages.
+    pub tokens_since: f64,
+    /// The `keepRecentTokens` asked for.
+    pub keep_recent_tokens: u64,
+    /// Other leaves with something to compact at the same `keepRecentTokens`, with their
+    /// `tokensBefore`; at most [`OTHER_LEAVES_LOOKED_AT`] leaves are looked at.
+    pub other_leaves: Vec<(EntryId, f64)>,
+}
+
+/// How many other leaves [`explain_nothing`] plans, at most (each one reads its path).
+pub const OTHER_LEAVES_LOOKED_AT: usize = 32;
+
+/// The numbers behind a "nothing to compact" at `req.leaf` (see [`NothingDetail`]). Reads the
+/// lines of the leaf's path and of the other leaves' paths. Errors: `UnknownLeaf`, or a line
+/// that changed (`Compaction`).
+pub fn explain_nothing(
+    path: &Path,
+    tree: &Tree,
+    lines: &dyn LineSource,
+    req: &CompactRequest<'_>,
+    reason: NothingToCompact,
+) -> Result<NothingDetail, CompactError> {
+    use crate::core::compaction::prepare::{self, SourceKind};
+    use crate::core::compaction::tokens::estimate_tokens;
+    use crate::core::projection;
+    let failed = |source| CompactError::Compaction {
+        path: path.to_owned(),
+        source,
+    };
+    let leaf = tree
+        .resolve_leaf(req.leaf)
+        .map_err(|unknown| CompactError::UnknownLeaf {
+            path: path.to_owned(),
+            id: unknown.id,
+        })?;
+    let projected = |leaf| {
+        prepare::projected_entries(tree, &projection::project(tree, leaf), lines)
+            .map_err(CompactionError::from)
+    };
+    let here = projected(leaf).map_err(failed)?;
+    // The newest compaction that contributes its summary starts the context (as in prepare).
+    let start = here
+        .entries
+        .iter()
+        .position(|e| matches!(e.kind, SourceKind::Compaction { .. }) && !e.messages.is_empty());
+    let since = &here.entries[start.map_or(0, |i| i + 1)..];
+    let messages: Vec<&Value> = since.iter().flat_map(|e| &e.messages).collect();
+    let tokens_since = messages
+        .iter()
+        .map(|m| estimate_tokens(m).unwrap_or(0.0))
+        .sum();
+    let mut other_leaves = Vec::new();
+    for other in tree
+        .leaves()
+        .filter(|&l| Some(l) != leaf)
+        .take(OTHER_LEAVES_LOOKED_AT)
+    {
+        let Ok(projected) = projected(Some(other)) else {
+            continue;
+        };
+        if let Ok(Ok(prep)) = prepare::prepare(&projected, req.keep_recent_tokens as f64) {
+            other_leaves.push((tree.node(other).entry.id.clone(), prep.tokens_before));
+        }
+    }
+    Ok(NothingDetail {
+        reason,
+        leaf_id: leaf.map(|l| tree.node(l).entry.id.clone()),
+        compaction_id: start.map(|i| here.entries[i].id.clone()),
+        messages_since: messages.len(),
+        tokens_since,
+        keep_recent_tokens: req.keep_recent_tokens,
+        other_leaves,
+    })
+}
+
 /// The stable name of "nothing to compact" reasons: `emptyPath`, `leafIsCompaction`,
 /// `nothingBeforeCut`.
 pub fn nothing_json(n: NothingToCompact) -> Value {

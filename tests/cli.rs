@@ -555,3 +555,42 @@ fn human_output_writes_problems_as_sentences() {
         );
     }
 }
+
+/// "Nothing to compact" says why in numbers (the compaction the context starts at, the tokens
+/// since) and which leaves do have something to compact, with the command for each.
+#[test]
+fn nothing_to_compact_says_why_and_what_else_to_compact() {
+    let text = stdout_of(&["compact", BRANCHED, "--dry-run"]);
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.contains("nothing to compact at leaf 610f9c1e")
+            && first.contains("compaction 4909db93")
+            && first.contains("7 messages after it hold about 134 tokens")
+            && first.contains("fewer than the 20000 recent tokens"),
+        "{text}"
+    );
+    assert!(!text.contains("session too small"), "{text}");
+    let rest: Vec<&str> = lines.collect();
+    assert_eq!(rest.len(), 3, "{text}");
+    for leaf in ["8a9bb12f", "de19adb3"] {
+        let hint = format!("sessiond compact {BRANCHED} --leaf {leaf} --dry-run");
+        assert!(rest.iter().any(|l| l.ends_with(&hint)), "{hint}:\n{text}");
+        // And the hint is right: that leaf has something to compact.
+        let plan = one_document(&sessiond([
+            "compact",
+            BRANCHED,
+            "--leaf",
+            leaf,
+            "--dry-run",
+            "--json",
+        ]));
+        assert_eq!(plan["written"], json!(false), "{plan}");
+    }
+    // The JSON answer stays the protocol's.
+    let doc = one_document(&sessiond(["compact", BRANCHED, "--dry-run", "--json"]));
+    assert_eq!(
+        doc,
+        json!({"nothingToCompact": true, "reason": "nothingBeforeCut"})
+    );
+}

@@ -82,8 +82,107 @@ enum Outcome {
 /// Runs `sessiond compact`, printing to `out`.
 pub fn run(out: &mut dyn Write, args: &CompactArgs) -> Result<Exit, CliError> {
     let outcome = execute(args)?;
-    print(out, args, &outcome)?;
+    match outcome {
+        Outcome::Nothing(n) if !args.json => print_nothing(out, args, n)?,
+        _ => print(out, args, &outcome)?,
+    }
     Ok(Exit::Ok)
+}
+
+/// "Nothing to compact" for a person: why, in numbers, and what to do instead. The file is
+/// read again for the numbers (as the run read it: leniently for a lenient dry run).
+fn print_nothing(
+    out: &mut dyn Write,
+    args: &CompactArgs,
+    reason: NothingToCompact,
+) -> Result<(), CliError> {
+    let file = args.file.display();
+    let Opened { session, lines } = read::open(&args.file, args.dry_run && args.allow_corrupt)?;
+    let req = CompactRequest {
+        leaf: args.leaf.as_deref(),
+        keep_recent_tokens: args.keep_recent_tokens,
+        ..CompactRequest::default()
+    };
+    let d = shared::explain_nothing(&args.file, &session.tree, &lines, &req, reason)?;
+    let leaf = d.leaf_id.as_ref().map_or("(empty)", EntryId::as_str);
+    let tokens = |t: f64| format!("about {} tokens", js_number(t.round()));
+    match reason {
+        NothingToCompact::EmptyPath => {
+            writeln!(out, "{file}: nothing to compact: the path is empty")?;
+        }
+        NothingToCompact::LeafIsCompaction => writeln!(
+            out,
+            "{file}: nothing to compact at leaf {leaf}: it is a compaction itself (already compacted)"
+        )?,
+        NothingToCompact::NothingBeforeCut => {
+            let holds = match d.messages_since {
+                1 => "holds",
+                _ => "hold",
+            };
+            let since = match &d.compaction_id {
+                Some(c) => format!(
+                    "its context starts at compaction {c}; the {} after it {}",
+                    super::tree::count(d.messages_since, "message", "messages"),
+                    holds
+                ),
+                None => format!(
+                    "its {} {holds}",
+                    super::tree::count(d.messages_since, "message", "messages")
+                ),
+            };
+            let why = if d.tokens_since < d.keep_recent_tokens as f64 {
+                format!(
+                    "fewer than the {} recent tokens a compaction keeps (--keep-recent-tokens)",
+                    d.keep_recent_tokens
+                )
+            } else {
+                "but no cut point leaves anything before it to summarize (pi cuts only where \
+                 a user, assistant, custom or bash message starts)"
+                    .to_owned()
+            };
+            writeln!(
+                out,
+                "{file}: nothing to compact at leaf {leaf}: {since} {}, {why}",
+                tokens(d.tokens_since)
+            )?;
+        }
+    }
+    if d.other_leaves.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{} more to compact at --keep-recent-tokens {}:",
+        match d.other_leaves.len() {
+            1 => "another leaf has",
+            _ => "other leaves have",
+        },
+        d.keep_recent_tokens
+    )?;
+    // The command that would compact it, in the mode of this run.
+    let mut then = String::new();
+    if args.keep_recent_tokens != DEFAULT_KEEP_RECENT_TOKENS {
+        then.push_str(&format!(
+            " --keep-recent-tokens {}",
+            args.keep_recent_tokens
+        ));
+    }
+    if args.dry_run {
+        then.push_str(" --dry-run");
+    } else {
+        let current = session.tree.default_leaf().map_or("null".to_owned(), |n| {
+            session.tree.node(n).entry.id.to_string()
+        });
+        then.push_str(&format!(" --expected-leaf {current}"));
+    }
+    for (other, before) in &d.other_leaves {
+        writeln!(
+            out,
+            "  leaf {other}: {} before · sessiond compact {file} --leaf {other}{then}",
+            tokens(*before)
+        )?;
+    }
+    Ok(())
 }
 
 fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
@@ -200,10 +299,10 @@ fn print_human(
     )?;
     writeln!(
         out,
-        "tokens: {} before → {} after · summarized {} messages{} · summary: {}",
+        "tokens: {} before → {} after · summarized {}{} · summary: {}",
         tokens(prep.tokens_before),
         tokens(plan.tokens_after),
-        prep.messages_to_summarize.len(),
+        super::tree::count(prep.messages_to_summarize.len(), "message", "messages"),
         if prep.turn_prefix_messages.is_empty() {
             String::new()
         } else {
