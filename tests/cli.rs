@@ -594,3 +594,73 @@ fn nothing_to_compact_says_why_and_what_else_to_compact() {
         json!({"nothingToCompact": true, "reason": "nothingBeforeCut"})
     );
 }
+
+/// `explain` and `context` speak one vocabulary: every entry `context --json` lists in
+/// `entryIds` is "a context entry" to `explain`, every other entry "not a context entry"; an
+/// entry without a message says what it adds instead (a setting, or nothing and why).
+#[test]
+fn explain_and_context_agree_on_every_entry() {
+    let context = one_document(&sessiond(["context", BRANCHED, "--json"]));
+    let entry_ids: Vec<&str> = context["entryIds"]
+        .as_array()
+        .expect("entryIds")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let human = stdout_of(&["context", BRANCHED]);
+    assert!(
+        human.starts_with(&format!(
+            "session d703a1a9-1b7b-4fb1-b512-c9738b1fe617 · leaf 610f9c1e · 8 messages from {} context entries",
+            entry_ids.len()
+        )),
+        "{human}"
+    );
+    // Every context entry and a few others (tests/explain.rs checks every entry in-process).
+    let others = [
+        "00247798", "818a7c7b", "9fa5bc95", "e2afcb90", "de19adb3", "8a9bb12f",
+    ];
+    let listing = human_context();
+    for id in entry_ids.iter().copied().chain(others) {
+        let ex = one_document(&sessiond(["explain", BRANCHED, id, "--json"]));
+        let listed = entry_ids.contains(&id);
+        assert_eq!(ex["contextEntry"], json!(listed), "{ex}");
+        let text = ex["text"].as_str().expect("text");
+        let human = stdout_of(&["explain", BRANCHED, id]);
+        assert_eq!(human.trim_end(), text);
+        assert!(!text.contains("never enters"), "{text}");
+        if listed {
+            assert!(text.contains(": a context entry"), "{text}");
+        } else {
+            assert!(text.contains(": not a context entry: "), "{text}");
+        }
+        if id == "610f9c1e" {
+            assert_eq!(ex["contributes"], "setting", "{ex}");
+            assert!(
+                text.ends_with("a context entry that adds no message; it sets the thinking level (high), in effect here"),
+                "{text}"
+            );
+        }
+        if ex["inContext"] == json!(true) {
+            // Numbered as `context` numbers its messages, from 1.
+            let n = ex["messageIndexes"][0].as_u64().expect("index") + 1;
+            assert!(text.contains(&format!("as message {n}")), "{text}");
+            assert!(
+                human_row(&listing, n).contains(id),
+                "message {n} is not {id}"
+            );
+        }
+    }
+}
+
+fn human_context() -> String {
+    stdout_of(&["context", BRANCHED])
+}
+
+/// Row `n` of the human context listing.
+fn human_row(context: &str, n: u64) -> String {
+    context
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{n} ")))
+        .unwrap_or_default()
+        .to_owned()
+}

@@ -93,7 +93,11 @@ fn every_entry_agrees_with_pis_context_entries() {
                 | "omittedByEdit" => pi_kept && ex.message_indexes.is_empty(),
                 "notOnPath" | "summarizedByCompaction" | "systemMessageInKeptRange" => !pi_kept,
                 _ => false,
-            } && ex.in_context == matches!(kind, "inContext" | "replacedByEdit");
+            } && ex.in_context == matches!(kind, "inContext" | "replacedByEdit")
+                // One vocabulary with `context`: the context entries are pi's.
+                && ex.context_entry == pi_kept
+                && (v["contributes"] == "message") == ex.in_context
+                && ex.text.contains("not a context entry") != pi_kept;
             checked += 1;
             if !consistent {
                 failures.push(format!(

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::error::{CliError, Exit};
 use crate::context_json::ContextJson;
 use crate::core::diagnostics::Diagnostic;
-use crate::core::explain::{self, Explanation, Reason};
+use crate::core::explain;
 use crate::core::preview;
 use crate::core::projection::{self, Projection};
 use crate::core::render::{self, LineSource};
@@ -173,7 +173,8 @@ pub fn print_context(
                 .sum::<usize>(),
             proj.items.len(),
         )?;
-        let mut index = 0usize;
+        // Numbered from 1, as `explain` and the editors number messages.
+        let mut index = 1usize;
         render::for_each_message(tree, &proj, lines, |m| {
             let value =
                 crate::core::jsstr::parse_value(m.message.get().as_bytes()).unwrap_or(Value::Null);
@@ -342,65 +343,9 @@ pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError
         serde_json::to_writer(&mut *out, &ex).map_err(io::Error::from)?;
         writeln!(out)?;
     } else {
-        writeln!(out, "{}", describe(&ex))?;
+        writeln!(out, "{}", ex.text)?;
     }
     Ok(Exit::Ok)
-}
-
-/// One sentence for a human.
-pub fn describe(ex: &Explanation) -> String {
-    let leaf = ex
-        .leaf_id
-        .as_ref()
-        .map_or("(empty leaf)".to_owned(), ToString::to_string);
-    let head = format!("entry {} ({}) at leaf {leaf}: ", ex.entry_id, ex.entry_type);
-    let why = match &ex.reason {
-        Reason::InContext => format!("in context as message(s) {:?}", ex.message_indexes),
-        Reason::ReplacedByEdit { edit_id } => {
-            format!(
-                "in context as message(s) {:?}, with content replaced by context edit {edit_id}",
-                ex.message_indexes
-            )
-        }
-        Reason::NotOnPath {
-            diverges_at,
-            branch_entry_id,
-        } => match diverges_at {
-            Some(d) => format!(
-                "not in context: not on the leaf's path; the paths diverge after {d} (its branch starts at {branch_entry_id})"
-            ),
-            None => format!(
-                "not in context: not on the leaf's path; it is under another root ({branch_entry_id})"
-            ),
-        },
-        Reason::SummarizedByCompaction {
-            compaction_id,
-            first_kept_entry_id,
-        } => format!(
-            "not in context: summarized by compaction {compaction_id} (its kept range starts at {})",
-            first_kept_entry_id
-                .as_ref()
-                .map_or("(none)".to_owned(), ToString::to_string)
-        ),
-        Reason::SystemMessageInKeptRange { compaction_id } => {
-            format!(
-                "not in context: a system message inside compaction {compaction_id}'s kept range is dropped"
-            )
-        }
-        Reason::OmittedByEdit { edit_id } => {
-            format!("not in context: omitted by context edit {edit_id}")
-        }
-        Reason::NeverInContext { entry_type } => {
-            format!("not in context: a {entry_type} entry never enters the context")
-        }
-        Reason::EmptyBranchSummary => "not in context: the branch summary is empty".to_owned(),
-        Reason::SupersededCompaction { by_compaction_id } => {
-            format!(
-                "not in context: an older compaction superseded by compaction {by_compaction_id}"
-            )
-        }
-    };
-    head + &why
 }
 
 /// Runs `sessiond check`: a report for a clean or corrupt file ([`Exit::Corrupt`]); an

@@ -1,5 +1,13 @@
 //! `explain`: whether an entry reaches the model at a leaf, and exactly why not.
 //! Built on [`projection`](super::projection); pure, no I/O.
+//!
+//! One vocabulary, the one `context` uses: the **context entries** at a leaf are pi's
+//! `buildContextEntries` (`entryIds`): the leaf's path from its newest compaction on. An entry
+//! is either a context entry that contributes a message; or a context entry that contributes
+//! a setting (the thinking level or model in effect) or nothing; or not a context entry, and
+//! then the reason says why (another branch, summarized by a compaction, a system message a
+//! compaction drops). [`Explanation::text`] says it in one sentence, for the CLI and, through
+//! the daemon, the editors.
 
 use serde::Serialize;
 
@@ -20,11 +28,30 @@ pub struct Explanation {
     pub entry_type: String,
     /// Whether any of the entry's messages reach the model at the leaf.
     pub in_context: bool,
+    /// Whether the entry is one of the context entries at the leaf (`entryIds` of `context`).
+    pub context_entry: bool,
+    /// What the entry adds to what the model gets at the leaf.
+    pub contributes: Contributes,
     /// Why (or why not), with the entries responsible.
     pub reason: Reason,
     /// Indexes (0-based) into the projected messages that this entry produced.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub message_indexes: Vec<usize>,
+    /// The answer in one sentence, in the vocabulary of the module docs.
+    pub text: String,
+}
+
+/// What an entry adds to what the model gets at a leaf.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Contributes {
+    /// One or more messages (`messageIndexes`).
+    Message,
+    /// The thinking level or the model in effect at the leaf: the entry is the latest change of
+    /// it on the leaf's path (pi reads settings from the whole path, before any compaction too).
+    Setting,
+    /// Nothing.
+    Nothing,
 }
 
 /// Why an entry is, or is not, part of the model's context.
@@ -165,14 +192,170 @@ pub fn explain(tree: &Tree, projection: &Projection, target: NodeIdx) -> Explana
         }
     };
     let in_context = matches!(reason, Reason::InContext | Reason::ReplacedByEdit { .. });
-    Explanation {
+    let context_entry = projection.items.iter().any(|i| i.node == target);
+    let setting = setting_of(tree, projection, target);
+    let contributes = if in_context {
+        Contributes::Message
+    } else if matches!(setting, Some(Setting { later: None, .. })) {
+        Contributes::Setting
+    } else {
+        Contributes::Nothing
+    };
+    let mut ex = Explanation {
         entry_id: entry.id.clone(),
         leaf_id: projection.leaf.map(id),
         entry_type: entry.kind.type_name().to_owned(),
         in_context,
+        context_entry,
+        contributes,
         reason,
         message_indexes,
+        text: String::new(),
+    };
+    ex.text = sentence(&ex, setting.as_ref(), &entry.kind);
+    ex
+}
+
+/// A `thinking_level_change` or `model_change` on the leaf's path: what it sets, and the
+/// later change of the same setting on the path that overrides it, if any.
+struct Setting {
+    /// `thinking level (high)`, `model (anthropic/claude-sonnet-4-5)`.
+    what: String,
+    /// The later entry on the path that sets it again.
+    later: Option<EntryId>,
+}
+
+fn setting_of(tree: &Tree, projection: &Projection, target: NodeIdx) -> Option<Setting> {
+    use super::format::{Role, raw_str};
+    let text = |r: &Option<Box<serde_json::value::RawValue>>| {
+        r.as_ref().map_or(String::new(), |r| {
+            raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned())
+        })
+    };
+    let (what, same): (String, fn(&EntryKind) -> bool) = match &tree.node(target).entry.kind {
+        EntryKind::ThinkingLevelChange { level } => {
+            (format!("thinking level ({})", text(level)), |k| {
+                matches!(k, EntryKind::ThinkingLevelChange { .. })
+            })
+        }
+        EntryKind::ModelChange { provider, model_id } => (
+            format!("model ({}/{})", text(provider), text(model_id)),
+            |k| {
+                matches!(k, EntryKind::ModelChange { .. })
+                    || matches!(k, EntryKind::Message(m) if m.role == Role::Assistant)
+            },
+        ),
+        _ => return None,
+    };
+    let pos = projection.path.iter().position(|&n| n == target)?;
+    let later = projection.path[pos + 1..]
+        .iter()
+        .rev()
+        .find(|&&n| same(&tree.node(n).entry.kind))
+        .map(|&n| tree.node(n).entry.id.clone());
+    Some(Setting { what, later })
+}
+
+/// `as message 3`, `as messages 3 and 4`: numbered from 1, as `sessiond context` and the
+/// editors number them (`messageIndexes` count from 0).
+fn as_messages(indexes: &[usize]) -> String {
+    match indexes {
+        [one] => format!("as message {}", one + 1),
+        [init @ .., last] => format!(
+            "as messages {} and {}",
+            init.iter()
+                .map(|i| (i + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            last + 1
+        ),
+        [] => "as no message".to_owned(),
     }
+}
+
+/// The explanation in one sentence (see the module docs for the vocabulary).
+fn sentence(ex: &Explanation, setting: Option<&Setting>, kind: &EntryKind) -> String {
+    let leaf = ex
+        .leaf_id
+        .as_ref()
+        .map_or("(the empty leaf)".to_owned(), ToString::to_string);
+    let head = format!("entry {} ({}) at leaf {leaf}: ", ex.entry_id, ex.entry_type);
+    let no_message = "a context entry that adds no message";
+    // What a setting entry still does, whatever happened to it as an entry.
+    let sets = match setting {
+        Some(Setting { what, later: None }) => format!("; it sets the {what}, in effect here"),
+        Some(Setting {
+            what,
+            later: Some(l),
+        }) => format!("; its {what} is overridden by the later entry {l}"),
+        None => String::new(),
+    };
+    // What an entry that never becomes a message is for.
+    let target = |t: &Option<EntryId>| t.as_ref().map_or("(none)".to_owned(), ToString::to_string);
+    let role = match kind {
+        EntryKind::Label { target_id, .. } => format!("it labels entry {}", target(target_id)),
+        EntryKind::SessionInfo { .. } => "it names the session".to_owned(),
+        EntryKind::ContextEdit {
+            target_id, omits, ..
+        } => format!(
+            "it {} the content of entry {} for the model",
+            if *omits { "omits" } else { "replaces" },
+            target(target_id)
+        ),
+        EntryKind::Custom => "extension state, never a message".to_owned(),
+        EntryKind::Usage => "usage numbers, never a message".to_owned(),
+        k => format!("a {} entry never becomes a message", k.type_name()),
+    };
+    let why = match &ex.reason {
+        Reason::InContext => format!(
+            "a context entry; it reaches the model {}",
+            as_messages(&ex.message_indexes)
+        ),
+        Reason::ReplacedByEdit { edit_id } => format!(
+            "a context entry; it reaches the model {}, its content replaced by context edit {edit_id}",
+            as_messages(&ex.message_indexes)
+        ),
+        Reason::NeverInContext { .. } => match setting {
+            Some(_) => format!("{no_message}{sets}"),
+            None => format!("{no_message}: {role}"),
+        },
+        Reason::EmptyBranchSummary => format!("{no_message}: its summary is empty"),
+        Reason::SupersededCompaction { by_compaction_id } => format!(
+            "{no_message}: an older compaction inside the kept range of compaction \
+             {by_compaction_id}, whose summary replaces it"
+        ),
+        Reason::OmittedByEdit { edit_id } => {
+            format!("{no_message}: context edit {edit_id} omits its content")
+        }
+        Reason::NotOnPath {
+            diverges_at,
+            branch_entry_id,
+        } => match diverges_at {
+            Some(d) => format!(
+                "not a context entry: it is not on the leaf's path; the paths part after {d}, \
+                 and this entry is on the branch that starts at {branch_entry_id}"
+            ),
+            None => format!(
+                "not a context entry: it is not on the leaf's path; it is under another root \
+                 ({branch_entry_id})"
+            ),
+        },
+        Reason::SummarizedByCompaction {
+            compaction_id,
+            first_kept_entry_id,
+        } => format!(
+            "not a context entry: it is on the leaf's path before compaction {compaction_id}, \
+             whose summary stands in for it (the compaction keeps entries from {} on){sets}",
+            first_kept_entry_id
+                .as_ref()
+                .map_or("(none)".to_owned(), ToString::to_string)
+        ),
+        Reason::SystemMessageInKeptRange { compaction_id } => format!(
+            "not a context entry: a system message inside the kept range of compaction \
+             {compaction_id}, which pi drops (the compaction's own systemMessage stands in)"
+        ),
+    };
+    head + &why
 }
 
 /// How many messages a contribution produces.

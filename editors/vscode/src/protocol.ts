@@ -177,8 +177,14 @@ export interface ExplainResult {
     leafId: EntryId | null;
     type: string;
     inContext: boolean;
+    /** One of the context entries at the leaf (`contextAt`'s `entryIds`). */
+    contextEntry: boolean;
+    /** What the entry adds at the leaf. */
+    contributes: 'message' | 'setting' | 'nothing';
     reason: ExplainReason;
     messageIndexes?: number[];
+    /** The answer in one sentence, the words of `sessiond explain`. */
+    text: string;
     revision?: Revision;
 }
 

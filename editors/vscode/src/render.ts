@@ -106,46 +106,13 @@ function cut(s: string): string {
     return s.length > MAX_PART_CHARS ? `${s.slice(0, MAX_PART_CHARS)}… (${s.length - MAX_PART_CHARS} more characters)` : s;
 }
 
-/** One or two sentences: whether the entry reaches the model at the leaf, and why. */
+/**
+ * Whether the entry reaches the model at the leaf, and why: the daemon's sentence (`text`), so
+ * the editor, the daemon and `sessiond explain` use one vocabulary.
+ */
 export function renderExplain(e: ExplainResult): string {
-    const at = `at leaf ${e.leafId ?? '(none)'}`;
-    const r = e.reason;
-    const id = (k: string) => str(r[k]);
-    let why: string;
-    switch (r.kind) {
-        case 'inContext':
-            why = `is in the context${e.messageIndexes?.length ? ` as message ${e.messageIndexes.map((i) => i + 1).join(', ')}` : ''}`;
-            break;
-        case 'replacedByEdit':
-            why = `reaches the model with its content replaced by context edit ${id('editId')}`;
-            break;
-        case 'notOnPath':
-            why = r.divergesAt
-                ? `is not on the leaf's path: the paths part after ${id('divergesAt')}, and this entry is on the branch starting at ${id('branchEntryId')}`
-                : `is not on the leaf's path: it is under another root (${id('branchEntryId')})`;
-            break;
-        case 'summarizedByCompaction':
-            why = `is summarized by compaction ${id('compactionId')}${r.firstKeptEntryId ? `, which keeps entries from ${id('firstKeptEntryId')} on` : ''}`;
-            break;
-        case 'systemMessageInKeptRange':
-            why = `is a system message inside the kept range of compaction ${id('compactionId')}, which pi drops`;
-            break;
-        case 'omittedByEdit':
-            why = `is omitted by context edit ${id('editId')}`;
-            break;
-        case 'neverInContext':
-            why = `never enters the context (type ${id('entryType') || e.type})`;
-            break;
-        case 'emptyBranchSummary':
-            why = 'is a branch summary with an empty summary, which pi leaves out';
-            break;
-        case 'supersededCompaction':
-            why = `is an older compaction superseded by compaction ${id('byCompactionId')}`;
-            break;
-        default:
-            why = `${e.inContext ? 'is in the context' : 'is not in the context'} (${r.kind})`;
-    }
-    return `Entry ${e.entryId} (${e.type}) ${why} ${at}.`;
+    const text = e.text.charAt(0).toUpperCase() + e.text.slice(1);
+    return text.endsWith('.') ? text : `${text}.`;
 }
 
 /** The retention probes split into kept and lost. */

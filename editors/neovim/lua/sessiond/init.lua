@@ -216,8 +216,8 @@ function M.show_explain(entry_id, leaf)
   if err then
     return notify(err.message, vim.log.levels.ERROR)
   end
-  notify(string.format("%s at %s: %s", r.entryId, tostring(r.leafId),
-    r.inContext and "in context" or r.reason.kind))
+  -- The daemon's sentence: the words of `sessiond explain`.
+  notify(r.text)
 end
 
 return M

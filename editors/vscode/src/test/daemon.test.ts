@@ -145,6 +145,9 @@ describe('sessiond serve through the client', () => {
     it('explains why an entry is not in the context', async () => {
         const e = await client.explain({ path: file, entryId: '00247798' });
         assert.equal(e.inContext, false);
+        assert.equal(e.contextEntry, false);
+        assert.equal(e.contributes, 'nothing');
+        assert.match(e.text, /^entry 00247798 \(message\) at leaf 610f9c1e: not a context entry: .*compaction 4909db93/);
         assert.equal(e.leafId, DEFAULT_LEAF);
         assert.deepEqual(e.reason, { kind: 'summarizedByCompaction', compactionId: '4909db93', firstKeptEntryId: '521cf246' });
         const off = await client.explain({ path: file, entryId: 'de19adb3', leafId: DEFAULT_LEAF });

@@ -81,7 +81,7 @@ describe('extension in a stand-in VS Code', () => {
         vs.messages.length = 0;
         await vs.commands.get('sessiond.explain')!(rows[0]);
         assert.equal(vs.messages.length, 1);
-        assert.equal(vs.messages[0].text, `Entry 00247798 (message) is in the context as message 1 at leaf ${rows[3].item.id}.`);
+        assert.equal(vs.messages[0].text, `Entry 00247798 (message) at leaf ${rows[3].item.id}: a context entry; it reaches the model as message 1.`);
     });
 
     it('follows the session live: an appended entry refreshes the view and the live preview', async () => {

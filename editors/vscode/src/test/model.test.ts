@@ -226,16 +226,21 @@ describe('render', () => {
         assert.match(text, /^ENOENT$/m);
     });
 
-    it('explains each kind of reason in words', () => {
-        const base = { entryId: 'e1', leafId: 'l1', type: 'message', inContext: false };
+    it('explains in the daemon\'s words', () => {
+        const e = {
+            entryId: 'e1',
+            leafId: 'l1',
+            type: 'thinking_level_change',
+            inContext: false,
+            contextEntry: true,
+            contributes: 'setting' as const,
+            reason: { kind: 'neverInContext', entryType: 'thinking_level_change' },
+            text: 'entry e1 (thinking_level_change) at leaf l1: a context entry that adds no message; it sets the thinking level (high), in effect here',
+        };
         assert.equal(
-            renderExplain({ ...base, reason: { kind: 'summarizedByCompaction', compactionId: 'c1', firstKeptEntryId: 'k1' } }),
-            'Entry e1 (message) is summarized by compaction c1, which keeps entries from k1 on at leaf l1.',
+            renderExplain(e),
+            'Entry e1 (thinking_level_change) at leaf l1: a context entry that adds no message; it sets the thinking level (high), in effect here.',
         );
-        assert.match(renderExplain({ ...base, reason: { kind: 'notOnPath', divergesAt: 'd1', branchEntryId: 'b1' } }), /paths part after d1.*branch starting at b1/);
-        assert.match(renderExplain({ ...base, inContext: true, reason: { kind: 'inContext' }, messageIndexes: [0, 2] }), /is in the context as message 1, 3/);
-        assert.match(renderExplain({ ...base, type: 'label', reason: { kind: 'neverInContext', entryType: 'label' } }), /never enters the context \(type label\)/);
-        assert.match(renderExplain({ ...base, reason: { kind: 'somethingNew' } }), /is not in the context \(somethingNew\)/);
     });
 
     it('reports a compaction with lost probes', () => {
