@@ -664,3 +664,64 @@ fn human_row(context: &str, n: u64) -> String {
         .unwrap_or_default()
         .to_owned()
 }
+
+/// A file that is no pi session (text, binary data, a bare JSON value) is named as such, and
+/// salvage is suggested only where there is a header to start from.
+#[test]
+fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).expect("write");
+        p.to_string_lossy().into_owned()
+    };
+    let mut binary: Vec<u8> = (0u8..=255).cycle().take(600).collect();
+    binary.retain(|&b| b != b'\n');
+    let cases = [
+        (
+            write("notes.txt", b"this is just a text file"),
+            "missingHeader",
+        ),
+        (write("blob.bin", &binary), "missingHeader"),
+        (
+            write("lines.txt", b"first line\nsecond line\n"),
+            "missingHeader",
+        ),
+        (write("array.jsonl", b"[1,2]\n"), "missingHeader"),
+        (write("empty.jsonl", b""), "emptyFile"),
+        (write("young.jsonl", b"{\"type\":\"sess"), "emptyFile"),
+    ];
+    for (file, kind) in &cases {
+        let report = one_document(&sessiond(["check", file, "--json"]));
+        assert_eq!(report["kind"], *kind, "{file}: {report}");
+        assert_eq!(report["salvageable"], json!(false), "{report}");
+        let message = report["message"].as_str().unwrap_or_default();
+        if *kind == "missingHeader" {
+            assert!(message.starts_with("not a pi session: line 1"), "{message}");
+        }
+        for args in [vec!["context", file], vec!["salvage", file]] {
+            let output = sessiond(&args);
+            assert_eq!(
+                output.status.code(),
+                Some(3),
+                "{args:?}: {}",
+                describe(&output)
+            );
+            let err = String::from_utf8_lossy(&output.stderr);
+            assert!(!err.contains("salvage"), "{args:?}: {err}");
+        }
+    }
+    let salvage_help = String::from_utf8(sessiond(["salvage", "--help"]).stdout).expect("utf-8");
+    assert!(salvage_help.contains("3  not a session (no header line): nothing to salvage"));
+    // A corrupt session with a header: the error says what salvage does.
+    let corrupt = repo_root().join("tests/data/corrupt/invalid-json-middle.jsonl");
+    let corrupt = corrupt.to_str().expect("utf-8 path");
+    let output = sessiond(["context", corrupt]);
+    assert_eq!(output.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains("invalidJson")
+            && err.contains("`sessiond salvage FILE` writes its readable entries"),
+        "{err}"
+    );
+}

@@ -10,6 +10,7 @@ use thiserror::Error;
 
 use crate::compact::{self, CompactError};
 use crate::core::compaction::CompactionError;
+use crate::core::diagnostics::Corruption;
 use crate::core::render::RenderError;
 use crate::storage::reader::OpenError;
 use crate::storage::writer::WriteError;
@@ -172,7 +173,10 @@ impl From<Exit> for ExitCode {
 #[derive(Debug, Error)]
 pub enum CliError {
     /// The file could not be read or is corrupt.
-    #[error(transparent)]
+    #[error("{0}{hint}", hint = salvage_hint(match .0 {
+        OpenError::Corrupt { corruption, .. } => Some(corruption),
+        _ => None,
+    }, Reporter::Read))]
     Open(#[from] OpenError),
     /// An id argument names no entry.
     #[error("{}: unknown {what} {}", path.display(), shorten(id))]
@@ -193,10 +197,13 @@ pub enum CliError {
         source: RenderError,
     },
     /// A write was refused or failed.
-    #[error(transparent)]
+    #[error("{0}{hint}", hint = salvage_hint(write_corruption(.0), Reporter::Write))]
     Write(#[from] WriteError),
     /// A compaction was refused or failed.
-    #[error(transparent)]
+    #[error("{0}{hint}", hint = salvage_hint(match .0 {
+        CompactError::Write(w) => write_corruption(w),
+        _ => None,
+    }, Reporter::Write))]
     Compact(#[from] CompactError),
     /// An argument's value is unusable (a file that cannot be read, text that is not JSON).
     #[error("{arg}: {detail}")]
@@ -278,6 +285,45 @@ impl CliError {
         };
         e["kind"] = json!(kind);
         json!({ "error": e }).to_string()
+    }
+}
+
+/// Who reports a corrupt file, for [`salvage_hint`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reporter {
+    /// A reading command, which also has --allow-corrupt.
+    Read,
+    /// A write, refused.
+    Write,
+    /// `check`, whose job is the report.
+    Check,
+}
+
+/// What to do about a corrupt file, after its error: salvage (and, for a command that reads,
+/// a lenient read) when the file has a header to start from; nothing for a file that is no
+/// session at all, where salvage has nothing to start from either.
+pub fn salvage_hint(corruption: Option<&Corruption>, by: Reporter) -> &'static str {
+    match (corruption, by) {
+        (Some(c), _) if !c.kind.salvageable() => "",
+        (None, _) => "",
+        (Some(_), Reporter::Read) => {
+            " (`sessiond salvage FILE` writes its readable entries to a new file; \
+             --allow-corrupt reads it as pi does)"
+        }
+        (Some(_), Reporter::Write) => {
+            " (nothing written; `sessiond salvage FILE` writes its readable entries to a new file)"
+        }
+        (Some(_), Reporter::Check) => {
+            " (`sessiond salvage FILE` writes its readable entries to a new file)"
+        }
+    }
+}
+
+/// The corruption a write error reports, if it is one.
+fn write_corruption(e: &WriteError) -> Option<&Corruption> {
+    match e {
+        WriteError::Corrupt { corruption, .. } => Some(corruption),
+        _ => None,
     }
 }
 

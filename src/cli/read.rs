@@ -397,8 +397,12 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
                     "offset": c.offset,
                     "id": c.id,
                     "message": c.message,
+                    "salvageable": c.kind.salvageable(),
                 }),
-                e.to_string(),
+                format!(
+                    "{e}{}",
+                    super::error::salvage_hint(Some(c), super::error::Reporter::Check)
+                ),
                 Exit::Corrupt,
             ),
             _ => return Err(e.into()),

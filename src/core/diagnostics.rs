@@ -11,9 +11,10 @@ use super::format::{EntryId, ProblemKind};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum CorruptionKind {
-    /// The file has no complete line at all.
+    /// The file has no session header yet: it is empty, or its only line is unfinished.
     EmptyFile,
-    /// The first line is an entry, not a `type: "session"` header.
+    /// Not a pi session: the first line is no `type: "session"` header (an entry, text, binary
+    /// data).
     MissingHeader,
     /// The header lacks a string `id` or has an unusable `version`.
     InvalidHeader,
@@ -32,6 +33,17 @@ pub enum CorruptionKind {
 }
 
 impl CorruptionKind {
+    /// Whether `salvage` can make a session of such a file: only when it has a readable
+    /// header (a file without one is no pi session, and salvage has nothing to start from).
+    pub fn salvageable(self) -> bool {
+        !matches!(
+            self,
+            CorruptionKind::EmptyFile
+                | CorruptionKind::MissingHeader
+                | CorruptionKind::InvalidHeader
+        )
+    }
+
     /// The stable wire name, e.g. `"invalidJson"`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -183,8 +183,27 @@ pub fn classify(bytes: &[u8], span: LineSpan, version: Option<u32>) -> Item {
             .flatten();
             Item::Entry(entry, v1)
         }
+        // The first line decides whether this is a pi session at all (pi reads a file whose
+        // first line is no session header as no session): text, binary data or a bare JSON
+        // value there is not a corrupt session but something else.
+        Err(p) if version.is_none() && p.kind != ProblemKind::InvalidHeader => {
+            let detail = match p.kind {
+                ProblemKind::MissingHeader => "it is a JSON object without \"type\": \"session\"",
+                _ => &p.detail,
+            };
+            Item::Problem(corruption(
+                CorruptionKind::MissingHeader,
+                span,
+                &not_a_session(span.line, detail),
+            ))
+        }
         Err(p) => Item::Problem(corruption(p.kind.into(), span, &p.detail)),
     }
+}
+
+/// The message of a first line that is no session header.
+pub fn not_a_session(line: u32, detail: &str) -> String {
+    format!("not a pi session: line {line} is not a session header ({detail})")
 }
 
 /// Whether the unterminated final line reads as a line (applied) or is a torn tail.

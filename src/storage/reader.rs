@@ -125,8 +125,11 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
             .map_err(corrupt)?;
     }
     let mut torn_tail = None;
+    // Whether the torn bytes could be the start of a JSON object (a header being written).
+    let mut torn_object = false;
     if let Some((bytes, span)) = splitter.finish() {
         if lines::is_torn(&bytes, span, loader.version()) {
+            torn_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
             torn_tail = Some(TornTail {
                 line: span.line,
                 offset: span.offset,
@@ -136,7 +139,9 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
             loader.line(&bytes, span, true).map_err(corrupt)?;
         }
     }
-    let (tree, position) = loader.finish(torn_tail.as_ref()).map_err(corrupt)?;
+    let (tree, position) = loader
+        .finish(torn_tail.as_ref(), torn_object)
+        .map_err(corrupt)?;
     Ok(OpenedSession {
         tree,
         torn_tail,
@@ -233,15 +238,39 @@ impl Loader {
         Ok(())
     }
 
-    fn finish(self, torn: Option<&TornTail>) -> Result<(Tree, Position), Corruption> {
+    /// The tree once every line is read. Without a header: `emptyFile` for a file that holds
+    /// nothing yet, or only the unfinished start of a JSON object (a header pi is writing);
+    /// `missingHeader` ("not a pi session") for text or binary data without a newline.
+    fn finish(
+        self,
+        torn: Option<&TornTail>,
+        torn_object: bool,
+    ) -> Result<(Tree, Position), Corruption> {
         let Some(mut tree) = self.tree else {
             let (line, offset) = torn.map_or((1, 0), |t| (t.line, t.offset));
+            let (kind, message) = match torn {
+                None => (
+                    CorruptionKind::EmptyFile,
+                    "the file is empty: no session header yet".to_owned(),
+                ),
+                Some(t) if torn_object => (
+                    CorruptionKind::EmptyFile,
+                    format!(
+                        "no session header yet: line {} is unfinished (a writer may still be writing it)",
+                        t.line
+                    ),
+                ),
+                Some(t) => (
+                    CorruptionKind::MissingHeader,
+                    lines::not_a_session(t.line, "it is not JSON"),
+                ),
+            };
             return Err(Corruption {
-                kind: CorruptionKind::EmptyFile,
+                kind,
                 line,
                 offset,
                 id: None,
-                message: "the file has no session header".into(),
+                message,
             });
         };
         tree.settle()?;
