@@ -166,7 +166,25 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
         },
         &Reservations::new(),
     )?;
-    print(out, &forked, args.json, |f| f.path.display().to_string())
+    print(out, &forked, args.json, |f| {
+        format!(
+            "wrote {} · {} · session {} · leaf {}",
+            as_given(&f.path, &args.file, args.out.as_deref()).display(),
+            super::tree::count(f.entry_count, "entry", "entries"),
+            f.session_id,
+            f.leaf_id.as_ref().map_or("null", |l| l.as_str()),
+        )
+    })
+}
+
+/// A new file's path in the style of the paths the user gave: beside a source named without a
+/// directory (`s.jsonl`), the new file is named without one too (not `./…`).
+fn as_given<'a>(new: &'a Path, source: &Path, out: Option<&Path>) -> &'a Path {
+    let bare = out.is_none() && source.parent().is_none_or(|p| p.as_os_str().is_empty());
+    match new.strip_prefix(".") {
+        Ok(rest) if bare => rest,
+        _ => new,
+    }
 }
 
 /// Runs `label`.
@@ -221,11 +239,11 @@ pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError
     let salvaged = writer::salvage(&args.file, args.out.as_deref(), &Reservations::new())?;
     print(out, &salvaged, args.json, |s| {
         let mut text = format!(
-            "{} · {} entries kept · {} lines dropped · {} re-attached",
-            s.path.display(),
-            s.kept,
-            s.dropped.len(),
-            s.reattached.len()
+            "wrote {} · {} kept · {} dropped · {} re-attached",
+            as_given(&s.path, &args.file, args.out.as_deref()).display(),
+            super::tree::count(s.kept, "entry", "entries"),
+            super::tree::count(s.dropped.len(), "line", "lines"),
+            super::tree::count(s.reattached.len(), "entry", "entries"),
         );
         for d in &s.dropped {
             text.push_str(&format!(

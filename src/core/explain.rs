@@ -332,20 +332,19 @@ fn sentence(ex: &Explanation, setting: Option<&Setting>, kind: &EntryKind) -> St
             branch_entry_id,
         } => match diverges_at {
             Some(d) => format!(
-                "not a context entry: it is not on the leaf's path; the paths part after {d}, \
-                 and this entry is on the branch that starts at {branch_entry_id}"
+                "not a context entry: it is on another branch (the paths part after {d}; its \
+                 branch starts at {branch_entry_id})"
             ),
             None => format!(
-                "not a context entry: it is not on the leaf's path; it is under another root \
-                 ({branch_entry_id})"
+                "not a context entry: it is under another root ({branch_entry_id}) than the leaf"
             ),
         },
         Reason::SummarizedByCompaction {
             compaction_id,
             first_kept_entry_id,
         } => format!(
-            "not a context entry: it is on the leaf's path before compaction {compaction_id}, \
-             whose summary stands in for it (the compaction keeps entries from {} on){sets}",
+            "not a context entry: compaction {compaction_id} summarizes it (and keeps entries \
+             from {} on){sets}",
             first_kept_entry_id
                 .as_ref()
                 .map_or("(none)".to_owned(), ToString::to_string)
