@@ -1,29 +1,75 @@
 #!/usr/bin/env bash
-# Shows what sessiond does on a shipped real pi session, with no setup beyond Rust:
-# the session tree (branches, labels, name, leaves), the model's context at the default leaf,
-# why one entry on another branch is not in it, and the same session served by the daemon.
+# Shows what sessiond does on a shipped real pi session, with no setup beyond Rust and Python 3:
+# the session tree (branches, leaves, labels, the current leaf), the model's context at the
+# current leaf, why entries are or are not in it, the same session served by the daemon, and
+# the write side on a temporary copy: a fork, a label and a compaction. The shipped file is
+# never changed.
 #
 #   bash scripts/demo.sh [SESSION.jsonl]
+#
+# SESSIOND_BIN=path runs that binary instead of building one (tests/cli.rs does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 file="${1:-examples/pi-v3-branched.jsonl}"
-echo "building sessiond (release; the first build takes a few minutes)..." >&2
-cargo build --release --quiet --bin sessiond
-bin=target/release/sessiond
-echo "== sessiond tree $file"
-"$bin" tree "$file"
-echo
-echo "== sessiond context $file   (what the model sees at the default leaf)"
-"$bin" context "$file"
-if [ "$file" = examples/pi-v3-branched.jsonl ]; then
-  echo
-  echo "== sessiond explain: an edited tool result, an entry on another branch, one summarized by compaction"
-  "$bin" explain "$file" 6fa656a2
-  "$bin" explain "$file" de19adb3
-  "$bin" explain "$file" 818a7c7b
+if [ -n "${SESSIOND_BIN:-}" ]; then
+  bin="$(cd "$(dirname "$SESSIOND_BIN")" && pwd)/$(basename "$SESSIOND_BIN")"
+else
+  echo "building sessiond (release; the first build takes a few minutes)..." >&2
+  cargo build --release --quiet --bin sessiond
+  bin="$PWD/target/release/sessiond"
 fi
-echo
-echo "== sessiond serve (the daemon): initialize, session/open, session/contextAt (previews), shutdown"
-SESSIOND_BIN="$bin" python3 scripts/rpc.py --root "$(dirname "$file")" \
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Prints the command as one would type it, then runs it.
+show() {
+  printf '$ sessiond'
+  printf ' %q' "$@"
+  printf '\n'
+  "$bin" "$@"
+}
+
+step "The tree: one file, three branches. Long runs are folded; --full prints all of them."
+show tree "$file"
+
+step "What the model sees at the current leaf (pi's buildSessionContext)"
+show context "$file"
+
+if [ "$file" = examples/pi-v3-branched.jsonl ]; then
+  step "Why an entry is or is not in that context"
+  show explain "$file" 6fa656a2   # a tool result whose content a context edit replaced
+  show explain "$file" 610f9c1e   # a context entry that adds a setting, not a message
+  show explain "$file" de19adb3   # an entry on another branch
+  show explain "$file" 818a7c7b   # an entry a compaction summarized
+fi
+
+step "The daemon (sessiond serve): JSON-RPC over stdio, as an editor speaks it"
+SESSIOND_BIN="$bin" python3 scripts/rpc.py --pretty --root "$(dirname "$file")" \
   session/open "{\"path\":\"$file\"}" \
   session/contextAt "{\"path\":\"$file\",\"fields\":\"previews\",\"limit\":3}"
+
+step "Writing, on a temporary copy"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cp "$file" "$tmp/"
+cd "$tmp"
+copy="$(basename "$file")"
+echo "(in $tmp, removed at the end)"
+current_leaf() { "$bin" check "$1" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["currentLeafId"])'; }
+leaf="$(current_leaf "$copy")"
+echo "Every write names the file's current leaf (--expected-leaf); check --json says it: $leaf"
+if [ "$file" = examples/pi-v3-branched.jsonl ]; then
+  echo
+  echo "A fork: the path from the root to an entry, as a new session file beside it:"
+  show fork "$copy" 92bfec97
+  echo
+  echo "A label on the entry where the branches part:"
+  show label "$copy" 521cf246 "fork point" --expected-leaf "$leaf"
+  leaf="$(current_leaf "$copy")"
+  echo
+  echo "A compaction of another branch (the embedded summarizer; no model needed):"
+  show compact "$copy" --leaf de19adb3 --expected-leaf "$leaf"
+else
+  show compact "$copy" --expected-leaf "$leaf"
+fi
+echo
+show tree "$copy"

@@ -725,3 +725,113 @@ fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
         "{err}"
     );
 }
+
+/// The README's first command: the demo shows the tree folded, the daemon's frames indented,
+/// and ends with a fork, a label and a compaction on a temporary copy; the shipped file is
+/// never changed.
+#[test]
+fn the_demo_shows_reads_the_daemon_and_writes_on_a_copy() {
+    let example = repo_root().join(BRANCHED);
+    let before = std::fs::read(&example).expect("read");
+    let output = std::process::Command::new("bash")
+        .arg(repo_root().join("scripts/demo.sh"))
+        .env("SESSIOND_BIN", env!("CARGO_BIN_EXE_sessiond"))
+        .current_dir(repo_root())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run scripts/demo.sh");
+    assert!(output.status.success(), "{}", describe(&output));
+    let text = String::from_utf8(output.stdout).expect("utf-8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() < 250, "{} lines", lines.len());
+    assert!(
+        lines.iter().all(|l| l.chars().count() <= 180),
+        "a line longer than 180 characters:\n{}",
+        lines
+            .iter()
+            .find(|l| l.chars().count() > 180)
+            .unwrap_or(&"")
+    );
+    for part in [
+        "$ sessiond tree examples/pi-v3-branched.jsonl",
+        "entries folded:",
+        "◀ current leaf",
+        "$ sessiond context examples/pi-v3-branched.jsonl",
+        "a context entry that adds no message; it sets the thinking level (high)",
+        "→ session/open {",
+        "← session/contextAt {",
+        "$ sessiond fork pi-v3-branched.jsonl 92bfec97",
+        "$ sessiond label pi-v3-branched.jsonl 521cf246",
+        "wrote label ",
+        "wrote compaction entry ",
+        "[fork point]",
+    ] {
+        assert!(
+            text.contains(part),
+            "{part:?} missing from the demo:\n{text}"
+        );
+    }
+    let end = &text[text
+        .rfind("$ sessiond tree pi-v3-branched.jsonl")
+        .expect("last tree")..];
+    assert!(
+        end.lines()
+            .any(|l| l.contains("compaction") && l.ends_with("◀ current leaf")),
+        "{end}"
+    );
+    assert_eq!(std::fs::read(&example).expect("read"), before);
+}
+
+/// scripts/rpc.py says what is wrong, never with a Python traceback.
+#[test]
+fn rpc_py_explains_bad_arguments_and_a_missing_binary() {
+    let rpc = repo_root().join("scripts/rpc.py");
+    let run = |args: &[&str], bin: &str| {
+        std::process::Command::new("python3")
+            .arg(&rpc)
+            .args(args)
+            .env("SESSIOND_BIN", bin)
+            .current_dir(repo_root())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run python3 scripts/rpc.py")
+    };
+    let bin = env!("CARGO_BIN_EXE_sessiond");
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["session/open", "{bad"],
+            bin,
+            "the params of session/open are not JSON",
+        ),
+        (&["session/open"], bin, "has no PARAMS_JSON"),
+        (
+            &["session/open", "3"],
+            bin,
+            "must be a JSON object or array",
+        ),
+        (
+            &["session/open", "{}"],
+            "/nonexistent/sessiond",
+            "no sessiond binary at /nonexistent/sessiond",
+        ),
+    ];
+    for (args, bin, words) in cases {
+        let output = run(args, bin);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+        assert!(!err.contains("Traceback"), "{args:?}: {err}");
+    }
+    // A request the daemon refuses: its error is printed, and the exit status says so.
+    let output = run(
+        &[
+            "--root",
+            "examples",
+            "session/explain",
+            r#"{"path":"examples/nope.jsonl","entryId":"x"}"#,
+        ],
+        bin,
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("-33001"));
+}
