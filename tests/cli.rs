@@ -61,6 +61,8 @@ fn help_and_readme_print_the_one_exit_code_table() {
         (&["append"], &["0", "2", "3", "4", "7"]),
         (&["compact"], &["0", "2", "3", "4", "5", "6", "7"]),
         (&["serve"], &["0", "1"]),
+        (&["completions"], &["0", "2"]),
+        (&["man"], &["0", "2"]),
     ];
     for (args, want) in want {
         let block = exit_codes(args);
@@ -869,4 +871,52 @@ fn test_dependencies_install_only_under_the_repository() {
     assert!(ignore.lines().any(|l| l == "/.tools/"), "{ignore}");
     let test = std::fs::read_to_string(repo_root().join("scripts/test.sh")).expect("test.sh");
     assert!(test.contains("SESSIOND_NVIM=\"$(bash scripts/test-deps.sh)\""));
+}
+
+/// Completions and manual pages come from the command line's definitions: every command and
+/// its options are in them, and `man --dir` writes one page per command with its exit codes.
+#[test]
+fn completions_and_man_pages_cover_every_command() {
+    let commands = [
+        "context",
+        "tree",
+        "explain",
+        "compact",
+        "check",
+        "fork",
+        "label",
+        "name",
+        "branch",
+        "append",
+        "salvage",
+        "completions",
+        "man",
+        "serve",
+    ];
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = stdout_of(&["completions", shell]);
+        for word in commands
+            .iter()
+            .chain(&["expected-leaf", "allow-corrupt", "full"])
+        {
+            assert!(script.contains(word), "{shell}: no {word}");
+        }
+    }
+    let output = sessiond(["completions", "tcsh"]);
+    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+
+    let page = stdout_of(&["man"]);
+    assert!(page.contains(".TH sessiond 1"), "{page}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pages = dir.path().join("man1");
+    let listed = stdout_of(&["man", "--dir", pages.to_str().expect("utf-8")]);
+    assert_eq!(listed.lines().count(), commands.len() + 1, "{listed}");
+    for sub in commands {
+        let path = pages.join(format!("sessiond-{sub}.1"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        assert!(text.contains(&format!(".TH sessiond-{sub} 1")), "{text}");
+        assert!(text.contains(&format!("sessiond {sub}")), "{text}");
+        assert!(text.contains("Exit codes:"), "{sub}: {text}");
+    }
+    assert!(!pages.join("sessiond-help.1").exists());
 }

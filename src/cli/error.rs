@@ -54,6 +54,8 @@ pub enum Family {
     Salvage,
     /// `serve`: the daemon.
     Serve,
+    /// `completions`, `man`: made from the command line's definitions.
+    Tool,
 }
 
 impl Exit {
@@ -111,7 +113,7 @@ impl Exit {
                 "usage, I/O, unknown ENTRY_ID, --before at an entry that is not a user message, \
                  or an invalid --session-id"
             }
-            (Exit::Error, Some(Salvage)) => "usage or I/O",
+            (Exit::Error, Some(Salvage | Tool)) => "usage or I/O",
             (Exit::Corrupt, None) => "corrupt session file, or not a session (nothing written)",
             (Exit::Corrupt, Some(Read)) => {
                 "corrupt session file (the message says whether `salvage` can help), or not a \
@@ -391,11 +393,11 @@ mod tests {
         for e in Exit::ALL {
             assert!(e.meaning(None).is_some(), "{e:?}");
         }
-        for family in [Read, Append, Compact, Fork, Salvage, Serve] {
+        for family in [Read, Append, Compact, Fork, Salvage, Serve, Tool] {
             assert!(Exit::Ok.meaning(Some(family)).is_some(), "{family:?}");
         }
         // Only the appending commands have --expected-leaf.
-        for family in [Read, Fork, Salvage, Serve] {
+        for family in [Read, Fork, Salvage, Serve, Tool] {
             let help = Exit::help(Some(family));
             assert!(!help.contains("expected-leaf"), "{family:?}: {help}");
         }

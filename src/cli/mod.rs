@@ -10,8 +10,9 @@
 //! human-mode failure may follow partial output; the error goes to stderr.
 //!
 //! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`write`](mod@write) (`fork`, `label`,
-//! `name`, `branch`, `append`, `salvage`), [`compact`], and [`error`] (the exit-code table and
-//! the error type), which the others import; nothing imports this module but `main`.
+//! `name`, `branch`, `append`, `salvage`), [`compact`], [`tree`] (the folded tree), [`shell`]
+//! (completions and manual pages from these definitions), and [`error`] (the exit-code table
+//! and the error type), which the others import; nothing imports this module but `main`.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ use clap::{Parser, Subcommand};
 pub mod compact;
 pub mod error;
 pub mod read;
+pub mod shell;
 pub mod tree;
 pub mod write;
 
@@ -46,7 +48,7 @@ pub enum Command {
     /// Print what the model sees at a leaf (pi's buildSessionContext).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Context(read::ContextArgs),
-    /// Print the session tree with labels, the name, leaves and the default leaf.
+    /// Print the session tree: branches, leaves, the current leaf, labels, compactions (long runs folded).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Tree(read::TreeArgs),
     /// Explain whether an entry reaches the model at a leaf, and why not.
@@ -79,6 +81,12 @@ pub enum Command {
     /// Write the readable entries of a corrupt session into a new file; the original is untouched.
     #[command(after_help = Exit::help(Some(Family::Salvage)))]
     Salvage(write::SalvageArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell); see the README.
+    #[command(after_help = Exit::help(Some(Family::Tool)))]
+    Completions(shell::CompletionsArgs),
+    /// Print the manual page sessiond(1), or write every page into --dir.
+    #[command(after_help = Exit::help(Some(Family::Tool)))]
+    Man(shell::ManArgs),
     /// Serve sessions as a daemon: JSON-RPC over stdin/stdout with LSP framing (see protocol/).
     #[command(after_help = Exit::help(Some(Family::Serve)))]
     Serve {
@@ -103,7 +111,7 @@ impl Command {
             Command::Branch(a) => a.opts.json,
             Command::Append(a) => a.opts.json,
             Command::Salvage(a) => a.json,
-            Command::Serve { .. } => false,
+            Command::Completions(_) | Command::Man(_) | Command::Serve { .. } => false,
         }
     }
 }
@@ -149,6 +157,8 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
         Command::Branch(args) => write::branch(out, &args),
         Command::Append(args) => write::append(out, &args),
         Command::Salvage(args) => write::salvage(out, &args),
+        Command::Completions(args) => shell::completions(out, &args),
+        Command::Man(args) => shell::man(out, &args),
         Command::Serve { .. } => Ok(Exit::Ok),
     }
 }
