@@ -610,6 +610,14 @@ fn explain_and_context_agree_on_every_entry() {
         .filter_map(Value::as_str)
         .collect();
     let human = stdout_of(&["context", BRANCHED]);
+    // The header's count adds up: the entries without a message are named.
+    assert!(
+        human.contains(
+            "\n3 context entries without a message: ce627076 custom, d61a47dd context_edit, \
+             610f9c1e thinking_level_change ("
+        ),
+        "{human}"
+    );
     assert!(
         human.starts_with(&format!(
             "session d703a1a9-1b7b-4fb1-b512-c9738b1fe617 · leaf 610f9c1e · 8 messages from {} context entries",
@@ -919,4 +927,50 @@ fn completions_and_man_pages_cover_every_command() {
         assert!(text.contains("Exit codes:"), "{sub}: {text}");
     }
     assert!(!pages.join("sessiond-help.1").exists());
+}
+
+/// Paths are said as the user gave them: a fork of `s.jsonl`, run beside it, is named without
+/// a `./` that the user never typed; errors name the file as given.
+#[test]
+fn paths_are_said_as_given() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    branched_copy(dir.path());
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run sessiond")
+    };
+    let output = run(&["fork", "s.jsonl", "92bfec97"]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let name = text
+        .strip_prefix("wrote ")
+        .and_then(|t| t.split(' ').next())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        !name.starts_with("./") && name.ends_with(".jsonl"),
+        "{text}"
+    );
+    assert!(dir.path().join(name).is_file(), "{text}");
+    let output = run(&["fork", "./s.jsonl", "92bfec97"]);
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("wrote ./"));
+    for args in [
+        &[
+            "label",
+            "s.jsonl",
+            "nope",
+            "x",
+            "--expected-leaf",
+            "610f9c1e",
+        ][..],
+        &["compact", "s.jsonl", "--leaf", "nope", "--dry-run"][..],
+        &["explain", "s.jsonl", "nope"][..],
+    ] {
+        let output = run(args);
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(err.starts_with("sessiond: s.jsonl: "), "{args:?}: {err}");
+    }
 }

@@ -42,8 +42,10 @@ pub enum Exit {
 /// The commands that end with the same exit codes, for the `--help` of each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
-    /// `context`, `tree`, `explain`, `check`: read only.
+    /// `context`, `tree`, `explain`: read only.
     Read,
+    /// `check`: read only; a corrupt file is its report, not its failure.
+    Check,
     /// `label`, `name`, `branch`, `append`: one entry appended, fenced by `--expected-leaf`.
     Append,
     /// `compact`: one compaction entry appended, fenced by `--expected-leaf`.
@@ -92,7 +94,7 @@ impl Exit {
         let text = match (self, family) {
             (Exit::Ok, Some(Serve)) => "the client sent `shutdown`, then `exit`",
             (Exit::Ok, Some(Compact)) => "ok (also when there is nothing to compact)",
-            (Exit::Ok, Some(Read)) => "ok (`check`: clean, or only a torn tail)",
+            (Exit::Ok, Some(Check)) => "clean, or only a torn tail (a writer may be mid-line)",
             (Exit::Ok, _) => "ok",
             (Exit::NoShutdown, None | Some(Serve)) => {
                 "`serve`: the client sent `exit` without `shutdown` (the LSP rule)"
@@ -101,6 +103,7 @@ impl Exit {
                 "usage, I/O, unknown id, invalid entry, invalid session id or unsupported version"
             }
             (Exit::Error, Some(Read)) => "usage, I/O or unknown id (--leaf, ENTRY_ID)",
+            (Exit::Error, Some(Check)) => "usage or I/O",
             (Exit::Error, Some(Append)) => {
                 "usage, I/O, unknown id (an --expected-leaf that names no entry too), invalid \
                  entry, or a version-1/2 file (only version 3 is appended to)"
@@ -116,8 +119,11 @@ impl Exit {
             (Exit::Error, Some(Salvage | Tool)) => "usage or I/O",
             (Exit::Corrupt, None) => "corrupt session file, or not a session (nothing written)",
             (Exit::Corrupt, Some(Read)) => {
-                "corrupt session file (the message says whether `salvage` can help), or not a \
-                 session; --allow-corrupt reads a corrupt file as pi does (not `check`)"
+                "corrupt session file (--allow-corrupt reads it as pi does), or not a session"
+            }
+            (Exit::Corrupt, Some(Check)) => {
+                "corrupt session file, or not a session: the report says where, and whether \
+                 `salvage` can help"
             }
             (Exit::Corrupt, Some(Append | Compact)) => {
                 "corrupt session file, or not a session: nothing written"
@@ -393,11 +399,11 @@ mod tests {
         for e in Exit::ALL {
             assert!(e.meaning(None).is_some(), "{e:?}");
         }
-        for family in [Read, Append, Compact, Fork, Salvage, Serve, Tool] {
+        for family in [Read, Check, Append, Compact, Fork, Salvage, Serve, Tool] {
             assert!(Exit::Ok.meaning(Some(family)).is_some(), "{family:?}");
         }
         // Only the appending commands have --expected-leaf.
-        for family in [Read, Fork, Salvage, Serve, Tool] {
+        for family in [Read, Check, Fork, Salvage, Serve, Tool] {
             let help = Exit::help(Some(family));
             assert!(!help.contains("expected-leaf"), "{family:?}: {help}");
         }

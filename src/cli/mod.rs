@@ -58,7 +58,7 @@ pub enum Command {
     #[command(after_help = Exit::help(Some(Family::Compact)))]
     Compact(compact::CompactArgs),
     /// Check a session file: ok when clean (a torn tail is reported, not fatal), corrupt otherwise.
-    #[command(after_help = Exit::help(Some(Family::Read)))]
+    #[command(after_help = Exit::help(Some(Family::Check)))]
     Check(read::CheckArgs),
     /// Fork the path from the root to an entry into a new session file (pi's fork).
     #[command(after_help = Exit::help(Some(Family::Fork)))]

@@ -194,6 +194,7 @@ pub fn print_context(
             render::RenderError::Emit(io) => CliError::Output(io),
             other => render_err(other),
         })?;
+        write_silent(out, tree, &proj)?;
         write_problems(out, session, &proj.diagnostics)?;
     }
     Ok(Exit::Ok)
@@ -219,6 +220,34 @@ fn write_context_json(
             None => CliError::Output(e.into()),
         }),
     }
+}
+
+/// The context entries that add no message (a setting, a label, extension state...), so the
+/// count in the header adds up; `explain` says what each one does.
+fn write_silent(out: &mut dyn Write, tree: &Tree, proj: &Projection) -> io::Result<()> {
+    /// Named one by one up to this many; the rest are counted.
+    const NAMED: usize = 8;
+    let silent: Vec<String> = proj
+        .items
+        .iter()
+        .filter(|i| explain::message_count(i.contribution) == 0)
+        .map(|i| {
+            let e = &tree.node(i.node).entry;
+            format!("{} {}", e.id, e.kind.type_name())
+        })
+        .collect();
+    if silent.is_empty() {
+        return Ok(());
+    }
+    let mut named = silent[..silent.len().min(NAMED)].join(", ");
+    if silent.len() > NAMED {
+        named.push_str(&format!(" and {} more", silent.len() - NAMED));
+    }
+    writeln!(
+        out,
+        "{} without a message: {named} (`sessiond explain FILE ID` says what each does)",
+        super::tree::count(silent.len(), "context entry", "context entries"),
+    )
 }
 
 /// The torn tail and the problems of the session as read (a lenient read's corrupt lines)

@@ -175,14 +175,14 @@ impl fmt::Display for Diagnostic {
                 tool_call_id,
             } => write!(
                 f,
-                "tool result {entry_id} answers tool call {tool_call_id}, which is not in the context before it"
+                "tool result {entry_id} answers tool call {tool_call_id}, which is not before it in the context"
             ),
             Diagnostic::MissingToolResult {
                 entry_id,
                 tool_call_id,
             } => write!(
                 f,
-                "tool call {tool_call_id} in {entry_id} has no result after it in the context"
+                "tool call {tool_call_id} (entry {entry_id}) has no result after it in the context"
             ),
         }
     }
