@@ -245,28 +245,11 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
     )
 }
 
-fn nothing_reason(n: NothingToCompact) -> &'static str {
-    match n {
-        NothingToCompact::EmptyPath => "the path is empty",
-        NothingToCompact::LeafIsCompaction => "the leaf is a compaction (already compacted)",
-        NothingToCompact::NothingBeforeCut => "nothing before the cut point (session too small)",
-    }
-}
-
+/// Prints a planned compaction, or (as JSON only) "nothing to compact"; a person's "nothing to
+/// compact" is [`print_nothing`].
 fn print(out: &mut dyn Write, args: &CompactArgs, outcome: &Outcome) -> io::Result<()> {
     match outcome {
-        Outcome::Nothing(n) => {
-            if args.json {
-                writeln!(out, "{}", shared::nothing_json(*n))
-            } else {
-                writeln!(
-                    out,
-                    "{}: nothing to compact: {}",
-                    args.file.display(),
-                    nothing_reason(*n)
-                )
-            }
-        }
+        Outcome::Nothing(n) => writeln!(out, "{}", shared::nothing_json(*n)),
         Outcome::Planned { plan, written } => {
             if args.json {
                 let report = shared::plan_json(plan, *written);
