@@ -21,6 +21,7 @@ use crate::core::preview;
 use crate::core::projection::Projection;
 use crate::core::render::{self, LineSource, RenderError};
 use crate::core::tree::Tree;
+use crate::server::convert;
 use crate::storage::reader::TornTail;
 
 /// How much of each message to include.
@@ -214,7 +215,7 @@ impl Serialize for ContextJson<'_> {
         let diagnostics: Vec<&Diagnostic> =
             tree.diagnostics().iter().chain(&proj.diagnostics).collect();
         map.serialize_entry("diagnostics", &diagnostics)?;
-        map.serialize_entry("tornTail", &self.torn_tail)?;
+        map.serialize_entry("tornTail", &self.torn_tail.map(convert::torn_tail))?;
         map.end()
     }
 }

@@ -317,7 +317,7 @@ pub struct OpenResult {
     /// Session name from the latest `session_info` entry, if any.
     pub name: Option<String>,
     /// `{line, offset, len}` of an unparsable unterminated last line, or `None`.
-    pub torn_tail: Option<crate::storage::reader::TornTail>,
+    pub torn_tail: Option<TornTail>,
     /// Problems found by a lenient (`allowCorrupt`) open; empty for a strict one.
     pub diagnostics: Value,
     /// Revision of the state this result describes.
@@ -544,4 +544,121 @@ pub enum Outgoing {
     FileRestored(FileRestoredParams),
     /// Sent as `session/didChangeLiveMode`.
     DidChangeLiveMode(DidChangeLiveModeParams),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results of the storage layer, as the daemon and the CLI's `--json` print them. The storage and
+// core types carry no wire format; `convert` builds these from them.
+
+/// An unparsable final line without a newline, left out of the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TornTail {
+    /// 1-based line number.
+    pub line: u32,
+    /// Byte offset where the torn bytes start.
+    pub offset: u64,
+    /// Number of torn bytes.
+    pub len: u64,
+}
+
+/// A torn tail moved aside before an append.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Repair {
+    /// The sidecar file holding the torn bytes.
+    pub sidecar: PathBuf,
+    /// Byte offset where the torn bytes started in the session file.
+    pub offset: u64,
+    /// Number of torn bytes moved aside.
+    pub len: u64,
+}
+
+/// An appended entry (`sessiond label|name|branch|append --json`; the daemon's write results
+/// carry the same fields without `appliedLen`, with `written` and `revision`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Written {
+    /// The new entry's id.
+    pub id: String,
+    /// The new entry's `parentId`.
+    pub parent_id: Option<String>,
+    /// Byte offset of the new line in the file.
+    pub offset: u64,
+    /// The session's last entry after the write.
+    pub leaf_id: Option<String>,
+    /// Entries found in the file before the write (appended by others since the last read).
+    pub added: Vec<String>,
+    /// Entries found after ours when reading back (appended by unlocked writers meanwhile).
+    pub added_after: Vec<String>,
+    /// The torn tail moved aside, if one was repaired.
+    pub repaired: Option<Repair>,
+    /// File length after the write, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied_len: Option<u64>,
+}
+
+/// `session/fork`'s result (and `sessiond fork --json`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Forked {
+    /// The new session file.
+    pub path: PathBuf,
+    /// The new file's header `id`.
+    pub session_id: String,
+    /// The new file's last entry.
+    pub leaf_id: Option<String>,
+    /// Number of path entries copied.
+    pub entry_count: usize,
+    /// Label entries on the path that were left out (re-created after the path instead).
+    pub dropped_labels: Vec<String>,
+    /// Ids of the label entries re-created after the path.
+    pub new_labels: Vec<String>,
+    /// Entries whose line was re-serialized.
+    pub rewritten: Vec<String>,
+}
+
+/// One line left out of a salvaged file.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dropped {
+    /// 1-based line number in the source.
+    pub line: u32,
+    /// Byte offset of the line in the source.
+    pub offset: u64,
+    /// `invalidJson`, `notAnObject`, `invalidEntry`, `duplicateId`, `tornTail`...
+    pub kind: String,
+    /// The line's entry id, when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What was wrong with the line.
+    pub message: String,
+}
+
+/// An entry whose parent changed in a salvaged file.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reattached {
+    /// The reattached entry.
+    pub id: String,
+    /// The parent the source names (missing or dropped).
+    pub was: Option<String>,
+    /// The nearest surviving ancestor, or `None` when it became a root.
+    pub now: Option<String>,
+}
+
+/// `session/salvage`'s result (and `sessiond salvage --json`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Salvaged {
+    /// The new session file (the source is untouched).
+    pub path: PathBuf,
+    /// The new file's header `id`.
+    pub session_id: String,
+    /// Entries written.
+    pub kept: usize,
+    /// Lines left out of the new file, in source order.
+    pub dropped: Vec<Dropped>,
+    /// Entries whose parent became their nearest surviving ancestor.
+    pub reattached: Vec<Reattached>,
 }

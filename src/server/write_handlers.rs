@@ -46,17 +46,11 @@ fn expected_leaf(
 
 /// The result of an append: the entry, the session's leaf after it, what else was read.
 fn written_json(s: &Session, w: &Written) -> Value {
-    json!({
-        "written": true,
-        "id": w.id,
-        "parentId": w.parent_id,
-        "leafId": w.leaf_id,
-        "offset": w.offset,
-        "added": w.added,
-        "addedAfter": w.added_after,
-        "repaired": w.repaired,
-        "revision": convert::revision(s.revision()),
-    })
+    let mut value = json!(convert::written(w, false));
+    if let Value::Object(map) = &mut value {
+        map.insert("written".into(), Value::Bool(true));
+    }
+    with_revision(value, s)
 }
 
 fn with_revision(mut value: Value, s: &Session) -> Value {
@@ -137,7 +131,7 @@ impl Backend {
                 } else {
                     writer::fork(s.path(), s.tree(), req, &reservations)?
                 };
-                to_value(s.path(), &forked)
+                to_value(s.path(), &convert::forked(&forked))
             })
             .await?)
     }
@@ -152,7 +146,7 @@ impl Backend {
         let source = real.clone();
         let run = move || -> Result<Value, RpcError> {
             let salvaged = writer::salvage(&source, target.as_deref(), &reservations)?;
-            to_value(&source, &salvaged)
+            to_value(&source, &convert::salvaged(&salvaged))
         };
         let result = match self.registry.get(&real) {
             Ok(handle) => handle.query(move |_| run()).await.map_err(RpcError::from)?,
