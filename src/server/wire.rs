@@ -454,27 +454,6 @@ pub struct DidCorruptParams {
     pub revision: Value,
 }
 
-/// `session/didChange`.
-pub enum DidChange {}
-impl Notification for DidChange {
-    type Params = DidChangeParams;
-    const METHOD: &'static str = "session/didChange";
-}
-
-/// `session/didReload`.
-pub enum DidReload {}
-impl Notification for DidReload {
-    type Params = DidReloadParams;
-    const METHOD: &'static str = "session/didReload";
-}
-
-/// `session/didCorrupt`.
-pub enum DidCorrupt {}
-impl Notification for DidCorrupt {
-    type Params = DidCorruptParams;
-    const METHOD: &'static str = "session/didCorrupt";
-}
-
 /// `session/fileMissing` params.
 #[derive(Debug, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -508,25 +487,31 @@ pub struct DidChangeLiveModeParams {
     pub live_mode: String,
 }
 
-/// `session/fileMissing`.
-pub enum FileMissing {}
-impl Notification for FileMissing {
-    type Params = FileMissingParams;
-    const METHOD: &'static str = "session/fileMissing";
+/// Declares server notifications: a marker type per method, tied to its params.
+macro_rules! notifications {
+    ($($(#[$doc:meta])* $name:ident($params:ty) = $method:literal;)*) => {$(
+        $(#[$doc])*
+        pub enum $name {}
+        impl Notification for $name {
+            type Params = $params;
+            const METHOD: &'static str = $method;
+        }
+    )*};
 }
 
-/// `session/fileRestored`.
-pub enum FileRestored {}
-impl Notification for FileRestored {
-    type Params = FileRestoredParams;
-    const METHOD: &'static str = "session/fileRestored";
-}
-
-/// `session/didChangeLiveMode`.
-pub enum DidChangeLiveMode {}
-impl Notification for DidChangeLiveMode {
-    type Params = DidChangeLiveModeParams;
-    const METHOD: &'static str = "session/didChangeLiveMode";
+notifications! {
+    /// `session/didChange`.
+    DidChange(DidChangeParams) = "session/didChange";
+    /// `session/didReload`.
+    DidReload(DidReloadParams) = "session/didReload";
+    /// `session/didCorrupt`.
+    DidCorrupt(DidCorruptParams) = "session/didCorrupt";
+    /// `session/fileMissing`.
+    FileMissing(FileMissingParams) = "session/fileMissing";
+    /// `session/fileRestored`.
+    FileRestored(FileRestoredParams) = "session/fileRestored";
+    /// `session/didChangeLiveMode`.
+    DidChangeLiveMode(DidChangeLiveModeParams) = "session/didChangeLiveMode";
 }
 
 /// A notification waiting to be sent, in the order the sessions produced them.
