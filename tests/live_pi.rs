@@ -1,0 +1,167 @@
+//! The loop with the real pi agent as a regression suite: pi 1.6.0 (on Node 22, both installed
+//! under the repository by `scripts/live-deps.sh`) works in a temporary work tree against a
+//! scripted model server on 127.0.0.1, while `sessiond serve` follows its session.
+//!
+//! Each test is bounded in time and stops every process it started through that process's own
+//! handle. Without the install the tests skip loudly, and fail under `CI`.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+#[path = "live/mod.rs"]
+mod live;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use live::{Lab, PiInstall, context_messages, drain_notifications, file_ids, referee_all};
+use support::Daemon;
+use support::common::{diff_report, restrict_to_context, run_batch_oracle};
+
+/// How long the daemon may stay silent before a burst of notifications is taken as complete.
+const QUIET: Duration = Duration::from_millis(600);
+
+fn tool(name: &str, arguments: Value) -> Value {
+    json!({"tools": [{"name": name, "arguments": arguments}]})
+}
+
+/// A script that exercises every tool: write, read, edit (`edits: [{oldText, newText}]`) and
+/// bash, then a text answer; and a second prompt that edits again.
+fn tools_script() -> Value {
+    json!({
+        "prompts": {
+            "first": [
+                tool("write", json!({"path": "notes.txt", "content": "alpha\nbeta\n"})),
+                tool("read", json!({"path": "notes.txt"})),
+                tool("edit", json!({"path": "notes.txt", "edits": [{"oldText": "alpha", "newText": "ALPHA"}]})),
+                {"text": "Wrote and edited notes.txt."},
+            ],
+            "second": [
+                tool("bash", json!({"command": "cat notes.txt && echo checked"})),
+                tool("edit", json!({"path": "notes.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]})),
+                {"text": "Edited again."},
+            ],
+        },
+        "default": [{"text": "ok"}],
+    })
+}
+
+/// The one session file pi wrote.
+fn only_session(lab: &Lab) -> PathBuf {
+    let files = lab.session_files();
+    assert_eq!(files.len(), 1, "pi wrote one session file: {files:?}");
+    files.into_iter().next().unwrap()
+}
+
+/// pi's own context (`buildSessionContext`) for a file's default leaf.
+fn pi_context(lab: &Lab, file: &Path) -> Value {
+    let results = run_batch_oracle(&lab.pi.dir, &[json!({"file": file, "leaf": null})]);
+    let r = &results[0];
+    assert!(
+        r.get("error").is_none(),
+        "pi could not read {}: {r}",
+        file.display()
+    );
+    r["context"].clone()
+}
+
+/// Notifications of one kind, as params.
+fn of_method<'a>(notes: &'a [Value], method: &str) -> Vec<&'a Value> {
+    notes
+        .iter()
+        .filter(|n| n["method"] == method)
+        .map(|n| &n["params"])
+        .collect()
+}
+
+/// The ids announced by `session/didChange`s, in order.
+fn announced(notes: &[Value]) -> Vec<String> {
+    of_method(notes, "session/didChange")
+        .iter()
+        .flat_map(|p| p["added"].as_array().unwrap().iter())
+        .map(|n| n["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Test 1, Follow: every entry pi writes while sessiond follows is announced exactly once, in
+/// file order; no reload, no corruption; `contextAt` equals pi's own context.
+#[test]
+fn follow_announces_every_entry_once_and_context_equals_pi() {
+    let Some(pi) = PiInstall::find("follow_announces_every_entry_once_and_context_equals_pi")
+    else {
+        return;
+    };
+    let lab = Lab::new(&pi, &tools_script());
+    lab.print(&[], "first");
+    let file = only_session(&lab);
+
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    let opened = d.call("session/open", json!({"path": file}));
+    let before = file_ids(&file);
+    assert_eq!(opened["entryCount"], before.len());
+
+    let s = file.to_str().unwrap().to_owned();
+    lab.print(&["--session", &s], "second");
+    let notes = drain_notifications(&mut d, QUIET);
+
+    let after = file_ids(&file);
+    assert!(
+        after.len() > before.len() + 5,
+        "pi appended a turn: {after:?}"
+    );
+    assert_eq!(
+        announced(&notes),
+        after[before.len()..].to_vec(),
+        "every new entry announced once, in file order"
+    );
+    for m in ["session/didReload", "session/didCorrupt"] {
+        assert!(of_method(&notes, m).is_empty(), "no {m}: {notes:?}");
+    }
+    let last = of_method(&notes, "session/didChange")
+        .last()
+        .cloned()
+        .cloned()
+        .unwrap();
+    assert_eq!(last["leafId"], json!(after.last().unwrap()));
+
+    let ours = d.call("session/contextAt", json!({"path": file}));
+    let theirs = pi_context(&lab, &file);
+    let report = diff_report(&theirs, &restrict_to_context(&ours));
+    assert!(report.is_empty(), "contextAt differs from pi:\n{report}");
+    assert_eq!(
+        context_messages(&mut d, &file, None),
+        theirs["messages"],
+        "paged messages"
+    );
+    d.stop();
+}
+
+/// Test 2, Referee: each request pi sent to its model equals pi's own conversion of sessiond's
+/// `contextAt` at the leaf that request was built from.
+#[test]
+fn referee_every_model_request_is_pi_conversion_of_context_at() {
+    let Some(pi) = PiInstall::find("referee_every_model_request_is_pi_conversion_of_context_at")
+    else {
+        return;
+    };
+    let lab = Lab::new(&pi, &tools_script());
+    lab.print(&[], "first");
+    let file = only_session(&lab);
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    d.call("session/open", json!({"path": file}));
+    let s = file.to_str().unwrap().to_owned();
+    lab.print(&["--session", &s], "second");
+    drain_notifications(&mut d, QUIET);
+
+    let requests = lab.server.requests();
+    assert_eq!(requests.len(), 7, "one request per scripted step");
+    let checked = referee_all(&lab, &mut d, &requests);
+    assert_eq!(checked, requests.len());
+    // The work tree shows the tools ran.
+    let notes = std::fs::read_to_string(lab.work.join("notes.txt")).unwrap();
+    assert_eq!(notes, "ALPHA\nBETA\n");
+    d.stop();
+}
