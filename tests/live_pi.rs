@@ -165,3 +165,155 @@ fn referee_every_model_request_is_pi_conversion_of_context_at() {
     assert_eq!(notes, "ALPHA\nBETA\n");
     d.stop();
 }
+
+/// The requests recorded after the first `skip`.
+fn requests_after(lab: &Lab, skip: usize) -> Vec<Value> {
+    lab.server.requests().into_iter().skip(skip).collect()
+}
+
+/// The request pi should send for a context extended by a new prompt: pi's own conversion of
+/// `messages` plus the prompt as a user message.
+fn predicted_request(lab: &Lab, messages: &Value, prompt: &str) -> Value {
+    let mut messages = messages.as_array().unwrap().clone();
+    messages.push(
+        json!({"role": "user", "content": [{"type": "text", "text": prompt}], "timestamp": 0}),
+    );
+    lab.referee(&[Value::Array(messages)]).remove(0)
+}
+
+/// The part of a recorded request the referee predicts.
+fn request_core(request: &Value) -> Value {
+    let body = &request["body"];
+    json!({"messages": body["messages"], "tools": body.get("tools").cloned().unwrap_or(Value::Null)})
+}
+
+/// Whether a request's messages hold a call of the tool `name`.
+fn calls_tool(request: &Value, name: &str) -> bool {
+    request["body"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .any(|c| c["function"]["name"] == name)
+}
+
+/// The id of the first entry of a file that satisfies `pred`.
+fn first_entry(file: &Path, pred: impl Fn(&Value) -> bool) -> String {
+    live::file_lines(file)
+        .into_iter()
+        .skip(1)
+        .find(|e| pred(e))
+        .and_then(|e| e["id"].as_str().map(str::to_owned))
+        .expect("an entry that matches")
+}
+
+/// Test 3, fork then resume: sessiond forks the session (before the first user message, and at
+/// the tool result just before an edit) and pi resumes each fork; pi's first request equals the
+/// fork's context plus the new prompt, without the edit.
+#[test]
+fn fork_then_resume_sends_the_fork_context() {
+    let Some(pi) = PiInstall::find("fork_then_resume_sends_the_fork_context") else {
+        return;
+    };
+    let lab = Lab::new(&pi, &tools_script());
+    lab.print(&[], "first");
+    let file = only_session(&lab);
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    d.call("session/open", json!({"path": file}));
+
+    let first_user = first_entry(&file, |e| e["message"]["role"] == "user");
+    // The read's result: the next assistant message calls edit.
+    let read_result = first_entry(&file, |e| e["message"]["toolName"] == "read");
+
+    for (entry, position, prompt) in [
+        (&first_user, "before", "again from the top"),
+        (&read_result, "at", "stop before editing"),
+    ] {
+        let forked = d.call(
+            "session/fork",
+            json!({"path": file, "entryId": entry, "position": position}),
+        );
+        let fork_path = PathBuf::from(forked["path"].as_str().unwrap());
+        d.call("session/open", json!({"path": fork_path}));
+        let fork_context = context_messages(&mut d, &fork_path, None);
+        let want = predicted_request(&lab, &fork_context, prompt);
+
+        let seen = lab.server.requests().len();
+        let s = fork_path.to_str().unwrap().to_owned();
+        lab.print(&["--session", &s], prompt);
+        let new = requests_after(&lab, seen);
+        assert!(
+            !new.is_empty(),
+            "pi asked its model after resuming the fork"
+        );
+        let report = diff_report(&want, &request_core(&new[0]));
+        assert!(
+            report.is_empty(),
+            "pi's first request after resuming the fork {position} {entry} is not the fork's context plus the prompt:\n{report}"
+        );
+        assert!(
+            !calls_tool(&new[0], "edit"),
+            "the fork has no edit: {}",
+            new[0]
+        );
+    }
+    // Every request, in the source and in both forks, passes the referee.
+    let requests = lab.server.requests();
+    assert_eq!(referee_all(&lab, &mut d, &requests), requests.len());
+    d.stop();
+}
+
+/// Test 4, compact then resume: sessiond compacts the session (its own extractive summary) and
+/// pi resumes it; pi's first request starts with sessiond's summary and equals the predicted
+/// context.
+#[test]
+fn compact_then_resume_starts_with_the_summary() {
+    let Some(pi) = PiInstall::find("compact_then_resume_starts_with_the_summary") else {
+        return;
+    };
+    let lab = Lab::new(&pi, &tools_script());
+    lab.print(&[], "first");
+    let file = only_session(&lab);
+    let s = file.to_str().unwrap().to_owned();
+    lab.print(&["--session", &s], "second");
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    let opened = d.call("session/open", json!({"path": file}));
+
+    let compacted = d.call(
+        "session/compact",
+        json!({"path": file, "expectedLeafId": opened["leafId"], "keepRecentTokens": 60}),
+    );
+    assert_eq!(compacted["written"], true, "compacted: {compacted}");
+    let summary = compacted["summary"].as_str().unwrap().to_owned();
+    assert!(!summary.is_empty());
+    drain_notifications(&mut d, QUIET);
+    let context = context_messages(&mut d, &file, None);
+    assert_eq!(context[1]["role"], "compactionSummary", "{context}");
+    let want = predicted_request(&lab, &context, "after compaction");
+
+    let seen = lab.server.requests().len();
+    lab.print(&["--session", &s], "after compaction");
+    let new = requests_after(&lab, seen);
+    assert!(!new.is_empty(), "pi asked its model after resuming");
+    let got = request_core(&new[0]);
+    let report = diff_report(&want, &got);
+    assert!(
+        report.is_empty(),
+        "pi's first request after the compaction is not the predicted context:\n{report}"
+    );
+    // After the system prompt, the summary comes first.
+    let first = got["messages"][1]["content"]
+        .as_array()
+        .and_then(|c| c[0]["text"].as_str())
+        .or_else(|| got["messages"][1]["content"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(
+        first.contains(&summary),
+        "the request starts with sessiond's summary: {first}"
+    );
+    let requests = lab.server.requests();
+    assert_eq!(referee_all(&lab, &mut d, &requests), requests.len());
+    d.stop();
+}
