@@ -77,6 +77,24 @@ fn of_method<'a>(notes: &'a [Value], method: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The notifications that describe a state newer than `revision` (a result's): a client drops
+/// the others, whose changes that result already holds (the daemon may announce entries it read
+/// while answering `session/open` before the answer arrives).
+fn newer_than(notes: &[Value], revision: &Value) -> Vec<Value> {
+    let key = |r: &Value| {
+        (
+            r["generation"].as_u64().unwrap(),
+            r["entryCount"].as_u64().unwrap(),
+        )
+    };
+    let at = key(revision);
+    notes
+        .iter()
+        .filter(|n| n["params"].get("revision").is_none_or(|r| key(r) > at))
+        .cloned()
+        .collect()
+}
+
 /// The ids announced by `session/didChange`s, in order.
 fn announced(notes: &[Value]) -> Vec<String> {
     of_method(notes, "session/didChange")
@@ -105,7 +123,7 @@ fn follow_announces_every_entry_once_and_context_equals_pi() {
 
     let s = file.to_str().unwrap().to_owned();
     lab.print(&["--session", &s], "second");
-    let notes = drain_notifications(&mut d, QUIET);
+    let notes = newer_than(&drain_notifications(&mut d, QUIET), &opened["revision"]);
 
     let after = file_ids(&file);
     assert!(
@@ -315,5 +333,63 @@ fn compact_then_resume_starts_with_the_summary() {
     );
     let requests = lab.server.requests();
     assert_eq!(referee_all(&lab, &mut d, &requests), requests.len());
+    d.stop();
+}
+
+/// Hazard, a session file born in pieces: sessiond opens pi's new file the moment it appears
+/// (empty, a header alone, or more); nothing is corrupt, and every entry is in the tree at birth
+/// or announced once after it, in file order.
+#[test]
+fn a_file_pi_is_creating_is_followed_from_its_birth() {
+    let Some(pi) = PiInstall::find("a_file_pi_is_creating_is_followed_from_its_birth") else {
+        return;
+    };
+    let lab = Lab::new(&pi, &tools_script());
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    let file = lab.sessions.join("born.jsonl");
+    let s = file.to_str().unwrap().to_owned();
+    let opened = std::thread::scope(|scope| {
+        let run = scope.spawn(|| lab.print(&["--session", &s], "first"));
+        // pi creates the file lazily, then writes its lines one by one: open it at once.
+        let deadline = std::time::Instant::now() + live::PI_TIMEOUT;
+        while !file.exists() {
+            assert!(std::time::Instant::now() < deadline, "pi never created {s}");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let opened = d.call("session/open", json!({"path": file}));
+        run.join().unwrap();
+        opened
+    });
+    let notes = newer_than(&drain_notifications(&mut d, QUIET), &opened["revision"]);
+    assert!(
+        of_method(&notes, "session/didCorrupt").is_empty(),
+        "{notes:?}"
+    );
+    let reloads = of_method(&notes, "session/didReload");
+    let at_birth = if opened["pending"] == true {
+        assert_eq!(reloads.len(), 1, "born once: {notes:?}");
+        assert_eq!(reloads[0]["reason"], "born");
+        reloads[0]["entryCount"].as_u64().unwrap() as usize
+    } else {
+        assert!(reloads.is_empty(), "{notes:?}");
+        opened["entryCount"].as_u64().unwrap() as usize
+    };
+    let ids = file_ids(&file);
+    assert_eq!(announced(&notes), ids[at_birth..].to_vec());
+    eprintln!(
+        "born: opened {} ({} entries then), {} at birth, {} announced after",
+        if opened["pending"] == true {
+            "pending"
+        } else {
+            "with a header"
+        },
+        opened["entryCount"],
+        at_birth,
+        ids.len() - at_birth
+    );
+    let theirs = pi_context(&lab, &file);
+    let ours = d.call("session/contextAt", json!({"path": file}));
+    let report = diff_report(&theirs, &restrict_to_context(&ours));
+    assert!(report.is_empty(), "contextAt differs from pi:\n{report}");
     d.stop();
 }

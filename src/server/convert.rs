@@ -67,10 +67,16 @@ pub fn node(tree: &Tree, source: &dyn LineSource, n: NodeIdx, with_children: boo
 /// `session/open`'s result for a freshly opened (or already open) session.
 pub fn open_result(session: &Session) -> OpenResult {
     let tree = session.tree();
-    let header = jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null);
+    let pending = session.is_pending();
+    let header = if pending {
+        Value::Null
+    } else {
+        jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null)
+    };
     OpenResult {
         path: session.path().to_owned(),
-        session_id: tree.header().id.clone(),
+        session_id: (!pending).then(|| tree.header().id.clone()),
+        pending,
         header,
         leaf_id: leaf_id(tree),
         leaves: leaves(tree),

@@ -18,7 +18,7 @@ use crate::core::diagnostics::Corruption;
 use crate::core::render::RenderError;
 use crate::session::SessionError;
 use crate::session::roots::RootError;
-use crate::storage::reader::OpenError;
+use crate::storage::reader::{BIRTH_GRACE, OpenError};
 use crate::storage::writer::{WriteError, WriteOptions};
 
 /// The file does not exist (or is not a regular file).
@@ -217,6 +217,15 @@ impl RpcError {
                 OpenError::Corrupt { path, corruption } => {
                     (SESSION_CORRUPT, Some(corrupt_data(path, corruption)))
                 }
+                OpenError::Pending { path, age_ms } => (
+                    BUSY,
+                    Some(json!({
+                        "path": path,
+                        "reason": "pending",
+                        "ageMs": age_ms,
+                        "retryAfterMs": (BIRTH_GRACE.as_millis() as u64).saturating_sub(*age_ms).max(50),
+                    })),
+                ),
             },
             RpcError::Session(SessionError::NotOpen { path }) => {
                 (SESSION_NOT_OPEN, Some(path_data(path)))

@@ -304,9 +304,13 @@ pub struct Node {
 pub struct OpenResult {
     /// Canonical session file path.
     pub path: PathBuf,
-    /// The header's `id`.
-    pub session_id: String,
-    /// The header line as parsed JSON.
+    /// The header's `id`; `None` while the session is pending.
+    pub session_id: Option<String>,
+    /// The file has no session header yet and is younger than the grace period (2 s): it is
+    /// being created. The session is followed; `session/didReload` with reason `born` tells
+    /// when the header has arrived.
+    pub pending: bool,
+    /// The header line as parsed JSON; `null` while the session is pending.
     pub header: Value,
     /// Default leaf: the last entry in file order (`None` without entries).
     pub leaf_id: Option<String>,
@@ -395,6 +399,9 @@ pub struct ListResult {
     pub sessions: Vec<ListedSession>,
     /// Files that end in `.jsonl` but have no readable session header.
     pub skipped: Vec<PathBuf>,
+    /// Files being created: empty or with part of a header only, modified within the grace
+    /// period (2 s). Listed again once their header is written.
+    pub pending: Vec<PathBuf>,
 }
 
 /// `session/didChange` params.
@@ -421,7 +428,7 @@ pub struct DidChangeParams {
 pub struct DidReloadParams {
     /// Canonical session file path.
     pub path: PathBuf,
-    /// `shrank`, `replaced` or `rewritten`.
+    /// `shrank`, `replaced`, `rewritten`, or `born` (a pending session's header arrived).
     pub reason: String,
     /// Last entry in file order after the reload.
     pub leaf_id: Option<String>,
