@@ -393,3 +393,144 @@ fn a_file_pi_is_creating_is_followed_from_its_birth() {
     assert!(report.is_empty(), "contextAt differs from pi:\n{report}");
     d.stop();
 }
+
+/// The first `session/didChange` (params) that `pred` accepts, within `timeout`.
+fn wait_change(d: &mut Daemon, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let note = d
+            .notification("session/didChange", left)
+            .expect("the awaited session/didChange");
+        if pred(&note) {
+            return note;
+        }
+    }
+}
+
+/// Whether `pid` is pi's process `root` or a descendant of it (pi's launcher starts the
+/// agent as a child process, and both are named `pi`).
+fn is_pi_of(pid: &Value, root: u32) -> bool {
+    let Some(mut cur) = pid.as_u64().and_then(|p| u32::try_from(p).ok()) else {
+        return false;
+    };
+    for _ in 0..16 {
+        if cur == root {
+            return true;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{cur}/stat")) else {
+            return false;
+        };
+        let Some(ppid) = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok())
+        else {
+            return false;
+        };
+        cur = ppid;
+    }
+    false
+}
+
+/// Hazard, writes while the agent runs: while pi (RPC mode) is mid-turn, context-changing
+/// writes are refused with agentActive naming pi's process, labels are allowed, `force: true`
+/// writes anyway (and the entry lands beside pi's path, which is why the refusal exists); once
+/// pi has settled, writes go ahead.
+#[test]
+fn writes_while_pi_works_are_refused_unless_forced() {
+    let Some(pi) = PiInstall::find("writes_while_pi_works_are_refused_unless_forced") else {
+        return;
+    };
+    let mut script = tools_script();
+    script["prompts"]["slow"] = json!([
+        tool("bash", json!({"command": "sleep 4 && echo slept"})),
+        {"text": "Rested."},
+    ]);
+    let lab = Lab::new(&pi, &script);
+    lab.print(&[], "first");
+    let file = only_session(&lab);
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    let opened = d.call("session/open", json!({"path": file}));
+    assert_eq!(opened["agent"], Value::Null, "no agent yet: {opened}");
+    let user = first_entry(&file, |e| e["message"]["role"] == "user");
+
+    let mut rpc = lab.rpc(&file);
+    rpc.send(json!({"type": "prompt", "message": "slow"}));
+    // pi wrote the assistant message that calls bash; the tool sleeps now.
+    let change = wait_change(&mut d, Duration::from_secs(60), |c| {
+        c["added"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["role"] == "assistant")
+    });
+    let leaf = change["leafId"].clone();
+    let custom = json!({"type": "custom_message", "customType": "note", "content": "from sessiond", "display": true});
+
+    let refused = d.request(
+        "session/append",
+        json!({"path": file, "entry": custom, "expectedLeafId": leaf}),
+    );
+    let (code, message, data) = support::error_of(&refused);
+    assert_eq!(code, -33019, "{refused}");
+    assert!(
+        is_pi_of(&data["agent"]["pid"], rpc.pid()),
+        "names pi's process: {refused}"
+    );
+    assert_eq!(data["agent"]["command"], "pi");
+    assert!(message.contains("agent"), "{message}");
+    eprintln!("agentActive: {message}");
+    for (method, params) in [
+        (
+            "session/branch",
+            json!({"path": file, "fromId": user, "summary": "elsewhere", "expectedLeafId": leaf}),
+        ),
+        (
+            "session/compact",
+            json!({"path": file, "expectedLeafId": leaf, "keepRecentTokens": 10}),
+        ),
+    ] {
+        let r = d.request(method, params);
+        assert_eq!(support::error_of(&r).0, -33019, "{method}: {r}");
+    }
+    // Once the tool runs (and the daemon's look at /proc is a second old), the tool's
+    // environment names the session.
+    std::thread::sleep(Duration::from_millis(1200));
+    let open_now = d.call("session/open", json!({"path": file}));
+    assert!(is_pi_of(&open_now["agent"]["pid"], rpc.pid()), "{open_now}");
+    assert_eq!(
+        open_now["agent"]["evidence"], "toolEnvironment",
+        "{open_now}"
+    );
+    // Labels never reach the model: allowed.
+    let labelled = d.call(
+        "session/label",
+        json!({"path": file, "targetId": user, "label": "start", "expectedLeafId": leaf}),
+    );
+    // Forced: written, beside pi's path.
+    let forced = d.call(
+        "session/append",
+        json!({"path": file, "entry": custom, "expectedLeafId": labelled["leafId"], "force": true}),
+    );
+    let forced_id = forced["id"].as_str().unwrap().to_owned();
+
+    rpc.wait_for(Duration::from_secs(60), |v| v["type"] == "agent_settled");
+    let settled = d.call("session/open", json!({"path": file}));
+    let path = d.call("session/contextAt", json!({"path": file, "fields": "ids"}));
+    assert!(
+        !path["entryIds"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(forced_id)),
+        "pi continued from its own entry, not from the forced one: {path}"
+    );
+    // pi is idle now: the same write goes ahead.
+    let after = d.call(
+        "session/append",
+        json!({"path": file, "entry": custom, "expectedLeafId": settled["leafId"]}),
+    );
+    assert_eq!(after["written"], true);
+    rpc.stop();
+    d.stop();
+}

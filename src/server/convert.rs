@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use serde_json::{Value, json};
 
-use super::wire::{DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
+use super::wire::{AgentInfo, DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
 use super::wire::{
     DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeResult,
 };
@@ -15,6 +15,7 @@ use crate::core::preview;
 use crate::core::render::LineSource;
 use crate::core::timestamp;
 use crate::core::tree::{NodeIdx, Tree};
+use crate::session::activity::Agent;
 use crate::session::owner::{self, ReloadReason, Session};
 
 /// The wire revision of a session.
@@ -86,6 +87,16 @@ pub fn open_result(session: &Session) -> OpenResult {
         diagnostics: json!(tree.diagnostics()),
         revision: revision(session.revision()),
         live_mode: session.live_mode().as_str().to_owned(),
+        agent: session.agent().as_ref().map(agent),
+    }
+}
+
+/// An agent working on a session, for the wire.
+pub fn agent(a: &Agent) -> AgentInfo {
+    AgentInfo {
+        pid: a.pid,
+        command: a.command.clone(),
+        evidence: a.evidence.as_str().to_owned(),
     }
 }
 
@@ -160,6 +171,7 @@ pub fn did_change(session: &Session, added: std::ops::Range<NodeIdx>) -> DidChan
         leaves: leaves(tree),
         entry_count: tree.len(),
         revision: json!(revision(session.revision())),
+        agent: session.agent().as_ref().map(agent),
     }
 }
 

@@ -197,6 +197,9 @@ pub struct BranchParams {
     /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `session/append` params.
@@ -214,6 +217,9 @@ pub struct AppendParams {
     /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `session/prepareCompaction` params.
@@ -255,6 +261,9 @@ pub struct CompactParams {
     /// Plan on the daemon's view and write nothing; default false.
     #[serde(default)]
     pub dry_run: bool,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// A revision: entry count, bytes of the file applied, and how many times the session was
@@ -329,6 +338,22 @@ pub struct OpenResult {
     /// How the daemon follows the file: `events`, `polling` or `requests`; changes are
     /// announced with `session/didChangeLiveMode`.
     pub live_mode: String,
+    /// The agent working on the session right now, if any (see `crate::session::activity`).
+    pub agent: Option<AgentInfo>,
+}
+
+/// An agent working on a session: a process found through `/proc`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// Its process id.
+    pub pid: u32,
+    /// Its process name (`/proc/PID/comm`, e.g. `pi`); never the command line, which may hold
+    /// credentials.
+    pub command: String,
+    /// Why it counts: `holdsFile` (holds the file open for writing), `toolEnvironment` (one of
+    /// its tools has `PI_SESSION_FILE` naming the file) or `sessionCwd` (a `pi` in the
+    /// session's cwd while the session's turn is open).
+    pub evidence: String,
 }
 
 /// `session/tree` result.
@@ -420,6 +445,8 @@ pub struct DidChangeParams {
     pub entry_count: usize,
     /// Revision after the change, `{entryCount, appliedBytes, generation}`.
     pub revision: Value,
+    /// The agent working on the session, as looked up at most a second before.
+    pub agent: Option<AgentInfo>,
 }
 
 /// `session/didReload` params.

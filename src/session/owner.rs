@@ -14,10 +14,11 @@ use std::fs::File;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::activity::{self, Agent};
 use super::context_cache::ContextCache;
 use crate::core::diagnostics::Corruption;
 use crate::core::incremental::LiveProjection;
@@ -32,6 +33,9 @@ use crate::watch::LiveMode;
 /// How many bytes before the applied offset are compared on each change, to notice a file
 /// rewritten in place with different content.
 const SIGNATURE_BYTES: u64 = 64;
+
+/// How long [`Session::agent`] reuses its last look at `/proc`.
+pub const AGENT_CACHE: Duration = Duration::from_secs(1);
 
 /// Why an open session was read again from the start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +117,8 @@ pub struct Session {
     missing_since: Option<SystemTime>,
     /// Recent projections (requests borrow the session shared; only its thread touches this).
     contexts: RefCell<ContextCache>,
+    /// The last answer of [`activity::detect`] and when it was made (see [`Session::agent`]).
+    agent: RefCell<Option<(Instant, Option<Agent>)>>,
     /// The file has no session header yet and was young when last read
     /// ([`OpenError::Pending`]): the tree is an empty stand-in, every refresh reads the file
     /// whole again, and the header's arrival is reported as a reload ([`ReloadReason::Born`]).
@@ -156,10 +162,41 @@ impl Session {
             live_mode: LiveMode::Requests,
             missing_since: None,
             contexts: RefCell::default(),
+            agent: RefCell::default(),
             pending,
         };
         session.signature = session.read_signature().map_err(io_err)?;
         Ok(session)
+    }
+
+    /// The agent working on this session (see [`activity`]), as found at most
+    /// [`AGENT_CACHE`] ago: cheap enough to report with every change.
+    pub fn agent(&self) -> Option<Agent> {
+        if let Some((at, found)) = &*self.agent.borrow()
+            && at.elapsed() < AGENT_CACHE
+        {
+            return found.clone();
+        }
+        self.agent_now()
+    }
+
+    /// The agent working on this session, looked up now (one pass over `/proc`), for deciding
+    /// whether a context-changing write may go ahead.
+    pub fn agent_now(&self) -> Option<Agent> {
+        let header = self.state.tree.header();
+        let probe = activity::Probe {
+            path: &self.path,
+            cwd: if self.pending {
+                None
+            } else {
+                header.cwd.as_deref()
+            },
+            turn_open: turn_open(&self.state.tree),
+            mtime: self.state.stamp.mtime,
+        };
+        let found = activity::detect(&probe);
+        *self.agent.borrow_mut() = Some((Instant::now(), found.clone()));
+        found
     }
 
     /// Whether the file has no session header yet (it is being created): the tree is empty
@@ -441,6 +478,21 @@ impl Session {
             }
         }
     }
+}
+
+/// Whether the session's turn is open: its last message in file order is one an agent answers
+/// next (a user message, a tool result, or an assistant message with tool calls).
+fn turn_open(tree: &Tree) -> bool {
+    use crate::core::format::{EntryKind, Role};
+    let last = tree.nodes().iter().rev().find_map(|n| match &n.entry.kind {
+        EntryKind::Message(m) => Some(m),
+        _ => None,
+    });
+    last.is_some_and(|m| match m.role {
+        Role::User | Role::ToolResult => true,
+        Role::Assistant => !m.tool_call_ids.is_empty(),
+        _ => false,
+    })
 }
 
 /// The header of a pending session's empty stand-in tree: no id, the current version, no
