@@ -161,3 +161,46 @@ fn a_young_header_only_file_opens_as_a_session_without_entries() {
     assert_eq!(change["added"][0]["id"], json!(entries[0].0));
     d.stop();
 }
+
+#[test]
+fn a_file_caught_empty_in_the_middle_of_a_rewrite_reloads_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("rewrite.jsonl");
+    let (header, entries) = v3_session(3);
+    let text = |n: usize| {
+        let mut t = format!("{header}\n");
+        for (_, line) in &entries[..n] {
+            t.push_str(line);
+            t.push('\n');
+        }
+        t
+    };
+    std::fs::write(&file, text(2)).unwrap();
+    let (mut d, _) = Daemon::start(&[&root]);
+    let opened = checked(&mut d, "session/open", json!({"path": file}));
+    assert_eq!(opened["entryCount"], 2);
+    // pi's rewrite truncates first: the daemon keeps the last good state meanwhile.
+    std::fs::write(&file, "").unwrap();
+    let tree = d.call("session/tree", json!({"path": file}));
+    assert_eq!(tree["entryCount"], 2, "{tree}");
+    assert!(
+        d.notification("session/didReload", Duration::from_millis(300))
+            .is_none()
+    );
+    std::fs::write(&file, text(3)).unwrap();
+    let reload = d
+        .notification("session/didReload", NOTE_WAIT)
+        .expect("didReload");
+    assert_eq!(reload["entryCount"], 3, "{reload}");
+    assert!(
+        d.notification("session/didReload", Duration::from_millis(500))
+            .is_none(),
+        "one reload"
+    );
+    assert!(
+        d.notification("session/didCorrupt", Duration::from_millis(10))
+            .is_none()
+    );
+    d.stop();
+}

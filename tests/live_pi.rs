@@ -534,3 +534,102 @@ fn writes_while_pi_works_are_refused_unless_forced() {
     rpc.stop();
     d.stop();
 }
+
+/// The ids of the nodes of an open session, in `session/tree` order, sorted for comparison.
+fn tree_ids(d: &mut Daemon, file: &Path) -> Vec<String> {
+    let tree = d.call("session/tree", json!({"path": file, "limit": 10000}));
+    assert_eq!(tree["complete"], true);
+    let mut ids: Vec<String> = tree["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The tree and context sessiond holds equal the file's entries and pi's own context.
+fn assert_tree_is_the_file(lab: &Lab, d: &mut Daemon, file: &Path) {
+    let mut want = file_ids(file);
+    want.sort();
+    assert_eq!(tree_ids(d, file), want, "sessiond's tree is the file's");
+    let theirs = pi_context(lab, file);
+    let ours = d.call("session/contextAt", json!({"path": file}));
+    let report = diff_report(&theirs, &restrict_to_context(&ours));
+    assert!(report.is_empty(), "contextAt differs from pi:\n{report}");
+}
+
+/// pi's rewrite path 1: pi migrates an older session file in place when it opens it. With
+/// sessiond following, one `session/didReload` and a correct tree afterwards.
+#[test]
+fn pi_migrating_an_old_file_in_place_gives_one_reload() {
+    let Some(pi) = PiInstall::find("pi_migrating_an_old_file_in_place_gives_one_reload") else {
+        return;
+    };
+    let lab = Lab::new(&pi, &tools_script());
+    let file = lab.sessions.join("old.jsonl");
+    // pi refuses a session whose working directory does not exist: point it at the work tree.
+    let old = std::fs::read_to_string(
+        support::repo().join("tests/data/synthetic/v1-linear-compaction.jsonl"),
+    )
+    .unwrap()
+    .replace(
+        r#""cwd":"/home/dev/projects/webshop""#,
+        &format!(r#""cwd":{}"#, json!(lab.work)),
+    );
+    std::fs::write(&file, old).unwrap();
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    let opened = d.call("session/open", json!({"path": file}));
+    assert_eq!(opened["header"]["version"], Value::Null, "a version-1 file");
+    let s = file.to_str().unwrap().to_owned();
+    lab.print(&["--session", &s], "first");
+    let notes = newer_than(&drain_notifications(&mut d, QUIET), &opened["revision"]);
+    assert!(
+        of_method(&notes, "session/didCorrupt").is_empty(),
+        "{notes:?}"
+    );
+    let reloads = of_method(&notes, "session/didReload");
+    assert_eq!(reloads.len(), 1, "one reload: {notes:?}");
+    eprintln!("migration: reload reason {}", reloads[0]["reason"]);
+    assert_eq!(
+        live::file_lines(&file)[0]["version"],
+        3,
+        "pi migrated the file"
+    );
+    // Entries after the reload are announced once each.
+    let at_reload = reloads[0]["entryCount"].as_u64().unwrap() as usize;
+    assert_eq!(announced(&notes), file_ids(&file)[at_reload..].to_vec());
+    assert_tree_is_the_file(&lab, &mut d, &file);
+    d.stop();
+}
+
+/// pi's rewrite path 2: pi rewrites an empty file given to `--session` (a header, then its
+/// entries). sessiond follows the young empty file as pending: one `session/didReload`
+/// (`born`) and a correct tree afterwards.
+#[test]
+fn pi_rewriting_an_empty_session_file_gives_one_reload() {
+    let Some(pi) = PiInstall::find("pi_rewriting_an_empty_session_file_gives_one_reload") else {
+        return;
+    };
+    let lab = Lab::new(&pi, &tools_script());
+    let file = lab.sessions.join("empty.jsonl");
+    std::fs::write(&file, "").unwrap();
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    let opened = d.call("session/open", json!({"path": file}));
+    assert_eq!(opened["pending"], true, "{opened}");
+    let s = file.to_str().unwrap().to_owned();
+    lab.print(&["--session", &s], "first");
+    let notes = newer_than(&drain_notifications(&mut d, QUIET), &opened["revision"]);
+    assert!(
+        of_method(&notes, "session/didCorrupt").is_empty(),
+        "{notes:?}"
+    );
+    let reloads = of_method(&notes, "session/didReload");
+    assert_eq!(reloads.len(), 1, "one reload: {notes:?}");
+    assert_eq!(reloads[0]["reason"], "born");
+    let at_birth = reloads[0]["entryCount"].as_u64().unwrap() as usize;
+    assert_eq!(announced(&notes), file_ids(&file)[at_birth..].to_vec());
+    assert_tree_is_the_file(&lab, &mut d, &file);
+    d.stop();
+}

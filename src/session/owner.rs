@@ -371,6 +371,14 @@ impl Session {
 
     fn reload(&mut self, reason: ReloadReason, stamp: FileStamp, sink: &dyn EventSink) {
         match Session::open(&self.path, self.mode) {
+            Ok(fresh) if fresh.pending => {
+                // Caught in the middle of a rewrite (pi truncates the file, then writes every
+                // line again): keep the last good state and read again on every refresh (the
+                // stamp is not taken), so the rewrite gives one reload once it reads. Writes
+                // wait meanwhile. A file that stays without a header past the grace is then
+                // reported as corrupt by the branch below.
+                self.needs_reload = true;
+            }
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
                 fresh.live_mode = self.live_mode;
