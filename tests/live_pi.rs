@@ -633,3 +633,132 @@ fn pi_rewriting_an_empty_session_file_gives_one_reload() {
     assert_tree_is_the_file(&lab, &mut d, &file);
     d.stop();
 }
+
+/// Resident memory of a process, in KiB (`VmRSS` of `/proc/PID/status`).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+/// The `q` quantile of sorted values.
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// Prompts of the soak; each runs five turns (write, read, edit, bash, answer).
+const SOAK_PROMPTS: usize = 60;
+
+/// Test 5, RPC mode and a long soak: pi in RPC mode through many prompts (a few hundred turns)
+/// with sessiond following. Every entry is announced once, in order; every request passes the
+/// referee; the daemon's memory stays flat. Prints turns, entries and the `didChange` latency
+/// (from the entry's own timestamp to the notification's arrival).
+#[test]
+fn rpc_soak_zero_mismatches_flat_memory() {
+    let Some(pi) = PiInstall::find("rpc_soak_zero_mismatches_flat_memory") else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let mut script = tools_script();
+    script["default"] = json!([
+        tool("write", json!({"path": "soak.txt", "content": "one\ntwo\n"})),
+        tool("read", json!({"path": "soak.txt"})),
+        tool("edit", json!({"path": "soak.txt", "edits": [{"oldText": "one", "newText": "ONE"}]})),
+        tool("bash", json!({"command": "cat soak.txt"})),
+        {"text": "Soaked."},
+    ]);
+    let lab = Lab::new(&pi, &script);
+    lab.print(&[], "first");
+    let file = only_session(&lab);
+    let (mut d, _) = Daemon::start(&[&lab.sessions]);
+    let opened = d.call("session/open", json!({"path": file}));
+    let before = file_ids(&file).len();
+    let mut rpc = lab.rpc(&file);
+
+    let mut notes: Vec<Value> = Vec::new();
+    let mut latencies_ms: Vec<f64> = Vec::new();
+    let mut turns = 0usize;
+    let mut rss_start = 0;
+    let deadline = started + Duration::from_secs(240);
+    for i in 0..SOAK_PROMPTS {
+        rpc.send(json!({"type": "prompt", "message": format!("soak {i}")}));
+        let mut settled = false;
+        while !settled {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the soak ran out of time at prompt {i}"
+            );
+            while let Some(event) = rpc.try_next() {
+                match event["type"].as_str() {
+                    Some("turn_end") => turns += 1,
+                    Some("agent_settled") => settled = true,
+                    Some("response") if event["success"] == false => panic!("pi refused: {event}"),
+                    _ => {}
+                }
+            }
+            if let Some(m) = d.next_message(Duration::from_millis(2)) {
+                let now = std::time::SystemTime::now();
+                if m["method"] == "session/didChange" {
+                    for n in m["params"]["added"].as_array().unwrap() {
+                        let ts = n["timestamp"].as_str().unwrap();
+                        let ms = sessiond::core::timestamp::parse_iso(ts).unwrap();
+                        let written = std::time::UNIX_EPOCH + Duration::from_millis(ms as u64);
+                        let lag = now.duration_since(written).unwrap_or_default();
+                        latencies_ms.push(lag.as_secs_f64() * 1000.0);
+                    }
+                }
+                if m.get("method").is_some() {
+                    notes.push(m);
+                }
+            }
+        }
+        if i == 0 {
+            // Measured once the daemon has followed a whole prompt: its working set is warm.
+            rss_start = rss_kib(d.pid());
+        }
+    }
+    notes.extend(drain_notifications(&mut d, QUIET));
+    let rss_end = rss_kib(d.pid());
+    rpc.stop();
+
+    let notes = newer_than(&notes, &opened["revision"]);
+    let ids = file_ids(&file);
+    let announced = announced(&notes);
+    assert_eq!(
+        announced.len(),
+        ids.len() - before,
+        "every entry announced once"
+    );
+    assert_eq!(announced, ids[before..].to_vec(), "in file order");
+    for m in ["session/didReload", "session/didCorrupt"] {
+        assert!(of_method(&notes, m).is_empty(), "no {m}");
+    }
+    let requests = lab.server.requests();
+    let checked = referee_all(&lab, &mut d, &requests);
+    latencies_ms.sort_by(f64::total_cmp);
+    let median = quantile(&latencies_ms, 0.5);
+    let p99 = quantile(&latencies_ms, 0.99);
+    eprintln!(
+        "soak: {SOAK_PROMPTS} prompts, {turns} turns, {} entries ({} new), {checked} requests refereed, 0 mismatches; \
+         didChange latency median {median:.1} ms, p90 {:.1} ms, p99 {p99:.1} ms, max {:.1} ms; \
+         daemon RSS {rss_start} KiB after the first prompt, {rss_end} KiB at the end; {:.1} s",
+        ids.len(),
+        ids.len() - before,
+        quantile(&latencies_ms, 0.9),
+        latencies_ms.last().copied().unwrap_or(0.0),
+        started.elapsed().as_secs_f64(),
+    );
+    assert!(turns >= 5 * SOAK_PROMPTS, "a few hundred turns: {turns}");
+    assert!(
+        rss_end < rss_start + 24 * 1024,
+        "daemon memory grew from {rss_start} KiB to {rss_end} KiB"
+    );
+    // A gross regression only (polling instead of events would be ~500 ms): the machine may be
+    // loaded, so the distribution is printed, not held to.
+    assert!(median < 250.0, "didChange median latency {median:.1} ms");
+    d.stop();
+}

@@ -434,6 +434,11 @@ impl RpcPi {
         }
     }
 
+    /// The next record pi has printed, if one is waiting.
+    pub fn try_next(&mut self) -> Option<Value> {
+        self.rx.try_recv().ok()
+    }
+
     /// Sends a prompt and waits until pi has settled (`agent_settled`).
     pub fn prompt(&mut self, message: &str, timeout: Duration) {
         self.send(json!({"type": "prompt", "message": message}));
