@@ -757,8 +757,7 @@ fn rpc_soak_zero_mismatches_flat_memory() {
         rss_end < rss_start + 24 * 1024,
         "daemon memory grew from {rss_start} KiB to {rss_end} KiB"
     );
-    // A gross regression only (polling instead of events would be ~500 ms): the machine may be
-    // loaded, so the distribution is printed, not held to.
-    assert!(median < 250.0, "didChange median latency {median:.1} ms");
+    // Latency is printed, never asserted (the machine may be loaded): speed belongs to the
+    // benchmarks. Memory staying flat is the soak's point: a generous bound catches a leak.
     d.stop();
 }
