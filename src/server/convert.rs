@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use serde_json::{Value, json};
 
-use super::wire::{DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
+use super::wire::{AgentInfo, DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
 use super::wire::{
     DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeResult,
 };
@@ -17,6 +17,7 @@ use crate::core::preview;
 use crate::core::render::LineSource;
 use crate::core::timestamp;
 use crate::core::tree::{NodeIdx, Tree};
+use crate::session::activity::Agent;
 use crate::session::owner::{self, ReloadReason, Session};
 use crate::storage::{lines, writer};
 
@@ -70,10 +71,16 @@ pub fn node(tree: &Tree, source: &dyn LineSource, n: NodeIdx, with_children: boo
 /// `session/open`'s result for a freshly opened (or already open) session.
 pub fn open_result(session: &Session) -> OpenResult {
     let tree = session.tree();
-    let header = jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null);
+    let pending = session.is_pending();
+    let header = if pending {
+        Value::Null
+    } else {
+        jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null)
+    };
     OpenResult {
         path: session.path().to_owned(),
-        session_id: tree.header().id.clone(),
+        session_id: (!pending).then(|| tree.header().id.clone()),
+        pending,
         header,
         leaf_id: leaf_id(tree),
         leaves: leaves(tree),
@@ -83,6 +90,16 @@ pub fn open_result(session: &Session) -> OpenResult {
         diagnostics: json!(tree.diagnostics()),
         revision: revision(session.revision()),
         live_mode: session.live_mode().as_str().to_owned(),
+        agent: session.agent().as_ref().map(agent),
+    }
+}
+
+/// An agent working on a session, for the wire.
+pub fn agent(a: &Agent) -> AgentInfo {
+    AgentInfo {
+        pid: a.pid,
+        command: a.command.clone(),
+        evidence: a.evidence.as_str().to_owned(),
     }
 }
 
@@ -157,6 +174,7 @@ pub fn did_change(session: &Session, added: std::ops::Range<NodeIdx>) -> DidChan
         leaves: leaves(tree),
         entry_count: tree.len(),
         revision: json!(revision(session.revision())),
+        agent: session.agent().as_ref().map(agent),
     }
 }
 

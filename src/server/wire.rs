@@ -197,6 +197,9 @@ pub struct BranchParams {
     /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `session/append` params.
@@ -214,6 +217,9 @@ pub struct AppendParams {
     /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `session/prepareCompaction` params.
@@ -255,6 +261,9 @@ pub struct CompactParams {
     /// Plan on the daemon's view and write nothing; default false.
     #[serde(default)]
     pub dry_run: bool,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// A revision: entry count, bytes of the file applied, and how many times the session was
@@ -304,9 +313,13 @@ pub struct Node {
 pub struct OpenResult {
     /// Canonical session file path.
     pub path: PathBuf,
-    /// The header's `id`.
-    pub session_id: String,
-    /// The header line as parsed JSON.
+    /// The header's `id`; `None` while the session is pending.
+    pub session_id: Option<String>,
+    /// The file has no session header yet and is younger than the grace period (2 s): it is
+    /// being created. The session is followed; `session/didReload` with reason `born` tells
+    /// when the header has arrived.
+    pub pending: bool,
+    /// The header line as parsed JSON; `null` while the session is pending.
     pub header: Value,
     /// Default leaf: the last entry in file order (`None` without entries).
     pub leaf_id: Option<String>,
@@ -325,6 +338,22 @@ pub struct OpenResult {
     /// How the daemon follows the file: `events`, `polling` or `requests`; changes are
     /// announced with `session/didChangeLiveMode`.
     pub live_mode: String,
+    /// The agent working on the session right now, if any (see `crate::session::activity`).
+    pub agent: Option<AgentInfo>,
+}
+
+/// An agent working on a session: a process found through `/proc`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// Its process id.
+    pub pid: u32,
+    /// Its process name (`/proc/PID/comm`, e.g. `pi`); never the command line, which may hold
+    /// credentials.
+    pub command: String,
+    /// Why it counts: `holdsFile` (holds the file open for writing), `toolEnvironment` (one of
+    /// its tools has `PI_SESSION_FILE` naming the file) or `sessionCwd` (a `pi` in the
+    /// session's cwd while the session's turn is open).
+    pub evidence: String,
 }
 
 /// `session/tree` result.
@@ -395,6 +424,9 @@ pub struct ListResult {
     pub sessions: Vec<ListedSession>,
     /// Files that end in `.jsonl` but have no readable session header.
     pub skipped: Vec<PathBuf>,
+    /// Files being created: empty or with part of a header only, modified within the grace
+    /// period (2 s). Listed again once their header is written.
+    pub pending: Vec<PathBuf>,
 }
 
 /// `session/didChange` params.
@@ -413,6 +445,8 @@ pub struct DidChangeParams {
     pub entry_count: usize,
     /// Revision after the change, `{entryCount, appliedBytes, generation}`.
     pub revision: Value,
+    /// The agent working on the session, as looked up at most a second before.
+    pub agent: Option<AgentInfo>,
 }
 
 /// `session/didReload` params.
@@ -421,7 +455,7 @@ pub struct DidChangeParams {
 pub struct DidReloadParams {
     /// Canonical session file path.
     pub path: PathBuf,
-    /// `shrank`, `replaced` or `rewritten`.
+    /// `shrank`, `replaced`, `rewritten`, or `born` (a pending session's header arrived).
     pub reason: String,
     /// Last entry in file order after the reload.
     pub leaf_id: Option<String>,

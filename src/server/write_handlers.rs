@@ -70,6 +70,40 @@ fn check_view(s: &Session, expected: Option<&str>) -> Result<(), RpcError> {
         .map_err(|stale| crate::storage::writer::WriteError::conflict(s.path(), stale).into())
 }
 
+/// Whether a write is checked for an agent working on the session first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Guard {
+    /// Labels and names: they never reach the model, so they may land beside an agent.
+    Off,
+    /// A context-changing write (append, branch with a summary, compaction), refused while an
+    /// agent works on the session.
+    Context,
+    /// A context-changing write the caller forces (`force: true`).
+    Forced,
+}
+
+impl Guard {
+    fn context(force: bool) -> Guard {
+        if force { Guard::Forced } else { Guard::Context }
+    }
+}
+
+/// Refuses a context-changing write while an agent works on the session (SPEC §4): pi never
+/// re-reads its file, so the entry would become a side branch its next entry does not follow.
+/// Looks at `/proc` now, not through the cache. Errors: [`RpcError::AgentActive`].
+fn refuse_beside_agent(s: &Session, guard: Guard) -> Result<(), RpcError> {
+    if guard != Guard::Context {
+        return Ok(());
+    }
+    match s.agent_now() {
+        None => Ok(()),
+        Some(agent) => Err(RpcError::AgentActive {
+            path: s.path().to_owned(),
+            agent,
+        }),
+    }
+}
+
 impl Backend {
     /// Runs `f` with write access on the session's owner and flattens the errors.
     async fn write_on<R: Send + 'static>(
@@ -81,14 +115,18 @@ impl Backend {
         handle.update(f).await?
     }
 
-    /// Appends one change through the owner (see [`Session::write`]).
+    /// Appends one change through the owner (see [`Session::write`]). `guard`: the change
+    /// reaches the model's context, so it is refused while an agent works on the session
+    /// ([`refuse_beside_agent`]).
     async fn append_change(
         &self,
         path: &Path,
         expected: Option<String>,
         owned: OwnedChange,
+        guard: Guard,
     ) -> Result<Value, RpcError> {
         self.write_on(path, move |s, sink| {
+            refuse_beside_agent(s, guard)?;
             let w = s.write(sink, |path, opened| {
                 writer::write_entry(
                     path,
@@ -168,7 +206,9 @@ impl Backend {
             target_id: p.target_id,
             label: p.label,
         };
-        Ok(self.append_change(&p.path, expected, owned).await?)
+        Ok(self
+            .append_change(&p.path, expected, owned, Guard::Off)
+            .await?)
     }
 
     /// `session/setName {path, name, expectedLeafId}`.
@@ -176,7 +216,9 @@ impl Backend {
         let p: SetNameParams = params("session/setName", p)?;
         let expected = expected_leaf("session/setName", p.expected_leaf_id)?;
         let owned = OwnedChange::SetName { name: p.name };
-        Ok(self.append_change(&p.path, expected, owned).await?)
+        Ok(self
+            .append_change(&p.path, expected, owned, Guard::Off)
+            .await?)
     }
 
     /// `session/branch {path, fromId|null, summary?, details?, expectedLeafId}`.
@@ -220,7 +262,9 @@ impl Backend {
             summary,
             details,
         };
-        Ok(self.append_change(&p.path, expected, owned).await?)
+        Ok(self
+            .append_change(&p.path, expected, owned, Guard::context(p.force))
+            .await?)
     }
 
     /// `session/append {path, entry, parentId?, expectedLeafId}`.
@@ -242,7 +286,9 @@ impl Backend {
             entry_json,
             parent_id: p.parent_id,
         };
-        Ok(self.append_change(&p.path, expected, owned).await?)
+        Ok(self
+            .append_change(&p.path, expected, owned, Guard::context(p.force))
+            .await?)
     }
 
     /// `session/prepareCompaction {path, leafId?, keepRecentTokens?, customInstructions?}`.
@@ -294,8 +340,10 @@ impl Backend {
                 .await?);
         }
         let expected = expected.flatten();
+        let guard = Guard::context(p.force);
         Ok(self
             .write_on(&path, move |s, sink| {
+                refuse_beside_agent(s, guard)?;
                 let committed = s.write(sink, |path, opened| {
                     compact::commit(
                         path,
