@@ -9,13 +9,13 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::error::{CliError, Exit};
-use crate::context_json::ContextJson;
 use crate::core::explain::{self, Explanation, Reason};
 use crate::core::format::EntryKind;
 use crate::core::preview;
 use crate::core::projection::{self, Projection};
 use crate::core::render::{self, LineSource};
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::server::context_json::ContextJson;
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 
 /// `sessiond context`.
@@ -194,7 +194,7 @@ pub fn print_context(
     Ok(Exit::Ok)
 }
 
-/// Writes the context document (see [`crate::context_json`]), rendering messages as it goes.
+/// Writes the context document (see [`crate::server::context_json`]), rendering messages as it goes.
 fn write_context_json(
     out: &mut dyn Write,
     tree: &Tree,

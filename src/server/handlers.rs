@@ -16,10 +16,10 @@ use super::wire::{
     CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, FieldsParam, ListParams,
     ListResult, ListedSession, OpenParams, TreeParams,
 };
-use crate::context_json::{ContextJson, Fields, Window};
 use crate::core::explain;
 use crate::core::projection;
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::server::context_json::{ContextJson, Fields, Window};
 use crate::session::SessionHandle;
 use crate::session::owner::Session;
 use crate::storage::list;

@@ -15,13 +15,13 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::convert;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::explain::message_count;
 use crate::core::preview;
 use crate::core::projection::Projection;
 use crate::core::render::{self, LineSource, RenderError};
 use crate::core::tree::Tree;
-use crate::server::convert;
 use crate::storage::reader::TornTail;
 
 /// How much of each message to include.
