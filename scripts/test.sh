@@ -10,7 +10,8 @@
 #   differential tests run pi instead of skipping;
 # * Neovim for the headless editor test (scripts/test-deps.sh: one already on PATH, or pip
 #   install --target .tools/python; nothing outside the repository);
-# * the VS Code extension's npm dependencies (scripts/test-vscode.sh).
+# * the VS Code extension's npm dependencies (scripts/test-vscode.sh);
+# * the real pi agent and Node 22 for the live tests (scripts/live-deps.sh, into ./.tools/live).
 # Then it runs `cargo test` and the extension's tests against the freshly built daemon.
 set -euo pipefail
 
@@ -43,6 +44,10 @@ export SESSIOND_ORACLE_DIR="$oracle"
 # Neovim for the editor test: found, or installed under .tools/ (never globally).
 SESSIOND_NVIM="$(bash scripts/test-deps.sh)"
 export SESSIOND_NVIM
+
+# The live tests (tests/live_pi.rs) run the real pi agent against a scripted model server.
+bash scripts/live-deps.sh
+export SESSIOND_PI_DIR="$root/.tools/live"
 
 status=0
 cargo test --all-targets --no-fail-fast || status=$?

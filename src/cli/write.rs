@@ -2,6 +2,7 @@
 //! call into `storage::writer`, so the CLI and the daemon write the same way. Exit codes: the
 //! [`Exit`] table.
 
+use crate::server::convert;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -166,13 +167,13 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
         },
         &Reservations::new(),
     )?;
-    print(out, &forked, args.json, |f| {
+    print(out, &convert::forked(&forked), args.json, |f| {
         format!(
             "wrote {} · {} · session {} · leaf {}",
             as_given(&f.path, &args.file, args.out.as_deref()).display(),
             super::tree::count(f.entry_count, "entry", "entries"),
             f.session_id,
-            f.leaf_id.as_ref().map_or("null", |l| l.as_str()),
+            f.leaf_id.as_deref().unwrap_or("null"),
         )
     })
 }
@@ -237,7 +238,7 @@ pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> 
 /// Runs `salvage`.
 pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError> {
     let salvaged = writer::salvage(&args.file, args.out.as_deref(), &Reservations::new())?;
-    print(out, &salvaged, args.json, |s| {
+    print(out, &convert::salvaged(&salvaged), args.json, |s| {
         let mut text = format!(
             "wrote {} · {} kept · {} dropped · {} re-attached",
             as_given(&s.path, &args.file, args.out.as_deref()).display(),
@@ -280,8 +281,8 @@ fn append_change(
         null_or(&o.expected_leaf),
         &options(o),
     )?;
-    print(out, &written, o.json, |w| {
-        let leaf = w.leaf_id.as_ref().map_or("null", |l| l.as_str());
+    print(out, &convert::written(&written, true), o.json, |w| {
+        let leaf = w.leaf_id.as_deref().unwrap_or("null");
         let mut text = format!("wrote {what} {} · current leaf {leaf}", w.id);
         if !w.added_after.is_empty() {
             text.push_str(&format!(
