@@ -110,7 +110,10 @@ fn random_sessions_match_pi() {
         .enumerate()
         .filter_map(|(i, r)| r.err().map(|e| (i, e)))
         .collect();
-    let trees = expected.iter().filter(|pi| pi.get("tree").is_some()).count();
+    let trees = expected
+        .iter()
+        .filter(|pi| pi.get("tree").is_some())
+        .count();
     eprintln!(
         "differential: seed {seed}, {} session files, {} cases ({trees} tree orders), {} failed",
         cases.len(),
