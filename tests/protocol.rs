@@ -10,7 +10,16 @@ mod support;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use support::Daemon;
+use support::{Daemon, repo};
+
+/// A session root holding a copy of the example session, as `<root>/a.jsonl`.
+fn root_with_example() -> (tempfile::TempDir, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a.jsonl");
+    std::fs::copy(repo().join("examples/pi-v3-branched.jsonl"), &file).unwrap();
+    let file = std::fs::canonicalize(file).unwrap();
+    (tmp, file.to_str().unwrap().to_owned())
+}
 
 fn roots_of(init: &Value) -> Value {
     init["result"]["capabilities"]["experimental"]["sessiond"]["roots"].clone()
@@ -46,5 +55,35 @@ fn the_same_root_given_twice_is_listed_once() {
         "initializationOptions.roots first, then --root, each once"
     );
     d.notify("initialized", json!({}));
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn previews_are_at_most_80_code_points() {
+    let (tmp, path) = root_with_example();
+    let (mut d, _) = Daemon::start(&[tmp.path()]);
+    d.call("session/open", json!({"path": path}));
+    let page = d.call(
+        "session/tree",
+        json!({"path": path, "limit": 10000, "depth": 10000}),
+    );
+    let nodes = page["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1033);
+    let lengths: Vec<usize> = nodes
+        .iter()
+        .map(|n| n["preview"].as_str().unwrap().chars().count())
+        .collect();
+    assert!(
+        lengths.iter().all(|&l| l <= 80),
+        "{:?}",
+        lengths.iter().max()
+    );
+    // Cut texts end with an ellipsis at exactly 80 (55 of them had 81 before).
+    let cut = nodes
+        .iter()
+        .map(|n| n["preview"].as_str().unwrap())
+        .filter(|p| p.chars().count() == 80 && p.ends_with('…'))
+        .count();
+    assert!(cut > 50, "{cut}");
     assert_eq!(d.stop(), Some(0));
 }

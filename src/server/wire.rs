@@ -287,7 +287,9 @@ pub struct Node {
     /// The entry's current label, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    /// One line of at most 80 characters.
+    /// One line of at most 80 characters, counted as Unicode code points (JavaScript:
+    /// `[...preview].length`; JSON Schema's `maxLength` counts the same way); a cut text ends
+    /// with `…`.
     pub preview: String,
     /// The entry's `timestamp` as written (usually an ISO string).
     pub timestamp: Value,
