@@ -59,6 +59,40 @@ fn the_same_root_given_twice_is_listed_once() {
 }
 
 #[test]
+fn fork_counts_are_what_open_of_the_new_file_reports() {
+    let (tmp, path) = root_with_example();
+    let (mut d, _) = Daemon::start(&[tmp.path()]);
+    let open = d.call("session/open", json!({"path": path}));
+    let mut rechained = 0;
+    for (entry, position) in [
+        (open["leafId"].clone(), "at"),
+        (open["leaves"][0].clone(), "at"),
+        (json!("00247798"), "at"),
+    ] {
+        let fork = d.call(
+            "session/fork",
+            json!({"path": path, "entryId": entry, "position": position}),
+        );
+        let new = d.call("session/open", json!({"path": fork["path"]}));
+        assert_eq!(fork["entryCount"], new["entryCount"], "{entry} {position}");
+        assert_eq!(fork["leafId"], new["leafId"], "{entry} {position}");
+        assert_eq!(fork["sessionId"], new["sessionId"]);
+        let labels = fork["newLabels"].as_array().unwrap();
+        match labels.last() {
+            // Labels re-chained after the path: the last one is the new file's last entry.
+            Some(last) => {
+                rechained += 1;
+                assert_eq!(&fork["leafId"], last);
+            }
+            None => assert_eq!(fork["leafId"], entry),
+        }
+        d.call("session/close", json!({"path": fork["path"]}));
+    }
+    assert!(rechained > 0, "the example re-chains a label on some path");
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
 fn previews_are_at_most_80_code_points() {
     let (tmp, path) = root_with_example();
     let (mut d, _) = Daemon::start(&[tmp.path()]);
