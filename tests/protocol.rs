@@ -10,7 +10,7 @@ mod support;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use support::{Daemon, repo};
+use support::{Daemon, error_of, repo};
 
 /// A session root holding a copy of the example session, as `<root>/a.jsonl`.
 fn root_with_example() -> (tempfile::TempDir, String) {
@@ -31,6 +31,58 @@ fn canonical(p: &Path) -> String {
         .to_str()
         .unwrap()
         .to_owned()
+}
+
+#[test]
+fn initialize_needs_only_initialization_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = Daemon::spawn(&[]);
+    let init = d.request(
+        "initialize",
+        json!({"initializationOptions": {"roots": [tmp.path()]}}),
+    );
+    assert_eq!(roots_of(&init), json!([canonical(tmp.path())]), "{init}");
+    d.notify("initialized", json!({}));
+    let listed = d.call("session/list", json!({}));
+    assert_eq!(listed["sessions"], json!([]));
+    assert_eq!(d.stop(), Some(0));
+
+    // No params at all: LSP's capabilities are taken as {}, the roots are the --root ones.
+    let mut d = Daemon::spawn(&[tmp.path()]);
+    d.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"}));
+    let init = d.response(&json!(1));
+    assert_eq!(roots_of(&init), json!([canonical(tmp.path())]), "{init}");
+    drop(d);
+}
+
+#[test]
+fn bad_initialization_options_are_refused_and_initialize_can_be_sent_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d = Daemon::spawn(&[]);
+    for options in [
+        json!({"roots": "/not/an/array"}),
+        json!({"roots": [1]}),
+        json!({"roots": [""]}),
+        json!("roots"),
+    ] {
+        let r = d.request(
+            "initialize",
+            json!({"capabilities": {}, "initializationOptions": options}),
+        );
+        let (code, message, _) = error_of(&r);
+        assert_eq!(code, -32602, "{options}: {message}");
+        assert!(message.contains("initializationOptions"), "{message}");
+    }
+    // Still not initialized: requests are refused as before initialize.
+    let (code, ..) = error_of(&d.request("session/list", json!({})));
+    assert_eq!(code, -32002);
+    let init = d.request(
+        "initialize",
+        json!({"capabilities": {}, "initializationOptions": {"roots": [tmp.path()]}}),
+    );
+    assert_eq!(roots_of(&init), json!([canonical(tmp.path())]));
+    d.notify("initialized", json!({}));
+    assert_eq!(d.stop(), Some(0));
 }
 
 #[test]
@@ -56,6 +108,30 @@ fn the_same_root_given_twice_is_listed_once() {
     );
     d.notify("initialized", json!({}));
     assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn lifecycle_errors_are_the_documented_ones() {
+    let (tmp, _) = root_with_example();
+    let (mut d, _) = Daemon::start(&[tmp.path()]);
+    // An unknown `$/` request is answered (tower-lsp-server alone would stay silent).
+    let (code, _, data) = error_of(&d.request("$/unknownRequest", json!({})));
+    assert_eq!((code, data), (-32601, json!("$/unknownRequest")));
+    let (code, _, data) = error_of(&d.request("session/nope", json!({})));
+    assert_eq!((code, data), (-32601, json!("session/nope")));
+    // A notification method sent as a request.
+    let (code, ..) = error_of(&d.request("initialized", json!({})));
+    assert_eq!(code, -32600);
+    let (code, ..) = error_of(&d.request("initialize", json!({})));
+    assert_eq!(code, -32600, "a second initialize");
+    let r = d.request("shutdown", Value::Null);
+    assert_eq!(r["result"], Value::Null);
+    for method in ["session/list", "shutdown", "initialize"] {
+        let (code, message, _) = error_of(&d.request(method, json!({})));
+        assert_eq!(code, -32600, "{method} after shutdown: {message}");
+    }
+    d.notify("exit", Value::Null);
+    assert_eq!(d.wait(), Some(0));
 }
 
 #[test]

@@ -39,6 +39,7 @@ use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
 use crate::storage::publish::Reservations;
 use crate::watch::WatchBackend;
+use error::RpcError;
 use wire::Outgoing;
 
 /// The version of the `session/` protocol, advertised in `initialize`.
@@ -83,6 +84,10 @@ pub const NOTIFICATIONS: &[&str] = &[
     <wire::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <wire::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
 ];
+
+/// Notifications the server sends outside `session/`: LSP work-done progress (`session/list`
+/// with a `workDoneToken`). Documented and given a schema like the `session/` ones.
+pub const LSP_NOTIFICATIONS: &[&str] = &["$/progress"];
 
 /// How `sessiond serve` was started.
 #[derive(Clone, Debug, Default)]
@@ -210,20 +215,41 @@ impl Backend {
     }
 }
 
+/// The `roots` of `initializationOptions`: absent or `null` options, or options without
+/// `roots`, give none. Errors (refused with -32602, and the server stays uninitialized): options
+/// that are not an object, `roots` that is not an array of non-empty strings.
+fn initialization_roots(options: Option<&Value>) -> Result<Vec<PathBuf>, String> {
+    let roots = match options {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(o)) => match o.get("roots") {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(r) => r,
+        },
+        Some(_) => return Err("initializationOptions must be an object".into()),
+    };
+    let Value::Array(items) = roots else {
+        return Err("initializationOptions.roots must be an array of directory paths".into());
+    };
+    items
+        .iter()
+        .map(|r| match r {
+            Value::String(s) if !s.is_empty() => Ok(PathBuf::from(s)),
+            other => Err(format!(
+                "initializationOptions.roots: {other} is not a directory path"
+            )),
+        })
+        .collect()
+}
+
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> RpcResult<InitializeResult> {
-        let mut dirs: Vec<PathBuf> = params
-            .initialization_options
-            .as_ref()
-            .and_then(|o| o.get("roots"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(PathBuf::from)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut dirs =
+            initialization_roots(params.initialization_options.as_ref()).map_err(|detail| {
+                RpcError::InvalidParams {
+                    method: "initialize",
+                    detail,
+                }
+            })?;
         dirs.extend(self.cli_roots.iter().cloned());
         if dirs.is_empty() {
             dirs.push(Roots::default_dir());
@@ -334,7 +360,7 @@ mod protocol_agreement {
     use std::collections::BTreeSet;
     use std::path::PathBuf;
 
-    use super::{METHODS, NOTIFICATIONS};
+    use super::{LSP_NOTIFICATIONS, METHODS, NOTIFICATIONS};
 
     fn protocol_dir() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("protocol")
@@ -364,9 +390,12 @@ mod protocol_agreement {
             want.insert(format!("{base}.params.json"));
             want.insert(format!("{base}.result.json"));
         }
-        for n in NOTIFICATIONS {
+        for n in NOTIFICATIONS.iter().chain(LSP_NOTIFICATIONS) {
             want.insert(format!("{}.params.json", n.replace('/', ".")));
         }
+        want.insert("initialize.params.json".into());
+        want.insert("initialize.result.json".into());
+        want.insert("error.json".into());
         let have: BTreeSet<String> = std::fs::read_dir(protocol_dir().join("schema"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -377,6 +406,34 @@ mod protocol_agreement {
             let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert!(schema.get("$schema").is_some(), "{f} names its dialect");
         }
+    }
+
+    /// The schemas are self-contained (a client can read one file alone), so shared
+    /// definitions are repeated in each; a definition must be the same wherever it appears.
+    #[test]
+    fn shared_definitions_are_the_same_in_every_schema() {
+        let mut seen: std::collections::BTreeMap<String, (String, serde_json::Value)> =
+            Default::default();
+        for e in std::fs::read_dir(protocol_dir().join("schema")).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let schema: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let Some(defs) = schema.get("$defs").and_then(|d| d.as_object()) else {
+                continue;
+            };
+            for (key, def) in defs {
+                match seen.get(key) {
+                    Some((first, same)) => {
+                        assert_eq!(def, same, "$defs/{key} differs in {name} and {first}")
+                    }
+                    None => {
+                        seen.insert(key.clone(), (name.clone(), def.clone()));
+                    }
+                }
+            }
+        }
+        assert!(seen.contains_key("node") && seen.contains_key("revision"));
     }
 
     #[test]
