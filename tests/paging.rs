@@ -1,7 +1,7 @@
 //! `session/tree` paging on any tree shape: following every page's `next` delivers every node
 //! exactly once, each page makes progress, and no page holds more than `limit` nodes. Wide
 //! nodes (1, 300 and 20,000 children under one node), a 100,000-deep chain and seeded random
-//! trees, generated here; the real binary over pipes.
+//! trees, generated here; the real binary over pipes, every page checked against the schema.
 // Helpers fail the test by panicking, like assertions.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 

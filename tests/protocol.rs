@@ -1,7 +1,7 @@
 //! The protocol as `protocol/README.md` states it, where a client author found it untrue or
 //! unsaid: `initialize` with only `initializationOptions`, roots listed once, the errors of
 //! the lifecycle, fork counts that `session/open` of the new file confirms, previews within
-//! their length. The real binary over pipes.
+//! their length. The real binary over pipes; every message is checked against the schemas.
 // Helpers fail the test by panicking, like assertions.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
