@@ -43,7 +43,7 @@ use error::RpcError;
 use wire::Outgoing;
 
 /// The version of the `session/` protocol, advertised in `initialize`.
-pub const PROTOCOL_VERSION: &str = "0.1.0";
+pub const PROTOCOL_VERSION: &str = "0.2.0";
 
 /// Declares the request methods once: the [`METHODS`] list and their registration.
 macro_rules! method_table {
@@ -374,12 +374,40 @@ mod protocol_agreement {
             .filter_map(|l| l.strip_prefix("### `"))
             .filter_map(|l| l.strip_suffix('`'))
             .collect();
-        let served: BTreeSet<&str> = METHODS.iter().chain(NOTIFICATIONS).copied().collect();
+        let served: BTreeSet<&str> = METHODS
+            .iter()
+            .chain(NOTIFICATIONS)
+            .chain(LSP_NOTIFICATIONS)
+            .chain(&["initialize"])
+            .copied()
+            .collect();
         assert_eq!(documented, served);
         assert!(readme.contains(&format!(
             "Protocol version: **{}**",
             super::PROTOCOL_VERSION
         )));
+    }
+
+    #[test]
+    fn readme_and_error_schema_list_exactly_the_error_codes() {
+        let readme = std::fs::read_to_string(protocol_dir().join("README.md")).unwrap();
+        // Rows of the error table: `| -33001 | file not found | ...`.
+        let documented: Vec<i64> = readme
+            .lines()
+            .filter_map(|l| l.strip_prefix("| "))
+            .filter_map(|l| l.split(" |").next())
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(documented, super::error::CODES);
+        let text = std::fs::read_to_string(protocol_dir().join("schema/error.json")).unwrap();
+        let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let in_schema: Vec<i64> = schema["properties"]["code"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["const"].as_i64().unwrap())
+            .collect();
+        assert_eq!(in_schema, super::error::CODES);
     }
 
     #[test]
