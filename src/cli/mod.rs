@@ -1,5 +1,5 @@
 //! The command line: subcommands over the same core, storage and shared layers the daemon
-//! uses ([`crate::compact`], [`crate::context_json`], [`crate::core::tree::Tree`]'s leaf
+//! uses ([`crate::compact`], [`crate::server::context_json`], [`crate::core::tree::Tree`]'s leaf
 //! resolution and fence), so the CLI stays thin. Human-readable output by default, `--json`
 //! for machines. Exit codes: the [`Exit`] table, printed under `--help`.
 //!

@@ -1,6 +1,7 @@
 //! The reading subcommands: `context`, `tree`, `explain`, `check`. None of them changes a
 //! file; each opens the session (strictly, or leniently with `--allow-corrupt`), then prints.
 
+use crate::server::convert;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -8,13 +9,13 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::error::{CliError, Exit};
-use crate::context_json::ContextJson;
 use crate::core::explain::{self, Explanation, Reason};
 use crate::core::format::EntryKind;
 use crate::core::preview;
 use crate::core::projection::{self, Projection};
 use crate::core::render::{self, LineSource};
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::server::context_json::ContextJson;
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 
 /// `sessiond context`.
@@ -193,7 +194,7 @@ pub fn print_context(
     Ok(Exit::Ok)
 }
 
-/// Writes the context document (see [`crate::context_json`]), rendering messages as it goes.
+/// Writes the context document (see [`crate::server::context_json`]), rendering messages as it goes.
 fn write_context_json(
     out: &mut dyn Write,
     tree: &Tree,
@@ -243,42 +244,10 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
     let tree = &session.tree;
     let default_leaf = tree.default_leaf();
     let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
-    // One read per entry for previews and timestamps.
-    let details = |n: NodeIdx| -> (String, Value) {
-        let line = lines.line(tree.node(n).entry.span).ok();
-        let value: Value = line
-            .and_then(|l| crate::core::jsstr::parse_value(&l).ok())
-            .unwrap_or(Value::Null);
-        (
-            preview::entry_preview(&value),
-            value.get("timestamp").cloned().unwrap_or(Value::Null),
-        )
-    };
     if args.json {
-        let nodes: Vec<Value> = tree
-            .nodes()
-            .iter()
-            .enumerate()
-            .map(|(i, node)| {
-                let (preview, timestamp) = details(i as NodeIdx);
-                let e = &node.entry;
-                let mut v = json!({
-                    "id": e.id.as_str(),
-                    "parentId": node.parent.map(id),
-                    "type": e.kind.type_name(),
-                    "timestamp": timestamp,
-                    "preview": preview,
-                    "childCount": node.children.len(),
-                    "children": node.children.iter().map(|&c| id(c)).collect::<Vec<_>>(),
-                });
-                if let Some(role) = e.kind.role() {
-                    v["role"] = json!(role.as_str());
-                }
-                if let Some(label) = tree.label_of(e.id.as_str()) {
-                    v["label"] = json!(&*label.text);
-                }
-                v
-            })
+        // The daemon's node shape, from the one function that renders a node.
+        let nodes: Vec<_> = (0..tree.len())
+            .map(|i| convert::node(tree, &lines, i as NodeIdx, true))
             .collect();
         let doc = json!({
             "sessionId": tree.header().id,
@@ -288,7 +257,7 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
             "roots": tree.roots().iter().map(|&r| id(r)).collect::<Vec<_>>(),
             "leaves": tree.leaves().map(id).collect::<Vec<_>>(),
             "defaultLeafId": default_leaf.map(id),
-            "tornTail": session.torn_tail,
+            "tornTail": session.torn_tail.map(convert::torn_tail),
             "diagnostics": tree.diagnostics(),
             "nodes": nodes,
         });
@@ -335,7 +304,7 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
             out,
             "{prefix}{branch}{} {kind:<17} {}{marks}",
             e.id,
-            details(n).0
+            convert::node(tree, &lines, n, false).preview
         )?;
         let child_prefix = format!(
             "{prefix}{}",
@@ -460,7 +429,7 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
                 "entryCount": s.tree.len(),
                 "leafCount": s.tree.leaves().count(),
                 "tornTail": s.torn_tail.is_some(),
-                "tornTailAt": s.torn_tail,
+                "tornTailAt": s.torn_tail.map(convert::torn_tail),
             }),
             format!(
                 "{}: ok · version {} · {} entries{}",

@@ -2,6 +2,7 @@
 //! call into `storage::writer`, so the CLI and the daemon write the same way. Exit codes: the
 //! [`Exit`] table.
 
+use crate::server::convert;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -161,7 +162,9 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
         },
         &Reservations::new(),
     )?;
-    print(out, &forked, args.json, |f| f.path.display().to_string())
+    print(out, &convert::forked(&forked), args.json, |f| {
+        f.path.display().to_string()
+    })
 }
 
 /// Runs `label`.
@@ -214,7 +217,7 @@ pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> 
 /// Runs `salvage`.
 pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError> {
     let salvaged = writer::salvage(&args.file, args.out.as_deref(), &Reservations::new())?;
-    print(out, &salvaged, args.json, |s| {
+    print(out, &convert::salvaged(&salvaged), args.json, |s| {
         let mut text = format!(
             "{} · {} entries kept · {} lines dropped · {} re-attached",
             s.path.display(),
@@ -254,7 +257,7 @@ fn append_change(
         null_or(&o.expected_leaf),
         &options(o),
     )?;
-    print(out, &written, o.json, |w| {
+    print(out, &convert::written(&written, true), o.json, |w| {
         let mut text = w.id.to_string();
         if let Some(r) = &w.repaired {
             text.push_str(&format!(

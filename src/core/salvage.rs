@@ -7,15 +7,12 @@
 //! nearest surviving ancestor: a dropped line that still names its own `id` and `parentId` is
 //! stepped over, a parent never seen makes the entry a root, and so does a cycle.
 
-use serde::Serialize;
-
 use super::diagnostics::{CorruptionKind, Diagnostic};
 use super::format::EntryId;
 use super::tree::{NodeIdx, Tree};
 
 /// One line left out of a salvaged file.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug)]
 pub struct Dropped {
     /// 1-based line number in the source.
     pub line: u32,
@@ -24,15 +21,13 @@ pub struct Dropped {
     /// `invalidJson`, `notAnObject`, `invalidEntry`, `duplicateId`, `tornTail`...
     pub kind: String,
     /// The line's entry id, when it could be read.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// What was wrong with the line, naming the problem.
     pub message: String,
 }
 
 /// An entry whose parent changed in the salvaged file.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug)]
 pub struct Reattached {
     /// The reattached entry.
     pub id: EntryId,

@@ -3,18 +3,22 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
+use super::wire::{AgentInfo, DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
 use super::wire::{
     DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeCursor,
     TreeResult,
 };
+use super::wire::{Dropped, Forked, Reattached, Repair, Salvaged, TornTail, Written};
 use crate::core::diagnostics::Corruption;
+use crate::core::format::EntryId;
 use crate::core::jsstr;
 use crate::core::preview;
 use crate::core::render::LineSource;
 use crate::core::timestamp;
 use crate::core::tree::{NodeIdx, Tree};
+use crate::session::activity::Agent;
 use crate::session::owner::{self, ReloadReason, Session};
+use crate::storage::{lines, writer};
 
 /// The wire revision of a session.
 pub fn revision(r: owner::Revision) -> Revision {
@@ -66,19 +70,35 @@ pub fn node(tree: &Tree, source: &dyn LineSource, n: NodeIdx, with_children: boo
 /// `session/open`'s result for a freshly opened (or already open) session.
 pub fn open_result(session: &Session) -> OpenResult {
     let tree = session.tree();
-    let header = jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null);
+    let pending = session.is_pending();
+    let header = if pending {
+        Value::Null
+    } else {
+        jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null)
+    };
     OpenResult {
         path: session.path().to_owned(),
-        session_id: tree.header().id.clone(),
+        session_id: (!pending).then(|| tree.header().id.clone()),
+        pending,
         header,
         leaf_id: leaf_id(tree),
         leaves: leaves(tree),
         entry_count: tree.len(),
         name: tree.name().map(str::to_owned),
-        torn_tail: session.torn_tail(),
+        torn_tail: session.torn_tail().map(torn_tail),
         diagnostics: json!(tree.diagnostics()),
         revision: revision(session.revision()),
         live_mode: session.live_mode().as_str().to_owned(),
+        agent: session.agent().as_ref().map(agent),
+    }
+}
+
+/// An agent working on a session, for the wire.
+pub fn agent(a: &Agent) -> AgentInfo {
+    AgentInfo {
+        pid: a.pid,
+        command: a.command.clone(),
+        evidence: a.evidence.as_str().to_owned(),
     }
 }
 
@@ -198,6 +218,7 @@ pub fn did_change(session: &Session, added: std::ops::Range<NodeIdx>) -> DidChan
         leaves: leaves(tree),
         entry_count: tree.len(),
         revision: json!(revision(session.revision())),
+        agent: session.agent().as_ref().map(agent),
     }
 }
 
@@ -254,5 +275,78 @@ pub fn did_change_live_mode(session: &Session) -> DidChangeLiveModeParams {
     DidChangeLiveModeParams {
         path: session.path().to_owned(),
         live_mode: session.live_mode().as_str().to_owned(),
+    }
+}
+
+fn ids(ids: &[EntryId]) -> Vec<String> {
+    ids.iter().map(ToString::to_string).collect()
+}
+
+/// The wire torn tail.
+pub fn torn_tail(t: lines::TornTail) -> TornTail {
+    TornTail {
+        line: t.line,
+        offset: t.offset,
+        len: t.len,
+    }
+}
+
+/// The wire form of an append's result; `applied_len` only where the CLI prints it.
+pub fn written(w: &writer::Written, with_applied_len: bool) -> Written {
+    Written {
+        id: w.id.to_string(),
+        parent_id: w.parent_id.as_ref().map(ToString::to_string),
+        offset: w.offset,
+        leaf_id: w.leaf_id.as_ref().map(ToString::to_string),
+        added: ids(&w.added),
+        added_after: ids(&w.added_after),
+        repaired: w.repaired.as_ref().map(|r| Repair {
+            sidecar: r.sidecar.clone(),
+            offset: r.offset,
+            len: r.len,
+        }),
+        applied_len: with_applied_len.then_some(w.applied_len),
+    }
+}
+
+/// The wire form of a fork's result.
+pub fn forked(f: &writer::Forked) -> Forked {
+    Forked {
+        path: f.path.clone(),
+        session_id: f.session_id.clone(),
+        leaf_id: f.leaf_id.as_ref().map(ToString::to_string),
+        entry_count: f.entry_count,
+        dropped_labels: ids(&f.dropped_labels),
+        new_labels: ids(&f.new_labels),
+        rewritten: ids(&f.rewritten),
+    }
+}
+
+/// The wire form of a salvage's result.
+pub fn salvaged(s: &writer::Salvaged) -> Salvaged {
+    Salvaged {
+        path: s.path.clone(),
+        session_id: s.session_id.clone(),
+        kept: s.kept,
+        dropped: s
+            .dropped
+            .iter()
+            .map(|d| Dropped {
+                line: d.line,
+                offset: d.offset,
+                kind: d.kind.clone(),
+                id: d.id.clone(),
+                message: d.message.clone(),
+            })
+            .collect(),
+        reattached: s
+            .reattached
+            .iter()
+            .map(|r| Reattached {
+                id: r.id.to_string(),
+                was: r.was.clone(),
+                now: r.now.as_ref().map(ToString::to_string),
+            })
+            .collect(),
     }
 }

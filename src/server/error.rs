@@ -17,8 +17,9 @@ use crate::core::compaction::retention::ProbeResult;
 use crate::core::diagnostics::Corruption;
 use crate::core::render::RenderError;
 use crate::session::SessionError;
+use crate::session::activity::Agent;
 use crate::session::roots::RootError;
-use crate::storage::reader::OpenError;
+use crate::storage::reader::{BIRTH_GRACE, OpenError};
 use crate::storage::writer::{WriteError, WriteOptions};
 
 /// The file does not exist (or is not a regular file).
@@ -58,6 +59,10 @@ pub const FILE_CHANGED: i64 = -33017;
 /// pi 1.6.0 itself would fail to compact this path (a malformed message); `data` has
 /// `{path, entryId?}`.
 pub const COMPACTION_FAILED: i64 = -33018;
+/// An agent is working on the session (SPEC §4) and the write would change the context it
+/// continues from; `data` has `{path, agent: {pid, command, evidence}}`. Nothing was written;
+/// retry when the agent is done, or pass `force: true`.
+pub const AGENT_ACTIVE: i64 = -33019;
 /// Invalid params (the JSON-RPC standard code).
 pub const INVALID_PARAMS: i64 = -32602;
 
@@ -88,6 +93,7 @@ pub const CODES: &[i64] = &[
     NOT_A_USER_MESSAGE,
     FILE_CHANGED,
     COMPACTION_FAILED,
+    AGENT_ACTIVE,
 ];
 
 /// Why a method failed.
@@ -137,6 +143,20 @@ pub enum RpcError {
     /// Compaction was refused or failed (-33014, -33018, or a write error).
     #[error(transparent)]
     Compact(#[from] CompactError),
+    /// A context-changing write while an agent works on the session (-33019).
+    #[error(
+        "{}: an agent is working on the session (pid {}, {}, {}); the write would land beside it (force: true writes anyway)",
+        path.display(),
+        agent.pid,
+        agent.command,
+        agent.evidence.as_str()
+    )]
+    AgentActive {
+        /// The session file.
+        path: PathBuf,
+        /// The agent found.
+        agent: Agent,
+    },
 }
 
 fn corrupt_data(path: &PathBuf, corruption: &Corruption) -> serde_json::Value {
@@ -246,6 +266,15 @@ impl RpcError {
                 OpenError::Corrupt { path, corruption } => {
                     (SESSION_CORRUPT, Some(corrupt_data(path, corruption)))
                 }
+                OpenError::Pending { path, age_ms } => (
+                    BUSY,
+                    Some(json!({
+                        "path": path,
+                        "reason": "pending",
+                        "ageMs": age_ms,
+                        "retryAfterMs": (BIRTH_GRACE.as_millis() as u64).saturating_sub(*age_ms).max(50),
+                    })),
+                ),
             },
             RpcError::Session(SessionError::NotOpen { path }) => {
                 (SESSION_NOT_OPEN, Some(path_data(path)))
@@ -272,6 +301,10 @@ impl RpcError {
                     (IO_ERROR, Some(path_data(path)))
                 }
             },
+            RpcError::AgentActive { path, agent } => (
+                AGENT_ACTIVE,
+                Some(json!({ "path": path, "agent": super::convert::agent(agent) })),
+            ),
             RpcError::Compact(CompactError::RetentionLost { path, plan }) => {
                 let lost: Vec<&ProbeResult> = plan.retention.lost_probes().collect();
                 (

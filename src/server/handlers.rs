@@ -16,13 +16,14 @@ use super::wire::{
     CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, FieldsParam, ListParams,
     ListResult, ListedSession, OpenParams, TreeParams,
 };
-use crate::context_json::{ContextJson, Fields, Window};
 use crate::core::explain;
 use crate::core::projection;
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::server::context_json::{ContextJson, Fields, Window};
 use crate::session::SessionHandle;
 use crate::session::owner::Session;
 use crate::storage::list;
+use crate::storage::reader::OpenError;
 
 /// Default number of nodes in one `session/tree` answer.
 const TREE_LIMIT_DEFAULT: usize = 1000;
@@ -291,6 +292,7 @@ impl Backend {
         };
         let mut sessions = Vec::with_capacity(files.len());
         let mut skipped = Vec::new();
+        let mut pending = Vec::new();
         let total = files.len().max(1);
         for (i, chunk) in files.chunks(LIST_PROGRESS_EVERY).enumerate() {
             let chunk = chunk.to_vec();
@@ -329,6 +331,7 @@ impl Backend {
                             path,
                         });
                     }
+                    Err(OpenError::Pending { .. }) => pending.push(path),
                     Err(_) => skipped.push(path),
                 }
             }
@@ -352,6 +355,7 @@ impl Backend {
                 root: root.clone(),
                 sessions,
                 skipped,
+                pending,
             },
         )?)
     }

@@ -4,14 +4,16 @@
 //! * [`METHODS`] / [`NOTIFICATIONS`] and the registration chain come from one table
 //!   ([`method_table!`]); `protocol/README.md` and `protocol/schema/` must agree with it
 //!   (a test checks).
-//! * [`wire`] holds params, results and notifications, [`convert`] turns core and session
-//!   types into them,
+//! * [`wire`] holds params, results and notifications, [`convert`] turns core, storage and
+//!   session types into them (the CLI's `--json` output uses the same shapes), [`context_json`]
+//!   is the context document of `session/contextAt` and `sessiond context --json`,
 //!   [`error`] assigns every error code in one function, [`handlers`] implements the reading
 //!   methods and [`write_handlers`] the writing ones, [`transport`] frames messages on
 //!   stdin/stdout.
 //! * Handlers resolve the path against the roots, then send one command to the session's
 //!   owner and await its reply; they never touch a tree themselves.
 
+pub mod context_json;
 pub mod convert;
 pub mod error;
 pub mod handlers;

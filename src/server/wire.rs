@@ -215,6 +215,9 @@ pub struct BranchParams {
     /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `session/append` params.
@@ -232,6 +235,9 @@ pub struct AppendParams {
     /// mismatch is a conflict (-33010).
     #[serde(default, deserialize_with = "nullable")]
     pub expected_leaf_id: Option<Option<String>>,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// `session/prepareCompaction` params.
@@ -273,6 +279,9 @@ pub struct CompactParams {
     /// Plan on the daemon's view and write nothing; default false.
     #[serde(default)]
     pub dry_run: bool,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
 }
 
 /// A revision: entry count, bytes of the file applied, and how many times the session was
@@ -324,9 +333,13 @@ pub struct Node {
 pub struct OpenResult {
     /// Canonical session file path.
     pub path: PathBuf,
-    /// The header's `id`.
-    pub session_id: String,
-    /// The header line as parsed JSON.
+    /// The header's `id`; `None` while the session is pending.
+    pub session_id: Option<String>,
+    /// The file has no session header yet and is younger than the grace period (2 s): it is
+    /// being created. The session is followed; `session/didReload` with reason `born` tells
+    /// when the header has arrived.
+    pub pending: bool,
+    /// The header line as parsed JSON; `null` while the session is pending.
     pub header: Value,
     /// Default leaf: the last entry in file order (`None` without entries).
     pub leaf_id: Option<String>,
@@ -337,7 +350,7 @@ pub struct OpenResult {
     /// Session name from the latest `session_info` entry, if any.
     pub name: Option<String>,
     /// `{line, offset, len}` of an unparsable unterminated last line, or `None`.
-    pub torn_tail: Option<crate::storage::reader::TornTail>,
+    pub torn_tail: Option<TornTail>,
     /// Problems found by a lenient (`allowCorrupt`) open; empty for a strict one.
     pub diagnostics: Value,
     /// Revision of the state this result describes.
@@ -345,6 +358,22 @@ pub struct OpenResult {
     /// How the daemon follows the file: `events`, `polling` or `requests`; changes are
     /// announced with `session/didChangeLiveMode`.
     pub live_mode: String,
+    /// The agent working on the session right now, if any (see `crate::session::activity`).
+    pub agent: Option<AgentInfo>,
+}
+
+/// An agent working on a session: a process found through `/proc`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// Its process id.
+    pub pid: u32,
+    /// Its process name (`/proc/PID/comm`, e.g. `pi`); never the command line, which may hold
+    /// credentials.
+    pub command: String,
+    /// Why it counts: `holdsFile` (holds the file open for writing), `toolEnvironment` (one of
+    /// its tools has `PI_SESSION_FILE` naming the file) or `sessionCwd` (a `pi` in the
+    /// session's cwd while the session's turn is open).
+    pub evidence: String,
 }
 
 /// `session/tree` result.
@@ -419,6 +448,9 @@ pub struct ListResult {
     pub sessions: Vec<ListedSession>,
     /// Files that end in `.jsonl` but have no readable session header.
     pub skipped: Vec<PathBuf>,
+    /// Files being created: empty or with part of a header only, modified within the grace
+    /// period (2 s). Listed again once their header is written.
+    pub pending: Vec<PathBuf>,
 }
 
 /// `session/didChange` params.
@@ -437,6 +469,8 @@ pub struct DidChangeParams {
     pub entry_count: usize,
     /// Revision after the change, `{entryCount, appliedBytes, generation}`.
     pub revision: Value,
+    /// The agent working on the session, as looked up at most a second before.
+    pub agent: Option<AgentInfo>,
 }
 
 /// `session/didReload` params.
@@ -445,7 +479,7 @@ pub struct DidChangeParams {
 pub struct DidReloadParams {
     /// Canonical session file path.
     pub path: PathBuf,
-    /// `shrank`, `replaced` or `rewritten`.
+    /// `shrank`, `replaced`, `rewritten`, or `born` (a pending session's header arrived).
     pub reason: String,
     /// Last entry in file order after the reload.
     pub leaf_id: Option<String>,
@@ -476,27 +510,6 @@ pub struct DidCorruptParams {
     pub message: String,
     /// Revision of the last good state, which the session keeps.
     pub revision: Value,
-}
-
-/// `session/didChange`.
-pub enum DidChange {}
-impl Notification for DidChange {
-    type Params = DidChangeParams;
-    const METHOD: &'static str = "session/didChange";
-}
-
-/// `session/didReload`.
-pub enum DidReload {}
-impl Notification for DidReload {
-    type Params = DidReloadParams;
-    const METHOD: &'static str = "session/didReload";
-}
-
-/// `session/didCorrupt`.
-pub enum DidCorrupt {}
-impl Notification for DidCorrupt {
-    type Params = DidCorruptParams;
-    const METHOD: &'static str = "session/didCorrupt";
 }
 
 /// `session/fileMissing` params.
@@ -532,25 +545,31 @@ pub struct DidChangeLiveModeParams {
     pub live_mode: String,
 }
 
-/// `session/fileMissing`.
-pub enum FileMissing {}
-impl Notification for FileMissing {
-    type Params = FileMissingParams;
-    const METHOD: &'static str = "session/fileMissing";
+/// Declares server notifications: a marker type per method, tied to its params.
+macro_rules! notifications {
+    ($($(#[$doc:meta])* $name:ident($params:ty) = $method:literal;)*) => {$(
+        $(#[$doc])*
+        pub enum $name {}
+        impl Notification for $name {
+            type Params = $params;
+            const METHOD: &'static str = $method;
+        }
+    )*};
 }
 
-/// `session/fileRestored`.
-pub enum FileRestored {}
-impl Notification for FileRestored {
-    type Params = FileRestoredParams;
-    const METHOD: &'static str = "session/fileRestored";
-}
-
-/// `session/didChangeLiveMode`.
-pub enum DidChangeLiveMode {}
-impl Notification for DidChangeLiveMode {
-    type Params = DidChangeLiveModeParams;
-    const METHOD: &'static str = "session/didChangeLiveMode";
+notifications! {
+    /// `session/didChange`.
+    DidChange(DidChangeParams) = "session/didChange";
+    /// `session/didReload`.
+    DidReload(DidReloadParams) = "session/didReload";
+    /// `session/didCorrupt`.
+    DidCorrupt(DidCorruptParams) = "session/didCorrupt";
+    /// `session/fileMissing`.
+    FileMissing(FileMissingParams) = "session/fileMissing";
+    /// `session/fileRestored`.
+    FileRestored(FileRestoredParams) = "session/fileRestored";
+    /// `session/didChangeLiveMode`.
+    DidChangeLiveMode(DidChangeLiveModeParams) = "session/didChangeLiveMode";
 }
 
 /// A notification waiting to be sent, in the order the sessions produced them.
@@ -568,4 +587,121 @@ pub enum Outgoing {
     FileRestored(FileRestoredParams),
     /// Sent as `session/didChangeLiveMode`.
     DidChangeLiveMode(DidChangeLiveModeParams),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results of the storage layer, as the daemon and the CLI's `--json` print them. The storage and
+// core types carry no wire format; `convert` builds these from them.
+
+/// An unparsable final line without a newline, left out of the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TornTail {
+    /// 1-based line number.
+    pub line: u32,
+    /// Byte offset where the torn bytes start.
+    pub offset: u64,
+    /// Number of torn bytes.
+    pub len: u64,
+}
+
+/// A torn tail moved aside before an append.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Repair {
+    /// The sidecar file holding the torn bytes.
+    pub sidecar: PathBuf,
+    /// Byte offset where the torn bytes started in the session file.
+    pub offset: u64,
+    /// Number of torn bytes moved aside.
+    pub len: u64,
+}
+
+/// An appended entry (`sessiond label|name|branch|append --json`; the daemon's write results
+/// carry the same fields without `appliedLen`, with `written` and `revision`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Written {
+    /// The new entry's id.
+    pub id: String,
+    /// The new entry's `parentId`.
+    pub parent_id: Option<String>,
+    /// Byte offset of the new line in the file.
+    pub offset: u64,
+    /// The session's last entry after the write.
+    pub leaf_id: Option<String>,
+    /// Entries found in the file before the write (appended by others since the last read).
+    pub added: Vec<String>,
+    /// Entries found after ours when reading back (appended by unlocked writers meanwhile).
+    pub added_after: Vec<String>,
+    /// The torn tail moved aside, if one was repaired.
+    pub repaired: Option<Repair>,
+    /// File length after the write, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied_len: Option<u64>,
+}
+
+/// `session/fork`'s result (and `sessiond fork --json`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Forked {
+    /// The new session file.
+    pub path: PathBuf,
+    /// The new file's header `id`.
+    pub session_id: String,
+    /// The new file's last entry.
+    pub leaf_id: Option<String>,
+    /// Number of path entries copied.
+    pub entry_count: usize,
+    /// Label entries on the path that were left out (re-created after the path instead).
+    pub dropped_labels: Vec<String>,
+    /// Ids of the label entries re-created after the path.
+    pub new_labels: Vec<String>,
+    /// Entries whose line was re-serialized.
+    pub rewritten: Vec<String>,
+}
+
+/// One line left out of a salvaged file.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dropped {
+    /// 1-based line number in the source.
+    pub line: u32,
+    /// Byte offset of the line in the source.
+    pub offset: u64,
+    /// `invalidJson`, `notAnObject`, `invalidEntry`, `duplicateId`, `tornTail`...
+    pub kind: String,
+    /// The line's entry id, when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What was wrong with the line.
+    pub message: String,
+}
+
+/// An entry whose parent changed in a salvaged file.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reattached {
+    /// The reattached entry.
+    pub id: String,
+    /// The parent the source names (missing or dropped).
+    pub was: Option<String>,
+    /// The nearest surviving ancestor, or `None` when it became a root.
+    pub now: Option<String>,
+}
+
+/// `session/salvage`'s result (and `sessiond salvage --json`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Salvaged {
+    /// The new session file (the source is untouched).
+    pub path: PathBuf,
+    /// The new file's header `id`.
+    pub session_id: String,
+    /// Entries written.
+    pub kept: usize,
+    /// Lines left out of the new file, in source order.
+    pub dropped: Vec<Dropped>,
+    /// Entries whose parent became their nearest surviving ancestor.
+    pub reattached: Vec<Reattached>,
 }

@@ -46,17 +46,11 @@ fn expected_leaf(
 
 /// The result of an append: the entry, the session's leaf after it, what else was read.
 fn written_json(s: &Session, w: &Written) -> Value {
-    json!({
-        "written": true,
-        "id": w.id,
-        "parentId": w.parent_id,
-        "leafId": w.leaf_id,
-        "offset": w.offset,
-        "added": w.added,
-        "addedAfter": w.added_after,
-        "repaired": w.repaired,
-        "revision": convert::revision(s.revision()),
-    })
+    let mut value = json!(convert::written(w, false));
+    if let Value::Object(map) = &mut value {
+        map.insert("written".into(), Value::Bool(true));
+    }
+    with_revision(value, s)
 }
 
 fn with_revision(mut value: Value, s: &Session) -> Value {
@@ -76,6 +70,40 @@ fn check_view(s: &Session, expected: Option<&str>) -> Result<(), RpcError> {
         .map_err(|stale| crate::storage::writer::WriteError::conflict(s.path(), stale).into())
 }
 
+/// Whether a write is checked for an agent working on the session first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Guard {
+    /// Labels and names: they never reach the model, so they may land beside an agent.
+    Off,
+    /// A context-changing write (append, branch with a summary, compaction), refused while an
+    /// agent works on the session.
+    Context,
+    /// A context-changing write the caller forces (`force: true`).
+    Forced,
+}
+
+impl Guard {
+    fn context(force: bool) -> Guard {
+        if force { Guard::Forced } else { Guard::Context }
+    }
+}
+
+/// Refuses a context-changing write while an agent works on the session (SPEC §4): pi never
+/// re-reads its file, so the entry would become a side branch its next entry does not follow.
+/// Looks at `/proc` now, not through the cache. Errors: [`RpcError::AgentActive`].
+fn refuse_beside_agent(s: &Session, guard: Guard) -> Result<(), RpcError> {
+    if guard != Guard::Context {
+        return Ok(());
+    }
+    match s.agent_now() {
+        None => Ok(()),
+        Some(agent) => Err(RpcError::AgentActive {
+            path: s.path().to_owned(),
+            agent,
+        }),
+    }
+}
+
 impl Backend {
     /// Runs `f` with write access on the session's owner and flattens the errors.
     async fn write_on<R: Send + 'static>(
@@ -87,14 +115,18 @@ impl Backend {
         handle.update(f).await?
     }
 
-    /// Appends one change through the owner (see [`Session::write`]).
+    /// Appends one change through the owner (see [`Session::write`]). `guard`: the change
+    /// reaches the model's context, so it is refused while an agent works on the session
+    /// ([`refuse_beside_agent`]).
     async fn append_change(
         &self,
         path: &Path,
         expected: Option<String>,
         owned: OwnedChange,
+        guard: Guard,
     ) -> Result<Value, RpcError> {
         self.write_on(path, move |s, sink| {
+            refuse_beside_agent(s, guard)?;
             let w = s.write(sink, |path, opened| {
                 writer::write_entry(
                     path,
@@ -137,7 +169,7 @@ impl Backend {
                 } else {
                     writer::fork(s.path(), s.tree(), req, &reservations)?
                 };
-                to_value(s.path(), &forked)
+                to_value(s.path(), &convert::forked(&forked))
             })
             .await?)
     }
@@ -152,7 +184,7 @@ impl Backend {
         let source = real.clone();
         let run = move || -> Result<Value, RpcError> {
             let salvaged = writer::salvage(&source, target.as_deref(), &reservations)?;
-            to_value(&source, &salvaged)
+            to_value(&source, &convert::salvaged(&salvaged))
         };
         let result = match self.registry.get(&real) {
             Ok(handle) => handle.query(move |_| run()).await.map_err(RpcError::from)?,
@@ -174,7 +206,9 @@ impl Backend {
             target_id: p.target_id,
             label: p.label,
         };
-        Ok(self.append_change(&p.path, expected, owned).await?)
+        Ok(self
+            .append_change(&p.path, expected, owned, Guard::Off)
+            .await?)
     }
 
     /// `session/setName {path, name, expectedLeafId}`.
@@ -182,7 +216,9 @@ impl Backend {
         let p: SetNameParams = params("session/setName", p)?;
         let expected = expected_leaf("session/setName", p.expected_leaf_id)?;
         let owned = OwnedChange::SetName { name: p.name };
-        Ok(self.append_change(&p.path, expected, owned).await?)
+        Ok(self
+            .append_change(&p.path, expected, owned, Guard::Off)
+            .await?)
     }
 
     /// `session/branch {path, fromId|null, summary?, details?, expectedLeafId}`.
@@ -226,7 +262,9 @@ impl Backend {
             summary,
             details,
         };
-        Ok(self.append_change(&p.path, expected, owned).await?)
+        Ok(self
+            .append_change(&p.path, expected, owned, Guard::context(p.force))
+            .await?)
     }
 
     /// `session/append {path, entry, parentId?, expectedLeafId}`.
@@ -248,7 +286,9 @@ impl Backend {
             entry_json,
             parent_id: p.parent_id,
         };
-        Ok(self.append_change(&p.path, expected, owned).await?)
+        Ok(self
+            .append_change(&p.path, expected, owned, Guard::context(p.force))
+            .await?)
     }
 
     /// `session/prepareCompaction {path, leafId?, keepRecentTokens?, customInstructions?}`.
@@ -300,8 +340,10 @@ impl Backend {
                 .await?);
         }
         let expected = expected.flatten();
+        let guard = Guard::context(p.force);
         Ok(self
             .write_on(&path, move |s, sink| {
+                refuse_beside_agent(s, guard)?;
                 let committed = s.write(sink, |path, opened| {
                     compact::commit(
                         path,

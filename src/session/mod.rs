@@ -1,10 +1,12 @@
 //! Open sessions: one owner thread per session ([`owner`]), the handle requests use to
 //! reach it, and the registry of open sessions keyed by canonical path. Also the session
-//! [`roots`]. Nothing here knows JSON-RPC.
+//! [`roots`], and whether an agent is working on a session ([`activity`]). Nothing here knows
+//! JSON-RPC.
 //!
 //! Rule: a request's first step is to send a command to the owner and await the reply; the
 //! tree is only ever touched on the owner's thread.
 
+pub mod activity;
 pub mod context_cache;
 pub mod owner;
 pub mod roots;

@@ -14,10 +14,11 @@ use std::fs::File;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{mpsc, oneshot};
 
+use super::activity::{self, Agent};
 use super::context_cache::ContextCache;
 use crate::core::diagnostics::Corruption;
 use crate::core::incremental::LiveProjection;
@@ -33,6 +34,9 @@ use crate::watch::LiveMode;
 /// rewritten in place with different content.
 const SIGNATURE_BYTES: u64 = 64;
 
+/// How long [`Session::agent`] reuses its last look at `/proc`.
+pub const AGENT_CACHE: Duration = Duration::from_secs(1);
+
 /// Why an open session was read again from the start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReloadReason {
@@ -42,6 +46,9 @@ pub enum ReloadReason {
     Replaced,
     /// The bytes already applied changed (rewritten in place, as pi does on migration).
     Rewritten,
+    /// The session was pending (its file had no session header yet) and now has one: the
+    /// tree holds every entry written so far; later entries come as `appended`.
+    Born,
 }
 
 impl ReloadReason {
@@ -51,6 +58,7 @@ impl ReloadReason {
             ReloadReason::Shrank => "shrank",
             ReloadReason::Replaced => "replaced",
             ReloadReason::Rewritten => "rewritten",
+            ReloadReason::Born => "born",
         }
     }
 }
@@ -109,17 +117,37 @@ pub struct Session {
     missing_since: Option<SystemTime>,
     /// Recent projections (requests borrow the session shared; only its thread touches this).
     contexts: RefCell<ContextCache>,
+    /// The last answer of [`activity::detect`] and when it was made (see [`Session::agent`]).
+    agent: RefCell<Option<(Instant, Option<Agent>)>>,
+    /// The file has no session header yet and was young when last read
+    /// ([`OpenError::Pending`]): the tree is an empty stand-in, every refresh reads the file
+    /// whole again, and the header's arrival is reported as a reload ([`ReloadReason::Born`]).
+    pending: bool,
 }
 
 impl Session {
-    /// Reads a session file (see [`reader::open_session`]) and prepares to tail it.
+    /// Reads a session file (see [`reader::open_session`]) and prepares to tail it. A file
+    /// being created (young, no complete header yet) opens as pending ([`Session::is_pending`]).
+    /// Errors: those of [`reader::open_session`] except `Pending`.
     pub fn open(path: &Path, mode: Mode) -> Result<Session, OpenError> {
         let io_err = |source| OpenError::Io {
             path: path.to_owned(),
             source,
         };
-        let state = reader::open_session(path, mode)?;
         let file = reader::open_regular(path)?;
+        let (state, pending) = match reader::open_session(path, mode) {
+            Ok(state) => (state, false),
+            Err(OpenError::Pending { .. }) => (
+                OpenedSession {
+                    tree: Tree::new(stand_in_header(), mode),
+                    torn_tail: None,
+                    position: reader::Position::default(),
+                    stamp: FileStamp::of(&file).map_err(io_err)?,
+                },
+                true,
+            ),
+            Err(e) => return Err(e),
+        };
         let lines = FileLines::new(file.try_clone().map_err(io_err)?);
         let mut session = Session {
             path: path.to_owned(),
@@ -134,9 +162,47 @@ impl Session {
             live_mode: LiveMode::Requests,
             missing_since: None,
             contexts: RefCell::default(),
+            agent: RefCell::default(),
+            pending,
         };
         session.signature = session.read_signature().map_err(io_err)?;
         Ok(session)
+    }
+
+    /// The agent working on this session (see [`activity`]), as found at most
+    /// [`AGENT_CACHE`] ago: cheap enough to report with every change.
+    pub fn agent(&self) -> Option<Agent> {
+        if let Some((at, found)) = &*self.agent.borrow()
+            && at.elapsed() < AGENT_CACHE
+        {
+            return found.clone();
+        }
+        self.agent_now()
+    }
+
+    /// The agent working on this session, looked up now (one pass over `/proc`), for deciding
+    /// whether a context-changing write may go ahead.
+    pub fn agent_now(&self) -> Option<Agent> {
+        let header = self.state.tree.header();
+        let probe = activity::Probe {
+            path: &self.path,
+            cwd: if self.pending {
+                None
+            } else {
+                header.cwd.as_deref()
+            },
+            turn_open: turn_open(&self.state.tree),
+            mtime: self.state.stamp.mtime,
+        };
+        let found = activity::detect(&probe);
+        *self.agent.borrow_mut() = Some((Instant::now(), found.clone()));
+        found
+    }
+
+    /// Whether the file has no session header yet (it is being created): the tree is empty
+    /// and the header's arrival is announced as a reload with [`ReloadReason::Born`].
+    pub fn is_pending(&self) -> bool {
+        self.pending
     }
 
     /// The session file (canonical path).
@@ -224,6 +290,14 @@ impl Session {
             tracing::info!(path = %self.path.display(), "session file is back");
             sink.restored(self);
         }
+        if self.pending {
+            // A file being born is tiny: read it whole again. An old one is read on each
+            // request too, so that its corruption (no header after the grace) is reported.
+            if stamp != self.state.stamp || reader::young_age_ms(stamp.mtime).is_none() {
+                self.refresh_pending(stamp, sink);
+            }
+            return;
+        }
         if stamp == self.state.stamp {
             return;
         }
@@ -272,8 +346,39 @@ impl Session {
         tail::read_range(&self.file, end.saturating_sub(SIGNATURE_BYTES), end)
     }
 
+    /// Reads a pending session's file again: once it has a header, the session is born.
+    fn refresh_pending(&mut self, stamp: FileStamp, sink: &dyn EventSink) {
+        match Session::open(&self.path, self.mode) {
+            Ok(fresh) if fresh.pending => self.state.stamp = stamp,
+            Ok(mut fresh) => {
+                fresh.generation = self.generation + 1;
+                fresh.live_mode = self.live_mode;
+                *self = fresh;
+                sink.reloaded(self, ReloadReason::Born);
+            }
+            Err(OpenError::Corrupt { corruption, .. }) => {
+                // Past the grace without a header, or a bad line after it: report once, keep
+                // following (a header that comes later still gives birth).
+                self.state.stamp = stamp;
+                if self.corrupt.as_ref() != Some(&corruption) {
+                    sink.corrupt(self, &corruption);
+                }
+                self.corrupt = Some(corruption);
+            }
+            Err(e) => tracing::warn!("cannot read a pending session: {e}"),
+        }
+    }
+
     fn reload(&mut self, reason: ReloadReason, stamp: FileStamp, sink: &dyn EventSink) {
         match Session::open(&self.path, self.mode) {
+            Ok(fresh) if fresh.pending => {
+                // Caught in the middle of a rewrite (pi truncates the file, then writes every
+                // line again): keep the last good state and read again on every refresh (the
+                // stamp is not taken), so the rewrite gives one reload once it reads. Writes
+                // wait meanwhile. A file that stays without a header past the grace is then
+                // reported as corrupt by the branch below.
+                self.needs_reload = true;
+            }
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
                 fresh.live_mode = self.live_mode;
@@ -332,6 +437,14 @@ impl Session {
         sink: &dyn EventSink,
         f: impl FnOnce(&Path, &mut OpenedSession) -> Result<R, E>,
     ) -> Result<R, E> {
+        if self.pending {
+            return Err(WriteError::Busy {
+                path: self.path.clone(),
+                age_ms: reader::young_age_ms(self.state.stamp.mtime).unwrap_or(0),
+                reason: "the file has no session header yet (being created)",
+            }
+            .into());
+        }
         if self.mode == Mode::Lenient {
             let mut fresh = writer::open_for_write(&self.path)?;
             let result = f(&self.path, &mut fresh);
@@ -372,6 +485,37 @@ impl Session {
                 self.needs_reload = true;
             }
         }
+    }
+}
+
+/// Whether the session's turn is open: its last message in file order is one an agent answers
+/// next (a user message, a tool result, or an assistant message with tool calls).
+fn turn_open(tree: &Tree) -> bool {
+    use crate::core::format::{EntryKind, Role};
+    let last = tree.nodes().iter().rev().find_map(|n| match &n.entry.kind {
+        EntryKind::Message(m) => Some(m),
+        _ => None,
+    });
+    last.is_some_and(|m| match m.role {
+        Role::User | Role::ToolResult => true,
+        Role::Assistant => !m.tool_call_ids.is_empty(),
+        _ => false,
+    })
+}
+
+/// The header of a pending session's empty stand-in tree: no id, the current version, no
+/// line. Never shown (a pending session reports no header) and never written.
+fn stand_in_header() -> crate::core::format::Header {
+    crate::core::format::Header {
+        id: String::new(),
+        version: crate::core::format::CURRENT_VERSION,
+        cwd: None,
+        raw: serde_json::value::RawValue::NULL.to_owned(),
+        span: crate::core::format::LineSpan {
+            line: 0,
+            offset: 0,
+            len: 0,
+        },
     }
 }
 

@@ -70,8 +70,7 @@ impl Position {
 }
 
 /// An unparsable final line without a newline, left out of the session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TornTail {
     /// 1-based line number.
     pub line: u32,

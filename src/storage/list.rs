@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
 use crate::core::format::{self, Expect, Header, Line, LineSpan};
-use crate::storage::reader::OpenError;
+use crate::storage::reader::{OpenError, young_age_ms};
 
 /// How deep below the root to look (pi keeps one directory per cwd under `sessions/`).
 const MAX_DEPTH: usize = 3;
@@ -49,8 +49,10 @@ pub fn session_files(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Reads the header (line 1) of a session file. Errors: I/O, or `Corrupt` when line 1 is
-/// not a session header.
+/// Reads the header (line 1) of a session file. Errors: I/O; `Pending` when the file is
+/// empty or holds only part of its first line and is younger than
+/// [`BIRTH_GRACE`](super::reader::BIRTH_GRACE) (being created); `Corrupt` when line 1 is not a
+/// session header.
 pub fn read_header(path: &Path) -> Result<HeaderInfo, OpenError> {
     let io_err = |source| OpenError::Io {
         path: path.to_owned(),
@@ -63,7 +65,8 @@ pub fn read_header(path: &Path) -> Result<HeaderInfo, OpenError> {
         .take(MAX_HEADER_BYTES)
         .read_until(b'\n', &mut line)
         .map_err(io_err)?;
-    if line.last() == Some(&b'\n') {
+    let terminated = line.last() == Some(&b'\n');
+    if terminated {
         line.pop();
     }
     let span = LineSpan {
@@ -82,6 +85,13 @@ pub fn read_header(path: &Path) -> Result<HeaderInfo, OpenError> {
                 .and_then(|d| i64::try_from(d.as_millis()).ok()),
         }),
         Ok(_) => Err(io_err(io::Error::other("line 1 is not a session header"))),
+        Err(_) if !terminated && let Some(age_ms) = young_age_ms(meta.modified().ok()) => {
+            // Empty, or the header's first bytes only: a writer is creating the file.
+            Err(OpenError::Pending {
+                path: path.to_owned(),
+                age_ms,
+            })
+        }
         Err(p) => Err(OpenError::Corrupt {
             path: path.to_owned(),
             corruption: crate::core::diagnostics::Corruption {

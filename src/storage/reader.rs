@@ -5,13 +5,18 @@
 //! A torn tail is an unparsable final line without a newline (a writer was interrupted
 //! or is mid-write): the session opens without it and reports where it starts. Any other
 //! unreadable line is corruption (SPEC §3).
+//!
+//! A session file is born in pieces: pi creates it, then writes the header and its first
+//! entries in separate writes, so a reader can find it empty or holding part of the header.
+//! Such a file is *pending* ([`OpenError::Pending`]) while it is younger than [`BIRTH_GRACE`]
+//! by modification time; older, it is the `emptyFile` corruption it looks like (SPEC §5).
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use thiserror::Error;
 
@@ -26,6 +31,9 @@ use crate::core::tree::{Mode, Tree};
 const CHUNK_BYTES: usize = 1 << 20;
 /// Longest line a span can describe, in bytes (longer lines are `invalidEntry`).
 pub const MAX_LINE_BYTES: usize = u32::MAX as usize;
+/// How long after its last modification a file without a complete session header is taken
+/// to be still being created ([`OpenError::Pending`]) rather than corrupt (`emptyFile`).
+pub const BIRTH_GRACE: Duration = Duration::from_secs(2);
 
 /// Why a session could not be opened.
 #[derive(Debug, Error)]
@@ -52,6 +60,24 @@ pub enum OpenError {
         /// The first corrupt spot.
         corruption: Corruption,
     },
+    /// The file has no complete session header yet and was modified less than
+    /// [`BIRTH_GRACE`] ago: a writer is creating it. Not corruption; read it again later.
+    #[error("{}: no session header yet (modified {age_ms} ms ago): the file is being created", path.display())]
+    Pending {
+        /// The session file.
+        path: PathBuf,
+        /// Milliseconds since the file's last modification.
+        age_ms: u64,
+    },
+}
+
+/// Milliseconds since a file was last modified, when that is less than [`BIRTH_GRACE`] (a
+/// modification time in the future counts as now); `None` for an older file or an unknown time.
+pub fn young_age_ms(mtime: Option<SystemTime>) -> Option<u64> {
+    let age = SystemTime::now()
+        .duration_since(mtime?)
+        .unwrap_or(Duration::ZERO);
+    (age < BIRTH_GRACE).then(|| u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// What the file looked like when it was read: used to notice appends, shrinks and replacement.
@@ -97,7 +123,8 @@ pub struct OpenedSession {
 
 /// Opens and reads a session file. Strict mode refuses corruption with [`OpenError::Corrupt`];
 /// lenient mode skips it the way pi does and lists it in the tree's diagnostics. Lines are read
-/// by the one policy of [`super::lines`]. Errors: `Io`, `NotAFile`, `Corrupt` (including a file
+/// by the one policy of [`super::lines`]. Errors: `Io`, `NotAFile`, `Pending` (no complete
+/// header yet in a file younger than [`BIRTH_GRACE`]), `Corrupt` (including an older file
 /// without a header: `emptyFile`).
 pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError> {
     let io_err = |source| OpenError::Io {
@@ -136,7 +163,16 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
             loader.line(&bytes, span, true).map_err(corrupt)?;
         }
     }
-    let (tree, position) = loader.finish(torn_tail.as_ref()).map_err(corrupt)?;
+    let (tree, position) =
+        loader
+            .finish(torn_tail.as_ref())
+            .map_err(|c| match young_age_ms(stamp.mtime) {
+                Some(age_ms) if c.kind == CorruptionKind::EmptyFile => OpenError::Pending {
+                    path: path.to_owned(),
+                    age_ms,
+                },
+                _ => corrupt(c),
+            })?;
     Ok(OpenedSession {
         tree,
         torn_tail,

@@ -252,6 +252,11 @@ impl Daemon {
         }
     }
 
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// True while the process runs.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))

@@ -51,6 +51,7 @@ const DEF_NAMES = {
     unsupportedVersionData: 'UnsupportedVersionData',
     notAUserMessageData: 'NotAUserMessageData',
     compactionFailedData: 'CompactionFailedData',
+    agentActiveData: 'AgentActiveData',
 };
 
 const pascal = (s) => s.charAt(0).toUpperCase() + s.slice(1);

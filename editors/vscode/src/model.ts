@@ -85,7 +85,7 @@ export class SessionModel {
 
     /** Takes the header facts of `session/open`. Does not touch loaded nodes. */
     applyOpen(open: OpenResult): void {
-        this.sessionId = open.sessionId;
+        this.sessionId = open.sessionId ?? undefined;
         this.name = open.name;
         this.entryCount = open.entryCount;
         this.leaves = new Set(open.leaves);

@@ -238,6 +238,20 @@ export interface CompactionFailedData {
     path: string;
     entryId: string | null;
 }
+export interface AgentActiveData {
+    /**
+     * The session file (or directory) the error is about.
+     */
+    path: string;
+    agent: {
+        pid: number;
+        /**
+         * process name (/proc/PID/comm), never the command line
+         */
+        command: string;
+        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+    };
+}
 /**
  * The error member of every error response: a JSON-RPC error with one of these codes and, for sessiond's own codes (and -32601), data of the shape given per code.
  */
@@ -263,7 +277,8 @@ export interface RpcErrorObject {
         | -33015
         | -33016
         | -33017
-        | -33018;
+        | -33018
+        | -33019;
     /**
      * Names the problem, the file and the id, without a trailing period.
      */
@@ -535,6 +550,10 @@ export interface AppendParams {
      */
     parentId?: string | null;
     expectedLeafId: ExpectedLeafId;
+    /**
+     * write even while an agent works on the session (otherwise -33019); default false
+     */
+    force?: boolean;
     [k: string]: unknown;
 }
 /**
@@ -558,6 +577,10 @@ export interface BranchParams {
      */
     details?: unknown;
     expectedLeafId: ExpectedLeafId;
+    /**
+     * write even while an agent works on the session (otherwise -33019); default false
+     */
+    force?: boolean;
     [k: string]: unknown;
 }
 /**
@@ -594,6 +617,10 @@ export interface CompactParams {
     customInstructions?: string;
     requireRetention?: boolean;
     dryRun?: boolean;
+    /**
+     * write even while an agent works on the session (otherwise -33019); default false
+     */
+    force?: boolean;
     [k: string]: unknown;
 }
 /**
@@ -654,6 +681,17 @@ export interface DidChangeParams {
     leaves: string[];
     entryCount: number;
     revision: Revision;
+    /**
+     * the agent working on the session right now (found through /proc), or null
+     */
+    agent: null | {
+        pid: number;
+        /**
+         * process name (/proc/PID/comm), never the command line
+         */
+        command: string;
+        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+    };
 }
 /**
  * session/didChangeLiveMode notification params.
@@ -688,7 +726,7 @@ export interface DidCorruptParams {
  */
 export interface DidReloadParams {
     path: string;
-    reason: 'shrank' | 'replaced' | 'rewritten';
+    reason: 'shrank' | 'replaced' | 'rewritten' | 'born';
     leafId: string | null;
     leaves: string[];
     entryCount: number;
@@ -903,6 +941,10 @@ export interface SessionSummary {
 export interface ListResult {
     root: string;
     skipped: string[];
+    /**
+     * files being created: empty or a partial header only, modified within the grace period (2 s)
+     */
+    pending: string[];
     sessions: SessionSummary[];
 }
 /**
@@ -921,10 +963,20 @@ export interface OpenParams {
  */
 export interface OpenResult {
     path: string;
-    sessionId: string;
+    /**
+     * the header's id; null while pending
+     */
+    sessionId: string | null;
+    /**
+     * the file has no session header yet and is younger than the grace period (2 s): it is being created; session/didReload with reason born follows when the header arrives
+     */
+    pending: boolean;
+    /**
+     * the header line; null while pending
+     */
     header: {
         [k: string]: unknown;
-    };
+    } | null;
     leafId: string | null;
     leaves: string[];
     entryCount: number;
@@ -933,6 +985,17 @@ export interface OpenResult {
     diagnostics: Diagnostic[];
     revision: Revision;
     liveMode: LiveMode;
+    /**
+     * the agent working on the session right now (found through /proc), or null
+     */
+    agent: null | {
+        pid: number;
+        /**
+         * process name (/proc/PID/comm), never the command line
+         */
+        command: string;
+        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+    };
 }
 /**
  * session/prepareCompaction params.

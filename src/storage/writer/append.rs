@@ -7,7 +7,6 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::SystemTime;
 
-use serde::Serialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
@@ -63,8 +62,7 @@ pub enum Change<'a> {
 }
 
 /// The result of an append.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug)]
 pub struct Written {
     /// The new entry's id.
     pub id: EntryId,

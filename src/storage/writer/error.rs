@@ -176,6 +176,11 @@ impl WriteError {
                 source: io::Error::other("not a regular file"),
             },
             OpenError::Corrupt { path, corruption } => WriteError::Corrupt { path, corruption },
+            OpenError::Pending { path, age_ms } => WriteError::Busy {
+                path,
+                age_ms,
+                reason: "the file has no session header yet (being created)",
+            },
         }
     }
 

@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
 use uuid::Uuid;
 
 use super::WriteError;
@@ -31,8 +30,7 @@ pub struct ForkRequest<'a> {
 }
 
 /// The result of a fork.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug)]
 pub struct Forked {
     /// The new session file.
     pub path: PathBuf,
@@ -153,8 +151,7 @@ fn new_session_id(requested: Option<&str>) -> Result<String, WriteError> {
 }
 
 /// The result of a salvage.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug)]
 pub struct Salvaged {
     /// The new session file (the source is untouched).
     pub path: PathBuf,

@@ -6,13 +6,10 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use super::WriteError;
 
 /// A torn tail moved aside before an append.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Repair {
     /// The sidecar file holding the torn bytes.
     pub sidecar: PathBuf,

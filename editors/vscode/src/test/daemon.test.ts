@@ -71,7 +71,7 @@ describe('sessiond serve through the client', () => {
         assert.equal(open.entryCount, ENTRY_COUNT);
         assert.equal(open.name, 'Untangle run modes');
         assert.equal(open.tornTail, null);
-        assert.equal(open.header.version, 3);
+        assert.equal(open.header?.version, 3);
     });
 
     it('pages the whole tree into the model', async () => {

@@ -20,12 +20,13 @@ function page(nodes: TreeNode[], extra: Partial<TreeResult> = {}): TreeResult {
 
 /** A didChange of these nodes. */
 function change(added: TreeNode[], leafId: string, leaves: string[], entryCount: number): DidChangeParams {
-    return { path: '/s.jsonl', added, leafId, leaves, entryCount, revision: { ...revision, entryCount } };
+    return { path: '/s.jsonl', added, leafId, leaves, entryCount, revision: { ...revision, entryCount }, agent: null };
 }
 
 const open: OpenResult = {
     path: '/s.jsonl',
     sessionId: 's1',
+    pending: false,
     header: {},
     leafId: 'e',
     leaves: ['f', 'e'],
@@ -35,6 +36,7 @@ const open: OpenResult = {
     diagnostics: [],
     revision: { entryCount: 6, appliedBytes: 600, generation: 0 },
     liveMode: 'events',
+    agent: null,
 };
 
 /**  a → b → c ─┬→ d → f

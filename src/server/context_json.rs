@@ -15,6 +15,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::convert;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::explain::message_count;
 use crate::core::preview;
@@ -214,7 +215,7 @@ impl Serialize for ContextJson<'_> {
         let diagnostics: Vec<&Diagnostic> =
             tree.diagnostics().iter().chain(&proj.diagnostics).collect();
         map.serialize_entry("diagnostics", &diagnostics)?;
-        map.serialize_entry("tornTail", &self.torn_tail)?;
+        map.serialize_entry("tornTail", &self.torn_tail.map(convert::torn_tail))?;
         map.end()
     }
 }

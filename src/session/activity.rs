@@ -1,0 +1,278 @@
+//! Is an agent working on a session file right now? Found through `/proc` (Linux), for
+//! refusing context-changing writes that would land beside a running agent (SPEC §4) and for
+//! telling editors "agent running".
+//!
+//! pi takes no lock and never re-reads its file while it runs, and it does not keep the file
+//! open either: every entry is one `appendFileSync` (open, write, close). So an open file
+//! descriptor alone rarely shows pi. Three kinds of evidence are used, most precise first:
+//!
+//! 1. [`Evidence::HoldsFile`]: a process other than this one holds the file open for writing
+//!    (`/proc/PID/fd` names it, `/proc/PID/fdinfo` has `O_WRONLY` or `O_RDWR`) — an agent that
+//!    keeps its file open, or pi caught in the middle of an append.
+//! 2. [`Evidence::ToolEnvironment`]: a process has `PI_SESSION_FILE` naming the file in its
+//!    environment — a tool pi is running for this session (pi sets it for its `bash` tool).
+//!    The agent reported is the nearest ancestor named `pi`, else the process itself.
+//! 3. [`Evidence::SessionCwd`]: a process named `pi` runs in the session's `cwd` while the
+//!    session's turn is open (its last message is a user message, a tool result, or an
+//!    assistant message that stopped for tool use: pi is about to append) and the file was
+//!    modified within [`RECENT`]. pi's command line is not readable (pi overwrites it with its
+//!    title), so this is the only sign of a pi waiting for its model.
+//!
+//! A pi that is idle between prompts is not "active" (no open turn): writes then are allowed,
+//! although an interactive pi would still continue from its own leaf on its next prompt.
+//! Elsewhere than Linux nothing is found.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// How recently the file must have been modified for [`Evidence::SessionCwd`] to count.
+pub const RECENT: Duration = Duration::from_secs(600);
+
+/// The name pi gives its process (its `process.title`).
+const PI_COMM: &str = "pi";
+
+/// Why a process is taken to be an agent working on the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Evidence {
+    /// It holds the file open for writing.
+    HoldsFile,
+    /// One of its tool processes has `PI_SESSION_FILE` naming the file.
+    ToolEnvironment,
+    /// A `pi` in the session's cwd while the session's turn is open.
+    SessionCwd,
+}
+
+impl Evidence {
+    /// The stable wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Evidence::HoldsFile => "holdsFile",
+            Evidence::ToolEnvironment => "toolEnvironment",
+            Evidence::SessionCwd => "sessionCwd",
+        }
+    }
+}
+
+/// A process found working on a session file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agent {
+    /// Its process id.
+    pub pid: u32,
+    /// Its name as the kernel keeps it (`/proc/PID/comm`, at most 15 bytes), e.g. `pi`. The
+    /// command line is not reported: it may hold credentials.
+    pub command: String,
+    /// Why it counts.
+    pub evidence: Evidence,
+}
+
+/// What is known about the session for [`detect`].
+#[derive(Clone, Debug)]
+pub struct Probe<'a> {
+    /// The session file (canonical path).
+    pub path: &'a Path,
+    /// The header's `cwd`, if it has one.
+    pub cwd: Option<&'a str>,
+    /// Whether the session's turn is open (see the module docs).
+    pub turn_open: bool,
+    /// The file's modification time.
+    pub mtime: Option<SystemTime>,
+}
+
+/// The first agent found working on the session, by the evidence of the module docs, most
+/// precise first; `None` when there is none (or `/proc` cannot be read). Processes that cannot
+/// be inspected (another user's) are passed over. Costs one pass over `/proc`.
+pub fn detect(probe: &Probe<'_>) -> Option<Agent> {
+    let me = std::process::id();
+    let cwd = probe.cwd.map(PathBuf::from);
+    let cwd_counts = probe.turn_open
+        && probe
+            .mtime
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .is_none_or(|age| age < RECENT);
+    let mut env_match: Option<u32> = None;
+    let mut cwd_match: Option<u32> = None;
+    let needle = env_needle(probe.path);
+    for pid in pids() {
+        if pid == me {
+            continue;
+        }
+        if holds_for_writing(pid, probe.path) {
+            return Some(agent(pid, Evidence::HoldsFile));
+        }
+        if env_match.is_none() && environ_has(pid, &needle) {
+            env_match = Some(pid);
+        }
+        if cwd_counts
+            && cwd_match.is_none()
+            && let Some(cwd) = &cwd
+            && comm(pid).as_deref() == Some(PI_COMM)
+            && same_dir(&proc_path(pid, "cwd"), cwd)
+        {
+            cwd_match = Some(pid);
+        }
+    }
+    if let Some(pid) = env_match {
+        let pi = ancestor_named(pid, PI_COMM).unwrap_or(pid);
+        return Some(agent(pi, Evidence::ToolEnvironment));
+    }
+    cwd_match.map(|pid| agent(pid, Evidence::SessionCwd))
+}
+
+fn agent(pid: u32, evidence: Evidence) -> Agent {
+    Agent {
+        pid,
+        command: comm(pid).unwrap_or_default(),
+        evidence,
+    }
+}
+
+fn proc_path(pid: u32, what: &str) -> PathBuf {
+    PathBuf::from(format!("/proc/{pid}/{what}"))
+}
+
+/// Every process id under `/proc`.
+fn pids() -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect()
+}
+
+/// `/proc/PID/comm` without its newline.
+fn comm(pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(proc_path(pid, "comm")).ok()?;
+    Some(text.trim_end_matches('\n').to_owned())
+}
+
+/// The parent pid, from `/proc/PID/stat` (the field after the parenthesised name, which may
+/// itself hold spaces and parentheses).
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(proc_path(pid, "stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The nearest ancestor of `pid` (itself included) whose name is `name`.
+fn ancestor_named(pid: u32, name: &str) -> Option<u32> {
+    let mut cur = pid;
+    // A bounded walk: pid 1 ends it, and a cycle cannot happen but costs nothing to stop.
+    for _ in 0..64 {
+        if comm(cur).as_deref() == Some(name) {
+            return Some(cur);
+        }
+        match parent(cur) {
+            Some(p) if p > 1 && p != cur => cur = p,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// Whether `pid` holds `path` open with write access.
+fn holds_for_writing(pid: u32, path: &Path) -> bool {
+    let Ok(fds) = std::fs::read_dir(proc_path(pid, "fd")) else {
+        return false;
+    };
+    for fd in fds.flatten() {
+        let Ok(target) = std::fs::read_link(fd.path()) else {
+            continue;
+        };
+        if target != path {
+            continue;
+        }
+        let info = proc_path(pid, &format!("fdinfo/{}", fd.file_name().to_string_lossy()));
+        if std::fs::read_to_string(info).is_ok_and(|t| writable_flags(&t)) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether an fdinfo text's `flags:` (octal) has write access (`O_WRONLY` or `O_RDWR`).
+fn writable_flags(fdinfo: &str) -> bool {
+    fdinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        .is_some_and(|flags| flags & 0o3 != 0)
+}
+
+/// `PI_SESSION_FILE=<path>` as it appears in an environment block.
+fn env_needle(path: &Path) -> Vec<u8> {
+    let mut needle = b"PI_SESSION_FILE=".to_vec();
+    needle.extend_from_slice(path.as_os_str().as_bytes());
+    needle
+}
+
+/// Whether `/proc/PID/environ` holds exactly the variable `needle` (`NAME=value`).
+fn environ_has(pid: u32, needle: &[u8]) -> bool {
+    std::fs::read(proc_path(pid, "environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle))
+}
+
+/// Whether two directories are the same (by path, or canonically).
+fn same_dir(link: &Path, dir: &Path) -> bool {
+    let Ok(target) = std::fs::read_link(link) else {
+        return false;
+    };
+    target == dir
+        || dir
+            .canonicalize()
+            .is_ok_and(|c| c == target || c.as_os_str() == OsStr::new(&target))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fdinfo_flags_tell_writers_from_readers() {
+        assert!(!writable_flags("pos:\t0\nflags:\t0100000\nmnt_id:\t1\n"));
+        assert!(writable_flags("pos:\t0\nflags:\t02102001\n"));
+        assert!(writable_flags("pos:\t0\nflags:\t0100002\n"));
+        assert!(!writable_flags("pos:\t0\n"));
+    }
+
+    #[test]
+    fn a_process_holding_the_file_for_writing_is_found_and_a_reader_is_not() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let file = path.join("s.jsonl");
+        std::fs::write(&file, "").unwrap_or_else(|e| panic!("{e}"));
+        let probe = Probe {
+            path: &file,
+            cwd: None,
+            turn_open: false,
+            mtime: None,
+        };
+        // A child that only reads the file is no agent.
+        let mut reader = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec 3<\"$0\"; exec sleep 5")
+            .arg(&file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(detect(&probe), None);
+        let _ = reader.kill();
+        let _ = reader.wait();
+        let mut writer = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("exec 3>>\"$0\"; exec sleep 5")
+            .arg(&file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        std::thread::sleep(Duration::from_millis(200));
+        let found = detect(&probe);
+        let _ = writer.kill();
+        let _ = writer.wait();
+        let found = found.unwrap_or_else(|| panic!("the writer was not found"));
+        assert_eq!(found.pid, writer.id());
+        assert_eq!(found.evidence, Evidence::HoldsFile);
+        assert_eq!(found.command, "sleep");
+    }
+}
