@@ -1,5 +1,6 @@
 //! Randomized differential test: generates a few hundred seeded session trees, runs pi 1.6.0 (tests/oracle/batch.mjs)
-//! over all of them once, and diffs `sessiond context --json` against it for the default leaf and random leaves.
+//! over all of them once, and diffs `sessiond context --json` against it for the default leaf and random leaves,
+//! and `sessiond tree --json` against pi's `getTree` (roots, and children in pi's sibling order) once per file.
 //!
 //! Environment: SESSIOND_ORACLE_DIR (required under CI, otherwise the test is skipped loudly),
 //! SESSIOND_DIFF_SEED (a number, or "random" for a time-based seed; default fixed),
@@ -89,12 +90,18 @@ fn random_sessions_match_pi() {
                 .unwrap_or_default(),
         };
         match actual.get("entryIds") {
-            Some(got) if json_eq(&ids, got) => Ok(()),
-            got => Err(format!(
-                "`sessiond {}`: entryIds differ: {}",
-                args.join(" "),
-                diff_report(&ids, got.unwrap_or(&Value::Null))
-            )),
+            Some(got) if json_eq(&ids, got) => {}
+            got => {
+                return Err(format!(
+                    "`sessiond {}`: entryIds differ: {}",
+                    args.join(" "),
+                    diff_report(&ids, got.unwrap_or(&Value::Null))
+                ));
+            }
+        }
+        match pi.get("tree") {
+            Some(tree) => compare_tree(file, tree),
+            None => Ok(()),
         }
     });
 
@@ -103,8 +110,12 @@ fn random_sessions_match_pi() {
         .enumerate()
         .filter_map(|(i, r)| r.err().map(|e| (i, e)))
         .collect();
+    let trees = expected
+        .iter()
+        .filter(|pi| pi.get("tree").is_some())
+        .count();
     eprintln!(
-        "differential: seed {seed}, {} session files, {} cases, {} failed",
+        "differential: seed {seed}, {} session files, {} cases ({trees} tree orders), {} failed",
         cases.len(),
         jobs.len(),
         failures.len()
@@ -133,4 +144,52 @@ fn random_sessions_match_pi() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `sessiond tree --json` against pi's `getTree`: the roots and every node's children in the same
+/// order (siblings are sorted by timestamp, and missing or unparsable ones make the comparator NaN).
+fn compare_tree(file: &std::path::Path, pi: &Value) -> Result<(), String> {
+    let args = [
+        "tree".to_string(),
+        file.to_string_lossy().into_owned(),
+        "--json".to_string(),
+    ];
+    let output = sessiond(&args);
+    if !output.status.success() {
+        return Err(format!(
+            "`sessiond {}` failed: {}",
+            args.join(" "),
+            describe(&output)
+        ));
+    }
+    let ours = parse_json_output(&output)?;
+    if !json_eq(&pi["roots"], &ours["roots"]) {
+        return Err(format!(
+            "`sessiond {}`: roots differ from pi's getTree: {}",
+            args.join(" "),
+            diff_report(&pi["roots"], &ours["roots"])
+        ));
+    }
+    let nodes = ours["nodes"].as_array().cloned().unwrap_or_default();
+    let pi_children = pi["children"].as_object().cloned().unwrap_or_default();
+    if nodes.len() != pi_children.len() {
+        return Err(format!(
+            "`sessiond {}`: {} nodes, pi's getTree has {}",
+            args.join(" "),
+            nodes.len(),
+            pi_children.len()
+        ));
+    }
+    for node in &nodes {
+        let id = node["id"].as_str().unwrap_or_default();
+        let want = pi_children.get(id).unwrap_or(&Value::Null);
+        if !json_eq(want, &node["children"]) {
+            return Err(format!(
+                "`sessiond {}`: children of {id} differ from pi's getTree order: {}",
+                args.join(" "),
+                diff_report(want, &node["children"])
+            ));
+        }
+    }
+    Ok(())
 }

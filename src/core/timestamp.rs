@@ -108,7 +108,9 @@ pub fn parse_iso(s: &str) -> Option<i64> {
     if p.i != p.b.len() {
         return None;
     }
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+    // V8 checks the day against 1..=31 only, whatever the month: "2023-02-29" and "2024-04-31"
+    // roll over into the next month (MakeDay is linear in the day, and so is `days_from_civil`).
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
     }
     if hour > 24 || minute > 59 || second > 59 || (hour == 24 && (minute | second | millis) != 0) {
@@ -182,19 +184,6 @@ impl Cursor<'_> {
     }
 }
 
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i64, m: u32) -> u32 {
-    match m {
-        2 if is_leap(y) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
 /// Days since 1970-01-01 of the date `y`-`m`-`d` in the proleptic Gregorian calendar (Howard
 /// Hinnant's algorithm; negative before 1970). `m` is 1..=12 and `d` 1..=31; other values give
 /// a meaningless (but panic-free) number, so callers validate first.
@@ -251,6 +240,10 @@ mod tests {
             Some(253_402_300_800_000)
         );
         assert_eq!(parse_iso("2024-01-01T24:00:00Z"), Some(1_704_153_600_000));
+        // V8 rolls a day past the month's end over instead of refusing it.
+        assert_eq!(parse_iso("2023-02-29"), Some(1_677_628_800_000));
+        assert_eq!(parse_iso("2024-02-31"), Some(1_709_337_600_000));
+        assert_eq!(parse_iso("2024-06-31T10:00"), Some(1_719_828_000_000));
     }
 
     #[test]
@@ -273,7 +266,8 @@ mod tests {
     fn invalid_forms_are_nan() {
         for s in [
             "",
-            "2023-02-29",
+            "2024-02-32",
+            "2024-02-00",
             "2024-13-01",
             "2024-01-01T25:00Z",
             "2024-01-01T10",

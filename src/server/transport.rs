@@ -33,6 +33,16 @@ enum Frame {
     Malformed(String),
 }
 
+/// One decoding step of [`Deframer`].
+enum Step {
+    /// A frame to hand on.
+    Frame(Frame),
+    /// More input is needed.
+    Wait,
+    /// Bytes were consumed; decode on.
+    Again,
+}
+
 /// Splits a byte stream into LSP frames, resynchronizing at the next `Content-Length`
 /// after garbage.
 struct Deframer {
@@ -43,6 +53,9 @@ struct Deframer {
     body: Option<usize>,
     /// Bytes of an oversized body still to skip.
     skip: usize,
+    /// Garbage was reported and no header name followed it yet: bytes are dropped silently
+    /// until one appears (the same run of garbage is one error however the reads cut it).
+    discarding: bool,
 }
 
 impl Default for Deframer {
@@ -52,27 +65,54 @@ impl Default for Deframer {
             max_body: MAX_FRAME_BYTES,
             body: None,
             skip: 0,
+            discarding: false,
         }
     }
 }
 
 impl Deframer {
+    /// The next frame, or `None` until more input arrives.
     fn next(&mut self) -> Option<Frame> {
+        // A loop, not recursion: a long run of bad headers must not grow the stack.
+        loop {
+            match self.step() {
+                Step::Frame(frame) => return Some(frame),
+                Step::Wait => return None,
+                Step::Again => {}
+            }
+        }
+    }
+
+    fn step(&mut self) -> Step {
         if self.skip > 0 {
             let n = self.skip.min(self.buf.len());
             self.buf.drain(..n);
             self.skip -= n;
             if self.skip > 0 {
-                return None;
+                return Step::Wait;
             }
         }
         if let Some(len) = self.body {
             if self.buf.len() < len {
-                return None;
+                return Step::Wait;
             }
             let body: Vec<u8> = self.buf.drain(..len).collect();
             self.body = None;
-            return Some(Frame::Body(body));
+            return Step::Frame(Frame::Body(body));
+        }
+        if self.discarding {
+            // Still dropping garbage: only a header name ends it.
+            match find_header_name(&self.buf) {
+                Some(i) => {
+                    self.buf.drain(..i);
+                    self.discarding = false;
+                }
+                None => {
+                    let drop = self.buf.len() - header_name_start_at_end(&self.buf);
+                    self.buf.drain(..drop);
+                    return Step::Wait;
+                }
+            }
         }
         // Leading line breaks between frames are harmless.
         let blank = self
@@ -82,15 +122,15 @@ impl Deframer {
             .count();
         self.buf.drain(..blank);
         if self.buf.is_empty() {
-            return None;
+            return Step::Wait;
         }
         let mut headers = [httparse::EMPTY_HEADER; 8];
         match httparse::parse_headers(&self.buf, &mut headers) {
             Ok(httparse::Status::Partial) => {
                 if self.buf.len() > MAX_HEADER_BYTES {
-                    return Some(self.resync("header block too long"));
+                    return self.resync("header block too long");
                 }
-                None
+                Step::Wait
             }
             Ok(httparse::Status::Complete((used, headers))) => {
                 let len = headers
@@ -102,12 +142,12 @@ impl Deframer {
                             .and_then(|v| v.trim().parse::<usize>().ok())
                     });
                 match len {
-                    None => Some(self.resync("missing Content-Length header")),
-                    Some(None) => Some(self.resync("invalid Content-Length header")),
+                    None => self.resync("missing Content-Length header"),
+                    Some(None) => self.resync("invalid Content-Length header"),
                     Some(Some(n)) if n > self.max_body => {
                         self.buf.drain(..used);
                         self.skip = n;
-                        Some(Frame::Malformed(format!(
+                        Step::Frame(Frame::Malformed(format!(
                             "frame of {n} bytes exceeds the limit of {}",
                             self.max_body
                         )))
@@ -115,21 +155,72 @@ impl Deframer {
                     Some(Some(n)) => {
                         self.buf.drain(..used);
                         self.body = Some(n);
-                        self.next()
+                        Step::Again
                     }
                 }
             }
-            Err(e) => Some(self.resync(&format!("invalid frame header: {e}"))),
+            Err(e) => self.resync(&format!("invalid frame header: {e}")),
         }
     }
 
-    /// Drops bytes up to the next `Content-Length` (after the first byte) and reports them.
-    fn resync(&mut self, why: &str) -> Frame {
-        let next = memchr::memmem::find(self.buf.get(1..).unwrap_or(&[]), b"Content-Length")
-            .map_or(self.buf.len(), |i| i + 1);
-        self.buf.drain(..next);
-        Frame::Malformed(why.to_owned())
+    /// Drops bytes up to the next `Content-Length` header name (after the first byte, in any
+    /// case) and reports them. With no header name in sight, a tail that could be the start of
+    /// one is kept and [`Self::step`] goes on dropping what the next reads bring until one
+    /// appears, silently: the frames and errors decoded after garbage are the same however the
+    /// reads cut the stream.
+    fn resync(&mut self, why: &str) -> Step {
+        let rest = self.buf.get(1..).unwrap_or(&[]);
+        let next = match find_header_name(rest) {
+            Some(i) => i + 1,
+            None => {
+                self.discarding = true;
+                self.buf.len() - header_name_start_at_end(rest)
+            }
+        };
+        self.buf.drain(..next.max(1).min(self.buf.len()));
+        Step::Frame(Frame::Malformed(why.to_owned()))
     }
+}
+
+/// The header name the decoder resynchronizes on, lowercase.
+const HEADER_NAME: &[u8] = b"content-length";
+
+/// Where `Content-Length` (in any case) first occurs in `bytes`.
+fn find_header_name(bytes: &[u8]) -> Option<usize> {
+    bytes
+        .windows(HEADER_NAME.len())
+        .position(|w| w.eq_ignore_ascii_case(HEADER_NAME))
+}
+
+/// The length of the longest proper start of `Content-Length` that `bytes` ends with.
+fn header_name_start_at_end(bytes: &[u8]) -> usize {
+    (1..HEADER_NAME.len())
+        .rev()
+        .find(|&k| {
+            k <= bytes.len() && bytes[bytes.len() - k..].eq_ignore_ascii_case(&HEADER_NAME[..k])
+        })
+        .unwrap_or(0)
+}
+
+/// Splits `chunks`, read one after another, into frames exactly as [`run`] does: `Ok(body)` for
+/// a complete frame, `Err(reason)` for bytes that are not one (a frame still incomplete at the
+/// end is not returned). The decoder's entry point for the fuzz tests (`tests/fuzz.rs`).
+#[doc(hidden)]
+pub fn decode_frames<'a>(
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> Vec<Result<Vec<u8>, String>> {
+    let mut deframer = Deframer::default();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        deframer.buf.extend_from_slice(chunk);
+        while let Some(frame) = deframer.next() {
+            out.push(match frame {
+                Frame::Body(body) => Ok(body),
+                Frame::Malformed(why) => Err(why),
+            });
+        }
+    }
+    out
 }
 
 fn error_response(id: Value, code: i64, message: &str) -> Vec<u8> {

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use sessiond::core::timestamp::civil_from_days;
+use sessiond::core::timestamp::{civil_from_days, format_iso};
 
 use super::v1_line_id;
 
@@ -82,6 +82,10 @@ struct Generator {
     entries: Vec<Entry>,
     clock_ms: i64,
     calls: Vec<String>,
+    /// Sibling order under test: entry timestamps that are missing, empty, garbled, tied or out of
+    /// order, and hubs with many children, so pi's `getTree` sort (V8's TimSort with a comparator
+    /// that gives NaN) decides the order of children.
+    messy_timestamps: bool,
 }
 
 impl Generator {
@@ -113,6 +117,33 @@ impl Generator {
             0 => format!("{base}Z"),
             1 => format!("{base}.{:03}+00:00", ms),
             _ => format!("{base}.{ms:03}Z"),
+        }
+    }
+
+    /// An entry's timestamp; None leaves the field out. Messy files get bad and tied ones.
+    fn entry_timestamp(&mut self) -> Option<String> {
+        if !self.messy_timestamps {
+            return Some(self.iso());
+        }
+        match self.rng.below(100) {
+            0..=7 => None,
+            8..=15 => Some(String::new()),
+            16..=27 => Some(
+                (*self.rng.pick(&[
+                    "garbled",
+                    "2026-13-01T00:00:00Z",
+                    "yesterday",
+                    "2026-01-01T25:00:00.000Z",
+                    "2026-02-30T00:00:00.000Z",
+                ]))
+                .to_string(),
+            ),
+            28..=54 => {
+                // A handful of instants shared by many entries: ties and descending runs.
+                let minute = self.rng.below(4) as i64;
+                Some(format_iso(1_767_225_600_000 + minute * 60_000))
+            }
+            _ => Some(self.iso()),
         }
     }
 
@@ -241,6 +272,9 @@ impl Generator {
         let index = n;
         let parent = if n == 0 || (self.version >= 2 && self.rng.chance(3)) {
             None
+        } else if self.messy_timestamps && self.rng.chance(45) {
+            // A hub among the first entries collects many siblings.
+            Some(self.rng.below(n.min(3)))
         } else if self.version == 1 || self.rng.chance(75) {
             Some(n - 1)
         } else {
@@ -257,7 +291,7 @@ impl Generator {
             }
         };
         let ancestors = self.ancestors(parent);
-        let timestamp = self.iso();
+        let timestamp = self.entry_timestamp();
         let kind = self.rng.below(100);
         let mut fields = serde_json::Map::new();
         let mut put = |k: &str, v: Value| {
@@ -399,7 +433,9 @@ impl Generator {
                 parent.map_or(Value::Null, |p| json!(self.entries[p].id)),
             );
         }
-        value.insert("timestamp".into(), json!(timestamp));
+        if let Some(timestamp) = timestamp {
+            value.insert("timestamp".into(), json!(timestamp));
+        }
         value.extend(fields);
         if self.rng.chance(3) {
             value.insert("unknownField".into(), json!({"kept": true}));
@@ -431,8 +467,17 @@ pub fn generate(seed: u64, index: usize, dir: &Path) -> Case {
         entries: Vec::new(),
         clock_ms: 1_767_225_600_000,
         calls: Vec::new(),
+        messy_timestamps: false,
     };
-    let max = if g.rng.chance(15) { 80 } else { 30 };
+    g.messy_timestamps = version >= 2 && g.rng.chance(25);
+    let max = if g.messy_timestamps && g.rng.chance(30) {
+        // Enough siblings under one hub for V8's merges and galloping, not only insertion sort.
+        400
+    } else if g.rng.chance(15) {
+        80
+    } else {
+        30
+    };
     let count = 1 + g.rng.below(max);
     for _ in 0..count {
         g.add();

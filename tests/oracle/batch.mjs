@@ -6,7 +6,8 @@
 // Input: one JSON object per line, {"file": PATH, "leaf": ID | null}; a missing or null leaf means pi's
 // default leaf (the last entry in file order). Output: one JSON line per job, in input order:
 //   {"file", "leaf", "version", "context": {messages, thinkingLevel, model}, "entries": [ids] | null,
-//    "entryLines": [1-based line numbers of the context entries], "leaves": [ids of entries with no children]}
+//    "entryLines": [1-based line numbers of the context entries], "leaves": [ids of entries with no children],
+//    "tree": {"roots": [ids], "children": {id: [child ids in pi's getTree order]}} (default leaf, version >= 2 only)}
 // It makes the same calls as oracle.mjs: loadEntriesFromFile on a copy of the file (pi's loader may append a
 // newline to the file it reads), migrateSessionEntries, buildSessionContext and buildContextEntries.
 // For version-1 files pi invents random ids while migrating, so "entries" and "leaves" are null there;
@@ -157,6 +158,22 @@ async function runJob(job) {
 
   const hasChildren = new Set(entries.map((e) => e.parentId).filter((p) => p));
   const stableIds = version >= 2;
+  // pi's tree order (getTree sorts siblings by timestamp with a comparator that can give NaN),
+  // once per file: with the default leaf only, and only where ids are stable.
+  let tree;
+  if (stableIds && job.leaf == null) {
+    const cwd = typeof header?.cwd === "string" ? header.cwd : process.cwd();
+    const manager = new sm.SessionManager(cwd, scratch, undefined, false, undefined, [...fileEntries]);
+    const children = {};
+    const stack = manager.getTree();
+    const roots = stack.map((n) => n.entry.id);
+    while (stack.length > 0) {
+      const node = stack.pop();
+      children[node.entry.id] = node.children.map((c) => c.entry.id);
+      stack.push(...node.children);
+    }
+    tree = { roots, children };
+  }
   return {
     file: job.file,
     leaf: job.leaf ?? null,
@@ -165,6 +182,7 @@ async function runJob(job) {
     entries: stableIds ? contextEntries.map((e) => e.id) : null,
     entryLines: contextEntries.map((e) => lineOf.get(e) ?? null),
     leaves: stableIds ? entries.filter((e) => !hasChildren.has(e.id)).map((e) => e.id) : null,
+    ...(tree ? { tree } : {}),
   };
 }
 

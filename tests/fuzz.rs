@@ -1,0 +1,666 @@
+//! Property-based fuzzing on the stable toolchain (proptest): the line reader and classifier, the
+//! LSP frame decoder, and projection and compaction planning over random trees.
+//!
+//! Invariants: no input panics (proptest catches a panic, shrinks the input and reports it), no
+//! input hangs (every input is bounded in size), a refusal is always a typed error, and on valid
+//! input the fuzzed path gives what the ordinary path gives (a file applied in random chunks
+//! through `apply_batch` equals `open_session` of the whole file; a frame stream split anywhere
+//! decodes as the stream read at once).
+//!
+//! Each target runs `SESSIOND_FUZZ_CASES` inputs (default: a count that keeps the whole file near
+//! a minute in a debug build on a shared machine) and prints how many it tried. A longer run:
+//!
+//! ```text
+//! SESSIOND_FUZZ_CASES=200000 cargo test --release --test fuzz -- --nocapture
+//! ```
+//!
+//! The generator's seed is random on every run; a failure prints the shrunk input, and
+//! `PROPTEST_RNG_SEED=<n>` replays a run.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use sessiond::core::compaction::{self, Options};
+use sessiond::core::format::EntryId;
+use sessiond::core::projection::project;
+use sessiond::core::tree::{Mode, Tree};
+use sessiond::server::transport::decode_frames;
+use sessiond::storage::lines::{Position, apply_batch};
+use sessiond::storage::reader::{FileLines, OpenError, OpenedSession, open_session};
+
+/// Inputs per target: `SESSIOND_FUZZ_CASES`, else `default`.
+fn cases(default: u32) -> u32 {
+    std::env::var("SESSIOND_FUZZ_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Runs `test` on `cases` inputs from `strategy`, prints how many were tried, and fails with
+/// proptest's shrunk counterexample.
+fn fuzz<S: Strategy>(
+    name: &str,
+    default_cases: u32,
+    strategy: S,
+    test: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) {
+    let cases = cases(default_cases);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        failure_persistence: None,
+        // Inputs are bounded; give shrinking a bounded budget too.
+        max_shrink_iters: 2048,
+        ..Config::default()
+    });
+    let tried = AtomicU64::new(0);
+    let started = std::time::Instant::now();
+    let result = runner.run(&strategy, |value| {
+        tried.fetch_add(1, Ordering::Relaxed);
+        test(value)
+    });
+    // Straight to stderr, past the test harness's capture, so CI logs carry the figure.
+    let _ = writeln!(
+        std::io::stderr(),
+        "fuzz {name}: {} inputs tried in {:.1?} ({cases} cases asked)",
+        tried.load(Ordering::Relaxed),
+        started.elapsed()
+    );
+    if let Err(e) = result {
+        panic!("fuzz {name}: {e}");
+    }
+}
+
+/// A scratch directory for this test binary.
+fn scratch() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+/// Writes `bytes` to a fresh file in the scratch directory.
+fn write_temp(bytes: &[u8]) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let path = scratch().join(format!("f{}.jsonl", N.fetch_add(1, Ordering::Relaxed)));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// Real sessions to cut and splice: every `.jsonl` under examples/ and tests/data/ up to 256 KiB.
+fn samples() -> &'static [Vec<u8>] {
+    static SAMPLES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    SAMPLES.get_or_init(|| {
+        let mut files = Vec::new();
+        for dir in ["examples", "tests/data"] {
+            collect(&common::repo(dir), &mut files);
+        }
+        files.sort();
+        files
+            .iter()
+            .filter_map(|f| std::fs::read(f).ok())
+            .filter(|b| !b.is_empty() && b.len() <= 256 << 10)
+            .collect()
+    })
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in read.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+}
+
+/// The samples that open strictly, parents first: the valid input for the equality properties.
+fn valid_samples() -> &'static [Vec<u8>] {
+    static VALID: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    VALID.get_or_init(|| {
+        samples()
+            .iter()
+            .filter(|b| {
+                // Every prefix of these is valid too: parents come before their children (a
+                // child written before its parent makes a prefix refuse, rightly).
+                open_session(&write_temp(b), Mode::Strict).is_ok_and(|o| {
+                    o.tree
+                        .nodes()
+                        .iter()
+                        .enumerate()
+                        .all(|(i, n)| n.parent.is_none_or(|p| (p as usize) < i))
+                })
+            })
+            .cloned()
+            .collect()
+    })
+}
+
+/// Opens `bytes` in both modes; neither may panic, and strict success implies lenient success
+/// with the same entries.
+fn open_both(bytes: &[u8]) -> Result<Option<OpenedSession>, TestCaseError> {
+    let path = write_temp(bytes);
+    let strict = open_session(&path, Mode::Strict);
+    let lenient = open_session(&path, Mode::Lenient);
+    let _ = std::fs::remove_file(&path);
+    if let Err(e) = &strict {
+        // A refusal is typed and says what it is about.
+        prop_assert!(!e.to_string().is_empty());
+        prop_assert!(
+            matches!(
+                e,
+                OpenError::Corrupt { .. } | OpenError::Pending { .. } | OpenError::Io { .. }
+            ),
+            "unexpected refusal {e:?}"
+        );
+    }
+    if let (Ok(s), Ok(l)) = (&strict, &lenient) {
+        prop_assert_eq!(ids(&s.tree), ids(&l.tree));
+    }
+    if strict.is_ok() {
+        prop_assert!(
+            lenient.is_ok(),
+            "strict opened, lenient refused: {:?}",
+            lenient.err()
+        );
+    }
+    Ok(strict.ok())
+}
+
+/// Each node's id and parent id, in file order.
+fn ids(tree: &Tree) -> Vec<(String, Option<String>)> {
+    tree.nodes()
+        .iter()
+        .map(|n| {
+            (
+                n.entry.id.to_string(),
+                n.parent.map(|p| tree.node(p).entry.id.to_string()),
+            )
+        })
+        .collect()
+}
+
+/// Everything a reader of the tree sees: ids, parents, spans and children in order.
+fn shape(tree: &Tree) -> Vec<String> {
+    tree.nodes()
+        .iter()
+        .map(|n| {
+            format!(
+                "{} {:?} {:?} {:?}",
+                n.entry.id, n.parent, n.entry.span, n.children
+            )
+        })
+        .collect()
+}
+
+/// Bytes that look like session lines: JSON punctuation, keys, ids, newlines, CR, UTF-8 pieces.
+fn jsonish() -> impl Strategy<Value = Vec<u8>> {
+    const TOKENS: &[&str] = &[
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"",
+        "\n",
+        "\r\n",
+        " ",
+        "\\",
+        "\\u",
+        "d83d",
+        "null",
+        "0",
+        "-1e999",
+        "\"type\"",
+        "\"session\"",
+        "\"message\"",
+        "\"compaction\"",
+        "\"label\"",
+        "\"id\"",
+        "\"parentId\"",
+        "\"a1\"",
+        "\"b2\"",
+        "\"version\"",
+        "3",
+        "1",
+        "\"timestamp\"",
+        "\"role\"",
+        "\"user\"",
+        "\"content\"",
+        "\"firstKeptEntryId\"",
+        "\"targetId\"",
+        "é",
+        "🚀",
+        "\u{0}",
+        "\u{ff}",
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"cwd\":\"/\"}\n",
+        "{\"type\":\"message\",\"id\":\"a1\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:01Z\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+        "{\"type\":\"message\",\"id\":\"b2\",\"parentId\":\"a1\",\"timestamp\":\"x\",\"message\":{\"role\":\"assistant\",\"content\":[]}}\n",
+    ];
+    prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..1024),
+        prop::collection::vec(prop::sample::select(TOKENS), 0..120)
+            .prop_map(|t| t.concat().into_bytes()),
+    ]
+}
+
+#[derive(Clone, Debug)]
+enum Edit {
+    Truncate(u32),
+    Delete(u32, u16),
+    Insert(u32, Vec<u8>),
+    /// Copies a range of the file to another place (a line spliced into another).
+    Splice(u32, u16, u32),
+    Flip(u32, u8),
+}
+
+fn edit() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        any::<u32>().prop_map(Edit::Truncate),
+        (any::<u32>(), any::<u16>()).prop_map(|(a, n)| Edit::Delete(a, n % 512)),
+        (any::<u32>(), jsonish()).prop_map(|(a, b)| Edit::Insert(a, b)),
+        (any::<u32>(), any::<u16>(), any::<u32>()).prop_map(|(a, n, b)| Edit::Splice(
+            a,
+            n % 2048,
+            b
+        )),
+        (any::<u32>(), any::<u8>()).prop_map(|(a, v)| Edit::Flip(a, v)),
+    ]
+}
+
+fn apply_edit(bytes: &mut Vec<u8>, e: &Edit) {
+    let at = |x: u32, len: usize| (x as usize) % (len + 1);
+    match e {
+        Edit::Truncate(x) => bytes.truncate(at(*x, bytes.len())),
+        Edit::Delete(x, n) => {
+            let a = at(*x, bytes.len());
+            let b = (a + *n as usize).min(bytes.len());
+            bytes.drain(a..b);
+        }
+        Edit::Insert(x, ins) => {
+            let a = at(*x, bytes.len());
+            bytes.splice(a..a, ins.iter().copied());
+        }
+        Edit::Splice(x, n, y) => {
+            let a = at(*x, bytes.len());
+            let b = (a + *n as usize).min(bytes.len());
+            let piece = bytes[a..b].to_vec();
+            let to = at(*y, bytes.len());
+            bytes.splice(to..to, piece);
+        }
+        Edit::Flip(x, v) => {
+            if !bytes.is_empty() {
+                let a = (*x as usize) % bytes.len();
+                bytes[a] = *v;
+            }
+        }
+    }
+}
+
+/// A tree holding only a version-3 header, for `apply_batch` on arbitrary bytes.
+fn header_tree(mode: Mode) -> (Tree, Position) {
+    let header = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"cwd\":\"/\"}\n";
+    let path = write_temp(header);
+    let opened = open_session(&path, mode).unwrap();
+    (opened.tree, opened.position)
+}
+
+#[test]
+fn reader_random_bytes() {
+    fuzz("reader: random bytes", 3000, jsonish(), |bytes| {
+        open_both(&bytes)?;
+        for mode in [Mode::Strict, Mode::Lenient] {
+            let (mut tree, from) = header_tree(mode);
+            let applied = apply_batch(&mut tree, from, &bytes);
+            prop_assert!(applied.position.offset >= from.offset);
+            prop_assert!(applied.position.offset <= from.offset + bytes.len() as u64);
+            if let Some(c) = applied.corruption {
+                prop_assert!(!c.to_string().is_empty());
+            }
+        }
+        Ok(())
+    });
+}
+
+#[test]
+fn reader_cut_and_spliced_sessions() {
+    let n = samples().len();
+    assert!(
+        n > 10,
+        "expected session samples under examples/ and tests/data/"
+    );
+    fuzz(
+        "reader: cuts and splices of real sessions",
+        3000,
+        (0..n, prop::collection::vec(edit(), 1..4)),
+        |(i, edits)| {
+            let original = &samples()[i];
+            let mut bytes = original.clone();
+            for e in &edits {
+                apply_edit(&mut bytes, e);
+            }
+            let opened = open_both(&bytes)?;
+            // A file cut short opens (if at all) with the first entries of the whole file.
+            if let ([Edit::Truncate(_)], Some(cut), Ok(whole)) = (
+                &edits[..],
+                opened,
+                open_session(&write_temp(original), Mode::Strict),
+            ) {
+                let (cut, whole) = (ids(&cut.tree), ids(&whole.tree));
+                prop_assert!(cut.len() <= whole.len());
+                prop_assert_eq!(&cut[..], &whole[..cut.len()]);
+            }
+            Ok(())
+        },
+    );
+}
+
+#[test]
+fn reader_chunked_apply_equals_open() {
+    let n = valid_samples().len();
+    assert!(n > 5, "expected valid session samples");
+    fuzz(
+        "reader: apply_batch in random chunks = open_session",
+        2000,
+        (0..n, prop::collection::vec(any::<u32>(), 0..12)),
+        |(i, cuts)| {
+            let bytes = &valid_samples()[i];
+            let header_end = memchr::memchr(b'\n', bytes).map_or(bytes.len(), |p| p + 1);
+            let span = bytes.len() - header_end;
+            let mut ends: Vec<usize> = cuts
+                .iter()
+                .map(|c| header_end + (*c as usize) % (span + 1))
+                .collect();
+            ends.push(bytes.len());
+            ends.sort_unstable();
+            // The first piece is opened as a file (the open-time reader), the rest is tailed.
+            let first = ends[0];
+            let start = match open_session(&write_temp(&bytes[..first]), Mode::Strict) {
+                Ok(o) => o,
+                Err(e) => return Err(TestCaseError::fail(format!("prefix of {first} bytes: {e}"))),
+            };
+            let (mut tree, mut pos, mut torn) = (start.tree, start.position, start.torn_tail);
+            for &end in &ends[1..] {
+                let from = usize::try_from(pos.offset).unwrap();
+                let applied = apply_batch(&mut tree, pos, &bytes[from..end]);
+                prop_assert!(
+                    applied.corruption.is_none(),
+                    "{:?} at {end}",
+                    applied.corruption
+                );
+                pos = applied.position;
+                torn = applied.torn_tail;
+            }
+            let whole = open_session(&write_temp(bytes), Mode::Strict).unwrap();
+            prop_assert_eq!(shape(&tree), shape(&whole.tree));
+            prop_assert_eq!(pos, whole.position);
+            prop_assert_eq!(torn, whole.torn_tail);
+            let leaf = whole.tree.default_leaf();
+            prop_assert_eq!(
+                format!("{:?}", project(&tree, leaf)),
+                format!("{:?}", project(&whole.tree, leaf))
+            );
+            Ok(())
+        },
+    );
+}
+
+/// One frame's header, in the shapes clients send.
+fn frame(body: &[u8], style: u8) -> Vec<u8> {
+    let n = body.len();
+    let head = match style % 4 {
+        0 => format!("Content-Length: {n}\r\n\r\n"),
+        1 => format!("content-length:{n}\r\n\r\n"),
+        2 => format!(
+            "Content-Length: {n}\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n"
+        ),
+        _ => format!("Content-Type: x\r\nCONTENT-LENGTH:   {n}  \r\n\r\n"),
+    };
+    let mut out = head.into_bytes();
+    out.extend_from_slice(body);
+    out
+}
+
+/// `bytes` cut at `cuts` (taken modulo its length).
+fn split<'a>(bytes: &'a [u8], cuts: &[u32]) -> Vec<&'a [u8]> {
+    let mut at: Vec<usize> = cuts
+        .iter()
+        .map(|c| (*c as usize) % (bytes.len() + 1))
+        .collect();
+    at.push(0);
+    at.push(bytes.len());
+    at.sort_unstable();
+    at.windows(2).map(|w| &bytes[w[0]..w[1]]).collect()
+}
+
+#[test]
+fn frames_valid_streams_split_anywhere() {
+    fuzz(
+        "transport: valid frame streams split anywhere",
+        5000,
+        (
+            prop::collection::vec(
+                (prop::collection::vec(any::<u8>(), 0..300), any::<u8>()),
+                0..8,
+            ),
+            prop::collection::vec(any::<u32>(), 0..16),
+        ),
+        |(frames, cuts)| {
+            let mut stream = Vec::new();
+            for (body, style) in &frames {
+                stream.extend(frame(body, *style));
+            }
+            let got = decode_frames(split(&stream, &cuts));
+            let want: Vec<Result<Vec<u8>, String>> =
+                frames.into_iter().map(|(b, _)| Ok(b)).collect();
+            prop_assert_eq!(got, want);
+            Ok(())
+        },
+    );
+}
+
+#[test]
+fn frames_garbage_is_split_invariant() {
+    // Headers, lengths (huge, negative, missing), bodies and noise, mixed.
+    fn piece() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            prop::collection::vec(any::<u8>(), 0..64),
+            (prop::collection::vec(any::<u8>(), 0..64), any::<u8>())
+                .prop_map(|(b, s)| frame(&b, s)),
+            prop::sample::select(vec![
+                "Content-Length: 99999999999999999999\r\n\r\n",
+                "Content-Length: 300000000\r\n\r\n",
+                "Content-Length: -1\r\n\r\n",
+                "Content-Length: \r\n\r\n",
+                "Content-Length: 5\r\n",
+                "X: y\r\n\r\n",
+                "\r\n\r\n",
+                "\n",
+                "Content-Length",
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\"}",
+            ])
+            .prop_map(|s| s.as_bytes().to_vec()),
+        ]
+    }
+    fuzz(
+        "transport: random headers and lengths, split reads",
+        5000,
+        (
+            prop::collection::vec(piece(), 0..24),
+            prop::collection::vec(any::<u32>(), 0..16),
+        ),
+        |(pieces, cuts)| {
+            let stream = pieces.concat();
+            let whole = decode_frames([&stream[..]]);
+            let got = decode_frames(split(&stream, &cuts));
+            prop_assert_eq!(&got, &whole);
+            let body_bytes: usize = got.iter().flatten().map(Vec::len).sum();
+            prop_assert!(body_bytes <= stream.len());
+            for e in got.iter().filter_map(|f| f.as_ref().err()) {
+                prop_assert!(!e.is_empty());
+            }
+            Ok(())
+        },
+    );
+}
+
+/// One generated entry: its type and fields, the parent chosen among earlier entries.
+#[derive(Clone, Debug)]
+struct GenEntry {
+    kind: u8,
+    parent: u16,
+    target: u16,
+    size: u16,
+    ts: u8,
+}
+
+fn session_text(entries: &[GenEntry]) -> String {
+    let mut out = String::from(
+        "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+    );
+    for (i, e) in entries.iter().enumerate() {
+        let id = format!("e{i}");
+        let parent = match (i, e.parent % 8) {
+            (0, _) | (_, 0) => "null".to_owned(),
+            (_, 1..=4) => format!("\"e{}\"", i - 1),
+            _ => format!("\"e{}\"", e.parent as usize % i),
+        };
+        let target = match e.target % 10 {
+            0 => id.clone(),
+            1 => "nope".to_owned(),
+            _ => format!("e{}", e.target as usize % (i + 1)),
+        };
+        let text = "word ".repeat(e.size as usize % 3000);
+        let ts = match e.ts % 5 {
+            0 => String::new(),
+            1 => ",\"timestamp\":\"bad\"".to_owned(),
+            _ => format!(",\"timestamp\":\"2026-01-01T00:{:02}:00.000Z\"", e.ts % 60),
+        };
+        let call = format!("t{}", e.target % 4);
+        let body = match e.kind % 12 {
+            0 | 1 => format!(
+                "\"type\":\"message\",\"message\":{{\"role\":\"user\",\"content\":\"{text}\",\"timestamp\":1}}"
+            ),
+            2 | 3 => format!(
+                "\"type\":\"message\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}},{{\"type\":\"toolCall\",\"id\":\"{call}\",\"name\":\"read\",\"arguments\":{{\"path\":\"src/{i}.rs\"}}}}],\"provider\":\"p\",\"model\":\"m\",\"usage\":{{\"input\":{},\"output\":1,\"cacheRead\":0,\"cacheWrite\":0,\"totalTokens\":2}},\"stopReason\":\"toolUse\",\"timestamp\":1}}",
+                e.size
+            ),
+            4 => format!(
+                "\"type\":\"message\",\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"{call}\",\"toolName\":\"read\",\"content\":[{{\"type\":\"text\",\"text\":\"{text}\"}}],\"isError\":{},\"timestamp\":1}}",
+                e.size % 2 == 0
+            ),
+            5 => format!(
+                "\"type\":\"compaction\",\"summary\":\"s{text}\",\"firstKeptEntryId\":\"{target}\",\"tokensBefore\":{}",
+                e.size
+            ),
+            6 => format!(
+                "\"type\":\"branch_summary\",\"fromId\":\"{target}\",\"summary\":\"{text}\""
+            ),
+            7 => format!("\"type\":\"label\",\"targetId\":\"{target}\",\"label\":\"l{i}\""),
+            8 => format!(
+                "\"type\":\"custom_message\",\"customType\":\"c\",\"content\":\"{text}\",\"display\":true"
+            ),
+            9 => format!(
+                "\"type\":\"context_edit\",\"targetId\":\"{target}\",\"replacement\":{}",
+                if e.size % 2 == 0 {
+                    "null".to_owned()
+                } else {
+                    format!("{{\"content\":\"{text}\"}}")
+                }
+            ),
+            10 => "\"type\":\"model_change\",\"provider\":\"p\",\"modelId\":\"m2\"".to_owned(),
+            _ => format!(
+                "\"type\":\"message\",\"message\":{{\"role\":\"bashExecution\",\"command\":\"ls\",\"output\":\"{text}\",\"exitCode\":0,\"timestamp\":1}}"
+            ),
+        };
+        out.push_str(&format!(
+            "{{\"id\":\"{id}\",\"parentId\":{parent}{ts},{body}}}\n"
+        ));
+    }
+    out
+}
+
+#[test]
+fn projection_and_compaction_over_random_trees() {
+    let entry = (
+        any::<u8>(),
+        any::<u16>(),
+        any::<u16>(),
+        any::<u16>(),
+        any::<u8>(),
+    )
+        .prop_map(|(kind, parent, target, size, ts)| GenEntry {
+            kind,
+            parent,
+            target,
+            size,
+            ts,
+        });
+    fuzz(
+        "core: projection and compaction planning over random trees",
+        600,
+        (
+            prop::collection::vec(entry, 0..40),
+            prop::sample::select(vec![0u64, 1, 50, 500, 5000, 20_000]),
+        ),
+        |(entries, keep)| {
+            let path = write_temp(session_text(&entries).as_bytes());
+            let opened = match open_session(&path, Mode::Strict) {
+                Ok(o) => o,
+                // A compaction or label naming an unknown id is still a valid tree; only an
+                // unknown parent cannot occur here, so a refusal is a finding.
+                Err(e) => return Err(TestCaseError::fail(format!("generated file refused: {e}"))),
+            };
+            let tree = &opened.tree;
+            let lines = FileLines::open(&path).unwrap();
+            let mut leaves: Vec<_> = tree.leaves().map(Some).collect();
+            leaves.push(None);
+            leaves.push(tree.default_leaf());
+            for leaf in leaves {
+                let p = project(tree, leaf);
+                // The path runs from a root to the leaf through parents.
+                prop_assert_eq!(p.path.last().copied(), leaf);
+                if let Some(&first) = p.path.first() {
+                    prop_assert!(tree.node(first).parent.is_none());
+                }
+                for w in p.path.windows(2) {
+                    prop_assert_eq!(tree.node(w[1]).parent, Some(w[0]));
+                }
+                for item in &p.items {
+                    prop_assert!(p.path.contains(&item.node));
+                }
+                let options = Options {
+                    keep_recent_tokens: keep,
+                    summary: None,
+                    custom_instructions: None,
+                    new_entry_id: EntryId::new("fuzz0001"),
+                    time_ms: 1_767_225_600_000,
+                };
+                match compaction::plan(tree, &lines, leaf, &options) {
+                    Ok(Ok(plan)) => {
+                        let kept = plan.preparation.first_kept_entry_id.as_str();
+                        prop_assert!(
+                            p.path
+                                .iter()
+                                .any(|&n| tree.node(n).entry.id.as_str() == kept),
+                            "first kept entry {kept} is not on the path"
+                        );
+                    }
+                    Ok(Err(_nothing)) => {}
+                    Err(e) => prop_assert!(!e.to_string().is_empty()),
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+            Ok(())
+        },
+    );
+}

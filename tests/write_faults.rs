@@ -1,0 +1,274 @@
+//! Fault injection for writes: appends that fail part-way and writers killed mid-append leave
+//! the session readable, with every acknowledged entry present exactly once and nothing
+//! half-written that is not reported as a torn tail.
+//!
+//! The faults are real ones, injected from outside the process so the code under test is the
+//! shipped binary: `RLIMIT_FSIZE` (`ulimit -f`, with `SIGXFSZ` ignored so `write(2)` comes back
+//! short or with `EFBIG` part-way, exactly as on a full disk), and `SIGKILL` at random moments of
+//! an append with `--sync` (between `write` and `fdatasync`, or anywhere else). Needs `bash`.
+//! Not covered here: `EIO` from the device (needs a faulty block device or FUSE) and a failing
+//! `rename` of a published file.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use sessiond::core::tree::Mode;
+use sessiond::storage::reader::open_session;
+
+/// A fixed seed per run, printed, so a failure can be replayed with `SESSIOND_FAULT_SEED`.
+fn rng() -> fastrand::Rng {
+    let seed = std::env::var("SESSIOND_FAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| fastrand::u64(..));
+    eprintln!("write faults: seed {seed} (SESSIOND_FAULT_SEED={seed} replays)");
+    fastrand::Rng::with_seed(seed)
+}
+
+/// An entry whose content carries `marker`, padded to about `len` bytes.
+fn entry(marker: &str, len: usize) -> String {
+    format!(
+        r#"{{"type":"message","message":{{"role":"user","content":"{marker} {}","timestamp":1}}}}"#,
+        "y".repeat(len)
+    )
+}
+
+/// `sessiond append` on `file` under the session's current default leaf, run through bash
+/// with `limit_kib` as the file size limit (`ulimit -f`) and `SIGXFSZ` ignored.
+fn append_command(
+    file: &Path,
+    entry: &str,
+    leaf: &str,
+    limit_kib: Option<u64>,
+    sync: bool,
+) -> Command {
+    let mut script = String::from("trap '' XFSZ; ");
+    if let Some(kib) = limit_kib {
+        script.push_str(&format!("ulimit -f {kib}; "));
+    }
+    script.push_str("exec \"$@\"");
+    let mut cmd = Command::new("bash");
+    cmd.args([
+        "-c",
+        &script,
+        "bash",
+        env!("CARGO_BIN_EXE_sessiond"),
+        "append",
+    ])
+    .arg(file)
+    .args(["--entry", entry, "--expected-leaf", leaf, "--json"]);
+    if sync {
+        cmd.arg("--sync");
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// The session's default leaf as read by the library (`null` when empty).
+fn leaf(file: &Path) -> String {
+    let opened = open_session(file, Mode::Strict).unwrap();
+    opened.tree.default_leaf().map_or("null".to_owned(), |n| {
+        opened.tree.node(n).entry.id.to_string()
+    })
+}
+
+/// How many entries of the file carry each marker, by id; and the torn tail, if any.
+fn survivors(file: &Path) -> (HashMap<String, Vec<String>>, bool) {
+    let opened = open_session(file, Mode::Strict)
+        .unwrap_or_else(|e| panic!("the session no longer opens: {e}"));
+    let bytes = std::fs::read(file).unwrap();
+    let mut by_marker: HashMap<String, Vec<String>> = HashMap::new();
+    for n in opened.tree.nodes() {
+        let span = n.entry.span;
+        let line = &bytes[span.offset as usize..(span.offset + u64::from(span.len)) as usize];
+        let v: Value = serde_json::from_slice(line).unwrap();
+        if let Some(marker) = v["message"]["content"]
+            .as_str()
+            .and_then(|text| text.split(' ').next())
+            .filter(|m| m.starts_with("ack-"))
+        {
+            by_marker
+                .entry(marker.to_owned())
+                .or_default()
+                .push(n.entry.id.to_string());
+        }
+    }
+    (by_marker, opened.torn_tail.is_some())
+}
+
+#[test]
+fn a_write_cut_short_by_the_file_size_limit_leaves_nothing_half_written() {
+    let mut rng = rng();
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::copy_into(
+        dir.path(),
+        &common::repo("tests/data/cases/tree-order-bad-timestamp.jsonl"),
+    );
+    let mut acked: Vec<(String, String)> = Vec::new();
+    let (mut short, mut refused) = (0, 0);
+    for i in 0..40 {
+        let marker = format!("ack-{i}");
+        let text = entry(&marker, 100 + rng.usize(..3000));
+        let before = std::fs::read(&file).unwrap();
+        let size = before.len() as u64;
+        // A limit anywhere from the current size to past the end of the new line: the write
+        // fits, comes back short, or is refused outright.
+        let limit_kib = (size + rng.u64(..2 * text.len() as u64 + 2048)) / 1024;
+        let out = append_command(&file, &text, &leaf(&file), Some(limit_kib), false)
+            .output()
+            .unwrap();
+        let after = std::fs::read(&file).unwrap();
+        if out.status.success() {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            acked.push((marker, v["id"].as_str().unwrap().to_owned()));
+            assert!(after.starts_with(&before) && after.len() > before.len());
+        } else {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            assert!(
+                stderr.contains("short write")
+                    || stderr.contains("too large")
+                    || stderr.contains("EFBIG"),
+                "an I/O error is reported: {stderr}"
+            );
+            if stderr.contains("short write") {
+                short += 1;
+            } else {
+                refused += 1;
+            }
+            // Nothing of the line stays behind.
+            assert_eq!(after, before, "a failed append left bytes in the file");
+        }
+        let (found, torn) = survivors(&file);
+        assert!(!torn, "a failed append left a torn tail");
+        for (marker, id) in &acked {
+            assert_eq!(
+                found.get(marker),
+                Some(&vec![id.clone()]),
+                "{marker} once, as {id}"
+            );
+        }
+        assert_eq!(
+            found.len(),
+            acked.len(),
+            "only acknowledged entries are in the file"
+        );
+    }
+    eprintln!(
+        "write faults (file size limit): {} appends acknowledged, {short} cut short and rolled back, {refused} refused with nothing written",
+        acked.len()
+    );
+    assert!(
+        short > 0,
+        "no write was cut part-way; the limits missed the lines"
+    );
+}
+
+#[test]
+fn a_writer_killed_at_any_moment_loses_no_acknowledged_entry() {
+    let mut rng = rng();
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::copy_into(
+        dir.path(),
+        &common::repo("tests/data/cases/tree-order-bad-timestamp.jsonl"),
+    );
+    let mut acked: Vec<(String, String)> = Vec::new();
+    let mut unacked: Vec<String> = Vec::new();
+    let mut torn_seen = 0;
+    for i in 0..60 {
+        let marker = format!("ack-{i}");
+        let text = entry(&marker, 50 + rng.usize(..20_000));
+        let mut child = append_command(&file, &text, &leaf(&file), None, true)
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(rng.u64(..30_000)));
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        if out.status.success() {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            acked.push((marker, v["id"].as_str().unwrap().to_owned()));
+        } else {
+            unacked.push(marker);
+        }
+        let (found, torn) = survivors(&file);
+        for (marker, id) in &acked {
+            assert_eq!(
+                found.get(marker),
+                Some(&vec![id.clone()]),
+                "{marker} once, as {id}"
+            );
+        }
+        for marker in &unacked {
+            assert!(
+                found.get(marker).is_none_or(|ids| ids.len() == 1),
+                "{marker} at most once"
+            );
+        }
+        if torn {
+            // Only a kill inside write(2) can tear a line; the next append repairs it once it
+            // is older than the grace period.
+            torn_seen += 1;
+            std::thread::sleep(Duration::from_millis(2100));
+        }
+    }
+    eprintln!(
+        "write faults (SIGKILL): {} appends acknowledged, {} killed (torn tails seen: {torn_seen})",
+        acked.len(),
+        unacked.len()
+    );
+    assert!(
+        !unacked.is_empty(),
+        "no writer was killed; the delays missed the appends"
+    );
+}
+
+#[test]
+fn a_fork_that_cannot_be_written_leaves_no_file_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = common::copy_into(dir.path(), &common::repo("examples/pi-v3-branched.jsonl"));
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let before = std::fs::read(&src).unwrap();
+    let leaf = leaf(&src);
+    let status = Command::new("bash")
+        .args([
+            "-c",
+            "trap '' XFSZ; ulimit -f 1; exec \"$@\"",
+            "bash",
+            env!("CARGO_BIN_EXE_sessiond"),
+            "fork",
+        ])
+        .arg(&src)
+        .arg(&leaf)
+        .arg("--out")
+        .arg(&out_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(
+        status.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "a failed fork left {left:?}");
+    assert_eq!(
+        std::fs::read(&src).unwrap(),
+        before,
+        "the source is untouched"
+    );
+}
