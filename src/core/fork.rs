@@ -341,6 +341,14 @@ pub fn plan_fork(
     })
 }
 
+impl ForkPlan {
+    /// Entries in the new file: the kept path entries and the re-created labels (every line
+    /// but the header), what `session/open` of the new file reports as `entryCount`.
+    pub fn entry_count(&self) -> usize {
+        self.lines.len().saturating_sub(1)
+    }
+}
+
 fn read<'s>(
     tree: &Tree,
     source: &'s dyn LineSource,

@@ -130,25 +130,31 @@ fn content_text(content: Option<&Value>) -> String {
     }
 }
 
+/// `text` on one line (whitespace runs become one space) and at most [`PREVIEW_CHARS`] code
+/// points: a longer text keeps its first `PREVIEW_CHARS - 1` and ends with `…`.
 fn one_line(text: &str) -> String {
-    let mut out = String::new();
-    let mut count = 0;
-    for word in text.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
-            count += 1;
+    // Code points as JavaScript's string iterator yields them, so a lone surrogate (two
+    // characters here) is never cut in half and counts as one, like `[...s].length`.
+    let mut points: Vec<&str> = Vec::new();
+    'words: for word in text.split_whitespace() {
+        if !points.is_empty() {
+            points.push(" ");
         }
-        // By code point, so a lone surrogate (two characters here) is never cut in half.
         for c in jsstr::code_points(word) {
-            if count >= PREVIEW_CHARS - 1 {
-                out.push('…');
-                return out;
+            if points.len() > PREVIEW_CHARS {
+                break 'words;
             }
-            out.push_str(c);
-            count += 1;
+            points.push(c);
         }
     }
-    out
+    if points.len() > PREVIEW_CHARS {
+        points.truncate(PREVIEW_CHARS - 1);
+        if points.last() == Some(&" ") {
+            points.pop();
+        }
+        points.push("…");
+    }
+    points.concat()
 }
 
 #[cfg(test)]
@@ -189,5 +195,36 @@ mod tests {
         );
         let p = preview(long.as_bytes());
         assert!(jsstr::restore_json(&p).ends_with(r"\ud83d…"), "{p}");
+    }
+
+    /// Previews as JavaScript counts code points (`[...s].length`).
+    fn js_len(s: &str) -> usize {
+        jsstr::code_points(s).count()
+    }
+
+    #[test]
+    fn previews_are_at_most_80_code_points() {
+        let session_info = |name: &str| preview(json_line("session_info", "name", name).as_bytes());
+        // Exactly 80 stays whole; 81 is cut to 79 and an ellipsis.
+        let eighty = format!("name: {}", "x".repeat(PREVIEW_CHARS - 6));
+        assert_eq!(session_info(&eighty[6..]), eighty);
+        let long = session_info(&"y".repeat(PREVIEW_CHARS));
+        assert_eq!(js_len(&long), PREVIEW_CHARS);
+        assert!(long.ends_with('…'));
+        // A word that ends right at the limit, then a space: the cut never overshoots.
+        for n in 70..90 {
+            let text = format!("{} next words follow here", "w".repeat(n));
+            let p = session_info(&text);
+            assert!(js_len(&p) <= PREVIEW_CHARS, "{n}: {} {p}", js_len(&p));
+            assert!(!p.ends_with(" …"), "{n}: {p}");
+        }
+        // Astral characters count once each (they are two UTF-16 units).
+        let emoji = session_info(&"😀".repeat(100));
+        assert_eq!(js_len(&emoji), PREVIEW_CHARS);
+        assert_eq!(emoji.chars().count(), PREVIEW_CHARS);
+    }
+
+    fn json_line(kind: &str, key: &str, value: &str) -> String {
+        serde_json::json!({"type": kind, key: value}).to_string()
     }
 }

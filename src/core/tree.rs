@@ -68,6 +68,9 @@ pub struct Tree {
     labels: IndexMap<EntryId, Label>,
     name_entry: Option<NodeIdx>,
     leaves: BTreeSet<NodeIdx>,
+    /// How many children with a timestamp `Date` cannot parse each parent has (absent: none),
+    /// so attaching a child to a wide node does not scan its siblings.
+    untimed_children: HashMap<NodeIdx, u32, RandomState>,
     /// Children whose parent has not appeared yet, by the parent id they name.
     waiting: HashMap<EntryId, Vec<NodeIdx>>,
     v1: Option<V1State>,
@@ -100,6 +103,7 @@ impl Tree {
             labels: IndexMap::new(),
             name_entry: None,
             leaves: BTreeSet::new(),
+            untimed_children: HashMap::default(),
             waiting: HashMap::new(),
             v1,
             diagnostics: Vec::new(),
@@ -385,9 +389,13 @@ impl Tree {
         self.nodes[child as usize].parent = Some(parent);
         self.leaves.remove(&parent);
         let time = self.nodes[child as usize].entry.time_ms;
+        let untimed_sibling = self.untimed_children.contains_key(&parent);
+        if time.is_none() {
+            *self.untimed_children.entry(parent).or_default() += 1;
+        }
         let siblings = &self.nodes[parent as usize].children;
         let time_of = |n: NodeIdx| self.nodes[n as usize].entry.time_ms;
-        if time.is_none() || siblings.iter().any(|&s| time_of(s).is_none()) {
+        if time.is_none() || untimed_sibling {
             // A time JavaScript reads as NaN compares "equal" to everything, which is no
             // consistent order: only V8's own algorithm, run on pi's starting order (file
             // order), gives pi's answer.
@@ -420,6 +428,14 @@ impl Tree {
 
     fn detach(&mut self, child: NodeIdx) {
         if let Some(p) = self.nodes[child as usize].parent.take() {
+            if self.nodes[child as usize].entry.time_ms.is_none()
+                && let Some(n) = self.untimed_children.get_mut(&p)
+            {
+                *n -= 1;
+                if *n == 0 {
+                    self.untimed_children.remove(&p);
+                }
+            }
             let siblings = &mut self.nodes[p as usize].children;
             siblings.retain(|&c| c != child);
             if siblings.is_empty() {

@@ -1,13 +1,12 @@
 //! Conversions from core and session types to wire types: the one place where the daemon
 //! decides how a tree node, a revision, a context or a corruption looks on the wire.
 
-use std::collections::VecDeque;
-
 use serde_json::{Value, json};
 
 use super::wire::{AgentInfo, DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
 use super::wire::{
-    DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeResult,
+    DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeCursor,
+    TreeResult,
 };
 use super::wire::{Dropped, Forked, Reattached, Repair, Salvaged, TornTail, Written};
 use crate::core::diagnostics::Corruption;
@@ -103,64 +102,109 @@ pub fn agent(a: &Agent) -> AgentInfo {
     }
 }
 
-/// A page of the tree: breadth-first from `start` (the roots when `None`), down to `depth`
-/// levels below the start, at most `limit` nodes. A node lists its `children` only when all
-/// of them are in the page, so a client knows where to continue (`fromId` = that node).
-pub fn tree_page(
-    session: &Session,
-    start: Option<NodeIdx>,
-    depth: usize,
-    limit: usize,
-) -> TreeResult {
+/// Where a `session/tree` page starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TreeStart {
+    /// At the roots.
+    Roots,
+    /// At this node (included): `fromId`.
+    At(NodeIdx),
+    /// At this node's children: `childrenOf`.
+    ChildrenOf(NodeIdx),
+    /// At the siblings after this node: `after`.
+    After(NodeIdx),
+}
+
+/// A page of the tree: breadth-first from `start`, down to `depth` levels below the page's
+/// first level, at most `limit` nodes (at least one when there is any). Siblings are split
+/// across pages when they do not fit, so every page makes progress whatever the tree's shape.
+/// A node lists its `children` only when all of them are in the page; `next` says where each
+/// part left out continues, so the pages partition the nodes below the start: a node left
+/// out of a page is in exactly one of the pages `next` names.
+pub fn tree_page(session: &Session, start: TreeStart, depth: usize, limit: usize) -> TreeResult {
     let tree = session.tree();
     let source = session.source();
-    let starts: Vec<NodeIdx> = match start {
-        Some(s) => vec![s],
-        None => tree.roots().to_vec(),
-    };
-    let limit = limit.max(1);
-    let mut order: Vec<(NodeIdx, bool)> = Vec::new();
-    let mut queue: VecDeque<(usize, usize)> = VecDeque::new(); // (index in order, level)
-    let mut complete = true;
-    for &s in &starts {
-        if order.len() >= limit {
-            complete = false;
-            break;
-        }
-        order.push((s, false));
-        queue.push_back((order.len() - 1, 0));
-    }
-    while let Some((at, level)) = queue.pop_front() {
-        let n = order[at].0;
-        let children = &tree.node(n).children;
-        if children.is_empty() {
-            order[at].1 = true;
-            continue;
-        }
-        if level >= depth || order.len() + children.len() > limit {
-            complete = false;
-            continue;
-        }
-        order[at].1 = true;
-        for &c in children {
-            order.push((c, false));
-            queue.push_back((order.len() - 1, level + 1));
-        }
-    }
-    let nodes = order
+    let (page, next) = tree_walk(tree, start, depth, limit);
+    let nodes = page
         .iter()
         .map(|&(n, expanded)| node(tree, source, n, expanded))
         .collect();
     TreeResult {
         nodes,
-        roots: start
-            .is_none()
+        roots: (start == TreeStart::Roots)
             .then(|| tree.roots().iter().map(|&r| id(tree, r)).collect()),
-        complete,
+        complete: next.is_empty(),
+        next,
         leaf_id: leaf_id(tree),
         entry_count: tree.len(),
         revision: revision(session.revision()),
     }
+}
+
+/// The nodes of a page (each with whether all its children are in the page) and the cursors
+/// of what was left out. Iterative, so any depth is fine.
+fn tree_walk(
+    tree: &Tree,
+    start: TreeStart,
+    depth: usize,
+    limit: usize,
+) -> (Vec<(NodeIdx, bool)>, Vec<TreeCursor>) {
+    let single;
+    let starts: &[NodeIdx] = match start {
+        TreeStart::Roots => tree.roots(),
+        TreeStart::At(n) => {
+            single = [n];
+            &single
+        }
+        TreeStart::ChildrenOf(n) => &tree.node(n).children,
+        TreeStart::After(n) => {
+            let siblings = match tree.node(n).parent {
+                Some(p) => &tree.node(p).children[..],
+                None => tree.roots(),
+            };
+            let at = siblings.iter().position(|&s| s == n);
+            at.map_or(&[][..], |i| &siblings[i + 1..])
+        }
+    };
+    let limit = limit.max(1);
+    let mut page: Vec<(NodeIdx, bool)> = Vec::new();
+    let mut levels: Vec<usize> = Vec::new();
+    let mut next = Vec::new();
+    let take = starts.len().min(limit);
+    for &s in &starts[..take] {
+        page.push((s, false));
+        levels.push(0);
+    }
+    if take < starts.len()
+        && let Some(&last) = starts[..take].last()
+    {
+        next.push(TreeCursor::After(id(tree, last)));
+    }
+    let mut at = 0;
+    while at < page.len() {
+        let n = page[at].0;
+        let level = levels[at];
+        let children = &tree.node(n).children;
+        let room = limit - page.len();
+        if children.is_empty() {
+            page[at].1 = true;
+        } else if level >= depth || room == 0 {
+            next.push(TreeCursor::ChildrenOf(id(tree, n)));
+        } else {
+            let fits = children.len().min(room);
+            for &c in &children[..fits] {
+                page.push((c, false));
+                levels.push(level + 1);
+            }
+            if fits == children.len() {
+                page[at].1 = true;
+            } else {
+                next.push(TreeCursor::After(id(tree, children[fits - 1])));
+            }
+        }
+        at += 1;
+    }
+    (page, next)
 }
 
 /// `session/didChange` for entries just applied.

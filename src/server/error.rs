@@ -66,6 +66,36 @@ pub const AGENT_ACTIVE: i64 = -33019;
 /// Invalid params (the JSON-RPC standard code).
 pub const INVALID_PARAMS: i64 = -32602;
 
+/// Every code an error response can carry: JSON-RPC's and LSP's as the transport and
+/// tower-lsp-server send them (-32700 parse error, -32600 invalid request, -32601 method not
+/// found, -32602 invalid params, -32002 server not initialized, -32800 request cancelled),
+/// then sessiond's own. `protocol/README.md` and `protocol/schema/error.json` list exactly
+/// these (a test checks).
+pub const CODES: &[i64] = &[
+    -32700,
+    -32600,
+    -32601,
+    INVALID_PARAMS,
+    -32002,
+    -32800,
+    FILE_NOT_FOUND,
+    OUTSIDE_ROOTS,
+    SESSION_CORRUPT,
+    UNKNOWN_ENTRY,
+    SESSION_NOT_OPEN,
+    IO_ERROR,
+    CONFLICT,
+    BUSY,
+    SESSION_EXISTS,
+    INVALID_ENTRY,
+    RETENTION_LOST,
+    UNSUPPORTED_VERSION,
+    NOT_A_USER_MESSAGE,
+    FILE_CHANGED,
+    COMPACTION_FAILED,
+    AGENT_ACTIVE,
+];
+
 /// Why a method failed.
 #[derive(Debug, Error)]
 pub enum RpcError {

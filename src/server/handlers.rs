@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result as RpcResult;
 
 use super::Backend;
-use super::convert;
+use super::convert::{self, TreeStart};
 use super::error::RpcError;
 use super::lossless;
 use super::wire::{
@@ -25,9 +25,10 @@ use crate::session::owner::Session;
 use crate::storage::list;
 use crate::storage::reader::OpenError;
 
-/// Default and largest number of nodes in one `session/tree` answer.
+/// Default number of nodes in one `session/tree` answer.
 const TREE_LIMIT_DEFAULT: usize = 1000;
-const TREE_LIMIT_MAX: usize = 10_000;
+/// Largest `limit` of `session/tree`; a larger one is refused with -32602.
+pub const TREE_LIMIT_MAX: usize = 10_000;
 /// Default depth of one `session/tree` answer.
 const TREE_DEPTH_DEFAULT: usize = 64;
 /// Files per `$/progress` report in `session/list`.
@@ -169,16 +170,38 @@ impl Backend {
         Ok(json!({ "path": real }))
     }
 
-    /// `session/tree {path, fromId?, depth?, limit?}`.
+    /// `session/tree {path, fromId? | childrenOf? | after?, depth?, limit?}`. Errors: -32602
+    /// for more than one start or a `limit` outside 1..=10000, -33004 for a start that names no
+    /// entry.
     pub async fn tree(&self, p: Value) -> RpcResult<Value> {
         let p: TreeParams = params("session/tree", p)?;
         let depth = p.depth.unwrap_or(TREE_DEPTH_DEFAULT);
-        let limit = p.limit.unwrap_or(TREE_LIMIT_DEFAULT).min(TREE_LIMIT_MAX);
+        let limit = p.limit.unwrap_or(TREE_LIMIT_DEFAULT);
+        if !(1..=TREE_LIMIT_MAX).contains(&limit) {
+            return Err(RpcError::InvalidParams {
+                method: "session/tree",
+                detail: format!("limit must be between 1 and {TREE_LIMIT_MAX}, got {limit}"),
+            }
+            .into());
+        }
+        let starts = [&p.from_id, &p.children_of, &p.after]
+            .iter()
+            .filter(|s| s.is_some())
+            .count();
+        if starts > 1 {
+            return Err(RpcError::InvalidParams {
+                method: "session/tree",
+                detail: "give at most one of fromId, childrenOf and after".into(),
+            }
+            .into());
+        }
         Ok(self
             .ask(&p.path, move |s| {
-                let start = match &p.from_id {
-                    Some(id) => Some(find(s, id)?),
-                    None => None,
+                let start = match (&p.from_id, &p.children_of, &p.after) {
+                    (Some(id), _, _) => TreeStart::At(find(s, id)?),
+                    (_, Some(id), _) => TreeStart::ChildrenOf(find(s, id)?),
+                    (_, _, Some(id)) => TreeStart::After(find(s, id)?),
+                    _ => TreeStart::Roots,
                 };
                 to_value(s.path(), &convert::tree_page(s, start, depth, limit))
             })

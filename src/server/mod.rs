@@ -41,10 +41,11 @@ use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
 use crate::storage::publish::Reservations;
 use crate::watch::WatchBackend;
+use error::RpcError;
 use wire::Outgoing;
 
 /// The version of the `session/` protocol, advertised in `initialize`.
-pub const PROTOCOL_VERSION: &str = "0.1.0";
+pub const PROTOCOL_VERSION: &str = "0.2.0";
 
 /// Declares the request methods once: the [`METHODS`] list and their registration.
 macro_rules! method_table {
@@ -85,6 +86,10 @@ pub const NOTIFICATIONS: &[&str] = &[
     <wire::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <wire::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
 ];
+
+/// Notifications the server sends outside `session/`: LSP work-done progress (`session/list`
+/// with a `workDoneToken`). Documented and given a schema like the `session/` ones.
+pub const LSP_NOTIFICATIONS: &[&str] = &["$/progress"];
 
 /// How `sessiond serve` was started.
 #[derive(Clone, Debug, Default)]
@@ -212,20 +217,41 @@ impl Backend {
     }
 }
 
+/// The `roots` of `initializationOptions`: absent or `null` options, or options without
+/// `roots`, give none. Errors (refused with -32602, and the server stays uninitialized): options
+/// that are not an object, `roots` that is not an array of non-empty strings.
+fn initialization_roots(options: Option<&Value>) -> Result<Vec<PathBuf>, String> {
+    let roots = match options {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(o)) => match o.get("roots") {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(r) => r,
+        },
+        Some(_) => return Err("initializationOptions must be an object".into()),
+    };
+    let Value::Array(items) = roots else {
+        return Err("initializationOptions.roots must be an array of directory paths".into());
+    };
+    items
+        .iter()
+        .map(|r| match r {
+            Value::String(s) if !s.is_empty() => Ok(PathBuf::from(s)),
+            other => Err(format!(
+                "initializationOptions.roots: {other} is not a directory path"
+            )),
+        })
+        .collect()
+}
+
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> RpcResult<InitializeResult> {
-        let mut dirs: Vec<PathBuf> = params
-            .initialization_options
-            .as_ref()
-            .and_then(|o| o.get("roots"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(PathBuf::from)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut dirs =
+            initialization_roots(params.initialization_options.as_ref()).map_err(|detail| {
+                RpcError::InvalidParams {
+                    method: "initialize",
+                    detail,
+                }
+            })?;
         dirs.extend(self.cli_roots.iter().cloned());
         if dirs.is_empty() {
             dirs.push(Roots::default_dir());
@@ -336,7 +362,7 @@ mod protocol_agreement {
     use std::collections::BTreeSet;
     use std::path::PathBuf;
 
-    use super::{METHODS, NOTIFICATIONS};
+    use super::{LSP_NOTIFICATIONS, METHODS, NOTIFICATIONS};
 
     fn protocol_dir() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("protocol")
@@ -350,12 +376,40 @@ mod protocol_agreement {
             .filter_map(|l| l.strip_prefix("### `"))
             .filter_map(|l| l.strip_suffix('`'))
             .collect();
-        let served: BTreeSet<&str> = METHODS.iter().chain(NOTIFICATIONS).copied().collect();
+        let served: BTreeSet<&str> = METHODS
+            .iter()
+            .chain(NOTIFICATIONS)
+            .chain(LSP_NOTIFICATIONS)
+            .chain(&["initialize"])
+            .copied()
+            .collect();
         assert_eq!(documented, served);
         assert!(readme.contains(&format!(
             "Protocol version: **{}**",
             super::PROTOCOL_VERSION
         )));
+    }
+
+    #[test]
+    fn readme_and_error_schema_list_exactly_the_error_codes() {
+        let readme = std::fs::read_to_string(protocol_dir().join("README.md")).unwrap();
+        // Rows of the error table: `| -33001 | file not found | ...`.
+        let documented: Vec<i64> = readme
+            .lines()
+            .filter_map(|l| l.strip_prefix("| "))
+            .filter_map(|l| l.split(" |").next())
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(documented, super::error::CODES);
+        let text = std::fs::read_to_string(protocol_dir().join("schema/error.json")).unwrap();
+        let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let in_schema: Vec<i64> = schema["properties"]["code"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["const"].as_i64().unwrap())
+            .collect();
+        assert_eq!(in_schema, super::error::CODES);
     }
 
     #[test]
@@ -366,9 +420,12 @@ mod protocol_agreement {
             want.insert(format!("{base}.params.json"));
             want.insert(format!("{base}.result.json"));
         }
-        for n in NOTIFICATIONS {
+        for n in NOTIFICATIONS.iter().chain(LSP_NOTIFICATIONS) {
             want.insert(format!("{}.params.json", n.replace('/', ".")));
         }
+        want.insert("initialize.params.json".into());
+        want.insert("initialize.result.json".into());
+        want.insert("error.json".into());
         let have: BTreeSet<String> = std::fs::read_dir(protocol_dir().join("schema"))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -381,27 +438,55 @@ mod protocol_agreement {
         }
     }
 
+    /// The schemas are self-contained (a client can read one file alone), so shared
+    /// definitions are repeated in each; a definition must be the same wherever it appears.
     #[test]
-    fn the_vscode_extension_uses_only_served_names() {
-        // The extension's method table: `name: 'session/...'` entries in protocol.ts.
+    fn shared_definitions_are_the_same_in_every_schema() {
+        let mut seen: std::collections::BTreeMap<String, (String, serde_json::Value)> =
+            Default::default();
+        for e in std::fs::read_dir(protocol_dir().join("schema")).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let schema: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let Some(defs) = schema.get("$defs").and_then(|d| d.as_object()) else {
+                continue;
+            };
+            for (key, def) in defs {
+                match seen.get(key) {
+                    Some((first, same)) => {
+                        assert_eq!(def, same, "$defs/{key} differs in {name} and {first}")
+                    }
+                    None => {
+                        seen.insert(key.clone(), (name.clone(), def.clone()));
+                    }
+                }
+            }
+        }
+        assert!(seen.contains_key("node") && seen.contains_key("revision"));
+    }
+
+    /// The extension's method table is generated from the schemas
+    /// (`editors/vscode/scripts/gen-protocol.mjs`, checked fresh by its `npm test`), so it
+    /// names exactly the served methods and notifications.
+    #[test]
+    fn the_vscode_extension_names_exactly_the_served_methods() {
         let ts = std::fs::read_to_string(
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("editors/vscode/src/protocol.ts"),
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("editors/vscode/src/protocol.generated.ts"),
         )
         .unwrap();
         let used: BTreeSet<&str> = ts
             .split('\'')
-            .filter(|s| s.starts_with("session/") && !s.contains(' '))
+            .filter(|s| (s.starts_with("session/") || s.starts_with("$/")) && !s.contains(' '))
             .collect();
-        let served: BTreeSet<&str> = METHODS.iter().chain(NOTIFICATIONS).copied().collect();
-        assert!(used.len() >= 10, "protocol.ts names only {used:?}");
-        assert!(
-            used.is_subset(&served),
-            "protocol.ts names methods the daemon does not serve: {:?}",
-            used.difference(&served).collect::<Vec<_>>()
-        );
-        for n in NOTIFICATIONS {
-            assert!(used.contains(n), "the extension has no handler for {n}");
-        }
+        let served: BTreeSet<&str> = METHODS
+            .iter()
+            .chain(NOTIFICATIONS)
+            .chain(LSP_NOTIFICATIONS)
+            .copied()
+            .collect();
+        assert_eq!(used, served);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tower::Service;
-use tower_lsp_server::jsonrpc::{Request, Response};
+use tower_lsp_server::jsonrpc::{Error, Request, Response};
 use tower_lsp_server::{ClientSocket, LanguageServer, LspService};
 
 /// Requests handled concurrently (as `tower_lsp_server::Server`'s default).
@@ -265,18 +265,44 @@ fn classify(body: &[u8]) -> Incoming {
     let Value::Object(map) = &value else {
         return invalid("the message is not a JSON object (batches are not supported)".into());
     };
-    if map.contains_key("method") {
+    let is_request = map.contains_key("method");
+    let is_response = map.contains_key("result") || map.contains_key("error");
+    let is_initialize = map.get("method").and_then(Value::as_str) == Some("initialize");
+    let mut value = value;
+    if is_initialize {
+        default_capabilities(&mut value);
+    }
+    if is_request {
         match serde_json::from_value::<Request>(value) {
             Ok(r) => Incoming::Request(r),
             Err(e) => invalid(e.to_string()),
         }
-    } else if map.contains_key("result") || map.contains_key("error") {
+    } else if is_response {
         match serde_json::from_value::<Response>(value) {
             Ok(r) => Incoming::Response(r),
             Err(e) => invalid(e.to_string()),
         }
     } else {
         invalid("no \"method\", \"result\" or \"error\"".into())
+    }
+}
+
+/// LSP requires `initialize` params to carry `capabilities`, and tower-lsp-server refuses
+/// them without it (`missing field capabilities`). sessiond uses no client capability, so an
+/// `initialize` whose params are absent, `null`, or an object without `capabilities` is taken
+/// as if it had `"capabilities": {}`; a client can send just `initializationOptions`.
+fn default_capabilities(request: &mut Value) {
+    let Value::Object(map) = request else {
+        return;
+    };
+    match map.get_mut("params") {
+        None | Some(Value::Null) => {
+            map.insert("params".into(), json!({ "capabilities": {} }));
+        }
+        Some(Value::Object(params)) => {
+            params.entry("capabilities").or_insert_with(|| json!({}));
+        }
+        Some(_) => {}
     }
 }
 
@@ -365,8 +391,25 @@ where
                         break 'read;
                     }
                     let exit = req.method() == "exit";
+                    // tower-lsp-server answers nothing to an unknown `$/` method (LSP lets a
+                    // server ignore `$/` notifications); a request still gets -32601.
+                    let unanswered = match req.id() {
+                        Some(id) if req.method().starts_with("$/") => {
+                            Some((id.clone(), req.method().to_owned()))
+                        }
+                        _ => None,
+                    };
                     let fut = service.call(req);
-                    let fut = async move { fut.await.unwrap_or(None) };
+                    let fut = async move {
+                        match (fut.await.unwrap_or(None), unanswered) {
+                            (None, Some((id, method))) => {
+                                let mut error = Error::method_not_found();
+                                error.data = Some(Value::String(method));
+                                Some(Response::from_error(id, error))
+                            }
+                            (response, _) => response,
+                        }
+                    };
                     if tasks_tx.send(Box::pin(fut)).await.is_err() {
                         break 'read;
                     }
@@ -453,5 +496,29 @@ mod tests {
             classify(br#"{"jsonrpc":"2.0","id":1,"result":null}"#),
             Incoming::Response(_)
         ));
+    }
+
+    #[test]
+    fn initialize_without_capabilities_gets_empty_ones() {
+        for body in [
+            &br#"{"jsonrpc":"2.0","id":1,"method":"initialize"}"#[..],
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":null}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"initializationOptions":{"roots":["/r"]}}}"#,
+        ] {
+            let Incoming::Request(req) = classify(body) else {
+                panic!("not a request: {}", String::from_utf8_lossy(body));
+            };
+            let params = req.params().cloned().unwrap_or(Value::Null);
+            assert_eq!(params["capabilities"], json!({}), "{params}");
+        }
+        let Incoming::Request(req) = classify(
+            br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"x":1}}}"#,
+        ) else {
+            panic!("not a request");
+        };
+        assert_eq!(
+            req.params().cloned().unwrap_or(Value::Null)["capabilities"],
+            json!({"x": 1})
+        );
     }
 }

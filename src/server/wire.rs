@@ -28,18 +28,36 @@ pub struct CloseParams {
     pub path: PathBuf,
 }
 
-/// `session/tree` params.
+/// `session/tree` params. At most one of `fromId`, `childrenOf` and `after` names where the
+/// page starts; none: at the roots.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TreeParams {
     /// Open session file.
     pub path: PathBuf,
-    /// Start the page at this entry (included); absent: at the roots.
+    /// Start the page at this entry (included).
     pub from_id: Option<String>,
-    /// Levels below the start to include; default 64.
+    /// Start the page at this entry's children (the entry itself is not included).
+    pub children_of: Option<String>,
+    /// Start the page at the siblings that follow this entry (in file order; for a root, the
+    /// roots after it). Neither the entry nor its subtree is included.
+    pub after: Option<String>,
+    /// Levels below the first level of the page to include; default 64.
     pub depth: Option<usize>,
-    /// Maximum number of nodes; default 1000, at most 10000.
+    /// Maximum number of nodes, 1 to 10000; default 1000. Out of range: -32602.
     pub limit: Option<usize>,
+}
+
+/// Where the rest of a `session/tree` walk continues: the params to add (with `path`,
+/// `depth` and `limit`) to ask for the next page. Serialized as `{"childrenOf": id}` or
+/// `{"after": id}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TreeCursor {
+    /// None of this node's children is in the page.
+    ChildrenOf(String),
+    /// This node is in the page, some of its later siblings are not.
+    After(String),
 }
 
 /// `session/entry` params.
@@ -296,7 +314,9 @@ pub struct Node {
     /// The entry's current label, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    /// One line of at most 80 characters.
+    /// One line of at most 80 characters, counted as Unicode code points (JavaScript:
+    /// `[...preview].length`; JSON Schema's `maxLength` counts the same way); a cut text ends
+    /// with `…`.
     pub preview: String,
     /// The entry's `timestamp` as written (usually an ISO string).
     pub timestamp: Value,
@@ -360,13 +380,17 @@ pub struct AgentInfo {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TreeResult {
-    /// Breadth-first from the roots (or from `fromId`, included).
+    /// Breadth-first from the page's start (the roots, `fromId`, the children of `childrenOf`
+    /// or the siblings after `after`), each node once.
     pub nodes: Vec<Node>,
-    /// Root ids (only when `fromId` is absent).
+    /// Root ids (only on a page that starts at the roots).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub roots: Option<Vec<String>>,
-    /// True when no node in `nodes` has children left out.
+    /// True when `next` is empty: no node below the start was left out.
     pub complete: bool,
+    /// The pages still to ask for, in breadth-first order. Asking for each (and for the
+    /// `next` of those pages in turn) delivers every node below the start exactly once.
+    pub next: Vec<TreeCursor>,
     /// Default leaf: the last entry in file order.
     pub leaf_id: Option<String>,
     /// Entries in the tree.

@@ -154,12 +154,14 @@ impl Registry {
                         handle.set_live_mode(*mode, true);
                     }
                 }
+                // Only the session a path names, or every session of a directory named as a
+                // whole (re-watched, polled): another file changing beside a session is no
+                // reason to stat it (200 sessions in one directory would all wake per append).
                 if changed.everything
-                    || changed.paths.iter().any(|c| {
-                        c.as_path() == p
-                            || c.parent() == p.parent()
-                            || Some(c.as_path()) == p.parent()
-                    })
+                    || changed
+                        .paths
+                        .iter()
+                        .any(|c| c.as_path() == p || Some(c.as_path()) == p.parent())
                 {
                     handle.hint();
                 }

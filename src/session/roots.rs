@@ -40,17 +40,20 @@ pub struct Roots {
 }
 
 impl Roots {
-    /// Roots from directories; each is resolved now (a root that does not exist yet is kept
-    /// lexically normalized, so it starts to work once it is created).
+    /// Roots from directories, in the order given, each resolved now ([`canonical`]) and
+    /// listed once: the same directory given twice (by `--root` and `initializationOptions`,
+    /// or through different spellings or symlinks) is one root. A root that does not exist yet
+    /// is resolved through its nearest existing ancestor, so it starts to work once it is
+    /// created.
     pub fn new(dirs: impl IntoIterator<Item = PathBuf>) -> Self {
-        let dirs = dirs
-            .into_iter()
-            .map(|d| {
-                let abs = absolute(&d);
-                std::fs::canonicalize(&abs).unwrap_or(abs)
-            })
-            .collect();
-        Roots { dirs }
+        let mut unique: Vec<PathBuf> = Vec::new();
+        for d in dirs {
+            let real = canonical(&d);
+            if !unique.contains(&real) {
+                unique.push(real);
+            }
+        }
+        Roots { dirs: unique }
     }
 
     /// pi's sessions directory: `$PI_CODING_AGENT_SESSION_DIR`, else
@@ -128,6 +131,26 @@ impl Roots {
     }
 }
 
+/// `path` made absolute and resolved (`..`, symlinks): the canonical path when it exists,
+/// else the canonical nearest existing ancestor joined with the rest (lexically normalized).
+pub fn canonical(path: &Path) -> PathBuf {
+    let abs = absolute(path);
+    if let Ok(real) = std::fs::canonicalize(&abs) {
+        return real;
+    }
+    let mut existing = abs.as_path();
+    let mut rest = Vec::new();
+    while let Some(parent) = existing.parent() {
+        rest.push(existing.file_name().map(PathBuf::from).unwrap_or_default());
+        existing = parent;
+        if let Ok(mut real) = std::fs::canonicalize(existing) {
+            real.extend(rest.iter().rev());
+            return real;
+        }
+    }
+    abs
+}
+
 fn home() -> PathBuf {
     std::env::var_os("HOME")
         .map(PathBuf::from)
@@ -166,6 +189,30 @@ mod tests {
             roots.resolve(&root.join("none.jsonl")),
             Err(RootError::NotFound { .. })
         ));
+        Ok(())
+    }
+
+    #[test]
+    fn the_same_directory_is_one_root() -> Result<(), Box<dyn std::error::Error>> {
+        let tmp = tempfile::tempdir()?;
+        let root = tmp.path().join("root");
+        std::fs::create_dir_all(&root)?;
+        std::os::unix::fs::symlink(&root, tmp.path().join("alias"))?;
+        std::os::unix::fs::symlink(tmp.path(), tmp.path().join("up"))?;
+        let other = tmp.path().join("other");
+        let roots = Roots::new([
+            root.clone(),
+            tmp.path().join("alias"),
+            root.join("."),
+            tmp.path().join("root/"),
+            tmp.path().join("x/../root"),
+            other.clone(),
+            // Not there yet: the same missing directory through a symlinked ancestor.
+            tmp.path().join("up/other"),
+        ]);
+        let real = std::fs::canonicalize(&root)?;
+        let other_real = std::fs::canonicalize(tmp.path())?.join("other");
+        assert_eq!(roots.dirs(), [real, other_real]);
         Ok(())
     }
 }

@@ -1,13 +1,18 @@
 //! Test support: a JSON-RPC client that spawns the real `sessiond serve` and speaks LSP
 //! framing over its pipes, plus the protocol schemas to validate what it says.
+//!
+//! Every message the daemon sends is checked against `protocol/schema/` as it arrives (see
+//! [`check_message`]): a result by the method of its request, an error against `error.json`,
+//! a notification by its method, so a shape the docs do not describe fails whichever test
+//! meets it. `SESSIOND_SCHEMA_CHECK=0` turns the check off (to debug something else).
 // Test helpers fail the test by panicking, like assertions.
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -32,6 +37,9 @@ pub struct Daemon {
     /// Notifications (and stray messages) received while waiting for something else.
     pub inbox: VecDeque<Value>,
     next_id: i64,
+    /// The method of each request sent with [`Daemon::request`] and not answered yet, by id,
+    /// to check its result against the method's schema.
+    sent: HashMap<String, String>,
     /// What the daemon wrote to stderr, when [`Spawn::capture_stderr`] was set.
     stderr: Arc<Mutex<String>>,
 }
@@ -97,6 +105,7 @@ impl Daemon {
             rx,
             inbox: VecDeque::new(),
             next_id: 1,
+            sent: HashMap::new(),
             stderr,
         }
     }
@@ -137,10 +146,16 @@ impl Daemon {
         self.write_raw(&frame);
     }
 
+    /// The id the next [`Daemon::request`] will carry.
+    pub fn next_request_id(&self) -> i64 {
+        self.next_id
+    }
+
     /// Sends a request and returns its whole response (`result` or `error`).
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
+        self.sent.insert(json!(id).to_string(), method.to_owned());
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         self.response(&json!(id))
     }
@@ -202,7 +217,15 @@ impl Daemon {
 
     fn recv_until(&mut self, deadline: Instant) -> Option<Value> {
         let left = deadline.saturating_duration_since(Instant::now());
-        self.rx.recv_timeout(left).ok()
+        let msg = self.rx.recv_timeout(left).ok()?;
+        if schema_check_enabled() {
+            let method = match msg.get("id") {
+                Some(id) if msg.get("method").is_none() => self.sent.remove(&id.to_string()),
+                _ => None,
+            };
+            check_message(&msg, method.as_deref());
+        }
+        Some(msg)
     }
 
     /// `shutdown` + `exit`; returns the exit code.
@@ -290,21 +313,92 @@ pub fn schema(method: &str, kind: &str) -> Value {
 
 /// Fails the test when `instance` does not match the method's schema.
 pub fn assert_schema(method: &str, kind: &str, instance: &Value) {
-    let schema = schema(method, kind);
-    let validator = jsonschema::validator_for(&schema).expect("valid schema");
+    assert_matches(
+        &format!("{}.{kind}.json", method.replace('/', ".")),
+        instance,
+        &format!("{method} {kind}"),
+    );
+}
+
+/// Whether every message from the daemon is checked against the schemas (default on).
+pub fn schema_check_enabled() -> bool {
+    std::env::var("SESSIOND_SCHEMA_CHECK").map_or(true, |v| v != "0")
+}
+
+/// The compiled schema `protocol/schema/<file>`, compiled once per test binary.
+fn validator(file: &str) -> Arc<jsonschema::Validator> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<jsonschema::Validator>>>> = OnceLock::new();
+    let mut cache = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    cache
+        .entry(file.to_owned())
+        .or_insert_with(|| {
+            let path = repo().join("protocol/schema").join(file);
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
+            Arc::new(jsonschema::validator_for(&schema).expect("valid schema"))
+        })
+        .clone()
+}
+
+/// Fails the test when `instance` does not match `protocol/schema/<file>`; `what` names it.
+pub fn assert_matches(file: &str, instance: &Value, what: &str) {
+    let validator = validator(file);
     let errors: Vec<String> = validator
         .iter_errors(instance)
+        .take(10)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     assert!(
         errors.is_empty(),
-        "{method} {kind} does not match its schema: {errors:?}\n{}",
+        "{what} does not match {file}: {errors:?}\n{}",
         serde_json::to_string(instance)
             .unwrap_or_default()
             .chars()
             .take(2000)
             .collect::<String>()
     );
+}
+
+/// Checks one message from the daemon against the protocol: a notification's params by its
+/// method (only `session/` notifications and `$/progress` are documented, anything else
+/// fails), an error against `error.json`, a result against the schema of `method`, the
+/// request it answers (`None`: a request sent raw, whose result is not checked).
+pub fn check_message(msg: &Value, method: Option<&str>) {
+    if let Some(m) = msg.get("method").and_then(Value::as_str) {
+        assert!(
+            m.starts_with("session/") || m == "$/progress",
+            "the daemon sent an undocumented message {m}: {msg}"
+        );
+        assert!(msg.get("id").is_none(), "the daemon sent a request: {msg}");
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        assert_matches(
+            &format!("{}.params.json", m.replace('/', ".")),
+            &params,
+            &format!("{m} notification"),
+        );
+    } else if let Some(error) = msg.get("error") {
+        assert_matches(
+            "error.json",
+            error,
+            &format!("the error answering {}", method.unwrap_or("a raw request")),
+        );
+    } else if let Some(result) = msg.get("result") {
+        match method {
+            None => {}
+            Some("shutdown") => assert_eq!(result, &Value::Null, "shutdown result"),
+            Some(m) => assert_matches(
+                &format!("{}.result.json", m.replace('/', ".")),
+                result,
+                &format!("{m} result"),
+            ),
+        }
+    } else {
+        panic!("the daemon sent neither a result, an error nor a notification: {msg}");
+    }
 }
 
 /// `sessiond <args>` → stdout parsed as JSON.

@@ -29,6 +29,8 @@ import {
     FileMissingParams,
     FileRestoredParams,
     ForkParams,
+    InitializeParams,
+    InitializeResult,
     ForkResult,
     LabelParams,
     ListResult,
@@ -57,12 +59,7 @@ export interface StartOptions {
     initializeTimeoutMs?: number;
 }
 
-/** What the daemon answered to `initialize`. */
-export interface InitializeResult {
-    capabilities: Record<string, unknown>;
-    serverInfo?: { name: string; version?: string };
-    [key: string]: unknown;
-}
+export type { InitializeResult };
 
 /** The daemon's exit: code or signal, and the last lines it wrote to stderr. */
 export interface ExitInfo {
@@ -110,12 +107,13 @@ export class SessiondClient implements Disposable {
     /** Set once `initialize` has been answered. */
     initializeResult: InitializeResult | undefined;
 
-    /** The session roots the daemon reads under (`capabilities.experimental.sessiond.roots`). */
+    /**
+     * The session roots the daemon reads under (`capabilities.experimental.sessiond.roots`),
+     * each once: the daemon lists a directory given both as `--root` and in
+     * `initializationOptions.roots` once.
+     */
     get roots(): string[] {
-        const experimental = this.initializeResult?.capabilities.experimental as { sessiond?: { roots?: unknown } } | undefined;
-        const roots = experimental?.sessiond?.roots;
-        // The same directory can come from `--root` and from `initializationOptions.roots`.
-        return Array.isArray(roots) ? [...new Set(roots.filter((r): r is string => typeof r === 'string'))] : [];
+        return this.initializeResult?.capabilities.experimental.sessiond.roots ?? [];
     }
 
     private constructor(
@@ -185,13 +183,14 @@ export class SessiondClient implements Disposable {
     }
 
     private async initialize(roots: string[], timeoutMs: number): Promise<void> {
-        const request = this.connection.sendRequest<InitializeResult>('initialize', {
+        const params: InitializeParams = {
             processId: process.pid,
             clientInfo: { name: 'sessiond-vscode' },
             rootUri: null,
             capabilities: {},
             initializationOptions: { roots },
-        });
+        };
+        const request = this.connection.sendRequest<InitializeResult>('initialize', params);
         let timer: NodeJS.Timeout | undefined;
         const failure = new Promise<never>((_, reject) => {
             timer = setTimeout(() => reject(new Error(`sessiond did not answer initialize within ${timeoutMs} ms${this.stderrNote()}`)), timeoutMs);

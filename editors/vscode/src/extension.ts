@@ -5,7 +5,7 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ResponseError, SessiondClient } from './client';
-import { loadChildren, SessionModel, ViewItem } from './model';
+import { loadChildren, SessionModel, TreeStart, ViewItem } from './model';
 import { EntryId, isNothingToCompact, SessionSummary } from './protocol';
 import { renderCompact, renderContext, renderExplain, retentionOf } from './render';
 
@@ -15,9 +15,12 @@ const TREE_PAGE_DEPTH = 10_000;
 const TREE_PAGE_LIMIT = 2_000;
 const CONTEXT_SCHEME = 'sessiond-context';
 
+/** A session file as listed by `session/list`, or only its path (opened by hand). */
+type SessionRow = Partial<SessionSummary> & { path: string };
+
 /** A row of the view: a session file, or a row of its tree. */
 type Node =
-    | { type: 'session'; key: string; path: string; summary: SessionSummary }
+    | { type: 'session'; key: string; path: string; summary: SessionRow }
     | { type: 'row'; key: string; path: string; item: ViewItem };
 
 /** Starts the daemon on first use and again after it died or the settings changed. */
@@ -77,7 +80,7 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     readonly onDidChangeTreeData = this.changed.event;
     readonly models = new Map<string, SessionModel>();
     private readonly opening = new Map<string, Promise<SessionModel>>();
-    private readonly extra = new Map<string, SessionSummary>();
+    private readonly extra = new Map<string, SessionRow>();
     private readonly nodes = new Map<string, Node>();
     readonly following = new Set<string>();
 
@@ -91,7 +94,7 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         return n;
     }
 
-    sessionNode(p: string, summary?: SessionSummary): Node {
+    sessionNode(p: string, summary?: SessionRow): Node {
         return this.node({ type: 'session', key: `s:${p}`, path: p, summary: summary ?? { path: p } });
     }
 
@@ -136,7 +139,7 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     async getChildren(n?: Node): Promise<Node[]> {
         try {
             if (!n) {
-                const all = new Map<string, SessionSummary>();
+                const all = new Map<string, SessionRow>();
                 for (const s of await listSessions(await this.daemon.get())) all.set(s.path, s);
                 for (const [p, s] of this.extra) if (!all.has(p)) all.set(p, s);
                 return [...all.values()]
@@ -149,8 +152,7 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             }
             const model = await this.model(n.path);
             const client = await this.daemon.get();
-            const fetch = (fromId: EntryId | undefined) =>
-                client.tree({ path: n.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...(fromId === undefined ? {} : { fromId }) });
+            const fetch = (start: TreeStart) => client.tree({ path: n.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...start });
             const items = await loadChildren(model, n.type === 'session' ? undefined : n.item, fetch);
             return items.map((item) => this.rowNode(n.path, item));
         } catch (err) {

@@ -6,11 +6,14 @@
 //! expands into one "branch" row per child, and each branch expands into its own flat list.
 //! A session with 1000 entries and two forks is then three short levels deep, not 1000.
 //!
-//! Pages may be partial: a node whose `childCount` is known but whose children are not yet
-//! in the model ends its list with a `more` row naming the entry to fetch below
-//! (`session/tree {fromId}`). {@link loadChildren} fetches until no `more` rows are left.
+//! Pages may be partial: a node whose `childCount` is known but whose children are not all in
+//! the model yet ends its list with a `more` row naming the entry to fetch below
+//! (`session/tree {childrenOf}`, then `{after}` the last child that arrived, while a wide node's
+//! children come in several pages). {@link loadChildren} fetches until no `more` rows are left.
+//! A node's children are complete when a page lists them (`children`) or when as many as its
+//! `childCount` have arrived, so the model never depends on which page brought them.
 
-import { DidChangeParams, DidReloadParams, EntryId, OpenResult, TreeNode, TreeResult } from './protocol';
+import { DidChangeParams, DidReloadParams, EntryId, OpenResult, TreeNode, TreeParams, TreeResult } from './protocol';
 
 /** A row of the view. `more` rows stand for children not fetched yet (`id: null`: the roots). */
 export type ViewItem =
@@ -18,12 +21,17 @@ export type ViewItem =
     | { kind: 'branch'; id: EntryId }
     | { kind: 'more'; id: EntryId | null };
 
-/** A node as the model keeps it: the wire node without nested children, plus its child ids. */
+/** A node as the model keeps it: the wire node without its child list, plus its child ids. */
 interface StoredNode {
     node: TreeNode;
-    /** `undefined` while the children are not loaded. */
+    /** `undefined` while the children are not all loaded. */
     childIds: EntryId[] | undefined;
+    /** The session's entry count when the page that brought the node was read. */
+    seenAt: number;
 }
+
+/** Where a page starts: the roots (`{}`), an entry's children, or the siblings after an entry. */
+export type TreeStart = Pick<TreeParams, 'childrenOf' | 'after'>;
 
 /** What a `didChange` did to the model, for the view to refresh just that. */
 export interface ChangeSummary {
@@ -58,6 +66,8 @@ export class SessionModel {
     private rootIds: EntryId[] | undefined;
     /** Child id → parent id, for children known by id before their node is loaded. */
     private parentIndex = new Map<EntryId, EntryId>();
+    /** Children that arrived for a parent whose child list is not complete yet, in pi's order. */
+    private arrivals = new Map<EntryId, EntryId[]>();
     private activePathCache: Set<EntryId> | undefined;
 
     sessionId: string | undefined;
@@ -75,7 +85,7 @@ export class SessionModel {
 
     /** Takes the header facts of `session/open`. Does not touch loaded nodes. */
     applyOpen(open: OpenResult): void {
-        this.sessionId = open.sessionId;
+        this.sessionId = open.sessionId ?? undefined;
         this.name = open.name;
         this.entryCount = open.entryCount;
         this.leaves = new Set(open.leaves);
@@ -85,56 +95,76 @@ export class SessionModel {
     }
 
     /**
-     * Merges a `session/tree` page. `fromId` is the entry the page was asked below (absent: a
-     * page from the roots). Nested `children` nodes are flattened; child ids that are strings
-     * are taken as the complete child list. Returns how many nodes were new.
+     * Merges a `session/tree` page (from any start). A node's children become known when the
+     * page lists them or when all `childCount` of them have arrived, over any number of pages.
+     * Returns how many nodes were new.
      */
-    addPage(page: TreeResult, fromId?: EntryId): number {
+    addPage(page: TreeResult): number {
         let fresh = 0;
-        const visit = (n: TreeNode) => {
+        for (const n of page.nodes) {
             if (!this.nodes.has(n.id)) fresh++;
             const previous = this.nodes.get(n.id);
-            let childIds: EntryId[] | undefined;
-            if (n.children !== undefined) {
-                childIds = n.children.map((c) => (typeof c === 'string' ? c : c.id));
-                for (const c of n.children) if (typeof c !== 'string') visit(c);
-            } else if (n.childCount === 0) {
-                childIds = [];
-            } else {
-                childIds = previous?.childIds;
+            const { children, ...flat } = n;
+            let childIds = children ?? (n.childCount === 0 ? [] : previous?.childIds);
+            if (childIds === undefined) {
+                const arrived = this.arrivals.get(n.id);
+                if (arrived && arrived.length >= n.childCount) childIds = arrived;
             }
-            const { children: _children, ...flat } = n;
-            this.nodes.set(n.id, { node: flat, childIds });
+            if (childIds !== undefined) this.arrivals.delete(n.id);
+            this.nodes.set(n.id, { node: flat, childIds, seenAt: page.revision?.entryCount ?? 0 });
             for (const c of childIds ?? []) this.parentIndex.set(c, n.id);
-        };
-        for (const n of page.nodes) visit(n);
-        if (fromId === undefined) {
-            this.rootIds = page.roots ?? page.nodes.filter((n) => n.parentId === null || n.parentId === undefined).map((n) => n.id);
-        } else {
-            // A page below `fromId` lists its children (or `fromId` itself, with children).
-            const from = this.nodes.get(fromId);
-            if (from && from.childIds === undefined) {
-                const kids = page.nodes.filter((n) => n.parentId === fromId).map((n) => n.id);
-                if (kids.length > 0 || from.node.childCount === 0) {
-                    from.childIds = kids;
-                    for (const c of kids) this.parentIndex.set(c, fromId);
-                }
-            }
+            if (n.parentId) this.arrive(n.parentId, n.id);
         }
-        if (page.leaves) this.leaves = new Set(page.leaves);
+        if (page.roots) {
+            this.rootIds = page.roots;
+        } else if (this.rootIds === undefined) {
+            // A page without `roots` (made by hand): its root nodes are the roots.
+            const roots = page.nodes.filter((n) => n.parentId === null).map((n) => n.id);
+            if (roots.length > 0) this.rootIds = roots;
+        }
         if (page.leafId !== undefined) this.defaultLeafId = page.leafId;
         if (page.entryCount !== undefined) this.entryCount = page.entryCount;
         this.activePathCache = undefined;
         return fresh;
     }
 
+    /** Records that `child` arrived under `parentId`; completes the parent's child list. */
+    private arrive(parentId: EntryId, child: EntryId): void {
+        this.parentIndex.set(child, parentId);
+        const parent = this.nodes.get(parentId);
+        if (parent?.childIds !== undefined) return;
+        const arrived = this.arrivals.get(parentId) ?? [];
+        if (!arrived.includes(child)) arrived.push(child);
+        if (parent && arrived.length >= parent.node.childCount) {
+            parent.childIds = arrived;
+            this.arrivals.delete(parentId);
+        } else {
+            this.arrivals.set(parentId, arrived);
+        }
+    }
+
+    /**
+     * Where the next page for the `more` row of `id` starts (`null`: the roots): after the last
+     * child (or root) that arrived, else at the entry's children (or the roots).
+     */
+    nextStart(id: EntryId | null): TreeStart {
+        if (id === null) {
+            const missing = this.rootIds?.findIndex((r) => !this.nodes.has(r)) ?? -1;
+            return this.rootIds && missing > 0 ? { after: this.rootIds[missing - 1] } : {};
+        }
+        const arrived = this.arrivals.get(id);
+        return arrived && arrived.length > 0 ? { after: arrived[arrived.length - 1] } : { childrenOf: id };
+    }
+
     /** Applies `session/didChange`: links the added entries under their parents, takes the new leaves. */
     applyDidChange(change: DidChangeParams): ChangeSummary {
         const summary: ChangeSummary = { added: [], parents: [], needEntry: [], leafMoved: change.leafId !== this.defaultLeafId };
-        for (const n of change.added) {
+        // The added entries are the file's last ones: the first is entry number `base + 1`.
+        const base = (change.revision?.entryCount ?? change.entryCount) - change.added.length;
+        for (const [i, n] of change.added.entries()) {
             const { children: _children, ...flat } = n;
             // A just-appended entry has no children yet other than later entries of this batch.
-            if (!this.nodes.has(n.id)) this.nodes.set(n.id, { node: { ...flat, childCount: 0 }, childIds: [] });
+            if (!this.nodes.has(n.id)) this.nodes.set(n.id, { node: { ...flat, childCount: 0 }, childIds: [], seenAt: base + i + 1 });
             summary.added.push(n.id);
             if (n.type === 'label' || n.type === 'session_info') summary.needEntry.push(n.id);
             const parentId = n.parentId ?? null;
@@ -148,8 +178,9 @@ export class SessionModel {
             const parent = this.nodes.get(parentId);
             if (!parent) continue;
             if (parent.childIds === undefined) {
-                // Its children were never fetched: the next fetch brings this one too.
-                parent.node = { ...parent.node, childCount: Math.max(parent.node.childCount, 1) };
+                // Its children are not all fetched: the next fetch brings this one too. The
+                // parent's childCount counts it already when its page was read after it.
+                if (parent.seenAt < base + i + 1) parent.node = { ...parent.node, childCount: parent.node.childCount + 1 };
                 summary.parents.push(parentId);
                 continue;
             }
@@ -202,6 +233,7 @@ export class SessionModel {
     reset(): void {
         this.nodes.clear();
         this.parentIndex.clear();
+        this.arrivals.clear();
         this.rootIds = undefined;
         this.activePathCache = undefined;
         this.stale = true;
@@ -386,23 +418,26 @@ export class SessionModel {
     }
 }
 
-/** Fetches a page of the tree: the roots (`fromId` undefined) or below an entry. */
-export type FetchPage = (fromId: EntryId | undefined) => Promise<TreeResult>;
+/** Fetches a page of the tree from a start ({@link SessionModel.nextStart}). */
+export type FetchPage = (start: TreeStart) => Promise<TreeResult>;
 
 /**
  * The rows under `item`, fetching pages until none is `more`. Stops after `maxPages` fetches
  * or when a fetch brings nothing new (then the `more` row stays, so the view shows it).
  */
 export async function loadChildren(model: SessionModel, item: ViewItem | undefined, fetch: FetchPage, maxPages = 64): Promise<ViewItem[]> {
-    for (let i = 0; i < maxPages; i++) {
+    let pages = 0;
+    while (pages < maxPages) {
         const missing = model.missing(item);
         if (missing.length === 0) break;
         let progressed = false;
         for (const id of missing) {
-            const page = await fetch(id ?? undefined);
+            if (pages >= maxPages) break;
+            pages++;
+            const hadRoots = model.roots !== undefined;
             const before = id === null ? undefined : model.childIds(id);
-            const fresh = model.addPage(page, id ?? undefined);
-            if (fresh > 0 || (id !== null && before === undefined && model.childIds(id) !== undefined) || (id === null && model.roots !== undefined)) {
+            const fresh = model.addPage(await fetch(model.nextStart(id)));
+            if (fresh > 0 || (id !== null && before === undefined && model.childIds(id) !== undefined) || (id === null && !hadRoots && model.roots !== undefined)) {
                 progressed = true;
             }
         }

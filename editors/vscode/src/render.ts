@@ -1,7 +1,7 @@
 //! Plain-text renderings of daemon answers for a person: the context preview document, the
 //! explain sentence, the compaction report. Pure: no `vscode`, no I/O.
 
-import { CompactResult, ContextAtResult, ContextMessage, ExplainResult, isNothingToCompact, RetentionProbe } from './protocol';
+import { CompactResult, ContextAtResult, ContextMessage, Diagnostic, ExplainResult, isNothingToCompact, RetentionProbe } from './protocol';
 
 /** Where a context was taken, for the preview's heading. */
 export interface ContextHeading {
@@ -33,7 +33,7 @@ export function renderContext(ctx: ContextAtResult, heading: ContextHeading): st
     out.push(`- entries on the path in context: ${ctx.entryIds.length}`);
     if (ctx.tokenEstimate !== undefined) out.push(`- token estimate: ${ctx.tokenEstimate}`);
     for (const d of ctx.diagnostics ?? []) {
-        out.push(`- warning: ${d.message ?? d.kind}${d.id ? ` (${d.id})` : ''}`);
+        out.push(`- warning: ${diagnosticText(d)}`);
     }
     messages.forEach((m, i) => {
         out.push('');
@@ -44,6 +44,16 @@ export function renderContext(ctx: ContextAtResult, heading: ContextHeading): st
     });
     out.push('');
     return out.join('\n');
+}
+
+/** One line about a diagnostic: a corrupt line a lenient read skipped, or a dangling tool call. */
+export function diagnosticText(d: Diagnostic): string {
+    if (d.kind === 'corrupt') {
+        const c = d.corruption;
+        return `${c.message} (line ${c.line}${c.id ? `, entry ${c.id}` : ''}; ${d.action})`;
+    }
+    const what = d.kind === 'orphanToolResult' ? 'a tool result without its call' : 'a tool call without its result';
+    return `${what} (entry ${d.entryId}, tool call ${d.toolCallId})`;
 }
 
 function roleTitle(m: ContextMessage): string {

@@ -36,9 +36,12 @@ pub struct Forked {
     pub path: PathBuf,
     /// The new file's header `id`.
     pub session_id: String,
-    /// The new file's last entry.
+    /// The new file's last entry (`None` when it holds none): the last re-created label
+    /// when labels were re-chained after the path, else the path's last entry. What
+    /// `session/open` of the new file reports as `leafId`.
     pub leaf_id: Option<EntryId>,
-    /// Number of path entries copied.
+    /// Entries in the new file (path entries and re-created labels, not the header), what
+    /// `session/open` of the new file reports as `entryCount`.
     pub entry_count: usize,
     /// Label entries on the path that were left out (pi 1.6.0 `createBranchedSession` re-creates
     /// labels after the path instead).
@@ -111,8 +114,8 @@ pub fn fork(
     Ok(Forked {
         path: out,
         session_id,
+        entry_count: plan.entry_count(),
         leaf_id: plan.leaf_id,
-        entry_count: plan.path_ids.len(),
         dropped_labels: plan.dropped_labels,
         new_labels: plan.new_labels,
         rewritten: plan.rewritten,

@@ -8,13 +8,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ResponseError, SessiondClient } from '../client';
-import { loadChildren, SessionModel, ViewItem } from '../model';
-import { ConflictData, DidChangeParams, DidReloadParams, isNothingToCompact, Methods, TreeResult } from '../protocol';
+import { FetchPage, loadChildren, SessionModel, ViewItem } from '../model';
+import { ConflictData, DidChangeParams, DidReloadParams, isNothingToCompact, Methods } from '../protocol';
 import { renderCompact, retentionOf } from '../render';
 import { BINARY, DEFAULT_LEAF, ENTRY_COUNT, EXAMPLE, FORKS, LEAVES, makeRoot, next, requireBinary, SESSION_ID, userLine } from '../testing/fixtures';
 
 /** Expands every row of the model, depth first, the way a person opening each fork would. */
-async function expandAll(model: SessionModel, fetch: (fromId: string | undefined) => Promise<TreeResult>): Promise<ViewItem[]> {
+async function expandAll(model: SessionModel, fetch: FetchPage): Promise<ViewItem[]> {
     const rows: ViewItem[] = [];
     const walk = async (item: ViewItem | undefined) => {
         for (const row of await loadChildren(model, item, fetch)) {
@@ -71,16 +71,16 @@ describe('sessiond serve through the client', () => {
         assert.equal(open.entryCount, ENTRY_COUNT);
         assert.equal(open.name, 'Untangle run modes');
         assert.equal(open.tornTail, null);
-        assert.equal(open.header.version, 3);
+        assert.equal(open.header?.version, 3);
     });
 
     it('pages the whole tree into the model', async () => {
         const model = new SessionModel(file);
         model.applyOpen(await client.open(file));
         let pages = 0;
-        const rows = await expandAll(model, async (fromId) => {
+        const rows = await expandAll(model, async (start) => {
             pages++;
-            return client.tree(fromId === undefined ? { path: file } : { path: file, fromId });
+            return client.tree({ path: file, ...start });
         });
         assert.equal(model.size, ENTRY_COUNT, `${pages} pages`);
         assert.equal(rows.filter((r) => r.kind === 'more').length, 0);
@@ -99,7 +99,7 @@ describe('sessiond serve through the client', () => {
 
     it('reads a label entry with session/entry and applies it to the model', async () => {
         const model = new SessionModel(file);
-        const rows = await expandAll(model, (fromId) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId }));
+        const rows = await expandAll(model, (start) => client.tree({ path: file, ...start }));
         const labelIds = rows.flatMap((r) => (r.kind === 'entry' && model.node(r.id)?.type === 'label' ? [r.id] : []));
         assert.equal(labelIds.length, 1, 'one label entry in the session');
         const got = await client.entry(file, labelIds[0]);
@@ -118,8 +118,18 @@ describe('sessiond serve through the client', () => {
         assert.ok(ids.includes('92bfec97') || ids.includes('521cf246'), `page below 521cf246: ${JSON.stringify(ids)}`);
         const model = new SessionModel(file);
         model.addPage(await client.tree({ path: file }));
-        model.addPage(page, '521cf246');
+        model.addPage(page);
         assert.deepEqual([...(model.childIds('521cf246') ?? [])].sort(), ['92bfec97', 'de19adb3']);
+    });
+
+    it('pages a wide node one child at a time with childrenOf and after', async () => {
+        const first = await client.tree({ path: file, childrenOf: '521cf246', depth: 0, limit: 1 });
+        assert.deepEqual(first.nodes.map((n) => n.id), ['92bfec97']);
+        assert.deepEqual(first.next, [{ after: '92bfec97' }, { childrenOf: '92bfec97' }]);
+        const second = await client.tree({ path: file, after: '92bfec97', depth: 0, limit: 1 });
+        assert.deepEqual(second.nodes.map((n) => n.id), ['de19adb3']);
+        assert.equal(second.complete, true);
+        await assert.rejects(client.tree({ path: file, limit: 10_001 }), (err) => err instanceof ResponseError && err.code === -32602);
     });
 
     it('gives the context at the default leaf, equal to `sessiond context --json`', async () => {
@@ -164,7 +174,7 @@ describe('sessiond serve through the client', () => {
     it('follows the file live: an appended entry arrives as didChange and updates the model', async () => {
         const model = new SessionModel(file);
         model.applyOpen(await client.open(file));
-        const fetch = (fromId: string | undefined) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId });
+        const fetch: FetchPage = (start) => client.tree({ path: file, ...start });
         await expandAll(model, fetch);
         const changed = next<DidChangeParams>(client.onDidChange, (c) => c.path === file, 10_000, 'session/didChange');
         fs.appendFileSync(file, userLine('feed0001', DEFAULT_LEAF, 'one more thing'));
@@ -188,7 +198,7 @@ describe('sessiond serve through the client', () => {
     it('reloads when the file shrinks: didReload, then the model refetches', async () => {
         const model = new SessionModel(file);
         model.applyOpen(await client.open(file));
-        const fetch = (fromId: string | undefined) => client.tree(fromId === undefined ? { path: file } : { path: file, fromId });
+        const fetch: FetchPage = (start) => client.tree({ path: file, ...start });
         await expandAll(model, fetch);
         assert.equal(model.size, ENTRY_COUNT + 1);
         const reloaded = next<DidReloadParams>(client.onDidReload, (r) => r.path === file, 10_000, 'session/didReload');

@@ -2,8 +2,8 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadChildren, SessionModel, ViewItem } from '../model';
-import { OpenResult, TreeNode, TreeResult } from '../protocol';
+import { loadChildren, SessionModel, TreeStart, ViewItem } from '../model';
+import { DidChangeParams, ExplainResult, OpenResult, TreeNode, TreeResult } from '../protocol';
 import { renderCompact, renderContext, renderExplain } from '../render';
 
 /** A node with children given as ids (`undefined`: children left out of the page). */
@@ -11,9 +11,22 @@ function n(id: string, parentId: string | null, childCount: number, children?: s
     return { id, parentId, type: 'message', role: 'user', preview: `text ${id}`, timestamp: null, childCount, ...(children ? { children } : {}), ...extra };
 }
 
+const revision = { entryCount: 6, appliedBytes: 600, generation: 0 };
+
+/** A page of these nodes, with what a page always carries. */
+function page(nodes: TreeNode[], extra: Partial<TreeResult> = {}): TreeResult {
+    return { nodes, complete: true, next: [], leafId: 'e', entryCount: 6, revision, ...extra };
+}
+
+/** A didChange of these nodes. */
+function change(added: TreeNode[], leafId: string, leaves: string[], entryCount: number): DidChangeParams {
+    return { path: '/s.jsonl', added, leafId, leaves, entryCount, revision: { ...revision, entryCount }, agent: null };
+}
+
 const open: OpenResult = {
     path: '/s.jsonl',
     sessionId: 's1',
+    pending: false,
     header: {},
     leafId: 'e',
     leaves: ['f', 'e'],
@@ -23,14 +36,13 @@ const open: OpenResult = {
     diagnostics: [],
     revision: { entryCount: 6, appliedBytes: 600, generation: 0 },
     liveMode: 'events',
+    agent: null,
 };
 
 /**  a → b → c ─┬→ d → f
  *              └→ e            (whole tree in one page) */
 function fullPage(): TreeResult {
-    return {
-        nodes: [n('a', null, 1, ['b']), n('b', 'a', 1, ['c']), n('c', 'b', 2, ['d', 'e']), n('d', 'c', 1, ['f']), n('e', 'c', 0, []), n('f', 'd', 0, [])],
-    };
+    return page([n('a', null, 1, ['b']), n('b', 'a', 1, ['c']), n('c', 'b', 2, ['d', 'e']), n('d', 'c', 1, ['f']), n('e', 'c', 0, []), n('f', 'd', 0, [])]);
 }
 
 const ids = (rows: ViewItem[]) => rows.map((r) => `${r.kind}:${r.id}`);
@@ -52,7 +64,7 @@ describe('SessionModel', () => {
 
     it('shows several roots as branches', () => {
         const m = new SessionModel('/s.jsonl');
-        m.addPage({ nodes: [n('a', null, 0, []), n('z', null, 1, ['y']), n('y', 'z', 0, [])] });
+        m.addPage(page([n('a', null, 0, []), n('z', null, 1, ['y']), n('y', 'z', 0, [])]));
         assert.deepEqual(ids(m.children()), ['branch:a', 'branch:z']);
         assert.deepEqual(ids(m.children({ kind: 'branch', id: 'z' })), ['entry:z', 'entry:y']);
         assert.equal(m.parentOf({ kind: 'branch', id: 'z' }), undefined);
@@ -81,55 +93,66 @@ describe('SessionModel', () => {
     it('pages in children that the first page left out', async () => {
         const m = new SessionModel('/s.jsonl');
         // Depth-limited pages: `c` and `d` come without their children.
-        const pages = new Map<string | undefined, TreeResult>([
-            [undefined, { nodes: [n('a', null, 1, ['b']), n('b', 'a', 1, ['c']), n('c', 'b', 2)] }],
-            ['c', { nodes: [n('d', 'c', 1), n('e', 'c', 0)] }],
-            ['d', { nodes: [n('f', 'd', 0)] }],
+        const pages = new Map<string, TreeResult>([
+            ['{}', page([n('a', null, 1, ['b']), n('b', 'a', 1, ['c']), n('c', 'b', 2)], { roots: ['a'] })],
+            ['{"childrenOf":"c"}', page([n('d', 'c', 1), n('e', 'c', 0, [])])],
+            ['{"childrenOf":"d"}', page([n('f', 'd', 0, [])])],
         ]);
-        const asked: Array<string | undefined> = [];
-        const fetch = async (fromId: string | undefined) => {
-            asked.push(fromId);
-            const page = pages.get(fromId);
-            assert.ok(page, `unexpected fetch below ${fromId}`);
-            return page;
+        const asked: string[] = [];
+        const fetch = async (start: TreeStart) => {
+            const key = JSON.stringify(start);
+            asked.push(key);
+            const got = pages.get(key);
+            assert.ok(got, `unexpected fetch ${key}`);
+            return got;
         };
         assert.deepEqual(ids(await loadChildren(m, undefined, fetch)), ['entry:a', 'entry:b', 'entry:c']);
         assert.deepEqual(ids(m.children({ kind: 'entry', id: 'c' })), ['more:c'], 'a fork loads when expanded');
         assert.equal(m.expandable({ kind: 'entry', id: 'c' }), true, 'childCount says it forks before its children are loaded');
-        // Expanding `c` fetches below it; the branch `d` then fetches below `d`.
+        // Expanding `c` fetches its children; the branch `d` then fetches below `d`.
         await loadChildren(m, { kind: 'entry', id: 'c' }, fetch);
         assert.deepEqual(ids(m.children({ kind: 'entry', id: 'c' })), ['branch:d', 'branch:e']);
         assert.deepEqual(ids(await loadChildren(m, { kind: 'branch', id: 'd' }, fetch)), ['entry:d', 'entry:f']);
-        assert.deepEqual(asked, [undefined, 'c', 'd']);
+        assert.deepEqual(asked, ['{}', '{"childrenOf":"c"}', '{"childrenOf":"d"}']);
         assert.equal(m.size, 6);
+    });
+
+    it('gathers the children of a wide node over several pages', async () => {
+        const m = new SessionModel('/s.jsonl');
+        // `w` has five children; each page brings two, then says where the rest continues.
+        const kids = ['k1', 'k2', 'k3', 'k4', 'k5'];
+        m.addPage(page([n('w', null, 5)], { roots: ['w'], complete: false, next: [{ childrenOf: 'w' }] }));
+        const asked: string[] = [];
+        const fetch = async (start: TreeStart) => {
+            asked.push(JSON.stringify(start));
+            const from = start.childrenOf === 'w' ? 0 : kids.indexOf(start.after ?? '') + 1;
+            const part = kids.slice(from, from + 2);
+            const rest = from + 2 < kids.length ? [{ after: part[part.length - 1] }] : [];
+            return page(part.map((k) => n(k, 'w', 0, [])), { complete: rest.length === 0, next: rest });
+        };
+        const rows = await loadChildren(m, { kind: 'entry', id: 'w' }, fetch);
+        assert.deepEqual(asked, ['{"childrenOf":"w"}', '{"after":"k2"}', '{"after":"k4"}']);
+        assert.deepEqual(m.childIds('w'), kids);
+        assert.deepEqual(ids(rows), kids.map((k) => `branch:${k}`));
     });
 
     it('stops paging when a fetch brings nothing new', async () => {
         const m = new SessionModel('/s.jsonl');
-        m.addPage({ nodes: [n('a', null, 1)] });
+        m.addPage(page([n('a', null, 1)]));
         let calls = 0;
         const rows = await loadChildren(m, undefined, async () => {
             calls++;
-            return { nodes: [] };
+            return page([]);
         });
         assert.equal(calls, 1);
         assert.deepEqual(ids(rows), ['entry:a', 'more:a']);
-    });
-
-    it('flattens nested child nodes', () => {
-        const m = new SessionModel('/s.jsonl');
-        const nested: TreeNode = { ...n('a', null, 2), children: [{ ...n('b', 'a', 0), children: [] }, { ...n('c', 'a', 0), children: [] }] };
-        m.addPage({ nodes: [nested] });
-        assert.deepEqual(m.childIds('a'), ['b', 'c']);
-        assert.deepEqual(ids(m.children()), ['entry:a']);
-        assert.deepEqual(ids(m.children({ kind: 'entry', id: 'a' })), ['branch:b', 'branch:c']);
     });
 
     it('applies didChange: appends to a run, forks a new branch, moves the leaf', () => {
         const m = new SessionModel('/s.jsonl');
         m.applyOpen(open);
         m.addPage(fullPage());
-        const s1 = m.applyDidChange({ path: '/s.jsonl', added: [n('g', 'e', 0), n('h', 'g', 0)], leafId: 'h', leaves: ['f', 'h'], entryCount: 8 });
+        const s1 = m.applyDidChange(change([n('g', 'e', 0), n('h', 'g', 0)], 'h', ['f', 'h'], 8));
         assert.deepEqual(s1.added, ['g', 'h']);
         assert.deepEqual(s1.parents, ['e', 'g']);
         assert.equal(s1.leafMoved, true);
@@ -140,7 +163,7 @@ describe('SessionModel', () => {
         assert.equal(m.marks('e').leaf, false);
         assert.equal(m.marks('h').defaultLeaf, true);
         // A second child of `a` turns the top run into a fork.
-        m.applyDidChange({ path: '/s.jsonl', added: [n('x', 'a', 0)], leafId: 'x', leaves: ['f', 'h', 'x'], entryCount: 9 });
+        m.applyDidChange(change([n('x', 'a', 0)], 'x', ['f', 'h', 'x'], 9));
         assert.deepEqual(ids(m.children()), ['entry:a']);
         assert.deepEqual(ids(m.children({ kind: 'entry', id: 'a' })), ['branch:b', 'branch:x']);
         assert.deepEqual(m.parentOf({ kind: 'entry', id: 'h' }), { kind: 'branch', id: 'e' });
@@ -153,13 +176,9 @@ describe('SessionModel', () => {
         const m = new SessionModel('/s.jsonl');
         m.applyOpen(open);
         m.addPage(fullPage());
-        const s = m.applyDidChange({
-            path: '/s.jsonl',
-            added: [n('l1', 'e', 0, undefined, { type: 'label', role: undefined }), n('i1', 'l1', 0, undefined, { type: 'session_info', role: undefined })],
-            leafId: 'i1',
-            leaves: ['f', 'i1'],
-            entryCount: 8,
-        });
+        const s = m.applyDidChange(
+            change([n('l1', 'e', 0, undefined, { type: 'label', role: undefined }), n('i1', 'l1', 0, undefined, { type: 'session_info', role: undefined })], 'i1', ['f', 'i1'], 8),
+        );
         assert.deepEqual(s.needEntry, ['l1', 'i1']);
         assert.equal(m.applyEntry({ type: 'label', id: 'l1', targetId: 'c', label: 'checkpoint' }), true);
         assert.equal(m.marks('c').label, 'checkpoint');
@@ -173,12 +192,22 @@ describe('SessionModel', () => {
 
     it('links a didChange under a parent whose children are not loaded only by count', () => {
         const m = new SessionModel('/s.jsonl');
-        m.addPage({ nodes: [n('a', null, 0, [])] });
-        m.addPage({ nodes: [n('a', null, 0, []), n('b', null, 1)] });
-        const s = m.applyDidChange({ path: '/s.jsonl', added: [n('c', 'b', 0)], leafId: 'c', leaves: ['a', 'c'], entryCount: 3 });
+        // Read when the file had 3 entries: `b` has one child, not loaded.
+        const at3 = { ...revision, entryCount: 3 };
+        m.addPage(page([n('a', null, 0, [])], { revision: at3 }));
+        m.addPage(page([n('a', null, 0, []), n('b', null, 1)], { roots: ['a', 'b'], revision: at3 }));
+        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'b' })), ['entry:b', 'more:b']);
+        // A fourth entry under `b`: two children now, so `b` forks and loads when expanded.
+        const s = m.applyDidChange(change([n('d', 'b', 0)], 'd', ['a', 'd'], 4));
         assert.deepEqual(s.parents, ['b']);
         assert.equal(m.childIds('b'), undefined);
-        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'b' })), ['entry:b', 'more:b']);
+        assert.equal(m.node('b')?.childCount, 2);
+        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'b' })), ['entry:b']);
+        assert.deepEqual(ids(m.children({ kind: 'entry', id: 'b' })), ['more:b']);
+        // A page read after the change counts the child already: no second count.
+        m.addPage(page([n('b', null, 2)], { revision: { ...revision, entryCount: 5 } }));
+        m.applyDidChange(change([n('d', 'b', 0)], 'd', ['a', 'd'], 4));
+        assert.equal(m.node('b')?.childCount, 2);
     });
 
     it('forgets everything on reset (didReload)', () => {
@@ -209,10 +238,12 @@ describe('render', () => {
                 entryIds: ['c1', 'u1', 'a1', 'r1'],
                 messageEntryIds: ['c1', 'u1', 'a1', 'r1'],
                 leafId: 'r1',
-                diagnostics: [],
+                diagnostics: [{ kind: 'missingToolResult', entryId: 'a1', toolCallId: 't1' }],
+                tornTail: null,
                 messageCount: 4,
                 offset: 0,
                 tokenEstimate: 42,
+                revision,
             },
             { path: '/s.jsonl', name: 'demo', leafId: 'r1' },
         );
@@ -224,17 +255,19 @@ describe('render', () => {
         assert.match(text, /^→ read\(\{"path":"a\.ts"\}\) {2}\[t1\]$/m);
         assert.match(text, /^## 4\. tool result: read \(error\) {2}\(entry r1\)$/m);
         assert.match(text, /^ENOENT$/m);
+        assert.match(text, /^- warning: a tool call without its result \(entry a1, tool call t1\)$/m);
     });
 
     it('explains in the daemon\'s words', () => {
-        const e = {
+        const e: ExplainResult = {
             entryId: 'e1',
             leafId: 'l1',
             type: 'thinking_level_change',
             inContext: false,
             contextEntry: true,
-            contributes: 'setting' as const,
+            contributes: 'setting',
             reason: { kind: 'neverInContext', entryType: 'thinking_level_change' },
+            revision,
             text: 'entry e1 (thinking_level_change) at leaf l1: a context entry that adds no message; it sets the thinking level (high), in effect here',
         };
         assert.equal(
@@ -244,7 +277,6 @@ describe('render', () => {
     });
 
     it('reports a compaction with lost probes', () => {
-        const revision = { entryCount: 3, appliedBytes: 300, generation: 0 };
         const text = renderCompact(
             {
                 dryRun: true,
@@ -255,10 +287,15 @@ describe('render', () => {
                 tokensBefore: 1000,
                 tokensAfter: 200,
                 isSplitTurn: false,
+                previousSummary: null,
+                messagesToSummarize: 4,
+                turnPrefixMessages: 0,
                 readFiles: ['a.ts'],
                 modifiedFiles: [],
+                keepRecentTokens: 200,
                 summarySource: 'embedded',
                 summary: 's',
+                fileOperations: '',
                 retention: {
                     kept: 1,
                     lost: 1,
@@ -267,7 +304,7 @@ describe('render', () => {
                         { kind: 'lastUserRequest', text: 'fix it', entryId: 'e2', status: 'lost' },
                     ],
                 },
-                entry: {},
+                entry: { type: 'compaction', id: 'c9', parentId: 'l1', timestamp: 't', summary: 's', firstKeptEntryId: 'k1', tokensBefore: 1000 },
                 revision,
             },
             true,

@@ -1,0 +1,166 @@
+// Generates src/protocol.generated.ts, the extension's wire types, from the JSON Schemas in
+// protocol/schema/ (json-schema-to-typescript), so the types cannot drift from the protocol.
+//
+//   node scripts/gen-protocol.mjs          writes the file
+//   node scripts/gen-protocol.mjs --check  fails when the committed file differs (npm test runs it)
+//
+// Each schema file is self-contained and repeats the shared definitions (node, revision, ...);
+// they are identical in every file (a cargo test checks), so they are merged once here and
+// every file's own schema becomes one named type. Type names: `session/tree` params and result
+// are TreeParams and TreeResult, `session/didChange` params DidChangeParams, `initialize`
+// InitializeParams and InitializeResult, `$/progress` ProgressParams, error.json RpcErrorObject.
+// A `Methods` table maps each method's short name to its wire name.
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { compile } from 'json-schema-to-typescript';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const schemaDir = join(here, '..', '..', '..', 'protocol', 'schema');
+const outFile = join(here, '..', 'src', 'protocol.generated.ts');
+
+/** Names of the shared definitions' types (the key is the definition's name in the schemas). */
+const DEF_NAMES = {
+    node: 'TreeNode',
+    treeCursor: 'TreeCursor',
+    revision: 'Revision',
+    tornTail: 'TornTail',
+    diagnostic: 'Diagnostic',
+    liveMode: 'LiveMode',
+    probe: 'RetentionProbe',
+    retention: 'Retention',
+    expectedLeafId: 'ExpectedLeafId',
+    nothingToCompact: 'NothingToCompact',
+    writeResult: 'WriteResult',
+    compactReport: 'CompactReport',
+    preparation: 'CompactionPreparation',
+    appendEntry: 'AppendEntry',
+    initializationOptions: 'InitializationOptions',
+    sessiondCapabilities: 'SessiondCapabilities',
+    listedSession: 'SessionSummary',
+    contextMessage: 'ContextMessage',
+    explainReason: 'ExplainReason',
+    pathData: 'PathErrorData',
+    corruptData: 'CorruptErrorData',
+    unknownEntryData: 'UnknownEntryErrorData',
+    conflictData: 'ConflictData',
+    busyData: 'BusyData',
+    sessionExistsData: 'SessionExistsData',
+    invalidEntryData: 'InvalidEntryData',
+    retentionLostData: 'RetentionLostData',
+    unsupportedVersionData: 'UnsupportedVersionData',
+    notAUserMessageData: 'NotAUserMessageData',
+    compactionFailedData: 'CompactionFailedData',
+    agentActiveData: 'AgentActiveData',
+};
+
+const pascal = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** `session.tree.result.json` → `TreeResult`; returns also the wire method and the kind. */
+function typeName(file) {
+    if (file === 'error.json') return { name: 'RpcErrorObject' };
+    const m = /^(.*)\.(params|result)\.json$/.exec(file);
+    if (!m) throw new Error(`unexpected schema file ${file}`);
+    const method = m[1].replace('.', '/');
+    const short = method.startsWith('session/') ? method.slice('session/'.length) : method.replace('$/', '');
+    return { name: pascal(short) + pascal(m[2]), method, short, kind: m[2] };
+}
+
+const files = readdirSync(schemaDir).filter((f) => f.endsWith('.json')).sort();
+const defs = {};
+const methods = new Map();
+const combined = { title: 'SessiondProtocol', type: 'object', additionalProperties: false, $defs: defs };
+for (const file of files) {
+    const schema = JSON.parse(readFileSync(join(schemaDir, file), 'utf8'));
+    for (const [key, def] of Object.entries(schema.$defs ?? {})) {
+        const name = DEF_NAMES[key];
+        if (!name) throw new Error(`${file}: no type name for $defs/${key}; add it to DEF_NAMES`);
+        defs[key] ??= { ...def, title: name };
+    }
+    const { $defs: _defs, $schema: _dialect, title, ...own } = schema;
+    const { name, method, short, kind } = typeName(file);
+    if (defs[name]) throw new Error(`${file}: type name ${name} taken`);
+    const ref = /^#\/\$defs\/(\w+)$/.exec(own.$ref ?? '');
+    defs[name] =
+        ref && Object.keys(own).length === 1
+            ? // A file that is one shared definition (every append's result): an alias of its type.
+              { tsType: DEF_NAMES[ref[1]], title: name, description: `${title}.` }
+            : { ...own, title: name, description: own.description ?? `${title}.` };
+    if (method) {
+        const entry = methods.get(short) ?? { method, kinds: [] };
+        entry.kinds.push(kind);
+        methods.set(short, entry);
+    }
+}
+
+// Titles inside a schema would name nested types after them; only the types above get names.
+// Keys of `properties` are field names (a field may be called `title`), not keywords.
+function stripNestedTitles(schema, top) {
+    if (Array.isArray(schema)) return schema.map((s) => stripNestedTitles(s, false));
+    if (schema === null || typeof schema !== 'object') return schema;
+    const out = {};
+    // Any JSON value: without this a schema with only a description would read as an object.
+    const TYPED = ['type', '$ref', 'oneOf', 'anyOf', 'allOf', 'enum', 'const', 'tsType', 'properties', 'items'];
+    if (!TYPED.some((k) => k in schema)) out.tsType = 'unknown';
+    for (const [k, v] of Object.entries(schema)) {
+        if (k === 'title' && !top) continue;
+        // Per-type rules (`if`/`then`) have no TypeScript form; they would only add aliases.
+        if (k === 'allOf' && Array.isArray(v) && v.every((rule) => 'if' in rule)) continue;
+        if (k === 'properties' && v && typeof v === 'object') {
+            out[k] = Object.fromEntries(Object.entries(v).map(([name, s]) => [name, stripNestedTitles(s, false)]));
+        } else {
+            out[k] = stripNestedTitles(v, false);
+        }
+    }
+    return out;
+}
+for (const key of Object.keys(defs)) defs[key] = stripNestedTitles(defs[key], true);
+
+const body = await compile(combined, 'SessiondProtocol', {
+    bannerComment: '',
+    unreachableDefinitions: true,
+    additionalProperties: true,
+    declareExternallyReferenced: true,
+    style: { tabWidth: 4, singleQuote: true, printWidth: 120 },
+});
+
+const requests = [...methods.entries()].filter(([, e]) => e.kinds.includes('result'));
+const notifications = [...methods.entries()].filter(([, e]) => !e.kinds.includes('result'));
+const table = (entries) => entries.map(([short, e]) => `    ${JSON.stringify(short).replace(/^"([a-zA-Z]+)"$/, '$1')}: '${e.method}',`).join('\n');
+const text = `// Generated by scripts/gen-protocol.mjs from protocol/schema/: do not edit; run \`npm run gen-protocol\`.
+// The wire types of sessiond's JSON-RPC protocol (protocol/README.md).
+
+${body
+    .replace(/export interface SessiondProtocol \{\}\n\n?/, '')
+    .replace(/ \*\n \* This interface was referenced by `SessiondProtocol`'s JSON-Schema\n \* via the `definition` "[^"]*"\.\n/g, '')
+    .replace(/\/\*\*\n \* This interface was referenced by `SessiondProtocol`'s JSON-Schema\n \* via the `definition` "[^"]*"\.\n \*\/\n/g, '')
+    .trimEnd()}
+
+/** Every request method, by short name. */
+export const Requests = {
+${table(requests)}
+} as const;
+
+/** Every notification the server sends, by short name. */
+export const Notifications = {
+${table(notifications)}
+} as const;
+
+/** Requests and notifications, by short name. */
+export const Methods = { ...Requests, ...Notifications } as const;
+`;
+
+if (process.argv.includes('--check')) {
+    let committed = '';
+    try {
+        committed = readFileSync(outFile, 'utf8');
+    } catch {
+        // Missing: reported below.
+    }
+    if (committed !== text) {
+        console.error(`${outFile} is not what protocol/schema/ generates; run \`npm run gen-protocol\` and commit it.`);
+        process.exit(1);
+    }
+} else {
+    writeFileSync(outFile, text);
+}
