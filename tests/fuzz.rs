@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use sessiond::core::compaction::{self, Options};
 use sessiond::core::format::EntryId;
 use sessiond::core::projection::project;
@@ -43,6 +43,18 @@ fn cases(default: u32) -> u32 {
         .unwrap_or(default)
 }
 
+/// The generator's seed: `SESSIOND_FUZZ_SEED` (a number, or `random` for a time-based one),
+/// fixed by default so the test command is deterministic; printed with every run.
+fn seed() -> u64 {
+    match std::env::var("SESSIOND_FUZZ_SEED").ok().as_deref() {
+        Some("random") => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        Some(n) => n.parse().unwrap_or(0x5e55_10d0_f022),
+        None => 0x5e55_10d0_f022,
+    }
+}
+
 /// Runs `test` on `cases` inputs from `strategy`, prints how many were tried, and fails with
 /// proptest's shrunk counterexample.
 fn fuzz<S: Strategy>(
@@ -52,13 +64,19 @@ fn fuzz<S: Strategy>(
     test: impl Fn(S::Value) -> Result<(), TestCaseError>,
 ) {
     let cases = cases(default_cases);
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        // Inputs are bounded; give shrinking a bounded budget too.
-        max_shrink_iters: 2048,
-        ..Config::default()
-    });
+    let seed = seed();
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let mut runner = TestRunner::new_with_rng(
+        Config {
+            cases,
+            failure_persistence: None,
+            // Inputs are bounded; give shrinking a bounded budget too.
+            max_shrink_iters: 2048,
+            ..Config::default()
+        },
+        TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes),
+    );
     let tried = AtomicU64::new(0);
     let started = std::time::Instant::now();
     let result = runner.run(&strategy, |value| {
@@ -68,7 +86,7 @@ fn fuzz<S: Strategy>(
     // Straight to stderr, past the test harness's capture, so CI logs carry the figure.
     let _ = writeln!(
         std::io::stderr(),
-        "fuzz {name}: {} inputs tried in {:.1?} ({cases} cases asked)",
+        "fuzz {name}: {} inputs tried in {:.1?} ({cases} cases asked, seed {seed})",
         tried.load(Ordering::Relaxed),
         started.elapsed()
     );

@@ -453,6 +453,7 @@ pub fn parse_value(bytes: &[u8]) -> Result<Value, ParseError> {
 /// True when `bytes` (JSON text, valid or not) nests arrays and objects deeper than `max`
 /// levels anywhere outside strings. Text shorter than `2 * max` bytes cannot, and is not scanned.
 pub fn exceeds_depth(bytes: &[u8], max: usize) -> bool {
+    // (A torn line can end inside a string, right after a backslash.)
     if bytes.len() <= 2 * max {
         return false;
     }
@@ -470,7 +471,11 @@ pub fn exceeds_depth(bytes: &[u8], max: usize) -> bool {
             b'"' => {
                 // Skip the string: to the next quote not escaped by a backslash.
                 i += 1;
-                while let Some(k) = memchr::memchr2(b'"', b'\\', &bytes[i..]) {
+                // `get`: an escape can be the text's last byte, so `i` may pass the end.
+                while let Some(k) = bytes
+                    .get(i..)
+                    .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                {
                     i += k;
                     if bytes[i] == b'\\' {
                         i += 2;
@@ -781,6 +786,17 @@ impl<'a> Parser<'a> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn depth_scan_survives_text_that_ends_inside_an_escape() {
+        let mut torn = vec![b'['; 40];
+        torn.extend_from_slice(b"\"abc\\");
+        assert!(exceeds_depth(&torn, 10));
+        let mut shallow = b"[\"".to_vec();
+        shallow.extend(std::iter::repeat_n(b'x', 40));
+        shallow.push(b'\\');
+        assert!(!exceeds_depth(&shallow, 10));
+    }
     use serde_json::json;
 
     fn lone(unit: u16) -> String {

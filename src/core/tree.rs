@@ -343,6 +343,18 @@ impl Tree {
         Ok(())
     }
 
+    /// The last entry's line, read whole before its ending arrived, turned out `extra` bytes
+    /// longer (the whitespace before its `\n`, e.g. a CRLF file's `\r`): its span grows, so it
+    /// names the same bytes as when the whole file is read at once. Nothing happens unless the
+    /// last entry is on line `line`.
+    pub fn extend_line(&mut self, line: u32, extra: u32) {
+        if let Some(last) = self.nodes.last_mut()
+            && last.entry.span.line == line
+        {
+            last.entry.span.len = last.entry.span.len.saturating_add(extra);
+        }
+    }
+
     /// Reserves room for `additional` more entries in the arena (a capacity hint; nothing else
     /// changes).
     pub fn reserve(&mut self, additional: usize) {

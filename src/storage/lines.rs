@@ -160,6 +160,14 @@ pub enum Item {
     ExtraHeader,
     /// A line that cannot be read.
     Problem(Corruption),
+    /// Whitespace that ends an open line (see [`Position::open`]): `extra` bytes, before the
+    /// `\n`, that belong to line `line`.
+    Continuation {
+        /// The open line's number.
+        line: u32,
+        /// Bytes of whitespace it grew by.
+        extra: u32,
+    },
 }
 
 /// Reads one complete line (without its `\n`). `version` is `None` while no header has been
@@ -233,6 +241,10 @@ pub fn apply_item(tree: &mut Tree, item: Item) -> Result<(), Corruption> {
         }
         Item::Entry(entry, v1) => tree.push(entry, v1).map(|_| ()),
         Item::Problem(c) => tree.skip_line(c),
+        Item::Continuation { line, extra } => {
+            tree.extend_line(line, extra);
+            Ok(())
+        }
     }
 }
 
@@ -267,7 +279,13 @@ pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
         .map_or(from.offset, |s| s.offset);
     let mut lines: Vec<(Item, Position)> = Vec::new();
     let _ = splitter.feed(bytes, |line, span| {
-        let item = if from.open && span.line == from.line && !is_blank(line) {
+        let item = if from.open && span.line == from.line && is_blank(line) {
+            // The open line's own ending (`\n`, `\r\n`): its span grows to the whole line.
+            Item::Continuation {
+                line: span.line,
+                extra: span.len,
+            }
+        } else if from.open && span.line == from.line {
             // The open line went on after it was read whole: it was still being written.
             Item::Problem(corruption(
                 CorruptionKind::InvalidJson,
@@ -462,6 +480,8 @@ mod tests {
         assert_eq!(applied.position.line, 3);
         assert!(!applied.position.open);
         assert_eq!(tree.node(1).entry.span.line, 3);
+        // The first line's span now holds its `\r` too, as a whole read of the file gives.
+        assert_eq!(tree.node(0).entry.span.len as usize, a.len() + 1);
     }
 
     #[test]
