@@ -315,19 +315,12 @@ impl Session {
             self.reload(reason, stamp, sink);
             return;
         }
-        let bytes = match tail::read_range(&self.file, from, stamp.size) {
-            Ok(b) => b,
+        match self.state.read_appended(&self.file, stamp) {
+            Ok(applied) => self.applied(applied, sink),
             Err(e) => {
-                tracing::warn!(path = %self.path.display(), "cannot read appended bytes: {e}");
-                return;
+                tracing::warn!(path = %self.path.display(), "cannot read appended bytes: {e}")
             }
-        };
-        // What was read, not what the stat said: bytes that arrived in between are read next time.
-        self.state.stamp = FileStamp {
-            size: from + bytes.len() as u64,
-            ..stamp
-        };
-        self.apply_bytes(&bytes, sink);
+        }
     }
 
     /// Whether the header line and the bytes just before the applied offset are unchanged:
@@ -398,13 +391,10 @@ impl Session {
         }
     }
 
-    /// Applies bytes read at the applied position (see [`lines::apply_batch`]): in strict mode
-    /// the good lines before a corrupt one are applied and the corrupt one is reported once and
-    /// retried on every later change; lenient mode notes problems and goes on.
-    fn apply_bytes(&mut self, bytes: &[u8], sink: &dyn EventSink) {
-        let applied = lines::apply_batch(&mut self.state.tree, self.state.position, bytes);
-        self.state.position = applied.position;
-        self.state.torn_tail = applied.torn_tail;
+    /// Announces what a read applied (see [`lines::apply_batch`]): in strict mode the good lines
+    /// before a corrupt one are applied and the corrupt one is reported once and retried on
+    /// every later change; lenient mode notes problems and goes on.
+    fn applied(&mut self, applied: lines::Applied, sink: &dyn EventSink) {
         self.update_signature();
         if !applied.added.is_empty() {
             sink.appended(self, applied.added);

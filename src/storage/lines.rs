@@ -45,7 +45,7 @@ pub struct Position {
 
 impl Position {
     /// The position just past a complete line (its `\n` included).
-    fn after(span: LineSpan) -> Self {
+    pub(crate) fn after(span: LineSpan) -> Self {
         Position {
             offset: span.offset + u64::from(span.len) + 1,
             line: span.line,
@@ -54,7 +54,7 @@ impl Position {
     }
 
     /// The position at the end of an applied unterminated line.
-    fn after_open(span: LineSpan) -> Self {
+    pub(crate) fn after_open(span: LineSpan) -> Self {
         Position {
             offset: span.offset + u64::from(span.len),
             line: span.line,

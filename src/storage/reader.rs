@@ -29,8 +29,6 @@ use crate::core::tree::{Mode, Tree};
 
 /// Bytes read from the file per `read` call.
 const CHUNK_BYTES: usize = 1 << 20;
-/// Longest line a span can describe, in bytes (longer lines are `invalidEntry`).
-pub const MAX_LINE_BYTES: usize = u32::MAX as usize;
 /// How long after its last modification a file without a complete session header is taken
 /// to be still being created ([`OpenError::Pending`]) rather than corrupt (`emptyFile`).
 pub const BIRTH_GRACE: Duration = Duration::from_secs(2);
@@ -119,6 +117,26 @@ pub struct OpenedSession {
     pub position: Position,
     /// The file as it was when last read.
     pub stamp: FileStamp,
+}
+
+impl OpenedSession {
+    /// Reads what `file` (this session's file, whose stat is `stamp`) holds after the applied
+    /// position and applies it by the one line policy ([`lines::apply_batch`]): the position,
+    /// the torn tail and the stamp then describe the bytes read (bytes that arrive meanwhile
+    /// are read next time). The live tail and the writer's catch-up both read this way.
+    /// Errors: reading the file failed (nothing changed).
+    pub fn read_appended(&mut self, file: &File, stamp: FileStamp) -> io::Result<lines::Applied> {
+        let from = self.position.offset;
+        let bytes = super::tail::read_range(file, from, stamp.size)?;
+        let applied = lines::apply_batch(&mut self.tree, self.position, &bytes);
+        self.position = applied.position;
+        self.torn_tail = applied.torn_tail;
+        self.stamp = FileStamp {
+            size: from + bytes.len() as u64,
+            ..stamp
+        };
+        Ok(applied)
+    }
 }
 
 /// Opens and reads a session file. Strict mode refuses corruption with [`OpenError::Corrupt`];
@@ -256,17 +274,9 @@ impl Loader {
             },
         }
         self.position = if unterminated {
-            Position {
-                offset: span.offset + u64::from(span.len),
-                line: span.line,
-                open: true,
-            }
+            Position::after_open(span)
         } else {
-            Position {
-                offset: span.offset + u64::from(span.len) + 1,
-                line: span.line,
-                open: false,
-            }
+            Position::after(span)
         };
         Ok(())
     }

@@ -18,7 +18,7 @@ use crate::core::format::{CURRENT_VERSION, EntryId};
 use crate::core::render::LineSource;
 use crate::core::timestamp;
 use crate::core::tree::{Mode, Tree};
-use crate::storage::lines::{self, TornTail};
+use crate::storage::lines::TornTail;
 use crate::storage::lock::{self, LockError};
 use crate::storage::reader::{self, FileLines, FileStamp, OpenedSession};
 use crate::storage::tail;
@@ -385,15 +385,9 @@ fn check_identity(
 /// bad one and the error names it.
 fn read_on(file: &File, path: &Path, session: &mut OpenedSession) -> Result<(), WriteError> {
     let stamp = FileStamp::of(file).map_err(WriteError::io(path))?;
-    let from = session.position.offset;
-    let bytes = tail::read_range(file, from, stamp.size).map_err(WriteError::io(path))?;
-    let applied = lines::apply_batch(&mut session.tree, session.position, &bytes);
-    session.position = applied.position;
-    session.torn_tail = applied.torn_tail;
-    session.stamp = FileStamp {
-        size: from + bytes.len() as u64,
-        ..stamp
-    };
+    let applied = session
+        .read_appended(file, stamp)
+        .map_err(WriteError::io(path))?;
     match applied.corruption {
         None => Ok(()),
         Some(corruption) => Err(WriteError::Corrupt {
