@@ -235,3 +235,101 @@ fn forced_polling_follows_a_recreated_directory() {
     assert_eq!(change["added"][0]["id"], next_id.as_str());
     d.stop();
 }
+
+/// `session/close` is the last word of an open: while a writer keeps appending, no notification
+/// about the session follows the close's answer, and a reopen sent right behind the close (not
+/// waiting for its answer) counts every entry exactly once.
+#[test]
+fn nothing_of_a_closed_open_follows_the_close_and_a_pipelined_reopen_counts_once() {
+    let (_tmp, root, file, _, _) = fixture();
+    let (_, entries) = v3_session(600);
+    let (mut d, _) = Daemon::start(&[&root]);
+    checked(&mut d, "session/open", json!({"path": file}));
+    let writer = {
+        let file = file.clone();
+        let lines: Vec<String> = entries[3..].iter().map(|(_, l)| l.clone()).collect();
+        std::thread::spawn(move || {
+            for line in lines {
+                append(&file, &line);
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    wait_for(&mut d, "session/didChange", &file);
+
+    // Close while appends arrive: everything of this open comes before the answer.
+    let close = d.request("session/close", json!({"path": file}));
+    assert!(close.get("error").is_none(), "close failed: {close}");
+    d.inbox.clear();
+    let quiet_until = Instant::now() + Duration::from_millis(300);
+    while let Some(msg) = d.next_message(quiet_until.saturating_duration_since(Instant::now())) {
+        assert!(
+            msg["params"]["path"].as_str() != file.to_str(),
+            "a notification of the closed open came after the close's answer: {msg}"
+        );
+    }
+
+    // Close and reopen pipelined: the reopen's count plus what later changes add is the file.
+    let id = d.next_request_id();
+    d.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "session/open", "params": {"path": file}}),
+    );
+    let reopened = d.response(&json!(id));
+    let mut count = reopened["result"]["entryCount"]
+        .as_u64()
+        .expect("entryCount");
+    let close_id = d.next_request_id();
+    d.send(&json!({"jsonrpc": "2.0", "id": close_id, "method": "session/close", "params": {"path": file}}));
+    d.send(&json!({"jsonrpc": "2.0", "id": close_id + 1, "method": "session/open", "params": {"path": file}}));
+    let reopened = d.response(&json!(close_id + 1));
+    let early: Vec<Value> = d.inbox.drain(..).collect();
+    let closed_at = early
+        .iter()
+        .position(|m| m.get("id") == Some(&json!(close_id)))
+        .expect("the close answered before the reopen");
+    // What came after the close's answer belongs to the reopen: judged by its revision.
+    let after_open = reopened["result"]["entryCount"]
+        .as_u64()
+        .expect("entryCount");
+    assert!(after_open >= count);
+    count = after_open;
+    let mut seen = std::collections::HashSet::new();
+    let judge = |msg: &Value, count: &mut u64, seen: &mut std::collections::HashSet<String>| {
+        if msg["method"] != "session/didChange" || msg["params"]["path"].as_str() != file.to_str() {
+            return;
+        }
+        let p = &msg["params"];
+        let n = p["entryCount"].as_u64().expect("entryCount");
+        if n <= *count {
+            return; // read before the reopen's answer: stale by revision
+        }
+        let added = p["added"].as_array().expect("added");
+        assert_eq!(n, *count + added.len() as u64, "overlapping change: {msg}");
+        for a in added {
+            assert!(
+                seen.insert(a["id"].as_str().unwrap_or_default().to_owned()),
+                "{a} twice"
+            );
+        }
+        *count = n;
+    };
+    for msg in &early[closed_at + 1..] {
+        judge(msg, &mut count, &mut seen);
+    }
+    writer.join().expect("writer");
+    let total = std::fs::read_to_string(&file)
+        .expect("read")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count() as u64
+        - 1;
+    let deadline = Instant::now() + NOTE_WAIT;
+    while count < total {
+        let msg = d
+            .next_message(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|| panic!("stuck at {count} of {total} entries"));
+        judge(&msg, &mut count, &mut seen);
+    }
+    assert_eq!(count, total);
+    d.stop();
+}

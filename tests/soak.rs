@@ -12,11 +12,10 @@
 //!
 //! Sessions that are never closed are held to the strict count. For the churned ones the test
 //! judges notifications as a client must, by revision: a change that raced ahead of the reopen's
-//! answer is kept until the answer is in, one older than the reopen is dropped as stale. A known
-//! gap remains: the closed owner can still announce entries it read after the reopen read the
-//! file; such a change carries a newer revision than the reopen and overlaps what the reopen
-//! already counted. Those are counted and printed (`overlapping`), not failed, until
-//! notifications carry which open of the session they belong to.
+//! answer is kept until the answer is in, one older than the reopen is dropped as stale. A
+//! change from the closed owner that overlaps what the reopen already counted is a failure:
+//! `session/close` answers only after its owner stopped and its last notification went out,
+//! and a reopen waits for a close still in progress.
 //!
 //! `SESSIOND_SOAK_SECS` sets how long the writers run (default 20).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -73,7 +72,6 @@ struct Tally {
     notifications: u64,
     announced: u64,
     stale: u64,
-    overlaps: u64,
     reopens: u64,
     /// Reopen requests in flight: request id → path.
     pending: HashMap<Value, String>,
@@ -134,14 +132,6 @@ impl Tally {
         }
         self.notifications += 1;
         let added = p["added"].as_array().cloned().unwrap_or_default();
-        if s.churned && count != s.count + added.len() as u64 {
-            // A change the old owner sent after the reopen's read of the file: its revision is
-            // newer than the reopen's, so no client can tell it from a fresh one. Counted and
-            // printed, not held against the daemon here (see the module docs).
-            self.overlaps += 1;
-            s.count = count;
-            return;
-        }
         if count != s.count + added.len() as u64 {
             self.problems.push(format!(
                 "{path}: entryCount {count} after {} + {} added",
@@ -223,7 +213,6 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
         notifications: 0,
         announced: 0,
         stale: 0,
-        overlaps: 0,
         reopens: 0,
         pending: HashMap::new(),
         problems: Vec::new(),
@@ -319,15 +308,13 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
 
     eprintln!(
         "soak: {SESSIONS} sessions for {secs} s; {written} entries appended by {WRITERS} writers; \
-         {} didChange notifications announcing {} entries ({} stale after a reopen, ignored by revision; \
-         {} from the closed owner overlapping the reopen); \
+         {} didChange notifications announcing {} entries ({} stale after a reopen, ignored by revision); \
          {churns} close/reopen sent, {} reopened; \
          RSS {} KiB after open, {warm_rss} KiB warm, {} KiB at the end; \
          fds {} after open, {warm_fds} warm, {} at the end",
         tally.notifications,
         tally.announced,
         tally.stale,
-        tally.overlaps,
         tally.reopens,
         opened.0,
         end.0,
@@ -346,9 +333,11 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
         opened.1,
         end.1
     );
-    // The daemon holds every appended entry in memory; allow 4 KiB per entry announced since
-    // the warm sample on top of 32 MiB of slack, and nothing unexplained beyond that.
-    let allowed = warm_rss + 32 * 1024 + 4 * (tally.announced - warm_announced);
+    // The daemon holds every appended entry's node in memory (a few hundred bytes each); allow
+    // 2 KiB per entry announced since the warm sample on top of 8 MiB of slack, and nothing
+    // unexplained beyond that. (With one thread per session, glibc's per-thread arenas made
+    // RSS grow 20-30 MiB over a run whose live heap stayed near 12 MiB.)
+    let allowed = warm_rss + 8 * 1024 + 2 * (tally.announced - warm_announced);
     assert!(
         end.0 <= allowed,
         "RSS grew from {warm_rss} KiB to {} KiB (allowed {allowed} KiB)",

@@ -1,6 +1,6 @@
 //! The `session/` method handlers. Each one parses its params, resolves the path against
 //! the session roots, then sends a single command to the session's owner and awaits the
-//! answer (computed on the owner's thread, already converted to wire JSON).
+//! answer (computed by the session's owner, already converted to wire JSON).
 
 use std::path::{Path, PathBuf};
 
@@ -72,7 +72,7 @@ pub(super) fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value,
     })
 }
 
-/// `session/contextAt`'s result for an open session (run on its owner's thread). The
+/// `session/contextAt`'s result for an open session (run by its owner). The
 /// projection and its token estimate come from the session's cache, so a request at a leaf
 /// just appended costs the new entries, not the whole path. Public for the benchmarks.
 pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcError> {
@@ -166,7 +166,7 @@ impl Backend {
     pub async fn close(&self, p: Value) -> RpcResult<Value> {
         let p: CloseParams = params("session/close", p)?;
         let real = self.resolve(&p.path)?;
-        self.registry.close(&real).map_err(RpcError::from)?;
+        self.registry.close(&real).await.map_err(RpcError::from)?;
         Ok(json!({ "path": real }))
     }
 

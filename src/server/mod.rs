@@ -120,14 +120,24 @@ struct AwaitedRoots {
     missing: Vec<PathBuf>,
 }
 
+/// What [`NotifySink`] queues for [`forward_notifications`].
+// Nearly everything queued is a notification; boxing it would cost an allocation per event.
+#[allow(clippy::large_enum_variant)]
+enum Queued {
+    /// A notification for the client.
+    Note(Outgoing),
+    /// Answered once everything queued before it was handed to the client.
+    Barrier(tokio::sync::oneshot::Sender<()>),
+}
+
 /// Turns session events into notifications on a channel (sent by [`forward_notifications`]).
 struct NotifySink {
-    tx: mpsc::UnboundedSender<Outgoing>,
+    tx: mpsc::UnboundedSender<Queued>,
 }
 
 impl NotifySink {
     fn send(&self, n: Outgoing) {
-        let _ = self.tx.send(n);
+        let _ = self.tx.send(Queued::Note(n));
     }
 }
 
@@ -154,10 +164,26 @@ impl EventSink for NotifySink {
             session,
         )));
     }
+    fn barrier(&self) -> futures::future::BoxFuture<'static, ()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let _ = self.tx.send(Queued::Barrier(tx));
+        Box::pin(async move {
+            let _ = rx.await;
+        })
+    }
 }
 
-async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
-    while let Some(n) = rx.recv().await {
+/// Sends the queued notifications in order; each is in the transport's outgoing stream (ahead
+/// of any answer produced later) before the next is taken.
+async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Queued>) {
+    while let Some(queued) = rx.recv().await {
+        let n = match queued {
+            Queued::Note(n) => n,
+            Queued::Barrier(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        };
         match n {
             Outgoing::DidChange(p) => {
                 client.send_notification::<wire::DidChange>(p).await;
@@ -305,7 +331,7 @@ impl LanguageServer for Backend {
 
     async fn shutdown(&self) -> RpcResult<()> {
         self.shut_down.store(true, Ordering::SeqCst);
-        self.registry.close_all();
+        self.registry.close_all().await;
         Ok(())
     }
 }

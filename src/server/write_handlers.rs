@@ -391,7 +391,7 @@ fn wire_value(plan: &CompactionPlan, report: Value) -> Value {
     lossless::parse(compact::json_text(plan, &report).as_bytes()).unwrap_or(report)
 }
 
-/// A [`Change`] that owns its text, so a handler can move it to the session's owner thread;
+/// A [`Change`] that owns its text, so a handler can move it to the session's owner;
 /// one variant per `Change` variant, with the same fields.
 pub enum OwnedChange {
     /// [`Change::Label`]: set (`Some`) or clear (`None`) the label of `target_id`.

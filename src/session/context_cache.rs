@@ -6,7 +6,7 @@
 //! the cached projection is extended in place; otherwise the session is projected afresh and
 //! replaces the least recently used entry. Entries stay correct as the tree grows (a path
 //! never changes once its entries settled); a reload builds a new `Session` and so a new,
-//! empty cache. Lives on the owner's thread only.
+//! empty cache. Lives with the owner only.
 
 use crate::core::incremental::LiveProjection;
 use crate::core::tree::{NodeIdx, Tree};

@@ -1,10 +1,10 @@
-//! Open sessions: one owner thread per session ([`owner`]), the handle requests use to
+//! Open sessions: one owner task per session ([`owner`]), the handle requests use to
 //! reach it, and the registry of open sessions keyed by canonical path. Also the session
 //! [`roots`], and whether an agent is working on a session ([`activity`]). Nothing here knows
 //! JSON-RPC.
 //!
 //! Rule: a request's first step is to send a command to the owner and await the reply; the
-//! tree is only ever touched on the owner's thread.
+//! tree is only ever touched by its owner.
 
 pub mod activity;
 pub mod context_cache;
@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use futures::FutureExt;
+use futures::future::Shared;
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
 
@@ -35,7 +37,7 @@ pub enum SessionError {
         /// The path as given.
         path: PathBuf,
     },
-    /// The owner stopped (its thread ended) before answering.
+    /// The owner stopped (its task ended) before answering.
     #[error("{}: the session's owner stopped", path.display())]
     OwnerGone {
         /// The session file.
@@ -58,7 +60,7 @@ impl std::fmt::Debug for Command {
             Command::Run(_) => "Run",
             Command::Write(_) => "Write",
             Command::Live { .. } => "Live",
-            Command::Close => "Close",
+            Command::Close { .. } => "Close",
         })
     }
 }
@@ -69,7 +71,7 @@ impl SessionHandle {
         &self.path
     }
 
-    /// Runs `f` on the owner's thread after a refresh and returns its result. `f` sees the
+    /// Runs `f` by the owner after a refresh and returns its result. `f` sees the
     /// session as of this request's place in the mailbox.
     pub async fn query<R: Send + 'static>(
         &self,
@@ -87,7 +89,7 @@ impl SessionHandle {
         rx.await.map_err(|_| gone())
     }
 
-    /// Runs `f` on the owner's thread after a refresh, with write access: `f` calls
+    /// Runs `f` by the owner after a refresh, with write access: `f` calls
     /// [`Session::write`] with the sink it is given, so the session's events are sent as the
     /// write applies entries. Writes and reads of one session run in arrival order.
     pub async fn update<R: Send + 'static>(
@@ -117,14 +119,27 @@ impl SessionHandle {
         let _ = self.tx.send(Command::Live { mode, announce });
     }
 
-    fn close(&self) {
-        let _ = self.tx.send(Command::Close);
+    /// Asks the owner to stop; the answer resolves once it stopped (at once if it already
+    /// had), after every event it sent.
+    fn close(&self) -> Shared<oneshot::Receiver<()>> {
+        let (done, stopped) = oneshot::channel();
+        let _ = self.tx.send(Command::Close { done });
+        stopped.shared()
     }
+}
+
+/// The open sessions and the owners still stopping, under one lock.
+#[derive(Default)]
+struct Sessions {
+    open: HashMap<PathBuf, SessionHandle>,
+    /// Owners told to stop that may still be sending events: an open of the same path waits
+    /// for them, so no event of an earlier open follows the answer of a later one.
+    closing: HashMap<PathBuf, Shared<oneshot::Receiver<()>>>,
 }
 
 /// The open sessions, by canonical path, and the directories watched for them.
 pub struct Registry {
-    open: Arc<Mutex<HashMap<PathBuf, SessionHandle>>>,
+    sessions: Arc<Mutex<Sessions>>,
     sink: Arc<dyn EventSink>,
     watcher: Option<DirWatcher>,
 }
@@ -140,14 +155,14 @@ impl Registry {
     /// `backend`; without one (its thread could not start), sessions still refresh on every
     /// request and report [`LiveMode::Requests`].
     pub fn with_backend(sink: Arc<dyn EventSink>, backend: WatchBackend) -> Self {
-        let open: Arc<Mutex<HashMap<PathBuf, SessionHandle>>> = Arc::default();
-        let hint_target = Arc::downgrade(&open);
+        let sessions: Arc<Mutex<Sessions>> = Arc::default();
+        let hint_target = Arc::downgrade(&sessions);
         let watcher = DirWatcher::start(backend, move |changed| {
-            let Some(open) = hint_target.upgrade() else {
+            let Some(sessions) = hint_target.upgrade() else {
                 return;
             };
-            let open = open.lock().unwrap_or_else(PoisonError::into_inner);
-            for handle in open.values() {
+            let sessions = sessions.lock().unwrap_or_else(PoisonError::into_inner);
+            for handle in sessions.open.values() {
                 let p = handle.path();
                 for (dir, mode) in &changed.modes {
                     if p.parent() == Some(dir.as_path()) {
@@ -175,7 +190,7 @@ impl Registry {
             }
         };
         Registry {
-            open,
+            sessions,
             sink,
             watcher,
         }
@@ -184,6 +199,7 @@ impl Registry {
     /// The open session at a canonical path.
     pub fn get(&self, path: &Path) -> Result<SessionHandle, SessionError> {
         self.lock()
+            .open
             .get(path)
             .cloned()
             .ok_or_else(|| SessionError::NotOpen {
@@ -194,10 +210,17 @@ impl Registry {
     /// Opens the session at a canonical path, or returns it if it is already open in a mode
     /// that satisfies the request (a strict open also serves lenient requests).
     pub async fn open(&self, path: &Path, mode: Mode) -> Result<SessionHandle, SessionError> {
-        if let Some(h) = self.lock().get(path)
-            && (h.mode == Mode::Strict || mode == Mode::Lenient)
-        {
-            return Ok(h.clone());
+        let stopping = {
+            let sessions = self.lock();
+            if let Some(h) = sessions.open.get(path)
+                && (h.mode == Mode::Strict || mode == Mode::Lenient)
+            {
+                return Ok(h.clone());
+            }
+            sessions.closing.get(path).cloned()
+        };
+        if let Some(stopped) = stopping {
+            let _ = stopped.await;
         }
         let ready = owner::spawn(path.to_owned(), mode, self.sink.clone());
         let tx = ready.await.map_err(|_| SessionError::OwnerGone {
@@ -208,56 +231,77 @@ impl Registry {
             mode,
             tx,
         };
-        let mut open = self.lock();
-        let replaced = match open.get(path) {
-            // Another request opened it meanwhile in a mode that serves this one.
-            Some(h) if h.mode == Mode::Strict || mode == Mode::Lenient => {
-                handle.close();
-                return Ok(h.clone());
-            }
-            _ => open.insert(path.to_owned(), handle.clone()),
+        let replaced = {
+            let mut sessions = self.lock();
+            let replaced = match sessions.open.get(path) {
+                // Another request opened it meanwhile in a mode that serves this one.
+                Some(h) if h.mode == Mode::Strict || mode == Mode::Lenient => {
+                    drop(handle.close());
+                    return Ok(h.clone());
+                }
+                _ => sessions.open.insert(path.to_owned(), handle.clone()),
+            };
+            // Still under the lock: the watcher reports mode changes to the open sessions
+            // under this same lock, so the owner cannot get an older mode after a newer one.
+            let live = match (&self.watcher, path.parent()) {
+                (Some(w), Some(dir)) => match &replaced {
+                    None => w.watch(dir),
+                    Some(_) => w.mode(dir).unwrap_or(LiveMode::Requests),
+                },
+                _ => LiveMode::Requests,
+            };
+            handle.set_live_mode(live, false);
+            replaced
         };
-        // Still under the lock: the watcher reports mode changes to the open sessions under
-        // this same lock, so the owner cannot get an older mode after a newer one.
-        let live = match (&self.watcher, path.parent()) {
-            (Some(w), Some(dir)) => match &replaced {
-                None => w.watch(dir),
-                Some(_) => w.mode(dir).unwrap_or(LiveMode::Requests),
-            },
-            _ => LiveMode::Requests,
-        };
-        handle.set_live_mode(live, false);
-        drop(open);
         if let Some(old) = replaced {
-            old.close();
+            // A lenient open replaced by a strict one: its events come before this answer.
+            let _ = old.close().await;
+            self.sink.barrier().await;
         }
         Ok(handle)
     }
 
-    /// Closes an open session. Errors: [`SessionError::NotOpen`].
-    pub fn close(&self, path: &Path) -> Result<(), SessionError> {
-        let handle = self
-            .lock()
-            .remove(path)
-            .ok_or_else(|| SessionError::NotOpen {
-                path: path.to_owned(),
-            })?;
-        handle.close();
+    /// Closes an open session and returns once its owner stopped and every event it sent was
+    /// handed on ([`EventSink::barrier`]): nothing of this open reaches the client after the
+    /// answer. Errors: [`SessionError::NotOpen`].
+    pub async fn close(&self, path: &Path) -> Result<(), SessionError> {
+        let stopped = {
+            let mut sessions = self.lock();
+            let handle = sessions
+                .open
+                .remove(path)
+                .ok_or_else(|| SessionError::NotOpen {
+                    path: path.to_owned(),
+                })?;
+            let stopped = handle.close();
+            sessions.closing.insert(path.to_owned(), stopped.clone());
+            stopped
+        };
         if let (Some(w), Some(dir)) = (&self.watcher, path.parent()) {
             w.unwatch(dir);
+        }
+        let _ = stopped.clone().await;
+        self.sink.barrier().await;
+        let mut sessions = self.lock();
+        if sessions
+            .closing
+            .get(path)
+            .is_some_and(|s| s.ptr_eq(&stopped))
+        {
+            sessions.closing.remove(path);
         }
         Ok(())
     }
 
     /// Closes every session (at shutdown).
-    pub fn close_all(&self) {
-        let all: Vec<PathBuf> = self.lock().keys().cloned().collect();
+    pub async fn close_all(&self) {
+        let all: Vec<PathBuf> = self.lock().open.keys().cloned().collect();
         for p in all {
-            let _ = self.close(&p);
+            let _ = self.close(&p).await;
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, SessionHandle>> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

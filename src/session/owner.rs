@@ -1,4 +1,4 @@
-//! The owner of one open session: a thread that holds the session's tree, its file offset
+//! The owner of one open session: a task that holds the session's tree, its file offset
 //! and the pending partial line, and applies commands from its mailbox in arrival order.
 //!
 //! Requests and watcher hints arrive through the same channel. Every command starts with a
@@ -6,8 +6,12 @@
 //! coalesced or lost cannot leave an answer stale. Hints are facts about nothing: a hint for
 //! an unchanged file costs one `stat`.
 //!
-//! The owner is a thread, not an async task, because everything it does is file I/O and
-//! CPU work on the tree; requests await its reply without holding anything across the await.
+//! The owner is a task on the daemon's runtime, not a thread of its own: its work per command
+//! is short (a `stat`, the appended bytes, a walk of the tree), the first read of the file
+//! runs on the blocking pool, and requests await its reply without holding anything across
+//! the await. Threads per session cost more than their stacks: each thread allocating on its
+//! own made glibc keep a heap arena per thread, and 200 sessions under writers grew the
+//! daemon's RSS to five times its live heap (the soak test, `tests/soak.rs`).
 
 use std::cell::{RefCell, RefMut};
 use std::fs::File;
@@ -17,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
 
 use super::activity::{self, Agent};
 use super::context_cache::ContextCache;
@@ -76,7 +81,7 @@ pub struct Revision {
 }
 
 /// Receives what happens to open sessions. Implemented by the server, which turns each call
-/// into a notification; called on the owner's thread with the session borrowed.
+/// into a notification; called by the owner with the session borrowed.
 pub trait EventSink: Send + Sync {
     /// New entries were applied; `added` are their node indexes (file order).
     fn appended(&self, session: &Session, added: Range<NodeIdx>);
@@ -93,9 +98,15 @@ pub trait EventSink: Send + Sync {
     fn restored(&self, _session: &Session) {}
     /// How the session's file is followed changed ([`Session::live_mode`]). Default: ignored.
     fn live_mode_changed(&self, _session: &Session) {}
+    /// Resolves once every event sent before the call was handed on to the client, so an
+    /// answer sent after it follows them. Default: at once (the events were delivered when
+    /// sent).
+    fn barrier(&self) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
-/// The state of one open session, owned by its thread. Read access for request handlers.
+/// The state of one open session, owned by its task. Read access for request handlers.
 pub struct Session {
     path: PathBuf,
     mode: Mode,
@@ -115,7 +126,7 @@ pub struct Session {
     live_mode: LiveMode,
     /// When the path was first found not to name a file, while it does not.
     missing_since: Option<SystemTime>,
-    /// Recent projections (requests borrow the session shared; only its thread touches this).
+    /// Recent projections (requests borrow the session shared; only its owner touches this).
     contexts: RefCell<ContextCache>,
     /// The last answer of [`activity::detect`] and when it was made (see [`Session::agent`]).
     agent: RefCell<Option<(Instant, Option<Agent>)>>,
@@ -509,7 +520,7 @@ fn stand_in_header() -> crate::core::format::Header {
     }
 }
 
-/// A write run on the owner's thread (see [`Command::Write`]).
+/// A write run by the owner (see [`Command::Write`]).
 pub(crate) type WriteFn = Box<dyn FnOnce(&mut Session, &dyn EventSink) + Send>;
 
 /// A command for an owner.
@@ -527,59 +538,72 @@ pub(crate) enum Command {
         /// Whether the client is told (not before `session/open` answered).
         announce: bool,
     },
-    /// Stop the owner.
-    Close,
+    /// Stop the owner; `done` is answered once it stopped, after its last event was sent.
+    Close {
+        /// Answered when the owner stopped.
+        done: oneshot::Sender<()>,
+    },
 }
 
-/// Starts an owner thread for `path`: opens the session on that thread and reports the
-/// result before serving its mailbox.
+/// Starts the owner task of `path`: opens the session on the blocking pool and reports the
+/// result before serving its mailbox. Must be called on a Tokio runtime.
 pub(crate) fn spawn(
     path: PathBuf,
     mode: Mode,
     sink: std::sync::Arc<dyn EventSink>,
 ) -> oneshot::Receiver<Result<mpsc::UnboundedSender<Command>, OpenError>> {
     let (ready_tx, ready_rx) = oneshot::channel();
-    let name = format!(
-        "session:{}",
-        path.file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
-    );
-    let spawned = std::thread::Builder::new().name(name).spawn({
-        let path = path.clone();
-        move || {
-            let mut session = match Session::open(&path, mode) {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e));
-                    return;
-                }
-            };
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            if ready_tx.send(Ok(tx)).is_err() {
+    let span = tracing::debug_span!("session", path = %path.display());
+    let owner = async move {
+        let opened = tokio::task::spawn_blocking({
+            let path = path.clone();
+            move || Session::open(&path, mode)
+        })
+        .await;
+        let mut session = match opened {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => {
+                let _ = ready_tx.send(Err(e));
                 return;
             }
-            while let Some(cmd) = rx.blocking_recv() {
-                match cmd {
-                    Command::Hint => session.refresh(&*sink),
-                    Command::Run(f) => {
-                        session.refresh(&*sink);
-                        f(&session);
-                    }
-                    Command::Write(f) => {
-                        session.refresh(&*sink);
-                        f(&mut session, &*sink);
-                    }
-                    Command::Live { mode, announce } => {
-                        session.set_live_mode(mode, announce, &*sink);
-                    }
-                    Command::Close => break,
+            // The open panicked or the runtime is shutting down: the request sees the owner
+            // gone (its `ready` is dropped).
+            Err(e) => {
+                tracing::error!("opening {} failed: {e}", path.display());
+                return;
+            }
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        if ready_tx.send(Ok(tx)).is_err() {
+            return;
+        }
+        let mut stopped = None;
+        while let Some(cmd) = rx.recv().await {
+            match cmd {
+                Command::Hint => session.refresh(&*sink),
+                Command::Run(f) => {
+                    session.refresh(&*sink);
+                    f(&session);
+                }
+                Command::Write(f) => {
+                    session.refresh(&*sink);
+                    f(&mut session, &*sink);
+                }
+                Command::Live { mode, announce } => {
+                    session.set_live_mode(mode, announce, &*sink);
+                }
+                Command::Close { done } => {
+                    stopped = Some(done);
+                    break;
                 }
             }
-            tracing::debug!(path = %session.path.display(), "session closed");
         }
-    });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start a session thread for {}: {e}", path.display());
-    }
+        tracing::debug!("session closed");
+        drop(session);
+        if let Some(done) = stopped {
+            let _ = done.send(());
+        }
+    };
+    tokio::spawn(owner.instrument(span));
     ready_rx
 }
