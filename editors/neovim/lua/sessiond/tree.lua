@@ -265,19 +265,21 @@ function M.render(data, s, opts)
         lnum = lnum + 1
       end
       if lnum - first + 1 >= min_fold then
-        local counts, kinds = {}, {}
+        local counts, kinds, seen = {}, {}, {}
         for l = first, lnum do
           local k = M.kind(data.nodes[ids[l]])
           if not counts[k] then
             table.insert(kinds, k)
+            seen[k] = #kinds
           end
           counts[k] = (counts[k] or 0) + 1
         end
+        -- Most frequent first; ties in order of appearance (as `sessiond tree` counts them).
         table.sort(kinds, function(a, b)
           if counts[a] ~= counts[b] then
             return counts[a] > counts[b]
           end
-          return a < b
+          return seen[a] < seen[b]
         end)
         local parts = {}
         for i = 1, math.min(3, #kinds) do
@@ -332,6 +334,7 @@ function M.setup_window(win)
   vim.wo[win].relativenumber = false
   vim.wo[win].cursorline = true
   vim.wo[win].list = false
+  vim.wo[win].fillchars = "fold: "
 end
 
 -- Draws `r` (a render) into `buf`, keeping each window's cursor on its entry and the folds

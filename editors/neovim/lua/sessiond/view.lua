@@ -81,10 +81,13 @@ function M.show(buf, split, size)
     vim.api.nvim_set_current_win(wins[1])
     return wins[1]
   end
-  vim.cmd(split or "botright split")
+  -- An empty split: the current window.
+  if split ~= "" then
+    vim.cmd(split or "botright split")
+  end
   local win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, buf)
-  if size then
+  if size and split ~= "" then
     if (split or ""):match("vsplit") or (split or ""):match("vertical") then
       vim.api.nvim_win_set_width(win, size)
     else
