@@ -372,6 +372,14 @@ fn neovim_tree_view_terminal_capture() {
         return;
     }
     let kept = std::fs::read_to_string(&kept_path).expect("tests/neovim/tree-view.screen");
+    let readme = std::fs::read_to_string(repo().join("editors/neovim/README.md")).expect("README");
+    assert!(
+        readme.contains(&format!(
+            "```\n{}```",
+            kept.trim_end_matches('\n').to_owned() + "\n"
+        )),
+        "editors/neovim/README.md must show tests/neovim/tree-view.screen as it is"
+    );
     assert_eq!(
         screen, kept,
         "the tree view changed; if intended, run with SESSIOND_UPDATE_CAPTURE=1 and update editors/neovim/README.md"
