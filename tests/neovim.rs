@@ -78,6 +78,7 @@ fn neovim_plugin_driven_as_a_user() {
         .env("SESSIOND_FILE", &file)
         .env("SESSIOND_APPEND", append.to_string())
         .env("SESSIOND_APPEND2", append2.to_string())
+        .env("SESSIOND_ORIGINAL", repo().join(EXAMPLE))
         .env("SESSIOND_OUT", &out)
         .env("XDG_STATE_HOME", dir.path().join("state"))
         .env("XDG_CONFIG_HOME", dir.path().join("config"))
@@ -194,8 +195,8 @@ fn neovim_plugin_driven_as_a_user() {
     assert_eq!(context["loclist"], json!(18));
     assert!(s(&context["firstDiagnostic"], "diagnostic").contains("entry 7e62fec3"));
 
-    // Writes, checked in the file.
-    let entries = file_entries(&file);
+    // Writes, checked in the file (as it was before it was replaced at the end).
+    let entries = file_entries(&root.join("s.jsonl.before-replace"));
     let label = entries
         .iter()
         .rev()
@@ -312,11 +313,16 @@ fn neovim_plugin_driven_as_a_user() {
     assert!(s(&r["restarted"], "restarted").contains("2 sessions open again"));
     assert_ne!(r["newPid"], r["killedPid"]);
     assert!(s(&r["afterRestart"], "after restart").contains("b1b1b1b1 user"));
-    assert!(
-        file_entries(&file)
-            .iter()
-            .any(|e| e["id"] == json!("b1b1b1b1"))
+
+    // The file replaced under the open view (a rename over it): read again, redrawn, the
+    // cursor still on its entry.
+    assert!(s(&r["reloaded"], "reload").contains("s.jsonl was read again (replaced)"));
+    assert_eq!(
+        r["afterReload"],
+        json!({"lines": 1035, "cursor": "521cf246",
+            "header": "Untangle run modes · 1033 entries · 3 leaves · 2 branch points"})
     );
+    assert_eq!(r["chained"], json!(true));
 
     assert_eq!(r["closed"], json!(true));
 

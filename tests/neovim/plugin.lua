@@ -338,6 +338,34 @@ local ok, err = pcall(function()
     report.afterRestart = lines(tree_buf)[line_of("b1b1b1b1", tree_buf)]
   end)
 
+  step("a file replaced under the open view is read again", function()
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
+    cursor_to("521cf246")
+    local tmp = FILE .. ".new"
+    -- Kept for the checks of the writes made so far.
+    assert(vim.system({ "cp", FILE, FILE .. ".before-replace" }):wait().code == 0)
+    local r = vim.system({ "cp", env("SESSIOND_ORIGINAL"), tmp }):wait()
+    assert(r.code == 0, r.stderr)
+    assert(vim.uv.fs_rename(tmp, FILE))
+    report.reloaded = wait_message("was read again", "the reload", true)
+    wait(function()
+      return line_of("b1b1b1b1", tree_buf) == nil and vim.api.nvim_buf_line_count(tree_buf) == 1035
+    end, "the tree of the replaced file")
+    report.afterReload = { lines = vim.api.nvim_buf_line_count(tree_buf), cursor = cursor_id(),
+      header = lines(tree_buf)[1] }
+  end)
+
+  step(":SessiondOpen FILE | SessiondTree in one go", function()
+    vim.cmd("only")
+    vim.cmd("enew")
+    require("sessiond.sessions").current = nil
+    vim.cmd("SessiondOpen " .. vim.fn.fnameescape(FILE) .. " | SessiondTree")
+    wait(function()
+      return vim.api.nvim_get_current_buf() == tree_buf
+    end, "the tree after open | tree")
+    report.chained = true
+  end)
+
   step("q closes the view", function()
     vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
     press("q")

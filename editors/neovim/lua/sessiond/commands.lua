@@ -54,27 +54,27 @@ end
 M.commands = {
   SessiondOpen = {
     function(a) actions().open(a.args, a.bang) end,
-    { nargs = "?", complete = "file", bang = true, desc = "sessiond: open a session file (! reads a corrupt one leniently)" },
+    { bar = true, nargs = "?", complete = "file", bang = true, desc = "sessiond: open a session file (! reads a corrupt one leniently)" },
   },
   SessiondList = {
     function() actions().list() end,
-    { nargs = 0, desc = "sessiond: pick a session under the roots" },
+    { bar = true, nargs = 0, desc = "sessiond: pick a session under the roots" },
   },
   SessiondTree = {
     function(a) actions().tree(a.args) end,
-    { nargs = "?", complete = "file", desc = "sessiond: the session tree" },
+    { bar = true, nargs = "?", complete = "file", desc = "sessiond: the session tree" },
   },
   SessiondContext = {
     function(a) actions().context(a.args ~= "" and a.args or nil) end,
-    { nargs = "?", complete = complete_entry_arg, desc = "sessiond: what the model sees at a leaf" },
+    { bar = true, nargs = "?", complete = complete_entry_arg, desc = "sessiond: what the model sees at a leaf" },
   },
   SessiondExplain = {
     function(a) actions().explain(a.fargs[1], a.fargs[2]) end,
-    { nargs = "*", complete = complete_entry_arg, desc = "sessiond: whether an entry reaches the model, and why" },
+    { bar = true, nargs = "*", complete = complete_entry_arg, desc = "sessiond: whether an entry reaches the model, and why" },
   },
   SessiondFork = {
     function(a) actions().fork(a.fargs[1], a.bang) end,
-    { nargs = "?", bang = true, complete = complete_entry_arg, desc = "sessiond: fork at an entry (! before it)" },
+    { bar = true, nargs = "?", bang = true, complete = complete_entry_arg, desc = "sessiond: fork at an entry (! before it)" },
   },
   SessiondLabel = {
     function(a)
@@ -86,11 +86,11 @@ M.commands = {
   },
   SessiondCompact = {
     function(a) actions().compact(a.fargs[1], a.bang) end,
-    { nargs = "?", bang = true, complete = complete_entry_arg, desc = "sessiond: compact the path to an entry" },
+    { bar = true, nargs = "?", bang = true, complete = complete_entry_arg, desc = "sessiond: compact the path to an entry" },
   },
   SessiondVerify = {
     function(a) actions().verify(a.fargs[1]) end,
-    { nargs = "?", complete = complete_entry_arg, desc = "sessiond: check before resuming (quickfix)" },
+    { bar = true, nargs = "?", complete = complete_entry_arg, desc = "sessiond: check before resuming (quickfix)" },
   },
   SessiondSearch = {
     function(a) actions().search(a.args) end,
@@ -98,7 +98,7 @@ M.commands = {
   },
   SessiondRestart = {
     function() actions().restart() end,
-    { nargs = 0, desc = "sessiond: restart the daemon and open the sessions again" },
+    { bar = true, nargs = 0, desc = "sessiond: restart the daemon and open the sessions again" },
   },
 }
 

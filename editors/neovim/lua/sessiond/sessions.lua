@@ -15,6 +15,9 @@ M.sessions = {}
 -- The session opened or acted on last: the fallback when the current buffer names none.
 M.current = nil
 M.listeners = {}
+-- session/open requests in flight, and resolve() calls waiting for them.
+M.opening = 0
+M.waiting = {}
 
 local notify = client.notify
 
@@ -64,14 +67,24 @@ function M.open(path, opts, cb)
   if opts.allowCorrupt then
     params.allowCorrupt = true
   end
+  M.opening = M.opening + 1
   client.request("session/open", params, function(err, r)
-    if err then
-      return cb(err)
+    M.opening = M.opening - 1
+    if not err then
+      local s = apply_open(r, opts.allowCorrupt)
+      M.current = r.path
+      fire("open", r.path, r)
+      cb(nil, r, s)
+    else
+      cb(err)
     end
-    local s = apply_open(r, opts.allowCorrupt)
-    M.current = r.path
-    fire("open", r.path, r)
-    cb(nil, r, s)
+    if M.opening == 0 then
+      local waiting = M.waiting
+      M.waiting = {}
+      for _, w in ipairs(waiting) do
+        w()
+      end
+    end
   end)
 end
 
@@ -125,6 +138,15 @@ function M.resolve(cb)
   end
   if M.current and M.sessions[M.current] then
     return cb(nil, M.sessions[M.current])
+  end
+  if M.opening > 0 then
+    -- `:SessiondOpen FILE | SessiondTree`: the open is on its way.
+    return table.insert(M.waiting, function()
+      if M.current and M.sessions[M.current] then
+        return cb(nil, M.sessions[M.current])
+      end
+      cb({ message = "no session open: run :SessiondOpen FILE (or :SessiondList)" })
+    end)
   end
   cb({ message = "no session open: run :SessiondOpen FILE (or :SessiondList)" })
 end

@@ -169,6 +169,9 @@ function M.render(data, s, opts)
   if s.activeLeaf and s.activeLeaf ~= default_leaf then
     head = head .. (" · active leaf %s"):format(s.activeLeaf)
   end
+  if type(s.agent) == "table" then
+    head = head .. (" · agent running (%s, pid %s)"):format(tostring(s.agent.command), tostring(s.agent.pid))
+  end
   if s.missingSince then
     head = head .. " · file missing since " .. s.missingSince
   end
