@@ -215,6 +215,10 @@ fn neovim_plugin_driven_as_a_user() {
     );
     assert_eq!(app["cursor"], json!("de19adb3"));
     assert_eq!(
+        app["contextLeafLine"],
+        json!("- leaf: a0a0a0a0 (the default leaf)")
+    );
+    assert_eq!(
         app["linesAfter"].as_u64(),
         app["linesBefore"].as_u64().map(|n| n + 1)
     );

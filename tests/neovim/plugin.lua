@@ -239,7 +239,13 @@ local ok, err = pcall(function()
     wait(function()
       return line_of("a0a0a0a0", tree_buf) ~= nil
     end, "the appended entry in the tree")
+    -- The context view, opened at the default leaf, moved with it.
+    local ctx_buf = vim.fn.bufnr("sessiond://context/" .. vim.uv.fs_realpath(FILE))
+    wait(function()
+      return (vim.api.nvim_buf_get_lines(ctx_buf, 3, 4, false)[1] or ""):find("a0a0a0a0", 1, true) ~= nil
+    end, "the context view at the new default leaf")
     report.append = {
+      contextLeafLine = vim.api.nvim_buf_get_lines(ctx_buf, 3, 4, false)[1],
       linesBefore = before,
       linesAfter = vim.api.nvim_buf_line_count(tree_buf),
       line = lines(tree_buf)[line_of("a0a0a0a0", tree_buf)],

@@ -217,6 +217,7 @@ end
 
 -- Context views: path → the leaf asked for (nil: the default leaf, followed as it moves).
 local context_leaf = {}
+local context_pending = {}
 
 local function fill_loclist(win, buf, s, ctx)
   local items = {}
@@ -305,12 +306,23 @@ sessions.listen(function(event, path)
     return
   end
   local s = sessions.sessions[path]
-  if s and view.existing("context", path) then
-    if event == "reload" then
-      context_leaf[path] = s.activeLeaf
-    end
-    draw_context(s, context_leaf[path], false)
+  if not s or not view.existing("context", path) then
+    return
   end
+  if event == "reload" then
+    context_leaf[path] = s.activeLeaf
+  end
+  -- Bursts of appended entries: one fetch.
+  if context_pending[path] then
+    return
+  end
+  context_pending[path] = true
+  vim.defer_fn(function()
+    context_pending[path] = nil
+    if sessions.sessions[path] and view.existing("context", path) then
+      draw_context(sessions.sessions[path], context_leaf[path], false)
+    end
+  end, config.options.follow_delay_ms)
 end)
 
 -- Explain --------------------------------------------------------------------------------
