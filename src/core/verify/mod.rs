@@ -450,6 +450,15 @@ fn diff_summary(expected: &str, actual: &str) -> Value {
     })
 }
 
+/// "an edit", "a write".
+fn article(tool: &str) -> String {
+    if tool.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {tool}")
+    } else {
+        format!("a {tool}")
+    }
+}
+
 fn short(text: &str) -> String {
     let line = text.lines().next().unwrap_or("").trim();
     match line.char_indices().nth(160) {
@@ -548,9 +557,41 @@ struct PathEffects {
     last_order: (usize, usize),
 }
 
-/// Verifies the session at `leaf` against `world`. `file` is the session file's path as it
-/// should appear in the report. Errors: a line that cannot be read again or changed since the
-/// tree was built ([`RenderError`]).
+/// What verification needs from the session, read from its tree and lines
+/// ([`collect`]); owned, so it can be checked against the world elsewhere ([`evaluate`]).
+pub struct Collected {
+    facts: Facts,
+    header_cwd: Option<String>,
+    leaf_id: Option<String>,
+    provider: Option<String>,
+}
+
+/// Reads what verification needs from the session at `leaf`: the active path's tool calls
+/// and results, other branches' edits and writes, the newest summary, the model's provider.
+/// Errors: a line that cannot be read again or changed since the tree was built.
+pub fn collect(
+    tree: &Tree,
+    leaf: Option<NodeIdx>,
+    source: &dyn LineSource,
+) -> Result<Collected, RenderError> {
+    let path = tree.path_to(leaf);
+    let facts = read_facts(tree, &path, source)?;
+    let proj = projection::project(tree, leaf);
+    let provider = proj
+        .model
+        .as_ref()
+        .and_then(|m| m.provider.as_ref())
+        .and_then(|p| raw_str(p).map(|s| s.into_owned()));
+    Ok(Collected {
+        facts,
+        header_cwd: tree.header().cwd.clone(),
+        leaf_id: leaf.map(|l| tree.node(l).entry.id.to_string()),
+        provider,
+    })
+}
+
+/// Verifies the session at `leaf` against `world` ([`collect`] then [`evaluate`]). `file` is
+/// the session file's path as it should appear in the report. Errors: as [`collect`].
 pub fn verify(
     tree: &Tree,
     leaf: Option<NodeIdx>,
@@ -559,9 +600,17 @@ pub fn verify(
     file: &str,
     options: &Options,
 ) -> Result<Report, RenderError> {
-    let path = tree.path_to(leaf);
-    let facts = read_facts(tree, &path, source)?;
-    let header_cwd = tree.header().cwd.clone();
+    Ok(evaluate(collect(tree, leaf, source)?, world, file, options))
+}
+
+/// Checks what [`collect`] read against `world`: the [`Report`].
+pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &Options) -> Report {
+    let Collected {
+        facts,
+        header_cwd,
+        leaf_id,
+        provider,
+    } = collected;
     let cwd = options.cwd.clone().or_else(|| header_cwd.clone());
     let mut ctx = Ctx {
         world,
@@ -760,7 +809,7 @@ pub fn verify(
             }
         }
     }
-    credentials(&mut ctx, tree, leaf);
+    credentials(&mut ctx, provider);
 
     // Each file's effects, in path order of their last effect.
     let mut reflected_on_path: HashMap<String, bool> = HashMap::new();
@@ -801,11 +850,16 @@ pub fn verify(
                 },
                 _ => Some(false),
             };
+            let (status, tail) = if later_done(i) {
+                (Status::Ok, "; a later call completed")
+            } else {
+                (Status::Warn, "")
+            };
             ctx.push(
-                Status::Warn,
+                status,
                 Kind::Interrupted,
                 format!(
-                    "The {} of {} has no result: it was interrupted and the file may be half-changed ({})",
+                    "The {} of {} has no result: it was interrupted and the file may be half-changed ({}){tail}",
                     c.name,
                     fx.path,
                     match applied {
@@ -842,8 +896,10 @@ pub fn verify(
                     Status::Fail,
                     Kind::MissingFile,
                     format!(
-                        "{} was last changed by a {} at entry {}, and {what}",
-                        fx.path, c.name, c.entry_id
+                        "{} was last changed by {} at entry {}, and {what}",
+                        fx.path,
+                        article(&c.name),
+                        c.entry_id
                     ),
                     Some(&c.entry_id),
                     Some(&c.id),
@@ -983,14 +1039,14 @@ pub fn verify(
             Status::Fail => counts.fail += 1,
         }
     }
-    Ok(Report {
+    Report {
         path: file.to_owned(),
-        leaf_id: leaf.map(|l| tree.node(l).entry.id.to_string()),
+        leaf_id,
         cwd,
         attention: counts.warn + counts.fail > 0,
         counts,
         findings: ctx.findings,
-    })
+    }
 }
 
 /// The paths of pi's `<modified-files>` block in a summary (one per line).
@@ -1007,13 +1063,7 @@ pub fn modified_files(summary: &str) -> Vec<String> {
         .collect()
 }
 
-fn credentials(ctx: &mut Ctx<'_>, tree: &Tree, leaf: Option<NodeIdx>) {
-    let proj = projection::project(tree, leaf);
-    let provider = proj
-        .model
-        .as_ref()
-        .and_then(|m| m.provider.as_ref())
-        .and_then(|p| raw_str(p).map(|s| s.into_owned()));
+fn credentials(ctx: &mut Ctx<'_>, provider: Option<String>) {
     let Some(provider) = provider else {
         ctx.push(
             Status::Warn,
