@@ -11,9 +11,23 @@
 # * Neovim for the headless editor test (scripts/test-deps.sh: one already on PATH, or pip
 #   install --target .tools/python; nothing outside the repository);
 # * the VS Code extension's npm dependencies (scripts/test-vscode.sh);
-# * the real pi agent and Node 22 for the live tests (scripts/live-deps.sh, into ./.tools/live).
+# * the real pi agent and Node 22 for the live tests (scripts/live-deps.sh, into ./.tools/live);
+# * the git program, when missing, from apt-get (the one system package; tests/verify.rs needs it).
 # Then it runs `cargo test` and the extension's tests against the freshly built daemon.
 set -euo pipefail
+
+# The git program: tests/verify.rs makes real repositories with it (and this script finds the
+# repository with it). A Debian machine without it gets it from apt-get; otherwise fail loudly.
+if ! command -v git >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "test.sh: installing git with apt-get" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >&2
+  fi
+  if ! command -v git >/dev/null 2>&1; then
+    echo "test.sh: the git program is missing and could not be installed (apt-get install git)" >&2
+    exit 1
+  fi
+fi
 
 root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 cd "$root"

@@ -13,6 +13,8 @@
 //! * [`paths`] — lexical path helpers shared by the session roots and the writer.
 //! * [`compact`] — compaction planned and committed through the writer, shared by the CLI and
 //!   the server.
+//! * [`verify`] — the world-facing half of resume verification ([`core::verify`]): files,
+//!   `git`, `PATH`, the environment and pi's auth file, read only.
 //! * [`cli`] — subcommands over the same core, storage and shared layers.
 //!
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
@@ -26,4 +28,5 @@ pub mod paths;
 pub mod server;
 pub mod session;
 pub mod storage;
+pub mod verify;
 pub mod watch;

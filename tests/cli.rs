@@ -38,7 +38,7 @@ fn help_and_readme_print_the_one_exit_code_table() {
     let all = exit_codes(&[]);
     assert_eq!(
         codes(&all),
-        ["0", "1", "2", "3", "4", "5", "6", "7"],
+        ["0", "1", "2", "3", "4", "5", "6", "7", "8"],
         "{all}"
     );
     let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
@@ -898,6 +898,7 @@ fn completions_and_man_pages_cover_every_command() {
         "explain",
         "compact",
         "check",
+        "verify",
         "fork",
         "label",
         "name",

@@ -38,6 +38,8 @@ pub enum Exit {
     /// A writer is mid-line, another sessiond writer holds the lock, or the file is being
     /// created (no session header yet); retry.
     Busy,
+    /// `verify`: a finding is `warn` or `fail` (something needs attention before resuming).
+    Attention,
 }
 
 /// The commands that end with the same exit codes, for the `--help` of each.
@@ -59,11 +61,13 @@ pub enum Family {
     Serve,
     /// `completions`, `man`: made from the command line's definitions.
     Tool,
+    /// `verify`: read only; findings that need attention are its report, with their own code.
+    Verify,
 }
 
 impl Exit {
     /// Every exit code, in numeric order.
-    pub const ALL: [Exit; 8] = [
+    pub const ALL: [Exit; 9] = [
         Exit::Ok,
         Exit::NoShutdown,
         Exit::Error,
@@ -72,6 +76,7 @@ impl Exit {
         Exit::RetentionLost,
         Exit::PiWouldFail,
         Exit::Busy,
+        Exit::Attention,
     ];
 
     /// The process exit status.
@@ -85,6 +90,7 @@ impl Exit {
             Exit::RetentionLost => 5,
             Exit::PiWouldFail => 6,
             Exit::Busy => 7,
+            Exit::Attention => 8,
         }
     }
 
@@ -96,6 +102,7 @@ impl Exit {
             (Exit::Ok, Some(Serve)) => "the client sent `shutdown`, then `exit`",
             (Exit::Ok, Some(Compact)) => "ok (also when there is nothing to compact)",
             (Exit::Ok, Some(Check)) => "clean, or only a torn tail (a writer may be mid-line)",
+            (Exit::Ok, Some(Verify)) => "nothing needs attention: every finding is ok",
             (Exit::Ok, _) => "ok",
             (Exit::NoShutdown, None | Some(Serve)) => {
                 "`serve`: the client sent `exit` without `shutdown` (the LSP rule)"
@@ -104,6 +111,7 @@ impl Exit {
                 "usage, I/O, unknown id, invalid entry, invalid session id or unsupported version"
             }
             (Exit::Error, Some(Read)) => "usage, I/O or unknown id (--leaf, ENTRY_ID)",
+            (Exit::Error, Some(Verify)) => "usage, I/O or unknown id (--leaf)",
             (Exit::Error, Some(Check)) => "usage or I/O",
             (Exit::Error, Some(Append)) => {
                 "usage, I/O, unknown id (an --expected-leaf that names no entry too), invalid \
@@ -119,7 +127,7 @@ impl Exit {
             }
             (Exit::Error, Some(Salvage | Tool)) => "usage or I/O",
             (Exit::Corrupt, None) => "corrupt session file, or not a session (nothing written)",
-            (Exit::Corrupt, Some(Read)) => {
+            (Exit::Corrupt, Some(Read | Verify)) => {
                 "corrupt session file (--allow-corrupt reads it as pi does), or not a session"
             }
             (Exit::Corrupt, Some(Check)) => {
@@ -157,9 +165,16 @@ impl Exit {
                 "busy (a writer is creating the file or is mid-line, or another sessiond holds \
                  the lock; nothing written; retry)"
             }
-            (Exit::Busy, Some(Read | Check | Fork | Salvage)) => {
+            (Exit::Busy, Some(Read | Check | Fork | Salvage | Verify)) => {
                 "busy: the file has no session header yet and changed moments ago (a writer is \
                  creating it); retry"
+            }
+            (Exit::Attention, None) => {
+                "`verify`: something needs attention before resuming (a warn or fail finding)"
+            }
+            (Exit::Attention, Some(Verify)) => {
+                "something needs attention before resuming: a finding is warn or fail (the \
+                 report lists them)"
             }
             _ => return None,
         };
@@ -404,7 +419,7 @@ mod tests {
         let codes: Vec<u8> = Exit::ALL.iter().map(|e| e.code()).collect();
         assert!(codes.windows(2).all(|w| w[0] < w[1]), "{codes:?}");
         assert!(
-            Exit::help(None).contains("\n  7  busy"),
+            Exit::help(None).contains("\n  8  `verify`"),
             "{}",
             Exit::help(None)
         );
@@ -416,11 +431,13 @@ mod tests {
         for e in Exit::ALL {
             assert!(e.meaning(None).is_some(), "{e:?}");
         }
-        for family in [Read, Check, Append, Compact, Fork, Salvage, Serve, Tool] {
+        for family in [
+            Read, Check, Append, Compact, Fork, Salvage, Serve, Tool, Verify,
+        ] {
             assert!(Exit::Ok.meaning(Some(family)).is_some(), "{family:?}");
         }
         // Only the appending commands have --expected-leaf.
-        for family in [Read, Check, Fork, Salvage, Serve, Tool] {
+        for family in [Read, Check, Fork, Salvage, Serve, Tool, Verify] {
             let help = Exit::help(Some(family));
             assert!(!help.contains("expected-leaf"), "{family:?}: {help}");
         }

@@ -9,7 +9,7 @@
 //! once it succeeded ([`run`]). Human output streams (a 40 MB context is not held), so a
 //! human-mode failure may follow partial output; the error goes to stderr.
 //!
-//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`write`](mod@write) (`fork`, `label`,
+//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
 //! `name`, `branch`, `append`, `salvage`), [`compact`], [`tree`] (the folded tree), [`shell`]
 //! (completions and manual pages from these definitions), and [`error`] (the exit-code table
 //! and the error type), which the others import; nothing imports this module but `main`.
@@ -25,6 +25,7 @@ pub mod error;
 pub mod read;
 pub mod shell;
 pub mod tree;
+pub mod verify;
 pub mod write;
 
 pub use error::{CliError, Exit, Family};
@@ -60,6 +61,9 @@ pub enum Command {
     /// Check a session file: ok when clean (a torn tail is reported, not fatal), corrupt otherwise.
     #[command(after_help = Exit::help(Some(Family::Check)))]
     Check(read::CheckArgs),
+    /// Check a leaf against the world now (files, git, programs, credentials) before resuming it.
+    #[command(after_help = Exit::help(Some(Family::Verify)))]
+    Verify(verify::VerifyArgs),
     /// Fork the path from the root to an entry into a new session file (pi's fork).
     #[command(after_help = Exit::help(Some(Family::Fork)))]
     Fork(write::ForkArgs),
@@ -105,6 +109,7 @@ impl Command {
             Command::Explain(a) => a.json,
             Command::Compact(a) => a.json,
             Command::Check(a) => a.json,
+            Command::Verify(a) => a.json,
             Command::Fork(a) => a.json,
             Command::Label(a) => a.opts.json,
             Command::Name(a) => a.opts.json,
@@ -150,6 +155,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
         Command::Tree(args) => read::tree(out, &args),
         Command::Explain(args) => read::explain(out, &args),
         Command::Check(args) => read::check(out, &args),
+        Command::Verify(args) => verify::run(out, &args),
         Command::Compact(args) => compact::run(out, &args),
         Command::Fork(args) => write::fork(out, &args),
         Command::Label(args) => write::label(out, &args),

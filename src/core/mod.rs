@@ -22,3 +22,4 @@ pub mod salvage;
 pub mod timestamp;
 pub mod tree;
 pub mod v8sort;
+pub mod verify;

@@ -14,7 +14,7 @@ use super::error::RpcError;
 use super::lossless;
 use super::wire::{
     CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, FieldsParam, ListParams,
-    ListResult, ListedSession, OpenParams, TreeParams,
+    ListResult, ListedSession, OpenParams, TreeParams, VerifyResumeParams,
 };
 use crate::core::explain;
 use crate::core::projection;
@@ -118,6 +118,33 @@ pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcE
         map.insert("revision".into(), json!(convert::revision(s.revision())));
     }
     Ok(value)
+}
+
+/// Reads a session that is not open (strictly, as `session/open` would) and collects what
+/// verification needs at `leaf_id`.
+fn collect_closed(
+    path: &Path,
+    leaf_id: Option<&str>,
+) -> Result<crate::core::verify::Collected, RpcError> {
+    let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
+    let session = crate::storage::reader::open_session(path, Mode::Strict).map_err(open_err)?;
+    let lines = crate::storage::reader::FileLines::open(path).map_err(|source| {
+        open_err(OpenError::Io {
+            path: path.to_owned(),
+            source,
+        })
+    })?;
+    let leaf = session
+        .tree
+        .resolve_leaf(leaf_id)
+        .map_err(|unknown| RpcError::UnknownEntry {
+            path: path.to_owned(),
+            id: unknown.id,
+        })?;
+    crate::core::verify::collect(&session.tree, leaf, &lines).map_err(|source| RpcError::Render {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 impl Backend {
@@ -259,6 +286,56 @@ impl Backend {
                 Ok(value)
             })
             .await?)
+    }
+
+    /// `session/verifyResume {path, leafId?, cwd?}`: the leaf checked against the world now
+    /// ([`crate::core::verify`]); the result is the [`crate::core::verify::Report`]. An open
+    /// session is read from its owner's tree; a closed one is read once, strictly, without
+    /// being opened. The file, git and `PATH` work runs on the blocking pool. Errors: -33004
+    /// for an unknown `leafId`, the open errors of `session/open` for a closed file.
+    pub async fn verify_resume(&self, p: Value) -> RpcResult<Value> {
+        let p: VerifyResumeParams = params("session/verifyResume", p)?;
+        let real = self.resolve(&p.path)?;
+        let options = crate::core::verify::Options {
+            cwd: p
+                .cwd
+                .as_deref()
+                .map(|d| crate::paths::absolute(d).to_string_lossy().into_owned()),
+        };
+        let leaf_id = p.leaf_id;
+        let collected = match self.registry.get(&real) {
+            Ok(handle) => handle
+                .query(move |s| {
+                    let leaf = leaf(s, leaf_id.as_deref())?;
+                    crate::core::verify::collect(s.tree(), leaf, s.source()).map_err(|source| {
+                        RpcError::Render {
+                            path: s.path().to_owned(),
+                            source,
+                        }
+                    })
+                })
+                .await
+                .map_err(RpcError::from)??,
+            Err(_) => {
+                let path = real.clone();
+                tokio::task::spawn_blocking(move || collect_closed(&path, leaf_id.as_deref()))
+                    .await
+                    .map_err(|e| RpcError::Io {
+                        path: real.clone(),
+                        source: std::io::Error::other(e),
+                    })??
+            }
+        };
+        let path = real.clone();
+        let report = tokio::task::spawn_blocking(move || {
+            crate::verify::evaluate_collected(collected, &path, &options)
+        })
+        .await
+        .map_err(|e| RpcError::Io {
+            path: real.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        Ok(to_value(&real, &report)?)
     }
 
     /// `session/list {root?, workDoneToken?}`.

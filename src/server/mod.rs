@@ -67,6 +67,7 @@ method_table! {
     "session/contextAt" => Backend::context_at,
     "session/explain" => Backend::explain,
     "session/list" => Backend::list,
+    "session/verifyResume" => Backend::verify_resume,
     "session/fork" => Backend::fork,
     "session/salvage" => Backend::salvage,
     "session/label" => Backend::label,

@@ -112,6 +112,18 @@ pub struct ExplainParams {
     pub leaf_id: Option<String>,
 }
 
+/// `session/verifyResume` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyResumeParams {
+    /// The session file (open or not; it must be inside a root).
+    pub path: PathBuf,
+    /// Leaf to verify; absent: the default leaf (the last entry).
+    pub leaf_id: Option<String>,
+    /// Working directory to check instead of the header's `cwd`.
+    pub cwd: Option<PathBuf>,
+}
+
 /// `session/list` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

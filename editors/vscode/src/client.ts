@@ -25,6 +25,8 @@ import {
     EntryId,
     EntryResult,
     ExplainParams,
+    VerifyResumeParams,
+    VerifyResumeResult,
     ExplainResult,
     FileMissingParams,
     FileRestoredParams,
@@ -252,6 +254,11 @@ export class SessiondClient implements Disposable {
     /** `session/contextAt`: what the model sees at a leaf (pi's buildSessionContext). */
     contextAt(params: ContextAtParams): Promise<ContextAtResult> {
         return this.request(Methods.contextAt, params);
+    }
+
+    /** `session/verifyResume`: the leaf checked against the world now (files, git, programs, credentials). */
+    verifyResume(params: VerifyResumeParams): Promise<VerifyResumeResult> {
+        return this.request(Methods.verifyResume, params);
     }
 
     /** `session/explain`: whether an entry reaches the model at a leaf, and if not why. */

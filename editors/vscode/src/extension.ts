@@ -1,13 +1,14 @@
 //! The VS Code side: the "Sessions" tree view, the read-only context preview, and the commands
-//! (open, showContext, explain, fork, label, compact, follow) over one `sessiond serve` daemon.
+//! (open, showContext, explain, verify, fork, label, compact, follow) over one `sessiond serve` daemon.
 //! Everything that can be tested without VS Code lives in client.ts, model.ts and render.ts.
 
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ResponseError, SessiondClient } from './client';
 import { loadChildren, SessionModel, TreeStart, ViewItem } from './model';
 import { EntryId, isNothingToCompact, SessionSummary } from './protocol';
-import { renderCompact, renderContext, renderExplain, retentionOf } from './render';
+import { renderCompact, renderContext, renderExplain, retentionOf, verifyItems, verifySummary } from './render';
 
 /** How many tree levels one `session/tree` request asks for. */
 const TREE_PAGE_DEPTH = 10_000;
@@ -397,6 +398,37 @@ export function activate(context: vscode.ExtensionContext): void {
         const leafId = model.activeLeafId ?? undefined;
         const e = await client.explain(leafId ? { path: t.path, entryId: t.entryId, leafId } : { path: t.path, entryId: t.entryId });
         void vscode.window.showInformationMessage(renderExplain(e));
+    });
+
+    command('sessiond.verify', async (n) => {
+        const t = target(n);
+        if (!t) return;
+        const model = await sessions.model(t.path);
+        const client = await daemon.get();
+        // An entry chosen in the view is the leaf to verify; on a session row, its active leaf.
+        const leafId = t.entryId ?? model.activeLeafId ?? undefined;
+        const report = await client.verifyResume(leafId ? { path: t.path, leafId } : { path: t.path });
+        const picked = await vscode.window.showQuickPick(verifyItems(report), {
+            title: `Verify Before Resuming: ${verifySummary(report)}`,
+            placeHolder: 'A finding to open (its file, or its entry in the Sessions view)',
+            matchOnDescription: true,
+            matchOnDetail: true,
+        });
+        if (!picked) return;
+        const f = picked.finding;
+        const actions = [f.path ? 'Open File' : undefined, f.entryId ? 'Show Entry' : undefined].filter((a): a is string => !!a);
+        const action = actions.length > 1 ? await vscode.window.showInformationMessage(f.message, ...actions) : actions[0];
+        if (action === 'Open File' && f.path) {
+            if (fs.existsSync(f.path) && fs.statSync(f.path).isFile()) {
+                await vscode.window.showTextDocument(vscode.Uri.file(f.path), { preview: true });
+            } else {
+                void vscode.window.showWarningMessage(`sessiond: ${f.path} is not a file now`);
+            }
+        } else if (action === 'Show Entry' && f.entryId) {
+            await view.reveal(sessions.rowNode(t.path, { kind: 'entry', id: f.entryId }), { select: true, focus: true, expand: false }).then(undefined, (err) => {
+                log.appendLine(`reveal ${f.entryId}: ${errorText(err)}`);
+            });
+        }
     });
 
     command('sessiond.fork', async (n) => {

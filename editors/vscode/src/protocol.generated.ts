@@ -1128,6 +1128,82 @@ export interface TreeResult {
     entryCount: number;
     revision: Revision;
 }
+/**
+ * session/verifyResume params.
+ */
+export interface VerifyResumeParams {
+    /**
+     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root. The session need not be open.
+     */
+    path: string;
+    /**
+     * Leaf to verify; absent or null: the default leaf (the last entry).
+     */
+    leafId?: string | null;
+    /**
+     * Working directory to check instead of the session header's cwd.
+     */
+    cwd?: string | null;
+    [k: string]: unknown;
+}
+export interface VerifyFinding {
+    status: 'ok' | 'warn' | 'fail';
+    /**
+     * camelCase; today one of cwd, git, credentials, fileEffect, changedSince, missingFile, failedTool, interrupted, otherBranchEffect, staleRead, summaryClaim, process, tool. Clients must accept others.
+     */
+    kind: string;
+    /**
+     * One sentence.
+     */
+    message: string;
+    /**
+     * The entry the finding comes from.
+     */
+    entryId?: string;
+    /**
+     * The tool call it comes from.
+     */
+    toolCallId?: string;
+    /**
+     * The file or directory involved (absolute).
+     */
+    path?: string;
+    /**
+     * What was compared (hashes, sizes, a diff summary, git state, credential names — never a credential's value).
+     */
+    evidence?: {
+        [k: string]: unknown;
+    };
+    [k: string]: unknown;
+}
+/**
+ * The leaf's beliefs checked against the world now; the same document `sessiond verify --json` prints.
+ */
+export interface VerifyResumeResult {
+    /**
+     * The session file.
+     */
+    path: string;
+    /**
+     * The leaf verified; null for a session without entries.
+     */
+    leafId: string | null;
+    /**
+     * The working directory checked (the cwd param, else the header's); null when neither names one.
+     */
+    cwd: string | null;
+    /**
+     * Whether any finding is warn or fail.
+     */
+    attention: boolean;
+    counts: {
+        ok: number;
+        warn: number;
+        fail: number;
+    };
+    findings: VerifyFinding[];
+    [k: string]: unknown;
+}
 
 /** Every request method, by short name. */
 export const Requests = {
@@ -1147,6 +1223,7 @@ export const Requests = {
     salvage: 'session/salvage',
     setName: 'session/setName',
     tree: 'session/tree',
+    verifyResume: 'session/verifyResume',
 } as const;
 
 /** Every notification the server sends, by short name. */

@@ -1,7 +1,7 @@
 //! Plain-text renderings of daemon answers for a person: the context preview document, the
 //! explain sentence, the compaction report. Pure: no `vscode`, no I/O.
 
-import { CompactResult, ContextAtResult, ContextMessage, Diagnostic, ExplainResult, isNothingToCompact, RetentionProbe } from './protocol';
+import { CompactResult, ContextAtResult, ContextMessage, Diagnostic, ExplainResult, isNothingToCompact, RetentionProbe, VerifyFinding, VerifyResumeResult } from './protocol';
 
 /** Where a context was taken, for the preview's heading. */
 export interface ContextHeading {
@@ -146,4 +146,39 @@ export function renderCompact(c: CompactResult, dryRun: boolean): string {
     const probes = `Retention: ${kept.length} kept, ${lost.length} lost.`;
     const lostList = lost.length ? ` Lost: ${lost.slice(0, 8).map((p) => `${p.kind} ${p.text}`).join('; ')}${lost.length > 8 ? '; …' : ''}.` : '';
     return `${head} ${probes}${lostList}`;
+}
+
+/** One row of the "Verify Before Resuming" list: a finding, what it can open, in a quick pick's terms. */
+export interface VerifyItem {
+    label: string;
+    description: string;
+    detail: string;
+    finding: VerifyFinding;
+}
+
+/** The status words and icons of the findings list, most urgent first. */
+const STATUS_ORDER: Record<string, number> = { fail: 0, warn: 1, ok: 2 };
+const STATUS_ICON: Record<string, string> = { fail: '$(error)', warn: '$(warning)', ok: '$(pass)' };
+
+/**
+ * The findings of `session/verifyResume` as quick-pick rows: fail, then warn, then ok (the
+ * daemon's order kept within each), labelled with the status icon and the kind, the file
+ * and entry in the description, the sentence as detail.
+ */
+export function verifyItems(report: VerifyResumeResult): VerifyItem[] {
+    const rows = report.findings.map((f, i) => ({ f, i }));
+    rows.sort((a, b) => (STATUS_ORDER[a.f.status] ?? 3) - (STATUS_ORDER[b.f.status] ?? 3) || a.i - b.i);
+    return rows.map(({ f }) => ({
+        label: `${STATUS_ICON[f.status] ?? ''} ${f.kind}`.trim(),
+        description: [f.path, f.entryId ? `entry ${f.entryId}` : undefined].filter(Boolean).join(' · '),
+        detail: f.message,
+        finding: f,
+    }));
+}
+
+/** The one-line summary shown above the findings. */
+export function verifySummary(report: VerifyResumeResult): string {
+    const { ok, warn, fail } = report.counts;
+    const verdict = report.attention ? 'needs attention before resuming' : 'nothing needs attention';
+    return `${report.leafId ?? '(no leaf)'} in ${report.cwd ?? '(no cwd)'}: ${fail} fail, ${warn} warn, ${ok} ok; ${verdict}`;
 }

@@ -57,6 +57,20 @@ describe('sessiond serve through the client', () => {
         for (const m of [Methods.didChange, Methods.didReload, Methods.didCorrupt]) assert.ok(sessiond.notifications.includes(m), `daemon lacks ${m}`);
     });
 
+    it('verifies a leaf before resuming (session/verifyResume)', async () => {
+        const report = await client.verifyResume({ path: file, leafId: DEFAULT_LEAF });
+        assert.equal(report.path, file);
+        assert.equal(report.leafId, DEFAULT_LEAF);
+        assert.equal(report.cwd, '/Users/badlogic/workspaces/pi-mono');
+        assert.equal(report.attention, true);
+        assert.equal(report.findings[0].kind, 'cwd');
+        assert.equal(report.findings[0].status, 'fail');
+        const counted = { ok: 0, warn: 0, fail: 0 };
+        for (const f of report.findings) counted[f.status]++;
+        assert.deepEqual(report.counts, counted);
+        await assert.rejects(client.verifyResume({ path: file, leafId: 'nope' }), (e: any) => e instanceof ResponseError && e.code === -33004);
+    });
+
     it('lists the session under the root', async () => {
         const listed = await client.list();
         const paths = listed.sessions.map((s) => s.path);

@@ -84,6 +84,25 @@ describe('extension in a stand-in VS Code', () => {
         assert.equal(vs.messages[0].text, `Entry 00247798 (message) at leaf ${rows[3].item.id}: a context entry; it reaches the model as message 1.`);
     });
 
+    it('verifies before resuming: findings in a quick pick, then Show Entry reveals the entry', async () => {
+        vs.messages.length = 0;
+        vs.revealed.length = 0;
+        // The example ran in a directory that does not exist here: a fail first, with its path.
+        vs.answers.push((items: any[]) => items.find((i) => i.finding.kind === 'missingFile'), 'Show Entry');
+        // Invoked on the default leaf's row (an entry row verifies that leaf).
+        await vs.commands.get('sessiond.verify')!({ type: 'row', path: file, item: { kind: 'entry', id: DEFAULT_LEAF } });
+        const pick = vs.quickPicks[vs.quickPicks.length - 1];
+        assert.match(pick.options.title, /^Verify Before Resuming: .* needs attention before resuming$/);
+        assert.equal(pick.items[0].finding.status, 'fail');
+        assert.equal(pick.items[0].finding.kind, 'cwd');
+        assert.ok(pick.items.every((i: any, k: number) => k === 0 || ['fail', 'warn', 'ok'].indexOf(pick.items[k - 1].finding.status) <= ['fail', 'warn', 'ok'].indexOf(i.finding.status)));
+        const chosen = pick.items.find((i: any) => i.finding.kind === 'missingFile');
+        assert.equal(vs.messages.length, 1, JSON.stringify(vs.messages));
+        assert.equal(vs.messages[0].text, chosen.finding.message);
+        assert.equal(vs.revealed.length, 1);
+        assert.equal((vs.revealed[0] as any).item.id, chosen.finding.entryId);
+    });
+
     it('follows the session live: an appended entry refreshes the view and the live preview', async () => {
         const [session] = await tree.getChildren();
         await vs.commands.get('sessiond.follow')!(session);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadChildren, SessionModel, TreeStart, ViewItem } from '../model';
 import { DidChangeParams, ExplainResult, OpenResult, TreeNode, TreeResult } from '../protocol';
-import { renderCompact, renderContext, renderExplain } from '../render';
+import { renderCompact, renderContext, renderExplain, verifyItems, verifySummary } from '../render';
 
 /** A node with children given as ids (`undefined`: children left out of the page). */
 function n(id: string, parentId: string | null, childCount: number, children?: string[], extra: Partial<TreeNode> = {}): TreeNode {
@@ -311,5 +311,30 @@ describe('render', () => {
         );
         assert.equal(text, 'Compaction would take the context from 1000 to 200 tokens. Retention: 1 kept, 1 lost. Lost: lastUserRequest fix it.');
         assert.equal(renderCompact({ nothingToCompact: true, reason: 'leafIsCompaction', revision }, true), 'Nothing to compact: the leaf is already a compaction.');
+    });
+
+    it('lists verify findings most urgent first, with file and entry', () => {
+        const report = {
+            path: '/s/a.jsonl',
+            leafId: 'l1',
+            cwd: '/w',
+            attention: true,
+            counts: { ok: 1, warn: 1, fail: 1 },
+            findings: [
+                { status: 'ok' as const, kind: 'cwd', message: 'The working directory /w exists', path: '/w' },
+                { status: 'warn' as const, kind: 'changedSince', message: '/w/a changed', path: '/w/a', entryId: 'e1', toolCallId: 'c1' },
+                { status: 'fail' as const, kind: 'credentials', message: 'No credential' },
+            ],
+        };
+        const items = verifyItems(report);
+        assert.deepEqual(
+            items.map((i) => [i.label, i.description, i.detail]),
+            [
+                ['$(error) credentials', '', 'No credential'],
+                ['$(warning) changedSince', '/w/a · entry e1', '/w/a changed'],
+                ['$(pass) cwd', '/w', 'The working directory /w exists'],
+            ],
+        );
+        assert.equal(verifySummary(report), 'l1 in /w: 1 fail, 1 warn, 1 ok; needs attention before resuming');
     });
 });

@@ -12,8 +12,13 @@ export interface Recorded {
     commands: Map<string, (...args: any[]) => any>;
     messages: Array<{ level: 'info' | 'warning' | 'error'; text: string }>;
     documents: Array<{ uri: Uri; text: string }>;
-    /** Answers for showQuickPick / showInputBox / modal warnings, taken in order. */
+    /** Answers for showQuickPick / showInputBox / modal warnings, taken in order; a function
+     * answers a quick pick by choosing among its items. */
     answers: unknown[];
+    /** Every quick pick shown: its items and options. */
+    quickPicks: Array<{ items: any[]; options: any }>;
+    /** Every element the Sessions view was asked to reveal. */
+    revealed: unknown[];
 }
 
 class Uri {
@@ -62,7 +67,7 @@ class ThemeIcon {
 
 /** Installs the stand-in as `vscode` for every later `require('vscode')`. */
 export function installVscodeStub(settings: Record<string, unknown>): Recorded {
-    const recorded: Recorded = { treeDataProvider: undefined, contentProviders: new Map(), commands: new Map(), messages: [], documents: [], answers: [] };
+    const recorded: Recorded = { treeDataProvider: undefined, contentProviders: new Map(), commands: new Map(), messages: [], documents: [], answers: [], quickPicks: [], revealed: [] };
     const disposable = { dispose: () => undefined };
     const answer = async () => recorded.answers.shift();
     const message = (level: 'info' | 'warning' | 'error') => async (text: string, ...rest: unknown[]) => {
@@ -80,12 +85,23 @@ export function installVscodeStub(settings: Record<string, unknown>): Recorded {
             createOutputChannel: () => ({ append: () => undefined, appendLine: () => undefined, dispose: () => undefined }),
             createTreeView: (_id: string, options: { treeDataProvider: unknown }) => {
                 recorded.treeDataProvider = options.treeDataProvider;
-                return { selection: [], reveal: async () => undefined, dispose: () => undefined };
+                return {
+                    selection: [],
+                    reveal: async (element: unknown) => {
+                        recorded.revealed.push(element);
+                    },
+                    dispose: () => undefined,
+                };
             },
             showInformationMessage: message('info'),
             showWarningMessage: message('warning'),
             showErrorMessage: message('error'),
-            showQuickPick: answer,
+            showQuickPick: async (items: any[] | Promise<any[]>, options: any) => {
+                const list = await items;
+                recorded.quickPicks.push({ items: list, options });
+                const a = recorded.answers.shift();
+                return typeof a === 'function' ? a(list) : a;
+            },
             showInputBox: answer,
             showOpenDialog: answer,
             showTextDocument: async () => undefined,

@@ -1,0 +1,102 @@
+//! `sessiond verify`: the session at a leaf checked against the world now (working
+//! directory, git, file effects, other branches, stale reads, summary claims, processes,
+//! programs, credentials). Read only; exit [`Exit::Attention`] when a finding is `warn` or
+//! `fail`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::error::{CliError, Exit};
+use super::read;
+use crate::core::verify::{Options, Status};
+
+/// `sessiond verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The pi session file (JSONL).
+    pub file: PathBuf,
+    /// Leaf entry id (default: the last entry in the file).
+    #[arg(long)]
+    pub leaf: Option<String>,
+    /// The working directory to check instead of the session header's `cwd`.
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Print `{path, leafId, cwd, attention, counts, findings}` as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    #[arg(long)]
+    pub allow_corrupt: bool,
+}
+
+/// Runs `sessiond verify`.
+pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
+    let opened = read::open(&args.file, args.allow_corrupt)?;
+    let tree = &opened.session.tree;
+    let leaf =
+        tree.resolve_leaf(args.leaf.as_deref())
+            .map_err(|unknown| CliError::UnknownEntry {
+                path: args.file.clone(),
+                id: unknown.id,
+                what: "leaf id",
+            })?;
+    let options = Options {
+        cwd: args
+            .cwd
+            .as_ref()
+            .map(|d| crate::paths::absolute(d).to_string_lossy().into_owned()),
+    };
+    let file = crate::paths::absolute(&args.file);
+    let report = crate::verify::verify_session(tree, leaf, &opened.lines, &file, &options)
+        .map_err(|source| CliError::Render {
+            path: args.file.clone(),
+            source,
+        })?;
+    if args.json {
+        serde_json::to_writer(&mut *out, &report).map_err(std::io::Error::other)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "verify {} · leaf {} · cwd {}",
+            report.path,
+            report.leaf_id.as_deref().unwrap_or("(none)"),
+            report.cwd.as_deref().unwrap_or("(none)")
+        )?;
+        for f in &report.findings {
+            let status = match f.status {
+                Status::Ok => "ok  ",
+                Status::Warn => "WARN",
+                Status::Fail => "FAIL",
+            };
+            let kind = serde_json::to_value(f.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let entry = f
+                .entry_id
+                .as_deref()
+                .map_or(String::new(), |e| format!(" [{e}]"));
+            writeln!(out, "{status} {kind:<18} {}{entry}", f.message)?;
+        }
+        writeln!(
+            out,
+            "{} ok, {} warn, {} fail: {}",
+            report.counts.ok,
+            report.counts.warn,
+            report.counts.fail,
+            if report.attention {
+                "needs attention before resuming"
+            } else {
+                "nothing needs attention"
+            }
+        )?;
+    }
+    Ok(if report.attention {
+        Exit::Attention
+    } else {
+        Exit::Ok
+    })
+}
