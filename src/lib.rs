@@ -13,6 +13,7 @@
 //! * [`paths`] — lexical path helpers shared by the session roots and the writer.
 //! * [`compact`] — compaction planned and committed through the writer, shared by the CLI and
 //!   the server.
+//! * [`model`] — summarizing a compaction with a model endpoint (pi's models.json, HTTP).
 //! * [`cli`] — subcommands over the same core, storage and shared layers.
 //!
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
@@ -22,6 +23,7 @@
 pub mod cli;
 pub mod compact;
 pub mod core;
+pub mod model;
 pub mod paths;
 pub mod server;
 pub mod session;

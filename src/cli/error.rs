@@ -38,6 +38,9 @@ pub enum Exit {
     /// A writer is mid-line, another sessiond writer holds the lock, or the file is being
     /// created (no session header yet); retry.
     Busy,
+    /// `compact` with a model: the model could not be configured, refused the key, failed,
+    /// timed out or gave an answer pi would not store; nothing was written.
+    ModelFailed,
 }
 
 /// The commands that end with the same exit codes, for the `--help` of each.
@@ -63,7 +66,7 @@ pub enum Family {
 
 impl Exit {
     /// Every exit code, in numeric order.
-    pub const ALL: [Exit; 8] = [
+    pub const ALL: [Exit; 9] = [
         Exit::Ok,
         Exit::NoShutdown,
         Exit::Error,
@@ -72,6 +75,7 @@ impl Exit {
         Exit::RetentionLost,
         Exit::PiWouldFail,
         Exit::Busy,
+        Exit::ModelFailed,
     ];
 
     /// The process exit status.
@@ -85,6 +89,7 @@ impl Exit {
             Exit::RetentionLost => 5,
             Exit::PiWouldFail => 6,
             Exit::Busy => 7,
+            Exit::ModelFailed => 8,
         }
     }
 
@@ -160,6 +165,14 @@ impl Exit {
             (Exit::Busy, Some(Read | Check | Fork | Salvage)) => {
                 "busy: the file has no session header yet and changed moments ago (a writer is \
                  creating it); retry"
+            }
+            (Exit::ModelFailed, None) => {
+                "the summarizer model failed or is not configured (compact; nothing written)"
+            }
+            (Exit::ModelFailed, Some(Compact)) => {
+                "the summarizer model failed: no model or key configured, the key refused, an \
+                 HTTP error after retries, a timeout, or an answer pi would not store; nothing \
+                 written (the message names the provider, never the key)"
             }
             _ => return None,
         };
@@ -245,6 +258,7 @@ impl CliError {
             CliError::Open(OpenError::Pending { .. }) => Exit::Busy,
             CliError::Write(w) | CliError::Compact(CompactError::Write(w)) => write_exit(w),
             CliError::Compact(CompactError::RetentionLost { .. }) => Exit::RetentionLost,
+            CliError::Compact(CompactError::Model { .. }) => Exit::ModelFailed,
             CliError::Compact(CompactError::Compaction {
                 source: CompactionError::PiWouldThrow { .. },
                 ..
@@ -303,6 +317,14 @@ impl CliError {
                 "piWouldThrow"
             }
             CliError::Argument { .. } => "argument",
+            CliError::Compact(CompactError::Model { source, .. }) => {
+                e["provider"] = json!(source.provider());
+                e["modelError"] = json!(source.kind());
+                if let Some(status) = source.status() {
+                    e["status"] = json!(status);
+                }
+                "model"
+            }
             CliError::Open(OpenError::Io { .. })
             | CliError::Render { .. }
             | CliError::Compact(_)
