@@ -15,6 +15,7 @@ use thiserror::Error;
 use crate::core::compaction::entry::js_number;
 use crate::core::compaction::js;
 use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
+use crate::core::compaction::prompts::SummarizationRequest;
 use crate::core::compaction::retention::ProbeResult;
 use crate::core::compaction::{self, CompactionError, CompactionPlan, Options, SummarySource};
 use crate::core::entries::NewEntry;
@@ -22,7 +23,6 @@ use crate::core::format::EntryId;
 use crate::core::render::LineSource;
 use crate::core::tree::Tree;
 use crate::model::{self, CallOptions, Endpoint, ModelChoice, ModelError, Progress};
-use crate::core::compaction::prompts::SummarizationRequest;
 use crate::storage::reader::OpenedSession;
 use crate::storage::writer::{self, Expected, WriteError, WriteOptions, Written};
 

@@ -20,11 +20,11 @@ use super::error::{CliError, Exit};
 use super::read::{self, Opened};
 use crate::compact::{self as shared, Committed, CompactRequest, ModelJob};
 use crate::core::compaction::SummarySource;
-use crate::model::{Api, CallOptions, ModelChoice, Progress, Summarizer};
 use crate::core::compaction::entry::js_number;
 use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
 use crate::core::compaction::{self, CompactionPlan};
 use crate::core::format::EntryId;
+use crate::model::{Api, CallOptions, ModelChoice, Progress, Summarizer};
 use crate::storage::writer::{self, Expected, WriteOptions};
 
 /// Arguments of `sessiond compact`.
@@ -275,11 +275,15 @@ fn execute_with_model(
             Progress::Sending { part, attempt } if attempt > 1 => {
                 format!("{} {part}: attempt {attempt}", endpoint.provider)
             }
-            Progress::Sending { part, .. } => format!("{} {part}: waiting for the model", endpoint.provider),
+            Progress::Sending { part, .. } => {
+                format!("{} {part}: waiting for the model", endpoint.provider)
+            }
             Progress::Receiving { part, chars } => {
                 format!("{} {part}: {chars} characters", endpoint.provider)
             }
-            Progress::Retrying { part, wait, reason, .. } => format!(
+            Progress::Retrying {
+                part, wait, reason, ..
+            } => format!(
                 "{} {part}: {reason}; retrying in {} ms",
                 endpoint.provider,
                 wait.as_millis()
@@ -298,13 +302,15 @@ fn execute_with_model(
     };
     if args.dry_run {
         let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
-        return Ok(match shared::dry_run(&args.file, &session.tree, &lines, &req, expected)? {
-            Err(n) => Outcome::Nothing(n),
-            Ok(plan) => Outcome::Planned {
-                plan: Box::new(plan),
-                written: false,
+        return Ok(
+            match shared::dry_run(&args.file, &session.tree, &lines, &req, expected)? {
+                Err(n) => Outcome::Nothing(n),
+                Ok(plan) => Outcome::Planned {
+                    plan: Box::new(plan),
+                    written: false,
+                },
             },
-        });
+        );
     }
     commit(args, &req, expected)
 }

@@ -404,7 +404,10 @@ async fn complete(
                             provider: endpoint.provider.clone(),
                             status,
                             message: if too_long {
-                                format!("{message} (asked to retry after more than {} s)", MAX_RETRY_AFTER.as_secs())
+                                format!(
+                                    "{message} (asked to retry after more than {} s)",
+                                    MAX_RETRY_AFTER.as_secs()
+                                )
                             } else {
                                 message
                             },

@@ -163,7 +163,9 @@ pub enum ConfigError {
         models_json: PathBuf,
     },
     /// The API is one sessiond does not speak.
-    #[error("provider {provider}: api {api:?} is not supported (openai-completions, anthropic-messages)")]
+    #[error(
+        "provider {provider}: api {api:?} is not supported (openai-completions, anthropic-messages)"
+    )]
     UnsupportedApi {
         /// The provider.
         provider: String,
@@ -299,8 +301,7 @@ fn read_json(path: &Path) -> Result<Option<Value>, ConfigError> {
 fn detect_compat(provider: &str, base_url: &str) -> OpenAiCompat {
     let has = |s: &str| base_url.contains(s);
     let zai = provider == "zai" || has("api.z.ai") || has("open.bigmodel.cn");
-    let together =
-        provider == "together" || has("api.together.ai") || has("api.together.xyz");
+    let together = provider == "together" || has("api.together.ai") || has("api.together.xyz");
     let moonshot = provider == "moonshotai" || provider == "moonshotai-cn" || has("api.moonshot.");
     let cf_workers = provider == "cloudflare-workers-ai" || has("api.cloudflare.com");
     let cf_gateway = provider == "cloudflare-ai-gateway" || has("gateway.ai.cloudflare.com");
@@ -342,7 +343,10 @@ fn apply_compat(compat: &mut OpenAiCompat, over: Option<&Value>) {
     if let Some(b) = over.get("supportsStore").and_then(Value::as_bool) {
         compat.supports_store = b;
     }
-    if let Some(b) = over.get("supportsUsageInStreaming").and_then(Value::as_bool) {
+    if let Some(b) = over
+        .get("supportsUsageInStreaming")
+        .and_then(Value::as_bool)
+    {
         compat.supports_usage_in_streaming = b;
     }
     if let Some(f) = over.get("maxTokensField").and_then(Value::as_str) {
@@ -423,12 +427,7 @@ pub fn resolve(
         Some(u) => u.clone(),
         None => field("baseUrl").ok_or_else(|| incomplete("no baseUrl"))?,
     };
-    let num = |k: &str, default: f64| {
-        model_cfg
-            .get(k)
-            .and_then(Value::as_f64)
-            .unwrap_or(default)
-    };
+    let num = |k: &str, default: f64| model_cfg.get(k).and_then(Value::as_f64).unwrap_or(default);
     let mut headers = Vec::new();
     for source in [provider_cfg.get("headers"), model_cfg.get("headers")] {
         if let Some(Value::Object(map)) = source {
@@ -457,7 +456,10 @@ pub fn resolve(
         }
         places.push(format!(
             "no api_key credential in {}",
-            agent_dir.map_or_else(|| "auth.json".into(), |d| d.join("auth.json").display().to_string())
+            agent_dir.map_or_else(
+                || "auth.json".into(),
+                |d| d.join("auth.json").display().to_string()
+            )
         ));
         places.push("no apiKey in models.json".into());
         let vars = provider_env_vars(&provider);
@@ -565,7 +567,9 @@ fn resolve_key(
     if oauth {
         return Err(ConfigError::NoKey {
             provider: provider.to_owned(),
-            detail: "auth.json holds an OAuth login, which sessiond cannot use; pass --api-key-env VAR".into(),
+            detail:
+                "auth.json holds an OAuth login, which sessiond cannot use; pass --api-key-env VAR"
+                    .into(),
         });
     }
     Ok(None)
@@ -592,10 +596,16 @@ mod tests {
             resolve_config_value("k-${B_1}-$A.z", &env).as_deref(),
             Some("k-y-x.z")
         );
-        assert_eq!(resolve_config_value("$$A $!", &env).as_deref(), Some("$A !"));
+        assert_eq!(
+            resolve_config_value("$$A $!", &env).as_deref(),
+            Some("$A !")
+        );
         assert_eq!(resolve_config_value("$MISSING", &env), None);
         assert_eq!(resolve_config_value("a$", &env).as_deref(), Some("a$"));
-        assert_eq!(resolve_config_value("!echo hi", &env).as_deref(), Some("hi"));
+        assert_eq!(
+            resolve_config_value("!echo hi", &env).as_deref(),
+            Some("hi")
+        );
     }
 
     #[test]

@@ -114,9 +114,7 @@ impl Answer {
             return Some(format!("the model reported an error: {e}"));
         }
         if matches!(self.stop_reason.as_deref(), Some("length" | "max_tokens")) {
-            return Some(
-                "generation hit the token cap and the summary is incomplete".to_owned(),
-            );
+            return Some("generation hit the token cap and the summary is incomplete".to_owned());
         }
         if self.tool_call {
             return Some("the model attempted to call a tool".to_owned());
@@ -353,8 +351,12 @@ mod tests {
         assert_eq!(a.text, "Goal\nx");
         assert_eq!(a.failure(), None);
         let mut r = StreamReader::new(Api::AnthropicMessages);
-        r.push(r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#);
-        r.push(r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#);
+        r.push(
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        );
+        r.push(
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}"#,
+        );
         r.push(r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"}}"#);
         assert!(r.push(r#"{"type":"message_stop"}"#));
         let a = r.finish();

@@ -22,13 +22,13 @@ use super::wire::{
     PrepareCompactionParams, SalvageParams, SetNameParams, SummarizerApi, SummarizerKind,
 };
 use crate::compact::{self, Committed, CompactRequest, ModelJob};
-use crate::core::compaction::SummarySource;
-use crate::model::{Api, CallOptions, ModelChoice, Progress};
 use crate::core::compaction::CompactionPlan;
+use crate::core::compaction::SummarySource;
 use crate::core::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
 use crate::core::entries::ParentChoice;
 use crate::core::fork::Position;
 use crate::core::tree::Mode;
+use crate::model::{Api, CallOptions, ModelChoice, Progress};
 use crate::session::owner::{EventSink, Session};
 use crate::storage::writer::{self, Change, Expected, ForkRequest, WriteOptions, Written};
 
@@ -372,7 +372,11 @@ impl Backend {
 /// The model a `session/compact` asks to summarize with, if any. Errors: a summarizer beside a
 /// `summary` (-32602).
 fn model_choice(p: &CompactParams) -> Result<Option<(ModelChoice, CallOptions)>, RpcError> {
-    let Some(s) = p.summarizer.as_ref().filter(|s| s.kind == SummarizerKind::Model) else {
+    let Some(s) = p
+        .summarizer
+        .as_ref()
+        .filter(|s| s.kind == SummarizerKind::Model)
+    else {
         return Ok(None);
     };
     if p.summary.is_some() {
@@ -461,7 +465,10 @@ impl Backend {
                 self.client
                     .progress(
                         token,
-                        format!("Summarizing with {}/{}", endpoint.provider, endpoint.model_id),
+                        format!(
+                            "Summarizing with {}/{}",
+                            endpoint.provider, endpoint.model_id
+                        ),
                     )
                     .begin()
                     .await,
@@ -533,7 +540,8 @@ impl Backend {
                         custom_instructions: custom.as_deref(),
                         ..request()
                     };
-                    let value = match compact::dry_run(s.path(), s.tree(), s.source(), &req, view)? {
+                    let value = match compact::dry_run(s.path(), s.tree(), s.source(), &req, view)?
+                    {
                         Err(nothing) => compact::nothing_json(nothing),
                         Ok(plan) => compact_report(&plan, false),
                     };
