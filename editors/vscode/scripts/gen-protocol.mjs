@@ -52,6 +52,7 @@ const DEF_NAMES = {
     notAUserMessageData: 'NotAUserMessageData',
     compactionFailedData: 'CompactionFailedData',
     agentActiveData: 'AgentActiveData',
+    modelFailedData: 'ModelFailedData',
 };
 
 const pascal = (s) => s.charAt(0).toUpperCase() + s.slice(1);
