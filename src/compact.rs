@@ -15,12 +15,14 @@ use thiserror::Error;
 use crate::core::compaction::entry::js_number;
 use crate::core::compaction::js;
 use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
+use crate::core::compaction::prompts::SummarizationRequest;
 use crate::core::compaction::retention::ProbeResult;
-use crate::core::compaction::{self, CompactionError, CompactionPlan, Options};
+use crate::core::compaction::{self, CompactionError, CompactionPlan, Options, SummarySource};
 use crate::core::entries::NewEntry;
 use crate::core::format::EntryId;
 use crate::core::render::LineSource;
 use crate::core::tree::Tree;
+use crate::model::{self, CallOptions, Endpoint, ModelChoice, ModelError, Progress};
 use crate::storage::reader::OpenedSession;
 use crate::storage::writer::{self, Expected, WriteError, WriteOptions, Written};
 
@@ -33,6 +35,8 @@ pub struct CompactRequest<'a> {
     pub keep_recent_tokens: u64,
     /// A summary to store verbatim instead of the embedded summarizer's.
     pub summary: Option<&'a str>,
+    /// Where `summary` came from (the client, or a model endpoint).
+    pub summary_source: SummarySource,
     /// pi's `customInstructions`.
     pub custom_instructions: Option<&'a str>,
     /// Refuse to write when a retention probe is lost.
@@ -45,6 +49,7 @@ impl Default for CompactRequest<'_> {
             leaf: None,
             keep_recent_tokens: DEFAULT_KEEP_RECENT_TOKENS,
             summary: None,
+            summary_source: SummarySource::Client,
             custom_instructions: None,
             require_retention: false,
         }
@@ -72,6 +77,14 @@ pub enum CompactError {
         path: PathBuf,
         /// Why planning failed.
         source: CompactionError,
+    },
+    /// Summarizing with a model failed (or no model could be configured); nothing written.
+    #[error("{}: summarizing with a model failed, nothing written: {source}", path.display())]
+    Model {
+        /// The session file.
+        path: PathBuf,
+        /// Why.
+        source: ModelError,
     },
     /// `require_retention` and at least one probe is lost; the plan holds the report.
     #[error("{}: retention check failed, nothing written; lost: {}", path.display(), lost_list(plan))]
@@ -147,6 +160,7 @@ pub fn plan(
     let options = Options {
         keep_recent_tokens: req.keep_recent_tokens,
         summary: req.summary,
+        summary_source: req.summary_source,
         custom_instructions: req.custom_instructions,
         new_entry_id: new_entry_id(tree),
         time_ms: now_ms(),
@@ -387,4 +401,85 @@ pub fn plan_json(plan: &CompactionPlan, written: bool) -> Value {
 /// callers' shape.
 pub fn json_text(_plan: &CompactionPlan, value: &Value) -> String {
     crate::core::jsstr::restore_json(&value.to_string()).into_owned()
+}
+
+/// What a model needs from a planned compaction: pi's requests, the previous summary pi uses
+/// as the history of a split turn with nothing before it, pi's file blocks, and the session's
+/// model at the leaf (the default endpoint). Owned, so a daemon handler can hold it across
+/// the model call without the session.
+#[derive(Clone, Debug)]
+pub struct ModelJob {
+    /// The requests pi would send.
+    pub request: SummarizationRequest,
+    /// The previous compaction's summary as pi's prompt uses it.
+    pub previous_summary: Option<String>,
+    /// pi's `<read-files>`/`<modified-files>` blocks, appended to the answer.
+    pub file_blocks: String,
+    /// The session's `(provider, modelId)` at the leaf (pi's `buildSessionContext().model`).
+    pub session_model: Option<(String, String)>,
+}
+
+impl ModelJob {
+    /// The job of `plan`, made on `tree` (the tree it was planned on).
+    pub fn new(plan: &CompactionPlan, tree: &Tree) -> ModelJob {
+        let leaf = tree.find(plan.leaf_id.as_str());
+        let projection = crate::core::projection::project(tree, leaf);
+        let text = |raw: &Option<Box<serde_json::value::RawValue>>| {
+            raw.as_ref()
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .and_then(|v| v.as_str().map(str::to_owned))
+        };
+        let session_model = projection
+            .model
+            .as_ref()
+            .and_then(|m| Some((text(&m.provider)?, text(&m.model_id)?)));
+        ModelJob {
+            request: plan.request.clone(),
+            previous_summary: plan.preparation.previous_summary_text(),
+            file_blocks: plan.file_operations(),
+            session_model,
+        }
+    }
+
+    /// The endpoint for `choice` (the session's model by default), from pi's configuration in
+    /// its agent directory ([`model::config::agent_dir`]). Reads files; may run a `!command`
+    /// of pi's configuration. Errors: [`CompactError::Model`] with a config error.
+    pub fn endpoint(&self, path: &Path, choice: &ModelChoice) -> Result<Endpoint, CompactError> {
+        let agent = model::config::agent_dir(&model::process_env);
+        let session = self
+            .session_model
+            .as_ref()
+            .map(|(p, m)| (p.as_str(), m.as_str()));
+        model::config::resolve(choice, session, agent.as_deref(), &model::process_env).map_err(
+            |e| CompactError::Model {
+                path: path.to_owned(),
+                source: e.into(),
+            },
+        )
+    }
+
+    /// Runs the job against `endpoint`: the summary to commit (pi's `compact` result text).
+    /// Nothing is written here; dropping the future aborts the call. Errors:
+    /// [`CompactError::Model`].
+    pub async fn run(
+        &self,
+        path: &Path,
+        endpoint: &Endpoint,
+        opts: &CallOptions,
+        progress: &(dyn Fn(Progress) + Send + Sync),
+    ) -> Result<String, CompactError> {
+        model::client::summarize(
+            endpoint,
+            &self.request,
+            self.previous_summary.as_deref(),
+            &self.file_blocks,
+            opts,
+            progress,
+        )
+        .await
+        .map_err(|source| CompactError::Model {
+            path: path.to_owned(),
+            source,
+        })
+    }
 }

@@ -15,6 +15,7 @@
 //!   the server.
 //! * [`verify`] — the world-facing half of resume verification ([`core::verify`]): files,
 //!   `git`, `PATH`, the environment and pi's auth file, read only.
+//! * [`model`] — summarizing a compaction with a model endpoint (pi's models.json, HTTP).
 //! * [`cli`] — subcommands over the same core, storage and shared layers.
 //!
 //! stdout belongs to the protocol or the command's output; logs go to stderr.
@@ -24,6 +25,7 @@
 pub mod cli;
 pub mod compact;
 pub mod core;
+pub mod model;
 pub mod paths;
 pub mod server;
 pub mod session;

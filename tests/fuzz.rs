@@ -659,6 +659,7 @@ fn projection_and_compaction_over_random_trees() {
                 let options = Options {
                     keep_recent_tokens: keep,
                     summary: None,
+                    summary_source: compaction::SummarySource::Client,
                     custom_instructions: None,
                     new_entry_id: EntryId::new("fuzz0001"),
                     time_ms: 1_767_225_600_000,

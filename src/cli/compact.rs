@@ -18,11 +18,13 @@ use serde_json::Value;
 
 use super::error::{CliError, Exit};
 use super::read::{self, Opened};
-use crate::compact::{self as shared, Committed, CompactRequest};
+use crate::compact::{self as shared, Committed, CompactRequest, ModelJob};
+use crate::core::compaction::SummarySource;
 use crate::core::compaction::entry::js_number;
 use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
 use crate::core::compaction::{self, CompactionPlan};
 use crate::core::format::EntryId;
+use crate::model::{Api, CallOptions, ModelChoice, Progress, Summarizer};
 use crate::storage::writer::{self, Expected, WriteOptions};
 
 /// Arguments of `sessiond compact`.
@@ -37,8 +39,34 @@ pub struct CompactArgs {
     #[arg(long, default_value_t = DEFAULT_KEEP_RECENT_TOKENS)]
     pub keep_recent_tokens: u64,
     /// Use this file's text, verbatim, as the summary instead of the embedded summarizer.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["summarizer", "model", "base_url", "api", "api_key_env"])]
     pub summary_file: Option<PathBuf>,
+    /// Who writes the summary: `embedded` (the extractive digest, the default) or `model` (pi's
+    /// request sent to a model endpoint: the session's current model from pi's models.json
+    /// unless --model says otherwise). Any of --model, --base-url, --api, --api-key-env
+    /// implies `model`.
+    #[arg(long, value_name = "KIND", value_parser = ["embedded", "model"])]
+    pub summarizer: Option<String>,
+    /// The model to summarize with, as provider/id (default: the session's current model),
+    /// looked up in pi's models.json ($PI_CODING_AGENT_DIR or ~/.pi/agent).
+    #[arg(long, value_name = "PROVIDER/ID")]
+    pub model: Option<String>,
+    /// The model's API base URL (default: models.json's).
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The model's API (default: models.json's).
+    #[arg(long, value_name = "API", value_parser = ["openai-completions", "anthropic-messages"])]
+    pub api: Option<String>,
+    /// An environment variable holding the API key (pi's runtime --api-key; default: pi's
+    /// auth.json, then models.json's apiKey, then the provider's own variable).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Deadline of the whole model call, every retry included (milliseconds).
+    #[arg(long, default_value_t = 300_000, value_name = "MS")]
+    pub model_timeout_ms: u64,
+    /// Retries of a transient model failure (HTTP 408/409/429/5xx, connection, broken stream).
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub model_retries: u32,
     /// pi's customInstructions, added to the summarization request as "Additional focus".
     #[arg(long)]
     pub custom_instructions: Option<String>,
@@ -185,6 +213,132 @@ fn print_nothing(
     Ok(())
 }
 
+/// The summarizer the arguments ask for.
+fn summarizer(args: &CompactArgs) -> Summarizer {
+    let explicit = args.model.is_some()
+        || args.base_url.is_some()
+        || args.api.is_some()
+        || args.api_key_env.is_some();
+    if args.summarizer.as_deref() == Some("model") || explicit {
+        Summarizer::Model(ModelChoice {
+            model: args.model.clone(),
+            base_url: args.base_url.clone(),
+            api: args.api.as_deref().and_then(Api::parse),
+            api_key_env: args.api_key_env.clone(),
+        })
+    } else {
+        Summarizer::Embedded
+    }
+}
+
+/// A spinner on stderr while the model works, only when stderr is a terminal.
+fn spinner() -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar.set_message("summarizing with the model");
+    Some(bar)
+}
+
+/// Plans at the view, asks the model, then writes (or, with --dry-run, plans again with the
+/// answer): nothing is written unless the model answered and every check passed.
+fn execute_with_model(
+    args: &CompactArgs,
+    choice: &ModelChoice,
+    req: CompactRequest<'_>,
+    expected: Expected<'_>,
+) -> Result<Outcome, CliError> {
+    let job = {
+        let Opened { session, lines } = read::open(&args.file, args.dry_run && args.allow_corrupt)?;
+        match shared::dry_run(&args.file, &session.tree, &lines, &req, expected)? {
+            Err(n) => return Ok(Outcome::Nothing(n)),
+            Ok(plan) => ModelJob::new(&plan, &session.tree),
+        }
+    };
+    let endpoint = job.endpoint(&args.file, choice)?;
+    let opts = CallOptions {
+        timeout: Duration::from_millis(args.model_timeout_ms),
+        max_retries: args.model_retries,
+        ..CallOptions::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Output)?;
+    let bar = spinner();
+    let report = |p: Progress| {
+        let Some(bar) = &bar else { return };
+        bar.set_message(match p {
+            Progress::Sending { part, attempt } if attempt > 1 => {
+                format!("{} {part}: attempt {attempt}", endpoint.provider)
+            }
+            Progress::Sending { part, .. } => {
+                format!("{} {part}: waiting for the model", endpoint.provider)
+            }
+            Progress::Receiving { part, chars } => {
+                format!("{} {part}: {chars} characters", endpoint.provider)
+            }
+            Progress::Retrying {
+                part, wait, reason, ..
+            } => format!(
+                "{} {part}: {reason}; retrying in {} ms",
+                endpoint.provider,
+                wait.as_millis()
+            ),
+        });
+    };
+    let summary = runtime.block_on(job.run(&args.file, &endpoint, &opts, &report));
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let summary = summary?;
+    let req = CompactRequest {
+        summary: Some(&summary),
+        summary_source: SummarySource::Model,
+        ..req
+    };
+    if args.dry_run {
+        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
+        return Ok(
+            match shared::dry_run(&args.file, &session.tree, &lines, &req, expected)? {
+                Err(n) => Outcome::Nothing(n),
+                Ok(plan) => Outcome::Planned {
+                    plan: Box::new(plan),
+                    written: false,
+                },
+            },
+        );
+    }
+    commit(args, &req, expected)
+}
+
+fn commit(
+    args: &CompactArgs,
+    req: &CompactRequest<'_>,
+    expected: Expected<'_>,
+) -> Result<Outcome, CliError> {
+    let opts = WriteOptions {
+        torn_grace: Duration::from_millis(args.torn_grace_ms),
+        lock_timeout: Duration::from_millis(args.lock_timeout_ms),
+        // A compaction replaces much of the context the agent resumes with: worth a sync.
+        sync: true,
+    };
+    // Strict, whatever --allow-corrupt says: nothing is ever written to a corrupt file.
+    let mut session = writer::open_for_write(&args.file)?;
+    Ok(
+        match shared::commit(&args.file, &mut session, req, expected, &opts)? {
+            Committed::Nothing(n) => Outcome::Nothing(n),
+            Committed::Written { plan, .. } => Outcome::Planned {
+                plan,
+                written: true,
+            },
+        },
+    )
+}
+
 fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
     let summary = args
         .summary_file
@@ -200,6 +354,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         leaf: args.leaf.as_deref(),
         keep_recent_tokens: args.keep_recent_tokens,
         summary: summary.as_deref(),
+        summary_source: SummarySource::Client,
         custom_instructions: args.custom_instructions.as_deref(),
         require_retention: args.require_retention,
     };
@@ -215,6 +370,9 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         Some("null") => Expected::Leaf(None),
         Some(id) => Expected::Leaf(Some(id)),
     };
+    if let Summarizer::Model(choice) = summarizer(args) {
+        return execute_with_model(args, &choice, req, expected);
+    }
     if args.dry_run {
         let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
         let planned = shared::dry_run(&args.file, &session.tree, &lines, &req, expected)?;
@@ -226,23 +384,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
             },
         });
     }
-    let opts = WriteOptions {
-        torn_grace: Duration::from_millis(args.torn_grace_ms),
-        lock_timeout: Duration::from_millis(args.lock_timeout_ms),
-        // A compaction replaces much of the context the agent resumes with: worth a sync.
-        sync: true,
-    };
-    // Strict, whatever --allow-corrupt says: nothing is ever written to a corrupt file.
-    let mut session = writer::open_for_write(&args.file)?;
-    Ok(
-        match shared::commit(&args.file, &mut session, &req, expected, &opts)? {
-            Committed::Nothing(n) => Outcome::Nothing(n),
-            Committed::Written { plan, .. } => Outcome::Planned {
-                plan,
-                written: true,
-            },
-        },
-    )
+    commit(args, &req, expected)
 }
 
 /// Prints a planned compaction, or (as JSON only) "nothing to compact"; a person's "nothing to
@@ -294,6 +436,7 @@ fn print_human(
         match plan.summary_source {
             compaction::SummarySource::Client => "client",
             compaction::SummarySource::Embedded => "embedded",
+            compaction::SummarySource::Model => "model",
         }
     )?;
     writeln!(

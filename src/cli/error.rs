@@ -40,6 +40,9 @@ pub enum Exit {
     Busy,
     /// `verify`: a finding is `warn` or `fail` (something needs attention before resuming).
     Attention,
+    /// `compact` with a model: the model could not be configured, refused the key, failed,
+    /// timed out or gave an answer pi would not store; nothing was written.
+    ModelFailed,
 }
 
 /// The commands that end with the same exit codes, for the `--help` of each.
@@ -67,7 +70,7 @@ pub enum Family {
 
 impl Exit {
     /// Every exit code, in numeric order.
-    pub const ALL: [Exit; 9] = [
+    pub const ALL: [Exit; 10] = [
         Exit::Ok,
         Exit::NoShutdown,
         Exit::Error,
@@ -77,6 +80,7 @@ impl Exit {
         Exit::PiWouldFail,
         Exit::Busy,
         Exit::Attention,
+        Exit::ModelFailed,
     ];
 
     /// The process exit status.
@@ -91,6 +95,7 @@ impl Exit {
             Exit::PiWouldFail => 6,
             Exit::Busy => 7,
             Exit::Attention => 8,
+            Exit::ModelFailed => 9,
         }
     }
 
@@ -176,6 +181,14 @@ impl Exit {
                 "something needs attention before resuming: a finding is warn or fail (the \
                  report lists them)"
             }
+            (Exit::ModelFailed, None) => {
+                "the summarizer model failed or is not configured (compact; nothing written)"
+            }
+            (Exit::ModelFailed, Some(Compact)) => {
+                "the summarizer model failed: no model or key configured, the key refused, an \
+                 HTTP error after retries, a timeout, or an answer pi would not store; nothing \
+                 written (the message names the provider, never the key)"
+            }
             _ => return None,
         };
         Some(text)
@@ -260,6 +273,7 @@ impl CliError {
             CliError::Open(OpenError::Pending { .. }) => Exit::Busy,
             CliError::Write(w) | CliError::Compact(CompactError::Write(w)) => write_exit(w),
             CliError::Compact(CompactError::RetentionLost { .. }) => Exit::RetentionLost,
+            CliError::Compact(CompactError::Model { .. }) => Exit::ModelFailed,
             CliError::Compact(CompactError::Compaction {
                 source: CompactionError::PiWouldThrow { .. },
                 ..
@@ -318,6 +332,14 @@ impl CliError {
                 "piWouldThrow"
             }
             CliError::Argument { .. } => "argument",
+            CliError::Compact(CompactError::Model { source, .. }) => {
+                e["provider"] = json!(source.provider());
+                e["modelError"] = json!(source.kind());
+                if let Some(status) = source.status() {
+                    e["status"] = json!(status);
+                }
+                "model"
+            }
             CliError::Open(OpenError::Io { .. })
             | CliError::Render { .. }
             | CliError::Compact(_)

@@ -63,6 +63,10 @@ pub const COMPACTION_FAILED: i64 = -33018;
 /// continues from; `data` has `{path, agent: {pid, command, evidence}}`. Nothing was written;
 /// retry when the agent is done, or pass `force: true`.
 pub const AGENT_ACTIVE: i64 = -33019;
+/// Summarizing with a model failed or no model could be configured; `data` has `{path, kind,
+/// provider?, status?}` (`kind`: `config`, `auth`, `http`, `connect`, `timeout`, `answer`).
+/// Nothing was written; the message names the provider, never a credential.
+pub const MODEL_FAILED: i64 = -33020;
 /// Invalid params (the JSON-RPC standard code).
 pub const INVALID_PARAMS: i64 = -32602;
 
@@ -94,6 +98,7 @@ pub const CODES: &[i64] = &[
     FILE_CHANGED,
     COMPACTION_FAILED,
     AGENT_ACTIVE,
+    MODEL_FAILED,
 ];
 
 /// Why a method failed.
@@ -305,6 +310,16 @@ impl RpcError {
                 AGENT_ACTIVE,
                 Some(json!({ "path": path, "agent": super::convert::agent(agent) })),
             ),
+            RpcError::Compact(CompactError::Model { path, source }) => {
+                let mut data = json!({"path": path, "kind": source.kind()});
+                if let Some(p) = source.provider() {
+                    data["provider"] = json!(p);
+                }
+                if let Some(status) = source.status() {
+                    data["status"] = json!(status);
+                }
+                (MODEL_FAILED, Some(data))
+            }
             RpcError::Compact(CompactError::RetentionLost { path, plan }) => {
                 let lost: Vec<&ProbeResult> = plan.retention.lost_probes().collect();
                 (

@@ -266,6 +266,50 @@ pub struct PrepareCompactionParams {
     pub custom_instructions: Option<String>,
 }
 
+/// `session/compact`'s `summarizer`: `{"type": "embedded"}` or `{"type": "model", model?,
+/// baseUrl?, api?, apiKeyEnv?, timeoutMs?, maxRetries?}` (the CLI's `--model`, `--base-url`,
+/// `--api`, `--api-key-env`, `--model-timeout-ms`, `--model-retries`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SummarizerParams {
+    /// `embedded` or `model`.
+    #[serde(rename = "type")]
+    pub kind: SummarizerKind,
+    /// `provider/id`; absent: the session's current model.
+    pub model: Option<String>,
+    /// API base URL; absent: pi's models.json.
+    pub base_url: Option<String>,
+    /// `openai-completions` or `anthropic-messages`; absent: pi's models.json.
+    pub api: Option<SummarizerApi>,
+    /// Environment variable (of the daemon) holding the API key.
+    pub api_key_env: Option<String>,
+    /// Deadline of the whole model call in milliseconds (default 300000).
+    pub timeout_ms: Option<u64>,
+    /// Retries of transient failures (default 3).
+    pub max_retries: Option<u32>,
+}
+
+/// The kinds of summarizer.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum SummarizerKind {
+    /// The embedded extractive digest.
+    Embedded,
+    /// A model endpoint.
+    Model,
+}
+
+/// The APIs a model summarizer speaks (pi's names).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+pub enum SummarizerApi {
+    /// OpenAI chat completions.
+    #[serde(rename = "openai-completions")]
+    OpenAiCompletions,
+    /// Anthropic messages.
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+}
+
 /// `session/compact` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -280,8 +324,12 @@ pub struct CompactParams {
     pub expected_leaf_id: Option<Option<String>>,
     /// Tokens of recent context to keep; absent: pi's 20000.
     pub keep_recent_tokens: Option<u64>,
-    /// Summary stored verbatim; absent: the embedded extractive summarizer writes one.
+    /// Summary stored verbatim; absent: the `summarizer` writes one.
     pub summary: Option<String>,
+    /// Who writes the summary when `summary` is absent; absent: the embedded digest.
+    pub summarizer: Option<SummarizerParams>,
+    /// LSP work-done token: when given, a model summarizer reports `$/progress` under it.
+    pub work_done_token: Option<ProgressToken>,
     /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
     pub custom_instructions: Option<String>,
     /// Refuse (-33014, nothing written) when a retention probe would be lost; default false. Dry

@@ -19,14 +19,16 @@ use super::handlers::{find, params, to_value};
 use super::lossless;
 use super::wire::{
     AppendParams, BranchParams, CompactParams, ForkParams, ForkPosition, LabelParams,
-    PrepareCompactionParams, SalvageParams, SetNameParams,
+    PrepareCompactionParams, SalvageParams, SetNameParams, SummarizerApi, SummarizerKind,
 };
-use crate::compact::{self, Committed, CompactRequest};
+use crate::compact::{self, Committed, CompactRequest, ModelJob};
 use crate::core::compaction::CompactionPlan;
+use crate::core::compaction::SummarySource;
 use crate::core::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
 use crate::core::entries::ParentChoice;
 use crate::core::fork::Position;
 use crate::core::tree::Mode;
+use crate::model::{Api, CallOptions, ModelChoice, Progress};
 use crate::session::owner::{EventSink, Session};
 use crate::storage::writer::{self, Change, Expected, ForkRequest, WriteOptions, Written};
 
@@ -322,6 +324,9 @@ impl Backend {
             (None, true) => None,
             (None, false) => Some(expected_leaf("session/compact", None)?),
         };
+        if let Some(choice) = model_choice(&p)? {
+            return Ok(self.compact_with_model(p, choice, expected).await?);
+        }
         if p.dry_run {
             return Ok(self
                 .ask(&path, move |s| {
@@ -364,11 +369,222 @@ impl Backend {
     }
 }
 
+/// The model a `session/compact` asks to summarize with, if any. Errors: a summarizer beside a
+/// `summary` (-32602).
+fn model_choice(p: &CompactParams) -> Result<Option<(ModelChoice, CallOptions)>, RpcError> {
+    let Some(s) = p
+        .summarizer
+        .as_ref()
+        .filter(|s| s.kind == SummarizerKind::Model)
+    else {
+        return Ok(None);
+    };
+    if p.summary.is_some() {
+        return Err(RpcError::InvalidParams {
+            method: "session/compact",
+            detail: "summary and a model summarizer exclude each other".into(),
+        });
+    }
+    let choice = ModelChoice {
+        model: s.model.clone(),
+        base_url: s.base_url.clone(),
+        api: s.api.map(|a| match a {
+            SummarizerApi::OpenAiCompletions => Api::OpenAiCompletions,
+            SummarizerApi::AnthropicMessages => Api::AnthropicMessages,
+        }),
+        api_key_env: s.api_key_env.clone(),
+    };
+    let defaults = CallOptions::default();
+    let opts = CallOptions {
+        timeout: s
+            .timeout_ms
+            .map_or(defaults.timeout, std::time::Duration::from_millis),
+        max_retries: s.max_retries.unwrap_or(defaults.max_retries),
+        ..defaults
+    };
+    Ok(Some((choice, opts)))
+}
+
+impl Backend {
+    /// `session/compact` with a model summarizer: plan on the owner's view (fenced by
+    /// `expectedLeafId`), call the model with pi's request outside the owner (reporting
+    /// `$/progress` under `workDoneToken`), then commit the answer under the write lock, which
+    /// plans again and refuses a moved file. A cancelled request drops this future during the
+    /// call: the connection closes and nothing is written.
+    async fn compact_with_model(
+        &self,
+        p: CompactParams,
+        (choice, opts): (ModelChoice, CallOptions),
+        expected: Option<Option<String>>,
+    ) -> Result<Value, RpcError> {
+        let path = p.path.clone();
+        let view_expected = expected.clone();
+        let leaf = p.leaf_id.clone();
+        let keep = p.keep_recent_tokens;
+        let custom = p.custom_instructions.clone();
+        let planned = self
+            .ask(&path, move |s| {
+                let view = match &view_expected {
+                    Some(e) => Expected::Leaf(e.as_deref()),
+                    None => Expected::Unfenced,
+                };
+                let req = CompactRequest {
+                    leaf: leaf.as_deref(),
+                    keep_recent_tokens: keep.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS),
+                    custom_instructions: custom.as_deref(),
+                    ..CompactRequest::default()
+                };
+                Ok(
+                    match compact::dry_run(s.path(), s.tree(), s.source(), &req, view)? {
+                        Err(nothing) => Err(with_revision(compact::nothing_json(nothing), s)),
+                        Ok(plan) => Ok(ModelJob::new(&plan, s.tree())),
+                    },
+                )
+            })
+            .await?;
+        let job = match planned {
+            Err(nothing) => return Ok(nothing),
+            Ok(job) => job,
+        };
+        let session_path = path.clone();
+        let (job, endpoint) = {
+            let file = session_path.clone();
+            tokio::task::spawn_blocking(move || {
+                let endpoint = job.endpoint(&file, &choice);
+                (job, endpoint)
+            })
+            .await
+            .map_err(|e| RpcError::Io {
+                path: session_path.clone(),
+                source: std::io::Error::other(e.to_string()),
+            })?
+        };
+        let endpoint = endpoint?;
+        let progress = match p.work_done_token.clone() {
+            Some(token) => Some(
+                self.client
+                    .progress(
+                        token,
+                        format!(
+                            "Summarizing with {}/{}",
+                            endpoint.provider, endpoint.model_id
+                        ),
+                    )
+                    .begin()
+                    .await,
+            ),
+            None => None,
+        };
+        // Progress arrives from inside the call; the latest message is forwarded between
+        // polls, at most every 200 ms.
+        let (tx, mut rx) = tokio::sync::watch::channel(None::<String>);
+        let report = move |p: Progress| {
+            let message = match p {
+                Progress::Sending { part, attempt } => {
+                    format!("{part}: waiting for the model (attempt {attempt})")
+                }
+                Progress::Receiving { part, chars } => format!("{part}: {chars} characters"),
+                Progress::Retrying {
+                    part, wait, reason, ..
+                } => format!("{part}: {reason}; retrying in {} ms", wait.as_millis()),
+            };
+            let _ = tx.send(Some(message));
+        };
+        let call = job.run(&session_path, &endpoint, &opts, &report);
+        tokio::pin!(call);
+        let summary = loop {
+            tokio::select! {
+                result = &mut call => break result,
+                changed = rx.changed() => {
+                    if changed.is_err() {
+                        break (&mut call).await;
+                    }
+                    let message = rx.borrow_and_update().clone();
+                    if let (Some(progress), Some(message)) = (&progress, message) {
+                        progress.report(message).await;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+            }
+        };
+        if let Some(progress) = progress {
+            progress
+                .finish_with_message(match &summary {
+                    Ok(_) => "summary received".to_owned(),
+                    Err(_) => "failed; nothing written".to_owned(),
+                })
+                .await;
+        }
+        let summary = summary?;
+        let (leaf, custom) = (p.leaf_id.clone(), p.custom_instructions.clone());
+        let keep = p.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS);
+        let require = p.require_retention;
+        let request = move || CompactRequest {
+            leaf: None,
+            keep_recent_tokens: keep,
+            summary: None,
+            summary_source: SummarySource::Model,
+            custom_instructions: None,
+            require_retention: require,
+        };
+        if p.dry_run {
+            return self
+                .ask(&path, move |s| {
+                    let view = match &expected {
+                        Some(e) => Expected::Leaf(e.as_deref()),
+                        None => Expected::Unfenced,
+                    };
+                    let req = CompactRequest {
+                        leaf: leaf.as_deref(),
+                        summary: Some(&summary),
+                        custom_instructions: custom.as_deref(),
+                        ..request()
+                    };
+                    let value = match compact::dry_run(s.path(), s.tree(), s.source(), &req, view)?
+                    {
+                        Err(nothing) => compact::nothing_json(nothing),
+                        Ok(plan) => compact_report(&plan, false),
+                    };
+                    Ok(with_revision(value, s))
+                })
+                .await;
+        }
+        let expected = expected.flatten();
+        let guard = Guard::context(p.force);
+        self.write_on(&path, move |s, sink| {
+            refuse_beside_agent(s, guard)?;
+            let req = CompactRequest {
+                leaf: leaf.as_deref(),
+                summary: Some(&summary),
+                custom_instructions: custom.as_deref(),
+                ..request()
+            };
+            let committed = s.write(sink, |path, opened| {
+                compact::commit(
+                    path,
+                    opened,
+                    &req,
+                    Expected::Leaf(expected.as_deref()),
+                    &WriteOptions::default(),
+                )
+                .map_err(RpcError::from)
+            })?;
+            let value = match committed {
+                Committed::Nothing(nothing) => compact::nothing_json(nothing),
+                Committed::Written { plan, .. } => compact_report(&plan, true),
+            };
+            Ok(with_revision(value, s))
+        })
+        .await
+    }
+}
+
 fn request(p: &CompactParams) -> CompactRequest<'_> {
     CompactRequest {
         leaf: p.leaf_id.as_deref(),
         keep_recent_tokens: p.keep_recent_tokens.unwrap_or(DEFAULT_KEEP_RECENT_TOKENS),
         summary: p.summary.as_deref(),
+        summary_source: SummarySource::Client,
         custom_instructions: p.custom_instructions.as_deref(),
         require_retention: p.require_retention,
     }

@@ -120,7 +120,12 @@ pub struct ModelServer {
 impl ModelServer {
     /// Starts the server with a script; waits (at most 20 s) for it to listen.
     pub fn start(install: &PiInstall, script: &Path, log: &Path) -> ModelServer {
-        let mut child = Command::new(&install.node)
+        ModelServer::start_on(&install.node, script, log)
+    }
+
+    /// The same on a given Node (the server needs nothing but Node's standard library).
+    pub fn start_on(node: &Path, script: &Path, log: &Path) -> ModelServer {
+        let mut child = Command::new(node)
             .arg(repo().join("tests/live/model-server.mjs"))
             .arg(script)
             .arg(log)

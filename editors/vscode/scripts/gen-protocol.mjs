@@ -53,6 +53,7 @@ const DEF_NAMES = {
     compactionFailedData: 'CompactionFailedData',
     agentActiveData: 'AgentActiveData',
     finding: 'VerifyFinding',
+    modelFailedData: 'ModelFailedData',
 };
 
 const pascal = (s) => s.charAt(0).toUpperCase() + s.slice(1);

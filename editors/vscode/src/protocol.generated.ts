@@ -109,7 +109,7 @@ export type PrepareCompactionResult = NothingToCompact | CompactionPreparation;
 export type SetNameResult = WriteResult;
 
 /**
- * LSP work-done progress, sent only under a workDoneToken the client passed (session/list): one begin, reports, one end.
+ * LSP work-done progress, sent only under a workDoneToken the client passed (session/list, session/compact with a model summarizer): one begin, reports, one end.
  */
 export interface ProgressParams {
     /**
@@ -252,6 +252,12 @@ export interface AgentActiveData {
         evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
     };
 }
+export interface ModelFailedData {
+    path: string;
+    kind: 'config' | 'auth' | 'http' | 'connect' | 'timeout' | 'answer';
+    provider?: string;
+    status?: number;
+}
 /**
  * The error member of every error response: a JSON-RPC error with one of these codes and, for sessiond's own codes (and -32601), data of the shape given per code.
  */
@@ -278,7 +284,8 @@ export interface RpcErrorObject {
         | -33016
         | -33017
         | -33018
-        | -33019;
+        | -33019
+        | -33020;
     /**
      * Names the problem, the file and the id, without a trailing period.
      */
@@ -450,7 +457,7 @@ export interface CompactReport {
     readFiles: string[];
     modifiedFiles: string[];
     keepRecentTokens: number | null;
-    summarySource: 'client' | 'embedded';
+    summarySource: 'client' | 'embedded' | 'model';
     summary: string;
     fileOperations: string;
     retention: Retention;
@@ -486,7 +493,7 @@ export interface CompactionPreparation {
     readFiles: string[];
     modifiedFiles: string[];
     keepRecentTokens: number | null;
-    summarySource: 'client' | 'embedded';
+    summarySource: 'client' | 'embedded' | 'model';
     summary: string;
     fileOperations: string;
     retention: Retention;
@@ -611,9 +618,41 @@ export interface CompactParams {
     expectedLeafId?: ExpectedLeafId;
     keepRecentTokens?: number;
     /**
-     * The client's summary, stored verbatim (default: the embedded summarizer).
+     * The client's summary, stored verbatim (default: the summarizer's). Excludes a model summarizer.
      */
     summary?: string;
+    /**
+     * Who writes the summary when `summary` is absent (default: the embedded digest). A model summarizer sends pi's exact request to the session's current model (pi's models.json and auth.json in $PI_CODING_AGENT_DIR or ~/.pi/agent) or the one named here; nothing is written when the call fails (-33020).
+     */
+    summarizer?:
+        | {
+              type: 'embedded';
+          }
+        | {
+              type: 'model';
+              /**
+               * provider/id (default: the session's current model)
+               */
+              model?: string;
+              baseUrl?: string;
+              api?: 'openai-completions' | 'anthropic-messages';
+              /**
+               * An environment variable of the daemon holding the API key (pi's runtime key; default: pi's precedence).
+               */
+              apiKeyEnv?: string;
+              /**
+               * Deadline of the whole call, retries included (default 300000).
+               */
+              timeoutMs?: number;
+              /**
+               * Retries of HTTP 408/409/429/5xx, connection failures and broken streams (default 3).
+               */
+              maxRetries?: number;
+          };
+    /**
+     * LSP work-done token: a model summarizer reports `$/progress` under it (begin, reports while the answer streams, end).
+     */
+    workDoneToken?: string | number;
     customInstructions?: string;
     requireRetention?: boolean;
     dryRun?: boolean;

@@ -70,6 +70,8 @@ pub enum SummarySource {
     Client,
     /// The embedded extractive summarizer.
     Embedded,
+    /// A model endpoint's answer to the request (pi's `compact`, file blocks appended).
+    Model,
 }
 
 /// What to compact and how.
@@ -80,6 +82,8 @@ pub struct Options<'a> {
     /// A summary to store verbatim (a client that ran the request through its model appends
     /// [`CompactionPlan::file_operations`] itself if it wants pi's exact layout).
     pub summary: Option<&'a str>,
+    /// Where `summary` came from ([`SummarySource::Client`] or [`SummarySource::Model`]).
+    pub summary_source: SummarySource,
     /// pi's `customInstructions` (`Additional focus: …` in the request).
     pub custom_instructions: Option<&'a str>,
     /// The id of the entry to write (pi: 8 hex characters, unused in the session).
@@ -212,7 +216,7 @@ pub fn plan(
         .collect();
 
     let (summary, summary_source) = match options.summary {
-        Some(s) => (s.to_owned(), SummarySource::Client),
+        Some(s) => (s.to_owned(), options.summary_source),
         None => (
             summarizer::summarize(&prep, &kept_messages),
             SummarySource::Embedded,

@@ -2,17 +2,21 @@
 //! preparation always gives the same bytes), in pi's checkpoint layout, built only from what
 //! the summarized span says.
 //!
-//! Layout (pi's `SUMMARIZATION_PROMPT` sections): `## Goal` (the user requests),
-//! `## Constraints & Preferences` (user lines with must/never/always/prefer/avoid/don't…),
-//! `## Progress` with `### Done` (tool calls whose result succeeded, citing `toolCallId`s),
-//! `### In Progress` (unchecked task items, tool calls without a result) and `### Blocked`
-//! (failed tool results with their first error line, bash commands that failed),
-//! `## Key Decisions` (assistant lines that decide or choose), `## Next Steps` (the last user
-//! request, then the open tasks) and `## Critical Context` (where the work stopped, and
-//! sections of a previous summary that have no place in this layout). A previous summary is
-//! merged in: its items come first in each section, new items follow, duplicates are dropped,
-//! and `## Next Steps` is replaced when the span has its own. For a split turn the history
-//! part is followed by pi's separator and a turn-context part in pi's turn-prefix layout
+//! Layout (pi's `SUMMARIZATION_PROMPT` sections, so a model or a later merge reads it as its
+//! own): `## Goal` (the first request and the latest one, `/commands` skipped),
+//! `## Constraints & Preferences` (user lines that state one: they start with never, always,
+//! don't, must, make sure, avoid, prefer…; at most 8), `## Progress` with `### Done` grouped by
+//! file (`Read N files: …`; one line per edited or written path with its number of edits and
+//! what the last edit's own text says; `Ran N commands (last: …)`), `### In Progress` (tool
+//! calls without a result, by `toolCallId`; unchecked task items), `### Blocked` (each failed
+//! call with the first line of its error; failed bash), `## Key Decisions` (assistant lines
+//! that state one: `Decision:`, "I decided", "I'll use", "going with"…; at most 8),
+//! `## Next Steps` (the last user request, then the open tasks) and `## Critical Context`
+//! (whether the last request is still unanswered, the last assistant line, and sections of a
+//! previous summary that have no place in this layout). A previous summary is merged in: its
+//! items come first in each section, new items follow, duplicates are dropped, and
+//! `## Next Steps` is replaced when the span has its own. For a split turn the history part
+//! is followed by pi's separator and a turn-context part in pi's turn-prefix layout
 //! (`## Original Request`, `## Progress So Far`, `## Context Needed to Continue`). The
 //! `<read-files>` / `<modified-files>` blocks follow exactly as pi appends them.
 //!
@@ -36,32 +40,43 @@ pub const ITEM_MAX_CHARS: usize = 240;
 /// Longest summary before the file-operation blocks, in characters.
 pub const SUMMARY_MAX_CHARS: usize = 12_000;
 
-/// Words that mark a user line as a constraint or preference (matched case-insensitively).
-const CONSTRAINT_MARKERS: &[&str] = &[
-    "must",
-    "never",
-    "always",
-    "prefer",
-    "avoid",
-    "don't",
-    "do not",
-    "should not",
-    "shouldn't",
-    "without",
-    "only use",
-    "make sure",
+/// How a user line states a constraint or preference: it starts with one of these (matched
+/// case-insensitively, after a list marker), so complaints and questions that merely contain
+/// "never" or "always" stay out.
+const CONSTRAINT_STARTS: &[&str] = &[
+    "never ",
+    "always ",
+    "don't ",
+    "do not ",
+    "must ",
+    "make sure ",
+    "avoid ",
+    "prefer ",
+    "only use ",
+    "please don't ",
+    "please do not ",
+    "please never ",
+    "please always ",
+    "constraint:",
+    "requirement:",
+    "preference:",
 ];
-/// Phrases that mark an assistant line as a decision.
-const DECISION_MARKERS: &[&str] = &[
-    "decided",
-    "decision",
-    "instead of",
-    "i'll use",
-    "i will use",
-    "we'll use",
-    "chose",
-    "going with",
+/// How an assistant line states a decision: it starts with one of these.
+const DECISION_STARTS: &[&str] = &[
+    "decision:",
+    "i decided ",
+    "we decided ",
+    "i'll use ",
+    "i will use ",
+    "we'll use ",
+    "i chose ",
+    "going with ",
+    "i'm going with ",
 ];
+/// Most items of the constraints and decisions sections.
+const STATED_MAX: usize = 8;
+/// Most file names listed inline in "Read N files".
+const READ_LIST_MAX: usize = 12;
 
 #[derive(Clone, Debug, Default)]
 struct Item {
@@ -146,82 +161,166 @@ fn describe_call(name: &str, args: &Value) -> String {
     format!("`{name}` {}", cut_chars(&args, 120))
 }
 
-fn lines_with(text: &str, markers: &[&str]) -> Vec<String> {
+/// The lines of `text` that start (after a list marker) with one of `starts`.
+fn lines_starting(text: &str, starts: &[&str]) -> Vec<String> {
     text.lines()
-        .map(str::trim)
+        .map(|l| {
+            l.trim()
+                .trim_start_matches(['-', '*', '>', ' '])
+                .trim_start()
+        })
         .filter(|l| !l.is_empty())
         .filter(|l| {
             let lower = l.to_lowercase();
-            markers.iter().any(|m| contains_word(&lower, m))
+            starts.iter().any(|m| lower.starts_with(m))
         })
-        // A line that is itself a list item keeps only its text.
-        .map(|l| l.trim_start_matches(['-', '*', ' ']).trim_start())
-        .filter(|l| !l.is_empty())
         .map(|l| cut_chars(l, ITEM_MAX_CHARS))
         .collect()
 }
 
-fn contains_word(haystack: &str, needle: &str) -> bool {
-    haystack.match_indices(needle).any(|(i, _)| {
-        let before = haystack[..i].chars().next_back();
-        let after = haystack[i + needle.len()..].chars().next();
-        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-    })
+/// What an edit or write changed, from its own text: the first non-empty line of the new
+/// text (`edits[].newText`, `newText`, `content`), quoted.
+fn change_of(name: &str, args: &Value) -> Option<String> {
+    if name == "write" {
+        let lines = args.get("content").and_then(Value::as_str)?.lines().count();
+        return Some(format!(
+            "wrote {lines} line{}",
+            if lines == 1 { "" } else { "s" }
+        ));
+    }
+    let first_new = args
+        .get("edits")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+        .and_then(|e| e.get("newText"))
+        .or_else(|| args.get("newText"))
+        .or_else(|| args.get("new_string"))
+        .and_then(Value::as_str)?;
+    let line = first_new.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(format!("now `{}`", cut_chars(line, 100)))
 }
 
 fn role(m: &Value) -> &str {
     m.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
-/// What one stretch of messages says, sorted into the main layout.
-fn extract(span: &[&SpanMessage], kept_results: &[String], sections: &mut [Section]) {
-    // The first result of a call is the one that answered it.
-    let mut results: std::collections::HashMap<&str, &Value> = std::collections::HashMap::new();
+/// The first line of a user message that states a request (not a `/command`).
+fn request_line(m: &SpanMessage) -> Option<String> {
+    if role(&m.message) != "user" {
+        return None;
+    }
+    first_line(&content_text(&m.message)).filter(|l| !l.starts_with('/'))
+}
+
+/// One file's edits in the span, in order of first touch.
+#[derive(Default)]
+struct FileEdits {
+    path: String,
+    count: usize,
+    last_change: Option<String>,
+}
+
+/// What one stretch of messages says, sorted into the main layout: the goal (first and
+/// latest request), stated constraints and decisions, progress grouped by file (reads
+/// counted, edits per path with what the edit's own text says, failures with their first
+/// error line), open items (calls without a result, unchecked tasks, the last request).
+/// `first_goal`: whether the span's first request opens the goal (not when a previous summary
+/// already states it); `answered_later`: assistant text follows the span (kept messages or a
+/// turn prefix), so its last request is not unanswered.
+fn extract(
+    span: &[&SpanMessage],
+    kept_results: &[String],
+    sections: &mut [Section],
+    first_goal: bool,
+    answered_later: bool,
+) {
+    use std::collections::{HashMap, HashSet};
+    let mut results: HashMap<&str, &Value> = HashMap::new();
     for m in span {
         if let Some(id) = result_call_id(&m.message) {
             results.entry(id).or_insert(&m.message);
         }
     }
-    let call_ids: std::collections::HashSet<String> = span
+    let call_ids: HashSet<String> = span
         .iter()
         .flat_map(|m| tool_calls(m))
         .map(|c| c.id)
         .collect();
+    // The goal: the first request, then the latest one.
+    let requests: Vec<String> = span.iter().filter_map(|m| request_line(m)).collect();
+    if first_goal && let Some(first) = requests.first() {
+        sections[GOAL].push(bullet(&format!("First request: {first}")), true);
+    }
+    if let Some(last) = requests
+        .last()
+        .filter(|_| !first_goal || requests.len() > 1)
+    {
+        sections[GOAL].push(bullet(&format!("Latest request: {last}")), true);
+    }
+    let mut reads: Vec<String> = Vec::new();
+    let mut edits: Vec<FileEdits> = Vec::new();
+    let mut commands = 0usize;
+    let mut last_command = String::new();
+    let stated = |section: &mut Section, line: String| {
+        if section.items.len() < STATED_MAX {
+            section.push(format!("- {line}"), false);
+        }
+    };
     for m in span {
         let msg = &m.message;
         match role(msg) {
             "user" => {
-                let text = content_text(msg);
-                if let Some(line) = first_line(&text) {
-                    // The first request states the goal; it is dropped last.
-                    let first = sections[GOAL].items.is_empty();
-                    sections[GOAL].push(bullet(&line), first);
-                }
-                for l in lines_with(&text, CONSTRAINT_MARKERS) {
-                    sections[CONSTRAINTS].push(format!("- {l}"), false);
+                for l in lines_starting(&content_text(msg), CONSTRAINT_STARTS) {
+                    stated(&mut sections[CONSTRAINTS], l);
                 }
             }
             "assistant" => {
-                for l in lines_with(&content_text(msg), DECISION_MARKERS) {
-                    sections[DECISIONS].push(format!("- **Decision**: {l}"), false);
+                for l in lines_starting(&content_text(msg), DECISION_STARTS) {
+                    stated(&mut sections[DECISIONS], l);
                 }
                 for call in tool_calls(m) {
                     let what = describe_call(&call.name, &call.arguments);
-                    let cite = format!("(toolCallId `{}`)", call.id);
+                    let path = call.arguments.get("path").and_then(Value::as_str);
                     match results.get(call.id.as_str()) {
                         Some(result) if is_error_result(result) => {
                             let error = first_line(&content_text(result))
                                 .unwrap_or_else(|| call.id.clone());
-                            sections[BLOCKED]
-                                .push(format!("- {what} {cite} failed: {error}"), true);
+                            sections[BLOCKED].push(format!("- {what} failed: {error}"), true);
                         }
-                        Some(_) => sections[DONE].push(format!("- [x] {what} {cite}"), false),
-                        None if kept_results.contains(&call.id) => {
-                            sections[DONE]
-                                .push(format!("- [x] {what} {cite}; result kept below"), false);
-                        }
-                        None => sections[IN_PROGRESS]
-                            .push(format!("- [ ] {what} {cite}: no result yet"), true),
+                        Some(_) => match (call.name.as_str(), path) {
+                            ("read", Some(p)) => {
+                                if !reads.iter().any(|r| r == p) {
+                                    reads.push(p.to_owned());
+                                }
+                            }
+                            ("edit" | "write", Some(p)) => {
+                                let at = match edits.iter().position(|e| e.path == p) {
+                                    Some(at) => at,
+                                    None => {
+                                        edits.push(FileEdits {
+                                            path: p.to_owned(),
+                                            ..FileEdits::default()
+                                        });
+                                        edits.len() - 1
+                                    }
+                                };
+                                edits[at].count += 1;
+                                if let Some(c) = change_of(&call.name, &call.arguments) {
+                                    edits[at].last_change = Some(c);
+                                }
+                            }
+                            ("bash", _) => {
+                                commands += 1;
+                                last_command = what;
+                            }
+                            _ => sections[DONE].push(format!("- [x] {what}"), false),
+                        },
+                        None if kept_results.contains(&call.id) => {}
+                        None if !call.id.is_empty() => sections[IN_PROGRESS].push(
+                            format!("- [ ] {what} (toolCallId `{}`): no result yet", call.id),
+                            true,
+                        ),
+                        None => {}
                     }
                 }
             }
@@ -258,21 +357,82 @@ fn extract(span: &[&SpanMessage], kept_results: &[String], sections: &mut [Secti
                         false,
                     );
                 } else {
-                    sections[DONE].push(format!("- [x] bash `{command}`"), false);
+                    commands += 1;
+                    last_command = format!("`bash` {command}");
                 }
             }
             _ => {}
         }
     }
-    for (item, _) in retention::open_tasks(span) {
+    if !reads.is_empty() {
+        let shown: Vec<&str> = reads
+            .iter()
+            .take(READ_LIST_MAX)
+            .map(String::as_str)
+            .collect();
+        let more = reads.len().saturating_sub(READ_LIST_MAX);
+        sections[DONE].push(
+            format!(
+                "- [x] Read {} file{}: {}{}",
+                reads.len(),
+                if reads.len() == 1 { "" } else { "s" },
+                shown.join(", "),
+                if more > 0 {
+                    format!(" (+{more} more)")
+                } else {
+                    String::new()
+                }
+            ),
+            false,
+        );
+    }
+    for e in &edits {
+        let times = if e.count > 1 {
+            format!(" ({} edits)", e.count)
+        } else {
+            String::new()
+        };
+        let change = e
+            .last_change
+            .as_ref()
+            .map_or(String::new(), |c| format!(" — {c}"));
+        sections[DONE].push(
+            bullet(&format!("[x] Edited {}{times}{change}", e.path)),
+            false,
+        );
+    }
+    if commands > 0 {
+        sections[DONE].push(
+            bullet(&format!(
+                "[x] Ran {commands} command{} (last: {last_command})",
+                if commands == 1 { "" } else { "s" }
+            )),
+            false,
+        );
+    }
+    let open = retention::open_tasks(span);
+    for (item, _) in &open {
         sections[IN_PROGRESS].push(format!("- [ ] {item}"), true);
     }
     let last_request = retention::last_user_request(span);
     if let Some((text, _)) = &last_request {
         sections[NEXT].push(format!("1. Continue the last user request: {text}"), true);
     }
-    for (i, (item, _)) in retention::open_tasks(span).into_iter().enumerate() {
+    for (i, (item, _)) in open.into_iter().enumerate() {
         sections[NEXT].push(format!("{}. {item}", i + 2), false);
+    }
+    // The last request is unanswered when no assistant text follows it.
+    let last_user = span.iter().rposition(|m| role(&m.message) == "user");
+    if let Some(at) = last_user {
+        let answered = span[at + 1..].iter().any(|m| {
+            role(&m.message) == "assistant" && !content_text(&m.message).trim().is_empty()
+        });
+        if !answered && !answered_later && last_request.is_some() {
+            sections[CRITICAL].push(
+                "- The last user request has no answer yet".to_owned(),
+                false,
+            );
+        }
     }
     let last_assistant = span
         .iter()
@@ -471,12 +631,23 @@ pub fn summarize(prep: &Preparation, kept_messages: &[SpanMessage]) -> String {
             .iter()
             .filter_map(|m| result_call_id(&m.message).map(str::to_owned)),
     );
-    extract(&history, &later_results, &mut main);
+    let has_text = |m: &SpanMessage| {
+        role(&m.message) == "assistant" && !content_text(&m.message).trim().is_empty()
+    };
+    let kept_answer = kept_messages.iter().any(has_text);
+    let prefix_answer = prefix.iter().any(|m| has_text(m));
+    extract(
+        &history,
+        &later_results,
+        &mut main,
+        previous.is_none(),
+        kept_answer || prefix_answer,
+    );
 
     let mut parts = vec![main];
     if prep.is_split_turn {
         let mut scratch = main_layout();
-        extract(&prefix, &kept_results, &mut scratch);
+        extract(&prefix, &kept_results, &mut scratch, true, kept_answer);
         let mut turn = turn_layout();
         let request = retention::last_user_request(&prefix)
             .map(|(t, _)| t)
@@ -573,8 +744,8 @@ mod tests {
         let summary = summarize(&prep, &[]);
         assert_eq!(summary, summarize(&prep, &[]), "deterministic");
         for heading in [
-            "## Goal\n- Fix the cart total.",
-            "### Blocked\n- `edit` src/f0.rs (toolCallId `call0`) failed: error[E0000]",
+            "## Goal\n- First request: Fix the cart total.\n- Latest request: Please also update the changelog.",
+            "### Blocked\n- `edit` src/f0.rs failed: error[E0000]",
             "### In Progress\n- [ ] `bash` cargo test (toolCallId `pending1`): no result yet",
             "## Next Steps\n1. Continue the last user request: Please also update the changelog.",
             "## Constraints & Preferences\n- Never touch src/legacy.rs.",
@@ -603,6 +774,52 @@ mod tests {
     }
 
     #[test]
+    fn progress_is_grouped_by_file_and_only_stated_constraints_and_decisions_count() {
+        let read = |id: &str, path: &str| json!({"role": "assistant", "content": [{"type": "toolCall", "id": id, "name": "read", "arguments": {"path": path}}]});
+        let ok = |id: &str| json!({"role": "toolResult", "toolCallId": id, "content": [{"type": "text", "text": "fine"}]});
+        let messages = vec![
+            span("u0", json!({"role": "user", "content": "/mode"})),
+            span(
+                "u1",
+                json!({"role": "user", "content": "Port the theme to the selectors.\nI never liked the old colours.\nDon't touch the README."}),
+            ),
+            span("a1", read("r1", "src/a.ts")),
+            span("t1", ok("r1")),
+            span("a2", read("r2", "src/b.ts")),
+            span("t2", ok("r2")),
+            span(
+                "a3",
+                json!({"role": "assistant", "content": [
+                {"type": "text", "text": "Decision: keep one theme object.\nThis is always tricky."},
+                {"type": "toolCall", "id": "e1", "name": "edit", "arguments": {"path": "src/a.ts", "edits": [{"oldText": "x", "newText": "\n  const theme = load();"}]}}]}),
+            ),
+            span("t3", ok("e1")),
+            span(
+                "a4",
+                json!({"role": "assistant", "content": [
+                {"type": "toolCall", "id": "e2", "name": "edit", "arguments": {"path": "src/a.ts", "edits": [{"oldText": "y", "newText": "theme.apply();"}]}}]}),
+            ),
+            span("t4", ok("e2")),
+            span("u2", json!({"role": "user", "content": "Now the footer."})),
+        ];
+        let prep = preparation(messages);
+        let summary = summarize(&prep, &[]);
+        for want in [
+            "## Goal\n- First request: Port the theme to the selectors.\n- Latest request: Now the footer.\n",
+            "## Constraints & Preferences\n- Don't touch the README.\n\n",
+            "- [x] Read 2 files: src/a.ts, src/b.ts\n",
+            "- [x] Edited src/a.ts (2 edits) — now `theme.apply();`\n",
+            "## Key Decisions\n- Decision: keep one theme object.\n\n",
+            "- The last user request has no answer yet",
+        ] {
+            assert!(summary.contains(want), "missing {want:?} in\n{summary}");
+        }
+        for absent in ["never liked", "always tricky", "/mode"] {
+            assert!(!summary.contains(absent), "{absent:?} in\n{summary}");
+        }
+    }
+
+    #[test]
     fn large_spans_are_cut_to_the_bound_and_report_what_is_lost() {
         let prep = preparation(session(400));
         let summary = summarize(&prep, &[]);
@@ -617,7 +834,7 @@ mod tests {
             "file blocks close the summary"
         );
         // The first request and the last request survive the cut.
-        assert!(summary.contains("- Fix the cart total."));
+        assert!(summary.contains("- First request: Fix the cart total."));
         assert!(summary.contains("Please also update the changelog."));
         let context = vec![(
             EntryId::new("new"),
