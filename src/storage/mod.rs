@@ -9,6 +9,8 @@
 //! * [`writer`] — appends with lock and fencing, torn-tail repair, fork and salvage into new
 //!   files, built on [`lock`] (the advisory write lock) and [`publish`] (atomic creation).
 
+#[cfg(test)]
+pub(crate) mod faults;
 pub mod lines;
 pub mod list;
 pub mod lock;

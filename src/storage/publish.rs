@@ -182,6 +182,10 @@ pub fn publish_new(
     {
         std::thread::sleep(Duration::from_millis(ms));
     }
+    #[cfg(test)]
+    if let Some(source) = super::faults::rename_fails() {
+        return Err(PublishError::Io { path: dest, source });
+    }
     temp.persist_noclobber(&dest).map_err(|e| {
         if e.error.kind() == io::ErrorKind::AlreadyExists {
             PublishError::Exists {

@@ -273,10 +273,20 @@ fn write_with<C, T, E: From<WriteError>>(
     }
     buf.extend_from_slice(entry.line.as_bytes());
     buf.push(b'\n');
-    let start = file.metadata().map_err(WriteError::io(path))?.len();
-    write_once(&file, path, &buf, start)?;
-    if opts.sync {
-        file.sync_data().map_err(WriteError::io(path))?;
+    #[cfg(not(test))]
+    let target: &dyn AppendTarget = &file;
+    #[cfg(test)]
+    let faulty = crate::storage::faults::Faulty::planned(&file);
+    #[cfg(test)]
+    let target: &dyn AppendTarget = &faulty;
+    let start = target.len().map_err(WriteError::io(path))?;
+    write_once(target, path, &buf, start)?;
+    if opts.sync
+        && let Err(e) = target.sync_data()
+    {
+        // Whether the bytes reached the disk is unknown now: the caller hears that the entry
+        // was not written, so the file must not keep it either.
+        return Err(roll_back(target, path, start, buf.len(), e, "fdatasync failed").into());
     }
 
     // Read back what the file now holds: our line, and anything an unlocked writer added.
@@ -397,34 +407,90 @@ fn read_on(file: &File, path: &Path, session: &mut OpenedSession) -> Result<(), 
     }
 }
 
-/// One `write(2)` of `buf` at the end of the file (`O_APPEND`). A short write is rolled back when
-/// nothing else was appended after it, so the file never keeps half of our line.
-fn write_once(file: &File, path: &Path, buf: &[u8], start: u64) -> Result<(), WriteError> {
-    let mut f = file;
+/// The file operations an append makes once its checks passed: one `write(2)` at the end
+/// (`O_APPEND`), the length, a truncation to roll back, and `fdatasync`. [`File`] in use; the
+/// unit tests wrap it to inject `EIO` and short writes (`storage::faults`).
+pub(crate) trait AppendTarget {
+    /// One `write(2)`; `Ok(n)` may be short.
+    fn write(&self, buf: &[u8]) -> io::Result<usize>;
+    /// The file's length in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// Truncates the file to `len` bytes.
+    fn set_len(&self, len: u64) -> io::Result<()>;
+    /// `fdatasync(2)`.
+    fn sync_data(&self) -> io::Result<()>;
+}
+
+impl AppendTarget for File {
+    fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        Write::write(&mut &*self, buf)
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        File::set_len(self, len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        File::sync_data(self)
+    }
+}
+
+/// One `write(2)` of `buf` at the end of the file, which was `start` bytes long. A short
+/// write is rolled back ([`roll_back`]), so the file never keeps half of our line.
+fn write_once(
+    target: &dyn AppendTarget,
+    path: &Path,
+    buf: &[u8],
+    start: u64,
+) -> Result<(), WriteError> {
     let result = loop {
-        match f.write(buf) {
+        match target.write(buf) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             other => break other,
         }
     };
     match result {
         Ok(n) if n == buf.len() => Ok(()),
-        Ok(n) => {
-            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-            if len == start + n as u64 {
-                let _ = file.set_len(start);
-            }
-            Err(WriteError::Io {
-                path: path.to_owned(),
-                source: io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    format!("short write: {n} of {} bytes", buf.len()),
-                ),
-            })
-        }
+        Ok(n) => Err(roll_back(
+            target,
+            path,
+            start,
+            n,
+            io::Error::new(
+                io::ErrorKind::WriteZero,
+                format!("short write: {n} of {} bytes", buf.len()),
+            ),
+            "the write was cut short",
+        )),
         Err(source) => Err(WriteError::Io {
             path: path.to_owned(),
             source,
         }),
+    }
+}
+
+/// After a failed append of `written` bytes at `start`: truncates the file back to `start` when
+/// it still ends with exactly those bytes (no other writer appended after them; an unlocked
+/// writer's line is never cut), and returns the `Io` error saying which happened.
+fn roll_back(
+    target: &dyn AppendTarget,
+    path: &Path,
+    start: u64,
+    written: usize,
+    cause: io::Error,
+    what: &str,
+) -> WriteError {
+    let ours_last = target.len().is_ok_and(|len| len == start + written as u64);
+    let outcome = if written == 0 {
+        "nothing was written"
+    } else if ours_last && target.set_len(start).is_ok() {
+        "the entry was removed again"
+    } else {
+        "the entry could not be removed again (another writer appended after it)"
+    };
+    WriteError::Io {
+        path: path.to_owned(),
+        source: io::Error::new(cause.kind(), format!("{what} ({cause}); {outcome}")),
     }
 }

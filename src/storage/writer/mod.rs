@@ -40,7 +40,10 @@
 //! planned from the session as it stands, is planned after the fence); repair a torn tail; then one `write` of the complete line(s) ending in `\n`; then read back from the old
 //! offset so the tree holds exactly what the file holds (including lines that an unlocked writer
 //! such as pi appended meanwhile). A refused or failed write changes neither the file nor the
-//! tree, apart from applying lines that were already in the file.
+//! tree, apart from applying lines that were already in the file: a `write` cut short, or one
+//! whose `fdatasync` fails ([`WriteOptions::sync`]), is rolled back by truncating the file to its
+//! length before our line, unless another writer appended after it (then the error says so).
+//! The unit tests inject `EIO`, short writes and a failing rename (`storage::faults`).
 //!
 //! pi appends without any lock (plain `O_APPEND` writes of whole lines). Our appends are also
 //! `O_APPEND` and single-`write`, so lines never interleave; but fencing cannot stop pi from
