@@ -290,6 +290,38 @@ fn neovim_plugin_driven_as_a_user() {
             assert!(msg.contains(&format!("does not offer {method}")), "{msg}");
         }
     }
+    // This daemon serves session/verifyResume: the quickfix list holds exactly its warn and
+    // fail findings. The copy's cwd (the author's machine) does not exist here: that is a fail.
+    assert_eq!(
+        r["offers"]["verify"],
+        json!(true),
+        "verifyResume not offered"
+    );
+    let qf = &r["verifyQuickfix"];
+    let title = s(&qf["title"], "quickfix title");
+    let counts: Vec<u64> = title
+        .rsplit(": ")
+        .next()
+        .unwrap_or_default()
+        .split(", ")
+        .filter_map(|c| c.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(counts.len(), 3, "ok, warn, fail counts in {title}");
+    assert!(title.starts_with("sessiond verify"), "{title}");
+    assert_eq!(qf["size"], json!(counts[1] + counts[2]), "{title}");
+    let items = qf["items"].as_array().expect("quickfix items");
+    assert!(
+        items
+            .iter()
+            .any(|i| s(&i["text"], "text").starts_with("[fail] cwd: ") && i["type"] == json!("E")),
+        "{items:?}"
+    );
+    assert!(
+        items
+            .iter()
+            .all(|i| s(&i["text"], "text").starts_with("[warn] ") == (i["type"] == json!("W"))),
+        "{items:?}"
+    );
     assert_eq!(
         r["verifyItems"],
         json!([

@@ -292,7 +292,10 @@ local ok, err = pcall(function()
     vim.cmd("SessiondVerify")
     if report.offers.verify then
       report.verify = wait_message("sessiond verify", "verify", true)
-      report.verifyQuickfix = vim.fn.getqflist({ title = 1, size = 1 })
+      report.verifyQuickfix = vim.fn.getqflist({ title = 1, size = 1, items = 1 })
+      report.verifyQuickfix.items = vim.tbl_map(function(it)
+        return { text = it.text, type = it.type, file = vim.api.nvim_buf_get_name(it.bufnr) }
+      end, report.verifyQuickfix.items)
     else
       report.verify = wait_message("does not offer session/verifyResume", "verify refused", true)
     end
