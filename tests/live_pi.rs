@@ -494,6 +494,58 @@ fn writes_while_pi_works_are_refused_unless_forced() {
         let r = d.request(method, params);
         assert_eq!(support::error_of(&r).0, -33019, "{method}: {r}");
     }
+    // The CLI refuses the same writes (exit 7, `agentActive`) and writes nothing.
+    let before = std::fs::read(&file).unwrap();
+    let (file_arg, leaf_arg, entry_arg) = (
+        file.to_str().unwrap(),
+        leaf.as_str().unwrap(),
+        custom.to_string(),
+    );
+    for args in [
+        vec![
+            "append",
+            file_arg,
+            "--entry",
+            &entry_arg,
+            "--expected-leaf",
+            leaf_arg,
+            "--json",
+        ],
+        vec![
+            "compact",
+            file_arg,
+            "--expected-leaf",
+            leaf_arg,
+            "--keep-recent-tokens",
+            "10",
+            "--json",
+        ],
+    ] {
+        let out = std::process::Command::new(support::BIN)
+            .args(&args)
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(7), "{args:?}: {doc}");
+        assert_eq!(doc["error"]["kind"], "agentActive", "{args:?}: {doc}");
+        assert!(is_pi_of(&doc["error"]["agent"]["pid"], rpc.pid()), "{doc}");
+        assert!(
+            doc["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--force"),
+            "{doc}"
+        );
+    }
+    let now = std::fs::read(&file).unwrap();
+    assert_eq!(
+        &now[..before.len().min(now.len())],
+        &before[..before.len().min(now.len())]
+    );
+    assert!(
+        !String::from_utf8_lossy(&now[before.len().min(now.len())..]).contains("from sessiond"),
+        "the CLI wrote beside pi"
+    );
     // Once the tool runs (and the daemon's look at /proc is a second old), the tool's
     // environment names the session.
     std::thread::sleep(Duration::from_millis(1200));

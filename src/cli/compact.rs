@@ -35,6 +35,11 @@ pub struct CompactArgs {
     /// Leaf entry id (default: the last entry in the file).
     #[arg(long)]
     pub leaf: Option<String>,
+    /// Compact even while an agent is working on the session (its next entry then continues
+    /// from its own leaf, not from the compaction; SPEC §4). Without it such a compaction is
+    /// refused with exit 7.
+    #[arg(long)]
+    pub force: bool,
     /// pi's keepRecentTokens: roughly how many tokens of recent context to keep.
     #[arg(long, default_value_t = DEFAULT_KEEP_RECENT_TOKENS)]
     pub keep_recent_tokens: u64,
@@ -328,6 +333,7 @@ fn commit(
     };
     // Strict, whatever --allow-corrupt says: nothing is ever written to a corrupt file.
     let mut session = writer::open_for_write(&args.file)?;
+    super::write::Guard::context(args.force).check(&args.file, &session)?;
     Ok(
         match shared::commit(&args.file, &mut session, req, expected, &opts)? {
             Committed::Nothing(n) => Outcome::Nothing(n),

@@ -12,6 +12,7 @@ use crate::compact::{self, CompactError};
 use crate::core::compaction::CompactionError;
 use crate::core::diagnostics::Corruption;
 use crate::core::render::RenderError;
+use crate::session::activity::Agent;
 use crate::storage::reader::OpenError;
 use crate::storage::writer::WriteError;
 
@@ -163,12 +164,13 @@ impl Exit {
                 "pi itself would fail to compact this session"
             }
             (Exit::Busy, None) => {
-                "busy (a writer is creating the file or is mid-line, or another sessiond holds \
-                 the lock; retry)"
+                "busy (a writer is creating the file or is mid-line, another sessiond holds the \
+                 lock, or an agent is working on the session; retry)"
             }
             (Exit::Busy, Some(Append | Compact)) => {
-                "busy (a writer is creating the file or is mid-line, or another sessiond holds \
-                 the lock; nothing written; retry)"
+                "busy (a writer is creating the file or is mid-line, another sessiond holds the \
+                 lock, or an agent is working on the session and the write changes its context; \
+                 nothing written; retry, or --force beside an agent)"
             }
             (Exit::Busy, Some(Read | Check | Fork | Salvage | Verify)) => {
                 "busy: the file has no session header yet and changed moments ago (a writer is \
@@ -251,6 +253,22 @@ pub enum CliError {
         _ => None,
     }, Reporter::Write))]
     Compact(#[from] CompactError),
+    /// A context-changing write (append, branch, compact) while an agent works on the session
+    /// (SPEC §4): pi never re-reads its file, so the entry would become a side branch its next
+    /// entry does not follow. `--force` writes anyway.
+    #[error(
+        "{}: an agent is working on the session (pid {}, {}, {}); the entry would land beside it: nothing written; retry when it is done, or pass --force",
+        path.display(),
+        agent.pid,
+        agent.command,
+        agent.evidence.as_str()
+    )]
+    AgentActive {
+        /// The session file.
+        path: PathBuf,
+        /// The agent found.
+        agent: Agent,
+    },
     /// An argument's value is unusable (a file that cannot be read, text that is not JSON).
     #[error("{arg}: {detail}")]
     Argument {
@@ -270,7 +288,7 @@ impl CliError {
         match self {
             CliError::Open(OpenError::Corrupt { .. }) => Exit::Corrupt,
             // A file being created: like a writer mid-line, retry.
-            CliError::Open(OpenError::Pending { .. }) => Exit::Busy,
+            CliError::Open(OpenError::Pending { .. }) | CliError::AgentActive { .. } => Exit::Busy,
             CliError::Write(w) | CliError::Compact(CompactError::Write(w)) => write_exit(w),
             CliError::Compact(CompactError::RetentionLost { .. }) => Exit::RetentionLost,
             CliError::Compact(CompactError::Model { .. }) => Exit::ModelFailed,
@@ -332,6 +350,10 @@ impl CliError {
                 "piWouldThrow"
             }
             CliError::Argument { .. } => "argument",
+            CliError::AgentActive { agent, .. } => {
+                e["agent"] = json!(crate::server::convert::agent(agent));
+                "agentActive"
+            }
             CliError::Compact(CompactError::Model { source, .. }) => {
                 e["provider"] = json!(source.provider());
                 e["modelError"] = json!(source.kind());

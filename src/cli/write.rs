@@ -14,7 +14,9 @@ use serde_json::value::RawValue;
 use super::error::{CliError, Exit};
 use crate::core::entries::ParentChoice;
 use crate::core::fork::Position;
+use crate::session::activity;
 use crate::storage::publish::Reservations;
+use crate::storage::reader::OpenedSession;
 use crate::storage::writer::{self, Change, ForkRequest, WriteOptions};
 
 /// Options shared by the appending subcommands.
@@ -103,6 +105,11 @@ pub struct BranchArgs {
     /// Extra JSON stored as the entry's `details`.
     #[arg(long, value_name = "JSON")]
     pub details: Option<String>,
+    /// Write even while an agent is working on the session (the entry then becomes a side
+    /// branch the agent's next entry does not follow; SPEC §4). Without it such a write is
+    /// refused with exit 7.
+    #[arg(long)]
+    pub force: bool,
     /// Lock, fencing and output options.
     #[command(flatten)]
     pub opts: AppendOpts,
@@ -119,6 +126,11 @@ pub struct AppendArgs {
     /// Parent id (`null`: a new root; default: the session's last entry).
     #[arg(long, value_name = "ID")]
     pub parent: Option<String>,
+    /// Write even while an agent is working on the session (the entry then becomes a side
+    /// branch the agent's next entry does not follow; SPEC §4). Without it such a write is
+    /// refused with exit 7.
+    #[arg(long)]
+    pub force: bool,
     /// Lock, fencing and output options.
     #[command(flatten)]
     pub opts: AppendOpts,
@@ -194,13 +206,20 @@ pub fn label(out: &mut dyn Write, args: &LabelArgs) -> Result<Exit, CliError> {
         target_id: &args.target_id,
         label: args.label.as_deref(),
     };
-    append_change(out, &args.file, "label", change, &args.opts)
+    append_change(out, &args.file, "label", change, &args.opts, Guard::Off)
 }
 
 /// Runs `name`.
 pub fn name(out: &mut dyn Write, args: &NameArgs) -> Result<Exit, CliError> {
     let change = Change::SetName { name: &args.name };
-    append_change(out, &args.file, "session_info", change, &args.opts)
+    append_change(
+        out,
+        &args.file,
+        "session_info",
+        change,
+        &args.opts,
+        Guard::Off,
+    )
 }
 
 /// Runs `branch`.
@@ -219,7 +238,14 @@ pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> 
         summary: &args.summary,
         details,
     };
-    append_change(out, &args.file, "branch_summary", change, &args.opts)
+    append_change(
+        out,
+        &args.file,
+        "branch_summary",
+        change,
+        &args.opts,
+        Guard::context(args.force),
+    )
 }
 
 /// Runs `append`.
@@ -232,7 +258,14 @@ pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> 
         entry_json: &args.entry,
         parent,
     };
-    append_change(out, &args.file, "entry", change, &args.opts)
+    append_change(
+        out,
+        &args.file,
+        "entry",
+        change,
+        &args.opts,
+        Guard::context(args.force),
+    )
 }
 
 /// Runs `salvage`.
@@ -264,6 +297,39 @@ pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError
     })
 }
 
+/// Whether a write first looks for an agent working on the session (SPEC §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Guard {
+    /// Labels and names never reach the model: they may land beside an agent.
+    Off,
+    /// A context-changing write: refused while an agent works on the session.
+    Context,
+    /// A context-changing write the user forces (`--force`).
+    Forced,
+}
+
+impl Guard {
+    /// `Context`, or `Forced` under `--force`.
+    pub fn context(force: bool) -> Guard {
+        if force { Guard::Forced } else { Guard::Context }
+    }
+
+    /// Refuses the write when it changes the context and an agent works on the session
+    /// (`/proc`, looked at now). Errors: [`CliError::AgentActive`].
+    pub fn check(self, file: &Path, session: &OpenedSession) -> Result<(), CliError> {
+        if self != Guard::Context {
+            return Ok(());
+        }
+        match activity::detect_on(file, session) {
+            None => Ok(()),
+            Some(agent) => Err(CliError::AgentActive {
+                path: file.to_owned(),
+                agent,
+            }),
+        }
+    }
+}
+
 /// Appends `change` (a `what`: `label`, `entry`...) and prints the entry's id and the file's
 /// current leaf after it: the next write's --expected-leaf.
 fn append_change(
@@ -272,8 +338,10 @@ fn append_change(
     what: &str,
     change: Change<'_>,
     o: &AppendOpts,
+    guard: Guard,
 ) -> Result<Exit, CliError> {
     let mut session = writer::open_for_write(file)?;
+    guard.check(file, &session)?;
     let written = writer::write_entry(
         file,
         &mut session,

@@ -27,6 +27,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use crate::core::format::{EntryKind, Role};
+use crate::core::tree::Tree;
+use crate::storage::reader::OpenedSession;
+
 /// How recently the file must have been modified for [`Evidence::SessionCwd`] to count.
 pub const RECENT: Duration = Duration::from_secs(600);
 
@@ -78,6 +82,31 @@ pub struct Probe<'a> {
     pub turn_open: bool,
     /// The file's modification time.
     pub mtime: Option<SystemTime>,
+}
+
+/// Whether the session's turn is open: its last message is a user message, a tool result, or
+/// an assistant message that stopped for tool use (pi is about to append; see the module docs).
+pub fn turn_open(tree: &Tree) -> bool {
+    let last = tree.nodes().iter().rev().find_map(|n| match &n.entry.kind {
+        EntryKind::Message(m) => Some(m),
+        _ => None,
+    });
+    last.is_some_and(|m| match m.role {
+        Role::User | Role::ToolResult => true,
+        Role::Assistant => !m.tool_call_ids.is_empty(),
+        _ => false,
+    })
+}
+
+/// The agent working on a session read into `opened` from `path`, looked up now ([`detect`]):
+/// what the CLI's context-changing writes check before they write (SPEC §4).
+pub fn detect_on(path: &Path, opened: &OpenedSession) -> Option<Agent> {
+    detect(&Probe {
+        path,
+        cwd: opened.tree.header().cwd.as_deref(),
+        turn_open: turn_open(&opened.tree),
+        mtime: opened.stamp.mtime,
+    })
 }
 
 /// The first agent found working on the session, by the evidence of the module docs, most

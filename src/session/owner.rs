@@ -202,7 +202,7 @@ impl Session {
             } else {
                 header.cwd.as_deref()
             },
-            turn_open: turn_open(&self.state.tree),
+            turn_open: activity::turn_open(&self.state.tree),
             mtime: self.state.stamp.mtime,
         };
         let found = activity::detect(&probe);
@@ -487,21 +487,6 @@ impl Session {
             }
         }
     }
-}
-
-/// Whether the session's turn is open: its last message in file order is one an agent answers
-/// next (a user message, a tool result, or an assistant message with tool calls).
-fn turn_open(tree: &Tree) -> bool {
-    use crate::core::format::{EntryKind, Role};
-    let last = tree.nodes().iter().rev().find_map(|n| match &n.entry.kind {
-        EntryKind::Message(m) => Some(m),
-        _ => None,
-    });
-    last.is_some_and(|m| match m.role {
-        Role::User | Role::ToolResult => true,
-        Role::Assistant => !m.tool_call_ids.is_empty(),
-        _ => false,
-    })
 }
 
 /// The header of a pending session's empty stand-in tree: no id, the current version, no
