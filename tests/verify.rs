@@ -574,3 +574,48 @@ fn files_above_the_text_limit_are_hashed_as_they_stream() {
     assert_eq!(c["evidence"]["expectedSize"], big.len());
     assert_eq!(one(&report, "staleRead")["status"], "ok");
 }
+
+/// The human report lists every warn and fail finding and counts the `ok` ones by kind on one
+/// line; `--all` lists those too. Checked against the JSON report of the same run.
+#[test]
+fn the_human_report_counts_ok_findings_unless_asked_for_all() {
+    let file = support::repo().join("examples/pi-v3-branched.jsonl");
+    let run = |args: &[&str]| {
+        let out = Command::new(support::BIN)
+            .arg("verify")
+            .arg(&file)
+            .args(args)
+            .output()
+            .expect("run sessiond verify");
+        assert_eq!(
+            out.status.code(),
+            Some(8),
+            "the example's cwd does not exist here"
+        );
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let report: Value = serde_json::from_str(&run(&["--json"])).expect("JSON");
+    let count = |s: &str| report["counts"][s].as_u64().expect("count") as usize;
+    assert!(count("ok") > 0 && count("fail") > 0, "{}", report["counts"]);
+
+    let short = run(&[]);
+    let lines: Vec<&str> = short.lines().collect();
+    let listed = |prefix: &str| lines.iter().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(listed("FAIL "), count("fail"), "{short}");
+    assert_eq!(listed("WARN "), count("warn"), "{short}");
+    let grouped: Vec<&&str> = lines.iter().filter(|l| l.starts_with("ok ")).collect();
+    assert_eq!(grouped.len(), 1, "{short}");
+    let summed: usize = grouped[0]
+        .trim_start_matches("ok")
+        .split(" (")
+        .next()
+        .unwrap_or_default()
+        .split(", ")
+        .filter_map(|part| part.trim().split(' ').next()?.parse::<usize>().ok())
+        .sum();
+    assert_eq!(summed, count("ok"), "{short}");
+
+    let all = run(&["--all"]);
+    let ok_lines = all.lines().filter(|l| l.starts_with("ok   ")).count();
+    assert_eq!(ok_lines, count("ok"), "{all}");
+}

@@ -29,6 +29,9 @@ pub struct VerifyArgs {
     /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
     #[arg(long)]
     pub allow_corrupt: bool,
+    /// List every `ok` finding too (by default they are counted by kind on one line).
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Runs `sessiond verify`.
@@ -65,21 +68,37 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
             report.leaf_id.as_deref().unwrap_or("(none)"),
             report.cwd.as_deref().unwrap_or("(none)")
         )?;
+        let kind_of = |f: &crate::core::verify::Finding| {
+            serde_json::to_value(f.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        };
+        // `ok` kinds in order of first appearance, with their counts.
+        let mut ok_kinds: Vec<(String, usize)> = Vec::new();
         for f in &report.findings {
+            let kind = kind_of(f);
             let status = match f.status {
+                Status::Ok if !args.all => {
+                    match ok_kinds.iter_mut().find(|(k, _)| *k == kind) {
+                        Some((_, n)) => *n += 1,
+                        None => ok_kinds.push((kind, 1)),
+                    }
+                    continue;
+                }
                 Status::Ok => "ok  ",
                 Status::Warn => "WARN",
                 Status::Fail => "FAIL",
             };
-            let kind = serde_json::to_value(f.kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
             let entry = f
                 .entry_id
                 .as_deref()
                 .map_or(String::new(), |e| format!(" [{e}]"));
             writeln!(out, "{status} {kind:<18} {}{entry}", f.message)?;
+        }
+        if !ok_kinds.is_empty() {
+            let kinds: Vec<String> = ok_kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            writeln!(out, "ok   {} (--all lists them)", kinds.join(", "))?;
         }
         writeln!(
             out,
