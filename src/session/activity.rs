@@ -25,7 +25,8 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::core::format::{EntryKind, Role};
 use crate::core::tree::Tree;
@@ -111,9 +112,78 @@ pub fn detect_on(path: &Path, opened: &OpenedSession) -> Option<Agent> {
 
 /// The first agent found working on the session, by the evidence of the module docs, most
 /// precise first; `None` when there is none (or `/proc` cannot be read). Processes that cannot
-/// be inspected (another user's) are passed over. Costs one pass over `/proc`.
+/// be inspected (another user's) are passed over. Costs one pass over `/proc`
+/// ([`Snapshot::take`]); [`detect_in`] answers from a pass already made.
 pub fn detect(probe: &Probe<'_>) -> Option<Agent> {
-    let me = std::process::id();
+    detect_in(&Snapshot::take(), probe)
+}
+
+/// One pass over `/proc`, shared by every session that asks within its age ([`shared`]): per
+/// process (this one left out) its name, the paths of its open file descriptors, and the
+/// session file its environment names (`PI_SESSION_FILE`). What only a few processes need
+/// (write flags of a matching descriptor, a `pi`'s working directory, the parent chain) is
+/// read when a probe asks.
+#[derive(Debug)]
+pub struct Snapshot {
+    taken: Instant,
+    procs: Vec<Proc>,
+}
+
+#[derive(Debug)]
+struct Proc {
+    pid: u32,
+    comm: Option<String>,
+    /// Open descriptors naming a path: (descriptor number, target).
+    files: Vec<(String, PathBuf)>,
+    /// The value of `PI_SESSION_FILE` in its environment.
+    session_file: Option<Vec<u8>>,
+}
+
+impl Snapshot {
+    /// Looks at every process now.
+    pub fn take() -> Snapshot {
+        let me = std::process::id();
+        let procs = pids()
+            .into_iter()
+            .filter(|pid| *pid != me)
+            .map(|pid| Proc {
+                pid,
+                comm: comm(pid),
+                files: open_paths(pid),
+                session_file: environ_value(pid, b"PI_SESSION_FILE="),
+            })
+            .collect();
+        Snapshot {
+            taken: Instant::now(),
+            procs,
+        }
+    }
+
+    /// How long ago the pass was made.
+    pub fn age(&self) -> Duration {
+        self.taken.elapsed()
+    }
+}
+
+/// The daemon-wide pass over `/proc`, taken again when older than `max_age`: every open
+/// session reports its `agent` with each change, and hundreds of busy sessions would otherwise
+/// make hundreds of passes a second. The pass runs under a lock, so sessions asking at once
+/// wait for one pass instead of making one each.
+pub fn shared(max_age: Duration) -> Arc<Snapshot> {
+    static SHARED: Mutex<Option<Arc<Snapshot>>> = Mutex::new(None);
+    let mut cached = SHARED.lock().unwrap_or_else(PoisonError::into_inner);
+    match &*cached {
+        Some(s) if s.age() < max_age => s.clone(),
+        _ => {
+            let fresh = Arc::new(Snapshot::take());
+            *cached = Some(fresh.clone());
+            fresh
+        }
+    }
+}
+
+/// [`detect`] on a pass already made.
+pub fn detect_in(snapshot: &Snapshot, probe: &Probe<'_>) -> Option<Agent> {
     let cwd = probe.cwd.map(PathBuf::from);
     let cwd_counts = probe.turn_open
         && probe
@@ -122,24 +192,26 @@ pub fn detect(probe: &Probe<'_>) -> Option<Agent> {
             .is_none_or(|age| age < RECENT);
     let mut env_match: Option<u32> = None;
     let mut cwd_match: Option<u32> = None;
-    let needle = env_needle(probe.path);
-    for pid in pids() {
-        if pid == me {
-            continue;
+    let wanted = probe.path.as_os_str().as_bytes();
+    for p in &snapshot.procs {
+        let writes = p.files.iter().any(|(fd, target)| {
+            target == probe.path
+                && std::fs::read_to_string(proc_path(p.pid, &format!("fdinfo/{fd}")))
+                    .is_ok_and(|t| writable_flags(&t))
+        });
+        if writes {
+            return Some(agent(p.pid, Evidence::HoldsFile));
         }
-        if holds_for_writing(pid, probe.path) {
-            return Some(agent(pid, Evidence::HoldsFile));
-        }
-        if env_match.is_none() && environ_has(pid, &needle) {
-            env_match = Some(pid);
+        if env_match.is_none() && p.session_file.as_deref() == Some(wanted) {
+            env_match = Some(p.pid);
         }
         if cwd_counts
             && cwd_match.is_none()
             && let Some(cwd) = &cwd
-            && comm(pid).as_deref() == Some(PI_COMM)
-            && same_dir(&proc_path(pid, "cwd"), cwd)
+            && p.comm.as_deref() == Some(PI_COMM)
+            && same_dir(&proc_path(p.pid, "cwd"), cwd)
         {
-            cwd_match = Some(pid);
+            cwd_match = Some(p.pid);
         }
     }
     if let Some(pid) = env_match {
@@ -201,24 +273,20 @@ fn ancestor_named(pid: u32, name: &str) -> Option<u32> {
     None
 }
 
-/// Whether `pid` holds `path` open with write access.
-fn holds_for_writing(pid: u32, path: &Path) -> bool {
+/// The open descriptors of `pid` that name a path (not sockets, pipes or anonymous inodes):
+/// (descriptor number, target).
+fn open_paths(pid: u32) -> Vec<(String, PathBuf)> {
     let Ok(fds) = std::fs::read_dir(proc_path(pid, "fd")) else {
-        return false;
+        return Vec::new();
     };
-    for fd in fds.flatten() {
-        let Ok(target) = std::fs::read_link(fd.path()) else {
-            continue;
-        };
-        if target != path {
-            continue;
-        }
-        let info = proc_path(pid, &format!("fdinfo/{}", fd.file_name().to_string_lossy()));
-        if std::fs::read_to_string(info).is_ok_and(|t| writable_flags(&t)) {
-            return true;
-        }
-    }
-    false
+    fds.flatten()
+        .filter_map(|fd| {
+            let target = std::fs::read_link(fd.path()).ok()?;
+            target
+                .is_absolute()
+                .then(|| (fd.file_name().to_string_lossy().into_owned(), target))
+        })
+        .collect()
 }
 
 /// Whether an fdinfo text's `flags:` (octal) has write access (`O_WRONLY` or `O_RDWR`).
@@ -230,17 +298,12 @@ fn writable_flags(fdinfo: &str) -> bool {
         .is_some_and(|flags| flags & 0o3 != 0)
 }
 
-/// `PI_SESSION_FILE=<path>` as it appears in an environment block.
-fn env_needle(path: &Path) -> Vec<u8> {
-    let mut needle = b"PI_SESSION_FILE=".to_vec();
-    needle.extend_from_slice(path.as_os_str().as_bytes());
-    needle
-}
-
-/// Whether `/proc/PID/environ` holds exactly the variable `needle` (`NAME=value`).
-fn environ_has(pid: u32, needle: &[u8]) -> bool {
-    std::fs::read(proc_path(pid, "environ"))
-        .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle))
+/// The value of the variable `prefix` names (`NAME=`) in `/proc/PID/environ`, if set.
+fn environ_value(pid: u32, prefix: &[u8]) -> Option<Vec<u8>> {
+    let env = std::fs::read(proc_path(pid, "environ")).ok()?;
+    env.split(|b| *b == 0)
+        .find_map(|var| var.strip_prefix(prefix))
+        .map(<[u8]>::to_vec)
 }
 
 /// Whether two directories are the same (by path, or canonically).
@@ -303,5 +366,41 @@ mod tests {
         assert_eq!(found.pid, writer.id());
         assert_eq!(found.evidence, Evidence::HoldsFile);
         assert_eq!(found.command, "sleep");
+    }
+
+    #[test]
+    fn one_shared_pass_serves_every_session_until_it_is_too_old() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
+        let file = path.join("s.jsonl");
+        std::fs::write(&file, "").unwrap_or_else(|e| panic!("{e}"));
+        let mut tool = std::process::Command::new("sleep")
+            .arg("5")
+            .env("PI_SESSION_FILE", &file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let fresh = shared(Duration::ZERO);
+        let again = shared(Duration::from_secs(60));
+        let other = path.join("other.jsonl");
+        let probe = |path| Probe {
+            path,
+            cwd: None,
+            turn_open: false,
+            mtime: None,
+        };
+        let found = detect_in(&again, &probe(&file));
+        let elsewhere = detect_in(&again, &probe(&other));
+        let _ = tool.kill();
+        let _ = tool.wait();
+        assert!(
+            Arc::ptr_eq(&fresh, &again),
+            "a pass younger than the limit is reused"
+        );
+        let found = found.unwrap_or_else(|| panic!("the tool was not found"));
+        assert_eq!(found.pid, tool.id());
+        assert_eq!(found.evidence, Evidence::ToolEnvironment);
+        assert_eq!(elsewhere, None, "the tool names another session");
+        // The pass was taken before the tool ended: a pass made now no longer sees it.
+        assert_eq!(detect(&probe(&file)), None);
     }
 }

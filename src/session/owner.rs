@@ -18,7 +18,7 @@ use std::fs::File;
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
@@ -128,8 +128,6 @@ pub struct Session {
     missing_since: Option<SystemTime>,
     /// Recent projections (requests borrow the session shared; only its owner touches this).
     contexts: RefCell<ContextCache>,
-    /// The last answer of [`activity::detect`] and when it was made (see [`Session::agent`]).
-    agent: RefCell<Option<(Instant, Option<Agent>)>>,
     /// The file has no session header yet and was young when last read
     /// ([`OpenError::Pending`]): the tree is an empty stand-in, every refresh reads the file
     /// whole again, and the header's arrival is reported as a reload ([`ReloadReason::Born`]).
@@ -173,41 +171,36 @@ impl Session {
             live_mode: LiveMode::Requests,
             missing_since: None,
             contexts: RefCell::default(),
-            agent: RefCell::default(),
             pending,
         };
         session.signature = session.read_signature().map_err(io_err)?;
         Ok(session)
     }
 
-    /// The agent working on this session (see [`activity`]), as found at most
-    /// [`AGENT_CACHE`] ago: cheap enough to report with every change.
+    /// The agent working on this session (see [`activity`]), from the daemon-wide look at
+    /// `/proc` made at most [`AGENT_CACHE`] ago ([`activity::shared`]): cheap enough to report
+    /// with every change of every open session.
     pub fn agent(&self) -> Option<Agent> {
-        if let Some((at, found)) = &*self.agent.borrow()
-            && at.elapsed() < AGENT_CACHE
-        {
-            return found.clone();
-        }
-        self.agent_now()
+        activity::detect_in(&activity::shared(AGENT_CACHE), &self.probe())
     }
 
     /// The agent working on this session, looked up now (one pass over `/proc`), for deciding
     /// whether a context-changing write may go ahead.
     pub fn agent_now(&self) -> Option<Agent> {
-        let header = self.state.tree.header();
-        let probe = activity::Probe {
+        activity::detect(&self.probe())
+    }
+
+    fn probe(&self) -> activity::Probe<'_> {
+        activity::Probe {
             path: &self.path,
             cwd: if self.pending {
                 None
             } else {
-                header.cwd.as_deref()
+                self.state.tree.header().cwd.as_deref()
             },
             turn_open: activity::turn_open(&self.state.tree),
             mtime: self.state.stamp.mtime,
-        };
-        let found = activity::detect(&probe);
-        *self.agent.borrow_mut() = Some((Instant::now(), found.clone()));
-        found
+        }
     }
 
     /// Whether the file has no session header yet (it is being created): the tree is empty
