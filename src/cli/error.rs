@@ -257,11 +257,8 @@ pub enum CliError {
     /// (SPEC §4): pi never re-reads its file, so the entry would become a side branch its next
     /// entry does not follow. `--force` writes anyway.
     #[error(
-        "{}: an agent is working on the session (pid {}, {}, {}); the entry would land beside it: nothing written; retry when it is done, or pass --force",
-        path.display(),
-        agent.pid,
-        agent.command,
-        agent.evidence.as_str()
+        "{}: {agent}; the entry would land beside it: nothing written; retry when it is done, or pass --force",
+        path.display()
     )]
     AgentActive {
         /// The session file.

@@ -150,11 +150,8 @@ pub enum RpcError {
     Compact(#[from] CompactError),
     /// A context-changing write while an agent works on the session (-33019).
     #[error(
-        "{}: an agent is working on the session (pid {}, {}, {}); the write would land beside it (force: true writes anyway)",
-        path.display(),
-        agent.pid,
-        agent.command,
-        agent.evidence.as_str()
+        "{}: {agent}; the write would land beside it (force: true writes anyway)",
+        path.display()
     )]
     AgentActive {
         /// The session file.

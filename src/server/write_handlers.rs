@@ -349,21 +349,7 @@ impl Backend {
         Ok(self
             .write_on(&path, move |s, sink| {
                 refuse_beside_agent(s, guard)?;
-                let committed = s.write(sink, |path, opened| {
-                    compact::commit(
-                        path,
-                        opened,
-                        &request(&p),
-                        Expected::Leaf(expected.as_deref()),
-                        &WriteOptions::default(),
-                    )
-                    .map_err(RpcError::from)
-                })?;
-                let value = match committed {
-                    Committed::Nothing(nothing) => compact::nothing_json(nothing),
-                    Committed::Written { plan, .. } => compact_report(&plan, true),
-                };
-                Ok(with_revision(value, s))
+                commit_compaction(s, sink, &request(&p), expected.as_deref())
             })
             .await?)
     }
@@ -559,21 +545,7 @@ impl Backend {
                 custom_instructions: custom.as_deref(),
                 ..request()
             };
-            let committed = s.write(sink, |path, opened| {
-                compact::commit(
-                    path,
-                    opened,
-                    &req,
-                    Expected::Leaf(expected.as_deref()),
-                    &WriteOptions::default(),
-                )
-                .map_err(RpcError::from)
-            })?;
-            let value = match committed {
-                Committed::Nothing(nothing) => compact::nothing_json(nothing),
-                Committed::Written { plan, .. } => compact_report(&plan, true),
-            };
-            Ok(with_revision(value, s))
+            commit_compaction(s, sink, &req, expected.as_deref())
         })
         .await
     }
@@ -591,6 +563,31 @@ fn request(p: &CompactParams) -> CompactRequest<'_> {
 }
 
 /// The `session/compact` result: the compaction report without [`PREPARE_ONLY`] fields.
+/// Writes the compaction `req` plans on the session, fenced by `expected`, and answers its
+/// report (or why there is nothing to compact) with the session's revision.
+fn commit_compaction(
+    s: &mut Session,
+    sink: &dyn EventSink,
+    req: &CompactRequest<'_>,
+    expected: Option<&str>,
+) -> Result<Value, RpcError> {
+    let committed = s.write(sink, |path, opened| {
+        compact::commit(
+            path,
+            opened,
+            req,
+            Expected::Leaf(expected),
+            &WriteOptions::default(),
+        )
+        .map_err(RpcError::from)
+    })?;
+    let value = match committed {
+        Committed::Nothing(nothing) => compact::nothing_json(nothing),
+        Committed::Written { plan, .. } => compact_report(&plan, true),
+    };
+    Ok(with_revision(value, s))
+}
+
 fn compact_report(plan: &CompactionPlan, written: bool) -> Value {
     let mut v = compact::plan_json(plan, written);
     if let Value::Object(map) = &mut v {

@@ -72,6 +72,20 @@ pub struct Agent {
     pub evidence: Evidence,
 }
 
+/// `an agent is working on the session (pid 4242, pi, sessionCwd)`: how a refused write names
+/// the agent, in the daemon's error and the CLI's alike.
+impl std::fmt::Display for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "an agent is working on the session (pid {}, {}, {})",
+            self.pid,
+            self.command,
+            self.evidence.as_str()
+        )
+    }
+}
+
 /// What is known about the session for [`detect`].
 #[derive(Clone, Debug)]
 pub struct Probe<'a> {
