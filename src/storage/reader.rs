@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -22,6 +22,7 @@ use thiserror::Error;
 
 use super::lines::{self, Item};
 pub use super::lines::{Position, TornTail};
+pub use super::tail::FileStamp;
 use crate::core::diagnostics::{Corruption, CorruptionKind};
 use crate::core::format::LineSpan;
 use crate::core::render::LineSource;
@@ -76,32 +77,6 @@ pub fn young_age_ms(mtime: Option<SystemTime>) -> Option<u64> {
         .duration_since(mtime?)
         .unwrap_or(Duration::ZERO);
     (age < BIRTH_GRACE).then(|| u64::try_from(age.as_millis()).unwrap_or(u64::MAX))
-}
-
-/// What the file looked like when it was read: used to notice appends, shrinks and replacement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FileStamp {
-    /// File size in bytes.
-    pub size: u64,
-    /// Device id (`st_dev`); with `ino` it tells a replaced file apart.
-    pub dev: u64,
-    /// Inode number (`st_ino`).
-    pub ino: u64,
-    /// Modification time, when the platform reports one.
-    pub mtime: Option<SystemTime>,
-}
-
-impl FileStamp {
-    /// The stamp of an open file.
-    pub fn of(file: &File) -> io::Result<Self> {
-        let m = file.metadata()?;
-        Ok(FileStamp {
-            size: m.len(),
-            dev: m.dev(),
-            ino: m.ino(),
-            mtime: m.modified().ok(),
-        })
-    }
 }
 
 /// A session read from disk: its tree and how far the file is applied. The session owner keeps

@@ -1,13 +1,38 @@
-//! Reading what was appended to a session file that is already open: a cheap stamp of the
-//! file by path, positioned reads from the last applied offset, and the bytes just before
-//! it (to notice a file rewritten in place). Never writes.
+//! Reading what was appended to a session file that is already open: the stamp of a file (size,
+//! identity, mtime) by handle or by path, positioned reads from the last applied offset, and
+//! the bytes just before it (to notice a file rewritten in place). Never writes.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
+use std::time::SystemTime;
 
-use super::reader::FileStamp;
+/// What the file looked like when it was read: used to notice appends, shrinks and replacement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    /// File size in bytes.
+    pub size: u64,
+    /// Device id (`st_dev`); with `ino` it tells a replaced file apart.
+    pub dev: u64,
+    /// Inode number (`st_ino`).
+    pub ino: u64,
+    /// Modification time, when the platform reports one.
+    pub mtime: Option<SystemTime>,
+}
+
+impl FileStamp {
+    /// The stamp of an open file.
+    pub fn of(file: &File) -> io::Result<Self> {
+        let m = file.metadata()?;
+        Ok(FileStamp {
+            size: m.len(),
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: m.modified().ok(),
+        })
+    }
+}
 
 /// Bytes read per positioned read while tailing.
 const TAIL_CHUNK: usize = 1 << 20;
