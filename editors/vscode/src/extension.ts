@@ -6,6 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ExitInfo, ResponseError, SessiondClient } from './client';
+import { GraphPanels } from './graph-panel';
 import { loadChildren, SessionModel, TreeStart, ViewItem } from './model';
 import { EntryId, isNothingToCompact, SessionSummary } from './protocol';
 import { renderCompact, renderContext, renderExplain, retentionOf, verifyItems, verifySummary } from './render';
@@ -317,6 +318,19 @@ export function activate(context: vscode.ExtensionContext): void {
     const previews = new ContextProvider(daemon, sessions);
     const view = vscode.window.createTreeView('sessiond.sessions', { treeDataProvider: sessions, showCollapseAll: true });
     context.subscriptions.push(log, daemon, view, vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, previews));
+    const graphs = new GraphPanels(
+        vscode.Uri.joinPath(context.extensionUri, 'media'),
+        {
+            load: async (p) => ({ model: await sessions.model(p), client: await daemon.get() }),
+            select: async (p, id) => {
+                const node = sessions.rowNode(p, { kind: 'entry', id });
+                await view.reveal(node, { select: true, focus: false, expand: false }).then(undefined, (err) => log.appendLine(`reveal ${id}: ${errorText(err)}`));
+                await vscode.commands.executeCommand('sessiond.showContext', node);
+            },
+        },
+        log,
+    );
+    context.subscriptions.push(graphs);
 
     daemon.onStart((client) => {
         client.onDidChange(async (change) => {
@@ -332,6 +346,7 @@ export function activate(context: vscode.ExtensionContext): void {
             }
             sessions.refresh(sessions.sessionNode(change.path));
             previews.refresh(change.path, true);
+            graphs.refresh(change.path);
             if (sessions.following.has(change.path) && change.leafId) {
                 await revealLeaf(change.path, change.leafId);
             }
@@ -343,6 +358,7 @@ export function activate(context: vscode.ExtensionContext): void {
             model.applyDidReload(p);
             sessions.refresh(sessions.sessionNode(p.path));
             previews.refresh(p.path, false);
+            graphs.refresh(p.path);
         });
         client.onDidCorrupt((p) => {
             void vscode.window.showWarningMessage(`sessiond: ${p.path} line ${p.line} (byte ${p.offset}): ${p.message || p.kind}; the session keeps its last good state`);
@@ -392,13 +408,21 @@ export function activate(context: vscode.ExtensionContext): void {
         );
 
     command('sessiond.refresh', async () => sessions.refresh());
+    command('sessiond.showGraph', async (n) => {
+        const t = target(n);
+        if (!t) return;
+        await graphs.show(t.path);
+    });
     command('sessiond.showLog', async () => log.show(true));
 
     /** After a new daemon: every model re-opens on next use, the view and every preview re-read. */
     function reopenAll(): void {
         for (const m of sessions.models.values()) m.reset();
         sessions.refresh();
-        for (const p of sessions.models.keys()) previews.refresh(p, false);
+        for (const p of sessions.models.keys()) {
+            previews.refresh(p, false);
+            graphs.refresh(p);
+        }
     }
 
     // A crash restarts the daemon at once, but not in a loop: a second crash within a minute
@@ -455,6 +479,7 @@ export function activate(context: vscode.ExtensionContext): void {
         const model = await sessions.model(t.path);
         if (t.entryId) model.setActiveLeaf(t.entryId);
         sessions.refresh(sessions.sessionNode(t.path));
+        graphs.refresh(t.path);
         const following = sessions.following.has(t.path) && !t.entryId;
         const doc = await vscode.workspace.openTextDocument(ContextProvider.uri(t.path, model.activeLeafId, following));
         await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });

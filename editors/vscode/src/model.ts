@@ -280,6 +280,16 @@ export class SessionModel {
         return this.chosenLeafId !== undefined;
     }
 
+    /** Every node loaded so far, in no particular order. */
+    allNodes(): TreeNode[] {
+        return [...this.nodes.values()].map((n) => n.node);
+    }
+
+    /** Loaded nodes whose children are not all loaded yet (fetch below them with {@link nextStart}). */
+    incomplete(): EntryId[] {
+        return [...this.nodes.values()].filter((n) => n.childIds === undefined && n.node.childCount > 0).map((n) => n.node.id);
+    }
+
     node(id: EntryId): TreeNode | undefined {
         return this.nodes.get(id)?.node;
     }
@@ -521,6 +531,27 @@ export class SessionModel {
             description: flags.join(' · '),
             tooltip: `${n.type}${n.role ? ` (${n.role})` : ''} ${n.id}${n.timestamp ? ` at ${n.timestamp}` : ''}`,
         };
+    }
+}
+
+/**
+ * Loads the whole tree into the model (for the branch graph): the roots, then below every node
+ * whose children are missing, until none is or a fetch brings nothing new. At most `maxPages`.
+ */
+export async function loadAll(model: SessionModel, fetch: FetchPage, maxPages = 256): Promise<void> {
+    await loadChildren(model, undefined, fetch);
+    let pages = 0;
+    for (;;) {
+        const todo = model.incomplete();
+        if (todo.length === 0 || pages >= maxPages) return;
+        let fresh = 0;
+        for (const id of todo) {
+            if (pages++ >= maxPages) return;
+            const before = model.childIds(id);
+            fresh += model.addPage(await fetch(model.nextStart(id)));
+            if (before === undefined && model.childIds(id) !== undefined) fresh++;
+        }
+        if (fresh === 0) return;
     }
 }
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { BINARY, DEFAULT_LEAF, EXAMPLE, makeRoot, next, requireBinary, userLine } from '../testing/fixtures';
+import { BINARY, DEFAULT_LEAF, EXAMPLE, makeRoot, next, PACKAGE_DIR, requireBinary, userLine } from '../testing/fixtures';
 import { installVscodeStub, Recorded } from '../testing/vscode-stub';
 
 describe('extension in a stand-in VS Code', () => {
@@ -22,7 +22,7 @@ describe('extension in a stand-in VS Code', () => {
         // Loaded after the stand-in is installed, so its `require('vscode')` gets the stand-in.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const extension = require('../extension') as typeof import('../extension');
-        extension.activate({ subscriptions } as any);
+        extension.activate({ subscriptions, extensionUri: { scheme: 'file', path: PACKAGE_DIR } } as any);
         tree = vs.treeDataProvider;
         assert.ok(tree, 'the Sessions view is registered');
     });

@@ -34,6 +34,9 @@ class Uri {
     static file(p: string): Uri {
         return new Uri('file', p, '', '');
     }
+    static joinPath(base: Uri, ...parts: string[]): Uri {
+        return new Uri(base.scheme, [base.path, ...parts].join('/'), '', '');
+    }
     static parse(s: string): Uri {
         const m = /^([^:]+):([^?#]*)(?:\?([^#]*))?(?:#(.*))?$/.exec(s);
         if (!m) throw new Error(`bad uri ${s}`);

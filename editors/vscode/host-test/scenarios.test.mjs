@@ -1,0 +1,197 @@
+// The extension in a real VS Code (code-server 4.139.1, VS Code 1.139): one server start for
+// all scenarios, which run in order on one page. Each waits on DOM conditions (generous
+// timeouts, no fixed sleeps), asserts on the DOM and on the files, and keeps a screenshot in
+// target/vscode-host/. Run by scripts/test-vscode-host.sh.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runCommand, screenshot, sessiondBin, startHost, WAIT_MS } from './harness.mjs';
+
+/** The v3 example: its name, the entry before its first fork, its default leaf. */
+const V3 = { file: 'pi-v3-branched.jsonl', name: 'Untangle run modes', fork: '088a3b48', leaf: '610f9c1e' };
+
+let host;
+let page;
+const times = [];
+
+/** The Sessions view's tree. */
+const view = () => page.locator('.pane-body', { has: page.locator('[aria-label="Sessions"]') }).first();
+/** A row of the Sessions view whose accessible name matches. */
+const row = (name) => page.getByRole('treeitem', { name }).first();
+
+async function expand(r) {
+    await r.waitFor();
+    if ((await r.getAttribute('aria-expanded')) !== 'true') await r.click();
+    await page.waitForFunction((el) => el.getAttribute('aria-expanded') === 'true', await r.elementHandle(), { timeout: WAIT_MS });
+}
+
+/** Right-clicks a row and picks a context-menu item by its label. */
+async function contextMenu(r, label) {
+    await r.click({ button: 'right' });
+    const item = page.getByRole('menuitem', { name: label }).first();
+    await item.waitFor();
+    await item.click();
+}
+
+/** The text of the notification toasts shown now. */
+async function waitForToast(re) {
+    const toast = page.locator('.notification-toast', { hasText: re }).first();
+    await toast.waitFor();
+    return (await toast.innerText()).trim();
+}
+
+async function timed(name, f) {
+    const t0 = Date.now();
+    try {
+        await f();
+    } finally {
+        times.push(`${name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+        await screenshot(page, name).catch(() => undefined);
+    }
+}
+
+describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
+    before(async () => {
+        const t0 = Date.now();
+        host = await startHost();
+        page = host.page;
+        times.push(`start: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    });
+
+    after(async () => {
+        console.log(`scenario times:\n  ${times.join('\n  ')}`);
+        await host?.stop();
+    });
+
+    it('lists the sessions and expands to branches and entries', () =>
+        timed('01-sessions-view', async () => {
+            await runCommand(page, 'Explorer: Focus on Sessions View');
+            const v3 = row(new RegExp(V3.name));
+            await v3.waitFor();
+            for (const f of ['pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl']) await row(new RegExp(f.replace('.jsonl', ''))).waitFor();
+            await expand(v3);
+            await row(/^user: \/mode/).waitFor();
+            await row(/┆ 23 entries folded/).waitFor();
+            const fork = row(new RegExp(V3.fork));
+            await expand(fork);
+            await row(/branch_summary: Explored keeping tui-renderer monolithic/).waitFor();
+            await expand(row(/branch_summary: Explored keeping/));
+            await row(/user: Alternative: split main.ts/).waitFor();
+        }));
+    it('"Show Context at This Entry" opens the context document with pi\'s messages', () =>
+        timed('02-show-context', async () => {
+            // 886c2fdc: in the second branch, after the compaction; the CLI counts 8 messages.
+            await expand(row(/user: Alternative: split main.ts/));
+            const branch = row(/assistant: Plan: 1\) extract runPrintMode/);
+            await expand(branch);
+            const entry = row(/886c2fdc/);
+            await contextMenu(entry, 'Show Context at This Entry');
+            const tab = page.getByRole('tab', { name: /pi-v3-branched@886c2fdc\.md/ });
+            await tab.waitFor();
+            const editor = page.locator('.editor-instance .view-lines').last();
+            await editor.filter({ hasText: '# Context — Untangle run modes' }).waitFor();
+            const text = await editor.innerText();
+            const cli = spawnSync(sessiondBin, ['context', path.join(host.workspace, V3.file), '--leaf', '886c2fdc', '--json'], { encoding: 'utf8' });
+            assert.equal(cli.status, 0, cli.stderr);
+            const want = JSON.parse(cli.stdout).messages.length;
+            assert.equal(want, 8);
+            assert.match(text, new RegExp(`- messages: ${want}`));
+            assert.match(text, /## 1\. .*\(entry 4909db93\)/);
+            assert.match(text, /## 2\. user {2}\(entry 521cf246\)/);
+            // The entry is now the view's active leaf.
+            await page.getByRole('treeitem', { name: /886c2fdc.*active leaf/ }).first().waitFor();
+        }));
+
+    it('"Explain" answers for an entry at the active leaf', () =>
+        timed('03-explain', async () => {
+            await contextMenu(row(/4909db93/), 'Explain: Is This Entry in the Context?');
+            const toast = await waitForToast(/Entry 4909db93/);
+            assert.match(toast, /Entry 4909db93 \(compaction\) at leaf 886c2fdc/);
+        }));
+
+    it('"Fork Session Here…" writes a fork that sessiond check accepts and that the view lists', () =>
+        timed('04-fork', async () => {
+            await contextMenu(row(/886c2fdc/), 'Fork Session Here…');
+            const pick = page.locator('.quick-input-list .monaco-list-row', { hasText: 'At this entry' }).first();
+            await pick.waitFor();
+            await pick.click();
+            const toast = await waitForToast(/forked into/);
+            const m = /forked into (\S+\.jsonl)/.exec(toast);
+            assert.ok(m, toast);
+            const forked = m[1];
+            assert.ok(fs.existsSync(forked), forked);
+            assert.equal(path.dirname(forked), host.workspace);
+            const check = spawnSync(sessiondBin, ['check', forked], { encoding: 'utf8' });
+            assert.equal(check.status, 0, `sessiond check ${forked}: ${check.stdout}${check.stderr}`);
+            const ctx = JSON.parse(spawnSync(sessiondBin, ['context', forked, '--json'], { encoding: 'utf8' }).stdout);
+            assert.equal(ctx.messages.length, 8, 'the fork ends at 886c2fdc: the same 8 messages');
+            await row(new RegExp(path.basename(forked, '.jsonl'))).waitFor();
+        }));
+
+    it('"Label Entry…" writes the label and the row shows it', () =>
+        timed('05-label', async () => {
+            const target = row(/user: \/mode/);
+            await contextMenu(target, 'Label Entry…');
+            const input = page.locator('.quick-input-widget input[type="text"]');
+            await input.waitFor({ state: 'visible' });
+            await input.fill('start-here');
+            await input.press('Enter');
+            await page.getByRole('treeitem', { name: /00247798.*\[start-here\]/ }).first().waitFor();
+            const lines = fs.readFileSync(path.join(host.workspace, V3.file), 'utf8').trim().split('\n');
+            const last = JSON.parse(lines[lines.length - 1]);
+            assert.equal(last.type, 'label');
+            assert.equal(last.targetId, '00247798');
+            assert.equal(last.label, 'start-here');
+        }));
+
+    it('an append by another process shows live while "Follow Live" is on', () =>
+        timed('06-follow-live', async () => {
+            const file = path.join(host.workspace, V3.file);
+            await contextMenu(row(new RegExp(V3.name)), 'Follow Live (toggle)');
+            await row(new RegExp(`${V3.name}.*following`)).waitFor();
+            await page.getByRole('tab', { name: /pi-v3-branched@live\.md/ }).waitFor();
+            const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+            const parentId = JSON.parse(lines[lines.length - 1]).id;
+            const entry = {
+                type: 'message',
+                id: 'feed0001',
+                parentId,
+                timestamp: new Date().toISOString(),
+                message: { role: 'user', content: [{ type: 'text', text: 'Appended by another process.' }], timestamp: Date.now() },
+            };
+            fs.appendFileSync(file, `${JSON.stringify(entry)}\n`);
+            await page.getByRole('treeitem', { name: /user: Appended by another process\..*feed0001/ }).first().waitFor();
+            await page.locator('.editor-instance .view-lines', { hasText: 'Appended by another process.' }).first().waitFor();
+        }));
+
+    it('"Restart Daemon" recovers after the daemon is killed', () =>
+        timed('07-restart-daemon', async () => {
+            const daemons = () =>
+                spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+                    .stdout.split('\n')
+                    .filter((l) => l.includes(`${sessiondBin} serve`) && l.includes(host.workspace))
+                    .map((l) => Number(l.trim().split(/\s+/)[0]));
+            const [pid] = daemons();
+            assert.ok(pid, 'the daemon runs');
+            process.kill(pid, 'SIGKILL');
+            await waitForToast(/the daemon stopped unexpectedly/);
+            await runCommand(page, 'sessiond: Restart Daemon');
+            await waitForToast(/the daemon was restarted/);
+            const now = daemons();
+            assert.equal(now.length, 1, `one daemon: ${now}`);
+            assert.notEqual(now[0], pid);
+            // The sessions were re-opened: a click on an entry previews its context.
+            await row(/user: \/mode/).click();
+            const editor = page.locator('.editor-instance .view-lines', { hasText: '- leaf: 00247798' }).first();
+            await editor.waitFor();
+            assert.doesNotMatch(await editor.innerText(), /Context unavailable/);
+            // Live follow goes on with the new daemon.
+            const file = path.join(host.workspace, V3.file);
+            const entry = { type: 'message', id: 'feed0002', parentId: 'feed0001', timestamp: new Date().toISOString(), message: { role: 'user', content: [{ type: 'text', text: 'After the restart.' }], timestamp: Date.now() } };
+            fs.appendFileSync(file, `${JSON.stringify(entry)}\n`);
+            await page.getByRole('treeitem', { name: /user: After the restart\..*feed0002/ }).first().waitFor();
+        }));
+});
