@@ -96,6 +96,10 @@ export async function startHost({ settings = {} } = {}) {
         'chat.disableAIFeatures': true,
         'workbench.colorTheme': 'Default Dark Modern',
         'window.commandCenter': false,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        'workbench.layoutControl.enabled': false,
+        'workbench.editor.enablePreview': false,
+        'editor.minimap.enabled': false,
         'sessiond.path': sessiondBin,
         'sessiond.roots': [workspace],
         ...settings,
@@ -133,10 +137,15 @@ export async function startHost({ settings = {} } = {}) {
         headless: true,
         args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
     });
-    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
     page.setDefaultTimeout(WAIT_MS);
     await page.goto(`${address}?folder=${encodeURIComponent(workspace)}`);
     await page.locator('.monaco-workbench').waitFor();
+    await widenSidebar(page);
+    // The folder's file list takes the side bar's height from the Sessions view: collapse it.
+    const folder = page.locator('.pane-header[aria-label^="Explorer Section"]').first();
+    await folder.waitFor();
+    if ((await folder.getAttribute('aria-expanded')) === 'true') await folder.click();
 
     const stop = async () => {
         await browser.close().catch(() => undefined);
@@ -167,6 +176,20 @@ export async function startHost({ settings = {} } = {}) {
         fs.rmSync(tmp, { recursive: true, force: true });
     };
     return { page, workspace, tmp, userData, server, stop };
+}
+
+/** Drags the sash between the side bar and the editors so that the Sessions rows fit. */
+async function widenSidebar(page) {
+    const sidebar = page.locator('.part.sidebar');
+    await sidebar.waitFor();
+    const box = await sidebar.boundingBox();
+    if (!box) return;
+    const x = box.x + box.width + 1;
+    const y = box.y + box.height / 2;
+    await page.mouse.move(x, y);
+    await page.mouse.down();
+    await page.mouse.move(x + 300, y, { steps: 5 });
+    await page.mouse.up();
 }
 
 /** Saves a screenshot of the page as target/vscode-host/NAME.png. */

@@ -115,6 +115,8 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     private readonly extra = new Map<string, SessionRow>();
     private readonly nodes = new Map<string, Node>();
     readonly following = new Set<string>();
+    /** Models whose session row was redrawn after they were opened. */
+    private readonly drawnOpen = new WeakSet<SessionModel>();
 
     constructor(private readonly daemon: Daemon) {}
 
@@ -183,6 +185,11 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
                     });
             }
             const model = await this.model(n.path);
+            // VS Code keeps the session row it drew before the open: redraw it (name, entry count).
+            if (n.type === 'session' && !this.drawnOpen.has(model)) {
+                this.drawnOpen.add(model);
+                setTimeout(() => this.refresh(n), 0);
+            }
             const client = await this.daemon.get();
             const fetch = (start: TreeStart) => client.tree({ path: n.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...start });
             const items = await loadChildren(model, n.type === 'session' ? undefined : n.item, fetch);
@@ -211,6 +218,8 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             item.contextValue = `session${this.following.has(n.path) ? '.following' : ''}${model?.appendable ? '.appendable' : ''}`;
             item.iconPath = new vscode.ThemeIcon('comment-discussion');
             item.resourceUri = vscode.Uri.file(n.path);
+            // Without it VS Code reads the tooltip (the full path) as the row's accessible name.
+            item.accessibilityInformation = { label: [name, item.description].filter(Boolean).join(', ') };
             return item;
         }
         const model = this.models.get(n.path);
@@ -221,6 +230,7 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         item.id = n.key;
         item.description = text.description;
         item.tooltip = text.tooltip;
+        item.accessibilityInformation = { label: [text.label, text.description].filter(Boolean).join(', ') };
         if (n.item.kind === 'more') {
             item.contextValue = 'more';
             item.iconPath = new vscode.ThemeIcon('loading~spin');
@@ -305,6 +315,16 @@ async function listSessions(client: SessiondClient): Promise<SessionSummary[]> {
  * An error for a notification: the daemon's message with every session path cut to its file
  * name (full paths push the actionable part out of the toast), and the JSON-RPC code.
  */
+/**
+ * Where a context preview opens: the column already showing one, else beside the active editor,
+ * else the first column (Beside with no editor open leaves an empty first column).
+ */
+function previewColumn(): vscode.ViewColumn {
+    const shown = vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === CONTEXT_SCHEME);
+    if (shown?.viewColumn !== undefined) return shown.viewColumn;
+    return vscode.window.activeTextEditor ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active;
+}
+
 function errorText(err: unknown): string {
     const text = err instanceof Error ? err.message : String(err);
     const short = text.replace(/(?:\/[^\s/:'"`()]+)+\/([^\s/:'"`()]+\.jsonl)/g, '$1');
@@ -482,7 +502,7 @@ export function activate(context: vscode.ExtensionContext): void {
         graphs.refresh(t.path);
         const following = sessions.following.has(t.path) && !t.entryId;
         const doc = await vscode.workspace.openTextDocument(ContextProvider.uri(t.path, model.activeLeafId, following));
-        await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+        await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: previewColumn() });
     });
 
     command('sessiond.explain', async (n) => {
@@ -603,7 +623,7 @@ export function activate(context: vscode.ExtensionContext): void {
         model.setActiveLeaf(undefined);
         sessions.refresh(sessions.sessionNode(t.path));
         const doc = await vscode.workspace.openTextDocument(ContextProvider.uri(t.path, model.activeLeafId, true));
-        await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+        await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: true, viewColumn: previewColumn() });
         if (model.defaultLeafId) await revealLeaf(t.path, model.defaultLeafId);
     });
 

@@ -31,6 +31,8 @@ export type ViewItem =
 export const FOLD_MIN = 8;
 /** Entries at the end of a run that never fold (the latest turns, next to the fork or leaf). */
 export const FOLD_KEEP_TAIL = 3;
+/** A row's preview text is cut to this many code points (the daemon's are up to 80). */
+export const PREVIEW_CHARS = 48;
 /** Entry types that never fold. */
 const NOTABLE_TYPES = new Set(['compaction', 'branch_summary', 'session_info']);
 
@@ -511,7 +513,9 @@ export class SessionModel {
         if (!n) return { label: item.id, description: '', tooltip: item.id };
         const m = this.marks(item.id);
         const kind = n.role ?? n.type;
-        const preview = n.preview || `(${n.type})`;
+        // Short enough that the id, label and leaf marks after it stay visible in a side bar.
+        const full = [...(n.preview || `(${n.type})`)];
+        const preview = full.length > PREVIEW_CHARS ? `${full.slice(0, PREVIEW_CHARS - 1).join('')}…` : full.join('');
         const flags: string[] = [];
         if (m.label) flags.push(`[${m.label}]`);
         if (m.activeLeaf) flags.push('● active leaf');

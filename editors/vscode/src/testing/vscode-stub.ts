@@ -85,6 +85,8 @@ export function installVscodeStub(settings: Record<string, unknown>): Recorded {
         TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
         ViewColumn: { Active: -1, Beside: -2 },
         window: {
+            visibleTextEditors: [],
+            activeTextEditor: undefined,
             createOutputChannel: () => ({ append: () => undefined, appendLine: () => undefined, dispose: () => undefined }),
             createTreeView: (_id: string, options: { treeDataProvider: unknown }) => {
                 recorded.treeDataProvider = options.treeDataProvider;
