@@ -211,4 +211,39 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             fs.appendFileSync(file, `${JSON.stringify(entry)}\n`);
             await page.getByRole('treeitem', { name: /user: After the restart\..*feed0002/ }).first().waitFor();
         }));
+    it('the branch graph draws the tree, highlights the context and selects an entry from the keyboard', () =>
+        timed('08-branch-graph', async () => {
+            await contextMenu(row(new RegExp(`^${V3.name}`)), 'Show Branch Graph');
+            // The webview: an iframe holding the page's own iframe.
+            const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
+            const status = frame.locator('#status');
+            await status.filter({ hasText: /entries in context at/ }).waitFor();
+            const file = path.join(host.workspace, V3.file);
+            const entries = fs.readFileSync(file, 'utf8').trim().split('\n').length - 1;
+            assert.match(await status.innerText(), new RegExp(`${entries} entries · 3 leaves · \\d+ nodes drawn`));
+            const nodes = frame.locator('g.node');
+            const drawn = await nodes.count();
+            assert.ok(drawn > 10 && drawn < 80, `${drawn} nodes for ${entries} entries: single-child runs fold`);
+            assert.equal(Number(/(\d+) nodes drawn/.exec(await status.innerText())?.[1]), drawn);
+            // Branch points, the compaction with its range, the label, the session name.
+            assert.equal(await frame.locator('g.node.branch-point').count(), 2);
+            await frame.getByRole('button', { name: /compaction 4909db93.*summarizing \d+ entries 00247798 to 12bbdff5, first kept 521cf246/ }).waitFor();
+            await frame.getByRole('button', { name: /label before-refactor/ }).waitFor();
+            await frame.getByRole('button', { name: /names the session Untangle run modes/ }).waitFor();
+            // Keyboard: focus the other branch's leaf, Enter selects it in the Sessions view.
+            const target = frame.getByRole('button', { name: /^user de19adb3/ });
+            await target.focus();
+            await target.press('Enter');
+            await page.getByRole('treeitem', { name: /de19adb3.*active leaf/ }).first().waitFor();
+            // Redrawn at that leaf: the highlighted entries are the ones pi puts in its context.
+            const cli = JSON.parse(spawnSync(sessiondBin, ['context', file, '--leaf', 'de19adb3', '--json'], { encoding: 'utf8' }).stdout);
+            await status.filter({ hasText: new RegExp(`${cli.entryIds.length} entries in context at de19adb3`) }).waitFor();
+            await frame.getByRole('button', { name: /^user de19adb3.*selected leaf.*in context/ }).waitFor();
+            const onPath = await frame.locator('path.edge.on-path').count();
+            assert.ok(onPath >= 5, `${onPath} edges on the path to the selected leaf`);
+            // Live: an append grows the picture.
+            fs.appendFileSync(file, `${JSON.stringify({ type: 'message', id: 'feed0003', parentId: 'feed0002', timestamp: new Date().toISOString(), message: { role: 'user', content: [{ type: 'text', text: 'Drawn live.' }], timestamp: Date.now() } })}\n`);
+            await status.filter({ hasText: new RegExp(`^.*${entries + 1} entries`) }).waitFor();
+            await frame.getByRole('button', { name: /^user feed0003/ }).waitFor();
+        }));
 });
