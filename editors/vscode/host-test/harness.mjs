@@ -199,14 +199,21 @@ export async function screenshot(page, name) {
     return file;
 }
 
+/** Saves a screenshot of one element as target/vscode-host/NAME.png (smaller, for the README). */
+export async function shot(locator, name) {
+    const file = path.join(artifacts, `${name}.png`);
+    await locator.screenshot({ path: file });
+    return file;
+}
+
 /** Runs a command by its palette title (F1, type, pick the row with exactly that label). */
-export async function runCommand(page, title) {
+export async function runCommand(page, title, timeout = WAIT_MS) {
     await page.keyboard.press('Escape');
     await page.keyboard.press('F1');
     const input = page.locator('.quick-input-widget input[type="text"]');
-    await input.waitFor({ state: 'visible' });
+    await input.waitFor({ state: 'visible', timeout });
     await input.fill(`>${title}`);
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
-    await row.waitFor({ state: 'visible' });
+    await row.waitFor({ state: 'visible', timeout });
     await row.click();
 }

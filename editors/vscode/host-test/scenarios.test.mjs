@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { runCommand, screenshot, sessiondBin, startHost, WAIT_MS } from './harness.mjs';
+import { runCommand, screenshot, sessiondBin, shot, startHost, WAIT_MS } from './harness.mjs';
 
 /** The v3 example: its name, the entry before its first fork, its default leaf. */
 const V3 = { file: 'pi-v3-branched.jsonl', name: 'Untangle run modes', fork: '088a3b48', leaf: '610f9c1e' };
@@ -116,6 +116,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             assert.match(text, new RegExp(`- messages: ${want}`));
             assert.match(text, /## 1\. .*\(entry 4909db93\)/);
             assert.match(text, /## 2\. user {2}\(entry 521cf246\)/);
+            await shot(page.locator('.editor-group-container', { has: tab }), 'readme-context');
             // The entry is now the view's active leaf.
             await page.getByRole('treeitem', { name: /886c2fdc.*active leaf/ }).first().waitFor();
         }));
@@ -182,6 +183,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             // The live preview re-rendered at the new leaf (its text is further down: Monaco
             // renders only the visible lines).
             await page.locator('.editor-instance .view-lines', { hasText: /leaf:\sfeed0001/ }).first().waitFor();
+            await shot(page.locator('.part.sidebar'), 'readme-sessions');
         }));
 
     it('"Restart Daemon" recovers after the daemon is killed', () =>
@@ -213,6 +215,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
         }));
     it('the branch graph draws the tree, highlights the context and selects an entry from the keyboard', () =>
         timed('08-branch-graph', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
             await contextMenu(row(new RegExp(`^${V3.name}`)), 'Show Branch Graph');
             // The webview: an iframe holding the page's own iframe.
             const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
@@ -245,5 +248,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             fs.appendFileSync(file, `${JSON.stringify({ type: 'message', id: 'feed0003', parentId: 'feed0002', timestamp: new Date().toISOString(), message: { role: 'user', content: [{ type: 'text', text: 'Drawn live.' }], timestamp: Date.now() } })}\n`);
             await status.filter({ hasText: new RegExp(`^.*${entries + 1} entries`) }).waitFor();
             await frame.getByRole('button', { name: /^user feed0003/ }).waitFor();
+            await shot(page.locator('iframe.webview.ready').last(), 'readme-graph');
         }));
+
 });
