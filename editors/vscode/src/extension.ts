@@ -91,7 +91,7 @@ class Daemon implements vscode.Disposable {
  * Why the daemon did not start, saying where the executable comes from: the `sessiond.path`
  * setting (default `sessiond`, looked up on PATH).
  */
-function startFailure(binary: string, err: unknown): string {
+export function startFailure(binary: string, err: unknown): string {
     const text = err instanceof Error ? err.message : String(err);
     if (/ENOENT/.test(text)) {
         return path.isAbsolute(binary) || binary.includes('/')

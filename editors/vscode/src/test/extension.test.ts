@@ -131,4 +131,24 @@ describe('extension in a stand-in VS Code', () => {
         assert.match(tree.getTreeItem(session).description, /^1034 entries/);
         assert.ok(fs.statSync(EXAMPLE).size < fs.statSync(file).size);
     });
+    it('names the sessiond.path setting when the daemon cannot start', async () => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { startFailure } = require('../extension') as typeof import('../extension');
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { SessiondClient } = require('../client') as typeof import('../client');
+        for (const [binary, want] of [
+            ['/nonexistent/sessiond', /^the daemon \/nonexistent\/sessiond \(setting sessiond\.path\) does not exist: build it \(cargo build\) or set sessiond\.path/],
+            ['sessiond-not-on-path', /^the daemon "sessiond-not-on-path" is not on PATH: install sessiond or set sessiond\.path/],
+        ] as const) {
+            const err = await SessiondClient.start({ binary, roots: [] }).then(
+                (c) => {
+                    void c.stop();
+                    return undefined;
+                },
+                (e: unknown) => e,
+            );
+            assert.ok(err, `${binary} started`);
+            assert.match(startFailure(binary, err), want);
+        }
+    });
 });
