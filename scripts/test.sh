@@ -11,6 +11,9 @@
 # * Neovim for the headless editor test (scripts/test-deps.sh: one already on PATH, or pip
 #   install --target .tools/python; nothing outside the repository);
 # * the VS Code extension's npm dependencies (scripts/test-vscode.sh);
+# * code-server 4.139.1 on Node 24 and playwright-core for the real-host extension tests
+#   (scripts/vscode-host-deps.sh, into ./.tools/vscode-host), and Debian's chromium, libkrb5-dev
+#   and pkg-config from apt-get when missing;
 # * the real pi agent and Node 22 for the live tests (scripts/live-deps.sh, into ./.tools/live);
 # * the git program, when missing, from apt-get (the one system package; tests/verify.rs needs it).
 # Then it runs `cargo test` and the extension's tests against the freshly built daemon.
@@ -67,4 +70,8 @@ status=0
 cargo test --all-targets --no-fail-fast || status=$?
 echo "test.sh: VS Code extension tests (editors/vscode)"
 bash scripts/test-vscode.sh || status=$?
+# The extension in a real VS Code (code-server and chromium; scripts/vscode-host-deps.sh installs
+# them into .tools/vscode-host, plus the Debian packages chromium, libkrb5-dev and pkg-config).
+echo "test.sh: VS Code extension in a real VS Code (editors/vscode/host-test)"
+bash scripts/test-vscode-host.sh || status=$?
 exit "$status"

@@ -5,7 +5,8 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { ResponseError, SessiondClient } from './client';
+import { ExitInfo, ResponseError, SessiondClient } from './client';
+import { GraphPanels } from './graph-panel';
 import { loadChildren, SessionModel, TreeStart, ViewItem } from './model';
 import { EntryId, isNothingToCompact, SessionSummary } from './protocol';
 import { renderCompact, renderContext, renderExplain, retentionOf, verifyItems, verifySummary } from './render';
@@ -24,10 +25,15 @@ type Node =
     | { type: 'session'; key: string; path: string; summary: SessionRow }
     | { type: 'row'; key: string; path: string; item: ViewItem };
 
-/** Starts the daemon on first use and again after it died or the settings changed. */
+/**
+ * Starts the daemon on first use and again after it died or the settings changed. An exit that
+ * no restart asked for is a crash: the listeners of {@link onCrash} re-open what was open (the
+ * new daemon knows no sessions) and the user is told.
+ */
 class Daemon implements vscode.Disposable {
     private client: Promise<SessiondClient> | undefined;
     private readonly listeners: Array<(c: SessiondClient) => void> = [];
+    private readonly crashListeners: Array<(e: ExitInfo) => void> = [];
 
     constructor(private readonly log: vscode.OutputChannel) {}
 
@@ -36,23 +42,33 @@ class Daemon implements vscode.Disposable {
         this.listeners.push(f);
     }
 
+    /** Runs `f` when a running daemon exits without being asked to. */
+    onCrash(f: (e: ExitInfo) => void): void {
+        this.crashListeners.push(f);
+    }
+
     get(): Promise<SessiondClient> {
         if (!this.client) {
             const config = vscode.workspace.getConfiguration('sessiond');
             const binary = config.get<string>('path') || 'sessiond';
             const roots = (config.get<string[]>('roots') ?? []).map(expandHome);
             this.log.appendLine(`starting ${binary} serve ${roots.map((r) => `--root ${r}`).join(' ')}`);
-            const started = SessiondClient.start({ binary, roots, onStderr: (t) => this.log.append(t) });
+            const started = SessiondClient.start({ binary, roots, onStderr: (t) => this.log.append(t) }).catch((err: unknown) => {
+                throw new Error(startFailure(binary, err));
+            });
             this.client = started;
             started.then(
                 (c) => {
                     c.onExit((e) => {
                         this.log.appendLine(`sessiond exited (code ${e.code}, signal ${e.signal})`);
-                        if (this.client === started) this.client = undefined;
+                        if (this.client !== started) return;
+                        this.client = undefined;
+                        for (const f of this.crashListeners) f(e);
                     });
                     for (const f of this.listeners) f(c);
                 },
-                () => {
+                (err: unknown) => {
+                    this.log.appendLine(err instanceof Error ? err.message : String(err));
                     if (this.client === started) this.client = undefined;
                 },
             );
@@ -71,6 +87,21 @@ class Daemon implements vscode.Disposable {
     }
 }
 
+/**
+ * Why the daemon did not start, saying where the executable comes from: the `sessiond.path`
+ * setting (default `sessiond`, looked up on PATH).
+ */
+export function startFailure(binary: string, err: unknown): string {
+    const text = err instanceof Error ? err.message : String(err);
+    if (/ENOENT/.test(text)) {
+        return path.isAbsolute(binary) || binary.includes('/')
+            ? `the daemon ${binary} (setting sessiond.path) does not exist: build it (cargo build) or set sessiond.path to the sessiond executable`
+            : `the daemon "${binary}" is not on PATH: install sessiond or set sessiond.path to the sessiond executable`;
+    }
+    if (/EACCES/.test(text)) return `the daemon ${binary} (setting sessiond.path) is not executable`;
+    return `the daemon ${binary} (setting sessiond.path) did not start: ${text}`;
+}
+
 function expandHome(p: string): string {
     return p === '~' || p.startsWith('~/') ? path.join(process.env.HOME ?? '', p.slice(1)) : p;
 }
@@ -84,6 +115,8 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     private readonly extra = new Map<string, SessionRow>();
     private readonly nodes = new Map<string, Node>();
     readonly following = new Set<string>();
+    /** Models whose session row was redrawn after they were opened. */
+    private readonly drawnOpen = new WeakSet<SessionModel>();
 
     constructor(private readonly daemon: Daemon) {}
 
@@ -152,12 +185,21 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
                     });
             }
             const model = await this.model(n.path);
+            // VS Code keeps the session row it drew before the open: redraw it (name, entry count).
+            if (n.type === 'session' && !this.drawnOpen.has(model)) {
+                this.drawnOpen.add(model);
+                setTimeout(() => this.refresh(n), 0);
+            }
             const client = await this.daemon.get();
             const fetch = (start: TreeStart) => client.tree({ path: n.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...start });
             const items = await loadChildren(model, n.type === 'session' ? undefined : n.item, fetch);
             return items.map((item) => this.rowNode(n.path, item));
         } catch (err) {
-            void vscode.window.showErrorMessage(`sessiond: ${errorText(err)}`);
+            const actions = n ? [] : ['Open Settings', 'Show Log'];
+            void vscode.window.showErrorMessage(`sessiond: ${errorText(err)}`, ...actions).then((a) => {
+                if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'sessiond.');
+                if (a === 'Show Log') void vscode.commands.executeCommand('sessiond.showLog');
+            });
             return [];
         }
     }
@@ -173,9 +215,11 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
                 .filter(Boolean)
                 .join(' · ');
             item.tooltip = [n.path, n.summary.modified ? `modified ${n.summary.modified}` : ''].filter(Boolean).join('\n');
-            item.contextValue = this.following.has(n.path) ? 'session.following' : 'session';
+            item.contextValue = `session${this.following.has(n.path) ? '.following' : ''}${model?.appendable ? '.appendable' : ''}`;
             item.iconPath = new vscode.ThemeIcon('comment-discussion');
             item.resourceUri = vscode.Uri.file(n.path);
+            // Without it VS Code reads the tooltip (the full path) as the row's accessible name.
+            item.accessibilityInformation = { label: [name, item.description].filter(Boolean).join(', ') };
             return item;
         }
         const model = this.models.get(n.path);
@@ -186,13 +230,20 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         item.id = n.key;
         item.description = text.description;
         item.tooltip = text.tooltip;
+        item.accessibilityInformation = { label: [text.label, text.description].filter(Boolean).join(', ') };
         if (n.item.kind === 'more') {
             item.contextValue = 'more';
             item.iconPath = new vscode.ThemeIcon('loading~spin');
             return item;
         }
+        if (n.item.kind === 'fold') {
+            item.contextValue = 'fold';
+            item.iconPath = new vscode.ThemeIcon('fold');
+            return item;
+        }
         const marks = model.marks(n.item.id);
-        item.contextValue = n.item.kind;
+        // Menus read it: label and compact only where the daemon appends (version-3 files).
+        item.contextValue = `${n.item.kind}${model.appendable ? '.appendable' : ''}`;
         item.iconPath = new vscode.ThemeIcon(
             n.item.kind === 'branch' ? 'git-branch' : marks.activeLeaf ? 'debug-stackframe' : marks.leaf ? 'circle-filled' : marks.onActivePath ? 'circle-small-filled' : 'circle-small',
         );
@@ -260,9 +311,24 @@ async function listSessions(client: SessiondClient): Promise<SessionSummary[]> {
     return lists.flat();
 }
 
+/**
+ * An error for a notification: the daemon's message with every session path cut to its file
+ * name (full paths push the actionable part out of the toast), and the JSON-RPC code.
+ */
+/**
+ * Where a context preview opens: the column already showing one, else beside the active editor,
+ * else the first column (Beside with no editor open leaves an empty first column).
+ */
+function previewColumn(): vscode.ViewColumn {
+    const shown = vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === CONTEXT_SCHEME);
+    if (shown?.viewColumn !== undefined) return shown.viewColumn;
+    return vscode.window.activeTextEditor ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active;
+}
+
 function errorText(err: unknown): string {
-    if (err instanceof ResponseError) return `${err.message} (code ${err.code})`;
-    return err instanceof Error ? err.message : String(err);
+    const text = err instanceof Error ? err.message : String(err);
+    const short = text.replace(/(?:\/[^\s/:'"`()]+)+\/([^\s/:'"`()]+\.jsonl)/g, '$1');
+    return err instanceof ResponseError ? `${short} (code ${err.code})` : short;
 }
 
 export function activate(context: vscode.ExtensionContext): void {
@@ -272,6 +338,19 @@ export function activate(context: vscode.ExtensionContext): void {
     const previews = new ContextProvider(daemon, sessions);
     const view = vscode.window.createTreeView('sessiond.sessions', { treeDataProvider: sessions, showCollapseAll: true });
     context.subscriptions.push(log, daemon, view, vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, previews));
+    const graphs = new GraphPanels(
+        vscode.Uri.joinPath(context.extensionUri, 'media'),
+        {
+            load: async (p) => ({ model: await sessions.model(p), client: await daemon.get() }),
+            select: async (p, id) => {
+                const node = sessions.rowNode(p, { kind: 'entry', id });
+                await view.reveal(node, { select: true, focus: false, expand: false }).then(undefined, (err) => log.appendLine(`reveal ${id}: ${errorText(err)}`));
+                await vscode.commands.executeCommand('sessiond.showContext', node);
+            },
+        },
+        log,
+    );
+    context.subscriptions.push(graphs);
 
     daemon.onStart((client) => {
         client.onDidChange(async (change) => {
@@ -287,6 +366,7 @@ export function activate(context: vscode.ExtensionContext): void {
             }
             sessions.refresh(sessions.sessionNode(change.path));
             previews.refresh(change.path, true);
+            graphs.refresh(change.path);
             if (sessions.following.has(change.path) && change.leafId) {
                 await revealLeaf(change.path, change.leafId);
             }
@@ -298,6 +378,7 @@ export function activate(context: vscode.ExtensionContext): void {
             model.applyDidReload(p);
             sessions.refresh(sessions.sessionNode(p.path));
             previews.refresh(p.path, false);
+            graphs.refresh(p.path);
         });
         client.onDidCorrupt((p) => {
             void vscode.window.showWarningMessage(`sessiond: ${p.path} line ${p.line} (byte ${p.offset}): ${p.message || p.kind}; the session keeps its last good state`);
@@ -332,7 +413,7 @@ export function activate(context: vscode.ExtensionContext): void {
             void vscode.window.showInformationMessage('sessiond: select a session or an entry in the Sessions view first');
             return undefined;
         }
-        return { path: node.path, entryId: node.type === 'row' && node.item.kind !== 'more' ? node.item.id ?? undefined : undefined };
+        return { path: node.path, entryId: node.type === 'row' && (node.item.kind === 'entry' || node.item.kind === 'branch') ? node.item.id : undefined };
     }
 
     const command = (name: string, f: (n?: Node) => Promise<void>) =>
@@ -347,11 +428,47 @@ export function activate(context: vscode.ExtensionContext): void {
         );
 
     command('sessiond.refresh', async () => sessions.refresh());
+    command('sessiond.showGraph', async (n) => {
+        const t = target(n);
+        if (!t) return;
+        await graphs.show(t.path);
+    });
+    command('sessiond.showLog', async () => log.show(true));
+
+    /** After a new daemon: every model re-opens on next use, the view and every preview re-read. */
+    function reopenAll(): void {
+        for (const m of sessions.models.values()) m.reset();
+        sessions.refresh();
+        for (const p of sessions.models.keys()) {
+            previews.refresh(p, false);
+            graphs.refresh(p);
+        }
+    }
+
+    // A crash restarts the daemon at once, but not in a loop: a second crash within a minute
+    // waits for "Restart Daemon".
+    let lastCrash = 0;
+    daemon.onCrash((e) => {
+        const how = e.signal ? `signal ${e.signal}` : `exit code ${e.code}`;
+        const again = Date.now() - lastCrash > 60_000;
+        lastCrash = Date.now();
+        if (again) {
+            void daemon.get().then(reopenAll, () => undefined);
+        }
+        const text = again
+            ? `sessiond: the daemon stopped unexpectedly (${how}); it was started again and the sessions re-opened`
+            : `sessiond: the daemon stopped unexpectedly again (${how}); see the sessiond output, then run "sessiond: Restart Daemon"`;
+        void vscode.window.showWarningMessage(text, 'Show Log', 'Restart Daemon').then((a) => {
+            if (a === 'Show Log') log.show(true);
+            if (a === 'Restart Daemon') void vscode.commands.executeCommand('sessiond.restart');
+        });
+    });
 
     command('sessiond.restart', async () => {
         await daemon.restart();
-        for (const m of sessions.models.values()) m.reset();
-        sessions.refresh();
+        await daemon.get();
+        reopenAll();
+        void vscode.window.showInformationMessage('sessiond: the daemon was restarted and the sessions re-opened');
     });
 
     command('sessiond.open', async (n) => {
@@ -382,9 +499,10 @@ export function activate(context: vscode.ExtensionContext): void {
         const model = await sessions.model(t.path);
         if (t.entryId) model.setActiveLeaf(t.entryId);
         sessions.refresh(sessions.sessionNode(t.path));
+        graphs.refresh(t.path);
         const following = sessions.following.has(t.path) && !t.entryId;
         const doc = await vscode.workspace.openTextDocument(ContextProvider.uri(t.path, model.activeLeafId, following));
-        await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+        await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: previewColumn() });
     });
 
     command('sessiond.explain', async (n) => {
@@ -505,7 +623,7 @@ export function activate(context: vscode.ExtensionContext): void {
         model.setActiveLeaf(undefined);
         sessions.refresh(sessions.sessionNode(t.path));
         const doc = await vscode.workspace.openTextDocument(ContextProvider.uri(t.path, model.activeLeafId, true));
-        await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside });
+        await vscode.window.showTextDocument(doc, { preview: false, preserveFocus: true, viewColumn: previewColumn() });
         if (model.defaultLeafId) await revealLeaf(t.path, model.defaultLeafId);
     });
 

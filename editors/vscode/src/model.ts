@@ -19,7 +19,22 @@ import { DidChangeParams, DidReloadParams, EntryId, OpenResult, TreeNode, TreePa
 export type ViewItem =
     | { kind: 'entry'; id: EntryId }
     | { kind: 'branch'; id: EntryId }
+    | { kind: 'fold'; id: EntryId }
     | { kind: 'more'; id: EntryId | null };
+
+/**
+ * A flat run folds its plain stretches: at least this many entries in a row that are none of
+ * the run's first entry, its last {@link FOLD_KEEP_TAIL}, a leaf, a labelled entry, a
+ * compaction, a branch summary or a session name become one `fold` row (their id is the first
+ * folded entry's) that expands into them, as `sessiond tree` folds long runs.
+ */
+export const FOLD_MIN = 8;
+/** Entries at the end of a run that never fold (the latest turns, next to the fork or leaf). */
+export const FOLD_KEEP_TAIL = 3;
+/** A row's preview text is cut to this many code points (the daemon's are up to 80). */
+export const PREVIEW_CHARS = 48;
+/** Entry types that never fold. */
+const NOTABLE_TYPES = new Set(['compaction', 'branch_summary', 'session_info']);
 
 /** A node as the model keeps it: the wire node without its child list, plus its child ids. */
 interface StoredNode {
@@ -80,8 +95,18 @@ export class SessionModel {
     private chosenLeafId: EntryId | undefined;
     /** Set by `didReload`: the model is empty until refetched. */
     stale = false;
+    /**
+     * The header's format version (pi writes 3; a header without one is version 1); `undefined`
+     * until opened or while the file has no header yet.
+     */
+    version: number | undefined;
 
     constructor(readonly path: string) {}
+
+    /** Whether the daemon appends to this file (label, compact): version-3 files only (-33015 otherwise). */
+    get appendable(): boolean {
+        return this.version === 3;
+    }
 
     /** Takes the header facts of `session/open`. Does not touch loaded nodes. */
     applyOpen(open: OpenResult): void {
@@ -90,6 +115,8 @@ export class SessionModel {
         this.entryCount = open.entryCount;
         this.leaves = new Set(open.leaves);
         this.defaultLeafId = open.leafId;
+        const version = open.header?.version;
+        this.version = open.header ? (typeof version === 'number' ? version : 1) : undefined;
         this.stale = false;
         this.activePathCache = undefined;
     }
@@ -255,6 +282,16 @@ export class SessionModel {
         return this.chosenLeafId !== undefined;
     }
 
+    /** Every node loaded so far, in no particular order. */
+    allNodes(): TreeNode[] {
+        return [...this.nodes.values()].map((n) => n.node);
+    }
+
+    /** Loaded nodes whose children are not all loaded yet (fetch below them with {@link nextStart}). */
+    incomplete(): EntryId[] {
+        return [...this.nodes.values()].filter((n) => n.childIds === undefined && n.node.childCount > 0).map((n) => n.node.id);
+    }
+
     node(id: EntryId): TreeNode | undefined {
         return this.nodes.get(id)?.node;
     }
@@ -316,6 +353,8 @@ export class SessionModel {
         switch (item.kind) {
             case 'branch':
                 return this.segment(item.id);
+            case 'fold':
+                return (this.foldAt(item.id) ?? []).map((id) => ({ kind: 'entry', id }));
             case 'entry': {
                 const kids = this.childIds(item.id);
                 if (kids === undefined) return (this.nodes.get(item.id)?.node.childCount ?? 0) >= 2 ? [{ kind: 'more', id: item.id }] : [];
@@ -328,14 +367,79 @@ export class SessionModel {
 
     /** Whether a row can expand. */
     expandable(item: ViewItem): boolean {
-        if (item.kind === 'branch') return true;
+        if (item.kind === 'branch' || item.kind === 'fold') return true;
         if (item.kind === 'more') return false;
         const kids = this.childIds(item.id);
         return (kids?.length ?? this.nodes.get(item.id)?.node.childCount ?? 0) >= 2;
     }
 
-    /** The flat run of rows from `start` down while each entry has exactly one child. */
+    /** The rows of the flat run from `start`, its plain stretches folded ({@link FOLD_MIN}). */
     private segment(start: EntryId): ViewItem[] {
+        return this.folded(this.run(start)).rows;
+    }
+
+    /** Folds the plain stretches of a run's rows; `folds` maps each fold's id to its entries. */
+    private folded(run: ViewItem[]): { rows: ViewItem[]; folds: Map<EntryId, EntryId[]> } {
+        const rows: ViewItem[] = [];
+        const folds = new Map<EntryId, EntryId[]>();
+        const entries = run.filter((r) => r.kind === 'entry').length;
+        let plain: EntryId[] = [];
+        const flush = () => {
+            if (plain.length >= FOLD_MIN) {
+                folds.set(plain[0], plain);
+                rows.push({ kind: 'fold', id: plain[0] });
+            } else {
+                for (const id of plain) rows.push({ kind: 'entry', id });
+            }
+            plain = [];
+        };
+        run.forEach((r, i) => {
+            if (r.kind === 'entry' && i > 0 && i < entries - FOLD_KEEP_TAIL && !this.notable(r.id)) {
+                plain.push(r.id);
+                return;
+            }
+            flush();
+            rows.push(r);
+        });
+        flush();
+        return { rows, folds };
+    }
+
+    /** Whether an entry always shows as a row of its own. */
+    private notable(id: EntryId): boolean {
+        const n = this.nodes.get(id)?.node;
+        return !n || this.leaves.has(id) || id === this.defaultLeafId || !!n.label || NOTABLE_TYPES.has(n.type);
+    }
+
+    /** The entries of the fold whose first entry is `id`, or `undefined` when there is none now. */
+    foldAt(id: EntryId): EntryId[] | undefined {
+        return this.folded(this.run(this.runStart(id))).folds.get(id);
+    }
+
+    /** The fold that holds an entry now, if any. */
+    private foldOf(id: EntryId): EntryId | undefined {
+        for (const [foldId, ids] of this.folded(this.run(this.runStart(id))).folds) {
+            if (ids.includes(id)) return foldId;
+        }
+        return undefined;
+    }
+
+    /** The first entry of the flat run that holds `id`: walk up while the parent has one child. */
+    private runStart(id: EntryId): EntryId {
+        const seen = new Set<EntryId>();
+        let start = id;
+        while (!seen.has(start)) {
+            seen.add(start);
+            const parentId = this.nodes.get(start)?.node.parentId ?? this.parentIndex.get(start);
+            if (!parentId) break;
+            if (this.childIds(parentId)?.length !== 1) break;
+            start = parentId;
+        }
+        return start;
+    }
+
+    /** The flat run of rows from `start` down while each entry has exactly one child. */
+    private run(start: EntryId): ViewItem[] {
         const rows: ViewItem[] = [];
         const seen = new Set<EntryId>();
         let cur: EntryId | undefined = start;
@@ -368,16 +472,12 @@ export class SessionModel {
             const parentId = this.nodes.get(item.id)?.node.parentId ?? this.parentIndex.get(item.id);
             return parentId ? { kind: 'entry', id: parentId } : undefined;
         }
-        // Walk up to the start of the run: an entry whose parent does not have exactly one child.
-        const seen = new Set<EntryId>();
-        let start = item.id;
-        while (!seen.has(start)) {
-            seen.add(start);
-            const parentId = this.nodes.get(start)?.node.parentId ?? this.parentIndex.get(start);
-            if (!parentId) break;
-            if (this.childIds(parentId)?.length !== 1) break;
-            start = parentId;
+        // An entry in a fold is listed by the fold; a fold (and any other entry) by its run's start.
+        if (item.kind === 'entry') {
+            const fold = this.foldOf(item.id);
+            if (fold !== undefined) return { kind: 'fold', id: fold };
         }
+        const start = this.runStart(item.id);
         const startParent = this.nodes.get(start)?.node.parentId ?? this.parentIndex.get(start);
         if (!startParent && this.rootIds?.length === 1 && this.rootIds[0] === start) return undefined;
         return { kind: 'branch', id: start };
@@ -391,11 +491,31 @@ export class SessionModel {
     /** The text of an entry or branch row. */
     text(item: ViewItem): ItemText {
         if (item.kind === 'more') return { label: 'Loading…', description: '', tooltip: '' };
+        if (item.kind === 'fold') {
+            const ids = this.foldAt(item.id) ?? [];
+            const kinds = new Map<string, number>();
+            for (const id of ids) {
+                const n = this.nodes.get(id)?.node;
+                const k = n ? n.role ?? n.type : '?';
+                kinds.set(k, (kinds.get(k) ?? 0) + 1);
+            }
+            const top = [...kinds].sort((a, b) => b[1] - a[1]);
+            const parts = top.slice(0, 3).map(([k, c]) => `${c} ${k}`);
+            if (top.length > 3) parts.push('…');
+            const last = ids[ids.length - 1];
+            return {
+                label: `┆ ${ids.length} entries folded`,
+                description: parts.join(', '),
+                tooltip: `${ids.length} entries with one child each, ${item.id} to ${last ?? item.id}: ${top.map(([k, c]) => `${c} ${k}`).join(', ')}`,
+            };
+        }
         const n = this.nodes.get(item.id)?.node;
         if (!n) return { label: item.id, description: '', tooltip: item.id };
         const m = this.marks(item.id);
         const kind = n.role ?? n.type;
-        const preview = n.preview || `(${n.type})`;
+        // Short enough that the id, label and leaf marks after it stay visible in a side bar.
+        const full = [...(n.preview || `(${n.type})`)];
+        const preview = full.length > PREVIEW_CHARS ? `${full.slice(0, PREVIEW_CHARS - 1).join('')}…` : full.join('');
         const flags: string[] = [];
         if (m.label) flags.push(`[${m.label}]`);
         if (m.activeLeaf) flags.push('● active leaf');
@@ -415,6 +535,27 @@ export class SessionModel {
             description: flags.join(' · '),
             tooltip: `${n.type}${n.role ? ` (${n.role})` : ''} ${n.id}${n.timestamp ? ` at ${n.timestamp}` : ''}`,
         };
+    }
+}
+
+/**
+ * Loads the whole tree into the model (for the branch graph): the roots, then below every node
+ * whose children are missing, until none is or a fetch brings nothing new. At most `maxPages`.
+ */
+export async function loadAll(model: SessionModel, fetch: FetchPage, maxPages = 256): Promise<void> {
+    await loadChildren(model, undefined, fetch);
+    let pages = 0;
+    for (;;) {
+        const todo = model.incomplete();
+        if (todo.length === 0 || pages >= maxPages) return;
+        let fresh = 0;
+        for (const id of todo) {
+            if (pages++ >= maxPages) return;
+            const before = model.childIds(id);
+            fresh += model.addPage(await fetch(model.nextStart(id)));
+            if (before === undefined && model.childIds(id) !== undefined) fresh++;
+        }
+        if (fresh === 0) return;
     }
 }
 

@@ -135,7 +135,7 @@ export function retentionOf(c: CompactResult): { kept: RetentionProbe[]; lost: R
 const NOTHING_REASONS: Record<string, string> = {
     emptyPath: 'the path is empty',
     leafIsCompaction: 'the leaf is already a compaction',
-    nothingBeforeCut: 'the session is too small',
+    nothingBeforeCut: 'nothing lies before the cut point: what the path holds since its last compaction (or its start) is all recent enough to keep',
 };
 
 /** A short report of a compaction (or its dry run): tokens before and after, probes lost. */

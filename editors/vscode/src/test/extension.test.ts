@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { BINARY, DEFAULT_LEAF, EXAMPLE, makeRoot, next, requireBinary, userLine } from '../testing/fixtures';
+import { BINARY, DEFAULT_LEAF, EXAMPLE, makeRoot, next, PACKAGE_DIR, requireBinary, userLine } from '../testing/fixtures';
 import { installVscodeStub, Recorded } from '../testing/vscode-stub';
 
 describe('extension in a stand-in VS Code', () => {
@@ -22,7 +22,7 @@ describe('extension in a stand-in VS Code', () => {
         // Loaded after the stand-in is installed, so its `require('vscode')` gets the stand-in.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
         const extension = require('../extension') as typeof import('../extension');
-        extension.activate({ subscriptions } as any);
+        extension.activate({ subscriptions, extensionUri: { scheme: 'file', path: PACKAGE_DIR } } as any);
         tree = vs.treeDataProvider;
         assert.ok(tree, 'the Sessions view is registered');
     });
@@ -46,14 +46,24 @@ describe('extension in a stand-in VS Code', () => {
         assert.deepEqual(sessions.map((s: any) => s.path), [file]);
         const rows = await tree.getChildren(sessions[0]);
         const items = rows.map((r: any) => tree.getTreeItem(r));
-        assert.ok(items.length > 10, `${items.length} rows before the first fork`);
+        // 341 entries before the first fork: the first, a fold, the labelled one, a fold, the
+        // last three (the fork's entry last), as `sessiond tree` folds them.
+        assert.deepEqual(rows.map((r: any) => r.item.kind), ['entry', 'fold', 'entry', 'fold', 'entry', 'entry', 'entry']);
         assert.equal(items[0].label, 'user: /mode');
         assert.match(items[0].description, /^00247798/);
+        assert.equal(items[1].label, '┆ 23 entries folded');
+        assert.match(items[2].description, /^e82f60b2 · \[before-refactor\]/);
+        assert.equal(items[3].label, '┆ 309 entries folded');
+        assert.equal(items[3].collapsibleState, 1, 'a fold expands');
+        const folded = await tree.getChildren(rows[1]);
+        assert.equal(folded.length, 23);
+        assert.equal(tree.getParent(folded[5]), rows[1], 'an entry in a fold is listed by the fold');
+        assert.equal(tree.getParent(rows[1]), sessions[0]);
         const fork = items[items.length - 1];
         assert.match(fork.description, /^088a3b48/);
         assert.equal(fork.collapsibleState, 1, 'the fork expands');
         const branches = await tree.getChildren(rows[rows.length - 1]);
-        assert.deepEqual(branches.map((b: any) => tree.getTreeItem(b).contextValue), ['branch', 'branch']);
+        assert.deepEqual(branches.map((b: any) => tree.getTreeItem(b).contextValue), ['branch.appendable', 'branch.appendable'], 'a version-3 session: label and compact are offered');
         // After the session was opened, its row shows the entry count.
         assert.match(tree.getTreeItem(sessions[0]).description, /^1033 entries/);
         assert.equal(tree.getParent(rows[0]), sessions[0]);
@@ -62,17 +72,17 @@ describe('extension in a stand-in VS Code', () => {
     it('previews the context at a clicked entry', async () => {
         const [session] = await tree.getChildren();
         const rows = await tree.getChildren(session);
-        const item = tree.getTreeItem(rows[3]);
+        const item = tree.getTreeItem(rows[2]);
         assert.equal(item.command.command, 'sessiond.showContext');
         await vs.commands.get('sessiond.showContext')!(...item.command.arguments);
         const doc = vs.documents[vs.documents.length - 1];
         assert.equal(doc.uri.scheme, 'sessiond-context');
-        assert.equal(doc.uri.fragment, rows[3].item.id);
+        assert.equal(doc.uri.fragment, rows[2].item.id);
         assert.match(doc.text, /^# Context — Untangle run modes$/m);
-        assert.match(doc.text, new RegExp(`^- leaf: ${rows[3].item.id}$`, 'm'));
+        assert.match(doc.text, new RegExp(`^- leaf: ${rows[2].item.id}$`, 'm'));
         assert.match(doc.text, /^## 1\. user {2}\(entry 00247798\)$/m);
         // The clicked entry is now the active leaf.
-        assert.match(tree.getTreeItem(rows[3]).description, /active leaf/);
+        assert.match(tree.getTreeItem(rows[2]).description, /active leaf/);
     });
 
     it('explains an entry at the active leaf', async () => {
@@ -81,7 +91,7 @@ describe('extension in a stand-in VS Code', () => {
         vs.messages.length = 0;
         await vs.commands.get('sessiond.explain')!(rows[0]);
         assert.equal(vs.messages.length, 1);
-        assert.equal(vs.messages[0].text, `Entry 00247798 (message) at leaf ${rows[3].item.id}: a context entry; it reaches the model as message 1.`);
+        assert.equal(vs.messages[0].text, `Entry 00247798 (message) at leaf ${rows[2].item.id}: a context entry; it reaches the model as message 1.`);
     });
 
     it('verifies before resuming: findings in a quick pick, then Show Entry reveals the entry', async () => {
@@ -120,5 +130,25 @@ describe('extension in a stand-in VS Code', () => {
         assert.match(text, /^keep going$/m);
         assert.match(tree.getTreeItem(session).description, /^1034 entries/);
         assert.ok(fs.statSync(EXAMPLE).size < fs.statSync(file).size);
+    });
+    it('names the sessiond.path setting when the daemon cannot start', async () => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { startFailure } = require('../extension') as typeof import('../extension');
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { SessiondClient } = require('../client') as typeof import('../client');
+        for (const [binary, want] of [
+            ['/nonexistent/sessiond', /^the daemon \/nonexistent\/sessiond \(setting sessiond\.path\) does not exist: build it \(cargo build\) or set sessiond\.path/],
+            ['sessiond-not-on-path', /^the daemon "sessiond-not-on-path" is not on PATH: install sessiond or set sessiond\.path/],
+        ] as const) {
+            const err = await SessiondClient.start({ binary, roots: [] }).then(
+                (c) => {
+                    void c.stop();
+                    return undefined;
+                },
+                (e: unknown) => e,
+            );
+            assert.ok(err, `${binary} started`);
+            assert.match(startFailure(binary, err), want);
+        }
     });
 });

@@ -34,6 +34,9 @@ class Uri {
     static file(p: string): Uri {
         return new Uri('file', p, '', '');
     }
+    static joinPath(base: Uri, ...parts: string[]): Uri {
+        return new Uri(base.scheme, [base.path, ...parts].join('/'), '', '');
+    }
     static parse(s: string): Uri {
         const m = /^([^:]+):([^?#]*)(?:\?([^#]*))?(?:#(.*))?$/.exec(s);
         if (!m) throw new Error(`bad uri ${s}`);
@@ -82,6 +85,8 @@ export function installVscodeStub(settings: Record<string, unknown>): Recorded {
         TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
         ViewColumn: { Active: -1, Beside: -2 },
         window: {
+            visibleTextEditors: [],
+            activeTextEditor: undefined,
             createOutputChannel: () => ({ append: () => undefined, appendLine: () => undefined, dispose: () => undefined }),
             createTreeView: (_id: string, options: { treeDataProvider: unknown }) => {
                 recorded.treeDataProvider = options.treeDataProvider;

