@@ -38,7 +38,7 @@ fn help_and_readme_print_the_one_exit_code_table() {
     let all = exit_codes(&[]);
     assert_eq!(
         codes(&all),
-        ["0", "1", "2", "3", "4", "5", "6", "7", "8"],
+        ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"],
         "{all}"
     );
     let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
@@ -59,7 +59,9 @@ fn help_and_readme_print_the_one_exit_code_table() {
         (&["name"], &["0", "2", "3", "4", "7"]),
         (&["branch"], &["0", "2", "3", "4", "7"]),
         (&["append"], &["0", "2", "3", "4", "7"]),
-        (&["compact"], &["0", "2", "3", "4", "5", "6", "7", "8"]),
+        (&["compact"], &["0", "2", "3", "4", "5", "6", "7", "9"]),
+        (&["export"], &["0", "2", "3", "7"]),
+        (&["search"], &["0", "2"]),
         (&["serve"], &["0", "1"]),
         (&["completions"], &["0", "2"]),
         (&["man"], &["0", "2"]),
@@ -895,6 +897,8 @@ fn completions_and_man_pages_cover_every_command() {
     let commands = [
         "context",
         "tree",
+        "export",
+        "search",
         "explain",
         "compact",
         "check",

@@ -13,8 +13,8 @@ use super::convert::{self, TreeStart};
 use super::error::RpcError;
 use super::lossless;
 use super::wire::{
-    CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, FieldsParam, ListParams,
-    ListResult, ListedSession, OpenParams, TreeParams, VerifyResumeParams,
+    CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, ExportParams,
+    FieldsParam, ListParams, ListResult, ListedSession, OpenParams, TreeParams, VerifyResumeParams,
 };
 use crate::core::explain;
 use crate::core::projection;
@@ -145,6 +145,42 @@ fn collect_closed(
         path: path.to_owned(),
         source,
     })
+}
+
+/// `session/export`'s result for a tree read by its owner or just now: the exported document
+/// and its counts.
+fn export_result(
+    path: &Path,
+    tree: &Tree,
+    source: &dyn crate::core::render::LineSource,
+    leaf_id: Option<&str>,
+    options: &crate::core::export::Options,
+) -> Result<Value, RpcError> {
+    let leaf = tree
+        .resolve_leaf(leaf_id)
+        .map_err(|unknown| RpcError::UnknownEntry {
+            path: path.to_owned(),
+            id: unknown.id,
+        })?;
+    let e = crate::core::export::export(tree, leaf, source, options).map_err(|source| {
+        RpcError::Render {
+            path: path.to_owned(),
+            source,
+        }
+    })?;
+    Ok(json!({
+        "path": path,
+        "format": options.format.as_str(),
+        "leafId": leaf.map(|l| tree.node(l).entry.id.to_string()),
+        "document": e.document,
+        "entries": e.entries,
+        "messages": e.messages,
+        "toolCalls": e.tool_calls,
+        "redactions": e.redactions,
+        "redacted": options.redact,
+        "truncated": e.truncated,
+        "images": e.images,
+    }))
 }
 
 impl Backend {
@@ -336,6 +372,65 @@ impl Backend {
             source: std::io::Error::other(e),
         })?;
         Ok(to_value(&real, &report)?)
+    }
+
+    /// `session/export {path, leafId?, format?, redact?, maxOutputBytes?}`: the branch to the
+    /// leaf as a Markdown or HTML document ([`crate::core::export`]). An open session is read
+    /// from its owner's tree; a closed one is read once, strictly, without being opened.
+    /// Errors: -32602 for an unknown `format`, -33004 for an unknown `leafId`, the open errors
+    /// of `session/open` for a closed file.
+    pub async fn export(&self, p: Value) -> RpcResult<Value> {
+        let p: ExportParams = params("session/export", p)?;
+        let format = match p.format.as_deref() {
+            None => crate::core::export::Format::Markdown,
+            Some(f) => {
+                crate::core::export::Format::parse(f).ok_or_else(|| RpcError::InvalidParams {
+                    method: "session/export",
+                    detail: format!("format must be \"md\" or \"html\", got {f:?}"),
+                })?
+            }
+        };
+        let real = self.resolve(&p.path)?;
+        let options = crate::core::export::Options {
+            format,
+            redact: p.redact.unwrap_or(true),
+            max_output_bytes: p
+                .max_output_bytes
+                .unwrap_or(crate::core::export::DEFAULT_MAX_OUTPUT_BYTES),
+            file_name: real
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        };
+        let leaf_id = p.leaf_id;
+        match self.registry.get(&real) {
+            Ok(handle) => Ok(handle
+                .query(move |s| {
+                    export_result(s.path(), s.tree(), s.source(), leaf_id.as_deref(), &options)
+                })
+                .await
+                .map_err(RpcError::from)??),
+            Err(_) => {
+                let path = real.clone();
+                Ok(tokio::task::spawn_blocking(move || {
+                    let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
+                    let session = crate::storage::reader::open_session(&path, Mode::Strict)
+                        .map_err(open_err)?;
+                    let lines =
+                        crate::storage::reader::FileLines::open(&path).map_err(|source| {
+                            open_err(OpenError::Io {
+                                path: path.clone(),
+                                source,
+                            })
+                        })?;
+                    export_result(&path, &session.tree, &lines, leaf_id.as_deref(), &options)
+                })
+                .await
+                .map_err(|e| RpcError::Io {
+                    path: real.clone(),
+                    source: std::io::Error::other(e),
+                })??)
+            }
+        }
     }
 
     /// `session/list {root?, workDoneToken?}`.

@@ -68,6 +68,7 @@ method_table! {
     "session/explain" => Backend::explain,
     "session/list" => Backend::list,
     "session/verifyResume" => Backend::verify_resume,
+    "session/export" => Backend::export,
     "session/fork" => Backend::fork,
     "session/salvage" => Backend::salvage,
     "session/label" => Backend::label,

@@ -124,6 +124,25 @@ pub struct VerifyResumeParams {
     pub cwd: Option<PathBuf>,
 }
 
+/// `session/export` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExportParams {
+    /// The session file (open or not; it must be inside a root).
+    pub path: PathBuf,
+    /// Leaf whose branch is exported; absent: the default leaf (the last entry).
+    pub leaf_id: Option<String>,
+    /// `md` (default) or `html`.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// Redact strings that look like secrets (default `true`).
+    #[serde(default)]
+    pub redact: Option<bool>,
+    /// Longest tool output or argument shown, in bytes (default 8192).
+    #[serde(default)]
+    pub max_output_bytes: Option<usize>,
+}
+
 /// `session/list` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

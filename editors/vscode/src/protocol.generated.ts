@@ -856,6 +856,77 @@ export interface ExplainResult {
     revision: Revision;
 }
 /**
+ * session/export params.
+ */
+export interface ExportParams {
+    /**
+     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root. The session need not be open.
+     */
+    path: string;
+    /**
+     * Leaf whose branch is exported; absent or null: the default leaf (the last entry).
+     */
+    leafId?: string | null;
+    /**
+     * Document format; absent: md.
+     */
+    format?: 'md' | 'html' | null;
+    /**
+     * Replace strings that look like credentials by [REDACTED:<kind>]; absent: true.
+     */
+    redact?: boolean | null;
+    /**
+     * Longest tool output or argument shown, in bytes; absent: 8192.
+     */
+    maxOutputBytes?: number | null;
+}
+/**
+ * session/export result.
+ */
+export interface ExportResult {
+    /**
+     * The session file, resolved.
+     */
+    path: string;
+    format: 'md' | 'html';
+    /**
+     * The leaf exported; null for a session without entries.
+     */
+    leafId: string | null;
+    /**
+     * The document text (Markdown, or one self-contained HTML file).
+     */
+    document: string;
+    /**
+     * Entries on the exported path.
+     */
+    entries: number;
+    /**
+     * Message blocks shown (user, assistant, lone tool results, bash executions).
+     */
+    messages: number;
+    /**
+     * Tool calls shown.
+     */
+    toolCalls: number;
+    /**
+     * Strings replaced by [REDACTED:<kind>].
+     */
+    redactions: number;
+    /**
+     * Whether redaction was on.
+     */
+    redacted: boolean;
+    /**
+     * Tool outputs and arguments cut to maxOutputBytes.
+     */
+    truncated: number;
+    /**
+     * Images embedded as data: URIs.
+     */
+    images: number;
+}
+/**
  * session/fileMissing notification params.
  */
 export interface FileMissingParams {
@@ -1254,6 +1325,7 @@ export const Requests = {
     contextAt: 'session/contextAt',
     entry: 'session/entry',
     explain: 'session/explain',
+    export: 'session/export',
     fork: 'session/fork',
     label: 'session/label',
     list: 'session/list',
