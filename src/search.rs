@@ -489,22 +489,24 @@ impl SearchIndex {
         for (i, (path, meta, w)) in work.into_iter().enumerate() {
             progress(i, total);
             let key = path.to_string_lossy().into_owned();
+            let mut full = true;
             let outcome = match w {
                 Work::Append(st) => match self.index_append(&writer, &key, &path, &meta, &st) {
                     Some(r) => {
-                        report.appended += 1;
+                        full = false;
                         Ok(r)
                     }
-                    None => {
-                        report.indexed += 1;
-                        self.index_full(&writer, &key, &path, &meta)
-                    }
+                    None => self.index_full(&writer, &key, &path, &meta),
                 },
-                Work::Full => {
-                    report.indexed += 1;
-                    self.index_full(&writer, &key, &path, &meta)
-                }
+                Work::Full => self.index_full(&writer, &key, &path, &meta),
             };
+            if outcome.is_ok() {
+                if full {
+                    report.indexed += 1;
+                } else {
+                    report.appended += 1;
+                }
+            }
             match outcome {
                 Ok((st, added)) => {
                     report.entries += added;

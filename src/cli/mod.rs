@@ -105,6 +105,9 @@ pub enum Command {
         /// A directory sessions may be read from (repeatable); default: pi's sessions directory.
         #[arg(long = "root", value_name = "DIR")]
         roots: Vec<PathBuf>,
+        /// The search index directory (default: $XDG_CACHE_HOME/sessiond/index, else ~/.cache/sessiond/index).
+        #[arg(long, value_name = "DIR")]
+        index_dir: Option<PathBuf>,
     },
 }
 
@@ -135,8 +138,8 @@ impl Command {
 /// the [`Exit`] table.
 pub fn run(cli: Cli) -> ExitCode {
     // Before stdout is locked below: the daemon writes protocol frames from its own thread.
-    if let Command::Serve { roots } = cli.command {
-        return crate::server::serve(crate::server::ServeOptions { roots });
+    if let Command::Serve { roots, index_dir } = cli.command {
+        return crate::server::serve(crate::server::ServeOptions { roots, index_dir });
     }
     let json = cli.command.json();
     // Lone surrogates are held as private-use pairs (core::jsstr); they leave as pi's escapes.

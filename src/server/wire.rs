@@ -143,6 +143,33 @@ pub struct ExportParams {
     pub max_output_bytes: Option<usize>,
 }
 
+/// `session/search` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchParams {
+    /// The query: words (all must match), `"phrases"`, `prefix*`, `-excluded`, `a OR b`.
+    pub query: String,
+    /// Directories to search (each inside a root); absent: every root.
+    pub roots: Option<Vec<PathBuf>>,
+    /// Hits per page (1..=1000, default 50).
+    pub limit: Option<usize>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Only these roles or entry types.
+    pub roles: Option<Vec<String>>,
+    /// Only sessions whose path contains this.
+    pub path_contains: Option<String>,
+    /// Only entries at or after this time (ISO 8601 or `YYYY-MM-DD`).
+    pub after: Option<String>,
+    /// Only entries before this time (ISO 8601 or `YYYY-MM-DD`).
+    pub before: Option<String>,
+    /// Search thinking too.
+    #[serde(default)]
+    pub thinking: bool,
+    /// LSP work-done token: a long index build reports `$/progress` under it.
+    pub work_done_token: Option<ProgressToken>,
+}
+
 /// `session/list` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -1170,6 +1170,127 @@ export interface SalvageResult {
     }[];
 }
 /**
+ * session/search params.
+ */
+export interface SearchParams {
+    /**
+     * Words (all must match), "phrases", prefix*, -excluded, a OR b.
+     */
+    query: string;
+    /**
+     * Directories inside the session roots; absent: every root.
+     */
+    roots?: string[] | null;
+    /**
+     * Hits per page; absent: 50.
+     */
+    limit?: number | null;
+    /**
+     * nextCursor of the previous page.
+     */
+    cursor?: string | null;
+    /**
+     * Only these roles or entry types.
+     */
+    roles?: string[] | null;
+    /**
+     * Only sessions whose path contains this.
+     */
+    pathContains?: string | null;
+    /**
+     * Only entries at or after this time (ISO 8601 or YYYY-MM-DD, UTC).
+     */
+    after?: string | null;
+    /**
+     * Only entries before this time (ISO 8601 or YYYY-MM-DD, UTC).
+     */
+    before?: string | null;
+    /**
+     * Search thinking too.
+     */
+    thinking?: boolean | null;
+    /**
+     * LSP work-done token for $/progress while the index is updated.
+     */
+    workDoneToken?: string | number;
+    [k: string]: unknown;
+}
+export interface SearchHit {
+    /**
+     * The session file.
+     */
+    path: string;
+    /**
+     * The session name, when it has one.
+     */
+    name: string | null;
+    entryId: string;
+    /**
+     * 1-based line of the entry.
+     */
+    line: number;
+    /**
+     * The message role, for a message entry.
+     */
+    role?: string;
+    /**
+     * The entry type, for other entries.
+     */
+    entryType?: string;
+    /**
+     * ISO 8601; null when the entry has no valid timestamp.
+     */
+    timestamp: string | null;
+    /**
+     * On the path from the root to the session's last entry.
+     */
+    onDefaultPath: boolean;
+    /**
+     * Text around the match; matched terms wrapped in **.
+     */
+    snippet: string;
+    /**
+     * BM25 score, higher is better.
+     */
+    score: number;
+}
+export interface IndexProblem {
+    path: string;
+    detail: string;
+}
+/**
+ * session/search result.
+ */
+export interface SearchResult {
+    hits: SearchHit[];
+    /**
+     * All matching entries.
+     */
+    total: number;
+    /**
+     * Pass as cursor for the next page; null on the last page.
+     */
+    nextCursor: string | null;
+    index: {
+        dir: string;
+        /**
+         * Sessions indexed.
+         */
+        files: number;
+        update: {
+            files: number;
+            indexed: number;
+            appended: number;
+            removed: number;
+            entries: number;
+            rebuilt: boolean;
+            busy: boolean;
+            skipped: IndexProblem[];
+            problems: IndexProblem[];
+        };
+    };
+}
+/**
  * session/setName params.
  */
 export interface SetNameParams {
@@ -1332,6 +1453,7 @@ export const Requests = {
     open: 'session/open',
     prepareCompaction: 'session/prepareCompaction',
     salvage: 'session/salvage',
+    search: 'session/search',
     setName: 'session/setName',
     tree: 'session/tree',
     verifyResume: 'session/verifyResume',
