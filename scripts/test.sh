@@ -15,7 +15,8 @@
 #   (scripts/vscode-host-deps.sh, into ./.tools/vscode-host), and Debian's chromium, libkrb5-dev
 #   and pkg-config from apt-get when missing;
 # * the real pi agent and Node 22 for the live tests (scripts/live-deps.sh, into ./.tools/live);
-# * the git program, when missing, from apt-get (the one system package; tests/verify.rs needs it).
+# * the git program and headless Chromium, when missing, from apt-get (the system packages;
+#   tests/verify.rs needs git, tests/export.rs renders the HTML export in Chromium).
 # Then it runs `cargo test` and the extension's tests against the freshly built daemon.
 set -euo pipefail
 
@@ -29,6 +30,20 @@ if ! command -v git >/dev/null 2>&1; then
   if ! command -v git >/dev/null 2>&1; then
     echo "test.sh: the git program is missing and could not be installed (apt-get install git)" >&2
     exit 1
+  fi
+fi
+
+# Headless Chromium: tests/export.rs renders the HTML export in a real browser. Debian's
+# `chromium` package from apt-get when missing (as git above); the test fails under CI=true
+# without it.
+if ! command -v chromium >/dev/null 2>&1 && [ -z "${SESSIOND_CHROMIUM:-}" ]; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "test.sh: installing chromium with apt-get" >&2
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+  fi
+  if ! command -v chromium >/dev/null 2>&1; then
+    echo "test.sh: chromium is missing and could not be installed (apt-get install chromium)" >&2
+    [ "${CI:-}" = true ] && exit 1
   fi
 fi
 

@@ -15,6 +15,8 @@
 //!   the server.
 //! * [`verify`] — the world-facing half of resume verification ([`core::verify`]): files,
 //!   `git`, `PATH`, the environment and pi's auth file, read only.
+//! * [`search`] — the full-text index over every session under the roots (tantivy, in the
+//!   user's cache directory), updated incrementally from the files.
 //! * [`model`] — summarizing a compaction with a model endpoint (pi's models.json, HTTP).
 //! * [`cli`] — subcommands over the same core, storage and shared layers.
 //!
@@ -27,6 +29,7 @@ pub mod compact;
 pub mod core;
 pub mod model;
 pub mod paths;
+pub mod search;
 pub mod server;
 pub mod session;
 pub mod storage;

@@ -61,6 +61,8 @@ fn help_and_readme_print_the_one_exit_code_table() {
         (&["append"], &["0", "2", "3", "4", "7"]),
         (&["compact"], &["0", "2", "3", "4", "5", "6", "7", "9"]),
         (&["verify"], &["0", "2", "3", "7", "8"]),
+        (&["export"], &["0", "2", "3", "7"]),
+        (&["search"], &["0", "2"]),
         (&["serve"], &["0", "1"]),
         (&["completions"], &["0", "2"]),
         (&["man"], &["0", "2"]),
@@ -896,6 +898,8 @@ fn completions_and_man_pages_cover_every_command() {
     let commands = [
         "context",
         "tree",
+        "export",
+        "search",
         "explain",
         "compact",
         "check",

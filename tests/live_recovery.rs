@@ -165,6 +165,7 @@ fn a_root_created_after_the_start_is_listed() {
         &[&root],
         &Spawn {
             capture_stderr: true,
+            args: Vec::new(),
             ..Spawn::default()
         },
     );

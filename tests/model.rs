@@ -341,6 +341,7 @@ fn the_daemon_reports_progress_and_a_cancelled_call_writes_nothing() {
         &Spawn {
             env: vec![("PI_CODING_AGENT_DIR", &agent), ("MODEL_TEST_KEY", KEY)],
             capture_stderr: true,
+            args: Vec::new(),
         },
     );
     let opened = d.call("session/open", json!({"path": w.file}));
@@ -397,6 +398,7 @@ fn daemon_model_errors_are_33020_naming_the_provider() {
         &Spawn {
             env: vec![("PI_CODING_AGENT_DIR", &agent), ("MODEL_TEST_KEY", KEY)],
             capture_stderr: true,
+            args: Vec::new(),
         },
     );
     let opened = d.call("session/open", json!({"path": w.file}));

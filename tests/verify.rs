@@ -283,6 +283,7 @@ fn a_clean_resume_needs_no_attention_in_the_cli_and_the_daemon() {
                 ("ANTHROPIC_OAUTH_TOKEN", ""),
             ],
             capture_stderr: false,
+            args: Vec::new(),
         },
     );
     let params = json!({"path": file});

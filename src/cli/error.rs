@@ -67,6 +67,8 @@ pub enum Family {
     Tool,
     /// `verify`: read only; findings that need attention are its report, with their own code.
     Verify,
+    /// `search`: reads the sessions, writes only its index in the cache directory.
+    Search,
 }
 
 impl Exit {
@@ -109,6 +111,7 @@ impl Exit {
             (Exit::Ok, Some(Compact)) => "ok (also when there is nothing to compact)",
             (Exit::Ok, Some(Check)) => "clean, or only a torn tail (a writer may be mid-line)",
             (Exit::Ok, Some(Verify)) => "nothing needs attention: every finding is ok",
+            (Exit::Ok, Some(Search)) => "ok (also when nothing matched)",
             (Exit::Ok, _) => "ok",
             (Exit::NoShutdown, None | Some(Serve)) => {
                 "`serve`: the client sent `exit` without `shutdown` (the LSP rule)"
@@ -119,6 +122,10 @@ impl Exit {
             (Exit::Error, Some(Read)) => "usage, I/O or unknown id (--leaf, ENTRY_ID)",
             (Exit::Error, Some(Verify)) => "usage, I/O or unknown id (--leaf)",
             (Exit::Error, Some(Check)) => "usage or I/O",
+            (Exit::Error, Some(Search)) => {
+                "usage, I/O, a query, date or --cursor that cannot be read, or an index \
+                 directory that cannot be opened"
+            }
             (Exit::Error, Some(Append)) => {
                 "usage, I/O, unknown id (an --expected-leaf that names no entry too), invalid \
                  entry, or a version-1/2 file (only version 3 is appended to)"
@@ -473,7 +480,7 @@ mod tests {
             assert!(e.meaning(None).is_some(), "{e:?}");
         }
         for family in [
-            Read, Check, Append, Compact, Fork, Salvage, Serve, Tool, Verify,
+            Read, Check, Append, Compact, Fork, Salvage, Serve, Tool, Verify, Search,
         ] {
             assert!(Exit::Ok.meaning(Some(family)).is_some(), "{family:?}");
         }

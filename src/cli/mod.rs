@@ -9,7 +9,7 @@
 //! once it succeeded ([`run`]). Human output streams (a 40 MB context is not held), so a
 //! human-mode failure may follow partial output; the error goes to stderr.
 //!
-//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
+//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`export`](mod@export), [`search`](mod@search), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
 //! `name`, `branch`, `append`, `salvage`), [`compact`], [`tree`] (the folded tree), [`shell`]
 //! (completions and manual pages from these definitions), and [`error`] (the exit-code table
 //! and the error type), which the others import; nothing imports this module but `main`.
@@ -22,7 +22,9 @@ use clap::{Parser, Subcommand};
 
 pub mod compact;
 pub mod error;
+pub mod export;
 pub mod read;
+pub mod search;
 pub mod shell;
 pub mod tree;
 pub mod verify;
@@ -58,6 +60,12 @@ pub enum Command {
     /// Compact a leaf's path as pi does: summarize (embedded or --summary-file), check retention, append.
     #[command(after_help = Exit::help(Some(Family::Compact)))]
     Compact(compact::CompactArgs),
+    /// Export the branch to a leaf as a readable Markdown or HTML document (secrets redacted).
+    #[command(after_help = Exit::help(Some(Family::Read)))]
+    Export(export::ExportArgs),
+    /// Search every session under the roots (full text, through an index in the cache directory).
+    #[command(after_help = Exit::help(Some(Family::Search)))]
+    Search(search::SearchArgs),
     /// Check a session file: ok when clean (a torn tail is reported, not fatal), corrupt otherwise.
     #[command(after_help = Exit::help(Some(Family::Check)))]
     Check(read::CheckArgs),
@@ -97,6 +105,9 @@ pub enum Command {
         /// A directory sessions may be read from (repeatable); default: pi's sessions directory.
         #[arg(long = "root", value_name = "DIR")]
         roots: Vec<PathBuf>,
+        /// The search index directory (default: $XDG_CACHE_HOME/sessiond/index, else ~/.cache/sessiond/index).
+        #[arg(long, value_name = "DIR")]
+        index_dir: Option<PathBuf>,
     },
 }
 
@@ -109,6 +120,8 @@ impl Command {
             Command::Explain(a) => a.json,
             Command::Compact(a) => a.json,
             Command::Check(a) => a.json,
+            Command::Export(a) => a.json,
+            Command::Search(a) => a.json,
             Command::Verify(a) => a.json,
             Command::Fork(a) => a.json,
             Command::Label(a) => a.opts.json,
@@ -125,8 +138,8 @@ impl Command {
 /// the [`Exit`] table.
 pub fn run(cli: Cli) -> ExitCode {
     // Before stdout is locked below: the daemon writes protocol frames from its own thread.
-    if let Command::Serve { roots } = cli.command {
-        return crate::server::serve(crate::server::ServeOptions { roots });
+    if let Command::Serve { roots, index_dir } = cli.command {
+        return crate::server::serve(crate::server::ServeOptions { roots, index_dir });
     }
     let json = cli.command.json();
     // Lone surrogates are held as private-use pairs (core::jsstr); they leave as pi's escapes.
@@ -155,6 +168,8 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
         Command::Tree(args) => read::tree(out, &args),
         Command::Explain(args) => read::explain(out, &args),
         Command::Check(args) => read::check(out, &args),
+        Command::Export(args) => export::run(out, &args),
+        Command::Search(args) => search::run(out, &args),
         Command::Verify(args) => verify::run(out, &args),
         Command::Compact(args) => compact::run(out, &args),
         Command::Fork(args) => write::fork(out, &args),

@@ -13,8 +13,9 @@ use super::convert::{self, TreeStart};
 use super::error::RpcError;
 use super::lossless;
 use super::wire::{
-    CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, FieldsParam, ListParams,
-    ListResult, ListedSession, OpenParams, TreeParams, VerifyResumeParams,
+    CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, ExportParams,
+    FieldsParam, ListParams, ListResult, ListedSession, OpenParams, SearchParams, TreeParams,
+    VerifyResumeParams,
 };
 use crate::core::explain;
 use crate::core::projection;
@@ -31,6 +32,8 @@ const TREE_LIMIT_DEFAULT: usize = 1000;
 pub const TREE_LIMIT_MAX: usize = 10_000;
 /// Default depth of one `session/tree` answer.
 const TREE_DEPTH_DEFAULT: usize = 64;
+/// `session/search` reports `$/progress` when more files than this need reading.
+pub const SEARCH_PROGRESS_FROM: usize = 50;
 /// Files per `$/progress` report in `session/list`.
 const LIST_PROGRESS_EVERY: usize = 200;
 
@@ -145,6 +148,42 @@ fn collect_closed(
         path: path.to_owned(),
         source,
     })
+}
+
+/// `session/export`'s result for a tree read by its owner or just now: the exported document
+/// and its counts.
+fn export_result(
+    path: &Path,
+    tree: &Tree,
+    source: &dyn crate::core::render::LineSource,
+    leaf_id: Option<&str>,
+    options: &crate::core::export::Options,
+) -> Result<Value, RpcError> {
+    let leaf = tree
+        .resolve_leaf(leaf_id)
+        .map_err(|unknown| RpcError::UnknownEntry {
+            path: path.to_owned(),
+            id: unknown.id,
+        })?;
+    let e = crate::core::export::export(tree, leaf, source, options).map_err(|source| {
+        RpcError::Render {
+            path: path.to_owned(),
+            source,
+        }
+    })?;
+    Ok(json!({
+        "path": path,
+        "format": options.format.as_str(),
+        "leafId": leaf.map(|l| tree.node(l).entry.id.to_string()),
+        "document": e.document,
+        "entries": e.entries,
+        "messages": e.messages,
+        "toolCalls": e.tool_calls,
+        "redactions": e.redactions,
+        "redacted": options.redact,
+        "truncated": e.truncated,
+        "images": e.images,
+    }))
 }
 
 impl Backend {
@@ -336,6 +375,184 @@ impl Backend {
             source: std::io::Error::other(e),
         })?;
         Ok(to_value(&real, &report)?)
+    }
+
+    /// `session/export {path, leafId?, format?, redact?, maxOutputBytes?}`: the branch to the
+    /// leaf as a Markdown or HTML document ([`crate::core::export`]). An open session is read
+    /// from its owner's tree; a closed one is read once, strictly, without being opened.
+    /// Errors: -32602 for an unknown `format`, -33004 for an unknown `leafId`, the open errors
+    /// of `session/open` for a closed file.
+    pub async fn export(&self, p: Value) -> RpcResult<Value> {
+        let p: ExportParams = params("session/export", p)?;
+        let format = match p.format.as_deref() {
+            None => crate::core::export::Format::Markdown,
+            Some(f) => {
+                crate::core::export::Format::parse(f).ok_or_else(|| RpcError::InvalidParams {
+                    method: "session/export",
+                    detail: format!("format must be \"md\" or \"html\", got {f:?}"),
+                })?
+            }
+        };
+        let real = self.resolve(&p.path)?;
+        let options = crate::core::export::Options {
+            format,
+            redact: p.redact.unwrap_or(true),
+            max_output_bytes: p
+                .max_output_bytes
+                .unwrap_or(crate::core::export::DEFAULT_MAX_OUTPUT_BYTES),
+            file_name: real
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+        };
+        let leaf_id = p.leaf_id;
+        match self.registry.get(&real) {
+            Ok(handle) => Ok(handle
+                .query(move |s| {
+                    export_result(s.path(), s.tree(), s.source(), leaf_id.as_deref(), &options)
+                })
+                .await
+                .map_err(RpcError::from)??),
+            Err(_) => {
+                let path = real.clone();
+                Ok(tokio::task::spawn_blocking(move || {
+                    let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
+                    let session = crate::storage::reader::open_session(&path, Mode::Strict)
+                        .map_err(open_err)?;
+                    let lines =
+                        crate::storage::reader::FileLines::open(&path).map_err(|source| {
+                            open_err(OpenError::Io {
+                                path: path.clone(),
+                                source,
+                            })
+                        })?;
+                    export_result(&path, &session.tree, &lines, leaf_id.as_deref(), &options)
+                })
+                .await
+                .map_err(|e| RpcError::Io {
+                    path: real.clone(),
+                    source: std::io::Error::other(e),
+                })??)
+            }
+        }
+    }
+
+    /// `session/search {query, roots?, limit?, cursor?, roles?, pathContains?, after?, before?,
+    /// thinking?, workDoneToken?}`: brings the index up to date with the files under the roots
+    /// (new, grown, rewritten and deleted sessions; [`crate::search`]), reporting `$/progress`
+    /// under `workDoneToken` while more than [`SEARCH_PROGRESS_FROM`] files are read, then
+    /// searches it. Errors: -32602 for a query, date, cursor or limit that cannot be used, or
+    /// a root outside the session roots; -33006 when the index cannot be opened or written.
+    pub async fn search(&self, p: Value) -> RpcResult<Value> {
+        let p: SearchParams = params("session/search", p)?;
+        let invalid = |detail: String| RpcError::InvalidParams {
+            method: "session/search",
+            detail,
+        };
+        let limit = p.limit.unwrap_or(50);
+        if !(1..=1000).contains(&limit) {
+            return Err(invalid(format!("limit must be between 1 and 1000, got {limit}")).into());
+        }
+        let offset = match &p.cursor {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| invalid(format!("{c:?} is not a cursor from a previous page")))?,
+        };
+        let date = |s: &Option<String>| -> Result<Option<i64>, RpcError> {
+            let Some(s) = s else { return Ok(None) };
+            let full = if s.len() == 10 {
+                format!("{s}T00:00:00.000Z")
+            } else {
+                s.clone()
+            };
+            crate::core::timestamp::parse_iso(&full)
+                .map(Some)
+                .ok_or_else(|| invalid(format!("{s:?} is not a date (YYYY-MM-DD or ISO 8601)")))
+        };
+        let after_ms = date(&p.after)?;
+        let before_ms = date(&p.before)?;
+        let roots = match &p.roots {
+            Some(rs) => rs
+                .iter()
+                .map(|r| self.resolve(r))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => self.roots().dirs().to_vec(),
+        };
+        let query = crate::search::SearchQuery {
+            text: p.query,
+            roots: roots.clone(),
+            limit,
+            offset,
+            roles: p.roles.unwrap_or_default(),
+            path_contains: p.path_contains,
+            after_ms,
+            before_ms,
+            thinking: p.thinking,
+        };
+        let index = self.search.clone();
+        let dir = self.index_dir.clone();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
+        let task = tokio::task::spawn_blocking(move || {
+            let mut guard = index
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let idx = match &mut *guard {
+                Some(idx) => idx,
+                slot @ None => slot.insert(crate::search::SearchIndex::open(&dir)?),
+            };
+            let report = idx.update(&roots, &mut |done, total| {
+                let _ = tx.send((done, total));
+            })?;
+            let found = idx.search(&query)?;
+            Ok::<_, crate::search::SearchError>((report, found, idx.files(), idx.dir().to_owned()))
+        });
+        let mut progress = None;
+        while let Some((done, total)) = rx.recv().await {
+            if progress.is_none()
+                && total > SEARCH_PROGRESS_FROM
+                && let Some(token) = p.work_done_token.clone()
+            {
+                progress = Some(
+                    self.client
+                        .progress(token, "Indexing sessions")
+                        .with_percentage(0)
+                        .begin()
+                        .await,
+                );
+            }
+            if let Some(pr) = &progress
+                && (done % 50 == 0 || done == total)
+            {
+                pr.report_with_message(
+                    format!("{done}/{total} files"),
+                    u32::try_from(done * 100 / total.max(1)).unwrap_or(100),
+                )
+                .await;
+            }
+        }
+        if let Some(pr) = progress {
+            pr.finish().await;
+        }
+        let dir = self.index_dir.clone();
+        let (report, found, files, dir) = task
+            .await
+            .map_err(|e| RpcError::Io {
+                path: dir.clone(),
+                source: std::io::Error::other(e),
+            })?
+            .map_err(|e| match e {
+                crate::search::SearchError::Query { .. } => invalid(e.to_string()),
+                other => RpcError::Io {
+                    path: dir.clone(),
+                    source: std::io::Error::other(other.to_string()),
+                },
+            })?;
+        Ok(json!({
+            "hits": found.hits,
+            "total": found.total,
+            "nextCursor": found.next_cursor,
+            "index": {"dir": dir, "files": files, "update": report},
+        }))
     }
 
     /// `session/list {root?, workDoneToken?}`.

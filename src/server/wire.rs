@@ -124,6 +124,52 @@ pub struct VerifyResumeParams {
     pub cwd: Option<PathBuf>,
 }
 
+/// `session/export` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExportParams {
+    /// The session file (open or not; it must be inside a root).
+    pub path: PathBuf,
+    /// Leaf whose branch is exported; absent: the default leaf (the last entry).
+    pub leaf_id: Option<String>,
+    /// `md` (default) or `html`.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// Redact strings that look like secrets (default `true`).
+    #[serde(default)]
+    pub redact: Option<bool>,
+    /// Longest tool output or argument shown, in bytes (default 8192).
+    #[serde(default)]
+    pub max_output_bytes: Option<usize>,
+}
+
+/// `session/search` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchParams {
+    /// The query: words (all must match), `"phrases"`, `prefix*`, `-excluded`, `a OR b`.
+    pub query: String,
+    /// Directories to search (each inside a root); absent: every root.
+    pub roots: Option<Vec<PathBuf>>,
+    /// Hits per page (1..=1000, default 50).
+    pub limit: Option<usize>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Only these roles or entry types.
+    pub roles: Option<Vec<String>>,
+    /// Only sessions whose path contains this.
+    pub path_contains: Option<String>,
+    /// Only entries at or after this time (ISO 8601 or `YYYY-MM-DD`).
+    pub after: Option<String>,
+    /// Only entries before this time (ISO 8601 or `YYYY-MM-DD`).
+    pub before: Option<String>,
+    /// Search thinking too.
+    #[serde(default)]
+    pub thinking: bool,
+    /// LSP work-done token: a long index build reports `$/progress` under it.
+    pub work_done_token: Option<ProgressToken>,
+}
+
 /// `session/list` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -51,6 +51,8 @@ pub struct Spawn<'a> {
     pub env: Vec<(&'a str, &'a str)>,
     /// Keep stderr for [`Daemon::stderr`] instead of passing it through.
     pub capture_stderr: bool,
+    /// Extra arguments of `sessiond serve` (`--index-dir DIR`).
+    pub args: Vec<&'a str>,
 }
 
 impl Daemon {
@@ -66,6 +68,7 @@ impl Daemon {
         for r in roots {
             cmd.arg("--root").arg(r);
         }
+        cmd.args(&options.args);
         cmd.env("SESSIOND_LOG", "warn");
         for (k, v) in &options.env {
             cmd.env(k, v);

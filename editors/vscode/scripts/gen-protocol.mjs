@@ -38,6 +38,8 @@ const DEF_NAMES = {
     initializationOptions: 'InitializationOptions',
     sessiondCapabilities: 'SessiondCapabilities',
     listedSession: 'SessionSummary',
+    searchHit: 'SearchHit',
+    indexProblem: 'IndexProblem',
     contextMessage: 'ContextMessage',
     explainReason: 'ExplainReason',
     pathData: 'PathErrorData',

@@ -856,6 +856,77 @@ export interface ExplainResult {
     revision: Revision;
 }
 /**
+ * session/export params.
+ */
+export interface ExportParams {
+    /**
+     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root. The session need not be open.
+     */
+    path: string;
+    /**
+     * Leaf whose branch is exported; absent or null: the default leaf (the last entry).
+     */
+    leafId?: string | null;
+    /**
+     * Document format; absent: md.
+     */
+    format?: 'md' | 'html' | null;
+    /**
+     * Replace strings that look like credentials by [REDACTED:<kind>]; absent: true.
+     */
+    redact?: boolean | null;
+    /**
+     * Longest tool output or argument shown, in bytes; absent: 8192.
+     */
+    maxOutputBytes?: number | null;
+}
+/**
+ * session/export result.
+ */
+export interface ExportResult {
+    /**
+     * The session file, resolved.
+     */
+    path: string;
+    format: 'md' | 'html';
+    /**
+     * The leaf exported; null for a session without entries.
+     */
+    leafId: string | null;
+    /**
+     * The document text (Markdown, or one self-contained HTML file).
+     */
+    document: string;
+    /**
+     * Entries on the exported path.
+     */
+    entries: number;
+    /**
+     * Message blocks shown (user, assistant, lone tool results, bash executions).
+     */
+    messages: number;
+    /**
+     * Tool calls shown.
+     */
+    toolCalls: number;
+    /**
+     * Strings replaced by [REDACTED:<kind>].
+     */
+    redactions: number;
+    /**
+     * Whether redaction was on.
+     */
+    redacted: boolean;
+    /**
+     * Tool outputs and arguments cut to maxOutputBytes.
+     */
+    truncated: number;
+    /**
+     * Images embedded as data: URIs.
+     */
+    images: number;
+}
+/**
  * session/fileMissing notification params.
  */
 export interface FileMissingParams {
@@ -1099,6 +1170,127 @@ export interface SalvageResult {
     }[];
 }
 /**
+ * session/search params.
+ */
+export interface SearchParams {
+    /**
+     * Words (all must match), "phrases", prefix*, -excluded, a OR b.
+     */
+    query: string;
+    /**
+     * Directories inside the session roots; absent: every root.
+     */
+    roots?: string[] | null;
+    /**
+     * Hits per page; absent: 50.
+     */
+    limit?: number | null;
+    /**
+     * nextCursor of the previous page.
+     */
+    cursor?: string | null;
+    /**
+     * Only these roles or entry types.
+     */
+    roles?: string[] | null;
+    /**
+     * Only sessions whose path contains this.
+     */
+    pathContains?: string | null;
+    /**
+     * Only entries at or after this time (ISO 8601 or YYYY-MM-DD, UTC).
+     */
+    after?: string | null;
+    /**
+     * Only entries before this time (ISO 8601 or YYYY-MM-DD, UTC).
+     */
+    before?: string | null;
+    /**
+     * Search thinking too.
+     */
+    thinking?: boolean | null;
+    /**
+     * LSP work-done token for $/progress while the index is updated.
+     */
+    workDoneToken?: string | number;
+    [k: string]: unknown;
+}
+export interface SearchHit {
+    /**
+     * The session file.
+     */
+    path: string;
+    /**
+     * The session name, when it has one.
+     */
+    name: string | null;
+    entryId: string;
+    /**
+     * 1-based line of the entry.
+     */
+    line: number;
+    /**
+     * The message role, for a message entry.
+     */
+    role?: string;
+    /**
+     * The entry type, for other entries.
+     */
+    entryType?: string;
+    /**
+     * ISO 8601; null when the entry has no valid timestamp.
+     */
+    timestamp: string | null;
+    /**
+     * On the path from the root to the session's last entry.
+     */
+    onDefaultPath: boolean;
+    /**
+     * Text around the match; matched terms wrapped in **.
+     */
+    snippet: string;
+    /**
+     * BM25 score, higher is better.
+     */
+    score: number;
+}
+export interface IndexProblem {
+    path: string;
+    detail: string;
+}
+/**
+ * session/search result.
+ */
+export interface SearchResult {
+    hits: SearchHit[];
+    /**
+     * All matching entries.
+     */
+    total: number;
+    /**
+     * Pass as cursor for the next page; null on the last page.
+     */
+    nextCursor: string | null;
+    index: {
+        dir: string;
+        /**
+         * Sessions indexed.
+         */
+        files: number;
+        update: {
+            files: number;
+            indexed: number;
+            appended: number;
+            removed: number;
+            entries: number;
+            rebuilt: boolean;
+            busy: boolean;
+            skipped: IndexProblem[];
+            problems: IndexProblem[];
+        };
+    };
+}
+/**
  * session/setName params.
  */
 export interface SetNameParams {
@@ -1254,12 +1446,14 @@ export const Requests = {
     contextAt: 'session/contextAt',
     entry: 'session/entry',
     explain: 'session/explain',
+    export: 'session/export',
     fork: 'session/fork',
     label: 'session/label',
     list: 'session/list',
     open: 'session/open',
     prepareCompaction: 'session/prepareCompaction',
     salvage: 'session/salvage',
+    search: 'session/search',
     setName: 'session/setName',
     tree: 'session/tree',
     verifyResume: 'session/verifyResume',

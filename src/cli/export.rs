@@ -1,0 +1,167 @@
+//! `sessiond export`: the branch to a leaf as a Markdown or HTML document
+//! ([`crate::core::export`]), on stdout or into `--out` (written to a temporary file next to
+//! it, then renamed, so a reader never sees half a document). The session is only read.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::error::{CliError, Exit};
+use super::read;
+use crate::core::export::{self, DEFAULT_MAX_OUTPUT_BYTES, Format};
+
+/// `--format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Markdown (with `<details>` blocks).
+    Md,
+    /// One self-contained HTML file (no script, no network; light and dark).
+    Html,
+}
+
+/// `sessiond export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The pi session file (JSONL).
+    pub file: PathBuf,
+    /// Leaf entry id: the branch from the root to it is exported (default: the last entry).
+    #[arg(long)]
+    pub leaf: Option<String>,
+    /// The document's format (default: `html` when --out ends in `.html` or `.htm`, else `md`).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// Write the document to PATH (replaced atomically) instead of standard output.
+    #[arg(long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Keep strings that look like API keys and tokens (redacted by default; the patterns are
+    /// listed in the README and named in the document).
+    #[arg(long)]
+    pub no_redact: bool,
+    /// Longest tool output or argument shown, in bytes; longer ones are cut and their full
+    /// size given.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_OUTPUT_BYTES)]
+    pub max_output_bytes: usize,
+    /// Print `{format, leafId, out, entries, messages, toolCalls, redactions, truncated,
+    /// images}` (and `document` without --out) as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    #[arg(long)]
+    pub allow_corrupt: bool,
+}
+
+fn format_of(args: &ExportArgs) -> Format {
+    match args.format {
+        Some(FormatArg::Md) => Format::Markdown,
+        Some(FormatArg::Html) => Format::Html,
+        None => match args
+            .out
+            .as_deref()
+            .and_then(Path::extension)
+            .and_then(|e| e.to_str())
+        {
+            Some("html" | "htm") => Format::Html,
+            _ => Format::Markdown,
+        },
+    }
+}
+
+/// Runs `sessiond export`. Errors: the open errors of `context`, an unknown `--leaf`, an
+/// unreadable line, or `--out` that cannot be written (`Argument`).
+pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
+    let opened = read::open(&args.file, args.allow_corrupt)?;
+    let tree = &opened.session.tree;
+    let leaf =
+        tree.resolve_leaf(args.leaf.as_deref())
+            .map_err(|unknown| CliError::UnknownEntry {
+                path: args.file.clone(),
+                id: unknown.id,
+                what: "leaf id",
+            })?;
+    let format = format_of(args);
+    let options = export::Options {
+        format,
+        redact: !args.no_redact,
+        max_output_bytes: args.max_output_bytes,
+        file_name: args
+            .file
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+    };
+    let exported =
+        export::export(tree, leaf, &opened.lines, &options).map_err(|source| CliError::Render {
+            path: args.file.clone(),
+            source,
+        })?;
+    if let Some(path) = &args.out {
+        write_atomically(path, exported.document.as_bytes())?;
+    }
+    let leaf_id = leaf.map(|l| tree.node(l).entry.id.to_string());
+    if args.json {
+        let mut doc = json!({
+            "format": format.as_str(),
+            "leafId": leaf_id,
+            "out": args.out.as_deref().map(crate::paths::absolute),
+            "entries": exported.entries,
+            "messages": exported.messages,
+            "toolCalls": exported.tool_calls,
+            "redactions": exported.redactions,
+            "redacted": !args.no_redact,
+            "truncated": exported.truncated,
+            "images": exported.images,
+        });
+        if args.out.is_none() {
+            doc["document"] = json!(exported.document);
+        }
+        writeln!(out, "{doc}")?;
+    } else if args.out.is_none() {
+        out.write_all(exported.document.as_bytes())?;
+    }
+    if !args.json {
+        eprintln!(
+            "sessiond: exported {} entries ({} messages, {} tool calls){}; {}",
+            exported.entries,
+            exported.messages,
+            exported.tool_calls,
+            args.out
+                .as_ref()
+                .map_or(String::new(), |p| format!(" to {}", p.display())),
+            if args.no_redact {
+                "redaction off".to_owned()
+            } else {
+                format!(
+                    "redacted {} string{} that look like secrets",
+                    exported.redactions,
+                    if exported.redactions == 1 { "" } else { "s" }
+                )
+            }
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+/// Writes `bytes` to a temporary file in `path`'s directory and renames it over `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let err = |e: std::io::Error| CliError::Argument {
+        arg: "--out",
+        detail: format!("{}: {e}", path.display()),
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(err)?;
+    tmp.write_all(bytes).map_err(err)?;
+    // A document to share: readable like any new file (the temporary file is 0600).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(err)?;
+    }
+    tmp.as_file().sync_all().map_err(err)?;
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! `sessiond search`: full-text search over every session under the roots, through the
+//! index in the cache directory ([`crate::search`]), brought up to date first (a progress bar
+//! on a terminal while files are read).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::error::{CliError, Exit};
+use crate::core::timestamp::parse_iso;
+use crate::search::{SearchIndex, SearchQuery};
+
+/// `sessiond search`.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// The query: words (all must match), "a phrase", prefix*, -excluded, a OR b.
+    pub query: String,
+    /// A directory of sessions to search (repeatable); default: pi's sessions directory.
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// Hits to print.
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// Continue after a previous page (`nextCursor` of --json).
+    #[arg(long)]
+    pub cursor: Option<String>,
+    /// Only entries with this role or type (user, assistant, toolResult, bashExecution,
+    /// compaction, branch_summary, label, session_info, custom_message; repeatable).
+    #[arg(long = "role", value_name = "ROLE")]
+    pub roles: Vec<String>,
+    /// Only sessions whose path contains TEXT.
+    #[arg(long = "path", value_name = "TEXT")]
+    pub path_contains: Option<String>,
+    /// Only entries at or after DATE (YYYY-MM-DD or an ISO 8601 date-time).
+    #[arg(long, value_name = "DATE")]
+    pub after: Option<String>,
+    /// Only entries before DATE (YYYY-MM-DD or an ISO 8601 date-time).
+    #[arg(long, value_name = "DATE")]
+    pub before: Option<String>,
+    /// Search thinking too.
+    #[arg(long)]
+    pub thinking: bool,
+    /// The index directory (default: $XDG_CACHE_HOME/sessiond/index, else ~/.cache/sessiond/index).
+    #[arg(long, value_name = "DIR")]
+    pub index_dir: Option<PathBuf>,
+    /// Search what is indexed without reading the session files first.
+    #[arg(long)]
+    pub no_update: bool,
+    /// Print `{hits, total, nextCursor, index}` as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A date argument as epoch milliseconds: `YYYY-MM-DD` is midnight UTC.
+fn date(arg: &'static str, s: &Option<String>) -> Result<Option<i64>, CliError> {
+    let Some(s) = s else { return Ok(None) };
+    let full = if s.len() == 10 {
+        format!("{s}T00:00:00.000Z")
+    } else {
+        s.clone()
+    };
+    parse_iso(&full)
+        .map(Some)
+        .ok_or_else(|| CliError::Argument {
+            arg,
+            detail: format!("{s:?} is not a date (YYYY-MM-DD or ISO 8601)"),
+        })
+}
+
+fn search_err(e: crate::search::SearchError) -> CliError {
+    CliError::Argument {
+        arg: "search",
+        detail: e.to_string(),
+    }
+}
+
+/// Runs `sessiond search`. Errors: an unusable query, date or cursor (`Argument`), the
+/// index cannot be opened or written.
+pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
+    let after_ms = date("--after", &args.after)?;
+    let before_ms = date("--before", &args.before)?;
+    let offset = match &args.cursor {
+        None => 0,
+        Some(c) => c.parse().map_err(|_| CliError::Argument {
+            arg: "--cursor",
+            detail: format!("{c:?} is not a cursor from a previous page"),
+        })?,
+    };
+    let roots: Vec<PathBuf> = if args.roots.is_empty() {
+        vec![crate::session::roots::Roots::default_dir()]
+    } else {
+        args.roots.clone()
+    };
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| crate::paths::absolute(r)))
+        .collect();
+    let dir = args
+        .index_dir
+        .clone()
+        .unwrap_or_else(crate::search::default_dir);
+    let mut index = SearchIndex::open(&dir).map_err(search_err)?;
+    let report = if args.no_update {
+        None
+    } else {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new(0);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "indexing sessions {bar:30} {pos}/{len} files ({eta})",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        let r = index
+            .update(&roots, &mut |done, total| {
+                if let Some(b) = &bar {
+                    b.set_length(total as u64);
+                    b.set_position(done as u64);
+                }
+            })
+            .map_err(search_err)?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        Some(r)
+    };
+    let query = SearchQuery {
+        text: args.query.clone(),
+        roots,
+        limit: args.limit,
+        offset,
+        roles: args.roles.clone(),
+        path_contains: args.path_contains.clone(),
+        after_ms,
+        before_ms,
+        thinking: args.thinking,
+    };
+    let found = index.search(&query).map_err(search_err)?;
+    if args.json {
+        let doc = json!({
+            "hits": found.hits,
+            "total": found.total,
+            "nextCursor": found.next_cursor,
+            "index": {"dir": index.dir(), "files": index.files(), "update": report},
+        });
+        writeln!(out, "{doc}")?;
+        return Ok(Exit::Ok);
+    }
+    if let Some(r) = &report {
+        if r.busy {
+            eprintln!(
+                "sessiond: the index is being updated by another sessiond; searching what is indexed"
+            );
+        }
+        for p in &r.problems {
+            eprintln!(
+                "sessiond: {}: indexed its readable part: {}",
+                p.path.display(),
+                p.detail
+            );
+        }
+    }
+    for h in &found.hits {
+        writeln!(
+            out,
+            "{}:{} {} {} {}{}  {}",
+            h.path.display(),
+            h.line,
+            h.entry_id,
+            h.role.as_deref().or(h.entry_type.as_deref()).unwrap_or("?"),
+            h.timestamp.as_deref().unwrap_or("-"),
+            if h.on_default_path {
+                ""
+            } else {
+                " (off the default path)"
+            },
+            h.snippet
+        )?;
+    }
+    writeln!(
+        out,
+        "{} of {} hits{}",
+        found.hits.len(),
+        found.total,
+        found
+            .next_cursor
+            .as_ref()
+            .map_or(String::new(), |c| format!(" (more: --cursor {c})"))
+    )?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,154 @@
+//! Redaction of strings that look like API keys, tokens and private keys, for documents
+//! meant to be shared (`sessiond export`). Pure: text in, text and a count out.
+//!
+//! The patterns ([`PATTERNS`]) are the well-known, prefixed credential formats, chosen so
+//! that ordinary prose and code rarely match: a false positive costs a readable word, a miss
+//! leaks a credential, so each pattern requires the vendor prefix and a minimum length. A
+//! match is replaced by `[REDACTED:<kind>]`; for `Bearer` tokens the word `Bearer` is kept.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// The redaction patterns: `(kind, regular expression)`, tried in this order (the more
+/// specific prefixes first, so `sk-ant-…` is reported as `anthropic-key`, not `openai-key`).
+/// Documented in the README (`sessiond export`); keep the two lists equal.
+pub const PATTERNS: &[(&str, &str)] = &[
+    (
+        "private-key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----",
+    ),
+    ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
+    ("openai-key", r"\bsk-[A-Za-z0-9_\-]{20,}"),
+    ("github-token", r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
+    ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
+    ("gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("aws-access-key-id", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    ),
+    (
+        "bearer-token",
+        r"(?i)\b(bearer)\s+[A-Za-z0-9\-._~+/]{16,}=*",
+    ),
+];
+
+static COMPILED: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
+    PATTERNS
+        .iter()
+        .filter_map(|(kind, re)| Regex::new(re).ok().map(|r| (*kind, r)))
+        .collect()
+});
+
+/// Redacts secrets from text and counts what it replaced.
+#[derive(Debug, Default)]
+pub struct Redactor {
+    enabled: bool,
+    count: usize,
+}
+
+impl Redactor {
+    /// A redactor; `enabled: false` passes every text through unchanged and counts nothing.
+    pub fn new(enabled: bool) -> Self {
+        Redactor { enabled, count: 0 }
+    }
+
+    /// Whether redaction is on.
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// How many matches were replaced so far.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// `text` with every match of [`PATTERNS`] replaced by `[REDACTED:<kind>]` (a bearer
+    /// token keeps its `Bearer ` word).
+    pub fn redact<'a>(&mut self, text: &'a str) -> Cow<'a, str> {
+        if !self.enabled {
+            return Cow::Borrowed(text);
+        }
+        let mut out = Cow::Borrowed(text);
+        for (kind, re) in COMPILED.iter() {
+            if !re.is_match(&out) {
+                continue;
+            }
+            let mut n = 0usize;
+            let replaced = re
+                .replace_all(&out, |caps: &regex::Captures<'_>| {
+                    n += 1;
+                    match caps.get(1) {
+                        Some(word) => format!("{} [REDACTED:{kind}]", word.as_str()),
+                        None => format!("[REDACTED:{kind}]"),
+                    }
+                })
+                .into_owned();
+            self.count += n;
+            out = Cow::Owned(replaced);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        assert_eq!(COMPILED.len(), PATTERNS.len());
+    }
+
+    #[test]
+    fn redacts_each_kind_and_counts() {
+        let mut r = Redactor::new(true);
+        let text = "keys: sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345 and \
+                    sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX, ghp_abcdefghijklmnopqrstuvwxyz0123456789, \
+                    github_pat_11ABCDEFG0123456789_abcdefghijkl, xoxb-1234567890-abcdef, \
+                    AKIAIOSFODNN7EXAMPLE, AIzaSyA-1234567890abcdefghijklmnopqrstu, \
+                    Authorization: Bearer abcdefghijklmnop.qrstuvwxyz";
+        let out = r.redact(text);
+        for kind in [
+            "anthropic-key",
+            "openai-key",
+            "github-token",
+            "slack-token",
+            "aws-access-key-id",
+            "google-api-key",
+        ] {
+            assert!(out.contains(&format!("[REDACTED:{kind}]")), "{kind}: {out}");
+        }
+        assert!(out.contains("Bearer [REDACTED:bearer-token]"), "{out}");
+        assert!(!out.contains("sk-ant-api03"));
+        assert!(!out.contains("IOSFODNN7"));
+        assert_eq!(r.count(), 8);
+    }
+
+    #[test]
+    fn private_key_blocks_are_one_redaction() {
+        let mut r = Redactor::new(true);
+        let out = r.redact(
+            "x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\nAAAA\n-----END OPENSSH PRIVATE KEY-----\ny",
+        );
+        assert_eq!(out, "x\n[REDACTED:private-key]\ny");
+        assert_eq!(r.count(), 1);
+    }
+
+    #[test]
+    fn ordinary_text_and_disabled_redactor_pass_through() {
+        let mut r = Redactor::new(true);
+        let text = "task-list sk-short a bearer of news, AKIA in prose, ghp_ alone";
+        assert!(matches!(r.redact(text), Cow::Borrowed(_)));
+        assert_eq!(r.count(), 0);
+        let mut off = Redactor::new(false);
+        let secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345";
+        assert_eq!(off.redact(secret), secret);
+        assert_eq!(off.count(), 0);
+    }
+}

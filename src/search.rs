@@ -1,0 +1,1011 @@
+//! The full-text index over every session under the roots (`sessiond search`,
+//! `session/search`), built with tantivy and kept in a cache directory
+//! ([`default_dir`]: `$XDG_CACHE_HOME/sessiond/index`, else `~/.cache/sessiond/index`).
+//!
+//! One tantivy document per entry that has something to find ([`search_text::entry_text`]):
+//! the session path, entry id, role or entry type, timestamp, line and byte span, and whether
+//! the entry is on the session's default path (root to the last entry) as of indexing; the
+//! text and thinking are indexed (with positions, for phrases) but not stored — a hit's
+//! snippet is made from the line read again from the session file, so the index holds only
+//! postings and a few numbers.
+//!
+//! Incremental ([`SearchIndex::update`]): beside tantivy's files, `sessiond-state.json` records
+//! per session its size, mtime, inode, how many bytes are indexed, a hash of its header line and
+//! of the 256 bytes before the indexed end, its default leaf, name and problems. A file whose
+//! size and mtime are unchanged is skipped; one that grew, with the same header and bytes
+//! before the indexed end, is read only from the indexed end (its new complete lines); one
+//! that shrank, changed inode, or whose header or indexed bytes differ, is indexed again from
+//! the start; one that is gone is dropped. An append that moves the default path away from
+//! the indexed leaf (a new branch from an older entry) re-indexes the file, so
+//! `onDefaultPath` stays exact. A corrupt file is read the way pi reads it (bad lines
+//! skipped) and its problems are kept and reported; a torn tail is left for later.
+//!
+//! Versioning and consistency: the state file carries [`FORMAT_VERSION`] and the tantivy
+//! commit it describes (`opstamp`); an index of another version, or whose commit is not the
+//! one the state describes (a crash between the two), is deleted and rebuilt, never misread.
+//! One writer at a time (tantivy's lock): a second process finds the index busy and searches
+//! what is indexed without updating it.
+//!
+//! Why tantivy rather than SQLite FTS5 (rusqlite): a pure-Rust, well-kept library (no C build),
+//! BM25 scoring, phrase and prefix queries, snippets with highlighted ranges, and segment
+//! files that are only appended to (incremental updates are cheap deletes plus new segments).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::{
+    AllQuery, BooleanQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermSetQuery,
+};
+use tantivy::schema::{
+    FAST, Field, INDEXED, STORED, STRING, Schema, TEXT, TantivyDocument, Value as _,
+};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, Term, doc};
+use thiserror::Error;
+
+use crate::core::format::{Expect, Line, LineSpan, parse_line};
+use crate::core::jsstr;
+use crate::core::render::LineSource;
+use crate::core::search_text::{self, EntryText};
+use crate::core::timestamp::format_iso;
+use crate::core::tree::Mode;
+use crate::storage::list;
+use crate::storage::reader::{self, FileLines};
+
+/// The index format; an index written with another is rebuilt.
+pub const FORMAT_VERSION: u32 = 1;
+/// The state file beside tantivy's files.
+const STATE_FILE: &str = "sessiond-state.json";
+/// Memory for tantivy's writer, in bytes.
+const WRITER_HEAP: usize = 64 * 1024 * 1024;
+/// Bytes before the indexed end whose hash tells an append from a rewrite.
+const TAIL_CHECK: u64 = 256;
+/// Longest snippet, in characters.
+const SNIPPET_CHARS: usize = 160;
+
+/// Why the index could not be used.
+#[derive(Debug, Error)]
+pub enum SearchError {
+    /// tantivy failed on the index directory.
+    #[error("search index {}: {source}", dir.display())]
+    Index {
+        /// The index directory.
+        dir: PathBuf,
+        /// tantivy's error.
+        source: tantivy::TantivyError,
+    },
+    /// Reading or writing a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// The query could not be parsed.
+    #[error("query {query:?}: {detail}")]
+    Query {
+        /// The query as given.
+        query: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+}
+
+/// The default index directory: `$XDG_CACHE_HOME/sessiond/index`, else
+/// `$HOME/.cache/sessiond/index` (the XDG base directory rule).
+pub fn default_dir() -> PathBuf {
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join(".cache")
+        });
+    cache.join("sessiond").join("index")
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    path: Field,
+    entry_id: Field,
+    kind: Field,
+    timestamp: Field,
+    line: Field,
+    offset: Field,
+    len: Field,
+    on_path: Field,
+    text: Field,
+    thinking: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let fields = Fields {
+        path: b.add_text_field("path", STRING | STORED),
+        entry_id: b.add_text_field("entryId", STRING | STORED),
+        kind: b.add_text_field("kind", STRING | STORED),
+        timestamp: b.add_i64_field("timestamp", INDEXED | STORED | FAST),
+        line: b.add_u64_field("line", STORED),
+        offset: b.add_u64_field("offset", STORED),
+        len: b.add_u64_field("len", STORED),
+        on_path: b.add_bool_field("onDefaultPath", STORED),
+        text: b.add_text_field("text", TEXT),
+        thinking: b.add_text_field("thinking", TEXT),
+    };
+    (b.build(), fields)
+}
+
+/// What the index knows of one session file.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FileState {
+    size: u64,
+    mtime_ns: Option<u128>,
+    ino: u64,
+    indexed_bytes: u64,
+    /// The last indexed line has no newline yet (it may still grow).
+    open_tail: bool,
+    header_hash: String,
+    tail_hash: String,
+    version: u32,
+    lines: u32,
+    leaf_id: Option<String>,
+    name: Option<String>,
+    docs: u64,
+    problems: Vec<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct State {
+    format_version: u32,
+    opstamp: u64,
+    files: BTreeMap<String, FileState>,
+}
+
+/// What an [`SearchIndex::update`] did.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateReport {
+    /// Session files found under the roots.
+    pub files: usize,
+    /// Files indexed from the start (new, rewritten, or branched away from the indexed leaf).
+    pub indexed: usize,
+    /// Files read only from their indexed end.
+    pub appended: usize,
+    /// Files dropped (deleted, or no longer sessions).
+    pub removed: usize,
+    /// Entries added to the index.
+    pub entries: u64,
+    /// The index was rebuilt (a new or older format, or an interrupted commit).
+    pub rebuilt: bool,
+    /// The index is held by another writer: nothing was updated, the search uses what is there.
+    pub busy: bool,
+    /// Files that are not sessions or could not be read, with why.
+    pub skipped: Vec<Problem>,
+    /// Files indexed in part: corrupt lines skipped, a torn tail, with what was found.
+    pub problems: Vec<Problem>,
+}
+
+/// A file and what is wrong with it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    /// The session file.
+    pub path: PathBuf,
+    /// What was found.
+    pub detail: String,
+}
+
+/// A search.
+#[derive(Clone, Debug, Default)]
+pub struct SearchQuery {
+    /// The query: words (all must match), `"phrases"`, `prefix*`, `-excluded`, `a OR b`.
+    pub text: String,
+    /// Only sessions under these directories (none: everything indexed).
+    pub roots: Vec<PathBuf>,
+    /// Hits per page.
+    pub limit: usize,
+    /// Hits to skip (from a cursor).
+    pub offset: usize,
+    /// Only these roles or entry types (none: all).
+    pub roles: Vec<String>,
+    /// Only sessions whose path contains this.
+    pub path_contains: Option<String>,
+    /// Only entries at or after this time (epoch ms).
+    pub after_ms: Option<i64>,
+    /// Only entries before this time (epoch ms).
+    pub before_ms: Option<i64>,
+    /// Search thinking too.
+    pub thinking: bool,
+}
+
+/// One hit.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hit {
+    /// The session file.
+    pub path: PathBuf,
+    /// The session name, when it has one.
+    pub name: Option<String>,
+    /// The entry.
+    pub entry_id: String,
+    /// 1-based line of the entry.
+    pub line: u64,
+    /// The message role for a message entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The entry type for other entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_type: Option<String>,
+    /// The entry's timestamp (ISO 8601), when it has a valid one.
+    pub timestamp: Option<String>,
+    /// Whether the entry is on the path from the root to the session's last entry.
+    pub on_default_path: bool,
+    /// Text around the match, matched terms wrapped in `**`.
+    pub snippet: String,
+    /// BM25 score (higher is better).
+    pub score: f32,
+}
+
+/// A page of hits.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Found {
+    /// The hits, best first.
+    pub hits: Vec<Hit>,
+    /// All matching entries.
+    pub total: usize,
+    /// Pass as `cursor` for the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// The index, open.
+pub struct SearchIndex {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+    state: State,
+    rebuilt: bool,
+}
+
+fn hash_hex(bytes: &[u8]) -> String {
+    let d = Sha256::digest(bytes);
+    d.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+fn mtime_ns(m: &fs::Metadata) -> Option<u128> {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+}
+
+fn read_range(path: &Path, from: u64, to: u64) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let f = fs::File::open(path)?;
+    let mut buf = vec![0u8; to.saturating_sub(from) as usize];
+    f.read_exact_at(&mut buf, from)?;
+    Ok(buf)
+}
+
+/// The header line's hash (bytes up to the first newline, at most 64 KiB).
+fn header_hash(path: &Path) -> io::Result<String> {
+    use std::io::Read;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut f = fs::File::open(path)?;
+    let mut n = 0;
+    while n < buf.len() {
+        let k = f.read(&mut buf[n..])?;
+        if k == 0 {
+            break;
+        }
+        n += k;
+        if buf[..n].contains(&b'\n') {
+            break;
+        }
+    }
+    let end = buf[..n].iter().position(|&b| b == b'\n').unwrap_or(n);
+    Ok(hash_hex(&buf[..end]))
+}
+
+fn tail_hash(path: &Path, indexed: u64) -> io::Result<String> {
+    let from = indexed.saturating_sub(TAIL_CHECK);
+    Ok(hash_hex(&read_range(path, from, indexed)?))
+}
+
+impl SearchIndex {
+    /// Opens the index in `dir`, creating it when missing and rebuilding it when its format
+    /// version or commit differs from the state's. Errors: the directory cannot be created or
+    /// tantivy cannot open it.
+    pub fn open(dir: &Path) -> Result<SearchIndex, SearchError> {
+        let io_err = |source| SearchError::Io {
+            path: dir.to_owned(),
+            source,
+        };
+        fs::create_dir_all(dir).map_err(io_err)?;
+        let (schema, fields) = schema();
+        let state: Option<State> = fs::read(dir.join(STATE_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let tantivy_err = |source| SearchError::Index {
+            dir: dir.to_owned(),
+            source,
+        };
+        let open_existing = || -> Option<Index> {
+            let state = state.as_ref()?;
+            if state.format_version != FORMAT_VERSION {
+                return None;
+            }
+            let index = Index::open_in_dir(dir).ok()?;
+            let metas = index.load_metas().ok()?;
+            (metas.opstamp == state.opstamp && index.schema() == schema).then_some(index)
+        };
+        let (index, state, rebuilt) = match open_existing() {
+            Some(index) => (index, state.unwrap_or_default(), false),
+            None => {
+                // Another version, an interrupted commit, or nothing yet: start afresh.
+                let existed = dir.join("meta.json").exists() || state.is_some();
+                for e in fs::read_dir(dir).map_err(io_err)?.flatten() {
+                    let p = e.path();
+                    let _ = if p.is_dir() {
+                        fs::remove_dir_all(&p)
+                    } else {
+                        fs::remove_file(&p)
+                    };
+                }
+                let index = Index::create_in_dir(dir, schema).map_err(tantivy_err)?;
+                let state = State {
+                    format_version: FORMAT_VERSION,
+                    opstamp: index.load_metas().map_err(tantivy_err)?.opstamp,
+                    files: BTreeMap::new(),
+                };
+                (index, state, existed)
+            }
+        };
+        let reader = index.reader().map_err(tantivy_err)?;
+        Ok(SearchIndex {
+            dir: dir.to_owned(),
+            index,
+            reader,
+            fields,
+            state,
+            rebuilt,
+        })
+    }
+
+    /// The index directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Sessions indexed.
+    pub fn files(&self) -> usize {
+        self.state.files.len()
+    }
+
+    fn tantivy_err(&self, source: tantivy::TantivyError) -> SearchError {
+        SearchError::Index {
+            dir: self.dir.clone(),
+            source,
+        }
+    }
+
+    /// Brings the index up to date with every `*.jsonl` under `roots` (as
+    /// [`list::session_files`] finds them): new and rewritten files indexed, grown ones read
+    /// from their indexed end, deleted ones dropped. `progress(done, total)` is called for
+    /// each file that needs reading. Files known under other roots are left alone. Errors:
+    /// tantivy failed to write, or the state file could not be saved.
+    pub fn update(
+        &mut self,
+        roots: &[PathBuf],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<UpdateReport, SearchError> {
+        let mut report = UpdateReport {
+            rebuilt: std::mem::take(&mut self.rebuilt),
+            ..UpdateReport::default()
+        };
+        let mut found: Vec<PathBuf> = Vec::new();
+        for r in roots {
+            found.extend(list::session_files(r));
+        }
+        found.sort();
+        found.dedup();
+        report.files = found.len();
+        let present: HashSet<String> = found
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let gone: Vec<String> = self
+            .state
+            .files
+            .keys()
+            .filter(|k| !present.contains(*k) && roots.iter().any(|r| Path::new(k).starts_with(r)))
+            .cloned()
+            .collect();
+        enum Work {
+            Full,
+            Append(Box<FileState>),
+        }
+        let mut work: Vec<(PathBuf, fs::Metadata, Work)> = Vec::new();
+        for p in found {
+            let Ok(meta) = fs::metadata(&p) else {
+                continue;
+            };
+            let key = p.to_string_lossy().into_owned();
+            match self.state.files.get(&key) {
+                None => work.push((p, meta, Work::Full)),
+                Some(st) => {
+                    if st.size == meta.len()
+                        && st.mtime_ns == mtime_ns(&meta)
+                        && st.ino == meta.ino()
+                    {
+                        continue;
+                    }
+                    let rewritten = meta.ino() != st.ino
+                        || meta.len() < st.indexed_bytes
+                        || st.open_tail
+                        || st.version != 3
+                        || header_hash(&p).ok().as_deref() != Some(st.header_hash.as_str())
+                        || tail_hash(&p, st.indexed_bytes).ok().as_deref()
+                            != Some(st.tail_hash.as_str());
+                    let w = if rewritten {
+                        Work::Full
+                    } else {
+                        Work::Append(Box::new(st.clone()))
+                    };
+                    work.push((p, meta, w));
+                }
+            }
+        }
+        if work.is_empty() && gone.is_empty() {
+            return Ok(report);
+        }
+        let mut writer: IndexWriter = match self.index.writer(WRITER_HEAP) {
+            Ok(w) => w,
+            Err(tantivy::TantivyError::LockFailure(..)) => {
+                report.busy = true;
+                return Ok(report);
+            }
+            Err(e) => return Err(self.tantivy_err(e)),
+        };
+        for key in gone {
+            writer.delete_term(Term::from_field_text(self.fields.path, &key));
+            self.state.files.remove(&key);
+            report.removed += 1;
+        }
+        let total = work.len();
+        for (i, (path, meta, w)) in work.into_iter().enumerate() {
+            progress(i, total);
+            let key = path.to_string_lossy().into_owned();
+            let mut full = true;
+            let outcome = match w {
+                Work::Append(st) => match self.index_append(&writer, &key, &path, &meta, &st) {
+                    Some(r) => {
+                        full = false;
+                        Ok(r)
+                    }
+                    None => self.index_full(&writer, &key, &path, &meta),
+                },
+                Work::Full => self.index_full(&writer, &key, &path, &meta),
+            };
+            if outcome.is_ok() {
+                if full {
+                    report.indexed += 1;
+                } else {
+                    report.appended += 1;
+                }
+            }
+            match outcome {
+                Ok((st, added)) => {
+                    report.entries += added;
+                    if !st.problems.is_empty() {
+                        report.problems.push(Problem {
+                            path: path.clone(),
+                            detail: st.problems.join("; "),
+                        });
+                    }
+                    self.state.files.insert(key, st);
+                }
+                Err(detail) => {
+                    writer.delete_term(Term::from_field_text(self.fields.path, &key));
+                    self.state.files.remove(&key);
+                    report.skipped.push(Problem { path, detail });
+                }
+            }
+        }
+        progress(total, total);
+        let opstamp = writer.commit().map_err(|e| self.tantivy_err(e))?;
+        self.state.opstamp = opstamp;
+        self.save_state()?;
+        self.reader.reload().map_err(|e| self.tantivy_err(e))?;
+        Ok(report)
+    }
+
+    fn save_state(&self) -> Result<(), SearchError> {
+        let path = self.dir.join(STATE_FILE);
+        let io_err = |source| SearchError::Io {
+            path: path.clone(),
+            source,
+        };
+        let bytes = serde_json::to_vec(&self.state).map_err(|e| io_err(io::Error::other(e)))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io_err)?;
+        io::Write::write_all(&mut tmp, &bytes).map_err(io_err)?;
+        tmp.persist(&path).map_err(|e| io_err(e.error))?;
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_doc(
+        &self,
+        writer: &IndexWriter,
+        key: &str,
+        id: &str,
+        span: LineSpan,
+        time_ms: Option<i64>,
+        on_path: bool,
+        t: EntryText,
+    ) {
+        let f = self.fields;
+        let mut d = doc!(
+            f.path => key,
+            f.entry_id => id,
+            f.kind => t.kind,
+            f.line => u64::from(span.line),
+            f.offset => span.offset,
+            f.len => u64::from(span.len),
+            f.on_path => on_path,
+            f.text => t.text,
+            f.thinking => t.thinking,
+        );
+        if let Some(ms) = time_ms {
+            d.add_i64(f.timestamp, ms);
+        }
+        // Only fails once the writer is gone (a panic in tantivy's threads): the commit
+        // then reports it.
+        let _ = writer.add_document(d);
+    }
+
+    /// Indexes a whole file (deleting what was indexed of it). `Err` for a file that is no
+    /// session or cannot be read.
+    fn index_full(
+        &self,
+        writer: &IndexWriter,
+        key: &str,
+        path: &Path,
+        meta: &fs::Metadata,
+    ) -> Result<(FileState, u64), String> {
+        writer.delete_term(Term::from_field_text(self.fields.path, key));
+        let session = reader::open_session(path, Mode::Lenient).map_err(|e| e.to_string())?;
+        let lines = FileLines::open(path).map_err(|e| e.to_string())?;
+        let tree = &session.tree;
+        let on_path: HashSet<u32> = tree.path_to(tree.default_leaf()).into_iter().collect();
+        let mut added = 0u64;
+        for (i, node) in tree.nodes().iter().enumerate() {
+            let Ok(bytes) = lines.line(node.entry.span) else {
+                continue;
+            };
+            let Ok(value) = jsstr::parse_value(&bytes) else {
+                continue;
+            };
+            if let Some(t) = search_text::entry_text(&value) {
+                let idx = u32::try_from(i).unwrap_or(u32::MAX);
+                self.add_doc(
+                    writer,
+                    key,
+                    node.entry.id.as_str(),
+                    node.entry.span,
+                    node.entry.time_ms,
+                    on_path.contains(&idx),
+                    t,
+                );
+                added += 1;
+            }
+        }
+        let mut problems: Vec<String> = tree.diagnostics().iter().map(|d| d.to_string()).collect();
+        if let Some(t) = &session.torn_tail {
+            problems.push(format!(
+                "torn tail at line {} (byte {}, {} bytes): not indexed until it is complete",
+                t.line, t.offset, t.len
+            ));
+        }
+        let indexed = session.position.offset;
+        let st = FileState {
+            size: meta.len(),
+            mtime_ns: mtime_ns(meta),
+            ino: meta.ino(),
+            indexed_bytes: indexed,
+            open_tail: session.position.open,
+            header_hash: header_hash(path).map_err(|e| e.to_string())?,
+            tail_hash: tail_hash(path, indexed).map_err(|e| e.to_string())?,
+            version: tree.header().version,
+            lines: session.position.line,
+            leaf_id: tree
+                .default_leaf()
+                .map(|l| tree.node(l).entry.id.to_string()),
+            name: tree.name().map(str::to_owned),
+            docs: added,
+            problems,
+        };
+        Ok((st, added))
+    }
+
+    /// Indexes the complete lines after the indexed end. `None` when the file must be indexed
+    /// from the start instead (the default path moved away from the indexed leaf, or the new
+    /// bytes could not be read).
+    fn index_append(
+        &self,
+        writer: &IndexWriter,
+        key: &str,
+        path: &Path,
+        meta: &fs::Metadata,
+        st: &FileState,
+    ) -> Option<(FileState, u64)> {
+        let bytes = read_range(path, st.indexed_bytes, meta.len()).ok()?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let mut entries = Vec::new();
+        let mut problems = Vec::new();
+        let mut line = st.lines;
+        let mut offset = st.indexed_bytes;
+        for raw in bytes[..complete].split_inclusive(|&b| b == b'\n') {
+            line += 1;
+            let body = raw.strip_suffix(b"\n").unwrap_or(raw);
+            let span = LineSpan {
+                line,
+                offset,
+                len: u32::try_from(body.len()).unwrap_or(u32::MAX),
+            };
+            offset += raw.len() as u64;
+            if body.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match parse_line(
+                body,
+                span,
+                Expect::Entry {
+                    version: st.version,
+                },
+            ) {
+                Ok(Line::Entry(e)) => entries.push((e, body)),
+                Ok(_) => problems.push(format!("line {line}: a second session header")),
+                Err(p) => problems.push(format!("line {line}: {}", p.detail)),
+            }
+        }
+        // The new default leaf is the last new entry; its path must reach the indexed leaf
+        // through new entries only, or older entries' flags change.
+        let mut on_path: HashSet<usize> = HashSet::new();
+        let mut leaf_id = st.leaf_id.clone();
+        if let Some(last) = entries.len().checked_sub(1) {
+            let by_id: HashMap<&str, usize> = entries
+                .iter()
+                .enumerate()
+                .map(|(i, (e, _))| (e.id.as_str(), i))
+                .collect();
+            let mut cur = last;
+            loop {
+                if !on_path.insert(cur) {
+                    return None;
+                }
+                match entries[cur].0.parent_id.as_ref().map(|p| p.as_str()) {
+                    p if p == st.leaf_id.as_deref() => break,
+                    Some(p) => cur = *by_id.get(p)?,
+                    None => return None,
+                }
+            }
+            leaf_id = Some(entries[last].0.id.to_string());
+        }
+        let mut name = st.name.clone();
+        let mut added = 0u64;
+        for (i, (e, body)) in entries.iter().enumerate() {
+            if let crate::core::format::EntryKind::SessionInfo { name: n } = &e.kind {
+                name = n.as_deref().map(str::to_owned);
+            }
+            let Ok(value) = jsstr::parse_value(body) else {
+                continue;
+            };
+            if let Some(t) = search_text::entry_text(&value) {
+                self.add_doc(
+                    writer,
+                    key,
+                    e.id.as_str(),
+                    e.span,
+                    e.time_ms,
+                    on_path.contains(&i),
+                    t,
+                );
+                added += 1;
+            }
+        }
+        let indexed = st.indexed_bytes + complete as u64;
+        let mut all_problems = st.problems.clone();
+        all_problems.retain(|p| !p.starts_with("torn tail"));
+        all_problems.extend(problems);
+        Some((
+            FileState {
+                size: meta.len(),
+                mtime_ns: mtime_ns(meta),
+                ino: meta.ino(),
+                indexed_bytes: indexed,
+                open_tail: false,
+                header_hash: st.header_hash.clone(),
+                tail_hash: tail_hash(path, indexed).ok()?,
+                version: st.version,
+                lines: line,
+                leaf_id,
+                name,
+                docs: st.docs + added,
+                problems: all_problems,
+            },
+            added,
+        ))
+    }
+
+    /// Runs a search over what is indexed. Errors: the query cannot be parsed, tantivy failed.
+    pub fn search(&self, q: &SearchQuery) -> Result<Found, SearchError> {
+        let f = self.fields;
+        let mut fields = vec![f.text];
+        if q.thinking {
+            fields.push(f.thinking);
+        }
+        let mut parser = QueryParser::for_index(&self.index, fields.clone());
+        parser.set_conjunction_by_default();
+        parser.allow_regexes();
+        let rewritten = rewrite_prefixes(&q.text, q.thinking);
+        let query_err = |detail: String| SearchError::Query {
+            query: q.text.clone(),
+            detail,
+        };
+        let text_query: Box<dyn Query> = if q.text.trim().is_empty() {
+            Box::new(AllQuery)
+        } else {
+            parser
+                .parse_query(&rewritten)
+                .map_err(|e| query_err(e.to_string()))?
+        };
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query.box_clone())];
+        if !q.roles.is_empty() {
+            let terms = q.roles.iter().map(|r| Term::from_field_text(f.kind, r));
+            clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
+        }
+        if q.after_ms.is_some() || q.before_ms.is_some() {
+            use std::ops::Bound;
+            let lo = q.after_ms.map_or(Bound::Unbounded, |t| {
+                Bound::Included(Term::from_field_i64(f.timestamp, t))
+            });
+            let hi = q.before_ms.map_or(Bound::Unbounded, |t| {
+                Bound::Excluded(Term::from_field_i64(f.timestamp, t))
+            });
+            clauses.push((Occur::Must, Box::new(RangeQuery::new(lo, hi))));
+        }
+        if let Some(sub) = q.path_contains.as_deref().filter(|s| !s.is_empty()) {
+            let re = format!(".*{}.*", regex::escape(sub));
+            let rq = RegexQuery::from_pattern(&re, f.path).map_err(|e| query_err(e.to_string()))?;
+            clauses.push((Occur::Must, Box::new(rq)));
+        }
+        if !q.roots.is_empty() {
+            let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+            for r in &q.roots {
+                let prefix = r.to_string_lossy();
+                let re = format!("{}/.*", regex::escape(prefix.trim_end_matches('/')));
+                let rq =
+                    RegexQuery::from_pattern(&re, f.path).map_err(|e| query_err(e.to_string()))?;
+                any.push((Occur::Should, Box::new(rq)));
+            }
+            clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+        }
+        let query = BooleanQuery::new(clauses);
+        let searcher = self.reader.searcher();
+        let limit = q.limit.max(1);
+        let (top, total) = searcher
+            .search(
+                &query,
+                &(
+                    TopDocs::with_limit(limit)
+                        .and_offset(q.offset)
+                        .order_by_score(),
+                    Count,
+                ),
+            )
+            .map_err(|e| self.tantivy_err(e))?;
+        let snippets: Vec<SnippetGenerator> = fields
+            .iter()
+            .filter_map(|&field| {
+                let mut g = SnippetGenerator::create(&searcher, &*text_query, field).ok()?;
+                g.set_max_num_chars(SNIPPET_CHARS);
+                Some(g)
+            })
+            .collect();
+        let mut hits = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            if let Some(hit) = self.hit(&searcher, addr, score, &snippets, &q.text) {
+                hits.push(hit);
+            }
+        }
+        let next = q.offset + limit;
+        Ok(Found {
+            hits,
+            total,
+            next_cursor: (next < total).then(|| next.to_string()),
+        })
+    }
+
+    fn hit(
+        &self,
+        searcher: &tantivy::Searcher,
+        addr: DocAddress,
+        score: f32,
+        snippets: &[SnippetGenerator],
+        query: &str,
+    ) -> Option<Hit> {
+        let f = self.fields;
+        let d: TantivyDocument = searcher.doc(addr).ok()?;
+        let s = |field| {
+            d.get_first(field)
+                .and_then(|v| v.as_str())
+                .map(str::to_owned)
+        };
+        let u = |field| d.get_first(field).and_then(|v| v.as_u64());
+        let path = s(f.path)?;
+        let entry_id = s(f.entry_id)?;
+        let kind = s(f.kind).unwrap_or_default();
+        let span = LineSpan {
+            line: u32::try_from(u(f.line)?).ok()?,
+            offset: u(f.offset)?,
+            len: u32::try_from(u(f.len)?).ok()?,
+        };
+        let timestamp = d
+            .get_first(f.timestamp)
+            .and_then(|v| v.as_i64())
+            .map(format_iso);
+        let on_default_path = d
+            .get_first(f.on_path)
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false);
+        let text = read_range(
+            Path::new(&path),
+            span.offset,
+            span.offset + u64::from(span.len),
+        )
+        .ok()
+        .and_then(|b| jsstr::parse_value(&b).ok())
+        .filter(|v| {
+            v.get("id")
+                .and_then(|i| i.as_str())
+                .is_none_or(|i| i == entry_id)
+        })
+        .and_then(|v| search_text::entry_text(&v));
+        let snippet = text.map_or_else(String::new, |t| make_snippet(&t, snippets, query));
+        let is_role = !matches!(
+            kind.as_str(),
+            "compaction" | "branch_summary" | "label" | "session_info" | "custom_message"
+        );
+        let name = self.state.files.get(&path).and_then(|st| st.name.clone());
+        Some(Hit {
+            path: PathBuf::from(path),
+            name,
+            entry_id,
+            line: u64::from(span.line),
+            role: is_role.then(|| kind.clone()),
+            entry_type: (!is_role).then_some(kind),
+            timestamp,
+            on_default_path,
+            snippet,
+            score,
+        })
+    }
+}
+
+/// The snippet of the first field with a highlighted match, matched terms in `**`; without
+/// one (a prefix match, which tantivy does not highlight), the text around the first word of
+/// the query that occurs, else its start.
+fn make_snippet(t: &EntryText, generators: &[SnippetGenerator], query: &str) -> String {
+    let texts = [t.text.as_str(), t.thinking.as_str()];
+    for (g, text) in generators.iter().zip(texts) {
+        let sn = g.snippet(text);
+        if !sn.highlighted().is_empty() {
+            let frag = sn.fragment();
+            let mut out = String::with_capacity(frag.len() + 8);
+            let mut at = 0;
+            for r in sn.highlighted() {
+                if r.start < at || r.end > frag.len() {
+                    continue;
+                }
+                out.push_str(&frag[at..r.start]);
+                out.push_str("**");
+                out.push_str(&frag[r.clone()]);
+                out.push_str("**");
+                at = r.end;
+            }
+            out.push_str(&frag[at..]);
+            return one_line(&out);
+        }
+    }
+    let lower = t.text.to_lowercase();
+    let start = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .find_map(|w| lower.find(&w.to_lowercase()))
+        .unwrap_or(0);
+    let mut from = start.saturating_sub(40);
+    while !t.text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let rest: String = t
+        .text
+        .get(from..)
+        .unwrap_or("")
+        .chars()
+        .take(SNIPPET_CHARS)
+        .collect();
+    one_line(&rest)
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Bare `word*` terms become the regex term query `text:/word.*/` (and `thinking:`),
+/// lowercased as the index is: tantivy's parser takes patterns only on a named field.
+fn rewrite_prefixes(q: &str, thinking: bool) -> String {
+    let mut out = Vec::new();
+    let mut in_quote = false;
+    for tok in q.split(' ') {
+        let quotes = tok.matches('"').count();
+        let stem = tok.trim_start_matches(['+', '-']);
+        let bare = !in_quote
+            && quotes == 0
+            && stem.len() > 1
+            && stem.ends_with('*')
+            && stem[..stem.len() - 1]
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+        if bare {
+            let (sign, word) = match tok.strip_prefix(['+', '-']) {
+                Some(w) => (&tok[..1], w),
+                None => ("", tok),
+            };
+            // A regex over the lowercased terms: `word.*`.
+            let w = word.trim_end_matches('*').to_lowercase();
+            if thinking {
+                out.push(format!("{sign}(text:/{w}.*/ OR thinking:/{w}.*/)"));
+            } else {
+                out.push(format!("{sign}text:/{w}.*/"));
+            }
+        } else {
+            out.push(tok.to_owned());
+        }
+        if quotes % 2 == 1 {
+            in_quote = !in_quote;
+        }
+    }
+    out.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_rewritten_outside_phrases() {
+        assert_eq!(rewrite_prefixes("Comp* foo", false), "text:/comp.*/ foo");
+        assert_eq!(
+            rewrite_prefixes("\"a b*\" c*", false),
+            "\"a b*\" text:/c.*/"
+        );
+        assert_eq!(
+            rewrite_prefixes("-ab*", true),
+            "-(text:/ab.*/ OR thinking:/ab.*/)"
+        );
+    }
+}

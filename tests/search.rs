@@ -1,0 +1,276 @@
+//! `sessiond search` and `session/search` through the real binary: the index in a temporary
+//! directory over a handful of sessions, updated incrementally (append, branch, rewrite,
+//! delete), corrupt and torn files indexed in part, a format-version change rebuilt, and the
+//! daemon's answer and `$/progress` checked against the schemas.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Daemon, checked, cli_json, v3_session};
+
+fn write_session(path: &Path, n: usize) -> Vec<(String, String)> {
+    let (header, entries) = v3_session(n);
+    let mut text = header + "\n";
+    for (_, line) in &entries {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+    entries
+}
+
+fn append(path: &Path, line: &str) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    writeln!(f, "{line}").unwrap();
+}
+
+fn search(root: &Path, index: &Path, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "search",
+        "--root",
+        root.to_str().unwrap(),
+        "--index-dir",
+        index.to_str().unwrap(),
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    cli_json(&args)
+}
+
+#[test]
+fn cli_search_is_incremental_and_says_what_it_could_not_read() {
+    let root = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    let a = root.path().join("a.jsonl");
+    let b = root.path().join("sub/b.jsonl");
+    std::fs::create_dir_all(b.parent().unwrap()).unwrap();
+    let a_entries = write_session(&a, 20);
+    write_session(&b, 10);
+    // A corrupt middle line and a torn tail: the readable part is indexed.
+    let c = root.path().join("c.jsonl");
+    let (header, entries) = v3_session(6);
+    let mut text = header + "\n";
+    for (i, (_, line)) in entries.iter().enumerate() {
+        text.push_str(if i == 2 { "{not json" } else { line });
+        text.push('\n');
+    }
+    text.push_str("{\"type\":\"message\",\"id\":\"torn");
+    std::fs::write(&c, text).unwrap();
+    std::fs::write(root.path().join("notes.jsonl"), "hello\n").unwrap();
+
+    let r = search(root.path(), index.path(), &["question 4"]);
+    let update = &r["index"]["update"];
+    assert_eq!(
+        (update["files"].as_u64(), update["indexed"].as_u64()),
+        (Some(4), Some(3))
+    );
+    assert_eq!(update["skipped"].as_array().unwrap().len(), 1, "{update}");
+    let problems = update["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{update}");
+    assert!(problems[0]["path"].as_str().unwrap().ends_with("c.jsonl"));
+    let detail = problems[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("line 4") && detail.contains("torn tail"),
+        "{detail}"
+    );
+    // "question 4" is e0000004 of a, b and c (c's bad line is e0000002).
+    let hits = r["hits"].as_array().unwrap();
+    let paths: Vec<&str> = hits.iter().map(|h| h["path"].as_str().unwrap()).collect();
+    assert_eq!(hits.len(), 3, "{paths:?}");
+    let hit = hits
+        .iter()
+        .find(|h| h["path"].as_str().unwrap().ends_with("/a.jsonl"))
+        .unwrap();
+    assert_eq!(hit["entryId"], "e0000004");
+    assert_eq!(hit["role"], "user");
+    assert_eq!(hit["line"], 6);
+    assert_eq!(hit["onDefaultPath"], true);
+    assert_eq!(hit["timestamp"], "2025-01-01T00:00:04.000Z");
+    assert!(
+        hit["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("**question** **4**"),
+        "{hit}"
+    );
+
+    // Phrases, prefixes and filters.
+    let r = search(root.path(), index.path(), &["\"answer 13\""]);
+    assert_eq!(r["total"], 1);
+    let r = search(root.path(), index.path(), &["quest*", "--path", "sub/"]);
+    assert_eq!(r["total"], 5, "{r}");
+    let r = search(
+        root.path(),
+        index.path(),
+        &["answer", "--role", "assistant", "--limit", "4"],
+    );
+    assert_eq!(r["hits"].as_array().unwrap().len(), 4);
+    assert!(
+        r["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["role"] == "assistant")
+    );
+    let next = r["nextCursor"].as_str().unwrap().to_owned();
+    let page2 = search(
+        root.path(),
+        index.path(),
+        &[
+            "answer",
+            "--role",
+            "assistant",
+            "--limit",
+            "4",
+            "--cursor",
+            &next,
+        ],
+    );
+    assert_ne!(page2["hits"][0], r["hits"][0]);
+    let r = search(
+        root.path(),
+        index.path(),
+        &["question", "--before", "2025-01-01"],
+    );
+    assert_eq!(r["total"], 0);
+
+    // Nothing changed: nothing read.
+    let r = search(root.path(), index.path(), &["question"]);
+    let u = &r["index"]["update"];
+    assert_eq!(
+        (u["indexed"].as_u64(), u["appended"].as_u64()),
+        (Some(0), Some(0))
+    );
+
+    // An append is read from the indexed end, and is on the default path.
+    let last = a_entries.last().unwrap().0.clone();
+    append(
+        &a,
+        &json!({"type":"message","id":"n1","parentId":last,"timestamp":"2025-01-02T00:00:00.000Z",
+        "message":{"role":"user","content":"zanzibar appended"}})
+        .to_string(),
+    );
+    let r = search(root.path(), index.path(), &["zanzibar"]);
+    let u = &r["index"]["update"];
+    assert_eq!(
+        (
+            u["indexed"].as_u64(),
+            u["appended"].as_u64(),
+            u["entries"].as_u64()
+        ),
+        (Some(0), Some(1), Some(1)),
+        "{u}"
+    );
+    assert_eq!(r["hits"][0]["entryId"], "n1");
+    assert_eq!(r["hits"][0]["onDefaultPath"], true);
+
+    // A new branch from an older entry: the file is indexed again and the old leaf's
+    // entries are off the default path now.
+    append(&a, &json!({"type":"message","id":"n2","parentId":"e0000001","timestamp":"2025-01-03T00:00:00.000Z",
+        "message":{"role":"user","content":"quokka branch"}}).to_string());
+    let r = search(root.path(), index.path(), &["zanzibar"]);
+    assert_eq!(r["index"]["update"]["indexed"], 1);
+    assert_eq!(r["hits"][0]["onDefaultPath"], false);
+
+    // Rewritten (shorter, another header): indexed again; deleted: dropped.
+    write_session(&b, 3);
+    let r = search(root.path(), index.path(), &["question", "--path", "sub/"]);
+    assert_eq!(r["index"]["update"]["indexed"], 1);
+    assert_eq!(r["total"], 2);
+    std::fs::remove_file(&b).unwrap();
+    let r = search(root.path(), index.path(), &["question", "--path", "sub/"]);
+    assert_eq!(r["index"]["update"]["removed"], 1);
+    assert_eq!(r["total"], 0);
+
+    // An index of another format version is rebuilt, never read.
+    let state = index.path().join("sessiond-state.json");
+    let mut s: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    s["formatVersion"] = json!(0);
+    std::fs::write(&state, s.to_string()).unwrap();
+    let r = search(root.path(), index.path(), &["zanzibar"]);
+    assert_eq!(r["index"]["update"]["rebuilt"], true);
+    assert_eq!(r["index"]["update"]["indexed"], 2);
+    assert_eq!(r["total"], 1);
+
+    // A date that cannot be read is a usage error.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args([
+            "search",
+            "--root",
+            root.path().to_str().unwrap(),
+            "--index-dir",
+            index.path().to_str().unwrap(),
+            "x",
+            "--after",
+            "someday",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn session_search_updates_before_answering_and_reports_progress() {
+    let root = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    for i in 0..60 {
+        write_session(&root.path().join(format!("s{i:02}.jsonl")), 4);
+    }
+    let mut d = Daemon::spawn_with(
+        &[root.path()],
+        &support::Spawn {
+            args: vec!["--index-dir", index.path().to_str().unwrap()],
+            ..Default::default()
+        },
+    );
+    d.call("initialize", json!({"capabilities": {}}));
+    d.notify("initialized", json!({}));
+    let r = checked(
+        &mut d,
+        "session/search",
+        json!({"query": "answer 3", "limit": 5, "workDoneToken": "idx-1"}),
+    );
+    assert_eq!(r["total"], 60);
+    assert_eq!(r["index"]["update"]["indexed"], 60);
+    assert_eq!(r["hits"].as_array().unwrap().len(), 5);
+    assert!(
+        r["hits"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("**answer** **3**")
+    );
+    let progress: Vec<&Value> = d
+        .inbox
+        .iter()
+        .filter(|m| m["method"] == "$/progress")
+        .collect();
+    assert!(progress.len() >= 2, "{:?}", d.inbox);
+    assert_eq!(progress[0]["params"]["value"]["title"], "Indexing sessions");
+
+    // An append (the daemon's session open and live, or not) is found by the next search.
+    let file = root.path().join("s07.jsonl");
+    d.call("session/open", json!({"path": file}));
+    append(&file, &json!({"type":"message","id":"x1","parentId":"e0000003","timestamp":"2025-01-05T00:00:00.000Z",
+        "message":{"role":"assistant","content":[{"type":"text","text":"platypus"}]}}).to_string());
+    let _ = d.notification("session/didChange", Duration::from_secs(5));
+    let r = checked(
+        &mut d,
+        "session/search",
+        json!({"query": "platypus", "roles": ["assistant"]}),
+    );
+    assert_eq!(r["total"], 1);
+    assert_eq!(r["hits"][0]["entryId"], "x1");
+    assert_eq!(r["index"]["update"]["appended"], 1);
+    let bad = d.request("session/search", json!({"query": "x", "limit": 0}));
+    assert_eq!(support::error_of(&bad).0, -32602);
+    let bad = d.request("session/search", json!({"query": "x", "roots": ["/"]}));
+    assert_eq!(support::error_of(&bad).0, -33002);
+    let _: Value = d.call("shutdown", Value::Null);
+    d.notify("exit", Value::Null);
+    assert_eq!(d.wait(), Some(0));
+}
