@@ -13,7 +13,8 @@
 #     line into serde's IgnoredAny), and their ratio;
 #   * the daemon (cargo example bench-daemon, speaking JSON-RPC to `sessiond serve` over its
 #     pipes): time to `session/open`, VmRSS after it, `session/contextAt` at the default leaf
-#     (the session's longest path) with full messages and with `fields: "ids"`;
+#     (the session's longest path) with full messages and with `fields: "ids"`; the round
+#     trip of a small request (`session/entry`, one at a time, 1,000 times);
 #     append→`session/didChange` with the default debounce; one appended entry applied and
 #     answered by `contextAt {leafId: new, fields: "ids"}` vs `session/open` of the same
 #     file (reopen), both through the daemon and in-process (the owner's work alone).
@@ -222,6 +223,11 @@ def print_table(args, cols):
         lambda c: f"{fmt_ms(median(c['open']['contextFullMs']))} / {fmt_ms(p99(c['open']['contextFullMs']))}")
     row("`contextAt` ids, median / p99",
         lambda c: f"{fmt_ms(median(c['open']['contextIdsMs']))} / {fmt_ms(p99(c['open']['contextIdsMs']))}")
+
+    row("`session/entry` round trip, median / p99",
+        lambda c: f"{fmt_ms(median(c['open'].get('entryMs', [])))} / {fmt_ms(p99(c['open'].get('entryMs', [])))}",
+        "median ≤ 0.1 ms", verdict(max(cols, key=lambda c: median(c["open"].get("entryMs") or [0]), default=None),
+                                   lambda c: median(c["open"].get("entryMs") or []), lambda x: x <= 0.1))
 
     def a(c, k, f=median):
         return f(c["append"][k]) if c["append"] else None
