@@ -5,7 +5,9 @@
 #   python3 scripts/bench-vs-pi.py [--sizes 1,10,100] [--huge] [--runs 3] [--oracle DIR]
 #
 # Generates deterministic sessions (cargo example gen-session) under target/bench/: one per
-# size in MB, and one of about 100,000 small entries (`--entries`), the long-path case. Then:
+# size in MB, one of about 100,000 small entries (`--entries`), the long-path case, and one
+# chain of 100,000 user / tool-call / tool-result turns (`--chain`) whose whole path is the
+# context. Then:
 #   * per session, alternating within each round so both see the same machine state:
 #     `sessiond context FILE --json` vs pi's loadEntriesFromFile + buildSessionContext (the
 #     oracle's `context`): wall time and peak RSS, and their ratios; `sessiond check FILE`
@@ -13,7 +15,8 @@
 #     line into serde's IgnoredAny), and their ratio;
 #   * the daemon (cargo example bench-daemon, speaking JSON-RPC to `sessiond serve` over its
 #     pipes): time to `session/open`, VmRSS after it, `session/contextAt` at the default leaf
-#     (the session's longest path) with full messages and with `fields: "ids"`;
+#     (the session's longest path) with full messages and with `fields: "ids"`; the round
+#     trip of a small request (`session/entry`, one at a time, 1,000 times);
 #     append→`session/didChange` with the default debounce; one appended entry applied and
 #     answered by `contextAt {leafId: new, fields: "ids"}` vs `session/open` of the same
 #     file (reopen), both through the daemon and in-process (the owner's work alone).
@@ -93,6 +96,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1,10,100")
     ap.add_argument("--entries", type=int, default=100_000, help="entries of the long-path session (0: none)")
+    ap.add_argument("--chain", type=int, default=100_000,
+                    help="entries of the one-chain session of user / tool-call / tool-result turns (0: none)")
     ap.add_argument("--huge", action="store_true", help="add a 1 GB session")
     ap.add_argument("--huge-pi", action="store_true", help="also run pi on the 1 GB session")
     ap.add_argument("--runs", type=int, default=3)
@@ -113,6 +118,9 @@ def main():
     if args.entries:
         k = args.entries // 1000
         sessions.append((f"{k}k entries", f"session-{k}k-entries.jsonl", ["0", "1", "--entries", str(args.entries)], 0))
+    if args.chain:
+        k = args.chain // 1000
+        sessions.append((f"{k}k chain", f"session-chain-{k}k.jsonl", ["0", "1", "--chain", str(args.chain)], 0))
     outdir = os.path.join(ROOT, "target", "bench")
     os.makedirs(outdir, exist_ok=True)
     cols = []
@@ -195,8 +203,17 @@ def print_table(args, cols):
         "≥ 10× on 100 MB", verdict(big, speed, lambda x: x >= 10))
     row("peak RSS: sessiond", lambda c: f"{m(c, 'ctx', 1):.1f} MB")
     row("peak RSS: pi", lambda c: f"{m(c, 'pi', 1):.0f} MB" if c["med"]["pi"] else "—")
+    small = [c for c in cols if c["mb"] == 0]
+    rss_verdict = verdict(big, rss_ratio, lambda x: x <= 0.25) + " (100 MB)"
+    for c in small:
+        rss_verdict += f"; {verdict(c, rss_ratio, lambda x: x <= 0.15)} ({c['label']})"
     row("RSS ratio (sessiond / pi)", lambda c: f"{rss_ratio(c):.3f}" if rss_ratio(c) else "—",
-        "≤ 0.25 on 100 MB", verdict(big, rss_ratio, lambda x: x <= 0.25))
+        "≤ 0.25 on 100 MB; ≤ 0.15 on small entries", rss_verdict)
+
+    def cf(c):
+        return m(c, "ctx", 0) / m(c, "floor", 0)
+
+    ctx_verdict = "; ".join(f"{verdict(c, cf, lambda x: x <= 2)} ({c['label']})" for c in small)
     row("open (`check`)", lambda c: fmt_ms(m(c, "open", 0) * 1000))
     row("floor (read + validate JSON)", lambda c: fmt_ms(m(c, "floor", 0) * 1000))
 
@@ -206,9 +223,10 @@ def print_table(args, cols):
     sized = [c for c in cols if c["mb"] > 0]
     worst = max(sized, key=of) if sized else None
     open_verdict = verdict(worst, of, lambda x: x <= 1.5) + " (byte-sized)"
-    if many:
-        open_verdict += f"; {verdict(many, of, lambda x: x <= 1.5)} ({many['label']})"
+    for c in small:
+        open_verdict += f"; {verdict(c, of, lambda x: x <= 1.5)} ({c['label']})"
     row("open / floor", lambda c: f"{of(c):.2f}", "≤ 1.5", open_verdict)
+    row("`context --json` / floor", lambda c: f"{cf(c):.2f}", "≤ 2 on small entries", ctx_verdict)
     row("daemon `session/open`", lambda c: fmt_ms(median(c["open"]["openMs"])))
     row("daemon VmRSS after open", lambda c: f"{c['open']['rssMb']:.0f} MB")
 
@@ -222,6 +240,11 @@ def print_table(args, cols):
         lambda c: f"{fmt_ms(median(c['open']['contextFullMs']))} / {fmt_ms(p99(c['open']['contextFullMs']))}")
     row("`contextAt` ids, median / p99",
         lambda c: f"{fmt_ms(median(c['open']['contextIdsMs']))} / {fmt_ms(p99(c['open']['contextIdsMs']))}")
+
+    row("`session/entry` round trip, median / p99",
+        lambda c: f"{fmt_ms(median(c['open'].get('entryMs', [])))} / {fmt_ms(p99(c['open'].get('entryMs', [])))}",
+        "median ≤ 0.1 ms", verdict(max(cols, key=lambda c: median(c["open"].get("entryMs") or [0]), default=None),
+                                   lambda c: median(c["open"].get("entryMs") or []), lambda x: x <= 0.1))
 
     def a(c, k, f=median):
         return f(c["append"][k]) if c["append"] else None

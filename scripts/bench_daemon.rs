@@ -5,7 +5,8 @@
 //!   time to `session/open` (RUNS fresh opens: close, then open), the daemon's VmRSS and
 //!   VmHWM after the first open, and `session/contextAt` at the default leaf (its path is
 //!   the longest in a generated session) CONTEXT_RUNS times with full messages and with
-//!   `fields: "ids"`.
+//!   `fields: "ids"`; then `session/entry` of the default leaf 1,000 times, one request at a
+//!   time (`entryMs`: the round trip of a small request).
 //!
 //! `bench-daemon SESSIOND append FILE APPENDS REOPENS`
 //!   FILE is a scratch copy that gets entries appended. Per append, one `write()` of a
@@ -22,7 +23,8 @@
 //!   The same work without the daemon's pipes and threads, in this process through the
 //!   library: `Session::open` (`reopen`), and per append `Session::refresh` (which applies
 //!   the entry and builds and serializes the `didChange` params, as the daemon's sink does)
-//!   plus the `contextAt {leafId: new, fields: "ids"}` result, serialized (`apply`). This is
+//!   plus the `contextAt {leafId: new, fields: "ids"}` result as the text the daemon sends
+//!   (`apply`). This is
 //!   the cost of applying one entry; the `append` mode adds the round trip of a request.
 //!
 //! Times are milliseconds, one number per sample; the script takes medians and p99s.
@@ -45,6 +47,8 @@ use sessiond::server::{convert, handlers, wire};
 use sessiond::session::owner::{EventSink, ReloadReason, Session};
 
 const TIMEOUT: Duration = Duration::from_secs(600);
+/// `session/entry` requests timed per `open` run.
+const ENTRY_RUNS: usize = 1000;
 
 struct Daemon {
     child: Child,
@@ -229,6 +233,14 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         message_count = r["messageCount"].clone();
         ids.push(timed(|| d.call("session/contextAt", json!({"path": file, "fields": "ids"})))?.0);
     }
+    // The round trip of a small request: `session/entry` of the default leaf, one at a time.
+    let mut entry = Vec::new();
+    if let Some(leaf) = opened["leafId"].as_str() {
+        let q = json!({"path": file, "id": leaf});
+        for _ in 0..ENTRY_RUNS {
+            entry.push(timed(|| d.call("session/entry", q.clone()))?.0);
+        }
+    }
     let (rss_after, hwm_after) = d.memory()?;
     d.stop();
     Ok(json!({
@@ -241,6 +253,7 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         "messageCount": message_count,
         "contextFullMs": full,
         "contextIdsMs": ids,
+        "entryMs": entry,
     }))
 }
 
@@ -374,10 +387,10 @@ fn inproc(file: &Path, appends: usize, reopens: usize) -> Res<Value> {
         let params = ask(&id)?;
         let t0 = Instant::now();
         session.refresh(&Sink);
-        let r = handlers::context_at_result(&session, &params).map_err(|e| e.to_string())?;
-        let text = serde_json::to_string(&r).map_err(|e| e.to_string())?;
+        let text = handlers::context_at_text(&session, &params).map_err(|e| e.to_string())?;
         apply.push(ms(t0.elapsed()));
-        if r["leafId"] != json!(id) || text.is_empty() {
+        let r: Value = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
+        if r["leafId"] != json!(id) {
             return Err(format!("contextAt answered for {} not {id}", r["leafId"]));
         }
         leaf = id;

@@ -1,6 +1,6 @@
 //! Writes a realistic, deterministic pi v3 session of a given size, for benchmarks.
 //!
-//! `cargo run --release --example gen-session -- OUT.jsonl SIZE_MB [SEED] [--entries N]`
+//! `cargo run --release --example gen-session -- OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N]`
 //!
 //! Turns look like pi's: a user request, assistant messages with text and tool calls
 //! (read/bash/edit/write), tool results of a few KB to a few hundred KB, an occasional
@@ -11,6 +11,11 @@
 //! finished, so a few more may follow) with small bodies: short texts, tool results of a
 //! few hundred bytes and no images. Long paths over many small entries are where per-entry
 //! costs (tree walks, projections) show, rather than JSON parsing of large bodies.
+//!
+//! `--chain N` writes exactly N entries after the header as one chain (no branches, labels or
+//! compactions) of turns: a user message, an assistant message with text and one tool call,
+//! its tool result, ~480 bytes an entry. The whole path is the context: the shape of a long
+//! agent session.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -92,6 +97,8 @@ struct Gen {
     user_ids: Vec<String>,
     /// Small bodies (`--entries`): texts scaled down, no images.
     small: bool,
+    /// The tool call a `--chain` tool result answers.
+    last_call: Option<String>,
 }
 
 impl Gen {
@@ -150,6 +157,7 @@ impl Gen {
 enum Target {
     Bytes(u64),
     Entries(usize),
+    Chain(usize),
 }
 
 fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
@@ -162,7 +170,8 @@ fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
         ts: 1_764_000_000_000,
         ids: Vec::new(),
         user_ids: Vec::new(),
-        small: matches!(target, Target::Entries(_)),
+        small: matches!(target, Target::Entries(_) | Target::Chain(_)),
+        last_call: None,
     };
     let header = json!({"type":"session","version":3,"id":format!("0196a000-0000-7000-8000-{:012x}", seed),
         "timestamp": format_iso(g.ts), "cwd":"/home/dev/project"});
@@ -170,6 +179,9 @@ fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
     g.out.write_all(&h)?;
     g.out.write_all(b"\n")?;
     g.written += h.len() as u64 + 1;
+    if let Target::Chain(n) = target {
+        return chain(&mut g, n);
+    }
     let mut leaf: Option<String> = None;
     let provider = "anthropic";
     let model = "claude-sonnet-4-5";
@@ -181,6 +193,7 @@ fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
     let more = |g: &Gen| match target {
         Target::Bytes(b) => g.written < b,
         Target::Entries(n) => g.ids.len() < n,
+        Target::Chain(_) => false,
     };
     while more(&g) {
         turn += 1;
@@ -272,11 +285,67 @@ fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
     g.out.flush()
 }
 
+/// `--chain N`: N entries in one chain of user / assistant-with-tool-call / tool-result turns.
+fn chain(g: &mut Gen, n: usize) -> std::io::Result<()> {
+    let mut leaf: Option<String> = None;
+    for i in 0..n {
+        let text = |g: &mut Gen, len: usize| -> String {
+            let mut t = String::with_capacity(len + 16);
+            while t.len() < len {
+                t.push_str(WORDS[g.rng.below(WORDS.len() as u64) as usize]);
+                t.push(' ');
+            }
+            t
+        };
+        let ts = g.ts;
+        let message = match i % 3 {
+            0 => {
+                let t = text(g, 200);
+                json!({"role": "user", "content": [{"type": "text", "text": t}], "timestamp": ts})
+            }
+            1 => {
+                let t = text(g, 120);
+                let call = format!("toolu_{:016x}", g.rng.next());
+                json!({"role": "assistant", "content": [{"type": "text", "text": t},
+                    {"type": "toolCall", "id": call, "name": "read", "arguments": {"path": "src/session.rs"}}],
+                    "api": "anthropic-messages", "provider": "anthropic", "model": "claude-sonnet-4-5",
+                    "usage": {"input": 1000, "output": 200, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 1200,
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+                    "stopReason": "toolUse", "timestamp": ts})
+            }
+            _ => {
+                let t = text(g, 260);
+                json!({"role": "toolResult", "toolCallId": format!("toolu_{:016x}", g.rng.next()), "toolName": "read",
+                    "content": [{"type": "text", "text": t}], "isError": false, "timestamp": ts})
+            }
+        };
+        // The tool result answers the call just made (the id drawn above is replaced).
+        let message = if i % 3 == 2 {
+            let mut m = message;
+            if let Some(call) = g.last_call.take() {
+                m["toolCallId"] = json!(call);
+            }
+            m
+        } else {
+            if i % 3 == 1 {
+                g.last_call = message["content"][1]["id"].as_str().map(str::to_owned);
+            }
+            message
+        };
+        let id = g.emit(
+            json!({"type": "message", "message": message}),
+            leaf.as_deref(),
+        )?;
+        leaf = Some(id);
+    }
+    g.out.flush()
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(path), Some(size)) = (args.get(1), args.get(2).and_then(|s| s.parse::<f64>().ok()))
     else {
-        eprintln!("usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N]");
+        eprintln!("usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N]");
         return ExitCode::from(2);
     };
     let seed = args
@@ -289,7 +358,16 @@ fn main() -> ExitCode {
         .position(|a| a == "--entries")
         .and_then(|i| args.get(i + 1))
         .and_then(|n| n.parse().ok());
-    let target = entries.map_or(Target::Bytes((size * 1_048_576.0) as u64), Target::Entries);
+    let chain = args
+        .iter()
+        .position(|a| a == "--chain")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse().ok());
+    let target = match (chain, entries) {
+        (Some(n), _) => Target::Chain(n),
+        (None, Some(n)) => Target::Entries(n),
+        (None, None) => Target::Bytes((size * 1_048_576.0) as u64),
+    };
     match run(path, target, seed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

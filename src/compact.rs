@@ -424,7 +424,7 @@ impl ModelJob {
     pub fn new(plan: &CompactionPlan, tree: &Tree) -> ModelJob {
         let leaf = tree.find(plan.leaf_id.as_str());
         let projection = crate::core::projection::project(tree, leaf);
-        let text = |raw: &Option<Box<serde_json::value::RawValue>>| {
+        let text = |raw: &Option<crate::core::format::SharedRaw>| {
             raw.as_ref()
                 .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
                 .and_then(|v| v.as_str().map(str::to_owned))

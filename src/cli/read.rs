@@ -98,10 +98,13 @@ pub fn open(file: &Path, allow_corrupt: bool) -> Result<Opened, CliError> {
         Mode::Strict
     };
     let session = reader::open_session(file, mode)?;
-    let lines = FileLines::open(file).map_err(|source| OpenError::Io {
-        path: file.to_owned(),
-        source,
-    })?;
+    // One command's reading: lines are read ahead in blocks (a path is mostly in file order).
+    let lines = FileLines::open(file)
+        .map(FileLines::read_ahead)
+        .map_err(|source| OpenError::Io {
+            path: file.to_owned(),
+            source,
+        })?;
     Ok(Opened { session, lines })
 }
 
@@ -127,7 +130,16 @@ fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeId
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Write, args: &ContextArgs) -> Result<Exit, CliError> {
     let opened = open(&args.file, args.allow_corrupt)?;
-    print_context(out, &opened, args)
+    let exit = print_context(out, &opened, args);
+    exiting_with(opened);
+    exit
+}
+
+/// Hands over what a one-shot command read, just before the process ends: the memory goes
+/// back with the process instead of being freed node by node (a few percent of reading a
+/// session of 100,000 entries). Files are closed by the exit all the same.
+fn exiting_with<T>(read: T) {
+    std::mem::forget(read);
 }
 
 /// Prints the context of a session already read (apart from [`context`] so that a test can
@@ -150,7 +162,7 @@ pub fn print_context(
         write_context_json(out, tree, &proj, lines, session, file)?;
     } else {
         let model = proj.model.as_ref().map_or("none".to_owned(), |m| {
-            let text = |r: &Option<Box<serde_json::value::RawValue>>| {
+            let text = |r: &Option<crate::core::format::SharedRaw>| {
                 r.as_ref().map_or(String::new(), |r| {
                     crate::core::format::raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned())
                 })
@@ -355,7 +367,7 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
             let tree = &s.tree;
             let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
             let current = tree.default_leaf().map(id);
-            (
+            let checked = (
                 json!({
                     "ok": true,
                     "file": file,
@@ -383,7 +395,9 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
                     ))
                 ),
                 Exit::Ok,
-            )
+            );
+            exiting_with(s);
+            checked
         }
         Err(e) => match &e {
             OpenError::Corrupt { corruption: c, .. } => (

@@ -227,7 +227,7 @@ struct Setting {
 
 fn setting_of(tree: &Tree, projection: &Projection, target: NodeIdx) -> Option<Setting> {
     use super::format::{Role, raw_str};
-    let text = |r: &Option<Box<serde_json::value::RawValue>>| {
+    let text = |r: &Option<super::format::SharedRaw>| {
         r.as_ref().map_or(String::new(), |r| {
             raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned())
         })

@@ -153,11 +153,11 @@ pub struct MessageInfo {
     /// True when `content` is `null` or absent (pi substitutes `[]` or `""`).
     pub content_missing: bool,
     /// Assistant `provider` and `model` (raw JSON, `None` when absent), which set the session model.
-    pub provider: Option<Box<RawValue>>,
+    pub provider: Option<SharedRaw>,
     /// Assistant `model` (raw JSON, `None` when absent).
-    pub model: Option<Box<RawValue>>,
+    pub model: Option<SharedRaw>,
     /// Ids of `toolCall` content blocks (assistant messages).
-    pub tool_call_ids: Vec<Box<str>>,
+    pub tool_call_ids: Box<[Box<str>]>,
     /// `toolCallId` of a tool result.
     pub tool_call_id: Option<Box<str>>,
 }
@@ -170,14 +170,14 @@ pub enum EntryKind {
     /// A `model_change` entry, which sets the session model.
     ModelChange {
         /// `provider` as raw JSON, `None` when absent.
-        provider: Option<Box<RawValue>>,
+        provider: Option<SharedRaw>,
         /// `modelId` as raw JSON, `None` when absent.
-        model_id: Option<Box<RawValue>>,
+        model_id: Option<SharedRaw>,
     },
     /// `level` is `None` when the field is absent (pi then reports no thinking level).
     ThinkingLevelChange {
         /// The `thinkingLevel` field as raw JSON.
-        level: Option<Box<RawValue>>,
+        level: Option<SharedRaw>,
     },
     /// A `compaction` entry.
     Compaction {
@@ -215,7 +215,7 @@ pub enum EntryKind {
         /// True for `replacement: null`.
         omits: bool,
         /// Tool-call ids in the replacement content.
-        tool_call_ids: Vec<Box<str>>,
+        tool_call_ids: Box<[Box<str>]>,
     },
     /// A `usage` entry (never in the context).
     Usage,
@@ -336,7 +336,14 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
             ),
         ));
     }
-    match serde_json::from_slice::<MaybeObject<LineProbe<'_>>>(bytes) {
+    // A line of valid UTF-8 (every line pi writes) is checked once here and then read as
+    // text, so the probe's fields are not checked again one by one; any other line is read as
+    // bytes, exactly as before (serde_json skips unread strings without checking them).
+    let probed = match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str::<MaybeObject<LineProbe<'_>>>(text),
+        Err(_) => serde_json::from_slice::<MaybeObject<LineProbe<'_>>>(bytes),
+    };
+    match probed {
         Ok(MaybeObject::Object(probe)) => parse_probe(probe, bytes, span, expect),
         Ok(MaybeObject::NotObject) => Err(problem(
             ProblemKind::NotAnObject,
@@ -406,14 +413,16 @@ fn parse_probe(
             // pi tests `parentId` for truthiness, so an empty string is a root too.
             None => None,
             Some(raw) if raw.get() == "null" || raw.get() == "\"\"" => None,
-            Some(raw) => Some(EntryId::new(raw_str(raw).ok_or_else(|| {
+            Some(raw) => Some(previous_or_new_id(&raw_str(raw).ok_or_else(|| {
                 problem(
                     ProblemKind::InvalidEntry,
                     "\"parentId\" is neither a string nor null",
                 )
             })?)),
         };
-        (EntryId::new(id), parent)
+        let id = EntryId::new(id);
+        remember_id(&id);
+        (id, parent)
     };
     let kind = match &*ty {
         "message" => {
@@ -440,7 +449,7 @@ fn parse_probe(
                 tool_call_ids: if assistant {
                     m.content.into_tool_call_ids()
                 } else {
-                    Vec::new()
+                    Box::default()
                 },
                 tool_call_id: m.tool_call_id.and_then(raw_str).map(Into::into),
                 role,
@@ -476,7 +485,7 @@ fn parse_probe(
         },
         "context_edit" => {
             let (omits, tool_call_ids) = match probe.replacement {
-                None | Some(MaybeObject::NotObject) => (true, Vec::new()),
+                None | Some(MaybeObject::NotObject) => (true, Box::default()),
                 Some(MaybeObject::Object(r)) => (false, r.content.into_tool_call_ids()),
             };
             EntryKind::ContextEdit {
@@ -501,6 +510,31 @@ impl From<MessageInfo> for EntryKind {
     fn from(m: MessageInfo) -> Self {
         EntryKind::Message(m)
     }
+}
+
+thread_local! {
+    /// The id of the entry this thread read last. Most entries are the child of the entry
+    /// before them, so their `parentId` shares that id's allocation (ids are stored once).
+    /// A cache only: an id's meaning never depends on it.
+    static LAST_ID: std::cell::RefCell<Option<EntryId>> = const { std::cell::RefCell::new(None) };
+}
+
+fn previous_or_new_id(text: &str) -> EntryId {
+    LAST_ID
+        .with(|last| {
+            last.try_borrow()
+                .ok()
+                .and_then(|l| l.as_ref().filter(|l| l.as_str() == text).cloned())
+        })
+        .unwrap_or_else(|| EntryId::new(text))
+}
+
+fn remember_id(id: &EntryId) {
+    LAST_ID.with(|last| {
+        if let Ok(mut l) = last.try_borrow_mut() {
+            *l = Some(id.clone());
+        }
+    });
 }
 
 /// The version-1 `firstKeptEntryIndex` of a compaction line, if it has one.
@@ -613,8 +647,41 @@ fn display_text(raw: &RawValue) -> Box<str> {
     raw_str(raw).map_or_else(|| raw.get().into(), |s| s.into())
 }
 
-fn to_owned_raw(raw: &RawValue) -> Box<RawValue> {
-    raw.to_owned()
+/// Raw JSON shared between the entries that repeat it (provider, model and thinking level
+/// names recur on every assistant message): cloning one costs no allocation.
+pub type SharedRaw = Arc<RawValue>;
+
+/// How many distinct small values [`to_owned_raw`] keeps per thread.
+const INTERNED_MAX: usize = 64;
+/// Values longer than this are not interned (provider and model names are short).
+const INTERNED_LEN: usize = 128;
+
+thread_local! {
+    /// The small raw values read most recently on this thread, so that the thousands of
+    /// messages naming the same provider and model share one allocation. A cache only: what
+    /// a value means never depends on it.
+    static INTERNED: std::cell::RefCell<Vec<SharedRaw>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn to_owned_raw(raw: &RawValue) -> SharedRaw {
+    let text = raw.get();
+    if text.len() > INTERNED_LEN {
+        return Arc::from(raw.to_owned());
+    }
+    INTERNED.with(|cell| {
+        let Ok(mut interned) = cell.try_borrow_mut() else {
+            return Arc::from(raw.to_owned());
+        };
+        if let Some(found) = interned.iter().find(|r| r.get() == text) {
+            return found.clone();
+        }
+        let shared: SharedRaw = Arc::from(raw.to_owned());
+        if interned.len() >= INTERNED_MAX {
+            interned.remove(0);
+        }
+        interned.push(shared.clone());
+        shared
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -762,10 +829,10 @@ enum Content {
 }
 
 impl Content {
-    fn into_tool_call_ids(self) -> Vec<Box<str>> {
+    fn into_tool_call_ids(self) -> Box<[Box<str>]> {
         match self {
-            Content::Missing => Vec::new(),
-            Content::Present(ids) => ids,
+            Content::Missing => Box::default(),
+            Content::Present(ids) => ids.into_boxed_slice(),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::value::RawValue;
 
 use super::diagnostics::Diagnostic;
-use super::format::{EntryKind, Role};
+use super::format::{EntryKind, Role, SharedRaw};
 use super::tree::{NodeIdx, Tree};
 
 /// How one context entry contributes to the model's messages.
@@ -60,9 +60,9 @@ pub struct ContextItem {
 #[derive(Clone, Debug)]
 pub struct ModelRef {
     /// `provider` as raw JSON; `None` when absent.
-    pub provider: Option<Box<RawValue>>,
+    pub provider: Option<SharedRaw>,
     /// `modelId` (or an assistant message's `model`) as raw JSON; `None` when absent.
-    pub model_id: Option<Box<RawValue>>,
+    pub model_id: Option<SharedRaw>,
 }
 
 /// The projection of a session at one leaf.
@@ -78,7 +78,7 @@ pub struct Projection {
     pub items: Vec<ContextItem>,
     /// `None` when the latest `thinking_level_change` has no level (pi then omits the key);
     /// otherwise the raw level, `"off"` by default.
-    pub thinking_level: Option<Box<RawValue>>,
+    pub thinking_level: Option<SharedRaw>,
     /// `None` prints as `null`.
     pub model: Option<ModelRef>,
     /// Tool pairing problems in the projected context.
@@ -226,8 +226,8 @@ pub fn is_system_message(tree: &Tree, n: NodeIdx) -> bool {
     tree.node(n).entry.kind.role() == Some(&Role::System)
 }
 
-fn settings(tree: &Tree, path: &[NodeIdx]) -> (Option<Box<RawValue>>, Option<ModelRef>) {
-    let mut thinking = Some(raw_literal("\"off\""));
+fn settings(tree: &Tree, path: &[NodeIdx]) -> (Option<SharedRaw>, Option<ModelRef>) {
+    let mut thinking = Some(SharedRaw::from(raw_literal("\"off\"")));
     let mut model = None;
     for &n in path {
         apply_setting(tree, n, &mut thinking, &mut model);
@@ -240,7 +240,7 @@ fn settings(tree: &Tree, path: &[NodeIdx]) -> (Option<Box<RawValue>>, Option<Mod
 pub(crate) fn apply_setting(
     tree: &Tree,
     n: NodeIdx,
-    thinking: &mut Option<Box<RawValue>>,
+    thinking: &mut Option<SharedRaw>,
     model: &mut Option<ModelRef>,
 ) {
     match &tree.node(n).entry.kind {

@@ -26,7 +26,18 @@ pub struct RawObject<'a> {
 impl<'a> RawObject<'a> {
     /// Reads a JSON object. Errors: the text is not JSON, or not an object.
     pub fn parse(bytes: &'a [u8]) -> Result<Self, String> {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
+        Self::read(serde_json::Deserializer::from_slice(bytes))
+    }
+
+    /// [`RawObject::parse`] of text already known to be UTF-8: its fields are not checked
+    /// again one by one (a message rendered from a line checked as a whole).
+    pub fn parse_text(text: &'a str) -> Result<Self, String> {
+        Self::read(serde_json::Deserializer::from_str(text))
+    }
+
+    fn read<R: serde_json::de::Read<'a>>(
+        mut de: serde_json::Deserializer<R>,
+    ) -> Result<Self, String> {
         let obj = (&mut de)
             .deserialize_any(ObjectVisitor)
             .map_err(|e| e.to_string())?;

@@ -120,7 +120,7 @@ pub fn render_item(
         None => None,
     };
     let text = String::from_utf8_lossy(&bytes);
-    let mut line = RawObject::parse(text.as_bytes()).map_err(|e| changed(&e))?;
+    let mut line = RawObject::parse_text(&text).map_err(|e| changed(&e))?;
     let messages = match item.contribution {
         Contribution::Message => {
             let EntryKind::Message(info) = &entry.kind else {
@@ -132,8 +132,7 @@ pub fn render_item(
             if !(info.content_missing || info.role == Role::HookMessage || edit.is_some()) {
                 vec![raw.into_owned()]
             } else {
-                let mut message =
-                    RawObject::parse(raw.get().as_bytes()).map_err(|e| changed(&e))?;
+                let mut message = RawObject::parse_text(raw.get()).map_err(|e| changed(&e))?;
                 let role = match &info.role {
                     Role::HookMessage => {
                         message.set("role", raw_json("\"custom\"".into()));
@@ -219,7 +218,7 @@ fn replacement(edit_line: &[u8]) -> Result<Replacement, String> {
     if !r.get().starts_with('{') {
         return Ok(Replacement(None));
     }
-    let mut r = RawObject::parse(r.get().as_bytes())?;
+    let mut r = RawObject::parse_text(r.get())?;
     Ok(Replacement(r.take("content").map(Cow::into_owned)))
 }
 

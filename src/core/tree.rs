@@ -33,7 +33,74 @@ pub struct Node {
     pub parent: Option<NodeIdx>,
     /// Child nodes in pi's `getTree` order: by timestamp, ties in file order, and V8's sort
     /// order when a sibling's timestamp is one `Date` cannot parse.
-    pub children: Vec<NodeIdx>,
+    pub children: Children,
+}
+
+/// A node's child list, read as a slice (`&[NodeIdx]`). Most nodes of a session have no child
+/// or one (a conversation is a long chain), so those two are held inline and only a fork
+/// allocates: an open of 100,000 entries makes no allocation per node for its child lists.
+#[derive(Clone, Debug, Default)]
+pub enum Children {
+    /// A leaf.
+    #[default]
+    None,
+    /// Exactly one child.
+    One(NodeIdx),
+    /// Two or more children.
+    Many(Vec<NodeIdx>),
+}
+
+impl Children {
+    /// The children as a slice, in pi's `getTree` order.
+    pub fn as_slice(&self) -> &[NodeIdx] {
+        match self {
+            Children::None => &[],
+            Children::One(c) => std::slice::from_ref(c),
+            Children::Many(v) => v,
+        }
+    }
+
+    fn insert(&mut self, at: usize, child: NodeIdx) {
+        *self = match std::mem::take(self) {
+            Children::None => Children::One(child),
+            Children::One(c) => Children::Many(if at == 0 {
+                vec![child, c]
+            } else {
+                vec![c, child]
+            }),
+            Children::Many(mut v) => {
+                v.insert(at, child);
+                Children::Many(v)
+            }
+        };
+    }
+
+    fn retain(&mut self, keep: impl Fn(NodeIdx) -> bool) {
+        let kept: Vec<NodeIdx> = self
+            .as_slice()
+            .iter()
+            .copied()
+            .filter(|&c| keep(c))
+            .collect();
+        *self = Children::from(kept);
+    }
+}
+
+impl From<Vec<NodeIdx>> for Children {
+    fn from(v: Vec<NodeIdx>) -> Self {
+        match v.as_slice() {
+            [] => Children::None,
+            [c] => Children::One(*c),
+            _ => Children::Many(v),
+        }
+    }
+}
+
+impl std::ops::Deref for Children {
+    type Target = [NodeIdx];
+    fn deref(&self) -> &[NodeIdx] {
+        self.as_slice()
+    }
 }
 
 /// Whether corruption refuses the open (`Strict`) or is skipped the way pi skips it (`Lenient`).
@@ -179,11 +246,15 @@ impl Tree {
             .parent_id
             .as_ref()
             .map(|p| self.index.get(p).copied().ok_or_else(|| p.clone()));
+        if let Some(Ok(p)) = parent {
+            // Ids are stored once: the parent id shares its parent's allocation.
+            entry.parent_id = Some(self.nodes[p as usize].entry.id.clone());
+        }
         let id = entry.id.clone();
         self.nodes.push(Node {
             entry,
             parent: None,
-            children: Vec::new(),
+            children: Children::None,
         });
         self.index.insert(id.clone(), idx);
         self.leaves.insert(idx);
@@ -192,7 +263,11 @@ impl Tree {
             Some(Ok(p)) => self.attach(idx, p),
             Some(Err(missing)) => self.waiting.entry(missing).or_default().push(idx),
         }
-        if let Some(children) = self.waiting.remove(&id) {
+        // (Checked first: most files name no parent before it appears, and hashing every id
+        // into an empty map costs a tenth of a push.)
+        if !self.waiting.is_empty()
+            && let Some(children) = self.waiting.remove(&id)
+        {
             for child in children {
                 self.attach(child, idx);
             }
@@ -401,7 +476,8 @@ impl Tree {
         self.nodes[child as usize].parent = Some(parent);
         self.leaves.remove(&parent);
         let time = self.nodes[child as usize].entry.time_ms;
-        let untimed_sibling = self.untimed_children.contains_key(&parent);
+        let untimed_sibling =
+            !self.untimed_children.is_empty() && self.untimed_children.contains_key(&parent);
         if time.is_none() {
             *self.untimed_children.entry(parent).or_default() += 1;
         }
@@ -411,14 +487,14 @@ impl Tree {
             // A time JavaScript reads as NaN compares "equal" to everything, which is no
             // consistent order: only V8's own algorithm, run on pi's starting order (file
             // order), gives pi's answer.
-            let mut children = siblings.clone();
+            let mut children = siblings.to_vec();
             children.push(child);
             children.sort_unstable();
             v8sort::sort_by(&mut children, |&a, &b| match (time_of(a), time_of(b)) {
                 (Some(x), Some(y)) => x.cmp(&y),
                 _ => std::cmp::Ordering::Equal,
             });
-            self.nodes[parent as usize].children = children;
+            self.nodes[parent as usize].children = Children::from(children);
             return;
         }
         // Every time is valid: the comparator is consistent, and any stable sort of the file
@@ -449,7 +525,7 @@ impl Tree {
                 }
             }
             let siblings = &mut self.nodes[p as usize].children;
-            siblings.retain(|&c| c != child);
+            siblings.retain(|c| c != child);
             if siblings.is_empty() {
                 self.leaves.insert(p);
             }

@@ -75,10 +75,24 @@ pub(super) fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value,
     })
 }
 
-/// `session/contextAt`'s result for an open session (run by its owner). The
-/// projection and its token estimate come from the session's cache, so a request at a leaf
-/// just appended costs the new entries, not the whole path. Public for the benchmarks.
+/// `session/contextAt`'s result for an open session (run by its owner), as a `Value`
+/// (see [`context_at_text`]; the daemon sends the text as it is). Public for the benchmarks.
 pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcError> {
+    let text = context_at_text(s, p)?;
+    lossless::parse(&text).map_err(|e| RpcError::Io {
+        path: s.path().to_owned(),
+        source: std::io::Error::other(e),
+    })
+}
+
+/// `session/contextAt`'s result for an open session (run by its owner), as JSON text: the
+/// context document with `messageCount`, `offset`, `tokenEstimate` and `revision` after its
+/// fields. Messages pass through as written, and the text is what the transport sends (see
+/// [`super::transport::raw_result`]): no `Value` is built for a result that can hold the
+/// whole path's messages. The projection and its token estimate come from the session's
+/// cache, so a request at a leaf just appended costs the new entries, not the whole path.
+/// Public for the benchmarks.
+pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcError> {
     let tree: &Tree = s.tree();
     let leaf = leaf(s, p.leaf_id.as_deref())?;
     let render_err = |source| RpcError::Render {
@@ -100,27 +114,36 @@ pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcE
         FieldsParam::Previews => Fields::Previews,
         FieldsParam::Full => Fields::Full,
     };
-    // Serialized once to text, so messages pass through as written; then read back
-    // losslessly for the Value-based response (see `lossless`).
-    let mut value = match serde_json::to_vec(&doc).and_then(|text| lossless::parse(&text)) {
-        Ok(v) => v,
+    let io_err = |e: serde_json::Error| RpcError::Io {
+        path: s.path().to_owned(),
+        source: std::io::Error::other(e),
+    };
+    let mut text = match serde_json::to_vec(&doc) {
+        Ok(text) => text,
         Err(e) => {
             return Err(match doc.take_render_error() {
                 Some(r) => render_err(r),
-                None => RpcError::Io {
-                    path: s.path().to_owned(),
-                    source: std::io::Error::other(e),
-                },
+                None => io_err(e),
             });
         }
     };
-    if let Value::Object(map) = &mut value {
-        map.insert("messageCount".into(), json!(doc.message_count()));
-        map.insert("offset".into(), json!(p.offset));
-        map.insert("tokenEstimate".into(), json!(token_estimate));
-        map.insert("revision".into(), json!(convert::revision(s.revision())));
+    // The document is one object: its closing brace gives way to the fields added here,
+    // which it does not have.
+    if text.last() == Some(&b'}') {
+        text.pop();
+        let more = serde_json::to_string(&json!({
+            "messageCount": doc.message_count(),
+            "offset": p.offset,
+            "tokenEstimate": token_estimate,
+            "revision": convert::revision(s.revision()),
+        }))
+        .map_err(io_err)?;
+        if text.last() != Some(&b'{') {
+            text.push(b',');
+        }
+        text.extend_from_slice(&more.as_bytes()[1..]);
     }
-    Ok(value)
+    Ok(text)
 }
 
 /// Reads a session that is not open (strictly, as `session/open` would) and collects what
@@ -285,19 +308,20 @@ impl Backend {
                     path: s.path().to_owned(),
                     source,
                 })?;
-                let raw = String::from_utf8_lossy(&bytes).into_owned();
                 let entry = lossless::parse(&bytes).unwrap_or(Value::Null);
-                to_value(
-                    s.path(),
-                    &EntryResult {
-                        id: p.id,
-                        line: span.line,
-                        offset: span.offset,
-                        entry,
-                        raw,
-                        revision: convert::revision(s.revision()),
-                    },
-                )
+                let raw = match String::from_utf8(bytes.into_owned()) {
+                    Ok(text) => text,
+                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                };
+                let result = EntryResult {
+                    id: p.id,
+                    line: span.line,
+                    offset: span.offset,
+                    entry,
+                    raw,
+                    revision: convert::revision(s.revision()),
+                };
+                Ok(result.into_value())
             })
             .await?)
     }
@@ -306,7 +330,8 @@ impl Backend {
     pub async fn context_at(&self, p: Value) -> RpcResult<Value> {
         let p: ContextAtParams = params("session/contextAt", p)?;
         let path = p.path.clone();
-        Ok(self.ask(&path, move |s| context_at_result(s, &p)).await?)
+        let text = self.ask(&path, move |s| context_at_text(s, &p)).await?;
+        Ok(super::transport::raw_result(text))
     }
 
     /// `session/explain {path, entryId, leafId?}`.

@@ -384,7 +384,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
             }
         });
         let (service, socket) = register(builder).finish();
-        transport::run(tokio::io::stdin(), tokio::io::stdout(), service, socket).await;
+        transport::run(std::io::stdin(), std::io::stdout(), service, socket).await;
     });
     // Owner and watcher threads end with the process.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

@@ -12,7 +12,6 @@
 use futures::channel::mpsc as fmpsc;
 use futures::{SinkExt, StreamExt, future};
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tower::Service;
 use tower_lsp_server::jsonrpc::{Error, Request, Response};
@@ -24,6 +23,52 @@ pub const MAX_CONCURRENCY: usize = 4;
 pub const MAX_FRAME_BYTES: usize = 256 << 20;
 /// Largest header block, in bytes; longer garbage is skipped.
 const MAX_HEADER_BYTES: usize = 8 << 10;
+
+/// Results already serialized by their handler, waiting for their response to be written,
+/// keyed by the one-use token [`raw_result`] hands out.
+static RAW_RESULTS: std::sync::Mutex<Vec<(String, Vec<u8>)>> = std::sync::Mutex::new(Vec::new());
+
+/// The `Value` a handler returns for a result it has already serialized to `text` (one JSON
+/// value): a one-use token (a string no other result can hold: a random UUID behind a prefix)
+/// that the transport replaces with `text` as it writes the response. A large result (a
+/// `session/contextAt` with every message of a long path) is then serialized once, not
+/// serialized, parsed back into a `Value` and serialized again.
+pub fn raw_result(text: Vec<u8>) -> Value {
+    let token = format!("\u{0}sessiond-raw-result:{}", uuid::Uuid::new_v4());
+    if let Ok(mut table) = RAW_RESULTS.lock() {
+        table.push((token.clone(), text));
+        Value::String(token)
+    } else {
+        // A poisoned table (a panic elsewhere): fall back to the slow, equivalent path.
+        super::lossless::parse(&text).unwrap_or(Value::Null)
+    }
+}
+
+/// Takes the text stashed under `token` by [`raw_result`].
+fn take_raw_result(token: &str) -> Option<Vec<u8>> {
+    let mut table = RAW_RESULTS.lock().ok()?;
+    let at = table.iter().position(|(t, _)| t == token)?;
+    Some(table.swap_remove(at).1)
+}
+
+/// A response's frame body: as serde writes a `Response`, except that a result stashed by
+/// [`raw_result`] is written as its text.
+fn response_body(res: Response) -> Option<Vec<u8>> {
+    let (id, body) = res.into_parts();
+    if let Ok(Value::String(token)) = &body
+        && token.starts_with("\u{0}sessiond-raw-result:")
+        && let Some(text) = take_raw_result(token)
+    {
+        let mut out = Vec::with_capacity(text.len() + 64);
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"result\":");
+        out.extend_from_slice(&text);
+        out.extend_from_slice(b",\"id\":");
+        serde_json::to_writer(&mut out, &id).ok()?;
+        out.push(b'}');
+        return Some(out);
+    }
+    serde_json::to_vec(&Response::from_parts(id, body)).ok()
+}
 
 /// What the reader found in the input.
 enum Frame {
@@ -307,29 +352,65 @@ fn default_capabilities(request: &mut Value) {
 }
 
 /// Serves `service` on `input`/`output` until `exit` or end of input.
-pub async fn run<S, I, O>(mut input: I, output: O, mut service: LspService<S>, socket: ClientSocket)
+///
+/// `input` and `output` are blocking streams (stdin and stdout), each served by a thread of its
+/// own: a frame costs one `read` and one `write` system call on those threads and one wake-up
+/// of the runtime, where tokio's own stdio hands every read, write and flush to its blocking
+/// pool (three thread hand-offs per answer).
+pub async fn run<S, I, O>(input: I, output: O, mut service: LspService<S>, socket: ClientSocket)
 where
     S: LanguageServer,
-    I: AsyncRead + Unpin,
-    O: AsyncWrite + Unpin + Send + 'static,
+    I: std::io::Read + Send + 'static,
+    O: std::io::Write + Send + 'static,
 {
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let writer = tokio::spawn(async move {
-        let mut output = output;
-        while let Some(body) = out_rx.recv().await {
-            let body = super::lossless::restore(body);
-            let head = format!("Content-Length: {}\r\n\r\n", body.len());
-            let written = async {
-                output.write_all(head.as_bytes()).await?;
-                output.write_all(&body).await?;
-                output.flush().await
-            };
-            if let Err(e) = written.await {
-                tracing::warn!("cannot write to stdout: {e}");
-                break;
+    let (writer_done, writer) = tokio::sync::oneshot::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("sessiond-stdout".into())
+        .spawn(move || {
+            let mut output = output;
+            while let Some(body) = out_rx.blocking_recv() {
+                let body = super::lossless::restore(body);
+                // One buffer, one write: the header and the body of a frame go out together.
+                let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+                frame.extend_from_slice(&body);
+                if let Err(e) = output.write_all(&frame).and_then(|()| output.flush()) {
+                    tracing::warn!("cannot write to stdout: {e}");
+                    break;
+                }
             }
-        }
-    });
+            let _ = writer_done.send(());
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the stdout thread: {e}");
+        return;
+    }
+    let (in_tx, mut in_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let spawned = std::thread::Builder::new()
+        .name("sessiond-stdin".into())
+        .spawn(move || {
+            let mut input = input;
+            let mut chunk = vec![0u8; 64 << 10];
+            loop {
+                match input.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if in_tx.send(chunk[..n].to_vec()).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        tracing::warn!("cannot read stdin: {e}");
+                        break;
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the stdin thread: {e}");
+        return;
+    }
 
     let (mut server_requests, mut client_responses) = socket.split();
     let forward_out = out_tx.clone();
@@ -355,7 +436,7 @@ where
             .buffer_unordered(MAX_CONCURRENCY)
             .for_each(|res: Option<Response>| {
                 if let Some(res) = res
-                    && let Ok(body) = serde_json::to_vec(&res)
+                    && let Some(body) = response_body(res)
                 {
                     let _ = responses_out.send(body);
                 }
@@ -365,7 +446,6 @@ where
     });
 
     let mut deframer = Deframer::default();
-    let mut chunk = vec![0u8; 64 << 10];
     'read: loop {
         while let Some(frame) = deframer.next() {
             let incoming = match frame {
@@ -419,13 +499,9 @@ where
                 }
             }
         }
-        match input.read(&mut chunk).await {
-            Ok(0) => break,
-            Ok(n) => deframer.buf.extend_from_slice(&chunk[..n]),
-            Err(e) => {
-                tracing::warn!("cannot read stdin: {e}");
-                break;
-            }
+        match in_rx.recv().await {
+            None => break,
+            Some(bytes) => deframer.buf.extend_from_slice(&bytes),
         }
     }
     tasks_tx.disconnect();

@@ -523,6 +523,24 @@ pub struct EntryResult {
     pub revision: Revision,
 }
 
+impl EntryResult {
+    /// The result as the JSON object its `Serialize` derive writes, built by moving the parsed
+    /// entry in rather than serializing it into a second `Value` (a copy of every field).
+    pub fn into_value(self) -> Value {
+        let mut map = serde_json::Map::with_capacity(6);
+        map.insert("id".into(), Value::String(self.id));
+        map.insert("line".into(), Value::from(self.line));
+        map.insert("offset".into(), Value::from(self.offset));
+        map.insert("entry".into(), self.entry);
+        map.insert("raw".into(), Value::String(self.raw));
+        map.insert(
+            "revision".into(),
+            serde_json::to_value(self.revision).unwrap_or(Value::Null),
+        );
+        Value::Object(map)
+    }
+}
+
 /// One session in a `session/list` result.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

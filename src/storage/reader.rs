@@ -213,7 +213,7 @@ struct Loader {
 }
 
 /// Smallest typical entry line, in bytes, for [`Loader::expected_entries`].
-const SMALL_ENTRY_BYTES: u64 = 512;
+const SMALL_ENTRY_BYTES: u64 = 256;
 
 impl Loader {
     fn new(mode: Mode, file_size: u64) -> Self {
@@ -297,9 +297,26 @@ impl Loader {
 }
 
 /// Reads entry lines from a session file with positioned reads (no shared cursor).
+///
+/// Made with [`FileLines::read_ahead`], it reads the file in blocks of [`READ_AHEAD_BYTES`] and
+/// serves the lines within the last block from memory: a command that renders a long path
+/// of small entries in file order (`context`, `tree`) then makes one read per block instead
+/// of one per line. The block is what the file held when it was read, so this is for one
+/// command's reading of a file, not for a long-lived reader of a file that may be rewritten.
 #[derive(Debug)]
 pub struct FileLines {
     file: File,
+    window: Option<std::sync::Mutex<Window>>,
+}
+
+/// Bytes read at once by a [`FileLines::read_ahead`] reader.
+pub const READ_AHEAD_BYTES: usize = 1 << 20;
+
+/// The last block a read-ahead reader read: `bytes` from file offset `offset`.
+#[derive(Debug, Default)]
+struct Window {
+    offset: u64,
+    bytes: Vec<u8>,
 }
 
 impl FileLines {
@@ -307,20 +324,63 @@ impl FileLines {
     /// [`open_regular`]; anything else is an `InvalidInput` error).
     pub fn open(path: &Path) -> io::Result<Self> {
         match open_regular(path) {
-            Ok(file) => Ok(FileLines { file }),
+            Ok(file) => Ok(FileLines::new(file)),
             Err(OpenError::Io { source, .. }) => Err(source),
             Err(e) => Err(io::Error::new(io::ErrorKind::InvalidInput, e.to_string())),
         }
     }
     /// Wraps an open file.
     pub fn new(file: File) -> Self {
-        FileLines { file }
+        FileLines { file, window: None }
+    }
+    /// This reader, reading ahead in blocks (see the type's docs).
+    pub fn read_ahead(mut self) -> Self {
+        self.window = Some(std::sync::Mutex::new(Window::default()));
+        self
     }
 }
 
 impl LineSource for FileLines {
     fn line(&self, span: LineSpan) -> io::Result<Cow<'_, [u8]>> {
-        let mut buf = vec![0u8; span.len as usize];
+        let len = span.len as usize;
+        if let Some(window) = &self.window
+            && len < READ_AHEAD_BYTES / 4
+            && let Ok(mut w) = window.lock()
+        {
+            let within = |w: &Window| {
+                span.offset >= w.offset
+                    && span.offset + len as u64 <= w.offset + w.bytes.len() as u64
+            };
+            if !within(&w) {
+                w.bytes.resize(READ_AHEAD_BYTES, 0);
+                let mut got = 0;
+                while got < READ_AHEAD_BYTES {
+                    match self
+                        .file
+                        .read_at(&mut w.bytes[got..], span.offset + got as u64)
+                    {
+                        Ok(0) => break,
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            w.bytes.clear();
+                            return Err(e);
+                        }
+                    }
+                }
+                w.bytes.truncate(got);
+                w.offset = span.offset;
+                if !within(&w) {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "failed to fill whole buffer",
+                    ));
+                }
+            }
+            let at = (span.offset - w.offset) as usize;
+            return Ok(Cow::Owned(w.bytes[at..at + len].to_vec()));
+        }
+        let mut buf = vec![0u8; len];
         self.file.read_exact_at(&mut buf, span.offset)?;
         Ok(Cow::Owned(buf))
     }
