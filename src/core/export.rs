@@ -216,7 +216,7 @@ pub fn export(
         }
     }
     let proj = projection::project(tree, leaf);
-    let raw_text = |r: &Option<Box<serde_json::value::RawValue>>| {
+    let raw_text = |r: &Option<super::format::SharedRaw>| {
         r.as_ref()
             .map(|r| super::format::raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned()))
     };
