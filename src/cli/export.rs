@@ -73,13 +73,7 @@ fn format_of(args: &ExportArgs) -> Format {
 pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
     let opened = read::open(&args.file, args.allow_corrupt)?;
     let tree = &opened.session.tree;
-    let leaf =
-        tree.resolve_leaf(args.leaf.as_deref())
-            .map_err(|unknown| CliError::UnknownEntry {
-                path: args.file.clone(),
-                id: unknown.id,
-                what: "leaf id",
-            })?;
+    let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
     let format = format_of(args);
     let options = export::Options {
         format,

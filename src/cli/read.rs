@@ -108,8 +108,9 @@ pub fn open(file: &Path, allow_corrupt: bool) -> Result<Opened, CliError> {
     Ok(Opened { session, lines })
 }
 
-/// The leaf named by `--leaf`, or the default leaf (the last entry) without one.
-fn resolve(tree: &Tree, file: &Path, id: Option<&str>) -> Result<Option<NodeIdx>, CliError> {
+/// The leaf named by `--leaf`, or the default leaf (the last entry) without one. Errors:
+/// [`CliError::UnknownEntry`] naming the file and the id.
+pub fn resolve(tree: &Tree, file: &Path, id: Option<&str>) -> Result<Option<NodeIdx>, CliError> {
     tree.resolve_leaf(id)
         .map_err(|unknown| CliError::UnknownEntry {
             path: file.to_owned(),

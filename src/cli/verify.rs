@@ -38,13 +38,7 @@ pub struct VerifyArgs {
 pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
     let opened = read::open(&args.file, args.allow_corrupt)?;
     let tree = &opened.session.tree;
-    let leaf =
-        tree.resolve_leaf(args.leaf.as_deref())
-            .map_err(|unknown| CliError::UnknownEntry {
-                path: args.file.clone(),
-                id: unknown.id,
-                what: "leaf id",
-            })?;
+    let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
     let options = Options {
         cwd: args
             .cwd
