@@ -41,6 +41,10 @@ pub struct CompactRequest<'a> {
     pub custom_instructions: Option<&'a str>,
     /// Refuse to write when a retention probe is lost.
     pub require_retention: bool,
+    /// Build the summarization request and the serialized conversation (the report's
+    /// `conversation`, `turnPrefixConversation` and `request`, which a model job needs); they
+    /// are as large as the summarized span's text, so leave them out when not shown or sent.
+    pub with_request: bool,
 }
 
 impl Default for CompactRequest<'_> {
@@ -52,6 +56,7 @@ impl Default for CompactRequest<'_> {
             summary_source: SummarySource::Client,
             custom_instructions: None,
             require_retention: false,
+            with_request: true,
         }
     }
 }
@@ -164,6 +169,7 @@ pub fn plan(
         custom_instructions: req.custom_instructions,
         new_entry_id: new_entry_id(tree),
         time_ms: now_ms(),
+        with_request: req.with_request,
     };
     compaction::plan(tree, lines, leaf, &options).map_err(|source| CompactError::Compaction {
         path: path.to_owned(),
@@ -288,8 +294,7 @@ pub fn explain_nothing(
     req: &CompactRequest<'_>,
     reason: NothingToCompact,
 ) -> Result<NothingDetail, CompactError> {
-    use crate::core::compaction::prepare::{self, SourceKind};
-    use crate::core::compaction::tokens::estimate_tokens;
+    use crate::core::compaction::prepare;
     use crate::core::projection;
     let failed = |source| CompactError::Compaction {
         path: path.to_owned(),
@@ -301,21 +306,22 @@ pub fn explain_nothing(
             path: path.to_owned(),
             id: unknown.id,
         })?;
-    let projected = |leaf| {
-        prepare::projected_entries(tree, &projection::project(tree, leaf), lines)
-            .map_err(CompactionError::from)
-    };
-    let here = projected(leaf).map_err(failed)?;
+    let projection = projection::project(tree, leaf);
+    let here = prepare::projected_entries(tree, &projection, lines)
+        .map_err(CompactionError::from)
+        .map_err(failed)?;
     // The newest compaction that contributes its summary starts the context (as in prepare).
-    let start = here
-        .entries
-        .iter()
-        .position(|e| matches!(e.kind, SourceKind::Compaction { .. }) && !e.messages.is_empty());
-    let since = &here.entries[start.map_or(0, |i| i + 1)..];
-    let messages: Vec<&Value> = since.iter().flat_map(|e| &e.messages).collect();
-    let tokens_since = messages
-        .iter()
-        .map(|m| estimate_tokens(m).unwrap_or(0.0))
+    let start = here.context_start();
+    let since = start.map_or(0, |i| i + 1)..here.len();
+    let messages_since: usize = since.clone().map(|i| here.messages(i).len()).sum();
+    let tokens_since: f64 = since
+        .map(|i| {
+            here.messages(i)
+                .iter()
+                .enumerate()
+                .map(|(k, _)| here.message_tokens(i, k).unwrap_or(0.0))
+                .sum::<f64>()
+        })
         .sum();
     let mut other_leaves = Vec::new();
     for other in tree
@@ -323,7 +329,8 @@ pub fn explain_nothing(
         .filter(|&l| Some(l) != leaf)
         .take(OTHER_LEAVES_LOOKED_AT)
     {
-        let Ok(projected) = projected(Some(other)) else {
+        let projection = projection::project(tree, Some(other));
+        let Ok(projected) = prepare::projected_entries(tree, &projection, lines) else {
             continue;
         };
         if let Ok(Ok(prep)) = prepare::prepare(&projected, req.keep_recent_tokens as f64) {
@@ -333,8 +340,8 @@ pub fn explain_nothing(
     Ok(NothingDetail {
         reason,
         leaf_id: leaf.map(|l| tree.node(l).entry.id.clone()),
-        compaction_id: start.map(|i| here.entries[i].id.clone()),
-        messages_since: messages.len(),
+        compaction_id: start.map(|i| here.id(i).clone()),
+        messages_since,
         tokens_since,
         keep_recent_tokens: req.keep_recent_tokens,
         other_leaves,
@@ -372,21 +379,29 @@ pub fn plan_json(plan: &CompactionPlan, written: bool) -> Value {
     );
     put(
         "messagesToSummarize",
-        json!(prep.messages_to_summarize.len()),
+        json!(prep.messages_to_summarize.messages),
     );
-    put("turnPrefixMessages", json!(prep.turn_prefix_messages.len()));
+    put(
+        "turnPrefixMessages",
+        json!(prep.turn_prefix_messages.messages),
+    );
     put("readFiles", json!(prep.file_lists.read_files));
     put("modifiedFiles", json!(prep.file_lists.modified_files));
     put("keepRecentTokens", js_number(prep.keep_recent_tokens));
     put("summarySource", json!(plan.summary_source));
     put("summary", json!(plan.entry.summary));
     put("fileOperations", json!(plan.file_operations()));
-    put("conversation", json!(plan.conversation));
-    put(
-        "turnPrefixConversation",
-        json!(plan.turn_prefix_conversation),
-    );
-    put("request", json!(plan.request));
+    // Present when planned with the request (`CompactRequest::with_request`).
+    if let Some(conversation) = &plan.conversation {
+        put("conversation", json!(conversation));
+        put(
+            "turnPrefixConversation",
+            json!(plan.turn_prefix_conversation),
+        );
+    }
+    if let Some(request) = &plan.request {
+        put("request", json!(request));
+    }
     put("retention", json!(plan.retention));
     put(
         "entry",
@@ -419,9 +434,26 @@ pub struct ModelJob {
     pub session_model: Option<(String, String)>,
 }
 
+/// A dry run ([`dry_run`]) planned with the request (whatever `req.with_request` says), as the
+/// job a model runs. Errors: those of [`dry_run`].
+pub fn model_job(
+    path: &Path,
+    tree: &Tree,
+    lines: &dyn LineSource,
+    req: &CompactRequest<'_>,
+    expected: Expected<'_>,
+) -> Result<Result<ModelJob, NothingToCompact>, CompactError> {
+    let req = CompactRequest {
+        with_request: true,
+        ..*req
+    };
+    Ok(dry_run(path, tree, lines, &req, expected)?.map(|plan| ModelJob::new(plan, tree)))
+}
+
 impl ModelJob {
-    /// The job of `plan`, made on `tree` (the tree it was planned on).
-    pub fn new(plan: &CompactionPlan, tree: &Tree) -> ModelJob {
+    /// The job of `plan`, made on `tree` (the tree it was planned on). `plan` holds its
+    /// request: [`model_job`] plans with it.
+    fn new(plan: CompactionPlan, tree: &Tree) -> ModelJob {
         let leaf = tree.find(plan.leaf_id.as_str());
         let projection = crate::core::projection::project(tree, leaf);
         let text = |raw: &Option<crate::core::format::SharedRaw>| {
@@ -433,10 +465,17 @@ impl ModelJob {
             .model
             .as_ref()
             .and_then(|m| Some((text(&m.provider)?, text(&m.model_id)?)));
+        let previous_summary = plan.preparation.previous_summary_text();
+        let file_blocks = plan.file_operations();
+        let request = plan.request.unwrap_or_else(|| SummarizationRequest {
+            system_prompt: crate::core::compaction::prompts::SUMMARIZATION_SYSTEM_PROMPT.to_owned(),
+            prompt: None,
+            turn_prefix_prompt: None,
+        });
         ModelJob {
-            request: plan.request.clone(),
-            previous_summary: plan.preparation.previous_summary_text(),
-            file_blocks: plan.file_operations(),
+            request,
+            previous_summary,
+            file_blocks,
             session_model,
         }
     }

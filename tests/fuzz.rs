@@ -663,6 +663,7 @@ fn projection_and_compaction_over_random_trees() {
                     custom_instructions: None,
                     new_entry_id: EntryId::new("fuzz0001"),
                     time_ms: 1_767_225_600_000,
+                    with_request: true,
                 };
                 match compaction::plan(tree, &lines, leaf, &options) {
                     Ok(Ok(plan)) => {

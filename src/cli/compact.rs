@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::error::{CliError, Exit};
 use super::read::{self, Opened};
-use crate::compact::{self as shared, Committed, CompactRequest, ModelJob};
+use crate::compact::{self as shared, Committed, CompactRequest};
 use crate::core::compaction::SummarySource;
 use crate::core::compaction::entry::js_number;
 use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
@@ -258,9 +258,9 @@ fn execute_with_model(
 ) -> Result<Outcome, CliError> {
     let job = {
         let Opened { session, lines } = read::open(&args.file, args.dry_run && args.allow_corrupt)?;
-        match shared::dry_run(&args.file, &session.tree, &lines, &req, expected)? {
+        match shared::model_job(&args.file, &session.tree, &lines, &req, expected)? {
             Err(n) => return Ok(Outcome::Nothing(n)),
-            Ok(plan) => ModelJob::new(&plan, &session.tree),
+            Ok(job) => job,
         }
     };
     let endpoint = job.endpoint(&args.file, choice)?;
@@ -363,6 +363,8 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         summary_source: SummarySource::Client,
         custom_instructions: args.custom_instructions.as_deref(),
         require_retention: args.require_retention,
+        // The conversation and the request are printed with --json only.
+        with_request: args.json,
     };
     let expected = match args.expected_leaf.as_deref() {
         None if args.dry_run => Expected::Unfenced,
@@ -433,11 +435,14 @@ fn print_human(
         "tokens: {} before → {} after · summarized {}{} · summary: {}",
         tokens(prep.tokens_before),
         tokens(plan.tokens_after),
-        super::tree::count(prep.messages_to_summarize.len(), "message", "messages"),
-        if prep.turn_prefix_messages.is_empty() {
+        super::tree::count(prep.messages_to_summarize.messages, "message", "messages"),
+        if prep.turn_prefix_messages.messages == 0 {
             String::new()
         } else {
-            format!(" + {} of the turn prefix", prep.turn_prefix_messages.len())
+            format!(
+                " + {} of the turn prefix",
+                prep.turn_prefix_messages.messages
+            )
         },
         match plan.summary_source {
             compaction::SummarySource::Client => "client",

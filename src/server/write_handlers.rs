@@ -21,7 +21,7 @@ use super::wire::{
     AppendParams, BranchParams, CompactParams, ForkParams, ForkPosition, LabelParams,
     PrepareCompactionParams, SalvageParams, SetNameParams, SummarizerApi, SummarizerKind,
 };
-use crate::compact::{self, Committed, CompactRequest, ModelJob};
+use crate::compact::{self, Committed, CompactRequest};
 use crate::core::compaction::CompactionPlan;
 use crate::core::compaction::SummarySource;
 use crate::core::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
@@ -421,9 +421,9 @@ impl Backend {
                     ..CompactRequest::default()
                 };
                 Ok(
-                    match compact::dry_run(s.path(), s.tree(), s.source(), &req, view)? {
+                    match compact::model_job(s.path(), s.tree(), s.source(), &req, view)? {
                         Err(nothing) => Err(with_revision(compact::nothing_json(nothing), s)),
-                        Ok(plan) => Ok(ModelJob::new(&plan, s.tree())),
+                        Ok(job) => Ok(job),
                     },
                 )
             })
@@ -512,6 +512,8 @@ impl Backend {
             summary_source: SummarySource::Model,
             custom_instructions: None,
             require_retention: require,
+            // The report leaves the request out (`PREPARE_ONLY`): not built.
+            with_request: false,
         };
         if p.dry_run {
             return self
@@ -559,6 +561,8 @@ fn request(p: &CompactParams) -> CompactRequest<'_> {
         summary_source: SummarySource::Client,
         custom_instructions: p.custom_instructions.as_deref(),
         require_retention: p.require_retention,
+        // The report leaves the request out (`PREPARE_ONLY`): not built.
+        with_request: false,
     }
 }
 

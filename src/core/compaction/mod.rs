@@ -35,7 +35,7 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 use self::entry::CompactionEntry;
-use self::prepare::{NothingToCompact, Preparation, SpanMessage};
+use self::prepare::{NothingToCompact, Preparation, Span, SpanSource};
 use self::prompts::SummarizationRequest;
 use self::retention::Retention;
 use crate::core::format::EntryId;
@@ -90,6 +90,10 @@ pub struct Options<'a> {
     pub new_entry_id: EntryId,
     /// The write time, epoch milliseconds.
     pub time_ms: i64,
+    /// Build the summarization request and the serialized conversation
+    /// ([`CompactionPlan::request`]); they hold the summarized span's text, as large as the
+    /// span, so a caller that does not show or send them leaves them out.
+    pub with_request: bool,
 }
 
 /// A planned compaction: everything needed to report it, and the exact line to append.
@@ -99,12 +103,13 @@ pub struct CompactionPlan {
     pub leaf_id: EntryId,
     /// pi's cut point and span for the leaf.
     pub preparation: Preparation,
-    /// pi `serializeConversation(convertToLlm(messagesToSummarize))`.
-    pub conversation: String,
+    /// pi `serializeConversation(convertToLlm(messagesToSummarize))`; `None` unless asked for
+    /// ([`Options::with_request`]).
+    pub conversation: Option<String>,
     /// The same for the turn prefix of a split turn.
     pub turn_prefix_conversation: Option<String>,
-    /// The summarization requests pi would send.
-    pub request: SummarizationRequest,
+    /// The summarization requests pi would send; `None` unless asked for.
+    pub request: Option<SummarizationRequest>,
     /// Where the summary comes from: the caller's text or the embedded summarizer.
     pub summary_source: SummarySource,
     /// The compaction entry to append.
@@ -139,28 +144,36 @@ impl CompactionPlan {
     }
 }
 
-/// The summarization request pi `compact` would send for `prep`.
+/// The summarization request pi `compact` would send for `prep`, the spans' messages read
+/// from `source` one at a time: the request, the conversation and the turn prefix's.
 pub fn build_request(
     prep: &Preparation,
+    source: &dyn SpanSource,
     custom_instructions: Option<&str>,
 ) -> Result<(SummarizationRequest, String, Option<String>), CompactionError> {
-    let to_text = |messages: &[SpanMessage]| -> Result<String, CompactionError> {
-        let refs: Vec<&Value> = messages.iter().map(|m| &m.message).collect();
-        serialize::serialize_conversation(&serialize::convert_to_llm(&refs)).map_err(|e| {
-            CompactionError::PiWouldThrow {
-                entry_id: None,
-                detail: e.0,
+    let to_text = |span: &Span| -> Result<String, CompactionError> {
+        let mut text = String::new();
+        source.for_each_message(span, &mut |m| {
+            for llm in serialize::convert_to_llm(&[&m.message]) {
+                serialize::serialize_message(&llm, &mut text).map_err(|e| {
+                    CompactionError::PiWouldThrow {
+                        entry_id: None,
+                        detail: e.0,
+                    }
+                })?;
             }
-        })
+            Ok(())
+        })?;
+        Ok(text)
     };
     let conversation = to_text(&prep.messages_to_summarize)?;
     let previous = prep.previous_summary_text();
     let history =
         |conv: &str| prompts::history_prompt(conv, previous.as_deref(), custom_instructions);
-    let split = prep.is_split_turn && !prep.turn_prefix_messages.is_empty();
+    let split = prep.is_split_turn && prep.turn_prefix_messages.messages > 0;
     let (prompt, prefix_conversation, turn_prefix_prompt) = if split {
         let prefix = to_text(&prep.turn_prefix_messages)?;
-        let prompt = (!prep.messages_to_summarize.is_empty()).then(|| history(&conversation));
+        let prompt = (prep.messages_to_summarize.messages > 0).then(|| history(&conversation));
         let turn = prompts::turn_prefix_prompt(&prefix, custom_instructions);
         (prompt, Some(prefix), Some(turn))
     } else {
@@ -190,7 +203,6 @@ pub fn plan(
     }
     let projection = projection::project(tree, leaf);
     let projected = prepare::projected_entries(tree, &projection, source)?;
-    let entries = &projected.entries;
     let prep = match prepare::prepare(&projected, options.keep_recent_tokens as f64)? {
         Ok(p) => p,
         Err(nothing) => return Ok(Err(nothing)),
@@ -198,36 +210,29 @@ pub fn plan(
     let Some(leaf) = leaf else {
         return Ok(Err(NothingToCompact::EmptyPath));
     };
-    let (request, conversation, turn_prefix_conversation) =
-        build_request(&prep, options.custom_instructions)?;
-
-    let kept_index = entries
-        .iter()
-        .position(|e| e.id == prep.first_kept_entry_id)
-        .unwrap_or(entries.len());
-    let kept_messages: Vec<SpanMessage> = entries[kept_index..]
-        .iter()
-        .flat_map(|e| {
-            e.messages.iter().map(|m| SpanMessage {
-                entry_id: e.id.clone(),
-                message: m.clone(),
-            })
-        })
-        .collect();
+    let (request, conversation, turn_prefix_conversation) = if options.with_request {
+        let (request, conversation, prefix) =
+            build_request(&prep, &projected, options.custom_instructions)?;
+        (Some(request), Some(conversation), prefix)
+    } else {
+        (None, None, None)
+    };
+    let kept_messages = projected.messages_from(prep.first_kept_index)?;
 
     let (summary, summary_source) = match options.summary {
         Some(s) => (s.to_owned(), options.summary_source),
         None => (
-            summarizer::summarize(&prep, &kept_messages),
+            summarizer::summarize(&prep, &projected, &kept_messages)?,
             SummarySource::Embedded,
         ),
     };
-    let current: Vec<&Value> = entries.iter().flat_map(|e| e.messages.iter()).collect();
     let system_message =
-        tokens::current_system_message(&current).map_err(|e| CompactionError::PiWouldThrow {
-            entry_id: None,
-            detail: e.0,
-        })?;
+        projected
+            .current_system_message()
+            .map_err(|e| CompactionError::PiWouldThrow {
+                entry_id: None,
+                detail: e.0,
+            })?;
     let entry = CompactionEntry {
         id: options.new_entry_id.clone(),
         parent_id: Some(tree.node(leaf).entry.id.clone()),
@@ -244,8 +249,9 @@ pub fn plan(
     for (_, m) in &new_context {
         tokens_after += tokens::estimate_tokens(m).unwrap_or(f64::NAN);
     }
-    let probes = retention::probes(&prep, &kept_messages);
+    let probes = retention::probes(&prep, &projected, &kept_messages)?;
     let retention = retention::check(probes, &new_context);
+    drop(projected);
     Ok(Ok(CompactionPlan {
         leaf_id: tree.node(leaf).entry.id.clone(),
         preparation: prep,

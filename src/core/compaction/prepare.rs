@@ -6,8 +6,17 @@
 //! Input shape: pi works on the *path* (`pathEntries`, root to leaf) and on its canonical
 //! projection (`buildSessionProjection(pathEntries)`: the compaction-aware context entries,
 //! each with the messages it contributes after context edits). [`projected_entries`] builds
-//! that projection from the tree by rendering each context entry through a
-//! [`LineSource`]; [`prepare`] is then a pure function of it and the path.
+//! that projection from the tree by rendering each context entry through a [`LineSource`];
+//! [`prepare`] is then a pure function of it.
+//!
+//! Memory: the projection keeps no message bodies. Each message leaves only what the cut point
+//! and the token estimate read ([`MessageFacts`]: its role, pi's token estimate and its usage,
+//! 24 bytes); the messages the summarizer, the file lists and the conversation need are read
+//! again from the file, one entry at a time, by [`Projected::for_each_message`]. Only system
+//! messages (which pi-ai replays into one) are held whole.
+
+use std::collections::HashMap;
+use std::ops::Range;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -15,7 +24,9 @@ use serde_json::Value;
 use super::CompactionError;
 use super::files::{FileLists, FileOps};
 use super::js::{self, TypeError};
-use super::tokens::{current_system_message, estimate_context_tokens, estimate_tokens};
+use super::tokens::{
+    assistant_usage, calculate_context_tokens, current_system_message, estimate_tokens,
+};
 use crate::core::format::{EntryId, EntryKind};
 use crate::core::projection::{Contribution, Projection, Silence};
 use crate::core::render::{self, LineSource, RenderError};
@@ -24,59 +35,129 @@ use crate::core::tree::{NodeIdx, Tree};
 /// pi's default `keepRecentTokens` (`DEFAULT_COMPACTION_SETTINGS`).
 pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 
-/// What kind of source entry a projected entry is, with the fields preparation reads.
-#[derive(Clone, Debug)]
-pub enum SourceKind {
-    /// A `message` entry and its role.
-    Message {
-        /// The message's `role`.
-        role: String,
-    },
-    /// A `compaction` entry: its `summary`, `details` and whether `fromHook` is truthy.
-    Compaction {
-        /// `summary` as stored (any JSON).
-        summary: Option<Value>,
-        /// `details` as stored (pi reads `readFiles`/`modifiedFiles` from it).
-        details: Option<Value>,
-        /// JavaScript truthiness of `fromHook`.
-        from_hook: bool,
-    },
-    /// A `context_edit`: its target and whether `replacement` is exactly `null`.
-    ContextEdit {
-        /// The edited entry (`targetId`).
-        target_id: Option<EntryId>,
-        /// True when `replacement` is exactly `null` (the target is omitted).
-        replacement_is_null: bool,
-    },
-    /// Any other type.
+/// A message's `role`, as preparation tells them apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// `user`.
+    User,
+    /// `assistant`.
+    Assistant,
+    /// `toolResult`.
+    ToolResult,
+    /// `bashExecution`.
+    BashExecution,
+    /// `custom`.
+    Custom,
+    /// `branchSummary`.
+    BranchSummary,
+    /// `compactionSummary`.
+    CompactionSummary,
+    /// `system`.
+    System,
+    /// Any other role, or none.
     Other,
 }
 
-/// One entry of pi's canonical projection (`projection.entries[i]`).
-#[derive(Clone, Debug)]
-pub struct ProjectedEntry {
-    /// The entry's node in the tree.
-    pub node: NodeIdx,
-    /// The entry's id.
-    pub id: EntryId,
-    /// Its type, with the fields preparation reads.
-    pub kind: SourceKind,
-    /// `sessionEntryToContextMessages(sourceEntry).length > 0` and not a context edit: the
-    /// entry would show messages if no edit omitted it.
-    pub intrinsically_visible: bool,
-    /// The messages it contributes (after context edits; none for an older compaction).
-    pub messages: Vec<Value>,
+impl Role {
+    /// The role of a message (`Other` when `role` is absent or not a known string).
+    pub fn of(m: &Value) -> Role {
+        match m.get("role").and_then(Value::as_str).unwrap_or("") {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "toolResult" => Role::ToolResult,
+            "bashExecution" => Role::BashExecution,
+            "custom" => Role::Custom,
+            "branchSummary" => Role::BranchSummary,
+            "compactionSummary" => Role::CompactionSummary,
+            "system" => Role::System,
+            _ => Role::Other,
+        }
+    }
+
+    /// pi `isCutPointMessage`.
+    fn is_cut_point(self) -> bool {
+        matches!(
+            self,
+            Role::User
+                | Role::Assistant
+                | Role::BashExecution
+                | Role::Custom
+                | Role::BranchSummary
+                | Role::CompactionSummary
+        )
+    }
+
+    /// pi `isTurnStartMessage`.
+    fn is_turn_start(self) -> bool {
+        matches!(
+            self,
+            Role::User
+                | Role::BashExecution
+                | Role::Custom
+                | Role::BranchSummary
+                | Role::CompactionSummary
+        )
+    }
 }
 
-/// One path entry as `estimateProjectedContextTokens` sees it (`branchEntries`).
+/// What preparation reads of one projected message: its role, pi's `estimateTokens` and pi's
+/// `getAssistantUsage` (as `calculateContextTokens` of it), each with the `TypeError` pi would
+/// throw computing it.
 #[derive(Clone, Debug)]
-pub struct PathEntry {
-    /// The entry's id.
-    pub id: EntryId,
-    /// `context_edit` or `compaction`: entries that invalidate earlier usage numbers.
-    pub invalidates_usage: bool,
-    /// A `compaction` entry.
-    pub is_compaction: bool,
+pub struct MessageFacts {
+    tokens: f64,
+    /// `calculateContextTokens(getAssistantUsage(m))`; `NaN` when pi finds no usage (a usage
+    /// pi accepts is positive, never `NaN`).
+    usage: f64,
+    /// The message's role.
+    pub role: Role,
+    /// Either computation threw.
+    failed: bool,
+}
+
+/// The `TypeError`s of the messages whose facts failed, by message index.
+type FactErrors = HashMap<u32, (Option<TypeError>, Option<TypeError>)>;
+
+impl MessageFacts {
+    fn of(m: &Value, index: u32, errors: &mut FactErrors) -> MessageFacts {
+        let tokens = estimate_tokens(m);
+        let usage = assistant_usage(m).and_then(|u| u.map(calculate_context_tokens).transpose());
+        let mut facts = MessageFacts {
+            tokens: *tokens.as_ref().unwrap_or(&0.0),
+            usage: usage.as_ref().ok().copied().flatten().unwrap_or(f64::NAN),
+            role: Role::of(m),
+            failed: false,
+        };
+        if tokens.is_err() || usage.is_err() {
+            facts.failed = true;
+            errors.insert(index, (tokens.err(), usage.err()));
+        }
+        facts
+    }
+}
+
+/// A `compaction` entry's fields preparation reads.
+#[derive(Clone, Debug)]
+pub struct CompactionSource {
+    /// `summary` as stored (any JSON).
+    pub summary: Option<Value>,
+    /// `details` as stored (pi reads `readFiles`/`modifiedFiles` from it).
+    pub details: Option<Value>,
+    /// JavaScript truthiness of `fromHook`.
+    pub from_hook: bool,
+}
+
+/// One entry of pi's canonical projection (`projection.entries[i]`), without its messages'
+/// bodies.
+#[derive(Clone, Debug)]
+struct EntryFacts {
+    /// Its messages in [`Projected::messages`].
+    messages: Range<u32>,
+    /// `sessionEntryToContextMessages(sourceEntry).length > 0` and not a context edit: the
+    /// entry would show messages if no edit omitted it.
+    intrinsically_visible: bool,
+    /// A context edit whose `replacement` is exactly `null`.
+    replacement_is_null: bool,
 }
 
 /// A message of the summarized span and the entry it came from.
@@ -88,11 +169,49 @@ pub struct SpanMessage {
     pub message: Value,
 }
 
-/// pi's `CompactionPreparation`, plus the file lists and where the kept range starts.
+/// Reads the messages of a [`Span`] in order, one at a time (from the file, for a
+/// [`Projected`]; from a list, where a span's `entries` index the list).
+pub trait SpanSource {
+    /// Calls `f` with each message of `span`, in order. Errors: a message that cannot be read
+    /// again, or `f`'s.
+    fn for_each_message(
+        &self,
+        span: &Span,
+        f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
+    ) -> Result<(), CompactionError>;
+}
+
+impl SpanSource for Vec<SpanMessage> {
+    fn for_each_message(
+        &self,
+        span: &Span,
+        f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
+    ) -> Result<(), CompactionError> {
+        self.get(span.entries.clone())
+            .unwrap_or(&[])
+            .iter()
+            .try_for_each(f)
+    }
+}
+
+/// A stretch of projected entries and how many messages pi takes from it for compaction
+/// (`getMessagesFromProjectedEntryForCompaction`: no compaction, no system message).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    /// Indices into the projected entries.
+    pub entries: Range<usize>,
+    /// Number of messages.
+    pub messages: usize,
+}
+
+/// pi's `CompactionPreparation`, plus the file lists and where the kept range starts. The
+/// spans' messages are read again from the file when needed ([`Projected::for_each_message`]).
 #[derive(Clone, Debug)]
 pub struct Preparation {
     /// Where the kept range starts (pi's `firstKeptEntryId`).
     pub first_kept_entry_id: EntryId,
+    /// Index of the first kept entry among the projected entries.
+    pub first_kept_index: usize,
     /// `tokensBefore`; `NaN` where pi's estimate is `NaN` (printed as `null`).
     pub tokens_before: f64,
     /// The cut splits a turn: the turn's start is summarized separately (pi's `isSplitTurn`).
@@ -102,9 +221,9 @@ pub struct Preparation {
     /// The entry holding the previous summary.
     pub previous_compaction_id: Option<EntryId>,
     /// pi's `messagesToSummarize`: the span before the cut (or before the split turn).
-    pub messages_to_summarize: Vec<SpanMessage>,
+    pub messages_to_summarize: Span,
     /// pi's `turnPrefixMessages`: the start of a split turn; empty otherwise.
-    pub turn_prefix_messages: Vec<SpanMessage>,
+    pub turn_prefix_messages: Span,
     /// Files read, written and edited in the span, plus the previous compaction's details.
     pub file_ops: FileOps,
     /// `readFiles` and `modifiedFiles` as pi computes them from `file_ops`.
@@ -134,13 +253,21 @@ pub enum NothingToCompact {
     NothingBeforeCut,
 }
 
-/// pi's canonical projection of a path, as [`projected_entries`] builds it.
-#[derive(Clone, Debug)]
-pub struct Projected {
-    /// The path from the root to the leaf, as pi's `branchEntries`.
-    pub path: Vec<PathEntry>,
-    /// pi's `projection.entries`, in path order.
-    pub entries: Vec<ProjectedEntry>,
+/// pi's canonical projection of a path, as [`projected_entries`] builds it: per entry of
+/// `projection.items`, the facts of its messages; the bodies stay in the file.
+pub struct Projected<'a> {
+    tree: &'a Tree,
+    source: &'a dyn LineSource,
+    /// The projection (path and context items) the entries come from.
+    pub projection: &'a Projection,
+    entries: Vec<EntryFacts>,
+    messages: Vec<MessageFacts>,
+    errors: FactErrors,
+    /// `compaction` entries' fields, by entry index.
+    compactions: Vec<(usize, CompactionSource)>,
+    /// The messages pi-ai `getCurrentSystemMessage` looks at: system messages, and any `null`
+    /// message (reading its role throws), in order.
+    system_messages: Vec<Value>,
 }
 
 /// Parses a rendered message or a session line as `JSON.parse` does ([`js::parse_json`]);
@@ -153,32 +280,37 @@ fn parse_line(bytes: &[u8], entry: &crate::core::format::Entry) -> Result<Value,
     })
 }
 
-/// Builds the path and pi's canonical projection of `projection` (see the module docs).
-pub fn projected_entries(
-    tree: &Tree,
-    projection: &Projection,
-    source: &dyn LineSource,
-) -> Result<Projected, RenderError> {
-    let path = projection
-        .path
-        .iter()
-        .map(|&n| {
-            let kind = &tree.node(n).entry.kind;
-            let is_compaction = matches!(kind, EntryKind::Compaction { .. });
-            PathEntry {
-                id: tree.node(n).entry.id.clone(),
-                invalidates_usage: is_compaction || matches!(kind, EntryKind::ContextEdit { .. }),
-                is_compaction,
-            }
-        })
-        .collect();
-    let mut entries = Vec::with_capacity(projection.items.len());
-    for item in &projection.items {
+/// Builds pi's canonical projection of `projection` (see the module docs): every context
+/// entry is rendered and parsed once, keeping its messages' facts. Errors: a line that cannot
+/// be read or no longer holds its entry.
+pub fn projected_entries<'a>(
+    tree: &'a Tree,
+    projection: &'a Projection,
+    source: &'a dyn LineSource,
+) -> Result<Projected<'a>, RenderError> {
+    let mut out = Projected {
+        tree,
+        source,
+        projection,
+        entries: Vec::with_capacity(projection.items.len()),
+        messages: Vec::with_capacity(projection.items.len()),
+        errors: HashMap::new(),
+        compactions: Vec::new(),
+        system_messages: Vec::new(),
+    };
+    for (index, item) in projection.items.iter().enumerate() {
         let entry = &tree.node(item.node).entry;
-        let messages = render::render_item(tree, item, source)?
-            .into_iter()
-            .map(|raw| parse_line(raw.get().as_bytes(), entry))
-            .collect::<Result<Vec<Value>, RenderError>>()?;
+        let start = out.messages.len() as u32;
+        for raw in render::render_item(tree, item, source)? {
+            let message = parse_line(raw.get().as_bytes(), entry)?;
+            let at = out.messages.len() as u32;
+            let facts = MessageFacts::of(&message, at, &mut out.errors);
+            if facts.role == Role::System || message.is_null() {
+                out.system_messages.push(message);
+            }
+            out.messages.push(facts);
+        }
+        let messages = start..out.messages.len() as u32;
         let read_line = || -> Result<Value, RenderError> {
             let bytes = source.line(entry.span).map_err(|e| RenderError::Io {
                 line: entry.span.line,
@@ -187,28 +319,27 @@ pub fn projected_entries(
             })?;
             parse_line(&bytes, entry)
         };
-        let kind = match &entry.kind {
-            EntryKind::Message(m) => SourceKind::Message {
-                role: m.role.as_str().to_owned(),
-            },
+        let mut replacement_is_null = false;
+        let is_edit = matches!(entry.kind, EntryKind::ContextEdit { .. });
+        match &entry.kind {
             EntryKind::Compaction { .. } => {
                 let mut line = read_line()?;
-                SourceKind::Compaction {
-                    summary: line.get_mut("summary").map(Value::take),
-                    details: line.get_mut("details").map(Value::take),
-                    from_hook: js::truthy(line.get("fromHook")),
-                }
+                out.compactions.push((
+                    index,
+                    CompactionSource {
+                        summary: line.get_mut("summary").map(Value::take),
+                        details: line.get_mut("details").map(Value::take),
+                        from_hook: js::truthy(line.get("fromHook")),
+                    },
+                ));
             }
-            EntryKind::ContextEdit { target_id, .. } => {
+            EntryKind::ContextEdit { .. } => {
                 let line = read_line()?;
-                SourceKind::ContextEdit {
-                    target_id: target_id.clone(),
-                    replacement_is_null: matches!(line.get("replacement"), Some(Value::Null)),
-                }
+                replacement_is_null = matches!(line.get("replacement"), Some(Value::Null));
             }
-            _ => SourceKind::Other,
-        };
-        let intrinsically_visible = !matches!(kind, SourceKind::ContextEdit { .. })
+            _ => {}
+        }
+        let intrinsically_visible = !is_edit
             && match item.contribution {
                 Contribution::Nothing(Silence::NeverInContext | Silence::EmptyBranchSummary) => {
                     false
@@ -218,44 +349,199 @@ pub fn projected_entries(
                 }
                 _ => true,
             };
-        entries.push(ProjectedEntry {
-            node: item.node,
-            id: entry.id.clone(),
-            kind,
-            intrinsically_visible,
+        out.entries.push(EntryFacts {
             messages,
+            intrinsically_visible,
+            replacement_is_null,
         });
     }
-    Ok(Projected { path, entries })
+    Ok(out)
 }
 
-fn role_of(m: &Value) -> &str {
-    m.get("role").and_then(Value::as_str).unwrap_or("")
+impl Projected<'_> {
+    /// Number of projected entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when the projection has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The tree node of entry `i`.
+    pub fn node(&self, i: usize) -> NodeIdx {
+        self.projection.items[i].node
+    }
+
+    /// The id of entry `i`.
+    pub fn id(&self, i: usize) -> &EntryId {
+        &self.tree.node(self.node(i)).entry.id
+    }
+
+    fn kind(&self, i: usize) -> &EntryKind {
+        &self.tree.node(self.node(i)).entry.kind
+    }
+
+    /// Entry `i` is a `compaction`.
+    pub fn is_compaction(&self, i: usize) -> bool {
+        matches!(self.kind(i), EntryKind::Compaction { .. })
+    }
+
+    /// The facts of entry `i`'s messages.
+    pub fn messages(&self, i: usize) -> &[MessageFacts] {
+        let r = &self.entries[i].messages;
+        &self.messages[r.start as usize..r.end as usize]
+    }
+
+    fn message_index(&self, i: usize) -> u32 {
+        self.entries[i].messages.start
+    }
+
+    /// pi's `estimateTokens` of message `index`.
+    fn tokens_of(&self, index: u32, m: &MessageFacts) -> Result<f64, TypeError> {
+        if m.failed
+            && let Some((Some(e), _)) = self.errors.get(&index)
+        {
+            return Err(e.clone());
+        }
+        Ok(m.tokens)
+    }
+
+    /// `calculateContextTokens(getAssistantUsage(m))` of message `index`.
+    fn usage_of(&self, index: u32, m: &MessageFacts) -> Result<Option<f64>, TypeError> {
+        if m.failed
+            && let Some((_, Some(e))) = self.errors.get(&index)
+        {
+            return Err(e.clone());
+        }
+        Ok((!m.usage.is_nan()).then_some(m.usage))
+    }
+
+    /// pi's `estimateTokens` of the `k`-th message of entry `i`.
+    pub fn message_tokens(&self, i: usize, k: usize) -> Result<f64, TypeError> {
+        let index = self.message_index(i) + k as u32;
+        self.tokens_of(index, &self.messages[index as usize])
+    }
+
+    /// pi's token estimate of entry `i`'s messages, summed in order; the first `TypeError`.
+    pub fn entry_tokens(&self, i: usize) -> Result<f64, TypeError> {
+        let first = self.message_index(i);
+        let mut tokens = 0.0;
+        for (k, m) in self.messages(i).iter().enumerate() {
+            tokens += self.tokens_of(first + k as u32, m)?;
+        }
+        Ok(tokens)
+    }
+
+    /// The fields of compaction entry `i`, if it is one.
+    pub fn compaction(&self, i: usize) -> Option<&CompactionSource> {
+        self.compactions
+            .iter()
+            .find(|(at, _)| *at == i)
+            .map(|(_, c)| c)
+    }
+
+    /// The newest compaction that contributes its summary (the start of the context), as pi's
+    /// `prepareCompaction` finds it.
+    pub fn context_start(&self) -> Option<usize> {
+        self.compactions
+            .iter()
+            .map(|(at, _)| *at)
+            .find(|&at| !self.messages(at).is_empty())
+    }
+
+    /// pi-ai `getCurrentSystemMessage` of every message of the projection.
+    pub fn current_system_message(&self) -> Result<Option<Value>, TypeError> {
+        let refs: Vec<&Value> = self.system_messages.iter().collect();
+        current_system_message(&refs)
+    }
+
+    /// Every message of entries `range` (system messages too when `with_system`; never a
+    /// compaction's unless `with_system`), read again from the file.
+    fn for_each_in(
+        &self,
+        range: Range<usize>,
+        with_system: bool,
+        f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
+    ) -> Result<(), CompactionError> {
+        for i in range {
+            if self.messages(i).is_empty() || (!with_system && self.is_compaction(i)) {
+                continue;
+            }
+            if !with_system && self.messages(i).iter().all(|m| m.role == Role::System) {
+                continue;
+            }
+            let item = &self.projection.items[i];
+            let entry = &self.tree.node(item.node).entry;
+            for raw in render::render_item(self.tree, item, self.source)? {
+                let message = parse_line(raw.get().as_bytes(), entry)?;
+                if !with_system && Role::of(&message) == Role::System {
+                    continue;
+                }
+                f(&SpanMessage {
+                    entry_id: entry.id.clone(),
+                    message,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every message of the entries from `start` to the end, system messages included, in
+    /// order (the kept range).
+    pub fn messages_from(&self, start: usize) -> Result<Vec<SpanMessage>, CompactionError> {
+        let mut out = Vec::new();
+        self.for_each_in(start..self.len(), true, &mut |m| {
+            out.push(m.clone());
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Messages of entries `range` that compaction takes (no compaction, no system message).
+    fn span(&self, range: Range<usize>) -> Span {
+        let messages = range
+            .clone()
+            .filter(|&i| !self.is_compaction(i))
+            .map(|i| {
+                self.messages(i)
+                    .iter()
+                    .filter(|m| m.role != Role::System)
+                    .count()
+            })
+            .sum();
+        Span {
+            entries: range,
+            messages,
+        }
+    }
+
+    /// pi `isProjectedTurnStart`.
+    fn is_turn_start(&self, i: usize) -> bool {
+        !self.is_compaction(i) && self.messages(i).iter().any(|m| m.role.is_turn_start())
+    }
+
+    fn is_cut_point(&self, i: usize) -> bool {
+        !self.is_compaction(i) && self.messages(i).iter().any(|m| m.role.is_cut_point())
+    }
+
+    fn is_omitted(&self, i: usize) -> bool {
+        self.entries[i].intrinsically_visible && self.messages(i).is_empty()
+    }
 }
 
-/// pi `isCutPointMessage`.
-fn is_cut_point_message(m: &Value) -> bool {
-    matches!(
-        role_of(m),
-        "user" | "assistant" | "bashExecution" | "custom" | "branchSummary" | "compactionSummary"
-    )
-}
-
-/// pi `isTurnStartMessage`.
-fn is_turn_start_message(m: &Value) -> bool {
-    matches!(
-        role_of(m),
-        "user" | "bashExecution" | "custom" | "branchSummary" | "compactionSummary"
-    )
-}
-
-fn is_compaction(e: &ProjectedEntry) -> bool {
-    matches!(e.kind, SourceKind::Compaction { .. })
-}
-
-/// pi `isProjectedTurnStart`.
-fn is_projected_turn_start(e: &ProjectedEntry) -> bool {
-    !is_compaction(e) && e.messages.iter().any(is_turn_start_message)
+/// Reads a span's messages again from the file (pi's
+/// `getMessagesFromProjectedEntryForCompaction`: compactions and system messages left out).
+/// Errors: a line that cannot be read or no longer holds its entry, or `f`'s.
+impl SpanSource for Projected<'_> {
+    fn for_each_message(
+        &self,
+        span: &Span,
+        f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
+    ) -> Result<(), CompactionError> {
+        self.for_each_in(span.entries.clone(), false, f)
+    }
 }
 
 fn pi_error(id: &EntryId, e: TypeError) -> CompactionError {
@@ -278,17 +564,12 @@ pub struct CutPoint {
 
 /// pi `findProjectedCutPoint(entries, start, end, keepRecentTokens)`.
 pub fn find_projected_cut_point(
-    entries: &[ProjectedEntry],
+    p: &Projected<'_>,
     start: usize,
     end: usize,
     keep_recent_tokens: f64,
 ) -> Result<CutPoint, CompactionError> {
-    let cut_points: Vec<usize> = (start..end)
-        .filter(|&i| {
-            !is_compaction(&entries[i]) && entries[i].messages.iter().any(is_cut_point_message)
-        })
-        .collect();
-    let Some(&first_cut) = cut_points.first() else {
+    let Some(first_cut) = (start..end).find(|&i| p.is_cut_point(i)) else {
         return Ok(CutPoint {
             first_kept_entry_index: start,
             turn_start_index: None,
@@ -299,67 +580,64 @@ pub fn find_projected_cut_point(
     let mut exceeded = false;
     let mut cut = first_cut;
     for i in (start..end).rev() {
-        let mut tokens = 0.0;
-        for m in &entries[i].messages {
-            tokens += estimate_tokens(m).map_err(|e| pi_error(&entries[i].id, e))?;
-        }
+        let tokens = p.entry_tokens(i).map_err(|e| pi_error(p.id(i), e))?;
         if tokens == 0.0 {
             continue;
         }
         accumulated += tokens;
         if accumulated >= keep_recent_tokens {
             exceeded = true;
-            cut = cut_points
-                .iter()
-                .copied()
-                .find(|&c| c >= i)
-                .unwrap_or(cut_points[cut_points.len() - 1]);
+            // The first cut point at or after i, else the last one.
+            cut = (i..end)
+                .find(|&c| p.is_cut_point(c))
+                .or_else(|| (start..end).rev().find(|&c| p.is_cut_point(c)))
+                .unwrap_or(first_cut);
             break;
         }
     }
     // A recovery attempt and its omission edits are invisible after the last visible input;
     // pi advances the cut past such a closed suffix only.
-    let suffix = entries.get(cut + 1..end).unwrap_or(&[]);
-    let is_omitted = |e: &ProjectedEntry| e.intrinsically_visible && e.messages.is_empty();
+    let suffix = (cut + 1).min(end)..end;
     let omitted_ids: Vec<&EntryId> = suffix
-        .iter()
-        .filter(|e| is_omitted(e))
-        .map(|e| &e.id)
+        .clone()
+        .filter(|&i| p.is_omitted(i))
+        .map(|i| p.id(i))
         .collect();
-    let has_external_replacement = suffix.iter().any(|e| match &e.kind {
-        SourceKind::ContextEdit {
-            target_id,
-            replacement_is_null,
-        } => !replacement_is_null && !target_id.as_ref().is_some_and(|t| omitted_ids.contains(&t)),
+    let has_external_replacement = suffix.clone().any(|i| match p.kind(i) {
+        EntryKind::ContextEdit { target_id, .. } => {
+            !p.entries[i].replacement_is_null
+                && !target_id.as_ref().is_some_and(|t| omitted_ids.contains(&t))
+        }
         _ => false,
     });
     let recovery_suffix = exceeded
         && !has_external_replacement
-        && suffix.iter().any(|e| {
-            matches!(&e.kind, SourceKind::Message { role } if role == "assistant") && is_omitted(e)
+        && suffix.clone().any(|i| {
+            matches!(p.kind(i), EntryKind::Message(m) if m.role.as_str() == "assistant")
+                && p.is_omitted(i)
         })
-        && suffix
-            .iter()
-            .all(|e| !is_compaction(e) && (!e.intrinsically_visible || is_omitted(e)));
+        && suffix.clone().all(|i| {
+            !p.is_compaction(i) && (!p.entries[i].intrinsically_visible || p.is_omitted(i))
+        });
     if recovery_suffix {
         cut += 1;
     }
     while cut > start {
-        let previous = &entries[cut - 1];
-        if is_compaction(previous) || !previous.messages.is_empty() {
+        let previous = cut - 1;
+        if p.is_compaction(previous) || !p.messages(previous).is_empty() {
             break;
         }
         cut -= 1;
     }
     // `entries[cut]` may be past the end after the recovery step; pi then reads undefined
     // (and its caller finds no kept entry).
-    let starts_turn = entries.get(cut).is_some_and(is_projected_turn_start);
+    let starts_turn = cut < p.len() && p.is_turn_start(cut);
     let turn_start = if starts_turn {
         None
     } else {
-        (start..=cut.min(entries.len().saturating_sub(1)))
+        (start..=cut.min(p.len().saturating_sub(1)))
             .rev()
-            .find(|&i| i < entries.len() && is_projected_turn_start(&entries[i]))
+            .find(|&i| i < p.len() && p.is_turn_start(i))
     };
     Ok(CutPoint {
         first_kept_entry_index: cut,
@@ -369,24 +647,40 @@ pub fn find_projected_cut_point(
 }
 
 /// pi `estimateProjectedContextTokens(projection, branchEntries).tokens`.
-pub fn estimate_projected_context_tokens(
-    path: &[PathEntry],
-    entries: &[ProjectedEntry],
-) -> Result<f64, CompactionError> {
-    let flat: Vec<(&EntryId, &Value)> = entries
-        .iter()
-        .flat_map(|e| e.messages.iter().map(move |m| (&e.id, m)))
-        .collect();
-    let messages: Vec<&Value> = flat.iter().map(|(_, m)| *m).collect();
+pub fn estimate_projected_context_tokens(p: &Projected<'_>) -> Result<f64, CompactionError> {
     let located = |e: TypeError| CompactionError::PiWouldThrow {
         entry_id: None,
         detail: e.0,
     };
-    let (tokens, last_usage) = estimate_context_tokens(&messages).map_err(located)?;
-    if let Some(index) = last_usage {
-        let usage_entry = flat.get(index).map(|(id, _)| *id);
-        let usage_entry_index = usage_entry.and_then(|id| path.iter().position(|p| &p.id == id));
-        let latest_invalidating = path.iter().rposition(|p| p.invalidates_usage);
+    // The entry each message came from, by message index.
+    let entry_of = |index: usize| {
+        p.entries
+            .partition_point(|e| (e.messages.end as usize) <= index)
+    };
+    // pi `estimateContextTokens`: the last valid usage plus the estimate after it.
+    let mut last = None;
+    for (index, m) in p.messages.iter().enumerate().rev() {
+        if let Some(u) = p.usage_of(index as u32, m).map_err(located)? {
+            last = Some((index, u));
+            break;
+        }
+    }
+    if let Some((index, usage)) = last {
+        let mut tokens = usage;
+        let mut trailing = 0.0;
+        for (k, m) in p.messages.iter().enumerate().skip(index + 1) {
+            trailing += p.tokens_of(k as u32, m).map_err(located)?;
+        }
+        tokens += trailing;
+        let path = &p.projection.path;
+        let usage_node = p.node(entry_of(index));
+        let usage_entry_index = path.iter().position(|&n| n == usage_node);
+        let latest_invalidating = path.iter().rposition(|&n| {
+            matches!(
+                p.tree.node(n).entry.kind,
+                EntryKind::Compaction { .. } | EntryKind::ContextEdit { .. }
+            )
+        });
         let after = match (usage_entry_index, latest_invalidating) {
             (Some(u), Some(l)) => u > l,
             (Some(_), None) => true,
@@ -395,102 +689,97 @@ pub fn estimate_projected_context_tokens(
         if after {
             return Ok(tokens);
         }
+    } else {
+        // Without a usage pi estimates every message first (and throws on the first failure).
+        for (k, m) in p.messages.iter().enumerate() {
+            p.tokens_of(k as u32, m).map_err(located)?;
+        }
     }
-    let mut tokens = match current_system_message(&messages).map_err(located)? {
+    let mut tokens = match p.current_system_message().map_err(located)? {
         Some(system) => estimate_tokens(&system).map_err(located)?,
         None => 0.0,
     };
-    for (id, m) in &flat {
-        if role_of(m) != "system" {
-            tokens += estimate_tokens(m).map_err(|e| pi_error(id, e))?;
+    for i in 0..p.len() {
+        let first = p.message_index(i);
+        for (k, m) in p.messages(i).iter().enumerate() {
+            if m.role != Role::System {
+                tokens += p
+                    .tokens_of(first + k as u32, m)
+                    .map_err(|e| pi_error(p.id(i), e))?;
+            }
         }
     }
     Ok(tokens)
 }
 
-/// pi `getMessagesFromProjectedEntryForCompaction` over a range of entries.
-fn span_messages(entries: &[ProjectedEntry]) -> Vec<SpanMessage> {
-    entries
-        .iter()
-        .filter(|e| !is_compaction(e))
-        .flat_map(|e| {
-            e.messages
-                .iter()
-                .filter(|m| role_of(m) != "system")
-                .map(|m| SpanMessage {
-                    entry_id: e.id.clone(),
-                    message: m.clone(),
-                })
-        })
-        .collect()
-}
-
 /// pi `prepareCompaction(pathEntries, {keepRecentTokens})`. `Ok(Err(reason))` is pi's
-/// `undefined` (nothing to compact); `Err` is an input on which pi itself would throw.
+/// `undefined` (nothing to compact); `Err` is an input on which pi itself would throw. Reads
+/// the summarized span's messages once more for the file lists.
 pub fn prepare(
-    projected: &Projected,
+    p: &Projected<'_>,
     keep_recent_tokens: f64,
 ) -> Result<Result<Preparation, NothingToCompact>, CompactionError> {
-    let (path, entries) = (&projected.path[..], &projected.entries[..]);
-    match path.last() {
+    match p.projection.path.last() {
         None => return Ok(Err(NothingToCompact::EmptyPath)),
-        Some(last) if last.is_compaction => return Ok(Err(NothingToCompact::LeafIsCompaction)),
+        Some(&last) if matches!(p.tree.node(last).entry.kind, EntryKind::Compaction { .. }) => {
+            return Ok(Err(NothingToCompact::LeafIsCompaction));
+        }
         Some(_) => {}
     }
-    let previous = entries
-        .iter()
-        .position(|e| is_compaction(e) && !e.messages.is_empty());
+    let previous = p.context_start();
     let (previous_summary, boundary_start) = match previous {
-        Some(i) => match &entries[i].kind {
-            SourceKind::Compaction { summary, .. } => (summary.clone(), i + 1),
-            _ => (None, i + 1),
-        },
+        Some(i) => (p.compaction(i).and_then(|c| c.summary.clone()), i + 1),
         None => (None, 0),
     };
-    let boundary_end = entries.len();
-    let tokens_before = estimate_projected_context_tokens(path, entries)?;
-    let cut = find_projected_cut_point(entries, boundary_start, boundary_end, keep_recent_tokens)?;
-    let Some(first_kept) = entries.get(cut.first_kept_entry_index) else {
-        return Ok(Err(NothingToCompact::NothingBeforeCut));
-    };
-    if first_kept.id.as_str().is_empty() {
+    let boundary_end = p.len();
+    let tokens_before = estimate_projected_context_tokens(p)?;
+    let cut = find_projected_cut_point(p, boundary_start, boundary_end, keep_recent_tokens)?;
+    let first_kept = cut.first_kept_entry_index;
+    if first_kept >= p.len() || p.id(first_kept).as_str().is_empty() {
         return Ok(Err(NothingToCompact::NothingBeforeCut));
     }
     let history_end = match (cut.is_split_turn, cut.turn_start_index) {
         (true, Some(t)) => t,
-        _ => cut.first_kept_entry_index,
+        _ => first_kept,
     };
-    let messages_to_summarize =
-        span_messages(entries.get(boundary_start..history_end).unwrap_or(&[]));
+    let messages_to_summarize = if boundary_start <= history_end {
+        p.span(boundary_start..history_end)
+    } else {
+        Span::default()
+    };
     let turn_prefix_messages = match (cut.is_split_turn, cut.turn_start_index) {
-        (true, Some(t)) => span_messages(&entries[t..cut.first_kept_entry_index]),
-        _ => Vec::new(),
+        (true, Some(t)) => p.span(t..first_kept),
+        _ => Span::default(),
     };
-    if messages_to_summarize.is_empty() && turn_prefix_messages.is_empty() {
+    if messages_to_summarize.messages == 0 && turn_prefix_messages.messages == 0 {
         return Ok(Err(NothingToCompact::NothingBeforeCut));
     }
     let mut file_ops = FileOps::default();
     // pi reads the previous compaction's details only when a hook did not write them.
     if let Some(i) = previous
-        && let SourceKind::Compaction {
+        && let Some(CompactionSource {
             details: Some(details),
             from_hook: false,
             ..
-        } = &entries[i].kind
+        }) = p.compaction(i)
         && js::truthy(Some(details))
     {
         file_ops.add_details(details);
     }
-    for m in messages_to_summarize.iter().chain(&turn_prefix_messages) {
-        file_ops.add_message(&m.message);
+    for span in [&messages_to_summarize, &turn_prefix_messages] {
+        p.for_each_message(span, &mut |m| {
+            file_ops.add_message(&m.message);
+            Ok(())
+        })?;
     }
     let file_lists = file_ops.lists();
     Ok(Ok(Preparation {
-        first_kept_entry_id: first_kept.id.clone(),
+        first_kept_entry_id: p.id(first_kept).clone(),
+        first_kept_index: first_kept,
         tokens_before,
         is_split_turn: cut.is_split_turn,
         previous_summary,
-        previous_compaction_id: previous.map(|i| entries[i].id.clone()),
+        previous_compaction_id: previous.map(|i| p.id(i).clone()),
         messages_to_summarize,
         turn_prefix_messages,
         file_ops,

@@ -14,7 +14,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::prepare::{Preparation, SpanMessage};
+use super::CompactionError;
+use super::prepare::{Preparation, SpanMessage, SpanSource};
 use crate::core::format::EntryId;
 
 /// Longest probe text, in characters.
@@ -212,31 +213,104 @@ fn role(m: &Value) -> &str {
     m.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
-/// The probes of a preparation. `kept_messages` are the messages kept after the cut (a
-/// tool call answered there is not pending).
-pub fn probes(prep: &Preparation, kept_messages: &[SpanMessage]) -> Vec<Probe> {
-    let span: Vec<&SpanMessage> = prep
-        .messages_to_summarize
+/// The probes of a preparation, its spans' messages read from `source` (two passes, one
+/// message at a time). `kept_messages` are the messages kept after the cut (a tool call
+/// answered there is not pending). Errors: a message that cannot be read again.
+pub fn probes(
+    prep: &Preparation,
+    source: &dyn SpanSource,
+    kept_messages: &[SpanMessage],
+) -> Result<Vec<Probe>, CompactionError> {
+    use std::collections::{HashMap, HashSet};
+    let spans = [&prep.messages_to_summarize, &prep.turn_prefix_messages];
+    // Pass 1: every call the span or the kept messages answer.
+    let mut answered: HashSet<String> = kept_messages
         .iter()
-        .chain(&prep.turn_prefix_messages)
+        .filter_map(|m| result_call_id(&m.message).map(str::to_owned))
         .collect();
-    let mut out = Vec::new();
-    let calls: Vec<ToolCall> = span.iter().flat_map(|m| tool_calls(m)).collect();
-    let file_entry = |path: &str, names: &[&str]| -> Option<EntryId> {
-        calls
-            .iter()
-            .find(|c| {
-                names.contains(&c.name.as_str())
-                    && c.arguments.get("path").and_then(Value::as_str) == Some(path)
-            })
-            .map(|c| c.entry_id.clone())
+    for span in spans {
+        source.for_each_message(span, &mut |m| {
+            if let Some(id) = result_call_id(&m.message) {
+                answered.insert(id.to_owned());
+            }
+            Ok(())
+        })?;
+    }
+    // Pass 2: the first call that read or modified each listed path, failed results, calls
+    // without a result, open tasks and the last request, in the span's order.
+    let read: HashSet<&str> = prep
+        .file_lists
+        .read_files
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let modified: HashSet<&str> = prep
+        .file_lists
+        .modified_files
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let mut first_read: HashMap<String, EntryId> = HashMap::new();
+    let mut first_modified: HashMap<String, EntryId> = HashMap::new();
+    let mut errors = Vec::new();
+    let mut pending = Vec::new();
+    let mut open = OpenTasks::default();
+    let mut last_request = None;
+    let mut pass = |m: &SpanMessage| -> Result<(), CompactionError> {
+        for call in tool_calls(m) {
+            if let Some(path) = call.arguments.get("path").and_then(Value::as_str) {
+                let first = match call.name.as_str() {
+                    "read" if read.contains(path) => Some(&mut first_read),
+                    "write" | "edit" if modified.contains(path) => Some(&mut first_modified),
+                    _ => None,
+                };
+                if let Some(first) = first
+                    && !first.contains_key(path)
+                {
+                    first.insert(path.to_owned(), call.entry_id.clone());
+                }
+            }
+            if !call.id.is_empty() && !answered.contains(call.id.as_str()) {
+                pending.push(Probe {
+                    kind: ProbeKind::PendingToolCall,
+                    text: call.id.clone(),
+                    entry_id: Some(call.entry_id),
+                    tool_call_id: Some(call.id),
+                });
+            }
+        }
+        if let Some(id) = result_call_id(&m.message)
+            && is_error_result(&m.message)
+        {
+            let text = first_line(&content_text(&m.message)).unwrap_or_else(|| id.to_owned());
+            errors.push(Probe {
+                kind: ProbeKind::ToolError,
+                text,
+                entry_id: Some(m.entry_id.clone()),
+                tool_call_id: Some(id.to_owned()),
+            });
+        }
+        open.add(m);
+        if let Some(request) = user_request(m) {
+            last_request = Some(request);
+        }
+        Ok(())
+    };
+    for span in spans {
+        source.for_each_message(span, &mut pass)?;
+    }
+    let file_entry = |path: &str, first: &HashMap<String, EntryId>| {
+        first
+            .get(path)
+            .cloned()
             .or_else(|| prep.previous_compaction_id.clone())
     };
+    let mut out = Vec::new();
     for path in &prep.file_lists.read_files {
         out.push(Probe {
             kind: ProbeKind::ReadFile,
             text: path.clone(),
-            entry_id: file_entry(path, &["read"]),
+            entry_id: file_entry(path, &first_read),
             tool_call_id: None,
         });
     }
@@ -244,40 +318,13 @@ pub fn probes(prep: &Preparation, kept_messages: &[SpanMessage]) -> Vec<Probe> {
         out.push(Probe {
             kind: ProbeKind::ModifiedFile,
             text: path.clone(),
-            entry_id: file_entry(path, &["write", "edit"]),
+            entry_id: file_entry(path, &first_modified),
             tool_call_id: None,
         });
     }
-    for m in &span {
-        if let Some(id) = result_call_id(&m.message)
-            && is_error_result(&m.message)
-        {
-            let text = first_line(&content_text(&m.message)).unwrap_or_else(|| id.to_owned());
-            out.push(Probe {
-                kind: ProbeKind::ToolError,
-                text,
-                entry_id: Some(m.entry_id.clone()),
-                tool_call_id: Some(id.to_owned()),
-            });
-        }
-    }
-    let answered: std::collections::HashSet<&str> = span
-        .iter()
-        .copied()
-        .chain(kept_messages)
-        .filter_map(|m| result_call_id(&m.message))
-        .collect();
-    for call in &calls {
-        if !call.id.is_empty() && !answered.contains(call.id.as_str()) {
-            out.push(Probe {
-                kind: ProbeKind::PendingToolCall,
-                text: call.id.clone(),
-                entry_id: Some(call.entry_id.clone()),
-                tool_call_id: Some(call.id.clone()),
-            });
-        }
-    }
-    for (item, entry) in open_tasks(&span) {
+    out.extend(errors);
+    out.extend(pending);
+    for (item, entry) in open.into_vec() {
         out.push(Probe {
             kind: ProbeKind::OpenTask,
             text: item,
@@ -285,7 +332,7 @@ pub fn probes(prep: &Preparation, kept_messages: &[SpanMessage]) -> Vec<Probe> {
             tool_call_id: None,
         });
     }
-    if let Some((text, entry)) = last_user_request(&span) {
+    if let Some((text, entry)) = last_request {
         out.push(Probe {
             kind: ProbeKind::LastUserRequest,
             text,
@@ -293,36 +340,42 @@ pub fn probes(prep: &Preparation, kept_messages: &[SpanMessage]) -> Vec<Probe> {
             tool_call_id: None,
         });
     }
-    out
+    Ok(out)
 }
 
 /// Unchecked task items of user and assistant messages, first occurrence first, minus the
-/// ones checked later in the span.
-pub fn open_tasks(span: &[&SpanMessage]) -> Vec<(String, EntryId)> {
-    let mut open: Vec<(String, EntryId)> = Vec::new();
-    for m in span {
+/// ones checked later in the span; fed one message at a time.
+#[derive(Debug, Default)]
+pub struct OpenTasks(Vec<(String, EntryId)>);
+
+impl OpenTasks {
+    /// Takes the task items of the next message of the span.
+    pub fn add(&mut self, m: &SpanMessage) {
         if !matches!(role(&m.message), "user" | "assistant") {
-            continue;
+            return;
         }
         for (checked, item) in task_items(&content_text(&m.message)) {
             if checked {
-                open.retain(|(t, _)| *t != item);
-            } else if !open.iter().any(|(t, _)| *t == item) {
-                open.push((item, m.entry_id.clone()));
+                self.0.retain(|(t, _)| *t != item);
+            } else if !self.0.iter().any(|(t, _)| *t == item) {
+                self.0.push((item, m.entry_id.clone()));
             }
         }
     }
-    open
+
+    /// The open items and the entries they came from.
+    pub fn into_vec(self) -> Vec<(String, EntryId)> {
+        self.0
+    }
 }
 
-/// The first line of the last user message with text in the span.
-pub fn last_user_request(span: &[&SpanMessage]) -> Option<(String, EntryId)> {
-    span.iter().rev().find_map(|m| {
-        (role(&m.message) == "user")
-            .then(|| first_line(&content_text(&m.message)))
-            .flatten()
-            .map(|t| (t, m.entry_id.clone()))
-    })
+/// The first line of a user message with text, and its entry (the last one of a span is the
+/// last user request).
+pub fn user_request(m: &SpanMessage) -> Option<(String, EntryId)> {
+    (role(&m.message) == "user")
+        .then(|| first_line(&content_text(&m.message)))
+        .flatten()
+        .map(|t| (t, m.entry_id.clone()))
 }
 
 /// Everything a probe can match in one message: its text, thinking, tool calls (name and

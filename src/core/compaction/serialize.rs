@@ -132,8 +132,19 @@ fn truncate_for_summary(text: &str, max: usize) -> String {
 /// surrogates as [`crate::core::jsstr`] pairs (one UTF-16 unit each), except inside tool
 /// arguments, where `JSON.stringify` has already written their escapes.
 pub fn serialize_conversation(messages: &[Value]) -> Result<String, TypeError> {
-    let mut parts: Vec<String> = Vec::new();
+    let mut out = String::new();
     for m in messages {
+        serialize_message(m, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Appends one LLM message's parts to a conversation `out` being serialized as
+/// [`serialize_conversation`] does (a blank line before each part but the first), so a
+/// conversation can be built one message at a time.
+pub fn serialize_message(m: &Value, out: &mut String) -> Result<(), TypeError> {
+    let mut parts: Vec<String> = Vec::new();
+    {
         match m.get("role").and_then(Value::as_str) {
             Some("user") => {
                 let content = content_text(m.get("content"), "", "user content")?;
@@ -209,7 +220,13 @@ pub fn serialize_conversation(messages: &[Value]) -> Result<String, TypeError> {
             _ => {}
         }
     }
-    Ok(parts.join("\n\n"))
+    for part in parts {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+        out.push_str(&part);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

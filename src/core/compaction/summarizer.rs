@@ -28,12 +28,14 @@
 
 use serde_json::Value;
 
+use super::CompactionError;
 use super::js;
-use super::prepare::{Preparation, SpanMessage};
+use super::prepare::{Preparation, Span, SpanMessage, SpanSource};
 use super::prompts::{NO_PRIOR_HISTORY, SPLIT_TURN_SEPARATOR, assemble_summary};
 use super::retention::{
     self, content_text, cut_chars, first_line, is_error_result, result_call_id, tool_calls,
 };
+use crate::core::format::EntryId;
 
 /// Longest free-text item, in characters.
 pub const ITEM_MAX_CHARS: usize = 240;
@@ -220,6 +222,10 @@ struct FileEdits {
     last_change: Option<String>,
 }
 
+/// What a span's tool results say, by `toolCallId` (the first result of an id wins, as in a
+/// lookup of the span's results): `None` for a success, `Some(first error line)` for a failure.
+type Results = std::collections::HashMap<String, Option<String>>;
+
 /// What one stretch of messages says, sorted into the main layout: the goal (first and
 /// latest request), stated constraints and decisions, progress grouped by file (reads
 /// counted, edits per path with what the edit's own text says, failures with their first
@@ -227,33 +233,84 @@ struct FileEdits {
 /// `first_goal`: whether the span's first request opens the goal (not when a previous summary
 /// already states it); `answered_later`: assistant text follows the span (kept messages or a
 /// turn prefix), so its last request is not unanswered.
+///
+/// The span is read in passes (its messages are not held): the results and the span's last
+/// facts, then (only when a result failed) which failed results have their call in the span,
+/// then the items in order. Errors: a message that cannot be read again.
 fn extract(
-    span: &[&SpanMessage],
+    source: &dyn SpanSource,
+    span: &Span,
     kept_results: &[String],
     sections: &mut [Section],
     first_goal: bool,
     answered_later: bool,
-) {
-    use std::collections::{HashMap, HashSet};
-    let mut results: HashMap<&str, &Value> = HashMap::new();
-    for m in span {
-        if let Some(id) = result_call_id(&m.message) {
-            results.entry(id).or_insert(&m.message);
+) -> Result<(), CompactionError> {
+    use std::collections::HashSet;
+    // Pass 1: results, requests, open tasks and how the span ends.
+    let mut results = Results::new();
+    let mut failed_ids: HashSet<String> = HashSet::new();
+    let (mut first_request, mut latest_request, mut requests) = (None, None, 0usize);
+    let mut open = retention::OpenTasks::default();
+    let mut last_request: Option<(String, EntryId)> = None;
+    // Some user message, and whether assistant text followed the last one.
+    let (mut saw_user, mut answered) = (false, false);
+    let mut last_assistant: Option<Option<String>> = None;
+    source.for_each_message(span, &mut |m| {
+        let msg = &m.message;
+        if let Some(id) = result_call_id(msg) {
+            let failed = is_error_result(msg);
+            if !results.contains_key(id) {
+                let error =
+                    failed.then(|| first_line(&content_text(msg)).unwrap_or_else(|| id.to_owned()));
+                results.insert(id.to_owned(), error);
+            }
+            if failed {
+                failed_ids.insert(id.to_owned());
+            }
         }
+        if let Some(line) = request_line(m) {
+            requests += 1;
+            if first_request.is_none() {
+                first_request = Some(line.clone());
+            }
+            latest_request = Some(line);
+        }
+        open.add(m);
+        if let Some(request) = retention::user_request(m) {
+            last_request = Some(request);
+        }
+        match role(msg) {
+            "user" => (saw_user, answered) = (true, false),
+            "assistant" => {
+                let text = content_text(msg);
+                if !text.trim().is_empty() {
+                    answered = true;
+                }
+                last_assistant = Some(first_line(&text));
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    // Pass 2: the failed results whose call is in the span.
+    let mut called_failures: HashSet<String> = HashSet::new();
+    if !failed_ids.is_empty() {
+        source.for_each_message(span, &mut |m| {
+            for call in tool_calls(m) {
+                if failed_ids.contains(&call.id) {
+                    called_failures.insert(call.id);
+                }
+            }
+            Ok(())
+        })?;
     }
-    let call_ids: HashSet<String> = span
-        .iter()
-        .flat_map(|m| tool_calls(m))
-        .map(|c| c.id)
-        .collect();
     // The goal: the first request, then the latest one.
-    let requests: Vec<String> = span.iter().filter_map(|m| request_line(m)).collect();
-    if first_goal && let Some(first) = requests.first() {
+    if first_goal && let Some(first) = &first_request {
         sections[GOAL].push(bullet(&format!("First request: {first}")), true);
     }
-    if let Some(last) = requests
-        .last()
-        .filter(|_| !first_goal || requests.len() > 1)
+    if let Some(last) = latest_request
+        .as_ref()
+        .filter(|_| !first_goal || requests > 1)
     {
         sections[GOAL].push(bullet(&format!("Latest request: {last}")), true);
     }
@@ -266,7 +323,8 @@ fn extract(
             section.push(format!("- {line}"), false);
         }
     };
-    for m in span {
+    // Pass 3: the items, in the span's order.
+    source.for_each_message(span, &mut |m| {
         let msg = &m.message;
         match role(msg) {
             "user" => {
@@ -282,12 +340,10 @@ fn extract(
                     let what = describe_call(&call.name, &call.arguments);
                     let path = call.arguments.get("path").and_then(Value::as_str);
                     match results.get(call.id.as_str()) {
-                        Some(result) if is_error_result(result) => {
-                            let error = first_line(&content_text(result))
-                                .unwrap_or_else(|| call.id.clone());
+                        Some(Some(error)) => {
                             sections[BLOCKED].push(format!("- {what} failed: {error}"), true);
                         }
-                        Some(_) => match (call.name.as_str(), path) {
+                        Some(None) => match (call.name.as_str(), path) {
                             ("read", Some(p)) => {
                                 if !reads.iter().any(|r| r == p) {
                                     reads.push(p.to_owned());
@@ -327,7 +383,7 @@ fn extract(
             "toolResult" => {
                 // A failed result whose call is not in the span still has to be reported.
                 let id = result_call_id(msg).unwrap_or("");
-                if is_error_result(msg) && !call_ids.contains(id) {
+                if is_error_result(msg) && !called_failures.contains(id) {
                     let error = first_line(&content_text(msg)).unwrap_or_else(|| id.to_owned());
                     sections[BLOCKED].push(
                         format!("- tool result (toolCallId `{id}`) failed: {error}"),
@@ -363,7 +419,8 @@ fn extract(
             }
             _ => {}
         }
-    }
+        Ok(())
+    })?;
     if !reads.is_empty() {
         let shown: Vec<&str> = reads
             .iter()
@@ -410,11 +467,10 @@ fn extract(
             false,
         );
     }
-    let open = retention::open_tasks(span);
+    let open = open.into_vec();
     for (item, _) in &open {
         sections[IN_PROGRESS].push(format!("- [ ] {item}"), true);
     }
-    let last_request = retention::last_user_request(span);
     if let Some((text, _)) = &last_request {
         sections[NEXT].push(format!("1. Continue the last user request: {text}"), true);
     }
@@ -422,26 +478,16 @@ fn extract(
         sections[NEXT].push(format!("{}. {item}", i + 2), false);
     }
     // The last request is unanswered when no assistant text follows it.
-    let last_user = span.iter().rposition(|m| role(&m.message) == "user");
-    if let Some(at) = last_user {
-        let answered = span[at + 1..].iter().any(|m| {
-            role(&m.message) == "assistant" && !content_text(&m.message).trim().is_empty()
-        });
-        if !answered && !answered_later && last_request.is_some() {
-            sections[CRITICAL].push(
-                "- The last user request has no answer yet".to_owned(),
-                false,
-            );
-        }
+    if saw_user && !answered && !answered_later && last_request.is_some() {
+        sections[CRITICAL].push(
+            "- The last user request has no answer yet".to_owned(),
+            false,
+        );
     }
-    let last_assistant = span
-        .iter()
-        .rev()
-        .find(|m| role(&m.message) == "assistant")
-        .and_then(|m| first_line(&content_text(&m.message)));
-    if let Some(line) = last_assistant {
+    if let Some(line) = last_assistant.flatten() {
         sections[CRITICAL].push(bullet(&format!("Last assistant message: {line}")), false);
     }
+    Ok(())
 }
 
 /// Strips pi's file-operation blocks from a summary.
@@ -606,52 +652,73 @@ fn fit(parts: &mut [Vec<Section>]) {
     }
 }
 
-/// The embedded summary of a preparation, file-operation blocks included.
-pub fn summarize(prep: &Preparation, kept_messages: &[SpanMessage]) -> String {
+/// The embedded summary of a preparation, file-operation blocks included. The spans'
+/// messages are read from `source` (a few passes, one message at a time); `kept_messages`
+/// are the messages kept after the cut. Errors: a message that cannot be read again.
+pub fn summarize(
+    prep: &Preparation,
+    source: &dyn SpanSource,
+    kept_messages: &[SpanMessage],
+) -> Result<String, CompactionError> {
     let kept_results: Vec<String> = kept_messages
         .iter()
         .filter_map(|m| result_call_id(&m.message).map(str::to_owned))
         .collect();
-    let history: Vec<&SpanMessage> = prep.messages_to_summarize.iter().collect();
-    let prefix: Vec<&SpanMessage> = prep.turn_prefix_messages.iter().collect();
+    let history = &prep.messages_to_summarize;
+    let prefix = &prep.turn_prefix_messages;
     let previous = prep.previous_summary_text();
 
     let mut main = main_layout();
     if let Some(previous) = &previous {
         merge_previous(previous, &mut main);
-        if !history.is_empty() {
+        if history.messages > 0 {
             // The span's own next steps replace the previous ones.
             main[NEXT].items.clear();
         }
     }
-    // Results answered in the turn prefix or the kept messages close calls of the history.
-    let mut later_results = kept_results.clone();
-    later_results.extend(
-        prefix
-            .iter()
-            .filter_map(|m| result_call_id(&m.message).map(str::to_owned)),
-    );
     let has_text = |m: &SpanMessage| {
         role(&m.message) == "assistant" && !content_text(&m.message).trim().is_empty()
     };
+    // Results answered in the turn prefix or the kept messages close calls of the history.
+    let mut later_results = kept_results.clone();
+    let mut prefix_answer = false;
+    source.for_each_message(prefix, &mut |m| {
+        if let Some(id) = result_call_id(&m.message) {
+            later_results.push(id.to_owned());
+        }
+        prefix_answer |= has_text(m);
+        Ok(())
+    })?;
     let kept_answer = kept_messages.iter().any(has_text);
-    let prefix_answer = prefix.iter().any(|m| has_text(m));
     extract(
-        &history,
+        source,
+        history,
         &later_results,
         &mut main,
         previous.is_none(),
         kept_answer || prefix_answer,
-    );
+    )?;
 
     let mut parts = vec![main];
     if prep.is_split_turn {
         let mut scratch = main_layout();
-        extract(&prefix, &kept_results, &mut scratch, true, kept_answer);
+        extract(
+            source,
+            prefix,
+            &kept_results,
+            &mut scratch,
+            true,
+            kept_answer,
+        )?;
         let mut turn = turn_layout();
-        let request = retention::last_user_request(&prefix)
-            .map(|(t, _)| t)
-            .or_else(|| scratch[GOAL].items.first().map(|i| i.text.clone()));
+        let mut last_request = None;
+        source.for_each_message(prefix, &mut |m| {
+            if let Some((text, _)) = retention::user_request(m) {
+                last_request = Some(text);
+            }
+            Ok(())
+        })?;
+        let request = last_request.or_else(|| scratch[GOAL].items.first().map(|i| i.text.clone()));
         if let Some(r) = request {
             turn[0].push(r, true);
         }
@@ -669,17 +736,17 @@ pub fn summarize(prep: &Preparation, kept_messages: &[SpanMessage]) -> String {
     }
     fit(&mut parts);
 
-    let history_text = if history.is_empty() && previous.is_none() && prep.is_split_turn {
+    let history_text = if history.messages == 0 && previous.is_none() && prep.is_split_turn {
         NO_PRIOR_HISTORY.to_owned()
     } else {
         render(&parts[0], true)
     };
     let turn_text = parts.get(1).map(|t| render(t, false));
-    assemble_summary(
+    Ok(assemble_summary(
         &history_text,
         turn_text.as_deref(),
         &prep.file_lists.format(),
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -697,19 +764,23 @@ mod tests {
         }
     }
 
-    fn preparation(messages: Vec<SpanMessage>) -> Preparation {
+    fn preparation(messages: &[SpanMessage]) -> Preparation {
         let mut file_ops = FileOps::default();
-        for m in &messages {
+        for m in messages {
             file_ops.add_message(&m.message);
         }
         Preparation {
             first_kept_entry_id: EntryId::new("kept"),
+            first_kept_index: messages.len(),
             tokens_before: 0.0,
             is_split_turn: false,
             previous_summary: None,
             previous_compaction_id: None,
-            messages_to_summarize: messages,
-            turn_prefix_messages: Vec::new(),
+            messages_to_summarize: Span {
+                entries: 0..messages.len(),
+                messages: messages.len(),
+            },
+            turn_prefix_messages: Span::default(),
             file_lists: file_ops.lists(),
             file_ops,
             keep_recent_tokens: 1.0,
@@ -740,9 +811,14 @@ mod tests {
 
     #[test]
     fn small_spans_keep_every_probe() {
-        let prep = preparation(session(3));
-        let summary = summarize(&prep, &[]);
-        assert_eq!(summary, summarize(&prep, &[]), "deterministic");
+        let messages = session(3);
+        let prep = preparation(&messages);
+        let summary = summarize(&prep, &messages, &[]).unwrap_or_default();
+        assert_eq!(
+            summary,
+            summarize(&prep, &messages, &[]).unwrap_or_default(),
+            "deterministic"
+        );
         for heading in [
             "## Goal\n- First request: Fix the cart total.\n- Latest request: Please also update the changelog.",
             "### Blocked\n- `edit` src/f0.rs failed: error[E0000]",
@@ -759,7 +835,7 @@ mod tests {
             EntryId::new("new"),
             json!({"role": "compactionSummary", "summary": summary}),
         )];
-        let report = check(probes(&prep, &[]), &context);
+        let report = check(probes(&prep, &messages, &[]).unwrap_or_default(), &context);
         assert_eq!(report.lost, 0, "{report:?}");
         let kinds: Vec<ProbeKind> = report.probes.iter().map(|p| p.probe.kind).collect();
         for kind in [
@@ -802,8 +878,8 @@ mod tests {
             span("t4", ok("e2")),
             span("u2", json!({"role": "user", "content": "Now the footer."})),
         ];
-        let prep = preparation(messages);
-        let summary = summarize(&prep, &[]);
+        let prep = preparation(&messages);
+        let summary = summarize(&prep, &messages, &[]).unwrap_or_default();
         for want in [
             "## Goal\n- First request: Port the theme to the selectors.\n- Latest request: Now the footer.\n",
             "## Constraints & Preferences\n- Don't touch the README.\n\n",
@@ -821,8 +897,9 @@ mod tests {
 
     #[test]
     fn large_spans_are_cut_to_the_bound_and_report_what_is_lost() {
-        let prep = preparation(session(400));
-        let summary = summarize(&prep, &[]);
+        let messages = session(400);
+        let prep = preparation(&messages);
+        let summary = summarize(&prep, &messages, &[]).unwrap_or_default();
         assert!(
             body_chars(&summary, &prep) <= SUMMARY_MAX_CHARS,
             "{} chars",
@@ -840,7 +917,7 @@ mod tests {
             EntryId::new("new"),
             json!({"role": "compactionSummary", "summary": summary}),
         )];
-        let report = check(probes(&prep, &[]), &context);
+        let report = check(probes(&prep, &messages, &[]).unwrap_or_default(), &context);
         let lost_errors = report
             .probes
             .iter()
