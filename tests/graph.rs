@@ -356,3 +356,30 @@ fn graph_writes_out_and_refuses_an_unknown_leaf() {
     assert_eq!(r.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&r.stderr).contains("nope"));
 }
+
+#[test]
+fn the_daemon_answers_the_same_graph_as_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::copy(repo().join("examples/pi-v3-branched.jsonl"), &file).unwrap();
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    let _: Value = d.call("session/open", serde_json::json!({"path": file}));
+    for leaf in [None, Some("de19adb3")] {
+        let mut params = serde_json::json!({"path": file});
+        let mut args = vec!["graph", file.to_str().unwrap(), "--json"];
+        if let Some(l) = leaf {
+            params["leafId"] = Value::from(l);
+            args.extend(["--leaf", l]);
+        }
+        let mut r = support::checked(&mut d, "session/graph", params);
+        assert_eq!(r["revision"]["entryCount"], 1033);
+        r.as_object_mut().unwrap().remove("revision");
+        assert_eq!(r, cli_json(&args), "{leaf:?}");
+    }
+    let bad = d.request(
+        "session/graph",
+        serde_json::json!({"path": file, "leafId": "zz"}),
+    );
+    assert_eq!(support::error_of(&bad).0, -33004);
+    let _: Value = d.call("shutdown", Value::Null);
+}
