@@ -49,6 +49,36 @@ async function waitForToast(re) {
     return (await toast.innerText()).replace(/\u00a0/g, ' ').trim();
 }
 
+/** Sets a text setting through the Settings editor, as a user would (search, type, leave the field). */
+async function setSetting(key, value) {
+    await runCommand(page, 'Preferences: Open User Settings');
+    const search = page.locator('.settings-editor .search-container .monaco-editor').first();
+    await search.waitFor();
+    await search.click();
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type(key);
+    const input = page.locator(`.settings-editor .setting-item-contents[data-key="${key}"] input, .settings-editor .setting-item-contents:has-text("${key.split('.').pop()}") input`).first();
+    await input.waitFor();
+    await input.fill(value);
+    await input.press('Tab');
+    // The Settings editor writes the user settings file after a short delay.
+    const file = path.join(host.userData, 'User', 'settings.json');
+    const t0 = Date.now();
+    const written = () => {
+        try {
+            return JSON.parse(fs.readFileSync(file, 'utf8'))[key] === value;
+        } catch {
+            return false;
+        }
+    };
+    while (!written()) {
+        if (Date.now() - t0 > WAIT_MS) throw new Error(`${key} was not written to ${file}`);
+        await new Promise((r) => setTimeout(r, 100));
+    }
+    await runCommand(page, 'View: Close Editor');
+    await page.locator('.settings-editor').waitFor({ state: 'detached' });
+}
+
 /** The scenarios build on each other (one page, one workspace): after a failure the rest fail at once. */
 let broken;
 
@@ -249,6 +279,33 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await status.filter({ hasText: new RegExp(`^.*${entries + 1} entries`) }).waitFor();
             await frame.getByRole('button', { name: /^user feed0003/ }).waitFor();
             await shot(page.locator('iframe.webview.ready').last(), 'readme-graph');
+        }));
+
+    it('a wrong sessiond.path is named in the view and the log; fixing it recovers without a reload', () =>
+        timed('09-wrong-path', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            const header = page.locator('.pane-header[aria-label^="Sessions Section"]').first();
+            if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+            await row(/pi-v1-large-session\.jsonl/).waitFor();
+            const missing = path.join(host.tmp, 'no-such-dir', 'sessiond');
+            await setSetting('sessiond.path', missing);
+            // The message names the program and the setting; the view shows its welcome text.
+            const toast = await waitForToast(/setting sessiond\.path/);
+            assert.match(toast, new RegExp(`the daemon ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(setting sessiond\\.path\\) does not exist`));
+            await view().locator('.welcome-view-content', { hasText: 'No pi sessions to show' }).waitFor();
+            assert.equal(await view().getByRole('treeitem').count(), 0, 'no stale rows');
+            // The output channel says what happened.
+            await runCommand(page, 'sessiond: Show Log');
+            const output = page.locator('.part.panel .view-lines', { hasText: 'does not exist' }).first();
+            await output.waitFor();
+            const logText = await editorText(output);
+            assert.match(logText, new RegExp(`starting ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} serve`));
+            await screenshot(page, 'readme-wrong-path');
+            // Fixing the setting recovers: a new daemon, the sessions listed again.
+            await setSetting('sessiond.path', sessiondBin);
+            await waitForToast(/the settings changed; the daemon was restarted/);
+            await row(new RegExp(`^(${V3.name}|${V3.file.replace('.', '\\.')})`)).waitFor();
+            await row(/^pi-v1-large-session\.jsonl/).waitFor();
         }));
 
 });

@@ -130,6 +130,15 @@ describe('extension in a stand-in VS Code', () => {
         assert.match(text, /^keep going$/m);
         assert.match(tree.getTreeItem(session).description, /^1034 entries/);
         assert.ok(fs.statSync(EXAMPLE).size < fs.statSync(file).size);
+        // A corrupt line: the row stops saying "following" and says why; the message leads with
+        // the file's name, not its full path.
+        const stopped = next<any>(tree.onDidChangeTreeData, (n) => n?.path === file, 10_000, 'view change after a corrupt line');
+        fs.appendFileSync(file, '{"type":"message","id":"bad\n');
+        await stopped;
+        assert.match(tree.getTreeItem(session).description, /^1034 entries · stopped at corrupt line 1036\b/);
+        assert.doesNotMatch(tree.getTreeItem(session).description, /following/);
+        const warning = vs.messages.filter((m) => m.level === 'warning').pop();
+        assert.match(warning?.text ?? '', /^sessiond: [^/]+\.jsonl: stopped at corrupt line 1036 \(invalidJson\); later lines are not read/);
     });
     it('names the sessiond.path setting when the daemon cannot start', async () => {
         // eslint-disable-next-line @typescript-eslint/no-require-imports
