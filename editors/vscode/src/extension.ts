@@ -138,6 +138,8 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     }
 
     rowNode(p: string, item: ViewItem): Node {
+        // An entry that starts a branch is drawn as its branch row (revealing it reveals that row).
+        if (item.kind === 'entry' && this.models.get(p)?.isBranchStart(item.id)) item = { kind: 'branch', id: item.id };
         return this.node({ type: 'row', key: `r:${p}:${item.kind}:${item.id ?? ''}`, path: p, item });
     }
 
