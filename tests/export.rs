@@ -10,55 +10,12 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use support::{Daemon, checked, cli_json, repo};
+use support::{Daemon, checked, chromium, cli_json, repo};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiond");
-
-fn find_chromium() -> Option<PathBuf> {
-    let found = std::env::var_os("SESSIOND_CHROMIUM")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|d| d.join("chromium"))
-                .find(|p| p.is_file())
-        });
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "chromium not found: run scripts/test.sh (apt-get install chromium) or set SESSIOND_CHROMIUM"
-        );
-        eprintln!("skipping: chromium not found (apt-get install chromium)");
-    }
-    found
-}
-
-fn artefacts() -> PathBuf {
-    let dir = repo().join("target/test-artefacts");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs headless Chromium on `html` with `args` (no sandbox: tests may run as root).
-fn chromium(bin: &PathBuf, args: &[&str], html: &PathBuf) -> std::process::Output {
-    let profile = tempfile::tempdir().unwrap();
-    Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-extensions",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .args(args)
-        .arg(html)
-        .output()
-        .expect("run chromium")
-}
 
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).output().expect("run sessiond")
@@ -81,10 +38,10 @@ fn context_counts(file: &str) -> (usize, usize, usize) {
 
 #[test]
 fn html_export_of_real_sessions_renders_in_chromium() {
-    let Some(chromium_bin) = find_chromium() else {
+    let Some(chromium_bin) = chromium::find() else {
         return;
     };
-    let out_dir = artefacts();
+    let out_dir = chromium::artefacts();
     for name in ["pi-v1-large-session", "pi-v3-branched"] {
         let file = repo().join(format!("examples/{name}.jsonl"));
         let file = file.to_str().unwrap();
@@ -99,7 +56,7 @@ fn html_export_of_real_sessions_renders_in_chromium() {
         assert!(!text.contains("<script") && !text.contains("http-equiv=\"refresh\""));
         assert!(text.contains("default-src 'none'"));
 
-        let dom = chromium(&chromium_bin, &["--dump-dom"], &html);
+        let dom = chromium::run(&chromium_bin, &["--dump-dom"], &html);
         assert!(
             dom.status.success(),
             "{}",
@@ -138,7 +95,7 @@ fn html_export_of_real_sessions_renders_in_chromium() {
 
         let shot = out_dir.join(format!("export-{name}.png"));
         let _ = std::fs::remove_file(&shot);
-        let r = chromium(
+        let r = chromium::run(
             &chromium_bin,
             &[
                 &format!("--screenshot={}", shot.display()),

@@ -97,7 +97,7 @@ fn neovim_plugin_driven_as_a_user() {
     }
     assert_eq!(
         r["commandsBeforeSetup"].as_object().map(|o| o.len()),
-        Some(11)
+        Some(12)
     );
     assert!(
         s(&r["beforeOpen"], "beforeOpen").contains("no session open: run :SessiondOpen FILE"),
@@ -206,6 +206,43 @@ fn neovim_plugin_driven_as_a_user() {
     assert_eq!(label["label"], json!("before refactor"));
     assert!(s(&r["label"]["line"], "label line").ends_with("[before refactor]"));
     assert_eq!(r["label"]["cursor"], json!("521cf246"));
+
+    // :SessiondGraph: the daemon's text form, line for line what `sessiond graph` prints;
+    // <CR> on a fold or an entry jumps to that entry in the tree, its fold opened.
+    let graph = &r["graph"];
+    assert_eq!(graph["lines"], graph["cli"]);
+    let glines: Vec<&str> = graph["lines"]
+        .as_array()
+        .expect("graph lines")
+        .iter()
+        .map(|l| s(l, "graph line"))
+        .collect();
+    assert!(glines.len() < 30, "folded: {glines:#?}");
+    assert!(
+        glines[0].starts_with("session Untangle run modes"),
+        "{}",
+        glines[0]
+    );
+    assert!(
+        glines.iter().any(|l| l.starts_with("|\\")),
+        "a branch: {glines:#?}"
+    );
+    assert!(
+        glines
+            .iter()
+            .any(|l| l.contains("● 4909db93 compaction") && l.contains("keeps from 521cf246")),
+        "{glines:#?}"
+    );
+    assert!(s(&graph["name"], "graph name").starts_with("sessiond://graph/"));
+    assert_eq!(
+        graph["jump"],
+        json!("sessiond: jump to this entry in the tree view")
+    );
+    for (jump, id) in [("jumpFold", "74473962"), ("jumpCompaction", "4909db93")] {
+        assert_eq!(graph[jump]["buf"], json!(true), "{jump}");
+        assert_eq!(graph[jump]["id"], json!(id), "{jump}");
+        assert_eq!(graph[jump]["fold"], json!(-1), "{jump}: the fold is open");
+    }
 
     // A live append from another process: in the open view, the cursor where it was.
     let app = &r["append"];

@@ -380,6 +380,13 @@ fn produce() -> BTreeMap<String, Vec<String>> {
             &[],
         );
     }
+    ex.exchange(
+        &mut d,
+        "graph",
+        "session/graph",
+        json!({"path": path, "leafId": "de19adb3"}),
+        &[],
+    );
     ex.exchange(&mut d, "list", "session/list", json!({}), &[]);
 
     // Forking at the default leaf re-chains the label of an entry on its path.

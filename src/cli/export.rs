@@ -137,7 +137,7 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
 }
 
 /// Writes `bytes` to a temporary file in `path`'s directory and renames it over `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     let err = |e: std::io::Error| CliError::Argument {
         arg: "--out",
         detail: format!("{}: {e}", path.display()),

@@ -9,7 +9,7 @@
 //! once it succeeded ([`run`]). Human output streams (a 40 MB context is not held), so a
 //! human-mode failure may follow partial output; the error goes to stderr.
 //!
-//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`export`](mod@export), [`search`](mod@search), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
+//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`export`](mod@export), [`graph`](mod@graph), [`search`](mod@search), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
 //! `name`, `branch`, `append`, `salvage`), [`compact`], [`tree`] (the folded tree), [`shell`]
 //! (completions and manual pages from these definitions), and [`error`] (the exit-code table
 //! and the error type), which the others import; nothing imports this module but `main`.
@@ -23,6 +23,7 @@ use clap::{Parser, Subcommand};
 pub mod compact;
 pub mod error;
 pub mod export;
+pub mod graph;
 pub mod read;
 pub mod search;
 pub mod shell;
@@ -63,6 +64,9 @@ pub enum Command {
     /// Export the branch to a leaf as a readable Markdown or HTML document (secrets redacted).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Export(export::ExportArgs),
+    /// Draw the session tree as a commit-graph-like picture: text lanes, or --svg (long runs folded).
+    #[command(after_help = Exit::help(Some(Family::Read)))]
+    Graph(graph::GraphArgs),
     /// Search every session under the roots (full text, through an index in the cache directory).
     #[command(after_help = Exit::help(Some(Family::Search)))]
     Search(search::SearchArgs),
@@ -121,6 +125,7 @@ impl Command {
             Command::Compact(a) => a.json,
             Command::Check(a) => a.json,
             Command::Export(a) => a.json,
+            Command::Graph(a) => a.json,
             Command::Search(a) => a.json,
             Command::Verify(a) => a.json,
             Command::Fork(a) => a.json,
@@ -169,6 +174,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
         Command::Explain(args) => read::explain(out, &args),
         Command::Check(args) => read::check(out, &args),
         Command::Export(args) => export::run(out, &args),
+        Command::Graph(args) => graph::run(out, &args),
         Command::Search(args) => search::run(out, &args),
         Command::Verify(args) => verify::run(out, &args),
         Command::Compact(args) => compact::run(out, &args),

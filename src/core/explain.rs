@@ -332,8 +332,8 @@ fn sentence(ex: &Explanation, setting: Option<&Setting>, kind: &EntryKind) -> St
             branch_entry_id,
         } => match diverges_at {
             Some(d) => format!(
-                "not a context entry: it is on another branch (the paths part after {d}; its \
-                 branch starts at {branch_entry_id})"
+                "not a context entry: it is on another branch, which leaves the leaf's path \
+                 after {d} (the branch starts at {branch_entry_id})"
             ),
             None => format!(
                 "not a context entry: it is under another root ({branch_entry_id}) than the leaf"

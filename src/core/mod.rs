@@ -13,6 +13,7 @@ pub mod explain;
 pub mod export;
 pub mod fork;
 pub mod format;
+pub mod graph;
 pub mod incremental;
 pub mod jsstr;
 pub mod preview;

@@ -350,3 +350,65 @@ pub fn salvaged(s: &writer::Salvaged) -> Salvaged {
             .collect(),
     }
 }
+
+/// The wire form of a branch graph ([`crate::core::graph`]); `revision` for the daemon.
+pub fn graph(
+    tree: &Tree,
+    g: &crate::core::graph::Graph,
+    revision: Option<Revision>,
+) -> super::wire::GraphResult {
+    use super::wire::{GraphLine, GraphNode, GraphRange, GraphResult};
+    use crate::core::graph::NodeKind;
+    let opt = |n: Option<NodeIdx>| n.map(|n| id(tree, n));
+    GraphResult {
+        name: g.name.clone(),
+        entry_count: g.entry_count,
+        leaf_count: g.leaf_count,
+        lanes: g.lanes,
+        default_leaf_id: opt(g.default_leaf),
+        selected_leaf_id: opt(g.selected_leaf),
+        context_entry_ids: g.context_entries.iter().map(|&n| id(tree, n)).collect(),
+        nodes: g
+            .nodes
+            .iter()
+            .map(|n| GraphNode {
+                kind: match n.kind {
+                    NodeKind::Entry => "entry",
+                    NodeKind::Fold => "fold",
+                },
+                id: id(tree, n.first),
+                last_id: id(tree, n.last),
+                count: n.count,
+                parent_row: n.parent_row,
+                lane: n.lane,
+                r#type: tree.node(n.first).entry.kind.type_name().to_owned(),
+                title: n.title.clone(),
+                preview: n.preview.clone(),
+                label: n.label.clone(),
+                name: n.name.clone(),
+                leaf: n.leaf,
+                default_leaf: n.default_leaf,
+                selected_leaf: n.selected_leaf,
+                branch_point: n.branch_point,
+                in_context: n.in_context,
+                on_path: n.on_path,
+                summarizes: n.summarizes.as_ref().map(|s| GraphRange {
+                    count: s.count,
+                    first_id: opt(s.first),
+                    last_id: opt(s.last),
+                    first_kept_entry_id: s.first_kept_entry_id.as_ref().map(|k| k.to_string()),
+                    previous_compaction_id: opt(s.previous),
+                }),
+            })
+            .collect(),
+        lines: g
+            .text(tree)
+            .into_iter()
+            .map(|l| GraphLine {
+                text: l.text,
+                entry_id: opt(l.entry),
+            })
+            .collect(),
+        revision,
+    }
+}

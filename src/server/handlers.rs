@@ -14,8 +14,8 @@ use super::error::RpcError;
 use super::lossless;
 use super::wire::{
     CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, ExportParams,
-    FieldsParam, ListParams, ListResult, ListedSession, OpenParams, SearchParams, TreeParams,
-    VerifyResumeParams,
+    FieldsParam, GraphParams, ListParams, ListResult, ListedSession, OpenParams, SearchParams,
+    TreeParams, VerifyResumeParams,
 };
 use crate::core::explain;
 use crate::core::projection;
@@ -348,6 +348,22 @@ impl Backend {
                     map.insert("revision".into(), json!(convert::revision(s.revision())));
                 }
                 Ok(value)
+            })
+            .await?)
+    }
+
+    /// `session/graph {path, leafId?}`: the branch graph ([`crate::core::graph`]) with the
+    /// context at the leaf highlighted: its nodes in row order and its text form (what
+    /// `sessiond graph --json` prints, plus the revision). Errors: -33005, -33004 for an unknown
+    /// `leafId`.
+    pub async fn graph(&self, p: Value) -> RpcResult<Value> {
+        let p: GraphParams = params("session/graph", p)?;
+        Ok(self
+            .ask(&p.path, move |s| {
+                let leaf = leaf(s, p.leaf_id.as_deref())?;
+                let g = crate::core::graph::build(s.tree(), leaf, s.source());
+                let result = convert::graph(s.tree(), &g, Some(convert::revision(s.revision())));
+                to_value(s.path(), &result)
             })
             .await?)
     }

@@ -66,6 +66,7 @@ method_table! {
     "session/entry" => Backend::entry,
     "session/contextAt" => Backend::context_at,
     "session/explain" => Backend::explain,
+    "session/graph" => Backend::graph,
     "session/list" => Backend::list,
     "session/verifyResume" => Backend::verify_resume,
     "session/export" => Backend::export,

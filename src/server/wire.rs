@@ -505,6 +505,115 @@ pub struct TreeResult {
     pub revision: Revision,
 }
 
+/// `session/graph` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// The leaf whose context is highlighted; absent: the default leaf (last entry in file order).
+    pub leaf_id: Option<String>,
+}
+
+/// `session/graph` result and `sessiond graph --json`: the branch graph
+/// ([`crate::core::graph`]), its nodes in row order and its text form.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphResult {
+    /// The session name (the latest `session_info`), if any.
+    pub name: Option<String>,
+    /// Entries in the session.
+    pub entry_count: usize,
+    /// Entries without children.
+    pub leaf_count: usize,
+    /// Lanes of the widest row.
+    pub lanes: usize,
+    /// The default leaf: the last entry in file order.
+    pub default_leaf_id: Option<String>,
+    /// The leaf the context is computed at (`leafId`, else the default leaf).
+    pub selected_leaf_id: Option<String>,
+    /// The entries in context at the selected leaf, as `session/contextAt`'s `entryIds`.
+    pub context_entry_ids: Vec<String>,
+    /// One node per row, depth-first.
+    pub nodes: Vec<GraphNode>,
+    /// The text form, one line each (`git log --graph` lanes), with the entry a line stands for.
+    pub lines: Vec<GraphLine>,
+    /// Revision of the state this result describes (absent from the CLI's output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<Revision>,
+}
+
+/// One node of [`GraphResult`]: an entry, or a fold of a single-child run.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphNode {
+    /// `entry` or `fold`.
+    pub kind: &'static str,
+    /// The entry's id; for a fold, its first entry's.
+    pub id: String,
+    /// A fold's last entry (equal to `id` for an entry).
+    pub last_id: String,
+    /// How many entries the node holds.
+    pub count: usize,
+    /// The parent node's row; `null` for a root.
+    pub parent_row: Option<usize>,
+    /// The node's lane, 0 leftmost.
+    pub lane: usize,
+    /// The entry `type`.
+    pub r#type: String,
+    /// A message's role or the entry type; a fold's most frequent kinds (`8 assistant, 4 toolResult`).
+    pub title: String,
+    /// One line of the entry (a compaction: the range it summarizes); empty for a fold.
+    pub preview: String,
+    /// The resolved label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The name a `session_info` entry sets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The (last) entry has no child.
+    pub leaf: bool,
+    /// The node holds the default leaf.
+    pub default_leaf: bool,
+    /// The node holds the selected leaf.
+    pub selected_leaf: bool,
+    /// The (last) entry has several children.
+    pub branch_point: bool,
+    /// The node's entries reach the model at the selected leaf.
+    pub in_context: bool,
+    /// The node is on the path from the root to the selected leaf.
+    pub on_path: bool,
+    /// A compaction's summarized range (pi's `prepareCompaction`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarizes: Option<GraphRange>,
+}
+
+/// The range of its path a compaction summarizes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphRange {
+    /// Entries in the range (compactions not counted).
+    pub count: usize,
+    /// The first and last entry of the range; `null` when it is empty.
+    pub first_id: Option<String>,
+    /// See `firstId`.
+    pub last_id: Option<String>,
+    /// The compaction's `firstKeptEntryId`.
+    pub first_kept_entry_id: Option<String>,
+    /// The previous compaction on the path, whose summary this one carries forward.
+    pub previous_compaction_id: Option<String>,
+}
+
+/// One line of the text form.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphLine {
+    /// The line.
+    pub text: String,
+    /// The entry a reader jumps to from it (a fold: its first); `null` for header and connectors.
+    pub entry_id: Option<String>,
+}
+
 /// `session/entry` result.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

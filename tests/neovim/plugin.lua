@@ -84,7 +84,7 @@ local ok, err = pcall(function()
   step("commands exist before setup()", function()
     report.commandsBeforeSetup = {}
     for _, c in ipairs({ "SessiondOpen", "SessiondList", "SessiondTree", "SessiondContext", "SessiondExplain",
-      "SessiondFork", "SessiondLabel", "SessiondCompact", "SessiondVerify", "SessiondSearch", "SessiondRestart" }) do
+      "SessiondFork", "SessiondLabel", "SessiondCompact", "SessiondVerify", "SessiondSearch", "SessiondRestart", "SessiondGraph" }) do
       report.commandsBeforeSetup[c] = vim.fn.exists(":" .. c) == 2
     end
   end)
@@ -232,6 +232,49 @@ local ok, err = pcall(function()
     report.label = { line = lines(tree_buf)[line_of("521cf246", tree_buf)], cursor = cursor_id() }
   end)
 
+  local graph_buf
+  step(":SessiondGraph draws the graph; <CR> jumps to the entry in the tree", function()
+    vim.cmd("SessiondGraph")
+    wait(function()
+      return vim.bo.filetype == "sessiondgraph" and vim.api.nvim_buf_line_count(0) > 5
+    end, "the graph buffer")
+    graph_buf = vim.api.nvim_get_current_buf()
+    local cli = vim.system({ env("SESSIOND_BIN"), "graph", FILE }):wait()
+    local gl = lines()
+    report.graph = {
+      name = vim.api.nvim_buf_get_name(0),
+      lines = gl,
+      cli = vim.split(cli.stdout, "\n", { trimempty = true }),
+      jump = vim.fn.maparg("<CR>", "n", false, true).desc,
+    }
+    local function jump_from(text)
+      vim.api.nvim_set_current_win(vim.fn.bufwinid(graph_buf))
+      local at
+      for i, l in ipairs(lines(graph_buf)) do
+        if l:find(text, 1, true) then
+          at = i
+        end
+      end
+      assert(at, text .. " is not in the graph")
+      vim.api.nvim_win_set_cursor(0, { at, 0 })
+      local jumped = false
+      vim.api.nvim_create_autocmd("User", { pattern = "SessiondGraphJumped", once = true, callback = function()
+        jumped = true
+      end })
+      press("<CR>")
+      wait(function()
+        return jumped
+      end, "the jump from " .. text)
+      return { buf = vim.api.nvim_get_current_buf() == tree_buf, id = cursor_id(), fold = vim.fn.foldclosed(".") }
+    end
+    report.graph.jumpFold = jump_from("74473962…")
+    report.graph.jumpCompaction = jump_from("4909db93 compaction")
+    -- The graph's window closes; its buffer stays and follows the session.
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(graph_buf))
+    press("q")
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
+  end)
+
   step("an append by another process appears in the open tree", function()
     cursor_to("de19adb3")
     local before = vim.api.nvim_buf_line_count(tree_buf)
@@ -239,6 +282,13 @@ local ok, err = pcall(function()
     wait(function()
       return line_of("a0a0a0a0", tree_buf) ~= nil
     end, "the appended entry in the tree")
+    wait(function()
+      for _, l in ipairs(lines(graph_buf)) do
+        if l:find("a0a0a0a0 user", 1, true) and l:find("default leaf", 1, true) then
+          return true
+        end
+      end
+    end, "the appended entry in the graph")
     -- The context view, opened at the default leaf, moved with it.
     local ctx_buf = vim.fn.bufnr("sessiond://context/" .. vim.uv.fs_realpath(FILE))
     wait(function()

@@ -21,6 +21,8 @@ use serde_json::{Value, json};
 #[path = "../common/mod.rs"]
 pub mod common;
 
+pub mod chromium;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_sessiond");
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 

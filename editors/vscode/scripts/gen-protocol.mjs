@@ -22,6 +22,7 @@ const outFile = join(here, '..', 'src', 'protocol.generated.ts');
 /** Names of the shared definitions' types (the key is the definition's name in the schemas). */
 const DEF_NAMES = {
     node: 'TreeNode',
+    graphNode: 'GraphNode',
     treeCursor: 'TreeCursor',
     revision: 'Revision',
     tornTail: 'TornTail',

@@ -115,6 +115,11 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     private readonly extra = new Map<string, SessionRow>();
     private readonly nodes = new Map<string, Node>();
     readonly following = new Set<string>();
+    /**
+     * Sessions whose growth the daemon stopped reading at a corrupt line (session/didCorrupt),
+     * and why, said on the session row until the file is reloaded (repaired or replaced).
+     */
+    readonly stopped = new Map<string, string>();
     /** Models whose session row was redrawn after they were opened. */
     private readonly drawnOpen = new WeakSet<SessionModel>();
 
@@ -133,6 +138,8 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     }
 
     rowNode(p: string, item: ViewItem): Node {
+        // An entry that starts a branch is drawn as its branch row (revealing it reveals that row).
+        if (item.kind === 'entry' && this.models.get(p)?.isBranchStart(item.id)) item = { kind: 'branch', id: item.id };
         return this.node({ type: 'row', key: `r:${p}:${item.kind}:${item.id ?? ''}`, path: p, item });
     }
 
@@ -211,7 +218,8 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
             item.id = n.key;
             const size = model ? `${model.entryCount} entries` : n.summary.size !== undefined ? `${Math.ceil(n.summary.size / 1024)} KiB` : '';
-            item.description = [size, this.following.has(n.path) ? 'following' : '', n.summary.cwd ?? '']
+            const follow = this.stopped.get(n.path) ?? (this.following.has(n.path) ? 'following' : '');
+            item.description = [size, follow, n.summary.cwd ?? '']
                 .filter(Boolean)
                 .join(' · ');
             item.tooltip = [n.path, n.summary.modified ? `modified ${n.summary.modified}` : ''].filter(Boolean).join('\n');
@@ -375,13 +383,22 @@ export function activate(context: vscode.ExtensionContext): void {
             const model = sessions.models.get(p.path);
             if (!model) return;
             log.appendLine(`${p.path}: reloaded (${p.reason})`);
+            sessions.stopped.delete(p.path);
             model.applyDidReload(p);
             sessions.refresh(sessions.sessionNode(p.path));
             previews.refresh(p.path, false);
             graphs.refresh(p.path);
         });
         client.onDidCorrupt((p) => {
-            void vscode.window.showWarningMessage(`sessiond: ${p.path} line ${p.line} (byte ${p.offset}): ${p.message || p.kind}; the session keeps its last good state`);
+            // The daemon reads nothing after a corrupt line until the file is reloaded: the row
+            // says so rather than "following".
+            const why = `stopped at corrupt line ${p.line}`;
+            sessions.stopped.set(p.path, why);
+            log.appendLine(`${p.path}: line ${p.line} (byte ${p.offset}) is corrupt: ${p.message || p.kind}; later lines are not read until the file is repaired or replaced`);
+            sessions.refresh(sessions.sessionNode(p.path));
+            void vscode.window.showWarningMessage(
+                `sessiond: ${path.basename(p.path)}: ${why} (${p.kind}); later lines are not read until the file is repaired or replaced. The view keeps the entries before it.`,
+            );
         });
         client.onFileMissing((p) => {
             log.appendLine(`${p.path}: file missing since ${p.since}`);
@@ -629,7 +646,19 @@ export function activate(context: vscode.ExtensionContext): void {
 
     context.subscriptions.push(
         vscode.workspace.onDidChangeConfiguration(async (e) => {
-            if (e.affectsConfiguration('sessiond')) await vscode.commands.executeCommand('sessiond.restart');
+            if (!e.affectsConfiguration('sessiond')) return;
+            // A new daemon from the new settings, without reloading the window. The view is
+            // redrawn whether it starts or not: its sessions, or the welcome text and a message
+            // naming the setting (from getChildren), so a wrong sessiond.path is said once and a
+            // fixed one recovers.
+            log.appendLine('the sessiond settings changed: starting the daemon again');
+            await daemon.restart();
+            reopenAll();
+            const started = await daemon.get().then(
+                () => true,
+                () => false,
+            );
+            if (started) void vscode.window.showInformationMessage('sessiond: the settings changed; the daemon was restarted and the sessions re-opened');
         }),
     );
 }

@@ -50,7 +50,7 @@ export interface GraphNode {
     inContext: number;
     /** On the path from the root to the selected leaf. */
     onPath: boolean;
-    /** A compaction: the entries on its path that it summarizes (before firstKeptEntryId). */
+    /** A compaction: the entries on its path that it summarizes (pi's prepareCompaction range). */
     summarizes?: { count: number; firstId: EntryId | null; lastId: EntryId | null; firstKeptEntryId: EntryId | null };
     /** The session name an entry sets (session_info). */
     name?: string;
@@ -187,8 +187,27 @@ export function layoutGraph(input: GraphInput): Graph {
             const above: EntryId[] = [];
             for (let cur = first.parentId; cur && byId.has(cur); cur = byId.get(cur)?.parentId ?? null) above.push(cur);
             above.reverse();
+            // As pi's prepareCompaction (and sessiond's core/graph.rs): after the previous
+            // compaction on the path (from its first kept entry), up to this one's first kept
+            // entry; compactions themselves are not counted (an earlier one is carried in by
+            // its summary).
+            const isCompaction = (id: EntryId) => byId.get(id)?.type === 'compaction';
+            let prevAt = -1;
+            for (let i = above.length - 1; i >= 0; i--) {
+                if (isCompaction(above[i])) {
+                    prevAt = i;
+                    break;
+                }
+            }
+            let start = 0;
+            if (prevAt >= 0) {
+                const prevKept = input.firstKept[above[prevAt]];
+                const k = prevKept ? above.indexOf(prevKept) : -1;
+                start = k >= 0 && k < prevAt ? k : prevAt + 1;
+            }
             const keptAt = firstKept ? above.indexOf(firstKept) : -1;
-            const summarized = keptAt >= 0 ? above.slice(0, keptAt) : above;
+            const end = keptAt >= start ? keptAt : above.length;
+            const summarized = above.slice(start, end).filter((id) => !isCompaction(id));
             node.summarizes = {
                 count: summarized.length,
                 firstId: summarized[0] ?? null,

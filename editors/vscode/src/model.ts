@@ -343,6 +343,17 @@ export class SessionModel {
         };
     }
 
+    /**
+     * Whether an entry starts a branch: its parent has several children, or it is one of
+     * several roots. Such an entry is shown by its branch row, never again beneath it.
+     */
+    isBranchStart(id: EntryId): boolean {
+        const parentId = this.nodes.get(id)?.node.parentId ?? this.parentIndex.get(id);
+        if (!parentId) return (this.rootIds?.length ?? 0) > 1;
+        const parent = this.nodes.get(parentId);
+        return (parent?.childIds?.length ?? parent?.node.childCount ?? 0) >= 2;
+    }
+
     /** The rows under a row (`undefined`: the session's top level). */
     children(item?: ViewItem): ViewItem[] {
         if (item === undefined) {
@@ -351,8 +362,11 @@ export class SessionModel {
             return this.rootIds.map((id) => ({ kind: 'branch', id }));
         }
         switch (item.kind) {
-            case 'branch':
-                return this.segment(item.id);
+            case 'branch': {
+                // The branch row shows its first entry: the rows beneath start after it.
+                const rows = this.segment(item.id);
+                return rows[0]?.kind === 'entry' && rows[0].id === item.id ? rows.slice(1) : rows;
+            }
             case 'fold':
                 return (this.foldAt(item.id) ?? []).map((id) => ({ kind: 'entry', id }));
             case 'entry': {
@@ -367,7 +381,8 @@ export class SessionModel {
 
     /** Whether a row can expand. */
     expandable(item: ViewItem): boolean {
-        if (item.kind === 'branch' || item.kind === 'fold') return true;
+        if (item.kind === 'fold') return true;
+        if (item.kind === 'branch') return this.children(item).length > 0;
         if (item.kind === 'more') return false;
         const kids = this.childIds(item.id);
         return (kids?.length ?? this.nodes.get(item.id)?.node.childCount ?? 0) >= 2;
@@ -472,6 +487,8 @@ export class SessionModel {
             const parentId = this.nodes.get(item.id)?.node.parentId ?? this.parentIndex.get(item.id);
             return parentId ? { kind: 'entry', id: parentId } : undefined;
         }
+        // An entry that starts a branch is drawn as its branch row.
+        if (item.kind === 'entry' && this.isBranchStart(item.id)) return this.parentOf({ kind: 'branch', id: item.id });
         // An entry in a fold is listed by the fold; a fold (and any other entry) by its run's start.
         if (item.kind === 'entry') {
             const fold = this.foldOf(item.id);
@@ -516,24 +533,25 @@ export class SessionModel {
         // Short enough that the id, label and leaf marks after it stay visible in a side bar.
         const full = [...(n.preview || `(${n.type})`)];
         const preview = full.length > PREVIEW_CHARS ? `${full.slice(0, PREVIEW_CHARS - 1).join('')}…` : full.join('');
-        const flags: string[] = [];
-        if (m.label) flags.push(`[${m.label}]`);
-        if (m.activeLeaf) flags.push('● active leaf');
-        else if (m.defaultLeaf) flags.push('leaf (default)');
-        else if (m.leaf) flags.push('leaf');
+        // The id and the marks come first: a narrow side bar cuts the end of a row, and the
+        // preview is what can be spared.
+        const head: string[] = [n.id];
+        if (m.label) head.push(`[${m.label}]`);
+        if (m.activeLeaf) head.push('● active leaf');
+        else if (m.defaultLeaf) head.push('◀ leaf (default)');
+        else if (m.leaf) head.push('◀ leaf');
+        const label = `${head.join(' ')} · ${kind}: ${preview}`;
         if (item.kind === 'branch') {
-            if (m.onActivePath) flags.push('on active path');
             return {
-                label: `${kind}: ${preview}`,
-                description: ['branch', ...flags].join(' · '),
-                tooltip: `branch starting at ${n.id} (${kind})`,
+                label,
+                description: ['branch', m.onActivePath ? 'on active path' : ''].filter(Boolean).join(' · '),
+                tooltip: `branch starting at ${n.id} (${kind}): ${full.join('')}`,
             };
         }
-        flags.unshift(n.id);
         return {
-            label: `${kind}: ${preview}`,
-            description: flags.join(' · '),
-            tooltip: `${n.type}${n.role ? ` (${n.role})` : ''} ${n.id}${n.timestamp ? ` at ${n.timestamp}` : ''}`,
+            label,
+            description: '',
+            tooltip: `${n.type}${n.role ? ` (${n.role})` : ''} ${n.id}${n.timestamp ? ` at ${n.timestamp}` : ''}: ${full.join('')}`,
         };
     }
 }

@@ -1001,6 +1001,103 @@ export interface ForkResult {
     rewritten: string[];
 }
 /**
+ * session/graph params.
+ */
+export interface GraphParams {
+    /**
+     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root.
+     */
+    path: string;
+    /**
+     * The leaf whose context is highlighted; absent: the default leaf (the last entry in file order).
+     */
+    leafId?: string | null;
+    [k: string]: unknown;
+}
+export interface GraphNode {
+    /**
+     * One entry, or a fold of 3 or more plain entries with one child each.
+     */
+    kind: 'entry' | 'fold';
+    /**
+     * The entry; for a fold, its first entry.
+     */
+    id: string;
+    /**
+     * A fold's last entry (equal to id for an entry).
+     */
+    lastId: string;
+    count: number;
+    /**
+     * Row (index in nodes) of the parent node; null for a root.
+     */
+    parentRow: number | null;
+    lane: number;
+    /**
+     * The (first) entry's type.
+     */
+    type: string;
+    /**
+     * A message's role or the entry type; for a fold its most frequent kinds, e.g. `8 assistant, 4 toolResult`.
+     */
+    title: string;
+    /**
+     * One line of the entry (a compaction: the range it summarizes); empty for a fold.
+     */
+    preview: string;
+    label?: string;
+    /**
+     * The name a session_info entry sets.
+     */
+    name?: string;
+    leaf: boolean;
+    defaultLeaf: boolean;
+    selectedLeaf: boolean;
+    branchPoint: boolean;
+    /**
+     * The node's entries are context entries at the selected leaf (a fold never mixes).
+     */
+    inContext: boolean;
+    onPath: boolean;
+    /**
+     * A compaction's range: the entries after the previous compaction's kept start (or the root) up to firstKeptEntryId, compactions not counted (pi's prepareCompaction).
+     */
+    summarizes?: {
+        count: number;
+        firstId: string | null;
+        lastId: string | null;
+        firstKeptEntryId: string | null;
+        previousCompactionId: string | null;
+    };
+}
+/**
+ * session/graph result.
+ */
+export interface GraphResult {
+    name: string | null;
+    entryCount: number;
+    leafCount: number;
+    lanes: number;
+    defaultLeafId: string | null;
+    selectedLeafId: string | null;
+    /**
+     * The context entries at the selected leaf, as session/contextAt's entryIds.
+     */
+    contextEntryIds: string[];
+    /**
+     * One node per row, depth-first.
+     */
+    nodes: GraphNode[];
+    /**
+     * The text form (git log --graph lanes): a header, a legend, one line per node and a connector line under each branch point; entryId is the entry a line stands for (a fold: its first), null for the others.
+     */
+    lines: {
+        text: string;
+        entryId: string | null;
+    }[];
+    revision: Revision;
+}
+/**
  * session/label params.
  */
 export interface LabelParams {
@@ -1448,6 +1545,7 @@ export const Requests = {
     explain: 'session/explain',
     export: 'session/export',
     fork: 'session/fork',
+    graph: 'session/graph',
     label: 'session/label',
     list: 'session/list',
     open: 'session/open',

@@ -532,6 +532,21 @@ local function gated(method, what, cb)
   end)
 end
 
+-- Graph ----------------------------------------------------------------------------------
+
+--- :SessiondGraph [LEAF]: the branch graph of the current session, the context at LEAF (else
+--- the active leaf) marked; cb(err, buf).
+function M.graph(leaf, cb)
+  sessions.resolve(function(err, s)
+    if err then
+      return fail(err)
+    end
+    gated("session/graph", "graph", function()
+      require("sessiond.graph").show(s, leaf, cb)
+    end)
+  end)
+end
+
 --- Quickfix items for a session/verifyResume result: warn and fail findings.
 function M.verify_items(r, session_path)
   local items = {}

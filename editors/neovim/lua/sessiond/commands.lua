@@ -64,6 +64,10 @@ M.commands = {
     function(a) actions().tree(a.args) end,
     { bar = true, nargs = "?", complete = "file", desc = "sessiond: the session tree" },
   },
+  SessiondGraph = {
+    function(a) actions().graph(a.args ~= "" and a.args or nil) end,
+    { bar = true, nargs = "?", complete = complete_entry_arg, desc = "sessiond: the branch graph as text (context at a leaf marked)" },
+  },
   SessiondContext = {
     function(a) actions().context(a.args ~= "" and a.args or nil) end,
     { bar = true, nargs = "?", complete = complete_entry_arg, desc = "sessiond: what the model sees at a leaf" },

@@ -24,6 +24,16 @@ M.defaults = {
     min_fold = 3,
   },
   context = { split = "botright split" },
+  -- The graph view (:SessiondGraph): how to open it, and its own mappings.
+  graph = {
+    split = "botright vsplit",
+    width = 120,
+    mappings = {
+      jump = "<CR>", -- the entry of this line in the tree view
+      refresh = "R",
+      close = "q",
+    },
+  },
   -- Pickers: "auto" uses Telescope when it is installed, else vim.ui.select.
   picker = "auto",
   -- Buffer mappings of the tree and context views; false disables one.

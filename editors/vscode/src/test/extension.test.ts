@@ -49,10 +49,9 @@ describe('extension in a stand-in VS Code', () => {
         // 341 entries before the first fork: the first, a fold, the labelled one, a fold, the
         // last three (the fork's entry last), as `sessiond tree` folds them.
         assert.deepEqual(rows.map((r: any) => r.item.kind), ['entry', 'fold', 'entry', 'fold', 'entry', 'entry', 'entry']);
-        assert.equal(items[0].label, 'user: /mode');
-        assert.match(items[0].description, /^00247798/);
+        assert.equal(items[0].label, '00247798 · user: /mode');
         assert.equal(items[1].label, '┆ 23 entries folded');
-        assert.match(items[2].description, /^e82f60b2 · \[before-refactor\]/);
+        assert.match(items[2].label, /^e82f60b2 \[before-refactor\] · user: /);
         assert.equal(items[3].label, '┆ 309 entries folded');
         assert.equal(items[3].collapsibleState, 1, 'a fold expands');
         const folded = await tree.getChildren(rows[1]);
@@ -60,7 +59,7 @@ describe('extension in a stand-in VS Code', () => {
         assert.equal(tree.getParent(folded[5]), rows[1], 'an entry in a fold is listed by the fold');
         assert.equal(tree.getParent(rows[1]), sessions[0]);
         const fork = items[items.length - 1];
-        assert.match(fork.description, /^088a3b48/);
+        assert.match(fork.label, /^088a3b48 · /);
         assert.equal(fork.collapsibleState, 1, 'the fork expands');
         const branches = await tree.getChildren(rows[rows.length - 1]);
         assert.deepEqual(branches.map((b: any) => tree.getTreeItem(b).contextValue), ['branch.appendable', 'branch.appendable'], 'a version-3 session: label and compact are offered');
@@ -82,7 +81,7 @@ describe('extension in a stand-in VS Code', () => {
         assert.match(doc.text, new RegExp(`^- leaf: ${rows[2].item.id}$`, 'm'));
         assert.match(doc.text, /^## 1\. user {2}\(entry 00247798\)$/m);
         // The clicked entry is now the active leaf.
-        assert.match(tree.getTreeItem(rows[2]).description, /active leaf/);
+        assert.match(tree.getTreeItem(rows[2]).label, /^e82f60b2 \[before-refactor\] ● active leaf · /);
     });
 
     it('explains an entry at the active leaf', async () => {
@@ -130,6 +129,15 @@ describe('extension in a stand-in VS Code', () => {
         assert.match(text, /^keep going$/m);
         assert.match(tree.getTreeItem(session).description, /^1034 entries/);
         assert.ok(fs.statSync(EXAMPLE).size < fs.statSync(file).size);
+        // A corrupt line: the row stops saying "following" and says why; the message leads with
+        // the file's name, not its full path.
+        const stopped = next<any>(tree.onDidChangeTreeData, (n) => n?.path === file, 10_000, 'view change after a corrupt line');
+        fs.appendFileSync(file, '{"type":"message","id":"bad\n');
+        await stopped;
+        assert.match(tree.getTreeItem(session).description, /^1034 entries · stopped at corrupt line 1036\b/);
+        assert.doesNotMatch(tree.getTreeItem(session).description, /following/);
+        const warning = vs.messages.filter((m) => m.level === 'warning').pop();
+        assert.match(warning?.text ?? '', /^sessiond: [^/]+\.jsonl: stopped at corrupt line 1036 \(invalidJson\); later lines are not read/);
     });
     it('names the sessiond.path setting when the daemon cannot start', async () => {
         // eslint-disable-next-line @typescript-eslint/no-require-imports

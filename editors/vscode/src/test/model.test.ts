@@ -58,15 +58,20 @@ describe('SessionModel', () => {
         assert.equal(m.expandable({ kind: 'entry', id: 'c' }), true);
         assert.equal(m.expandable({ kind: 'entry', id: 'b' }), false);
         assert.deepEqual(ids(m.children({ kind: 'entry', id: 'c' })), ['branch:d', 'branch:e']);
-        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'd' })), ['entry:d', 'entry:f']);
-        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'e' })), ['entry:e']);
+        // A branch row shows its first entry; the rows beneath start after it.
+        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'd' })), ['entry:f']);
+        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'e' })), []);
+        assert.equal(m.expandable({ kind: 'branch', id: 'e' }), false, 'a one-entry branch has nothing beneath');
+        assert.equal(m.isBranchStart('d'), true);
+        assert.equal(m.isBranchStart('f'), false);
+        assert.deepEqual(m.parentOf({ kind: 'entry', id: 'd' }), { kind: 'entry', id: 'c' }, 'drawn as its branch row');
     });
 
     it('shows several roots as branches', () => {
         const m = new SessionModel('/s.jsonl');
         m.addPage(page([n('a', null, 0, []), n('z', null, 1, ['y']), n('y', 'z', 0, [])]));
         assert.deepEqual(ids(m.children()), ['branch:a', 'branch:z']);
-        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'z' })), ['entry:z', 'entry:y']);
+        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'z' })), ['entry:y']);
         assert.equal(m.parentOf({ kind: 'branch', id: 'z' }), undefined);
         assert.deepEqual(m.parentOf({ kind: 'entry', id: 'y' }), { kind: 'branch', id: 'z' });
     });
@@ -84,8 +89,12 @@ describe('SessionModel', () => {
         assert.equal(m.marks('d').onActivePath, true);
         assert.equal(m.marks('e').onActivePath, false);
         assert.equal(m.marks('e').defaultLeaf, true);
-        assert.match(m.text({ kind: 'entry', id: 'f' }).description, /active leaf/);
+        // The id and the marks come before the preview (a narrow side bar cuts the end), once.
+        assert.match(m.text({ kind: 'entry', id: 'f' }).label, /^f ● active leaf · /);
         assert.match(m.text({ kind: 'branch', id: 'd' }).description, /on active path/);
+        assert.match(m.text({ kind: 'branch', id: 'e' }).label, /^e ◀ leaf \(default\) · /);
+        const rows = [...m.children(), ...m.children({ kind: 'entry', id: 'c' }), ...m.children({ kind: 'branch', id: 'd' })];
+        assert.equal(rows.filter((r) => m.text(r).label.includes('● active leaf')).length, 1, 'the active leaf is marked once');
         m.setActiveLeaf(undefined);
         assert.equal(m.activeLeafId, 'e');
     });
@@ -112,7 +121,7 @@ describe('SessionModel', () => {
         // Expanding `c` fetches its children; the branch `d` then fetches below `d`.
         await loadChildren(m, { kind: 'entry', id: 'c' }, fetch);
         assert.deepEqual(ids(m.children({ kind: 'entry', id: 'c' })), ['branch:d', 'branch:e']);
-        assert.deepEqual(ids(await loadChildren(m, { kind: 'branch', id: 'd' }, fetch)), ['entry:d', 'entry:f']);
+        assert.deepEqual(ids(await loadChildren(m, { kind: 'branch', id: 'd' }, fetch)), ['entry:f']);
         assert.deepEqual(asked, ['{}', '{"childrenOf":"c"}', '{"childrenOf":"d"}']);
         assert.equal(m.size, 6);
     });
@@ -156,7 +165,7 @@ describe('SessionModel', () => {
         assert.deepEqual(s1.added, ['g', 'h']);
         assert.deepEqual(s1.parents, ['e', 'g']);
         assert.equal(s1.leafMoved, true);
-        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'e' })), ['entry:e', 'entry:g', 'entry:h']);
+        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'e' })), ['entry:g', 'entry:h']);
         assert.equal(m.defaultLeafId, 'h');
         assert.equal(m.activeLeafId, 'h');
         assert.equal(m.entryCount, 8);
@@ -182,7 +191,7 @@ describe('SessionModel', () => {
         assert.deepEqual(s.needEntry, ['l1', 'i1']);
         assert.equal(m.applyEntry({ type: 'label', id: 'l1', targetId: 'c', label: 'checkpoint' }), true);
         assert.equal(m.marks('c').label, 'checkpoint');
-        assert.match(m.text({ kind: 'entry', id: 'c' }).description, /\[checkpoint\]/);
+        assert.match(m.text({ kind: 'entry', id: 'c' }).label, /^c \[checkpoint\] · /);
         assert.equal(m.applyEntry({ type: 'label', id: 'l2', targetId: 'c' }), true);
         assert.equal(m.marks('c').label, undefined);
         assert.equal(m.applyEntry({ type: 'label', id: 'l3', targetId: 'nope', label: 'x' }), false);
@@ -196,13 +205,13 @@ describe('SessionModel', () => {
         const at3 = { ...revision, entryCount: 3 };
         m.addPage(page([n('a', null, 0, [])], { revision: at3 }));
         m.addPage(page([n('a', null, 0, []), n('b', null, 1)], { roots: ['a', 'b'], revision: at3 }));
-        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'b' })), ['entry:b', 'more:b']);
+        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'b' })), ['more:b']);
         // A fourth entry under `b`: two children now, so `b` forks and loads when expanded.
         const s = m.applyDidChange(change([n('d', 'b', 0)], 'd', ['a', 'd'], 4));
         assert.deepEqual(s.parents, ['b']);
         assert.equal(m.childIds('b'), undefined);
         assert.equal(m.node('b')?.childCount, 2);
-        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'b' })), ['entry:b']);
+        assert.deepEqual(ids(m.children({ kind: 'branch', id: 'b' })), []);
         assert.deepEqual(ids(m.children({ kind: 'entry', id: 'b' })), ['more:b']);
         // A page read after the change counts the child already: no second count.
         m.addPage(page([n('b', null, 2)], { revision: { ...revision, entryCount: 5 } }));

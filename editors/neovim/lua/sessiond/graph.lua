@@ -1,0 +1,152 @@
+-- sessiond.graph: the branch graph as text (`git log --graph` lanes) in a buffer,
+-- `sessiond://graph/PATH`, drawn from the daemon's session/graph: one line per entry or fold of
+-- a single-child run, ● for the entries that reach the model at the active leaf, ○ for the rest
+-- of its path. <CR> jumps to the entry of the line in the tree view. Follows the session.
+local client = require("sessiond.client")
+local config = require("sessiond.config")
+local sessions = require("sessiond.sessions")
+local view = require("sessiond.view")
+
+local M = {}
+
+local function fail(err)
+  client.notify(type(err) == "table" and err.message or tostring(err), vim.log.levels.ERROR)
+end
+
+-- path → the leaf the open graph view highlights (nil: the active leaf).
+local leaf_of = {}
+
+--- Draws session/graph's `lines` into `buf`, each line knowing its entry.
+function M.draw(buf, r)
+  local text, ids = {}, {}
+  for i, l in ipairs(r.lines or {}) do
+    text[i] = l.text
+    if type(l.entryId) == "string" then
+      ids[i] = l.entryId
+    end
+  end
+  view.set_lines(buf, text, ids)
+end
+
+--- Fetches and draws the graph of `s` into its open buffer; cb(err, result).
+function M.refresh(s, cb)
+  cb = cb or function() end
+  local params = { path = s.path }
+  local leaf = leaf_of[s.path] or sessions.active_leaf(s)
+  if leaf ~= nil and leaf ~= vim.NIL then
+    params.leafId = leaf
+  end
+  client.request("session/graph", params, function(err, r)
+    if err then
+      return cb(err)
+    end
+    local buf = view.existing("graph", s.path)
+    if buf then
+      M.draw(buf, r)
+    end
+    vim.api.nvim_exec_autocmds("User", { pattern = "SessiondGraphUpdated", data = { path = s.path } })
+    cb(nil, r)
+  end)
+end
+
+--- Opens (or focuses) the graph view of `s` highlighting the context at `leaf` (nil: the
+--- active leaf); cb(err, buf).
+function M.show(s, leaf, cb)
+  cb = cb or function() end
+  leaf_of[s.path] = (leaf and leaf ~= "") and leaf or nil
+  local buf, created = view.buffer("graph", s.path, "sessiondgraph")
+  if created then
+    M.apply_mappings(buf)
+  end
+  local opts = config.options.graph
+  local win = view.show(buf, opts.split, opts.width)
+  vim.wo[win].wrap = false
+  vim.wo[win].foldenable = false
+  M.refresh(s, function(err)
+    if err then
+      fail(err)
+      return cb(err)
+    end
+    cb(nil, buf)
+  end)
+end
+
+--- Jumps from the graph line under the cursor to its entry in the tree view (opened if
+--- needed; a folded run of the tree is opened at it).
+function M.jump_to_tree()
+  local buf = vim.api.nvim_get_current_buf()
+  local path = vim.b[buf].sessiond_path
+  local id = view.entry_at(buf)
+  if not path or not id then
+    return fail("put the cursor on a line of the graph with an entry")
+  end
+  local s = sessions.sessions[path]
+  if not s then
+    return fail("the session of this graph is not open: run :SessiondOpen " .. path)
+  end
+  require("sessiond.tree").show(s, function(err, tbuf)
+    if err then
+      return
+    end
+    local lnum = view.line_of(tbuf, id)
+    if not lnum then
+      return client.notify(id .. " is not in the tree view yet (R fetches it)", vim.log.levels.WARN)
+    end
+    local win = view.windows(tbuf)[1]
+    vim.api.nvim_set_current_win(win)
+    vim.cmd("normal! m'")
+    vim.api.nvim_win_set_cursor(win, { lnum, 0 })
+    vim.cmd("silent! normal! zv")
+    vim.api.nvim_exec_autocmds("User", { pattern = "SessiondGraphJumped", data = { path = path, id = id } })
+  end)
+end
+
+--- The graph view's mappings (config.graph.mappings; false disables one).
+function M.apply_mappings(buf)
+  local maps = config.options.graph.mappings or {}
+  local actions = {
+    jump = { "jump to this entry in the tree view", M.jump_to_tree },
+    refresh = { "fetch the graph again", function()
+      local s = sessions.sessions[vim.b.sessiond_path]
+      if s then
+        M.refresh(s, function(err)
+          if err then
+            fail(err)
+          end
+        end)
+      end
+    end },
+    close = { "close the view", function() view.close() end },
+  }
+  for name, a in pairs(actions) do
+    local lhs = maps[name]
+    if lhs and lhs ~= "" then
+      vim.keymap.set("n", lhs, a[2], { buffer = buf, nowait = true, silent = true, desc = "sessiond: " .. a[1] })
+    end
+  end
+end
+
+-- Follow: redraw an open graph view when its session changes.
+local pending = {}
+sessions.listen(function(event, path)
+  if (event == "change" and not config.options.follow) or event == "open" then
+    return
+  end
+  if pending[path] or not view.existing("graph", path) then
+    return
+  end
+  pending[path] = true
+  vim.defer_fn(function()
+    pending[path] = nil
+    local s = sessions.sessions[path]
+    if s and view.existing("graph", path) then
+      M.refresh(s, function(err)
+        if err then
+          client.notify(err.message, vim.log.levels.WARN)
+        end
+      end)
+    end
+  end, config.options.follow_delay_ms)
+end)
+
+return M

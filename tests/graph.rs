@@ -1,0 +1,385 @@
+//! `sessiond graph` and `session/graph`: the branch graph of real sessions, run through the
+//! real binary. The SVG's structure is checked against independent reads of the same file
+//! (`tree --json` for the entries, `context --json` for what reaches the model, the
+//! compactions' `firstKeptEntryId` for the ranges); the SVG is rendered by headless Chromium
+//! with a screenshot kept in `target/test-artefacts/`; the text form of a branched session is
+//! an insta snapshot.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::{BTreeSet, HashMap};
+use std::process::Command;
+
+use serde_json::Value;
+use support::{chromium, cli_json, repo};
+
+const BIN: &str = env!("CARGO_BIN_EXE_sessiond");
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).output().expect("run sessiond")
+}
+
+fn stdout(args: &[&str]) -> String {
+    let r = run(args);
+    assert!(
+        r.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    String::from_utf8(r.stdout).unwrap()
+}
+
+/// The value of attribute `name` in one start tag.
+fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+    let key = format!(" {name}=\"");
+    let at = tag.find(&key)? + key.len();
+    Some(&tag[at..at + tag[at..].find('"')?])
+}
+
+/// The start tags of `<g class="PREFIX…">` elements.
+fn groups<'a>(svg: &'a str, prefix: &str) -> Vec<&'a str> {
+    let open = format!("<g class=\"{prefix}");
+    svg.match_indices(&open)
+        .map(|(i, _)| &svg[i..i + svg[i..].find('>').unwrap()])
+        .collect()
+}
+
+/// Parent of every entry, from `tree --json`.
+struct Entries {
+    parent: HashMap<String, Option<String>>,
+    order: Vec<String>,
+    raw: HashMap<String, Value>,
+}
+
+fn entries(file: &str) -> Entries {
+    let tree = cli_json(&["tree", file, "--json"]);
+    let mut parent = HashMap::new();
+    let mut order = Vec::new();
+    for n in tree["nodes"].as_array().unwrap() {
+        let id = n["id"].as_str().unwrap().to_owned();
+        parent.insert(id.clone(), n["parentId"].as_str().map(str::to_owned));
+        order.push(id);
+    }
+    // The compactions' firstKeptEntryId, read from the file itself.
+    let mut raw = HashMap::new();
+    // Version 1 has no ids: sessiond names an entry by its line number (8 hex digits), and pi
+    // migrates `firstKeptEntryIndex` (an index into the lines, the header at 0) to the id.
+    for (i, line) in std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .skip(1)
+    {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        if let Some(k) = v["firstKeptEntryIndex"].as_u64().filter(|&k| k > 0) {
+            v["firstKeptEntryId"] = Value::from(format!("{:08x}", k + 1));
+        }
+        let id = v["id"]
+            .as_str()
+            .map_or_else(|| format!("{:08x}", i + 1), str::to_owned);
+        raw.insert(id, v);
+    }
+    Entries { parent, order, raw }
+}
+
+impl Entries {
+    /// The entries from `last` up to `first` along parents, `last` first.
+    fn run(&self, first: &str, last: &str) -> Vec<String> {
+        let mut out = vec![last.to_owned()];
+        let mut cur = last.to_owned();
+        while cur != first {
+            cur = self.parent[&cur].clone().expect("a fold is one chain");
+            out.push(cur.clone());
+        }
+        out
+    }
+
+    /// Root-to-`id` path, `id` excluded.
+    fn above(&self, id: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cur = self.parent[id].clone();
+        while let Some(c) = cur {
+            cur = self.parent[&c].clone();
+            out.push(c);
+        }
+        out.reverse();
+        out
+    }
+}
+
+fn is_compaction(e: &Entries, id: &str) -> bool {
+    e.raw[id]["type"] == "compaction"
+}
+
+/// The range a compaction summarizes, computed here from pi's rule: after the previous
+/// compaction's kept start on the path (or from the root) up to `firstKeptEntryId`,
+/// compactions not counted.
+fn expected_range(e: &Entries, c: &str) -> Vec<String> {
+    let above = e.above(c);
+    let pos = |id: &Value| above.iter().position(|a| Some(a.as_str()) == id.as_str());
+    let prev = above.iter().rposition(|a| is_compaction(e, a));
+    let start = match prev {
+        Some(p) => match pos(&e.raw[&above[p]]["firstKeptEntryId"]) {
+            Some(k) if k < p => k,
+            _ => p + 1,
+        },
+        None => 0,
+    };
+    let end = pos(&e.raw[c]["firstKeptEntryId"]).unwrap_or(above.len());
+    above[start..end]
+        .iter()
+        .filter(|a| !is_compaction(e, a))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn svg_of_real_sessions_matches_tree_context_and_compactions() {
+    let cases: &[(&str, Option<&str>)] = &[
+        ("pi-v3-branched", None),
+        ("pi-v3-branched", Some("de19adb3")),
+        ("pi-v3-branched", Some("886c2fdc")),
+        ("pi-v1-before-compaction", None),
+        ("pi-v1-large-session", None),
+    ];
+    let browser = chromium::find();
+    let out_dir = chromium::artefacts();
+    let mut ranges_seen = 0;
+    for &(name, leaf) in cases {
+        let file = repo().join(format!("examples/{name}.jsonl"));
+        let file = file.to_str().unwrap();
+        let mut args = vec!["graph", file, "--svg"];
+        let mut ctx_args = vec!["context", file, "--json"];
+        if let Some(l) = leaf {
+            args.extend(["--leaf", l]);
+            ctx_args.extend(["--leaf", l]);
+        }
+        let svg = stdout(&args);
+        let what = format!("{name} at {leaf:?}");
+        // One self-contained document: no script, no reference outside itself.
+        assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
+        assert!(!svg.contains("<script") && !svg.contains("href") && !svg.contains("url("));
+        assert_eq!(
+            svg.matches("http").count(),
+            1,
+            "only the SVG namespace: {what}"
+        );
+        assert!(svg.contains("prefers-color-scheme: dark"));
+
+        let e = entries(file);
+        let nodes = groups(&svg, "node ");
+        assert!(
+            nodes.len() < 40,
+            "long runs are folded: {} nodes, {what}",
+            nodes.len()
+        );
+        assert_eq!(
+            attr(&svg, "data-nodes").unwrap().parse::<usize>().unwrap(),
+            nodes.len()
+        );
+        // Every entry is drawn exactly once, by an entry node or inside one fold.
+        let mut drawn: Vec<String> = Vec::new();
+        let mut in_context: BTreeSet<String> = BTreeSet::new();
+        for tag in &nodes {
+            let (first, last) = (
+                attr(tag, "data-id").unwrap(),
+                attr(tag, "data-last").unwrap(),
+            );
+            let held = e.run(first, last);
+            assert_eq!(
+                held.len(),
+                attr(tag, "data-count").unwrap().parse::<usize>().unwrap()
+            );
+            assert_eq!(tag.contains("node fold"), held.len() > 1, "{tag}");
+            if attr(tag, "class")
+                .unwrap()
+                .split(' ')
+                .any(|c| c == "in-context")
+            {
+                in_context.extend(held.iter().cloned());
+            }
+            drawn.extend(held);
+        }
+        let mut sorted = drawn.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), drawn.len(), "no entry twice: {what}");
+        assert_eq!(drawn.len(), e.order.len(), "every entry: {what}");
+
+        // The highlighted entries are exactly those that reach the model.
+        let ctx = cli_json(&ctx_args);
+        let want: BTreeSet<String> = ctx["entryIds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        assert!(!want.is_empty());
+        assert_eq!(in_context, want, "{what}");
+        // The selected leaf and the default leaf are marked.
+        let leaf_id = ctx["leafId"].as_str().unwrap();
+        let selected: Vec<_> = nodes
+            .iter()
+            .filter(|t| t.contains(" selected-leaf"))
+            .collect();
+        assert_eq!(selected.len(), 1, "{what}");
+        assert!(
+            e.run(
+                attr(selected[0], "data-id").unwrap(),
+                attr(selected[0], "data-last").unwrap()
+            )
+            .contains(&leaf_id.to_owned())
+        );
+        assert_eq!(
+            nodes.iter().filter(|t| t.contains(" default-leaf")).count(),
+            1
+        );
+        let leaves = nodes.iter().filter(|t| t.contains(" leaf")).count();
+        assert_eq!(
+            leaves.to_string(),
+            attr(&svg, "data-leaves").unwrap(),
+            "{what}"
+        );
+
+        // Each compaction's bracket spans the range pi summarized.
+        let compactions: Vec<&String> = e.order.iter().filter(|id| is_compaction(&e, id)).collect();
+        let ranges = groups(&svg, "range");
+        assert_eq!(ranges.len(), compactions.len(), "{what}");
+        for c in compactions {
+            let range = ranges
+                .iter()
+                .find(|t| attr(t, "data-compaction") == Some(c.as_str()))
+                .unwrap_or_else(|| panic!("range of {c}"));
+            let want = expected_range(&e, c);
+            assert_eq!(
+                attr(range, "data-count").unwrap(),
+                want.len().to_string(),
+                "{c}"
+            );
+            assert_eq!(attr(range, "data-first"), want.first().map(String::as_str));
+            assert_eq!(attr(range, "data-last"), want.last().map(String::as_str));
+            ranges_seen += 1;
+        }
+
+        // Rendered by a browser: it parses, and a screenshot is kept.
+        if let Some(bin) = &browser {
+            let stem = format!(
+                "graph-{name}{}",
+                leaf.map_or(String::new(), |l| format!("-{l}"))
+            );
+            let path = out_dir.join(format!("{stem}.svg"));
+            std::fs::write(&path, &svg).unwrap();
+            let dom = chromium::run(bin, &["--dump-dom"], &path);
+            assert!(
+                dom.status.success(),
+                "{}",
+                String::from_utf8_lossy(&dom.stderr)
+            );
+            let dom = String::from_utf8_lossy(&dom.stdout);
+            assert!(!dom.contains("parsererror"), "{what}: {dom}");
+            assert_eq!(groups(&dom, "node ").len(), nodes.len(), "{what}");
+            let shot = out_dir.join(format!("{stem}.png"));
+            let _ = std::fs::remove_file(&shot);
+            let r = chromium::run(
+                bin,
+                &[
+                    &format!("--screenshot={}", shot.display()),
+                    "--window-size=1100,500",
+                ],
+                &path,
+            );
+            assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+            let png = std::fs::read(&shot).expect("a screenshot");
+            assert!(
+                png.starts_with(b"\x89PNG") && png.len() > 10_000,
+                "{}",
+                shot.display()
+            );
+        }
+    }
+    assert!(
+        ranges_seen >= 5,
+        "the examples hold compactions: {ranges_seen}"
+    );
+}
+
+#[test]
+fn text_form_of_a_branched_session() {
+    let text = stdout(&["graph", "tests/data/synthetic/branch-summaries.jsonl"]);
+    insta::assert_snapshot!("branch_summaries", text);
+    let real = stdout(&[
+        "graph",
+        "examples/pi-v3-branched.jsonl",
+        "--leaf",
+        "de19adb3",
+    ]);
+    insta::assert_snapshot!("pi_v3_branched_at_de19adb3", real);
+}
+
+#[test]
+fn json_is_the_model_behind_the_text() {
+    let doc = cli_json(&["graph", "examples/pi-v3-branched.jsonl", "--json"]);
+    let nodes = doc["nodes"].as_array().unwrap();
+    let lines = doc["lines"].as_array().unwrap();
+    // One line per node, plus the header, the legend and one connector per branch point.
+    let branch_points = nodes.iter().filter(|n| n["branchPoint"] == true).count();
+    assert_eq!(lines.len(), nodes.len() + 2 + branch_points);
+    let jumps: Vec<&str> = lines.iter().filter_map(|l| l["entryId"].as_str()).collect();
+    let ids: Vec<&str> = nodes.iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert_eq!(jumps, ids);
+    assert_eq!(doc["defaultLeafId"], "610f9c1e");
+    assert_eq!(doc["name"], "Untangle run modes");
+    let c = nodes.iter().find(|n| n["type"] == "compaction").unwrap();
+    assert_eq!(c["summarizes"]["firstKeptEntryId"], "521cf246");
+    assert_eq!(c["summarizes"]["firstId"], "00247798");
+}
+
+#[test]
+fn graph_writes_out_and_refuses_an_unknown_leaf() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g.svg");
+    let r = run(&[
+        "graph",
+        "examples/pi-v3-branched.jsonl",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success());
+    assert!(r.stdout.is_empty());
+    assert!(
+        std::fs::read_to_string(&out).unwrap().contains("<svg"),
+        "the extension picks SVG"
+    );
+    let r = run(&["graph", "examples/pi-v3-branched.jsonl", "--leaf", "nope"]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("nope"));
+}
+
+#[test]
+fn the_daemon_answers_the_same_graph_as_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    std::fs::copy(repo().join("examples/pi-v3-branched.jsonl"), &file).unwrap();
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    let _: Value = d.call("session/open", serde_json::json!({"path": file}));
+    for leaf in [None, Some("de19adb3")] {
+        let mut params = serde_json::json!({"path": file});
+        let mut args = vec!["graph", file.to_str().unwrap(), "--json"];
+        if let Some(l) = leaf {
+            params["leafId"] = Value::from(l);
+            args.extend(["--leaf", l]);
+        }
+        let mut r = support::checked(&mut d, "session/graph", params);
+        assert_eq!(r["revision"]["entryCount"], 1033);
+        r.as_object_mut().unwrap().remove("revision");
+        assert_eq!(r, cli_json(&args), "{leaf:?}");
+    }
+    let bad = d.request(
+        "session/graph",
+        serde_json::json!({"path": file, "leafId": "zz"}),
+    );
+    assert_eq!(support::error_of(&bad).0, -33004);
+    let _: Value = d.call("shutdown", Value::Null);
+}
