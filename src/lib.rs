@@ -27,6 +27,7 @@
 pub mod cli;
 pub mod compact;
 pub mod core;
+pub mod listing;
 pub mod model;
 pub mod paths;
 pub mod search;

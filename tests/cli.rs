@@ -899,6 +899,7 @@ fn completions_and_man_pages_cover_every_command() {
         "context",
         "tree",
         "export",
+        "list",
         "search",
         "explain",
         "compact",

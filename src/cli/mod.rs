@@ -23,6 +23,7 @@ use clap::{Parser, Subcommand};
 pub mod compact;
 pub mod error;
 pub mod export;
+pub mod list;
 pub mod read;
 pub mod search;
 pub mod shell;
@@ -63,6 +64,9 @@ pub enum Command {
     /// Export the branch to a leaf as a readable Markdown or HTML document (secrets redacted).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Export(export::ExportArgs),
+    /// List the sessions under the roots: name, first user message, counts, cwd, size, tokens.
+    #[command(after_help = Exit::help(Some(Family::Tool)))]
+    List(list::ListArgs),
     /// Search every session under the roots (full text, through an index in the cache directory).
     #[command(after_help = Exit::help(Some(Family::Search)))]
     Search(search::SearchArgs),
@@ -122,6 +126,7 @@ impl Command {
             Command::Check(a) => a.json,
             Command::Export(a) => a.json,
             Command::Search(a) => a.json,
+            Command::List(a) => a.json,
             Command::Verify(a) => a.json,
             Command::Fork(a) => a.json,
             Command::Label(a) => a.opts.json,
@@ -170,6 +175,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
         Command::Check(args) => read::check(out, &args),
         Command::Export(args) => export::run(out, &args),
         Command::Search(args) => search::run(out, &args),
+        Command::List(args) => list::run(out, &args),
         Command::Verify(args) => verify::run(out, &args),
         Command::Compact(args) => compact::run(out, &args),
         Command::Fork(args) => write::fork(out, &args),

@@ -120,6 +120,11 @@ pub struct Backend {
     /// The search index, opened by the first `session/search`; updated and queried on the
     /// blocking pool, one request at a time.
     search: Arc<Mutex<Option<crate::search::SearchIndex>>>,
+    /// `session/list`'s cache of listed sessions ([`crate::listing`]), loaded from
+    /// `list_cache_file` by the first listing and saved after each listing that changed it.
+    list_cache: Arc<Mutex<Option<crate::listing::ListCache>>>,
+    /// Where the listing cache is kept.
+    list_cache_file: PathBuf,
 }
 
 /// Roots that did not exist when they were configured.
@@ -381,6 +386,8 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                     .clone()
                     .unwrap_or_else(crate::search::default_dir),
                 search: Arc::new(Mutex::new(None)),
+                list_cache: Arc::new(Mutex::new(None)),
+                list_cache_file: crate::listing::default_cache_file(),
             }
         });
         let (service, socket) = register(builder).finish();

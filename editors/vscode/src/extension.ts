@@ -20,6 +20,23 @@ const CONTEXT_SCHEME = 'sessiond-context';
 /** A session file as listed by `session/list`, or only its path (opened by hand). */
 type SessionRow = Partial<SessionSummary> & { path: string };
 
+/** A session row's tooltip: the path, then what `session/list` says of it (first user
+ * message, counts, token estimate of the default context, modification time, cwd). */
+export function sessionTooltip(p: string, s: SessionRow): string {
+    const counts = s.entryCount !== undefined ? `${s.entryCount} entries, ${s.leafCount ?? 0} leaves, ${s.messageCount ?? 0} messages` : '';
+    return [
+        p,
+        s.name ? `name: ${s.name}` : '',
+        s.firstMessage ? `first message: ${s.firstMessage}` : '',
+        counts,
+        s.tokenEstimate != null ? `context: ~${s.tokenEstimate} tokens (pi's estimate at the default leaf)` : '',
+        s.modified ? `modified ${s.modified}` : '',
+        s.cwd ? `cwd ${s.cwd}` : '',
+    ]
+        .filter(Boolean)
+        .join('\n');
+}
+
 /** A row of the view: a session file, or a row of its tree. */
 type Node =
     | { type: 'session'; key: string; path: string; summary: SessionRow }
@@ -211,10 +228,11 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
             item.id = n.key;
             const size = model ? `${model.entryCount} entries` : n.summary.size !== undefined ? `${Math.ceil(n.summary.size / 1024)} KiB` : '';
-            item.description = [size, this.following.has(n.path) ? 'following' : '', n.summary.cwd ?? '']
+            const tokens = n.summary.tokenEstimate != null ? `~${n.summary.tokenEstimate} tokens` : '';
+            item.description = [size, tokens, this.following.has(n.path) ? 'following' : '', n.summary.cwd ?? '']
                 .filter(Boolean)
                 .join(' · ');
-            item.tooltip = [n.path, n.summary.modified ? `modified ${n.summary.modified}` : ''].filter(Boolean).join('\n');
+            item.tooltip = sessionTooltip(n.path, n.summary);
             item.contextValue = `session${this.following.has(n.path) ? '.following' : ''}${model?.appendable ? '.appendable' : ''}`;
             item.iconPath = new vscode.ThemeIcon('comment-discussion');
             item.resourceUri = vscode.Uri.file(n.path);

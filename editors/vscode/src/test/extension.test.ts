@@ -44,6 +44,10 @@ describe('extension in a stand-in VS Code', () => {
     it('lists the session and shows its tree with forks as branches', async () => {
         const sessions = await tree.getChildren();
         assert.deepEqual(sessions.map((s: any) => s.path), [file]);
+        // Before the open: what session/list says of it, in the description and the tooltip.
+        const listed = tree.getTreeItem(sessions[0]);
+        assert.match(listed.description, /^\d+ KiB · ~199 tokens/);
+        assert.match(listed.tooltip, /name: Untangle run modes\nfirst message: \/mode\n1033 entries, 3 leaves, 921 messages\ncontext: ~199 tokens/);
         const rows = await tree.getChildren(sessions[0]);
         const items = rows.map((r: any) => tree.getTreeItem(r));
         // 341 entries before the first fork: the first, a fold, the labelled one, a fold, the
