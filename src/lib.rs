@@ -31,6 +31,7 @@ pub mod listing;
 pub mod model;
 pub mod paths;
 pub mod search;
+pub mod search_live;
 pub mod server;
 pub mod session;
 pub mod storage;

@@ -177,8 +177,11 @@ struct State {
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateReport {
-    /// Session files found under the roots.
+    /// Session files found under the roots ([`SearchIndex::update_paths`]: sessions indexed).
     pub files: usize,
+    /// Every file under the roots was looked at ([`SearchIndex::update`]); false when only
+    /// the paths a watcher named were ([`SearchIndex::update_paths`]).
+    pub reconciled: bool,
     /// Files indexed from the start (new, rewritten, or branched away from the indexed leaf).
     pub indexed: usize,
     /// Files read only from their indexed end.
@@ -423,6 +426,7 @@ impl SearchIndex {
         found.sort();
         found.dedup();
         report.files = found.len();
+        report.reconciled = true;
         let present: HashSet<String> = found
             .iter()
             .map(|p| p.to_string_lossy().into_owned())
@@ -434,6 +438,73 @@ impl SearchIndex {
             .filter(|k| !present.contains(*k) && roots.iter().any(|r| Path::new(k).starts_with(r)))
             .cloned()
             .collect();
+        self.apply(found, gone, report, progress)
+    }
+
+    /// Brings the index up to date with just these paths, as a file watcher reported them:
+    /// a session file under `roots` that exists is indexed (new, grown or rewritten, as
+    /// [`SearchIndex::update`] decides), one that is gone is dropped; a directory that
+    /// exists is scanned, one that is gone drops every file indexed below it. Paths outside
+    /// the roots are ignored. `files` in the report is the number of sessions indexed.
+    /// Errors: as [`SearchIndex::update`].
+    pub fn update_paths(
+        &mut self,
+        roots: &[PathBuf],
+        changed: &[PathBuf],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<UpdateReport, SearchError> {
+        let report = UpdateReport {
+            rebuilt: std::mem::take(&mut self.rebuilt),
+            ..UpdateReport::default()
+        };
+        let mut found: Vec<PathBuf> = Vec::new();
+        let mut gone: Vec<String> = Vec::new();
+        for p in changed {
+            if !roots.iter().any(|r| p.starts_with(r)) {
+                continue;
+            }
+            match fs::metadata(p) {
+                Ok(m) if m.is_file() => {
+                    if p.extension().is_some_and(|e| e == "jsonl") {
+                        found.push(p.clone());
+                    }
+                }
+                Ok(m) if m.is_dir() => found.extend(list::session_files(p)),
+                Ok(_) => {}
+                Err(_) => {
+                    let key = p.to_string_lossy().into_owned();
+                    if self.state.files.contains_key(&key) {
+                        gone.push(key);
+                    } else {
+                        gone.extend(
+                            self.state
+                                .files
+                                .keys()
+                                .filter(|k| Path::new(k).starts_with(p))
+                                .cloned(),
+                        );
+                    }
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
+        gone.sort();
+        gone.dedup();
+        let mut report = self.apply(found, gone, report, progress)?;
+        report.files = self.state.files.len();
+        Ok(report)
+    }
+
+    /// Indexes `found` (new, grown or rewritten files; unchanged ones are skipped) and drops
+    /// `gone`, in one commit.
+    fn apply(
+        &mut self,
+        found: Vec<PathBuf>,
+        gone: Vec<String>,
+        mut report: UpdateReport,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<UpdateReport, SearchError> {
         enum Work {
             Full,
             Append(Box<FileState>),

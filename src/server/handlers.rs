@@ -517,6 +517,7 @@ impl Backend {
             thinking: p.thinking,
         };
         let index = self.search.clone();
+        let live = self.search_live.clone();
         let dir = self.index_dir.clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
         let task = tokio::task::spawn_blocking(move || {
@@ -527,7 +528,7 @@ impl Backend {
                 Some(idx) => idx,
                 slot @ None => slot.insert(crate::search::SearchIndex::open(&dir)?),
             };
-            let report = idx.update(&roots, &mut |done, total| {
+            let report = live.prepare(idx, &roots, &mut |done, total| {
                 let _ = tx.send((done, total));
             })?;
             let found = idx.search(&query)?;

@@ -1307,6 +1307,10 @@ export interface SearchResult {
         files: number;
         update: {
             files: number;
+            /**
+             * Every file under the roots was looked at (the first search, or after lost file-system events); false when only the paths the daemon's watcher named were (an empty update: nothing changed).
+             */
+            reconciled: boolean;
             indexed: number;
             appended: number;
             removed: number;
