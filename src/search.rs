@@ -864,7 +864,15 @@ impl SearchIndex {
             let rq = RegexQuery::from_pattern(&re, f.path).map_err(|e| query_err(e.to_string()))?;
             clauses.push((Occur::Must, Box::new(rq)));
         }
-        if !q.roots.is_empty() {
+        // The roots as a filter only when something indexed lies outside them: the path
+        // regex walks every indexed path's postings, a cost on each query for nothing when
+        // the roots cover the whole index (the daemon's usual case).
+        let covered = self
+            .state
+            .files
+            .keys()
+            .all(|k| q.roots.iter().any(|r| Path::new(k).starts_with(r)));
+        if !q.roots.is_empty() && !covered {
             let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
             for r in &q.roots {
                 let prefix = r.to_string_lossy();

@@ -251,4 +251,29 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await shot(page.locator('iframe.webview.ready').last(), 'readme-graph');
         }));
 
+    it('"Search Sessions…" finds entries as the user types and opens the chosen hit at its entry', () =>
+        timed('09-search', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'sessiond: Search Sessions…');
+            const input = page.locator('.quick-input-widget input[type="text"]');
+            await input.waitFor({ state: 'visible' });
+            // Typed key by key: the daemon is asked once typing pauses.
+            await input.pressSequentially('"alternative: split" main', { delay: 20 });
+            const hit = page.locator('.quick-input-list .monaco-list-row', { hasText: /Untangle run modes · user/ }).first();
+            await hit.waitFor();
+            const text = (await hit.innerText()).replace(/\u00a0/g, ' ');
+            assert.match(text, /\*\*Alternative\*\*: \*\*split\*\* \*\*main\*\*/);
+            await shot(page.locator('.quick-input-widget'), 'readme-search');
+            // The CLI finds the same first hit in the same files.
+            const cli = JSON.parse(
+                spawnSync(sessiondBin, ['search', '"alternative: split" main', '--root', host.workspace, '--index-dir', path.join(host.workspace, '..', 'cli-index'), '--json'], { encoding: 'utf8' }).stdout,
+            );
+            const first = cli.hits[0];
+            assert.equal(first?.entryId, '521cf246', 'the CLI finds the same entry');
+            await hit.click();
+            // The session's row at that entry is selected, and the context at it is shown.
+            await page.getByRole('treeitem', { name: new RegExp(`${first.entryId}.*active leaf`) }).first().waitFor();
+            await page.getByRole('tab', { name: new RegExp(`@${first.entryId}\\.md`) }).waitFor();
+        }));
+
 });
