@@ -84,8 +84,11 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const header = page.locator('.pane-header[aria-label^="Sessions Section"]').first();
             await header.waitFor();
             if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
-            for (const f of ['pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl', V3.file]) await row(new RegExp(`^${f}, \\d+ KiB`)).waitFor();
-            await expand(row(new RegExp(`^${V3.file}`)));
+            for (const f of ['pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl']) await row(new RegExp(`^${f}, \\d+ KiB · ~\\d+ tokens`)).waitFor();
+            // A named session is listed by its name (session/list reads it), with pi's token estimate.
+            const named = row(new RegExp(`^${V3.name}, \\d+ KiB · ~199 tokens`));
+            await named.waitFor();
+            await expand(named);
             // Opened: the row now shows the session's name and entry count.
             await row(new RegExp(`^${V3.name}, 1033 entries`)).waitFor();
             await row(/^user: \/mode/).waitFor();
