@@ -988,10 +988,17 @@ impl SearchIndex {
 /// The snippet of the first field with a highlighted match, matched terms in `**`; without
 /// one (a prefix match, which tantivy does not highlight), the text around the first word of
 /// the query that occurs, else its start.
+///
+/// The snippet is looked for in the first [`SNIPPET_WINDOW`] bytes of a field first, and in the
+/// whole field only when that part has no match: tokenizing a 64 KiB tool result for every hit
+/// of a frequent word was most of such a query's time.
 fn make_snippet(t: &EntryText, generators: &[SnippetGenerator], query: &str) -> String {
     let texts = [t.text.as_str(), t.thinking.as_str()];
     for (g, text) in generators.iter().zip(texts) {
-        let sn = g.snippet(text);
+        let mut sn = g.snippet(head(text, SNIPPET_WINDOW));
+        if sn.highlighted().is_empty() && text.len() > SNIPPET_WINDOW {
+            sn = g.snippet(text);
+        }
         if !sn.highlighted().is_empty() {
             let frag = sn.fragment();
             let mut out = String::with_capacity(frag.len() + 8);
@@ -1010,12 +1017,22 @@ fn make_snippet(t: &EntryText, generators: &[SnippetGenerator], query: &str) -> 
             return one_line(&out);
         }
     }
-    let lower = t.text.to_lowercase();
-    let start = query
+    let window = head(&t.text, SNIPPET_WINDOW).to_lowercase();
+    let words: Vec<String> = query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .find_map(|w| lower.find(&w.to_lowercase()))
+        .map(str::to_lowercase)
+        .collect();
+    let lower = if words.iter().any(|w| window.contains(w.as_str())) {
+        window
+    } else {
+        t.text.to_lowercase()
+    };
+    let start = words
+        .iter()
+        .find_map(|w| lower.find(w.as_str()))
         .unwrap_or(0);
+    let start = start.min(t.text.len());
     let mut from = start.saturating_sub(40);
     while !t.text.is_char_boundary(from) {
         from -= 1;
@@ -1028,6 +1045,18 @@ fn make_snippet(t: &EntryText, generators: &[SnippetGenerator], query: &str) -> 
         .take(SNIPPET_CHARS)
         .collect();
     one_line(&rest)
+}
+
+/// Bytes of a field's text a snippet is first looked for in (see [`make_snippet`]).
+const SNIPPET_WINDOW: usize = 4096;
+
+/// The first `n` bytes of `text`, cut back to a character boundary.
+fn head(text: &str, n: usize) -> &str {
+    let mut end = n.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn one_line(s: &str) -> String {
