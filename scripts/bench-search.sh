@@ -6,7 +6,12 @@
 # full index build time and peak RSS (GNU time), index size, an incremental update after one
 # appended line, and query latency (median, p99 over repeated runs of `sessiond search
 # --no-update`, so each includes process start and opening the index) for single terms,
-# phrases, rare terms and prefixes. Speed is measured here, never asserted in tests.
+# phrases, rare terms and prefixes; then the same inside the daemon
+# (scripts/bench-search-daemon.py: a build by the first session/search with the daemon's RSS
+# sampled as the index grows, request round trips with the index warm, and one append found by
+# session/search after its didChange). Speed is measured here, never asserted in tests.
+# BENCH_DIR moves the corpus and indexes (e.g. /tmp for the 10,000-session, 1 GB corpus:
+# BENCH_DIR=/tmp/sessiond-bench bash scripts/bench-search.sh 10000 0.1).
 set -euo pipefail
 n="${1:-1000}"
 mb="${2:-0.1}"
@@ -63,3 +68,6 @@ for kind, qs in queries.items():
     p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
     print(f"{kind:12} median {statistics.median(times):7.1f} ms   p99 {p99:7.1f} ms   ({len(times)} runs, process start included)")
 PY
+rm -rf "$work/index-daemon"
+python3 "$root/scripts/bench-search-daemon.py" "$bin" "$corpus" "$work/index-daemon"
+echo "daemon index size: $(du -sh "$work/index-daemon" | cut -f1)"

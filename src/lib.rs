@@ -27,9 +27,11 @@
 pub mod cli;
 pub mod compact;
 pub mod core;
+pub mod listing;
 pub mod model;
 pub mod paths;
 pub mod search;
+pub mod search_live;
 pub mod server;
 pub mod session;
 pub mod storage;

@@ -177,8 +177,11 @@ struct State {
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateReport {
-    /// Session files found under the roots.
+    /// Session files found under the roots ([`SearchIndex::update_paths`]: sessions indexed).
     pub files: usize,
+    /// Every file under the roots was looked at ([`SearchIndex::update`]); false when only
+    /// the paths a watcher named were ([`SearchIndex::update_paths`]).
+    pub reconciled: bool,
     /// Files indexed from the start (new, rewritten, or branched away from the indexed leaf).
     pub indexed: usize,
     /// Files read only from their indexed end.
@@ -423,6 +426,7 @@ impl SearchIndex {
         found.sort();
         found.dedup();
         report.files = found.len();
+        report.reconciled = true;
         let present: HashSet<String> = found
             .iter()
             .map(|p| p.to_string_lossy().into_owned())
@@ -434,6 +438,73 @@ impl SearchIndex {
             .filter(|k| !present.contains(*k) && roots.iter().any(|r| Path::new(k).starts_with(r)))
             .cloned()
             .collect();
+        self.apply(found, gone, report, progress)
+    }
+
+    /// Brings the index up to date with just these paths, as a file watcher reported them:
+    /// a session file under `roots` that exists is indexed (new, grown or rewritten, as
+    /// [`SearchIndex::update`] decides), one that is gone is dropped; a directory that
+    /// exists is scanned, one that is gone drops every file indexed below it. Paths outside
+    /// the roots are ignored. `files` in the report is the number of sessions indexed.
+    /// Errors: as [`SearchIndex::update`].
+    pub fn update_paths(
+        &mut self,
+        roots: &[PathBuf],
+        changed: &[PathBuf],
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<UpdateReport, SearchError> {
+        let report = UpdateReport {
+            rebuilt: std::mem::take(&mut self.rebuilt),
+            ..UpdateReport::default()
+        };
+        let mut found: Vec<PathBuf> = Vec::new();
+        let mut gone: Vec<String> = Vec::new();
+        for p in changed {
+            if !roots.iter().any(|r| p.starts_with(r)) {
+                continue;
+            }
+            match fs::metadata(p) {
+                Ok(m) if m.is_file() => {
+                    if p.extension().is_some_and(|e| e == "jsonl") {
+                        found.push(p.clone());
+                    }
+                }
+                Ok(m) if m.is_dir() => found.extend(list::session_files(p)),
+                Ok(_) => {}
+                Err(_) => {
+                    let key = p.to_string_lossy().into_owned();
+                    if self.state.files.contains_key(&key) {
+                        gone.push(key);
+                    } else {
+                        gone.extend(
+                            self.state
+                                .files
+                                .keys()
+                                .filter(|k| Path::new(k).starts_with(p))
+                                .cloned(),
+                        );
+                    }
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
+        gone.sort();
+        gone.dedup();
+        let mut report = self.apply(found, gone, report, progress)?;
+        report.files = self.state.files.len();
+        Ok(report)
+    }
+
+    /// Indexes `found` (new, grown or rewritten files; unchanged ones are skipped) and drops
+    /// `gone`, in one commit.
+    fn apply(
+        &mut self,
+        found: Vec<PathBuf>,
+        gone: Vec<String>,
+        mut report: UpdateReport,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<UpdateReport, SearchError> {
         enum Work {
             Full,
             Append(Box<FileState>),
@@ -793,7 +864,15 @@ impl SearchIndex {
             let rq = RegexQuery::from_pattern(&re, f.path).map_err(|e| query_err(e.to_string()))?;
             clauses.push((Occur::Must, Box::new(rq)));
         }
-        if !q.roots.is_empty() {
+        // The roots as a filter only when something indexed lies outside them: the path
+        // regex walks every indexed path's postings, a cost on each query for nothing when
+        // the roots cover the whole index (the daemon's usual case).
+        let covered = self
+            .state
+            .files
+            .keys()
+            .all(|k| q.roots.iter().any(|r| Path::new(k).starts_with(r)));
+        if !q.roots.is_empty() && !covered {
             let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
             for r in &q.roots {
                 let prefix = r.to_string_lossy();
@@ -909,10 +988,17 @@ impl SearchIndex {
 /// The snippet of the first field with a highlighted match, matched terms in `**`; without
 /// one (a prefix match, which tantivy does not highlight), the text around the first word of
 /// the query that occurs, else its start.
+///
+/// The snippet is looked for in the first [`SNIPPET_WINDOW`] bytes of a field first, and in the
+/// whole field only when that part has no match: tokenizing a 64 KiB tool result for every hit
+/// of a frequent word was most of such a query's time.
 fn make_snippet(t: &EntryText, generators: &[SnippetGenerator], query: &str) -> String {
     let texts = [t.text.as_str(), t.thinking.as_str()];
     for (g, text) in generators.iter().zip(texts) {
-        let sn = g.snippet(text);
+        let mut sn = g.snippet(head(text, SNIPPET_WINDOW));
+        if sn.highlighted().is_empty() && text.len() > SNIPPET_WINDOW {
+            sn = g.snippet(text);
+        }
         if !sn.highlighted().is_empty() {
             let frag = sn.fragment();
             let mut out = String::with_capacity(frag.len() + 8);
@@ -931,12 +1017,22 @@ fn make_snippet(t: &EntryText, generators: &[SnippetGenerator], query: &str) -> 
             return one_line(&out);
         }
     }
-    let lower = t.text.to_lowercase();
-    let start = query
+    let window = head(&t.text, SNIPPET_WINDOW).to_lowercase();
+    let words: Vec<String> = query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .find_map(|w| lower.find(&w.to_lowercase()))
+        .map(str::to_lowercase)
+        .collect();
+    let lower = if words.iter().any(|w| window.contains(w.as_str())) {
+        window
+    } else {
+        t.text.to_lowercase()
+    };
+    let start = words
+        .iter()
+        .find_map(|w| lower.find(w.as_str()))
         .unwrap_or(0);
+    let start = start.min(t.text.len());
     let mut from = start.saturating_sub(40);
     while !t.text.is_char_boundary(from) {
         from -= 1;
@@ -949,6 +1045,18 @@ fn make_snippet(t: &EntryText, generators: &[SnippetGenerator], query: &str) -> 
         .take(SNIPPET_CHARS)
         .collect();
     one_line(&rest)
+}
+
+/// Bytes of a field's text a snippet is first looked for in (see [`make_snippet`]).
+const SNIPPET_WINDOW: usize = 4096;
+
+/// The first `n` bytes of `text`, cut back to a character boundary.
+fn head(text: &str, n: usize) -> &str {
+    let mut end = n.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn one_line(s: &str) -> String {

@@ -900,6 +900,7 @@ fn completions_and_man_pages_cover_every_command() {
         "tree",
         "export",
         "graph",
+        "list",
         "search",
         "explain",
         "compact",

@@ -369,7 +369,8 @@ fn neovim_plugin_driven_as_a_user() {
         ])
     );
 
-    // The picker lists the sessions under the root.
+    // The picker lists the sessions under the root, with their counts and pi's token estimate
+    // (the session has grown by three entries and a branch above).
     let items: Vec<&str> = r["list"]["items"]
         .as_array()
         .expect("list")
@@ -377,7 +378,10 @@ fn neovim_plugin_driven_as_a_user() {
         .map(|v| s(v, "item"))
         .collect();
     assert!(
-        items.iter().any(|i| i.starts_with("Untangle run modes")),
+        items
+            .iter()
+            .any(|i| i
+                .starts_with("Untangle run modes  ·  1036 entries, 4 leaves  ·  ~21507 tokens")),
         "{items:?}"
     );
 

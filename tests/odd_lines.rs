@@ -4,7 +4,7 @@
 //! `jsstr::MAX_DEPTH`; numbers beyond a double (1e400) or a u64; duplicate keys.
 //!
 //! Every reader runs over every file: the CLI's `check`, `context`, `tree`, `explain` (each
-//! entry) and `compact --dry-run` (all with `--json`; the CLI has no `list` command), and the
+//! entry) and `compact --dry-run` (all with `--json`), and the
 //! daemon's `session/open`, `session/entry` (each entry), `session/tree`, `session/contextAt`,
 //! `session/explain` (each entry), `session/list` and `session/prepareCompaction`. None may fail
 //! where the open succeeded, and every answer must be JSON that `JSON.parse` reads. With

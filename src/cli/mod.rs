@@ -24,6 +24,7 @@ pub mod compact;
 pub mod error;
 pub mod export;
 pub mod graph;
+pub mod list;
 pub mod read;
 pub mod search;
 pub mod shell;
@@ -67,6 +68,9 @@ pub enum Command {
     /// Draw the session tree as a commit-graph-like picture: text lanes, or --svg (long runs folded).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Graph(graph::GraphArgs),
+    /// List the sessions under the roots: name, first user message, counts, cwd, size, tokens.
+    #[command(after_help = Exit::help(Some(Family::Tool)))]
+    List(list::ListArgs),
     /// Search every session under the roots (full text, through an index in the cache directory).
     #[command(after_help = Exit::help(Some(Family::Search)))]
     Search(search::SearchArgs),
@@ -127,6 +131,7 @@ impl Command {
             Command::Export(a) => a.json,
             Command::Graph(a) => a.json,
             Command::Search(a) => a.json,
+            Command::List(a) => a.json,
             Command::Verify(a) => a.json,
             Command::Fork(a) => a.json,
             Command::Label(a) => a.opts.json,
@@ -176,6 +181,7 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
         Command::Export(args) => export::run(out, &args),
         Command::Graph(args) => graph::run(out, &args),
         Command::Search(args) => search::run(out, &args),
+        Command::List(args) => list::run(out, &args),
         Command::Verify(args) => verify::run(out, &args),
         Command::Compact(args) => compact::run(out, &args),
         Command::Fork(args) => write::fork(out, &args),

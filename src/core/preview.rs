@@ -132,7 +132,7 @@ fn content_text(content: Option<&Value>) -> String {
 
 /// `text` on one line (whitespace runs become one space) and at most [`PREVIEW_CHARS`] code
 /// points: a longer text keeps its first `PREVIEW_CHARS - 1` and ends with `…`.
-fn one_line(text: &str) -> String {
+pub fn one_line(text: &str) -> String {
     // Code points as JavaScript's string iterator yields them, so a lone surrogate (two
     // characters here) is never cut in half and counts as one, like `[...s].length`.
     let mut points: Vec<&str> = Vec::new();

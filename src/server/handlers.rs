@@ -2,7 +2,9 @@
 //! the session roots, then sends a single command to the session's owner and awaits the
 //! answer (computed by the session's owner, already converted to wire JSON).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -14,12 +16,13 @@ use super::error::RpcError;
 use super::lossless;
 use super::wire::{
     CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, ExportParams,
-    FieldsParam, GraphParams, ListParams, ListResult, ListedSession, OpenParams, SearchParams,
-    TreeParams, VerifyResumeParams,
+    FieldsParam, GraphParams, ListParams, ListResult, OpenParams, SearchParams, TreeParams,
+    VerifyResumeParams,
 };
 use crate::core::explain;
 use crate::core::projection;
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::listing::{ListCache, Listed};
 use crate::server::context_json::{ContextJson, Fields, Window};
 use crate::session::SessionHandle;
 use crate::session::owner::Session;
@@ -531,6 +534,7 @@ impl Backend {
             thinking: p.thinking,
         };
         let index = self.search.clone();
+        let live = self.search_live.clone();
         let dir = self.index_dir.clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
         let task = tokio::task::spawn_blocking(move || {
@@ -541,7 +545,7 @@ impl Backend {
                 Some(idx) => idx,
                 slot @ None => slot.insert(crate::search::SearchIndex::open(&dir)?),
             };
-            let report = idx.update(&roots, &mut |done, total| {
+            let report = live.prepare(idx, &roots, &mut |done, total| {
                 let _ = tx.send((done, total));
             })?;
             let found = idx.search(&query)?;
@@ -631,43 +635,26 @@ impl Backend {
         let total = files.len().max(1);
         for (i, chunk) in files.chunks(LIST_PROGRESS_EVERY).enumerate() {
             let chunk = chunk.to_vec();
+            let cache = self.list_cache.clone();
+            let cache_file = self.list_cache_file.clone();
             let read = tokio::task::spawn_blocking(move || {
+                let mut guard = cache.lock().unwrap_or_else(PoisonError::into_inner);
+                let cache = guard.get_or_insert_with(|| ListCache::load(&cache_file));
                 chunk
                     .into_iter()
                     .map(|f| {
-                        let h = list::read_header(&f);
-                        (f, h)
+                        let listed = cache.list_file(&f);
+                        (f, listed)
                     })
                     .collect::<Vec<_>>()
             })
             .await
             .unwrap_or_default();
-            for (path, header) in read {
-                match header {
-                    Ok(h) => {
-                        let name = match self.registry.get(&path) {
-                            Ok(handle) => handle
-                                .query(|s| s.tree().name().map(str::to_owned))
-                                .await
-                                .ok()
-                                .flatten(),
-                            Err(_) => None,
-                        };
-                        sessions.push(ListedSession {
-                            id: h.header.id.clone(),
-                            cwd: h.header.cwd.clone(),
-                            created: lossless::parse(h.header.raw.get().as_bytes())
-                                .ok()
-                                .and_then(|v| v.get("timestamp").cloned())
-                                .unwrap_or(Value::Null),
-                            modified: h.modified_ms.map(crate::core::timestamp::format_iso),
-                            size: h.size,
-                            name,
-                            path,
-                        });
-                    }
-                    Err(OpenError::Pending { .. }) => pending.push(path),
-                    Err(_) => skipped.push(path),
+            for (path, listed) in read {
+                match listed {
+                    Listed::Session(s) => sessions.push(*s),
+                    Listed::Pending => pending.push(path),
+                    Listed::Skipped => skipped.push(path),
                 }
             }
             if let Some(progress) = &progress {
@@ -682,6 +669,25 @@ impl Backend {
         }
         if let Some(progress) = progress {
             progress.finish().await;
+        }
+        {
+            let cache = self.list_cache.clone();
+            let cache_file = self.list_cache_file.clone();
+            let seen: HashSet<PathBuf> = files.iter().cloned().collect();
+            let under = root.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                let mut guard = cache.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(cache) = guard.as_mut() {
+                    cache.retain_under(&under, &seen);
+                    if let Err(e) = cache.save(&cache_file) {
+                        tracing::warn!(
+                            "cannot save the listing cache {}: {e}",
+                            cache_file.display()
+                        );
+                    }
+                }
+            })
+            .await;
         }
         sessions.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.path.cmp(&b.path)));
         Ok(to_value(

@@ -121,6 +121,13 @@ pub struct Backend {
     /// The search index, opened by the first `session/search`; updated and queried on the
     /// blocking pool, one request at a time.
     search: Arc<Mutex<Option<crate::search::SearchIndex>>>,
+    /// Keeps `search` fresh from file-system events under the roots.
+    search_live: Arc<crate::search_live::Freshness>,
+    /// `session/list`'s cache of listed sessions ([`crate::listing`]), loaded from
+    /// `list_cache_file` by the first listing and saved after each listing that changed it.
+    list_cache: Arc<Mutex<Option<crate::listing::ListCache>>>,
+    /// Where the listing cache is kept.
+    list_cache_file: PathBuf,
 }
 
 /// Roots that did not exist when they were configured.
@@ -369,6 +376,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
         let flag = shut_down.clone();
         let builder = LspService::build(move |client| {
             tokio::spawn(forward_notifications(client.clone(), rx));
+            let search = Arc::new(Mutex::new(None));
             Backend {
                 client,
                 cli_roots: options.roots.clone(),
@@ -381,7 +389,10 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                     .index_dir
                     .clone()
                     .unwrap_or_else(crate::search::default_dir),
-                search: Arc::new(Mutex::new(None)),
+                search: search.clone(),
+                search_live: crate::search_live::Freshness::new(search.clone()),
+                list_cache: Arc::new(Mutex::new(None)),
+                list_cache_file: crate::listing::default_cache_file(),
             }
         });
         let (service, socket) = register(builder).finish();

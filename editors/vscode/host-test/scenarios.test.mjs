@@ -114,8 +114,11 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const header = page.locator('.pane-header[aria-label^="Sessions Section"]').first();
             await header.waitFor();
             if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
-            for (const f of ['pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl', V3.file]) await row(new RegExp(`^${f}, \\d+ KiB`)).waitFor();
-            await expand(row(new RegExp(`^${V3.file}`)));
+            for (const f of ['pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl']) await row(new RegExp(`^${f}, \\d+ KiB · ~\\d+ tokens`)).waitFor();
+            // A named session is listed by its name (session/list reads it), with pi's token estimate.
+            const named = row(new RegExp(`^${V3.name}, \\d+ KiB · ~199 tokens`));
+            await named.waitFor();
+            await expand(named);
             // Opened: the row now shows the session's name and entry count.
             await row(new RegExp(`^${V3.name}, 1033 entries`)).waitFor();
             await row(/^00247798 · user: \/mode/).waitFor();
@@ -312,6 +315,31 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await waitForToast(/the settings changed; the daemon was restarted/);
             await row(new RegExp(`^(${V3.name}|${V3.file.replace('.', '\\.')})`)).waitFor();
             await row(/^pi-v1-large-session\.jsonl/).waitFor();
+        }));
+
+    it('"Search Sessions…" finds entries as the user types and opens the chosen hit at its entry', () =>
+        timed('10-search', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'sessiond: Search Sessions…');
+            const input = page.locator('.quick-input-widget input[type="text"]');
+            await input.waitFor({ state: 'visible' });
+            // Typed key by key: the daemon is asked once typing pauses.
+            await input.pressSequentially('"alternative: split" main', { delay: 20 });
+            const hit = page.locator('.quick-input-list .monaco-list-row', { hasText: /Untangle run modes · user/ }).first();
+            await hit.waitFor();
+            const text = (await hit.innerText()).replace(/\u00a0/g, ' ');
+            assert.match(text, /\*\*Alternative\*\*: \*\*split\*\* \*\*main\*\*/);
+            await shot(page.locator('.quick-input-widget'), 'readme-search');
+            // The CLI finds the same first hit in the same files.
+            const cli = JSON.parse(
+                spawnSync(sessiondBin, ['search', '"alternative: split" main', '--root', host.workspace, '--index-dir', path.join(host.workspace, '..', 'cli-index'), '--json'], { encoding: 'utf8' }).stdout,
+            );
+            const first = cli.hits[0];
+            assert.equal(first?.entryId, '521cf246', 'the CLI finds the same entry');
+            await hit.click();
+            // The session's row at that entry is selected, and the context at it is shown.
+            await page.getByRole('treeitem', { name: new RegExp(`${first.entryId}.*active leaf`) }).first().waitFor();
+            await page.getByRole('tab', { name: new RegExp(`@${first.entryId}\\.md`) }).waitFor();
         }));
 
 });

@@ -37,6 +37,8 @@ import {
     LabelParams,
     ListResult,
     Methods,
+    SearchParams,
+    SearchResult,
     OpenResult,
     TreeParams,
     TreeResult,
@@ -264,6 +266,11 @@ export class SessiondClient implements Disposable {
     /** `session/explain`: whether an entry reaches the model at a leaf, and if not why. */
     explain(params: ExplainParams): Promise<ExplainResult> {
         return this.request(Methods.explain, params);
+    }
+
+    /** `session/search`: full-text hits across the sessions under the roots. */
+    search(params: SearchParams): Promise<SearchResult> {
+        return this.request(Methods.search, params);
     }
 
     /** `session/list`: session files under one root (default: the first root). */

@@ -7,8 +7,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ExitInfo, ResponseError, SessiondClient } from './client';
 import { GraphPanels } from './graph-panel';
-import { loadChildren, SessionModel, TreeStart, ViewItem } from './model';
-import { EntryId, isNothingToCompact, SessionSummary } from './protocol';
+import { loadAll, loadChildren, SessionModel, TreeStart, ViewItem } from './model';
+import { EntryId, isNothingToCompact, SearchHit, SessionSummary } from './protocol';
 import { renderCompact, renderContext, renderExplain, retentionOf, verifyItems, verifySummary } from './render';
 
 /** How many tree levels one `session/tree` request asks for. */
@@ -19,6 +19,43 @@ const CONTEXT_SCHEME = 'sessiond-context';
 
 /** A session file as listed by `session/list`, or only its path (opened by hand). */
 type SessionRow = Partial<SessionSummary> & { path: string };
+
+/** A session row's tooltip: the path, then what `session/list` says of it (first user
+ * message, counts, token estimate of the default context, modification time, cwd). */
+export function sessionTooltip(p: string, s: SessionRow): string {
+    const counts = s.entryCount !== undefined ? `${s.entryCount} entries, ${s.leafCount ?? 0} leaves, ${s.messageCount ?? 0} messages` : '';
+    return [
+        p,
+        s.name ? `name: ${s.name}` : '',
+        s.firstMessage ? `first message: ${s.firstMessage}` : '',
+        counts,
+        s.tokenEstimate != null ? `context: ~${s.tokenEstimate} tokens (pi's estimate at the default leaf)` : '',
+        s.modified ? `modified ${s.modified}` : '',
+        s.cwd ? `cwd ${s.cwd}` : '',
+    ]
+        .filter(Boolean)
+        .join('\n');
+}
+
+/** How long typing must pause before "Search Sessions" asks the daemon (ms). */
+export const SEARCH_DEBOUNCE_MS = 150;
+
+/** A "Search Sessions" quick pick row for a `session/search` hit: the session's name (or file
+ * name) and the entry's role, the snippet with its `**` marks as VS Code shows matches, and
+ * the date. */
+export function searchItem(hit: SearchHit): vscode.QuickPickItem & { hit: SearchHit } {
+    const session = hit.name || path.basename(hit.path);
+    const kind = hit.role ?? hit.entryType ?? 'entry';
+    const date = hit.timestamp ? hit.timestamp.slice(0, 16).replace('T', ' ') : '';
+    return {
+        label: `${session} · ${kind}`,
+        description: [date, hit.onDefaultPath ? '' : 'off the default path'].filter(Boolean).join(' · '),
+        detail: hit.snippet,
+        // The daemon chose the hits; VS Code must not filter them again by the typed text.
+        alwaysShow: true,
+        hit,
+    };
+}
 
 /** A row of the view: a session file, or a row of its tree. */
 type Node =
@@ -219,10 +256,11 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             item.id = n.key;
             const size = model ? `${model.entryCount} entries` : n.summary.size !== undefined ? `${Math.ceil(n.summary.size / 1024)} KiB` : '';
             const follow = this.stopped.get(n.path) ?? (this.following.has(n.path) ? 'following' : '');
-            item.description = [size, follow, n.summary.cwd ?? '']
+            const tokens = n.summary.tokenEstimate != null ? `~${n.summary.tokenEstimate} tokens` : '';
+            item.description = [size, tokens, follow, n.summary.cwd ?? '']
                 .filter(Boolean)
                 .join(' · ');
-            item.tooltip = [n.path, n.summary.modified ? `modified ${n.summary.modified}` : ''].filter(Boolean).join('\n');
+            item.tooltip = sessionTooltip(n.path, n.summary);
             item.contextValue = `session${this.following.has(n.path) ? '.following' : ''}${model?.appendable ? '.appendable' : ''}`;
             item.iconPath = new vscode.ThemeIcon('comment-discussion');
             item.resourceUri = vscode.Uri.file(n.path);
@@ -508,6 +546,59 @@ export function activate(context: vscode.ExtensionContext): void {
         const model = await sessions.model(p);
         const node = sessions.addSession(model.path);
         await view.reveal(node, { select: true, focus: true, expand: true }).then(undefined, () => undefined);
+    });
+
+    command('sessiond.search', async () => {
+        const client = await daemon.get();
+        const pick = vscode.window.createQuickPick<vscode.QuickPickItem & { hit?: SearchHit }>();
+        pick.title = 'Search Sessions';
+        pick.placeholder = 'Words (all must match), "a phrase", prefix*, -excluded, a OR b';
+        pick.matchOnDescription = false;
+        pick.matchOnDetail = false;
+        let timer: NodeJS.Timeout | undefined;
+        let asked = 0;
+        const ask = async (query: string) => {
+            const mine = ++asked;
+            if (!query.trim()) {
+                pick.items = [];
+                return;
+            }
+            pick.busy = true;
+            try {
+                const r = await client.search({ query, limit: 50 });
+                if (mine !== asked) return;
+                pick.items = r.hits.length ? r.hits.map(searchItem) : [{ label: 'No session entry matches', alwaysShow: true }];
+            } catch (err) {
+                if (mine === asked) pick.items = [{ label: `$(error) ${errorText(err)}`, alwaysShow: true }];
+            } finally {
+                if (mine === asked) pick.busy = false;
+            }
+        };
+        pick.onDidChangeValue((value) => {
+            if (timer) clearTimeout(timer);
+            timer = setTimeout(() => void ask(value), SEARCH_DEBOUNCE_MS);
+        });
+        const chosen = new Promise<SearchHit | undefined>((resolve) => {
+            pick.onDidAccept(() => {
+                resolve(pick.selectedItems[0]?.hit);
+                pick.hide();
+            });
+            pick.onDidHide(() => {
+                if (timer) clearTimeout(timer);
+                resolve(undefined);
+                pick.dispose();
+            });
+        });
+        pick.show();
+        const hit = await chosen;
+        if (!hit) return;
+        // The session in the Sessions view at the hit's entry, and the context there.
+        const model = await sessions.model(hit.path);
+        sessions.addSession(model.path);
+        await loadAll(model, (start) => client.tree({ path: model.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...start }));
+        const row = sessions.rowNode(model.path, { kind: 'entry', id: hit.entryId });
+        await view.reveal(row, { select: true, focus: true, expand: true }).then(undefined, (err) => log.appendLine(`reveal ${hit.entryId}: ${errorText(err)}`));
+        await vscode.commands.executeCommand('sessiond.showContext', row);
     });
 
     command('sessiond.showContext', async (n) => {

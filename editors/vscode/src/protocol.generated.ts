@@ -1125,7 +1125,7 @@ export interface ListParams {
     [k: string]: unknown;
 }
 /**
- * A session file under the root, from its header line.
+ * A session file under the root: its header, the file's facts, and what a picker shows, read from the whole file the way pi reads it (cached by size, mtime and inode: a second listing of unchanged files reads none of them).
  */
 export interface SessionSummary {
     /**
@@ -1149,13 +1149,41 @@ export interface SessionSummary {
      */
     modified: string | null;
     /**
+     * The file's mtime in milliseconds since the Unix epoch.
+     */
+    modifiedMs: number | null;
+    /**
      * File size in bytes.
      */
     size: number;
     /**
-     * The session name; only for sessions the daemon has open.
+     * The session name: the latest session_info entry's name, trimmed (pi 1.6.0 getSessionName); absent when there is none.
      */
     name?: string;
+    /**
+     * pi's firstMessage (buildSessionInfo): the text of the first user message with text, in file order, as one line of at most 80 code points (a cut text ends with …); null when there is none.
+     */
+    firstMessage: string | null;
+    /**
+     * Message entries in the file, on every branch (pi's messageCount).
+     */
+    messageCount: number;
+    /**
+     * Entries in the tree (the header not counted).
+     */
+    entryCount: number;
+    /**
+     * Entries without children.
+     */
+    leafCount: number;
+    /**
+     * The default leaf: the file's last entry; null without entries.
+     */
+    leafId: string | null;
+    /**
+     * pi's estimateProjectedContextTokens of the context at the default leaf (the last assistant usage plus chars/4 of what follows, else chars/4 of every message): what pi compares with the context window. null where pi would throw.
+     */
+    tokenEstimate: number | null;
 }
 /**
  * session/list result.
@@ -1376,6 +1404,10 @@ export interface SearchResult {
         files: number;
         update: {
             files: number;
+            /**
+             * Every file under the roots was looked at (the first search, or after lost file-system events); false when only the paths the daemon's watcher named were (an empty update: nothing changed).
+             */
+            reconciled: boolean;
             indexed: number;
             appended: number;
             removed: number;

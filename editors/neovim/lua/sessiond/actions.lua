@@ -633,8 +633,20 @@ end
 -- List -----------------------------------------------------------------------------------
 
 local function session_line(x)
-  local name = type(x.name) == "string" and x.name or vim.fs.basename(x.path)
-  return ("%s  ·  %s  ·  %s"):format(name, str(x.cwd), (str(x.modified):sub(1, 16):gsub("T", " ")))
+  local name = type(x.name) == "string" and x.name
+    or type(x.firstMessage) == "string" and x.firstMessage
+    or vim.fs.basename(x.path)
+  local counts = type(x.entryCount) == "number"
+      and ("%d entries, %d leaves"):format(x.entryCount, x.leafCount or 0)
+    or ""
+  local tokens = type(x.tokenEstimate) == "number" and ("~%d tokens"):format(x.tokenEstimate) or ""
+  return ("%s  ·  %s  ·  %s  ·  %s  ·  %s"):format(
+    name,
+    counts,
+    tokens,
+    str(x.cwd),
+    (str(x.modified):sub(1, 16):gsub("T", " "))
+  )
 end
 
 local function telescope_pick(list, on_choice)

@@ -18,6 +18,8 @@ describe('extension in a stand-in VS Code', () => {
     before(() => {
         requireBinary();
         ({ root, file } = makeRoot());
+        // The daemon's search index and listing cache go under the test's root.
+        process.env.XDG_CACHE_HOME = path.join(root, '.cache');
         vs = installVscodeStub({ path: BINARY, roots: [root] });
         // Loaded after the stand-in is installed, so its `require('vscode')` gets the stand-in.
         // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -44,6 +46,10 @@ describe('extension in a stand-in VS Code', () => {
     it('lists the session and shows its tree with forks as branches', async () => {
         const sessions = await tree.getChildren();
         assert.deepEqual(sessions.map((s: any) => s.path), [file]);
+        // Before the open: what session/list says of it, in the description and the tooltip.
+        const listed = tree.getTreeItem(sessions[0]);
+        assert.match(listed.description, /^\d+ KiB · ~199 tokens/);
+        assert.match(listed.tooltip, /name: Untangle run modes\nfirst message: \/mode\n1033 entries, 3 leaves, 921 messages\ncontext: ~199 tokens/);
         const rows = await tree.getChildren(sessions[0]);
         const items = rows.map((r: any) => tree.getTreeItem(r));
         // 341 entries before the first fork: the first, a fold, the labelled one, a fold, the
@@ -110,6 +116,40 @@ describe('extension in a stand-in VS Code', () => {
         assert.equal(vs.messages[0].text, chosen.finding.message);
         assert.equal(vs.revealed.length, 1);
         assert.equal((vs.revealed[0] as any).item.id, chosen.finding.entryId);
+    });
+
+    it('searches sessions as the user types and opens the chosen hit at its entry with its context', async () => {
+        vs.revealed.length = 0;
+        const docs = vs.documents.length;
+        const widgets = vs.quickPickWidgets.length;
+        const done = vs.commands.get('sessiond.search')!();
+        while (vs.quickPickWidgets.length === widgets) await new Promise((r) => setTimeout(r, 10));
+        const pick = vs.quickPickWidgets[vs.quickPickWidgets.length - 1];
+        assert.ok(pick?.shown, 'the quick pick is shown');
+        assert.equal(pick.title, 'Search Sessions');
+        // Typing: only the last value (after the pause) is asked for.
+        pick.type('dupl');
+        pick.type('"duplicated functions"');
+        const deadline = Date.now() + 20_000;
+        while (!(pick.items.length > 0 && pick.items[0].hit) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        const first = pick.items[0];
+        assert.ok(first?.hit, JSON.stringify(pick.items));
+        assert.equal(first.hit.entryId, 'de19adb3');
+        assert.equal(first.label, 'Untangle run modes · user');
+        assert.match(first.detail, /\*\*duplicated\*\* \*\*functions\*\*/);
+        assert.match(first.description, /^2026-11-29 22:18/);
+        assert.equal(pick.busy, false);
+        pick.accept(first);
+        await done;
+        assert.equal(pick.shown, false, 'the quick pick is closed');
+        const row = vs.revealed[vs.revealed.length - 1] as any;
+        assert.equal(row.path, file);
+        assert.equal(row.item.id, 'de19adb3');
+        const ctx = vs.documents[vs.documents.length - 1];
+        assert.ok(vs.documents.length > docs, 'the context is shown');
+        assert.match(ctx.text, /^- leaf: de19adb3$/m);
+        // Back to the default leaf for the tests that follow.
+        await vs.commands.get('sessiond.showContext')!({ type: 'session', path: file });
     });
 
     it('follows the session live: an appended entry refreshes the view and the live preview', async () => {

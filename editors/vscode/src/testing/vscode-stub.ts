@@ -19,6 +19,49 @@ export interface Recorded {
     quickPicks: Array<{ items: any[]; options: any }>;
     /** Every element the Sessions view was asked to reveal. */
     revealed: unknown[];
+    /** Every quick pick made with createQuickPick, to type into and accept. */
+    quickPickWidgets: StubQuickPick[];
+}
+
+/** `createQuickPick`'s widget: a test types with {@link StubQuickPick.type} and chooses with
+ * {@link StubQuickPick.accept}. */
+export class StubQuickPick {
+    title = '';
+    placeholder = '';
+    value = '';
+    busy = false;
+    items: any[] = [];
+    selectedItems: any[] = [];
+    matchOnDescription = true;
+    matchOnDetail = true;
+    shown = false;
+    private readonly changed = new Emitter<string>();
+    private readonly accepted = new Emitter<void>();
+    private readonly hidden = new Emitter<void>();
+    onDidChangeValue = this.changed.event;
+    onDidAccept = this.accepted.event;
+    onDidHide = this.hidden.event;
+    show(): void {
+        this.shown = true;
+    }
+    hide(): void {
+        if (!this.shown) return;
+        this.shown = false;
+        this.hidden.fire();
+    }
+    dispose(): void {
+        this.shown = false;
+    }
+    /** The user typed: the value changes as VS Code reports it. */
+    type(value: string): void {
+        this.value = value;
+        this.changed.fire(value);
+    }
+    /** The user chose `item` and pressed Enter. */
+    accept(item: any): void {
+        this.selectedItems = [item];
+        this.accepted.fire();
+    }
 }
 
 class Uri {
@@ -70,7 +113,7 @@ class ThemeIcon {
 
 /** Installs the stand-in as `vscode` for every later `require('vscode')`. */
 export function installVscodeStub(settings: Record<string, unknown>): Recorded {
-    const recorded: Recorded = { treeDataProvider: undefined, contentProviders: new Map(), commands: new Map(), messages: [], documents: [], answers: [], quickPicks: [], revealed: [] };
+    const recorded: Recorded = { treeDataProvider: undefined, contentProviders: new Map(), commands: new Map(), messages: [], documents: [], answers: [], quickPicks: [], revealed: [], quickPickWidgets: [] };
     const disposable = { dispose: () => undefined };
     const answer = async () => recorded.answers.shift();
     const message = (level: 'info' | 'warning' | 'error') => async (text: string, ...rest: unknown[]) => {
@@ -106,6 +149,11 @@ export function installVscodeStub(settings: Record<string, unknown>): Recorded {
                 recorded.quickPicks.push({ items: list, options });
                 const a = recorded.answers.shift();
                 return typeof a === 'function' ? a(list) : a;
+            },
+            createQuickPick: () => {
+                const pick = new StubQuickPick();
+                recorded.quickPickWidgets.push(pick);
+                return pick;
             },
             showInputBox: answer,
             showOpenDialog: answer,

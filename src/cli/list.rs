@@ -1,0 +1,120 @@
+//! `sessiond list`: the sessions under the roots with what a picker shows (the daemon's
+//! `session/list`), newest first; through the listing cache ([`crate::listing`]), so a second
+//! listing of unchanged files only stats them.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::error::{CliError, Exit};
+use crate::listing::{ListCache, Listed};
+use crate::server::wire::ListedSession;
+use crate::storage::list;
+
+/// `sessiond list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// A directory of sessions to list (repeatable); default: pi's sessions directory.
+    #[arg(long = "root", value_name = "DIR")]
+    pub roots: Vec<PathBuf>,
+    /// The listing cache file (default: $XDG_CACHE_HOME/sessiond/list-cache.json, else
+    /// ~/.cache/sessiond/list-cache.json).
+    #[arg(long, value_name = "FILE")]
+    pub cache: Option<PathBuf>,
+    /// Print `{roots, sessions, skipped, pending, read}` as JSON (each session as in the
+    /// daemon's `session/list`; `read`: files read in full, not answered from the cache).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `sessiond list`. Errors: output only; an unreadable root lists nothing, a cache that
+/// cannot be written is reported on stderr.
+pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
+    let roots: Vec<PathBuf> = if args.roots.is_empty() {
+        vec![crate::session::roots::Roots::default_dir()]
+    } else {
+        args.roots.clone()
+    };
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| crate::paths::absolute(r)))
+        .collect();
+    let cache_file = args
+        .cache
+        .clone()
+        .unwrap_or_else(crate::listing::default_cache_file);
+    let mut cache = ListCache::load(&cache_file);
+    let mut sessions: Vec<ListedSession> = Vec::new();
+    let (mut skipped, mut pending) = (Vec::new(), Vec::new());
+    let mut listed = HashSet::new();
+    for root in &roots {
+        let files = list::session_files(root);
+        for f in &files {
+            if !listed.insert(f.clone()) {
+                continue;
+            }
+            match cache.list_file(f) {
+                Listed::Session(s) => sessions.push(*s),
+                Listed::Pending => pending.push(f.clone()),
+                Listed::Skipped => skipped.push(f.clone()),
+            }
+        }
+        cache.retain_under(root, &files.into_iter().collect());
+    }
+    if let Err(e) = cache.save(&cache_file) {
+        eprintln!(
+            "sessiond: cannot save the listing cache {}: {e}",
+            cache_file.display()
+        );
+    }
+    sessions.sort_by(|a, b| {
+        b.modified_ms
+            .cmp(&a.modified_ms)
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    if args.json {
+        let doc = json!({
+            "roots": roots,
+            "sessions": sessions,
+            "skipped": skipped,
+            "pending": pending,
+            "read": cache.reads(),
+        });
+        writeln!(out, "{doc}")?;
+        return Ok(Exit::Ok);
+    }
+    for s in &sessions {
+        let title = s
+            .name
+            .as_deref()
+            .or(s.first_message.as_deref())
+            .unwrap_or("(no messages)");
+        writeln!(
+            out,
+            "{}  {:>5} entries {:>3} leaves {:>8} tokens  {}",
+            s.modified.as_deref().unwrap_or("-"),
+            s.entry_count,
+            s.leaf_count,
+            s.token_estimate
+                .map_or_else(|| "-".to_owned(), |t| t.to_string()),
+            title
+        )?;
+        writeln!(
+            out,
+            "    {}  (cwd {}, {} bytes)",
+            s.path.display(),
+            s.cwd.as_deref().unwrap_or("-"),
+            s.size
+        )?;
+    }
+    for p in &pending {
+        writeln!(out, "being created: {}", p.display())?;
+    }
+    for p in &skipped {
+        eprintln!("sessiond: {}: not a readable pi session", p.display());
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,274 @@
+//! `sessiond list` and `session/list` with what a picker shows: name, first user message,
+//! message, entry and leaf counts, cwd, size, modification time and the token estimate of the
+//! default context, compared with pi 1.6.0's own (`SessionManager.listAll` and
+//! `estimateProjectedContextTokens`, tests/oracle/list.mjs) on every real and synthetic
+//! session; and the listing cache: an unchanged file is not read again (shown by changing a
+//! file's bytes behind the cache's back, size, mtime and inode kept), a changed one is.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use support::{Daemon, Spawn, checked, cli_json, common, v3_session};
+
+/// pi's `firstMessage` as sessiond shows it: whitespace runs as one space, at most 80 code
+/// points (a cut text ends with `…`).
+fn one_line(text: &str) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chars: Vec<char> = joined.chars().collect();
+    if chars.len() <= 80 {
+        return joined;
+    }
+    let mut cut: String = chars[..79].iter().collect();
+    if cut.ends_with(' ') {
+        cut.pop();
+    }
+    cut + "…"
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["examples", "tests/data/synthetic"] {
+        for e in std::fs::read_dir(common::repo(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "jsonl") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn by_path(list: &Value) -> HashMap<String, Value> {
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap().to_owned(), s.clone()))
+        .collect()
+}
+
+#[test]
+fn listed_facts_equal_pis_on_every_fixture() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("sessions");
+    std::fs::create_dir(&root).unwrap();
+    let cache = tmp.path().join("cache.json");
+    let copies: Vec<PathBuf> = fixtures()
+        .iter()
+        .map(|f| common::copy_into(&root, f))
+        .collect();
+    assert!(copies.len() >= 25, "{} fixtures", copies.len());
+    let root_s = root.to_str().unwrap();
+    let cache_s = cache.to_str().unwrap();
+    let listed = cli_json(&["list", "--root", root_s, "--cache", cache_s, "--json"]);
+    assert_eq!(listed["read"], json!(copies.len()), "{listed}");
+    let ours = by_path(&listed);
+    let canonical_root = std::fs::canonicalize(&root).unwrap();
+    for copy in &copies {
+        let key = canonical_root.join(copy.file_name().unwrap());
+        let s = &ours[key.to_str().unwrap()];
+        let meta = std::fs::metadata(copy).unwrap();
+        assert_eq!(s["size"], json!(meta.len()), "{s}");
+        let mtime_ms = meta
+            .modified()
+            .unwrap()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        assert_eq!(s["modifiedMs"], json!(mtime_ms), "{s}");
+    }
+
+    // The daemon lists the same, through its own cache.
+    let xdg = tmp.path().join("xdg");
+    let xdg_s = xdg.to_str().unwrap().to_owned();
+    let mut d = Daemon::spawn_with(
+        &[&root],
+        &Spawn {
+            env: vec![("XDG_CACHE_HOME", &xdg_s)],
+            ..Spawn::default()
+        },
+    );
+    d.request("initialize", json!({"capabilities": {}}));
+    d.notify("initialized", json!({}));
+    let from_daemon = by_path(&checked(&mut d, "session/list", json!({})));
+    assert_eq!(from_daemon, ours);
+    assert!(
+        xdg.join("sessiond/list-cache.json").is_file(),
+        "the daemon keeps its listing cache in $XDG_CACHE_HOME/sessiond"
+    );
+    d.stop();
+
+    let Some(oracle) = common::oracle_dir("session list facts against pi") else {
+        return;
+    };
+    let out = Command::new("node")
+        .arg(common::repo("tests/oracle/list.mjs"))
+        .args(&copies)
+        .env("SESSIOND_ORACLE_DIR", &oracle)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "list.mjs: {}", common::describe(&out));
+    let mut compared = 0;
+    for (line, copy) in out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .zip(&copies)
+    {
+        let pi = common::parse_json(line).unwrap();
+        let f = copy.file_name().unwrap().to_str().unwrap();
+        assert!(pi.get("error").is_none(), "pi failed on {f}: {pi}");
+        let key = canonical_root.join(f);
+        let s = &ours[key.to_str().unwrap()];
+        // pi's buildSessionInfo throws on a user message whose content is null, and its picker
+        // leaves such a file out; sessiond lists it (the counts and tokens are still pi's).
+        if !pi["messageCount"].is_null() {
+            assert_eq!(s["name"].as_str(), pi["name"].as_str(), "{f}: name");
+            let first = pi["firstMessage"].as_str().unwrap();
+            let expected = if first == "(no messages)" {
+                Value::Null
+            } else {
+                json!(one_line(first))
+            };
+            assert_eq!(s["firstMessage"], expected, "{f}: firstMessage");
+            assert_eq!(s["messageCount"], pi["messageCount"], "{f}: messageCount");
+            assert_eq!(s["cwd"].as_str().unwrap_or(""), pi["cwd"], "{f}: cwd");
+        } else {
+            assert_eq!(f, "null-content-messages.jsonl", "pi lists no info for {f}");
+        }
+        assert_eq!(s["entryCount"], pi["entryCount"], "{f}: entryCount");
+        assert_eq!(s["leafCount"], pi["leafCount"], "{f}: leafCount");
+        match pi["tokens"].as_f64() {
+            Some(t) => assert_eq!(s["tokenEstimate"], json!(t as u64), "{f}: tokenEstimate"),
+            None => assert_eq!(s["tokenEstimate"], Value::Null, "{f}: tokenEstimate"),
+        }
+        compared += 1;
+    }
+    assert_eq!(compared, copies.len());
+}
+
+/// Rewrites `path` in place (same inode, same size) with `from` replaced by `to` (same
+/// length), and puts its modification time back: only a read of the bytes can tell.
+fn change_behind_the_cache(path: &Path, from: &str, to: &str) {
+    assert_eq!(from.len(), to.len());
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from));
+    let changed = text.replacen(from, to, 1);
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    std::io::Write::write_all(&mut &f, changed.as_bytes()).unwrap();
+    f.set_modified(mtime).unwrap();
+}
+
+fn touch(path: &Path) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.set_modified(SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+}
+
+#[test]
+fn an_unchanged_file_is_answered_from_the_cache_a_changed_one_is_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("s");
+    std::fs::create_dir(&root).unwrap();
+    let file = root.join("a.jsonl");
+    let (header, entries) = v3_session(4);
+    let mut text = header + "\n";
+    for (_, l) in &entries {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(&file, text).unwrap();
+    let other = root.join("b.jsonl");
+    std::fs::copy(&file, &other).unwrap();
+    let cache = tmp.path().join("cache.json");
+    let list = || {
+        cli_json(&[
+            "list",
+            "--root",
+            root.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    let first_of = |l: &Value, name: &str| {
+        l["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["path"].as_str().unwrap().ends_with(name))
+            .map(|s| s["firstMessage"].clone())
+    };
+    let l1 = list();
+    assert_eq!(l1["read"], 2);
+    assert_eq!(
+        first_of(&l1, "a.jsonl"),
+        Some(json!("question 0 with some words: ünïcödé ✓"))
+    );
+    assert_eq!(l1["sessions"][0]["entryCount"], 4);
+    assert_eq!(l1["sessions"][0]["leafCount"], 1);
+
+    // Same size, mtime and inode: answered from the cache, the old text is shown.
+    change_behind_the_cache(&file, "question 0", "QUESTION 0");
+    let l2 = list();
+    assert_eq!(l2["read"], 0, "{l2}");
+    assert_eq!(
+        first_of(&l2, "a.jsonl"),
+        Some(json!("question 0 with some words: ünïcödé ✓"))
+    );
+
+    // A new mtime: read again.
+    touch(&file);
+    let l3 = list();
+    assert_eq!(l3["read"], 1, "{l3}");
+    assert_eq!(
+        first_of(&l3, "a.jsonl"),
+        Some(json!("QUESTION 0 with some words: ünïcödé ✓"))
+    );
+
+    // Deleted: gone from the listing and the cache; a new file is read.
+    std::fs::remove_file(&other).unwrap();
+    let l4 = list();
+    assert_eq!(l4["read"], 0);
+    assert_eq!(first_of(&l4, "b.jsonl"), None);
+    let cached = std::fs::read_to_string(&cache).unwrap();
+    assert!(!cached.contains("b.jsonl"), "{cached}");
+
+    // The daemon: a second session/list of unchanged files reads nothing either.
+    let xdg = tmp.path().join("xdg");
+    let xdg_s = xdg.to_str().unwrap().to_owned();
+    let (mut d, _) = Daemon::start_with(
+        &[&root],
+        &Spawn {
+            env: vec![("XDG_CACHE_HOME", &xdg_s)],
+            ..Spawn::default()
+        },
+    );
+    let a = checked(&mut d, "session/list", json!({}));
+    assert_eq!(
+        first_of(&a, "a.jsonl"),
+        Some(json!("QUESTION 0 with some words: ünïcödé ✓"))
+    );
+    change_behind_the_cache(&file, "QUESTION 0", "question 0");
+    let b = checked(&mut d, "session/list", json!({}));
+    assert_eq!(
+        first_of(&b, "a.jsonl"),
+        Some(json!("QUESTION 0 with some words: ünïcödé ✓")),
+        "an unchanged stamp is answered from the daemon's cache"
+    );
+    touch(&file);
+    let c = checked(&mut d, "session/list", json!({}));
+    assert_eq!(
+        first_of(&c, "a.jsonl"),
+        Some(json!("question 0 with some words: ünïcödé ✓"))
+    );
+    d.stop();
+}
