@@ -296,7 +296,6 @@ fn first_user_message(tree: &Tree, lines: &dyn LineSource) -> Option<String> {
 fn token_estimate(tree: &Tree, lines: &dyn LineSource) -> Option<u64> {
     let projection = projection::project(tree, tree.default_leaf());
     let projected = prepare::projected_entries(tree, &projection, lines).ok()?;
-    let tokens =
-        prepare::estimate_projected_context_tokens(&projected.path, &projected.entries).ok()?;
+    let tokens = prepare::estimate_projected_context_tokens(&projected).ok()?;
     (tokens.is_finite() && tokens >= 0.0).then_some(tokens as u64)
 }
