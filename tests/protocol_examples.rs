@@ -305,6 +305,12 @@ fn produce() -> BTreeMap<String, Vec<String>> {
         norm: Normalizer::new(&root, &source),
         blocks: BTreeMap::new(),
     };
+    // The mtimes set here are shown as they are, so `modified` and `modifiedMs` agree.
+    for t in ["09:00", "08:00", "07:00"] {
+        ex.norm
+            .known_times
+            .insert(format!("2025-11-21T{t}:00.000Z"));
+    }
 
     let mut d = Daemon::spawn(&[]);
     ex.exchange(
