@@ -9,8 +9,8 @@
 //! snippet is made from the line read again from the session file, so the index holds only
 //! postings and a few numbers.
 //!
-//! Incremental ([`SearchIndex::update`]): beside tantivy's files, `sessiond-state.json` records
-//! per session its size, mtime, inode, how many bytes are indexed, a hash of its header line and
+//! Incremental ([`SearchIndex::update`]): one more document per session in the index itself
+//! (a `state` document, keyed by `statePath`, its fields stored as JSON) records its size, mtime, inode, how many bytes are indexed, a hash of its header line and
 //! of the 256 bytes before the indexed end, its default leaf, name and problems. A file whose
 //! size and mtime are unchanged is skipped; one that grew, with the same header and bytes
 //! before the indexed end, is read only from the indexed end (its new complete lines); one
@@ -20,11 +20,21 @@
 //! `onDefaultPath` stays exact. A corrupt file is read the way pi reads it (bad lines
 //! skipped) and its problems are kept and reported; a torn tail is left for later.
 //!
-//! Versioning and consistency: the state file carries [`FORMAT_VERSION`] and the tantivy
-//! commit it describes (`opstamp`); an index of another version, or whose commit is not the
-//! one the state describes (a crash between the two), is deleted and rebuilt, never misread.
-//! One writer at a time (tantivy's lock): a second process finds the index busy and searches
-//! what is indexed without updating it.
+//! Versioning and consistency: every commit carries [`FORMAT_VERSION`] as tantivy's commit
+//! payload (`sessiond-index N` in `meta.json`); an index of another version (or without one:
+//! the version 1 index kept its state in a `sessiond-state.json` beside it) is deleted and
+//! rebuilt, never misread. A session's state document is replaced in the same commit as its
+//! entries, so the state and the postings cannot disagree: a crash (or a failed commit) at any
+//! point leaves the last commit, entries and state together, and the next update reads each
+//! file from what that commit recorded — no duplicate and no missing hit. A commit writes the
+//! state of the files it changed only (not the whole state, as version 1 did).
+//!
+//! One writer at a time (tantivy's lock). The daemon keeps its writer open across updates
+//! ([`SearchIndex::keep_writer`]) and reloads its reader right after each commit; the CLI opens
+//! a writer per run. A CLI run while a daemon holds the writer does not wait: its update finds
+//! the index busy (`busy: true` in the report) and it searches what the daemon last committed
+//! (which the daemon keeps fresh from file events). An index of another format found while
+//! another process holds its writer is reported as an error rather than deleted under it.
 //!
 //! Why tantivy rather than SQLite FTS5 (rusqlite): a pure-Rust, well-kept library (no C build),
 //! BM25 scoring, phrase and prefix queries, snippets with highlighted ranges, and segment
@@ -39,15 +49,17 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::{Count, DocSetCollector, TopDocs};
 use tantivy::query::{
-    AllQuery, BooleanQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermSetQuery,
+    AllQuery, BooleanQuery, Occur, Query, QueryParser, RangeQuery, RegexQuery, TermQuery,
+    TermSetQuery,
 };
 use tantivy::schema::{
-    FAST, Field, INDEXED, STORED, STRING, Schema, TEXT, TantivyDocument, Value as _,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, TantivyDocument,
+    Value as _,
 };
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{DocAddress, Index, IndexReader, IndexWriter, Term, doc};
+use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Term, doc};
 use thiserror::Error;
 
 use crate::core::format::{Expect, Line, LineSpan, parse_line};
@@ -59,10 +71,16 @@ use crate::core::tree::Mode;
 use crate::storage::list;
 use crate::storage::reader::{self, FileLines};
 
-/// The index format; an index written with another is rebuilt.
-pub const FORMAT_VERSION: u32 = 1;
-/// The state file beside tantivy's files.
-const STATE_FILE: &str = "sessiond-state.json";
+/// The index format; an index written with another is rebuilt. Version 2: the per-file state
+/// as documents in the index, the version as the commit payload.
+pub const FORMAT_VERSION: u32 = 2;
+/// The `record` value of a state document (entry documents have no `record`).
+const STATE_RECORD: &str = "state";
+
+/// The commit payload an index of this format carries.
+fn payload() -> String {
+    format!("sessiond-index {FORMAT_VERSION}")
+}
 /// Memory for tantivy's writer, in bytes.
 const WRITER_HEAP: usize = 64 * 1024 * 1024;
 /// Bytes before the indexed end whose hash tells an append from a rewrite.
@@ -126,6 +144,12 @@ struct Fields {
     on_path: Field,
     text: Field,
     thinking: Field,
+    /// `state` on the per-file state documents.
+    record: Field,
+    /// A state document's session path.
+    state_path: Field,
+    /// A state document's [`FileState`] as JSON.
+    state: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -141,6 +165,9 @@ fn schema() -> (Schema, Fields) {
         on_path: b.add_bool_field("onDefaultPath", STORED),
         text: b.add_text_field("text", TEXT),
         thinking: b.add_text_field("thinking", TEXT),
+        record: b.add_text_field("record", STRING),
+        state_path: b.add_text_field("statePath", STRING | STORED),
+        state: b.add_text_field("state", STORED),
     };
     (b.build(), fields)
 }
@@ -165,11 +192,9 @@ struct FileState {
     problems: Vec<String>,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// What the index knows of every session, read from the state documents of the last commit.
+#[derive(Debug, Default)]
 struct State {
-    format_version: u32,
-    opstamp: u64,
     files: BTreeMap<String, FileState>,
 }
 
@@ -281,6 +306,9 @@ pub struct SearchIndex {
     fields: Fields,
     state: State,
     rebuilt: bool,
+    /// The writer kept open across updates ([`SearchIndex::keep_writer`]).
+    writer: Option<IndexWriter>,
+    keep_writer: bool,
 }
 
 fn hash_hex(bytes: &[u8]) -> String {
@@ -328,10 +356,42 @@ fn tail_hash(path: &Path, indexed: u64) -> io::Result<String> {
     Ok(hash_hex(&read_range(path, from, indexed)?))
 }
 
+/// How a file that changed is read.
+enum Work {
+    /// From the start.
+    Full,
+    /// From the indexed end given by its state.
+    Append(Box<FileState>),
+}
+
+/// The state documents of the reader's commit. A state document that cannot be read is left
+/// out: its file is then indexed again from the start (its entries deleted first).
+fn load_state(reader: &IndexReader, f: Fields) -> tantivy::Result<State> {
+    let searcher = reader.searcher();
+    let q = TermQuery::new(
+        Term::from_field_text(f.record, STATE_RECORD),
+        IndexRecordOption::Basic,
+    );
+    let mut files = BTreeMap::new();
+    for addr in searcher.search(&q, &DocSetCollector)? {
+        let d: TantivyDocument = searcher.doc(addr)?;
+        let key = d.get_first(f.state_path).and_then(|v| v.as_str());
+        let st = d
+            .get_first(f.state)
+            .and_then(|v| v.as_str())
+            .and_then(|j| serde_json::from_str::<FileState>(j).ok());
+        if let (Some(key), Some(st)) = (key, st) {
+            files.insert(key.to_owned(), st);
+        }
+    }
+    Ok(State { files })
+}
+
 impl SearchIndex {
     /// Opens the index in `dir`, creating it when missing and rebuilding it when its format
-    /// version or commit differs from the state's. Errors: the directory cannot be created or
-    /// tantivy cannot open it.
+    /// version (the commit payload) or schema differs. Errors: the directory cannot be
+    /// created, tantivy cannot open it, or an index of another format is held by another
+    /// process's writer (tantivy's `LockFailure`; it is not deleted under that process).
     pub fn open(dir: &Path) -> Result<SearchIndex, SearchError> {
         let io_err = |source| SearchError::Io {
             path: dir.to_owned(),
@@ -339,27 +399,28 @@ impl SearchIndex {
         };
         fs::create_dir_all(dir).map_err(io_err)?;
         let (schema, fields) = schema();
-        let state: Option<State> = fs::read(dir.join(STATE_FILE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
         let tantivy_err = |source| SearchError::Index {
             dir: dir.to_owned(),
             source,
         };
-        let open_existing = || -> Option<Index> {
-            let state = state.as_ref()?;
-            if state.format_version != FORMAT_VERSION {
-                return None;
-            }
-            let index = Index::open_in_dir(dir).ok()?;
-            let metas = index.load_metas().ok()?;
-            (metas.opstamp == state.opstamp && index.schema() == schema).then_some(index)
-        };
-        let (index, state, rebuilt) = match open_existing() {
-            Some(index) => (index, state.unwrap_or_default(), false),
-            None => {
-                // Another version, an interrupted commit, or nothing yet: start afresh.
-                let existed = dir.join("meta.json").exists() || state.is_some();
+        let existing = Index::open_in_dir(dir).ok();
+        let current = existing.as_ref().is_some_and(|index| {
+            index.load_metas().ok().and_then(|m| m.payload) == Some(payload())
+                && index.schema() == schema
+        });
+        let (index, rebuilt) = match existing {
+            Some(index) if current => (index, false),
+            existing => {
+                // Another version, or nothing yet: start afresh — unless another process
+                // writes to it.
+                if let Some(old) = &existing
+                    && let Err(e @ tantivy::TantivyError::LockFailure(..)) =
+                        old.writer::<TantivyDocument>(15_000_000)
+                {
+                    return Err(tantivy_err(e));
+                }
+                drop(existing);
+                let existed = fs::read_dir(dir).map_err(io_err)?.next().is_some();
                 for e in fs::read_dir(dir).map_err(io_err)?.flatten() {
                     let p = e.path();
                     let _ = if p.is_dir() {
@@ -369,15 +430,15 @@ impl SearchIndex {
                     };
                 }
                 let index = Index::create_in_dir(dir, schema).map_err(tantivy_err)?;
-                let state = State {
-                    format_version: FORMAT_VERSION,
-                    opstamp: index.load_metas().map_err(tantivy_err)?.opstamp,
-                    files: BTreeMap::new(),
-                };
-                (index, state, existed)
+                (index, existed)
             }
         };
-        let reader = index.reader().map_err(tantivy_err)?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(tantivy_err)?;
+        let state = load_state(&reader, fields).map_err(tantivy_err)?;
         Ok(SearchIndex {
             dir: dir.to_owned(),
             index,
@@ -385,7 +446,19 @@ impl SearchIndex {
             fields,
             state,
             rebuilt,
+            writer: None,
+            keep_writer: false,
         })
+    }
+
+    /// Keeps the writer open across updates (the daemon) instead of opening one per update
+    /// and dropping it after its commit (the CLI, the default). While it is kept, other
+    /// processes find the index busy.
+    pub fn keep_writer(&mut self, keep: bool) {
+        self.keep_writer = keep;
+        if !keep {
+            self.writer = None;
+        }
     }
 
     /// The index directory.
@@ -505,10 +578,6 @@ impl SearchIndex {
         mut report: UpdateReport,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<UpdateReport, SearchError> {
-        enum Work {
-            Full,
-            Append(Box<FileState>),
-        }
         let mut work: Vec<(PathBuf, fs::Metadata, Work)> = Vec::new();
         for p in found {
             let Ok(meta) = fs::metadata(&p) else {
@@ -543,16 +612,51 @@ impl SearchIndex {
         if work.is_empty() && gone.is_empty() {
             return Ok(report);
         }
-        let mut writer: IndexWriter = match self.index.writer(WRITER_HEAP) {
-            Ok(w) => w,
-            Err(tantivy::TantivyError::LockFailure(..)) => {
-                report.busy = true;
-                return Ok(report);
-            }
-            Err(e) => return Err(self.tantivy_err(e)),
+        let mut writer: IndexWriter = match self.writer.take() {
+            Some(w) => w,
+            None => match self.index.writer(WRITER_HEAP) {
+                Ok(w) => w,
+                Err(tantivy::TantivyError::LockFailure(..)) => {
+                    report.busy = true;
+                    return Ok(report);
+                }
+                Err(e) => return Err(self.tantivy_err(e)),
+            },
         };
+        let result = self.write(&mut writer, work, gone, &mut report, progress);
+        match result {
+            Ok(()) => {
+                if self.keep_writer {
+                    self.writer = Some(writer);
+                }
+                Ok(report)
+            }
+            Err(e) => {
+                // The commit did not happen: drop the writer (and what it held) and take the
+                // state back from the last commit.
+                drop(writer);
+                if let Ok(state) = load_state(&self.reader, self.fields) {
+                    self.state = state;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The deletes and documents of one update, its state documents, and the commit (with
+    /// the format as payload), then the reader reloaded.
+    fn write(
+        &mut self,
+        writer: &mut IndexWriter,
+        work: Vec<(PathBuf, fs::Metadata, Work)>,
+        gone: Vec<String>,
+        report: &mut UpdateReport,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<(), SearchError> {
+        let f = self.fields;
         for key in gone {
-            writer.delete_term(Term::from_field_text(self.fields.path, &key));
+            writer.delete_term(Term::from_field_text(f.path, &key));
+            writer.delete_term(Term::from_field_text(f.state_path, &key));
             self.state.files.remove(&key);
             report.removed += 1;
         }
@@ -562,14 +666,14 @@ impl SearchIndex {
             let key = path.to_string_lossy().into_owned();
             let mut full = true;
             let outcome = match w {
-                Work::Append(st) => match self.index_append(&writer, &key, &path, &meta, &st) {
+                Work::Append(st) => match self.index_append(writer, &key, &path, &meta, &st) {
                     Some(r) => {
                         full = false;
                         Ok(r)
                     }
-                    None => self.index_full(&writer, &key, &path, &meta),
+                    None => self.index_full(writer, &key, &path, &meta),
                 },
-                Work::Full => self.index_full(&writer, &key, &path, &meta),
+                Work::Full => self.index_full(writer, &key, &path, &meta),
             };
             if outcome.is_ok() {
                 if full {
@@ -587,33 +691,28 @@ impl SearchIndex {
                             detail: st.problems.join("; "),
                         });
                     }
+                    writer.delete_term(Term::from_field_text(f.state_path, &key));
+                    let json = serde_json::to_string(&st).unwrap_or_default();
+                    let _ = writer.add_document(doc!(
+                        f.record => STATE_RECORD,
+                        f.state_path => key.as_str(),
+                        f.state => json,
+                    ));
                     self.state.files.insert(key, st);
                 }
                 Err(detail) => {
-                    writer.delete_term(Term::from_field_text(self.fields.path, &key));
+                    writer.delete_term(Term::from_field_text(f.path, &key));
+                    writer.delete_term(Term::from_field_text(f.state_path, &key));
                     self.state.files.remove(&key);
                     report.skipped.push(Problem { path, detail });
                 }
             }
         }
         progress(total, total);
-        let opstamp = writer.commit().map_err(|e| self.tantivy_err(e))?;
-        self.state.opstamp = opstamp;
-        self.save_state()?;
+        let mut prepared = writer.prepare_commit().map_err(|e| self.tantivy_err(e))?;
+        prepared.set_payload(&payload());
+        prepared.commit().map_err(|e| self.tantivy_err(e))?;
         self.reader.reload().map_err(|e| self.tantivy_err(e))?;
-        Ok(report)
-    }
-
-    fn save_state(&self) -> Result<(), SearchError> {
-        let path = self.dir.join(STATE_FILE);
-        let io_err = |source| SearchError::Io {
-            path: path.clone(),
-            source,
-        };
-        let bytes = serde_json::to_vec(&self.state).map_err(|e| io_err(io::Error::other(e)))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(io_err)?;
-        io::Write::write_all(&mut tmp, &bytes).map_err(io_err)?;
-        tmp.persist(&path).map_err(|e| io_err(e.error))?;
         Ok(())
     }
 
@@ -838,7 +937,17 @@ impl SearchIndex {
             detail,
         };
         let text_query: Box<dyn Query> = if q.text.trim().is_empty() {
-            Box::new(AllQuery)
+            // Every entry: not the state documents.
+            Box::new(BooleanQuery::new(vec![
+                (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
+                (
+                    Occur::MustNot,
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(f.record, STATE_RECORD),
+                        IndexRecordOption::Basic,
+                    )),
+                ),
+            ]))
         } else {
             parser
                 .parse_query(&rewritten)

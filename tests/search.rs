@@ -188,10 +188,11 @@ fn cli_search_is_incremental_and_says_what_it_could_not_read() {
     assert_eq!(r["total"], 0);
 
     // An index of another format version is rebuilt, never read.
-    let state = index.path().join("sessiond-state.json");
-    let mut s: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
-    s["formatVersion"] = json!(0);
-    std::fs::write(&state, s.to_string()).unwrap();
+    let meta = index.path().join("meta.json");
+    let mut s: Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    assert_eq!(s["payload"], "sessiond-index 2");
+    s["payload"] = json!("sessiond-index 1");
+    std::fs::write(&meta, s.to_string()).unwrap();
     let r = search(root.path(), index.path(), &["zanzibar"]);
     assert_eq!(r["index"]["update"]["rebuilt"], true);
     assert_eq!(r["index"]["update"]["indexed"], 2);

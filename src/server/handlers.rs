@@ -543,7 +543,12 @@ impl Backend {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let idx = match &mut *guard {
                 Some(idx) => idx,
-                slot @ None => slot.insert(crate::search::SearchIndex::open(&dir)?),
+                slot @ None => {
+                    // The daemon keeps one writer across updates (see crate::search).
+                    let mut idx = crate::search::SearchIndex::open(&dir)?;
+                    idx.keep_writer(true);
+                    slot.insert(idx)
+                }
             };
             let report = live.prepare(idx, &roots, &mut |done, total| {
                 let _ = tx.send((done, total));
