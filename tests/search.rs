@@ -383,3 +383,94 @@ fn session_search_follows_watcher_events() {
     d.notify("exit", Value::Null);
     assert_eq!(d.wait(), Some(0));
 }
+
+/// The daemon keeps its writer open: a CLI search meanwhile does not wait for it, finds the
+/// index busy and answers from the daemon's last commit (kept fresh from file events). The
+/// daemon killed (SIGKILL) while appends are being applied leaves its last commit, entries and
+/// per-file state together: the CLI then updates from there, every appended entry found once —
+/// no duplicate, none missing.
+#[test]
+fn cli_search_beside_the_daemons_writer_and_after_a_kill() {
+    let top = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    // The daemon serves `a`; the CLI also searches `b`, which the daemon never indexes, so
+    // the CLI has an update to make.
+    let root = top.path().join("a");
+    let other = top.path().join("b");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::create_dir(&other).unwrap();
+    for i in 0..5 {
+        write_session(&root.join(format!("s{i}.jsonl")), 4);
+    }
+    write_session(&other.join("o.jsonl"), 4);
+    let both = |q: &str| {
+        cli_json(&[
+            "search",
+            "--root",
+            root.to_str().unwrap(),
+            "--root",
+            other.to_str().unwrap(),
+            "--index-dir",
+            index.path().to_str().unwrap(),
+            "--json",
+            q,
+        ])
+    };
+    let mut d = Daemon::spawn_with(
+        &[root.as_path()],
+        &support::Spawn {
+            args: vec!["--index-dir", index.path().to_str().unwrap()],
+            ..Default::default()
+        },
+    );
+    d.call("initialize", json!({"capabilities": {}}));
+    d.notify("initialized", json!({}));
+    let first = checked(&mut d, "session/search", json!({"query": "answer"}));
+    let answers = first["total"].clone();
+    assert_eq!(first["index"]["update"]["indexed"], 5);
+
+    // The CLI beside the daemon's writer: busy, answers from what is committed.
+    let r = both("answer");
+    assert_eq!(r["index"]["update"]["busy"], true, "{r}");
+    assert_eq!(r["total"], answers);
+
+    // An append applied by the daemon from its events is what the CLI then finds.
+    let file = root.join("s1.jsonl");
+    append(&file, &json!({"type":"message","id":"d0","parentId":"e0000003","timestamp":"2025-01-05T00:00:00.000Z",
+        "message":{"role":"user","content":"dugong"}}).to_string());
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = both("dugong");
+        assert_eq!(r["index"]["update"]["busy"], true, "{r}");
+        if r["total"] == 1 {
+            break;
+        }
+        assert!(r["total"] == 0, "{r}");
+        assert!(std::time::Instant::now() < deadline, "{r}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Appends while the daemon applies them, then SIGKILL mid-way.
+    let mut parent = "d0".to_owned();
+    for n in 0..30 {
+        let id = format!("k{n}");
+        append(&file, &json!({"type":"message","id": id,"parentId": parent,"timestamp":"2025-01-05T00:00:00.000Z",
+            "message":{"role":"user","content": format!("kiwi{n} here")}}).to_string());
+        parent = id;
+        std::thread::sleep(Duration::from_millis(7));
+    }
+    drop(d);
+
+    let r = both("answer");
+    assert_eq!(r["index"]["update"]["busy"], false, "{r}");
+    assert_eq!(r["index"]["update"]["indexed"], 1, "{r}");
+    assert_eq!(r["total"], answers.as_u64().unwrap() + 2, "{r}");
+    for n in 0..30 {
+        let r = both(&format!("kiwi{n}"));
+        assert_eq!(r["total"], 1, "kiwi{n}: {r}");
+        assert_eq!(r["hits"][0]["entryId"], json!(format!("k{n}")));
+    }
+    let r = both("dugong");
+    assert_eq!(r["total"], 1, "{r}");
+    assert_eq!(r["hits"][0]["onDefaultPath"], true);
+}

@@ -153,7 +153,7 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
     if let Some(r) = &report {
         if r.busy {
             eprintln!(
-                "sessiond: the index is being updated by another sessiond; searching what is indexed"
+                "sessiond: another sessiond holds the index (a daemon keeps it up to date); searching what it last committed"
             );
         }
         for p in &r.problems {
