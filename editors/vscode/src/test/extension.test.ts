@@ -174,7 +174,7 @@ describe('extension in a stand-in VS Code', () => {
         const stopped = next<any>(tree.onDidChangeTreeData, (n) => n?.path === file, 10_000, 'view change after a corrupt line');
         fs.appendFileSync(file, '{"type":"message","id":"bad\n');
         await stopped;
-        assert.match(tree.getTreeItem(session).description, /^1034 entries · stopped at corrupt line 1036\b/);
+        assert.match(tree.getTreeItem(session).description, /^1034 entries · ~\d+ tokens · stopped at corrupt line 1036\b/);
         assert.doesNotMatch(tree.getTreeItem(session).description, /following/);
         const warning = vs.messages.filter((m) => m.level === 'warning').pop();
         assert.match(warning?.text ?? '', /^sessiond: [^/]+\.jsonl: stopped at corrupt line 1036 \(invalidJson\); later lines are not read/);
