@@ -23,9 +23,47 @@ use crate::core::format::{EntryKind, Role};
 use crate::core::render::LineSource;
 use crate::core::tree::{Mode, Tree};
 use crate::core::{jsstr, preview, projection, timestamp};
-use crate::server::lossless;
-use crate::server::wire::ListedSession;
 use crate::storage::reader::{self, FileLines, OpenError};
+
+/// One session in a `session/list` result (and a line of `sessiond list`): the header's
+/// facts, the file's, and what a picker shows, read from the whole file the way pi reads it
+/// (cached by size, mtime and inode, in this module).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedSession {
+    /// Canonical session file path.
+    pub path: PathBuf,
+    /// The header's `id`.
+    pub id: String,
+    /// The header's `cwd`, when present and a string.
+    pub cwd: Option<String>,
+    /// The header's `timestamp`.
+    pub created: Value,
+    /// The file's modification time, ISO 8601 UTC.
+    pub modified: Option<String>,
+    /// The file's modification time in milliseconds since the Unix epoch.
+    pub modified_ms: Option<i64>,
+    /// File size in bytes.
+    pub size: u64,
+    /// The session name (pi 1.6.0 `getSessionName`: the latest `session_info`, trimmed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// pi's `firstMessage`: the first user message with text, in file order, as one line of
+    /// at most 80 code points; `null` when there is none.
+    pub first_message: Option<String>,
+    /// Message entries in the file (pi's `messageCount`), on every branch.
+    pub message_count: usize,
+    /// Entries in the tree (the header not counted).
+    pub entry_count: usize,
+    /// Entries without children.
+    pub leaf_count: usize,
+    /// The default leaf (the file's last entry); `null` for a session without entries.
+    pub leaf_id: Option<String>,
+    /// pi's `estimateProjectedContextTokens` of the context at the default leaf (the last
+    /// assistant usage plus the estimate of what follows it, or chars/4 of every message);
+    /// `null` where pi would throw.
+    pub token_estimate: Option<u64>,
+}
 
 /// Format of the cache file; a file of another version is ignored and rewritten.
 const CACHE_VERSION: u32 = 1;
@@ -217,7 +255,7 @@ pub fn summarize(path: &Path) -> Result<(ListedSession, Stamp), OpenError> {
         path: path.to_owned(),
         id: header.id.clone(),
         cwd: header.cwd.clone(),
-        created: lossless::parse(header.raw.get().as_bytes())
+        created: jsstr::parse_value(header.raw.get().as_bytes())
             .ok()
             .and_then(|v| v.get("timestamp").cloned())
             .unwrap_or(Value::Null),

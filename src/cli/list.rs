@@ -10,8 +10,8 @@ use clap::Args;
 use serde_json::json;
 
 use super::error::{CliError, Exit};
+use crate::listing::ListedSession;
 use crate::listing::{ListCache, Listed};
-use crate::server::wire::ListedSession;
 use crate::storage::list;
 
 /// `sessiond list`.

@@ -650,45 +650,7 @@ impl EntryResult {
     }
 }
 
-/// One session in a `session/list` result (and a line of `sessiond list`): the header's
-/// facts, the file's, and what a picker shows, read from the whole file the way pi reads it
-/// (cached by size, mtime and inode: see [`crate::listing`]).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedSession {
-    /// Canonical session file path.
-    pub path: PathBuf,
-    /// The header's `id`.
-    pub id: String,
-    /// The header's `cwd`, when present and a string.
-    pub cwd: Option<String>,
-    /// The header's `timestamp`.
-    pub created: Value,
-    /// The file's modification time, ISO 8601 UTC.
-    pub modified: Option<String>,
-    /// The file's modification time in milliseconds since the Unix epoch.
-    pub modified_ms: Option<i64>,
-    /// File size in bytes.
-    pub size: u64,
-    /// The session name (pi 1.6.0 `getSessionName`: the latest `session_info`, trimmed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// pi's `firstMessage`: the first user message with text, in file order, as one line of
-    /// at most 80 code points; `null` when there is none.
-    pub first_message: Option<String>,
-    /// Message entries in the file (pi's `messageCount`), on every branch.
-    pub message_count: usize,
-    /// Entries in the tree (the header not counted).
-    pub entry_count: usize,
-    /// Entries without children.
-    pub leaf_count: usize,
-    /// The default leaf (the file's last entry); `null` for a session without entries.
-    pub leaf_id: Option<String>,
-    /// pi's `estimateProjectedContextTokens` of the context at the default leaf (the last
-    /// assistant usage plus the estimate of what follows it, or chars/4 of every message);
-    /// `null` where pi would throw.
-    pub token_estimate: Option<u64>,
-}
+pub use crate::listing::ListedSession;
 
 /// `session/list` result.
 #[derive(Debug, Serialize)]
