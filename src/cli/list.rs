@@ -94,10 +94,11 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
             .unwrap_or("(no messages)");
         writeln!(
             out,
-            "{}  {:>5} entries {:>3} leaves {:>8} tokens  {}",
+            "{}  {:>5} entries {:>3} {:<6} {:>8} tokens  {}",
             s.modified.as_deref().unwrap_or("-"),
             s.entry_count,
             s.leaf_count,
+            if s.leaf_count == 1 { "leaf" } else { "leaves" },
             s.token_estimate
                 .map_or_else(|| "-".to_owned(), |t| t.to_string()),
             title

@@ -657,7 +657,23 @@ impl Graph {
             })
             .max()
             .unwrap_or(40);
-        let width = (text_x + longest * 7 + 20).max(960);
+        let at = match (self.selected_leaf, self.default_leaf) {
+            (Some(s), d) if Some(s) == d => format!("the default leaf {}", id(s)),
+            (Some(s), _) => format!("leaf {}", id(s)),
+            (None, _) => "no leaf".to_owned(),
+        };
+        let legend = format!(
+            "filled: reaches the model at {at} ({}) · coloured: its path · square: folded run · diamond: compaction, bracket: what it summarizes",
+            plural(
+                self.context_entries.len(),
+                "context entry",
+                "context entries"
+            ),
+        );
+        // Wide enough for the longest row and for the legend (12px monospace, about 7.5 units
+        // a character), so neither is cut off.
+        let legend_w = 14 + legend.chars().count() * 15 / 2 + 20;
+        let width = (text_x + longest * 7 + 20).max(legend_w).max(960);
         let height = HEAD_H + self.nodes.len() * ROW_H + 12;
 
         let mut o = String::with_capacity(256 * self.nodes.len() + 4096);
@@ -679,25 +695,15 @@ impl Graph {
             n = self.nodes.len(),
             lanes = self.lanes,
         );
-        let at = match (self.selected_leaf, self.default_leaf) {
-            (Some(s), d) if Some(s) == d => format!("the default leaf {}", id(s)),
-            (Some(s), _) => format!("leaf {}", id(s)),
-            (None, _) => "no leaf".to_owned(),
-        };
         let _ = write!(
             o,
             r#"<text class="head" x="14" y="22">{} · {} · {}</text>
-<text class="legend" x="14" y="42">filled: reaches the model at {} ({}) · coloured: its path · square: folded run · diamond: compaction, bracket: what it summarizes</text>
+<text class="legend" x="14" y="42">{}</text>
 "#,
             xml(&title),
             plural(self.entry_count, "entry", "entries"),
             plural(self.leaf_count, "leaf", "leaves"),
-            xml(&at),
-            plural(
-                self.context_entries.len(),
-                "context entry",
-                "context entries"
-            ),
+            xml(&legend),
         );
         // Compaction ranges, one gutter column each.
         for (i, (g, s)) in ranges.iter().enumerate() {
