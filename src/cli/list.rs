@@ -33,15 +33,7 @@ pub struct ListArgs {
 /// Runs `sessiond list`. Errors: output only; an unreadable root lists nothing, a cache that
 /// cannot be written is reported on stderr.
 pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
-    let roots: Vec<PathBuf> = if args.roots.is_empty() {
-        vec![crate::session::roots::Roots::default_dir()]
-    } else {
-        args.roots.clone()
-    };
-    let roots: Vec<PathBuf> = roots
-        .iter()
-        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| crate::paths::absolute(r)))
-        .collect();
+    let roots = super::session_roots(&args.roots);
     let cache_file = args
         .cache
         .clone()

@@ -226,3 +226,18 @@ fn finish(
 
 #[cfg(test)]
 mod tests;
+
+/// The `--root` directories of `list` and `search`, canonical where they exist (absolute
+/// otherwise); pi's sessions directory when none is given.
+pub(crate) fn session_roots(given: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+    let default = [crate::session::roots::Roots::default_dir()];
+    let roots = if given.is_empty() {
+        &default[..]
+    } else {
+        given
+    };
+    roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| crate::paths::absolute(r)))
+        .collect()
+}

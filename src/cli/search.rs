@@ -88,15 +88,7 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
             detail: format!("{c:?} is not a cursor from a previous page"),
         })?,
     };
-    let roots: Vec<PathBuf> = if args.roots.is_empty() {
-        vec![crate::session::roots::Roots::default_dir()]
-    } else {
-        args.roots.clone()
-    };
-    let roots: Vec<PathBuf> = roots
-        .iter()
-        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| crate::paths::absolute(r)))
-        .collect();
+    let roots = super::session_roots(&args.roots);
     let dir = args
         .index_dir
         .clone()
