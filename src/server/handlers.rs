@@ -121,15 +121,15 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
         path: s.path().to_owned(),
         source: std::io::Error::other(e),
     };
-    let mut text = match serde_json::to_vec(&doc) {
-        Ok(text) => text,
-        Err(e) => {
-            return Err(match doc.take_render_error() {
-                Some(r) => render_err(r),
-                None => io_err(e),
-            });
-        }
-    };
+    // Into a buffer the transport has written before: a result of megabytes lands in memory
+    // already mapped rather than in a fresh allocation of its size.
+    let mut text = super::transport::spare_buffer();
+    if let Err(e) = serde_json::to_writer(&mut text, &doc) {
+        return Err(match doc.take_render_error() {
+            Some(r) => render_err(r),
+            None => io_err(e),
+        });
+    }
     // The document is one object: its closing brace gives way to the fields added here,
     // which it does not have.
     if text.last() == Some(&b'}') {

@@ -396,7 +396,15 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
             }
         });
         let (service, socket) = register(builder).finish();
-        transport::run(std::io::stdin(), std::io::stdout(), service, socket).await;
+        // Frames go to a duplicate of fd 1, not through `Stdout`'s line buffer, which scans
+        // every body (megabytes for a long `contextAt`) for a line break and splits each frame's
+        // writes at its header's.
+        let output: Box<dyn std::io::Write + Send> =
+            match std::os::fd::AsFd::as_fd(&std::io::stdout()).try_clone_to_owned() {
+                Ok(fd) => Box::new(std::fs::File::from(fd)),
+                Err(_) => Box::new(std::io::stdout()),
+            };
+        transport::run(std::io::stdin(), output, service, socket).await;
     });
     // Owner and watcher threads end with the process.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

@@ -28,11 +28,47 @@ const MAX_HEADER_BYTES: usize = 8 << 10;
 /// keyed by the one-use token [`raw_result`] hands out.
 static RAW_RESULTS: std::sync::Mutex<Vec<(String, Vec<u8>)>> = std::sync::Mutex::new(Vec::new());
 
+/// Buffers of results already written, kept for the next [`spare_buffer`]: a large result
+/// (a `session/contextAt` with every message of a long path, megabytes) is then serialized
+/// into memory that is already mapped, instead of a fresh allocation of its full size that
+/// the allocator maps, the kernel faults in page by page and unmaps again after the write.
+static SPARE_BUFFERS: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
+/// Buffers kept in [`SPARE_BUFFERS`]: one per request in flight and one being written.
+const SPARE_BUFFER_COUNT: usize = MAX_CONCURRENCY + 1;
+/// Largest capacity kept in [`SPARE_BUFFERS`], in bytes; a larger buffer (a result of
+/// hundreds of megabytes) is freed after its write rather than held for the daemon's life.
+const SPARE_BUFFER_MAX_BYTES: usize = 64 << 20;
+
+/// An empty buffer to serialize a result into before handing it to [`raw_result`]: one the
+/// transport has written before (its capacity kept) when there is one, else a new one.
+pub fn spare_buffer() -> Vec<u8> {
+    SPARE_BUFFERS
+        .lock()
+        .ok()
+        .and_then(|mut spare| spare.pop())
+        .unwrap_or_default()
+}
+
+/// Keeps `buf` (written out) for a later [`spare_buffer`], unless enough are kept already or
+/// it is too large to hold on to.
+fn recycle(mut buf: Vec<u8>) {
+    if buf.capacity() == 0 || buf.capacity() > SPARE_BUFFER_MAX_BYTES {
+        return;
+    }
+    buf.clear();
+    if let Ok(mut spare) = SPARE_BUFFERS.lock()
+        && spare.len() < SPARE_BUFFER_COUNT
+    {
+        spare.push(buf);
+    }
+}
+
 /// The `Value` a handler returns for a result it has already serialized to `text` (one JSON
 /// value): a one-use token (a string no other result can hold: a random UUID behind a prefix)
 /// that the transport replaces with `text` as it writes the response. A large result (a
 /// `session/contextAt` with every message of a long path) is then serialized once, not
-/// serialized, parsed back into a `Value` and serialized again.
+/// serialized, parsed back into a `Value` and serialized again; and it is written from `text`
+/// itself (not copied into a frame), whose buffer then goes back to [`spare_buffer`].
 pub fn raw_result(text: Vec<u8>) -> Value {
     let token = format!("\u{0}sessiond-raw-result:{}", uuid::Uuid::new_v4());
     if let Ok(mut table) = RAW_RESULTS.lock() {
@@ -51,23 +87,83 @@ fn take_raw_result(token: &str) -> Option<Vec<u8>> {
     Some(table.swap_remove(at).1)
 }
 
+/// A frame body on its way to stdout: the concatenation of its parts.
+enum Outgoing {
+    /// A whole body.
+    Body(Vec<u8>),
+    /// A response whose result was stashed by [`raw_result`]: `head`, then the result's
+    /// `text` (written as it is, its buffer recycled afterwards), then `tail`.
+    Raw {
+        head: &'static [u8],
+        text: Vec<u8>,
+        tail: Vec<u8>,
+    },
+}
+
+/// The start of a response with a result, up to the result (as serde writes a `Response`).
+const RESULT_HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"result\":";
+
 /// A response's frame body: as serde writes a `Response`, except that a result stashed by
 /// [`raw_result`] is written as its text.
-fn response_body(res: Response) -> Option<Vec<u8>> {
+fn response_body(res: Response) -> Option<Outgoing> {
     let (id, body) = res.into_parts();
     if let Ok(Value::String(token)) = &body
         && token.starts_with("\u{0}sessiond-raw-result:")
         && let Some(text) = take_raw_result(token)
     {
-        let mut out = Vec::with_capacity(text.len() + 64);
-        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"result\":");
-        out.extend_from_slice(&text);
-        out.extend_from_slice(b",\"id\":");
-        serde_json::to_writer(&mut out, &id).ok()?;
-        out.push(b'}');
-        return Some(out);
+        let mut tail = Vec::with_capacity(32);
+        tail.extend_from_slice(b",\"id\":");
+        serde_json::to_writer(&mut tail, &id).ok()?;
+        tail.push(b'}');
+        return Some(Outgoing::Raw {
+            head: RESULT_HEAD,
+            text,
+            tail,
+        });
     }
-    serde_json::to_vec(&Response::from_parts(id, body)).ok()
+    serde_json::to_vec(&Response::from_parts(id, body))
+        .ok()
+        .map(Outgoing::Body)
+}
+
+/// Writes one frame, `Content-Length` header and `body`'s parts, with every lone surrogate
+/// pair restored ([`super::lossless::restore`]; a pair never spans parts: each part holds
+/// whole JSON strings). The parts go out with vectored writes, so the header, a small
+/// response's body or a large result's ends leave in the same system call as the result's
+/// first bytes, and a large result is never copied into a frame buffer. Errors: the
+/// output's.
+fn write_frame(output: &mut impl std::io::Write, body: Outgoing) -> std::io::Result<()> {
+    use std::io::IoSlice;
+    let (head, text, tail) = match body {
+        Outgoing::Body(body) => (&[][..], super::lossless::restore(body), Vec::new()),
+        Outgoing::Raw { head, text, tail } => (
+            head,
+            super::lossless::restore(text),
+            super::lossless::restore(tail),
+        ),
+    };
+    let header = format!(
+        "Content-Length: {}\r\n\r\n",
+        head.len() + text.len() + tail.len()
+    );
+    let mut parts = [
+        IoSlice::new(header.as_bytes()),
+        IoSlice::new(head),
+        IoSlice::new(&text),
+        IoSlice::new(&tail),
+    ];
+    let mut parts = &mut parts[..];
+    while !parts.is_empty() {
+        match output.write_vectored(parts) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut parts, n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    output.flush()?;
+    recycle(text);
+    Ok(())
 }
 
 /// What the reader found in the input.
@@ -363,18 +459,14 @@ where
     I: std::io::Read + Send + 'static,
     O: std::io::Write + Send + 'static,
 {
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Outgoing>();
     let (writer_done, writer) = tokio::sync::oneshot::channel::<()>();
     let spawned = std::thread::Builder::new()
         .name("sessiond-stdout".into())
         .spawn(move || {
             let mut output = output;
             while let Some(body) = out_rx.blocking_recv() {
-                let body = super::lossless::restore(body);
-                // One buffer, one write: the header and the body of a frame go out together.
-                let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-                frame.extend_from_slice(&body);
-                if let Err(e) = output.write_all(&frame).and_then(|()| output.flush()) {
+                if let Err(e) = write_frame(&mut output, body) {
                     tracing::warn!("cannot write to stdout: {e}");
                     break;
                 }
@@ -419,7 +511,7 @@ where
         async move {
             while let Some(req) = server_requests.next().await {
                 if let Ok(body) = serde_json::to_vec(&req) {
-                    let _ = forward_out.send(body);
+                    let _ = forward_out.send(Outgoing::Body(body));
                 }
             }
         },
@@ -461,7 +553,7 @@ where
             };
             match incoming {
                 Incoming::Reject(body) => {
-                    let _ = out_tx.send(body);
+                    let _ = out_tx.send(Outgoing::Body(body));
                 }
                 Incoming::Response(res) => {
                     let _ = client_responses.send(res).await;
