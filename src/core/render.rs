@@ -53,11 +53,12 @@ pub enum RenderError {
 
 /// One rendered message and the entry it came from.
 #[derive(Debug)]
-pub struct RenderedMessage {
+pub struct RenderedMessage<'m> {
     /// The entry that produced the message.
     pub entry: super::tree::NodeIdx,
-    /// The message JSON, byte-faithful where pi passes it through.
-    pub message: Box<RawValue>,
+    /// The message JSON, byte-faithful where pi passes it through (then as it lies in the
+    /// line just read: nothing is copied).
+    pub message: &'m RawValue,
 }
 
 /// Renders every message of `projection`, calling `emit` in order (so large contexts can
@@ -66,18 +67,64 @@ pub fn for_each_message(
     tree: &Tree,
     projection: &Projection,
     source: &dyn LineSource,
-    mut emit: impl FnMut(RenderedMessage) -> std::io::Result<()>,
+    mut emit: impl FnMut(RenderedMessage<'_>) -> std::io::Result<()>,
 ) -> Result<(), RenderError> {
     for item in &projection.items {
-        for message in render_item(tree, item, source)? {
+        item_messages(tree, item, source, &mut |message| {
             emit(RenderedMessage {
                 entry: item.node,
                 message,
             })
-            .map_err(RenderError::Emit)?;
-        }
+        })?;
     }
     Ok(())
+}
+
+/// Calls `emit` with each message `item` contributes, as [`render_item`] renders them; a
+/// message pi passes through unchanged (the common case) is handed over where it lies in its
+/// line, not copied into a message of its own. Errors: [`render_item`]'s, and `emit`'s as
+/// [`RenderError::Emit`].
+fn item_messages(
+    tree: &Tree,
+    item: &ContextItem,
+    source: &dyn LineSource,
+    emit: &mut dyn FnMut(&RawValue) -> std::io::Result<()>,
+) -> Result<(), RenderError> {
+    let entry = &tree.node(item.node).entry;
+    if let (Contribution::Message, None, EntryKind::Message(info)) =
+        (&item.contribution, item.edit, &entry.kind)
+        && !(info.content_missing || info.role == Role::HookMessage)
+    {
+        let changed = |detail: &str| RenderError::Changed {
+            line: entry.span.line,
+            id: entry.id.to_string(),
+            detail: detail.to_owned(),
+        };
+        let bytes = source.line(entry.span).map_err(|source| RenderError::Io {
+            line: entry.span.line,
+            id: entry.id.to_string(),
+            source,
+        })?;
+        let text = utf8_lossy(&bytes);
+        let mut line = RawObject::parse_text(&text).map_err(|e| changed(&e))?;
+        let raw = line
+            .take("message")
+            .ok_or_else(|| changed("the message is missing"))?;
+        return emit(&raw).map_err(RenderError::Emit);
+    }
+    for message in render_item(tree, item, source)? {
+        emit(&message).map_err(RenderError::Emit)?;
+    }
+    Ok(())
+}
+
+/// `String::from_utf8_lossy`, validating with `str::from_utf8` first: that checks a valid line
+/// (nearly every line) several bytes at a time, where the lossy decoder goes byte by byte.
+fn utf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// The messages one context entry contributes (zero, one, or two for a compaction with a
@@ -114,12 +161,12 @@ pub fn render_item(
         None => None,
     };
     // pi decodes the file as UTF-8 with U+FFFD for invalid bytes before `JSON.parse` sees it.
-    let edit_text = edit_bytes.as_deref().map(String::from_utf8_lossy);
+    let edit_text = edit_bytes.as_deref().map(utf8_lossy);
     let edit = match &edit_text {
         Some(b) => Some(replacement(b.as_bytes()).map_err(|d| changed(&d))?),
         None => None,
     };
-    let text = String::from_utf8_lossy(&bytes);
+    let text = utf8_lossy(&bytes);
     let mut line = RawObject::parse_text(&text).map_err(|e| changed(&e))?;
     let messages = match item.contribution {
         Contribution::Message => {

@@ -139,7 +139,7 @@ impl Serialize for Messages<'_, '_> {
                 return Ok(());
             }
             let element = match doc.fields {
-                Fields::Full => seq.serialize_element(&*m.message),
+                Fields::Full => seq.serialize_element(m.message),
                 _ => {
                     let value = crate::core::jsstr::parse_value(m.message.get().as_bytes())
                         .unwrap_or(Value::Null);

@@ -653,6 +653,30 @@ mod tests {
     }
 
     #[test]
+    fn raw_results_are_framed_as_serde_writes_a_response() {
+        use tower_lsp_server::jsonrpc::Id;
+        let text = br#"{"messages":[{"role":"user","content":"x\ud83d"}],"n":0.1}"#;
+        let value = crate::server::lossless::parse(text).unwrap();
+        for id in [Id::Number(7), Id::String("s\u{1}".into()), Id::Null] {
+            let mut stashed = spare_buffer();
+            serde_json::to_writer(&mut stashed, &value).unwrap();
+            let res = Response::from_ok(id.clone(), raw_result(stashed));
+            let mut got = Vec::new();
+            write_frame(&mut got, response_body(res).unwrap()).unwrap();
+            let body = super::super::lossless::restore(
+                serde_json::to_vec(&Response::from_ok(id, value.clone())).unwrap(),
+            );
+            let mut want = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+            want.extend_from_slice(&body);
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want)
+            );
+            assert!(String::from_utf8_lossy(&got).contains(r#""x\ud83d""#));
+        }
+    }
+
+    #[test]
     fn classifies_bodies() {
         assert!(matches!(classify(b"{"), Incoming::Reject(_)));
         assert!(matches!(classify(b"[]"), Incoming::Reject(_)));
