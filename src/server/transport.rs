@@ -35,8 +35,9 @@ static RAW_RESULTS: std::sync::Mutex<Vec<(String, Vec<u8>)>> = std::sync::Mutex:
 static SPARE_BUFFERS: std::sync::Mutex<Vec<Vec<u8>>> = std::sync::Mutex::new(Vec::new());
 /// Buffers kept in [`SPARE_BUFFERS`]: one per request in flight and one being written.
 const SPARE_BUFFER_COUNT: usize = MAX_CONCURRENCY + 1;
-/// Largest capacity kept in [`SPARE_BUFFERS`], in bytes; a larger buffer (a result of
-/// hundreds of megabytes) is freed after its write rather than held for the daemon's life.
+/// Most capacity kept in [`SPARE_BUFFERS`] altogether, in bytes; a buffer that would take it
+/// past this (a result of tens or hundreds of megabytes) is freed after its write rather than
+/// held for the daemon's life.
 const SPARE_BUFFER_MAX_BYTES: usize = 64 << 20;
 
 /// An empty buffer to serialize a result into before handing it to [`raw_result`]: one the
@@ -50,16 +51,19 @@ pub fn spare_buffer() -> Vec<u8> {
 }
 
 /// Keeps `buf` (written out) for a later [`spare_buffer`], unless enough are kept already or
-/// it is too large to hold on to.
+/// keeping it would hold more than [`SPARE_BUFFER_MAX_BYTES`].
 fn recycle(mut buf: Vec<u8>) {
-    if buf.capacity() == 0 || buf.capacity() > SPARE_BUFFER_MAX_BYTES {
+    if buf.capacity() == 0 {
         return;
     }
     buf.clear();
-    if let Ok(mut spare) = SPARE_BUFFERS.lock()
-        && spare.len() < SPARE_BUFFER_COUNT
-    {
-        spare.push(buf);
+    if let Ok(mut spare) = SPARE_BUFFERS.lock() {
+        let kept: usize = spare.iter().map(Vec::capacity).sum();
+        if spare.len() < SPARE_BUFFER_COUNT
+            && kept.saturating_add(buf.capacity()) <= SPARE_BUFFER_MAX_BYTES
+        {
+            spare.push(buf);
+        }
     }
 }
 
