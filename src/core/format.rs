@@ -177,24 +177,62 @@ pub struct MessageInfo {
     /// other roles). Shared by the messages that name the same pair.
     pub model: Option<Arc<ModelRef>>,
     /// The message's `toolCallId` (when it is a string; first, and only then), followed for
-    /// an assistant message by the ids of its `toolCall` content blocks: one allocation for
-    /// both. Read them with [`MessageInfo::tool_call_id`] and [`MessageInfo::tool_call_ids`].
-    tool_ids: Box<[ToolCallId]>,
+    /// an assistant message by the ids of its `toolCall` content blocks. Read them with
+    /// [`MessageInfo::tool_call_id`] and [`MessageInfo::tool_call_ids`].
+    tool_ids: ToolIds,
     /// `tool_ids` starts with the `toolCallId`.
     has_tool_call_id: bool,
+}
+
+/// A message's tool ids. Nearly every message has none or one (a tool result's `toolCallId`,
+/// a call of an assistant message), held without an allocation of their own.
+#[derive(Clone, Debug, Default)]
+enum ToolIds {
+    #[default]
+    None,
+    One(ToolCallId),
+    Many(Box<[ToolCallId]>),
+}
+
+impl ToolIds {
+    fn as_slice(&self) -> &[ToolCallId] {
+        match self {
+            ToolIds::None => &[],
+            ToolIds::One(id) => std::slice::from_ref(id),
+            ToolIds::Many(ids) => ids,
+        }
+    }
+}
+
+impl FromIterator<ToolCallId> for ToolIds {
+    fn from_iter<I: IntoIterator<Item = ToolCallId>>(iter: I) -> Self {
+        let mut iter = iter.into_iter();
+        match (iter.next(), iter.next()) {
+            (None, _) => ToolIds::None,
+            (Some(one), None) => ToolIds::One(one),
+            (Some(a), Some(b)) => ToolIds::Many([a, b].into_iter().chain(iter).collect()),
+        }
+    }
 }
 
 impl MessageInfo {
     /// Ids of the `toolCall` content blocks of an assistant message (empty for other roles).
     pub fn tool_call_ids(&self) -> &[ToolCallId] {
-        match self.tool_ids.get(usize::from(self.has_tool_call_id)..) {
+        match self
+            .tool_ids
+            .as_slice()
+            .get(usize::from(self.has_tool_call_id)..)
+        {
             Some(calls) if self.role == Role::Assistant => calls,
             _ => &[],
         }
     }
     /// The message's `toolCallId` (a tool result's call), when it is a string.
     pub fn tool_call_id(&self) -> Option<&ToolCallId> {
-        self.tool_ids.first().filter(|_| self.has_tool_call_id)
+        self.tool_ids
+            .as_slice()
+            .first()
+            .filter(|_| self.has_tool_call_id)
     }
 }
 
@@ -491,7 +529,7 @@ fn parse_probe(
             let result_id = m
                 .tool_call_id
                 .and_then(raw_str)
-                .map(|id| ToolCallId::from(&*id));
+                .map(|id| recent_call_id(&id));
             let has_tool_call_id = result_id.is_some();
             let (model, calls) = match role {
                 Role::Assistant => (
@@ -499,14 +537,11 @@ fn parse_probe(
                         m.provider.map(to_owned_raw),
                         m.model.map(to_owned_raw),
                     )),
-                    m.content.into_tool_call_ids(),
+                    remember_call_ids(m.content.into_tool_call_ids()),
                 ),
                 _ => (None, Vec::new()),
             };
-            let tool_ids = match result_id {
-                None => calls.into_boxed_slice(),
-                Some(id) => std::iter::once(id).chain(calls).collect(),
-            };
+            let tool_ids = result_id.into_iter().chain(calls).collect();
             MessageInfo {
                 role,
                 content_missing,
@@ -744,6 +779,42 @@ fn to_owned_raw(raw: &RawValue) -> SharedRaw {
         interned.push(shared.clone());
         shared
     })
+}
+
+/// How many tool-call ids [`remember_call_ids`] keeps per thread.
+const CALLS_MAX: usize = 16;
+
+thread_local! {
+    /// The tool-call ids of the assistant messages read most recently on this thread, so that
+    /// the result answering a call shares its id's allocation. A cache only, like [`LAST_ID`].
+    static RECENT_CALLS: std::cell::RefCell<Vec<ToolCallId>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Notes an assistant message's tool-call ids for [`recent_call_id`]; returns them.
+fn remember_call_ids(ids: Vec<ToolCallId>) -> Vec<ToolCallId> {
+    RECENT_CALLS.with(|cell| {
+        if let Ok(mut recent) = cell.try_borrow_mut() {
+            for id in ids.iter().filter(|id| id.len() > 15) {
+                if recent.len() >= CALLS_MAX {
+                    recent.remove(0);
+                }
+                recent.push(id.clone());
+            }
+        }
+    });
+    ids
+}
+
+/// A tool result's `toolCallId`: the call's own id when it was read recently (no allocation),
+/// else a new one.
+fn recent_call_id(text: &str) -> ToolCallId {
+    RECENT_CALLS
+        .with(|cell| {
+            cell.try_borrow()
+                .ok()
+                .and_then(|recent| recent.iter().rev().find(|id| id.as_str() == text).cloned())
+        })
+        .unwrap_or_else(|| ToolCallId::from(text))
 }
 
 /// How many distinct model pairs [`shared_model`] keeps per thread.
