@@ -776,7 +776,7 @@ impl SearchIndex {
                     key,
                     node.entry.id.as_str(),
                     node.entry.span,
-                    node.entry.time_ms,
+                    node.entry.time_ms.ms(),
                     on_path.contains(&idx),
                     t,
                 );
@@ -890,7 +890,7 @@ impl SearchIndex {
                     key,
                     e.id.as_str(),
                     e.span,
-                    e.time_ms,
+                    e.time_ms.ms(),
                     on_path.contains(&i),
                     t,
                 );

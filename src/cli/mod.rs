@@ -14,7 +14,7 @@
 //! (completions and manual pages from these definitions), and [`error`] (the exit-code table
 //! and the error type), which the others import; nothing imports this module but `main`.
 
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -158,18 +158,31 @@ pub fn run(cli: Cli) -> ExitCode {
     emit(&mut stdout, json, |out| dispatch(cli.command, out))
 }
 
+/// How much of a `--json` document is held in memory before the rest goes to a temporary
+/// file (bytes): a context of 100,000 messages is a document of 50 MB, which would otherwise
+/// double the command's peak memory.
+const DOCUMENT_IN_MEMORY: usize = 4 << 20;
+/// The write buffer in front of a `--json` document (bytes).
+const DOCUMENT_BUFFER: usize = 64 << 10;
+
 /// Runs `command` with its output bound for `stdout`: under `--json` into a buffer that
-/// reaches `stdout` only when the command succeeded, else straight to `stdout` (see the
-/// module docs); then [`finish`]es.
+/// reaches `stdout` only when the command succeeded (in memory up to [`DOCUMENT_IN_MEMORY`],
+/// then spooled to an anonymous temporary file), else straight to `stdout` (see the module
+/// docs); then [`finish`]es.
 fn emit(
     stdout: &mut dyn Write,
     json: bool,
     command: impl FnOnce(&mut dyn Write) -> Result<Exit, CliError>,
 ) -> ExitCode {
-    let mut document = Vec::new();
+    // Buffered: once spooled to its file, the document would otherwise cost a system call
+    // for every piece serde writes.
+    let mut document = io::BufWriter::with_capacity(
+        DOCUMENT_BUFFER,
+        tempfile::SpooledTempFile::new(DOCUMENT_IN_MEMORY),
+    );
     let out: &mut dyn Write = if json { &mut document } else { &mut *stdout };
     let result = command(out);
-    finish(stdout, json, &document, result)
+    finish(stdout, json, document, result)
 }
 
 fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
@@ -203,11 +216,15 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
 fn finish(
     stdout: &mut dyn Write,
     json: bool,
-    document: &[u8],
+    document: io::BufWriter<tempfile::SpooledTempFile>,
     result: Result<Exit, CliError>,
 ) -> ExitCode {
     let result = result.and_then(|exit| {
-        stdout.write_all(document)?;
+        let mut document = document
+            .into_inner()
+            .map_err(io::IntoInnerError::into_error)?;
+        document.rewind()?;
+        io::copy(&mut document, stdout)?;
         stdout.flush()?;
         Ok(exit)
     });

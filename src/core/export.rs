@@ -192,7 +192,7 @@ pub fn export(
     let mut results: HashMap<String, usize> = HashMap::new();
     for (i, &n) in path.iter().enumerate() {
         if let EntryKind::Message(info) = &tree.node(n).entry.kind
-            && let Some(id) = &info.tool_call_id
+            && let Some(id) = info.tool_call_id()
         {
             results.entry(id.to_string()).or_insert(i);
         }
@@ -511,7 +511,7 @@ impl Builder<'_> {
             .label_of(&id)
             .map(|l| l.text.to_string())
             .map(|l| self.redact(&l));
-        let time = entry.time_ms.map(format_iso);
+        let time = entry.time_ms.ms().map(format_iso);
         let s = |k: &str| str_of(value, k).unwrap_or("").to_owned();
         let kind = match &entry.kind {
             EntryKind::Message(_) => {

@@ -9,6 +9,7 @@ use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::sync::Arc;
 
+use ecow::EcoString;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -20,16 +21,18 @@ use super::timestamp::js_time_of_raw;
 pub const CURRENT_VERSION: u32 = 3;
 
 /// An entry id (usually 8 hex characters; pi may fall back to a full UUID).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 ///
-/// Shared (`Arc<str>`): the tree's id index, labels and explanations hold clones of an entry's
-/// id, and a clone must not cost an allocation per entry on open.
-pub struct EntryId(Arc<str>);
+/// A small string ([`EcoString`]): an id of at most 15 bytes, which is every id pi writes
+/// except the UUID fallback, is held inline in its 16 bytes with no allocation; a longer one
+/// is shared, so cloning any id (the tree's labels, a child's `parentId`, explanations)
+/// never allocates.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryId(EcoString);
 
 impl EntryId {
     /// Wraps an id string.
     pub fn new(s: impl AsRef<str>) -> Self {
-        Self(Arc::from(s.as_ref()))
+        Self(EcoString::from(s.as_ref()))
     }
     /// The id as a string slice.
     pub fn as_str(&self) -> &str {
@@ -38,7 +41,7 @@ impl EntryId {
     /// The deterministic id sessiond gives a version-1 entry: its 1-based line number as
     /// 8 lowercase hex digits, so ids are stable across runs (pi assigns random ones).
     pub fn for_v1_line(line: u32) -> Self {
-        Self(Arc::from(format!("{line:08x}")))
+        Self(ecow::eco_format!("{line:08x}"))
     }
 }
 
@@ -107,8 +110,11 @@ pub enum Role {
     CompactionSummary,
     /// `hookMessage` (version 2).
     HookMessage,
-    /// Any other role, or a non-string role (`""` when missing).
-    Other(Box<str>),
+    /// Any other role, or a non-string role (`""` when missing). Boxed twice so that the
+    /// role is 16 bytes in every message's node (a `Box<str>` is a wide pointer); such roles
+    /// are rare.
+    #[allow(clippy::redundant_allocation)]
+    Other(Box<Box<str>>),
 }
 
 impl Role {
@@ -123,8 +129,8 @@ impl Role {
             Some("branchSummary") => Role::BranchSummary,
             Some("compactionSummary") => Role::CompactionSummary,
             Some("hookMessage") => Role::HookMessage,
-            Some(other) => Role::Other(other.into()),
-            None => Role::Other("".into()),
+            Some(other) => Role::Other(Box::new(other.into())),
+            None => Role::Other(Box::default()),
         }
     }
 
@@ -145,21 +151,89 @@ impl Role {
     }
 }
 
-/// The small facts of a `message` entry.
+/// A tool call's id as the tree holds it: inline up to 15 bytes, shared beyond, so the
+/// tool pairing check keeps clones of the ids it has seen without copying them.
+pub type ToolCallId = EcoString;
+
+/// A model as pi names it: `{provider, modelId}` with absent fields omitted (raw JSON, `None`
+/// when absent). An assistant message's `provider` and `model`, a `model_change`'s `provider`
+/// and `modelId`, and the session model of a projection.
+#[derive(Clone, Debug)]
+pub struct ModelRef {
+    /// `provider` as raw JSON; `None` when absent.
+    pub provider: Option<SharedRaw>,
+    /// `modelId` (or an assistant message's `model`) as raw JSON; `None` when absent.
+    pub model_id: Option<SharedRaw>,
+}
+
+/// The small facts of a `message` entry: 48 bytes, as every entry of a long session is one.
 #[derive(Clone, Debug)]
 pub struct MessageInfo {
     /// The role (already migrated: version-2 `hookMessage` is read as `custom` by the projection).
     pub role: Role,
     /// True when `content` is `null` or absent (pi substitutes `[]` or `""`).
     pub content_missing: bool,
-    /// Assistant `provider` and `model` (raw JSON, `None` when absent), which set the session model.
-    pub provider: Option<SharedRaw>,
-    /// Assistant `model` (raw JSON, `None` when absent).
-    pub model: Option<SharedRaw>,
-    /// Ids of `toolCall` content blocks (assistant messages).
-    pub tool_call_ids: Box<[Box<str>]>,
-    /// `toolCallId` of a tool result.
-    pub tool_call_id: Option<Box<str>>,
+    /// An assistant message's `provider` and `model`, which set the session model (`None` for
+    /// other roles). Shared by the messages that name the same pair.
+    pub model: Option<Arc<ModelRef>>,
+    /// The message's `toolCallId` (when it is a string; first, and only then), followed for
+    /// an assistant message by the ids of its `toolCall` content blocks. Read them with
+    /// [`MessageInfo::tool_call_id`] and [`MessageInfo::tool_call_ids`].
+    tool_ids: ToolIds,
+    /// `tool_ids` starts with the `toolCallId`.
+    has_tool_call_id: bool,
+}
+
+/// A message's tool ids. Nearly every message has none or one (a tool result's `toolCallId`,
+/// a call of an assistant message), held without an allocation of their own.
+#[derive(Clone, Debug, Default)]
+enum ToolIds {
+    #[default]
+    None,
+    One(ToolCallId),
+    Many(Box<[ToolCallId]>),
+}
+
+impl ToolIds {
+    fn as_slice(&self) -> &[ToolCallId] {
+        match self {
+            ToolIds::None => &[],
+            ToolIds::One(id) => std::slice::from_ref(id),
+            ToolIds::Many(ids) => ids,
+        }
+    }
+}
+
+impl FromIterator<ToolCallId> for ToolIds {
+    fn from_iter<I: IntoIterator<Item = ToolCallId>>(iter: I) -> Self {
+        let mut iter = iter.into_iter();
+        match (iter.next(), iter.next()) {
+            (None, _) => ToolIds::None,
+            (Some(one), None) => ToolIds::One(one),
+            (Some(a), Some(b)) => ToolIds::Many([a, b].into_iter().chain(iter).collect()),
+        }
+    }
+}
+
+impl MessageInfo {
+    /// Ids of the `toolCall` content blocks of an assistant message (empty for other roles).
+    pub fn tool_call_ids(&self) -> &[ToolCallId] {
+        match self
+            .tool_ids
+            .as_slice()
+            .get(usize::from(self.has_tool_call_id)..)
+        {
+            Some(calls) if self.role == Role::Assistant => calls,
+            _ => &[],
+        }
+    }
+    /// The message's `toolCallId` (a tool result's call), when it is a string.
+    pub fn tool_call_id(&self) -> Option<&ToolCallId> {
+        self.tool_ids
+            .as_slice()
+            .first()
+            .filter(|_| self.has_tool_call_id)
+    }
 }
 
 /// What kind of entry a line is, with the fields the tree and projection need.
@@ -215,7 +289,7 @@ pub enum EntryKind {
         /// True for `replacement: null`.
         omits: bool,
         /// Tool-call ids in the replacement content.
-        tool_call_ids: Box<[Box<str>]>,
+        tool_call_ids: Box<[ToolCallId]>,
     },
     /// A `usage` entry (never in the context).
     Usage,
@@ -251,6 +325,23 @@ impl EntryKind {
     }
 }
 
+/// `new Date(timestamp).getTime()` in milliseconds, or JavaScript's `NaN`, in 8 bytes where
+/// `Option<i64>` takes 16. A `Date` lies within ±8.64e15 ms of the epoch, so `i64::MIN` is
+/// free to stand for `NaN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JsTime(i64);
+
+impl JsTime {
+    /// Wraps a time; `None` is `NaN`.
+    pub fn new(ms: Option<i64>) -> Self {
+        Self(ms.unwrap_or(i64::MIN))
+    }
+    /// The time in milliseconds since the epoch; `None` where JavaScript gives `NaN`.
+    pub fn ms(self) -> Option<i64> {
+        (self.0 != i64::MIN).then_some(self.0)
+    }
+}
+
 /// One entry of the tree: identity, parent, kind and where its line is.
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -260,8 +351,9 @@ pub struct Entry {
     pub parent_id: Option<EntryId>,
     /// Type and the fields the tree and projection need.
     pub kind: EntryKind,
-    /// `new Date(timestamp).getTime()`; `None` where JavaScript gives `NaN`.
-    pub time_ms: Option<i64>,
+    /// `new Date(timestamp).getTime()` (read it with [`JsTime::ms`]: `None` where JavaScript
+    /// gives `NaN`).
+    pub time_ms: JsTime,
     /// Where the entry's line is in the file.
     pub span: LineSpan,
 }
@@ -433,26 +525,29 @@ fn parse_probe(
                 ));
             };
             let role = Role::parse(m.role);
-            let assistant = role == Role::Assistant;
+            let content_missing = matches!(m.content, Content::Missing);
+            let result_id = m
+                .tool_call_id
+                .and_then(raw_str)
+                .map(|id| recent_call_id(&id));
+            let has_tool_call_id = result_id.is_some();
+            let (model, calls) = match role {
+                Role::Assistant => (
+                    Some(shared_model(
+                        m.provider.map(to_owned_raw),
+                        m.model.map(to_owned_raw),
+                    )),
+                    remember_call_ids(m.content.into_tool_call_ids()),
+                ),
+                _ => (None, Vec::new()),
+            };
+            let tool_ids = result_id.into_iter().chain(calls).collect();
             MessageInfo {
-                content_missing: matches!(m.content, Content::Missing),
-                provider: if assistant {
-                    m.provider.map(to_owned_raw)
-                } else {
-                    None
-                },
-                model: if assistant {
-                    m.model.map(to_owned_raw)
-                } else {
-                    None
-                },
-                tool_call_ids: if assistant {
-                    m.content.into_tool_call_ids()
-                } else {
-                    Box::default()
-                },
-                tool_call_id: m.tool_call_id.and_then(raw_str).map(Into::into),
                 role,
+                content_missing,
+                model,
+                tool_ids,
+                has_tool_call_id,
             }
             .into()
         }
@@ -486,7 +581,9 @@ fn parse_probe(
         "context_edit" => {
             let (omits, tool_call_ids) = match probe.replacement {
                 None | Some(MaybeObject::NotObject) => (true, Box::default()),
-                Some(MaybeObject::Object(r)) => (false, r.content.into_tool_call_ids()),
+                Some(MaybeObject::Object(r)) => {
+                    (false, r.content.into_tool_call_ids().into_boxed_slice())
+                }
             };
             EntryKind::ContextEdit {
                 target_id: probe.target_id.and_then(raw_str).map(EntryId::new),
@@ -501,7 +598,7 @@ fn parse_probe(
         id,
         parent_id,
         kind,
-        time_ms: js_time_of_raw(probe.timestamp),
+        time_ms: JsTime::new(js_time_of_raw(probe.timestamp)),
         span,
     }))
 }
@@ -684,6 +781,79 @@ fn to_owned_raw(raw: &RawValue) -> SharedRaw {
     })
 }
 
+/// How many tool-call ids [`remember_call_ids`] keeps per thread.
+const CALLS_MAX: usize = 16;
+
+thread_local! {
+    /// The tool-call ids of the assistant messages read most recently on this thread, so that
+    /// the result answering a call shares its id's allocation. A cache only, like [`LAST_ID`].
+    static RECENT_CALLS: std::cell::RefCell<Vec<ToolCallId>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Notes an assistant message's tool-call ids for [`recent_call_id`]; returns them.
+fn remember_call_ids(ids: Vec<ToolCallId>) -> Vec<ToolCallId> {
+    RECENT_CALLS.with(|cell| {
+        if let Ok(mut recent) = cell.try_borrow_mut() {
+            for id in ids.iter().filter(|id| id.len() > 15) {
+                if recent.len() >= CALLS_MAX {
+                    recent.remove(0);
+                }
+                recent.push(id.clone());
+            }
+        }
+    });
+    ids
+}
+
+/// A tool result's `toolCallId`: the call's own id when it was read recently (no allocation),
+/// else a new one.
+fn recent_call_id(text: &str) -> ToolCallId {
+    RECENT_CALLS
+        .with(|cell| {
+            cell.try_borrow()
+                .ok()
+                .and_then(|recent| recent.iter().rev().find(|id| id.as_str() == text).cloned())
+        })
+        .unwrap_or_else(|| ToolCallId::from(text))
+}
+
+/// How many distinct model pairs [`shared_model`] keeps per thread.
+const MODELS_MAX: usize = 16;
+
+thread_local! {
+    /// The model pairs read most recently on this thread, so that the thousands of assistant
+    /// messages of a session share one [`ModelRef`]. A cache only, like [`INTERNED`].
+    static MODELS: std::cell::RefCell<Vec<Arc<ModelRef>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The shared [`ModelRef`] of an assistant message. Its parts come from [`to_owned_raw`], so
+/// a repeated pair is found by comparing pointers before text.
+fn shared_model(provider: Option<SharedRaw>, model_id: Option<SharedRaw>) -> Arc<ModelRef> {
+    let pair = ModelRef { provider, model_id };
+    let same = |a: &Option<SharedRaw>, b: &Option<SharedRaw>| match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a.get() == b.get(),
+        (None, None) => true,
+        _ => false,
+    };
+    MODELS.with(|cell| {
+        let Ok(mut models) = cell.try_borrow_mut() else {
+            return Arc::new(pair);
+        };
+        if let Some(found) = models
+            .iter()
+            .find(|m| same(&m.provider, &pair.provider) && same(&m.model_id, &pair.model_id))
+        {
+            return found.clone();
+        }
+        let shared = Arc::new(pair);
+        if models.len() >= MODELS_MAX {
+            models.remove(0);
+        }
+        models.push(shared.clone());
+        shared
+    })
+}
+
 // ---------------------------------------------------------------------------
 // The probe: serde structs that borrow from the line and skip everything else.
 
@@ -825,14 +995,14 @@ struct ReplacementProbe {
 enum Content {
     #[default]
     Missing,
-    Present(Vec<Box<str>>),
+    Present(Vec<ToolCallId>),
 }
 
 impl Content {
-    fn into_tool_call_ids(self) -> Box<[Box<str>]> {
+    fn into_tool_call_ids(self) -> Vec<ToolCallId> {
         match self {
-            Content::Missing => Box::default(),
-            Content::Present(ids) => ids.into_boxed_slice(),
+            Content::Missing => Vec::new(),
+            Content::Present(ids) => ids,
         }
     }
 }
@@ -856,7 +1026,7 @@ impl<'de> Deserialize<'de> for Content {
                         && b.ty.and_then(raw_str).as_deref() == Some("toolCall")
                         && let Some(id) = b.id.and_then(raw_str)
                     {
-                        ids.push(id.into());
+                        ids.push(ToolCallId::from(&*id));
                     }
                 }
                 Ok(Content::Present(ids))

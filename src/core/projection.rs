@@ -10,7 +10,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::value::RawValue;
 
 use super::diagnostics::Diagnostic;
-use super::format::{EntryKind, Role, SharedRaw};
+pub use super::format::ModelRef;
+use super::format::{EntryKind, Role, SharedRaw, ToolCallId};
 use super::tree::{NodeIdx, Tree};
 
 /// How one context entry contributes to the model's messages.
@@ -54,15 +55,6 @@ pub struct ContextItem {
     pub contribution: Contribution,
     /// The latest context edit (within the context) that targets this entry.
     pub edit: Option<NodeIdx>,
-}
-
-/// The session model: `{provider, modelId}` with absent fields omitted, as pi builds it.
-#[derive(Clone, Debug)]
-pub struct ModelRef {
-    /// `provider` as raw JSON; `None` when absent.
-    pub provider: Option<SharedRaw>,
-    /// `modelId` (or an assistant message's `model`) as raw JSON; `None` when absent.
-    pub model_id: Option<SharedRaw>,
 }
 
 /// The projection of a session at one leaf.
@@ -252,10 +244,7 @@ pub(crate) fn apply_setting(
             });
         }
         EntryKind::Message(m) if m.role == Role::Assistant => {
-            *model = Some(ModelRef {
-                provider: m.provider.clone(),
-                model_id: m.model.clone(),
-            });
+            *model = m.model.as_deref().cloned();
         }
         _ => {}
     }
@@ -279,10 +268,10 @@ fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
 /// id once it is answered, and never takes a call whose id already was).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ToolPairing {
-    call_ids: HashSet<String>,
-    answered: HashSet<String>,
+    call_ids: HashSet<ToolCallId>,
+    answered: HashSet<ToolCallId>,
     /// Calls whose id no result has answered yet, in context order.
-    pending: Vec<(String, NodeIdx)>,
+    pending: Vec<(ToolCallId, NodeIdx)>,
     orphans: Vec<Diagnostic>,
 }
 
@@ -301,19 +290,19 @@ impl ToolPairing {
                 let edited = item.edit.map(|e| &tree.node(e).entry.kind);
                 let ids = match edited {
                     Some(EntryKind::ContextEdit { tool_call_ids, .. }) => tool_call_ids,
-                    _ => &m.tool_call_ids,
+                    _ => m.tool_call_ids(),
                 };
                 for id in ids {
-                    self.call_ids.insert(id.to_string());
-                    if !self.answered.contains(&**id) {
-                        self.pending.push((id.to_string(), item.node));
+                    self.call_ids.insert(id.clone());
+                    if !self.answered.contains(id) {
+                        self.pending.push((id.clone(), item.node));
                     }
                 }
             }
             Role::ToolResult => {
-                let id = m.tool_call_id.as_deref().unwrap_or("");
+                let id = m.tool_call_id().map_or("", ToolCallId::as_str);
                 if self.call_ids.contains(id) {
-                    if self.answered.insert(id.to_owned()) {
+                    if self.answered.insert(id.into()) {
                         self.pending.retain(|(p, _)| p != id);
                     }
                 } else {
@@ -335,7 +324,7 @@ impl ToolPairing {
                 .iter()
                 .map(|(id, node)| Diagnostic::MissingToolResult {
                     entry_id: tree.node(*node).entry.id.clone(),
-                    tool_call_id: id.clone(),
+                    tool_call_id: id.to_string(),
                 }),
         );
         out

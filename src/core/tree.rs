@@ -11,7 +11,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use std::hash::BuildHasher;
+
 use foldhash::fast::RandomState;
+use hashbrown::{HashTable, hash_table};
 
 use indexmap::IndexMap;
 use thiserror::Error;
@@ -46,9 +49,14 @@ pub enum Children {
     None,
     /// Exactly one child.
     One(NodeIdx),
-    /// Two or more children.
-    Many(Vec<NodeIdx>),
+    /// Two or more children, behind one pointer so that a child list is 16 bytes in every
+    /// node (forks are rare).
+    Many(Box<ChildList>),
 }
+
+/// The children of a fork (two or more).
+#[derive(Clone, Debug, Default)]
+pub struct ChildList(Vec<NodeIdx>);
 
 impl Children {
     /// The children as a slice, in pi's `getTree` order.
@@ -56,20 +64,20 @@ impl Children {
         match self {
             Children::None => &[],
             Children::One(c) => std::slice::from_ref(c),
-            Children::Many(v) => v,
+            Children::Many(v) => &v.0,
         }
     }
 
     fn insert(&mut self, at: usize, child: NodeIdx) {
         *self = match std::mem::take(self) {
             Children::None => Children::One(child),
-            Children::One(c) => Children::Many(if at == 0 {
+            Children::One(c) => Children::Many(Box::new(ChildList(if at == 0 {
                 vec![child, c]
             } else {
                 vec![c, child]
-            }),
+            }))),
             Children::Many(mut v) => {
-                v.insert(at, child);
+                v.0.insert(at, child);
                 Children::Many(v)
             }
         };
@@ -91,7 +99,7 @@ impl From<Vec<NodeIdx>> for Children {
         match v.as_slice() {
             [] => Children::None,
             [c] => Children::One(*c),
-            _ => Children::Many(v),
+            _ => Children::Many(Box::new(ChildList(v))),
         }
     }
 }
@@ -128,8 +136,7 @@ pub struct Tree {
     header: Header,
     mode: Mode,
     nodes: Vec<Node>,
-    /// foldhash: the id index is the hottest map of an open (SipHash took a tenth of it).
-    index: HashMap<EntryId, NodeIdx, RandomState>,
+    index: IdIndex,
     roots: Vec<NodeIdx>,
     /// Keyed by target id, in pi's `labelsById` insertion order (a cleared label is removed).
     labels: IndexMap<EntryId, Label>,
@@ -154,6 +161,52 @@ struct V1State {
     pending_kept: Vec<(NodeIdx, usize)>,
 }
 
+/// The id index: node indices in a hash table keyed by their entry's id, read from the arena.
+/// An id is stored once (in its node) and a slot costs 4 bytes, where a map from `EntryId`
+/// to index cost 24 and a reference count per entry. foldhash: the index is the hottest
+/// table of an open (SipHash took a tenth of it).
+#[derive(Debug, Default)]
+struct IdIndex {
+    table: HashTable<NodeIdx>,
+    hasher: RandomState,
+}
+
+impl IdIndex {
+    fn hash(hasher: &RandomState, id: &str) -> u64 {
+        hasher.hash_one(id)
+    }
+
+    fn id_of(nodes: &[Node], idx: NodeIdx) -> &str {
+        nodes.get(idx as usize).map_or("", |n| n.entry.id.as_str())
+    }
+
+    /// The node `id` names, if any.
+    fn get(&self, nodes: &[Node], id: &str) -> Option<NodeIdx> {
+        self.table
+            .find(Self::hash(&self.hasher, id), |&i| {
+                Self::id_of(nodes, i) == id
+            })
+            .copied()
+    }
+
+    /// Makes the id of node `idx` name it; a duplicate id now names the later entry, as in pi.
+    fn insert(&mut self, nodes: &[Node], idx: NodeIdx) {
+        let Self { table, hasher } = self;
+        let id = Self::id_of(nodes, idx);
+        let entry = table.entry(
+            Self::hash(hasher, id),
+            |&i| Self::id_of(nodes, i) == id,
+            |&i| Self::hash(hasher, Self::id_of(nodes, i)),
+        );
+        match entry {
+            hash_table::Entry::Occupied(mut o) => *o.get_mut() = idx,
+            hash_table::Entry::Vacant(v) => {
+                v.insert(idx);
+            }
+        }
+    }
+}
+
 impl Tree {
     /// An empty tree for a file with this header.
     pub fn new(header: Header, mode: Mode) -> Self {
@@ -165,7 +218,7 @@ impl Tree {
             header,
             mode,
             nodes: Vec::new(),
-            index: HashMap::default(),
+            index: IdIndex::default(),
             roots: Vec::new(),
             labels: IndexMap::new(),
             name_entry: None,
@@ -197,7 +250,7 @@ impl Tree {
                 v1.pending_kept.push((idx, i));
             }
         }
-        if let Some(&earlier) = self.index.get(&entry.id) {
+        if let Some(earlier) = self.index.get(&self.nodes, entry.id.as_str()) {
             let earlier = self.nodes[earlier as usize].entry.span;
             let related = Related {
                 shadowed_line: Some(earlier.line),
@@ -242,10 +295,11 @@ impl Tree {
             EntryKind::SessionInfo { .. } => self.name_entry = Some(idx),
             _ => {}
         }
-        let parent = entry
-            .parent_id
-            .as_ref()
-            .map(|p| self.index.get(p).copied().ok_or_else(|| p.clone()));
+        let parent = entry.parent_id.as_ref().map(|p| {
+            self.index
+                .get(&self.nodes, p.as_str())
+                .ok_or_else(|| p.clone())
+        });
         if let Some(Ok(p)) = parent {
             // Ids are stored once: the parent id shares its parent's allocation.
             entry.parent_id = Some(self.nodes[p as usize].entry.id.clone());
@@ -256,7 +310,7 @@ impl Tree {
             parent: None,
             children: Children::None,
         });
-        self.index.insert(id.clone(), idx);
+        self.index.insert(&self.nodes, idx);
         self.leaves.insert(idx);
         match parent {
             None => self.roots.push(idx),
@@ -357,9 +411,9 @@ impl Tree {
         }
         let mut in_batch: HashMap<&str, usize> = HashMap::with_capacity(batch.len());
         for (i, e) in batch.iter().enumerate() {
-            let earlier = match (self.index.get(&e.id), in_batch.get(e.id.as_str())) {
+            let earlier = match (self.find(e.id.as_str()), in_batch.get(e.id.as_str())) {
                 (_, Some(&j)) => Some(batch[j].span),
-                (Some(&n), None) => Some(self.nodes[n as usize].entry.span),
+                (Some(n), None) => Some(self.nodes[n as usize].entry.span),
                 (None, None) => None,
             };
             if let Some(earlier) = earlier {
@@ -378,7 +432,7 @@ impl Tree {
                 );
                 return Err((i, c));
             }
-            if self.index.contains_key(parent) {
+            if self.find(parent.as_str()).is_some() {
                 continue;
             }
             let Some(&p) = in_batch.get(parent.as_str()) else {
@@ -475,14 +529,14 @@ impl Tree {
     fn attach(&mut self, child: NodeIdx, parent: NodeIdx) {
         self.nodes[child as usize].parent = Some(parent);
         self.leaves.remove(&parent);
-        let time = self.nodes[child as usize].entry.time_ms;
+        let time = self.nodes[child as usize].entry.time_ms.ms();
         let untimed_sibling =
             !self.untimed_children.is_empty() && self.untimed_children.contains_key(&parent);
         if time.is_none() {
             *self.untimed_children.entry(parent).or_default() += 1;
         }
         let siblings = &self.nodes[parent as usize].children;
-        let time_of = |n: NodeIdx| self.nodes[n as usize].entry.time_ms;
+        let time_of = |n: NodeIdx| self.nodes[n as usize].entry.time_ms.ms();
         if time.is_none() || untimed_sibling {
             // A time JavaScript reads as NaN compares "equal" to everything, which is no
             // consistent order: only V8's own algorithm, run on pi's starting order (file
@@ -516,7 +570,7 @@ impl Tree {
 
     fn detach(&mut self, child: NodeIdx) {
         if let Some(p) = self.nodes[child as usize].parent.take() {
-            if self.nodes[child as usize].entry.time_ms.is_none()
+            if self.nodes[child as usize].entry.time_ms.ms().is_none()
                 && let Some(n) = self.untimed_children.get_mut(&p)
             {
                 *n -= 1;
@@ -573,7 +627,7 @@ impl Tree {
     }
     /// The node with this id.
     pub fn find(&self, id: &str) -> Option<NodeIdx> {
-        self.index.get(id).copied()
+        self.index.get(&self.nodes, id)
     }
     /// Roots in file order (entries whose parent is null, plus lenient-mode orphans).
     pub fn roots(&self) -> &[NodeIdx] {

@@ -108,7 +108,7 @@ pub fn turn_open(tree: &Tree) -> bool {
     });
     last.is_some_and(|m| match m.role {
         Role::User | Role::ToolResult => true,
-        Role::Assistant => !m.tool_call_ids.is_empty(),
+        Role::Assistant => !m.tool_call_ids().is_empty(),
         _ => false,
     })
 }

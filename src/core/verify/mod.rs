@@ -272,7 +272,7 @@ fn read_facts(
         let EntryKind::Message(info) = &node.entry.kind else {
             continue;
         };
-        if info.role != Role::Assistant || info.tool_call_ids.is_empty() {
+        if info.role != Role::Assistant || info.tool_call_ids().is_empty() {
             continue;
         }
         let idx = idx as NodeIdx;
@@ -319,7 +319,7 @@ fn read_facts(
         let EntryKind::Message(info) = &node.entry.kind else {
             continue;
         };
-        let Some(call_id) = &info.tool_call_id else {
+        let Some(call_id) = info.tool_call_id() else {
             continue;
         };
         let idx = idx as NodeIdx;
