@@ -206,14 +206,34 @@ export async function shot(locator, name) {
     return file;
 }
 
-/** Runs a command by its palette title (F1, type, pick the row with exactly that label). */
+/** How long one try of the command palette may take before it is opened again (ms). */
+const PALETTE_TRY_MS = 5000;
+
+/**
+ * Runs a command by its palette title (F1, type, pick the row with exactly that label). The
+ * palette closes when something else takes the focus (a notification arriving, an editor
+ * re-rendering as a setting is written), so a palette that closed under the typing is opened
+ * again, until `timeout` has passed.
+ */
 export async function runCommand(page, title, timeout = WAIT_MS) {
-    await page.keyboard.press('Escape');
-    await page.keyboard.press('F1');
     const input = page.locator('.quick-input-widget input[type="text"]');
-    await input.waitFor({ state: 'visible', timeout });
-    await input.fill(`>${title}`);
     const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
-    await row.waitFor({ state: 'visible', timeout });
-    await row.click();
+    const deadline = Date.now() + timeout;
+    for (;;) {
+        const left = deadline - Date.now();
+        const attempt = Math.max(1, Math.min(PALETTE_TRY_MS, left));
+        try {
+            // Escape only closes an open quick input: pressed otherwise it would also dismiss
+            // the notification toasts a scenario is about to read.
+            if (await input.isVisible()) await page.keyboard.press('Escape');
+            await page.keyboard.press('F1');
+            await input.waitFor({ state: 'visible', timeout: attempt });
+            await input.fill(`>${title}`, { timeout: attempt });
+            await row.waitFor({ state: 'visible', timeout: attempt });
+            await row.click({ timeout: attempt });
+            return;
+        } catch (err) {
+            if (Date.now() >= deadline) throw err;
+        }
+    }
 }

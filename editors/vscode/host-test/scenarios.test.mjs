@@ -30,11 +30,25 @@ async function expand(r) {
 }
 
 /** Right-clicks a row and picks a context-menu item by its label. */
+/** How long a toast or a closing dialog gets before the slower fallback is tried (ms). */
+const TOAST_MS = 5000;
+
 async function contextMenu(r, label) {
     await r.click({ button: 'right' });
     const item = page.getByRole('menuitem', { name: label }).first();
     await item.waitFor();
-    await item.click();
+    // A menu ignores a click that comes too soon after it opened (a guard against the
+    // right button's own release): click again while the menu stays open.
+    for (let tries = 0; tries < 5; tries++) {
+        await item.click().catch(() => undefined);
+        try {
+            await item.waitFor({ state: 'hidden', timeout: 1000 });
+            return;
+        } catch {
+            // still open: the click was ignored
+        }
+    }
+    throw new Error(`the context menu item "${label}" did not run`);
 }
 
 /** An editor's visible text, Monaco's non-breaking spaces as spaces. */
@@ -45,7 +59,18 @@ async function editorText(locator) {
 /** The text of the notification toasts shown now. */
 async function waitForToast(re) {
     const toast = page.locator('.notification-toast', { hasText: re }).first();
-    await toast.waitFor();
+    try {
+        await toast.waitFor({ timeout: TOAST_MS });
+    } catch {
+        // A toast hides when something else takes the keyboard (an Escape closing a dialog
+        // as it arrives); the notification itself stays in the notification center.
+        await runCommand(page, 'Notifications: Show Notifications');
+        const item = page.locator('.notifications-center .notification-list-item', { hasText: re }).first();
+        await item.waitFor();
+        const text = (await item.innerText()).replace(/\u00a0/g, ' ').trim();
+        await runCommand(page, 'Notifications: Hide Notifications');
+        return text;
+    }
     return (await toast.innerText()).replace(/\u00a0/g, ' ').trim();
 }
 
@@ -75,8 +100,16 @@ async function setSetting(key, value) {
         if (Date.now() - t0 > WAIT_MS) throw new Error(`${key} was not written to ${file}`);
         await new Promise((r) => setTimeout(r, 100));
     }
-    await runCommand(page, 'View: Close Editor');
-    await page.locator('.settings-editor').waitFor({ state: 'detached' });
+    // Recent VS Code shows Settings as a modal editor that Escape closes (and the command
+    // palette does not open over it); older ones as an editor tab.
+    const settings = page.locator('.settings-editor');
+    await page.keyboard.press('Escape');
+    try {
+        await settings.waitFor({ state: 'detached', timeout: TOAST_MS });
+    } catch {
+        await runCommand(page, 'View: Close Editor');
+        await settings.waitFor({ state: 'detached' });
+    }
 }
 
 /** The scenarios build on each other (one page, one workspace): after a failure the rest fail at once. */
@@ -321,10 +354,16 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
         timed('10-search', async () => {
             await runCommand(page, 'Notifications: Clear All Notifications');
             await runCommand(page, 'sessiond: Search Sessions…');
+            // The search's own quick pick (not the palette closing behind it), focused.
+            await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Search Sessions' }).waitFor();
             const input = page.locator('.quick-input-widget input[type="text"]');
             await input.waitFor({ state: 'visible' });
+            await input.click();
             // Typed key by key: the daemon is asked once typing pauses.
-            await input.pressSequentially('"alternative: split" main', { delay: 20 });
+            const query = '"alternative: split" main';
+            await input.pressSequentially(query, { delay: 20 });
+            // A key pressed while the quick pick was still taking the focus is lost: type again.
+            if ((await input.inputValue()) !== query) await input.fill(query);
             const hit = page.locator('.quick-input-list .monaco-list-row', { hasText: /Untangle run modes · user/ }).first();
             await hit.waitFor();
             const text = (await hit.innerText()).replace(/\u00a0/g, ' ');
