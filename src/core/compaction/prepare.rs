@@ -27,7 +27,7 @@ use super::js::{self, TypeError};
 use super::tokens::{
     assistant_usage, calculate_context_tokens, current_system_message, estimate_tokens,
 };
-use crate::core::format::{EntryId, EntryKind};
+use crate::core::format::{EntryId, EntryKind, ToolCallId};
 use crate::core::projection::{Contribution, Projection, Silence};
 use crate::core::render::{self, LineSource, RenderError};
 use crate::core::tree::{NodeIdx, Tree};
@@ -179,6 +179,18 @@ pub trait SpanSource {
         span: &Span,
         f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
     ) -> Result<(), CompactionError>;
+
+    /// `id` as a [`ToolCallId`]: the tree's shared copy of `m`'s `toolCallId` when it is
+    /// `id` (a clone without an allocation), else a new one.
+    fn tool_call_id(&self, _m: &SpanMessage, id: &str) -> ToolCallId {
+        ToolCallId::from(id)
+    }
+
+    /// How many tool results the entries of `span` hold as the tree reads them: a capacity
+    /// hint (0 when unknown; rendering may differ where a context edit applies).
+    fn tool_results_hint(&self, _span: &Span) -> usize {
+        0
+    }
 }
 
 impl SpanSource for Vec<SpanMessage> {
@@ -541,6 +553,26 @@ impl SpanSource for Projected<'_> {
         f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
     ) -> Result<(), CompactionError> {
         self.for_each_in(span.entries.clone(), false, f)
+    }
+
+    fn tool_call_id(&self, m: &SpanMessage, id: &str) -> ToolCallId {
+        self.tree
+            .find(m.entry_id.as_str())
+            .and_then(|n| match &self.tree.node(n).entry.kind {
+                EntryKind::Message(info) => info.tool_call_id().filter(|t| t.as_str() == id),
+                _ => None,
+            })
+            .cloned()
+            .unwrap_or_else(|| ToolCallId::from(id))
+    }
+
+    fn tool_results_hint(&self, span: &Span) -> usize {
+        span.entries
+            .clone()
+            .filter(|&i| {
+                matches!(self.kind(i), EntryKind::Message(info) if info.tool_call_id().is_some())
+            })
+            .count()
     }
 }
 
