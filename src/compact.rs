@@ -313,15 +313,17 @@ pub fn explain_nothing(
     // The newest compaction that contributes its summary starts the context (as in prepare).
     let start = here.context_start();
     let since = start.map_or(0, |i| i + 1)..here.len();
-    let messages_since: usize = since.clone().map(|i| here.messages(i).len()).sum();
+    let messages_since: usize = since.clone().map(|i| here.message_count(i)).sum();
+    // Per entry, its messages' estimates (a failed one counts 0), read again from the file.
     let tokens_since: f64 = since
         .map(|i| {
-            here.messages(i)
-                .iter()
-                .enumerate()
-                .map(|(k, _)| here.message_tokens(i, k).unwrap_or(0.0))
-                .sum::<f64>()
+            here.message_tokens(i)
+                .map(|tokens| tokens.into_iter().map(|t| t.unwrap_or(0.0)).sum::<f64>())
         })
+        .collect::<Result<Vec<f64>, _>>()
+        .map_err(CompactionError::from)
+        .map_err(failed)?
+        .into_iter()
         .sum();
     let mut other_leaves = Vec::new();
     for other in tree
