@@ -633,6 +633,11 @@ fn pi_error(id: &EntryId, e: TypeError) -> CompactionError {
     }
 }
 
+/// Entries whose estimates the cut point reads in its first block, walking back.
+const CUT_WALK_BLOCK_MIN: usize = 64;
+/// Most entries the cut point reads in one block (their estimates are held meanwhile).
+const CUT_WALK_BLOCK_MAX: usize = 16_384;
+
 /// The result of pi `findProjectedCutPoint`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CutPoint {
@@ -661,21 +666,36 @@ pub fn find_projected_cut_point(
     let mut accumulated = 0.0;
     let mut exceeded = false;
     let mut cut = first_cut;
-    for i in (start..end).rev() {
-        let tokens = p.entry_tokens(i)?.map_err(|e| pi_error(p.id(i), e))?;
-        if tokens == 0.0 {
-            continue;
+    // pi walks back from the newest entry. The estimates are read again from the file in
+    // blocks, each read forward (the line source reads ahead), the newest block first and
+    // each twice the last (at most CUT_WALK_BLOCK_MAX entries); a TypeError only counts where
+    // the walk reaches it.
+    let mut hi = end;
+    let mut block = CUT_WALK_BLOCK_MIN;
+    'walk: while hi > start {
+        let lo = hi.saturating_sub(block).max(start);
+        let mut estimates = Vec::with_capacity(hi - lo);
+        for i in lo..hi {
+            estimates.push(p.entry_tokens(i)?);
         }
-        accumulated += tokens;
-        if accumulated >= keep_recent_tokens {
-            exceeded = true;
-            // The first cut point at or after i, else the last one.
-            cut = (i..end)
-                .find(|&c| p.is_cut_point(c))
-                .or_else(|| (start..end).rev().find(|&c| p.is_cut_point(c)))
-                .unwrap_or(first_cut);
-            break;
+        for (i, tokens) in (lo..hi).zip(estimates).rev() {
+            let tokens = tokens.map_err(|e| pi_error(p.id(i), e))?;
+            if tokens == 0.0 {
+                continue;
+            }
+            accumulated += tokens;
+            if accumulated >= keep_recent_tokens {
+                exceeded = true;
+                // The first cut point at or after i, else the last one.
+                cut = (i..end)
+                    .find(|&c| p.is_cut_point(c))
+                    .or_else(|| (start..end).rev().find(|&c| p.is_cut_point(c)))
+                    .unwrap_or(first_cut);
+                break 'walk;
+            }
         }
+        hi = lo;
+        block = (block * 2).min(CUT_WALK_BLOCK_MAX);
     }
     // A recovery attempt and its omission edits are invisible after the last visible input;
     // pi advances the cut past such a closed suffix only.
