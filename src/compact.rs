@@ -306,22 +306,24 @@ pub fn explain_nothing(
             path: path.to_owned(),
             id: unknown.id,
         })?;
-    let projection = projection::project(tree, leaf);
+    let projection = projection::project_without_diagnostics(tree, leaf);
     let here = prepare::projected_entries(tree, &projection, lines)
         .map_err(CompactionError::from)
         .map_err(failed)?;
     // The newest compaction that contributes its summary starts the context (as in prepare).
     let start = here.context_start();
     let since = start.map_or(0, |i| i + 1)..here.len();
-    let messages_since: usize = since.clone().map(|i| here.messages(i).len()).sum();
+    let messages_since: usize = since.clone().map(|i| here.message_count(i)).sum();
+    // Per entry, its messages' estimates (a failed one counts 0), read again from the file.
     let tokens_since: f64 = since
         .map(|i| {
-            here.messages(i)
-                .iter()
-                .enumerate()
-                .map(|(k, _)| here.message_tokens(i, k).unwrap_or(0.0))
-                .sum::<f64>()
+            here.message_tokens(i)
+                .map(|tokens| tokens.into_iter().map(|t| t.unwrap_or(0.0)).sum::<f64>())
         })
+        .collect::<Result<Vec<f64>, _>>()
+        .map_err(CompactionError::from)
+        .map_err(failed)?
+        .into_iter()
         .sum();
     let mut other_leaves = Vec::new();
     for other in tree
@@ -329,7 +331,7 @@ pub fn explain_nothing(
         .filter(|&l| Some(l) != leaf)
         .take(OTHER_LEAVES_LOOKED_AT)
     {
-        let projection = projection::project(tree, Some(other));
+        let projection = projection::project_without_diagnostics(tree, Some(other));
         let Ok(projected) = prepare::projected_entries(tree, &projection, lines) else {
             continue;
         };

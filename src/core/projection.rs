@@ -80,6 +80,18 @@ pub struct Projection {
 /// Projects the session at `leaf` (`None`: the empty leaf, before the first entry).
 /// Use [`Tree::default_leaf`] for pi's default.
 pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
+    project_with(tree, leaf, true)
+}
+
+/// [`project`] without the tool pairing check (`diagnostics` left empty): for a caller that
+/// reads only the path, the items and the settings (compaction), so that it does not hold the
+/// pairing's sets of every tool call id in the context (two hash sets, about 64 bytes a call
+/// while they grow).
+pub fn project_without_diagnostics(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
+    project_with(tree, leaf, false)
+}
+
+fn project_with(tree: &Tree, leaf: Option<NodeIdx>, with_diagnostics: bool) -> Projection {
     let path = tree.path_to(leaf);
     let (thinking_level, model) = settings(tree, &path);
     let entries = context_entries(tree, &path);
@@ -89,7 +101,12 @@ pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
         .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
 
     let items = context_items(tree, &entries, false);
-    let diagnostics = tool_pairing(tree, &items);
+    drop(entries);
+    let diagnostics = if with_diagnostics {
+        tool_pairing(tree, &items)
+    } else {
+        Vec::new()
+    };
     Projection {
         leaf,
         path,

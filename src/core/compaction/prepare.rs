@@ -9,13 +9,15 @@
 //! that projection from the tree by rendering each context entry through a [`LineSource`];
 //! [`prepare`] is then a pure function of it.
 //!
-//! Memory: the projection keeps no message bodies. Each message leaves only what the cut point
-//! and the token estimate read ([`MessageFacts`]: its role, pi's token estimate and its usage,
-//! 24 bytes); the messages the summarizer, the file lists and the conversation need are read
-//! again from the file, one entry at a time, by [`Projected::for_each_message`]. Only system
-//! messages (which pi-ai replays into one) are held whole.
+//! Memory: the projection keeps no message bodies and no per-message facts. Each entry leaves
+//! the index of its first message and a byte of flags (turn start, cut point, visibility);
+//! pi's context token estimate is gathered while the projection is built ([`TokenScan`]);
+//! the cut point reads the estimates of the newest entries again from the file, walking back
+//! only as far as `keepRecentTokens` takes it. The messages the summarizer, the file lists
+//! and the conversation need are read again from the file, one entry at a time, by
+//! [`Projected::for_each_message`]. Only system messages (which pi-ai replays into one) are
+//! held whole.
 
-use std::collections::HashMap;
 use std::ops::Range;
 
 use serde::Serialize;
@@ -27,7 +29,7 @@ use super::js::{self, TypeError};
 use super::tokens::{
     assistant_usage, calculate_context_tokens, current_system_message, estimate_tokens,
 };
-use crate::core::format::{EntryId, EntryKind};
+use crate::core::format::{EntryId, EntryKind, ToolCallId};
 use crate::core::projection::{Contribution, Projection, Silence};
 use crate::core::render::{self, LineSource, RenderError};
 use crate::core::tree::{NodeIdx, Tree};
@@ -100,41 +102,76 @@ impl Role {
     }
 }
 
-/// What preparation reads of one projected message: its role, pi's `estimateTokens` and pi's
-/// `getAssistantUsage` (as `calculateContextTokens` of it), each with the `TypeError` pi would
-/// throw computing it.
-#[derive(Clone, Debug)]
-pub struct MessageFacts {
-    tokens: f64,
-    /// `calculateContextTokens(getAssistantUsage(m))`; `NaN` when pi finds no usage (a usage
-    /// pi accepts is positive, never `NaN`).
-    usage: f64,
-    /// The message's role.
-    pub role: Role,
-    /// Either computation threw.
-    failed: bool,
+/// pi `estimateContextTokens` and `estimateProjectedContextTokens` of the projection's
+/// messages, gathered in one pass in message order (the messages are not held):
+/// the last message whose `getAssistantUsage` is valid or throws (pi walks back to it), the
+/// estimate of the messages after it, and the estimates pi sums when it does not trust the
+/// usage. Token estimates are integers (or `NaN`) far below 2^53, so their sums are exact in
+/// any grouping.
+#[derive(Clone, Debug, Default)]
+struct TokenScan {
+    /// The last usage event: its entry index and `calculateContextTokens(usage)` or the
+    /// `TypeError` computing it.
+    event: Option<(usize, Result<f64, TypeError>)>,
+    /// Sum of `estimateTokens` of the messages after the event, in order.
+    trailing: f64,
+    /// The first `TypeError` of those estimates.
+    trailing_error: Option<TypeError>,
+    /// The first `TypeError` of any message's estimate.
+    first_error: Option<TypeError>,
+    /// Sum of the non-system messages' estimates.
+    non_system: f64,
+    /// The first `TypeError` of a non-system message's estimate, and its entry index.
+    non_system_error: Option<(usize, TypeError)>,
 }
 
-/// The `TypeError`s of the messages whose facts failed, by message index.
-type FactErrors = HashMap<u32, (Option<TypeError>, Option<TypeError>)>;
-
-impl MessageFacts {
-    fn of(m: &Value, index: u32, errors: &mut FactErrors) -> MessageFacts {
+impl TokenScan {
+    /// Takes the next message, `entry` its entry index.
+    fn add(&mut self, m: &Value, role: Role, entry: usize) {
         let tokens = estimate_tokens(m);
         let usage = assistant_usage(m).and_then(|u| u.map(calculate_context_tokens).transpose());
-        let mut facts = MessageFacts {
-            tokens: *tokens.as_ref().unwrap_or(&0.0),
-            usage: usage.as_ref().ok().copied().flatten().unwrap_or(f64::NAN),
-            role: Role::of(m),
-            failed: false,
-        };
-        if tokens.is_err() || usage.is_err() {
-            facts.failed = true;
-            errors.insert(index, (tokens.err(), usage.err()));
+        match usage {
+            Ok(None) => match &tokens {
+                Ok(t) if self.trailing_error.is_none() => self.trailing += t,
+                Ok(_) => {}
+                Err(e) => {
+                    self.trailing_error.get_or_insert_with(|| e.clone());
+                }
+            },
+            Ok(Some(u)) => self.reset((entry, Ok(u))),
+            Err(e) => self.reset((entry, Err(e))),
         }
-        facts
+        if let Err(e) = &tokens {
+            self.first_error.get_or_insert_with(|| e.clone());
+        }
+        if role != Role::System {
+            match &tokens {
+                Ok(t) if self.non_system_error.is_none() => self.non_system += t,
+                Ok(_) => {}
+                Err(e) => {
+                    self.non_system_error
+                        .get_or_insert_with(|| (entry, e.clone()));
+                }
+            }
+        }
+    }
+
+    fn reset(&mut self, event: (usize, Result<f64, TypeError>)) {
+        self.event = Some(event);
+        self.trailing = 0.0;
+        self.trailing_error = None;
     }
 }
+
+/// Entry flags: some message starts a turn (pi `isTurnStartMessage`).
+const TURN_START: u8 = 1;
+/// Some message is a cut point (pi `isCutPointMessage`).
+const CUT_POINT: u8 = 2;
+/// `sessionEntryToContextMessages(sourceEntry).length > 0` and not a context edit: the entry
+/// would show messages if no edit omitted it.
+const VISIBLE: u8 = 4;
+/// A context edit whose `replacement` is exactly `null`.
+const REPLACEMENT_NULL: u8 = 8;
 
 /// A `compaction` entry's fields preparation reads.
 #[derive(Clone, Debug)]
@@ -145,19 +182,6 @@ pub struct CompactionSource {
     pub details: Option<Value>,
     /// JavaScript truthiness of `fromHook`.
     pub from_hook: bool,
-}
-
-/// One entry of pi's canonical projection (`projection.entries[i]`), without its messages'
-/// bodies.
-#[derive(Clone, Debug)]
-struct EntryFacts {
-    /// Its messages in [`Projected::messages`].
-    messages: Range<u32>,
-    /// `sessionEntryToContextMessages(sourceEntry).length > 0` and not a context edit: the
-    /// entry would show messages if no edit omitted it.
-    intrinsically_visible: bool,
-    /// A context edit whose `replacement` is exactly `null`.
-    replacement_is_null: bool,
 }
 
 /// A message of the summarized span and the entry it came from.
@@ -179,6 +203,18 @@ pub trait SpanSource {
         span: &Span,
         f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
     ) -> Result<(), CompactionError>;
+
+    /// `id` as a [`ToolCallId`]: the tree's shared copy of `m`'s `toolCallId` when it is
+    /// `id` (a clone without an allocation), else a new one.
+    fn tool_call_id(&self, _m: &SpanMessage, id: &str) -> ToolCallId {
+        ToolCallId::from(id)
+    }
+
+    /// How many tool results the entries of `span` hold as the tree reads them: a capacity
+    /// hint (0 when unknown; rendering may differ where a context edit applies).
+    fn tool_results_hint(&self, _span: &Span) -> usize {
+        0
+    }
 }
 
 impl SpanSource for Vec<SpanMessage> {
@@ -260,9 +296,17 @@ pub struct Projected<'a> {
     source: &'a dyn LineSource,
     /// The projection (path and context items) the entries come from.
     pub projection: &'a Projection,
-    entries: Vec<EntryFacts>,
-    messages: Vec<MessageFacts>,
-    errors: FactErrors,
+    /// Per entry, the index of its first message (its messages run to the next entry's);
+    /// 4 bytes an entry.
+    starts: Vec<u32>,
+    /// Per entry, [`TURN_START`], [`CUT_POINT`], [`VISIBLE`] and [`REPLACEMENT_NULL`].
+    flags: Vec<u8>,
+    /// Number of messages.
+    message_count: u32,
+    /// Indices of the `system` messages (which compaction leaves out), in order.
+    system_indices: Vec<u32>,
+    /// The token estimate of the projection, gathered while building it.
+    scan: TokenScan,
     /// `compaction` entries' fields, by entry index.
     compactions: Vec<(usize, CompactionSource)>,
     /// The messages pi-ai `getCurrentSystemMessage` looks at: system messages, and any `null`
@@ -292,25 +336,36 @@ pub fn projected_entries<'a>(
         tree,
         source,
         projection,
-        entries: Vec::with_capacity(projection.items.len()),
-        messages: Vec::with_capacity(projection.items.len()),
-        errors: HashMap::new(),
+        starts: Vec::with_capacity(projection.items.len()),
+        flags: Vec::with_capacity(projection.items.len()),
+        message_count: 0,
+        system_indices: Vec::new(),
+        scan: TokenScan::default(),
         compactions: Vec::new(),
         system_messages: Vec::new(),
     };
     for (index, item) in projection.items.iter().enumerate() {
         let entry = &tree.node(item.node).entry;
-        let start = out.messages.len() as u32;
+        out.starts.push(out.message_count);
+        let mut flags = 0;
         for raw in render::render_item(tree, item, source)? {
             let message = parse_line(raw.get().as_bytes(), entry)?;
-            let at = out.messages.len() as u32;
-            let facts = MessageFacts::of(&message, at, &mut out.errors);
-            if facts.role == Role::System || message.is_null() {
+            let role = Role::of(&message);
+            out.scan.add(&message, role, index);
+            if role.is_turn_start() {
+                flags |= TURN_START;
+            }
+            if role.is_cut_point() {
+                flags |= CUT_POINT;
+            }
+            if role == Role::System {
+                out.system_indices.push(out.message_count);
+            }
+            if role == Role::System || message.is_null() {
                 out.system_messages.push(message);
             }
-            out.messages.push(facts);
+            out.message_count += 1;
         }
-        let messages = start..out.messages.len() as u32;
         let read_line = || -> Result<Value, RenderError> {
             let bytes = source.line(entry.span).map_err(|e| RenderError::Io {
                 line: entry.span.line,
@@ -349,11 +404,13 @@ pub fn projected_entries<'a>(
                 }
                 _ => true,
             };
-        out.entries.push(EntryFacts {
-            messages,
-            intrinsically_visible,
-            replacement_is_null,
-        });
+        if intrinsically_visible {
+            flags |= VISIBLE;
+        }
+        if replacement_is_null {
+            flags |= REPLACEMENT_NULL;
+        }
+        out.flags.push(flags);
     }
     Ok(out)
 }
@@ -361,12 +418,12 @@ pub fn projected_entries<'a>(
 impl Projected<'_> {
     /// Number of projected entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.starts.len()
     }
 
     /// True when the projection has no entries.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.starts.is_empty()
     }
 
     /// The tree node of entry `i`.
@@ -388,50 +445,60 @@ impl Projected<'_> {
         matches!(self.kind(i), EntryKind::Compaction { .. })
     }
 
-    /// The facts of entry `i`'s messages.
-    pub fn messages(&self, i: usize) -> &[MessageFacts] {
-        let r = &self.entries[i].messages;
-        &self.messages[r.start as usize..r.end as usize]
+    /// The message indices of entry `i`.
+    fn message_range(&self, i: usize) -> Range<u32> {
+        let start = self.starts.get(i).copied().unwrap_or(self.message_count);
+        let end = self
+            .starts
+            .get(i + 1)
+            .copied()
+            .unwrap_or(self.message_count);
+        start..end
     }
 
-    fn message_index(&self, i: usize) -> u32 {
-        self.entries[i].messages.start
+    /// Number of messages entry `i` contributes.
+    pub fn message_count(&self, i: usize) -> usize {
+        self.message_range(i).len()
     }
 
-    /// pi's `estimateTokens` of message `index`.
-    fn tokens_of(&self, index: u32, m: &MessageFacts) -> Result<f64, TypeError> {
-        if m.failed
-            && let Some((Some(e), _)) = self.errors.get(&index)
-        {
-            return Err(e.clone());
+    /// Number of entry `i`'s messages that are not `system` messages.
+    fn non_system_count(&self, i: usize) -> usize {
+        let r = self.message_range(i);
+        let from = self.system_indices.partition_point(|&k| k < r.start);
+        let to = self.system_indices.partition_point(|&k| k < r.end);
+        r.len() - (to - from)
+    }
+
+    fn has_flag(&self, i: usize, flag: u8) -> bool {
+        self.flags.get(i).is_some_and(|f| f & flag != 0)
+    }
+
+    /// pi's `estimateTokens` of each message of entry `i`, in order, read again from the
+    /// file. Errors: a line that cannot be read or no longer holds its entry.
+    pub fn message_tokens(&self, i: usize) -> Result<Vec<Result<f64, TypeError>>, RenderError> {
+        if self.message_count(i) == 0 {
+            return Ok(Vec::new());
         }
-        Ok(m.tokens)
-    }
-
-    /// `calculateContextTokens(getAssistantUsage(m))` of message `index`.
-    fn usage_of(&self, index: u32, m: &MessageFacts) -> Result<Option<f64>, TypeError> {
-        if m.failed
-            && let Some((_, Some(e))) = self.errors.get(&index)
-        {
-            return Err(e.clone());
+        let item = &self.projection.items[i];
+        let entry = &self.tree.node(item.node).entry;
+        let mut out = Vec::new();
+        for raw in render::render_item(self.tree, item, self.source)? {
+            out.push(estimate_tokens(&parse_line(raw.get().as_bytes(), entry)?));
         }
-        Ok((!m.usage.is_nan()).then_some(m.usage))
-    }
-
-    /// pi's `estimateTokens` of the `k`-th message of entry `i`.
-    pub fn message_tokens(&self, i: usize, k: usize) -> Result<f64, TypeError> {
-        let index = self.message_index(i) + k as u32;
-        self.tokens_of(index, &self.messages[index as usize])
+        Ok(out)
     }
 
     /// pi's token estimate of entry `i`'s messages, summed in order; the first `TypeError`.
-    pub fn entry_tokens(&self, i: usize) -> Result<f64, TypeError> {
-        let first = self.message_index(i);
+    /// The messages are read again from the file. Errors: as [`Projected::message_tokens`].
+    pub fn entry_tokens(&self, i: usize) -> Result<Result<f64, TypeError>, RenderError> {
         let mut tokens = 0.0;
-        for (k, m) in self.messages(i).iter().enumerate() {
-            tokens += self.tokens_of(first + k as u32, m)?;
+        for t in self.message_tokens(i)? {
+            match t {
+                Ok(t) => tokens += t,
+                Err(e) => return Ok(Err(e)),
+            }
         }
-        Ok(tokens)
+        Ok(Ok(tokens))
     }
 
     /// The fields of compaction entry `i`, if it is one.
@@ -448,7 +515,7 @@ impl Projected<'_> {
         self.compactions
             .iter()
             .map(|(at, _)| *at)
-            .find(|&at| !self.messages(at).is_empty())
+            .find(|&at| self.message_count(at) > 0)
     }
 
     /// pi-ai `getCurrentSystemMessage` of every message of the projection.
@@ -466,10 +533,10 @@ impl Projected<'_> {
         f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
     ) -> Result<(), CompactionError> {
         for i in range {
-            if self.messages(i).is_empty() || (!with_system && self.is_compaction(i)) {
+            if self.message_count(i) == 0 || (!with_system && self.is_compaction(i)) {
                 continue;
             }
-            if !with_system && self.messages(i).iter().all(|m| m.role == Role::System) {
+            if !with_system && self.non_system_count(i) == 0 {
                 continue;
             }
             let item = &self.projection.items[i];
@@ -504,12 +571,7 @@ impl Projected<'_> {
         let messages = range
             .clone()
             .filter(|&i| !self.is_compaction(i))
-            .map(|i| {
-                self.messages(i)
-                    .iter()
-                    .filter(|m| m.role != Role::System)
-                    .count()
-            })
+            .map(|i| self.non_system_count(i))
             .sum();
         Span {
             entries: range,
@@ -519,15 +581,15 @@ impl Projected<'_> {
 
     /// pi `isProjectedTurnStart`.
     fn is_turn_start(&self, i: usize) -> bool {
-        !self.is_compaction(i) && self.messages(i).iter().any(|m| m.role.is_turn_start())
+        !self.is_compaction(i) && self.has_flag(i, TURN_START)
     }
 
     fn is_cut_point(&self, i: usize) -> bool {
-        !self.is_compaction(i) && self.messages(i).iter().any(|m| m.role.is_cut_point())
+        !self.is_compaction(i) && self.has_flag(i, CUT_POINT)
     }
 
     fn is_omitted(&self, i: usize) -> bool {
-        self.entries[i].intrinsically_visible && self.messages(i).is_empty()
+        self.has_flag(i, VISIBLE) && self.message_count(i) == 0
     }
 }
 
@@ -542,6 +604,26 @@ impl SpanSource for Projected<'_> {
     ) -> Result<(), CompactionError> {
         self.for_each_in(span.entries.clone(), false, f)
     }
+
+    fn tool_call_id(&self, m: &SpanMessage, id: &str) -> ToolCallId {
+        self.tree
+            .find(m.entry_id.as_str())
+            .and_then(|n| match &self.tree.node(n).entry.kind {
+                EntryKind::Message(info) => info.tool_call_id().filter(|t| t.as_str() == id),
+                _ => None,
+            })
+            .cloned()
+            .unwrap_or_else(|| ToolCallId::from(id))
+    }
+
+    fn tool_results_hint(&self, span: &Span) -> usize {
+        span.entries
+            .clone()
+            .filter(|&i| {
+                matches!(self.kind(i), EntryKind::Message(info) if info.tool_call_id().is_some())
+            })
+            .count()
+    }
 }
 
 fn pi_error(id: &EntryId, e: TypeError) -> CompactionError {
@@ -550,6 +632,11 @@ fn pi_error(id: &EntryId, e: TypeError) -> CompactionError {
         detail: e.0,
     }
 }
+
+/// Entries whose estimates the cut point reads in its first block, walking back.
+const CUT_WALK_BLOCK_MIN: usize = 64;
+/// Most entries the cut point reads in one block (their estimates are held meanwhile).
+const CUT_WALK_BLOCK_MAX: usize = 16_384;
 
 /// The result of pi `findProjectedCutPoint`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -579,21 +666,36 @@ pub fn find_projected_cut_point(
     let mut accumulated = 0.0;
     let mut exceeded = false;
     let mut cut = first_cut;
-    for i in (start..end).rev() {
-        let tokens = p.entry_tokens(i).map_err(|e| pi_error(p.id(i), e))?;
-        if tokens == 0.0 {
-            continue;
+    // pi walks back from the newest entry. The estimates are read again from the file in
+    // blocks, each read forward (the line source reads ahead), the newest block first and
+    // each twice the last (at most CUT_WALK_BLOCK_MAX entries); a TypeError only counts where
+    // the walk reaches it.
+    let mut hi = end;
+    let mut block = CUT_WALK_BLOCK_MIN;
+    'walk: while hi > start {
+        let lo = hi.saturating_sub(block).max(start);
+        let mut estimates = Vec::with_capacity(hi - lo);
+        for i in lo..hi {
+            estimates.push(p.entry_tokens(i)?);
         }
-        accumulated += tokens;
-        if accumulated >= keep_recent_tokens {
-            exceeded = true;
-            // The first cut point at or after i, else the last one.
-            cut = (i..end)
-                .find(|&c| p.is_cut_point(c))
-                .or_else(|| (start..end).rev().find(|&c| p.is_cut_point(c)))
-                .unwrap_or(first_cut);
-            break;
+        for (i, tokens) in (lo..hi).zip(estimates).rev() {
+            let tokens = tokens.map_err(|e| pi_error(p.id(i), e))?;
+            if tokens == 0.0 {
+                continue;
+            }
+            accumulated += tokens;
+            if accumulated >= keep_recent_tokens {
+                exceeded = true;
+                // The first cut point at or after i, else the last one.
+                cut = (i..end)
+                    .find(|&c| p.is_cut_point(c))
+                    .or_else(|| (start..end).rev().find(|&c| p.is_cut_point(c)))
+                    .unwrap_or(first_cut);
+                break 'walk;
+            }
         }
+        hi = lo;
+        block = (block * 2).min(CUT_WALK_BLOCK_MAX);
     }
     // A recovery attempt and its omission edits are invisible after the last visible input;
     // pi advances the cut past such a closed suffix only.
@@ -605,7 +707,7 @@ pub fn find_projected_cut_point(
         .collect();
     let has_external_replacement = suffix.clone().any(|i| match p.kind(i) {
         EntryKind::ContextEdit { target_id, .. } => {
-            !p.entries[i].replacement_is_null
+            !p.has_flag(i, REPLACEMENT_NULL)
                 && !target_id.as_ref().is_some_and(|t| omitted_ids.contains(&t))
         }
         _ => false,
@@ -616,15 +718,15 @@ pub fn find_projected_cut_point(
             matches!(p.kind(i), EntryKind::Message(m) if m.role.as_str() == "assistant")
                 && p.is_omitted(i)
         })
-        && suffix.clone().all(|i| {
-            !p.is_compaction(i) && (!p.entries[i].intrinsically_visible || p.is_omitted(i))
-        });
+        && suffix
+            .clone()
+            .all(|i| !p.is_compaction(i) && (!p.has_flag(i, VISIBLE) || p.is_omitted(i)));
     if recovery_suffix {
         cut += 1;
     }
     while cut > start {
         let previous = cut - 1;
-        if p.is_compaction(previous) || !p.messages(previous).is_empty() {
+        if p.is_compaction(previous) || p.message_count(previous) > 0 {
             break;
         }
         cut -= 1;
@@ -652,28 +754,16 @@ pub fn estimate_projected_context_tokens(p: &Projected<'_>) -> Result<f64, Compa
         entry_id: None,
         detail: e.0,
     };
-    // The entry each message came from, by message index.
-    let entry_of = |index: usize| {
-        p.entries
-            .partition_point(|e| (e.messages.end as usize) <= index)
-    };
+    let scan = &p.scan;
     // pi `estimateContextTokens`: the last valid usage plus the estimate after it.
-    let mut last = None;
-    for (index, m) in p.messages.iter().enumerate().rev() {
-        if let Some(u) = p.usage_of(index as u32, m).map_err(located)? {
-            last = Some((index, u));
-            break;
+    if let Some((entry, usage)) = &scan.event {
+        let usage = usage.clone().map_err(located)?;
+        if let Some(e) = &scan.trailing_error {
+            return Err(located(e.clone()));
         }
-    }
-    if let Some((index, usage)) = last {
-        let mut tokens = usage;
-        let mut trailing = 0.0;
-        for (k, m) in p.messages.iter().enumerate().skip(index + 1) {
-            trailing += p.tokens_of(k as u32, m).map_err(located)?;
-        }
-        tokens += trailing;
+        let tokens = usage + scan.trailing;
         let path = &p.projection.path;
-        let usage_node = p.node(entry_of(index));
+        let usage_node = p.node(*entry);
         let usage_entry_index = path.iter().position(|&n| n == usage_node);
         let latest_invalidating = path.iter().rposition(|&n| {
             matches!(
@@ -689,27 +779,18 @@ pub fn estimate_projected_context_tokens(p: &Projected<'_>) -> Result<f64, Compa
         if after {
             return Ok(tokens);
         }
-    } else {
+    } else if let Some(e) = &scan.first_error {
         // Without a usage pi estimates every message first (and throws on the first failure).
-        for (k, m) in p.messages.iter().enumerate() {
-            p.tokens_of(k as u32, m).map_err(located)?;
-        }
+        return Err(located(e.clone()));
     }
-    let mut tokens = match p.current_system_message().map_err(located)? {
+    let system = match p.current_system_message().map_err(located)? {
         Some(system) => estimate_tokens(&system).map_err(located)?,
         None => 0.0,
     };
-    for i in 0..p.len() {
-        let first = p.message_index(i);
-        for (k, m) in p.messages(i).iter().enumerate() {
-            if m.role != Role::System {
-                tokens += p
-                    .tokens_of(first + k as u32, m)
-                    .map_err(|e| pi_error(p.id(i), e))?;
-            }
-        }
+    if let Some((entry, e)) = &scan.non_system_error {
+        return Err(pi_error(p.id(*entry), e.clone()));
     }
-    Ok(tokens)
+    Ok(system + scan.non_system)
 }
 
 /// pi `prepareCompaction(pathEntries, {keepRecentTokens})`. `Ok(Err(reason))` is pi's

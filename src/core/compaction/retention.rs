@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::CompactionError;
 use super::prepare::{Preparation, SpanMessage, SpanSource};
-use crate::core::format::EntryId;
+use crate::core::format::{EntryId, ToolCallId};
 
 /// Longest probe text, in characters.
 pub const PROBE_TEXT_MAX_CHARS: usize = 160;
@@ -204,6 +204,48 @@ pub fn result_call_id(message: &Value) -> Option<&str> {
         .flatten()
 }
 
+/// The tool results of a span by `toolCallId`: for each id, the position (among the span's
+/// results, in order) of its first result. A sorted list of the ids the tree already holds
+/// (shared, no copy of their own), 24 bytes a result, rather than a map of owned strings.
+#[derive(Debug, Default)]
+pub struct ResultIds {
+    /// `(id, position)`: in span order until [`ResultIds::finish`], then sorted by id with
+    /// only each id's first result.
+    ids: Vec<(ToolCallId, usize)>,
+}
+
+impl ResultIds {
+    /// An empty list with room for `capacity` results.
+    pub fn with_capacity(capacity: usize) -> Self {
+        ResultIds {
+            ids: Vec::with_capacity(capacity),
+        }
+    }
+
+    /// Adds the next result of the span; returns its position.
+    pub fn push(&mut self, id: ToolCallId) -> usize {
+        let at = self.ids.len();
+        self.ids.push((id, at));
+        at
+    }
+
+    /// Sorts the list by id and keeps each id's first result (call once, after the last push).
+    pub fn finish(&mut self) {
+        // A stable sort keeps an id's results in span order; dedup keeps the first.
+        self.ids.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        self.ids.dedup_by(|later, first| later.0 == first.0);
+    }
+
+    /// The position of `id`'s first result, if the span has one (after [`ResultIds::finish`]).
+    pub fn first(&self, id: &str) -> Option<usize> {
+        self.ids
+            .binary_search_by(|(k, _)| k.as_str().cmp(id))
+            .ok()
+            .and_then(|i| self.ids.get(i))
+            .map(|(_, at)| *at)
+    }
+}
+
 /// Whether a tool result reports failure (`isError` truthy).
 pub fn is_error_result(message: &Value) -> bool {
     super::js::truthy(message.get("isError"))
@@ -224,18 +266,22 @@ pub fn probes(
     use std::collections::{HashMap, HashSet};
     let spans = [&prep.messages_to_summarize, &prep.turn_prefix_messages];
     // Pass 1: every call the span or the kept messages answer.
-    let mut answered: HashSet<String> = kept_messages
-        .iter()
-        .filter_map(|m| result_call_id(&m.message).map(str::to_owned))
-        .collect();
+    let hint: usize = spans.iter().map(|s| source.tool_results_hint(s)).sum();
+    let mut answered = ResultIds::with_capacity(hint + kept_messages.len());
+    for m in kept_messages {
+        if let Some(id) = result_call_id(&m.message) {
+            answered.push(ToolCallId::from(id));
+        }
+    }
     for span in spans {
         source.for_each_message(span, &mut |m| {
             if let Some(id) = result_call_id(&m.message) {
-                answered.insert(id.to_owned());
+                answered.push(source.tool_call_id(m, id));
             }
             Ok(())
         })?;
     }
+    answered.finish();
     // Pass 2: the first call that read or modified each listed path, failed results, calls
     // without a result, open tasks and the last request, in the span's order.
     let read: HashSet<&str> = prep
@@ -270,7 +316,7 @@ pub fn probes(
                     first.insert(path.to_owned(), call.entry_id.clone());
                 }
             }
-            if !call.id.is_empty() && !answered.contains(call.id.as_str()) {
+            if !call.id.is_empty() && answered.first(&call.id).is_none() {
                 pending.push(Probe {
                     kind: ProbeKind::PendingToolCall,
                     text: call.id.clone(),

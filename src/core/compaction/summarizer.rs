@@ -222,10 +222,6 @@ struct FileEdits {
     last_change: Option<String>,
 }
 
-/// What a span's tool results say, by `toolCallId` (the first result of an id wins, as in a
-/// lookup of the span's results): `None` for a success, `Some(first error line)` for a failure.
-type Results = std::collections::HashMap<String, Option<String>>;
-
 /// What one stretch of messages says, sorted into the main layout: the goal (first and
 /// latest request), stated constraints and decisions, progress grouped by file (reads
 /// counted, edits per path with what the edit's own text says, failures with their first
@@ -245,9 +241,13 @@ fn extract(
     first_goal: bool,
     answered_later: bool,
 ) -> Result<(), CompactionError> {
+    use std::collections::HashMap;
     use std::collections::HashSet;
-    // Pass 1: results, requests, open tasks and how the span ends.
-    let mut results = Results::new();
+    // Pass 1: results, requests, open tasks and how the span ends. What the results say, by
+    // `toolCallId` (the first result of an id wins, as in a lookup of the span's results):
+    // their ids, and the first error line of each failed one by position.
+    let mut results = retention::ResultIds::with_capacity(source.tool_results_hint(span));
+    let mut errors: HashMap<usize, String> = HashMap::new();
     let mut failed_ids: HashSet<String> = HashSet::new();
     let (mut first_request, mut latest_request, mut requests) = (None, None, 0usize);
     let mut open = retention::OpenTasks::default();
@@ -258,13 +258,10 @@ fn extract(
     source.for_each_message(span, &mut |m| {
         let msg = &m.message;
         if let Some(id) = result_call_id(msg) {
-            let failed = is_error_result(msg);
-            if !results.contains_key(id) {
-                let error =
-                    failed.then(|| first_line(&content_text(msg)).unwrap_or_else(|| id.to_owned()));
-                results.insert(id.to_owned(), error);
-            }
-            if failed {
+            let at = results.push(source.tool_call_id(m, id));
+            if is_error_result(msg) {
+                let error = first_line(&content_text(msg)).unwrap_or_else(|| id.to_owned());
+                errors.insert(at, error);
                 failed_ids.insert(id.to_owned());
             }
         }
@@ -292,6 +289,7 @@ fn extract(
         }
         Ok(())
     })?;
+    results.finish();
     // Pass 2: the failed results whose call is in the span.
     let mut called_failures: HashSet<String> = HashSet::new();
     if !failed_ids.is_empty() {
@@ -339,7 +337,8 @@ fn extract(
                 for call in tool_calls(m) {
                     let what = describe_call(&call.name, &call.arguments);
                     let path = call.arguments.get("path").and_then(Value::as_str);
-                    match results.get(call.id.as_str()) {
+                    let result = results.first(&call.id).map(|at| errors.get(&at));
+                    match result {
                         Some(Some(error)) => {
                             sections[BLOCKED].push(format!("- {what} failed: {error}"), true);
                         }
