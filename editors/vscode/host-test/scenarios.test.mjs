@@ -353,17 +353,25 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
     it('"Search Sessions…" finds entries as the user types and opens the chosen hit at its entry', () =>
         timed('10-search', async () => {
             await runCommand(page, 'Notifications: Clear All Notifications');
-            await runCommand(page, 'sessiond: Search Sessions…');
-            // The search's own quick pick (not the palette closing behind it), focused.
-            await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Search Sessions' }).waitFor();
             const input = page.locator('.quick-input-widget input[type="text"]');
-            await input.waitFor({ state: 'visible' });
-            await input.click();
-            // Typed key by key: the daemon is asked once typing pauses.
             const query = '"alternative: split" main';
-            await input.pressSequentially(query, { delay: 20 });
-            // A key pressed while the quick pick was still taking the focus is lost: type again.
-            if ((await input.inputValue()) !== query) await input.fill(query);
+            // A quick pick closes when it loses the focus (a notification arriving on a loaded
+            // machine): then the search is opened again.
+            for (let tries = 0; ; tries++) {
+                try {
+                    await runCommand(page, 'sessiond: Search Sessions…');
+                    // The search's own quick pick (not the palette closing behind it), focused.
+                    await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Search Sessions' }).waitFor({ timeout: TOAST_MS });
+                    await input.click({ timeout: TOAST_MS });
+                    // Typed key by key: the daemon is asked once typing pauses.
+                    await input.pressSequentially(query, { delay: 20, timeout: TOAST_MS });
+                    // A key pressed while the quick pick was still taking the focus is lost: type again.
+                    if ((await input.inputValue({ timeout: TOAST_MS })) !== query) await input.fill(query, { timeout: TOAST_MS });
+                    break;
+                } catch (err) {
+                    if (tries >= 3) throw err;
+                }
+            }
             const hit = page.locator('.quick-input-list .monaco-list-row', { hasText: /Untangle run modes · user/ }).first();
             await hit.waitFor();
             const text = (await hit.innerText()).replace(/\u00a0/g, ' ');
