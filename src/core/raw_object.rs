@@ -161,6 +161,70 @@ pub fn raw_opt_string(text: Option<&str>) -> Box<RawValue> {
     text.map_or_else(|| RawValue::NULL.to_owned(), raw_string)
 }
 
+/// The raw value of one field of the JSON object `text` (the last one, as `JSON.parse` keeps
+/// duplicates), read without collecting the other fields: `Ok(None)` when the object has no
+/// such field. Accepts exactly what [`RawObject::parse_text`] accepts (keys compared as
+/// `JSON.parse` decodes them). Errors: the text is not JSON, or not an object.
+pub fn raw_field<'a>(text: &'a str, key: &str) -> Result<Option<&'a RawValue>, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let found = (&mut de)
+        .deserialize_map(FieldVisitor { key })
+        .map_err(|e| e.to_string())?;
+    de.end().map_err(|e| e.to_string())?;
+    Ok(found)
+}
+
+/// Visits an object for one field's raw value (see [`raw_field`]).
+struct FieldVisitor<'k> {
+    key: &'k str,
+}
+
+impl<'de> Visitor<'de> for FieldVisitor<'_> {
+    type Value = Option<&'de RawValue>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(wanted) = map.next_key_seed(KeyIs(self.key))? {
+            if wanted {
+                found = Some(map.next_value::<&'de RawValue>()?);
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Reads an object key as [`JsKey`] does and tells whether it is the given key.
+struct KeyIs<'k>(&'k str);
+
+impl<'de> de::DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_bytes(self)
+    }
+}
+
+impl Visitor<'_> for KeyIs<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_bytes<E>(self, b: &[u8]) -> Result<bool, E> {
+        // A lone surrogate escape arrives as WTF-8, which no `&str` key equals.
+        Ok(b == self.0.as_bytes())
+    }
+    fn visit_str<E>(self, s: &str) -> Result<bool, E> {
+        Ok(s == self.0)
+    }
+}
+
 /// An object key as `JSON.parse` reads it: read through serde_json's unvalidated byte path, so
 /// a lone surrogate escape arrives (as WTF-8) and is held as a [`jsstr::MARK`] pair.
 struct JsKey(String);
@@ -233,6 +297,36 @@ impl<'de> Visitor<'de> for ObjectVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_field_is_read_as_the_whole_object_reads_it() {
+        let lines: [&str; 6] = [
+            r#"{"type":"message","message":{"role":"user","content":"a\u00e9"},"x":[1,{"y":2}]}"#,
+            r#"{"message":1,"message":{"role":"assistant"}}"#,
+            r#"{"\u006dessage": {"role" : "user"} }"#,
+            r#"{"type":"label","bad\ud800":"x"}"#,
+            r#"{}"#,
+            r#"{"message":null}"#,
+        ];
+        for line in lines {
+            let mut whole = RawObject::parse_text(line).unwrap();
+            let expected = whole.take("message").map(|v| v.get().to_owned());
+            let got = raw_field(line, "message")
+                .unwrap()
+                .map(|v| v.get().to_owned());
+            assert_eq!(got, expected, "{line}");
+        }
+        for bad in [
+            "[1,2]",
+            "{\"message\":1",
+            "{\"message\":1} x",
+            "\"message\"",
+            "",
+        ] {
+            assert!(RawObject::parse_text(bad).is_err(), "{bad}");
+            assert!(raw_field(bad, "message").is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn untouched_values_keep_their_bytes() {

@@ -11,11 +11,11 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
-use super::format::{EntryKind, LineSpan, Role};
+use super::format::{Entry, EntryKind, LineSpan, MessageInfo, Role};
 use super::projection::{ContextItem, Contribution, Projection};
-use super::raw_object::RawObject;
+use super::raw_object::{RawObject, raw_field};
 use super::timestamp::js_time_of_raw;
-use super::tree::Tree;
+use super::tree::{NodeIdx, Tree};
 
 /// Gives the bytes of an entry's line (without the newline). Implemented by `storage`.
 pub trait LineSource {
@@ -55,7 +55,7 @@ pub enum RenderError {
 #[derive(Debug)]
 pub struct RenderedMessage<'m> {
     /// The entry that produced the message.
-    pub entry: super::tree::NodeIdx,
+    pub entry: NodeIdx,
     /// The message JSON, byte-faithful where pi passes it through (then as it lies in the
     /// line just read: nothing is copied).
     pub message: &'m RawValue,
@@ -91,31 +91,52 @@ fn item_messages(
     emit: &mut dyn FnMut(&RawValue) -> std::io::Result<()>,
 ) -> Result<(), RenderError> {
     let entry = &tree.node(item.node).entry;
-    if let (Contribution::Message, None, EntryKind::Message(info)) =
-        (&item.contribution, item.edit, &entry.kind)
-        && !(info.content_missing || info.role == Role::HookMessage)
+    if let EntryKind::Message(info) = &entry.kind
+        && passes_through(item, info)
     {
-        let changed = |detail: &str| RenderError::Changed {
-            line: entry.span.line,
-            id: entry.id.to_string(),
-            detail: detail.to_owned(),
-        };
-        let bytes = source.line(entry.span).map_err(|source| RenderError::Io {
-            line: entry.span.line,
-            id: entry.id.to_string(),
-            source,
-        })?;
+        let bytes = read_line(tree, item.node, source)?;
         let text = utf8_lossy(&bytes);
-        let mut line = RawObject::parse_text(&text).map_err(|e| changed(&e))?;
-        let raw = line
-            .take("message")
-            .ok_or_else(|| changed("the message is missing"))?;
-        return emit(&raw).map_err(RenderError::Emit);
+        let raw = raw_field(&text, "message")
+            .map_err(|e| changed(entry, &e))?
+            .ok_or_else(|| changed(entry, "the message is missing"))?;
+        return emit(raw).map_err(RenderError::Emit);
     }
     for message in render_item(tree, item, source)? {
         emit(&message).map_err(RenderError::Emit)?;
     }
     Ok(())
+}
+
+/// True when pi passes the message of `item` (a `message` entry described by `info`) to the
+/// model as written: no context edit replaces its content, its content is present, and it is
+/// not a version-2 `hookMessage` (matches pi 1.6.0 `projectContextEntry`).
+fn passes_through(item: &ContextItem, info: &MessageInfo) -> bool {
+    matches!(item.contribution, Contribution::Message)
+        && item.edit.is_none()
+        && !(info.content_missing || info.role == Role::HookMessage)
+}
+
+/// The line of `node`'s entry. Errors: [`RenderError::Io`] naming the entry's line and id.
+fn read_line<'s>(
+    tree: &Tree,
+    node: NodeIdx,
+    source: &'s dyn LineSource,
+) -> Result<Cow<'s, [u8]>, RenderError> {
+    let entry = &tree.node(node).entry;
+    source.line(entry.span).map_err(|source| RenderError::Io {
+        line: entry.span.line,
+        id: entry.id.to_string(),
+        source,
+    })
+}
+
+/// [`RenderError::Changed`] for `entry`'s line.
+fn changed(entry: &Entry, detail: &str) -> RenderError {
+    RenderError::Changed {
+        line: entry.span.line,
+        id: entry.id.to_string(),
+        detail: detail.to_owned(),
+    }
 }
 
 /// `String::from_utf8_lossy`, validating with `str::from_utf8` first: that checks a valid line
@@ -135,29 +156,13 @@ pub fn render_item(
     source: &dyn LineSource,
 ) -> Result<Vec<Box<RawValue>>, RenderError> {
     let entry = &tree.node(item.node).entry;
-    let changed = |detail: &str| RenderError::Changed {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        detail: detail.to_owned(),
-    };
+    let changed = |detail: &str| changed(entry, detail);
     if let Contribution::Nothing(_) = item.contribution {
         return Ok(Vec::new());
     }
-    let bytes = source.line(entry.span).map_err(|source| RenderError::Io {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        source,
-    })?;
+    let bytes = read_line(tree, item.node, source)?;
     let edit_bytes = match item.edit {
-        Some(e) => {
-            let span = tree.node(e).entry.span;
-            let id = tree.node(e).entry.id.to_string();
-            Some(source.line(span).map_err(|source| RenderError::Io {
-                line: span.line,
-                id,
-                source,
-            })?)
-        }
+        Some(e) => Some(read_line(tree, e, source)?),
         None => None,
     };
     // pi decodes the file as UTF-8 with U+FFFD for invalid bytes before `JSON.parse` sees it.
@@ -176,7 +181,7 @@ pub fn render_item(
             let raw = line
                 .take("message")
                 .ok_or_else(|| changed("the message is missing"))?;
-            if !(info.content_missing || info.role == Role::HookMessage || edit.is_some()) {
+            if passes_through(item, info) {
                 vec![raw.into_owned()]
             } else {
                 let mut message = RawObject::parse_text(raw.get()).map_err(|e| changed(&e))?;
