@@ -6,6 +6,7 @@
 //! file (see `storage`), so unknown entry types and unknown fields survive untouched.
 
 use std::borrow::{Borrow, Cow};
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::jsstr;
+use super::recent::{self, Recent};
 use super::timestamp::js_time_of_raw;
 
 /// The current pi session format version (pi 1.6.0 `CURRENT_SESSION_VERSION`).
@@ -612,26 +614,17 @@ impl From<MessageInfo> for EntryKind {
 thread_local! {
     /// The id of the entry this thread read last. Most entries are the child of the entry
     /// before them, so their `parentId` shares that id's allocation (ids are stored once).
-    /// A cache only: an id's meaning never depends on it.
-    static LAST_ID: std::cell::RefCell<Option<EntryId>> = const { std::cell::RefCell::new(None) };
+    static LAST_ID: RefCell<Recent<EntryId>> = const { RefCell::new(Recent::new(1)) };
 }
 
 fn previous_or_new_id(text: &str) -> EntryId {
-    LAST_ID
-        .with(|last| {
-            last.try_borrow()
-                .ok()
-                .and_then(|l| l.as_ref().filter(|l| l.as_str() == text).cloned())
-        })
+    recent::with(&LAST_ID, |last| last.find(|id| id.as_str() == text))
+        .flatten()
         .unwrap_or_else(|| EntryId::new(text))
 }
 
 fn remember_id(id: &EntryId) {
-    LAST_ID.with(|last| {
-        if let Ok(mut l) = last.try_borrow_mut() {
-            *l = Some(id.clone());
-        }
-    });
+    recent::with(&LAST_ID, |last| last.push(id.clone()));
 }
 
 /// The version-1 `firstKeptEntryIndex` of a compaction line, if it has one.
@@ -755,30 +748,20 @@ const INTERNED_LEN: usize = 128;
 
 thread_local! {
     /// The small raw values read most recently on this thread, so that the thousands of
-    /// messages naming the same provider and model share one allocation. A cache only: what
-    /// a value means never depends on it.
-    static INTERNED: std::cell::RefCell<Vec<SharedRaw>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// messages naming the same provider and model share one allocation.
+    static INTERNED: RefCell<Recent<SharedRaw>> = const { RefCell::new(Recent::new(INTERNED_MAX)) };
 }
 
 fn to_owned_raw(raw: &RawValue) -> SharedRaw {
     let text = raw.get();
+    let make = || Arc::from(raw.to_owned());
     if text.len() > INTERNED_LEN {
-        return Arc::from(raw.to_owned());
+        return make();
     }
-    INTERNED.with(|cell| {
-        let Ok(mut interned) = cell.try_borrow_mut() else {
-            return Arc::from(raw.to_owned());
-        };
-        if let Some(found) = interned.iter().find(|r| r.get() == text) {
-            return found.clone();
-        }
-        let shared: SharedRaw = Arc::from(raw.to_owned());
-        if interned.len() >= INTERNED_MAX {
-            interned.remove(0);
-        }
-        interned.push(shared.clone());
-        shared
+    recent::with(&INTERNED, |interned| {
+        interned.find_or_insert(|r| r.get() == text, make)
     })
+    .unwrap_or_else(make)
 }
 
 /// How many tool-call ids [`remember_call_ids`] keeps per thread.
@@ -786,20 +769,16 @@ const CALLS_MAX: usize = 16;
 
 thread_local! {
     /// The tool-call ids of the assistant messages read most recently on this thread, so that
-    /// the result answering a call shares its id's allocation. A cache only, like [`LAST_ID`].
-    static RECENT_CALLS: std::cell::RefCell<Vec<ToolCallId>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// the result answering a call shares its id's allocation.
+    static RECENT_CALLS: RefCell<Recent<ToolCallId>> = const { RefCell::new(Recent::new(CALLS_MAX)) };
 }
 
-/// Notes an assistant message's tool-call ids for [`recent_call_id`]; returns them.
+/// Notes an assistant message's tool-call ids for [`recent_call_id`]; returns them. Ids of
+/// up to 15 bytes are held inline, so sharing them would save nothing.
 fn remember_call_ids(ids: Vec<ToolCallId>) -> Vec<ToolCallId> {
-    RECENT_CALLS.with(|cell| {
-        if let Ok(mut recent) = cell.try_borrow_mut() {
-            for id in ids.iter().filter(|id| id.len() > 15) {
-                if recent.len() >= CALLS_MAX {
-                    recent.remove(0);
-                }
-                recent.push(id.clone());
-            }
+    recent::with(&RECENT_CALLS, |recent| {
+        for id in ids.iter().filter(|id| id.len() > 15) {
+            recent.push(id.clone());
         }
     });
     ids
@@ -808,13 +787,11 @@ fn remember_call_ids(ids: Vec<ToolCallId>) -> Vec<ToolCallId> {
 /// A tool result's `toolCallId`: the call's own id when it was read recently (no allocation),
 /// else a new one.
 fn recent_call_id(text: &str) -> ToolCallId {
-    RECENT_CALLS
-        .with(|cell| {
-            cell.try_borrow()
-                .ok()
-                .and_then(|recent| recent.iter().rev().find(|id| id.as_str() == text).cloned())
-        })
-        .unwrap_or_else(|| ToolCallId::from(text))
+    recent::with(&RECENT_CALLS, |recent| {
+        recent.find(|id| id.as_str() == text)
+    })
+    .flatten()
+    .unwrap_or_else(|| ToolCallId::from(text))
 }
 
 /// How many distinct model pairs [`shared_model`] keeps per thread.
@@ -822,8 +799,8 @@ const MODELS_MAX: usize = 16;
 
 thread_local! {
     /// The model pairs read most recently on this thread, so that the thousands of assistant
-    /// messages of a session share one [`ModelRef`]. A cache only, like [`INTERNED`].
-    static MODELS: std::cell::RefCell<Vec<Arc<ModelRef>>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// messages of a session share one [`ModelRef`].
+    static MODELS: RefCell<Recent<Arc<ModelRef>>> = const { RefCell::new(Recent::new(MODELS_MAX)) };
 }
 
 /// The shared [`ModelRef`] of an assistant message. Its parts come from [`to_owned_raw`], so
@@ -835,23 +812,16 @@ fn shared_model(provider: Option<SharedRaw>, model_id: Option<SharedRaw>) -> Arc
         (None, None) => true,
         _ => false,
     };
-    MODELS.with(|cell| {
-        let Ok(mut models) = cell.try_borrow_mut() else {
-            return Arc::new(pair);
-        };
-        if let Some(found) = models
-            .iter()
-            .find(|m| same(&m.provider, &pair.provider) && same(&m.model_id, &pair.model_id))
-        {
-            return found.clone();
+    let is_pair =
+        |m: &&Arc<ModelRef>| same(&m.provider, &pair.provider) && same(&m.model_id, &pair.model_id);
+    match recent::with(&MODELS, |models| models.find(is_pair)).flatten() {
+        Some(found) => found,
+        None => {
+            let shared = Arc::new(pair);
+            recent::with(&MODELS, |models| models.push(shared.clone()));
+            shared
         }
-        let shared = Arc::new(pair);
-        if models.len() >= MODELS_MAX {
-            models.remove(0);
-        }
-        models.push(shared.clone());
-        shared
-    })
+    }
 }
 
 // ---------------------------------------------------------------------------

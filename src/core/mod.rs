@@ -19,6 +19,7 @@ pub mod jsstr;
 pub mod preview;
 pub mod projection;
 pub mod raw_object;
+pub mod recent;
 pub mod redact;
 pub mod render;
 pub mod salvage;
