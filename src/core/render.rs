@@ -96,10 +96,7 @@ fn item_messages(
     {
         let bytes = read_line(tree, item.node, source)?;
         let text = utf8_lossy(&bytes);
-        let raw = raw_field(&text, "message")
-            .map_err(|e| changed(entry, &e))?
-            .ok_or_else(|| changed(entry, "the message is missing"))?;
-        return emit(raw).map_err(RenderError::Emit);
+        return emit(message_of(entry, &text)?).map_err(RenderError::Emit);
     }
     for message in render_item(tree, item, source)? {
         emit(&message).map_err(RenderError::Emit)?;
@@ -128,6 +125,14 @@ fn read_line<'s>(
         id: entry.id.to_string(),
         source,
     })
+}
+
+/// The `message` of `entry`'s line `text`, as written. Errors: [`RenderError::Changed`] when
+/// the line is no longer a JSON object with a message.
+fn message_of<'t>(entry: &Entry, text: &'t str) -> Result<&'t RawValue, RenderError> {
+    raw_field(text, "message")
+        .map_err(|e| changed(entry, &e))?
+        .ok_or_else(|| changed(entry, "the message is missing"))
 }
 
 /// [`RenderError::Changed`] for `entry`'s line.
@@ -161,6 +166,11 @@ pub fn render_item(
         return Ok(Vec::new());
     }
     let bytes = read_line(tree, item.node, source)?;
+    if let EntryKind::Message(info) = &entry.kind
+        && passes_through(item, info)
+    {
+        return Ok(vec![message_of(entry, &utf8_lossy(&bytes))?.to_owned()]);
+    }
     let edit_bytes = match item.edit {
         Some(e) => Some(read_line(tree, e, source)?),
         None => None,
@@ -181,30 +191,25 @@ pub fn render_item(
             let raw = line
                 .take("message")
                 .ok_or_else(|| changed("the message is missing"))?;
-            if passes_through(item, info) {
-                vec![raw.into_owned()]
-            } else {
-                let mut message = RawObject::parse_text(raw.get()).map_err(|e| changed(&e))?;
-                let role = match &info.role {
-                    Role::HookMessage => {
-                        message.set("role", raw_json("\"custom\"".into()));
-                        &Role::Custom
-                    }
-                    r => r,
-                };
-                let content_missing = message.get("content").is_none_or(|c| c.get() == "null");
-                match role {
-                    Role::System if content_missing => {
-                        message.set("content", raw_json("\"\"".into()))
-                    }
-                    Role::User | Role::Assistant | Role::ToolResult if content_missing => {
-                        message.set("content", raw_json("[]".into()))
-                    }
-                    _ => {}
+            // pi changes this message (see `passes_through`): `{...message, content}`.
+            let mut message = RawObject::parse_text(raw.get()).map_err(|e| changed(&e))?;
+            let role = match &info.role {
+                Role::HookMessage => {
+                    message.set("role", raw_json("\"custom\"".into()));
+                    &Role::Custom
                 }
-                apply_edit(&mut message, role, edit.as_ref());
-                vec![message.to_raw()]
+                r => r,
+            };
+            let content_missing = message.get("content").is_none_or(|c| c.get() == "null");
+            match role {
+                Role::System if content_missing => message.set("content", raw_json("\"\"".into())),
+                Role::User | Role::Assistant | Role::ToolResult if content_missing => {
+                    message.set("content", raw_json("[]".into()))
+                }
+                _ => {}
             }
+            apply_edit(&mut message, role, edit.as_ref());
+            vec![message.to_raw()]
         }
         Contribution::CustomMessage => {
             let mut m = RawObject::new();
