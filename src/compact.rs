@@ -306,7 +306,7 @@ pub fn explain_nothing(
             path: path.to_owned(),
             id: unknown.id,
         })?;
-    let projection = projection::project_without_diagnostics(tree, leaf);
+    let projection = projection::project_path(tree, leaf);
     let here = prepare::projected_entries(tree, &projection, lines)
         .map_err(CompactionError::from)
         .map_err(failed)?;
@@ -331,7 +331,7 @@ pub fn explain_nothing(
         .filter(|&l| Some(l) != leaf)
         .take(OTHER_LEAVES_LOOKED_AT)
     {
-        let projection = projection::project_without_diagnostics(tree, Some(other));
+        let projection = projection::project_path(tree, Some(other));
         let Ok(projected) = prepare::projected_entries(tree, &projection, lines) else {
             continue;
         };

@@ -30,7 +30,7 @@ use super::tokens::{
     assistant_usage, calculate_context_tokens, current_system_message, estimate_tokens,
 };
 use crate::core::format::{EntryId, EntryKind, ToolCallId};
-use crate::core::projection::{Contribution, Projection, Silence};
+use crate::core::projection::{Contribution, PathProjection, Silence};
 use crate::core::render::{self, LineSource, RenderError};
 use crate::core::tree::{NodeIdx, Tree};
 
@@ -290,12 +290,12 @@ pub enum NothingToCompact {
 }
 
 /// pi's canonical projection of a path, as [`projected_entries`] builds it: per entry of
-/// `projection.items`, the facts of its messages; the bodies stay in the file.
+/// context entry of `projection`, the facts of its messages; the bodies stay in the file.
 pub struct Projected<'a> {
     tree: &'a Tree,
     source: &'a dyn LineSource,
-    /// The projection (path and context items) the entries come from.
-    pub projection: &'a Projection,
+    /// The projection (path and context entries) the entries come from.
+    pub projection: &'a PathProjection,
     /// Per entry, the index of its first message (its messages run to the next entry's);
     /// 4 bytes an entry.
     starts: Vec<u32>,
@@ -329,26 +329,29 @@ fn parse_line(bytes: &[u8], entry: &crate::core::format::Entry) -> Result<Value,
 /// be read or no longer holds its entry.
 pub fn projected_entries<'a>(
     tree: &'a Tree,
-    projection: &'a Projection,
+    projection: &'a PathProjection,
     source: &'a dyn LineSource,
 ) -> Result<Projected<'a>, RenderError> {
     let mut out = Projected {
         tree,
         source,
         projection,
-        starts: Vec::with_capacity(projection.items.len()),
-        flags: Vec::with_capacity(projection.items.len()),
+        starts: Vec::with_capacity(projection.len()),
+        flags: Vec::with_capacity(projection.len()),
         message_count: 0,
         system_indices: Vec::new(),
         scan: TokenScan::default(),
         compactions: Vec::new(),
         system_messages: Vec::new(),
     };
-    for (index, item) in projection.items.iter().enumerate() {
+    for index in 0..projection.len() {
+        let Some(item) = projection.item(tree, index) else {
+            break;
+        };
         let entry = &tree.node(item.node).entry;
         out.starts.push(out.message_count);
         let mut flags = 0;
-        for raw in render::render_item(tree, item, source)? {
+        for raw in render::render_item(tree, &item, source)? {
             let message = parse_line(raw.get().as_bytes(), entry)?;
             let role = Role::of(&message);
             out.scan.add(&message, role, index);
@@ -428,7 +431,7 @@ impl Projected<'_> {
 
     /// The tree node of entry `i`.
     pub fn node(&self, i: usize) -> NodeIdx {
-        self.projection.items[i].node
+        self.projection.entries()[i]
     }
 
     /// The id of entry `i`.
@@ -479,10 +482,12 @@ impl Projected<'_> {
         if self.message_count(i) == 0 {
             return Ok(Vec::new());
         }
-        let item = &self.projection.items[i];
+        let Some(item) = self.projection.item(self.tree, i) else {
+            return Ok(Vec::new());
+        };
         let entry = &self.tree.node(item.node).entry;
         let mut out = Vec::new();
-        for raw in render::render_item(self.tree, item, self.source)? {
+        for raw in render::render_item(self.tree, &item, self.source)? {
             out.push(estimate_tokens(&parse_line(raw.get().as_bytes(), entry)?));
         }
         Ok(out)
@@ -539,9 +544,11 @@ impl Projected<'_> {
             if !with_system && self.non_system_count(i) == 0 {
                 continue;
             }
-            let item = &self.projection.items[i];
+            let Some(item) = self.projection.item(self.tree, i) else {
+                continue;
+            };
             let entry = &self.tree.node(item.node).entry;
-            for raw in render::render_item(self.tree, item, self.source)? {
+            for raw in render::render_item(self.tree, &item, self.source)? {
                 let message = parse_line(raw.get().as_bytes(), entry)?;
                 if !with_system && Role::of(&message) == Role::System {
                     continue;
