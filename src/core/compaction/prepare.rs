@@ -204,10 +204,17 @@ pub trait SpanSource {
         f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
     ) -> Result<(), CompactionError>;
 
-    /// `id` as a [`ToolCallId`]: the tree's shared copy of `m`'s `toolCallId` when it is
-    /// `id` (a clone without an allocation), else a new one.
-    fn tool_call_id(&self, _m: &SpanMessage, id: &str) -> ToolCallId {
-        ToolCallId::from(id)
+    /// The tree node of `m`'s entry when the tree holds `id` as that entry's `toolCallId`, so
+    /// that a list of results can name the id by its node (4 bytes, see
+    /// [`SpanSource::node_tool_call_id`]) instead of a copy; `None` otherwise.
+    fn tool_result_node(&self, _m: &SpanMessage, _id: &str) -> Option<NodeIdx> {
+        None
+    }
+
+    /// The `toolCallId` the tree holds for `node` (a node [`SpanSource::tool_result_node`]
+    /// gave); `None` for any other node.
+    fn node_tool_call_id(&self, _node: NodeIdx) -> Option<&str> {
+        None
     }
 
     /// How many tool results the entries of `span` hold as the tree reads them: a capacity
@@ -612,15 +619,17 @@ impl SpanSource for Projected<'_> {
         self.for_each_in(span.entries.clone(), false, f)
     }
 
-    fn tool_call_id(&self, m: &SpanMessage, id: &str) -> ToolCallId {
+    fn tool_result_node(&self, m: &SpanMessage, id: &str) -> Option<NodeIdx> {
         self.tree
             .find(m.entry_id.as_str())
-            .and_then(|n| match &self.tree.node(n).entry.kind {
-                EntryKind::Message(info) => info.tool_call_id().filter(|t| t.as_str() == id),
-                _ => None,
-            })
-            .cloned()
-            .unwrap_or_else(|| ToolCallId::from(id))
+            .filter(|&n| self.node_tool_call_id(n) == Some(id))
+    }
+
+    fn node_tool_call_id(&self, node: NodeIdx) -> Option<&str> {
+        match &self.tree.nodes().get(node as usize)?.entry.kind {
+            EntryKind::Message(info) => info.tool_call_id().map(ToolCallId::as_str),
+            _ => None,
+        }
     }
 
     fn tool_results_hint(&self, span: &Span) -> usize {
