@@ -147,7 +147,11 @@ impl PathProjection {
     /// Context entry `i` as [`context_items`] gives it (`None` past the end).
     pub fn item(&self, tree: &Tree, i: usize) -> Option<ContextItem> {
         let node = self.node(i)?;
-        let edit = self.edits.get(tree.node(node).entry.id.as_str()).copied();
+        let edit = if self.edits.is_empty() {
+            None
+        } else {
+            self.edits.get(tree.node(node).entry.id.as_str()).copied()
+        };
         Some(context_item(tree, node, i > 0, edit))
     }
 }

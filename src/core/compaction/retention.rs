@@ -207,14 +207,15 @@ pub fn result_call_id(message: &Value) -> Option<&str> {
 
 /// The tool results of a span by `toolCallId`: for each id, the position (among the span's
 /// results, in order) of its first result. A result whose id the tree holds is named by its
-/// node (8 bytes a result with its position, the id looked up through the
-/// [`SpanSource`]); any other id (a context edit's, a kept message's) is copied. Sorted in
-/// place (no scratch buffer), rather than a map of owned strings.
+/// node (12 bytes a result with the id's hash and its position, the id looked up through the
+/// [`SpanSource`] only where hashes are equal); any other id (a context edit's, a kept
+/// message's) is copied. Sorted in place (no scratch buffer), rather than a map of owned
+/// strings.
 #[derive(Debug, Default)]
 pub struct ResultIds {
-    /// `(node, position)`: in span order until [`ResultIds::finish`], then sorted by id with
-    /// only each id's first result.
-    by_node: Vec<(NodeIdx, u32)>,
+    /// In span order until [`ResultIds::finish`], then sorted by (hash, id) with only each
+    /// id's first result.
+    by_node: Vec<NamedResult>,
     /// `(id, position)` of the results the tree does not name, likewise.
     owned: Vec<(ToolCallId, u32)>,
     /// Results pushed so far.
@@ -236,7 +237,11 @@ impl ResultIds {
         match source.tool_result_node(m, id) {
             Some(node) => {
                 let at = self.position();
-                self.by_node.push((node, at));
+                self.by_node.push(NamedResult {
+                    hash: id_hash(id),
+                    node,
+                    at,
+                });
                 self.next()
             }
             None => self.push_id(id),
@@ -265,11 +270,16 @@ impl ResultIds {
     /// push, with the source of the pushes).
     pub fn finish(&mut self, source: &dyn SpanSource) {
         let id = |n: NodeIdx| source.node_tool_call_id(n).unwrap_or("");
-        // By id, then position: an id's results stay in span order and dedup keeps the first.
+        // By (hash, id), then position: an id's results stay in span order and dedup keeps
+        // the first.
+        self.by_node.sort_unstable_by(|a, b| {
+            a.hash
+                .cmp(&b.hash)
+                .then_with(|| id(a.node).cmp(id(b.node)))
+                .then(a.at.cmp(&b.at))
+        });
         self.by_node
-            .sort_unstable_by(|a, b| id(a.0).cmp(id(b.0)).then(a.1.cmp(&b.1)));
-        self.by_node
-            .dedup_by(|later, first| id(later.0) == id(first.0));
+            .dedup_by(|later, first| later.hash == first.hash && id(later.node) == id(first.node));
         self.owned
             .sort_unstable_by(|a, b| a.0.as_str().cmp(b.0.as_str()).then(a.1.cmp(&b.1)));
         self.owned.dedup_by(|later, first| later.0 == first.0);
@@ -278,12 +288,17 @@ impl ResultIds {
     /// The position of `id`'s first result, if the span has one (after [`ResultIds::finish`],
     /// with the source of the pushes).
     pub fn first(&self, source: &dyn SpanSource, id: &str) -> Option<usize> {
+        let hash = id_hash(id);
         let by_node = self
             .by_node
-            .binary_search_by(|(n, _)| source.node_tool_call_id(*n).unwrap_or("").cmp(id))
+            .binary_search_by(|r| {
+                r.hash
+                    .cmp(&hash)
+                    .then_with(|| source.node_tool_call_id(r.node).unwrap_or("").cmp(id))
+            })
             .ok()
             .and_then(|i| self.by_node.get(i))
-            .map(|(_, at)| *at);
+            .map(|r| r.at);
         let owned = self
             .owned
             .binary_search_by(|(k, _)| k.as_str().cmp(id))
@@ -296,6 +311,25 @@ impl ResultIds {
         };
         first.map(|at| at as usize)
     }
+}
+
+/// A result [`ResultIds`] names by its node.
+#[derive(Clone, Copy, Debug)]
+struct NamedResult {
+    /// [`id_hash`] of its `toolCallId`.
+    hash: u32,
+    /// The node whose `toolCallId` it is.
+    node: NodeIdx,
+    /// Its position among the results.
+    at: u32,
+}
+
+/// FNV-1a of an id: orders [`ResultIds`] without reading the ids from the tree (equal ids have
+/// equal hashes; only equal hashes compare the ids).
+fn id_hash(id: &str) -> u32 {
+    id.bytes().fold(0x811c_9dc5, |h: u32, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// Whether a tool result reports failure (`isError` truthy).
