@@ -306,7 +306,7 @@ pub fn explain_nothing(
             path: path.to_owned(),
             id: unknown.id,
         })?;
-    let projection = projection::project_without_diagnostics(tree, leaf);
+    let projection = projection::project_path(tree, leaf);
     let here = prepare::projected_entries(tree, &projection, lines)
         .map_err(CompactionError::from)
         .map_err(failed)?;
@@ -314,24 +314,19 @@ pub fn explain_nothing(
     let start = here.context_start();
     let since = start.map_or(0, |i| i + 1)..here.len();
     let messages_since: usize = since.clone().map(|i| here.message_count(i)).sum();
-    // Per entry, its messages' estimates (a failed one counts 0), read again from the file.
-    let tokens_since: f64 = since
-        .map(|i| {
-            here.message_tokens(i)
-                .map(|tokens| tokens.into_iter().map(|t| t.unwrap_or(0.0)).sum::<f64>())
-        })
-        .collect::<Result<Vec<f64>, _>>()
+    // The messages' estimates (a failed one counts 0): summed while projecting, or read again
+    // from the file.
+    let tokens_since = here
+        .tokens_from(since.start)
         .map_err(CompactionError::from)
-        .map_err(failed)?
-        .into_iter()
-        .sum();
+        .map_err(failed)?;
     let mut other_leaves = Vec::new();
     for other in tree
         .leaves()
         .filter(|&l| Some(l) != leaf)
         .take(OTHER_LEAVES_LOOKED_AT)
     {
-        let projection = projection::project_without_diagnostics(tree, Some(other));
+        let projection = projection::project_path(tree, Some(other));
         let Ok(projected) = prepare::projected_entries(tree, &projection, lines) else {
             continue;
         };

@@ -332,7 +332,7 @@ fn first_user_message(tree: &Tree, lines: &dyn LineSource) -> Option<String> {
 /// (the number pi compares with the context window; the compaction code's `tokensBefore`).
 /// `None` where pi would throw, or its number is not finite.
 fn token_estimate(tree: &Tree, lines: &dyn LineSource) -> Option<u64> {
-    let projection = projection::project(tree, tree.default_leaf());
+    let projection = projection::project_path(tree, tree.default_leaf());
     let projected = prepare::projected_entries(tree, &projection, lines).ok()?;
     let tokens = prepare::estimate_projected_context_tokens(&projected).ok()?;
     (tokens.is_finite() && tokens >= 0.0).then_some(tokens as u64)

@@ -11,7 +11,7 @@ use serde_json::value::RawValue;
 
 use super::diagnostics::Diagnostic;
 pub use super::format::ModelRef;
-use super::format::{EntryKind, Role, SharedRaw, ToolCallId};
+use super::format::{EntryId, EntryKind, Role, SharedRaw, ToolCallId};
 use super::tree::{NodeIdx, Tree};
 
 /// How one context entry contributes to the model's messages.
@@ -80,18 +80,6 @@ pub struct Projection {
 /// Projects the session at `leaf` (`None`: the empty leaf, before the first entry).
 /// Use [`Tree::default_leaf`] for pi's default.
 pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
-    project_with(tree, leaf, true)
-}
-
-/// [`project`] without the tool pairing check (`diagnostics` left empty): for a caller that
-/// reads only the path, the items and the settings (compaction), so that it does not hold the
-/// pairing's sets of every tool call id in the context (two hash sets, about 64 bytes a call
-/// while they grow).
-pub fn project_without_diagnostics(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
-    project_with(tree, leaf, false)
-}
-
-fn project_with(tree: &Tree, leaf: Option<NodeIdx>, with_diagnostics: bool) -> Projection {
     let path = tree.path_to(leaf);
     let (thinking_level, model) = settings(tree, &path);
     let entries = context_entries(tree, &path);
@@ -102,11 +90,7 @@ fn project_with(tree: &Tree, leaf: Option<NodeIdx>, with_diagnostics: bool) -> P
 
     let items = context_items(tree, &entries, false);
     drop(entries);
-    let diagnostics = if with_diagnostics {
-        tool_pairing(tree, &items)
-    } else {
-        Vec::new()
-    };
+    let diagnostics = tool_pairing(tree, &items);
     Projection {
         leaf,
         path,
@@ -115,6 +99,91 @@ fn project_with(tree: &Tree, leaf: Option<NodeIdx>, with_diagnostics: bool) -> P
         thinking_level,
         model,
         diagnostics,
+    }
+}
+
+/// The projection compaction reads: the path and its compaction-aware context entries,
+/// without the per-entry [`ContextItem`] list of [`Projection`] (16 bytes an entry) nor the
+/// tool pairing check (whose two sets held every call id). An entry's item is worked out when
+/// asked for ([`PathProjection::item`]), the same as [`context_items`] would have it.
+///
+/// Memory: the path (4 bytes an entry), the context entries only when they are not the whole
+/// path (a path with a compaction, 4 bytes an entry), and the context edits by target.
+#[derive(Clone, Debug)]
+pub struct PathProjection {
+    /// The leaf; `None` for the explicit empty leaf or an empty session.
+    pub leaf: Option<NodeIdx>,
+    /// Root-to-leaf path.
+    pub path: Vec<NodeIdx>,
+    /// The compaction that starts the context, if the path has one.
+    pub compaction: Option<NodeIdx>,
+    /// pi's `buildContextEntries`; `None` when they are the whole path (no compaction).
+    entries: Option<Vec<NodeIdx>>,
+    /// The latest context edit (within the context) per target id.
+    edits: HashMap<EntryId, NodeIdx>,
+}
+
+impl PathProjection {
+    /// Number of context entries.
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+
+    /// True when the context has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries().is_empty()
+    }
+
+    /// The context entries, in order.
+    pub fn entries(&self) -> &[NodeIdx] {
+        self.entries.as_deref().unwrap_or(&self.path)
+    }
+
+    /// The node of context entry `i`, if there is one.
+    pub fn node(&self, i: usize) -> Option<NodeIdx> {
+        self.entries().get(i).copied()
+    }
+
+    /// Context entry `i` as [`context_items`] gives it (`None` past the end).
+    pub fn item(&self, tree: &Tree, i: usize) -> Option<ContextItem> {
+        let node = self.node(i)?;
+        let edit = if self.edits.is_empty() {
+            None
+        } else {
+            self.edits.get(tree.node(node).entry.id.as_str()).copied()
+        };
+        Some(context_item(tree, node, i > 0, edit))
+    }
+}
+
+/// [`project`] for compaction (see [`PathProjection`]): the path and the context entries.
+pub fn project_path(tree: &Tree, leaf: Option<NodeIdx>) -> PathProjection {
+    let path = tree.path_to(leaf);
+    // Without a compaction on the path the context entries are the path (no copy of it).
+    let has_compaction = path
+        .iter()
+        .any(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
+    let entries = has_compaction.then(|| context_entries(tree, &path));
+    let list = entries.as_deref().unwrap_or(&path);
+    let compaction = list
+        .first()
+        .copied()
+        .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
+    let mut edits = HashMap::new();
+    for &n in list {
+        if let EntryKind::ContextEdit {
+            target_id: Some(t), ..
+        } = &tree.node(n).entry.kind
+        {
+            edits.insert(t.clone(), n);
+        }
+    }
+    PathProjection {
+        leaf,
+        path,
+        compaction,
+        entries,
+        edits,
     }
 }
 

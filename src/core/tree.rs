@@ -710,7 +710,10 @@ impl Tree {
     }
     /// The root-to-node path (node indices, root first). Empty for `None`.
     pub fn path_to(&self, leaf: Option<NodeIdx>) -> Vec<NodeIdx> {
-        let mut path = Vec::new();
+        // Sized from the leaf's depth (one walk up more) rather than grown by doubling: a
+        // path of 400,000 entries is then 1.6 MB, not up to twice that.
+        let len = leaf.map_or(0, |l| self.depth(l) + 1);
+        let mut path = Vec::with_capacity(len);
         let mut cur = leaf;
         while let Some(c) = cur {
             path.push(c);

@@ -201,7 +201,7 @@ pub fn plan(
     if tree.find(options.new_entry_id.as_str()).is_some() {
         return Err(CompactionError::IdTaken(options.new_entry_id.clone()));
     }
-    let projection = projection::project_without_diagnostics(tree, leaf);
+    let projection = projection::project_path(tree, leaf);
     let projected = prepare::projected_entries(tree, &projection, source)?;
     let prep = match prepare::prepare(&projected, options.keep_recent_tokens as f64)? {
         Ok(p) => p,

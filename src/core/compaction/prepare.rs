@@ -30,7 +30,7 @@ use super::tokens::{
     assistant_usage, calculate_context_tokens, current_system_message, estimate_tokens,
 };
 use crate::core::format::{EntryId, EntryKind, ToolCallId};
-use crate::core::projection::{Contribution, Projection, Silence};
+use crate::core::projection::{Contribution, PathProjection, Silence};
 use crate::core::render::{self, LineSource, RenderError};
 use crate::core::tree::{NodeIdx, Tree};
 
@@ -126,12 +126,11 @@ struct TokenScan {
 }
 
 impl TokenScan {
-    /// Takes the next message, `entry` its entry index.
-    fn add(&mut self, m: &Value, role: Role, entry: usize) {
-        let tokens = estimate_tokens(m);
+    /// Takes the next message, `tokens` its `estimateTokens`, `entry` its entry index.
+    fn add(&mut self, m: &Value, tokens: &Result<f64, TypeError>, role: Role, entry: usize) {
         let usage = assistant_usage(m).and_then(|u| u.map(calculate_context_tokens).transpose());
         match usage {
-            Ok(None) => match &tokens {
+            Ok(None) => match tokens {
                 Ok(t) if self.trailing_error.is_none() => self.trailing += t,
                 Ok(_) => {}
                 Err(e) => {
@@ -141,11 +140,11 @@ impl TokenScan {
             Ok(Some(u)) => self.reset((entry, Ok(u))),
             Err(e) => self.reset((entry, Err(e))),
         }
-        if let Err(e) = &tokens {
+        if let Err(e) = tokens {
             self.first_error.get_or_insert_with(|| e.clone());
         }
         if role != Role::System {
-            match &tokens {
+            match tokens {
                 Ok(t) if self.non_system_error.is_none() => self.non_system += t,
                 Ok(_) => {}
                 Err(e) => {
@@ -163,6 +162,66 @@ impl TokenScan {
     }
 }
 
+/// Sums of pi's estimates over some projected entries, gathered while the projection is
+/// built, so that a caller that needs the sum of every entry does not read them all again:
+/// the sum of each entry's estimate (as [`Projected::entry_tokens`] gives it) and the sum of
+/// the messages' estimates with a `TypeError` counted 0. Kept only while every estimate is a
+/// whole number from 0 to 2^53 (then any order of adding gives the same sum).
+#[derive(Clone, Copy, Debug, Default)]
+struct EstimateTotals {
+    /// Sum of the entries' estimates.
+    entries: f64,
+    /// Sum of the messages' estimates, a `TypeError` counted 0.
+    lenient: f64,
+    /// Sum of the estimates of the entry being added.
+    entry: f64,
+    /// Some entry failed (`TypeError`), or an estimate or a sum is not a whole number from 0
+    /// to 2^53: the sums are not used.
+    inexact: bool,
+}
+
+/// Largest integer up to which every integer is an `f64`.
+const EXACT_MAX: f64 = 9_007_199_254_740_992.0;
+
+impl EstimateTotals {
+    fn exact(x: f64) -> bool {
+        (0.0..=EXACT_MAX).contains(&x) && x.fract() == 0.0
+    }
+
+    /// Adds the next message's estimate (of the entry being added).
+    fn add_message(&mut self, tokens: &Result<f64, TypeError>) {
+        match tokens {
+            Ok(t) if Self::exact(*t) => {
+                self.entry += t;
+                self.lenient += t;
+            }
+            Ok(_) | Err(_) => self.inexact = true,
+        }
+    }
+
+    /// Ends the entry whose messages were added.
+    fn end_entry(&mut self) {
+        self.entries += self.entry;
+        self.entry = 0.0;
+        if !Self::exact(self.entries) || !Self::exact(self.lenient) {
+            self.inexact = true;
+        }
+    }
+
+    fn join(self, other: EstimateTotals) -> EstimateTotals {
+        let joined = EstimateTotals {
+            entries: self.entries + other.entries,
+            lenient: self.lenient + other.lenient,
+            entry: 0.0,
+            inexact: self.inexact || other.inexact,
+        };
+        EstimateTotals {
+            inexact: joined.inexact || !Self::exact(joined.entries) || !Self::exact(joined.lenient),
+            ..joined
+        }
+    }
+}
+
 /// Entry flags: some message starts a turn (pi `isTurnStartMessage`).
 const TURN_START: u8 = 1;
 /// Some message is a cut point (pi `isCutPointMessage`).
@@ -172,6 +231,14 @@ const CUT_POINT: u8 = 2;
 const VISIBLE: u8 = 4;
 /// A context edit whose `replacement` is exactly `null`.
 const REPLACEMENT_NULL: u8 = 8;
+
+/// Entry flags from this bit up: the entry's number of messages.
+const COUNT_SHIFT: u8 = 4;
+/// The number of messages in the flags meaning "this many or more, see the list of large
+/// counts" (the most the four bits hold).
+const COUNT_LARGE: u8 = 15;
+/// Entries per recorded message start ([`Projected`]'s `starts`).
+const START_BLOCK: usize = 64;
 
 /// A `compaction` entry's fields preparation reads.
 #[derive(Clone, Debug)]
@@ -204,10 +271,17 @@ pub trait SpanSource {
         f: &mut dyn FnMut(&SpanMessage) -> Result<(), CompactionError>,
     ) -> Result<(), CompactionError>;
 
-    /// `id` as a [`ToolCallId`]: the tree's shared copy of `m`'s `toolCallId` when it is
-    /// `id` (a clone without an allocation), else a new one.
-    fn tool_call_id(&self, _m: &SpanMessage, id: &str) -> ToolCallId {
-        ToolCallId::from(id)
+    /// The tree node of `m`'s entry when the tree holds `id` as that entry's `toolCallId`, so
+    /// that a list of results can name the id by its node (4 bytes, see
+    /// [`SpanSource::node_tool_call_id`]) instead of a copy; `None` otherwise.
+    fn tool_result_node(&self, _m: &SpanMessage, _id: &str) -> Option<NodeIdx> {
+        None
+    }
+
+    /// The `toolCallId` the tree holds for `node` (a node [`SpanSource::tool_result_node`]
+    /// gave); `None` for any other node.
+    fn node_tool_call_id(&self, _node: NodeIdx) -> Option<&str> {
+        None
     }
 
     /// How many tool results the entries of `span` hold as the tree reads them: a capacity
@@ -290,23 +364,30 @@ pub enum NothingToCompact {
 }
 
 /// pi's canonical projection of a path, as [`projected_entries`] builds it: per entry of
-/// `projection.items`, the facts of its messages; the bodies stay in the file.
+/// context entry of `projection`, the facts of its messages; the bodies stay in the file.
 pub struct Projected<'a> {
     tree: &'a Tree,
     source: &'a dyn LineSource,
-    /// The projection (path and context items) the entries come from.
-    pub projection: &'a Projection,
-    /// Per entry, the index of its first message (its messages run to the next entry's);
-    /// 4 bytes an entry.
+    /// The projection (path and context entries) the entries come from.
+    pub projection: &'a PathProjection,
+    /// The index of the first message of entries 0, [`START_BLOCK`], 2 × [`START_BLOCK`]…
+    /// (an entry's messages start where the ones before it in its block end).
     starts: Vec<u32>,
-    /// Per entry, [`TURN_START`], [`CUT_POINT`], [`VISIBLE`] and [`REPLACEMENT_NULL`].
+    /// Per entry, [`TURN_START`], [`CUT_POINT`], [`VISIBLE`] and [`REPLACEMENT_NULL`], and its
+    /// number of messages from bit [`COUNT_SHIFT`] up ([`COUNT_LARGE`]: see `large_counts`);
+    /// 1 byte an entry.
     flags: Vec<u8>,
+    /// `(entry, messages)` of the entries with [`COUNT_LARGE`] messages or more, in order.
+    large_counts: Vec<(usize, usize)>,
     /// Number of messages.
     message_count: u32,
     /// Indices of the `system` messages (which compaction leaves out), in order.
     system_indices: Vec<u32>,
     /// The token estimate of the projection, gathered while building it.
     scan: TokenScan,
+    /// The estimates of entry 0 (a compaction that starts the context, if any) and of the
+    /// entries after it, summed while building.
+    totals: [EstimateTotals; 2],
     /// `compaction` entries' fields, by entry index.
     compactions: Vec<(usize, CompactionSource)>,
     /// The messages pi-ai `getCurrentSystemMessage` looks at: system messages, and any `null`
@@ -329,29 +410,40 @@ fn parse_line(bytes: &[u8], entry: &crate::core::format::Entry) -> Result<Value,
 /// be read or no longer holds its entry.
 pub fn projected_entries<'a>(
     tree: &'a Tree,
-    projection: &'a Projection,
+    projection: &'a PathProjection,
     source: &'a dyn LineSource,
 ) -> Result<Projected<'a>, RenderError> {
     let mut out = Projected {
         tree,
         source,
         projection,
-        starts: Vec::with_capacity(projection.items.len()),
-        flags: Vec::with_capacity(projection.items.len()),
+        starts: Vec::with_capacity(projection.len().div_ceil(START_BLOCK)),
+        flags: Vec::with_capacity(projection.len()),
+        large_counts: Vec::new(),
         message_count: 0,
         system_indices: Vec::new(),
         scan: TokenScan::default(),
+        totals: [EstimateTotals::default(); 2],
         compactions: Vec::new(),
         system_messages: Vec::new(),
     };
-    for (index, item) in projection.items.iter().enumerate() {
+    for index in 0..projection.len() {
+        let Some(item) = projection.item(tree, index) else {
+            break;
+        };
         let entry = &tree.node(item.node).entry;
-        out.starts.push(out.message_count);
+        if index % START_BLOCK == 0 {
+            out.starts.push(out.message_count);
+        }
+        let first_message = out.message_count;
         let mut flags = 0;
-        for raw in render::render_item(tree, item, source)? {
+        let totals = &mut out.totals[index.min(1)];
+        for raw in render::render_item(tree, &item, source)? {
             let message = parse_line(raw.get().as_bytes(), entry)?;
             let role = Role::of(&message);
-            out.scan.add(&message, role, index);
+            let tokens = estimate_tokens(&message);
+            out.scan.add(&message, &tokens, role, index);
+            totals.add_message(&tokens);
             if role.is_turn_start() {
                 flags |= TURN_START;
             }
@@ -366,6 +458,7 @@ pub fn projected_entries<'a>(
             }
             out.message_count += 1;
         }
+        out.totals[index.min(1)].end_entry();
         let read_line = || -> Result<Value, RenderError> {
             let bytes = source.line(entry.span).map_err(|e| RenderError::Io {
                 line: entry.span.line,
@@ -410,6 +503,11 @@ pub fn projected_entries<'a>(
         if replacement_is_null {
             flags |= REPLACEMENT_NULL;
         }
+        let count = (out.message_count - first_message) as usize;
+        if count >= usize::from(COUNT_LARGE) {
+            out.large_counts.push((index, count));
+        }
+        flags |= (count.min(usize::from(COUNT_LARGE)) as u8) << COUNT_SHIFT;
         out.flags.push(flags);
     }
     Ok(out)
@@ -418,17 +516,17 @@ pub fn projected_entries<'a>(
 impl Projected<'_> {
     /// Number of projected entries.
     pub fn len(&self) -> usize {
-        self.starts.len()
+        self.flags.len()
     }
 
     /// True when the projection has no entries.
     pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
+        self.flags.is_empty()
     }
 
     /// The tree node of entry `i`.
     pub fn node(&self, i: usize) -> NodeIdx {
-        self.projection.items[i].node
+        self.projection.entries()[i]
     }
 
     /// The id of entry `i`.
@@ -447,22 +545,40 @@ impl Projected<'_> {
 
     /// The message indices of entry `i`.
     fn message_range(&self, i: usize) -> Range<u32> {
-        let start = self.starts.get(i).copied().unwrap_or(self.message_count);
-        let end = self
-            .starts
-            .get(i + 1)
-            .copied()
-            .unwrap_or(self.message_count);
-        start..end
+        let block = i / START_BLOCK;
+        let Some(&block_start) = self.starts.get(block).filter(|_| i < self.len()) else {
+            return self.message_count..self.message_count;
+        };
+        let before: usize = (block * START_BLOCK..i)
+            .map(|j| self.message_count(j))
+            .sum();
+        // Every message has a u32 index (`message_count`), so these fit.
+        let start = block_start.saturating_add(u32::try_from(before).unwrap_or(u32::MAX));
+        let count = u32::try_from(self.message_count(i)).unwrap_or(u32::MAX);
+        start..start.saturating_add(count).min(self.message_count)
     }
 
     /// Number of messages entry `i` contributes.
     pub fn message_count(&self, i: usize) -> usize {
-        self.message_range(i).len()
+        let Some(&flags) = self.flags.get(i) else {
+            return 0;
+        };
+        match flags >> COUNT_SHIFT {
+            COUNT_LARGE => self
+                .large_counts
+                .binary_search_by(|(at, _)| at.cmp(&i))
+                .ok()
+                .and_then(|k| self.large_counts.get(k))
+                .map_or(0, |(_, count)| *count),
+            count => usize::from(count),
+        }
     }
 
     /// Number of entry `i`'s messages that are not `system` messages.
     fn non_system_count(&self, i: usize) -> usize {
+        if self.system_indices.is_empty() {
+            return self.message_count(i);
+        }
         let r = self.message_range(i);
         let from = self.system_indices.partition_point(|&k| k < r.start);
         let to = self.system_indices.partition_point(|&k| k < r.end);
@@ -479,13 +595,47 @@ impl Projected<'_> {
         if self.message_count(i) == 0 {
             return Ok(Vec::new());
         }
-        let item = &self.projection.items[i];
+        let Some(item) = self.projection.item(self.tree, i) else {
+            return Ok(Vec::new());
+        };
         let entry = &self.tree.node(item.node).entry;
         let mut out = Vec::new();
-        for raw in render::render_item(self.tree, item, self.source)? {
+        for raw in render::render_item(self.tree, &item, self.source)? {
             out.push(estimate_tokens(&parse_line(raw.get().as_bytes(), entry)?));
         }
         Ok(out)
+    }
+
+    /// The estimates of entries `start..` (to the end), gathered while the projection was
+    /// built: `start` 0 or 1 (the context's start), every estimate a whole number, no
+    /// `TypeError`. `None` otherwise (read them again).
+    fn totals_from(&self, start: usize) -> Option<EstimateTotals> {
+        let [first, rest] = self.totals;
+        let totals = match start {
+            0 => first.join(rest),
+            1 => rest,
+            _ => return None,
+        };
+        (!totals.inexact).then_some(totals)
+    }
+
+    /// The sum of pi's estimates of the messages of entries `start..` (to the end), a
+    /// `TypeError` counted 0, without reading them again when the projection's build summed
+    /// them (see `totals_from`). Errors: as [`Projected::message_tokens`].
+    pub fn tokens_from(&self, start: usize) -> Result<f64, RenderError> {
+        if let Some(totals) = self.totals_from(start) {
+            // `Iterator::sum` of f64 starts at -0.0: with no message the sum below is -0.0.
+            let messages = (start..self.len()).any(|i| self.message_count(i) > 0);
+            return Ok(if messages { totals.lenient } else { -0.0 });
+        }
+        // Per entry, its messages' estimates (a failed one counts 0), read again.
+        let per_entry = (start..self.len())
+            .map(|i| {
+                self.message_tokens(i)
+                    .map(|tokens| tokens.into_iter().map(|t| t.unwrap_or(0.0)).sum::<f64>())
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        Ok(per_entry.into_iter().sum())
     }
 
     /// pi's token estimate of entry `i`'s messages, summed in order; the first `TypeError`.
@@ -539,9 +689,11 @@ impl Projected<'_> {
             if !with_system && self.non_system_count(i) == 0 {
                 continue;
             }
-            let item = &self.projection.items[i];
+            let Some(item) = self.projection.item(self.tree, i) else {
+                continue;
+            };
             let entry = &self.tree.node(item.node).entry;
-            for raw in render::render_item(self.tree, item, self.source)? {
+            for raw in render::render_item(self.tree, &item, self.source)? {
                 let message = parse_line(raw.get().as_bytes(), entry)?;
                 if !with_system && Role::of(&message) == Role::System {
                     continue;
@@ -605,15 +757,17 @@ impl SpanSource for Projected<'_> {
         self.for_each_in(span.entries.clone(), false, f)
     }
 
-    fn tool_call_id(&self, m: &SpanMessage, id: &str) -> ToolCallId {
+    fn tool_result_node(&self, m: &SpanMessage, id: &str) -> Option<NodeIdx> {
         self.tree
             .find(m.entry_id.as_str())
-            .and_then(|n| match &self.tree.node(n).entry.kind {
-                EntryKind::Message(info) => info.tool_call_id().filter(|t| t.as_str() == id),
-                _ => None,
-            })
-            .cloned()
-            .unwrap_or_else(|| ToolCallId::from(id))
+            .filter(|&n| self.node_tool_call_id(n) == Some(id))
+    }
+
+    fn node_tool_call_id(&self, node: NodeIdx) -> Option<&str> {
+        match &self.tree.nodes().get(node as usize)?.entry.kind {
+            EntryKind::Message(info) => info.tool_call_id().map(ToolCallId::as_str),
+            _ => None,
+        }
     }
 
     fn tool_results_hint(&self, span: &Span) -> usize {
@@ -671,6 +825,15 @@ pub fn find_projected_cut_point(
     // each twice the last (at most CUT_WALK_BLOCK_MAX entries); a TypeError only counts where
     // the walk reaches it.
     let mut hi = end;
+    // When the build summed the estimates of every entry walked and the sum stays below
+    // `keepRecentTokens`, the walk (each estimate a whole number >= 0) reaches its start
+    // without exceeding it: nothing is read again.
+    if end == p.len()
+        && p.totals_from(start)
+            .is_some_and(|t| t.entries < keep_recent_tokens)
+    {
+        hi = start;
+    }
     let mut block = CUT_WALK_BLOCK_MIN;
     'walk: while hi > start {
         let lo = hi.saturating_sub(block).max(start);

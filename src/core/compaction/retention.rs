@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::CompactionError;
 use super::prepare::{Preparation, SpanMessage, SpanSource};
 use crate::core::format::{EntryId, ToolCallId};
+use crate::core::tree::NodeIdx;
 
 /// Longest probe text, in characters.
 pub const PROBE_TEXT_MAX_CHARS: usize = 160;
@@ -205,45 +206,130 @@ pub fn result_call_id(message: &Value) -> Option<&str> {
 }
 
 /// The tool results of a span by `toolCallId`: for each id, the position (among the span's
-/// results, in order) of its first result. A sorted list of the ids the tree already holds
-/// (shared, no copy of their own), 24 bytes a result, rather than a map of owned strings.
+/// results, in order) of its first result. A result whose id the tree holds is named by its
+/// node (12 bytes a result with the id's hash and its position, the id looked up through the
+/// [`SpanSource`] only where hashes are equal); any other id (a context edit's, a kept
+/// message's) is copied. Sorted in place (no scratch buffer), rather than a map of owned
+/// strings.
 #[derive(Debug, Default)]
 pub struct ResultIds {
-    /// `(id, position)`: in span order until [`ResultIds::finish`], then sorted by id with
-    /// only each id's first result.
-    ids: Vec<(ToolCallId, usize)>,
+    /// In span order until [`ResultIds::finish`], then sorted by (hash, id) with only each
+    /// id's first result.
+    by_node: Vec<NamedResult>,
+    /// `(id, position)` of the results the tree does not name, likewise.
+    owned: Vec<(ToolCallId, u32)>,
+    /// Results pushed so far.
+    len: usize,
 }
 
 impl ResultIds {
-    /// An empty list with room for `capacity` results.
+    /// An empty list with room for `capacity` results named by their node.
     pub fn with_capacity(capacity: usize) -> Self {
         ResultIds {
-            ids: Vec::with_capacity(capacity),
+            by_node: Vec::with_capacity(capacity),
+            owned: Vec::new(),
+            len: 0,
         }
     }
 
-    /// Adds the next result of the span; returns its position.
-    pub fn push(&mut self, id: ToolCallId) -> usize {
-        let at = self.ids.len();
-        self.ids.push((id, at));
-        at
+    /// Adds the next result of the span, `m` with `toolCallId` `id`; returns its position.
+    pub fn push(&mut self, source: &dyn SpanSource, m: &SpanMessage, id: &str) -> usize {
+        match source.tool_result_node(m, id) {
+            Some(node) => {
+                let at = self.position();
+                self.by_node.push(NamedResult {
+                    hash: id_hash(id),
+                    node,
+                    at,
+                });
+                self.next()
+            }
+            None => self.push_id(id),
+        }
     }
 
-    /// Sorts the list by id and keeps each id's first result (call once, after the last push).
-    pub fn finish(&mut self) {
-        // A stable sort keeps an id's results in span order; dedup keeps the first.
-        self.ids.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
-        self.ids.dedup_by(|later, first| later.0 == first.0);
+    /// Adds the next result, by its `toolCallId` alone; returns its position.
+    pub fn push_id(&mut self, id: &str) -> usize {
+        let at = self.position();
+        self.owned.push((ToolCallId::from(id), at));
+        self.next()
     }
 
-    /// The position of `id`'s first result, if the span has one (after [`ResultIds::finish`]).
-    pub fn first(&self, id: &str) -> Option<usize> {
-        self.ids
+    /// The next position as stored: every result is a tree node, so positions fit the tree's
+    /// 32-bit node indices.
+    fn position(&self) -> u32 {
+        u32::try_from(self.len).unwrap_or(u32::MAX)
+    }
+
+    fn next(&mut self) -> usize {
+        self.len += 1;
+        self.len - 1
+    }
+
+    /// Sorts the lists by id and keeps each id's first result (call once, after the last
+    /// push, with the source of the pushes).
+    pub fn finish(&mut self, source: &dyn SpanSource) {
+        let id = |n: NodeIdx| source.node_tool_call_id(n).unwrap_or("");
+        // By (hash, id), then position: an id's results stay in span order and dedup keeps
+        // the first.
+        self.by_node.sort_unstable_by(|a, b| {
+            a.hash
+                .cmp(&b.hash)
+                .then_with(|| id(a.node).cmp(id(b.node)))
+                .then(a.at.cmp(&b.at))
+        });
+        self.by_node
+            .dedup_by(|later, first| later.hash == first.hash && id(later.node) == id(first.node));
+        self.owned
+            .sort_unstable_by(|a, b| a.0.as_str().cmp(b.0.as_str()).then(a.1.cmp(&b.1)));
+        self.owned.dedup_by(|later, first| later.0 == first.0);
+    }
+
+    /// The position of `id`'s first result, if the span has one (after [`ResultIds::finish`],
+    /// with the source of the pushes).
+    pub fn first(&self, source: &dyn SpanSource, id: &str) -> Option<usize> {
+        let hash = id_hash(id);
+        let by_node = self
+            .by_node
+            .binary_search_by(|r| {
+                r.hash
+                    .cmp(&hash)
+                    .then_with(|| source.node_tool_call_id(r.node).unwrap_or("").cmp(id))
+            })
+            .ok()
+            .and_then(|i| self.by_node.get(i))
+            .map(|r| r.at);
+        let owned = self
+            .owned
             .binary_search_by(|(k, _)| k.as_str().cmp(id))
             .ok()
-            .and_then(|i| self.ids.get(i))
-            .map(|(_, at)| *at)
+            .and_then(|i| self.owned.get(i))
+            .map(|(_, at)| *at);
+        let first = match (by_node, owned) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        first.map(|at| at as usize)
     }
+}
+
+/// A result [`ResultIds`] names by its node.
+#[derive(Clone, Copy, Debug)]
+struct NamedResult {
+    /// [`id_hash`] of its `toolCallId`.
+    hash: u32,
+    /// The node whose `toolCallId` it is.
+    node: NodeIdx,
+    /// Its position among the results.
+    at: u32,
+}
+
+/// FNV-1a of an id: orders [`ResultIds`] without reading the ids from the tree (equal ids have
+/// equal hashes; only equal hashes compare the ids).
+fn id_hash(id: &str) -> u32 {
+    id.bytes().fold(0x811c_9dc5, |h: u32, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// Whether a tool result reports failure (`isError` truthy).
@@ -267,21 +353,21 @@ pub fn probes(
     let spans = [&prep.messages_to_summarize, &prep.turn_prefix_messages];
     // Pass 1: every call the span or the kept messages answer.
     let hint: usize = spans.iter().map(|s| source.tool_results_hint(s)).sum();
-    let mut answered = ResultIds::with_capacity(hint + kept_messages.len());
+    let mut answered = ResultIds::with_capacity(hint);
     for m in kept_messages {
         if let Some(id) = result_call_id(&m.message) {
-            answered.push(ToolCallId::from(id));
+            answered.push_id(id);
         }
     }
     for span in spans {
         source.for_each_message(span, &mut |m| {
             if let Some(id) = result_call_id(&m.message) {
-                answered.push(source.tool_call_id(m, id));
+                answered.push(source, m, id);
             }
             Ok(())
         })?;
     }
-    answered.finish();
+    answered.finish(source);
     // Pass 2: the first call that read or modified each listed path, failed results, calls
     // without a result, open tasks and the last request, in the span's order.
     let read: HashSet<&str> = prep
@@ -316,7 +402,7 @@ pub fn probes(
                     first.insert(path.to_owned(), call.entry_id.clone());
                 }
             }
-            if !call.id.is_empty() && answered.first(&call.id).is_none() {
+            if !call.id.is_empty() && answered.first(source, &call.id).is_none() {
                 pending.push(Probe {
                     kind: ProbeKind::PendingToolCall,
                     text: call.id.clone(),

@@ -258,7 +258,7 @@ fn extract(
     source.for_each_message(span, &mut |m| {
         let msg = &m.message;
         if let Some(id) = result_call_id(msg) {
-            let at = results.push(source.tool_call_id(m, id));
+            let at = results.push(source, m, id);
             if is_error_result(msg) {
                 let error = first_line(&content_text(msg)).unwrap_or_else(|| id.to_owned());
                 errors.insert(at, error);
@@ -289,7 +289,7 @@ fn extract(
         }
         Ok(())
     })?;
-    results.finish();
+    results.finish(source);
     // Pass 2: the failed results whose call is in the span.
     let mut called_failures: HashSet<String> = HashSet::new();
     if !failed_ids.is_empty() {
@@ -337,7 +337,7 @@ fn extract(
                 for call in tool_calls(m) {
                     let what = describe_call(&call.name, &call.arguments);
                     let path = call.arguments.get("path").and_then(Value::as_str);
-                    let result = results.first(&call.id).map(|at| errors.get(&at));
+                    let result = results.first(source, &call.id).map(|at| errors.get(&at));
                     match result {
                         Some(Some(error)) => {
                             sections[BLOCKED].push(format!("- {what} failed: {error}"), true);
