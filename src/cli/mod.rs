@@ -153,17 +153,15 @@ pub fn run(cli: Cli) -> ExitCode {
     }
     let json = cli.command.json();
     // Lone surrogates are held as private-use pairs (core::jsstr); they leave as pi's escapes.
-    let mut stdout = crate::core::jsstr::RestoringWriter::new(io::BufWriter::with_capacity(
-        DOCUMENT_BUFFER,
-        output(),
-    ));
+    let mut stdout = crate::core::jsstr::RestoringWriter::new(output());
     emit(&mut stdout, json, |out| dispatch(cli.command, out))
 }
 
 /// Where a command's output goes: standard output itself on a terminal (line-buffered, so a
-/// person sees each line as it comes); otherwise a duplicate of its descriptor, written in
-/// large blocks — std's line buffering would scan every byte of a document of megabytes for
-/// a newline and split the writes there. Standard output as such when it cannot be duplicated.
+/// person sees each line as soon as it is written); otherwise a duplicate of its descriptor
+/// behind a [`DOCUMENT_BUFFER`] buffer, written in large blocks — std's line buffering would
+/// scan every byte of a document of megabytes for a newline and split the writes there.
+/// Standard output as such when it cannot be duplicated.
 fn output() -> Box<dyn Write> {
     use std::io::IsTerminal;
     use std::os::fd::AsFd;
@@ -171,7 +169,10 @@ fn output() -> Box<dyn Write> {
     if !stdout.is_terminal()
         && let Ok(fd) = stdout.as_fd().try_clone_to_owned()
     {
-        return Box::new(std::fs::File::from(fd));
+        return Box::new(io::BufWriter::with_capacity(
+            DOCUMENT_BUFFER,
+            std::fs::File::from(fd),
+        ));
     }
     Box::new(stdout.lock())
 }
