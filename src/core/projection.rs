@@ -147,12 +147,12 @@ impl PathProjection {
     /// Context entry `i` as [`context_items`] gives it (`None` past the end).
     pub fn item(&self, tree: &Tree, i: usize) -> Option<ContextItem> {
         let node = self.node(i)?;
-        let edit = if self.edits.is_empty() {
-            None
-        } else {
-            self.edits.get(tree.node(node).entry.id.as_str()).copied()
-        };
-        Some(context_item(tree, node, i > 0, edit))
+        Some(context_item(
+            tree,
+            node,
+            i > 0,
+            edit_of(tree, &self.edits, node),
+        ))
     }
 }
 
@@ -169,15 +169,7 @@ pub fn project_path(tree: &Tree, leaf: Option<NodeIdx>) -> PathProjection {
         .first()
         .copied()
         .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
-    let mut edits = HashMap::new();
-    for &n in list {
-        if let EntryKind::ContextEdit {
-            target_id: Some(t), ..
-        } = &tree.node(n).entry.kind
-        {
-            edits.insert(t.clone(), n);
-        }
-    }
+    let edits = edits_by_target(tree, list);
     PathProjection {
         leaf,
         path,
@@ -185,6 +177,30 @@ pub fn project_path(tree: &Tree, leaf: Option<NodeIdx>) -> PathProjection {
         entries,
         edits,
     }
+}
+
+/// The latest context edit per target id among `entries` (pi 1.6.0: a later edit of the same
+/// target replaces an earlier one). Ids are cloned, which for pi's 8-character ids copies 16
+/// bytes and allocates nothing.
+fn edits_by_target(tree: &Tree, entries: &[NodeIdx]) -> HashMap<EntryId, NodeIdx> {
+    let mut edits = HashMap::new();
+    for &n in entries {
+        if let EntryKind::ContextEdit {
+            target_id: Some(t), ..
+        } = &tree.node(n).entry.kind
+        {
+            edits.insert(t.clone(), n);
+        }
+    }
+    edits
+}
+
+/// The edit in `edits` (see [`edits_by_target`]) that targets `node`, if any.
+fn edit_of(tree: &Tree, edits: &HashMap<EntryId, NodeIdx>, node: NodeIdx) -> Option<NodeIdx> {
+    if edits.is_empty() {
+        return None;
+    }
+    edits.get(tree.node(node).entry.id.as_str()).copied()
 }
 
 /// How each entry of a compaction-aware context list contributes: the first entry, if a
@@ -197,20 +213,12 @@ pub fn context_items(
     entries: &[NodeIdx],
     after_new_compaction: bool,
 ) -> Vec<ContextItem> {
-    let mut edits: HashMap<&str, NodeIdx> = HashMap::new();
-    for &n in entries {
-        if let EntryKind::ContextEdit {
-            target_id: Some(t), ..
-        } = &tree.node(n).entry.kind
-        {
-            edits.insert(t.as_str(), n);
-        }
-    }
+    let edits = edits_by_target(tree, entries);
     entries
         .iter()
         .enumerate()
         .map(|(i, &node)| {
-            let edit = edits.get(tree.node(node).entry.id.as_str()).copied();
+            let edit = edit_of(tree, &edits, node);
             context_item(tree, node, i > 0 || after_new_compaction, edit)
         })
         .collect()
