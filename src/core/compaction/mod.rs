@@ -23,6 +23,7 @@
 pub mod entry;
 pub mod files;
 pub mod js;
+pub mod packed;
 pub mod prepare;
 pub mod prompts;
 pub mod retention;

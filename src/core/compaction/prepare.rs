@@ -10,7 +10,8 @@
 //! [`prepare`] is then a pure function of it.
 //!
 //! Memory: the projection keeps no message bodies and no per-message facts. Each entry leaves
-//! the index of its first message and a byte of flags (turn start, cut point, visibility);
+//! one byte, its flags (turn start, cut point, visibility) and number of messages
+//! ([`PackedEntries`](super::packed::PackedEntries));
 //! pi's context token estimate is gathered while the projection is built ([`TokenScan`]);
 //! the cut point reads the estimates of the newest entries again from the file, walking back
 //! only as far as `keepRecentTokens` takes it. The messages the summarizer, the file lists
@@ -26,6 +27,7 @@ use serde_json::Value;
 use super::CompactionError;
 use super::files::{FileLists, FileOps};
 use super::js::{self, TypeError};
+use super::packed::PackedEntries;
 use super::tokens::{
     assistant_usage, calculate_context_tokens, current_system_message, estimate_tokens,
 };
@@ -232,14 +234,6 @@ const VISIBLE: u8 = 4;
 /// A context edit whose `replacement` is exactly `null`.
 const REPLACEMENT_NULL: u8 = 8;
 
-/// Entry flags from this bit up: the entry's number of messages.
-const COUNT_SHIFT: u8 = 4;
-/// The number of messages in the flags meaning "this many or more, see the list of large
-/// counts" (the most the four bits hold).
-const COUNT_LARGE: u8 = 15;
-/// Entries per recorded message start ([`Projected`]'s `starts`).
-const START_BLOCK: usize = 64;
-
 /// A `compaction` entry's fields preparation reads.
 #[derive(Clone, Debug)]
 pub struct CompactionSource {
@@ -370,17 +364,9 @@ pub struct Projected<'a> {
     source: &'a dyn LineSource,
     /// The projection (path and context entries) the entries come from.
     pub projection: &'a PathProjection,
-    /// The index of the first message of entries 0, [`START_BLOCK`], 2 × [`START_BLOCK`]…
-    /// (an entry's messages start where the ones before it in its block end).
-    starts: Vec<u32>,
     /// Per entry, [`TURN_START`], [`CUT_POINT`], [`VISIBLE`] and [`REPLACEMENT_NULL`], and its
-    /// number of messages from bit [`COUNT_SHIFT`] up ([`COUNT_LARGE`]: see `large_counts`);
-    /// 1 byte an entry.
-    flags: Vec<u8>,
-    /// `(entry, messages)` of the entries with [`COUNT_LARGE`] messages or more, in order.
-    large_counts: Vec<(usize, usize)>,
-    /// Number of messages.
-    message_count: u32,
+    /// number of messages (1 byte an entry).
+    entries: PackedEntries,
     /// Indices of the `system` messages (which compaction leaves out), in order.
     system_indices: Vec<u32>,
     /// The token estimate of the projection, gathered while building it.
@@ -417,10 +403,7 @@ pub fn projected_entries<'a>(
         tree,
         source,
         projection,
-        starts: Vec::with_capacity(projection.len().div_ceil(START_BLOCK)),
-        flags: Vec::with_capacity(projection.len()),
-        large_counts: Vec::new(),
-        message_count: 0,
+        entries: PackedEntries::with_capacity(projection.len()),
         system_indices: Vec::new(),
         scan: TokenScan::default(),
         totals: [EstimateTotals::default(); 2],
@@ -432,10 +415,8 @@ pub fn projected_entries<'a>(
             break;
         };
         let entry = &tree.node(item.node).entry;
-        if index % START_BLOCK == 0 {
-            out.starts.push(out.message_count);
-        }
-        let first_message = out.message_count;
+        let first_message = out.entries.message_total();
+        let mut count: u32 = 0;
         let mut flags = 0;
         let totals = &mut out.totals[index.min(1)];
         for raw in render::render_item(tree, &item, source)? {
@@ -451,12 +432,12 @@ pub fn projected_entries<'a>(
                 flags |= CUT_POINT;
             }
             if role == Role::System {
-                out.system_indices.push(out.message_count);
+                out.system_indices.push(first_message.saturating_add(count));
             }
             if role == Role::System || message.is_null() {
                 out.system_messages.push(message);
             }
-            out.message_count += 1;
+            count = count.saturating_add(1);
         }
         out.totals[index.min(1)].end_entry();
         let read_line = || -> Result<Value, RenderError> {
@@ -503,12 +484,7 @@ pub fn projected_entries<'a>(
         if replacement_is_null {
             flags |= REPLACEMENT_NULL;
         }
-        let count = (out.message_count - first_message) as usize;
-        if count >= usize::from(COUNT_LARGE) {
-            out.large_counts.push((index, count));
-        }
-        flags |= (count.min(usize::from(COUNT_LARGE)) as u8) << COUNT_SHIFT;
-        out.flags.push(flags);
+        out.entries.push(flags, count as usize);
     }
     Ok(out)
 }
@@ -516,12 +492,12 @@ pub fn projected_entries<'a>(
 impl Projected<'_> {
     /// Number of projected entries.
     pub fn len(&self) -> usize {
-        self.flags.len()
+        self.entries.len()
     }
 
     /// True when the projection has no entries.
     pub fn is_empty(&self) -> bool {
-        self.flags.is_empty()
+        self.entries.is_empty()
     }
 
     /// The tree node of entry `i`.
@@ -543,35 +519,9 @@ impl Projected<'_> {
         matches!(self.kind(i), EntryKind::Compaction { .. })
     }
 
-    /// The message indices of entry `i`.
-    fn message_range(&self, i: usize) -> Range<u32> {
-        let block = i / START_BLOCK;
-        let Some(&block_start) = self.starts.get(block).filter(|_| i < self.len()) else {
-            return self.message_count..self.message_count;
-        };
-        let before: usize = (block * START_BLOCK..i)
-            .map(|j| self.message_count(j))
-            .sum();
-        // Every message has a u32 index (`message_count`), so these fit.
-        let start = block_start.saturating_add(u32::try_from(before).unwrap_or(u32::MAX));
-        let count = u32::try_from(self.message_count(i)).unwrap_or(u32::MAX);
-        start..start.saturating_add(count).min(self.message_count)
-    }
-
     /// Number of messages entry `i` contributes.
     pub fn message_count(&self, i: usize) -> usize {
-        let Some(&flags) = self.flags.get(i) else {
-            return 0;
-        };
-        match flags >> COUNT_SHIFT {
-            COUNT_LARGE => self
-                .large_counts
-                .binary_search_by(|(at, _)| at.cmp(&i))
-                .ok()
-                .and_then(|k| self.large_counts.get(k))
-                .map_or(0, |(_, count)| *count),
-            count => usize::from(count),
-        }
+        self.entries.count(i)
     }
 
     /// Number of entry `i`'s messages that are not `system` messages.
@@ -579,14 +529,14 @@ impl Projected<'_> {
         if self.system_indices.is_empty() {
             return self.message_count(i);
         }
-        let r = self.message_range(i);
+        let r = self.entries.range(i);
         let from = self.system_indices.partition_point(|&k| k < r.start);
         let to = self.system_indices.partition_point(|&k| k < r.end);
         r.len() - (to - from)
     }
 
     fn has_flag(&self, i: usize, flag: u8) -> bool {
-        self.flags.get(i).is_some_and(|f| f & flag != 0)
+        self.entries.has(i, flag)
     }
 
     /// pi's `estimateTokens` of each message of entry `i`, in order, read again from the
