@@ -238,6 +238,9 @@ def print_table(args, cols):
     row("messages in the context at the default leaf", lambda c: f"{c['open']['messageCount']:,}")
     row("`contextAt` full, median / p99",
         lambda c: f"{fmt_ms(median(c['open']['contextFullMs']))} / {fmt_ms(p99(c['open']['contextFullMs']))}")
+    row("of which the client's parse of the answer, median (answer size)",
+        lambda c: f"{fmt_ms(median(c['open']['contextFullParseMs']))} ({c['open']['contextFullBytes'] / 1048576:.1f} MB)"
+        if c["open"].get("contextFullParseMs") else "—")
     row("`contextAt` ids, median / p99",
         lambda c: f"{fmt_ms(median(c['open']['contextIdsMs']))} / {fmt_ms(p99(c['open']['contextIdsMs']))}")
 

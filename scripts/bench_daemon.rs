@@ -6,7 +6,9 @@
 //!   VmHWM after the first open, and `session/contextAt` at the default leaf (its path is
 //!   the longest in a generated session) CONTEXT_RUNS times with full messages and with
 //!   `fields: "ids"`; then `session/entry` of the default leaf 1,000 times, one request at a
-//!   time (`entryMs`: the round trip of a small request).
+//!   time (`entryMs`: the round trip of a small request). A full answer's size in bytes
+//!   (`contextFullBytes`) and the client's parse of it into a `Value` (`contextFullParseMs`,
+//!   on the reading thread, part of `contextFullMs`) are reported beside it.
 //!
 //! `bench-daemon SESSIOND append FILE APPENDS REOPENS`
 //!   FILE is a scratch copy that gets entries appended. Per append, one `write()` of a
@@ -53,9 +55,19 @@ const ENTRY_RUNS: usize = 1000;
 struct Daemon {
     child: Child,
     stdin: ChildStdin,
-    rx: mpsc::Receiver<Value>,
+    rx: mpsc::Receiver<Received>,
     inbox: VecDeque<Value>,
     next_id: i64,
+    /// The last answer's frame size (bytes) and the time its parse into a `Value` took on the
+    /// reading thread (milliseconds): part of what a call measures.
+    last_answer: (usize, f64),
+}
+
+/// A message from the daemon, with its body's size in bytes and its parse time in ms.
+struct Received {
+    msg: Value,
+    bytes: usize,
+    parse_ms: f64,
 }
 
 type Res<T> = Result<T, String>;
@@ -82,6 +94,7 @@ impl Daemon {
             rx,
             inbox: VecDeque::new(),
             next_id: 1,
+            last_answer: (0, 0.0),
         };
         d.call("initialize", json!({"capabilities": {}}))?;
         d.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
@@ -104,11 +117,16 @@ impl Daemon {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         let deadline = Instant::now() + TIMEOUT;
         loop {
-            let msg = self
+            let Received {
+                msg,
+                bytes,
+                parse_ms,
+            } = self
                 .rx
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .map_err(|_| format!("no answer to {method}"))?;
             if msg.get("id") == Some(&json!(id)) && msg.get("method").is_none() {
+                self.last_answer = (bytes, parse_ms);
                 return match (msg.get("result"), msg.get("error")) {
                     (Some(r), None) => Ok(r.clone()),
                     _ => Err(format!("{method} failed: {msg}")),
@@ -132,7 +150,8 @@ impl Daemon {
             let msg = self
                 .rx
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .map_err(|_| format!("no {method}"))?;
+                .map_err(|_| format!("no {method}"))?
+                .msg;
             if is(&msg) {
                 return msg
                     .get("params")
@@ -165,7 +184,7 @@ impl Daemon {
     }
 }
 
-fn read_frames(stdout: impl Read, tx: &mpsc::Sender<Value>) {
+fn read_frames(stdout: impl Read, tx: &mpsc::Sender<Received>) {
     let mut r = BufReader::new(stdout);
     loop {
         let mut len = None;
@@ -188,9 +207,15 @@ fn read_frames(stdout: impl Read, tx: &mpsc::Sender<Value>) {
         if r.read_exact(&mut body).is_err() {
             return;
         }
+        let t0 = Instant::now();
         match serde_json::from_slice(&body) {
-            Ok(v) => {
-                if tx.send(v).is_err() {
+            Ok(msg) => {
+                let received = Received {
+                    msg,
+                    bytes: len,
+                    parse_ms: ms(t0.elapsed()),
+                };
+                if tx.send(received).is_err() {
                     return;
                 }
             }
@@ -225,11 +250,15 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         open_ms.push(timed(|| d.call("session/open", p.clone()))?.0);
     }
     let mut full = Vec::new();
+    let mut full_parse = Vec::new();
+    let mut full_bytes = 0;
     let mut ids = Vec::new();
     let mut message_count = Value::Null;
     for _ in 0..context_runs {
         let (t, r) = timed(|| d.call("session/contextAt", p.clone()))?;
         full.push(t);
+        (full_bytes, _) = d.last_answer;
+        full_parse.push(d.last_answer.1);
         message_count = r["messageCount"].clone();
         ids.push(timed(|| d.call("session/contextAt", json!({"path": file, "fields": "ids"})))?.0);
     }
@@ -252,6 +281,8 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         "hwmAfterContextMb": hwm_after,
         "messageCount": message_count,
         "contextFullMs": full,
+        "contextFullParseMs": full_parse,
+        "contextFullBytes": full_bytes,
         "contextIdsMs": ids,
         "entryMs": entry,
     }))
