@@ -11,6 +11,7 @@ use std::io::{self, Write};
 use serde_json::Value;
 
 use crate::core::format::EntryKind;
+use crate::core::graph::fold_summary;
 use crate::core::preview;
 use crate::core::render::LineSource;
 use crate::core::tree::{NodeIdx, Tree};
@@ -176,28 +177,11 @@ impl Printer<'_> {
     ) -> io::Result<bool> {
         let folded = hidden.len() >= MIN_FOLD;
         if folded {
-            let mut kinds: Vec<(&str, usize)> = Vec::new();
-            for &n in hidden.iter() {
-                let k = kind(self.tree, n);
-                match kinds.iter_mut().find(|(name, _)| *name == k) {
-                    Some((_, c)) => *c += 1,
-                    None => kinds.push((k, 1)),
-                }
-            }
-            kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
-            let mut parts: Vec<String> = kinds
-                .iter()
-                .take(3)
-                .map(|(k, c)| format!("{c} {k}"))
-                .collect();
-            if kinds.len() > 3 {
-                parts.push("…".to_owned());
-            }
             writeln!(
                 out,
                 "{prefix}┆ {} folded: {}",
                 count(hidden.len(), "entry", "entries"),
-                parts.join(", ")
+                fold_summary(hidden.iter().map(|&n| kind(self.tree, n)))
             )?;
         } else {
             for &n in hidden.iter() {

@@ -122,6 +122,30 @@ pub struct Graph {
     pub context_entries: Vec<NodeIdx>,
 }
 
+/// What a run of folded entries holds, for a person: the three most frequent kinds with
+/// their counts, most frequent first (ties in order of first appearance), then "…" when
+/// there are more kinds: `"12 message, 3 label, 1 custom, …"`. Shared by the graph's fold
+/// nodes and `sessiond tree`'s folded runs.
+pub fn fold_summary<'a>(kinds: impl IntoIterator<Item = &'a str>) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for k in kinds {
+        match counts.iter_mut().find(|(name, _)| *name == k) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((k, 1)),
+        }
+    }
+    counts.sort_by_key(|k| std::cmp::Reverse(k.1));
+    let mut parts: Vec<String> = counts
+        .iter()
+        .take(3)
+        .map(|(k, c)| format!("{c} {k}"))
+        .collect();
+    if counts.len() > 3 {
+        parts.push("…".to_owned());
+    }
+    parts.join(", ")
+}
+
 /// One line of the text form, and the entry it stands for (a fold: its first entry).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TextLine {
@@ -275,14 +299,10 @@ fn node_of(
     let node = tree.node(first);
     let (title, preview) = match kind {
         NodeKind::Fold => {
-            let mut kinds: Vec<(&str, usize)> = Vec::new();
+            let mut titles = Vec::new();
             let mut cur = first;
             loop {
-                let k = title_of(tree, cur);
-                match kinds.iter_mut().find(|(name, _)| *name == k) {
-                    Some((_, c)) => *c += 1,
-                    None => kinds.push((k, 1)),
-                }
+                titles.push(title_of(tree, cur));
                 if cur == last {
                     break;
                 }
@@ -291,16 +311,7 @@ fn node_of(
                     _ => break,
                 }
             }
-            kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
-            let mut parts: Vec<String> = kinds
-                .iter()
-                .take(3)
-                .map(|(k, c)| format!("{c} {k}"))
-                .collect();
-            if kinds.len() > 3 {
-                parts.push("…".to_owned());
-            }
-            (parts.join(", "), String::new())
+            (fold_summary(titles), String::new())
         }
         NodeKind::Entry => {
             let value: Value = lines
