@@ -79,7 +79,23 @@ const STATE_RECORD: &str = "state";
 
 /// The commit payload an index of this format carries.
 fn payload() -> String {
-    format!("sessiond-index {FORMAT_VERSION}")
+    format!("{PAYLOAD_PREFIX}{FORMAT_VERSION}")
+}
+
+/// What every version's payload starts with.
+const PAYLOAD_PREFIX: &str = "sessiond-index ";
+
+/// True when `dir` holds an index some version of sessiond made: tantivy's `meta.json` whose
+/// `payload` is ours. Read as plain JSON, so an index in an older tantivy format still counts.
+fn made_by_sessiond(dir: &Path) -> bool {
+    let Ok(text) = fs::read(dir.join("meta.json")) else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(&text).is_ok_and(|meta| {
+        meta.get("payload")
+            .and_then(serde_json::Value::as_str)
+            .is_some_and(|p| p.starts_with(PAYLOAD_PREFIX))
+    })
 }
 /// Memory for tantivy's writer, in bytes.
 const WRITER_HEAP: usize = 64 * 1024 * 1024;
@@ -106,6 +122,16 @@ pub enum SearchError {
         path: PathBuf,
         /// The I/O error.
         source: io::Error,
+    },
+    /// The directory holds files but no sessiond index: its contents are never replaced.
+    #[error(
+        "{}: not a sessiond search index and not empty; refusing to replace what it holds \
+         (give --index-dir an empty or new directory)",
+        dir.display()
+    )]
+    NotAnIndex {
+        /// The directory given as the index directory.
+        dir: PathBuf,
     },
     /// The query could not be parsed.
     #[error("query {query:?}: {detail}")]
@@ -421,6 +447,13 @@ impl SearchIndex {
                 }
                 drop(existing);
                 let existed = fs::read_dir(dir).map_err(io_err)?.next().is_some();
+                // Only an index sessiond made (of any version) is emptied; any other
+                // directory with something in it is left alone.
+                if existed && !made_by_sessiond(dir) {
+                    return Err(SearchError::NotAnIndex {
+                        dir: dir.to_owned(),
+                    });
+                }
                 for e in fs::read_dir(dir).map_err(io_err)?.flatten() {
                     let p = e.path();
                     let _ = if p.is_dir() {

@@ -213,6 +213,45 @@ fn cli_search_is_incremental_and_says_what_it_could_not_read() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+
+    // A directory that is not a sessiond index and holds something is never emptied, by the
+    // CLI or by the daemon: the search is refused and the files stay as they were.
+    let foreign = tempfile::tempdir().unwrap();
+    std::fs::write(foreign.path().join("notes.txt"), "keep me").unwrap();
+    std::fs::create_dir(foreign.path().join("sub")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(["search", "--root", root.path().to_str().unwrap()])
+        .args(["--index-dir", foreign.path().to_str().unwrap(), "zanzibar"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a sessiond search index"), "{stderr}");
+    assert!(
+        stderr.contains(foreign.path().to_str().unwrap()),
+        "{stderr}"
+    );
+    let (mut d, _) = Daemon::start_with(
+        &[root.path()],
+        &support::Spawn {
+            args: vec!["--index-dir", foreign.path().to_str().unwrap()],
+            ..Default::default()
+        },
+    );
+    let e = d.request("session/search", json!({"query": "zanzibar"}));
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not a sessiond search index")),
+        "{e}"
+    );
+    d.stop();
+    assert_eq!(
+        std::fs::read_to_string(foreign.path().join("notes.txt")).unwrap(),
+        "keep me"
+    );
+    assert!(foreign.path().join("sub").is_dir());
+    assert!(!foreign.path().join("meta.json").exists());
 }
 
 #[test]

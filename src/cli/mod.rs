@@ -113,7 +113,8 @@ pub enum Command {
         /// A directory sessions may be read from (repeatable); default: pi's sessions directory.
         #[arg(long = "root", value_name = "DIR")]
         roots: Vec<PathBuf>,
-        /// The search index directory (default: $XDG_CACHE_HOME/sessiond/index, else ~/.cache/sessiond/index).
+        /// The search index directory (default: $XDG_CACHE_HOME/sessiond/index, else
+        /// ~/.cache/sessiond/index): new or empty, or an index sessiond made; never emptied otherwise.
         #[arg(long, value_name = "DIR")]
         index_dir: Option<PathBuf>,
     },

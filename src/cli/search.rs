@@ -42,7 +42,8 @@ pub struct SearchArgs {
     /// Search thinking too.
     #[arg(long)]
     pub thinking: bool,
-    /// The index directory (default: $XDG_CACHE_HOME/sessiond/index, else ~/.cache/sessiond/index).
+    /// The index directory (default: $XDG_CACHE_HOME/sessiond/index, else ~/.cache/sessiond/index):
+    /// new or empty, or an index sessiond made; any other directory is refused, never emptied.
     #[arg(long, value_name = "DIR")]
     pub index_dir: Option<PathBuf>,
     /// Search what is indexed without reading the session files first.
