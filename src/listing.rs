@@ -126,6 +126,22 @@ struct CacheFile {
     sessions: HashMap<PathBuf, CachedSession>,
 }
 
+/// True when `file` may be replaced by a cache: it does not exist, or it is a regular file
+/// holding a listing cache of some version (`{"version": n, "sessions": {...}}`).
+fn replaceable(file: &Path) -> std::io::Result<bool> {
+    match fs::symlink_metadata(file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(e),
+        Ok(m) if !m.file_type().is_file() => return Ok(false),
+        Ok(_) => {}
+    }
+    let Ok(Value::Object(doc)) = serde_json::from_slice::<Value>(&fs::read(file)?) else {
+        return Ok(false);
+    };
+    Ok(doc.get("version").is_some_and(Value::is_u64)
+        && doc.get("sessions").is_some_and(Value::is_object))
+}
+
 /// Listed sessions by path, each valid while its file's size, mtime, device and inode are
 /// unchanged. See the module docs.
 #[derive(Debug, Default)]
@@ -154,11 +170,18 @@ impl ListCache {
     }
 
     /// Writes the cache to `file` (atomically, through a temporary file in its directory)
-    /// when it changed since it was loaded or last saved. Errors: I/O (the cache is then
-    /// simply not kept).
+    /// when it changed since it was loaded or last saved. A `file` that exists and is not a
+    /// listing cache (of any version) is never replaced. Errors: I/O, or `AlreadyExists` for
+    /// such a file (the cache is then simply not kept).
     pub fn save(&mut self, file: &Path) -> std::io::Result<()> {
         if !self.dirty {
             return Ok(());
+        }
+        if !replaceable(file)? {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "the file exists and is not a sessiond listing cache; it is left as it is",
+            ));
         }
         let dir = file.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(dir)?;

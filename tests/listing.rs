@@ -272,3 +272,60 @@ fn an_unchanged_file_is_answered_from_the_cache_a_changed_one_is_read() {
     );
     d.stop();
 }
+
+#[test]
+fn a_cache_file_that_is_not_a_listing_cache_is_never_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("s");
+    std::fs::create_dir(&root).unwrap();
+    let (header, entries) = v3_session(2);
+    let mut text = header + "\n";
+    for (_, l) in &entries {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(root.join("a.jsonl"), text).unwrap();
+    // A file of the user's, a JSON file of another shape, and a directory.
+    let notes = tmp.path().join("notes.txt");
+    std::fs::write(&notes, "important notes\n").unwrap();
+    let other_json = tmp.path().join("settings.json");
+    std::fs::write(&other_json, r#"{"version":1,"theme":"dark"}"#).unwrap();
+    let dir = tmp.path().join("a-directory");
+    std::fs::create_dir(&dir).unwrap();
+    for (cache, before) in [
+        (&notes, Some("important notes\n")),
+        (&other_json, Some(r#"{"version":1,"theme":"dark"}"#)),
+        (&dir, None),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+            .args(["list", "--root", root.to_str().unwrap()])
+            .args(["--cache", cache.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        // The listing itself is answered; only the cache is not kept.
+        assert_eq!(out.status.code(), Some(0));
+        let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(1));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("cannot save the listing cache"), "{stderr}");
+        match before {
+            Some(text) => assert_eq!(std::fs::read_to_string(cache).unwrap(), text),
+            None => assert!(cache.is_dir()),
+        }
+    }
+    // A listing cache (any version) is replaced as before.
+    let cache = tmp.path().join("cache.json");
+    std::fs::write(&cache, r#"{"version":0,"sessions":{}}"#).unwrap();
+    let listed = cli_json(&[
+        "list",
+        "--root",
+        root.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(listed["read"], 1);
+    let kept: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    assert_eq!(kept["version"], 1);
+    assert_eq!(kept["sessions"].as_object().map(|s| s.len()), Some(1));
+}

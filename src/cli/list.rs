@@ -21,7 +21,8 @@ pub struct ListArgs {
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// The listing cache file (default: $XDG_CACHE_HOME/sessiond/list-cache.json, else
-    /// ~/.cache/sessiond/list-cache.json).
+    /// ~/.cache/sessiond/list-cache.json). A file that is not a listing cache is never
+    /// replaced: the listing is printed and the cache not kept.
     #[arg(long, value_name = "FILE")]
     pub cache: Option<PathBuf>,
     /// Print `{roots, sessions, skipped, pending, read}` as JSON (each session as in the
