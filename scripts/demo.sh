@@ -9,8 +9,13 @@
 #
 # SESSIOND_BIN=path runs that binary instead of building one (tests/cli.rs does).
 set -euo pipefail
+default=examples/pi-v3-branched.jsonl
+if [ $# -ge 1 ]; then
+  # Named from where the script was called, before moving to the repository.
+  file="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+fi
 cd "$(dirname "$0")/.."
-file="${1:-examples/pi-v3-branched.jsonl}"
+file="${file:-$default}"
 if [ -n "${SESSIOND_BIN:-}" ]; then
   bin="$(cd "$(dirname "$SESSIOND_BIN")" && pwd)/$(basename "$SESSIOND_BIN")"
 else
@@ -19,7 +24,12 @@ else
   bin="$PWD/target/release/sessiond"
 fi
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Headings in bold on a terminal only.
+if [ -t 1 ]; then
+  step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+  step() { printf '\n== %s\n' "$*"; }
+fi
 # Prints the command as one would type it, then runs it.
 show() {
   printf '$ sessiond'
@@ -28,13 +38,17 @@ show() {
   "$bin" "$@"
 }
 
-step "The tree: one file, three branches. Long runs are folded; --full prints all of them."
+if [ "$file" = "$default" ]; then
+  step "The tree: one file, three branches. Long runs are folded; --full prints all of them."
+else
+  step "The tree: branches, leaves and the current leaf. Long runs are folded; --full prints all of them."
+fi
 show tree "$file"
 
 step "What the model sees at the current leaf (pi's buildSessionContext)"
 show context "$file"
 
-if [ "$file" = examples/pi-v3-branched.jsonl ]; then
+if [ "$file" = "$default" ]; then
   step "Why an entry is or is not in that context"
   show explain "$file" 6fa656a2   # a tool result whose content a context edit replaced
   show explain "$file" 610f9c1e   # a context entry that adds a setting, not a message
@@ -57,7 +71,7 @@ echo "(in $tmp, removed at the end)"
 current_leaf() { "$bin" check "$1" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["currentLeafId"])'; }
 leaf="$(current_leaf "$copy")"
 echo "Every write names the file's current leaf (--expected-leaf); check --json says it: $leaf"
-if [ "$file" = examples/pi-v3-branched.jsonl ]; then
+if [ "$file" = "$default" ]; then
   echo
   echo "A fork: the path from the root to an entry, as a new session file beside it:"
   show fork "$copy" 92bfec97
@@ -69,6 +83,16 @@ if [ "$file" = examples/pi-v3-branched.jsonl ]; then
   echo "A compaction of another branch (the embedded summarizer; no model needed):"
   show compact "$copy" --leaf de19adb3 --expected-leaf "$leaf"
 else
+  version="$("$bin" check "$copy" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')"
+  if [ "$version" != 3 ]; then
+    echo
+    echo "A version-$version file is not appended to (pi migrates it when it opens it); a fork of"
+    echo "the current leaf is a version-3 copy, and the compaction goes there:"
+    copy="$("$bin" fork "$copy" "$leaf" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["path"])')"
+    echo "$copy"
+    leaf="$(current_leaf "$copy")"
+  fi
+  echo
   show compact "$copy" --expected-leaf "$leaf"
 fi
 echo

@@ -1,5 +1,6 @@
 //! The `sessiond` executable: parses arguments, sends logs to stderr, returns an exit code.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -12,8 +13,12 @@ fn main() -> ExitCode {
         .clone()
         .or_else(|| std::env::var("SESSIOND_LOG").ok())
         .unwrap_or_else(|| "warn".to_owned());
+    // Colours only for a person at a terminal: an editor reading the daemon's stderr into
+    // its log would show the escape codes as text (and NO_COLOR turns them off anywhere).
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn")))
         .init();
     sessiond::cli::run(cli)

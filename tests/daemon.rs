@@ -836,3 +836,29 @@ fn a_lenient_session_names_its_problems_and_plans_compaction_like_pi() {
     );
     assert_eq!(d.stop(), Some(0));
 }
+
+/// The daemon's log on a pipe (an editor's output channel) is plain text: no colour codes.
+#[test]
+fn logs_on_a_pipe_have_no_colour_codes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("not-yet");
+    let (d, _) = Daemon::start_with(
+        &[&missing],
+        &support::Spawn {
+            capture_stderr: true,
+            ..Default::default()
+        },
+    );
+    // The missing root is reported when the client is initialized.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !d.stderr().contains("does not exist") && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = d.stderr();
+    d.stop();
+    assert!(
+        log.contains("WARN") && log.contains("does not exist"),
+        "{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "{log:?}");
+}
