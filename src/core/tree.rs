@@ -658,10 +658,11 @@ impl Tree {
     /// last entry in file order as the writer last saw it; `None`: a session without entries)
     /// must still be the current leaf, the last entry in file order of this tree. Otherwise the
     /// write is refused with [`Stale`], naming the current leaf and the entries `added` since
-    /// the expected one: the ids after it in file order when it is in the tree, else (an id
-    /// this tree does not hold, or `None` while entries exist) the ids from node index
-    /// `caught_up_from` on, the entries read by the catch-up that brought the tree up to date
-    /// (pass `self.len()` when nothing was caught up: `added` is then empty).
+    /// the expected one: the ids after it in file order when it is in the tree, every id when
+    /// `expected` is `None` (the writer saw no entries), else (an id this tree does not hold)
+    /// the ids from node index `caught_up_from` on, the entries read by the catch-up that
+    /// brought the tree up to date (pass `self.len()` when nothing was caught up: `added` is
+    /// then empty).
     ///
     /// Pure: the caller reads the file (under its lock, for a write) before asking.
     pub fn fence(&self, expected: Option<&str>, caught_up_from: usize) -> Result<(), Stale> {
@@ -669,9 +670,10 @@ impl Tree {
         if current_leaf.as_ref().map(EntryId::as_str) == expected {
             return Ok(());
         }
-        let from = match expected.and_then(|id| self.find(id)) {
-            Some(n) => n as usize + 1,
-            None => caught_up_from,
+        let from = match expected.map(|id| self.find(id)) {
+            None => 0,
+            Some(Some(n)) => n as usize + 1,
+            Some(None) => caught_up_from,
         };
         Err(Stale {
             expected: expected.map(str::to_owned),
@@ -918,8 +920,11 @@ mod leaf_and_fence_tests {
         // ... none when nothing was caught up, and an index past the end is no panic.
         let s = t.fence(Some("gone"), t.len()).err();
         assert_eq!(s.map(|s| s.added), Some(Vec::new()));
+        // `null` (the writer saw no entries): every entry came after, whatever was caught up.
         let s = t.fence(None, 99).err();
-        assert_eq!(s.map(|s| (s.expected, s.added)), Some((None, Vec::new())));
+        let added = s.as_ref().map(|s| ids(&s.added));
+        assert_eq!(added, Some(vec!["a", "b", "c"]));
+        assert_eq!(s.and_then(|s| s.expected), None);
         // An empty session passes only `null`.
         let empty = Tree::new(t.header().clone(), Mode::Strict);
         assert_eq!(empty.fence(None, 0), Ok(()));
