@@ -20,14 +20,16 @@ pub struct SearchArgs {
     /// A directory of sessions to search (repeatable); default: pi's sessions directory.
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
-    /// Hits to print.
-    #[arg(long, default_value_t = 20)]
+    /// Hits to print (1 to 1000, as `session/search` takes).
+    #[arg(long, default_value_t = 20,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1000))]
     pub limit: usize,
     /// Continue after a previous page (`nextCursor` of --json).
     #[arg(long)]
     pub cursor: Option<String>,
     /// Only entries with this role or type (user, assistant, toolResult, bashExecution,
-    /// compaction, branch_summary, label, session_info, custom_message; repeatable).
+    /// custom, compaction, branch_summary, label, session_info, custom_message, or any other
+    /// role as the file spells it; repeatable).
     #[arg(long = "role", value_name = "ROLE")]
     pub roles: Vec<String>,
     /// Only sessions whose path contains TEXT.
