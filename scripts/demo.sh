@@ -19,8 +19,8 @@ file="${file:-$default}"
 if [ -n "${SESSIOND_BIN:-}" ]; then
   bin="$(cd "$(dirname "$SESSIOND_BIN")" && pwd)/$(basename "$SESSIOND_BIN")"
 else
-  echo "building sessiond (release; the first build takes a few minutes)..." >&2
-  cargo build --release --quiet --bin sessiond
+  echo "building sessiond (release; the first build takes five to ten minutes on two cores)..." >&2
+  cargo build --release --bin sessiond
   bin="$PWD/target/release/sessiond"
 fi
 

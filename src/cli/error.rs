@@ -119,7 +119,9 @@ impl Exit {
             (Exit::Error, None) => {
                 "usage, I/O, unknown id, invalid entry, invalid session id or unsupported version"
             }
-            (Exit::Error, Some(Read)) => "usage, I/O or unknown id (--leaf, ENTRY_ID)",
+            (Exit::Error, Some(Read)) => {
+                "usage, I/O, or an id that names no entry (--leaf where taken, explain's ENTRY_ID)"
+            }
             (Exit::Error, Some(Verify)) => "usage, I/O or unknown id (--leaf)",
             (Exit::Error, Some(Check)) => "usage or I/O",
             (Exit::Error, Some(Search)) => {
