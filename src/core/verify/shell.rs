@@ -5,8 +5,9 @@
 //! `setsid`, `disown`, or a development server / watcher started in the foreground).
 //!
 //! A deliberately small reading of POSIX shell: quotes and backslashes are honoured, here
-//! documents are skipped, `$(...)` and backticks are not entered. Heuristic by nature; the
-//! findings say "appears to".
+//! documents are skipped, the commands of a `$(...)` or backtick substitution outside double
+//! quotes are read as commands of their own (the substitution stays part of its word).
+//! Heuristic by nature; the findings say "appears to".
 
 /// One simple command: its words (quotes removed) and whether `&` ended it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +81,31 @@ pub fn simple_commands(command: &str) -> Vec<Simple> {
                     word.push(chars[i]);
                     i += 1;
                 }
+            }
+            // A command substitution is part of the word it stands in; the commands inside
+            // it run too, so they are read as commands of their own. `$((...))` is arithmetic.
+            '$' if chars.get(i + 1) == Some(&'(') => {
+                let close = closing_paren(&chars, i + 2);
+                if chars.get(i + 2) != Some(&'(') {
+                    let inner: String = chars[i + 2..close.min(chars.len())].iter().collect();
+                    out.extend(simple_commands(&inner));
+                }
+                word.push_str("$(…)");
+                in_word = true;
+                i = close + 1;
+                continue;
+            }
+            '`' => {
+                let mut close = i + 1;
+                while close < chars.len() && chars[close] != '`' {
+                    close += if chars[close] == '\\' { 2 } else { 1 };
+                }
+                let inner: String = chars[i + 1..close.min(chars.len())].iter().collect();
+                out.extend(simple_commands(&inner));
+                word.push_str("$(…)");
+                in_word = true;
+                i = close + 1;
+                continue;
             }
             '#' if !in_word => {
                 while i < chars.len() && chars[i] != '\n' {
@@ -164,6 +190,37 @@ pub fn simple_commands(command: &str) -> Vec<Simple> {
     flush_word!();
     end(&mut words, false, &mut out);
     out
+}
+
+/// The index of the `)` that closes the parenthesis opened just before `from` (quotes and
+/// backslashes honoured, nested parentheses counted), or `chars.len()` when none does.
+fn closing_paren(chars: &[char], from: usize) -> usize {
+    let mut depth = 1;
+    let mut i = from;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 1,
+            q @ ('\'' | '"') => {
+                i += 1;
+                while i < chars.len() && chars[i] != q {
+                    if q == '"' && chars[i] == '\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    chars.len()
 }
 
 /// Shell words that are no program: builtins and reserved words.
@@ -308,6 +365,20 @@ mod tests {
         assert_eq!(programs("env X=1 timeout 5 node app.js"), vec!["node"]);
         // `$(...)` runs its command too.
         assert_eq!(programs("$EDITOR file; echo $(date)"), vec!["date"]);
+        // ... and is part of the word it stands in, which is no program of its own.
+        assert_eq!(
+            programs("cp $(npm root -g)/x/theme.json ./t.json && ls"),
+            vec!["npm", "cp", "ls"]
+        );
+        assert_eq!(programs("$(which node) app.js"), vec!["which"]);
+        assert_eq!(
+            programs("echo \"$(git rev-parse HEAD)\" `uname -s`/bin x$((1 + 2))"),
+            vec!["uname"]
+        );
+        assert_eq!(
+            programs("a=$(cat f | wc -l); make"),
+            vec!["cat", "wc", "make"]
+        );
     }
 
     #[test]
