@@ -329,3 +329,25 @@ fn a_cache_file_that_is_not_a_listing_cache_is_never_replaced() {
     assert_eq!(kept["version"], 1);
     assert_eq!(kept["sessions"].as_object().map(|s| s.len()), Some(1));
 }
+
+#[test]
+fn a_root_that_does_not_exist_is_named_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-sessions-here");
+    for command in [&["list"][..], &["search", "anything"][..]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+            .args(command)
+            .args(["--root", missing.to_str().unwrap(), "--json"])
+            .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{command:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("{}: no such directory", missing.display())),
+            "{command:?}: {stderr}"
+        );
+        // stdout is still one JSON document.
+        serde_json::from_slice::<Value>(&out.stdout).unwrap();
+    }
+}

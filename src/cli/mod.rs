@@ -265,7 +265,8 @@ fn finish(
 mod tests;
 
 /// The `--root` directories of `list` and `search`, canonical where they exist (absolute
-/// otherwise); pi's sessions directory when none is given.
+/// otherwise); pi's sessions directory when none is given. A root that is no directory is
+/// named on stderr (the listing or search then has nothing from it).
 pub(crate) fn session_roots(given: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
     let default = [crate::session::roots::Roots::default_dir()];
     let roots = if given.is_empty() {
@@ -273,8 +274,16 @@ pub(crate) fn session_roots(given: &[std::path::PathBuf]) -> Vec<std::path::Path
     } else {
         given
     };
-    roots
+    let roots: Vec<std::path::PathBuf> = roots
         .iter()
         .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| crate::paths::absolute(r)))
-        .collect()
+        .collect();
+    // An empty answer should not leave a person guessing why.
+    for r in roots.iter().filter(|r| !r.is_dir()) {
+        eprintln!(
+            "sessiond: {}: no such directory; no sessions are read from it",
+            r.display()
+        );
+    }
+    roots
 }
