@@ -216,3 +216,33 @@ fn session_export_over_the_protocol() {
     d.notify("exit", Value::Null);
     assert_eq!(d.wait(), Some(0));
 }
+
+#[test]
+fn an_out_path_that_cannot_be_a_file_is_named_in_the_users_terms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let session = repo().join("examples/pi-v3-branched.jsonl");
+    let missing_dir = tmp.path().join("no-such-dir").join("x.md");
+    let dir_with_slash = format!("{}/", tmp.path().join("sub").display());
+    for (out, says) in [
+        (tmp.path().to_str().unwrap().to_owned(), "names a directory"),
+        (dir_with_slash, "names a directory"),
+        (
+            missing_dir.to_str().unwrap().to_owned(),
+            "no such directory",
+        ),
+    ] {
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+            .args(["export", session.to_str().unwrap(), "--out", &out])
+            .output()
+            .unwrap();
+        assert_eq!(run.status.code(), Some(2), "{out}");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            stderr.contains(says) && stderr.contains(&out),
+            "{out}: {stderr}"
+        );
+        assert!(!stderr.contains("at path"), "{stderr}");
+    }
+    // Nothing was left behind in the directory.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}

@@ -146,6 +146,24 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
     };
+    // Said in the user's terms before the temporary file's own error could name it.
+    let refuse = |detail: String| CliError::Argument {
+        arg: "--out",
+        detail,
+    };
+    if path.is_dir() || path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+        return Err(refuse(format!(
+            "{}: names a directory; give the name of the file to write",
+            path.display()
+        )));
+    }
+    if !dir.is_dir() {
+        return Err(refuse(format!(
+            "{}: no such directory {}",
+            path.display(),
+            dir.display()
+        )));
+    }
     let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(err)?;
     tmp.write_all(bytes).map_err(err)?;
     // A document to share: readable like any new file (the temporary file is 0600).
