@@ -423,6 +423,12 @@ impl SearchIndex {
             path: dir.to_owned(),
             source,
         };
+        if dir.exists() && !dir.is_dir() {
+            return Err(io_err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "not a directory (the index is a directory of its own)",
+            )));
+        }
         fs::create_dir_all(dir).map_err(io_err)?;
         let (schema, fields) = schema();
         let tantivy_err = |source| SearchError::Index {
