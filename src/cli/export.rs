@@ -115,10 +115,10 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
     }
     if !args.json {
         eprintln!(
-            "sessiond: exported {} entries ({} messages, {} tool calls){}; {}",
-            exported.entries,
-            exported.messages,
-            exported.tool_calls,
+            "sessiond: exported {} ({}, {}){}; {}",
+            super::tree::count(exported.entries, "entry", "entries"),
+            super::tree::count(exported.messages, "message", "messages"),
+            super::tree::count(exported.tool_calls, "tool call", "tool calls"),
             args.out
                 .as_ref()
                 .map_or(String::new(), |p| format!(" to {}", p.display())),

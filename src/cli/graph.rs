@@ -71,9 +71,9 @@ pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
         Some(path) => {
             super::export::write_atomically(path, document.as_bytes())?;
             eprintln!(
-                "sessiond: graph of {} nodes ({} entries) written to {}",
-                g.nodes.len(),
-                g.entry_count,
+                "sessiond: graph of {} ({}) written to {}",
+                super::tree::count(g.nodes.len(), "node", "nodes"),
+                super::tree::count(g.entry_count, "entry", "entries"),
                 path.display()
             );
         }

@@ -87,9 +87,14 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
             .unwrap_or("(no messages)");
         writeln!(
             out,
-            "{}  {:>5} entries {:>3} {:<6} {:>8} tokens  {}",
+            "{}  {:>5} {:<7} {:>3} {:<6} {:>8} tokens  {}",
             s.modified.as_deref().unwrap_or("-"),
             s.entry_count,
+            if s.entry_count == 1 {
+                "entry"
+            } else {
+                "entries"
+            },
             s.leaf_count,
             if s.leaf_count == 1 { "leaf" } else { "leaves" },
             s.token_estimate

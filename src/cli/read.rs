@@ -178,14 +178,18 @@ pub fn print_context(
             });
         writeln!(
             out,
-            "session {} · leaf {} · {} messages from {} context entries · model {model} · thinking {thinking}",
+            "session {} · leaf {} · {} from {} · model {model} · thinking {thinking}",
             tree.header().id,
             leaf.map_or("(none)".to_owned(), |l| tree.node(l).entry.id.to_string()),
-            proj.items
-                .iter()
-                .map(|i| crate::core::explain::message_count(i.contribution))
-                .sum::<usize>(),
-            proj.items.len(),
+            super::tree::count(
+                proj.items
+                    .iter()
+                    .map(|i| crate::core::explain::message_count(i.contribution))
+                    .sum::<usize>(),
+                "message",
+                "messages"
+            ),
+            super::tree::count(proj.items.len(), "context entry", "context entries"),
         )?;
         // Numbered from 1, as `explain` and the editors number messages.
         let mut index = 1usize;
