@@ -696,6 +696,13 @@ fn classify_json_error(bytes: &[u8], e: serde_json::Error) -> LineProblem {
             ProblemKind::InvalidEntry,
             format!("the entry's fields cannot be read: {}", in_line(&e)),
         )
+    } else if bytes.starts_with("\u{FEFF}".as_bytes()) {
+        // An editor's byte-order mark: `JSON.parse` refuses it as pi reads the line.
+        problem(
+            ProblemKind::InvalidJson,
+            "invalid JSON: the line starts with a byte-order mark (U+FEFF), which JSON.parse \
+             refuses; pi skips this line too",
+        )
     } else {
         problem(
             ProblemKind::InvalidJson,
@@ -1052,6 +1059,16 @@ mod tests {
         assert!(parse_line(line, SPAN, Expect::Entry { version: 3 }).is_ok());
         let line = br#"{"type":"context_edit","id":"a","parentId":null,"targetId":"b","replacement":{"content":"\ude80"}}"#;
         assert!(parse_line(line, SPAN, Expect::Entry { version: 3 }).is_ok());
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_named() {
+        let line = "\u{FEFF}{\"type\":\"custom\",\"id\":\"a\",\"parentId\":null}".as_bytes();
+        let Err(p) = parse_line(line, SPAN, Expect::Entry { version: 3 }) else {
+            panic!("a BOM is no JSON")
+        };
+        assert_eq!(p.kind, ProblemKind::InvalidJson);
+        assert!(p.detail.contains("byte-order mark"), "{}", p.detail);
     }
 
     #[test]
