@@ -84,10 +84,12 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
                 Status::Warn => "WARN",
                 Status::Fail => "FAIL",
             };
-            let entry = f
-                .entry_id
-                .as_deref()
-                .map_or(String::new(), |e| format!(" [{e}]"));
+            // The tool call too: one entry can hold several calls of the same kind.
+            let entry = match (f.entry_id.as_deref(), f.tool_call_id.as_deref()) {
+                (Some(e), Some(call)) => format!(" [{e} {call}]"),
+                (Some(e), None) => format!(" [{e}]"),
+                (None, _) => String::new(),
+            };
             writeln!(out, "{status} {kind:<18} {}{entry}", f.message)?;
         }
         if !ok_kinds.is_empty() {
