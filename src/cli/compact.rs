@@ -383,6 +383,15 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
     }
     if args.dry_run {
         let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
+        let version = session.tree.header().version;
+        if version < crate::core::format::CURRENT_VERSION {
+            // The plan is pi's; only the write is refused, which a dry run would not show.
+            eprintln!(
+                "sessiond: note: {} is a version-{version} file, which sessiond does not append \
+                 to; `sessiond fork` of its leaf makes a version-3 copy that can be compacted",
+                args.file.display()
+            );
+        }
         let planned = shared::dry_run(&args.file, &session.tree, &lines, &req, expected)?;
         return Ok(match planned {
             Err(n) => Outcome::Nothing(n),
