@@ -7,7 +7,10 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    let cli = sessiond::cli::Cli::parse();
+    let cli = match sessiond::cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return sessiond::cli::refused_command_line(e),
+    };
     let filter = cli
         .log
         .clone()

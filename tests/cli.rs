@@ -989,3 +989,37 @@ fn paths_are_said_as_given() {
         assert!(err.starts_with("sessiond: s.jsonl: "), "{args:?}: {err}");
     }
 }
+
+/// A command line clap refuses still gives one JSON document under `--json`.
+#[test]
+fn usage_errors_under_json_print_a_json_error() {
+    for args in [
+        &["context", "x.jsonl", "--json", "--bogus"][..],
+        &["export", "x.jsonl", "--json", "--format", "pdf"][..],
+        &["context", "--json"][..],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["error"]["kind"], "argument", "{args:?}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(
+            !message.is_empty() && !message.starts_with("error"),
+            "{message}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("error:"),
+            "{args:?}"
+        );
+    }
+    // Without --json: clap's message on stderr only.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(["context", "x.jsonl", "--bogus"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+}

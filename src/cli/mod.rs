@@ -158,6 +158,37 @@ pub fn run(cli: Cli) -> ExitCode {
     emit(&mut stdout, json, |out| dispatch(cli.command, out))
 }
 
+/// Ends a run whose command line clap refused: its message on stderr and clap's exit code
+/// (2, `usage`, for a usage error; 0 for `--help` and `--version`, printed on stdout). Under
+/// `--json` (anywhere on the command line) a usage error also prints
+/// `{"error": {"kind": "argument", "message"}}` on stdout, as every other failure does.
+pub fn refused_command_line(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let shown = matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if !shown && std::env::args_os().skip(1).any(|a| a == "--json") {
+        let text = e.render().to_string();
+        // The error's own lines, up to the blank line before the tip or the usage.
+        let message = text
+            .lines()
+            .take_while(|l| !l.trim().is_empty())
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let message = message.trim_start_matches("error: ");
+        let doc = serde_json::json!({"error": {"kind": "argument", "message": message}});
+        let mut stdout = io::stdout().lock();
+        // Nothing more can be said if stdout is gone; stderr still gets the message.
+        let _ = writeln!(stdout, "{doc}").and_then(|()| stdout.flush());
+    }
+    let _ = e.print();
+    ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2))
+}
+
 /// Where a command's output goes: standard output itself on a terminal (line-buffered, so a
 /// person sees each line as soon as it is written); otherwise a duplicate of its descriptor
 /// behind a [`DOCUMENT_BUFFER`] buffer, written in large blocks — std's line buffering would
