@@ -84,24 +84,20 @@ pub fn simple_commands(command: &str) -> Vec<Simple> {
             }
             // A command substitution is part of the word it stands in; the commands inside
             // it run too, so they are read as commands of their own. `$((...))` is arithmetic.
-            '$' if chars.get(i + 1) == Some(&'(') => {
-                let close = closing_paren(&chars, i + 2);
-                if chars.get(i + 2) != Some(&'(') {
-                    let inner: String = chars[i + 2..close.min(chars.len())].iter().collect();
+            '$' | '`' if c == '`' || chars.get(i + 1) == Some(&'(') => {
+                let (body, close) = if c == '`' {
+                    let mut close = i + 1;
+                    while close < chars.len() && chars[close] != '`' {
+                        close += if chars[close] == '\\' { 2 } else { 1 };
+                    }
+                    (i + 1, close)
+                } else {
+                    (i + 2, closing_paren(&chars, i + 2))
+                };
+                if chars.get(body) != Some(&'(') || c == '`' {
+                    let inner: String = chars[body..close.min(chars.len())].iter().collect();
                     out.extend(simple_commands(&inner));
                 }
-                word.push_str("$(…)");
-                in_word = true;
-                i = close + 1;
-                continue;
-            }
-            '`' => {
-                let mut close = i + 1;
-                while close < chars.len() && chars[close] != '`' {
-                    close += if chars[close] == '\\' { 2 } else { 1 };
-                }
-                let inner: String = chars[i + 1..close.min(chars.len())].iter().collect();
-                out.extend(simple_commands(&inner));
                 word.push_str("$(…)");
                 in_word = true;
                 i = close + 1;
