@@ -31,8 +31,9 @@
 //!
 //! One writer at a time (tantivy's lock). The daemon keeps its writer open across updates
 //! ([`SearchIndex::keep_writer`]) and reloads its reader right after each commit; the CLI opens
-//! a writer per run. A CLI run while a daemon holds the writer does not wait: its update finds
-//! the index busy (`busy: true` in the report) and it searches what the daemon last committed
+//! a writer per run. A CLI run while a daemon holds the writer does not wait: an update with
+//! files to index finds the index busy (`busy: true` in the report; with nothing to index no
+//! writer is asked for) and it searches what the daemon last committed
 //! (which the daemon keeps fresh from file events). An index of another format found while
 //! another process holds its writer is reported as an error rather than deleted under it.
 //!
