@@ -105,7 +105,9 @@ pub struct CompactArgs {
 
 /// What a run produced, before printing.
 enum Outcome {
-    Nothing(NothingToCompact),
+    /// Nothing to compact, with the explanation when the run worked it out on the session it
+    /// had read (a person's output only; else [`print_nothing`] reads the file again).
+    Nothing(NothingToCompact, Option<Box<Explained>>),
     Planned {
         plan: Box<CompactionPlan>,
         written: bool,
@@ -116,7 +118,7 @@ enum Outcome {
 pub fn run(out: &mut dyn Write, args: &CompactArgs) -> Result<Exit, CliError> {
     let outcome = execute(args)?;
     match outcome {
-        Outcome::Nothing(n) if !args.json => print_nothing(out, args, n)?,
+        Outcome::Nothing(n, explained) if !args.json => print_nothing(out, args, n, explained)?,
         _ => print(out, args, &outcome)?,
     }
     Ok(Exit::Ok)
@@ -128,15 +130,20 @@ fn print_nothing(
     out: &mut dyn Write,
     args: &CompactArgs,
     reason: NothingToCompact,
+    explained: Option<Box<Explained>>,
 ) -> Result<(), CliError> {
     let file = args.file.display();
-    let Opened { session, lines } = read::open(&args.file, args.dry_run && args.allow_corrupt)?;
-    let req = CompactRequest {
-        leaf: args.leaf.as_deref(),
-        keep_recent_tokens: args.keep_recent_tokens,
-        ..CompactRequest::default()
+    let Explained {
+        detail: d,
+        current_leaf,
+    } = match explained {
+        Some(e) => *e,
+        None => {
+            let Opened { session, lines } =
+                read::open(&args.file, args.dry_run && args.allow_corrupt)?;
+            explain(args, &session.tree, &lines, reason)?
+        }
     };
-    let d = shared::explain_nothing(&args.file, &session.tree, &lines, &req, reason)?;
     let leaf = d.leaf_id.as_ref().map_or("(empty)", EntryId::as_str);
     let tokens = |t: f64| format!("about {} tokens", js_number(t.round()));
     match reason {
@@ -203,10 +210,7 @@ fn print_nothing(
     if args.dry_run {
         then.push_str(" --dry-run");
     } else {
-        let current = session.tree.default_leaf().map_or("null".to_owned(), |n| {
-            session.tree.node(n).entry.id.to_string()
-        });
-        then.push_str(&format!(" --expected-leaf {current}"));
+        then.push_str(&format!(" --expected-leaf {current_leaf}"));
     }
     for (other, before) in &d.other_leaves {
         writeln!(
@@ -216,6 +220,33 @@ fn print_nothing(
         )?;
     }
     Ok(())
+}
+
+/// Why there was nothing to compact, in numbers, and the file's current leaf (`null` for a
+/// session without entries), for [`print_nothing`].
+struct Explained {
+    detail: shared::NothingDetail,
+    current_leaf: String,
+}
+
+/// Works out [`Explained`] on a session already read.
+fn explain(
+    args: &CompactArgs,
+    tree: &crate::core::tree::Tree,
+    lines: &dyn crate::core::render::LineSource,
+    reason: NothingToCompact,
+) -> Result<Explained, CliError> {
+    let req = CompactRequest {
+        leaf: args.leaf.as_deref(),
+        keep_recent_tokens: args.keep_recent_tokens,
+        ..CompactRequest::default()
+    };
+    Ok(Explained {
+        detail: shared::explain_nothing(&args.file, tree, lines, &req, reason)?,
+        current_leaf: tree
+            .default_leaf()
+            .map_or("null".to_owned(), |n| tree.node(n).entry.id.to_string()),
+    })
 }
 
 /// The summarizer the arguments ask for.
@@ -259,7 +290,7 @@ fn execute_with_model(
     let job = {
         let Opened { session, lines } = read::open(&args.file, args.dry_run && args.allow_corrupt)?;
         match shared::model_job(&args.file, &session.tree, &lines, &req, expected)? {
-            Err(n) => return Ok(Outcome::Nothing(n)),
+            Err(n) => return Ok(Outcome::Nothing(n, None)),
             Ok(job) => job,
         }
     };
@@ -309,7 +340,7 @@ fn execute_with_model(
         let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
         return Ok(
             match shared::dry_run(&args.file, &session.tree, &lines, &req, expected)? {
-                Err(n) => Outcome::Nothing(n),
+                Err(n) => Outcome::Nothing(n, None),
                 Ok(plan) => Outcome::Planned {
                     plan: Box::new(plan),
                     written: false,
@@ -336,7 +367,7 @@ fn commit(
     super::write::Guard::context(args.force).check(&args.file, &session)?;
     Ok(
         match shared::commit(&args.file, &mut session, req, expected, &opts)? {
-            Committed::Nothing(n) => Outcome::Nothing(n),
+            Committed::Nothing(n) => Outcome::Nothing(n, None),
             Committed::Written { plan, .. } => Outcome::Planned {
                 plan,
                 written: true,
@@ -394,7 +425,12 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         }
         let planned = shared::dry_run(&args.file, &session.tree, &lines, &req, expected)?;
         return Ok(match planned {
-            Err(n) => Outcome::Nothing(n),
+            // Explained on the session just read, not on a second reading of the file.
+            Err(n) if !args.json => {
+                let explained = explain(args, &session.tree, &lines, n)?;
+                Outcome::Nothing(n, Some(Box::new(explained)))
+            }
+            Err(n) => Outcome::Nothing(n, None),
             Ok(plan) => Outcome::Planned {
                 plan: Box::new(plan),
                 written: false,
@@ -408,7 +444,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
 /// compact" is [`print_nothing`].
 fn print(out: &mut dyn Write, args: &CompactArgs, outcome: &Outcome) -> io::Result<()> {
     match outcome {
-        Outcome::Nothing(n) => writeln!(out, "{}", shared::nothing_json(*n)),
+        Outcome::Nothing(n, _) => writeln!(out, "{}", shared::nothing_json(*n)),
         Outcome::Planned { plan, written } => {
             if args.json {
                 let report = shared::plan_json(plan, *written);
