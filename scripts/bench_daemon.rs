@@ -8,11 +8,13 @@
 //!   `fields: "ids"`; then `session/entry` of the default leaf 1,000 times, one request at a
 //!   time (`entryMs`: the round trip of a small request). A full answer's size in bytes
 //!   (`contextFullBytes`) and the client's parse of it into a `Value` (`contextFullParseMs`,
-//!   on the reading thread, part of `contextFullMs`) are reported beside it.
+//!   part of `contextFullMs`) are reported beside it. The client sends and reads on one
+//!   thread.
 //!
 //! `bench-daemon SESSIOND append FILE APPENDS REOPENS`
-//!   FILE is a scratch copy that gets entries appended. Per append, one `write()` of a
-//!   complete line whose parent is the current leaf, then:
+//!   FILE is a scratch copy that gets entries appended. Per append, a complete line whose
+//!   parent is the current leaf is appended as pi appends (open, one `write()`, close; timed
+//!   with the rest), then:
 //!   * `apply`: `contextAt {leafId: new, fields: "ids"}` sent at once, so the request's own
 //!     refresh applies the entry (the watcher's hint, debounced, comes later) — the cost
 //!     of applying one entry and answering at the new leaf;
@@ -36,10 +38,10 @@
 
 use std::collections::VecDeque;
 use std::fs::OpenOptions;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -52,14 +54,20 @@ const TIMEOUT: Duration = Duration::from_secs(600);
 /// `session/entry` requests timed per `open` run.
 const ENTRY_RUNS: usize = 1000;
 
+/// A client of `sessiond serve` that sends and reads on one thread, as the issue's
+/// "single-threaded client" does: a frame's answer is read where it is awaited, with no
+/// hand-off between threads on this side of the pipe.
 struct Daemon {
     child: Child,
     stdin: ChildStdin,
-    rx: mpsc::Receiver<Received>,
+    stdout: BufReader<ChildStdout>,
     inbox: VecDeque<Value>,
     next_id: i64,
-    /// The last answer's frame size (bytes) and the time its parse into a `Value` took on the
-    /// reading thread (milliseconds): part of what a call measures.
+    /// When the daemon is killed for not answering (see [`watchdog`]); `None` when no
+    /// answer is awaited.
+    deadline: Arc<Mutex<Option<Instant>>>,
+    /// The last answer's frame size (bytes) and the time its parse into a `Value` took
+    /// (milliseconds): part of what a call measures.
     last_answer: (usize, f64),
 }
 
@@ -86,14 +94,16 @@ impl Daemon {
             .map_err(|e| format!("cannot start {sessiond}: {e}"))?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || read_frames(stdout, &tx));
+        let deadline = Arc::new(Mutex::new(None));
+        let (pid, watched) = (child.id(), Arc::clone(&deadline));
+        std::thread::spawn(move || watchdog(pid, &watched));
         let mut d = Daemon {
             child,
             stdin,
-            rx,
+            stdout: BufReader::with_capacity(1 << 20, stdout),
             inbox: VecDeque::new(),
             next_id: 1,
+            deadline,
             last_answer: (0, 0.0),
         };
         d.call("initialize", json!({"capabilities": {}}))?;
@@ -111,20 +121,28 @@ impl Daemon {
             .map_err(|e| format!("cannot write to the daemon: {e}"))
     }
 
+    /// The next message from the daemon; `what` names what was awaited in the error. The
+    /// daemon is killed if it sends nothing for [`TIMEOUT`].
+    fn receive(&mut self, what: &str) -> Res<Received> {
+        let set = |d: &Mutex<Option<Instant>>, v| {
+            *d.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = v;
+        };
+        set(&self.deadline, Some(Instant::now() + TIMEOUT));
+        let received = read_frame(&mut self.stdout);
+        set(&self.deadline, None);
+        received.ok_or_else(|| format!("no {what}: the daemon closed its output"))
+    }
+
     fn call(&mut self, method: &str, params: Value) -> Res<Value> {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let deadline = Instant::now() + TIMEOUT;
         loop {
             let Received {
                 msg,
                 bytes,
                 parse_ms,
-            } = self
-                .rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .map_err(|_| format!("no answer to {method}"))?;
+            } = self.receive(&format!("answer to {method}"))?;
             if msg.get("id") == Some(&json!(id)) && msg.get("method").is_none() {
                 self.last_answer = (bytes, parse_ms);
                 return match (msg.get("result"), msg.get("error")) {
@@ -145,13 +163,8 @@ impl Daemon {
                 .and_then(|m| m.get("params").cloned())
                 .ok_or_else(|| "notification without params".to_owned());
         }
-        let deadline = Instant::now() + TIMEOUT;
         loop {
-            let msg = self
-                .rx
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .map_err(|_| format!("no {method}"))?
-                .msg;
+            let msg = self.receive(method)?.msg;
             if is(&msg) {
                 return msg
                     .get("params")
@@ -184,44 +197,52 @@ impl Daemon {
     }
 }
 
-fn read_frames(stdout: impl Read, tx: &mpsc::Sender<Received>) {
-    let mut r = BufReader::new(stdout);
+/// Kills the daemon `pid` once `deadline` has passed (an answer awaited for [`TIMEOUT`]):
+/// its output closes and the awaiting read ends with an error instead of hanging the run.
+fn watchdog(pid: u32, deadline: &Mutex<Option<Instant>>) {
     loop {
-        let mut len = None;
-        loop {
-            let mut line = String::new();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(v) = line.strip_prefix("Content-Length:") {
-                len = v.trim().parse::<usize>().ok();
-            }
-        }
-        let Some(len) = len else { return };
-        let mut body = vec![0; len];
-        if r.read_exact(&mut body).is_err() {
+        std::thread::sleep(Duration::from_secs(1));
+        let due = *deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if due.is_some_and(|d| Instant::now() > d) {
+            eprintln!(
+                "bench-daemon: no answer in {} s, killing the daemon",
+                TIMEOUT.as_secs()
+            );
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
             return;
         }
-        let t0 = Instant::now();
-        match serde_json::from_slice(&body) {
-            Ok(msg) => {
-                let received = Received {
-                    msg,
-                    bytes: len,
-                    parse_ms: ms(t0.elapsed()),
-                };
-                if tx.send(received).is_err() {
-                    return;
-                }
-            }
-            Err(_) => return,
+    }
+}
+
+/// One frame read from the daemon's output and parsed; `None` at its end or on a frame
+/// that is not JSON.
+fn read_frame(r: &mut impl BufRead) -> Option<Received> {
+    let mut len = None;
+    loop {
+        let mut line = String::new();
+        if r.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            len = v.trim().parse::<usize>().ok();
         }
     }
+    let len = len?;
+    let mut body = vec![0; len];
+    r.read_exact(&mut body).ok()?;
+    let t0 = Instant::now();
+    let msg = serde_json::from_slice(&body).ok()?;
+    Some(Received {
+        msg,
+        bytes: len,
+        parse_ms: ms(t0.elapsed()),
+    })
 }
 
 fn ms(d: Duration) -> f64 {
@@ -310,12 +331,13 @@ fn append(sessiond: &str, file: &Path, appends: usize, reopens: usize) -> Res<Va
         .as_str()
         .ok_or("the session has no leaf")?
         .to_owned();
-    let mut out = OpenOptions::new()
-        .append(true)
-        .open(file)
-        .map_err(|e| format!("{}: {e}", file.display()))?;
-    let mut write = |line: &str| {
-        out.write_all(line.as_bytes())
+    // As pi appends (`appendFileSync`: open, one write, close): a file held open for writing
+    // would be reported as an agent at work in every `didChange` (see `session::activity`).
+    let write = |line: &str| {
+        OpenOptions::new()
+            .append(true)
+            .open(file)
+            .and_then(|mut out| out.write_all(line.as_bytes()))
             .map_err(|e| format!("{}: {e}", file.display()))
     };
     let (mut apply, mut change, mut change_ctx) = (Vec::new(), Vec::new(), Vec::new());
