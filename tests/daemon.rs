@@ -862,3 +862,213 @@ fn logs_on_a_pipe_have_no_colour_codes() {
     );
     assert!(!log.contains('\u{1b}'), "{log:?}");
 }
+
+/// One frame to the daemon.
+fn send_frame(to: &mut impl Write, msg: &Value) {
+    let body = serde_json::to_vec(msg).expect("json");
+    write!(to, "Content-Length: {}\r\n\r\n", body.len()).expect("write header");
+    to.write_all(&body).expect("write body");
+    to.flush().expect("flush");
+}
+
+/// The next frame from the daemon, parsed; `None` at the end of its output.
+fn read_frame(from: &mut impl std::io::BufRead) -> Option<Value> {
+    let mut len = None;
+    loop {
+        let mut line = String::new();
+        if from.read_line(&mut line).expect("read header") == 0 {
+            return None;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            len = v.trim().parse::<usize>().ok();
+        }
+    }
+    let mut body = vec![0; len.expect("Content-Length")];
+    from.read_exact(&mut body).expect("read body");
+    Some(serde_json::from_slice(&body).expect("a JSON body"))
+}
+
+/// The id of the last entry in file order: the default leaf.
+fn last_id(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).expect("read session");
+    let last = text.lines().last().expect("a line");
+    let v: Value = serde_json::from_str(last).expect("a JSON line");
+    v["id"].as_str().expect("an id").to_owned()
+}
+
+/// The requests of a short session with the daemon: open the example, read its leaf entry,
+/// shut down. Ids 1..=4.
+fn short_conversation(example: &Path) -> Vec<Value> {
+    vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/open", "params": {"path": example}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/entry", "params": {"path": example, "id": last_id(example)}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}),
+        json!({"jsonrpc": "2.0", "method": "exit"}),
+    ]
+}
+
+/// Checks the answers to [`short_conversation`].
+fn check_answers(answers: &[Value], example: &Path) {
+    let by_id = |id: i64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == json!(id))
+            .unwrap_or_else(|| panic!("no answer {id} in {answers:?}"))
+    };
+    assert!(
+        by_id(1)["result"]["capabilities"].is_object(),
+        "{answers:?}"
+    );
+    assert_eq!(by_id(2)["result"]["leafId"], json!(last_id(example)));
+    assert_eq!(by_id(3)["result"]["id"], json!(last_id(example)));
+    assert_eq!(by_id(4)["result"], Value::Null);
+}
+
+/// Node's `child_process` (VS Code, code-server) connects a server's stdio through a socket
+/// pair, where Rust's `Command` uses pipes: the daemon serves both on its runtime's reactor,
+/// and sets the ends it shares with its parent back to blocking when it exits.
+#[test]
+fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::net::UnixStream;
+    use std::process::{Command, Stdio};
+
+    let example = repo().join("examples/pi-v3-branched.jsonl");
+    let root = example.parent().expect("examples");
+
+    // A socket pair for both ends.
+    let (ours, theirs) = UnixStream::pair().expect("socketpair");
+    let mut child = Command::new(support::BIN)
+        .args(["serve", "--root"])
+        .arg(root)
+        .env("SESSIOND_LOG", "warn")
+        .stdin(Stdio::from(OwnedFd::from(theirs.try_clone().expect("dup"))))
+        .stdout(Stdio::from(OwnedFd::from(theirs.try_clone().expect("dup"))))
+        .spawn()
+        .expect("spawn sessiond");
+    let mut writer = ours.try_clone().expect("dup");
+    let mut reader = std::io::BufReader::new(ours);
+    let mut answers = Vec::new();
+    for msg in short_conversation(&example) {
+        send_frame(&mut writer, &msg);
+        if msg.get("id").is_some() {
+            answers.push(read_frame(&mut reader).expect("an answer"));
+        }
+    }
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+    check_answers(&answers, &example);
+    let flags = rustix::fs::fcntl_getfl(&theirs).expect("flags");
+    assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+
+    // Pipes, our copies of the daemon's ends kept open to look at their flags afterwards.
+    let (stdin_r, mut stdin_w) = std::io::pipe().expect("pipe");
+    let (stdout_r, stdout_w) = std::io::pipe().expect("pipe");
+    let mut child = Command::new(support::BIN)
+        .args(["serve", "--root"])
+        .arg(root)
+        .env("SESSIOND_LOG", "warn")
+        .stdin(Stdio::from(stdin_r.try_clone().expect("dup")))
+        .stdout(Stdio::from(stdout_w.try_clone().expect("dup")))
+        .spawn()
+        .expect("spawn sessiond");
+    drop(stdout_w);
+    let mut reader = std::io::BufReader::new(stdout_r);
+    let mut answers = Vec::new();
+    for msg in short_conversation(&example) {
+        send_frame(&mut stdin_w, &msg);
+        if msg.get("id").is_some() {
+            answers.push(read_frame(&mut reader).expect("an answer"));
+        }
+    }
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+    check_answers(&answers, &example);
+    let flags = rustix::fs::fcntl_getfl(&stdin_r).expect("flags");
+    assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+}
+
+/// Ends that `epoll` refuses (regular files) are served by the blocking fallback, a thread
+/// each: answers written to a file are complete and in order; requests read from a file are
+/// all answered, in order (all but `initialize` with "not initialized": a file cannot wait
+/// for `initialize`'s answer, as LSP asks of a client).
+#[test]
+fn stdio_on_files_is_served_by_the_blocking_fallback() {
+    use std::process::{Command, Stdio};
+
+    let example = repo().join("examples/pi-v3-branched.jsonl");
+    let root = example.parent().expect("examples");
+    let tmp = tempfile::tempdir().expect("tempdir");
+
+    // Requests on a pipe, answers into a file.
+    let answers_file = tmp.path().join("answers");
+    let mut child = Command::new(support::BIN)
+        .args(["serve", "--root"])
+        .arg(root)
+        .env("SESSIOND_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&answers_file).expect("create answers"))
+        .spawn()
+        .expect("spawn sessiond");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut seen = 0;
+    for msg in short_conversation(&example) {
+        send_frame(&mut stdin, &msg);
+        if msg.get("id").is_some() {
+            // Wait for the answer in the file before the next request.
+            seen += 1;
+            let deadline = std::time::Instant::now() + NOTE_WAIT;
+            loop {
+                let mut reader =
+                    std::io::BufReader::new(std::fs::File::open(&answers_file).expect("open"));
+                if std::iter::from_fn(|| read_frame(&mut reader)).count() >= seen {
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "no answer {seen}");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+    let mut reader = std::io::BufReader::new(std::fs::File::open(&answers_file).expect("open"));
+    let answers: Vec<Value> = std::iter::from_fn(|| read_frame(&mut reader)).collect();
+    check_answers(&answers, &example);
+
+    // Requests from a file.
+    let requests = tmp.path().join("requests");
+    let mut input = Vec::new();
+    // Without `exit`, which would cancel what is still in flight: the end of the file ends
+    // the conversation.
+    for msg in short_conversation(&example)
+        .iter()
+        .filter(|m| m["method"] != "exit")
+    {
+        send_frame(&mut input, msg);
+    }
+    std::fs::write(&requests, input).expect("write requests");
+    let out = Command::new(support::BIN)
+        .args(["serve", "--root"])
+        .arg(root)
+        .env("SESSIOND_LOG", "warn")
+        .stdin(std::fs::File::open(&requests).expect("open requests"))
+        .output()
+        .expect("run sessiond");
+    let mut reader = std::io::BufReader::new(&out.stdout[..]);
+    let answers: Vec<Value> = std::iter::from_fn(|| read_frame(&mut reader)).collect();
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(
+        ids,
+        [&json!(1), &json!(2), &json!(3), &json!(4)],
+        "{answers:?}"
+    );
+    assert!(
+        answers[0]["result"]["capabilities"].is_object(),
+        "{answers:?}"
+    );
+    // `shutdown` was refused (not initialized): the end of input exits 1.
+    assert_eq!(out.status.code(), Some(1));
+}

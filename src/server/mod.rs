@@ -18,6 +18,7 @@ pub mod convert;
 pub mod error;
 pub mod handlers;
 pub mod lossless;
+pub mod stdio;
 pub mod transport;
 pub mod wire;
 pub mod write_handlers;
@@ -396,15 +397,10 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
             }
         });
         let (service, socket) = register(builder).finish();
-        // Frames go to a duplicate of fd 1, not through `Stdout`'s line buffer, which scans
-        // every body (megabytes for a long `contextAt`) for a line break and splits each frame's
-        // writes at its header's.
-        let output: Box<dyn std::io::Write + Send> =
-            match std::os::fd::AsFd::as_fd(&std::io::stdout()).try_clone_to_owned() {
-                Ok(fd) => Box::new(std::fs::File::from(fd)),
-                Err(_) => Box::new(std::io::stdout()),
-            };
-        transport::run(std::io::stdin(), output, service, socket).await;
+        // On a worker, not on this thread: reading, answering and writing then share one thread.
+        let (input, output) = stdio::ends();
+        let served = tokio::spawn(transport::run(input, output, service, socket));
+        let _ = served.await;
     });
     // Owner and watcher threads end with the process.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

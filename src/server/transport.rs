@@ -17,6 +17,8 @@ use tower::Service;
 use tower_lsp_server::jsonrpc::{Error, Request, Response};
 use tower_lsp_server::{ClientSocket, LanguageServer, LspService};
 
+use super::stdio::{End, Input, Output, PolledInput, PolledOutput};
+
 /// Requests handled concurrently (as `tower_lsp_server::Server`'s default).
 pub const MAX_CONCURRENCY: usize = 4;
 /// A frame body larger than this is refused (its bytes are skipped), in bytes.
@@ -130,44 +132,206 @@ fn response_body(res: Response) -> Option<Outgoing> {
         .map(Outgoing::Body)
 }
 
-/// Writes one frame, `Content-Length` header and `body`'s parts, with every lone surrogate
-/// pair restored ([`super::lossless::restore`]; a pair never spans parts: each part holds
-/// whole JSON strings). The parts go out with vectored writes, so the header, a small
-/// response's body or a large result's ends leave in the same system call as the result's
-/// first bytes, and a large result is never copied into a frame buffer. Errors: the
-/// output's.
-fn write_frame(output: &mut impl std::io::Write, body: Outgoing) -> std::io::Result<()> {
-    use std::io::IoSlice;
-    let (head, text, tail) = match body {
-        Outgoing::Body(body) => (&[][..], super::lossless::restore(body), Vec::new()),
-        Outgoing::Raw { head, text, tail } => (
+/// One frame on its way out: the `Content-Length` header and `body`'s parts, with every lone
+/// surrogate pair restored ([`super::lossless::restore`]; a pair never spans parts: each part
+/// holds whole JSON strings).
+struct OutFrame {
+    header: String,
+    head: &'static [u8],
+    text: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl OutFrame {
+    fn new(body: Outgoing) -> OutFrame {
+        let (head, text, tail) = match body {
+            Outgoing::Body(body) => (&[][..], super::lossless::restore(body), Vec::new()),
+            Outgoing::Raw { head, text, tail } => (
+                head,
+                super::lossless::restore(text),
+                super::lossless::restore(tail),
+            ),
+        };
+        let header = format!(
+            "Content-Length: {}\r\n\r\n",
+            head.len() + text.len() + tail.len()
+        );
+        OutFrame {
+            header,
             head,
-            super::lossless::restore(text),
-            super::lossless::restore(tail),
-        ),
-    };
-    let header = format!(
-        "Content-Length: {}\r\n\r\n",
-        head.len() + text.len() + tail.len()
-    );
-    let mut parts = [
-        IoSlice::new(header.as_bytes()),
-        IoSlice::new(head),
-        IoSlice::new(&text),
-        IoSlice::new(&tail),
-    ];
+            text,
+            tail,
+        }
+    }
+
+    /// The frame's parts for vectored writes: the header, a small response's body or a large
+    /// result's ends leave in the same system call as the result's first bytes, and a large
+    /// result is never copied into a frame buffer.
+    fn parts(&self) -> [std::io::IoSlice<'_>; 4] {
+        use std::io::IoSlice;
+        [
+            IoSlice::new(self.header.as_bytes()),
+            IoSlice::new(self.head),
+            IoSlice::new(&self.text),
+            IoSlice::new(&self.tail),
+        ]
+    }
+
+    /// The frame is out: its result's buffer goes back to [`spare_buffer`].
+    fn written(self) {
+        recycle(self.text);
+    }
+}
+
+/// Writes one frame to a blocking output. Errors: the output's.
+fn write_frame(output: &mut impl std::io::Write, body: Outgoing) -> std::io::Result<()> {
+    let frame = OutFrame::new(body);
+    let mut parts = frame.parts();
     let mut parts = &mut parts[..];
     while !parts.is_empty() {
         match output.write_vectored(parts) {
             Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut parts, n),
+            Ok(n) => std::io::IoSlice::advance_slices(&mut parts, n),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
     output.flush()?;
-    recycle(text);
+    frame.written();
     Ok(())
+}
+
+/// Writes one frame to a polled output, waiting (not blocking) while the pipe is full.
+/// Errors: the output's.
+async fn write_frame_polled(output: &mut PolledOutput, body: Outgoing) -> std::io::Result<()> {
+    let frame = OutFrame::new(body);
+    let mut parts = frame.parts();
+    let mut parts = &mut parts[..];
+    while !parts.is_empty() {
+        match output.write_vectored(parts).await? {
+            0 => return Err(std::io::ErrorKind::WriteZero.into()),
+            n => std::io::IoSlice::advance_slices(&mut parts, n),
+        }
+    }
+    frame.written();
+    Ok(())
+}
+
+/// Where the transport's input comes from: chunks read by a thread, or a polled end read by
+/// the transport's own task.
+enum Reader {
+    Thread(mpsc::UnboundedReceiver<Vec<u8>>),
+    Polled(PolledInput, Vec<u8>),
+}
+
+impl Reader {
+    /// Starts reading `input`: a polled end is read where the frames are decoded, a blocking
+    /// stream by a thread of its own. `None` when that thread cannot start.
+    fn start<I: std::io::Read + Send + 'static>(input: Input<I>) -> Option<Reader> {
+        let input = match input {
+            End::Polled(p) => return Some(Reader::Polled(p, vec![0u8; READ_CHUNK_BYTES])),
+            End::Blocking(input) => input,
+        };
+        let (in_tx, in_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let spawned = std::thread::Builder::new()
+            .name("sessiond-stdin".into())
+            .spawn(move || {
+                let mut input = input;
+                let mut chunk = vec![0u8; READ_CHUNK_BYTES];
+                loop {
+                    match input.read(&mut chunk) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            if in_tx.send(chunk[..n].to_vec()).is_err() {
+                                break;
+                            }
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            tracing::warn!("cannot read stdin: {e}");
+                            break;
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!("cannot start the stdin thread: {e}");
+            return None;
+        }
+        Some(Reader::Thread(in_rx))
+    }
+
+    /// Appends the next bytes of input to `buf`; `false` at the end of input or on an error
+    /// (logged).
+    async fn read_into(&mut self, buf: &mut Vec<u8>) -> bool {
+        match self {
+            Reader::Thread(rx) => match rx.recv().await {
+                Some(bytes) => {
+                    buf.extend_from_slice(&bytes);
+                    true
+                }
+                None => false,
+            },
+            Reader::Polled(input, chunk) => match input.read(chunk).await {
+                Ok(0) => false,
+                Ok(n) => {
+                    buf.extend_from_slice(&chunk[..n]);
+                    true
+                }
+                Err(e) => {
+                    tracing::warn!("cannot read stdin: {e}");
+                    false
+                }
+            },
+        }
+    }
+}
+
+/// Bytes asked for per read of the input.
+const READ_CHUNK_BYTES: usize = 64 << 10;
+
+/// Starts writing what `out_rx` receives to `output`: a polled end by a task on the runtime,
+/// a blocking stream by a thread of its own. The returned receiver resolves once the writer
+/// stopped (its channel closed, or a write failed). `None` when that thread cannot start.
+fn start_writer<O: std::io::Write + Send + 'static>(
+    output: Output<O>,
+    mut out_rx: mpsc::UnboundedReceiver<Outgoing>,
+) -> Option<tokio::sync::oneshot::Receiver<()>> {
+    let (writer_done, writer) = tokio::sync::oneshot::channel::<()>();
+    match output {
+        End::Polled(mut output) => {
+            tokio::spawn(async move {
+                while let Some(body) = out_rx.recv().await {
+                    if let Err(e) = write_frame_polled(&mut output, body).await {
+                        tracing::warn!("cannot write to stdout: {e}");
+                        break;
+                    }
+                }
+                // Its flags are restored before the daemon may exit.
+                drop(output);
+                let _ = writer_done.send(());
+            });
+        }
+        End::Blocking(output) => {
+            let spawned = std::thread::Builder::new()
+                .name("sessiond-stdout".into())
+                .spawn(move || {
+                    let mut output = output;
+                    while let Some(body) = out_rx.blocking_recv() {
+                        if let Err(e) = write_frame(&mut output, body) {
+                            tracing::warn!("cannot write to stdout: {e}");
+                            break;
+                        }
+                    }
+                    let _ = writer_done.send(());
+                });
+            if let Err(e) = spawned {
+                tracing::error!("cannot start the stdout thread: {e}");
+                return None;
+            }
+        }
+    }
+    Some(writer)
 }
 
 /// What the reader found in the input.
@@ -453,60 +617,29 @@ fn default_capabilities(request: &mut Value) {
 
 /// Serves `service` on `input`/`output` until `exit` or end of input.
 ///
-/// `input` and `output` are blocking streams (stdin and stdout), each served by a thread of its
-/// own: a frame costs one `read` and one `write` system call on those threads and one wake-up
-/// of the runtime, where tokio's own stdio hands every read, write and flush to its blocking
-/// pool (three thread hand-offs per answer).
-pub async fn run<S, I, O>(input: I, output: O, mut service: LspService<S>, socket: ClientSocket)
-where
+/// A polled end (a pipe or a socket, see [`super::stdio`]) is read and written by tasks on
+/// the runtime: a request wakes the runtime's worker straight from `epoll`, and a small
+/// request's answer leaves from the same thread. A blocking stream is served by a thread of
+/// its own (a frame costs one `read` or one `write` system call there and one wake-up of the
+/// runtime), not by tokio's stdio, which hands every read, write and flush to its blocking
+/// pool.
+pub async fn run<S, I, O>(
+    input: Input<I>,
+    output: Output<O>,
+    mut service: LspService<S>,
+    socket: ClientSocket,
+) where
     S: LanguageServer,
     I: std::io::Read + Send + 'static,
     O: std::io::Write + Send + 'static,
 {
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Outgoing>();
-    let (writer_done, writer) = tokio::sync::oneshot::channel::<()>();
-    let spawned = std::thread::Builder::new()
-        .name("sessiond-stdout".into())
-        .spawn(move || {
-            let mut output = output;
-            while let Some(body) = out_rx.blocking_recv() {
-                if let Err(e) = write_frame(&mut output, body) {
-                    tracing::warn!("cannot write to stdout: {e}");
-                    break;
-                }
-            }
-            let _ = writer_done.send(());
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the stdout thread: {e}");
+    let (out_tx, out_rx) = mpsc::unbounded_channel::<Outgoing>();
+    let Some(writer) = start_writer(output, out_rx) else {
         return;
-    }
-    let (in_tx, mut in_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let spawned = std::thread::Builder::new()
-        .name("sessiond-stdin".into())
-        .spawn(move || {
-            let mut input = input;
-            let mut chunk = vec![0u8; 64 << 10];
-            loop {
-                match input.read(&mut chunk) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if in_tx.send(chunk[..n].to_vec()).is_err() {
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        tracing::warn!("cannot read stdin: {e}");
-                        break;
-                    }
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the stdin thread: {e}");
+    };
+    let Some(mut input) = Reader::start(input) else {
         return;
-    }
+    };
 
     let (mut server_requests, mut client_responses) = socket.split();
     let forward_out = out_tx.clone();
@@ -595,9 +728,8 @@ where
                 }
             }
         }
-        match in_rx.recv().await {
-            None => break,
-            Some(bytes) => deframer.buf.extend_from_slice(&bytes),
+        if !input.read_into(&mut deframer.buf).await {
+            break;
         }
     }
     tasks_tx.disconnect();

@@ -1,0 +1,170 @@
+//! The daemon's stdin and stdout as the runtime's reactor waits on them.
+//!
+//! When an end is a pipe or a socket (as an editor starts the daemon), it is duplicated, set
+//! non-blocking and registered with tokio's reactor (a [`pipe`] end or a [`UnixStream`]): a
+//! request then wakes a runtime worker straight from `epoll`, and the answer is written by a
+//! worker, so a small request crosses no thread but the runtime's (a thread per end cost a
+//! wake-up each way, about half of a small request's round trip). A client that stops
+//! reading makes a write wait for the pipe to drain; it never blocks a worker. A terminal or
+//! a file is served as before, by a thread of its own with blocking calls: setting a
+//! terminal non-blocking would change it for the shell that shares it, and `epoll` refuses
+//! regular files.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use rustix::fs::{FileType, OFlags};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::UnixStream;
+use tokio::net::unix::pipe;
+
+/// Puts an end's file status flags back as they were when the daemon started, when it is
+/// dropped: the open file description may be shared with another process.
+#[derive(Debug)]
+struct Restore {
+    fd: OwnedFd,
+    flags: OFlags,
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = rustix::fs::fcntl_setfl(&self.fd, self.flags);
+    }
+}
+
+/// The kind of `fd` when the runtime's reactor can wait on it, with a guard that restores its
+/// flags to `flags`; `None` for anything else (a terminal, a file, `/dev/null`).
+fn pollable(fd: BorrowedFd<'_>, flags: OFlags) -> Option<(FileType, OwnedFd, Restore)> {
+    let kind = FileType::from_raw_mode(rustix::fs::fstat(fd).ok()?.st_mode);
+    if !matches!(kind, FileType::Fifo | FileType::Socket) {
+        return None;
+    }
+    let owned = fd.try_clone_to_owned().ok()?;
+    let restore = Restore {
+        fd: fd.try_clone_to_owned().ok()?,
+        flags,
+    };
+    Some((kind, owned, restore))
+}
+
+/// A socket end set non-blocking and registered with the runtime's reactor.
+fn socket(owned: OwnedFd) -> io::Result<UnixStream> {
+    let stream = std::os::unix::net::UnixStream::from(owned);
+    stream.set_nonblocking(true)?;
+    UnixStream::from_std(stream)
+}
+
+/// The daemon's input on the runtime's reactor, with its flags' guard.
+pub struct PolledInput {
+    stream: Box<dyn AsyncRead + Unpin + Send>,
+    _restore: Restore,
+}
+
+impl std::fmt::Debug for PolledInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PolledInput")
+    }
+}
+
+impl PolledInput {
+    /// `fd` duplicated, set non-blocking and registered, when it is a pipe or a socket;
+    /// `None` otherwise or when it cannot be registered. `flags` are restored when it is
+    /// dropped. Must be called on a Tokio runtime.
+    pub fn new(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledInput> {
+        let (kind, owned, restore) = pollable(fd, flags)?;
+        let stream: Box<dyn AsyncRead + Unpin + Send> = match kind {
+            FileType::Fifo => Box::new(pipe::Receiver::from_owned_fd(owned).ok()?),
+            _ => Box::new(socket(owned).ok()?),
+        };
+        Some(PolledInput {
+            stream,
+            _restore: restore,
+        })
+    }
+
+    /// Reads what is there into `buf`, waiting until something is; `Ok(0)` at the end of
+    /// input. Errors: the read's.
+    pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        tokio::io::AsyncReadExt::read(&mut self.stream, buf).await
+    }
+}
+
+/// The daemon's output on the runtime's reactor, with its flags' guard.
+pub struct PolledOutput {
+    stream: Box<dyn AsyncWrite + Unpin + Send>,
+    _restore: Restore,
+}
+
+impl std::fmt::Debug for PolledOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PolledOutput")
+    }
+}
+
+impl PolledOutput {
+    /// `fd` duplicated, set non-blocking and registered, when it is a pipe or a socket;
+    /// `None` otherwise or when it cannot be registered. `flags` are restored when it is
+    /// dropped. Must be called on a Tokio runtime.
+    pub fn new(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledOutput> {
+        let (kind, owned, restore) = pollable(fd, flags)?;
+        let stream: Box<dyn AsyncWrite + Unpin + Send> = match kind {
+            FileType::Fifo => Box::new(pipe::Sender::from_owned_fd(owned).ok()?),
+            _ => Box::new(socket(owned).ok()?),
+        };
+        Some(PolledOutput {
+            stream,
+            _restore: restore,
+        })
+    }
+
+    /// Writes a prefix of `parts`, waiting (not blocking) until the pipe takes some; returns
+    /// its length in bytes. Errors: the write's.
+    pub async fn write_vectored(&mut self, parts: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        tokio::io::AsyncWriteExt::write_vectored(&mut self.stream, parts).await
+    }
+}
+
+/// One end of the transport: `P` polled by the runtime, or a blocking stream `T` served by a
+/// thread.
+#[derive(Debug)]
+pub enum End<P, T> {
+    /// A pipe or a socket on the runtime's reactor.
+    Polled(P),
+    /// A blocking stream (a terminal, a file, a test's buffer).
+    Blocking(T),
+}
+
+/// The transport's input.
+pub type Input<T> = End<PolledInput, T>;
+/// The transport's output.
+pub type Output<T> = End<PolledOutput, T>;
+
+/// The daemon's stdin and stdout: each polled when it is a pipe or a socket, else stdin as
+/// the blocking stream and stdout as a duplicate of fd 1 written with blocking calls (frames
+/// never go through `Stdout`'s line buffer, which scans every body, megabytes for a long
+/// `contextAt`, for a line break and splits each frame's writes at its header's).
+///
+/// Both ends' flags are read before either is changed: stdin and stdout may be one socket,
+/// and each end, when dropped, puts back the flags the daemon started with. Must be called on
+/// a Tokio runtime.
+pub fn ends() -> (Input<io::Stdin>, Output<Box<dyn Write + Send>>) {
+    let (stdin, stdout) = (io::stdin(), io::stdout());
+    let flags_in = rustix::fs::fcntl_getfl(stdin.as_fd()).ok();
+    let flags_out = rustix::fs::fcntl_getfl(stdout.as_fd()).ok();
+    let input = match flags_in.and_then(|f| PolledInput::new(stdin.as_fd(), f)) {
+        Some(p) => End::Polled(p),
+        None => End::Blocking(stdin),
+    };
+    let output = match flags_out.and_then(|f| PolledOutput::new(stdout.as_fd(), f)) {
+        Some(p) => End::Polled(p),
+        None => {
+            let blocking: Box<dyn Write + Send> = match stdout.as_fd().try_clone_to_owned() {
+                Ok(fd) => Box::new(File::from(fd)),
+                Err(_) => Box::new(stdout),
+            };
+            End::Blocking(blocking)
+        }
+    };
+    (input, output)
+}
