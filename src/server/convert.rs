@@ -30,7 +30,9 @@ pub fn revision(r: owner::Revision) -> Revision {
 }
 
 fn id(tree: &Tree, n: NodeIdx) -> String {
-    tree.node(n).entry.id.to_string()
+    // A copy of the text, not `to_string` through the formatting machinery: every
+    // `didChange` names all the leaves.
+    tree.node(n).entry.id.as_str().to_owned()
 }
 
 /// The default leaf's id (the last entry in file order).
