@@ -932,7 +932,8 @@ fn check_answers(answers: &[Value], example: &Path) {
 
 /// Node's `child_process` (VS Code, code-server) connects a server's stdio through a socket
 /// pair, where Rust's `Command` uses pipes: the daemon serves both on its runtime's reactor,
-/// and sets the ends it shares with its parent back to blocking when it exits.
+/// and sets the ends it shares with its parent back to blocking when it exits. An end that is
+/// also its stderr is left blocking.
 #[test]
 fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
     use std::os::fd::OwnedFd;
@@ -990,6 +991,32 @@ fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
     check_answers(&answers, &example);
     let flags = rustix::fs::fcntl_getfl(&stdin_r).expect("flags");
     assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+
+    // Stdout that is also stderr (`2>&1` into one pipe) stays blocking while the daemon runs:
+    // a full pipe must not make the log's writes fail.
+    let (out_r, out_w) = std::io::pipe().expect("pipe");
+    let mut child = Command::new(support::BIN)
+        .args(["serve", "--root"])
+        .arg(root)
+        .env("SESSIOND_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(out_w.try_clone().expect("dup")))
+        .stderr(Stdio::from(out_w.try_clone().expect("dup")))
+        .spawn()
+        .expect("spawn sessiond");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut reader = std::io::BufReader::new(out_r);
+    let mut answers = Vec::new();
+    for msg in short_conversation(&example) {
+        send_frame(&mut stdin, &msg);
+        if msg.get("id").is_some() {
+            answers.push(read_frame(&mut reader).expect("an answer"));
+            let flags = rustix::fs::fcntl_getfl(&out_w).expect("flags");
+            assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+        }
+    }
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+    check_answers(&answers, &example);
 }
 
 /// Ends that `epoll` refuses (regular files) are served by the blocking fallback, a thread

@@ -34,10 +34,19 @@ impl Drop for Restore {
 }
 
 /// The kind of `fd` when the runtime's reactor can wait on it, with a guard that restores its
-/// flags to `flags`; `None` for anything else (a terminal, a file, `/dev/null`).
+/// flags to `flags`; `None` for anything else (a terminal, a file, `/dev/null`), and for a
+/// pipe or socket that is also the daemon's stderr (a server started with `2>&1` into its
+/// pipe, or on one socket as inetd does): setting it non-blocking would make the log's
+/// writes fail when the pipe is full.
 fn pollable(fd: BorrowedFd<'_>, flags: OFlags) -> Option<(FileType, OwnedFd, Restore)> {
-    let kind = FileType::from_raw_mode(rustix::fs::fstat(fd).ok()?.st_mode);
+    let stat = rustix::fs::fstat(fd).ok()?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
     if !matches!(kind, FileType::Fifo | FileType::Socket) {
+        return None;
+    }
+    if let Ok(err) = rustix::fs::fstat(io::stderr().as_fd())
+        && (err.st_dev, err.st_ino) == (stat.st_dev, stat.st_ino)
+    {
         return None;
     }
     let owned = fd.try_clone_to_owned().ok()?;
