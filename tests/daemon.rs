@@ -900,6 +900,25 @@ fn last_id(path: &Path) -> String {
     v["id"].as_str().expect("an id").to_owned()
 }
 
+/// `sessiond serve --root ROOT` with the given stdio (stderr inherited unless given).
+fn serve_with(
+    root: &Path,
+    stdin: std::process::Stdio,
+    stdout: std::process::Stdio,
+    stderr: Option<std::process::Stdio>,
+) -> std::process::Child {
+    let mut cmd = std::process::Command::new(support::BIN);
+    cmd.args(["serve", "--root"])
+        .arg(root)
+        .env("SESSIOND_LOG", "warn")
+        .stdin(stdin)
+        .stdout(stdout);
+    if let Some(stderr) = stderr {
+        cmd.stderr(stderr);
+    }
+    cmd.spawn().expect("spawn sessiond")
+}
+
 /// The requests of a short session with the daemon: open the example, read its leaf entry,
 /// shut down. Ids 1..=4.
 fn short_conversation(example: &Path) -> Vec<Value> {
@@ -938,21 +957,19 @@ fn check_answers(answers: &[Value], example: &Path) {
 fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
     use std::os::fd::OwnedFd;
     use std::os::unix::net::UnixStream;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     let example = repo().join("examples/pi-v3-branched.jsonl");
     let root = example.parent().expect("examples");
 
     // A socket pair for both ends.
     let (ours, theirs) = UnixStream::pair().expect("socketpair");
-    let mut child = Command::new(support::BIN)
-        .args(["serve", "--root"])
-        .arg(root)
-        .env("SESSIOND_LOG", "warn")
-        .stdin(Stdio::from(OwnedFd::from(theirs.try_clone().expect("dup"))))
-        .stdout(Stdio::from(OwnedFd::from(theirs.try_clone().expect("dup"))))
-        .spawn()
-        .expect("spawn sessiond");
+    let mut child = serve_with(
+        root,
+        Stdio::from(OwnedFd::from(theirs.try_clone().expect("dup"))),
+        Stdio::from(OwnedFd::from(theirs.try_clone().expect("dup"))),
+        None,
+    );
     let mut writer = ours.try_clone().expect("dup");
     let mut reader = std::io::BufReader::new(ours);
     let mut answers = Vec::new();
@@ -970,14 +987,12 @@ fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
     // Pipes, our copies of the daemon's ends kept open to look at their flags afterwards.
     let (stdin_r, mut stdin_w) = std::io::pipe().expect("pipe");
     let (stdout_r, stdout_w) = std::io::pipe().expect("pipe");
-    let mut child = Command::new(support::BIN)
-        .args(["serve", "--root"])
-        .arg(root)
-        .env("SESSIOND_LOG", "warn")
-        .stdin(Stdio::from(stdin_r.try_clone().expect("dup")))
-        .stdout(Stdio::from(stdout_w.try_clone().expect("dup")))
-        .spawn()
-        .expect("spawn sessiond");
+    let mut child = serve_with(
+        root,
+        Stdio::from(stdin_r.try_clone().expect("dup")),
+        Stdio::from(stdout_w.try_clone().expect("dup")),
+        None,
+    );
     drop(stdout_w);
     let mut reader = std::io::BufReader::new(stdout_r);
     let mut answers = Vec::new();
@@ -995,15 +1010,12 @@ fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
     // Stdout that is also stderr (`2>&1` into one pipe) stays blocking while the daemon runs:
     // a full pipe must not make the log's writes fail.
     let (out_r, out_w) = std::io::pipe().expect("pipe");
-    let mut child = Command::new(support::BIN)
-        .args(["serve", "--root"])
-        .arg(root)
-        .env("SESSIOND_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::from(out_w.try_clone().expect("dup")))
-        .stderr(Stdio::from(out_w.try_clone().expect("dup")))
-        .spawn()
-        .expect("spawn sessiond");
+    let mut child = serve_with(
+        root,
+        Stdio::piped(),
+        Stdio::from(out_w.try_clone().expect("dup")),
+        Some(Stdio::from(out_w.try_clone().expect("dup"))),
+    );
     let mut stdin = child.stdin.take().expect("stdin");
     let mut reader = std::io::BufReader::new(out_r);
     let mut answers = Vec::new();
@@ -1033,14 +1045,14 @@ fn stdio_on_files_is_served_by_the_blocking_fallback() {
 
     // Requests on a pipe, answers into a file.
     let answers_file = tmp.path().join("answers");
-    let mut child = Command::new(support::BIN)
-        .args(["serve", "--root"])
-        .arg(root)
-        .env("SESSIOND_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(std::fs::File::create(&answers_file).expect("create answers"))
-        .spawn()
-        .expect("spawn sessiond");
+    let mut child = serve_with(
+        root,
+        Stdio::piped(),
+        std::fs::File::create(&answers_file)
+            .expect("create answers")
+            .into(),
+        None,
+    );
     let mut stdin = child.stdin.take().expect("stdin");
     let mut seen = 0;
     for msg in short_conversation(&example) {
