@@ -932,6 +932,25 @@ fn short_conversation(example: &Path) -> Vec<Value> {
     ]
 }
 
+/// Sends [`short_conversation`] one message at a time, reading each answer before the next
+/// message and calling `after_answer` then; returns the answers.
+fn converse(
+    to: &mut impl Write,
+    from: &mut impl std::io::BufRead,
+    example: &Path,
+    mut after_answer: impl FnMut(),
+) -> Vec<Value> {
+    let mut answers = Vec::new();
+    for msg in short_conversation(example) {
+        send_frame(to, &msg);
+        if msg.get("id").is_some() {
+            answers.push(read_frame(from).expect("an answer"));
+            after_answer();
+        }
+    }
+    answers
+}
+
 /// Checks the answers to [`short_conversation`].
 fn check_answers(answers: &[Value], example: &Path) {
     let by_id = |id: i64| {
@@ -972,13 +991,7 @@ fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
     );
     let mut writer = ours.try_clone().expect("dup");
     let mut reader = std::io::BufReader::new(ours);
-    let mut answers = Vec::new();
-    for msg in short_conversation(&example) {
-        send_frame(&mut writer, &msg);
-        if msg.get("id").is_some() {
-            answers.push(read_frame(&mut reader).expect("an answer"));
-        }
-    }
+    let answers = converse(&mut writer, &mut reader, &example, || {});
     assert_eq!(child.wait().expect("wait").code(), Some(0));
     check_answers(&answers, &example);
     let flags = rustix::fs::fcntl_getfl(&theirs).expect("flags");
@@ -995,13 +1008,7 @@ fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
     );
     drop(stdout_w);
     let mut reader = std::io::BufReader::new(stdout_r);
-    let mut answers = Vec::new();
-    for msg in short_conversation(&example) {
-        send_frame(&mut stdin_w, &msg);
-        if msg.get("id").is_some() {
-            answers.push(read_frame(&mut reader).expect("an answer"));
-        }
-    }
+    let answers = converse(&mut stdin_w, &mut reader, &example, || {});
     assert_eq!(child.wait().expect("wait").code(), Some(0));
     check_answers(&answers, &example);
     let flags = rustix::fs::fcntl_getfl(&stdin_r).expect("flags");
@@ -1018,15 +1025,10 @@ fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
     );
     let mut stdin = child.stdin.take().expect("stdin");
     let mut reader = std::io::BufReader::new(out_r);
-    let mut answers = Vec::new();
-    for msg in short_conversation(&example) {
-        send_frame(&mut stdin, &msg);
-        if msg.get("id").is_some() {
-            answers.push(read_frame(&mut reader).expect("an answer"));
-            let flags = rustix::fs::fcntl_getfl(&out_w).expect("flags");
-            assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
-        }
-    }
+    let answers = converse(&mut stdin, &mut reader, &example, || {
+        let flags = rustix::fs::fcntl_getfl(&out_w).expect("flags");
+        assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+    });
     assert_eq!(child.wait().expect("wait").code(), Some(0));
     check_answers(&answers, &example);
 }
