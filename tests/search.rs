@@ -513,3 +513,42 @@ fn cli_search_beside_the_daemons_writer_and_after_a_kill() {
     assert_eq!(r["total"], 1, "{r}");
     assert_eq!(r["hits"][0]["onDefaultPath"], true);
 }
+
+/// `--limit` takes 1..=1000 as `session/search` does: outside it the command line is refused
+/// (exit 2, an `argument` error under `--json`) before any index is made.
+#[test]
+fn the_cli_limit_is_one_to_a_thousand() {
+    let root = tempfile::tempdir().unwrap();
+    write_session(&root.path().join("a.jsonl"), 12);
+    let index = root.path().join("index");
+    for (limit, json) in [("0", false), ("1001", true)] {
+        let mut cmd = std::process::Command::new(support::BIN);
+        cmd.args(["search", "answer", "--limit", limit, "--root"])
+            .arg(root.path())
+            .arg("--index-dir")
+            .arg(&index);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--limit {limit}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("1..=1000"),
+            "--limit {limit}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if json {
+            let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["error"]["kind"], "argument", "{v}");
+        }
+        assert!(!index.exists(), "--limit {limit} made an index");
+    }
+    // The bounds themselves are accepted.
+    for limit in ["1", "1000"] {
+        let r = search(root.path(), &index, &["answer", "--limit", limit]);
+        let total = r["total"].as_u64().unwrap();
+        assert!(total >= 2, "{r}");
+        let expected = total.min(limit.parse().unwrap());
+        assert_eq!(r["hits"].as_array().unwrap().len() as u64, expected, "{r}");
+    }
+}

@@ -142,10 +142,19 @@ impl World {
     /// `sessiond verify FILE --json ARGS`, with HOME and pi's agent directory in the temp
     /// dir and no Anthropic variable set unless `env` sets one.
     fn verify(&self, file: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Value, Output) {
+        let out = self.verify_command(file, &[&["--json"], args].concat(), env);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", common::describe(&out));
+        });
+        support::assert_schema("session/verifyResume", "result", &report);
+        (out.status.code().unwrap_or(-1), report, out)
+    }
+
+    /// `sessiond verify FILE ARGS…` in this world, as it ran.
+    fn verify_command(&self, file: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sessiond"));
         cmd.arg("verify")
             .arg(file)
-            .arg("--json")
             .args(args)
             .env("HOME", &self.home)
             .env("PI_CODING_AGENT_DIR", &self.agent)
@@ -157,12 +166,7 @@ impl World {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let out = cmd.output().unwrap();
-        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("{e}: {}", common::describe(&out));
-        });
-        support::assert_schema("session/verifyResume", "result", &report);
-        (out.status.code().unwrap_or(-1), report, out)
+        cmd.output().unwrap()
     }
 }
 
@@ -352,6 +356,17 @@ fn edited_deleted_failed_and_interrupted_files() {
     let interrupted = one(&report, "interrupted");
     assert_eq!(interrupted["status"], "warn");
     assert_eq!(interrupted["toolCallId"], "e2");
+    // The human lines name the entry and the tool call of each finding.
+    let human = w.verify_command(&file, &[], &[]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    for (kind, call) in [("failedTool", "e1"), ("interrupted", "e2")] {
+        let entry = one(&report, kind)["entryId"].as_str().unwrap().to_owned();
+        assert!(
+            text.lines()
+                .any(|l| l.contains(kind) && l.ends_with(&format!("[{entry} {call}]"))),
+            "{text}"
+        );
+    }
     assert_eq!(interrupted["evidence"]["appliedNow"], false);
     // Credentials from the environment: named, never shown.
     let cred = one(&report, "credentials");
