@@ -9,7 +9,8 @@
 //!   is the context document of `session/contextAt` and `sessiond context --json`,
 //!   [`error`] assigns every error code in one function, [`handlers`] implements the reading
 //!   methods and [`write_handlers`] the writing ones, [`transport`] frames messages on
-//!   stdin/stdout.
+//!   stdin/stdout, which [`stdio`] puts on the runtime's reactor when they are pipes or
+//!   sockets.
 //! * Handlers resolve the path against the roots, then send one command to the session's
 //!   owner and await its reply; they never touch a tree themselves.
 
