@@ -192,10 +192,15 @@ impl Snapshot {
 pub fn shared(max_age: Duration) -> Arc<Snapshot> {
     let state = &*SHARED;
     {
+        // The refresher keeps the smallest age asked for recently, and is woken when a caller
+        // asks for a smaller one (or when it is idle).
         let mut asked = state.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        let idle = asked.is_none();
-        *asked = Some((Instant::now(), max_age));
-        if idle {
+        let (tighter, age) = match *asked {
+            Some((_, kept)) if kept <= max_age => (false, kept),
+            _ => (true, max_age),
+        };
+        *asked = Some((Instant::now(), age));
+        if tighter {
             state.wake.notify_one();
         }
     }
@@ -215,8 +220,9 @@ pub fn shared(max_age: Duration) -> Arc<Snapshot> {
 struct Shared {
     /// The latest pass.
     current: Mutex<Option<Arc<Snapshot>>>,
-    /// When a session last asked, and the age it accepts; `None` once nobody asked for twice
-    /// that age (the refresher then waits on `wake`).
+    /// When a session last asked, and the smallest age asked for since the refresher was
+    /// last idle; `None` once nobody asked for twice that age (the refresher then waits on
+    /// `wake`).
     asked: Mutex<Option<(Instant, Duration)>>,
     wake: std::sync::Condvar,
     started: std::sync::Once,
@@ -245,8 +251,8 @@ impl Shared {
 }
 
 /// Keeps [`Shared::current`] younger than the age sessions accept while they keep asking:
-/// the next pass is taken at three quarters of that age. Waits without polling while nobody
-/// asks.
+/// the next pass is taken at three quarters of that age. Waits on `wake` (never polls) while
+/// nobody asks and between passes.
 fn refresh(state: &Shared) {
     loop {
         let max_age = {
@@ -271,7 +277,14 @@ fn refresh(state: &Shared) {
             .as_ref()
             .map(|s| s.age());
         match age {
-            Some(age) if age < due => std::thread::sleep(due - age),
+            Some(age) if age < due => {
+                // Until the pass is due, or a caller asks for a smaller age; checked under
+                // the lock its notification takes, so none is missed.
+                let asked = state.asked.lock().unwrap_or_else(PoisonError::into_inner);
+                if asked.map(|(_, kept)| kept) == Some(max_age) {
+                    let _ = state.wake.wait_timeout(asked, due - age);
+                }
+            }
             _ => {
                 // Taken outside the lock: callers meanwhile get the pass before it.
                 let fresh = Arc::new(Snapshot::take());
