@@ -863,43 +863,6 @@ fn logs_on_a_pipe_have_no_colour_codes() {
     assert!(!log.contains('\u{1b}'), "{log:?}");
 }
 
-/// One frame to the daemon.
-fn send_frame(to: &mut impl Write, msg: &Value) {
-    let body = serde_json::to_vec(msg).expect("json");
-    write!(to, "Content-Length: {}\r\n\r\n", body.len()).expect("write header");
-    to.write_all(&body).expect("write body");
-    to.flush().expect("flush");
-}
-
-/// The next frame from the daemon, parsed; `None` at the end of its output.
-fn read_frame(from: &mut impl std::io::BufRead) -> Option<Value> {
-    let mut len = None;
-    loop {
-        let mut line = String::new();
-        if from.read_line(&mut line).expect("read header") == 0 {
-            return None;
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some(v) = line.strip_prefix("Content-Length:") {
-            len = v.trim().parse::<usize>().ok();
-        }
-    }
-    let mut body = vec![0; len.expect("Content-Length")];
-    from.read_exact(&mut body).expect("read body");
-    Some(serde_json::from_slice(&body).expect("a JSON body"))
-}
-
-/// The id of the last entry in file order: the default leaf.
-fn last_id(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).expect("read session");
-    let last = text.lines().last().expect("a line");
-    let v: Value = serde_json::from_str(last).expect("a JSON line");
-    v["id"].as_str().expect("an id").to_owned()
-}
-
 /// `sessiond serve --root ROOT` with the given stdio (stderr inherited unless given).
 fn serve_with(
     root: &Path,
@@ -926,7 +889,7 @@ fn short_conversation(example: &Path) -> Vec<Value> {
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
         json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "session/open", "params": {"path": example}}),
-        json!({"jsonrpc": "2.0", "id": 3, "method": "session/entry", "params": {"path": example, "id": last_id(example)}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/entry", "params": {"path": example, "id": support::common::leaf_of(example)}}),
         json!({"jsonrpc": "2.0", "id": 4, "method": "shutdown"}),
         json!({"jsonrpc": "2.0", "method": "exit"}),
     ]
@@ -942,9 +905,11 @@ fn converse(
 ) -> Vec<Value> {
     let mut answers = Vec::new();
     for msg in short_conversation(example) {
-        send_frame(to, &msg);
+        to.write_all(&support::frame(&msg)).expect("write a frame");
         if msg.get("id").is_some() {
-            answers.push(read_frame(from).expect("an answer"));
+            let answer = support::read_frame(from).expect("an answer");
+            support::check_message(&answer, msg["method"].as_str());
+            answers.push(answer);
             after_answer();
         }
     }
@@ -963,8 +928,14 @@ fn check_answers(answers: &[Value], example: &Path) {
         by_id(1)["result"]["capabilities"].is_object(),
         "{answers:?}"
     );
-    assert_eq!(by_id(2)["result"]["leafId"], json!(last_id(example)));
-    assert_eq!(by_id(3)["result"]["id"], json!(last_id(example)));
+    assert_eq!(
+        by_id(2)["result"]["leafId"],
+        json!(support::common::leaf_of(example))
+    );
+    assert_eq!(
+        by_id(3)["result"]["id"],
+        json!(support::common::leaf_of(example))
+    );
     assert_eq!(by_id(4)["result"], Value::Null);
 }
 
@@ -1058,7 +1029,9 @@ fn stdio_on_files_is_served_by_the_blocking_fallback() {
     let mut stdin = child.stdin.take().expect("stdin");
     let mut seen = 0;
     for msg in short_conversation(&example) {
-        send_frame(&mut stdin, &msg);
+        stdin
+            .write_all(&support::frame(&msg))
+            .expect("write a frame");
         if msg.get("id").is_some() {
             // Wait for the answer in the file before the next request.
             seen += 1;
@@ -1066,7 +1039,7 @@ fn stdio_on_files_is_served_by_the_blocking_fallback() {
             loop {
                 let mut reader =
                     std::io::BufReader::new(std::fs::File::open(&answers_file).expect("open"));
-                if std::iter::from_fn(|| read_frame(&mut reader)).count() >= seen {
+                if std::iter::from_fn(|| support::read_frame(&mut reader)).count() >= seen {
                     break;
                 }
                 assert!(std::time::Instant::now() < deadline, "no answer {seen}");
@@ -1076,7 +1049,7 @@ fn stdio_on_files_is_served_by_the_blocking_fallback() {
     }
     assert_eq!(child.wait().expect("wait").code(), Some(0));
     let mut reader = std::io::BufReader::new(std::fs::File::open(&answers_file).expect("open"));
-    let answers: Vec<Value> = std::iter::from_fn(|| read_frame(&mut reader)).collect();
+    let answers: Vec<Value> = std::iter::from_fn(|| support::read_frame(&mut reader)).collect();
     check_answers(&answers, &example);
 
     // Requests from a file.
@@ -1088,7 +1061,7 @@ fn stdio_on_files_is_served_by_the_blocking_fallback() {
         .iter()
         .filter(|m| m["method"] != "exit")
     {
-        send_frame(&mut input, msg);
+        input.extend_from_slice(&support::frame(msg));
     }
     std::fs::write(&requests, input).expect("write requests");
     let out = Command::new(support::BIN)
@@ -1099,7 +1072,7 @@ fn stdio_on_files_is_served_by_the_blocking_fallback() {
         .output()
         .expect("run sessiond");
     let mut reader = std::io::BufReader::new(&out.stdout[..]);
-    let answers: Vec<Value> = std::iter::from_fn(|| read_frame(&mut reader)).collect();
+    let answers: Vec<Value> = std::iter::from_fn(|| support::read_frame(&mut reader)).collect();
     let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
     assert_eq!(
         ids,

@@ -145,10 +145,7 @@ impl Daemon {
 
     /// Sends one framed JSON message.
     pub fn send(&mut self, msg: &Value) {
-        let body = serde_json::to_vec(msg).expect("json");
-        let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
-        frame.extend_from_slice(&body);
-        self.write_raw(&frame);
+        self.write_raw(&frame(msg));
     }
 
     /// The id the next [`Daemon::request`] will carry.
@@ -275,32 +272,42 @@ impl Drop for Daemon {
     }
 }
 
+/// `msg` as one LSP frame: `Content-Length` header and JSON body.
+pub fn frame(msg: &Value) -> Vec<u8> {
+    let body = serde_json::to_vec(msg).expect("json");
+    let mut frame = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// The next frame from the daemon's output, parsed; `None` at its end. Panics on a header
+/// other than `Content-Length` or a body that is not JSON.
+pub fn read_frame(r: &mut impl BufRead) -> Option<Value> {
+    let mut len = None;
+    loop {
+        let mut line = String::new();
+        match r.read_line(&mut line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some(v) = line.strip_prefix("Content-Length:") {
+            len = v.trim().parse::<usize>().ok();
+        } else {
+            panic!("unexpected header line on stdout: {line:?}");
+        }
+    }
+    let mut body = vec![0; len.expect("Content-Length")];
+    r.read_exact(&mut body).ok()?;
+    Some(common::parse_json(&body).expect("stdout frame is JSON"))
+}
+
 fn read_frames(stdout: impl Read, tx: &mpsc::Sender<Value>) {
     let mut r = BufReader::new(stdout);
-    loop {
-        let mut len = None;
-        loop {
-            let mut line = String::new();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            if let Some(v) = line.strip_prefix("Content-Length:") {
-                len = v.trim().parse::<usize>().ok();
-            } else {
-                panic!("unexpected header line on stdout: {line:?}");
-            }
-        }
-        let len = len.expect("Content-Length");
-        let mut body = vec![0; len];
-        if r.read_exact(&mut body).is_err() {
-            return;
-        }
-        let v: Value = common::parse_json(&body).expect("stdout frame is JSON");
+    while let Some(v) = read_frame(&mut r) {
         if tx.send(v).is_err() {
             return;
         }
