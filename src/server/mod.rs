@@ -401,7 +401,9 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
         // On a worker, not on this thread: reading, answering and writing then share one thread.
         let (input, output) = stdio::ends();
         let served = tokio::spawn(transport::run(input, output, service, socket));
-        let _ = served.await;
+        if let Err(e) = served.await {
+            tracing::error!("the transport stopped: {e}");
+        }
     });
     // Owner and watcher threads end with the process.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

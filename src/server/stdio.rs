@@ -64,66 +64,70 @@ fn socket(owned: OwnedFd) -> io::Result<UnixStream> {
     UnixStream::from_std(stream)
 }
 
-/// The daemon's input on the runtime's reactor, with its flags' guard.
-pub struct PolledInput {
-    stream: Box<dyn AsyncRead + Unpin + Send>,
+/// One end of the daemon's stdio on the runtime's reactor (`S`: a pipe end or a socket, as
+/// a reader or a writer), with the guard that restores its flags.
+pub struct Polled<S> {
+    stream: S,
     _restore: Restore,
 }
 
-impl std::fmt::Debug for PolledInput {
+/// The daemon's input on the runtime's reactor.
+pub type PolledInput = Polled<Box<dyn AsyncRead + Unpin + Send>>;
+/// The daemon's output on the runtime's reactor.
+pub type PolledOutput = Polled<Box<dyn AsyncWrite + Unpin + Send>>;
+
+impl<S> std::fmt::Debug for Polled<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PolledInput")
+        f.write_str("Polled")
+    }
+}
+
+impl<S> Polled<S> {
+    /// `fd` duplicated, set non-blocking and registered by `register` (given the kind of
+    /// end), when it is a pipe or a socket; `None` otherwise or when it cannot be
+    /// registered. `flags` are restored when it is dropped. Must be called on a Tokio
+    /// runtime.
+    fn new(
+        fd: BorrowedFd<'_>,
+        flags: OFlags,
+        register: impl FnOnce(FileType, OwnedFd) -> io::Result<S>,
+    ) -> Option<Polled<S>> {
+        let (kind, owned, restore) = pollable(fd, flags)?;
+        Some(Polled {
+            stream: register(kind, owned).ok()?,
+            _restore: restore,
+        })
     }
 }
 
 impl PolledInput {
-    /// `fd` duplicated, set non-blocking and registered, when it is a pipe or a socket;
-    /// `None` otherwise or when it cannot be registered. `flags` are restored when it is
-    /// dropped. Must be called on a Tokio runtime.
-    pub fn new(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledInput> {
-        let (kind, owned, restore) = pollable(fd, flags)?;
-        let stream: Box<dyn AsyncRead + Unpin + Send> = match kind {
-            FileType::Fifo => Box::new(pipe::Receiver::from_owned_fd(owned).ok()?),
-            _ => Box::new(socket(owned).ok()?),
-        };
-        Some(PolledInput {
-            stream,
-            _restore: restore,
+    /// Stdin (`fd`) as a [`pipe::Receiver`] or a [`UnixStream`]; see [`Polled::new`].
+    pub fn input(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledInput> {
+        Polled::new(fd, flags, |kind, owned| {
+            let stream: Box<dyn AsyncRead + Unpin + Send> = match kind {
+                FileType::Fifo => Box::new(pipe::Receiver::from_owned_fd(owned)?),
+                _ => Box::new(socket(owned)?),
+            };
+            Ok(stream)
         })
     }
 
-    /// Reads what is there into `buf`, waiting until something is; `Ok(0)` at the end of
+    /// Appends what is there to `buf`, waiting until something is; `Ok(0)` at the end of
     /// input. Errors: the read's.
-    pub async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        tokio::io::AsyncReadExt::read(&mut self.stream, buf).await
-    }
-}
-
-/// The daemon's output on the runtime's reactor, with its flags' guard.
-pub struct PolledOutput {
-    stream: Box<dyn AsyncWrite + Unpin + Send>,
-    _restore: Restore,
-}
-
-impl std::fmt::Debug for PolledOutput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PolledOutput")
+    pub async fn read_into(&mut self, buf: &mut Vec<u8>) -> io::Result<usize> {
+        tokio::io::AsyncReadExt::read_buf(&mut self.stream, buf).await
     }
 }
 
 impl PolledOutput {
-    /// `fd` duplicated, set non-blocking and registered, when it is a pipe or a socket;
-    /// `None` otherwise or when it cannot be registered. `flags` are restored when it is
-    /// dropped. Must be called on a Tokio runtime.
-    pub fn new(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledOutput> {
-        let (kind, owned, restore) = pollable(fd, flags)?;
-        let stream: Box<dyn AsyncWrite + Unpin + Send> = match kind {
-            FileType::Fifo => Box::new(pipe::Sender::from_owned_fd(owned).ok()?),
-            _ => Box::new(socket(owned).ok()?),
-        };
-        Some(PolledOutput {
-            stream,
-            _restore: restore,
+    /// Stdout (`fd`) as a [`pipe::Sender`] or a [`UnixStream`]; see [`Polled::new`].
+    pub fn output(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledOutput> {
+        Polled::new(fd, flags, |kind, owned| {
+            let stream: Box<dyn AsyncWrite + Unpin + Send> = match kind {
+                FileType::Fifo => Box::new(pipe::Sender::from_owned_fd(owned)?),
+                _ => Box::new(socket(owned)?),
+            };
+            Ok(stream)
         })
     }
 
@@ -161,11 +165,11 @@ pub fn ends() -> (Input<io::Stdin>, Output<Box<dyn Write + Send>>) {
     let (stdin, stdout) = (io::stdin(), io::stdout());
     let flags_in = rustix::fs::fcntl_getfl(stdin.as_fd()).ok();
     let flags_out = rustix::fs::fcntl_getfl(stdout.as_fd()).ok();
-    let input = match flags_in.and_then(|f| PolledInput::new(stdin.as_fd(), f)) {
+    let input = match flags_in.and_then(|f| PolledInput::input(stdin.as_fd(), f)) {
         Some(p) => End::Polled(p),
         None => End::Blocking(stdin),
     };
-    let output = match flags_out.and_then(|f| PolledOutput::new(stdout.as_fd(), f)) {
+    let output = match flags_out.and_then(|f| PolledOutput::output(stdout.as_fd(), f)) {
         Some(p) => End::Polled(p),
         None => {
             let blocking: Box<dyn Write + Send> = match stdout.as_fd().try_clone_to_owned() {

@@ -221,7 +221,7 @@ async fn write_frame_polled(output: &mut PolledOutput, body: Outgoing) -> std::i
 /// the transport's own task.
 enum Reader {
     Thread(mpsc::UnboundedReceiver<Vec<u8>>),
-    Polled(PolledInput, Vec<u8>),
+    Polled(PolledInput),
 }
 
 impl Reader {
@@ -229,7 +229,7 @@ impl Reader {
     /// stream by a thread of its own. `None` when that thread cannot start.
     fn start<I: std::io::Read + Send + 'static>(input: Input<I>) -> Option<Reader> {
         let input = match input {
-            End::Polled(p) => return Some(Reader::Polled(p, vec![0u8; READ_CHUNK_BYTES])),
+            End::Polled(p) => return Some(Reader::Polled(p)),
             End::Blocking(input) => input,
         };
         let (in_tx, in_rx) = mpsc::unbounded_channel::<Vec<u8>>();
@@ -272,22 +272,24 @@ impl Reader {
                 }
                 None => false,
             },
-            Reader::Polled(input, chunk) => match input.read(chunk).await {
-                Ok(0) => false,
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    true
+            Reader::Polled(input) => {
+                // Into the buffer's spare room: no zeroed chunk, no copy out of it.
+                buf.reserve(READ_CHUNK_BYTES);
+                match input.read_into(buf).await {
+                    Ok(0) => false,
+                    Ok(_) => true,
+                    Err(e) => {
+                        tracing::warn!("cannot read stdin: {e}");
+                        false
+                    }
                 }
-                Err(e) => {
-                    tracing::warn!("cannot read stdin: {e}");
-                    false
-                }
-            },
+            }
         }
     }
 }
 
-/// Bytes asked for per read of the input.
+/// Bytes asked for per read of the input (room reserved in the frame buffer, or the reading
+/// thread's chunk).
 const READ_CHUNK_BYTES: usize = 64 << 10;
 
 /// Starts writing what `out_rx` receives to `output`: a polled end by a task on the runtime,
