@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use super::compaction::{js, tokens};
+use super::compaction::text_tokens;
 use super::format::{EntryId, EntryKind};
 use super::projection::{self, Projection, ToolPairing};
 use super::render::{self, LineSource, RenderError};
@@ -120,12 +120,11 @@ impl LiveProjection {
     ) -> Result<u64, RenderError> {
         let mut sum = self.tokens;
         for item in &self.projection.items[self.tokens_counted..] {
-            for m in render::render_item(tree, item, source)? {
-                // pi's estimateTokens; a message pi would throw on counts as 0.
-                if let Ok(v) = js::parse_json(m.get().as_bytes()) {
-                    sum += tokens::estimate_tokens(&v).unwrap_or(0.0) as u64;
-                }
-            }
+            // pi's estimateTokens; a message pi would throw on counts as 0.
+            render::item_messages(tree, item, source, &mut |m| {
+                sum += text_tokens::estimate_tokens_text(m.get());
+                Ok(())
+            })?;
         }
         self.tokens = sum;
         self.tokens_counted = self.projection.items.len();

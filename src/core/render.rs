@@ -84,7 +84,7 @@ pub fn for_each_message(
 /// message pi passes through unchanged (the common case) is handed over where it lies in its
 /// line, not copied into a message of its own. Errors: [`render_item`]'s, and `emit`'s as
 /// [`RenderError::Emit`].
-fn item_messages(
+pub fn item_messages(
     tree: &Tree,
     item: &ContextItem,
     source: &dyn LineSource,

@@ -29,6 +29,7 @@ pub mod prompts;
 pub mod retention;
 pub mod serialize;
 pub mod summarizer;
+pub mod text_tokens;
 pub mod tokens;
 
 use serde::Serialize;
