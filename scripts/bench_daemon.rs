@@ -31,6 +31,11 @@
 //!   (`apply`). This is
 //!   the cost of applying one entry; the `append` mode adds the round trip of a request.
 //!
+//! `bench-daemon SESSIOND inproc-context FILE 1 CONTEXT_RUNS`
+//!   `session/contextAt` with full messages at the default leaf, CONTEXT_RUNS times, through
+//!   the library in this process (`contextFullMs`: the owner's work alone, the first request
+//!   after open included), after one `Session::open`.
+//!
 //! Times are milliseconds, one number per sample; the script takes medians and p99s.
 
 // The result goes to stdout for the script; setup failures end the run with a message.
@@ -455,6 +460,22 @@ fn inproc(file: &Path, appends: usize, reopens: usize) -> Res<Value> {
     }))
 }
 
+fn inproc_context(file: &Path, runs: usize) -> Res<Value> {
+    let session = Session::open(file, Mode::Strict).map_err(|e| e.to_string())?;
+    let params: wire::ContextAtParams =
+        serde_json::from_value(json!({"path": file, "fields": "full"}))
+            .map_err(|e| e.to_string())?;
+    let mut full = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..runs {
+        let t0 = Instant::now();
+        let text = handlers::context_at_text(&session, &params).map_err(|e| e.to_string())?;
+        full.push(ms(t0.elapsed()));
+        bytes = text.len();
+    }
+    Ok(json!({"contextFullMs": full, "contextFullBytes": bytes}))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let num = |i: usize| args.get(i).and_then(|s| s.parse::<usize>().ok());
@@ -463,9 +484,12 @@ fn main() -> ExitCode {
             "open" => open(sessiond, Path::new(file), a.max(1), b),
             "append" => append(sessiond, Path::new(file), a, b),
             "inproc" => inproc(Path::new(file), a, b),
+            "inproc-context" => inproc_context(Path::new(file), b),
             _ => Err(format!("unknown mode {mode}")),
         },
-        _ => Err("usage: bench-daemon SESSIOND open|append|inproc FILE N M".to_owned()),
+        _ => Err(
+            "usage: bench-daemon SESSIOND open|append|inproc|inproc-context FILE N M".to_owned(),
+        ),
     };
     match result {
         Ok(v) => {
