@@ -1086,3 +1086,89 @@ fn stdio_on_files_is_served_by_the_blocking_fallback() {
     // `shutdown` was refused (not initialized): the end of input exits 1.
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// The size the daemon should give its output's buffer: `OUTPUT_BUFFER_BYTES`, as far as the
+/// machine lets an unprivileged process have it.
+fn expected_pipe_bytes() -> usize {
+    let max = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(usize::MAX);
+    sessiond::server::stdio::OUTPUT_BUFFER_BYTES.min(max)
+}
+
+/// Runs `initialize` over `input` / `output` and returns its response.
+fn initialize_over(input: &mut impl Write, output: &mut impl std::io::BufRead) -> Value {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"capabilities": {}}});
+    input.write_all(&support::frame(&init)).expect("write");
+    input.flush().expect("flush");
+    support::read_frame(output).expect("initialize response")
+}
+
+#[test]
+fn the_output_pipe_is_grown_for_large_answers() {
+    use std::os::fd::AsFd;
+    use std::process::{Command, Stdio};
+    let root = tempfile::tempdir().expect("tempdir");
+    let mut child = Command::new(support::BIN)
+        .args(["serve", "--root"])
+        .arg(root.path())
+        .env("SESSIOND_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let before = rustix::pipe::fcntl_getpipe_size(stdout.as_fd()).expect("F_GETPIPE_SZ");
+    let mut reader = std::io::BufReader::new(stdout);
+    let init = initialize_over(&mut stdin, &mut reader);
+    assert!(init["result"]["capabilities"].is_object(), "{init}");
+    // The pipe is shared: the client's end sees the size the daemon set.
+    let after = rustix::pipe::fcntl_getpipe_size(reader.get_ref().as_fd()).expect("F_GETPIPE_SZ");
+    assert!(
+        after >= expected_pipe_bytes().max(before),
+        "pipe buffer {before} → {after} bytes"
+    );
+    drop(stdin);
+    let _ = child.wait();
+}
+
+#[test]
+fn the_output_socket_send_buffer_is_grown_for_large_answers() {
+    use std::os::unix::net::UnixStream;
+    use std::process::{Command, Stdio};
+    let root = tempfile::tempdir().expect("tempdir");
+    // As libuv starts a child (VS Code, Neovim): one socket of a pair as stdin and stdout.
+    let (ours, theirs) = UnixStream::pair().expect("socketpair");
+    let watch = theirs.try_clone().expect("dup");
+    let before = rustix::net::sockopt::socket_send_buffer_size(&watch).expect("SO_SNDBUF");
+    let mut child = Command::new(support::BIN)
+        .args(["serve", "--root"])
+        .arg(root.path())
+        .env("SESSIOND_LOG", "warn")
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(
+            theirs.try_clone().expect("dup"),
+        )))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .spawn()
+        .expect("spawn");
+    let mut input = ours.try_clone().expect("dup");
+    let mut reader = std::io::BufReader::new(ours);
+    let init = initialize_over(&mut input, &mut reader);
+    assert!(init["result"]["capabilities"].is_object(), "{init}");
+    let wmem_max = std::fs::read_to_string("/proc/sys/net/core/wmem_max")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .unwrap_or(usize::MAX);
+    // The kernel reports twice what it granted.
+    let want = 2 * sessiond::server::stdio::OUTPUT_BUFFER_BYTES.min(wmem_max);
+    let after = rustix::net::sockopt::socket_send_buffer_size(&watch).expect("SO_SNDBUF");
+    assert!(
+        after >= want.max(before),
+        "send buffer {before} → {after} bytes"
+    );
+    let _ = input.shutdown(std::net::Shutdown::Write);
+    let _ = child.wait();
+}

@@ -8,7 +8,8 @@
 //! reading makes a write wait for the pipe to drain; it never blocks a worker. A terminal or
 //! a file is served as before, by a thread of its own with blocking calls: setting a
 //! terminal non-blocking would change it for the shell that shares it, and `epoll` refuses
-//! regular files.
+//! regular files. A polled output's buffer is grown to [`OUTPUT_BUFFER_BYTES`], so that an
+//! answer of megabytes crosses in a few turns rather than a hundred.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -55,6 +56,34 @@ fn pollable(fd: BorrowedFd<'_>, flags: OFlags) -> Option<(FileType, OwnedFd, Res
         flags,
     };
     Some((kind, owned, restore))
+}
+
+/// Bytes the daemon's output should hold unread before a write waits: 1 MiB, Linux's
+/// default `/proc/sys/fs/pipe-max-size` (the most an unprivileged process may ask of a pipe).
+/// A pipe holds 64 KiB by default, so a `contextAt` answer of megabytes (6 MB on a 1 GB
+/// session) took about a hundred fill-and-drain turns, each a wake-up of the daemon and of
+/// the editor; with 1 MiB it takes a few.
+pub const OUTPUT_BUFFER_BYTES: usize = 1 << 20;
+
+/// Grows a pipe end's buffer to [`OUTPUT_BUFFER_BYTES`] when it is smaller (never shrinks
+/// it: the pipe is shared with the client). Failing (a kernel that refuses, a user over its
+/// pipe quota) leaves the pipe as it was: the buffer's size changes speed, not behaviour.
+fn grow_pipe(fd: &OwnedFd) {
+    if rustix::pipe::fcntl_getpipe_size(fd).is_ok_and(|n| n < OUTPUT_BUFFER_BYTES) {
+        let _ = rustix::pipe::fcntl_setpipe_size(fd, OUTPUT_BUFFER_BYTES);
+    }
+}
+
+/// Grows a socket's send buffer to [`OUTPUT_BUFFER_BYTES`] when it is smaller (editors that
+/// start the daemon through libuv, VS Code and Neovim, give it a socket pair, whose send
+/// buffer is about 200 KiB by default). The kernel caps the request at
+/// `/proc/sys/net/core/wmem_max`; failing leaves the socket as it was.
+fn grow_send_buffer(fd: &OwnedFd) {
+    // The kernel reports twice what was asked (its bookkeeping overhead included).
+    if rustix::net::sockopt::socket_send_buffer_size(fd).is_ok_and(|n| n < 2 * OUTPUT_BUFFER_BYTES)
+    {
+        let _ = rustix::net::sockopt::set_socket_send_buffer_size(fd, OUTPUT_BUFFER_BYTES);
+    }
 }
 
 /// A socket end set non-blocking and registered with the runtime's reactor.
@@ -124,8 +153,14 @@ impl PolledOutput {
     pub fn output(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledOutput> {
         Polled::new(fd, flags, |kind, owned| {
             let stream: Box<dyn AsyncWrite + Unpin + Send> = match kind {
-                FileType::Fifo => Box::new(pipe::Sender::from_owned_fd(owned)?),
-                _ => Box::new(socket(owned)?),
+                FileType::Fifo => {
+                    grow_pipe(&owned);
+                    Box::new(pipe::Sender::from_owned_fd(owned)?)
+                }
+                _ => {
+                    grow_send_buffer(&owned);
+                    Box::new(socket(owned)?)
+                }
             };
             Ok(stream)
         })
