@@ -141,6 +141,15 @@ fn lifecycle_and_every_method_on_a_fixture() {
         json!({"path": path, "fields": "ids"}),
     );
     assert!(ids.get("messages").is_none());
+    // The estimate counted while rendering every message (the first full request at a leaf)
+    // equals the one read separately (a window, or ids only).
+    assert_eq!(page["tokenEstimate"], ctx["tokenEstimate"]);
+    let ids_at_leaf = checked(
+        &mut d,
+        "session/contextAt",
+        json!({"path": path, "leafId": leaf, "fields": "ids"}),
+    );
+    assert_eq!(ids_at_leaf["tokenEstimate"], ctx["tokenEstimate"]);
 
     let first = cli_tree["nodes"][0]["id"].as_str().expect("id").to_owned();
     let ex = checked(
@@ -213,6 +222,26 @@ fn context_at_equals_the_cli_on_every_fixture() {
             for (k, v) in cli.as_object().expect("object") {
                 assert_eq!(&ctx[k], v, "{} leaf {leaf:?}: {k}", file.display());
             }
+            // Counted while the messages were rendered: pi's estimate of each, summed, over
+            // the CLI's document read as `JSON.parse` reads it (lone surrogates kept).
+            use sessiond::core::compaction::{js, tokens::estimate_tokens};
+            let out = std::process::Command::new(support::BIN)
+                .args(&args)
+                .output()
+                .expect("run sessiond context");
+            let doc = js::parse_json(&out.stdout).expect("context --json");
+            let expected: u64 = doc["messages"]
+                .as_array()
+                .expect("messages")
+                .iter()
+                .map(|m| estimate_tokens(m).unwrap_or(0.0) as u64)
+                .sum();
+            assert_eq!(
+                ctx["tokenEstimate"],
+                json!(expected),
+                "{} leaf {leaf:?}",
+                file.display()
+            );
         }
         d.call("session/close", json!({"path": path}));
     }

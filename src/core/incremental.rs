@@ -110,6 +110,22 @@ impl LiveProjection {
         true
     }
 
+    /// Whether [`LiveProjection::token_estimate`] would read every message of the context
+    /// (none is counted yet), so that a caller about to render them all can count them on
+    /// the way ([`LiveProjection::set_token_estimate`]) instead.
+    pub fn tokens_uncounted(&self) -> bool {
+        self.tokens_counted == 0 && !self.projection.items.is_empty()
+    }
+
+    /// Records the context's token estimate as summed by a caller that rendered every
+    /// message of the projection ([`render::for_each_message`]) and added
+    /// [`text_tokens::estimate_tokens_text`] of each: what [`LiveProjection::token_estimate`]
+    /// would compute, without reading the lines a second time.
+    pub fn set_token_estimate(&mut self, sum: u64) {
+        self.tokens = sum;
+        self.tokens_counted = self.projection.items.len();
+    }
+
     /// pi's token estimate of the context (the sum of `estimateTokens` over its messages).
     /// Renders only the items not counted yet, so after [`LiveProjection::extend`] it reads
     /// just the new entries' lines. Errors: a line that cannot be read or has changed.

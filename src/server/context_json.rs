@@ -7,7 +7,7 @@
 //! typed error ([`ContextJson::take_render_error`]); the CLI serializes into a buffer that it
 //! prints only on success. `thinkingLevel` is omitted exactly when pi omits it.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io;
 
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
@@ -16,6 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::convert;
+use crate::core::compaction::text_tokens;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::explain::message_count;
 use crate::core::preview;
@@ -70,6 +71,10 @@ pub struct ContextJson<'a> {
     pub window: Window,
     /// How much of each message is included.
     pub fields: Fields,
+    /// Also sum pi's token estimate of every message rendered ([`ContextJson::counted_tokens`]).
+    /// Only a whole window renders every message.
+    pub count_tokens: bool,
+    counted: Cell<u64>,
     render_error: RefCell<Option<RenderError>>,
 }
 
@@ -88,8 +93,20 @@ impl<'a> ContextJson<'a> {
             torn_tail,
             window: Window::default(),
             fields: Fields::Full,
+            count_tokens: false,
+            counted: Cell::new(0),
             render_error: RefCell::new(None),
         }
+    }
+
+    /// With [`ContextJson::count_tokens`] set and a whole window, after serializing: pi's
+    /// token estimate of the context (`estimateTokens` summed over every message, one pi
+    /// would throw on counting 0; matches pi 1.6.0 as
+    /// [`crate::core::compaction::text_tokens::estimate_tokens_text`] does). `None` when
+    /// not counted, or when the window did not cover every message.
+    pub fn counted_tokens(&self) -> Option<u64> {
+        let whole = self.window.offset == 0 && self.window.limit.is_none();
+        (self.count_tokens && whole && self.fields != Fields::Ids).then(|| self.counted.get())
     }
 
     /// The error that stopped serialization while rendering a message, if any.
@@ -132,6 +149,10 @@ impl Serialize for Messages<'_, '_> {
         let result = render::for_each_message(doc.tree, doc.projection, doc.source, |m| {
             let i = index;
             index += 1;
+            if doc.count_tokens {
+                let tokens = text_tokens::estimate_tokens_text(m.message.get());
+                doc.counted.set(doc.counted.get() + tokens);
+            }
             if doc.window.past(i) {
                 return Err(io::Error::other(STOP));
             }

@@ -105,18 +105,28 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
     // Cached per leaf and extended on appends: no walk of the whole path and no
     // re-rendering of every message per request.
     let mut live = s.context(leaf);
-    let token_estimate = live.token_estimate(tree, s.source()).map_err(render_err)?;
-    let proj = live.projection();
-    let mut doc = ContextJson::new(tree, proj, s.source(), s.torn_tail());
-    doc.window = Window {
-        offset: p.offset,
-        limit: p.limit,
-    };
-    doc.fields = match p.fields {
+    let fields = match p.fields {
         FieldsParam::Ids => Fields::Ids,
         FieldsParam::Previews => Fields::Previews,
         FieldsParam::Full => Fields::Full,
     };
+    let window = Window {
+        offset: p.offset,
+        limit: p.limit,
+    };
+    // The first request at a leaf that renders every message counts the estimate on the way;
+    // any other reads only the messages not counted yet.
+    let whole = fields != Fields::Ids && window == Window::default();
+    let known = if whole && live.tokens_uncounted() {
+        None
+    } else {
+        Some(live.token_estimate(tree, s.source()).map_err(render_err)?)
+    };
+    let proj = live.projection();
+    let mut doc = ContextJson::new(tree, proj, s.source(), s.torn_tail());
+    doc.window = window;
+    doc.fields = fields;
+    doc.count_tokens = known.is_none();
     let io_err = |e: serde_json::Error| RpcError::Io {
         path: s.path().to_owned(),
         source: std::io::Error::other(e),
@@ -130,12 +140,23 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
             None => io_err(e),
         });
     }
+    let message_count = doc.message_count();
+    let counted = doc.counted_tokens();
+    drop(doc);
+    let token_estimate = match (known, counted) {
+        (Some(known), _) => known,
+        (None, Some(counted)) => {
+            live.set_token_estimate(counted);
+            counted
+        }
+        (None, None) => live.token_estimate(tree, s.source()).map_err(render_err)?,
+    };
     // The document is one object: its closing brace gives way to the fields added here,
     // which it does not have.
     if text.last() == Some(&b'}') {
         text.pop();
         let more = serde_json::to_string(&json!({
-            "messageCount": doc.message_count(),
+            "messageCount": message_count,
             "offset": p.offset,
             "tokenEstimate": token_estimate,
             "revision": convert::revision(s.revision()),
