@@ -150,8 +150,11 @@ impl Daemon {
             } = self.receive(&format!("answer to {method}"))?;
             if msg.get("id") == Some(&json!(id)) && msg.get("method").is_none() {
                 self.last_answer = (bytes, parse_ms);
-                return match (msg.get("result"), msg.get("error")) {
-                    (Some(r), None) => Ok(r.clone()),
+                // Moved out, not cloned: a copy of a result of tens of megabytes would be
+                // timed as if the daemon had spent it.
+                let mut msg = msg;
+                return match (msg.get_mut("result").map(Value::take), msg.get("error")) {
+                    (Some(r), None) => Ok(r),
                     _ => Err(format!("{method} failed: {msg}")),
                 };
             }
