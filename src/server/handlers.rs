@@ -93,8 +93,10 @@ pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcE
 /// fields. Messages pass through as written, and the text is what the transport sends (see
 /// [`super::transport::raw_result`]): no `Value` is built for a result that can hold the
 /// whole path's messages. The projection and its token estimate come from the session's
-/// cache, so a request at a leaf just appended costs the new entries, not the whole path.
-/// Public for the benchmarks.
+/// cache, so a request at a leaf just appended costs the new entries, not the whole path;
+/// the first request at a leaf that renders every message counts the estimate as it renders
+/// them. Errors: `UnknownEntry` (the leaf), `Render` (a line that cannot be read or has
+/// changed), `Io`. Public for the benchmarks.
 pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcError> {
     let tree: &Tree = s.tree();
     let leaf = leaf(s, p.leaf_id.as_deref())?;
