@@ -113,31 +113,14 @@ fn write_temp(bytes: &[u8]) -> PathBuf {
 fn samples() -> &'static [Vec<u8>] {
     static SAMPLES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     SAMPLES.get_or_init(|| {
-        let mut files = Vec::new();
-        for dir in ["examples", "tests/data"] {
-            collect(&common::repo(dir), &mut files);
-        }
-        files.sort();
+        let mut files = common::jsonl_files_under(&common::repo("examples"));
+        files.extend(common::jsonl_files_under(&common::repo("tests/data")));
         files
             .iter()
             .filter_map(|f| std::fs::read(f).ok())
             .filter(|b| !b.is_empty() && b.len() <= 256 << 10)
             .collect()
     })
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in read.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
 }
 
 /// The samples that open strictly, parents first: the valid input for the equality properties.

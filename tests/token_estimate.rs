@@ -4,7 +4,7 @@
 //! leaf of every shipped session renders, and on variations of those messages that move them
 //! off the ordinary shapes (keys repeated, reordered, retyped, removed).
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use serde_json::Value;
 use sessiond::core::compaction::text_tokens::{estimate_tokens_text, fast_estimate};
@@ -23,26 +23,10 @@ fn full(text: &str) -> u64 {
     }
 }
 
-fn sessions(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(read) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in read.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            sessions(&p, out);
-        } else if p.extension().is_some_and(|x| x == "jsonl") {
-            out.push(p);
-        }
-    }
-}
-
 /// Every message every leaf of every shipped session renders, as text.
 fn rendered_messages() -> Vec<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    sessions(&root.join("examples"), &mut files);
-    sessions(&root.join("tests/data"), &mut files);
+    let mut files = common::jsonl_files_under(&common::repo("examples"));
+    files.extend(common::jsonl_files_under(&common::repo("tests/data")));
     assert!(
         files.len() > 40,
         "shipped sessions not found: {}",

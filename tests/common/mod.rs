@@ -416,6 +416,28 @@ pub fn leaf_of(path: &Path) -> String {
     v["defaultLeafId"].as_str().unwrap_or("null").to_owned()
 }
 
+/// The session files (`*.jsonl`) under `dir` and its subdirectories, sorted; none when
+/// `dir` cannot be read.
+pub fn jsonl_files_under(dir: &Path) -> Vec<PathBuf> {
+    fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(read) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in read.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                collect(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    collect(dir, &mut out);
+    out.sort();
+    out
+}
+
 /// The session files (`*.jsonl`) in a directory.
 pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
