@@ -46,6 +46,13 @@ pub struct Window {
     pub limit: Option<usize>,
 }
 
+/// Whether a document with these `fields` and this `window` renders every message of the
+/// context (so that it can count their token estimate on the way): messages are included
+/// and the window is all of them.
+pub fn renders_every_message(fields: Fields, window: Window) -> bool {
+    fields != Fields::Ids && window == Window::default()
+}
+
 impl Window {
     fn contains(&self, i: usize) -> bool {
         i >= self.offset && self.limit.is_none_or(|l| i - self.offset < l)
@@ -105,8 +112,8 @@ impl<'a> ContextJson<'a> {
     /// [`crate::core::compaction::text_tokens::estimate_tokens_text`] does). `None` when
     /// not counted, or when the window did not cover every message.
     pub fn counted_tokens(&self) -> Option<u64> {
-        let whole = self.window.offset == 0 && self.window.limit.is_none();
-        (self.count_tokens && whole && self.fields != Fields::Ids).then(|| self.counted.get())
+        (self.count_tokens && renders_every_message(self.fields, self.window))
+            .then(|| self.counted.get())
     }
 
     /// The error that stopped serialization while rendering a message, if any.

@@ -23,7 +23,7 @@ use crate::core::explain;
 use crate::core::projection;
 use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::listing::{ListCache, Listed};
-use crate::server::context_json::{ContextJson, Fields, Window};
+use crate::server::context_json::{self, ContextJson, Fields, Window};
 use crate::session::SessionHandle;
 use crate::session::owner::Session;
 use crate::storage::list;
@@ -118,8 +118,7 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
     };
     // The first request at a leaf that renders every message counts the estimate on the way;
     // any other reads only the messages not counted yet.
-    let whole = fields != Fields::Ids && window == Window::default();
-    let known = if whole && live.tokens_uncounted() {
+    let known = if context_json::renders_every_message(fields, window) && live.tokens_uncounted() {
         None
     } else {
         Some(live.token_estimate(tree, s.source()).map_err(render_err)?)
