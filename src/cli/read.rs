@@ -223,12 +223,12 @@ fn write_context_json(
     out: &mut dyn Write,
     tree: &Tree,
     proj: &Projection,
-    lines: &dyn LineSource,
+    lines: &(dyn LineSource + Sync),
     session: &OpenedSession,
     file: &Path,
 ) -> Result<(), CliError> {
     let doc = ContextJson::new(tree, proj, lines, session.torn_tail);
-    match serde_json::to_writer(&mut *out, &doc) {
+    match doc.write_to(&mut *out) {
         Ok(()) => Ok(writeln!(out)?),
         Err(e) => Err(match doc.take_render_error() {
             Some(source) => CliError::Render {

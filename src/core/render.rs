@@ -21,6 +21,13 @@ use super::tree::{NodeIdx, Tree};
 pub trait LineSource {
     /// Reads the line at `span`.
     fn line(&self, span: LineSpan) -> std::io::Result<Cow<'_, [u8]>>;
+
+    /// `len` bytes from byte `offset` in one read, for a source that can read ranges (a file);
+    /// `None`, the default, for one that reads line by line only. [`for_each_fragment`]
+    /// reads the lines of a block of context entries this way.
+    fn range(&self, _offset: u64, _len: usize) -> std::io::Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
 }
 
 /// Why a message could not be rendered.
@@ -78,6 +85,179 @@ pub fn for_each_message(
         })?;
     }
     Ok(())
+}
+
+/// How [`for_each_fragment`] renders a long context ahead of its writer.
+#[derive(Clone, Copy, Debug)]
+pub struct Ahead {
+    /// Contexts whose entry lines add up to fewer bytes than this render in order on the
+    /// calling thread.
+    pub from_bytes: u64,
+    /// A block ends before its lines would span more bytes of the file than this (a longer
+    /// line is a block of its own).
+    pub block_bytes: u64,
+    /// A block holds this many context entries at most.
+    pub block_items: usize,
+    /// Blocks rendered ahead of the one being written.
+    pub blocks: usize,
+}
+
+/// The plan of every context document: contexts of 4 MiB of lines or more render ahead in
+/// blocks of up to 256 KiB of the file, six blocks ahead (at most about 3 MiB held).
+pub const AHEAD: Ahead = Ahead {
+    from_bytes: 4 << 20,
+    block_bytes: 256 << 10,
+    block_items: 1024,
+    blocks: 6,
+};
+
+/// Renders every message of `projection` as the text of a JSON array's elements: `emit` is
+/// called in order with fragments of one or more messages joined by commas (each message as
+/// [`for_each_message`] renders it), and the sum of `measure` over the fragment's messages.
+///
+/// A long context is cut into blocks of entries whose lines lie close together in the file;
+/// each block is read in one [`LineSource::range`] and rendered (and measured) on the rayon
+/// thread pool, `ahead.blocks` blocks ahead, while `emit` runs on the calling thread.
+/// A short context, a pool of one thread or a caller on the pool renders in order, one message
+/// per fragment. Errors: [`for_each_message`]'s; the first in message order is returned (the
+/// messages of the failing block before it are not emitted).
+pub fn for_each_fragment(
+    tree: &Tree,
+    projection: &Projection,
+    source: &(dyn LineSource + Sync),
+    ahead: Ahead,
+    measure: &(dyn Fn(&RawValue) -> u64 + Sync),
+    mut emit: impl FnMut(&str, u64) -> std::io::Result<()>,
+) -> Result<(), RenderError> {
+    let blocks = blocks(tree, &projection.items, ahead);
+    let bytes: u64 = blocks.iter().map(|b| b.len as u64).sum();
+    if blocks.len() < 2
+        || bytes < ahead.from_bytes
+        || rayon::current_num_threads() < 2
+        || rayon::current_thread_index().is_some()
+    {
+        return for_each_message(tree, projection, source, |m| {
+            emit(m.message.get(), measure(m.message))
+        });
+    }
+    rayon::in_place_scope(|scope| {
+        let mut pending = std::collections::VecDeque::with_capacity(ahead.blocks);
+        let mut next = blocks.iter();
+        let mut spawn = |pending: &mut std::collections::VecDeque<_>| {
+            if let Some(block) = next.next() {
+                let (done, result) = std::sync::mpsc::sync_channel(1);
+                let items = &projection.items[block.items.clone()];
+                scope.spawn(move |_| {
+                    let _ = done.send(render_block(tree, items, block, source, measure));
+                });
+                pending.push_back(result);
+            }
+        };
+        for _ in 0..ahead.blocks.max(1) {
+            spawn(&mut pending);
+        }
+        while let Some(result) = pending.pop_front() {
+            // A block's task that panicked sent nothing; the scope re-raises its panic.
+            let Ok(rendered) = result.recv() else {
+                break;
+            };
+            spawn(&mut pending);
+            let (fragment, measured) = rendered?;
+            if !fragment.is_empty() {
+                emit(&fragment, measured).map_err(RenderError::Emit)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Context entries `items` of a projection whose lines lie in `len` bytes from `offset`.
+struct Block {
+    items: std::ops::Range<usize>,
+    offset: u64,
+    len: usize,
+}
+
+/// Cuts `items` into [`Block`]s in order: a block ends where the next entry's line would take
+/// it past `ahead.block_bytes` of the file (counting the gaps between its lines) or
+/// `ahead.block_items` entries; a longer line is a block of its own.
+fn blocks(tree: &Tree, items: &[ContextItem], ahead: Ahead) -> Vec<Block> {
+    let mut blocks: Vec<Block> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let span = tree.node(item.node).entry.span;
+        let (start, end) = (span.offset, span.offset + u64::from(span.len));
+        if let Some(b) = blocks.last_mut() {
+            let from = b.offset.min(start);
+            let to = (b.offset + b.len as u64).max(end);
+            if to - from <= ahead.block_bytes && b.items.len() < ahead.block_items {
+                b.items.end = i + 1;
+                b.offset = from;
+                b.len = (to - from) as usize;
+                continue;
+            }
+        }
+        blocks.push(Block {
+            items: i..i + 1,
+            offset: start,
+            len: span.len as usize,
+        });
+    }
+    blocks
+}
+
+/// The messages of one block's entries joined by commas, and the sum of their measures, read
+/// through one range read of the block (line by line when the source cannot read ranges or the
+/// range read fails: the line that cannot be read is then named).
+fn render_block(
+    tree: &Tree,
+    items: &[ContextItem],
+    block: &Block,
+    source: &(dyn LineSource + Sync),
+    measure: &(dyn Fn(&RawValue) -> u64 + Sync),
+) -> Result<(String, u64), RenderError> {
+    let lines = Buffered {
+        offset: block.offset,
+        bytes: source
+            .range(block.offset, block.len)
+            .ok()
+            .flatten()
+            .unwrap_or_default(),
+        source,
+    };
+    let mut fragment = String::with_capacity(block.len);
+    let mut measured = 0;
+    for item in items {
+        item_messages(tree, item, &lines, &mut |m| {
+            if !fragment.is_empty() {
+                fragment.push(',');
+            }
+            fragment.push_str(m.get());
+            measured += measure(m);
+            Ok(())
+        })?;
+    }
+    Ok((fragment, measured))
+}
+
+/// Lines served from `bytes` (the file from `offset`) when they lie within it, else read from
+/// `source`.
+struct Buffered<'s> {
+    offset: u64,
+    bytes: Vec<u8>,
+    source: &'s (dyn LineSource + Sync),
+}
+
+impl LineSource for Buffered<'_> {
+    fn line(&self, span: LineSpan) -> std::io::Result<Cow<'_, [u8]>> {
+        let at = span
+            .offset
+            .checked_sub(self.offset)
+            .and_then(|at| usize::try_from(at).ok());
+        match at.and_then(|at| self.bytes.get(at..at.saturating_add(span.len as usize))) {
+            Some(line) => Ok(Cow::Borrowed(line)),
+            None => self.source.line(span),
+        }
+    }
 }
 
 /// Calls `emit` with each message `item` contributes, as [`render_item`] renders them; a

@@ -71,7 +71,7 @@ pub struct ContextJson<'a> {
     /// The projection at the leaf (pi's `buildSessionContext` path).
     pub projection: &'a Projection,
     /// Where message lines are read from.
-    pub source: &'a dyn LineSource,
+    pub source: &'a (dyn LineSource + Sync),
     /// The file's torn tail, reported as `tornTail`.
     pub torn_tail: Option<TornTail>,
     /// Which messages are included.
@@ -81,6 +81,8 @@ pub struct ContextJson<'a> {
     /// Also sum pi's token estimate of every message rendered ([`ContextJson::counted_tokens`]).
     /// Only a whole window renders every message.
     pub count_tokens: bool,
+    /// How [`ContextJson::write_to`] renders every message ahead of writing them.
+    pub ahead: render::Ahead,
     counted: Cell<u64>,
     render_error: RefCell<Option<RenderError>>,
 }
@@ -90,7 +92,7 @@ impl<'a> ContextJson<'a> {
     pub fn new(
         tree: &'a Tree,
         projection: &'a Projection,
-        source: &'a dyn LineSource,
+        source: &'a (dyn LineSource + Sync),
         torn_tail: Option<TornTail>,
     ) -> Self {
         ContextJson {
@@ -101,6 +103,7 @@ impl<'a> ContextJson<'a> {
             window: Window::default(),
             fields: Fields::Full,
             count_tokens: false,
+            ahead: render::AHEAD,
             counted: Cell::new(0),
             render_error: RefCell::new(None),
         }
@@ -153,10 +156,11 @@ impl Serialize for Messages<'_, '_> {
         let mut seq = s.serialize_seq(None)?;
         let mut index = 0usize;
         let mut ser_error = None;
+        let count_tokens = doc.count_tokens;
         let result = render::for_each_message(doc.tree, doc.projection, doc.source, |m| {
             let i = index;
             index += 1;
-            if doc.count_tokens {
+            if count_tokens {
                 let tokens = text_tokens::estimate_tokens_text(m.message.get());
                 doc.counted.set(doc.counted.get() + tokens);
             }
@@ -215,10 +219,76 @@ impl Serialize for Model<'_> {
 
 impl Serialize for ContextJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.serialize_fields(s, self.fields != Fields::Ids)
+    }
+}
+
+/// The document's fields after `messages` (as an object of their own).
+struct AfterMessages<'c, 'a>(&'c ContextJson<'a>);
+
+impl Serialize for AfterMessages<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize_fields(s, false)
+    }
+}
+
+impl ContextJson<'_> {
+    /// Writes the document to `out`, as `serde_json::to_writer` writes it (the same bytes).
+    /// Every message, as written (full fields, the whole window), is rendered ahead on the
+    /// thread pool in blocks and written a block at a time ([`render::for_each_fragment`]).
+    /// Errors: writing `out` failed, or a message could not be rendered (then
+    /// [`ContextJson::take_render_error`] gives the typed error).
+    pub fn write_to(&self, out: &mut dyn io::Write) -> serde_json::Result<()> {
+        if !(self.fields == Fields::Full && self.window == Window::default()) {
+            return serde_json::to_writer(out, self);
+        }
+        out.write_all(b"{\"messages\":[")
+            .map_err(serde_json::Error::io)?;
+        let count_tokens = self.count_tokens;
+        let measure = move |m: &RawValue| {
+            if count_tokens {
+                text_tokens::estimate_tokens_text(m.get())
+            } else {
+                0
+            }
+        };
+        let mut first = true;
+        let written = render::for_each_fragment(
+            self.tree,
+            self.projection,
+            self.source,
+            self.ahead,
+            &measure,
+            |text, tokens| {
+                self.counted.set(self.counted.get() + tokens);
+                if !std::mem::take(&mut first) {
+                    out.write_all(b",")?;
+                }
+                out.write_all(text.as_bytes())
+            },
+        );
+        match written {
+            Ok(()) => {}
+            Err(RenderError::Emit(e)) => return Err(serde_json::Error::io(e)),
+            Err(e) => {
+                let message = e.to_string();
+                *self.render_error.borrow_mut() = Some(e);
+                return Err(serde_json::Error::custom(message));
+            }
+        }
+        // `{"thinkingLevel"...}` goes on as `],"thinkingLevel"...}`: the object always has fields.
+        let rest = serde_json::to_vec(&AfterMessages(self))?;
+        out.write_all(b"],").map_err(serde_json::Error::io)?;
+        out.write_all(rest.get(1..).unwrap_or_default())
+            .map_err(serde_json::Error::io)
+    }
+
+    /// The document as a map, with or without `messages`.
+    fn serialize_fields<S: Serializer>(&self, s: S, messages: bool) -> Result<S::Ok, S::Error> {
         let tree = self.tree;
         let proj = self.projection;
         let mut map = s.serialize_map(None)?;
-        if self.fields != Fields::Ids {
+        if messages {
             map.serialize_entry("messages", &Messages(self))?;
         }
         if let Some(level) = &proj.thinking_level {
@@ -245,5 +315,143 @@ impl Serialize for ContextJson<'_> {
         map.serialize_entry("diagnostics", &diagnostics)?;
         map.serialize_entry("tornTail", &self.torn_tail.map(convert::torn_tail))?;
         map.end()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+    use crate::core::projection;
+    use crate::core::render::{AHEAD, Ahead};
+    use crate::core::tree::Mode;
+    use crate::storage::reader::{FileLines, open_session};
+
+    fn session_files() -> Vec<PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("examples"), root.join("tests/data")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    /// Plans that render any context ahead: one entry per block, a few, many.
+    const PLANS: [Ahead; 3] = [
+        Ahead {
+            from_bytes: 0,
+            block_bytes: 1,
+            block_items: 1,
+            blocks: 1,
+        },
+        Ahead {
+            from_bytes: 0,
+            block_bytes: 700,
+            block_items: 3,
+            blocks: 2,
+        },
+        Ahead {
+            from_bytes: 0,
+            block_bytes: 1 << 20,
+            block_items: 1024,
+            blocks: 6,
+        },
+    ];
+
+    /// The document as serde writes it, message by message, and its counted token estimate.
+    fn serialized(doc: &ContextJson<'_>) -> (Vec<u8>, Option<u64>) {
+        let mut text = Vec::new();
+        serde_json::to_writer(&mut text, doc).unwrap();
+        (text, doc.counted_tokens())
+    }
+
+    /// At every leaf of every shipped session that opens, `write_to` rendering ahead (by each
+    /// plan) writes the bytes serde writes message by message and counts the same estimate.
+    #[test]
+    fn rendering_ahead_writes_the_serialized_document() {
+        let mut compared = 0;
+        for file in session_files() {
+            let Ok(session) = open_session(&file, Mode::Lenient) else {
+                continue;
+            };
+            let lines = FileLines::open(&file).unwrap().read_ahead();
+            let tree = &session.tree;
+            for leaf in tree.leaves().map(Some).chain([None]) {
+                let proj = projection::project(tree, leaf);
+                let mut doc = ContextJson::new(tree, &proj, &lines, session.torn_tail);
+                doc.count_tokens = true;
+                let expected = serialized(&doc);
+                for ahead in PLANS.into_iter().chain([AHEAD]) {
+                    let mut doc = ContextJson::new(tree, &proj, &lines, session.torn_tail);
+                    doc.count_tokens = true;
+                    doc.ahead = ahead;
+                    let mut text = Vec::new();
+                    doc.write_to(&mut text).unwrap();
+                    assert_eq!(
+                        (String::from_utf8_lossy(&text), doc.counted_tokens()),
+                        (String::from_utf8_lossy(&expected.0), expected.1),
+                        "{} at {leaf:?} by {ahead:?}",
+                        file.display()
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 100, "{compared}");
+    }
+
+    /// A line that changed after the session was read stops rendering ahead with the error
+    /// the message-by-message rendering gives, naming that line.
+    #[test]
+    fn rendering_ahead_reports_a_changed_line() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut file = std::fs::File::create(&path).unwrap();
+        writeln!(
+            file,
+            r#"{{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}}"#
+        )
+        .unwrap();
+        let mut parent = "null".to_owned();
+        for i in 0..50 {
+            writeln!(
+                file,
+                r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2025-01-01T00:00:00.000Z","message":{{"role":"user","content":"line {i}"}}}}"#
+            )
+            .unwrap();
+            parent = format!("\"e{i}\"");
+        }
+        drop(file);
+        let session = open_session(&path, Mode::Strict).unwrap();
+        let tree = &session.tree;
+        let node = tree.nodes().iter().find(|n| n.entry.id.as_str() == "e30").unwrap();
+        let span = node.entry.span;
+        let handle = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&handle, b"[", span.offset).unwrap();
+        let lines = FileLines::open(&path).unwrap();
+        let proj = projection::project(tree, tree.default_leaf());
+        let doc = ContextJson::new(tree, &proj, &lines, None);
+        assert!(serde_json::to_writer(Vec::new(), &doc).is_err());
+        let expected = doc.take_render_error().unwrap().to_string();
+        assert!(expected.contains("e30"), "{expected}");
+        for ahead in PLANS {
+            let mut doc = ContextJson::new(tree, &proj, &lines, None);
+            doc.ahead = ahead;
+            assert!(doc.write_to(&mut Vec::new()).is_err());
+            let got = doc.take_render_error().map(|e| e.to_string());
+            assert_eq!(got.as_deref(), Some(&*expected), "{ahead:?}");
+        }
     }
 }

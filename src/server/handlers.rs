@@ -135,7 +135,7 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
     // Into a buffer the transport has written before: a result of megabytes lands in memory
     // already mapped rather than in a fresh allocation of its size.
     let mut text = super::transport::spare_buffer();
-    if let Err(e) = serde_json::to_writer(&mut text, &doc) {
+    if let Err(e) = doc.write_to(&mut text) {
         return Err(match doc.take_render_error() {
             Some(r) => render_err(r),
             None => io_err(e),

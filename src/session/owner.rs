@@ -222,7 +222,7 @@ impl Session {
         &self.state.tree
     }
     /// Reads entry lines of this session's file.
-    pub fn source(&self) -> &dyn LineSource {
+    pub fn source(&self) -> &(dyn LineSource + Sync) {
         &self.lines
     }
     /// The unparsable unterminated last line as of the last read, if any.

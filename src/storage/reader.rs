@@ -384,4 +384,10 @@ impl LineSource for FileLines {
         self.file.read_exact_at(&mut buf, span.offset)?;
         Ok(Cow::Owned(buf))
     }
+
+    fn range(&self, offset: u64, len: usize) -> io::Result<Option<Vec<u8>>> {
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(&mut buf, offset)?;
+        Ok(Some(buf))
+    }
 }
