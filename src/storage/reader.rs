@@ -28,8 +28,6 @@ use crate::core::format::LineSpan;
 use crate::core::render::LineSource;
 use crate::core::tree::{Mode, Tree};
 
-/// Bytes read from the file per `read` call.
-const CHUNK_BYTES: usize = 1 << 20;
 /// How long after its last modification a file without a complete session header is taken
 /// to be still being created ([`OpenError::Pending`]) rather than corrupt (`emptyFile`).
 pub const BIRTH_GRACE: Duration = Duration::from_secs(2);
@@ -120,6 +118,11 @@ impl OpenedSession {
 /// header yet in a file younger than [`BIRTH_GRACE`]), `Corrupt` (including an older file
 /// without a header: `emptyFile`).
 pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError> {
+    open_with(path, mode, PLAN)
+}
+
+/// [`open_session`] by `plan`.
+fn open_with(path: &Path, mode: Mode, plan: Plan) -> Result<OpenedSession, OpenError> {
     let io_err = |source| OpenError::Io {
         path: path.to_owned(),
         source,
@@ -128,26 +131,33 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
         path: path.to_owned(),
         corruption,
     };
-    let mut file = open_regular(path)?;
+    let file = open_regular(path)?;
     let stamp = FileStamp::of(&file).map_err(io_err)?;
     let mut loader = Loader::new(mode, stamp.size);
-    let mut splitter = Position::default().splitter();
-    let mut buf = vec![0u8; CHUNK_BYTES];
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(io_err(e)),
-        };
-        splitter
-            .feed(&buf[..n], |bytes, span| loader.line(bytes, span, false))
-            .map_err(corrupt)?;
+    let mut reader = BatchReader::new(file);
+    let stopped = |e| match e {
+        Stop::Io(e) => io_err(e),
+        Stop::Corrupt(c) => corrupt(c),
+    };
+    // The header (the first line of every real file) is read line by line; so is a file too
+    // small for parallel reading to pay for itself.
+    let parallel = stamp.size >= plan.parallel_from && rayon::current_num_threads() > 1;
+    while loader.version().is_none() || !parallel {
+        match reader.next(plan.chunk_bytes).map_err(io_err)? {
+            Some(batch) => {
+                loader.apply_lines(&batch).map_err(corrupt)?;
+                reader.recycle(batch.bytes);
+            }
+            None => break,
+        }
+    }
+    if let Some(version) = loader.version().filter(|_| parallel) {
+        read_in_parallel(&mut loader, &mut reader, version, plan).map_err(stopped)?;
     }
     let mut torn_tail = None;
     // Whether the torn bytes could be the start of a JSON object (a header being written).
     let mut torn_object = false;
-    if let Some((bytes, span)) = splitter.finish() {
+    if let Some((bytes, span)) = reader.finish() {
         if lines::is_torn(&bytes, span, loader.version()) {
             torn_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
             torn_tail = Some(TornTail {
@@ -231,7 +241,28 @@ impl Loader {
 
     /// Applies one line; `unterminated` for the final line without a newline.
     fn line(&mut self, bytes: &[u8], span: LineSpan, unterminated: bool) -> Result<(), Corruption> {
-        match lines::classify(bytes, span, self.version()) {
+        let item = lines::classify(bytes, span, self.version());
+        self.apply(item, span, unterminated)
+    }
+
+    /// Applies the lines of `batch` one by one.
+    fn apply_lines(&mut self, batch: &Batch) -> Result<(), Corruption> {
+        batch
+            .from
+            .splitter()
+            .feed(&batch.bytes, |bytes, span| self.line(bytes, span, false))
+    }
+
+    /// Applies the lines of a batch classified beforehand ([`classify_batch`]), in order.
+    fn apply_classified(&mut self, items: Vec<(Item, LineSpan)>) -> Result<(), Corruption> {
+        items
+            .into_iter()
+            .try_for_each(|(item, span)| self.apply(item, span, false))
+    }
+
+    /// Applies one classified line (see [`Loader::line`]).
+    fn apply(&mut self, item: Item, span: LineSpan, unterminated: bool) -> Result<(), Corruption> {
+        match item {
             Item::Header(header) if self.tree.is_none() => {
                 let mut tree = Tree::new(header, self.mode);
                 tree.reserve(self.expected_entries);
@@ -294,6 +325,172 @@ impl Loader {
         tree.settle()?;
         Ok((tree, self.position))
     }
+}
+
+/// How [`open_session`] reads a file: line by line in chunks of `chunk_bytes` until the header
+/// is read and always in a file smaller than `parallel_from` bytes; after that in parallel
+/// ([`read_in_parallel`]), in batches of `batch_bytes` and rounds of `batches_per_round`.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    chunk_bytes: usize,
+    parallel_from: u64,
+    batch_bytes: usize,
+    batches_per_round: usize,
+}
+
+/// The plan of every open: a file of 4 MiB or more is read in parallel, in rounds of four
+/// batches of 128 KiB (two of 256 KiB were 2% faster on 100,000 small entries and held 1.3 MiB
+/// more at the peak).
+const PLAN: Plan = Plan {
+    chunk_bytes: 1 << 20,
+    parallel_from: 4 << 20,
+    batch_bytes: 128 << 10,
+    batches_per_round: 4,
+};
+
+/// Whole lines of a file: `bytes` ends with a newline (or is empty) and starts at `from`.
+#[derive(Debug)]
+struct Batch {
+    bytes: Vec<u8>,
+    from: Position,
+    /// Lines in `bytes`.
+    lines: usize,
+}
+
+/// Reads a file front to back as [`Batch`]es of whole lines, carrying an incomplete last line
+/// over to the next batch.
+struct BatchReader {
+    file: File,
+    /// Bytes read after the last whole line.
+    carry: Vec<u8>,
+    /// Where `carry` starts.
+    at: Position,
+    /// Buffers of batches already applied, for reuse.
+    spare: Vec<Vec<u8>>,
+}
+
+impl BatchReader {
+    fn new(file: File) -> Self {
+        BatchReader {
+            file,
+            carry: Vec::new(),
+            at: Position::default(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// The next batch: the whole lines among the carried bytes and at most `want` bytes more
+    /// (a read that ends inside a longer line reads on until the line ends). `None` at the end
+    /// of the file, when the carried bytes are an unterminated last line ([`Self::finish`]).
+    fn next(&mut self, want: usize) -> io::Result<Option<Batch>> {
+        loop {
+            let start = self.carry.len();
+            self.carry.reserve_exact(want);
+            // Into the spare capacity, without zeroing it first (`read_to_end` retries an
+            // interrupted read; on an error the bytes read so far stay carried).
+            let n = (&self.file)
+                .take(want as u64)
+                .read_to_end(&mut self.carry)?;
+            if n == 0 {
+                return Ok(None);
+            }
+            let Some(last) = memchr::memrchr(b'\n', &self.carry[start..]) else {
+                continue;
+            };
+            let cut = start + last + 1;
+            let mut rest = self.spare.pop().unwrap_or_default();
+            rest.clear();
+            rest.extend_from_slice(&self.carry[cut..]);
+            self.carry.truncate(cut);
+            let bytes = std::mem::replace(&mut self.carry, rest);
+            let from = self.at;
+            let lines = memchr::memchr_iter(b'\n', &bytes).count();
+            self.at = Position {
+                offset: from.offset + bytes.len() as u64,
+                line: from
+                    .line
+                    .saturating_add(u32::try_from(lines).unwrap_or(u32::MAX)),
+                open: false,
+            };
+            return Ok(Some(Batch { bytes, from, lines }));
+        }
+    }
+
+    /// Takes back the buffer of a batch that was applied.
+    fn recycle(&mut self, bytes: Vec<u8>) {
+        self.spare.push(bytes);
+    }
+
+    /// The unterminated last line, once [`Self::next`] returned `None`.
+    fn finish(self) -> Option<(Vec<u8>, LineSpan)> {
+        let mut splitter = self.at.splitter();
+        let _ = splitter.feed(&self.carry, |_, _| Ok::<(), ()>(()));
+        splitter.finish()
+    }
+}
+
+/// Why parallel reading stopped early.
+enum Stop {
+    Io(io::Error),
+    Corrupt(Corruption),
+}
+
+/// Reads the rest of the file in rounds of batches (see [`Plan`]): while one round's
+/// batches are classified (parsed and checked, the bulk of the work) in parallel, the round
+/// before is applied to the tree in file order and the round after is read. The tree sees the
+/// lines in the same order as a line-by-line read, so the result is the same; a corrupt line
+/// stops a strict read there as it would (the lines classified after it are dropped).
+fn read_in_parallel(
+    loader: &mut Loader,
+    reader: &mut BatchReader,
+    version: u32,
+    plan: Plan,
+) -> Result<(), Stop> {
+    let read_round = |reader: &mut BatchReader| -> Result<Vec<Batch>, Stop> {
+        let mut round = Vec::with_capacity(plan.batches_per_round);
+        while round.len() < plan.batches_per_round {
+            match reader.next(plan.batch_bytes).map_err(Stop::Io)? {
+                Some(batch) => round.push(batch),
+                None => break,
+            }
+        }
+        Ok(round)
+    };
+    let mut round = read_round(reader)?;
+    let mut classified: Vec<Vec<(Item, LineSpan)>> = Vec::new();
+    while !(round.is_empty() && classified.is_empty()) {
+        let (next, now) = rayon::join(
+            || {
+                for items in classified.drain(..) {
+                    loader.apply_classified(items).map_err(Stop::Corrupt)?;
+                }
+                read_round(reader)
+            },
+            || {
+                use rayon::prelude::*;
+                round
+                    .par_iter()
+                    .map(|batch| classify_batch(batch, version))
+                    .collect::<Vec<_>>()
+            },
+        );
+        let next = next?;
+        for batch in std::mem::replace(&mut round, next) {
+            reader.recycle(batch.bytes);
+        }
+        classified = now;
+    }
+    Ok(())
+}
+
+/// Classifies every line of `batch` (entry lines of a file of `version`) without applying it.
+fn classify_batch(batch: &Batch, version: u32) -> Vec<(Item, LineSpan)> {
+    let mut items = Vec::with_capacity(batch.lines);
+    let _ = batch.from.splitter().feed(&batch.bytes, |bytes, span| {
+        items.push((lines::classify(bytes, span, Some(version)), span));
+        Ok::<(), ()>(())
+    });
+    items
 }
 
 /// Reads entry lines from a session file with positioned reads (no shared cursor).
@@ -389,5 +586,154 @@ impl LineSource for FileLines {
         let mut buf = vec![0u8; len];
         self.file.read_exact_at(&mut buf, offset)?;
         Ok(Some(buf))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// Every session file shipped with the project (the examples, the test data).
+    fn session_files() -> Vec<PathBuf> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        let mut dirs = vec![root.join("examples"), root.join("tests/data")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "jsonl") {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        assert!(files.len() > 20, "too few session files: {files:?}");
+        files
+    }
+
+    /// What an open gave, in a form two opens can be compared by: every node, the tree's
+    /// diagnostics, the position and the torn tail, or the error.
+    fn outcome(result: Result<OpenedSession, OpenError>) -> String {
+        match result {
+            Ok(s) => format!(
+                "{:#?}\n{:#?}\n{:?}\n{:?}",
+                s.tree.nodes(),
+                s.tree.diagnostics(),
+                s.position,
+                s.torn_tail
+            ),
+            Err(e) => format!("error: {e:?}"),
+        }
+    }
+
+    /// Plans that take the parallel path on any file: tiny chunks and batches (down to one
+    /// byte, so every batch is read on until its line ends), rounds of one batch and more.
+    const PARALLEL: [Plan; 4] = [
+        Plan {
+            chunk_bytes: 1,
+            parallel_from: 0,
+            batch_bytes: 1,
+            batches_per_round: 1,
+        },
+        Plan {
+            chunk_bytes: 7,
+            parallel_from: 0,
+            batch_bytes: 1,
+            batches_per_round: 3,
+        },
+        Plan {
+            chunk_bytes: 64,
+            parallel_from: 0,
+            batch_bytes: 300,
+            batches_per_round: 2,
+        },
+        Plan {
+            chunk_bytes: 4096,
+            parallel_from: 0,
+            batch_bytes: 2048,
+            batches_per_round: 5,
+        },
+    ];
+
+    const LINE_BY_LINE: Plan = Plan {
+        parallel_from: u64::MAX,
+        ..PLAN
+    };
+
+    /// Opens every shipped session strictly and leniently line by line and by each parallel
+    /// plan (in a pool of three threads, so the parallel path runs on any machine): the trees,
+    /// their diagnostics, positions, torn tails and errors are the same.
+    #[test]
+    fn parallel_reading_gives_what_line_by_line_reading_gives() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let mut compared = 0;
+        for file in session_files() {
+            for mode in [Mode::Strict, Mode::Lenient] {
+                let expected = outcome(open_with(&file, mode, LINE_BY_LINE));
+                for plan in PARALLEL {
+                    let got = pool.install(|| outcome(open_with(&file, mode, plan)));
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{} ({mode:?}) read by {plan:?}",
+                        file.display()
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 100);
+    }
+
+    /// A corrupt line deep in a file read in parallel: a strict open stops at that line with
+    /// the error a line-by-line open gives, and a lenient one skips it the same way.
+    #[test]
+    fn parallel_reading_stops_at_the_first_corrupt_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut text = String::from(
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}"#,
+        );
+        text.push('\n');
+        let mut parent = "null".to_owned();
+        for i in 0..2000 {
+            let line = match i {
+                700 => "{not json".to_owned(),
+                1300 => format!(r#"{{"type":"message","id":"e{}","parentId":"nowhere"}}"#, i),
+                _ => format!(
+                    r#"{{"type":"message","id":"e{i}","parentId":{parent},"timestamp":"2025-01-01T00:00:00.000Z","message":{{"role":"user","content":"line {i}"}}}}"#
+                ),
+            };
+            if !matches!(i, 700 | 1300) {
+                parent = format!("\"e{i}\"");
+            }
+            text.push_str(&line);
+            text.push('\n');
+        }
+        std::fs::write(&path, text).unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        for mode in [Mode::Strict, Mode::Lenient] {
+            let expected = outcome(open_with(&path, mode, LINE_BY_LINE));
+            for plan in PARALLEL {
+                let got = pool.install(|| outcome(open_with(&path, mode, plan)));
+                assert_eq!(got, expected, "{mode:?} read by {plan:?}");
+            }
+        }
+        let strict = open_with(&path, Mode::Strict, PARALLEL[2]);
+        assert!(
+            matches!(&strict, Err(OpenError::Corrupt { corruption, .. }) if corruption.line == 702),
+            "{strict:?}"
+        );
     }
 }
