@@ -7,6 +7,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use foldhash::fast::RandomState;
+
 use serde_json::value::RawValue;
 
 use super::diagnostics::Diagnostic;
@@ -347,7 +349,7 @@ pub(crate) fn apply_setting(
 /// Tool calls and results as the model will see them: a result whose call is not in the
 /// context, and a call with no result after it.
 fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
-    let mut pairing = ToolPairing::default();
+    let mut pairing = ToolPairing::with_capacity(items.len());
     for item in items {
         pairing.push(tree, item);
     }
@@ -362,14 +364,26 @@ fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
 /// id once it is answered, and never takes a call whose id already was).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ToolPairing {
-    call_ids: HashSet<ToolCallId>,
-    answered: HashSet<ToolCallId>,
+    call_ids: HashSet<ToolCallId, RandomState>,
+    answered: HashSet<ToolCallId, RandomState>,
     /// Calls whose id no result has answered yet, in context order.
     pending: Vec<(ToolCallId, NodeIdx)>,
     orphans: Vec<Diagnostic>,
 }
 
 impl ToolPairing {
+    /// Room for the ids of a context of `items` entries without growing: a growing set hashes
+    /// every id it holds again, and reading an id is a cache miss in a long context.
+    fn with_capacity(items: usize) -> Self {
+        // About half the messages of an agent's context are calls and half results.
+        let ids = items / 2;
+        ToolPairing {
+            call_ids: HashSet::with_capacity_and_hasher(ids, RandomState::default()),
+            answered: HashSet::with_capacity_and_hasher(ids, RandomState::default()),
+            ..ToolPairing::default()
+        }
+    }
+
     /// Takes the next context item.
     pub(crate) fn push(&mut self, tree: &Tree, item: &ContextItem) {
         if item.contribution != Contribution::Message {
@@ -394,15 +408,15 @@ impl ToolPairing {
                 }
             }
             Role::ToolResult => {
-                let id = m.tool_call_id().map_or("", ToolCallId::as_str);
-                if self.call_ids.contains(id) {
-                    if self.answered.insert(id.into()) {
-                        self.pending.retain(|(p, _)| p != id);
+                let id = m.tool_call_id().cloned().unwrap_or_default();
+                if self.call_ids.contains(&id) {
+                    if self.answered.insert(id.clone()) {
+                        self.pending.retain(|(p, _)| *p != id);
                     }
                 } else {
                     self.orphans.push(Diagnostic::OrphanToolResult {
                         entry_id: entry.id.clone(),
-                        tool_call_id: id.to_owned(),
+                        tool_call_id: id.to_string(),
                     });
                 }
             }
