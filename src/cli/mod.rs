@@ -18,6 +18,7 @@ use std::io::{self, Seek, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::core::jsstr::RestoringWriter;
 use clap::{Parser, Subcommand};
 
 pub mod compact;
@@ -154,7 +155,7 @@ pub fn run(cli: Cli) -> ExitCode {
     }
     let json = cli.command.json();
     // Lone surrogates are held as private-use pairs (core::jsstr); they leave as pi's escapes.
-    let mut stdout = crate::core::jsstr::RestoringWriter::new(output());
+    let mut stdout = RestoringWriter::new(output());
     emit(&mut stdout, json, |out| dispatch(cli.command, out))
 }
 
@@ -194,20 +195,87 @@ pub fn refused_command_line(e: clap::Error) -> ExitCode {
 /// behind a [`DOCUMENT_BUFFER`] buffer, written in large blocks — std's line buffering would
 /// scan every byte of a document of megabytes for a newline and split the writes there.
 /// Standard output as such when it cannot be duplicated.
-fn output() -> Box<dyn Write> {
+fn output() -> Output {
     use std::io::IsTerminal;
     use std::os::fd::AsFd;
     let stdout = io::stdout();
     if !stdout.is_terminal()
         && let Ok(fd) = stdout.as_fd().try_clone_to_owned()
     {
-        return Box::new(io::BufWriter::with_capacity(
+        return Output::File(io::BufWriter::with_capacity(
             DOCUMENT_BUFFER,
             std::fs::File::from(fd),
         ));
     }
-    Box::new(stdout.lock())
+    Output::Terminal(stdout.lock())
 }
+
+/// Standard output, as [`output`] opens it.
+enum Output {
+    /// A terminal (or a descriptor that could not be duplicated).
+    Terminal(io::StdoutLock<'static>),
+    /// A pipe or a file, through a buffer.
+    File(io::BufWriter<std::fs::File>),
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Output::Terminal(w) => w.write(buf),
+            Output::File(w) => w.write(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Output::Terminal(w) => w.write_all(buf),
+            Output::File(w) => w.write_all(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Output::Terminal(w) => w.flush(),
+            Output::File(w) => w.flush(),
+        }
+    }
+}
+
+/// Standard output as [`finish`] sees it: a writer that can take a finished `--json` document.
+trait Stdout: Write {
+    /// Copies a finished document to this output, then flushes it.
+    fn copy_document(&mut self, document: tempfile::SpooledData) -> io::Result<()> {
+        match document {
+            tempfile::SpooledData::InMemory(bytes) => self.write_all(bytes.get_ref())?,
+            tempfile::SpooledData::OnDisk(mut file) => {
+                file.rewind()?;
+                io::copy(&mut file, self)?;
+            }
+        }
+        self.flush()
+    }
+}
+
+impl Stdout for Output {
+    /// A document spooled to its file goes from file to file in the kernel when standard
+    /// output is a pipe or a file (`io::copy` uses `copy_file_range`, `sendfile` or `splice`
+    /// there) instead of through two copies in memory.
+    fn copy_document(&mut self, document: tempfile::SpooledData) -> io::Result<()> {
+        match (document, &mut *self) {
+            (tempfile::SpooledData::OnDisk(mut file), Output::File(w)) => {
+                w.flush()?;
+                file.rewind()?;
+                io::copy(&mut file, w.get_mut())?;
+                Ok(())
+            }
+            (document, Output::Terminal(w)) => w.copy_document(document),
+            (document, Output::File(w)) => w.copy_document(document),
+        }
+    }
+}
+
+impl Stdout for io::StdoutLock<'_> {}
+impl Stdout for io::BufWriter<std::fs::File> {}
+#[cfg(test)]
+impl Stdout for Vec<u8> {}
 
 /// How much of a `--json` document is held in memory before the rest goes to a temporary
 /// file (bytes): a context of 100,000 messages is a document of 50 MB, which would otherwise
@@ -221,16 +289,16 @@ const DOCUMENT_BUFFER: usize = 64 << 10;
 /// then spooled to an anonymous temporary file), else straight to `stdout` (see the module
 /// docs); then [`finish`]es.
 fn emit(
-    stdout: &mut dyn Write,
+    stdout: &mut RestoringWriter<impl Stdout>,
     json: bool,
     command: impl FnOnce(&mut dyn Write) -> Result<Exit, CliError>,
 ) -> ExitCode {
     // Buffered: once spooled to its file, the document would otherwise cost a system call
-    // for every piece serde writes.
-    let mut document = io::BufWriter::with_capacity(
+    // for every piece serde writes. Restored on the way in, so that it can leave as it is.
+    let mut document = RestoringWriter::new(io::BufWriter::with_capacity(
         DOCUMENT_BUFFER,
         tempfile::SpooledTempFile::new(DOCUMENT_IN_MEMORY),
-    );
+    ));
     let out: &mut dyn Write = if json { &mut document } else { &mut *stdout };
     let result = command(out);
     finish(stdout, json, document, result)
@@ -265,18 +333,18 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
 /// `--json`, its one error document to `stdout` while the partial document is dropped. A
 /// reader that went away (`| head`) is not an error.
 fn finish(
-    stdout: &mut dyn Write,
+    stdout: &mut RestoringWriter<impl Stdout>,
     json: bool,
-    document: io::BufWriter<tempfile::SpooledTempFile>,
+    document: RestoringWriter<io::BufWriter<tempfile::SpooledTempFile>>,
     result: Result<Exit, CliError>,
 ) -> ExitCode {
     let result = result.and_then(|exit| {
-        let mut document = document
+        let document = document
+            .into_inner()?
             .into_inner()
             .map_err(io::IntoInnerError::into_error)?;
-        document.rewind()?;
-        io::copy(&mut document, stdout)?;
         stdout.flush()?;
+        stdout.get_mut()?.copy_document(document.into_inner())?;
         Ok(exit)
     });
     match result {

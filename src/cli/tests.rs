@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::read::{self, ContextArgs};
 use super::{Exit, emit};
+use crate::core::jsstr::RestoringWriter;
 
 /// A version-3 session of `n` user messages in a chain, each long enough that a context
 /// document streamed to stdout would have been flushed in part before the last one.
@@ -50,12 +51,12 @@ fn a_json_command_that_fails_mid_document_prints_only_the_error_document()
     let handle = std::fs::OpenOptions::new().write(true).open(&file)?;
     handle.write_all_at(b"#", last)?;
 
-    let mut stdout = Vec::new();
+    let mut stdout = RestoringWriter::new(Vec::new());
     let code = emit(&mut stdout, true, |out| {
         read::print_context(out, &opened, &args)
     });
     assert_eq!(code, Exit::Error.into());
-    let text = String::from_utf8(stdout)?;
+    let text = String::from_utf8(stdout.into_inner()?)?;
     // Exactly one document: serde_json refuses trailing characters other than whitespace.
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?;
     assert_eq!(doc["error"]["kind"], "io", "{doc}");
@@ -71,10 +72,10 @@ fn a_json_command_that_fails_mid_document_prints_only_the_error_document()
 
     // Once the line is whole again the same command prints the whole document, and only it.
     handle.write_all_at(b"{", last)?;
-    let mut stdout = Vec::new();
+    let mut stdout = RestoringWriter::new(Vec::new());
     let code = emit(&mut stdout, true, |out| read::context(out, &args));
     assert_eq!(code, Exit::Ok.into());
-    let doc: Value = serde_json::from_slice(&stdout)?;
+    let doc: Value = serde_json::from_slice(&stdout.into_inner()?)?;
     assert_eq!(doc["messageEntryIds"].as_array().map(Vec::len), Some(8));
     Ok(())
 }
@@ -97,12 +98,12 @@ fn human_output_streams_and_the_error_goes_to_stderr_only() -> Result<(), Box<dy
         .write(true)
         .open(&file)?
         .write_all_at(b"#", last)?;
-    let mut stdout = Vec::new();
+    let mut stdout = RestoringWriter::new(Vec::new());
     let code = emit(&mut stdout, false, |out| {
         read::print_context(out, &opened, &args)
     });
     assert_eq!(code, Exit::Error.into());
-    let text = String::from_utf8(stdout)?;
+    let text = String::from_utf8(stdout.into_inner()?)?;
     assert!(text.starts_with("session s · leaf m0000002"), "{text}");
     assert!(!text.contains("\"error\""), "{text}");
     Ok(())

@@ -356,6 +356,13 @@ impl<W: Write> RestoringWriter<W> {
         Ok(())
     }
 
+    /// The inner writer, after writing out what was held back: bytes written to it directly
+    /// are passed as they are.
+    pub fn get_mut(&mut self) -> io::Result<&mut W> {
+        self.finish()?;
+        Ok(&mut self.inner)
+    }
+
     /// The wrapped writer (anything held back is written first).
     pub fn into_inner(mut self) -> io::Result<W> {
         self.finish()?;
