@@ -142,8 +142,14 @@ fn open_with(path: &Path, mode: Mode, plan: Plan) -> Result<OpenedSession, OpenE
     // The header (the first line of every real file) is read line by line; so is a file too
     // small for parallel reading to pay for itself.
     let parallel = stamp.size >= plan.parallel_from && rayon::current_num_threads() > 1;
+    // Once parallel reading can start, only the header's batch is read line by line.
+    let chunk = if parallel {
+        plan.batch_bytes
+    } else {
+        plan.chunk_bytes
+    };
     while loader.version().is_none() || !parallel {
-        match reader.next(plan.chunk_bytes).map_err(io_err)? {
+        match reader.next(chunk).map_err(io_err)? {
             Some(batch) => {
                 loader.apply_lines(&batch).map_err(corrupt)?;
                 reader.recycle(batch.bytes);
@@ -250,7 +256,7 @@ impl Loader {
         batch
             .from
             .splitter()
-            .feed(&batch.bytes, |bytes, span| self.line(bytes, span, false))
+            .feed(batch.lines(), |bytes, span| self.line(bytes, span, false))
     }
 
     /// Applies the lines of a batch classified beforehand ([`classify_batch`]), in order.
@@ -344,28 +350,38 @@ struct Plan {
 const PLAN: Plan = Plan {
     chunk_bytes: 1 << 20,
     parallel_from: 4 << 20,
-    batch_bytes: 128 << 10,
-    batches_per_round: 4,
+    batch_bytes: 64 << 10,
+    batches_per_round: 8,
 };
 
-/// Whole lines of a file: `bytes` ends with a newline (or is empty) and starts at `from`.
+/// Whole lines of a file: `bytes[..len]`, which ends with a newline (or is empty), starts at
+/// `from`. (`bytes` is a reused buffer; what follows `len` is stale.)
 #[derive(Debug)]
 struct Batch {
     bytes: Vec<u8>,
+    len: usize,
     from: Position,
-    /// Lines in `bytes`.
+    /// Lines in `bytes[..len]`.
     lines: usize,
+}
+
+impl Batch {
+    fn lines(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 /// Reads a file front to back as [`Batch`]es of whole lines, carrying an incomplete last line
 /// over to the next batch.
 struct BatchReader {
     file: File,
-    /// Bytes read after the last whole line.
-    carry: Vec<u8>,
-    /// Where `carry` starts.
+    /// The next batch's buffer: `buf[..filled]` are bytes read after the last whole line.
+    buf: Vec<u8>,
+    filled: usize,
+    /// Where `buf` starts.
     at: Position,
-    /// Buffers of batches already applied, for reuse.
+    /// Buffers of batches already applied, for reuse (they are not cleared: a buffer is
+    /// zeroed once, when it grows).
     spare: Vec<Vec<u8>>,
 }
 
@@ -373,7 +389,8 @@ impl BatchReader {
     fn new(file: File) -> Self {
         BatchReader {
             file,
-            carry: Vec::new(),
+            buf: Vec::new(),
+            filled: 0,
             at: Position::default(),
             spare: Vec::new(),
         }
@@ -384,35 +401,49 @@ impl BatchReader {
     /// of the file, when the carried bytes are an unterminated last line ([`Self::finish`]).
     fn next(&mut self, want: usize) -> io::Result<Option<Batch>> {
         loop {
-            let start = self.carry.len();
-            self.carry.reserve_exact(want);
-            // Into the spare capacity, without zeroing it first (`read_to_end` retries an
-            // interrupted read; on an error the bytes read so far stay carried).
-            let n = (&self.file)
-                .take(want as u64)
-                .read_to_end(&mut self.carry)?;
+            let start = self.filled;
+            let end = start + want.max(1);
+            if self.buf.len() < end {
+                self.buf.resize(end, 0);
+            }
+            let n = loop {
+                match self.file.read(&mut self.buf[start..end]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            };
             if n == 0 {
                 return Ok(None);
             }
-            let Some(last) = memchr::memrchr(b'\n', &self.carry[start..]) else {
+            self.filled += n;
+            let Some(last) = memchr::memrchr(b'\n', &self.buf[start..self.filled]) else {
                 continue;
             };
             let cut = start + last + 1;
-            let mut rest = self.spare.pop().unwrap_or_default();
-            rest.clear();
-            rest.extend_from_slice(&self.carry[cut..]);
-            self.carry.truncate(cut);
-            let bytes = std::mem::replace(&mut self.carry, rest);
+            let rest = self.filled - cut;
+            let mut next = self.spare.pop().unwrap_or_default();
+            if next.len() < rest {
+                next.resize(rest, 0);
+            }
+            next[..rest].copy_from_slice(&self.buf[cut..self.filled]);
+            let bytes = std::mem::replace(&mut self.buf, next);
+            self.filled = rest;
             let from = self.at;
-            let lines = memchr::memchr_iter(b'\n', &bytes).count();
+            let lines = memchr::memchr_iter(b'\n', &bytes[..cut]).count();
             self.at = Position {
-                offset: from.offset + bytes.len() as u64,
+                offset: from.offset + cut as u64,
                 line: from
                     .line
                     .saturating_add(u32::try_from(lines).unwrap_or(u32::MAX)),
                 open: false,
             };
-            return Ok(Some(Batch { bytes, from, lines }));
+            return Ok(Some(Batch {
+                bytes,
+                len: cut,
+                from,
+                lines,
+            }));
         }
     }
 
@@ -424,7 +455,7 @@ impl BatchReader {
     /// The unterminated last line, once [`Self::next`] returned `None`.
     fn finish(self) -> Option<(Vec<u8>, LineSpan)> {
         let mut splitter = self.at.splitter();
-        let _ = splitter.feed(&self.carry, |_, _| Ok::<(), ()>(()));
+        let _ = splitter.feed(&self.buf[..self.filled], |_, _| Ok::<(), ()>(()));
         splitter.finish()
     }
 }
@@ -486,7 +517,7 @@ fn read_in_parallel(
 /// Classifies every line of `batch` (entry lines of a file of `version`) without applying it.
 fn classify_batch(batch: &Batch, version: u32) -> Vec<(Item, LineSpan)> {
     let mut items = Vec::with_capacity(batch.lines);
-    let _ = batch.from.splitter().feed(&batch.bytes, |bytes, span| {
+    let _ = batch.from.splitter().feed(batch.lines(), |bytes, span| {
         items.push((lines::classify(bytes, span, Some(version)), span));
         Ok::<(), ()>(())
     });
