@@ -436,7 +436,11 @@ mod tests {
         drop(file);
         let session = open_session(&path, Mode::Strict).unwrap();
         let tree = &session.tree;
-        let node = tree.nodes().iter().find(|n| n.entry.id.as_str() == "e30").unwrap();
+        let node = tree
+            .nodes()
+            .iter()
+            .find(|n| n.entry.id.as_str() == "e30")
+            .unwrap();
         let span = node.entry.span;
         let handle = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         std::os::unix::fs::FileExt::write_all_at(&handle, b"[", span.offset).unwrap();

@@ -133,6 +133,16 @@ impl LineSplitter {
         Ok(())
     }
 
+    /// The bytes fed after the last complete line, and the position they start at.
+    pub fn into_parts(self) -> (Vec<u8>, Position) {
+        let at = Position {
+            offset: self.offset,
+            line: self.line,
+            open: false,
+        };
+        (self.pending, at)
+    }
+
     /// Ends the stream: the unterminated final line, if there is one.
     pub fn finish(self) -> Option<(Vec<u8>, LineSpan)> {
         if self.pending.is_empty() {
