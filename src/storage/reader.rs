@@ -557,7 +557,7 @@ pub struct FileLines {
 }
 
 /// Bytes read at once by a [`FileLines::read_ahead`] reader.
-pub const READ_AHEAD_BYTES: usize = 1 << 20;
+pub const READ_AHEAD_BYTES: usize = 256 << 10;
 
 /// The last block a read-ahead reader read: `bytes` from file offset `offset`.
 #[derive(Debug, Default)]
