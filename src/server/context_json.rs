@@ -236,9 +236,10 @@ impl ContextJson<'_> {
     /// Writes the document to `out`, as `serde_json::to_writer` writes it (the same bytes).
     /// Every message, as written (full fields, the whole window), is rendered ahead on the
     /// thread pool in blocks and written a block at a time ([`render::for_each_fragment`]).
-    /// Errors: writing `out` failed, or a message could not be rendered (then
+    /// Generic over the writer so that a concrete one (the daemon's buffer) is written without a
+    /// dynamic call per piece. Errors: writing `out` failed, or a message could not be rendered (then
     /// [`ContextJson::take_render_error`] gives the typed error).
-    pub fn write_to(&self, out: &mut dyn io::Write) -> serde_json::Result<()> {
+    pub fn write_to<W: io::Write + ?Sized>(&self, out: &mut W) -> serde_json::Result<()> {
         if !(self.fields == Fields::Full && self.window == Window::default()) {
             return serde_json::to_writer(out, self);
         }
