@@ -1,7 +1,7 @@
 //! Reading session files: one streaming pass that records every line's byte offset and builds
 //! the tree, with the line policy of [`super::lines`] (torn tails, corruption, CRLF). Never
 //! writes. A file of 4 MiB or more has its lines parsed on rayon's pool once the header is
-//! read, and applied to the tree in file order on the calling thread (see [`Plan`]).
+//! read, and applied to the tree in file order on the calling thread.
 //!
 //! A torn tail is an unparsable final line without a newline (a writer was interrupted
 //! or is mid-write): the session opens without it and reports where it starts. Any other
