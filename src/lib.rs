@@ -37,3 +37,6 @@ pub mod session;
 pub mod storage;
 pub mod verify;
 pub mod watch;
+
+#[cfg(test)]
+pub(crate) mod testdata;

@@ -322,31 +322,12 @@ impl ContextJson<'_> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use std::path::{Path, PathBuf};
-
     use super::*;
     use crate::core::projection;
     use crate::core::render::{AHEAD, Ahead};
     use crate::core::tree::Mode;
     use crate::storage::reader::{FileLines, open_session};
-
-    fn session_files() -> Vec<PathBuf> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut files = Vec::new();
-        let mut dirs = vec![root.join("examples"), root.join("tests/data")];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "jsonl") {
-                    files.push(path);
-                }
-            }
-        }
-        files.sort();
-        files
-    }
+    use crate::testdata::session_files;
 
     /// Plans that render any context ahead: one entry per block, a few, many.
     const PLANS: [Ahead; 3] = [

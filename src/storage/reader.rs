@@ -643,29 +643,8 @@ impl LineSource for FileLines {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
-
-    /// Every session file shipped with the project (the examples, the test data).
-    fn session_files() -> Vec<PathBuf> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut files = Vec::new();
-        let mut dirs = vec![root.join("examples"), root.join("tests/data")];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "jsonl") {
-                    files.push(path);
-                }
-            }
-        }
-        files.sort();
-        assert!(files.len() > 20, "too few session files: {files:?}");
-        files
-    }
+    use crate::testdata::session_files;
 
     /// What an open gave, in a form two opens can be compared by: every node, the tree's
     /// diagnostics, the position and the torn tail, or the error.
