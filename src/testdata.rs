@@ -23,3 +23,16 @@ pub(crate) fn session_files() -> Vec<PathBuf> {
     assert!(files.len() > 20, "too few session files: {files:?}");
     files
 }
+
+/// rayon's global pool with three threads (unless a test made it first), so that the parallel
+/// paths run on any machine; fails when the pool has one thread, rather than letting a test
+/// of a parallel path pass on the sequential one.
+pub(crate) fn pool_of_several() {
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build_global();
+    assert!(
+        crate::core::ahead::available(),
+        "the parallel paths need a pool of two or more threads, used from outside it"
+    );
+}

@@ -6,6 +6,7 @@
 //! problem refuses an open is the caller's policy ([`tree::Mode`]). Message bodies are read
 //! through the [`render::LineSource`] trait, which `storage` implements.
 
+pub mod ahead;
 pub mod compaction;
 pub mod diagnostics;
 pub mod entries;

@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 use thiserror::Error;
 
+use super::ahead;
 use super::format::{Entry, EntryKind, LineSpan, MessageInfo, Role};
 use super::projection::{ContextItem, Contribution, Projection};
 use super::raw_object::{RawObject, raw_field};
@@ -98,17 +99,21 @@ pub struct Ahead {
     pub block_bytes: u64,
     /// A block holds this many context entries at most.
     pub block_items: usize,
-    /// Blocks rendered ahead of the one being written.
-    pub blocks: usize,
+    /// Blocks in flight (read and rendered ahead of the one being written) and their bytes
+    /// of the file.
+    pub limit: ahead::Limit,
 }
 
 /// The plan of every context document: contexts of 4 MiB of lines or more render ahead in
-/// blocks of up to 256 KiB of the file, six blocks ahead (at most about 3 MiB held).
+/// blocks of up to 256 KiB of the file, at most six blocks and 1.5 MiB of lines ahead.
 pub const AHEAD: Ahead = Ahead {
     from_bytes: 4 << 20,
     block_bytes: 256 << 10,
     block_items: 1024,
-    blocks: 6,
+    limit: ahead::Limit {
+        items: 6,
+        weight: 3 << 19,
+    },
 };
 
 /// Renders every message of `projection` as the text of a JSON array's elements: `emit` is
@@ -117,58 +122,47 @@ pub const AHEAD: Ahead = Ahead {
 ///
 /// A long context is cut into blocks of entries whose lines lie close together in the file;
 /// each block is read in one [`LineSource::range`] and rendered (and measured) on the rayon
-/// thread pool, `ahead.blocks` blocks ahead, while `emit` runs on the calling thread.
-/// A short context, a pool of one thread or a caller on the pool renders in order, one message
-/// per fragment. Errors: [`for_each_message`]'s; the first in message order is returned (the
-/// messages of the failing block before it are not emitted).
+/// thread pool within `ahead.limit`, while `emit` runs on the calling thread
+/// ([`ahead::in_order`]). A short context, or one rendered where the pool cannot help
+/// ([`ahead::available`]), renders in order, one message per fragment. Errors:
+/// [`for_each_message`]'s; the first in message order is returned (the messages of the
+/// failing block before it are not emitted).
 pub fn for_each_fragment(
     tree: &Tree,
     projection: &Projection,
     source: &(dyn LineSource + Sync),
-    ahead: Ahead,
+    plan: Ahead,
     measure: &(dyn Fn(&RawValue) -> u64 + Sync),
     mut emit: impl FnMut(&str, u64) -> std::io::Result<()>,
 ) -> Result<(), RenderError> {
-    let blocks = blocks(tree, &projection.items, ahead);
+    let blocks = if ahead::available() {
+        blocks(tree, &projection.items, plan)
+    } else {
+        Vec::new()
+    };
     let bytes: u64 = blocks.iter().map(|b| b.len as u64).sum();
-    if blocks.len() < 2
-        || bytes < ahead.from_bytes
-        || rayon::current_num_threads() < 2
-        || rayon::current_thread_index().is_some()
-    {
+    if blocks.len() < 2 || bytes < plan.from_bytes {
         return for_each_message(tree, projection, source, |m| {
             emit(m.message.get(), measure(m.message))
         });
     }
-    rayon::in_place_scope(|scope| {
-        let mut pending = std::collections::VecDeque::with_capacity(ahead.blocks);
-        let mut next = blocks.iter();
-        let mut spawn = |pending: &mut std::collections::VecDeque<_>| {
-            if let Some(block) = next.next() {
-                let (done, result) = std::sync::mpsc::sync_channel(1);
-                let items = &projection.items[block.items.clone()];
-                scope.spawn(move |_| {
-                    let _ = done.send(render_block(tree, items, block, source, measure));
-                });
-                pending.push_back(result);
-            }
-        };
-        for _ in 0..ahead.blocks.max(1) {
-            spawn(&mut pending);
-        }
-        while let Some(result) = pending.pop_front() {
-            // A block's task that panicked sent nothing; the scope re-raises its panic.
-            let Ok(rendered) = result.recv() else {
-                break;
-            };
-            spawn(&mut pending);
+    let mut next = blocks.iter();
+    ahead::in_order(
+        &mut emit,
+        plan.limit,
+        |_| Ok(next.next().map(|b| (b, b.len))),
+        &|block: &Block| {
+            let items = &projection.items[block.items.clone()];
+            render_block(tree, items, block, source, measure)
+        },
+        |emit, rendered| {
             let (fragment, measured) = rendered?;
-            if !fragment.is_empty() {
-                emit(&fragment, measured).map_err(RenderError::Emit)?;
+            if fragment.is_empty() {
+                return Ok(());
             }
-        }
-        Ok(())
-    })
+            emit(&fragment, measured).map_err(RenderError::Emit)
+        },
+    )
 }
 
 /// Context entries `items` of a projection whose lines lie in `len` bytes from `offset`.
@@ -179,9 +173,9 @@ struct Block {
 }
 
 /// Cuts `items` into [`Block`]s in order: a block ends where the next entry's line would take
-/// it past `ahead.block_bytes` of the file (counting the gaps between its lines) or
-/// `ahead.block_items` entries; a longer line is a block of its own.
-fn blocks(tree: &Tree, items: &[ContextItem], ahead: Ahead) -> Vec<Block> {
+/// it past `plan.block_bytes` of the file (counting the gaps between its lines) or
+/// `plan.block_items` entries; a longer line is a block of its own.
+fn blocks(tree: &Tree, items: &[ContextItem], plan: Ahead) -> Vec<Block> {
     let mut blocks: Vec<Block> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let span = tree.node(item.node).entry.span;
@@ -189,7 +183,7 @@ fn blocks(tree: &Tree, items: &[ContextItem], ahead: Ahead) -> Vec<Block> {
         if let Some(b) = blocks.last_mut() {
             let from = b.offset.min(start);
             let to = (b.offset + b.len as u64).max(end);
-            if to - from <= ahead.block_bytes && b.items.len() < ahead.block_items {
+            if to - from <= plan.block_bytes && b.items.len() < plan.block_items {
                 b.items.end = i + 1;
                 b.offset = from;
                 b.len = (to - from) as usize;

@@ -323,11 +323,12 @@ impl ContextJson<'_> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::core::ahead::Limit;
     use crate::core::projection;
     use crate::core::render::{AHEAD, Ahead};
     use crate::core::tree::Mode;
     use crate::storage::reader::{FileLines, open_session};
-    use crate::testdata::session_files;
+    use crate::testdata::{pool_of_several, session_files};
 
     /// Plans that render any context ahead: one entry per block, a few, many.
     const PLANS: [Ahead; 3] = [
@@ -335,19 +336,28 @@ mod tests {
             from_bytes: 0,
             block_bytes: 1,
             block_items: 1,
-            blocks: 1,
+            limit: Limit {
+                items: 1,
+                weight: 1,
+            },
         },
         Ahead {
             from_bytes: 0,
             block_bytes: 700,
             block_items: 3,
-            blocks: 2,
+            limit: Limit {
+                items: 2,
+                weight: 1000,
+            },
         },
         Ahead {
             from_bytes: 0,
             block_bytes: 1 << 20,
             block_items: 1024,
-            blocks: 6,
+            limit: Limit {
+                items: 6,
+                weight: usize::MAX,
+            },
         },
     ];
 
@@ -362,6 +372,7 @@ mod tests {
     /// plan) writes the bytes serde writes message by message and counts the same estimate.
     #[test]
     fn rendering_ahead_writes_the_serialized_document() {
+        pool_of_several();
         let mut compared = 0;
         for file in session_files() {
             let Ok(session) = open_session(&file, Mode::Lenient) else {
@@ -398,6 +409,7 @@ mod tests {
     #[test]
     fn rendering_ahead_reports_a_changed_line() {
         use std::io::Write as _;
+        pool_of_several();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
         let mut file = std::fs::File::create(&path).unwrap();

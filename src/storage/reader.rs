@@ -24,6 +24,7 @@ use thiserror::Error;
 use super::lines::{self, Item};
 pub use super::lines::{Position, TornTail};
 pub use super::tail::FileStamp;
+use crate::core::ahead;
 use crate::core::diagnostics::{Corruption, CorruptionKind};
 use crate::core::format::LineSpan;
 use crate::core::render::LineSource;
@@ -135,10 +136,7 @@ fn open_with(path: &Path, mode: Mode, plan: Plan) -> Result<OpenedSession, OpenE
     let mut file = open_regular(path)?;
     let stamp = FileStamp::of(&file).map_err(io_err)?;
     let mut loader = Loader::new(mode, stamp.size);
-    // Off the pool only: a pool thread waiting for tasks it spawned could wait for ever.
-    let parallel = stamp.size >= plan.parallel_from
-        && rayon::current_num_threads() > 1
-        && rayon::current_thread_index().is_none();
+    let parallel = stamp.size >= plan.parallel_from && ahead::available();
     // Line by line: the header (the first line of every real file), and the whole of a file
     // too small for parallel reading to pay for itself.
     let mut splitter = Position::default().splitter();
@@ -485,53 +483,39 @@ enum Stop {
     Corrupt(Corruption),
 }
 
-/// Reads the rest of the file as a pipeline: the calling thread reads batches and hands each
-/// to rayon's pool, which classifies its lines (parses and checks them: the bulk of an open),
-/// while the calling thread applies the classified batches to the tree in file order, keeping
-/// at most `plan.batches_ahead` batches and `plan.bytes_ahead` bytes in flight. The tree sees
-/// the lines in the order a line-by-line read gives them, so it is the same tree; a corrupt
-/// line stops a strict read there as it would (the batches in flight are dropped).
-///
-/// Every buffer is allocated and freed on the calling thread, and the calling thread never
-/// waits on the pool from inside it ([`open_with`] takes this path only off the pool).
+/// Reads the rest of the file as a pipeline ([`ahead::in_order`]): the calling thread reads
+/// batches and rayon's pool classifies their lines (parses and checks them: the bulk of an
+/// open), while the calling thread applies the classified batches to the tree in file order,
+/// with at most `plan.batches_ahead` batches and `plan.bytes_ahead` bytes in flight. The tree
+/// sees the lines in the order a line-by-line read gives them, so it is the same tree; a
+/// corrupt line stops a strict read there as it would (the batches in flight are dropped).
+/// Every buffer is allocated and freed on the calling thread.
 fn read_in_parallel(
     loader: &mut Loader,
     reader: &mut BatchReader,
     version: u32,
     plan: Plan,
 ) -> Result<(), Stop> {
-    type Classified = (Vec<(Item, LineSpan)>, Batch);
-    rayon::in_place_scope(|scope| {
-        let mut ahead: std::collections::VecDeque<(std::sync::mpsc::Receiver<Classified>, usize)> =
-            std::collections::VecDeque::with_capacity(plan.batches_ahead);
-        let mut bytes_ahead = 0;
-        let mut end = false;
-        loop {
-            while !end && ahead.len() < plan.batches_ahead.max(1) && bytes_ahead < plan.bytes_ahead
-            {
-                let Some(batch) = reader.next(plan.batch_bytes).map_err(Stop::Io)? else {
-                    end = true;
-                    break;
-                };
-                let (done, classified) = std::sync::mpsc::sync_channel(1);
-                bytes_ahead += batch.len;
-                ahead.push_back((classified, batch.len));
-                scope.spawn(move |_| {
-                    let _ = done.send((classify_batch(&batch, version), batch));
-                });
-            }
-            let Some((classified, len)) = ahead.pop_front() else {
-                return Ok(());
-            };
-            // A task that panicked sent nothing; the scope re-raises its panic.
-            let Ok((items, batch)) = classified.recv() else {
-                return Ok(());
-            };
-            bytes_ahead -= len;
+    let limit = ahead::Limit {
+        items: plan.batches_ahead,
+        weight: plan.bytes_ahead,
+    };
+    ahead::in_order(
+        &mut (loader, reader),
+        limit,
+        |(_, reader)| {
+            let batch = reader.next(plan.batch_bytes).map_err(Stop::Io)?;
+            Ok(batch.map(|b| {
+                let len = b.len;
+                (b, len)
+            }))
+        },
+        &|batch: Batch| (classify_batch(&batch, version), batch),
+        |(loader, reader), (items, batch)| {
             reader.recycle(batch.bytes);
-            loader.apply_classified(items).map_err(Stop::Corrupt)?;
-        }
-    })
+            loader.apply_classified(items).map_err(Stop::Corrupt)
+        },
+    )
 }
 
 /// Classifies every line of `batch` (entry lines of a file of `version`) without applying it.
@@ -644,7 +628,7 @@ impl LineSource for FileLines {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::testdata::session_files;
+    use crate::testdata::{pool_of_several, session_files};
 
     /// What an open gave, in a form two opens can be compared by: every node, the tree's
     /// diagnostics, the position and the torn tail, or the error.
@@ -693,18 +677,6 @@ mod tests {
             bytes_ahead: 1 << 20,
         },
     ];
-
-    /// rayon's global pool with three threads (unless a test made it first), so that the
-    /// parallel path runs on any machine.
-    fn pool_of_several() {
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(3)
-            .build_global();
-        assert!(
-            rayon::current_num_threads() > 1,
-            "the parallel path needs a pool of two or more"
-        );
-    }
 
     const LINE_BY_LINE: Plan = Plan {
         parallel_from: u64::MAX,
