@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use super::jsstr;
 use super::recent::{self, Recent};
 use super::timestamp::js_time_of_raw;
+use super::verbatim::{Keyed, MessageKeys, Verbatim};
 
 /// The current pi session format version (pi 1.6.0 `CURRENT_SESSION_VERSION`).
 pub const CURRENT_VERSION: u32 = 3;
@@ -168,7 +169,7 @@ pub struct ModelRef {
     pub model_id: Option<SharedRaw>,
 }
 
-/// The small facts of a `message` entry: 48 bytes, as every entry of a long session is one.
+/// The small facts of a `message` entry: 56 bytes, as every entry of a long session is one.
 #[derive(Clone, Debug)]
 pub struct MessageInfo {
     /// The role (already migrated: version-2 `hookMessage` is read as `custom` by the projection).
@@ -184,6 +185,9 @@ pub struct MessageInfo {
     tool_ids: ToolIds,
     /// `tool_ids` starts with the `toolCallId`.
     has_tool_call_id: bool,
+    /// Where the message lies in the entry's line, for rendering it as written without
+    /// reading the line again (`None` when the probe could not place it; see [`Verbatim`]).
+    pub verbatim: Option<Verbatim>,
 }
 
 /// A message's tool ids. Nearly every message has none or one (a tool result's `toolCallId`,
@@ -433,12 +437,21 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
     // A line of valid UTF-8 (every line pi writes) is checked once here and then read as
     // text, so the probe's fields are not checked again one by one; any other line is read as
     // bytes, exactly as before (serde_json skips unread strings without checking them).
+    // Only a line of valid UTF-8 has its message placed (rendering passes it on as bytes).
     let probed = match std::str::from_utf8(bytes) {
-        Ok(text) => serde_json::from_str::<MaybeObject<LineProbe<'_>>>(text),
-        Err(_) => serde_json::from_slice::<MaybeObject<LineProbe<'_>>>(bytes),
+        Ok(text) => serde_json::from_str::<MaybeObject<Keyed<LineProbe<'_>>>>(text),
+        Err(_) => serde_json::from_slice::<MaybeObject<LineProbe<'_>>>(bytes).map(|p| match p {
+            MaybeObject::Object(fields) => MaybeObject::Object(Keyed {
+                fields,
+                keys: MessageKeys::Lost,
+            }),
+            MaybeObject::NotObject => MaybeObject::NotObject,
+        }),
     };
     match probed {
-        Ok(MaybeObject::Object(probe)) => parse_probe(probe, bytes, span, expect),
+        Ok(MaybeObject::Object(Keyed { fields, keys })) => {
+            parse_probe(fields, keys, bytes, span, expect)
+        }
         Ok(MaybeObject::NotObject) => Err(problem(
             ProblemKind::NotAnObject,
             "the line is JSON but not an object",
@@ -447,7 +460,7 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
             // `JSON.parse` lets the last of duplicate keys win; the probe refuses duplicates
             // among the fields it reads, so retry on a copy where the last value won.
             Some(deduped) => match serde_json::from_slice::<LineProbe<'_>>(&deduped) {
-                Ok(probe) => parse_probe(probe, bytes, span, expect),
+                Ok(probe) => parse_probe(probe, MessageKeys::Lost, bytes, span, expect),
                 Err(e) => Err(problem(
                     ProblemKind::InvalidEntry,
                     format!("the entry's fields cannot be read: {}", in_line(&e)),
@@ -468,8 +481,10 @@ fn without_duplicate_keys(bytes: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// The line read by the probe (`keys`: where its `message` key lies, see [`Verbatim::of`]).
 fn parse_probe(
     probe: LineProbe<'_>,
+    keys: MessageKeys,
     bytes: &[u8],
     span: LineSpan,
     expect: Expect,
@@ -550,6 +565,7 @@ fn parse_probe(
                 model,
                 tool_ids,
                 has_tool_call_id,
+                verbatim: Verbatim::of(bytes, keys),
             }
             .into()
         }

@@ -28,4 +28,5 @@ pub mod search_text;
 pub mod timestamp;
 pub mod tree;
 pub mod v8sort;
+pub mod verbatim;
 pub mod verify;

@@ -117,8 +117,11 @@ pub const AHEAD: Ahead = Ahead {
 };
 
 /// Renders every message of `projection` as the text of a JSON array's elements: `emit` is
-/// called in order with fragments of one or more messages joined by commas (each message as
-/// [`for_each_message`] renders it), and the sum of `measure` over the fragment's messages.
+/// called in order with fragments (UTF-8 JSON text) of one or more messages joined by commas,
+/// each message as [`for_each_message`] renders it, and the sum of `measure` over the
+/// fragment's messages (0 without one). A message the open placed in its line
+/// ([`MessageInfo::verbatim`]) is copied from the line as written, without reading the line
+/// as JSON again, while the line is unchanged.
 ///
 /// A long context is cut into blocks of entries whose lines lie close together in the file;
 /// each block is read in one [`LineSource::range`] and rendered (and measured) on the rayon
@@ -132,8 +135,8 @@ pub fn for_each_fragment(
     projection: &Projection,
     source: &(dyn LineSource + Sync),
     plan: Ahead,
-    measure: &(dyn Fn(&RawValue) -> u64 + Sync),
-    mut emit: impl FnMut(&str, u64) -> std::io::Result<()>,
+    measure: Option<&Measure>,
+    mut emit: impl FnMut(&[u8], u64) -> std::io::Result<()>,
 ) -> Result<(), RenderError> {
     let blocks = if ahead::available() {
         blocks(tree, &projection.items, plan)
@@ -142,9 +145,10 @@ pub fn for_each_fragment(
     };
     let bytes: u64 = blocks.iter().map(|b| b.len as u64).sum();
     if blocks.len() < 2 || bytes < plan.from_bytes {
-        return for_each_message(tree, projection, source, |m| {
-            emit(m.message.get(), measure(m.message))
-        });
+        for item in &projection.items {
+            item_texts(tree, item, source, &mut |m| emit(m, measured(measure, m)))?;
+        }
+        return Ok(());
     }
     let mut next = blocks.iter();
     ahead::in_order(
@@ -163,6 +167,16 @@ pub fn for_each_fragment(
             emit(&fragment, measured).map_err(RenderError::Emit)
         },
     )
+}
+
+/// What [`for_each_fragment`] measures each message by (its JSON text): the context's token
+/// estimate, say.
+pub type Measure = dyn Fn(&str) -> u64 + Sync;
+
+/// `measure` of the message `text` (0 when there is nothing to measure by). Every message is
+/// UTF-8: as read from a line of UTF-8 ([`Verbatim`]) or as rendered.
+fn measured(measure: Option<&Measure>, text: &[u8]) -> u64 {
+    measure.map_or(0, |measure| std::str::from_utf8(text).map_or(0, measure))
 }
 
 /// Context entries `items` of a projection whose lines lie in `len` bytes from `offset`.
@@ -207,8 +221,8 @@ fn render_block(
     items: &[ContextItem],
     block: &Block,
     source: &(dyn LineSource + Sync),
-    measure: &(dyn Fn(&RawValue) -> u64 + Sync),
-) -> Result<(String, u64), RenderError> {
+    measure: Option<&Measure>,
+) -> Result<(Vec<u8>, u64), RenderError> {
     let lines = Buffered {
         offset: block.offset,
         bytes: source
@@ -218,19 +232,19 @@ fn render_block(
             .unwrap_or_default(),
         source,
     };
-    let mut fragment = String::with_capacity(block.len);
-    let mut measured = 0;
+    let mut fragment = Vec::with_capacity(block.len);
+    let mut sum = 0;
     for item in items {
-        item_messages(tree, item, &lines, &mut |m| {
+        item_texts(tree, item, &lines, &mut |m| {
             if !fragment.is_empty() {
-                fragment.push(',');
+                fragment.push(b',');
             }
-            fragment.push_str(m.get());
-            measured += measure(m);
+            fragment.extend_from_slice(m);
+            sum += measured(measure, m);
             Ok(())
         })?;
     }
-    Ok((fragment, measured))
+    Ok((fragment, sum))
 }
 
 /// Lines served from `bytes` (the file from `offset`) when they lie within it, else read from
@@ -252,6 +266,29 @@ impl LineSource for Buffered<'_> {
             None => self.source.line(span),
         }
     }
+}
+
+/// Calls `emit` with the JSON text of each message `item` contributes, as [`item_messages`]
+/// renders them. A message pi passes through whose place in the line the open noted
+/// ([`MessageInfo::verbatim`]) is taken from the line as written, without reading the line as
+/// JSON again, when the line is still the line read (else as `item_messages` renders it,
+/// which reports a changed line).
+fn item_texts(
+    tree: &Tree,
+    item: &ContextItem,
+    source: &dyn LineSource,
+    emit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<(), RenderError> {
+    let entry = &tree.node(item.node).entry;
+    if let EntryKind::Message(info) = &entry.kind
+        && passes_through(item, info)
+        && let Some(verbatim) = info.verbatim
+        && let Ok(line) = source.line(entry.span)
+        && let Some(message) = verbatim.message(&line)
+    {
+        return emit(message).map_err(RenderError::Emit);
+    }
+    item_messages(tree, item, source, &mut |m| emit(m.get().as_bytes()))
 }
 
 /// Calls `emit` with each message `item` contributes, as [`render_item`] renders them; a

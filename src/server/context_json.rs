@@ -245,27 +245,21 @@ impl ContextJson<'_> {
         }
         out.write_all(b"{\"messages\":[")
             .map_err(serde_json::Error::io)?;
-        let count_tokens = self.count_tokens;
-        let measure = move |m: &RawValue| {
-            if count_tokens {
-                text_tokens::estimate_tokens_text(m.get())
-            } else {
-                0
-            }
-        };
+        let estimate = |m: &str| text_tokens::estimate_tokens_text(m);
+        let measure: Option<&render::Measure> = self.count_tokens.then_some(&estimate);
         let mut first = true;
         let written = render::for_each_fragment(
             self.tree,
             self.projection,
             self.source,
             self.ahead,
-            &measure,
+            measure,
             |text, tokens| {
                 self.counted.set(self.counted.get() + tokens);
                 if !std::mem::take(&mut first) {
                     out.write_all(b",")?;
                 }
-                out.write_all(text.as_bytes())
+                out.write_all(text)
             },
         );
         match written {
