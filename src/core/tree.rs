@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasher;
 
 use foldhash::fast::RandomState;
-use hashbrown::{HashTable, hash_table};
+use hashbrown::HashTable;
 
 use indexmap::IndexMap;
 use thiserror::Error;
@@ -182,28 +182,34 @@ impl IdIndex {
 
     /// The node `id` names, if any.
     fn get(&self, nodes: &[Node], id: &str) -> Option<NodeIdx> {
+        self.find(nodes, id, Self::hash(&self.hasher, id))
+    }
+
+    /// The node `id` (whose [`IdIndex::hash`] is `hash`) names, if any.
+    fn find(&self, nodes: &[Node], id: &str, hash: u64) -> Option<NodeIdx> {
         self.table
-            .find(Self::hash(&self.hasher, id), |&i| {
-                Self::id_of(nodes, i) == id
-            })
+            .find(hash, |&i| Self::id_of(nodes, i) == id)
             .copied()
     }
 
-    /// Makes the id of node `idx` name it; a duplicate id now names the later entry, as in pi.
-    fn insert(&mut self, nodes: &[Node], idx: NodeIdx) {
+    /// Makes the id of node `idx` (whose hash is `hash`) name it: `earlier` is the node the
+    /// id named until now ([`IdIndex::find`]), which the id now leaves for the later entry, as
+    /// in pi.
+    fn insert(&mut self, nodes: &[Node], idx: NodeIdx, hash: u64, earlier: Option<NodeIdx>) {
         let Self { table, hasher } = self;
-        let id = Self::id_of(nodes, idx);
-        let entry = table.entry(
-            Self::hash(hasher, id),
-            |&i| Self::id_of(nodes, i) == id,
-            |&i| Self::hash(hasher, Self::id_of(nodes, i)),
-        );
-        match entry {
-            hash_table::Entry::Occupied(mut o) => *o.get_mut() = idx,
-            hash_table::Entry::Vacant(v) => {
-                v.insert(idx);
-            }
+        if let Some(earlier) = earlier
+            && let Some(slot) = table.find_mut(hash, |&i| i == earlier)
+        {
+            *slot = idx;
+            return;
         }
+        table.insert_unique(hash, idx, |&i| Self::hash(hasher, Self::id_of(nodes, i)));
+    }
+
+    /// Makes room for `additional` more ids without growing the table on the way.
+    fn reserve(&mut self, nodes: &[Node], additional: usize) {
+        let Self { table, hasher } = self;
+        table.reserve(additional, |&i| Self::hash(hasher, Self::id_of(nodes, i)));
     }
 }
 
@@ -250,7 +256,9 @@ impl Tree {
                 v1.pending_kept.push((idx, i));
             }
         }
-        if let Some(earlier) = self.index.get(&self.nodes, entry.id.as_str()) {
+        let id_hash = IdIndex::hash(&self.index.hasher, entry.id.as_str());
+        let shadowed = self.index.find(&self.nodes, entry.id.as_str(), id_hash);
+        if let Some(earlier) = shadowed {
             let earlier = self.nodes[earlier as usize].entry.span;
             let related = Related {
                 shadowed_line: Some(earlier.line),
@@ -310,7 +318,7 @@ impl Tree {
             parent: None,
             children: Children::None,
         });
-        self.index.insert(&self.nodes, idx);
+        self.index.insert(&self.nodes, idx, id_hash, shadowed);
         self.leaves.insert(idx);
         match parent {
             None => self.roots.push(idx),
@@ -489,6 +497,13 @@ impl Tree {
     pub fn reserve(&mut self, additional: usize) {
         // Only the arena: reserving the id index would touch memory for every slot.
         self.nodes.reserve(additional);
+    }
+
+    /// Makes room in the id index for `additional` more entries, so that it does not grow
+    /// (and rehash every id) while they are pushed. Unlike the arena's, the index's reserved
+    /// room costs memory, about 5 bytes an entry: reserve what is expected, not a bound.
+    pub fn reserve_ids(&mut self, additional: usize) {
+        self.index.reserve(&self.nodes, additional);
     }
 
     /// Records a line that could not be read. Strict mode returns it as the error; lenient

@@ -237,6 +237,8 @@ struct Loader {
     /// Entries expected, from the file size: reserved up front so the arena is not copied
     /// while it grows (reserved pages that are never written cost no memory).
     expected_entries: usize,
+    /// The file's size in bytes, for [`Loader::expect_like`].
+    file_size: u64,
 }
 
 /// Smallest typical entry line, in bytes, for [`Loader::expected_entries`].
@@ -249,7 +251,25 @@ impl Loader {
             tree: None,
             position: Position::default(),
             expected_entries: usize::try_from(file_size / SMALL_ENTRY_BYTES).unwrap_or(0),
+            file_size,
         }
+    }
+
+    /// Reserves room in the id index for the entries the rest of the file holds if its lines
+    /// are like the `lines` lines of `bytes` bytes that end at byte `end` (a sixteenth more, and
+    /// never more than [`Loader::expected_entries`]), so that the index is not rehashed as it
+    /// grows.
+    fn expect_like(&mut self, lines: usize, bytes: usize, end: u64) {
+        let Some(tree) = &mut self.tree else {
+            return;
+        };
+        let rest = self.file_size.saturating_sub(end);
+        let per_line = (bytes / lines.max(1)).max(1) as u64;
+        let left = rest / per_line;
+        let expected = usize::try_from(left + left / 16)
+            .unwrap_or(usize::MAX)
+            .min(self.expected_entries);
+        tree.reserve_ids(expected);
     }
 
     fn version(&self) -> Option<u32> {
@@ -500,6 +520,8 @@ fn read_in_parallel(
         items: plan.batches_ahead,
         weight: plan.bytes_ahead,
     };
+    // The first batch tells how long the lines are, and so how many ids to make room for.
+    let mut expecting = true;
     ahead::in_order(
         &mut (loader, reader),
         limit,
@@ -512,6 +534,11 @@ fn read_in_parallel(
         },
         &|batch: Batch| (classify_batch(&batch, version), batch),
         |(loader, reader), (items, batch)| {
+            let first = std::mem::take(&mut expecting);
+            if first {
+                let end = batch.from.offset + batch.len as u64;
+                loader.expect_like(batch.lines, batch.len, end);
+            }
             reader.recycle(batch.bytes);
             loader.apply_classified(items).map_err(Stop::Corrupt)
         },
