@@ -111,8 +111,8 @@ pub const AHEAD: Ahead = Ahead {
     block_bytes: 256 << 10,
     block_items: 1024,
     limit: ahead::Limit {
-        items: 6,
-        weight: 3 << 19,
+        items: 3,
+        weight: 3 << 18,
     },
 };
 

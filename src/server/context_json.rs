@@ -16,6 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::convert;
+use crate::core::ahead;
 use crate::core::compaction::text_tokens;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::explain::message_count;
@@ -135,14 +136,21 @@ impl<'a> ContextJson<'a> {
 
     /// The entry id of each message, in message order (before windowing).
     pub fn message_entry_ids(&self) -> impl Iterator<Item = &'a str> + 'a {
-        let tree = self.tree;
-        self.projection.items.iter().flat_map(move |i| {
-            std::iter::repeat_n(
-                tree.node(i.node).entry.id.as_str(),
-                message_count(i.contribution),
-            )
-        })
+        message_entry_ids(self.tree, self.projection)
     }
+}
+
+/// The entry id of each message of `projection`, in message order.
+fn message_entry_ids<'a>(
+    tree: &'a Tree,
+    projection: &'a Projection,
+) -> impl Iterator<Item = &'a str> + 'a {
+    projection.items.iter().flat_map(move |i| {
+        std::iter::repeat_n(
+            tree.node(i.node).entry.id.as_str(),
+            message_count(i.contribution),
+        )
+    })
 }
 
 /// Stops rendering early once the window is past; never reported as an error.
@@ -219,18 +227,31 @@ impl Serialize for Model<'_> {
 
 impl Serialize for ContextJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.serialize_fields(s, self.fields != Fields::Ids)
+        let messages = (self.fields != Fields::Ids).then_some(Messages(self));
+        self.after_messages().serialize_fields(s, messages)
     }
 }
 
-/// The document's fields after `messages` (as an object of their own).
-struct AfterMessages<'c, 'a>(&'c ContextJson<'a>);
+/// The document's fields after `messages` (as an object of their own): they depend on the
+/// tree and the projection alone, not on rendering, so they can be written while the
+/// messages render.
+#[derive(Clone, Copy)]
+struct AfterMessages<'a> {
+    tree: &'a Tree,
+    projection: &'a Projection,
+    window: Window,
+    torn_tail: Option<TornTail>,
+}
 
-impl Serialize for AfterMessages<'_, '_> {
+impl Serialize for AfterMessages<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize_fields(s, false)
+        self.serialize_fields(s, None)
     }
 }
+
+/// Contexts of at least this many entries write [`AfterMessages`] on the thread pool while
+/// their messages render (200,000 ids take several milliseconds).
+const AFTER_MESSAGES_AHEAD_FROM: usize = 4096;
 
 impl ContextJson<'_> {
     /// Writes the document to `out`, as `serde_json::to_writer` writes it (the same bytes).
@@ -248,20 +269,27 @@ impl ContextJson<'_> {
         let estimate = |m: &str| text_tokens::estimate_tokens_text(m);
         let measure: Option<&render::Measure> = self.count_tokens.then_some(&estimate);
         let mut first = true;
-        let written = render::for_each_fragment(
-            self.tree,
-            self.projection,
-            self.source,
-            self.ahead,
-            measure,
-            |text, tokens| {
-                self.counted.set(self.counted.get() + tokens);
-                if !std::mem::take(&mut first) {
-                    out.write_all(b",")?;
-                }
-                out.write_all(text)
-            },
-        );
+        let after = self.after_messages();
+        let mut rest = None;
+        let written = rayon::in_place_scope(|scope| {
+            if self.projection.items.len() >= AFTER_MESSAGES_AHEAD_FROM && ahead::available() {
+                scope.spawn(|_| rest = Some(serde_json::to_vec(&after)));
+            }
+            render::for_each_fragment(
+                self.tree,
+                self.projection,
+                self.source,
+                self.ahead,
+                measure,
+                |text, tokens| {
+                    self.counted.set(self.counted.get() + tokens);
+                    if !std::mem::take(&mut first) {
+                        out.write_all(b",")?;
+                    }
+                    out.write_all(text)
+                },
+            )
+        });
         match written {
             Ok(()) => {}
             Err(RenderError::Emit(e)) => return Err(serde_json::Error::io(e)),
@@ -272,19 +300,38 @@ impl ContextJson<'_> {
             }
         }
         // `{"thinkingLevel"...}` goes on as `],"thinkingLevel"...}`: the object always has fields.
-        let rest = serde_json::to_vec(&AfterMessages(self))?;
+        let rest = match rest {
+            Some(rest) => rest?,
+            None => serde_json::to_vec(&after)?,
+        };
         out.write_all(b"],").map_err(serde_json::Error::io)?;
         out.write_all(rest.get(1..).unwrap_or_default())
             .map_err(serde_json::Error::io)
     }
 
-    /// The document as a map, with or without `messages`.
-    fn serialize_fields<S: Serializer>(&self, s: S, messages: bool) -> Result<S::Ok, S::Error> {
+    /// The document's fields after `messages`.
+    fn after_messages(&self) -> AfterMessages<'_> {
+        AfterMessages {
+            tree: self.tree,
+            projection: self.projection,
+            window: self.window,
+            torn_tail: self.torn_tail,
+        }
+    }
+}
+
+impl AfterMessages<'_> {
+    /// The document as a map, with `messages` first when given.
+    fn serialize_fields<S: Serializer>(
+        &self,
+        s: S,
+        messages: Option<Messages<'_, '_>>,
+    ) -> Result<S::Ok, S::Error> {
         let tree = self.tree;
         let proj = self.projection;
         let mut map = s.serialize_map(None)?;
-        if messages {
-            map.serialize_entry("messages", &Messages(self))?;
+        if let Some(messages) = messages {
+            map.serialize_entry("messages", &messages)?;
         }
         if let Some(level) = &proj.thinking_level {
             map.serialize_entry::<str, RawValue>("thinkingLevel", level)?;
@@ -297,8 +344,7 @@ impl ContextJson<'_> {
             .collect();
         map.serialize_entry("entryIds", &entry_ids)?;
         let window = self.window;
-        let message_ids: Vec<&str> = self
-            .message_entry_ids()
+        let message_ids: Vec<&str> = message_entry_ids(tree, proj)
             .enumerate()
             .filter(|(i, _)| window.contains(*i))
             .map(|(_, id)| id)
