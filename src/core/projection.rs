@@ -5,7 +5,7 @@
 //! This module decides everything from the tree's small fields; turning the decision into
 //! message JSON needs the entries' bodies and lives in `core::render`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
 
@@ -364,8 +364,8 @@ fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
 /// id once it is answered, and never takes a call whose id already was).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct ToolPairing {
-    call_ids: HashSet<ToolCallId, RandomState>,
-    answered: HashSet<ToolCallId, RandomState>,
+    /// Every call id seen, and whether a result has answered it.
+    calls: HashMap<ToolCallId, bool, RandomState>,
     /// Calls whose id no result has answered yet, in context order.
     pending: Vec<(ToolCallId, NodeIdx)>,
     orphans: Vec<Diagnostic>,
@@ -378,8 +378,7 @@ impl ToolPairing {
         // About half the messages of an agent's context are calls and half results.
         let ids = items / 2;
         ToolPairing {
-            call_ids: HashSet::with_capacity_and_hasher(ids, RandomState::default()),
-            answered: HashSet::with_capacity_and_hasher(ids, RandomState::default()),
+            calls: HashMap::with_capacity_and_hasher(ids, RandomState::default()),
             ..ToolPairing::default()
         }
     }
@@ -401,23 +400,23 @@ impl ToolPairing {
                     _ => m.tool_call_ids(),
                 };
                 for id in ids {
-                    self.call_ids.insert(id.clone());
-                    if !self.answered.contains(id) {
+                    if !*self.calls.entry(id.clone()).or_insert(false) {
                         self.pending.push((id.clone(), item.node));
                     }
                 }
             }
             Role::ToolResult => {
-                let id = m.tool_call_id().cloned().unwrap_or_default();
-                if self.call_ids.contains(&id) {
-                    if self.answered.insert(id.clone()) {
-                        self.pending.retain(|(p, _)| *p != id);
+                let id = m.tool_call_id().map_or("", |id| id.as_str());
+                match self.calls.get_mut(id) {
+                    Some(answered) => {
+                        if !std::mem::replace(answered, true) {
+                            self.pending.retain(|(p, _)| p != id);
+                        }
                     }
-                } else {
-                    self.orphans.push(Diagnostic::OrphanToolResult {
+                    None => self.orphans.push(Diagnostic::OrphanToolResult {
                         entry_id: entry.id.clone(),
-                        tool_call_id: id.to_string(),
-                    });
+                        tool_call_id: id.to_owned(),
+                    }),
                 }
             }
             _ => {}
