@@ -1,5 +1,6 @@
-//! Property-based fuzzing on the stable toolchain (proptest): the line reader and classifier, the
-//! LSP frame decoder, and projection and compaction planning over random trees.
+//! Property-based fuzzing on the stable toolchain (proptest): the line reader and classifier,
+//! where the probe places a message in its line, the LSP frame decoder, and projection and
+//! compaction planning over random trees.
 //!
 //! Invariants: no input panics (proptest catches a panic, shrinks the input and reports it), no
 //! input hangs (every input is bounded in size), a refusal is always a typed error, and on valid
@@ -666,4 +667,136 @@ fn projection_and_compaction_over_random_trees() {
             Ok(())
         },
     );
+}
+
+/// A JSON value as text, written with random whitespace, escapes and nesting (depth ≤ 2).
+fn json_value(depth: u32) -> BoxedStrategy<String> {
+    let space = prop::sample::select(vec!["", "", " ", "\t", "\n ", "\r\n"]);
+    let text = prop::sample::select(vec![
+        r#""a""#,
+        r#""message""#,
+        r#""\"message\":{}""#,
+        r#""}""#,
+        r#""é \u00e9 😀""#,
+        r#""\\""#,
+        r#""""#,
+    ]);
+    let scalar = prop_oneof![
+        text.prop_map(str::to_owned),
+        prop::sample::select(vec!["0", "-1.5e3", "true", "null"]).prop_map(str::to_owned),
+    ];
+    if depth == 0 {
+        return scalar.boxed();
+    }
+    let array = prop::collection::vec(json_value(depth - 1), 0..3)
+        .prop_map(|v| format!("[{}]", v.join(" , ")));
+    prop_oneof![2 => scalar, 3 => json_object(depth), 1 => array].boxed()
+}
+
+/// A JSON object as text (see [`json_value`]), its keys distinct.
+fn json_object(depth: u32) -> BoxedStrategy<String> {
+    let space = || prop::sample::select(vec!["", "", " ", "\t", "\n ", "\r\n"]);
+    let keys = prop::sample::subsequence(
+        vec![
+            "message",
+            "mess\\u0061ge",
+            "id",
+            "type",
+            "k",
+            "\\u0069d",
+            "text",
+        ],
+        0..4,
+    );
+    let values = prop::collection::vec(json_value(depth.saturating_sub(1)), 4);
+    (keys, values, space(), space(), space())
+        .prop_map(|(keys, values, a, b, c)| {
+            let members: Vec<String> = keys
+                .iter()
+                .zip(values)
+                .map(|(k, v)| format!("{a}\"{k}\"{b}:{c}{v}"))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        })
+        .boxed()
+}
+
+/// The place the probe notes for a `message` entry's message is exactly the message as written:
+/// over random lines (keys in any order, escaped keys, whitespace anywhere, messages of any
+/// shape, `"message"` inside strings and nested objects), a placed message equals the field
+/// `raw_field` reads, and a line with one byte changed never gives a placed message.
+#[test]
+fn message_placement_is_the_message_as_written() {
+    use sessiond::core::format::{EntryKind, Expect, Line, LineSpan, parse_line};
+    use sessiond::core::raw_object::raw_field;
+    let space = || prop::sample::select(vec!["", " ", "\n", "\t "]);
+    let member = (
+        prop::sample::select(vec![
+            r#""parentId":null"#,
+            r#""timestamp":"2025-01-01T00:00:00Z""#,
+            r#""other":{"message":{"x":1}}"#,
+            r#""name":"\"message\":{}""#,
+        ]),
+        space(),
+    )
+        .prop_map(|(m, s)| format!("{m}{s}"));
+    let value = prop_oneof![4 => json_object(2), 1 => json_value(2)];
+    let message =
+        (value, space(), space(), prop::bool::weighted(0.1)).prop_map(|(v, a, b, escaped)| {
+            let key = if escaped { "mess\\u0061ge" } else { "message" };
+            format!("\"{key}\"{a}:{b}{v}")
+        });
+    let strategy = (
+        prop::collection::vec(member, 0..3),
+        message,
+        0usize..4,
+        space(),
+        any::<u16>(),
+    );
+    let placed_lines = AtomicU64::new(0);
+    fuzz(
+        "message placement",
+        3000,
+        strategy,
+        |(mut members, message, at, s, flip)| {
+            members.sort_unstable();
+            members.dedup();
+            members.push(r#""type":"message""#.to_owned());
+            members.push(r#""id":"e1""#.to_owned());
+            let at = at.min(members.len());
+            members.insert(at, message);
+            let line = format!("{s}{{{s}{}{s}}}{s}", members.join(","));
+            let span = LineSpan {
+                offset: 0,
+                len: line.len() as u32,
+                line: 2,
+            };
+            let Ok(Line::Entry(entry)) =
+                parse_line(line.as_bytes(), span, Expect::Entry { version: 3 })
+            else {
+                return Ok(());
+            };
+            let EntryKind::Message(info) = &entry.kind else {
+                return Ok(());
+            };
+            let Some(verbatim) = info.verbatim else {
+                return Ok(());
+            };
+            let placed = verbatim.message(line.as_bytes());
+            let expected = raw_field(&line, "message")
+                .ok()
+                .flatten()
+                .map(|r| r.get().as_bytes());
+            prop_assert_eq!(placed, expected, "{}", line);
+            let mut changed = line.clone().into_bytes();
+            let i = usize::from(flip) % changed.len();
+            changed[i] = if changed[i] == b' ' { b'\t' } else { b' ' };
+            prop_assert_eq!(verbatim.message(&changed), None, "{}", line);
+            placed_lines.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        },
+    );
+    // Most lines hold a message object under a plain key: the property was really tried.
+    let placed = placed_lines.load(Ordering::Relaxed);
+    assert!(placed > u64::from(cases(3000)) / 4, "{placed} lines placed");
 }
