@@ -671,7 +671,6 @@ fn projection_and_compaction_over_random_trees() {
 
 /// A JSON value as text, written with random whitespace, escapes and nesting (depth ≤ 2).
 fn json_value(depth: u32) -> BoxedStrategy<String> {
-    let space = prop::sample::select(vec!["", "", " ", "\t", "\n ", "\r\n"]);
     let text = prop::sample::select(vec![
         r#""a""#,
         r#""message""#,
