@@ -169,7 +169,8 @@ pub struct ModelRef {
     pub model_id: Option<SharedRaw>,
 }
 
-/// The small facts of a `message` entry: 56 bytes, as every entry of a long session is one.
+/// The small facts of a `message` entry: 64 bytes (checked below), as every entry of a long
+/// session is one.
 #[derive(Clone, Debug)]
 pub struct MessageInfo {
     /// The role (already migrated: version-2 `hookMessage` is read as `custom` by the projection).
@@ -189,6 +190,9 @@ pub struct MessageInfo {
     /// reading the line again (`None` when the probe could not place it; see [`Verbatim`]).
     pub verbatim: Option<Verbatim>,
 }
+
+// Every entry of a long session is nearly always a message: its size is its node's size.
+const _: () = assert!(std::mem::size_of::<MessageInfo>() == 64);
 
 /// A message's tool ids. Nearly every message has none or one (a tool result's `toolCallId`,
 /// a call of an assistant message), held without an allocation of their own.

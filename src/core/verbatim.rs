@@ -26,7 +26,8 @@ const MESSAGE_KEY: &str = "message";
 
 /// A `message` entry's message within its line: it starts `start` bytes into the line and
 /// ends `tail` bytes before the line's end (the line read without its newline). Kept with a
-/// 32-bit fingerprint of the line (8 bytes in all, so a message's node does not grow).
+/// 32-bit fingerprint of the line: 8 bytes in all, which a message's node grows by (from 144
+/// to 152 bytes).
 /// Taken only from a line of valid UTF-8 whose `message` key and the key after it are
 /// written without escapes and whose message starts within 64 KiB of the line's start and
 /// ends within 64 KiB of its end (every line pi writes).
