@@ -927,6 +927,20 @@ mod leaf_and_fence_tests {
     use super::check_append_tests::{entry, tree};
     use super::*;
 
+    /// The leaf set gives its nodes in order across words, and forgets removed ones.
+    #[test]
+    fn leaf_set_in_node_order() {
+        let mut set = LeafSet::default();
+        for idx in [130, 0, 63, 64, 5, 200] {
+            set.insert(idx);
+        }
+        set.remove(&5);
+        set.remove(&999);
+        set.insert(63);
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![0, 63, 64, 130, 200]);
+        assert_eq!(LeafSet::default().iter().count(), 0);
+    }
+
     /// `a` (from the shared helper), then `b` under `a`, then `c`, a second child of `a`.
     fn branched() -> Tree {
         let mut t = tree();
