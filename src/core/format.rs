@@ -169,7 +169,7 @@ pub struct ModelRef {
     pub model_id: Option<SharedRaw>,
 }
 
-/// The small facts of a `message` entry: 64 bytes (checked below), as every entry of a long
+/// The small facts of a `message` entry: 56 bytes (checked below), as every entry of a long
 /// session is one.
 #[derive(Clone, Debug)]
 pub struct MessageInfo {
@@ -192,7 +192,7 @@ pub struct MessageInfo {
 }
 
 // Every entry of a long session is nearly always a message: its size is its node's size.
-const _: () = assert!(std::mem::size_of::<MessageInfo>() == 64);
+const _: () = assert!(std::mem::size_of::<MessageInfo>() == 56);
 
 /// A message's tool ids. Nearly every message has none or one (a tool result's `toolCallId`,
 /// a call of an assistant message), held without an allocation of their own.

@@ -256,9 +256,10 @@ impl Loader {
     }
 
     /// Reserves room in the id index for the entries the rest of the file holds if its lines
-    /// are like the `lines` lines of `bytes` bytes that end at byte `end` (a sixteenth more, and
-    /// never more than [`Loader::expected_entries`]), so that the index is not rehashed as it
-    /// grows.
+    /// are like the `lines` lines of `bytes` bytes that end at byte `end` (never more than
+    /// [`Loader::expected_entries`]), so that the index is not rehashed as it grows. No margin:
+    /// the table rounds its room up to a power of two anyway, and an estimate just past one
+    /// would double the table's memory.
     fn expect_like(&mut self, lines: usize, bytes: usize, end: u64) {
         let Some(tree) = &mut self.tree else {
             return;
@@ -266,7 +267,7 @@ impl Loader {
         let rest = self.file_size.saturating_sub(end);
         let per_line = (bytes / lines.max(1)).max(1) as u64;
         let left = rest / per_line;
-        let expected = usize::try_from(left + left / 16)
+        let expected = usize::try_from(left)
             .unwrap_or(usize::MAX)
             .min(self.expected_entries);
         tree.reserve_ids(expected);
@@ -503,6 +504,9 @@ enum Stop {
     Corrupt(Corruption),
 }
 
+/// Bytes of lines [`read_in_parallel`] reads before it sizes the id index by them.
+const SAMPLE_BYTES: usize = 1 << 20;
+
 /// Reads the rest of the file as a pipeline ([`ahead::in_order`]): the calling thread reads
 /// batches and rayon's pool classifies their lines (parses and checks them: the bulk of an
 /// open), while the calling thread applies the classified batches to the tree in file order,
@@ -520,8 +524,8 @@ fn read_in_parallel(
         items: plan.batches_ahead,
         weight: plan.bytes_ahead,
     };
-    // The first batch tells how long the lines are, and so how many ids to make room for.
-    let mut expecting = true;
+    // The first mebibyte tells how long the lines are, and so how many ids to make room for.
+    let mut sample = Some((0usize, 0usize));
     ahead::in_order(
         &mut (loader, reader),
         limit,
@@ -534,10 +538,14 @@ fn read_in_parallel(
         },
         &|batch: Batch| (classify_batch(&batch, version), batch),
         |(loader, reader), (items, batch)| {
-            let first = std::mem::take(&mut expecting);
-            if first {
-                let end = batch.from.offset + batch.len as u64;
-                loader.expect_like(batch.lines, batch.len, end);
+            if let Some((lines, bytes)) = &mut sample {
+                *lines += batch.lines;
+                *bytes += batch.len;
+                if *bytes >= SAMPLE_BYTES {
+                    let end = batch.from.offset + batch.len as u64;
+                    loader.expect_like(*lines, *bytes, end);
+                    sample = None;
+                }
             }
             reader.recycle(batch.bytes);
             loader.apply_classified(items).map_err(Stop::Corrupt)
