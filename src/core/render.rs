@@ -105,7 +105,8 @@ pub struct Ahead {
 }
 
 /// The plan of every context document: contexts of 4 MiB of lines or more render ahead in
-/// blocks of up to 256 KiB of the file, at most six blocks and 1.5 MiB of lines ahead.
+/// blocks of up to 256 KiB of the file, at most three blocks and 768 KiB of lines ahead
+/// (a block is a copy of its messages; six ahead measured no faster).
 pub const AHEAD: Ahead = Ahead {
     from_bytes: 4 << 20,
     block_bytes: 256 << 10,

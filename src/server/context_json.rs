@@ -249,9 +249,11 @@ impl Serialize for AfterMessages<'_> {
     }
 }
 
-/// Contexts of at least this many entries write [`AfterMessages`] on the thread pool while
-/// their messages render (200,000 ids take several milliseconds).
-const AFTER_MESSAGES_AHEAD_FROM: usize = 4096;
+/// Contexts of at least this many blocks' worth of entries ([`render::Ahead::block_items`];
+/// 4,096 entries by [`render::AHEAD`]) write [`AfterMessages`] on the thread pool while their
+/// messages render (200,000 ids take several milliseconds). Tied to the plan so that the
+/// tests' small plans take this path too.
+const AFTER_MESSAGES_AHEAD_FROM_BLOCKS: usize = 4;
 
 impl ContextJson<'_> {
     /// Writes the document to `out`, as `serde_json::to_writer` writes it (the same bytes).
@@ -272,7 +274,8 @@ impl ContextJson<'_> {
         let after = self.after_messages();
         let mut rest = None;
         let written = rayon::in_place_scope(|scope| {
-            if self.projection.items.len() >= AFTER_MESSAGES_AHEAD_FROM && ahead::available() {
+            let from = AFTER_MESSAGES_AHEAD_FROM_BLOCKS.saturating_mul(self.ahead.block_items);
+            if self.projection.items.len() >= from && ahead::available() {
                 scope.spawn(|_| rest = Some(serde_json::to_vec(&after)));
             }
             render::for_each_fragment(

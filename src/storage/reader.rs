@@ -234,10 +234,7 @@ struct Loader {
     mode: Mode,
     tree: Option<Tree>,
     position: Position,
-    /// Entries expected, from the file size: reserved up front so the arena is not copied
-    /// while it grows (reserved pages that are never written cost no memory).
-    expected_entries: usize,
-    /// The file's size in bytes, for [`Loader::expect_like`].
+    /// The file's size in bytes, for [`Loader::expected_entries`] and [`Loader::expect_like`].
     file_size: u64,
 }
 
@@ -250,9 +247,14 @@ impl Loader {
             mode,
             tree: None,
             position: Position::default(),
-            expected_entries: usize::try_from(file_size / SMALL_ENTRY_BYTES).unwrap_or(0),
             file_size,
         }
+    }
+
+    /// Entries expected at most, from the file size: reserved up front so the arena is not
+    /// copied while it grows (reserved pages that are never written cost no memory).
+    fn expected_entries(&self) -> usize {
+        usize::try_from(self.file_size / SMALL_ENTRY_BYTES).unwrap_or(0)
     }
 
     /// Reserves room in the id index for the entries the rest of the file holds if its lines
@@ -261,16 +263,15 @@ impl Loader {
     /// the table rounds its room up to a power of two anyway, and an estimate just past one
     /// would double the table's memory.
     fn expect_like(&mut self, lines: usize, bytes: usize, end: u64) {
-        let Some(tree) = &mut self.tree else {
-            return;
-        };
         let rest = self.file_size.saturating_sub(end);
         let per_line = (bytes / lines.max(1)).max(1) as u64;
         let left = rest / per_line;
         let expected = usize::try_from(left)
             .unwrap_or(usize::MAX)
-            .min(self.expected_entries);
-        tree.reserve_ids(expected);
+            .min(self.expected_entries());
+        if let Some(tree) = &mut self.tree {
+            tree.reserve_ids(expected);
+        }
     }
 
     fn version(&self) -> Option<u32> {
@@ -295,7 +296,7 @@ impl Loader {
         match item {
             Item::Header(header) if self.tree.is_none() => {
                 let mut tree = Tree::new(header, self.mode);
-                tree.reserve(self.expected_entries);
+                tree.reserve(self.expected_entries());
                 self.tree = Some(tree);
             }
             Item::Blank => {}
