@@ -648,16 +648,36 @@ impl LineSource for FileLines {
             let at = (span.offset - w.offset) as usize;
             return Ok(Cow::Owned(w.bytes[at..at + len].to_vec()));
         }
-        let mut buf = vec![0u8; len];
-        self.file.read_exact_at(&mut buf, span.offset)?;
-        Ok(Cow::Owned(buf))
+        read_exact_at(&self.file, len, span.offset).map(Cow::Owned)
     }
 
     fn range(&self, offset: u64, len: usize) -> io::Result<Option<Vec<u8>>> {
-        let mut buf = vec![0u8; len];
-        self.file.read_exact_at(&mut buf, offset)?;
-        Ok(Some(buf))
+        read_exact_at(&self.file, len, offset).map(Some)
     }
+}
+
+/// `len` bytes of `file` from `offset`, read into fresh memory without zeroing it first
+/// (rendering reads every block of a long context this way: zeroing it cost as much as a
+/// tenth of the reading). Errors: as `FileExt::read_exact_at` (`UnexpectedEof` when the file
+/// ends before `offset + len`).
+fn read_exact_at(file: &File, len: usize, offset: u64) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::with_capacity(len);
+    while buf.len() < len {
+        let at = offset + buf.len() as u64;
+        match rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "failed to fill whole buffer",
+                ));
+            }
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
 }
 
 #[cfg(test)]
