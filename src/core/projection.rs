@@ -5,7 +5,9 @@
 //! This module decides everything from the tree's small fields; turning the decision into
 //! message JSON needs the entries' bodies and lives in `core::render`.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::Hash;
 
 use foldhash::fast::RandomState;
 
@@ -82,17 +84,28 @@ pub struct Projection {
 /// Projects the session at `leaf` (`None`: the empty leaf, before the first entry).
 /// Use [`Tree::default_leaf`] for pi's default.
 pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
-    let path = tree.path_to(leaf);
-    let (thinking_level, model) = settings(tree, &path);
-    let entries = context_entries(tree, &path);
-    let compaction = entries
+    // The walk to the root reads each entry of the path once for the settings and for
+    // whether there is a compaction; the items and the tool pairing share one pass forward.
+    let mut walk = PathWalk::default();
+    let path = tree.path_to_with(leaf, |_, node| walk.see(&node.entry.kind));
+    let (thinking_level, model) = walk.settings.decided();
+    // Without a compaction on the path the context entries are the path (no copy of it).
+    let entries = walk.has_compaction.then(|| context_entries(tree, &path));
+    let list = entries.as_deref().unwrap_or(&path);
+    let compaction = list
         .first()
         .copied()
         .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
 
-    let items = context_items(tree, &entries, false);
+    let edits = if walk.has_context_edit {
+        edits_by_target(tree, list)
+    } else {
+        HashMap::new()
+    };
+    let mut pairing = ToolPairing::<&str>::with_capacity(list.len());
+    let items = context_items_with(tree, list, false, &edits, |item| pairing.push(tree, item));
     drop(entries);
-    let diagnostics = tool_pairing(tree, &items);
+    let diagnostics = pairing.diagnostics(tree);
     Projection {
         leaf,
         path,
@@ -104,9 +117,28 @@ pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
     }
 }
 
+/// What [`project`] reads on its walk from the leaf to the root.
+#[derive(Default)]
+struct PathWalk<'t> {
+    settings: SettingsBack<'t>,
+    /// Whether an entry of the path is a compaction (the context entries are then not the
+    /// whole path).
+    has_compaction: bool,
+    /// Whether an entry of the path is a context edit (without one, no entry is edited).
+    has_context_edit: bool,
+}
+
+impl<'t> PathWalk<'t> {
+    fn see(&mut self, kind: &'t EntryKind) {
+        self.settings.see(kind);
+        self.has_compaction |= matches!(kind, EntryKind::Compaction { .. });
+        self.has_context_edit |= matches!(kind, EntryKind::ContextEdit { .. });
+    }
+}
+
 /// The projection compaction reads: the path and its compaction-aware context entries,
 /// without the per-entry [`ContextItem`] list of [`Projection`] (16 bytes an entry) nor the
-/// tool pairing check (whose two sets held every call id). An entry's item is worked out when
+/// tool pairing check (whose map holds every call id). An entry's item is worked out when
 /// asked for ([`PathProjection::item`]), the same as [`context_items`] would have it.
 ///
 /// Memory: the path (4 bytes an entry), the context entries only when they are not the whole
@@ -160,11 +192,11 @@ impl PathProjection {
 
 /// [`project`] for compaction (see [`PathProjection`]): the path and the context entries.
 pub fn project_path(tree: &Tree, leaf: Option<NodeIdx>) -> PathProjection {
-    let path = tree.path_to(leaf);
+    let mut has_compaction = false;
+    let path = tree.path_to_with(leaf, |_, node| {
+        has_compaction |= matches!(node.entry.kind, EntryKind::Compaction { .. });
+    });
     // Without a compaction on the path the context entries are the path (no copy of it).
-    let has_compaction = path
-        .iter()
-        .any(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
     let entries = has_compaction.then(|| context_entries(tree, &path));
     let list = entries.as_deref().unwrap_or(&path);
     let compaction = list
@@ -216,12 +248,26 @@ pub fn context_items(
     after_new_compaction: bool,
 ) -> Vec<ContextItem> {
     let edits = edits_by_target(tree, entries);
+    context_items_with(tree, entries, after_new_compaction, &edits, |_| {})
+}
+
+/// [`context_items`] with the context edits of `entries` ([`edits_by_target`]) at hand,
+/// showing `each` every item as it is made.
+fn context_items_with(
+    tree: &Tree,
+    entries: &[NodeIdx],
+    after_new_compaction: bool,
+    edits: &HashMap<EntryId, NodeIdx>,
+    mut each: impl FnMut(&ContextItem),
+) -> Vec<ContextItem> {
     entries
         .iter()
         .enumerate()
         .map(|(i, &node)| {
-            let edit = edit_of(tree, &edits, node);
-            context_item(tree, node, i > 0 || after_new_compaction, edit)
+            let edit = edit_of(tree, edits, node);
+            let item = context_item(tree, node, i > 0 || after_new_compaction, edit);
+            each(&item);
+            item
         })
         .collect()
 }
@@ -314,13 +360,84 @@ pub fn is_system_message(tree: &Tree, n: NodeIdx) -> bool {
     tree.node(n).entry.kind.role() == Some(&Role::System)
 }
 
-fn settings(tree: &Tree, path: &[NodeIdx]) -> (Option<SharedRaw>, Option<ModelRef>) {
-    let mut thinking = Some(SharedRaw::from(raw_literal("\"off\"")));
-    let mut model = None;
-    for &n in path {
-        apply_setting(tree, n, &mut thinking, &mut model);
+/// The thinking level and the model at the end of a path (pi's `getSessionContextSettings`),
+/// from the path's entries seen from the leaf back ([`SettingsBack::see`]).
+///
+/// pi walks the path forward and each setting entry overwrites the one before, so the last
+/// entry of each kind decides: the first one seen from the leaf. Nothing is cloned but the
+/// deciding settings.
+#[derive(Default)]
+struct SettingsBack<'t> {
+    thinking: Option<&'t Option<SharedRaw>>,
+    model: Option<ModelOf<'t>>,
+}
+
+impl<'t> SettingsBack<'t> {
+    /// Sees an entry of kind `kind`, the next one back towards the root.
+    fn see(&mut self, kind: &'t EntryKind) {
+        if self.thinking.is_some() && self.model.is_some() {
+            return;
+        }
+        match setting(kind) {
+            Some(Setting::Thinking(level)) if self.thinking.is_none() => {
+                self.thinking = Some(level)
+            }
+            Some(Setting::Model(m)) if self.model.is_none() => self.model = Some(m),
+            _ => {}
+        }
     }
-    (thinking, model)
+
+    /// The thinking level (`"off"` when no entry set one) and the model (`None` when no
+    /// entry set one).
+    fn decided(&self) -> (Option<SharedRaw>, Option<ModelRef>) {
+        let thinking = match self.thinking {
+            Some(level) => level.clone(),
+            None => Some(SharedRaw::from(raw_literal("\"off\""))),
+        };
+        (thinking, self.model.as_ref().and_then(ModelOf::to_owned))
+    }
+}
+
+/// What a setting entry sets.
+enum Setting<'a> {
+    /// A thinking-level change: the level as written (`None` when absent).
+    Thinking(&'a Option<SharedRaw>),
+    /// A model change, or an assistant message (whose model, or none, becomes the model).
+    Model(ModelOf<'a>),
+}
+
+/// The model a [`Setting::Model`] entry sets, borrowed until it is kept.
+enum ModelOf<'a> {
+    /// A `model_change` entry's provider and model id.
+    Change(&'a Option<SharedRaw>, &'a Option<SharedRaw>),
+    /// An assistant message's model (`None`: the message names none).
+    Message(Option<&'a ModelRef>),
+}
+
+impl ModelOf<'_> {
+    fn to_owned(&self) -> Option<ModelRef> {
+        match *self {
+            ModelOf::Change(provider, model_id) => Some(ModelRef {
+                provider: provider.clone(),
+                model_id: model_id.clone(),
+            }),
+            ModelOf::Message(model) => model.cloned(),
+        }
+    }
+}
+
+/// What an entry of kind `kind` sets, if it is a setting entry.
+fn setting(kind: &EntryKind) -> Option<Setting<'_>> {
+    match kind {
+        EntryKind::ThinkingLevelChange { level } => Some(Setting::Thinking(level)),
+        EntryKind::ModelChange { provider, model_id } => {
+            Some(Setting::Model(ModelOf::Change(provider, model_id)))
+        }
+        EntryKind::Message(m) if m.role == Role::Assistant => {
+            Some(Setting::Model(ModelOf::Message(m.model.as_deref())))
+        }
+        _ => None,
+    }
 }
 
 /// What one path entry does to the thinking level and the model (pi's
@@ -331,47 +448,60 @@ pub(crate) fn apply_setting(
     thinking: &mut Option<SharedRaw>,
     model: &mut Option<ModelRef>,
 ) {
-    match &tree.node(n).entry.kind {
-        EntryKind::ThinkingLevelChange { level } => *thinking = level.clone(),
-        EntryKind::ModelChange { provider, model_id } => {
-            *model = Some(ModelRef {
-                provider: provider.clone(),
-                model_id: model_id.clone(),
-            });
-        }
-        EntryKind::Message(m) if m.role == Role::Assistant => {
-            *model = m.model.as_deref().cloned();
-        }
-        _ => {}
+    match setting(&tree.node(n).entry.kind) {
+        Some(Setting::Thinking(level)) => *thinking = level.clone(),
+        Some(Setting::Model(m)) => *model = m.to_owned(),
+        None => {}
     }
 }
 
-/// Tool calls and results as the model will see them: a result whose call is not in the
-/// context, and a call with no result after it.
-fn tool_pairing(tree: &Tree, items: &[ContextItem]) -> Vec<Diagnostic> {
-    let mut pairing = ToolPairing::with_capacity(items.len());
-    for item in items {
-        pairing.push(tree, item);
-    }
-    pairing.diagnostics(tree)
-}
-
-/// The state of [`tool_pairing`] after some items, so that a context extended by a few
+/// Tool calls and results as the model will see them (a result whose call is not in the
+/// context, and a call with no result after it), after some items, so that a context extended by a few
 /// items (see `core::incremental`) checks only those.
 ///
 /// A result answers a call with its id seen earlier; a call counts as answered when any
 /// result, anywhere in the context, answered its id (so `pending` drops every call with an
 /// id once it is answered, and never takes a call whose id already was).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ToolPairing {
+#[derive(Clone, Debug)]
+pub(crate) struct ToolPairing<K = ToolCallId> {
     /// Every call id seen, and whether a result has answered it.
-    calls: HashMap<ToolCallId, bool, RandomState>,
+    calls: HashMap<K, bool, RandomState>,
     /// Calls whose id no result has answered yet, in context order.
-    pending: Vec<(ToolCallId, NodeIdx)>,
+    pending: Vec<(K, NodeIdx)>,
     orphans: Vec<Diagnostic>,
 }
 
-impl ToolPairing {
+impl<K> Default for ToolPairing<K> {
+    fn default() -> Self {
+        ToolPairing {
+            calls: HashMap::default(),
+            pending: Vec::new(),
+            orphans: Vec::new(),
+        }
+    }
+}
+
+/// A tool call id as [`ToolPairing`] keeps it: owned, to outlive a borrow of the tree (the
+/// running state of `core::incremental`), or borrowed from the tree for one pass (a
+/// projection's check, which then clones no id).
+pub(crate) trait CallKey<'t>: Eq + Hash + Borrow<str> {
+    /// The key of `id`.
+    fn of(id: &'t ToolCallId) -> Self;
+}
+
+impl<'t> CallKey<'t> for ToolCallId {
+    fn of(id: &'t ToolCallId) -> Self {
+        id.clone()
+    }
+}
+
+impl<'t> CallKey<'t> for &'t str {
+    fn of(id: &'t ToolCallId) -> Self {
+        id.as_str()
+    }
+}
+
+impl<'t, K: CallKey<'t>> ToolPairing<K> {
     /// Room for the ids of a context of `items` entries without growing: a growing set hashes
     /// every id it holds again, and reading an id is a cache miss in a long context.
     fn with_capacity(items: usize) -> Self {
@@ -384,7 +514,7 @@ impl ToolPairing {
     }
 
     /// Takes the next context item.
-    pub(crate) fn push(&mut self, tree: &Tree, item: &ContextItem) {
+    pub(crate) fn push(&mut self, tree: &'t Tree, item: &ContextItem) {
         if item.contribution != Contribution::Message {
             return;
         }
@@ -400,8 +530,8 @@ impl ToolPairing {
                     _ => m.tool_call_ids(),
                 };
                 for id in ids {
-                    if !*self.calls.entry(id.clone()).or_insert(false) {
-                        self.pending.push((id.clone(), item.node));
+                    if !*self.calls.entry(K::of(id)).or_insert(false) {
+                        self.pending.push((K::of(id), item.node));
                     }
                 }
             }
@@ -410,7 +540,7 @@ impl ToolPairing {
                 match self.calls.get_mut(id) {
                     Some(answered) => {
                         if !std::mem::replace(answered, true) {
-                            self.pending.retain(|(p, _)| p != id);
+                            self.pending.retain(|(p, _)| p.borrow() != id);
                         }
                     }
                     None => self.orphans.push(Diagnostic::OrphanToolResult {
@@ -431,7 +561,7 @@ impl ToolPairing {
                 .iter()
                 .map(|(id, node)| Diagnostic::MissingToolResult {
                     entry_id: tree.node(*node).entry.id.clone(),
-                    tool_call_id: id.to_string(),
+                    tool_call_id: id.borrow().to_owned(),
                 }),
         );
         out

@@ -727,6 +727,16 @@ impl Tree {
     }
     /// The root-to-node path (node indices, root first). Empty for `None`.
     pub fn path_to(&self, leaf: Option<NodeIdx>) -> Vec<NodeIdx> {
+        self.path_to_with(leaf, |_, _| {})
+    }
+    /// [`Tree::path_to`], showing `visit` each node of the path on the way, from the leaf back
+    /// to the root: a caller that reads every entry of the path reads it while the walk has
+    /// its node at hand, instead of in a walk of its own.
+    pub fn path_to_with<'t>(
+        &'t self,
+        leaf: Option<NodeIdx>,
+        mut visit: impl FnMut(NodeIdx, &'t Node),
+    ) -> Vec<NodeIdx> {
         let mut path = Vec::new();
         let mut cur = leaf;
         while let Some(c) = cur {
@@ -736,7 +746,9 @@ impl Tree {
             // otherwise the walk waits one memory latency per entry of a long path.
             let ahead = (c as usize).wrapping_sub(AHEAD_OF_WALK);
             std::hint::black_box(self.nodes.get(ahead).map(|n| n.parent));
-            cur = self.nodes[c as usize].parent;
+            let node = &self.nodes[c as usize];
+            visit(c, node);
+            cur = node.parent;
         }
         path.reverse();
         // Held as long as its projection (a compaction of a 400,000-entry path holds 1.6 MB):
