@@ -118,9 +118,11 @@ pub const AHEAD: Ahead = Ahead {
 };
 
 /// Renders every message of `projection` as the text of a JSON array's elements: `emit` is
-/// called in order with fragments (UTF-8 JSON text) of one or more messages joined by commas,
-/// each message as [`for_each_message`] renders it, and the sum of `measure` over the
-/// fragment's messages (0 without one). A message the open placed in its line
+/// called in order with fragments (UTF-8 JSON text) whose concatenation is the messages joined
+/// by commas, each message as [`for_each_message`] renders it, and the sum of `measure` over
+/// the fragment's messages (0 without one). A fragment brings the comma before its first
+/// message, except the first fragment (so that a block is written in one piece). A message
+/// the open placed in its line
 /// ([`MessageInfo::verbatim`]) is copied from the line as written, without reading the line
 /// as JSON again, while the line is unchanged.
 ///
@@ -145,9 +147,15 @@ pub fn for_each_fragment(
         Vec::new()
     };
     let bytes: u64 = blocks.iter().map(|b| b.len as u64).sum();
+    let mut first = true;
     if blocks.len() < 2 || bytes < plan.from_bytes {
         for item in &projection.items {
-            item_texts(tree, item, source, &mut |m| emit(m, measured(measure, m)))?;
+            item_texts(tree, item, source, &mut |m| {
+                if !std::mem::take(&mut first) {
+                    emit(b",", 0)?;
+                }
+                emit(m, measured(measure, m))
+            })?;
         }
         return Ok(());
     }
@@ -165,7 +173,13 @@ pub fn for_each_fragment(
             if fragment.is_empty() {
                 return Ok(());
             }
-            emit(&fragment, measured).map_err(RenderError::Emit)
+            // Every message of a block comes after a comma.
+            let text = if std::mem::take(&mut first) {
+                fragment.get(1..).unwrap_or_default()
+            } else {
+                &fragment[..]
+            };
+            emit(text, measured).map_err(RenderError::Emit)
         },
     )
 }
@@ -237,9 +251,7 @@ fn render_block(
     let mut sum = 0;
     for item in items {
         item_texts(tree, item, &lines, &mut |m| {
-            if !fragment.is_empty() {
-                fragment.push(b',');
-            }
+            fragment.push(b',');
             fragment.extend_from_slice(m);
             sum += measured(measure, m);
             Ok(())

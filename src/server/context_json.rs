@@ -21,7 +21,7 @@ use crate::core::compaction::text_tokens;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::explain::message_count;
 use crate::core::preview;
-use crate::core::projection::Projection;
+use crate::core::projection::{ContextItem, Projection};
 use crate::core::render::{self, LineSource, RenderError};
 use crate::core::tree::Tree;
 use crate::storage::reader::TornTail;
@@ -145,12 +145,36 @@ fn message_entry_ids<'a>(
     tree: &'a Tree,
     projection: &'a Projection,
 ) -> impl Iterator<Item = &'a str> + 'a {
-    projection.items.iter().flat_map(move |i| {
-        std::iter::repeat_n(
-            tree.node(i.node).entry.id.as_str(),
-            message_count(i.contribution),
-        )
-    })
+    let ids = projection
+        .items
+        .iter()
+        .map(move |i| tree.node(i.node).entry.id.as_str());
+    per_message(&projection.items, ids)
+}
+
+/// `ids`, one for each item of `items`, each repeated as many times as its item gives
+/// messages.
+fn per_message<'a>(
+    items: &'a [ContextItem],
+    ids: impl Iterator<Item = &'a str> + Clone + 'a,
+) -> impl Iterator<Item = &'a str> + Clone + 'a {
+    items
+        .iter()
+        .zip(ids)
+        .flat_map(|(i, id)| std::iter::repeat_n(id, message_count(i.contribution)))
+}
+
+/// An iterator written as a JSON array, without collecting it first.
+struct Seq<I>(I);
+
+impl<I> Serialize for Seq<I>
+where
+    I: Iterator + Clone,
+    I::Item: Serialize,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.clone())
+    }
 }
 
 /// Stops rendering early once the window is past; never reported as an error.
@@ -270,7 +294,6 @@ impl ContextJson<'_> {
             .map_err(serde_json::Error::io)?;
         let estimate = |m: &str| text_tokens::estimate_tokens_text(m);
         let measure: Option<&render::Measure> = self.count_tokens.then_some(&estimate);
-        let mut first = true;
         let after = self.after_messages();
         let mut rest = None;
         let written = rayon::in_place_scope(|scope| {
@@ -286,9 +309,6 @@ impl ContextJson<'_> {
                 measure,
                 |text, tokens| {
                     self.counted.set(self.counted.get() + tokens);
-                    if !std::mem::take(&mut first) {
-                        out.write_all(b",")?;
-                    }
                     out.write_all(text)
                 },
             )
@@ -340,6 +360,8 @@ impl AfterMessages<'_> {
             map.serialize_entry::<str, RawValue>("thinkingLevel", level)?;
         }
         map.serialize_entry("model", &proj.model.as_ref().map(Model))?;
+        // Each item's node is read once for both lists (a long context's nodes are far
+        // apart in memory).
         let entry_ids: Vec<&str> = proj
             .items
             .iter()
@@ -347,12 +369,11 @@ impl AfterMessages<'_> {
             .collect();
         map.serialize_entry("entryIds", &entry_ids)?;
         let window = self.window;
-        let message_ids: Vec<&str> = message_entry_ids(tree, proj)
+        let message_ids = per_message(&proj.items, entry_ids.iter().copied())
             .enumerate()
             .filter(|(i, _)| window.contains(*i))
-            .map(|(_, id)| id)
-            .collect();
-        map.serialize_entry("messageEntryIds", &message_ids)?;
+            .map(|(_, id)| id);
+        map.serialize_entry("messageEntryIds", &Seq(message_ids))?;
         map.serialize_entry("leafId", &proj.leaf.map(|l| tree.node(l).entry.id.as_str()))?;
         let diagnostics: Vec<&Diagnostic> =
             tree.diagnostics().iter().chain(&proj.diagnostics).collect();
