@@ -394,7 +394,7 @@ impl<'t> SettingsBack<'t> {
             Some(level) => level.clone(),
             None => Some(SharedRaw::from(raw_literal("\"off\""))),
         };
-        (thinking, self.model.as_ref().and_then(ModelOf::to_owned))
+        (thinking, self.model.as_ref().and_then(ModelOf::kept))
     }
 }
 
@@ -415,7 +415,8 @@ enum ModelOf<'a> {
 }
 
 impl ModelOf<'_> {
-    fn to_owned(&self) -> Option<ModelRef> {
+    /// The model, cloned to be kept (`None`: the entry sets no model).
+    fn kept(&self) -> Option<ModelRef> {
         match *self {
             ModelOf::Change(provider, model_id) => Some(ModelRef {
                 provider: provider.clone(),
@@ -450,7 +451,7 @@ pub(crate) fn apply_setting(
 ) {
     match setting(&tree.node(n).entry.kind) {
         Some(Setting::Thinking(level)) => *thinking = level.clone(),
-        Some(Setting::Model(m)) => *model = m.to_owned(),
+        Some(Setting::Model(m)) => *model = m.kept(),
         None => {}
     }
 }
