@@ -304,8 +304,13 @@ impl Tree {
             _ => {}
         }
         let parent = entry.parent_id.as_ref().map(|p| {
-            self.index
-                .get(&self.nodes, p.as_str())
+            // Most entries follow their parent. The node pushed last is the one the index
+            // gives for its id (the latest node with an id owns it), so it is checked first,
+            // without a lookup.
+            let last = idx
+                .checked_sub(1)
+                .filter(|&l| self.nodes.get(l as usize).is_some_and(|n| n.entry.id == *p));
+            last.or_else(|| self.index.get(&self.nodes, p.as_str()))
                 .ok_or_else(|| p.clone())
         });
         if let Some(Ok(p)) = parent {
