@@ -279,10 +279,11 @@ impl Stdout for Vec<u8> {}
 
 /// How much of a `--json` document is held in memory before the rest goes to a temporary
 /// file (bytes): a context of 100,000 messages is a document of 50 MB, which would otherwise
-/// double the command's peak memory. Small, because what a long document holds in memory is
-/// written twice (grown by doubling, then moved to the file): 4 MiB of it cost 3 ms of a
-/// 100,000-message context.
-const DOCUMENT_IN_MEMORY: usize = 256 << 10;
+/// double the command's peak memory. 1 MiB holds the whole document of most sessions (no
+/// temporary file is made for them); a long document's first part is written twice (grown by
+/// doubling, then moved to the file), which at the 4 MiB this was cost 3 ms of the context of
+/// 100,000 messages.
+const DOCUMENT_IN_MEMORY: usize = 1 << 20;
 /// The write buffer in front of a `--json` document (bytes).
 const DOCUMENT_BUFFER: usize = 64 << 10;
 
