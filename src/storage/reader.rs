@@ -748,6 +748,24 @@ mod tests {
         ..PLAN
     };
 
+    /// Positioned reads into fresh memory give the file's bytes exactly, nothing for an empty
+    /// range, and `UnexpectedEof` for a range past the end (as `read_exact_at`).
+    #[test]
+    fn positioned_reads_give_the_bytes_or_unexpected_eof() {
+        let mut file = tempfile::tempfile().unwrap();
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        std::io::Write::write_all(&mut file, &bytes).unwrap();
+        let lines = FileLines::new(file);
+        for (offset, len) in [(0, 0), (0, 1), (7, 4096), (1, 299_999), (299_999, 1)] {
+            let got = lines.range(offset as u64, len).unwrap().unwrap();
+            assert_eq!(got, &bytes[offset..offset + len], "{offset} + {len}");
+        }
+        for (offset, len) in [(0, 300_001), (299_999, 2), (300_000, 1), (400_000, 1)] {
+            let err = lines.range(offset, len).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{offset} + {len}");
+        }
+    }
+
     /// Opens every shipped session strictly and leniently line by line and by each parallel
     /// plan: the trees, their diagnostics, positions, torn tails and errors are the same.
     #[test]
