@@ -456,9 +456,10 @@ pub(crate) fn apply_setting(
     }
 }
 
-/// Tool calls and results as the model will see them (a result whose call is not in the
-/// context, and a call with no result after it), after some items, so that a context extended by a few
-/// items (see `core::incremental`) checks only those.
+/// The check of tool calls and results as the model will see them (a result whose call is
+/// not in the context, and a call with no result after it), item by item: [`project`] runs it
+/// in its pass over the items, and a context extended by a few items (`core::incremental`)
+/// checks only those. `K` is how call ids are kept ([`CallKey`]).
 ///
 /// A result answers a call with its id seen earlier; a call counts as answered when any
 /// result, anywhere in the context, answered its id (so `pending` drops every call with an
