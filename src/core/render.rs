@@ -189,7 +189,8 @@ pub fn for_each_fragment(
 pub type Measure = dyn Fn(&str) -> u64 + Sync;
 
 /// `measure` of the message `text` (0 when there is nothing to measure by). Every message is
-/// UTF-8: as read from a line of UTF-8 ([`Verbatim`]) or as rendered.
+/// UTF-8: as read from a line of UTF-8 ([`Verbatim`](crate::core::verbatim::Verbatim)) or as
+/// rendered.
 fn measured(measure: Option<&Measure>, text: &[u8]) -> u64 {
     measure.map_or(0, |measure| std::str::from_utf8(text).map_or(0, measure))
 }

@@ -3,7 +3,7 @@
 //! second time.
 //!
 //! serde_json reports no positions, but a key read from text without escapes is borrowed
-//! from the line. [`Keyed`] wraps the probe's reading of a line's top-level object and notes
+//! from the line. `Keyed` wraps the probe's reading of a line's top-level object and notes
 //! the address of the `message` key, and whether another key follows it. pi writes the
 //! message as a message entry's last field; in valid JSON its value then starts after
 //! `"message"`, whitespace, `:` and whitespace, and ends before whitespace and the object's

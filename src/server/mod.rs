@@ -2,7 +2,7 @@
 //! built on `tower-lsp-server`. The only module that knows JSON-RPC.
 //!
 //! * [`METHODS`] / [`NOTIFICATIONS`] and the registration chain come from one table
-//!   ([`method_table!`]); `protocol/README.md` and `protocol/schema/` must agree with it
+//!   (`method_table!`); `protocol/README.md` and `protocol/schema/` must agree with it
 //!   (a test checks).
 //! * [`wire`] holds params, results and notifications, [`convert`] turns core, storage and
 //!   session types into them (the CLI's `--json` output uses the same shapes), [`context_json`]

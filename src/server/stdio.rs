@@ -130,7 +130,7 @@ impl<S> Polled<S> {
 }
 
 impl PolledInput {
-    /// Stdin (`fd`) as a [`pipe::Receiver`] or a [`UnixStream`]; see [`Polled::new`].
+    /// Stdin (`fd`) as a [`pipe::Receiver`] or a [`UnixStream`]; see `Polled::new`.
     pub fn input(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledInput> {
         Polled::new(fd, flags, |kind, owned| {
             let stream: Box<dyn AsyncRead + Unpin + Send> = match kind {
@@ -149,7 +149,7 @@ impl PolledInput {
 }
 
 impl PolledOutput {
-    /// Stdout (`fd`) as a [`pipe::Sender`] or a [`UnixStream`]; see [`Polled::new`].
+    /// Stdout (`fd`) as a [`pipe::Sender`] or a [`UnixStream`]; see `Polled::new`.
     pub fn output(fd: BorrowedFd<'_>, flags: OFlags) -> Option<PolledOutput> {
         Polled::new(fd, flags, |kind, owned| {
             let stream: Box<dyn AsyncWrite + Unpin + Send> = match kind {

@@ -185,7 +185,7 @@ impl Snapshot {
 ///
 /// A pass costs about 50 µs per process (3.4–4.6 ms with 77 processes), so it is kept off the
 /// request path: while sessions keep asking (within twice `max_age`), a thread of its own
-/// ([`refresh`]) takes the next pass when the current one is three quarters of `max_age` old.
+/// (`refresh`) takes the next pass when the current one is three quarters of `max_age` old.
 /// A caller finds a pass older than `max_age` only when nothing asked for a while (or the
 /// thread could not start); it then takes one itself, under the lock, so sessions asking at
 /// once wait for one pass instead of making one each.

@@ -92,8 +92,7 @@ impl CompactionEntry {
         Value::Object(e)
     }
 
-    /// The entry as one JSON line without the newline, serialized as `JSON.stringify` does
-    /// (`lone`: whether the session's lone surrogates were mapped; see [`LoneSurrogates`]).
+    /// The entry as one JSON line without the newline, serialized as `JSON.stringify` does.
     pub fn to_json(&self) -> String {
         js::stringify(&self.to_value())
     }

@@ -11,8 +11,8 @@
 //!
 //! Memory: the projection keeps no message bodies and no per-message facts. Each entry leaves
 //! one byte, its flags (turn start, cut point, visibility) and number of messages
-//! ([`PackedEntries`](super::packed::PackedEntries));
-//! pi's context token estimate is gathered while the projection is built ([`TokenScan`]);
+//! ([`PackedEntries`]);
+//! pi's context token estimate is gathered while the projection is built (`TokenScan`);
 //! the cut point reads the estimates of the newest entries again from the file, walking back
 //! only as far as `keepRecentTokens` takes it. The messages the summarizer, the file lists
 //! and the conversation need are read again from the file, one entry at a time, by

@@ -329,7 +329,8 @@ fn tree_ids_from(tree: &Tree, from: usize) -> Vec<EntryId> {
 
 /// What the end of the file looks like after catching up.
 enum Tail {
-    /// Ends in a line the tree holds (terminated, or open: see [`Position::open`]).
+    /// Ends in a line the tree holds (terminated, or open: see
+    /// [`Position::open`](crate::storage::lines::Position::open)).
     Clean,
     /// An old torn tail (to be repaired before appending).
     Torn(TornTail),

@@ -3,8 +3,10 @@
 //!
 //! # The API the session owner task calls
 //!
-//! The owner task of an open session holds its [`OpenedSession`] (from
-//! [`reader::open_session`] in strict mode, or [`open_for_write`]) and one [`Reservations`] shared
+//! The owner task of an open session holds its
+//! [`OpenedSession`](crate::storage::reader::OpenedSession) (from
+//! [`open_session`](crate::storage::reader::open_session) in strict mode, or
+//! [`open_for_write`]) and one [`Reservations`](crate::storage::publish::Reservations) shared
 //! by the whole daemon. Each JSON-RPC method is one call:
 //!
 //! | method | call |
