@@ -130,9 +130,9 @@ pub const AHEAD: Ahead = Ahead {
 /// each block is read in one [`LineSource::range`] and rendered (and measured) on the rayon
 /// thread pool within `ahead.limit`, while `emit` runs on the calling thread
 /// ([`ahead::in_order`]). A short context, or one rendered where the pool cannot help
-/// ([`ahead::available`]), renders in order, one message per fragment. Errors:
-/// [`for_each_message`]'s; the first in message order is returned (the messages of the
-/// failing block before it are not emitted).
+/// ([`ahead::available`]), renders in order: a message, or the comma between two, per
+/// fragment. Errors: [`for_each_message`]'s; the first in message order is returned (the
+/// messages of the failing block before it are not emitted).
 pub fn for_each_fragment(
     tree: &Tree,
     projection: &Projection,
