@@ -1023,3 +1023,51 @@ fn usage_errors_under_json_print_a_json_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
 }
+
+/// A `--json` document too long to hold in memory goes to a temporary file until it is
+/// complete; when that file cannot be made, the error names the temporary directory, standard
+/// output gets the one error document, and a short document (held in memory) is unaffected.
+#[test]
+fn a_json_document_whose_temporary_file_cannot_be_made_gives_one_error_naming_the_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("long.jsonl");
+    let text = "word ".repeat(300_000);
+    let lines = [
+        json!({"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/"}),
+        json!({"type":"message","id":"a1","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z",
+            "message":{"role":"user","content":text,"timestamp":1}}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, body).unwrap();
+    let missing = dir.path().join("no-such-dir");
+    let run = |path: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+            .arg("context")
+            .arg(path)
+            .arg("--json")
+            .env("TMPDIR", &missing)
+            .output()
+            .unwrap()
+    };
+
+    let out = run(&file);
+    assert_eq!(out.status.code(), Some(2));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["error"]["kind"], "io");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("temporary file") && message.contains(&*missing.to_string_lossy()),
+        "{message}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&*missing.to_string_lossy()),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let short = repo_root().join("examples/pi-v3-branched.jsonl");
+    let out = run(&short);
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["messages"].is_array());
+}

@@ -286,6 +286,18 @@ pub enum CliError {
     /// Writing to stdout failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),
+    /// The temporary file that holds a `--json` document until it is complete could not be
+    /// written (standard output is untouched then, so the error document still goes there).
+    #[error(
+        "cannot hold the --json document in a temporary file in {}: {source}",
+        dir.display()
+    )]
+    Spool {
+        /// The temporary directory (`$TMPDIR`, else `/tmp`).
+        dir: PathBuf,
+        /// Why the write failed.
+        source: io::Error,
+    },
 }
 
 impl CliError {
@@ -307,7 +319,8 @@ impl CliError {
             | CliError::Render { .. }
             | CliError::Compact(_)
             | CliError::Argument { .. }
-            | CliError::Output(_) => Exit::Error,
+            | CliError::Output(_)
+            | CliError::Spool { .. } => Exit::Error,
         }
     }
 
@@ -371,7 +384,8 @@ impl CliError {
             CliError::Open(OpenError::Io { .. })
             | CliError::Render { .. }
             | CliError::Compact(_)
-            | CliError::Output(_) => "io",
+            | CliError::Output(_)
+            | CliError::Spool { .. } => "io",
         };
         e["kind"] = json!(kind);
         json!({ "error": e }).to_string()

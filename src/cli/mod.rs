@@ -300,11 +300,53 @@ fn emit(
     // for every piece serde writes. Restored on the way in, so that it can leave as it is.
     let mut document = RestoringWriter::new(io::BufWriter::with_capacity(
         DOCUMENT_BUFFER,
-        tempfile::SpooledTempFile::new(DOCUMENT_IN_MEMORY),
+        Spool(tempfile::SpooledTempFile::new(DOCUMENT_IN_MEMORY)),
     ));
     let out: &mut dyn Write = if json { &mut document } else { &mut *stdout };
     let result = command(out);
     finish(stdout, json, document, result)
+}
+
+/// The temporary file behind a `--json` document ([`emit`]). Its write errors are marked
+/// ([`SpoolFailed`]) on their way through the command, so that [`spool_failure`] can tell
+/// them from the command's own I/O errors.
+struct Spool(tempfile::SpooledTempFile);
+
+/// A failed write of a [`Spool`], carried inside an `io::Error`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct SpoolFailed(io::Error);
+
+impl Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(spool_failed)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(spool_failed)
+    }
+}
+
+fn spool_failed(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), SpoolFailed(e))
+}
+
+/// `e`, or [`CliError::Spool`] naming the temporary directory when `e` is a failed write of
+/// the document's [`Spool`] (a full disk, a temporary directory that is missing or read-only).
+fn spool_failure(e: CliError) -> CliError {
+    let CliError::Output(io) = e else {
+        return e;
+    };
+    if !io.get_ref().is_some_and(|inner| inner.is::<SpoolFailed>()) {
+        return CliError::Output(io);
+    }
+    let kind = io.kind();
+    match io.into_inner().map(|inner| inner.downcast::<SpoolFailed>()) {
+        Some(Ok(failed)) => CliError::Spool {
+            dir: std::env::temp_dir(),
+            source: failed.0,
+        },
+        _ => CliError::Output(io::Error::from(kind)),
+    }
 }
 
 fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
@@ -338,18 +380,20 @@ fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
 fn finish(
     stdout: &mut RestoringWriter<impl Stdout>,
     json: bool,
-    document: RestoringWriter<io::BufWriter<tempfile::SpooledTempFile>>,
+    document: RestoringWriter<io::BufWriter<Spool>>,
     result: Result<Exit, CliError>,
 ) -> ExitCode {
-    let result = result.and_then(|exit| {
-        let document = document
-            .into_inner()?
-            .into_inner()
-            .map_err(io::IntoInnerError::into_error)?;
-        stdout.flush()?;
-        stdout.get_mut()?.copy_document(document.into_inner())?;
-        Ok(exit)
-    });
+    let result = result
+        .and_then(|exit| {
+            let document = document
+                .into_inner()?
+                .into_inner()
+                .map_err(io::IntoInnerError::into_error)?;
+            stdout.flush()?;
+            stdout.get_mut()?.copy_document(document.0.into_inner())?;
+            Ok(exit)
+        })
+        .map_err(spool_failure);
     match result {
         Ok(exit) => exit.into(),
         Err(CliError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
