@@ -84,28 +84,21 @@ pub struct Projection {
 /// Projects the session at `leaf` (`None`: the empty leaf, before the first entry).
 /// Use [`Tree::default_leaf`] for pi's default.
 pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
-    // The walk to the root reads each entry of the path once for the settings and for
-    // whether there is a compaction; the items and the tool pairing share one pass forward.
-    let mut walk = PathWalk::default();
-    let path = tree.path_to_with(leaf, |_, node| walk.see(&node.entry.kind));
-    let (thinking_level, model) = walk.settings.decided();
-    // Without a compaction on the path the context entries are the path (no copy of it).
-    let entries = walk.has_compaction.then(|| context_entries(tree, &path));
-    let list = entries.as_deref().unwrap_or(&path);
-    let compaction = list
-        .first()
-        .copied()
-        .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
-
-    let edits = if walk.has_context_edit {
-        edits_by_target(tree, list)
-    } else {
-        HashMap::new()
-    };
-    let mut pairing = ToolPairing::<&str>::with_capacity(list.len());
-    let items = context_items_with(tree, list, false, &edits, |item| pairing.push(tree, item));
-    drop(entries);
+    // The walk to the root ([`walk_path`]) decides the settings on the way; the items and the
+    // tool pairing share one pass forward.
+    let (walked, settings) = walk_path(tree, leaf);
+    let (thinking_level, model) = settings.decided();
+    let mut pairing = ToolPairing::<&str>::with_capacity(walked.len());
+    let items = context_items_with(tree, walked.entries(), false, &walked.edits, |item| {
+        pairing.push(tree, item)
+    });
     let diagnostics = pairing.diagnostics(tree);
+    let PathProjection {
+        leaf,
+        path,
+        compaction,
+        ..
+    } = walked;
     Projection {
         leaf,
         path,
@@ -117,7 +110,35 @@ pub fn project(tree: &Tree, leaf: Option<NodeIdx>) -> Projection {
     }
 }
 
-/// What [`project`] reads on its walk from the leaf to the root.
+/// The path to `leaf` and its context entries ([`PathProjection`]), and the settings seen on
+/// the way: one walk from the leaf to the root reads each entry of the path once, for the
+/// settings and for whether the path holds a compaction (without one the context entries are
+/// the path itself, not a copy) or a context edit (without one no edit is looked for).
+fn walk_path(tree: &Tree, leaf: Option<NodeIdx>) -> (PathProjection, SettingsBack<'_>) {
+    let mut walk = PathWalk::default();
+    let path = tree.path_to_with(leaf, |node| walk.see(&node.entry.kind));
+    let entries = walk.has_compaction.then(|| context_entries(tree, &path));
+    let list = entries.as_deref().unwrap_or(&path);
+    let compaction = list
+        .first()
+        .copied()
+        .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
+    let edits = if walk.has_context_edit {
+        edits_by_target(tree, list)
+    } else {
+        HashMap::new()
+    };
+    let walked = PathProjection {
+        leaf,
+        path,
+        compaction,
+        entries,
+        edits,
+    };
+    (walked, walk.settings)
+}
+
+/// What [`walk_path`] reads on its walk from the leaf to the root.
 #[derive(Default)]
 struct PathWalk<'t> {
     settings: SettingsBack<'t>,
@@ -192,25 +213,7 @@ impl PathProjection {
 
 /// [`project`] for compaction (see [`PathProjection`]): the path and the context entries.
 pub fn project_path(tree: &Tree, leaf: Option<NodeIdx>) -> PathProjection {
-    let mut has_compaction = false;
-    let path = tree.path_to_with(leaf, |_, node| {
-        has_compaction |= matches!(node.entry.kind, EntryKind::Compaction { .. });
-    });
-    // Without a compaction on the path the context entries are the path (no copy of it).
-    let entries = has_compaction.then(|| context_entries(tree, &path));
-    let list = entries.as_deref().unwrap_or(&path);
-    let compaction = list
-        .first()
-        .copied()
-        .filter(|&n| matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }));
-    let edits = edits_by_target(tree, list);
-    PathProjection {
-        leaf,
-        path,
-        compaction,
-        entries,
-        edits,
-    }
+    walk_path(tree, leaf).0
 }
 
 /// The latest context edit per target id among `entries` (pi 1.6.0: a later edit of the same

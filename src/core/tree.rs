@@ -548,7 +548,7 @@ impl Tree {
 
     fn attach(&mut self, child: NodeIdx, parent: NodeIdx) {
         self.nodes[child as usize].parent = Some(parent);
-        self.leaves.remove(&parent);
+        self.leaves.remove(parent);
         let time = self.nodes[child as usize].entry.time_ms.ms();
         let untimed_sibling =
             !self.untimed_children.is_empty() && self.untimed_children.contains_key(&parent);
@@ -732,7 +732,7 @@ impl Tree {
     }
     /// The root-to-node path (node indices, root first). Empty for `None`.
     pub fn path_to(&self, leaf: Option<NodeIdx>) -> Vec<NodeIdx> {
-        self.path_to_with(leaf, |_, _| {})
+        self.path_to_with(leaf, |_| {})
     }
     /// [`Tree::path_to`], showing `visit` each node of the path on the way, from the leaf back
     /// to the root: a caller that reads every entry of the path reads it while the walk has
@@ -740,7 +740,7 @@ impl Tree {
     pub fn path_to_with<'t>(
         &'t self,
         leaf: Option<NodeIdx>,
-        mut visit: impl FnMut(NodeIdx, &'t Node),
+        mut visit: impl FnMut(&'t Node),
     ) -> Vec<NodeIdx> {
         let mut path = Vec::new();
         let mut cur = leaf;
@@ -752,7 +752,7 @@ impl Tree {
             let ahead = (c as usize).wrapping_sub(AHEAD_OF_WALK);
             std::hint::black_box(self.nodes.get(ahead).map(|n| n.parent));
             let node = &self.nodes[c as usize];
-            visit(c, node);
+            visit(node);
             cur = node.parent;
         }
         path.reverse();
@@ -790,8 +790,8 @@ impl LeafSet {
         self.words[word] |= 1 << bit;
     }
 
-    fn remove(&mut self, idx: &NodeIdx) {
-        if let Some(word) = self.words.get_mut(*idx as usize / 64) {
+    fn remove(&mut self, idx: NodeIdx) {
+        if let Some(word) = self.words.get_mut(idx as usize / 64) {
             *word &= !(1 << (idx % 64));
         }
     }
@@ -951,8 +951,8 @@ mod leaf_and_fence_tests {
         for idx in [130, 0, 63, 64, 5, 200] {
             set.insert(idx);
         }
-        set.remove(&5);
-        set.remove(&999);
+        set.remove(5);
+        set.remove(999);
         set.insert(63);
         assert_eq!(set.iter().collect::<Vec<_>>(), vec![0, 63, 64, 130, 200]);
         assert_eq!(LeafSet::default().iter().count(), 0);

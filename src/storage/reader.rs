@@ -292,7 +292,7 @@ impl Loader {
                 // `apply` and `apply_item` (each move of an entry is a copy of 136 bytes).
                 (Item::Entry(entry, v1), Some(tree)) => {
                     tree.push(entry, v1)?;
-                    self.position = Position::after(span);
+                    self.passed(span, false);
                 }
                 (item, _) => self.apply(item, span, false)?,
             }
@@ -319,12 +319,18 @@ impl Loader {
                 }
             },
         }
+        self.passed(span, unterminated);
+        Ok(())
+    }
+
+    /// Reading now stands after the line at `span` (`unterminated`: the final line, without a
+    /// newline, which may still grow).
+    fn passed(&mut self, span: LineSpan, unterminated: bool) {
         self.position = if unterminated {
             Position::after_open(span)
         } else {
             Position::after(span)
         };
-        Ok(())
     }
 
     /// The tree once every line is read. Without a header: `emptyFile` for a file that holds
