@@ -248,6 +248,26 @@ fn context_at_equals_the_cli_on_every_fixture() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// `session/contextAt` passes a message's text on as pi does: U+FDD0 followed by a
+/// private-use character stays text, and an entry id holding a lone surrogate keeps pi's
+/// escape (the test client reads an escape as its text, so the two stay apart).
+#[test]
+fn context_at_passes_message_text_on_as_pi_does() {
+    let dir = repo().join("tests/data/text");
+    let path = dir.join("noncharacter-text.jsonl");
+    let pi = support::common::parse_json(
+        &std::fs::read(dir.join("noncharacter-text.pi-context.json")).expect("pi's answer"),
+    )
+    .expect("pi's answer is JSON");
+    let (mut d, _) = Daemon::start(&[&dir]);
+    let path = path.to_str().expect("utf-8");
+    d.call("session/open", json!({"path": path}));
+    let ctx = d.call("session/contextAt", json!({"path": path}));
+    assert_eq!(ctx["messages"], pi["messages"]);
+    assert_eq!(ctx["entryIds"][1], json!(r"f3100002\ud800"));
+    assert_eq!(d.stop(), Some(0));
+}
+
 /// A writer process appends 2,000 entries in random chunks that split lines mid-JSON, with
 /// random pauses; the client must see every entry exactly once, in file order.
 #[test]

@@ -173,3 +173,38 @@ fn comparison_helpers_behave_like_javascript() {
     assert_ne!(lone, other);
     assert_eq!(lone["t"], json!("a \\ud83d b \\ude80 🚀 \\ud83d"));
 }
+
+/// pi's answer for tests/data/text/noncharacter-text.jsonl, made by the oracle:
+/// `node .oracle/oracle.mjs context tests/data/text/noncharacter-text.jsonl >
+/// tests/data/text/noncharacter-text.pi-context.json`.
+const NONCHARACTER_PI: &str = "tests/data/text/noncharacter-text.pi-context.json";
+
+/// A context's messages are pi's bytes: U+FDD0 followed by a private-use character is text
+/// that pi writes back as it is (only an entry id, which sessiond decodes, holds a lone
+/// surrogate, written with pi's escape).
+#[test]
+fn message_text_is_pi_s_bytes() {
+    let root = repo_root();
+    let pi = std::fs::read(root.join(NONCHARACTER_PI)).expect("pi's answer");
+    // pi prints {messages, thinkingLevel, model}; sessiond the same fields first, then its own.
+    let pi = pi.strip_suffix(b"}\n").expect("pi's document");
+    let output = sessiond([
+        "context",
+        "tests/data/text/noncharacter-text.jsonl",
+        "--json",
+    ]);
+    assert!(output.status.success(), "{}", describe(&output));
+    let ours = &output.stdout;
+    let rest = ours.strip_prefix(pi).unwrap_or_else(|| {
+        panic!(
+            "not pi's messages:\n  pi:       {}\n  sessiond: {}",
+            String::from_utf8_lossy(pi),
+            String::from_utf8_lossy(ours)
+        )
+    });
+    assert!(
+        rest.starts_with(br#","entryIds":["f3100001","f3100002\ud800","f3100003"]"#),
+        "{}",
+        String::from_utf8_lossy(rest)
+    );
+}

@@ -272,6 +272,22 @@ impl Stdout for Output {
     }
 }
 
+/// What a command writes to: text written through it leaves with its decoded lone surrogates
+/// written back as pi's escapes ([`RestoringWriter`]); text that is final already (a context
+/// document, see [`ContextJson::write_to`](crate::server::context_json::ContextJson::write_to))
+/// goes through [`Sink::final_text`] as it is.
+pub trait Sink: Write {
+    /// The writer behind the restoring one, once what that held back is written. Errors: that
+    /// write's.
+    fn final_text(&mut self) -> io::Result<&mut dyn Write>;
+}
+
+impl<W: Write> Sink for RestoringWriter<W> {
+    fn final_text(&mut self) -> io::Result<&mut dyn Write> {
+        Ok(self.get_mut()?)
+    }
+}
+
 impl Stdout for io::StdoutLock<'_> {}
 impl Stdout for io::BufWriter<std::fs::File> {}
 #[cfg(test)]
@@ -294,7 +310,7 @@ const DOCUMENT_BUFFER: usize = 64 << 10;
 fn emit(
     stdout: &mut RestoringWriter<impl Stdout>,
     json: bool,
-    command: impl FnOnce(&mut dyn Write) -> Result<Exit, CliError>,
+    command: impl FnOnce(&mut dyn Sink) -> Result<Exit, CliError>,
 ) -> ExitCode {
     // Buffered: once spooled to its file, the document would otherwise cost a system call
     // for every piece serde writes. Restored on the way in, so that it can leave as it is.
@@ -302,7 +318,7 @@ fn emit(
         DOCUMENT_BUFFER,
         Spool(tempfile::SpooledTempFile::new(DOCUMENT_IN_MEMORY)),
     ));
-    let out: &mut dyn Write = if json { &mut document } else { &mut *stdout };
+    let out: &mut dyn Sink = if json { &mut document } else { &mut *stdout };
     let result = command(out);
     finish(stdout, json, document, result)
 }
@@ -349,7 +365,7 @@ fn spool_failure(e: CliError) -> CliError {
     }
 }
 
-fn dispatch(command: Command, out: &mut dyn Write) -> Result<Exit, CliError> {
+fn dispatch(command: Command, out: &mut dyn Sink) -> Result<Exit, CliError> {
     match command {
         Command::Context(args) => read::context(out, &args),
         Command::Tree(args) => read::tree(out, &args),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Value, json};
 
+use super::Sink;
 use super::error::{CliError, Exit};
 use crate::core::diagnostics::Diagnostic;
 use crate::core::explain;
@@ -129,7 +130,7 @@ fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeId
 }
 
 /// Runs `sessiond context`.
-pub fn context(out: &mut dyn Write, args: &ContextArgs) -> Result<Exit, CliError> {
+pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
     let opened = open(&args.file, args.allow_corrupt)?;
     let exit = print_context(out, &opened, args);
     exiting_with(opened);
@@ -146,7 +147,7 @@ fn exiting_with<T>(read: T) {
 /// Prints the context of a session already read (apart from [`context`] so that a test can
 /// change the file between the read and the printing).
 pub fn print_context(
-    out: &mut dyn Write,
+    out: &mut dyn Sink,
     opened: &Opened,
     args: &ContextArgs,
 ) -> Result<Exit, CliError> {
@@ -160,7 +161,8 @@ pub fn print_context(
         source,
     };
     if args.json {
-        write_context_json(out, tree, &proj, lines, session, file)?;
+        // The document is final text ([`ContextJson::write_to`]).
+        write_context_json(out.final_text()?, tree, &proj, lines, session, file)?;
     } else {
         let model = proj.model.as_ref().map_or("none".to_owned(), |m| {
             let text = |r: &Option<crate::core::format::SharedRaw>| {

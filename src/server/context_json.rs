@@ -20,6 +20,7 @@ use crate::core::ahead;
 use crate::core::compaction::text_tokens;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::explain::message_count;
+use crate::core::jsstr::{self, RestoringWriter};
 use crate::core::preview;
 use crate::core::projection::{ContextItem, Projection};
 use crate::core::render::{self, LineSource, RenderError};
@@ -280,26 +281,68 @@ impl Serialize for AfterMessages<'_> {
 const AFTER_MESSAGES_AHEAD_FROM_BLOCKS: usize = 4;
 
 impl ContextJson<'_> {
-    /// Writes the document to `out`, as `serde_json::to_writer` writes it (the same bytes).
+    /// Writes the document to `out` as its final JSON text: what `serde_json::to_writer` writes,
+    /// with every decoded lone surrogate written back as pi's escape
+    /// ([`jsstr::restore_json`]), except that a full message is its JSON text as rendered (as the
+    /// file holds it where pi passes it through). A U+FDD0 pair in that text is text pi passes
+    /// on, not a decoded lone surrogate: pi 1.6.0 writes what `JSON.parse` read with
+    /// `JSON.stringify`, which leaves both characters as they are. So the caller writes the text
+    /// as it is, restoring nothing.
+    ///
     /// Every message, as written (full fields, the whole window), is rendered ahead on the
     /// thread pool in blocks and written a block at a time ([`render::for_each_fragment`]).
     /// Generic over the writer so that a concrete one (the daemon's buffer) is written without a
     /// dynamic call per piece. Errors: writing `out` failed, or a message could not be rendered (then
     /// [`ContextJson::take_render_error`] gives the typed error).
     pub fn write_to<W: io::Write + ?Sized>(&self, out: &mut W) -> serde_json::Result<()> {
-        if !(self.fields == Fields::Full && self.window == Window::default()) {
-            return serde_json::to_writer(out, self);
+        if self.fields != Fields::Full {
+            // Previews and ids are decoded text: all of it is restored.
+            let mut restoring = RestoringWriter::new(&mut *out);
+            serde_json::to_writer(&mut restoring, self)?;
+            return restoring
+                .into_inner()
+                .map(drop)
+                .map_err(serde_json::Error::io);
         }
         out.write_all(b"{\"messages\":[")
             .map_err(serde_json::Error::io)?;
+        let after = self.after_messages();
+        let written = if self.window == Window::default() {
+            self.write_every_message(out, after)
+        } else {
+            self.write_window(out).map(|()| None)
+        };
+        let rest = match written {
+            Ok(Some(rest)) => rest?,
+            Ok(None) => after.restored()?,
+            Err(RenderError::Emit(e)) => return Err(serde_json::Error::io(e)),
+            Err(e) => {
+                let message = e.to_string();
+                *self.render_error.borrow_mut() = Some(e);
+                return Err(serde_json::Error::custom(message));
+            }
+        };
+        // `{"thinkingLevel"...}` goes on as `],"thinkingLevel"...}`: the object always has fields.
+        out.write_all(b"],").map_err(serde_json::Error::io)?;
+        out.write_all(rest.get(1..).unwrap_or_default())
+            .map_err(serde_json::Error::io)
+    }
+
+    /// Writes every message, joined by commas, rendering ahead; a long context's
+    /// [`AfterMessages`] are serialized on the pool meanwhile and returned (`None`: not
+    /// serialized yet).
+    fn write_every_message<W: io::Write + ?Sized>(
+        &self,
+        out: &mut W,
+        after: AfterMessages<'_>,
+    ) -> Result<Option<serde_json::Result<Vec<u8>>>, RenderError> {
         let estimate = |m: &str| text_tokens::estimate_tokens_text(m);
         let measure: Option<&render::Measure> = self.count_tokens.then_some(&estimate);
-        let after = self.after_messages();
         let mut rest = None;
-        let written = rayon::in_place_scope(|scope| {
+        rayon::in_place_scope(|scope| {
             let from = AFTER_MESSAGES_AHEAD_FROM_BLOCKS.saturating_mul(self.ahead.block_items);
             if self.projection.items.len() >= from && ahead::available() {
-                scope.spawn(|_| rest = Some(serde_json::to_vec(&after)));
+                scope.spawn(|_| rest = Some(after.restored()));
             }
             render::for_each_fragment(
                 self.tree,
@@ -312,24 +355,35 @@ impl ContextJson<'_> {
                     out.write_all(text)
                 },
             )
+        })?;
+        Ok(rest)
+    }
+
+    /// Writes the messages within the window, joined by commas, in order (rendering stops
+    /// once past the window). Tokens are not counted: only a whole window counts them.
+    fn write_window<W: io::Write + ?Sized>(&self, out: &mut W) -> Result<(), RenderError> {
+        let window = self.window;
+        let mut index = 0usize;
+        let mut past = false;
+        let written = render::for_each_message(self.tree, self.projection, self.source, |m| {
+            let i = index;
+            index += 1;
+            if window.past(i) {
+                past = true;
+                return Err(io::Error::other(STOP));
+            }
+            if !window.contains(i) {
+                return Ok(());
+            }
+            if i > window.offset {
+                out.write_all(b",")?;
+            }
+            out.write_all(m.message.get().as_bytes())
         });
         match written {
-            Ok(()) => {}
-            Err(RenderError::Emit(e)) => return Err(serde_json::Error::io(e)),
-            Err(e) => {
-                let message = e.to_string();
-                *self.render_error.borrow_mut() = Some(e);
-                return Err(serde_json::Error::custom(message));
-            }
+            Err(RenderError::Emit(_)) if past => Ok(()),
+            written => written,
         }
-        // `{"thinkingLevel"...}` goes on as `],"thinkingLevel"...}`: the object always has fields.
-        let rest = match rest {
-            Some(rest) => rest?,
-            None => serde_json::to_vec(&after)?,
-        };
-        out.write_all(b"],").map_err(serde_json::Error::io)?;
-        out.write_all(rest.get(1..).unwrap_or_default())
-            .map_err(serde_json::Error::io)
     }
 
     /// The document's fields after `messages`.
@@ -344,6 +398,12 @@ impl ContextJson<'_> {
 }
 
 impl AfterMessages<'_> {
+    /// These fields as a JSON object's text, with decoded lone surrogates written back as
+    /// pi's escapes (an entry id may hold one).
+    fn restored(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(self).map(jsstr::restore_bytes)
+    }
+
     /// The document as a map, with `messages` first when given.
     fn serialize_fields<S: Serializer>(
         &self,
@@ -432,6 +492,12 @@ mod tests {
         (text, doc.counted_tokens())
     }
 
+    /// `text` with every U+FDD0 pair written as a lone surrogate's escape: the final text of
+    /// a document ([`ContextJson::write_to`]) and serde's text of it compare equal through this.
+    fn restored(text: &[u8]) -> String {
+        jsstr::restore_json(&String::from_utf8_lossy(text)).into_owned()
+    }
+
     /// At every leaf of every shipped session that opens, `write_to` rendering ahead (by each
     /// plan) writes the bytes serde writes message by message and counts the same estimate.
     #[test]
@@ -456,8 +522,8 @@ mod tests {
                     let mut text = Vec::new();
                     doc.write_to(&mut text).unwrap();
                     assert_eq!(
-                        (String::from_utf8_lossy(&text), doc.counted_tokens()),
-                        (String::from_utf8_lossy(&expected.0), expected.1),
+                        (restored(&text), doc.counted_tokens()),
+                        (restored(&expected.0), expected.1),
                         "{} at {leaf:?} by {ahead:?}",
                         file.display()
                     );
@@ -466,6 +532,55 @@ mod tests {
             }
         }
         assert!(compared > 100, "{compared}");
+    }
+
+    /// The final text of every kind of document: a message's text stays as the file holds
+    /// it (a U+FDD0 pair there is text, as pi writes it back), while decoded strings (an
+    /// entry id with a lone surrogate, a preview) have their lone surrogates written back as
+    /// escapes.
+    #[test]
+    fn documents_are_final_text() {
+        pool_of_several();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/text/noncharacter-text.jsonl");
+        let session = open_session(&path, Mode::Strict).unwrap();
+        let lines = FileLines::open(&path).unwrap();
+        let tree = &session.tree;
+        let proj = projection::project(tree, tree.default_leaf());
+        let text_pair = "Keep \u{FDD0}\u{E000} and";
+        let cut = r"cut \ud83d here";
+        let id = r#""f3100002\ud800""#;
+        let write = |fields: Fields, window: Window, ahead: Ahead| {
+            let mut doc = ContextJson::new(tree, &proj, &lines, None);
+            (doc.fields, doc.window, doc.ahead) = (fields, window, ahead);
+            let mut text = Vec::new();
+            doc.write_to(&mut text).unwrap();
+            String::from_utf8(text).unwrap()
+        };
+        let windowed = Window {
+            offset: 0,
+            limit: Some(2),
+        };
+        for (window, ahead) in PLANS
+            .into_iter()
+            .chain([AHEAD])
+            .map(|a| (Window::default(), a))
+            .chain([(windowed, AHEAD)])
+        {
+            let text = write(Fields::Full, window, ahead);
+            assert!(text.contains(text_pair), "{window:?} {ahead:?}: {text}");
+            assert!(text.contains(cut), "{text}");
+            assert!(text.contains(id), "{text}");
+        }
+        let text = write(Fields::Full, windowed, AHEAD);
+        assert!(
+            text.contains(r#""messageEntryIds":["f3100001","f3100002\ud800"]"#),
+            "{text}"
+        );
+        for fields in [Fields::Previews, Fields::Ids] {
+            let text = write(fields, Window::default(), AHEAD);
+            assert!(text.contains(id), "{fields:?}: {text}");
+        }
     }
 
     /// A line that changed after the session was read stops rendering ahead with the error

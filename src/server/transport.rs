@@ -75,6 +75,11 @@ fn recycle(mut buf: Vec<u8>) {
 /// `session/contextAt` with every message of a long path) is then serialized once, not
 /// serialized, parsed back into a `Value` and serialized again; and it is written from `text`
 /// itself (not copied into a frame), whose buffer then goes back to [`spare_buffer`].
+///
+/// `text` is final: its decoded lone surrogates are written back as escapes already (as
+/// [`ContextJson::write_to`](super::context_json::ContextJson::write_to) writes them), and it
+/// is sent as it is. (After a panic poisoned the stash, `text` is parsed into a `Value` and
+/// goes out as every other result does.)
 pub fn raw_result(text: Vec<u8>) -> Value {
     let token = format!("\u{0}sessiond-raw-result:{}", uuid::Uuid::new_v4());
     if let Ok(mut table) = RAW_RESULTS.lock() {
@@ -134,7 +139,7 @@ fn response_body(res: Response) -> Option<Outgoing> {
 
 /// One frame on its way out: the `Content-Length` header and `body`'s parts, with every lone
 /// surrogate pair restored ([`super::lossless::restore`]; a pair never spans parts: each part
-/// holds whole JSON strings).
+/// holds whole JSON strings), except in a raw result's text, which is final ([`raw_result`]).
 struct OutFrame {
     header: String,
     head: &'static [u8],
@@ -146,11 +151,7 @@ impl OutFrame {
     fn new(body: Outgoing) -> OutFrame {
         let (head, text, tail) = match body {
             Outgoing::Body(body) => (&[][..], super::lossless::restore(body), Vec::new()),
-            Outgoing::Raw { head, text, tail } => (
-                head,
-                super::lossless::restore(text),
-                super::lossless::restore(tail),
-            ),
+            Outgoing::Raw { head, text, tail } => (head, text, super::lossless::restore(tail)),
         };
         let header = format!(
             "Content-Length: {}\r\n\r\n",
@@ -798,6 +799,8 @@ mod tests {
         for id in [Id::Number(7), Id::String("s\u{1}".into()), Id::Null] {
             let mut stashed = spare_buffer();
             serde_json::to_writer(&mut stashed, &value).unwrap();
+            // Final text, as `ContextJson::write_to` writes it.
+            let stashed = super::super::lossless::restore(stashed);
             let res = Response::from_ok(id.clone(), raw_result(stashed));
             let mut got = Vec::new();
             write_frame(&mut got, response_body(res).unwrap()).unwrap();
@@ -812,6 +815,22 @@ mod tests {
             );
             assert!(String::from_utf8_lossy(&got).contains(r#""x\ud83d""#));
         }
+    }
+
+    /// A raw result is final text: a U+FDD0 pair in it is text, sent as it is (restoring it
+    /// would turn it into an escape of a lone surrogate).
+    #[test]
+    fn raw_results_are_sent_as_they_are() {
+        use tower_lsp_server::jsonrpc::Id;
+        let text = "{\"content\":\"lit \u{FDD0}\u{E000}\"}";
+        let res = Response::from_ok(Id::Number(1), raw_result(text.as_bytes().to_vec()));
+        let mut got = Vec::new();
+        write_frame(&mut got, response_body(res).unwrap()).unwrap();
+        let got = String::from_utf8(got).unwrap();
+        assert!(
+            got.ends_with(&format!("\"result\":{text},\"id\":1}}")),
+            "{got}"
+        );
     }
 
     #[test]
