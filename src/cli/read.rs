@@ -93,12 +93,31 @@ pub struct Opened {
 /// Reads `file` strictly, or with `allow_corrupt` the way pi does (see [`Mode`]).
 /// Errors: `Open` (I/O, not a file, corrupt).
 pub fn open(file: &Path, allow_corrupt: bool) -> Result<Opened, CliError> {
-    let mode = if allow_corrupt {
+    let session = reader::open_session(file, mode(allow_corrupt))?;
+    with_lines(file, session)
+}
+
+/// [`open`], with the projection at the default leaf when the reading could work it out on
+/// the way ([`reader::open_session_projected`]).
+fn open_projected(
+    file: &Path,
+    allow_corrupt: bool,
+) -> Result<(Opened, Option<Projection>), CliError> {
+    let (session, projection) = reader::open_session_projected(file, mode(allow_corrupt))?;
+    Ok((with_lines(file, session)?, projection))
+}
+
+/// Strict reading, or with `allow_corrupt` the way pi reads.
+fn mode(allow_corrupt: bool) -> Mode {
+    if allow_corrupt {
         Mode::Lenient
     } else {
         Mode::Strict
-    };
-    let session = reader::open_session(file, mode)?;
+    }
+}
+
+/// `session` with its file's lines, to be read again by position.
+fn with_lines(file: &Path, session: OpenedSession) -> Result<Opened, CliError> {
     // One command's reading: lines are read ahead in blocks (a path is mostly in file order).
     let lines = FileLines::open(file)
         .map(FileLines::read_ahead)
@@ -131,8 +150,12 @@ fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeId
 
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
-    let opened = open(&args.file, args.allow_corrupt)?;
-    let exit = print_context(out, &opened, args);
+    // At the default leaf, the projection is worked out while the session is read.
+    let (opened, projection) = match args.leaf {
+        None => open_projected(&args.file, args.allow_corrupt)?,
+        Some(_) => (open(&args.file, args.allow_corrupt)?, None),
+    };
+    let exit = print_projected(out, &opened, args, projection);
     exiting_with(opened);
     exit
 }
@@ -151,11 +174,24 @@ pub fn print_context(
     opened: &Opened,
     args: &ContextArgs,
 ) -> Result<Exit, CliError> {
+    print_projected(out, opened, args, None)
+}
+
+/// [`print_context`], with `projected`: the projection at the leaf `args` names, when the
+/// reading worked it out already.
+fn print_projected(
+    out: &mut dyn Sink,
+    opened: &Opened,
+    args: &ContextArgs,
+    projected: Option<Projection>,
+) -> Result<Exit, CliError> {
     let Opened { session, lines } = opened;
     let file = args.file.as_path();
     let tree = &session.tree;
     let leaf = resolve(tree, file, args.leaf.as_deref())?;
-    let proj = projection::project(tree, leaf);
+    let proj = projected
+        .filter(|p| p.leaf == leaf)
+        .unwrap_or_else(|| projection::project(tree, leaf));
     let render_err = |source| CliError::Render {
         path: file.to_owned(),
         source,

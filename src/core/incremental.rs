@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use super::compaction::text_tokens;
 use super::format::{EntryId, EntryKind};
-use super::projection::{self, Projection, ToolPairing};
+use super::projection::{self, ContextItem, PairingEvent, Projection, ToolPairing};
 use super::render::{self, LineSource, RenderError};
 use super::tree::{NodeIdx, Tree};
 
@@ -145,6 +145,138 @@ impl LiveProjection {
         self.tokens = sum;
         self.tokens_counted = self.projection.items.len();
         Ok(sum)
+    }
+}
+
+/// The projection at the last entry pushed, followed while a session is read: the last
+/// entry is pi's default leaf, and in a session that grows as one chain each entry is a child
+/// of the one before. A command that reads a session to print its context at the default leaf
+/// then has the path, its context items and what the tool pairing needs when the reading
+/// ends, gathered entry by entry while each entry was at hand (and the reading waited for the
+/// thread pool), instead of in one walk of the whole path afterwards.
+///
+/// An entry that is a root starts again; an entry whose parent is not the last entry, a
+/// compaction or a context edit (which change earlier items), or a link the tree made or
+/// broke between entries read before ([`Tree::relinks`]) ends the following, and
+/// [`Following::finish`] gives `None`: project at the default leaf then
+/// ([`projection::project`]).
+#[derive(Debug, Default)]
+pub struct Following {
+    /// The path to the last entry, root first; empty before the first entry and once the
+    /// following ended.
+    path: Vec<NodeIdx>,
+    /// The context item of each entry of `path`.
+    items: Vec<ContextItem>,
+    /// The last entries of `path` that set the thinking level and the model.
+    settings: (Option<NodeIdx>, Option<NodeIdx>),
+    /// The tool-pairing events of `items` in order, their ids copied into `ids` (one run of
+    /// memory, read once at the end, instead of a visit to every entry's node).
+    events: Vec<Event>,
+    ids: String,
+    /// [`Tree::relinks`] as of the last entry followed.
+    relinks: u64,
+    ended: bool,
+}
+
+/// A tool-pairing event of [`Following`]: a call (or a result, `result`) by the entry `node`
+/// with the call id `ids[start..start + len]`.
+#[derive(Debug)]
+struct Event {
+    node: NodeIdx,
+    result: bool,
+    start: usize,
+    len: usize,
+}
+
+impl Following {
+    /// Nothing followed yet.
+    pub fn new() -> Self {
+        Following::default()
+    }
+
+    /// Follows `node`, the entry just pushed into `tree` (its last node, with the links the
+    /// push made).
+    pub fn push(&mut self, tree: &Tree, node: NodeIdx) {
+        if self.ended {
+            return;
+        }
+        let n = tree.node(node);
+        let kind = &n.entry.kind;
+        let relinked = std::mem::replace(&mut self.relinks, tree.relinks()) != tree.relinks();
+        let ends = matches!(
+            kind,
+            EntryKind::Compaction { .. } | EntryKind::ContextEdit { .. }
+        );
+        match n.parent {
+            _ if ends => return self.end(),
+            None => {
+                self.path.clear();
+                self.items.clear();
+                self.settings = (None, None);
+                self.events.clear();
+                self.ids.clear();
+            }
+            Some(p) if !relinked && self.path.last() == Some(&p) => {}
+            Some(_) => return self.end(),
+        }
+        match projection::sets(kind) {
+            (true, _) => self.settings.0 = Some(node),
+            (_, true) => self.settings.1 = Some(node),
+            _ => {}
+        }
+        let item = projection::context_item(tree, node, !self.items.is_empty(), None);
+        projection::pairing_events(tree, &item, |event| {
+            let (result, id) = match event {
+                PairingEvent::Call(id) => (false, id.as_str()),
+                PairingEvent::Result(id) => (true, id),
+            };
+            self.events.push(Event {
+                node,
+                result,
+                start: self.ids.len(),
+                len: id.len(),
+            });
+            self.ids.push_str(id);
+        });
+        self.path.push(node);
+        self.items.push(item);
+    }
+
+    fn end(&mut self) {
+        *self = Following {
+            ended: true,
+            ..Following::default()
+        };
+    }
+
+    /// The projection at the default leaf of `tree` (settled: every entry read), exactly as
+    /// [`projection::project`] gives it, when the entries followed are still the path to it.
+    /// `None` when the following ended, or the tree linked or unlinked an entry read before
+    /// since the last one followed.
+    pub fn finish(self, tree: &Tree) -> Option<Projection> {
+        if self.ended
+            || self.relinks != tree.relinks()
+            || self.path.last().copied() != tree.default_leaf()
+        {
+            return None;
+        }
+        let mut pairing = ToolPairing::<&str>::with_capacity(self.items.len());
+        for e in &self.events {
+            let id = self.ids.get(e.start..e.start + e.len).unwrap_or_default();
+            if e.result {
+                pairing.result(id, e.node, tree);
+            } else {
+                pairing.call(id, id, e.node);
+            }
+        }
+        let diagnostics = pairing.diagnostics(tree);
+        Some(projection::project_path_items(
+            tree,
+            self.path,
+            self.items,
+            self.settings,
+            diagnostics,
+        ))
     }
 }
 

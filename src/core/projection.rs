@@ -444,6 +444,45 @@ fn setting(kind: &EntryKind) -> Option<Setting<'_>> {
     }
 }
 
+/// Which settings an entry of `kind` makes: `(thinking level, model)` (pi's
+/// `buildSessionContext` takes the last entry of each kind on the path).
+pub(crate) fn sets(kind: &EntryKind) -> (bool, bool) {
+    match setting(kind) {
+        Some(Setting::Thinking(_)) => (true, false),
+        Some(Setting::Model(_)) => (false, true),
+        None => (false, false),
+    }
+}
+
+/// What [`project`] gives at the last entry of `path`, a whole path from a root that holds
+/// no compaction and no context edit, with its context items `items` (one per entry of the
+/// path, as [`context_items`] makes them), the last entries of the path that set the
+/// thinking level and the model ([`sets`]) and the tool pairing's diagnostics of the items
+/// ([`ToolPairing`]). For a projection worked out entry by entry while a session is read
+/// ([`crate::core::incremental::Following`]).
+pub(crate) fn project_path_items(
+    tree: &Tree,
+    path: Vec<NodeIdx>,
+    items: Vec<ContextItem>,
+    (thinking_at, model_at): (Option<NodeIdx>, Option<NodeIdx>),
+    diagnostics: Vec<Diagnostic>,
+) -> Projection {
+    let mut settings = SettingsBack::default();
+    for n in [thinking_at, model_at].into_iter().flatten() {
+        settings.see(&tree.node(n).entry.kind);
+    }
+    let (thinking_level, model) = settings.decided();
+    Projection {
+        leaf: path.last().copied(),
+        path,
+        compaction: None,
+        items,
+        thinking_level,
+        model,
+        diagnostics,
+    }
+}
+
 /// What one path entry does to the thinking level and the model (pi's
 /// `getSessionContextSettings`, one entry at a time).
 pub(crate) fn apply_setting(
@@ -509,7 +548,7 @@ impl<'t> CallKey<'t> for &'t str {
 impl<'t, K: CallKey<'t>> ToolPairing<K> {
     /// Room for the ids of a context of `items` entries without growing: a growing set hashes
     /// every id it holds again, and reading an id is a cache miss in a long context.
-    fn with_capacity(items: usize) -> Self {
+    pub(crate) fn with_capacity(items: usize) -> Self {
         // About half the messages of an agent's context are calls and half results.
         let ids = items / 2;
         ToolPairing {
@@ -520,41 +559,32 @@ impl<'t, K: CallKey<'t>> ToolPairing<K> {
 
     /// Takes the next context item.
     pub(crate) fn push(&mut self, tree: &'t Tree, item: &ContextItem) {
-        if item.contribution != Contribution::Message {
-            return;
+        pairing_events(tree, item, |event| match event {
+            PairingEvent::Call(id) => self.call(K::of(id), K::of(id), item.node),
+            PairingEvent::Result(id) => self.result(id, item.node, tree),
+        });
+    }
+
+    /// A call with id `id` (given twice: the key is kept in two places) in the assistant
+    /// message of `node`.
+    pub(crate) fn call(&mut self, id: K, again: K, node: NodeIdx) {
+        if !*self.calls.entry(id).or_insert(false) {
+            self.pending.push((again, node));
         }
-        let entry = &tree.node(item.node).entry;
-        let EntryKind::Message(m) = &entry.kind else {
-            return;
-        };
-        match m.role {
-            Role::Assistant => {
-                let edited = item.edit.map(|e| &tree.node(e).entry.kind);
-                let ids = match edited {
-                    Some(EntryKind::ContextEdit { tool_call_ids, .. }) => tool_call_ids,
-                    _ => m.tool_call_ids(),
-                };
-                for id in ids {
-                    if !*self.calls.entry(K::of(id)).or_insert(false) {
-                        self.pending.push((K::of(id), item.node));
-                    }
+    }
+
+    /// A tool result of entry `node` for the call id `id`.
+    pub(crate) fn result(&mut self, id: &str, node: NodeIdx, tree: &Tree) {
+        match self.calls.get_mut(id) {
+            Some(answered) => {
+                if !std::mem::replace(answered, true) {
+                    self.pending.retain(|(p, _)| p.borrow() != id);
                 }
             }
-            Role::ToolResult => {
-                let id = m.tool_call_id().map_or("", |id| id.as_str());
-                match self.calls.get_mut(id) {
-                    Some(answered) => {
-                        if !std::mem::replace(answered, true) {
-                            self.pending.retain(|(p, _)| p.borrow() != id);
-                        }
-                    }
-                    None => self.orphans.push(Diagnostic::OrphanToolResult {
-                        entry_id: entry.id.clone(),
-                        tool_call_id: id.to_owned(),
-                    }),
-                }
-            }
-            _ => {}
+            None => self.orphans.push(Diagnostic::OrphanToolResult {
+                entry_id: tree.node(node).entry.id.clone(),
+                tool_call_id: id.to_owned(),
+            }),
         }
     }
 
@@ -570,6 +600,46 @@ impl<'t, K: CallKey<'t>> ToolPairing<K> {
                 }),
         );
         out
+    }
+}
+
+/// What a context item does to the tool pairing ([`pairing_events`]).
+pub(crate) enum PairingEvent<'t> {
+    /// An assistant message calls a tool with this id.
+    Call(&'t ToolCallId),
+    /// A tool result answers the call with this id (`""` when it names none).
+    Result(&'t str),
+}
+
+/// The tool-pairing events of a context item, in order: each call id of an assistant message
+/// (as its context edit leaves them), or the call id a tool result answers. Other items have
+/// none.
+pub(crate) fn pairing_events<'t>(
+    tree: &'t Tree,
+    item: &ContextItem,
+    mut each: impl FnMut(PairingEvent<'t>),
+) {
+    if item.contribution != Contribution::Message {
+        return;
+    }
+    let EntryKind::Message(m) = &tree.node(item.node).entry.kind else {
+        return;
+    };
+    match m.role {
+        Role::Assistant => {
+            let edited = item.edit.map(|e| &tree.node(e).entry.kind);
+            let ids = match edited {
+                Some(EntryKind::ContextEdit { tool_call_ids, .. }) => tool_call_ids,
+                _ => m.tool_call_ids(),
+            };
+            for id in ids {
+                each(PairingEvent::Call(id));
+            }
+        }
+        Role::ToolResult => each(PairingEvent::Result(
+            m.tool_call_id().map_or("", |id| id.as_str()),
+        )),
+        _ => {}
     }
 }
 

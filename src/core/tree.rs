@@ -147,6 +147,8 @@ pub struct Tree {
     untimed_children: HashMap<NodeIdx, u32, RandomState>,
     /// Children whose parent has not appeared yet, by the parent id they name.
     waiting: HashMap<EntryId, Vec<NodeIdx>>,
+    /// See [`Tree::relinks`].
+    relinks: u64,
     v1: Option<V1State>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -231,6 +233,7 @@ impl Tree {
             leaves: LeafSet::default(),
             untimed_children: HashMap::default(),
             waiting: HashMap::new(),
+            relinks: 0,
             v1,
             diagnostics: Vec::new(),
         }
@@ -337,6 +340,7 @@ impl Tree {
         {
             for child in children {
                 self.attach(child, idx);
+                self.relinks += 1;
             }
             if self.has_cycle_through(idx) {
                 let span = self.nodes[idx as usize].entry.span;
@@ -353,6 +357,14 @@ impl Tree {
             }
         }
         Ok(idx)
+    }
+
+    /// How many times a node already in the tree was linked to a parent pushed after it (a
+    /// parent named before it appeared), or unlinked from its parent (to break a loop of
+    /// parents). A path walked from a node to its root stays the path while this count is
+    /// unchanged: a push links only the new node otherwise, and [`Tree::settle`] links none.
+    pub fn relinks(&self) -> u64 {
+        self.relinks
     }
 
     /// Resolves what can only be resolved once the lines at hand are all pushed: parents that
@@ -590,6 +602,7 @@ impl Tree {
 
     fn detach(&mut self, child: NodeIdx) {
         if let Some(p) = self.nodes[child as usize].parent.take() {
+            self.relinks += 1;
             if self.nodes[child as usize].entry.time_ms.ms().is_none()
                 && let Some(n) = self.untimed_children.get_mut(&p)
             {
@@ -936,6 +949,48 @@ mod check_append_tests {
         let y = entry(4, r#"{"type":"custom","id":"y","parentId":"x"}"#);
         assert_eq!(kind(&t, &[x, y]), Some((0, CorruptionKind::ParentCycle)));
         assert_eq!(t.len(), 1, "checking never changes the tree");
+    }
+
+    /// `relinks` counts the links made to a parent pushed after its child and the links
+    /// broken to end a loop of parents; a push that links only the new node counts none.
+    #[test]
+    fn relinks_count_links_between_entries_pushed_before() {
+        let mut t = tree();
+        t.mode = Mode::Lenient;
+        t.push(
+            entry(3, r#"{"type":"custom","id":"b","parentId":"a"}"#),
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.relinks(), 0);
+        t.push(
+            entry(4, r#"{"type":"custom","id":"c","parentId":"d"}"#),
+            None,
+        )
+        .unwrap();
+        t.push(
+            entry(5, r#"{"type":"custom","id":"d","parentId":"b"}"#),
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.relinks(), 1, "c links to d, pushed after it");
+        t.push(
+            entry(6, r#"{"type":"custom","id":"x","parentId":"y"}"#),
+            None,
+        )
+        .unwrap();
+        t.push(
+            entry(7, r#"{"type":"custom","id":"y","parentId":"x"}"#),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            t.relinks(),
+            3,
+            "x links to y, then y is unlinked to end the loop"
+        );
+        t.settle().unwrap();
+        assert_eq!(t.relinks(), 3);
     }
 }
 

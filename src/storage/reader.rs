@@ -27,8 +27,12 @@ pub use super::tail::FileStamp;
 use crate::core::ahead;
 use crate::core::diagnostics::{Corruption, CorruptionKind};
 use crate::core::format::LineSpan;
+use crate::core::incremental::Following;
+#[cfg(doc)]
+use crate::core::projection;
+use crate::core::projection::Projection;
 use crate::core::render::LineSource;
-use crate::core::tree::{Mode, Tree};
+use crate::core::tree::{Mode, NodeIdx, Tree};
 
 /// How long after its last modification a file without a complete session header is taken
 /// to be still being created ([`OpenError::Pending`]) rather than corrupt (`emptyFile`).
@@ -120,11 +124,29 @@ impl OpenedSession {
 /// header yet in a file younger than [`BIRTH_GRACE`]), `Corrupt` (including an older file
 /// without a header: `emptyFile`).
 pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError> {
-    open_with(path, mode, PLAN)
+    open_with(path, mode, PLAN, None).map(|(session, _)| session)
 }
 
-/// [`open_session`] by `plan`.
-fn open_with(path: &Path, mode: Mode, plan: Plan) -> Result<OpenedSession, OpenError> {
+/// [`open_session`], with the projection at the default leaf (the last entry) worked out
+/// while the lines are read ([`Following`]): `Some` when the entries read form that path as
+/// they were read (a session that grew as one chain, the common case), `None` otherwise
+/// (project at the default leaf then). Either way what [`projection::project`] gives.
+/// Errors: [`open_session`]'s.
+pub fn open_session_projected(
+    path: &Path,
+    mode: Mode,
+) -> Result<(OpenedSession, Option<Projection>), OpenError> {
+    open_with(path, mode, PLAN, Some(Following::new()))
+}
+
+/// [`open_session`] by `plan`, following the projection at the last entry when `follow` is
+/// given.
+fn open_with(
+    path: &Path,
+    mode: Mode,
+    plan: Plan,
+    follow: Option<Following>,
+) -> Result<(OpenedSession, Option<Projection>), OpenError> {
     let io_err = |source| OpenError::Io {
         path: path.to_owned(),
         source,
@@ -136,6 +158,7 @@ fn open_with(path: &Path, mode: Mode, plan: Plan) -> Result<OpenedSession, OpenE
     let mut file = open_regular(path)?;
     let stamp = FileStamp::of(&file).map_err(io_err)?;
     let mut loader = Loader::new(mode, stamp.size);
+    loader.follow = follow;
     let parallel = stamp.size >= plan.parallel_from && ahead::available();
     // Line by line: the header (the first line of every real file), and the whole of a file
     // too small for parallel reading to pay for itself.
@@ -186,6 +209,7 @@ fn open_with(path: &Path, mode: Mode, plan: Plan) -> Result<OpenedSession, OpenE
             loader.line(&bytes, span, true).map_err(corrupt)?;
         }
     }
+    let follow = loader.follow.take();
     let (tree, position) = loader
         .finish(torn_tail.as_ref(), torn_object)
         .map_err(|c| match young_age_ms(stamp.mtime) {
@@ -195,12 +219,14 @@ fn open_with(path: &Path, mode: Mode, plan: Plan) -> Result<OpenedSession, OpenE
             },
             _ => corrupt(c),
         })?;
-    Ok(OpenedSession {
+    let projection = follow.and_then(|f| f.finish(&tree));
+    let session = OpenedSession {
         tree,
         torn_tail,
         position,
         stamp,
-    })
+    };
+    Ok((session, projection))
 }
 
 /// Opens a session file for reading without ever blocking: a FIFO, a device or a directory
@@ -236,6 +262,8 @@ struct Loader {
     position: Position,
     /// The file's size in bytes, for [`Loader::expected_entries`] and [`Loader::expect_like`].
     file_size: u64,
+    /// The projection at the last entry, when asked for ([`open_session_projected`]).
+    follow: Option<Following>,
 }
 
 /// Smallest typical entry line, in bytes, for [`Loader::expected_entries`].
@@ -248,6 +276,7 @@ impl Loader {
             tree: None,
             position: Position::default(),
             file_size,
+            follow: None,
         }
     }
 
@@ -291,7 +320,10 @@ impl Loader {
                 // Nearly every line: the entry goes straight to the tree, not moved through
                 // `apply` and `apply_item` (each move of an entry is a copy of 136 bytes).
                 (Item::Entry(entry, v1), Some(tree)) => {
-                    tree.push(entry, v1)?;
+                    let node = tree.push(entry, v1)?;
+                    if let Some(follow) = &mut self.follow {
+                        follow.push(tree, node);
+                    }
                     self.passed(span, false);
                 }
                 (item, _) => self.apply(item, span, false)?,
@@ -310,7 +342,15 @@ impl Loader {
             }
             Item::Blank => {}
             item => match &mut self.tree {
-                Some(tree) => lines::apply_item(tree, item)?,
+                Some(tree) => {
+                    let before = tree.len();
+                    lines::apply_item(tree, item)?;
+                    if let Some(follow) = &mut self.follow
+                        && tree.len() > before
+                    {
+                        follow.push(tree, (tree.len() - 1) as NodeIdx);
+                    }
+                }
                 // Before the header, only blank lines may come (`classify` reports the rest).
                 None => {
                     if let Item::Problem(c) = item {
@@ -781,9 +821,9 @@ mod tests {
         let mut compared = 0;
         for file in session_files() {
             for mode in [Mode::Strict, Mode::Lenient] {
-                let expected = outcome(open_with(&file, mode, LINE_BY_LINE));
+                let expected = outcome(open_with(&file, mode, LINE_BY_LINE, None).map(|(s, _)| s));
                 for plan in PARALLEL {
-                    let got = outcome(open_with(&file, mode, plan));
+                    let got = outcome(open_with(&file, mode, plan, None).map(|(s, _)| s));
                     assert_eq!(
                         got,
                         expected,
@@ -795,6 +835,112 @@ mod tests {
             }
         }
         assert!(compared > 100);
+    }
+
+    /// The projection followed while reading, where the reading gives one, is the projection
+    /// at the default leaf, by every plan: for `file` in `mode`, how many were followed.
+    fn followed_equals_projected(file: &Path, mode: Mode) -> usize {
+        let mut followed = 0;
+        for plan in PARALLEL.into_iter().chain([LINE_BY_LINE]) {
+            let Ok((session, got)) = open_with(file, mode, plan, Some(Following::new())) else {
+                continue;
+            };
+            let Some(got) = got else {
+                continue;
+            };
+            let tree = &session.tree;
+            let expected = crate::core::projection::project(tree, tree.default_leaf());
+            assert_eq!(
+                format!("{got:?}"),
+                format!("{expected:?}"),
+                "{} ({mode:?}) read by {plan:?}",
+                file.display()
+            );
+            followed += 1;
+        }
+        followed
+    }
+
+    /// Every shipped session: the projection followed while reading equals the projection
+    /// at the default leaf.
+    #[test]
+    fn following_gives_the_projection_of_every_shipped_session() {
+        pool_of_several();
+        let mut followed = 0;
+        for file in session_files() {
+            for mode in [Mode::Strict, Mode::Lenient] {
+                followed += followed_equals_projected(&file, mode);
+            }
+        }
+        assert!(followed > 50, "{followed}");
+    }
+
+    /// Random sessions of chains with what can change a path after an entry was read (a
+    /// parent named before it appears, a duplicate id, a new root, a branch) and what ends
+    /// the following (a compaction, a context edit): whenever the reading gives a projection,
+    /// it is the projection at the default leaf; and most of them give one.
+    #[test]
+    fn following_gives_the_projection_of_random_sessions() {
+        pool_of_several();
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = fastrand::Rng::with_seed(11);
+        let (mut followed, mut files) = (0, 0);
+        for round in 0..60 {
+            let path = dir.path().join(format!("s{round}.jsonl"));
+            let mut text = String::from(
+                "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/w\"}\n",
+            );
+            let n = rng.usize(1..400);
+            // Mostly one chain; rare rounds bring each kind of disturbance.
+            let odd = rng.u8(..3) == 0;
+            for i in 0..n {
+                let id = if odd && i > 2 && rng.u8(..40) == 0 {
+                    format!("e{:05}", rng.usize(..i))
+                } else {
+                    format!("e{i:05}")
+                };
+                let parent = match (i, odd.then(|| rng.u8(..40))) {
+                    (0, _) | (_, Some(0)) => "null".to_owned(),
+                    (_, Some(1)) => format!("\"e{:05}\"", rng.usize(..i)),
+                    (_, Some(2)) => format!("\"e{:05}\"", i + 1 + rng.usize(..3)),
+                    _ => format!("\"e{:05}\"", i - 1),
+                };
+                let call = format!("c{}", i / 3);
+                let body = match rng.u8(..if odd { 12 } else { 8 }) {
+                    0 | 1 => {
+                        r#""type":"message","message":{"role":"user","content":"q"}"#.to_owned()
+                    }
+                    2 | 3 => format!(
+                        r#""type":"message","message":{{"role":"assistant","provider":"p","model":"m{}","content":[{{"type":"toolCall","id":"{call}","name":"read","arguments":{{}}}}]}}"#,
+                        i % 3
+                    ),
+                    4 | 5 => format!(
+                        r#""type":"message","message":{{"role":"toolResult","toolCallId":"{call}","content":"r"}}"#
+                    ),
+                    6 => r#""type":"thinking_level_change","thinkingLevel":"high""#.to_owned(),
+                    7 => r#""type":"model_change","provider":"q","modelId":"n""#.to_owned(),
+                    8 => format!(
+                        r#""type":"compaction","summary":"s","tokensBefore":1,"firstKeptEntryId":"e{:05}""#,
+                        i.saturating_sub(2)
+                    ),
+                    9 => format!(
+                        r#""type":"context_edit","targetId":"e{:05}","replacement":null"#,
+                        i.saturating_sub(1)
+                    ),
+                    10 => r#""type":"label","targetId":"e00000","label":"l""#.to_owned(),
+                    _ => r#""type":"custom_message","customType":"x","content":"c","display":true"#
+                        .to_owned(),
+                };
+                text.push_str(&format!(
+                    "{{\"id\":\"{id}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:{:02}.000Z\",{body}}}\n",
+                    i % 60
+                ));
+            }
+            std::fs::write(&path, text).unwrap();
+            files += 1;
+            followed += followed_equals_projected(&path, Mode::Lenient).min(1);
+        }
+        assert!(followed > files / 2, "{followed} of {files}");
     }
 
     /// A corrupt line deep in a file read in parallel: a strict open stops at that line with
@@ -825,13 +971,13 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         pool_of_several();
         for mode in [Mode::Strict, Mode::Lenient] {
-            let expected = outcome(open_with(&path, mode, LINE_BY_LINE));
+            let expected = outcome(open_with(&path, mode, LINE_BY_LINE, None).map(|(s, _)| s));
             for plan in PARALLEL {
-                let got = outcome(open_with(&path, mode, plan));
+                let got = outcome(open_with(&path, mode, plan, None).map(|(s, _)| s));
                 assert_eq!(got, expected, "{mode:?} read by {plan:?}");
             }
         }
-        let strict = open_with(&path, Mode::Strict, PARALLEL[2]);
+        let strict = open_with(&path, Mode::Strict, PARALLEL[2], None).map(|(s, _)| s);
         assert!(
             matches!(&strict, Err(OpenError::Corrupt { corruption, .. }) if corruption.line == 702),
             "{strict:?}"
