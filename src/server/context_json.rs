@@ -8,7 +8,7 @@
 //! prints only on success. `thinkingLevel` is omitted exactly when pi omits it.
 
 use std::cell::{Cell, RefCell};
-use std::io;
+use std::io::{self, Write as _};
 
 use serde::ser::{Error as _, SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
@@ -280,6 +280,9 @@ impl Serialize for AfterMessages<'_> {
 /// tests' small plans take this path too.
 const AFTER_MESSAGES_AHEAD_FROM_BLOCKS: usize = 4;
 
+/// The buffer in front of the restoring writer of a document of previews or ids, in bytes.
+const RESTORE_BUFFER: usize = 64 << 10;
+
 impl ContextJson<'_> {
     /// Writes the document to `out` as its final JSON text: what `serde_json::to_writer` writes,
     /// with every decoded lone surrogate written back as pi's escape
@@ -296,9 +299,13 @@ impl ContextJson<'_> {
     /// [`ContextJson::take_render_error`] gives the typed error).
     pub fn write_to<W: io::Write + ?Sized>(&self, out: &mut W) -> serde_json::Result<()> {
         if self.fields != Fields::Full {
-            // Previews and ids are decoded text: all of it is restored.
+            // Previews and ids are decoded text: all of it is restored, a buffer at a time
+            // (not each of the many small pieces serde writes).
             let mut restoring = RestoringWriter::new(&mut *out);
-            serde_json::to_writer(&mut restoring, self)?;
+            let mut buffered = io::BufWriter::with_capacity(RESTORE_BUFFER, &mut restoring);
+            serde_json::to_writer(&mut buffered, self)?;
+            buffered.flush().map_err(serde_json::Error::io)?;
+            drop(buffered);
             return restoring
                 .into_inner()
                 .map(drop)
