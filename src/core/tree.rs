@@ -957,36 +957,24 @@ mod check_append_tests {
     fn relinks_count_links_between_entries_pushed_before() {
         let mut t = tree();
         t.mode = Mode::Lenient;
-        t.push(
-            entry(3, r#"{"type":"custom","id":"b","parentId":"a"}"#),
-            None,
-        )
-        .unwrap();
-        assert_eq!(t.relinks(), 0);
-        t.push(
-            entry(4, r#"{"type":"custom","id":"c","parentId":"d"}"#),
-            None,
-        )
-        .unwrap();
-        t.push(
-            entry(5, r#"{"type":"custom","id":"d","parentId":"b"}"#),
-            None,
-        )
-        .unwrap();
-        assert_eq!(t.relinks(), 1, "c links to d, pushed after it");
-        t.push(
-            entry(6, r#"{"type":"custom","id":"x","parentId":"y"}"#),
-            None,
-        )
-        .unwrap();
-        t.push(
-            entry(7, r#"{"type":"custom","id":"y","parentId":"x"}"#),
-            None,
-        )
-        .unwrap();
+        let push = |t: &mut Tree, line: u32, json: &str| {
+            t.push(entry(line, json), None).unwrap();
+            t.relinks()
+        };
+        let b = r#"{"type":"custom","id":"b","parentId":"a"}"#;
+        assert_eq!(push(&mut t, 3, b), 0);
+        let c = r#"{"type":"custom","id":"c","parentId":"d"}"#;
+        let d = r#"{"type":"custom","id":"d","parentId":"b"}"#;
         assert_eq!(
-            t.relinks(),
-            3,
+            (push(&mut t, 4, c), push(&mut t, 5, d)),
+            (0, 1),
+            "c links to d, pushed after it"
+        );
+        let x = r#"{"type":"custom","id":"x","parentId":"y"}"#;
+        let y = r#"{"type":"custom","id":"y","parentId":"x"}"#;
+        assert_eq!(
+            (push(&mut t, 6, x), push(&mut t, 7, y)),
+            (1, 3),
             "x links to y, then y is unlinked to end the loop"
         );
         t.settle().unwrap();
