@@ -79,7 +79,8 @@ fn recycle(mut buf: Vec<u8>) {
 /// `text` is final: its decoded lone surrogates are written back as escapes already (as
 /// [`ContextJson::write_to`](super::context_json::ContextJson::write_to) writes them), and it
 /// is sent as it is. (After a panic poisoned the stash, `text` is parsed into a `Value` and
-/// goes out as every other result does.)
+/// goes out restored as every other result does: a U+FDD0 pair in a message's text then
+/// leaves as a lone surrogate's escape, the limitation of decoded text in `core::jsstr`.)
 pub fn raw_result(text: Vec<u8>) -> Value {
     let token = format!("\u{0}sessiond-raw-result:{}", uuid::Uuid::new_v4());
     if let Ok(mut table) = RAW_RESULTS.lock() {
