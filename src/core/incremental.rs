@@ -266,7 +266,7 @@ impl Following {
             if e.result {
                 pairing.result(id, e.node, tree);
             } else {
-                pairing.call(id, id, e.node);
+                pairing.call(id, e.node);
             }
         }
         let diagnostics = pairing.diagnostics(tree);

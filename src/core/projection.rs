@@ -528,7 +528,7 @@ impl<K> Default for ToolPairing<K> {
 /// A tool call id as [`ToolPairing`] keeps it: owned, to outlive a borrow of the tree (the
 /// running state of `core::incremental`), or borrowed from the tree for one pass (a
 /// projection's check, which then clones no id).
-pub(crate) trait CallKey<'t>: Eq + Hash + Borrow<str> {
+pub(crate) trait CallKey<'t>: Clone + Eq + Hash + Borrow<str> {
     /// The key of `id`.
     fn of(id: &'t ToolCallId) -> Self;
 }
@@ -560,16 +560,15 @@ impl<'t, K: CallKey<'t>> ToolPairing<K> {
     /// Takes the next context item.
     pub(crate) fn push(&mut self, tree: &'t Tree, item: &ContextItem) {
         pairing_events(tree, item, |event| match event {
-            PairingEvent::Call(id) => self.call(K::of(id), K::of(id), item.node),
+            PairingEvent::Call(id) => self.call(K::of(id), item.node),
             PairingEvent::Result(id) => self.result(id, item.node, tree),
         });
     }
 
-    /// A call with id `id` (given twice: the key is kept in two places) in the assistant
-    /// message of `node`.
-    pub(crate) fn call(&mut self, id: K, again: K, node: NodeIdx) {
-        if !*self.calls.entry(id).or_insert(false) {
-            self.pending.push((again, node));
+    /// A call with id `id` in the assistant message of `node`.
+    pub(crate) fn call(&mut self, id: K, node: NodeIdx) {
+        if !*self.calls.entry(id.clone()).or_insert(false) {
+            self.pending.push((id, node));
         }
     }
 

@@ -178,35 +178,18 @@ where
     }
 }
 
-/// Stops rendering early once the window is past; never reported as an error.
-const STOP: &str = "sessiond: window complete";
-
 struct Messages<'c, 'a>(&'c ContextJson<'a>);
 
 impl Serialize for Messages<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let doc = self.0;
         let mut seq = s.serialize_seq(None)?;
-        let mut index = 0usize;
         let mut ser_error = None;
-        let count_tokens = doc.count_tokens;
-        let result = render::for_each_message(doc.tree, doc.projection, doc.source, |m| {
-            let i = index;
-            index += 1;
-            if count_tokens {
-                let tokens = text_tokens::estimate_tokens_text(m.message.get());
-                doc.counted.set(doc.counted.get() + tokens);
-            }
-            if doc.window.past(i) {
-                return Err(io::Error::other(STOP));
-            }
-            if !doc.window.contains(i) {
-                return Ok(());
-            }
+        let result = doc.for_each_in_window(|_, message| {
             let element = match doc.fields {
-                Fields::Full => seq.serialize_element(m.message),
+                Fields::Full => seq.serialize_element(message),
                 _ => {
-                    let value = crate::core::jsstr::parse_value(m.message.get().as_bytes())
+                    let value = crate::core::jsstr::parse_value(message.get().as_bytes())
                         .unwrap_or(Value::Null);
                     seq.serialize_element(&serde_json::json!({
                         "role": value.get("role").cloned().unwrap_or(Value::Null),
@@ -222,14 +205,10 @@ impl Serialize for Messages<'_, '_> {
         if let Some(e) = ser_error {
             return Err(e);
         }
-        match result {
-            Ok(()) => {}
-            Err(RenderError::Emit(source)) if source.to_string() == STOP => {}
-            Err(e) => {
-                let message = e.to_string();
-                *doc.render_error.borrow_mut() = Some(e);
-                return Err(S::Error::custom(message));
-            }
+        if let Err(e) = result {
+            let message = e.to_string();
+            *doc.render_error.borrow_mut() = Some(e);
+            return Err(S::Error::custom(message));
         }
         seq.end()
     }
@@ -366,30 +345,47 @@ impl ContextJson<'_> {
         Ok(rest)
     }
 
-    /// Writes the messages within the window, joined by commas, in order (rendering stops
-    /// once past the window). Tokens are not counted: only a whole window counts them.
+    /// Writes the messages within the window, joined by commas, in order.
     fn write_window<W: io::Write + ?Sized>(&self, out: &mut W) -> Result<(), RenderError> {
+        let offset = self.window.offset;
+        self.for_each_in_window(|i, message| {
+            if i > offset {
+                out.write_all(b",")?;
+            }
+            out.write_all(message.get().as_bytes())
+        })
+    }
+
+    /// Renders the messages in order until the window is past, calling `each` with the index
+    /// (in the whole context) and the JSON text of each one within the window, and counting
+    /// the token estimate of every message rendered when [`ContextJson::count_tokens`] asks.
+    /// Errors: [`render::for_each_message`]'s, `each`'s as [`RenderError::Emit`].
+    fn for_each_in_window(
+        &self,
+        mut each: impl FnMut(usize, &RawValue) -> io::Result<()>,
+    ) -> Result<(), RenderError> {
         let window = self.window;
         let mut index = 0usize;
         let mut past = false;
-        let written = render::for_each_message(self.tree, self.projection, self.source, |m| {
+        let rendered = render::for_each_message(self.tree, self.projection, self.source, |m| {
             let i = index;
             index += 1;
+            if self.count_tokens {
+                let tokens = text_tokens::estimate_tokens_text(m.message.get());
+                self.counted.set(self.counted.get() + tokens);
+            }
             if window.past(i) {
                 past = true;
-                return Err(io::Error::other(STOP));
+                return Err(io::Error::other("the window is complete"));
             }
             if !window.contains(i) {
                 return Ok(());
             }
-            if i > window.offset {
-                out.write_all(b",")?;
-            }
-            out.write_all(m.message.get().as_bytes())
+            each(i, m.message)
         });
-        match written {
+        match rendered {
             Err(RenderError::Emit(_)) if past => Ok(()),
-            written => written,
+            rendered => rendered,
         }
     }
 
