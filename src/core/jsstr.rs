@@ -14,8 +14,8 @@
 //! Limitation: text that genuinely holds U+FDD0 directly followed by a character in
 //! U+E000..=U+E7FF reads as a lone surrogate where sessiond decodes it (a name, a preview, an
 //! id). A noncharacter followed by a private-use character does not occur in text pi writes.
-//! Text that is never decoded is not restored either: the messages of a context document are
-//! the file's JSON text, written as they are
+//! Text that is never decoded is not restored either: a message a context document passes
+//! through unchanged is the file's JSON text, written as it is
 //! ([`ContextJson::write_to`](crate::server::context_json::ContextJson::write_to)).
 //!
 //! [`parse_value`] is `JSON.parse` into a `serde_json::Value`: serde_json where it accepts the
