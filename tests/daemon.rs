@@ -268,6 +268,27 @@ fn context_at_passes_message_text_on_as_pi_does() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// `session/contextAt` gives pi's `thinkingLevel` and `model` where they hold U+FDD0 followed by
+/// a private-use character (text, not a lone surrogate), with every kind of `fields`.
+#[test]
+fn context_at_gives_settings_text_as_pi_does() {
+    let dir = repo().join("tests/data/text");
+    let path = dir.join("noncharacter-settings.jsonl");
+    let pi = support::common::parse_json(
+        &std::fs::read(dir.join("noncharacter-settings.pi-context.json")).expect("pi's answer"),
+    )
+    .expect("pi's answer is JSON");
+    let (mut d, _) = Daemon::start(&[&dir]);
+    let path = path.to_str().expect("utf-8");
+    d.call("session/open", json!({"path": path}));
+    for fields in ["full", "previews", "ids"] {
+        let ctx = d.call("session/contextAt", json!({"path": path, "fields": fields}));
+        assert_eq!(ctx["thinkingLevel"], pi["thinkingLevel"], "{fields}");
+        assert_eq!(ctx["model"], pi["model"], "{fields}");
+    }
+    assert_eq!(d.stop(), Some(0));
+}
+
 /// A writer process appends 2,000 entries in random chunks that split lines mid-JSON, with
 /// random pauses; the client must see every entry exactly once, in file order.
 #[test]

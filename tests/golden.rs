@@ -208,3 +208,47 @@ fn message_text_is_pi_s_bytes() {
         String::from_utf8_lossy(rest)
     );
 }
+
+/// A context's `thinkingLevel` and `model` equal pi's where they hold U+FDD0 followed by a
+/// private-use character (text, not a lone surrogate): from a `thinking_level_change`, a
+/// `model_change` and an assistant message, and beside a line with duplicate keys whose last
+/// thinking level holds a lone surrogate (read through the duplicate-key fallback). pi's answers
+/// were made by the oracle: `node .oracle/oracle.mjs context tests/data/text/NAME.jsonl >
+/// tests/data/text/NAME.pi-context.json`.
+#[test]
+fn settings_text_is_pi_s() {
+    let root = repo_root();
+    for name in [
+        "noncharacter-settings",
+        "noncharacter-settings-duplicate-keys",
+    ] {
+        let file = format!("tests/data/text/{name}.jsonl");
+        let pi = common::parse_json(
+            &std::fs::read(root.join(format!("tests/data/text/{name}.pi-context.json")))
+                .expect("pi's answer"),
+        )
+        .expect("pi's answer is JSON");
+        let last = pi_last_entry_id(&root.join(&file));
+        // The default leaf (the projection followed while reading) and the same leaf named.
+        for leaf in [None, Some(last.as_str())] {
+            let mut args = vec!["context", file.as_str(), "--json"];
+            if let Some(id) = leaf {
+                args.extend(["--leaf", id]);
+            }
+            let output = sessiond(args);
+            assert!(output.status.success(), "{}", describe(&output));
+            let ours = common::parse_json_output(&output).unwrap_or_else(|e| panic!("{e}"));
+            for key in ["messages", "thinkingLevel", "model"] {
+                assert_eq!(ours[key], pi[key], "{name} {key} (leaf {leaf:?})");
+            }
+        }
+    }
+}
+
+/// The id of the last line of `file` (a session whose ids are plain ASCII).
+fn pi_last_entry_id(file: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(file).expect("session file");
+    let last = text.lines().last().expect("a line");
+    let id = last.split("\"id\":\"").nth(1).expect("an id");
+    id[..id.find('"').expect("the id's end")].to_owned()
+}

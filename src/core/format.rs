@@ -479,8 +479,12 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
 /// `JSON.parse` reads it), or `None` when the line is not a JSON object.
 fn without_duplicate_keys(bytes: &[u8]) -> Option<Vec<u8>> {
     match jsstr::parse_value(bytes) {
-        // Decoded strings hold lone surrogates as MARK pairs, which the probe reads back as such.
-        Ok(value @ serde_json::Value::Object(_)) => serde_json::to_vec(&value).ok(),
+        // Decoded strings hold lone surrogates as MARK pairs: written back as pi's escapes, the
+        // copy is JSON text as a file holds it, which the probe decodes as it decodes the line
+        // (and whose raw values, such as a thinking level, are then final text too).
+        Ok(value @ serde_json::Value::Object(_)) => {
+            serde_json::to_vec(&value).ok().map(jsstr::restore_bytes)
+        }
         _ => None,
     }
 }
@@ -779,7 +783,14 @@ thread_local! {
     static INTERNED: RefCell<Recent<SharedRaw>> = const { RefCell::new(Recent::new(INTERNED_MAX)) };
 }
 
+/// `raw` shared, as the file's JSON text, except that a literal U+FDD0 is written as its
+/// escape ([`jsstr::escape_marks`]): a document restores decoded text around these values, and
+/// must not read a noncharacter in them as a lone surrogate.
 fn to_owned_raw(raw: &RawValue) -> SharedRaw {
+    if let Cow::Owned(escaped) = jsstr::escape_marks(raw.get()) {
+        return RawValue::from_string(escaped)
+            .map_or_else(|_| Arc::from(raw.to_owned()), Arc::from);
+    }
     let text = raw.get();
     let make = || Arc::from(raw.to_owned());
     if text.len() > INTERNED_LEN {
@@ -1071,6 +1082,32 @@ mod tests {
             panic!("not an entry")
         };
         assert_eq!(e.kind.role(), Some(&Role::User));
+    }
+
+    /// A raw thinking level is the file's text with a literal U+FDD0 escaped, so that restoring
+    /// a document around it leaves it the text it is; a lone surrogate read through the
+    /// duplicate-key fallback keeps pi's escape.
+    #[test]
+    fn raw_settings_are_final_text() {
+        let level = |line: &str| {
+            let Line::Entry(e) =
+                parse_line(line.as_bytes(), SPAN, Expect::Entry { version: 3 }).unwrap()
+            else {
+                panic!("not an entry")
+            };
+            let EntryKind::ThinkingLevelChange { level: Some(level) } = e.kind else {
+                panic!("no thinking level")
+            };
+            level.get().to_owned()
+        };
+        let literal = "{\"type\":\"thinking_level_change\",\"id\":\"a\",\"parentId\":null,\"thinkingLevel\":\"hi\u{FDD0}\u{E002}\"}";
+        assert_eq!(level(literal), "\"hi\\ufdd0\u{E002}\"");
+        assert_eq!(jsstr::restore_json(&level(literal)), level(literal));
+        let plain =
+            r#"{"type":"thinking_level_change","id":"a","parentId":null,"thinkingLevel":"high"}"#;
+        assert_eq!(level(plain), r#""high""#);
+        let duplicate = r#"{"type":"thinking_level_change","id":"a","parentId":null,"thinkingLevel":"x","thinkingLevel":"lo\ud800w"}"#;
+        assert_eq!(level(duplicate), r#""lo\ud800w""#);
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! id). A noncharacter followed by a private-use character does not occur in text pi writes.
 //! Text that is never decoded is not restored either: a message a context document passes
 //! through unchanged is the file's JSON text, written as it is
-//! ([`ContextJson::write_to`](crate::server::context_json::ContextJson::write_to)).
+//! ([`ContextJson::write_to`](crate::server::context_json::ContextJson::write_to)); raw values
+//! written among decoded fields (a context's `thinkingLevel` and `model`) hold a U+FDD0 as its
+//! escape ([`escape_marks`]), so that restoring the document leaves them text.
 //!
 //! [`parse_value`] is `JSON.parse` into a `serde_json::Value`: serde_json where it accepts the
 //! text (it then agrees with `JSON.parse`), and an iterative parser of this module where it does
@@ -302,6 +304,25 @@ pub fn restore_bytes(body: Vec<u8>) -> Vec<u8> {
         },
         Err(e) => e.into_bytes(),
     }
+}
+
+/// JSON text of the file with every literal [`MARK`] written as the escape `\ufdd0`: the same
+/// value to `JSON.parse` and to any JSON reader, which [`restore_json`] then leaves as it is. For
+/// raw values a document writes as the file holds them among decoded fields that are restored
+/// with it (a context's `thinkingLevel` and `model`): text holding U+FDD0 followed by a
+/// private-use character stays that text instead of reading as a lone surrogate. Only for the
+/// file's own JSON text: a serialized decoded string holds its lone surrogates as literal pairs,
+/// which must be restored, not escaped. Borrowed when there is no [`MARK`].
+pub fn escape_marks(json: &str) -> Cow<'_, str> {
+    // The first byte of MARK's encoding is rare in names: most values are read without the
+    // substring search.
+    if memchr::memchr(MARK_UTF8[0], json.as_bytes()).is_none()
+        || memchr::memmem::find(json.as_bytes(), MARK_UTF8).is_none()
+    {
+        return Cow::Borrowed(json);
+    }
+    // A MARK can only stand inside a string literal (JSON's syntax outside strings is ASCII).
+    Cow::Owned(json.replace(MARK, "\\ufdd0"))
 }
 
 /// A writer that applies [`restore_json`] to everything written through it, streaming: at most
@@ -815,6 +836,17 @@ impl<'a> Parser<'a> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_marks_are_the_same_text_and_stay_through_a_restore() {
+        let text = "\"a\u{FDD0}\u{E000}b\u{FDD0}\"";
+        let escaped = escape_marks(text);
+        assert_eq!(escaped, "\"a\\ufdd0\u{E000}b\\ufdd0\"");
+        let read: String = serde_json::from_str(&escaped).unwrap();
+        assert_eq!(read, "a\u{FDD0}\u{E000}b\u{FDD0}");
+        assert_eq!(restore_json(&escaped), escaped);
+        assert!(matches!(escape_marks("\"plain\""), Cow::Borrowed(_)));
+    }
 
     #[test]
     fn depth_scan_survives_text_that_ends_inside_an_escape() {
