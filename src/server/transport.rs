@@ -9,7 +9,6 @@
 //! could be read) and hands everything else to the service exactly as `Server` would: in
 //! arrival order, at most [`MAX_CONCURRENCY`] requests in flight, stopping after `exit`.
 
-use futures::channel::mpsc as fmpsc;
 use futures::{SinkExt, StreamExt, future};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -179,6 +178,11 @@ impl OutFrame {
         ]
     }
 
+    /// The frame's size in bytes.
+    fn len(&self) -> usize {
+        self.header.len() + self.head.len() + self.text.len() + self.tail.len()
+    }
+
     /// The frame is out: its result's buffer goes back to [`spare_buffer`].
     fn written(self) {
         recycle(self.text);
@@ -203,20 +207,94 @@ fn write_frame(output: &mut impl std::io::Write, body: Outgoing) -> std::io::Res
     Ok(())
 }
 
-/// Writes one frame to a polled output, waiting (not blocking) while the pipe is full.
-/// Errors: the output's.
-async fn write_frame_polled(output: &mut PolledOutput, body: Outgoing) -> std::io::Result<()> {
-    let frame = OutFrame::new(body);
-    let mut parts = frame.parts();
-    let mut parts = &mut parts[..];
-    while !parts.is_empty() {
-        match output.write_vectored(parts).await? {
-            0 => return Err(std::io::ErrorKind::WriteZero.into()),
-            n => std::io::IoSlice::advance_slices(&mut parts, n),
+/// Frames on their way to a polled output, written by the transport's own task as the pipe
+/// takes them: a response leaves from the task that produced it, with no hand-off to a writing
+/// task (a wake-up of another runtime worker per small request).
+struct PolledWriter {
+    output: PolledOutput,
+    /// Frames in order; the first is partly written.
+    queue: std::collections::VecDeque<OutFrame>,
+    /// Bytes of the first frame already written.
+    written: usize,
+}
+
+impl PolledWriter {
+    /// Writes part of the first frame, waiting (not blocking) until the pipe takes some;
+    /// never ready while there is nothing to write. Errors: the output's.
+    async fn write_some(&mut self) -> std::io::Result<()> {
+        let Some(frame) = self.queue.front() else {
+            return future::pending().await;
+        };
+        let mut parts = frame.parts();
+        let mut parts = &mut parts[..];
+        std::io::IoSlice::advance_slices(&mut parts, self.written);
+        let n = self.output.write_vectored(parts).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        self.written += n;
+        if self.written == frame.len()
+            && let Some(frame) = self.queue.pop_front()
+        {
+            self.written = 0;
+            frame.written();
+        }
+        Ok(())
+    }
+}
+
+/// Where the transport's frames go.
+enum Writer {
+    /// Written by the transport's task ([`PolledWriter`]).
+    Polled(PolledWriter),
+    /// Handed to the thread that writes a blocking output (see [`start_writer`]).
+    Thread(mpsc::UnboundedSender<Outgoing>),
+    /// The output failed: frames are dropped.
+    Closed,
+}
+
+impl Writer {
+    /// Queues `body` to be written after the frames before it.
+    fn send(&mut self, body: Outgoing) {
+        match self {
+            Writer::Polled(w) => w.queue.push_back(OutFrame::new(body)),
+            Writer::Thread(tx) => {
+                if tx.send(body).is_err() {
+                    *self = Writer::Closed;
+                }
+            }
+            Writer::Closed => {}
         }
     }
-    frame.written();
-    Ok(())
+
+    /// Whether the transport's task has frames to write.
+    fn has_pending(&self) -> bool {
+        matches!(self, Writer::Polled(w) if !w.queue.is_empty())
+    }
+
+    /// [`PolledWriter::write_some`]; never ready for the other kinds.
+    async fn write_some(&mut self) -> std::io::Result<()> {
+        match self {
+            Writer::Polled(w) => w.write_some().await,
+            _ => future::pending().await,
+        }
+    }
+
+    /// Writes every queued frame (a polled output) or waits until the writing thread has
+    /// (`done`), then drops the output, restoring its flags.
+    async fn finish(mut self, done: Option<tokio::sync::oneshot::Receiver<()>>) {
+        while self.has_pending() {
+            if let Err(e) = self.write_some().await {
+                tracing::warn!("cannot write to stdout: {e}");
+                break;
+            }
+        }
+        // Closing the channel ends the writing thread once it has written what it holds.
+        drop(self);
+        if let Some(done) = done {
+            let _ = done.await;
+        }
+    }
 }
 
 /// Where the transport's input comes from: chunks read by a thread, or a polled end read by
@@ -294,48 +372,43 @@ impl Reader {
 /// thread's chunk).
 const READ_CHUNK_BYTES: usize = 64 << 10;
 
-/// Starts writing what `out_rx` receives to `output`: a polled end by a task on the runtime,
-/// a blocking stream by a thread of its own. The returned receiver resolves once the writer
-/// stopped (its channel closed, or a write failed). `None` when that thread cannot start.
+/// The transport's writer for `output`: a polled end is written by the transport's task, a
+/// blocking stream by a thread of its own, whose end is signalled on the returned receiver
+/// (once its channel closed and it wrote what it held, or a write failed). `None` when that
+/// thread cannot start.
 fn start_writer<O: std::io::Write + Send + 'static>(
     output: Output<O>,
-    mut out_rx: mpsc::UnboundedReceiver<Outgoing>,
-) -> Option<tokio::sync::oneshot::Receiver<()>> {
-    let (writer_done, writer) = tokio::sync::oneshot::channel::<()>();
-    match output {
-        End::Polled(mut output) => {
-            tokio::spawn(async move {
-                while let Some(body) = out_rx.recv().await {
-                    if let Err(e) = write_frame_polled(&mut output, body).await {
-                        tracing::warn!("cannot write to stdout: {e}");
-                        break;
-                    }
+) -> Option<(Writer, Option<tokio::sync::oneshot::Receiver<()>>)> {
+    let output = match output {
+        End::Polled(output) => {
+            let writer = PolledWriter {
+                output,
+                queue: std::collections::VecDeque::new(),
+                written: 0,
+            };
+            return Some((Writer::Polled(writer), None));
+        }
+        End::Blocking(output) => output,
+    };
+    let (writer_done, done) = tokio::sync::oneshot::channel::<()>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
+    let spawned = std::thread::Builder::new()
+        .name("sessiond-stdout".into())
+        .spawn(move || {
+            let mut output = output;
+            while let Some(body) = rx.blocking_recv() {
+                if let Err(e) = write_frame(&mut output, body) {
+                    tracing::warn!("cannot write to stdout: {e}");
+                    break;
                 }
-                // Its flags are restored before the daemon may exit.
-                drop(output);
-                let _ = writer_done.send(());
-            });
-        }
-        End::Blocking(output) => {
-            let spawned = std::thread::Builder::new()
-                .name("sessiond-stdout".into())
-                .spawn(move || {
-                    let mut output = output;
-                    while let Some(body) = out_rx.blocking_recv() {
-                        if let Err(e) = write_frame(&mut output, body) {
-                            tracing::warn!("cannot write to stdout: {e}");
-                            break;
-                        }
-                    }
-                    let _ = writer_done.send(());
-                });
-            if let Err(e) = spawned {
-                tracing::error!("cannot start the stdout thread: {e}");
-                return None;
             }
-        }
+            let _ = writer_done.send(());
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the stdout thread: {e}");
+        return None;
     }
-    Some(writer)
+    Some((Writer::Thread(tx), Some(done)))
 }
 
 /// What the reader found in the input.
@@ -619,14 +692,29 @@ fn default_capabilities(request: &mut Value) {
     }
 }
 
+/// Requests read and waiting for one of the [`MAX_CONCURRENCY`] places; input is not read
+/// while this many wait.
+const MAX_QUEUED: usize = 64;
+
+/// A request's handling: the service's future, and the answer it gives (`None` for a
+/// notification).
+type Handling = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Response>> + Send>>;
+
 /// Serves `service` on `input`/`output` until `exit` or end of input.
 ///
-/// A polled end (a pipe or a socket, see [`super::stdio`]) is read and written by tasks on
-/// the runtime: a request wakes the runtime's worker straight from `epoll`, and a small
-/// request's answer leaves from the same thread. A blocking stream is served by a thread of
-/// its own (a frame costs one `read` or one `write` system call there and one wake-up of the
-/// runtime), not by tokio's stdio, which hands every read, write and flush to its blocking
-/// pool.
+/// One task reads the input, hands requests to the service, polls their handling and writes
+/// their answers: a small request (read when `epoll` wakes the runtime's worker, answered by
+/// the session's owner task) crosses no other task of the transport and wakes no other worker.
+/// A polled end (a pipe or a socket, see [`super::stdio`]) is read and written by this task,
+/// waiting (never blocking) while the input is empty or the output full. A blocking stream is
+/// served by a thread of its own (a frame costs one `read` or one `write` system call there
+/// and one wake-up of the runtime), not by tokio's stdio, which hands every read, write and
+/// flush to its blocking pool.
+///
+/// Requests are handed over in arrival order, at most [`MAX_CONCURRENCY`] at once; each new
+/// one is polled before those after it (as `buffer_unordered` does), so a handler's first step
+/// (sending to the session's owner) keeps that order. Server-to-client messages (requests and
+/// notifications) are written between answers, in the order they were sent.
 pub async fn run<S, I, O>(
     input: Input<I>,
     output: Output<O>,
@@ -637,8 +725,7 @@ pub async fn run<S, I, O>(
     I: std::io::Read + Send + 'static,
     O: std::io::Write + Send + 'static,
 {
-    let (out_tx, out_rx) = mpsc::unbounded_channel::<Outgoing>();
-    let Some(writer) = start_writer(output, out_rx) else {
+    let Some((mut writer, writer_done)) = start_writer(output) else {
         return;
     };
     let Some(mut input) = Reader::start(input) else {
@@ -646,102 +733,131 @@ pub async fn run<S, I, O>(
     };
 
     let (mut server_requests, mut client_responses) = socket.split();
-    let forward_out = out_tx.clone();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Outgoing>();
     let (server_requests_abort, server_requests_reg) = future::AbortHandle::new_pair();
     let outgoing = tokio::spawn(future::Abortable::new(
         async move {
             while let Some(req) = server_requests.next().await {
                 if let Ok(body) = serde_json::to_vec(&req) {
-                    let _ = forward_out.send(Outgoing::Body(body));
+                    let _ = out_tx.send(Outgoing::Body(body));
                 }
             }
         },
         server_requests_reg,
     ));
 
-    // Requests are handed over in arrival order; `buffered_unordered` polls each new future
-    // before the ones after it, so a handler's first step (sending to the session's owner)
-    // keeps that order.
-    let (mut tasks_tx, tasks_rx) = fmpsc::channel(64);
-    let responses_out = out_tx.clone();
-    let process = tokio::spawn(async move {
-        tasks_rx
-            .buffer_unordered(MAX_CONCURRENCY)
-            .for_each(|res: Option<Response>| {
-                if let Some(res) = res
+    let mut queued: std::collections::VecDeque<Handling> = std::collections::VecDeque::new();
+    let mut in_flight = futures::stream::FuturesUnordered::<Handling>::new();
+    let mut deframer = Deframer::default();
+    let mut reading = true;
+    loop {
+        while in_flight.len() < MAX_CONCURRENCY
+            && let Some(handling) = queued.pop_front()
+        {
+            in_flight.push(handling);
+        }
+        if !reading && in_flight.is_empty() {
+            break;
+        }
+        tokio::select! {
+            // Output first (an answer leaves as soon as it is made), then what was sent to
+            // the client, then answers, then new input.
+            biased;
+            wrote = writer.write_some(), if writer.has_pending() => {
+                if let Err(e) = wrote {
+                    tracing::warn!("cannot write to stdout: {e}");
+                    writer = Writer::Closed;
+                }
+            }
+            Some(body) = out_rx.recv() => writer.send(body),
+            Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
+                if let Some(res) = answer
                     && let Some(body) = response_body(res)
                 {
-                    let _ = responses_out.send(body);
+                    writer.send(body);
                 }
-                future::ready(())
-            })
-            .await;
-    });
+            }
+            more = input.read_into(&mut deframer.buf), if reading && queued.len() < MAX_QUEUED => {
+                reading = more
+                    && dispatch(
+                        &mut deframer,
+                        &mut service,
+                        &mut client_responses,
+                        &mut writer,
+                        &mut queued,
+                    )
+                    .await;
+            }
+            // Not reached: input is read, or a handling is in flight (see the check above).
+            else => break,
+        }
+    }
+    server_requests_abort.abort();
+    let _ = outgoing.await;
+    while let Ok(body) = out_rx.try_recv() {
+        writer.send(body);
+    }
+    writer.finish(writer_done).await;
+}
 
-    let mut deframer = Deframer::default();
-    'read: loop {
-        while let Some(frame) = deframer.next() {
-            let incoming = match frame {
-                Frame::Body(body) => classify(&body),
-                Frame::Malformed(why) => {
-                    tracing::warn!("malformed frame: {why}");
-                    Incoming::Reject(error_response(
-                        Value::Null,
-                        -32700,
-                        &format!("parse error: {why}"),
-                    ))
+/// Hands every complete frame in `deframer` on: a request to the service (its handling
+/// queued), a response to the client socket, anything undecodable answered with an error.
+/// `false` once input must stop: after `exit`, or when the service is gone.
+async fn dispatch<S: LanguageServer>(
+    deframer: &mut Deframer,
+    service: &mut LspService<S>,
+    client_responses: &mut (impl futures::Sink<Response> + Unpin),
+    writer: &mut Writer,
+    queued: &mut std::collections::VecDeque<Handling>,
+) -> bool {
+    while let Some(frame) = deframer.next() {
+        let incoming = match frame {
+            Frame::Body(body) => classify(&body),
+            Frame::Malformed(why) => {
+                tracing::warn!("malformed frame: {why}");
+                Incoming::Reject(error_response(
+                    Value::Null,
+                    -32700,
+                    &format!("parse error: {why}"),
+                ))
+            }
+        };
+        match incoming {
+            Incoming::Reject(body) => writer.send(Outgoing::Body(body)),
+            Incoming::Response(res) => {
+                let _ = client_responses.send(res).await;
+            }
+            Incoming::Request(req) => {
+                if future::poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
+                    return false;
                 }
-            };
-            match incoming {
-                Incoming::Reject(body) => {
-                    let _ = out_tx.send(Outgoing::Body(body));
-                }
-                Incoming::Response(res) => {
-                    let _ = client_responses.send(res).await;
-                }
-                Incoming::Request(req) => {
-                    if future::poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
-                        break 'read;
+                let exit = req.method() == "exit";
+                // tower-lsp-server answers nothing to an unknown `$/` method (LSP lets a
+                // server ignore `$/` notifications); a request still gets -32601.
+                let unanswered = match req.id() {
+                    Some(id) if req.method().starts_with("$/") => {
+                        Some((id.clone(), req.method().to_owned()))
                     }
-                    let exit = req.method() == "exit";
-                    // tower-lsp-server answers nothing to an unknown `$/` method (LSP lets a
-                    // server ignore `$/` notifications); a request still gets -32601.
-                    let unanswered = match req.id() {
-                        Some(id) if req.method().starts_with("$/") => {
-                            Some((id.clone(), req.method().to_owned()))
+                    _ => None,
+                };
+                let fut = service.call(req);
+                queued.push_back(Box::pin(async move {
+                    match (fut.await.unwrap_or(None), unanswered) {
+                        (None, Some((id, method))) => {
+                            let mut error = Error::method_not_found();
+                            error.data = Some(Value::String(method));
+                            Some(Response::from_error(id, error))
                         }
-                        _ => None,
-                    };
-                    let fut = service.call(req);
-                    let fut = async move {
-                        match (fut.await.unwrap_or(None), unanswered) {
-                            (None, Some((id, method))) => {
-                                let mut error = Error::method_not_found();
-                                error.data = Some(Value::String(method));
-                                Some(Response::from_error(id, error))
-                            }
-                            (response, _) => response,
-                        }
-                    };
-                    if tasks_tx.send(Box::pin(fut)).await.is_err() {
-                        break 'read;
+                        (response, _) => response,
                     }
-                    if exit {
-                        break 'read;
-                    }
+                }));
+                if exit {
+                    return false;
                 }
             }
         }
-        if !input.read_into(&mut deframer.buf).await {
-            break;
-        }
     }
-    tasks_tx.disconnect();
-    let _ = process.await;
-    server_requests_abort.abort();
-    let _ = outgoing.await;
-    drop(out_tx);
-    let _ = writer.await;
+    true
 }
 
 #[cfg(test)]
