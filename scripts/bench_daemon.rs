@@ -5,8 +5,9 @@
 //!   time to `session/open` (RUNS fresh opens: close, then open), the daemon's VmRSS and
 //!   VmHWM after the first open, and `session/contextAt` at the default leaf (its path is
 //!   the longest in a generated session) CONTEXT_RUNS times with full messages and with
-//!   `fields: "ids"`; then `session/entry` of the default leaf 1,000 times, one request at a
-//!   time (`entryMs`: the round trip of a small request). A full answer's size in bytes
+//!   `fields: "ids"`; `session/entry` of the default leaf 1,000 times, one request at a time,
+//!   before the `contextAt` requests (`entryMs`: the round trip of a small request) and again
+//!   right after them (`entryAfterContextMs`). A full answer's size in bytes
 //!   (`contextFullBytes`) and the client's parse of it into a `Value` (`contextFullParseMs`,
 //!   part of `contextFullMs`) are reported beside it. The client sends and reads on one
 //!   thread.
@@ -278,6 +279,18 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         d.call("session/close", p.clone())?;
         open_ms.push(timed(|| d.call("session/open", p.clone()))?.0);
     }
+    let entries = |d: &mut Daemon| -> Res<Vec<f64>> {
+        let mut times = Vec::new();
+        if let Some(leaf) = opened["leafId"].as_str() {
+            let q = json!({"path": file, "id": leaf});
+            for _ in 0..ENTRY_RUNS {
+                times.push(timed(|| d.call("session/entry", q.clone()))?.0);
+            }
+        }
+        Ok(times)
+    };
+    // The round trip of a small request: `session/entry` of the default leaf, one at a time.
+    let entry = entries(&mut d)?;
     let mut full = Vec::new();
     let mut full_parse = Vec::new();
     let mut full_bytes = 0;
@@ -291,14 +304,8 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         message_count = r["messageCount"].clone();
         ids.push(timed(|| d.call("session/contextAt", json!({"path": file, "fields": "ids"})))?.0);
     }
-    // The round trip of a small request: `session/entry` of the default leaf, one at a time.
-    let mut entry = Vec::new();
-    if let Some(leaf) = opened["leafId"].as_str() {
-        let q = json!({"path": file, "id": leaf});
-        for _ in 0..ENTRY_RUNS {
-            entry.push(timed(|| d.call("session/entry", q.clone()))?.0);
-        }
-    }
+    // Again right after the large answers (see the README on what they leave behind).
+    let entry_after = entries(&mut d)?;
     let (rss_after, hwm_after) = d.memory()?;
     d.stop();
     Ok(json!({
@@ -314,6 +321,7 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         "contextFullBytes": full_bytes,
         "contextIdsMs": ids,
         "entryMs": entry,
+        "entryAfterContextMs": entry_after,
     }))
 }
 
