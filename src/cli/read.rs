@@ -200,20 +200,19 @@ fn print_projected(
         // The document is final text ([`ContextJson::write_to`]).
         write_context_json(out.final_text()?, tree, &proj, lines, session, file)?;
     } else {
+        // A string's text; any other value's JSON.
+        let text = |r: &crate::core::format::SharedRaw| {
+            crate::core::format::raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned())
+        };
         let model = proj.model.as_ref().map_or("none".to_owned(), |m| {
-            let text = |r: &Option<crate::core::format::SharedRaw>| {
-                r.as_ref().map_or(String::new(), |r| {
-                    crate::core::format::raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned())
-                })
-            };
-            format!("{}/{}", text(&m.provider), text(&m.model_id))
+            let part =
+                |r: &Option<crate::core::format::SharedRaw>| r.as_ref().map_or(String::new(), text);
+            format!("{}/{}", part(&m.provider), part(&m.model_id))
         });
         let thinking = proj
             .thinking_level
             .as_ref()
-            .map_or("(unset)".to_owned(), |r| {
-                r.get().trim_matches('"').to_owned()
-            });
+            .map_or("(unset)".to_owned(), text);
         writeln!(
             out,
             "session {} · leaf {} · {} from {} · model {model} · thinking {thinking}",

@@ -454,7 +454,7 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
     };
     match probed {
         Ok(MaybeObject::Object(Keyed { fields, keys })) => {
-            parse_probe(fields, keys, bytes, span, expect)
+            parse_probe(fields, keys, RawText::File, bytes, span, expect)
         }
         Ok(MaybeObject::NotObject) => Err(problem(
             ProblemKind::NotAnObject,
@@ -464,7 +464,14 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
             // `JSON.parse` lets the last of duplicate keys win; the probe refuses duplicates
             // among the fields it reads, so retry on a copy where the last value won.
             Some(deduped) => match serde_json::from_slice::<LineProbe<'_>>(&deduped) {
-                Ok(probe) => parse_probe(probe, MessageKeys::Lost, bytes, span, expect),
+                Ok(probe) => parse_probe(
+                    probe,
+                    MessageKeys::Lost,
+                    RawText::Decoded,
+                    bytes,
+                    span,
+                    expect,
+                ),
                 Err(e) => Err(problem(
                     ProblemKind::InvalidEntry,
                     format!("the entry's fields cannot be read: {}", in_line(&e)),
@@ -479,20 +486,28 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
 /// `JSON.parse` reads it), or `None` when the line is not a JSON object.
 fn without_duplicate_keys(bytes: &[u8]) -> Option<Vec<u8>> {
     match jsstr::parse_value(bytes) {
-        // Decoded strings hold lone surrogates as MARK pairs: written back as pi's escapes, the
-        // copy is JSON text as a file holds it, which the probe decodes as it decodes the line
-        // (and whose raw values, such as a thinking level, are then final text too).
-        Ok(value @ serde_json::Value::Object(_)) => {
-            serde_json::to_vec(&value).ok().map(jsstr::restore_bytes)
-        }
+        // Decoded strings hold lone surrogates as MARK pairs, which the probe reads back as such.
+        Ok(value @ serde_json::Value::Object(_)) => serde_json::to_vec(&value).ok(),
         _ => None,
     }
 }
 
-/// The line read by the probe (`keys`: where its `message` key lies, see [`Verbatim::of`]).
+/// What the probe's raw values are the text of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RawText {
+    /// The line as the file holds it: a U+FDD0 in it is text ([`to_owned_raw`] escapes it).
+    File,
+    /// A serialization of the decoded line (the duplicate-key fallback): a U+FDD0 pair in it is a
+    /// decoded lone surrogate, which output restores (see [`jsstr`]).
+    Decoded,
+}
+
+/// The line read by the probe (`keys`: where its `message` key lies, see [`Verbatim::of`];
+/// `text`: what the probe read).
 fn parse_probe(
     probe: LineProbe<'_>,
     keys: MessageKeys,
+    text: RawText,
     bytes: &[u8],
     span: LineSpan,
     expect: Expect,
@@ -541,6 +556,10 @@ fn parse_probe(
         remember_id(&id);
         (id, parent)
     };
+    let share = |raw: &RawValue| match text {
+        RawText::File => to_owned_raw(raw),
+        RawText::Decoded => Arc::from(raw.to_owned()),
+    };
     let kind = match &*ty {
         "message" => {
             let Some(MaybeObject::Object(m)) = probe.message else {
@@ -558,10 +577,7 @@ fn parse_probe(
             let has_tool_call_id = result_id.is_some();
             let (model, calls) = match role {
                 Role::Assistant => (
-                    Some(shared_model(
-                        m.provider.map(to_owned_raw),
-                        m.model.map(to_owned_raw),
-                    )),
+                    Some(shared_model(m.provider.map(share), m.model.map(share))),
                     remember_call_ids(m.content.into_tool_call_ids()),
                 ),
                 _ => (None, Vec::new()),
@@ -578,11 +594,11 @@ fn parse_probe(
             .into()
         }
         "model_change" => EntryKind::ModelChange {
-            provider: probe.provider.map(to_owned_raw),
-            model_id: probe.model_id.map(to_owned_raw),
+            provider: probe.provider.map(share),
+            model_id: probe.model_id.map(share),
         },
         "thinking_level_change" => EntryKind::ThinkingLevelChange {
-            level: probe.thinking_level.map(to_owned_raw),
+            level: probe.thinking_level.map(share),
         },
         "compaction" => EntryKind::Compaction {
             // Version 1 names the kept entry by index; the tree builder resolves it.
@@ -1086,7 +1102,7 @@ mod tests {
 
     /// A raw thinking level is the file's text with a literal U+FDD0 escaped, so that restoring
     /// a document around it leaves it the text it is; a lone surrogate read through the
-    /// duplicate-key fallback keeps pi's escape.
+    /// duplicate-key fallback is decoded text, which output restores to pi's escape.
     #[test]
     fn raw_settings_are_final_text() {
         let level = |line: &str| {
@@ -1106,8 +1122,30 @@ mod tests {
         let plain =
             r#"{"type":"thinking_level_change","id":"a","parentId":null,"thinkingLevel":"high"}"#;
         assert_eq!(level(plain), r#""high""#);
+        // Read through the fallback, the raw value is decoded text: its pair leaves restored.
         let duplicate = r#"{"type":"thinking_level_change","id":"a","parentId":null,"thinkingLevel":"x","thinkingLevel":"lo\ud800w"}"#;
-        assert_eq!(level(duplicate), r#""lo\ud800w""#);
+        assert_eq!(jsstr::restore_json(&level(duplicate)), r#""lo\ud800w""#);
+    }
+
+    /// An id on a line with duplicate keys is the id other lines name: two U+FDD0 pairs in it
+    /// (a high and a low one) stay two, as the probe reads them on any line.
+    #[test]
+    fn an_id_read_through_the_duplicate_key_fallback_is_the_same_id() {
+        let id = "a\u{FDD0}\u{E03D}\u{FDD0}\u{E600}";
+        let named = format!(r#"{{"type":"custom","id":"b","parentId":"{id}"}}"#);
+        let Line::Entry(child) =
+            parse_line(named.as_bytes(), SPAN, Expect::Entry { version: 3 }).unwrap()
+        else {
+            panic!("not an entry")
+        };
+        let duplicate = format!(r#"{{"type":"custom","id":"zz","id":"{id}","parentId":null}}"#);
+        let Line::Entry(e) =
+            parse_line(duplicate.as_bytes(), SPAN, Expect::Entry { version: 3 }).unwrap()
+        else {
+            panic!("not an entry")
+        };
+        assert_eq!(Some(&e.id), child.parent_id.as_ref());
+        assert_eq!(e.id.as_str(), id);
     }
 
     #[test]
