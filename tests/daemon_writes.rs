@@ -608,3 +608,65 @@ fn required_retention_refuses_a_summary_that_drops_a_modified_path() {
     assert_eq!(std::fs::read(&file).expect("read"), bytes);
     assert_eq!(d.stop(), Some(0));
 }
+
+/// A lone surrogate a client sends in a written entry (`session/append`'s entry, as an object
+/// and as JSON text, and `session/branch`'s details) is written as pi writes one, the escape
+/// `\udXXX`, never as the U+FDD0 pair sessiond decodes it to; pi's loader reads it back.
+#[test]
+fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("s.jsonl");
+    let (header, entries) = v3_session(2);
+    let mut text = header + "\n";
+    for (_, line) in &entries {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(&file, text).expect("write");
+    let (mut d, _) = Daemon::start(&[tmp.path()]);
+    let path = s(&file).to_owned();
+    let open = checked(&mut d, "session/open", json!({"path": path}));
+    let mut leaf = open["leafId"].as_str().expect("leaf").to_owned();
+    let path_json = serde_json::to_string(&path).expect("path");
+    // Raw frames: the escapes must reach the daemon as a client writes them.
+    let bodies = [
+        r#""method":"session/append","params":{"path":PATH,"expectedLeafId":"LEAF","entry":{"type":"thinking_level_change","thinkingLevel":"x\ud800"}}"#,
+        r#""method":"session/append","params":{"path":PATH,"expectedLeafId":"LEAF","entry":"{\"type\":\"custom\",\"customType\":\"n\",\"data\":\"y\ud83d\"}"}"#,
+        r#""method":"session/branch","params":{"path":PATH,"expectedLeafId":"LEAF","fromId":"FIRST","summary":"s\ude80","details":{"d":"z\udbff"}}"#,
+    ];
+    let escapes = [r"x\ud800", r"y\ud83d", r"z\udbff"];
+    let mut ids = Vec::new();
+    for (body, escape) in bodies.iter().zip(escapes) {
+        let id = d.next_request_id() + 1000;
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},{}}}"#,
+            body.replace("PATH", &path_json)
+                .replace("LEAF", &leaf)
+                .replace("FIRST", &entries[0].0)
+        );
+        d.write_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+        let r = d.response(&json!(id));
+        let written = r["result"]["id"].as_str().unwrap_or_else(|| panic!("{r}"));
+        leaf = written.to_owned();
+        ids.push(leaf.clone());
+        let bytes = std::fs::read(&file).expect("read");
+        let last = String::from_utf8_lossy(
+            bytes
+                .trim_ascii_end()
+                .rsplit(|b| *b == b'\n')
+                .next()
+                .expect("a line"),
+        )
+        .into_owned();
+        assert!(last.contains(escape), "{last}");
+        assert!(!last.contains('\u{FDD0}'), "{last}");
+    }
+    // pi reads back the lone surrogates (the test client reads an escape as its text).
+    if let Some(pi) = pi_context(&file, &ids[0]) {
+        assert_eq!(pi["thinkingLevel"], json!(r"x\ud800"), "{pi}");
+    }
+    if let Some(pi) = pi_context(&file, &ids[2]) {
+        assert_eq!(pi["messages"][1]["summary"], json!(r"s\ude80"), "{pi}");
+    }
+    assert_eq!(d.stop(), Some(0));
+}

@@ -27,6 +27,7 @@ use crate::core::compaction::SummarySource;
 use crate::core::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
 use crate::core::entries::ParentChoice;
 use crate::core::fork::Position;
+use crate::core::jsstr;
 use crate::core::tree::Mode;
 use crate::model::{Api, CallOptions, ModelChoice, Progress};
 use crate::session::owner::{EventSink, Session};
@@ -231,16 +232,17 @@ impl Backend {
             method: "session/branch",
             detail: "fromId is required (null: before the first entry)".into(),
         })?;
-        let details =
-            match p.details {
-                None => None,
-                Some(v) => Some(RawValue::from_string(v.to_string()).map_err(|e| {
-                    RpcError::InvalidParams {
+        let details = match p.details {
+            None => None,
+            Some(v) => Some(
+                RawValue::from_string(jsstr::restore_json(&v.to_string()).into_owned()).map_err(
+                    |e| RpcError::InvalidParams {
                         method: "session/branch",
                         detail: format!("details: {e}"),
-                    }
-                })?),
-            };
+                    },
+                )?,
+            ),
+        };
         let Some(summary) = p.summary else {
             // pi's `branch(fromId)`: only the leaf moves, which is the client's to keep.
             return Ok(self
@@ -273,9 +275,11 @@ impl Backend {
     pub async fn append(&self, p: Value) -> RpcResult<Value> {
         let p: AppendParams = params("session/append", p)?;
         let expected = expected_leaf("session/append", p.expected_leaf_id)?;
+        // The request's strings are decoded (a lone surrogate held as a U+FDD0 pair): the line
+        // written holds pi's escape for it, as pi writes one.
         let entry_json = match p.entry {
-            Value::String(text) => text,
-            Value::Object(_) => p.entry.to_string(),
+            Value::String(text) => jsstr::restore_json(&text).into_owned(),
+            Value::Object(_) => jsstr::restore_json(&p.entry.to_string()).into_owned(),
             _ => {
                 return Err(RpcError::InvalidParams {
                     method: "session/append",
