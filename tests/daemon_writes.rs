@@ -670,3 +670,51 @@ fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
     }
     assert_eq!(d.stop(), Some(0));
 }
+
+/// Input that ends while a write is in flight (a client that sends its requests and closes
+/// its end, as a script piping them in does): the write's answer and its `session/didChange`
+/// both reach the client before the daemon exits. Ten rounds: the notification travels
+/// through tasks of its own, and a transport that closes its output once the last answer is
+/// written loses it in most rounds.
+#[test]
+fn a_write_s_notification_reaches_the_client_when_input_ends_during_the_write() {
+    for round in 0..10 {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let file = tmp.path().join("s.jsonl");
+        let (header, entries) = v3_session(3);
+        let mut text = header + "\n";
+        for (_, line) in &entries {
+            text.push_str(line);
+            text.push('\n');
+        }
+        std::fs::write(&file, text).expect("write");
+        let (mut d, _) = Daemon::start(&[tmp.path()]);
+        let path = s(&file).to_owned();
+        let open = checked(&mut d, "session/open", json!({"path": path}));
+        let id = d.next_request_id();
+        d.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "session/append", "params": {
+                "path": path,
+                "expectedLeafId": open["leafId"],
+                "entry": {"type": "custom", "customType": "note", "data": {"round": round}},
+            }}),
+        );
+        d.close_input();
+        let mut answer = None;
+        let mut announced = Vec::new();
+        while let Some(msg) = d.next_message(NOTE_WAIT) {
+            if msg.get("id") == Some(&json!(id)) {
+                answer = Some(msg);
+            } else if msg["method"] == json!("session/didChange") {
+                for a in msg["params"]["added"].as_array().expect("added") {
+                    announced.push(a["id"].as_str().expect("id").to_owned());
+                }
+            }
+        }
+        let answer = answer.unwrap_or_else(|| panic!("round {round}: no answer"));
+        let written = answer["result"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("round {round}: {answer}"));
+        assert_eq!(announced, [written], "round {round}");
+    }
+}

@@ -375,6 +375,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
     runtime.block_on(async {
         let (tx, rx) = mpsc::unbounded_channel();
         let sink = Arc::new(NotifySink { tx });
+        let flush_sink = sink.clone();
         let flag = shut_down.clone();
         let builder = LspService::build(move |client| {
             tokio::spawn(forward_notifications(client.clone(), rx));
@@ -400,7 +401,8 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
         let (service, socket) = register(builder).finish();
         // On a worker, not on this thread: reading, answering and writing then share one thread.
         let (input, output) = stdio::ends();
-        let served = tokio::spawn(transport::run(input, output, service, socket));
+        let flush = move || flush_sink.barrier();
+        let served = tokio::spawn(transport::run(input, output, service, socket, flush));
         if let Err(e) = served.await {
             tracing::error!("the transport stopped: {e}");
         }

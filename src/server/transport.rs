@@ -9,7 +9,7 @@
 //! could be read) and hands everything else to the service exactly as `Server` would: in
 //! arrival order, at most [`MAX_CONCURRENCY`] requests in flight, stopping after `exit`.
 
-use futures::{SinkExt, StreamExt, future};
+use futures::{FutureExt, SinkExt, StreamExt, future};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tower::Service;
@@ -714,12 +714,16 @@ type Handling = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Respon
 /// Requests are handed over in arrival order, at most [`MAX_CONCURRENCY`] at once; each new
 /// one is polled before those after it (as `buffer_unordered` does), so a handler's first step
 /// (sending to the session's owner) keeps that order. Server-to-client messages (requests and
-/// notifications) are written between answers, in the order they were sent.
+/// notifications) are written between answers, in the order they were sent; at the end, once
+/// the last handling is answered, `flush` (resolving once every notification sent before it
+/// is in the client socket's stream: the event sink's barrier) is awaited and those are
+/// written before the output closes.
 pub async fn run<S, I, O>(
     input: Input<I>,
     output: Output<O>,
     mut service: LspService<S>,
     socket: ClientSocket,
+    flush: impl FnOnce() -> futures::future::BoxFuture<'static, ()>,
 ) where
     S: LanguageServer,
     I: std::io::Read + Send + 'static,
@@ -733,19 +737,7 @@ pub async fn run<S, I, O>(
     };
 
     let (mut server_requests, mut client_responses) = socket.split();
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Outgoing>();
-    let (server_requests_abort, server_requests_reg) = future::AbortHandle::new_pair();
-    let outgoing = tokio::spawn(future::Abortable::new(
-        async move {
-            while let Some(req) = server_requests.next().await {
-                if let Ok(body) = serde_json::to_vec(&req) {
-                    let _ = out_tx.send(Outgoing::Body(body));
-                }
-            }
-        },
-        server_requests_reg,
-    ));
-
+    let mut requests_open = true;
     let mut queued: std::collections::VecDeque<Handling> = std::collections::VecDeque::new();
     let mut in_flight = futures::stream::FuturesUnordered::<Handling>::new();
     let mut deframer = Deframer::default();
@@ -769,7 +761,12 @@ pub async fn run<S, I, O>(
                     writer = Writer::Closed;
                 }
             }
-            Some(body) = out_rx.recv() => writer.send(body),
+            // Server-to-client messages before answers: a notification a handling sent (a
+            // write's `didChange`, handed on before its answer is made) leaves first.
+            req = server_requests.next(), if requests_open => match req {
+                Some(req) => send_request(&mut writer, &req),
+                None => requests_open = false,
+            },
             Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
                 if let Some(res) = answer
                     && let Some(body) = response_body(res)
@@ -792,12 +789,31 @@ pub async fn run<S, I, O>(
             else => break,
         }
     }
-    server_requests_abort.abort();
-    let _ = outgoing.await;
-    while let Ok(body) = out_rx.try_recv() {
-        writer.send(body);
+    // Every notification sent before now reaches the client before the output closes: the
+    // flush resolves once the last is in the client socket's stream, which is read meanwhile
+    // (it holds one message at a time), then emptied.
+    let mut flushed = flush();
+    while requests_open {
+        tokio::select! {
+            biased;
+            req = server_requests.next() => match req {
+                Some(req) => send_request(&mut writer, &req),
+                None => requests_open = false,
+            },
+            () = &mut flushed => break,
+        }
+    }
+    while requests_open && let Some(Some(req)) = server_requests.next().now_or_never() {
+        send_request(&mut writer, &req);
     }
     writer.finish(writer_done).await;
+}
+
+/// Queues a server-to-client request or notification.
+fn send_request(writer: &mut Writer, req: &Request) {
+    if let Ok(body) = serde_json::to_vec(req) {
+        writer.send(Outgoing::Body(body));
+    }
 }
 
 /// Hands every complete frame in `deframer` on: a request to the service (its handling

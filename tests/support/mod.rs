@@ -230,6 +230,12 @@ impl Daemon {
         Some(msg)
     }
 
+    /// Closes the daemon's input (end of input, as a client that sent everything does); what
+    /// it writes afterwards is still read.
+    pub fn close_input(&mut self) {
+        drop(self.stdin.take());
+    }
+
     /// `shutdown` + `exit`; returns the exit code.
     pub fn stop(mut self) -> Option<i32> {
         let r = self.request("shutdown", Value::Null);
