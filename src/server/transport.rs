@@ -693,7 +693,7 @@ fn default_capabilities(request: &mut Value) {
 }
 
 /// Requests read and waiting for one of the [`MAX_CONCURRENCY`] places; input is not read
-/// while this many wait.
+/// while this many wait (the frames of one read are all handed on, which may pass it).
 const MAX_QUEUED: usize = 64;
 
 /// A request's handling: the service's future, and the answer it gives (`None` for a
@@ -704,7 +704,7 @@ type Handling = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Respon
 ///
 /// One task reads the input, hands requests to the service, polls their handling and writes
 /// their answers: a small request (read when `epoll` wakes the runtime's worker, answered by
-/// the session's owner task) crosses no other task of the transport and wakes no other worker.
+/// the session's owner task) crosses no other task of the transport.
 /// A polled end (a pipe or a socket, see [`super::stdio`]) is read and written by this task,
 /// waiting (never blocking) while the input is empty or the output full. A blocking stream is
 /// served by a thread of its own (a frame costs one `read` or one `write` system call there
