@@ -1242,3 +1242,38 @@ fn the_output_socket_send_buffer_is_grown_for_large_answers() {
     let _ = input.shutdown(std::net::Shutdown::Write);
     let _ = child.wait();
 }
+
+/// `exit` with requests still unanswered (no `shutdown` first): each of them gets one answer,
+/// its result or -32800 (cancelled), and the process ends with exit code 1.
+#[test]
+fn exit_answers_what_is_still_unanswered_as_cancelled() {
+    let dir = repo().join("tests/data/text");
+    let path = dir.join("noncharacter-settings.jsonl");
+    let path = path.to_str().expect("utf-8");
+    let (mut d, _) = Daemon::start(&[&dir]);
+    checked(&mut d, "session/open", json!({"path": path}));
+    let first = d.next_request_id() + 100;
+    let mut frames = Vec::new();
+    for id in first..first + 20 {
+        frames.extend(support::frame(&json!({
+            "jsonrpc": "2.0", "id": id, "method": "session/contextAt", "params": {"path": path},
+        })));
+    }
+    frames.extend(support::frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
+    d.write_raw(&frames);
+    d.close_input();
+    let mut answered = BTreeSet::new();
+    while let Some(msg) = d.next_message(NOTE_WAIT) {
+        let Some(id) = msg.get("id").and_then(Value::as_i64) else {
+            continue;
+        };
+        if msg.get("error").is_some() {
+            assert_eq!(error_of(&msg).0, -32800, "{msg}");
+        } else {
+            assert!(msg["result"]["messages"].is_array(), "{msg}");
+        }
+        assert!(answered.insert(id), "answered twice: {msg}");
+    }
+    assert_eq!(answered, (first..first + 20).collect::<BTreeSet<_>>());
+    assert_eq!(d.wait(), Some(1));
+}

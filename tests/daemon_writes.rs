@@ -610,8 +610,9 @@ fn required_retention_refuses_a_summary_that_drops_a_modified_path() {
 }
 
 /// A lone surrogate a client sends in a written entry (`session/append`'s entry, as an object
-/// and as JSON text, and `session/branch`'s details) is written as pi writes one, the escape
-/// `\udXXX`, never as the U+FDD0 pair sessiond decodes it to; pi's loader reads it back.
+/// and as JSON text, `session/branch`'s details, a label, a name) is written as pi writes one,
+/// the escape `\udXXX`, never as the U+FDD0 pair sessiond decodes it to; pi's loader reads it
+/// back.
 #[test]
 fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -633,8 +634,16 @@ fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
         r#""method":"session/append","params":{"path":PATH,"expectedLeafId":"LEAF","entry":{"type":"thinking_level_change","thinkingLevel":"x\ud800"}}"#,
         r#""method":"session/append","params":{"path":PATH,"expectedLeafId":"LEAF","entry":"{\"type\":\"custom\",\"customType\":\"n\",\"data\":\"y\ud83d\"}"}"#,
         r#""method":"session/branch","params":{"path":PATH,"expectedLeafId":"LEAF","fromId":"FIRST","summary":"s\ude80","details":{"d":"z\udbff"}}"#,
+        r#""method":"session/label","params":{"path":PATH,"expectedLeafId":"LEAF","targetId":"FIRST","label":"l\ud801 x"}"#,
+        r#""method":"session/setName","params":{"path":PATH,"expectedLeafId":"LEAF","name":"n\udc02 y"}"#,
     ];
-    let escapes = [r"x\ud800", r"y\ud83d", r"z\udbff"];
+    let escapes = [
+        r"x\ud800",
+        r"y\ud83d",
+        r"z\udbff",
+        r"l\ud801 x",
+        r"n\udc02 y",
+    ];
     let mut ids = Vec::new();
     for (body, escape) in bodies.iter().zip(escapes) {
         let id = d.next_request_id() + 1000;
