@@ -248,20 +248,28 @@ fn context_at_equals_the_cli_on_every_fixture() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// A daemon with `tests/data/text/NAME.jsonl` open, its path, and pi's context document for
+/// it (`NAME.pi-context.json`, made by the oracle; see `tests/golden.rs`).
+fn open_text_session(name: &str) -> (Daemon, String, Value) {
+    let dir = repo().join("tests/data/text");
+    let path = dir.join(format!("{name}.jsonl"));
+    let pi = support::common::parse_json(
+        &std::fs::read(dir.join(format!("{name}.pi-context.json"))).expect("pi's answer"),
+    )
+    .expect("pi's answer is JSON");
+    let (mut d, _) = Daemon::start(&[&dir]);
+    let path = path.to_str().expect("utf-8").to_owned();
+    d.call("session/open", json!({"path": path}));
+    (d, path, pi)
+}
+
 /// `session/contextAt` passes a message's text on as pi does: U+FDD0 followed by a
 /// private-use character stays text, and an entry id holding a lone surrogate keeps pi's
 /// escape (the test client reads an escape as its text, so the two stay apart).
 #[test]
 fn context_at_passes_message_text_on_as_pi_does() {
-    let dir = repo().join("tests/data/text");
-    let path = dir.join("noncharacter-text.jsonl");
-    let pi = support::common::parse_json(
-        &std::fs::read(dir.join("noncharacter-text.pi-context.json")).expect("pi's answer"),
-    )
-    .expect("pi's answer is JSON");
-    let (mut d, _) = Daemon::start(&[&dir]);
-    let path = path.to_str().expect("utf-8");
-    d.call("session/open", json!({"path": path}));
+    let (mut d, path, pi) = open_text_session("noncharacter-text");
+    let path = path.as_str();
     let ctx = d.call("session/contextAt", json!({"path": path}));
     assert_eq!(ctx["messages"], pi["messages"]);
     assert_eq!(ctx["entryIds"][1], json!(r"f3100002\ud800"));
@@ -272,15 +280,8 @@ fn context_at_passes_message_text_on_as_pi_does() {
 /// a private-use character (text, not a lone surrogate), with every kind of `fields`.
 #[test]
 fn context_at_gives_settings_text_as_pi_does() {
-    let dir = repo().join("tests/data/text");
-    let path = dir.join("noncharacter-settings.jsonl");
-    let pi = support::common::parse_json(
-        &std::fs::read(dir.join("noncharacter-settings.pi-context.json")).expect("pi's answer"),
-    )
-    .expect("pi's answer is JSON");
-    let (mut d, _) = Daemon::start(&[&dir]);
-    let path = path.to_str().expect("utf-8");
-    d.call("session/open", json!({"path": path}));
+    let (mut d, path, pi) = open_text_session("noncharacter-settings");
+    let path = path.as_str();
     for fields in ["full", "previews", "ids"] {
         let ctx = d.call("session/contextAt", json!({"path": path, "fields": fields}));
         assert_eq!(ctx["thinkingLevel"], pi["thinkingLevel"], "{fields}");

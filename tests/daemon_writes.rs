@@ -29,6 +29,21 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
 
+/// A scratch directory holding `s.jsonl`, a version-3 session of `n` entries ([`v3_session`]):
+/// the directory (kept alive by the caller), the file and the entries' `(id, line)`.
+fn session_file(n: usize) -> (tempfile::TempDir, PathBuf, Vec<(String, String)>) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("s.jsonl");
+    let (header, entries) = v3_session(n);
+    let mut text = header + "\n";
+    for (_, line) in &entries {
+        text.push_str(line);
+        text.push('\n');
+    }
+    std::fs::write(&file, text).expect("write");
+    (tmp, file, entries)
+}
+
 /// Every `session/didChange` that arrives within `quiet` of the previous one: id → count.
 fn drain_changes(d: &mut Daemon, quiet: Duration) -> BTreeMap<String, usize> {
     let mut seen = BTreeMap::new();
@@ -238,15 +253,7 @@ fn fork_writes_what_the_cli_writes_and_stays_inside_the_roots() {
 
 #[test]
 fn appends_are_fenced_and_announced_once() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let file = tmp.path().join("s.jsonl");
-    let (header, entries) = v3_session(6);
-    let mut text = header + "\n";
-    for (_, line) in &entries {
-        text.push_str(line);
-        text.push('\n');
-    }
-    std::fs::write(&file, text).expect("write");
+    let (tmp, file, entries) = session_file(6);
     let (mut d, _) = Daemon::start(&[tmp.path()]);
     let path = s(&file).to_owned();
     let open = checked(&mut d, "session/open", json!({"path": path}));
@@ -615,15 +622,7 @@ fn required_retention_refuses_a_summary_that_drops_a_modified_path() {
 /// back.
 #[test]
 fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let file = tmp.path().join("s.jsonl");
-    let (header, entries) = v3_session(2);
-    let mut text = header + "\n";
-    for (_, line) in &entries {
-        text.push_str(line);
-        text.push('\n');
-    }
-    std::fs::write(&file, text).expect("write");
+    let (tmp, file, entries) = session_file(2);
     let (mut d, _) = Daemon::start(&[tmp.path()]);
     let path = s(&file).to_owned();
     let open = checked(&mut d, "session/open", json!({"path": path}));
@@ -688,15 +687,7 @@ fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
 #[test]
 fn a_write_s_notification_reaches_the_client_when_input_ends_during_the_write() {
     for round in 0..10 {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let file = tmp.path().join("s.jsonl");
-        let (header, entries) = v3_session(3);
-        let mut text = header + "\n";
-        for (_, line) in &entries {
-            text.push_str(line);
-            text.push('\n');
-        }
-        std::fs::write(&file, text).expect("write");
+        let (tmp, file, _) = session_file(3);
         let (mut d, _) = Daemon::start(&[tmp.path()]);
         let path = s(&file).to_owned();
         let open = checked(&mut d, "session/open", json!({"path": path}));

@@ -93,7 +93,7 @@ pub struct Opened {
 /// Reads `file` strictly, or with `allow_corrupt` the way pi does (see [`Mode`]).
 /// Errors: `Open` (I/O, not a file, corrupt).
 pub fn open(file: &Path, allow_corrupt: bool) -> Result<Opened, CliError> {
-    let session = reader::open_session(file, mode(allow_corrupt))?;
+    let session = reader::open_session(file, Mode::allowing_corrupt(allow_corrupt))?;
     with_lines(file, session)
 }
 
@@ -103,17 +103,9 @@ fn open_projected(
     file: &Path,
     allow_corrupt: bool,
 ) -> Result<(Opened, Option<Projection>), CliError> {
-    let (session, projection) = reader::open_session_projected(file, mode(allow_corrupt))?;
+    let (session, projection) =
+        reader::open_session_projected(file, Mode::allowing_corrupt(allow_corrupt))?;
     Ok((with_lines(file, session)?, projection))
-}
-
-/// Strict reading, or with `allow_corrupt` the way pi reads.
-fn mode(allow_corrupt: bool) -> Mode {
-    if allow_corrupt {
-        Mode::Lenient
-    } else {
-        Mode::Strict
-    }
 }
 
 /// `session` with its file's lines, to be read again by position.

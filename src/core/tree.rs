@@ -120,6 +120,14 @@ pub enum Mode {
     Lenient,
 }
 
+impl Mode {
+    /// `Lenient` when corruption is allowed (the CLI's `--allow-corrupt`, `session/open`'s
+    /// `allowCorrupt`), else `Strict`.
+    pub fn allowing_corrupt(allow: bool) -> Mode {
+        if allow { Mode::Lenient } else { Mode::Strict }
+    }
+}
+
 /// A resolved label: the latest non-empty label entry for a target.
 #[derive(Clone, Debug)]
 pub struct Label {

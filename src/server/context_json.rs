@@ -402,7 +402,8 @@ impl ContextJson<'_> {
 
 impl AfterMessages<'_> {
     /// These fields as a JSON object's text, with decoded lone surrogates written back as
-    /// pi's escapes (an entry id may hold one).
+    /// pi's escapes (an entry id may hold one). The raw `thinkingLevel` and `model` come
+    /// through unchanged: they hold a U+FDD0 as its escape (`format::to_owned_raw`).
     fn restored(&self) -> serde_json::Result<Vec<u8>> {
         serde_json::to_vec(self).map(jsstr::restore_bytes)
     }

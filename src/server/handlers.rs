@@ -258,11 +258,7 @@ impl Backend {
     pub async fn open(&self, p: Value) -> RpcResult<Value> {
         let p: OpenParams = params("session/open", p)?;
         let real = self.resolve(&p.path)?;
-        let mode = if p.allow_corrupt {
-            Mode::Lenient
-        } else {
-            Mode::Strict
-        };
+        let mode = Mode::allowing_corrupt(p.allow_corrupt);
         let handle = self
             .registry
             .open(&real, mode)
