@@ -280,11 +280,56 @@ pub trait Sink: Write {
     /// The writer behind the restoring one, once what that held back is written. Errors: that
     /// write's.
     fn final_text(&mut self) -> io::Result<&mut dyn Write>;
+
+    /// [`Sink::final_text`] when this output is a `--json` document not printed yet, which
+    /// can take back what was written ahead ([`Document`]); `None` for standard output, where
+    /// text leaves as it is written. Errors: [`Sink::final_text`]'s.
+    fn document(&mut self) -> io::Result<Option<&mut dyn Document>>;
 }
 
-impl<W: Write> Sink for RestoringWriter<W> {
+impl<W: Destination> Sink for RestoringWriter<W> {
     fn final_text(&mut self) -> io::Result<&mut dyn Write> {
         Ok(self.get_mut()?)
+    }
+
+    fn document(&mut self) -> io::Result<Option<&mut dyn Document>> {
+        Ok(self.get_mut()?.document())
+    }
+}
+
+/// A `--json` document that is not printed yet ([`emit`]): final text written into it ahead
+/// of knowing it will hold can be taken back.
+pub trait Document: Write {
+    /// Drops everything written so far. Errors: the temporary file's.
+    fn discard(&mut self) -> io::Result<()>;
+}
+
+/// What a [`Sink`] writes to: standard output, or a `--json` document.
+trait Destination: Write {
+    /// This as a [`Document`]; `None` for standard output.
+    fn document(&mut self) -> Option<&mut dyn Document>;
+}
+
+impl<T: Stdout> Destination for T {
+    fn document(&mut self) -> Option<&mut dyn Document> {
+        None
+    }
+}
+
+impl Destination for io::BufWriter<Spool> {
+    fn document(&mut self) -> Option<&mut dyn Document> {
+        Some(self)
+    }
+}
+
+impl Document for io::BufWriter<Spool> {
+    fn discard(&mut self) -> io::Result<()> {
+        // The buffer cannot be dropped by itself: it goes to the spool, cut back with the rest.
+        self.flush()?;
+        let spool = &mut self.get_mut().0;
+        spool.set_len(0).map_err(spool_failed)?;
+        spool.rewind().map_err(spool_failed)?;
+        Ok(())
     }
 }
 

@@ -16,7 +16,7 @@ use crate::core::preview;
 use crate::core::projection::{self, Projection};
 use crate::core::render::{self, LineSource};
 use crate::core::tree::{Mode, NodeIdx, Tree};
-use crate::server::context_json::ContextJson;
+use crate::server::context_json::{ContextJson, MESSAGES_OPEN};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 
 /// `sessiond context`.
@@ -142,6 +142,12 @@ fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeId
 
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
+    if args.json
+        && args.leaf.is_none()
+        && let Some(exit) = context_json_written_ahead(out, args)?
+    {
+        return Ok(exit);
+    }
     // At the default leaf, the projection is worked out while the session is read.
     let (opened, projection) = match args.leaf {
         None => open_projected(&args.file, args.allow_corrupt)?,
@@ -150,6 +156,44 @@ pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError>
     let exit = print_projected(out, &opened, args, projection);
     exiting_with(opened);
     exit
+}
+
+/// `sessiond context --json` at the default leaf into `document`, the command's document (not
+/// printed yet): the messages are written into it while the session is read
+/// ([`reader::open_session_rendering`]), so that a session that grew as one chain (the common
+/// case) is read once. Where that was given up, `document` is emptied and the context is
+/// printed from the session as read, as at any other leaf. `None` when `out` is not a
+/// document (standard output: nothing is written then).
+fn context_json_written_ahead(
+    out: &mut dyn Sink,
+    args: &ContextArgs,
+) -> Result<Option<Exit>, CliError> {
+    let Some(document) = out.document()? else {
+        return Ok(None);
+    };
+    document.write_all(MESSAGES_OPEN)?;
+    let (session, projection, holds) = reader::open_session_rendering(
+        &args.file,
+        Mode::allowing_corrupt(args.allow_corrupt),
+        document,
+    )?;
+    let opened = with_lines(&args.file, session)?;
+    let exit = match &projection {
+        Some(proj) if holds => {
+            let Opened { session, lines } = &opened;
+            ContextJson::new(&session.tree, proj, lines, session.torn_tail)
+                .write_after_messages(document)
+                .map_err(|e| CliError::Output(e.into()))?;
+            writeln!(document)?;
+            Ok(Exit::Ok)
+        }
+        _ => {
+            document.discard()?;
+            print_projected(out, &opened, args, projection)
+        }
+    };
+    exiting_with(opened);
+    exit.map(Some)
 }
 
 /// Hands over what a one-shot command read, just before the process ends: the memory goes

@@ -108,3 +108,107 @@ fn human_output_streams_and_the_error_goes_to_stderr_only() -> Result<(), Box<dy
     assert!(!text.contains("\"error\""), "{text}");
     Ok(())
 }
+
+/// What `sessiond context FILE --json [--leaf LEAF]` prints, and whether it succeeded.
+fn context_document(
+    file: &Path,
+    leaf: Option<String>,
+    allow_corrupt: bool,
+) -> Result<(bool, Vec<u8>), Box<dyn std::error::Error>> {
+    let args = ContextArgs {
+        file: file.to_owned(),
+        leaf,
+        json: true,
+        allow_corrupt,
+    };
+    let mut stdout = RestoringWriter::new(Vec::new());
+    let code = emit(&mut stdout, true, |out| read::context(out, &args));
+    Ok((code == Exit::Ok.into(), stdout.into_inner()?))
+}
+
+/// `context --json` at the default leaf (its messages written while the session is read, or
+/// given up and rendered after) prints what naming that same leaf prints (rendered after the
+/// read, as at any leaf). Returns whether the file printed a context.
+fn written_ahead_equals_rendered(
+    file: &Path,
+    allow_corrupt: bool,
+) -> Result<bool, Box<dyn std::error::Error>> {
+    let (ok, ahead) = context_document(file, None, allow_corrupt)?;
+    // pi's documents may hold a lone surrogate's escape, which serde_json refuses.
+    let doc = crate::core::jsstr::parse_value(&ahead)?;
+    let Some(leaf) = doc["leafId"].as_str().filter(|_| ok) else {
+        return Ok(false);
+    };
+    let (ok, rendered) = context_document(file, Some(leaf.to_owned()), allow_corrupt)?;
+    assert!(ok, "{}: the default leaf by name", file.display());
+    assert!(
+        ahead == rendered,
+        "{} (allow corrupt: {allow_corrupt}): written ahead\n{}\nrendered after\n{}",
+        file.display(),
+        String::from_utf8_lossy(&ahead),
+        String::from_utf8_lossy(&rendered)
+    );
+    Ok(true)
+}
+
+#[test]
+fn the_context_written_while_reading_is_the_context_rendered_after()
+-> Result<(), Box<dyn std::error::Error>> {
+    crate::testdata::pool_of_several();
+    let mut printed = 0;
+    for file in crate::testdata::session_files() {
+        for allow_corrupt in [false, true] {
+            printed += usize::from(written_ahead_equals_rendered(&file, allow_corrupt)?);
+        }
+    }
+    assert!(printed > 40, "only {printed} contexts printed");
+    Ok(())
+}
+
+/// A session long enough to be read in parallel and to spill its document to the temporary
+/// file, written ahead to its last entry, and then the same session ending in a compaction,
+/// a branch, or a new root: each gives up the writing ahead only at its last line, after
+/// mebibytes were written, and the document is still the context rendered after the read.
+#[test]
+fn a_context_given_up_at_the_last_line_is_rendered_after() -> Result<(), Box<dyn std::error::Error>>
+{
+    crate::testdata::pool_of_several();
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("s.jsonl");
+    let n = 1300;
+    session(&file, n)?;
+    assert!(std::fs::metadata(&file)?.len() > 5 << 20);
+    let (session_read, projection, holds) = crate::storage::reader::open_session_rendering(
+        &file,
+        crate::core::tree::Mode::Strict,
+        &mut std::io::sink(),
+    )?;
+    assert!(holds && projection.is_some(), "a chain is written ahead");
+    assert_eq!(session_read.tree.len(), n);
+    assert!(written_ahead_equals_rendered(&file, false)?);
+
+    let base = std::fs::read_to_string(&file)?;
+    let last = format!("m{:07}", n - 1);
+    let endings = [
+        format!(
+            "{{\"type\":\"compaction\",\"id\":\"c\",\"parentId\":\"{last}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"summary\":\"so far\",\"firstKeptEntryId\":\"m{:07}\",\"tokensBefore\":1}}\n",
+            n - 3
+        ),
+        format!(
+            "{{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"m{:07}\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"elsewhere\",\"timestamp\":1}}}}\n",
+            n - 5
+        ),
+        "{\"type\":\"message\",\"id\":\"r\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"message\":{\"role\":\"user\",\"content\":\"anew\",\"timestamp\":1}}\n".to_owned(),
+    ];
+    for ending in endings {
+        std::fs::write(&file, format!("{base}{ending}"))?;
+        let (_, _, holds) = crate::storage::reader::open_session_rendering(
+            &file,
+            crate::core::tree::Mode::Strict,
+            &mut std::io::sink(),
+        )?;
+        assert!(!holds, "given up at {ending}");
+        assert!(written_ahead_equals_rendered(&file, false)?, "{ending}");
+    }
+    Ok(())
+}

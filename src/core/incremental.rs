@@ -242,6 +242,16 @@ impl Following {
         self.items.push(item);
     }
 
+    /// The context items of the path followed so far (none once the following ended).
+    pub fn items(&self) -> &[ContextItem] {
+        &self.items
+    }
+
+    /// Whether the following ended ([`Following::finish`] will give `None`).
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
     fn end(&mut self) {
         *self = Following {
             ended: true,
@@ -277,6 +287,66 @@ impl Following {
             self.settings,
             diagnostics,
         ))
+    }
+}
+
+/// The messages of a [`Following`] context written out entry by entry while the session is
+/// read: the inside of the document's `messages` array (the messages joined by commas, each as
+/// [`render::for_each_fragment`] renders it: matches pi 1.6.0 `buildSessionContext`), taken
+/// from each line while the reader holds it ([`render::item_texts_in_read_line`]). A command
+/// that prints the context at the default leaf then needs no second pass over the file.
+///
+/// Written ahead of knowing it will hold: the writing gives up for good when the following
+/// ends or starts again, or a message cannot be rendered from its own line or written, and
+/// the caller then drops what was written and renders the context as usual. What is written
+/// is the context only when [`MessagesAhead::holds`] says so.
+pub struct MessagesAhead<'w> {
+    out: &'w mut dyn std::io::Write,
+    /// Items of the followed context whose messages are written.
+    written: usize,
+    /// Whether a message is written (the next one comes after a comma).
+    any: bool,
+    given_up: bool,
+}
+
+impl<'w> MessagesAhead<'w> {
+    /// Writes into `out` (bytes of UTF-8 JSON text).
+    pub fn new(out: &'w mut dyn std::io::Write) -> Self {
+        MessagesAhead {
+            out,
+            written: 0,
+            any: false,
+            given_up: false,
+        }
+    }
+
+    /// Writes the messages of the entry `follow` took last, whose line is `line` as read. Call
+    /// it after every [`Following::push`].
+    pub fn followed(&mut self, follow: &Following, tree: &Tree, line: &[u8]) {
+        if self.given_up {
+            return;
+        }
+        let item = match follow.items() {
+            items if !follow.ended() && items.len() == self.written + 1 => &items[self.written],
+            _ => return self.given_up = true,
+        };
+        let (out, any) = (&mut *self.out, &mut self.any);
+        let written = render::item_texts_in_read_line(tree, item, line, &mut |message| {
+            if std::mem::replace(any, true) {
+                out.write_all(b",")?;
+            }
+            out.write_all(message)
+        });
+        match written {
+            Ok(()) => self.written += 1,
+            Err(_) => self.given_up = true,
+        }
+    }
+
+    /// Whether what was written is exactly the messages of `projection`, the projection
+    /// [`Following::finish`] gave.
+    pub fn holds(&self, projection: &Projection) -> bool {
+        !self.given_up && self.written == projection.items.len()
     }
 }
 

@@ -305,6 +305,49 @@ fn item_texts(
     item_messages(tree, item, source, &mut |m| emit(m.get().as_bytes()))
 }
 
+/// [`item_texts`] for an entry whose line the caller holds as read (the reader, while it reads
+/// the file): the messages `item` contributes, rendered from `line` alone, without a
+/// fingerprint check of a message placed in it. Errors: [`item_messages`]'s, and
+/// [`RenderError::Io`] when rendering would need any other line.
+pub fn item_texts_in_read_line(
+    tree: &Tree,
+    item: &ContextItem,
+    line: &[u8],
+    emit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<(), RenderError> {
+    let entry = &tree.node(item.node).entry;
+    if let EntryKind::Message(info) = &entry.kind
+        && passes_through(item, info)
+        && let Some(message) = info.verbatim.and_then(|v| v.message_in_read_line(line))
+    {
+        return emit(message).map_err(RenderError::Emit);
+    }
+    let source = ReadLine {
+        span: entry.span,
+        line,
+    };
+    item_messages(tree, item, &source, &mut |m| emit(m.get().as_bytes()))
+}
+
+/// One line as the reader holds it: the only line it serves.
+struct ReadLine<'l> {
+    span: LineSpan,
+    line: &'l [u8],
+}
+
+impl LineSource for ReadLine<'_> {
+    fn line(&self, span: LineSpan) -> std::io::Result<Cow<'_, [u8]>> {
+        if span == self.span {
+            Ok(Cow::Borrowed(self.line))
+        } else {
+            Err(std::io::Error::other(format!(
+                "line {} is not the line at hand",
+                span.line
+            )))
+        }
+    }
+}
+
 /// Calls `emit` with each message `item` contributes, as [`render_item`] renders them; a
 /// message pi passes through unchanged (the common case) is handed over where it lies in its
 /// line, not copied into a message of its own. Errors: [`render_item`]'s, and `emit`'s as

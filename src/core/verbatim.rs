@@ -68,6 +68,13 @@ impl Verbatim {
         if halves(fingerprint(line)) != self.fingerprint {
             return None;
         }
+        self.message_in_read_line(line)
+    }
+
+    /// The message's JSON text in `line`, which the caller knows to be the very line this was
+    /// taken from (the reader, while it holds the bytes it read): no fingerprint is checked.
+    /// `None` when `line` does not end as a line with a message as its last field does.
+    pub fn message_in_read_line<'l>(&self, line: &'l [u8]) -> Option<&'l [u8]> {
         line.get(usize::from(self.start.get())..message_end(line)?)
     }
 }

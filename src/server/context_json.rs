@@ -253,6 +253,18 @@ impl Serialize for AfterMessages<'_> {
     }
 }
 
+/// How a full document starts: its `messages` array, opened (the messages and the rest
+/// follow, [`ContextJson::write_after_messages`]).
+pub const MESSAGES_OPEN: &[u8] = b"{\"messages\":[";
+
+/// Closes the `messages` array and writes `rest`, the object of the fields after it:
+/// `{"thinkingLevel"...}` goes on as `],"thinkingLevel"...}` (the object always has fields).
+fn close_messages<W: io::Write + ?Sized>(out: &mut W, rest: &[u8]) -> serde_json::Result<()> {
+    out.write_all(b"],").map_err(serde_json::Error::io)?;
+    out.write_all(rest.get(1..).unwrap_or_default())
+        .map_err(serde_json::Error::io)
+}
+
 /// Contexts of at least this many blocks' worth of entries ([`render::Ahead::block_items`];
 /// 4,096 entries by [`render::AHEAD`]) write [`AfterMessages`] on the thread pool while their
 /// messages render (200,000 ids take several milliseconds). Tied to the plan so that the
@@ -290,7 +302,7 @@ impl ContextJson<'_> {
                 .map(drop)
                 .map_err(serde_json::Error::io);
         }
-        out.write_all(b"{\"messages\":[")
+        out.write_all(MESSAGES_OPEN)
             .map_err(serde_json::Error::io)?;
         let after = self.after_messages();
         let written = if self.window == Window::default() {
@@ -308,10 +320,18 @@ impl ContextJson<'_> {
                 return Err(serde_json::Error::custom(message));
             }
         };
-        // `{"thinkingLevel"...}` goes on as `],"thinkingLevel"...}`: the object always has fields.
-        out.write_all(b"],").map_err(serde_json::Error::io)?;
-        out.write_all(rest.get(1..).unwrap_or_default())
-            .map_err(serde_json::Error::io)
+        close_messages(out, &rest)
+    }
+
+    /// Writes the rest of a full document (every message, the whole window) whose start, its
+    /// [`MESSAGES_OPEN`] and then its messages joined by commas, the caller wrote already (the
+    /// reader wrote them while it read the session: `reader::open_session_rendering`); the
+    /// whole is what [`ContextJson::write_to`] writes. Errors: writing `out` failed.
+    pub fn write_after_messages<W: io::Write + ?Sized>(
+        &self,
+        out: &mut W,
+    ) -> serde_json::Result<()> {
+        close_messages(out, &self.after_messages().restored()?)
     }
 
     /// Writes every message, joined by commas, rendering ahead; a long context's

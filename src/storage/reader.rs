@@ -27,7 +27,7 @@ pub use super::tail::FileStamp;
 use crate::core::ahead;
 use crate::core::diagnostics::{Corruption, CorruptionKind};
 use crate::core::format::LineSpan;
-use crate::core::incremental::Following;
+use crate::core::incremental::{Following, MessagesAhead};
 #[cfg(doc)]
 use crate::core::projection;
 use crate::core::projection::Projection;
@@ -124,7 +124,7 @@ impl OpenedSession {
 /// header yet in a file younger than [`BIRTH_GRACE`]), `Corrupt` (including an older file
 /// without a header: `emptyFile`).
 pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError> {
-    open_with(path, mode, PLAN, None).map(|(session, _)| session)
+    open_with(path, mode, PLAN, None, None).map(|(session, _)| session)
 }
 
 /// [`open_session`], with the projection at the default leaf (the last entry) worked out
@@ -136,16 +136,35 @@ pub fn open_session_projected(
     path: &Path,
     mode: Mode,
 ) -> Result<(OpenedSession, Option<Projection>), OpenError> {
-    open_with(path, mode, PLAN, Some(Following::new()))
+    open_with(path, mode, PLAN, Some(Following::new()), None)
+}
+
+/// [`open_session_projected`], writing the messages of that projection to `out` on the way
+/// ([`MessagesAhead`]: the inside of a context document's `messages` array, joined by commas).
+/// The flag is true when `out` then holds exactly the messages of the projection returned;
+/// false when there is none, or the writing ahead was given up (a compaction, a branch, a
+/// message that needs more than its own line...): the caller drops what `out` holds then.
+/// Errors: [`open_session`]'s (an error writing `out` only gives the writing up).
+pub fn open_session_rendering(
+    path: &Path,
+    mode: Mode,
+    out: &mut dyn io::Write,
+) -> Result<(OpenedSession, Option<Projection>, bool), OpenError> {
+    let mut ahead = MessagesAhead::new(out);
+    let (session, projection) =
+        open_with(path, mode, PLAN, Some(Following::new()), Some(&mut ahead))?;
+    let holds = projection.as_ref().is_some_and(|p| ahead.holds(p));
+    Ok((session, projection, holds))
 }
 
 /// [`open_session`] by `plan`, following the projection at the last entry when `follow` is
-/// given.
+/// given, and writing its messages ahead into `ahead` when that is given too.
 fn open_with(
     path: &Path,
     mode: Mode,
     plan: Plan,
     follow: Option<Following>,
+    ahead: Option<&mut MessagesAhead<'_>>,
 ) -> Result<(OpenedSession, Option<Projection>), OpenError> {
     let io_err = |source| OpenError::Io {
         path: path.to_owned(),
@@ -159,6 +178,7 @@ fn open_with(
     let stamp = FileStamp::of(&file).map_err(io_err)?;
     let mut loader = Loader::new(mode, stamp.size);
     loader.follow = follow;
+    loader.ahead = ahead;
     let parallel = stamp.size >= plan.parallel_from && ahead::available();
     // Line by line: the header (the first line of every real file), and the whole of a file
     // too small for parallel reading to pay for itself.
@@ -256,7 +276,7 @@ pub(crate) const NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 /// Applies lines to a tree as they stream in: the header first, then entries. An open that
 /// fails leaves nothing behind, so lines are pushed one by one (no batch check needed).
-struct Loader {
+struct Loader<'a, 'w> {
     mode: Mode,
     tree: Option<Tree>,
     position: Position,
@@ -264,12 +284,14 @@ struct Loader {
     file_size: u64,
     /// The projection at the last entry, when asked for ([`open_session_projected`]).
     follow: Option<Following>,
+    /// Where its messages are written as they are followed ([`open_session_rendering`]).
+    ahead: Option<&'a mut MessagesAhead<'w>>,
 }
 
 /// Smallest typical entry line, in bytes, for [`Loader::expected_entries`].
 const SMALL_ENTRY_BYTES: u64 = 256;
 
-impl Loader {
+impl Loader<'_, '_> {
     fn new(mode: Mode, file_size: u64) -> Self {
         Loader {
             mode,
@@ -277,6 +299,7 @@ impl Loader {
             position: Position::default(),
             file_size,
             follow: None,
+            ahead: None,
         }
     }
 
@@ -310,30 +333,56 @@ impl Loader {
     /// Applies one line; `unterminated` for the final line without a newline.
     fn line(&mut self, bytes: &[u8], span: LineSpan, unterminated: bool) -> Result<(), Corruption> {
         let item = lines::classify(bytes, span, self.version());
-        self.apply(item, span, unterminated)
+        self.apply(item, bytes, span, unterminated)
     }
 
-    /// Applies the lines of a batch classified beforehand ([`classify_batch`]), in order.
-    fn apply_classified(&mut self, items: Vec<(Item, LineSpan)>) -> Result<(), Corruption> {
+    /// Applies the lines of `batch`, classified beforehand ([`classify_batch`]), in order.
+    fn apply_classified(
+        &mut self,
+        items: Vec<(Item, LineSpan)>,
+        batch: &Batch,
+    ) -> Result<(), Corruption> {
         for (item, span) in items {
+            let line = batch.line(span);
             match (item, &mut self.tree) {
                 // Nearly every line: the entry goes straight to the tree, not moved through
                 // `apply` and `apply_item` (each move of an entry is a copy of 136 bytes).
                 (Item::Entry(entry, v1), Some(tree)) => {
                     let node = tree.push(entry, v1)?;
-                    if let Some(follow) = &mut self.follow {
-                        follow.push(tree, node);
-                    }
+                    Self::follow(&mut self.follow, &mut self.ahead, tree, node, line);
                     self.passed(span, false);
                 }
-                (item, _) => self.apply(item, span, false)?,
+                (item, _) => self.apply(item, line, span, false)?,
             }
         }
         Ok(())
     }
 
-    /// Applies one classified line (see [`Loader::line`]).
-    fn apply(&mut self, item: Item, span: LineSpan, unterminated: bool) -> Result<(), Corruption> {
+    /// Follows the projection at the last entry to `node`, whose line is `line`, when asked
+    /// to, and writes its messages ahead when asked to.
+    fn follow(
+        follow: &mut Option<Following>,
+        ahead: &mut Option<&mut MessagesAhead<'_>>,
+        tree: &Tree,
+        node: NodeIdx,
+        line: &[u8],
+    ) {
+        if let Some(follow) = follow {
+            follow.push(tree, node);
+            if let Some(ahead) = ahead {
+                ahead.followed(follow, tree, line);
+            }
+        }
+    }
+
+    /// Applies one classified line, `line` (see [`Loader::line`]).
+    fn apply(
+        &mut self,
+        item: Item,
+        line: &[u8],
+        span: LineSpan,
+        unterminated: bool,
+    ) -> Result<(), Corruption> {
         match item {
             Item::Header(header) if self.tree.is_none() => {
                 let mut tree = Tree::new(header, self.mode);
@@ -345,10 +394,9 @@ impl Loader {
                 Some(tree) => {
                     let before = tree.len();
                     lines::apply_item(tree, item)?;
-                    if let Some(follow) = &mut self.follow
-                        && tree.len() > before
-                    {
-                        follow.push(tree, (tree.len() - 1) as NodeIdx);
+                    if tree.len() > before {
+                        let node = (tree.len() - 1) as NodeIdx;
+                        Self::follow(&mut self.follow, &mut self.ahead, tree, node, line);
                     }
                 }
                 // Before the header, only blank lines may come (`classify` reports the rest).
@@ -453,6 +501,14 @@ struct Batch {
 impl Batch {
     fn lines(&self) -> &[u8] {
         &self.bytes[..self.len]
+    }
+
+    /// The line at `span`, one of this batch's (empty for any other).
+    fn line(&self, span: LineSpan) -> &[u8] {
+        let start = span.offset.saturating_sub(self.from.offset) as usize;
+        self.lines()
+            .get(start..start.saturating_add(span.len as usize))
+            .unwrap_or_default()
     }
 }
 
@@ -604,8 +660,9 @@ fn read_in_parallel(
                     sample = None;
                 }
             }
+            let applied = loader.apply_classified(items, &batch);
             reader.recycle(batch.bytes);
-            loader.apply_classified(items).map_err(Stop::Corrupt)
+            applied.map_err(Stop::Corrupt)
         },
     )
 }
@@ -821,9 +878,10 @@ mod tests {
         let mut compared = 0;
         for file in session_files() {
             for mode in [Mode::Strict, Mode::Lenient] {
-                let expected = outcome(open_with(&file, mode, LINE_BY_LINE, None).map(|(s, _)| s));
+                let expected =
+                    outcome(open_with(&file, mode, LINE_BY_LINE, None, None).map(|(s, _)| s));
                 for plan in PARALLEL {
-                    let got = outcome(open_with(&file, mode, plan, None).map(|(s, _)| s));
+                    let got = outcome(open_with(&file, mode, plan, None, None).map(|(s, _)| s));
                     assert_eq!(
                         got,
                         expected,
@@ -842,7 +900,8 @@ mod tests {
     fn followed_equals_projected(file: &Path, mode: Mode) -> usize {
         let mut followed = 0;
         for plan in PARALLEL.into_iter().chain([LINE_BY_LINE]) {
-            let Ok((session, got)) = open_with(file, mode, plan, Some(Following::new())) else {
+            let Ok((session, got)) = open_with(file, mode, plan, Some(Following::new()), None)
+            else {
                 continue;
             };
             let Some(got) = got else {
@@ -985,13 +1044,14 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         pool_of_several();
         for mode in [Mode::Strict, Mode::Lenient] {
-            let expected = outcome(open_with(&path, mode, LINE_BY_LINE, None).map(|(s, _)| s));
+            let expected =
+                outcome(open_with(&path, mode, LINE_BY_LINE, None, None).map(|(s, _)| s));
             for plan in PARALLEL {
-                let got = outcome(open_with(&path, mode, plan, None).map(|(s, _)| s));
+                let got = outcome(open_with(&path, mode, plan, None, None).map(|(s, _)| s));
                 assert_eq!(got, expected, "{mode:?} read by {plan:?}");
             }
         }
-        let strict = open_with(&path, Mode::Strict, PARALLEL[2], None).map(|(s, _)| s);
+        let strict = open_with(&path, Mode::Strict, PARALLEL[2], None, None).map(|(s, _)| s);
         assert!(
             matches!(&strict, Err(OpenError::Corrupt { corruption, .. }) if corruption.line == 702),
             "{strict:?}"
