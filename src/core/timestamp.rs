@@ -40,6 +40,64 @@ pub fn js_time_of_raw(raw: Option<&RawValue>) -> Option<i64> {
 /// Parses the ECMAScript date-time string format: `YYYY[-MM[-DD]][THH:mm[:ss[.s+]][Z|±HH:mm]]`,
 /// with `±YYYYYY` extended years. Returns epoch milliseconds, or `None` for anything else.
 pub fn parse_iso(s: &str) -> Option<i64> {
+    // What pi writes (`toISOString`) is read by its fixed layout; anything else field by field.
+    iso_fixed(s.as_bytes())
+        .or_else(|| iso_fields(s))?
+        .epoch_ms()
+}
+
+/// A date-time's fields as written, before they are checked ([`IsoFields::epoch_ms`]).
+struct IsoFields {
+    year: i64,
+    month: u32,
+    day: u32,
+    hour: u32,
+    minute: u32,
+    second: u32,
+    millis: u32,
+    /// The offset from UTC, in minutes.
+    offset_min: i64,
+}
+
+/// `YYYY-MM-DDTHH:mm:ss.sssZ` (24 bytes, as `toISOString` writes years 0..=9999), the
+/// fields of which the general reading ([`iso_fields`]) gives the same; `None` for any other
+/// text.
+fn iso_fixed(b: &[u8]) -> Option<IsoFields> {
+    const DIGITS: [usize; 17] = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22];
+    const MARKS: [(usize, u8); 7] = [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ];
+    if b.len() != 24
+        || MARKS.iter().any(|&(i, c)| b[i] != c)
+        || DIGITS.iter().any(|&i| !b[i].is_ascii_digit())
+    {
+        return None;
+    }
+    let n = |from: usize, to: usize| {
+        b[from..to]
+            .iter()
+            .fold(0u32, |v, &d| v * 10 + u32::from(d - b'0'))
+    };
+    Some(IsoFields {
+        year: i64::from(n(0, 4)),
+        month: n(5, 7),
+        day: n(8, 10),
+        hour: n(11, 13),
+        minute: n(14, 16),
+        second: n(17, 19),
+        millis: n(20, 23),
+        offset_min: 0,
+    })
+}
+
+/// The fields of any text in the format [`parse_iso`] reads; `None` for text that is not.
+fn iso_fields(s: &str) -> Option<IsoFields> {
     let mut p = Cursor {
         b: s.as_bytes(),
         i: 0,
@@ -108,19 +166,49 @@ pub fn parse_iso(s: &str) -> Option<i64> {
     if p.i != p.b.len() {
         return None;
     }
-    // V8 checks the day against 1..=31 only, whatever the month: "2023-02-29" and "2024-04-31"
-    // roll over into the next month (MakeDay is linear in the day, and so is `days_from_civil`).
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return None;
+    Some(IsoFields {
+        year,
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        millis,
+        offset_min,
+    })
+}
+
+impl IsoFields {
+    /// Epoch milliseconds of these fields; `None` where V8 finds them out of range.
+    fn epoch_ms(self) -> Option<i64> {
+        let IsoFields {
+            year,
+            month,
+            day,
+            hour,
+            minute,
+            second,
+            millis,
+            offset_min,
+        } = self;
+        // V8 checks the day against 1..=31 only, whatever the month: "2023-02-29" and "2024-04-31"
+        // roll over into the next month (MakeDay is linear in the day, and so is `days_from_civil`).
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+            return None;
+        }
+        if hour > 24
+            || minute > 59
+            || second > 59
+            || (hour == 24 && (minute | second | millis) != 0)
+        {
+            return None;
+        }
+        let days = days_from_civil(year, month, day);
+        let ms = ((days * 24 + i64::from(hour)) * 60 + i64::from(minute) - offset_min) * 60_000
+            + i64::from(second) * 1000
+            + i64::from(millis);
+        (ms.abs() <= MAX_TIME_MS).then_some(ms)
     }
-    if hour > 24 || minute > 59 || second > 59 || (hour == 24 && (minute | second | millis) != 0) {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let ms = ((days * 24 + i64::from(hour)) * 60 + i64::from(minute) - offset_min) * 60_000
-        + i64::from(second) * 1000
-        + i64::from(millis);
-    (ms.abs() <= MAX_TIME_MS).then_some(ms)
 }
 
 /// Formats epoch milliseconds the way JavaScript's `Date.prototype.toISOString` does:
@@ -216,6 +304,33 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// The fixed layout reads what the general reading reads: every `toISOString` form of
+    /// random times, and that form with each byte replaced by a digit, a mark or a letter
+    /// (out-of-range fields, misplaced marks).
+    #[test]
+    fn the_fixed_layout_reads_what_the_fields_read() {
+        let mut rng = fastrand::Rng::with_seed(15);
+        let general = |s: &str| iso_fields(s).and_then(IsoFields::epoch_ms);
+        let mut fixed_read = 0;
+        for _ in 0..2000 {
+            let ms = rng.i64(-62_167_219_200_000..253_402_300_800_000);
+            let text = format_iso(ms);
+            assert_eq!(parse_iso(&text), Some(ms), "{text}");
+            let mut bytes = text.into_bytes();
+            let at = rng.usize(..bytes.len());
+            bytes[at] = *rng.choice(b"0123456789-T:.Zz+ 9").unwrap_or(&b'0');
+            let Ok(changed) = std::str::from_utf8(&bytes) else {
+                continue;
+            };
+            if let Some(fields) = iso_fixed(changed.as_bytes()) {
+                fixed_read += 1;
+                assert_eq!(fields.epoch_ms(), general(changed), "{changed}");
+            }
+            assert_eq!(parse_iso(changed), general(changed), "{changed}");
+        }
+        assert!(fixed_read > 500, "{fixed_read}");
+    }
 
     #[test]
     fn iso_forms_match_javascript() {
