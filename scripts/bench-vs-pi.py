@@ -2,7 +2,7 @@
 # Side-by-side benchmark: sessiond vs pi 1.6.0's own implementation, vs the parsing floor,
 # and the daemon. One command, one table.
 #
-#   python3 scripts/bench-vs-pi.py [--sizes 1,10,100] [--huge] [--runs 3] [--oracle DIR]
+#   python3 scripts/bench-vs-pi.py [--sizes 1,10,100] [--huge] [--runs 3] [--rounds 11] [--oracle DIR]
 #
 # Generates deterministic sessions (cargo example gen-session) under target/bench/: one per
 # size in MB, one of about 100,000 small entries (`--entries`), the long-path case, and one
@@ -12,7 +12,10 @@
 #     `sessiond context FILE --json` vs pi's loadEntriesFromFile + buildSessionContext (the
 #     oracle's `context`): wall time and peak RSS, and their ratios; `sessiond check FILE`
 #     (open: read, validate, build the tree) vs the floor (read the file and validate every
-#     line into serde's IgnoredAny), and their ratio;
+#     line into serde's IgnoredAny), and their ratio. `context --json`, `check` and the floor
+#     run one after another in each of --rounds rounds (pi in the first --runs of them), and
+#     each ratio to the floor is the median of the rounds' own ratios: a machine whose speed
+#     drifts between rounds moves all three of a round alike;
 #   * the daemon (cargo example bench-daemon, speaking JSON-RPC to `sessiond serve` over its
 #     pipes): time to `session/open`, VmRSS after it, `session/contextAt` at the default leaf
 #     (the session's longest path) with full messages and with `fields: "ids"` (the first
@@ -104,7 +107,10 @@ def main():
                     help="entries of the one-chain session of user / tool-call / tool-result turns (0: none)")
     ap.add_argument("--huge", action="store_true", help="add a 1 GB session")
     ap.add_argument("--huge-pi", action="store_true", help="also run pi on the 1 GB session")
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3, help="runs of pi and of the daemon's measures")
+    ap.add_argument("--rounds", type=int, default=11,
+                    help="rounds of sessiond context, sessiond check and the floor, one after another in "
+                         "each round (ratios are the median of the rounds' own ratios); pi runs in the first --runs")
     ap.add_argument("--context-runs", type=int, default=100, help="contextAt requests per session and kind")
     ap.add_argument("--appends", type=int, default=200, help="appended entries per session")
     ap.add_argument("--oracle")
@@ -135,13 +141,16 @@ def main():
         huge = mb >= 1024
         with_pi = not huge or args.huge_pi
         res = {k: [] for k in ("ctx", "pi", "open", "floor")}
-        for _ in range(args.runs):
+        for r in range(max(args.rounds, args.runs)):
             res["ctx"].append(run([sessiond, "context", path, "--json"]))
-            if with_pi:
+            if with_pi and r < args.runs:
                 res["pi"].append(run(["node", os.path.join(oracle, "oracle.mjs"), "context", path]))
             res["open"].append(run([sessiond, "check", path]))
             res["floor"].append(run([floor, path]))
         med = {k: (median([t for t, _ in v]), max(m for _, m in v)) if v else None for k, v in res.items()}
+        # A round's commands meet the same machine: the ratio to the floor is taken round by
+        # round, so that a machine whose speed drifts between rounds does not move it.
+        paired = {k: median([t / f for (t, _), (f, _) in zip(res[k], res["floor"])]) for k in ("ctx", "open")}
         ctx_runs = max(10, args.context_runs // 10) if huge else args.context_runs
         d_open = run_json([daemon, sessiond, "open", path, str(args.runs), str(ctx_runs)])
         # The owner's work alone, without the transport; the first request after open counts
@@ -153,8 +162,8 @@ def main():
             d_inproc = run_json([daemon, sessiond, "inproc", scratch_copy(path, "scratch-inproc.jsonl"), str(args.appends), str(args.runs)])
             for f in ("scratch-append.jsonl", "scratch-inproc.jsonl"):
                 os.remove(os.path.join(outdir, f))
-        cols.append(dict(label=label, size=os.path.getsize(path), mb=mb, med=med, open=d_open, append=d_append, inproc=d_inproc,
-                         ctx=d_ctx))
+        cols.append(dict(label=label, size=os.path.getsize(path), mb=mb, med=med, paired=paired, open=d_open,
+                         append=d_append, inproc=d_inproc, ctx=d_ctx))
     print_table(args, cols)
 
 
@@ -177,7 +186,9 @@ def print_table(args, cols):
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-          f"load average {load:.1f} at the end; median of {args.runs} runs (daemon: {args.context_runs} contextAt, {args.appends} appends)")
+          f"load average {load:.1f} at the end; `context --json`, `check` and the floor: median of "
+          f"{max(args.rounds, args.runs)} rounds, each ratio to the floor the median of the rounds' own ratios; "
+          f"pi and the daemon: median of {args.runs} runs (daemon: {args.context_runs} contextAt, {args.appends} appends)")
     print()
     big = next((c for c in cols if c["mb"] == 100), None)
     huge = next((c for c in cols if c["mb"] >= 1024), None)
@@ -219,14 +230,14 @@ def print_table(args, cols):
         "≤ 0.25 on 100 MB; ≤ 0.15 on small entries", rss_verdict)
 
     def cf(c):
-        return m(c, "ctx", 0) / m(c, "floor", 0)
+        return c["paired"]["ctx"]
 
     ctx_verdict = "; ".join(f"{verdict(c, cf, lambda x: x <= 2)} ({c['label']})" for c in small)
     row("open (`check`)", lambda c: fmt_ms(m(c, "open", 0) * 1000))
     row("floor (read + validate JSON)", lambda c: fmt_ms(m(c, "floor", 0) * 1000))
 
     def of(c):
-        return m(c, "open", 0) / m(c, "floor", 0)
+        return c["paired"]["open"]
 
     sized = [c for c in cols if c["mb"] > 0]
     worst = max(sized, key=of) if sized else None
