@@ -92,7 +92,8 @@ pub struct Header {
     pub span: LineSpan,
 }
 
-/// A message role. `HookMessage` is version 2's name for `Custom`.
+/// A message role. `HookMessage` is version 2's name for `Custom` (in a file of version 3 or
+/// later, `hookMessage` is a role like any other: [`Role::Other`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Role {
     /// `user`.
@@ -111,7 +112,7 @@ pub enum Role {
     BranchSummary,
     /// `compactionSummary`.
     CompactionSummary,
-    /// `hookMessage` (version 2).
+    /// `hookMessage` in a file of version 2 or older, which pi migrates to `custom`.
     HookMessage,
     /// Any other role, or a non-string role (`""` when missing). Boxed twice so that the
     /// role is 16 bytes in every message's node (a `Box<str>` is a wide pointer); such roles
@@ -121,7 +122,10 @@ pub enum Role {
 }
 
 impl Role {
-    fn parse(raw: Option<&RawValue>) -> Self {
+    /// The role of a message in a file of `version`. pi 1.6.0 renames `hookMessage` to `custom`
+    /// only when it migrates a file older than version 3 (`migrateV2ToV3`); a later file's
+    /// `hookMessage` passes through as written.
+    fn parse(raw: Option<&RawValue>, version: u32) -> Self {
         match raw.and_then(raw_str).as_deref() {
             Some("user") => Role::User,
             Some("assistant") => Role::Assistant,
@@ -131,7 +135,7 @@ impl Role {
             Some("system") => Role::System,
             Some("branchSummary") => Role::BranchSummary,
             Some("compactionSummary") => Role::CompactionSummary,
-            Some("hookMessage") => Role::HookMessage,
+            Some("hookMessage") if version < 3 => Role::HookMessage,
             Some(other) => Role::Other(Box::new(other.into())),
             None => Role::Other(Box::default()),
         }
@@ -568,7 +572,7 @@ fn parse_probe(
                     "a message entry without a \"message\" object",
                 ));
             };
-            let role = Role::parse(m.role);
+            let role = Role::parse(m.role, version);
             let content_missing = matches!(m.content, Content::Missing);
             let result_id = m
                 .tool_call_id

@@ -55,6 +55,8 @@ struct IsoFields {
     minute: u32,
     second: u32,
     millis: u32,
+    /// Whether a digit of the fraction past the milliseconds is not 0.
+    sub_millis: bool,
     /// The offset from UTC, in minutes.
     offset_min: i64,
 }
@@ -92,6 +94,7 @@ fn iso_fixed(b: &[u8]) -> Option<IsoFields> {
         minute: n(14, 16),
         second: n(17, 19),
         millis: n(20, 23),
+        sub_millis: false,
         offset_min: 0,
     })
 }
@@ -121,6 +124,7 @@ fn iso_fields(s: &str) -> Option<IsoFields> {
         }
     }
     let (mut hour, mut minute, mut second, mut millis) = (0, 0, 0, 0);
+    let mut sub_millis = false;
     let mut offset_min: i64 = 0;
     if p.eat(b'T') || p.eat(b't') {
         hour = p.digits(2)?;
@@ -130,11 +134,14 @@ fn iso_fields(s: &str) -> Option<IsoFields> {
         minute = p.digits(2)?;
         if p.eat(b':') {
             second = p.digits(2)?;
-            if p.eat(b'.') || p.eat(b',') {
+            // V8 takes only `.` before the fraction (`,` gives NaN), and reads every digit of
+            // it: past the milliseconds they count for nothing but `24:00`'s check.
+            if p.eat(b'.') {
                 let start = p.i;
                 let mut scale = 100;
                 while let Some(d @ b'0'..=b'9') = p.peek() {
                     millis += u32::from(d - b'0') * scale;
+                    sub_millis |= scale == 0 && d != b'0';
                     scale /= 10;
                     p.i += 1;
                 }
@@ -174,6 +181,7 @@ fn iso_fields(s: &str) -> Option<IsoFields> {
         minute,
         second,
         millis,
+        sub_millis,
         offset_min,
     })
 }
@@ -189,6 +197,7 @@ impl IsoFields {
             minute,
             second,
             millis,
+            sub_millis,
             offset_min,
         } = self;
         // V8 checks the day against 1..=31 only, whatever the month: "2023-02-29" and "2024-04-31"
@@ -199,7 +208,7 @@ impl IsoFields {
         if hour > 24
             || minute > 59
             || second > 59
-            || (hour == 24 && (minute | second | millis) != 0)
+            || (hour == 24 && ((minute | second | millis) != 0 || sub_millis))
         {
             return None;
         }
@@ -340,6 +349,14 @@ mod tests {
             Some(1_763_681_581_550)
         );
         assert_eq!(parse_iso("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            parse_iso("2024-01-01T24:00:00.0000Z"),
+            Some(1_704_153_600_000)
+        );
+        assert_eq!(
+            parse_iso("2024-01-01T23:59:59.9995Z"),
+            Some(1_704_153_599_999)
+        );
         assert_eq!(parse_iso("1970-01-01"), Some(0));
         assert_eq!(
             parse_iso("2024-02-29T12:00:00.1234Z"),
@@ -385,6 +402,10 @@ mod tests {
             "2024-02-00",
             "2024-13-01",
             "2024-01-01T25:00Z",
+            // V8: a comma before the fraction, and 24:00 with any non-zero digit of it.
+            "2024-01-01T00:00:00,000Z",
+            "2024-01-01T24:00:00.0001Z",
+            "2024-01-01T24:00:00.000000001Z",
             "2024-01-01T10",
             "nope",
             "-000000-01-01",
