@@ -189,33 +189,23 @@ fn iso_fields(s: &str) -> Option<IsoFields> {
 impl IsoFields {
     /// Epoch milliseconds of these fields; `None` where V8 finds them out of range.
     fn epoch_ms(self) -> Option<i64> {
-        let IsoFields {
-            year,
-            month,
-            day,
-            hour,
-            minute,
-            second,
-            millis,
-            sub_millis,
-            offset_min,
-        } = self;
         // V8 checks the day against 1..=31 only, whatever the month: "2023-02-29" and "2024-04-31"
         // roll over into the next month (MakeDay is linear in the day, and so is `days_from_civil`).
-        if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        if !(1..=12).contains(&self.month) || !(1..=31).contains(&self.day) {
             return None;
         }
-        if hour > 24
-            || minute > 59
-            || second > 59
-            || (hour == 24 && ((minute | second | millis) != 0 || sub_millis))
+        if self.hour > 24
+            || self.minute > 59
+            || self.second > 59
+            || (self.hour == 24
+                && ((self.minute | self.second | self.millis) != 0 || self.sub_millis))
         {
             return None;
         }
-        let days = days_from_civil(year, month, day);
-        let ms = ((days * 24 + i64::from(hour)) * 60 + i64::from(minute) - offset_min) * 60_000
-            + i64::from(second) * 1000
-            + i64::from(millis);
+        let days = days_from_civil(self.year, self.month, self.day);
+        let minutes =
+            (days * 24 + i64::from(self.hour)) * 60 + i64::from(self.minute) - self.offset_min;
+        let ms = minutes * 60_000 + i64::from(self.second) * 1000 + i64::from(self.millis);
         (ms.abs() <= MAX_TIME_MS).then_some(ms)
     }
 }
