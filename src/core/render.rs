@@ -17,6 +17,7 @@ use super::projection::{ContextItem, Contribution, Projection};
 use super::raw_object::{RawObject, raw_field};
 use super::timestamp::js_time_of_raw;
 use super::tree::{NodeIdx, Tree};
+use super::verbatim::Verbatim;
 
 /// Gives the bytes of an entry's line (without the newline). Implemented by `storage`.
 pub trait LineSource {
@@ -293,16 +294,7 @@ fn item_texts(
     source: &dyn LineSource,
     emit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
 ) -> Result<(), RenderError> {
-    let entry = &tree.node(item.node).entry;
-    if let EntryKind::Message(info) = &entry.kind
-        && passes_through(item, info)
-        && let Some(verbatim) = info.verbatim
-        && let Ok(line) = source.line(entry.span)
-        && let Some(message) = verbatim.message(&line)
-    {
-        return emit(message).map_err(RenderError::Emit);
-    }
-    item_messages(tree, item, source, &mut |m| emit(m.get().as_bytes()))
+    texts_placed_by(tree, item, source, Verbatim::message, emit)
 }
 
 /// [`item_texts`] for an entry whose line the caller holds as read (the reader, while it reads
@@ -315,18 +307,31 @@ pub fn item_texts_in_read_line(
     line: &[u8],
     emit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
 ) -> Result<(), RenderError> {
+    let source = ReadLine {
+        span: tree.node(item.node).entry.span,
+        line,
+    };
+    texts_placed_by(tree, item, &source, Verbatim::message_in_read_line, emit)
+}
+
+/// [`item_texts`], a placed message taken from its line by `placed`.
+fn texts_placed_by(
+    tree: &Tree,
+    item: &ContextItem,
+    source: &dyn LineSource,
+    placed: for<'l> fn(&Verbatim, &'l [u8]) -> Option<&'l [u8]>,
+    emit: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> Result<(), RenderError> {
     let entry = &tree.node(item.node).entry;
     if let EntryKind::Message(info) = &entry.kind
         && passes_through(item, info)
-        && let Some(message) = info.verbatim.and_then(|v| v.message_in_read_line(line))
+        && let Some(verbatim) = info.verbatim
+        && let Ok(line) = source.line(entry.span)
+        && let Some(message) = placed(&verbatim, &line)
     {
         return emit(message).map_err(RenderError::Emit);
     }
-    let source = ReadLine {
-        span: entry.span,
-        line,
-    };
-    item_messages(tree, item, &source, &mut |m| emit(m.get().as_bytes()))
+    item_messages(tree, item, source, &mut |m| emit(m.get().as_bytes()))
 }
 
 /// One line as the reader holds it: the only line it serves.
