@@ -6,12 +6,15 @@
 //! date-time string format (ECMA-262 §21.4.1.32), which is what V8 tries first.
 //!
 //! Deliberate limits: V8's legacy fallback parser (free-form strings such as
-//! `"Tue Mar 05 2024"`) is not emulated; such strings give `None` (pi would print a
-//! number or `null`). Date-time forms without an offset are local time in JavaScript;
+//! `"Tue Mar 05 2024"`, or the `"2026-01-10,x"` that an array of two items becomes) is not
+//! emulated; such strings give `None` (pi would print a number or `null`). Date-time forms without an offset are local time in JavaScript;
 //! sessiond reads them as UTC, which equals pi whenever the process runs with `TZ=UTC`.
 //! pi itself always writes `toISOString()` output, so neither case occurs in files pi wrote.
 
+use serde_json::Value;
 use serde_json::value::RawValue;
+
+use super::compaction::js::number_to_string;
 
 /// Largest magnitude of a valid JavaScript time value, in milliseconds (ECMA-262 §21.4.1.1).
 const MAX_TIME_MS: i64 = 8_640_000_000_000_000;
@@ -19,11 +22,16 @@ const MAX_TIME_MS: i64 = 8_640_000_000_000_000;
 /// Converts a raw JSON timestamp value the way `new Date(value).getTime()` does.
 ///
 /// Returns `None` where JavaScript yields `NaN` (which `JSON.stringify` prints as `null`).
-/// Strings use [`parse_iso`]; numbers are truncated toward zero; `null` is 0.
+/// Strings use [`parse_iso`]; numbers are truncated toward zero; `null` is 0; an array is
+/// read as the string JavaScript makes of it (its items joined with commas, so `["2026-01-10"]`
+/// is a date); an object is `NaN`.
 pub fn js_time_of_raw(raw: Option<&RawValue>) -> Option<i64> {
     let text = raw?.get();
     match text.as_bytes().first()? {
         b'"' => parse_iso(&super::jsstr::decode_str(raw?)?),
+        b'[' => parse_iso(&js_string(
+            &super::jsstr::parse_value(text.as_bytes()).ok()?,
+        )),
         b'n' => Some(0),
         b't' => Some(1),
         b'f' => Some(0),
@@ -34,6 +42,19 @@ pub fn js_time_of_raw(raw: Option<&RawValue>) -> Option<i64> {
             (t.is_finite() && t.abs() <= MAX_TIME_MS as f64).then_some(t as i64)
         }
         _ => None,
+    }
+}
+
+/// `String(value)` in JavaScript, for a value inside an array as `Array.prototype.join` writes
+/// it (`null` is empty there): the text `new Date(array)` parses.
+fn js_string(value: &Value) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), number_to_string),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(js_string).collect::<Vec<_>>().join(","),
+        Value::Object(_) => "[object Object]".to_owned(),
     }
 }
 
