@@ -888,6 +888,7 @@ impl SearchIndex {
                 },
             ) {
                 Ok(Line::Entry(e)) => entries.push((e, body)),
+                Ok(Line::Irregular(_, p)) => problems.push(format!("line {line}: {}", p.detail)),
                 Ok(_) => problems.push(format!("line {line}: a second session header")),
                 Err(p) => problems.push(format!("line {line}: {}", p.detail)),
             }

@@ -390,6 +390,9 @@ fn corrupt_sessions_are_never_written_and_salvage_makes_a_clean_copy() {
         "duplicate-id.jsonl",
         "parent-cycle-loop.jsonl",
         "not-an-object.jsonl",
+        "untyped-entry.jsonl",
+        "type-not-a-string.jsonl",
+        "parent-not-a-string.jsonl",
     ] {
         let dir = tempfile::tempdir().unwrap();
         let f = copy_into(dir.path(), &repo(&format!("tests/data/corrupt/{name}")));
@@ -478,6 +481,54 @@ fn salvage_reattaches_to_the_nearest_surviving_ancestor() {
     let salvaged = PathBuf::from(r["path"].as_str().unwrap());
     assert_eq!(salvaged.parent(), f.parent());
     check_ok(&salvaged);
+}
+
+/// Entries a lenient read keeps though pi's format does not allow them: one without a string
+/// `type` is left out of the salvaged file and its child moves up to its parent; one whose
+/// `parentId` is a number becomes the root pi makes of it. The new file reads strictly.
+#[test]
+fn salvage_resolves_the_irregular_entries_a_lenient_read_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.jsonl");
+    common::write_lines(
+        &f,
+        &[
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+            r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"x"}}"#,
+            r#"{"id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z"}"#,
+            r#"{"type":"message","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"y"}}"#,
+            r#"{"type":"message","id":"d","parentId":7,"timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"z"}}"#,
+            r#"{"type":"message","id":"e","parentId":"d","timestamp":"2026-01-01T00:00:05.000Z","message":{"role":"user","content":"w"}}"#,
+        ],
+    );
+    let (code, out, _) = run(&["context", s(&f), "--json", "--allow-corrupt"]);
+    assert_eq!(code, 0, "{out}");
+    let lenient: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(lenient["entryIds"], serde_json::json!(["d", "e"]));
+    let (code, out, _) = run(&["context", s(&f), "--leaf", "c", "--json", "--allow-corrupt"]);
+    assert_eq!(code, 0, "{out}");
+    let lenient: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(lenient["entryIds"], serde_json::json!(["a", "b", "c"]));
+
+    let (code, out, err) = run(&["salvage", s(&f), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["kept"], 4, "{out}");
+    assert_eq!(r["dropped"].as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(r["dropped"][0]["line"], 3);
+    assert_eq!(r["dropped"][0]["id"], "b");
+    assert_eq!(
+        r["reattached"],
+        serde_json::json!([
+            {"id": "c", "was": "b", "now": "a"},
+            {"id": "d", "was": "7", "now": null},
+        ])
+    );
+    let salvaged = PathBuf::from(r["path"].as_str().unwrap());
+    check_ok(&salvaged);
+    let (_, out, _) = run(&["context", s(&salvaged), "--leaf", "c", "--json"]);
+    let strict: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(strict["entryIds"], serde_json::json!(["a", "c"]));
 }
 
 /// kill -9 in the middle of publishing a fork: the destination is absent or complete.

@@ -321,11 +321,13 @@ pub fn append(
         offset: 0,
         len: 0,
     };
-    format::parse_line(line.as_bytes(), span, Expect::Entry { version: 3 }).map_err(|p| {
-        EntryError::NotAnObject {
-            detail: p.detail.clone(),
+    match format::parse_line(line.as_bytes(), span, Expect::Entry { version: 3 }) {
+        Ok(format::Line::Irregular(_, p)) => {
+            return Err(EntryError::NotAnObject { detail: p.detail });
         }
-    })?;
+        Err(p) => return Err(EntryError::NotAnObject { detail: p.detail }),
+        Ok(_) => {}
+    }
     Ok(NewEntry {
         id,
         parent_id,
@@ -456,6 +458,9 @@ pub fn check_prebuilt(tree: &Tree, entry: &NewEntry) -> Result<(), EntryError> {
     let parsed = match format::parse_line(entry.line.as_bytes(), span, Expect::Entry { version: 3 })
     {
         Ok(format::Line::Entry(e)) => e,
+        Ok(format::Line::Irregular(_, p)) => {
+            return Err(invalid(format!("entry {}: {}", entry.id, p.detail)));
+        }
         Ok(_) => return Err(invalid(format!("entry {} reads as a header", entry.id))),
         Err(p) => return Err(invalid(format!("entry {}: {}", entry.id, p.detail))),
     };

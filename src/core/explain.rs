@@ -279,7 +279,10 @@ fn sentence(ex: &Explanation, setting: Option<&Setting>, kind: &EntryKind) -> St
         .leaf_id
         .as_ref()
         .map_or("(the empty leaf)".to_owned(), ToString::to_string);
-    let head = format!("entry {} ({}) at leaf {leaf}: ", ex.entry_id, ex.entry_type);
+    let head = match &*ex.entry_type {
+        "" => format!("entry {} (no type) at leaf {leaf}: ", ex.entry_id),
+        ty => format!("entry {} ({ty}) at leaf {leaf}: ", ex.entry_id),
+    };
     let no_message = "a context entry that adds no message";
     // What a setting entry still does, whatever happened to it as an entry.
     let sets = match setting {
@@ -304,6 +307,8 @@ fn sentence(ex: &Explanation, setting: Option<&Setting>, kind: &EntryKind) -> St
         ),
         EntryKind::Custom => "extension state, never a message".to_owned(),
         EntryKind::Usage => "usage numbers, never a message".to_owned(),
+        // An entry without a string `type` (kept by a lenient read, as pi keeps it).
+        EntryKind::Untyped => "an entry without a type never becomes a message".to_owned(),
         k => format!("a {} entry never becomes a message", k.type_name()),
     };
     let why = match &ex.reason {

@@ -590,7 +590,7 @@ impl Builder<'_> {
                 ),
                 body: None,
             },
-            EntryKind::Custom | EntryKind::Usage => return None,
+            EntryKind::Custom | EntryKind::Usage | EntryKind::Untyped => return None,
             EntryKind::Other(t) => Kind::Note {
                 class: "other",
                 title: format!("Entry of type {t}"),

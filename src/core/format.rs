@@ -309,6 +309,9 @@ pub enum EntryKind {
     Usage,
     /// A type sessiond does not know; kept and passed through untouched.
     Other(Box<str>),
+    /// An entry without a string `type`, which pi keeps and never projects (only a lenient
+    /// read keeps one; see [`Line::Irregular`]). Its type name is empty.
+    Untyped,
 }
 
 impl EntryKind {
@@ -327,6 +330,7 @@ impl EntryKind {
             EntryKind::ContextEdit { .. } => "context_edit",
             EntryKind::Usage => "usage",
             EntryKind::Other(name) => name,
+            EntryKind::Untyped => "",
         }
     }
 
@@ -379,6 +383,12 @@ pub enum Line {
     Header(Header),
     /// An entry.
     Entry(Entry),
+    /// An object pi reads as an entry though it is not a well-formed one (no string `type`,
+    /// or a `parentId` that is neither a string nor null), with what is wrong with it. The
+    /// entry is what pi makes of it: an untyped entry contributes nothing to a context, and
+    /// a `parentId` pi finds no entry by makes a root. Strict reads refuse the line; lenient
+    /// ones keep the entry, as pi does, and note the problem.
+    Irregular(Entry, Box<LineProblem>),
     /// A `type: "session"` line after the header; pi ignores those, and so do we.
     ExtraHeader,
 }
@@ -399,7 +409,8 @@ pub enum ProblemKind {
     InvalidJson,
     /// Valid JSON but not an object.
     NotAnObject,
-    /// An object that is not a usable entry (no string `id` or `type`, or a bad `parentId`).
+    /// An object that is not a well-formed entry (no string `id` or `type`, a `parentId` that
+    /// is neither a string nor null, a message entry without a `message` object).
     InvalidEntry,
     /// Line 1 is `type: "session"` but lacks a string `id` or has a bad `version`.
     InvalidHeader,
@@ -464,9 +475,10 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
             ProblemKind::NotAnObject,
             "the line is JSON but not an object",
         )),
-        Err(e) => match without_duplicate_keys(bytes) {
-            // `JSON.parse` lets the last of duplicate keys win; the probe refuses duplicates
-            // among the fields it reads, so retry on a copy where the last value won.
+        Err(e) => match as_the_probe_reads(bytes) {
+            // `JSON.parse` lets the last of duplicate keys win, and pi passes on content of
+            // any type; the probe refuses duplicates among the fields it reads and content
+            // that is neither a string nor an array, so retry on a copy that reads as pi does.
             Some(deduped) => match serde_json::from_slice::<LineProbe<'_>>(&deduped) {
                 Ok(probe) => parse_probe(
                     probe,
@@ -486,14 +498,30 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
     }
 }
 
-/// The line with duplicate keys collapsed (first position, last value, at every depth, as
-/// `JSON.parse` reads it), or `None` when the line is not a JSON object.
-fn without_duplicate_keys(bytes: &[u8]) -> Option<Vec<u8>> {
-    match jsstr::parse_value(bytes) {
-        // Decoded strings hold lone surrogates as MARK pairs, which the probe reads back as such.
-        Ok(value @ serde_json::Value::Object(_)) => serde_json::to_vec(&value).ok(),
-        _ => None,
+/// The line as `JSON.parse` reads it, in a shape the probe reads: duplicate keys collapsed
+/// (first position, last value, at every depth), and a message's or a replacement's `content`
+/// that is neither a string, an array nor `null` (pi passes an object, a number or a boolean
+/// on as it is) made an empty array, which is what the probe makes of it: content without
+/// tool calls. Rendering reads the message from the file, so the content is passed on as
+/// written. `None` when the line is not a JSON object.
+fn as_the_probe_reads(bytes: &[u8]) -> Option<Vec<u8>> {
+    use serde_json::Value;
+    let Ok(Value::Object(mut line)) = jsstr::parse_value(bytes) else {
+        return None;
+    };
+    for key in ["message", "replacement"] {
+        if let Some(Value::Object(holder)) = line.get_mut(key)
+            && let Some(content) = holder.get_mut("content")
+            && matches!(
+                content,
+                Value::Object(_) | Value::Number(_) | Value::Bool(_)
+            )
+        {
+            *content = Value::Array(Vec::new());
+        }
     }
+    // Decoded strings hold lone surrogates as MARK pairs, which the probe reads back as such.
+    serde_json::to_vec(&line).ok()
 }
 
 /// What the probe's raw values are the text of.
@@ -532,12 +560,8 @@ fn parse_probe(
         }
         Expect::Entry { version } => version,
     };
-    let Some(ty) = ty else {
-        return Err(problem(
-            ProblemKind::InvalidEntry,
-            "the entry has no string \"type\"",
-        ));
-    };
+    // What makes the entry irregular (see [`Line::Irregular`]), if anything.
+    let mut irregular = None;
     let (id, parent_id) = if version < 2 {
         (EntryId::for_v1_line(span.line), None)
     } else {
@@ -549,12 +573,21 @@ fn parse_probe(
             // pi tests `parentId` for truthiness, so an empty string is a root too.
             None => None,
             Some(raw) if raw.get() == "null" || raw.get() == "\"\"" => None,
-            Some(raw) => Some(previous_or_new_id(&raw_str(raw).ok_or_else(|| {
-                problem(
-                    ProblemKind::InvalidEntry,
-                    "\"parentId\" is neither a string nor null",
-                )
-            })?)),
+            Some(raw) => match raw_str(raw) {
+                Some(text) => Some(previous_or_new_id(&text)),
+                None => {
+                    // pi looks the value up among the ids, which are strings, and finds
+                    // nothing (or, when it is falsy, does not look): the entry is a root.
+                    irregular = Some(problem(
+                        ProblemKind::InvalidEntry,
+                        format!(
+                            "\"parentId\" is {}, neither a string nor null",
+                            js_type_name(raw)
+                        ),
+                    ));
+                    None
+                }
+            },
         };
         let id = EntryId::new(id);
         remember_id(&id);
@@ -563,6 +596,28 @@ fn parse_probe(
     let share = |raw: &RawValue| match text {
         RawText::File => to_owned_raw(raw),
         RawText::Decoded => Arc::from(raw.to_owned()),
+    };
+    let Some(ty) = ty else {
+        // pi compares `type` with the names it knows, so an entry without a string `type`
+        // is kept, and is one of a type it does not know.
+        let detail = match probe.ty {
+            None => "the entry has no \"type\"".to_owned(),
+            Some(raw) => format!(
+                "the entry's \"type\" is {}, not a string",
+                js_type_name(raw)
+            ),
+        };
+        let entry = Entry {
+            id,
+            parent_id,
+            kind: EntryKind::Untyped,
+            time_ms: JsTime::new(js_time_of_raw(probe.timestamp)),
+            span,
+        };
+        return Ok(Line::Irregular(
+            entry,
+            Box::new(problem(ProblemKind::InvalidEntry, detail)),
+        ));
     };
     let kind = match &*ty {
         "message" => {
@@ -640,13 +695,29 @@ fn parse_probe(
         "usage" => EntryKind::Usage,
         other => EntryKind::Other(other.into()),
     };
-    Ok(Line::Entry(Entry {
+    let entry = Entry {
         id,
         parent_id,
         kind,
         time_ms: JsTime::new(js_time_of_raw(probe.timestamp)),
         span,
-    }))
+    };
+    Ok(match irregular {
+        None => Line::Entry(entry),
+        Some(p) => Line::Irregular(entry, Box::new(p)),
+    })
+}
+
+/// The kind of a raw JSON value, as a message names it ("a number", "an object").
+fn js_type_name(raw: &RawValue) -> &'static str {
+    match raw.get().as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
 }
 
 impl From<MessageInfo> for EntryKind {
@@ -1102,6 +1173,45 @@ mod tests {
             panic!("not an entry")
         };
         assert_eq!(e.kind.role(), Some(&Role::User));
+    }
+
+    /// pi keeps any JSON object as an entry: content of any type is read (no tool calls in
+    /// it), and an entry without a string `type` or with a non-string `parentId` is irregular:
+    /// the entry pi makes of it, with the problem.
+    #[test]
+    fn what_pi_keeps_is_read_or_kept_as_irregular() {
+        let read = |line: &str| parse_line(line.as_bytes(), SPAN, Expect::Entry { version: 3 });
+        for content in [r#"{"a":[1]}"#, "42", "-0.5", "true", r#"{"x":"\ud800"}"#] {
+            let line = format!(
+                r#"{{"type":"message","id":"a","parentId":null,"message":{{"role":"assistant","content":{content}}}}}"#
+            );
+            let Ok(Line::Entry(e)) = read(&line) else {
+                panic!("{content}: {:?}", read(&line))
+            };
+            let EntryKind::Message(m) = e.kind else {
+                panic!("{content}: not a message")
+            };
+            assert!(
+                m.tool_call_ids().is_empty() && !m.content_missing,
+                "{content}"
+            );
+        }
+        let Ok(Line::Irregular(e, p)) = read(r#"{"id":"b","parentId":"a"}"#) else {
+            panic!("untyped")
+        };
+        assert!(matches!(e.kind, EntryKind::Untyped) && e.parent_id.is_some());
+        assert_eq!(p.kind, ProblemKind::InvalidEntry);
+        for parent in ["7", "false", "{}", r#"["a"]"#] {
+            let line = format!(r#"{{"type":"custom","id":"b","parentId":{parent}}}"#);
+            let Ok(Line::Irregular(e, p)) = read(&line) else {
+                panic!("{parent}: {:?}", read(&line))
+            };
+            assert!(e.parent_id.is_none(), "{parent}");
+            assert!(p.detail.contains("parentId"), "{parent}: {}", p.detail);
+        }
+        // What pi cannot use stays a problem: no id, a message that is no object.
+        assert!(read(r#"{"type":"custom","parentId":null}"#).is_err());
+        assert!(read(r#"{"type":"message","id":"m","message":"hi"}"#).is_err());
     }
 
     /// A raw thinking level is the file's text with a literal U+FDD0 escaped, so that restoring

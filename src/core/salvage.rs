@@ -5,10 +5,12 @@
 //! The rules: every entry a lenient read keeps is kept (as pi keeps them); of two entries with
 //! one id the later is kept (pi's lookups find the later one); each kept entry's parent is the
 //! nearest surviving ancestor: a dropped line that still names its own `id` and `parentId` is
-//! stepped over, a parent never seen makes the entry a root, and so does a cycle.
+//! stepped over, a parent never seen makes the entry a root, and so does a cycle. Irregular
+//! entries a lenient read keeps are resolved too: one without a string `type` is stepped over,
+//! one whose `parentId` is no string becomes a root (see [`plan_salvage`]).
 
 use super::diagnostics::{CorruptionKind, Diagnostic};
-use super::format::EntryId;
+use super::format::{EntryId, EntryKind};
 use super::tree::{NodeIdx, Tree};
 
 /// One line left out of a salvaged file.
@@ -96,15 +98,48 @@ pub struct SalvagePlan {
     pub reattached: Vec<Reattached>,
 }
 
+/// What a line the tree left out, or kept though it is irregular, says about its place
+/// (read from the file by the caller).
+#[derive(Clone, Debug, Default)]
+pub struct Link {
+    /// The line's string `id`.
+    pub id: String,
+    /// Its `parentId`, when that is a string.
+    pub parent: Option<String>,
+    /// The JSON text of a `parentId` that is neither a string nor `null` (`7`, `{}`), which
+    /// names no entry.
+    pub parent_json: Option<String>,
+}
+
 /// Plans a salvage of a leniently read `tree`. `unreadable` comes from [`unreadable_lines`];
-/// `links` are `(id, parentId)` of those unreadable lines that still name them (read from the
-/// file by the caller).
-pub fn plan_salvage(
-    tree: &Tree,
-    mut dropped: Vec<Dropped>,
-    links: &[(String, Option<String>)],
-) -> SalvagePlan {
+/// `links` are the [`Link`]s of those unreadable lines that are objects with a string `id`.
+///
+/// An irregular entry the tree kept (see [`crate::core::format::Line::Irregular`]) would make
+/// the new file corrupt again, so: an entry without a string `type` is left out and stepped
+/// over like a dropped line; an entry whose `parentId` is neither a string nor `null` is kept
+/// as the root pi makes of it, and listed as reattached.
+pub fn plan_salvage(tree: &Tree, mut dropped: Vec<Dropped>, links: &[Link]) -> SalvagePlan {
     let owner = |i: NodeIdx| tree.find(tree.node(i).entry.id.as_str()) == Some(i);
+    let untyped = |i: NodeIdx| matches!(tree.node(i).entry.kind, EntryKind::Untyped);
+    // Lines of entries the tree kept though they were noted: irregular entries. Those with a
+    // type are kept (written as roots), so they are not dropped lines.
+    let kept_line = |d: &Dropped| {
+        d.id.as_deref()
+            .and_then(|id| tree.find(id))
+            .filter(|&o| tree.node(o).entry.span.line == d.line)
+    };
+    let mut rooted: Vec<(NodeIdx, Option<String>)> = Vec::new();
+    dropped.retain(|d| match kept_line(d) {
+        Some(o) if !untyped(o) => {
+            let was = links
+                .iter()
+                .find(|l| Some(l.id.as_str()) == d.id.as_deref())
+                .and_then(|l| l.parent_json.clone());
+            rooted.push((o, was));
+            false
+        }
+        _ => true,
+    });
     for (i, node) in tree.nodes().iter().enumerate() {
         if !owner(i as NodeIdx) {
             let later = tree
@@ -126,7 +161,7 @@ pub fn plan_salvage(
     let mut parent: Vec<Option<NodeIdx>> = vec![None; n];
     let mut kept = Vec::with_capacity(n);
     for (i, node) in tree.nodes().iter().enumerate() {
-        if !owner(i as NodeIdx) {
+        if !owner(i as NodeIdx) || untyped(i as NodeIdx) {
             continue;
         }
         kept.push(i as NodeIdx);
@@ -134,15 +169,25 @@ pub fn plan_salvage(
         let mut steps = 0;
         parent[i] = loop {
             let Some(p) = want else { break None };
-            if let Some(o) = tree.find(&p) {
-                break Some(o);
+            if steps > links.len() + n {
+                break None;
             }
-            match links.iter().find(|(id, _)| *id == p) {
-                Some((_, grand)) if steps < links.len() => {
-                    want = grand.clone();
-                    steps += 1;
+            steps += 1;
+            match tree.find(&p) {
+                // An untyped entry is left out: step over it to its parent.
+                Some(o) if untyped(o) => {
+                    want = tree
+                        .node(o)
+                        .entry
+                        .parent_id
+                        .as_ref()
+                        .map(|q| q.as_str().to_owned());
                 }
-                _ => break None,
+                Some(o) => break Some(o),
+                None => match links.iter().find(|l| l.id == p) {
+                    Some(l) => want = l.parent.clone(),
+                    None => break None,
+                },
             }
         };
     }
@@ -153,7 +198,14 @@ pub fn plan_salvage(
         for &i in &kept {
             let e = &tree.node(i).entry;
             let new_parent = parent[i as usize].map(|p| &tree.node(p).entry.id);
-            if e.parent_id.as_ref() != new_parent {
+            let rooted_was = rooted.iter().find(|(o, _)| *o == i).map(|(_, was)| was);
+            if let Some(was) = rooted_was {
+                reattached.push(Reattached {
+                    id: e.id.clone(),
+                    was: was.clone(),
+                    now: new_parent.cloned(),
+                });
+            } else if e.parent_id.as_ref() != new_parent {
                 reattached.push(Reattached {
                     id: e.id.clone(),
                     was: e.parent_id.as_ref().map(|p| p.to_string()),

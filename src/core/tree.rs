@@ -532,9 +532,22 @@ impl Tree {
     }
 
     /// Records a line that could not be read. Strict mode returns it as the error; lenient
-    /// mode notes it in the diagnostics and skips the line, as pi does.
+    /// mode notes it in the diagnostics and skips the line. pi skips a line that is not JSON
+    /// too; JSON it keeps as an entry, however shaped, so the note says that pi's answers
+    /// may differ around this line.
     pub fn skip_line(&mut self, c: Corruption) -> Result<(), Corruption> {
-        self.fail_or_note(c, Related::default(), "line skipped, as pi does")
+        let action = match c.kind {
+            CorruptionKind::InvalidJson => "line skipped, as pi does",
+            _ => "line skipped; pi keeps this JSON as an entry, so its answers may differ here",
+        };
+        self.fail_or_note(c, Related::default(), action)
+    }
+
+    /// Records an entry pi keeps though it is not well-formed (`c` says why; see
+    /// [`crate::core::format::Line::Irregular`]). Strict mode returns `c` as the error;
+    /// lenient mode notes it, and the caller pushes the entry, as pi keeps it.
+    pub fn keep_irregular(&mut self, c: Corruption) -> Result<(), Corruption> {
+        self.fail_or_note(c, Related::default(), "entry kept, as pi keeps it")
     }
 
     /// Counts a `type: "session"` line after the header (pi ignores it, but it still takes a

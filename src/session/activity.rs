@@ -513,6 +513,16 @@ mod tests {
             .env("PI_SESSION_FILE", &file)
             .spawn()
             .unwrap_or_else(|e| panic!("{e}"));
+        // Until the child has run `exec`, its environment is still a copy of ours.
+        let environ = format!("/proc/{}/environ", tool.id());
+        for _ in 0..500 {
+            if std::fs::read(&environ)
+                .is_ok_and(|env| env.windows(15).any(|w| w == b"PI_SESSION_FILE"))
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let fresh = shared(Duration::ZERO);
         let again = shared(Duration::from_secs(60));
         let other = path.join("other.jsonl");

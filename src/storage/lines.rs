@@ -168,6 +168,9 @@ pub enum Item {
     Entry(Entry, Option<usize>),
     /// A `type: "session"` line after the header (ignored, but it takes a version-1 position).
     ExtraHeader,
+    /// An entry pi keeps though it is not well-formed ([`Line::Irregular`]): strict reads
+    /// refuse it with the corruption, lenient ones keep the entry and note the corruption.
+    Irregular(Entry, Box<Corruption>),
     /// A line that cannot be read.
     Problem(Corruption),
     /// Whitespace that ends an open line (see [`Position::open`]): `extra` bytes, before the
@@ -199,6 +202,11 @@ pub fn classify(bytes: &[u8], span: LineSpan, version: Option<u32>) -> Item {
             .then(|| format::v1_first_kept_index(bytes))
             .flatten();
             Item::Entry(entry, v1)
+        }
+        Ok(Line::Irregular(entry, p)) => {
+            let mut c = corruption(p.kind.into(), span, &p.detail);
+            c.id = Some(entry.id.clone());
+            Item::Irregular(entry, Box::new(c))
         }
         // The first line decides whether this is a pi session at all (pi reads a file whose
         // first line is no session header as no session): text, binary data or a bare JSON
@@ -241,7 +249,8 @@ pub fn is_blank(bytes: &[u8]) -> bool {
 }
 
 /// Applies one classified entry line to a tree (strict: corruption is an error; lenient:
-/// noted and skipped). A header line after the first is ignored.
+/// noted, and the line skipped or, when irregular, kept as pi keeps it). A header line after
+/// the first is ignored.
 pub fn apply_item(tree: &mut Tree, item: Item) -> Result<(), Corruption> {
     match item {
         Item::Blank | Item::Header(_) => Ok(()),
@@ -250,6 +259,10 @@ pub fn apply_item(tree: &mut Tree, item: Item) -> Result<(), Corruption> {
             Ok(())
         }
         Item::Entry(entry, v1) => tree.push(entry, v1).map(|_| ()),
+        Item::Irregular(entry, c) => {
+            tree.keep_irregular(*c)?;
+            tree.push(entry, None).map(|_| ())
+        }
         Item::Problem(c) => tree.skip_line(c),
         Item::Continuation { line, extra } => {
             tree.extend_line(line, extra);
@@ -374,10 +387,11 @@ pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
 fn accepted_prefix(tree: &Tree, lines: &[(Item, Position)]) -> (usize, Option<Corruption>) {
     let mut good = lines
         .iter()
-        .position(|(item, _)| matches!(item, Item::Problem(_)))
+        .position(|(item, _)| matches!(item, Item::Problem(_) | Item::Irregular(..)))
         .unwrap_or(lines.len());
     let mut problem = lines.get(good).and_then(|(item, _)| match item {
         Item::Problem(c) => Some(c.clone()),
+        Item::Irregular(_, c) => Some((**c).clone()),
         _ => None,
     });
     loop {

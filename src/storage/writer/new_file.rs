@@ -10,7 +10,7 @@ use crate::core::fork::{self, ForkError, LineEdit, NewHeader, Position};
 use crate::core::format::{CURRENT_VERSION, EntryId, EntryKind, LineSpan};
 use crate::core::raw_object::RawObject;
 use crate::core::render::LineSource;
-use crate::core::salvage::{self, Dropped, Reattached, TornLine};
+use crate::core::salvage::{self, Dropped, Link, Reattached, TornLine};
 use crate::core::timestamp;
 use crate::core::tree::{Mode, Tree};
 use crate::storage::publish::{self, Reservations};
@@ -259,12 +259,12 @@ fn salvage_header(tree: &Tree) -> Result<(Vec<u8>, String, String), WriteError> 
     Ok((h.to_line().into_bytes(), id, now))
 }
 
-/// `(id, parentId)` of dropped lines that are objects with a string `id`.
+/// The [`Link`]s of dropped lines that are objects with a string `id`.
 fn dropped_links(
     path: &Path,
     session: &OpenedSession,
     dropped: &[Dropped],
-) -> Result<Vec<(String, Option<String>)>, WriteError> {
+) -> Result<Vec<Link>, WriteError> {
     if session.tree.header().version < 2 {
         // Version 1 has no ids; the lenient tree already chains each entry to the previous one.
         return Ok(Vec::new());
@@ -280,7 +280,15 @@ fn dropped_links(
             && let Some(id) = o.get_str("id")
         {
             let parent = o.get_str("parentId").map(|p| p.into_owned());
-            links.push((id.into_owned(), parent));
+            let parent_json = o
+                .get("parentId")
+                .filter(|raw| parent.is_none() && raw.get() != "null")
+                .map(|raw| raw.get().to_owned());
+            links.push(Link {
+                id: id.into_owned(),
+                parent,
+                parent_json,
+            });
         }
     }
     Ok(links)
