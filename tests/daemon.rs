@@ -1278,3 +1278,53 @@ fn exit_answers_what_is_still_unanswered_as_cancelled() {
     assert_eq!(answered, (first..first + 20).collect::<BTreeSet<_>>());
     assert_eq!(d.wait(), Some(1));
 }
+
+/// A lenient session that grows: a later line repeating an id takes the earlier entry's
+/// children, as pi's lookups by id do, and `session/contextAt` at a leaf it answered before
+/// gives the new path (equal to a fresh read), not the one it kept.
+#[test]
+fn a_repeated_id_appended_to_a_lenient_session_moves_the_children_like_pi() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("dup.jsonl");
+    let entry = |id: &str, parent: &str, second: u32, text: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":{parent},"timestamp":"2026-01-01T00:00:0{second}.000Z","message":{{"role":"user","content":"{text}","timestamp":{second}}}}}"#
+        )
+    };
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+    let first = [
+        entry("r", "null", 1, "root r"),
+        entry("x", "null", 2, "first x"),
+        entry("b", r#""x""#, 3, "b"),
+        entry("c", r#""b""#, 4, "c"),
+    ];
+    std::fs::write(&file, format!("{header}\n{}\n", first.join("\n"))).expect("write");
+    let path = file.to_str().expect("utf-8");
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+    checked(
+        &mut d,
+        "session/open",
+        json!({"path": path, "allowCorrupt": true}),
+    );
+    let at_c = json!({"path": path, "leafId": "c", "allowCorrupt": true});
+    let texts = |ctx: &Value| -> Vec<String> {
+        ctx["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| m["content"].as_str().expect("text").to_owned())
+            .collect()
+    };
+    let before = checked(&mut d, "session/contextAt", at_c.clone());
+    assert_eq!(texts(&before), ["first x", "b", "c"]);
+
+    append(&file, &format!("{}\n", entry("x", r#""r""#, 5, "second x")));
+    d.notification("session/didChange", NOTE_WAIT)
+        .expect("the append is seen");
+    let after = checked(&mut d, "session/contextAt", at_c);
+    assert_eq!(texts(&after), ["root r", "second x", "b", "c"]);
+    assert_eq!(after["entryIds"], json!(["r", "x", "b", "c"]));
+    let fresh = cli_json(&["context", path, "--leaf", "c", "--json", "--allow-corrupt"]);
+    assert_eq!(after["messages"], fresh["messages"]);
+    assert_eq!(d.stop(), Some(0));
+}

@@ -6,8 +6,10 @@
 //! request; extending walks only the new entries. The result is always what
 //! [`projection::project`] gives for the new leaf (the tests check this entry by entry).
 //!
-//! Why extending is exact: a node's parent never changes once a batch of lines has settled,
-//! so the new leaf's path is the old path plus the new entries. A new plain entry adds one
+//! Why extending is exact: a node's parent does not change once a batch of lines has
+//! settled, so the new leaf's path is the old path plus the new entries. (Only a lenient read
+//! relinks a settled node, when a later line repeats its parent's id; callers that keep a
+//! projection compare [`Tree::relinks`] and project afresh when it moved.) A new plain entry adds one
 //! context item at the end and can change the settings (model, thinking level) and the
 //! tool pairing, which are kept as running state. A compaction or context edit among the new
 //! entries changes earlier items, so [`LiveProjection::extend`] refuses and the caller

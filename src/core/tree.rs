@@ -341,6 +341,17 @@ impl Tree {
             Some(Ok(p)) => self.attach(idx, p),
             Some(Err(missing)) => self.waiting.entry(missing).or_default().push(idx),
         }
+        let mut adopted = false;
+        if let Some(owner) = shadowed {
+            // (Lenient only: strict returned above.) pi finds a parent by its id, which the
+            // later of two entries owns: the earlier one's children are the later one's.
+            let children = self.nodes[owner as usize].children.to_vec();
+            for &child in &children {
+                self.detach(child);
+                self.attach(child, idx);
+            }
+            adopted = !children.is_empty();
+        }
         // (Checked first: most files name no parent before it appears, and hashing every id
         // into an empty map costs a tenth of a push.)
         if !self.waiting.is_empty()
@@ -350,19 +361,20 @@ impl Tree {
                 self.attach(child, idx);
                 self.relinks += 1;
             }
-            if self.has_cycle_through(idx) {
-                let span = self.nodes[idx as usize].entry.span;
-                let c = corruption(
-                    CorruptionKind::ParentCycle,
-                    span,
-                    Some(&id),
-                    "the chain of parents loops back to this entry",
-                );
-                self.fail_or_note(c, Related::default(), "treated as a root")?;
-                self.detach(idx);
-                self.roots.push(idx);
-                self.roots.sort_unstable();
-            }
+            adopted = true;
+        }
+        if adopted && self.has_cycle_through(idx) {
+            let span = self.nodes[idx as usize].entry.span;
+            let c = corruption(
+                CorruptionKind::ParentCycle,
+                span,
+                Some(&id),
+                "the chain of parents loops back to this entry",
+            );
+            self.fail_or_note(c, Related::default(), "treated as a root")?;
+            self.detach(idx);
+            self.roots.push(idx);
+            self.roots.sort_unstable();
         }
         Ok(idx)
     }

@@ -4,9 +4,10 @@
 //! Holds at most [`CAPACITY`] [`LiveProjection`]s, one per leaf. A request at a leaf that is
 //! cached is answered from it; at a leaf just below a cached one (the entries appended since)
 //! the cached projection is extended in place; otherwise the session is projected afresh and
-//! replaces the least recently used entry. Entries stay correct as the tree grows (a path
-//! never changes once its entries settled); a reload builds a new `Session` and so a new,
-//! empty cache. Lives with the owner only.
+//! replaces the least recently used entry. Entries stay correct as the tree grows: a path
+//! changes only when the tree relinks an entry it holds ([`Tree::relinks`]: a lenient read
+//! meeting a parent named before it, or a later duplicate of an id), which empties the cache;
+//! a reload builds a new `Session` and so a new, empty cache. Lives with the owner only.
 
 use crate::core::incremental::LiveProjection;
 use crate::core::tree::{NodeIdx, Tree};
@@ -19,11 +20,18 @@ pub const CAPACITY: usize = 4;
 #[derive(Debug, Default)]
 pub struct ContextCache {
     recent: Vec<LiveProjection>,
+    /// [`Tree::relinks`] when the cached projections were made.
+    relinks: u64,
 }
 
 impl ContextCache {
     /// The projection at `leaf`, cached, extended from a cached one above it, or new.
     pub fn get(&mut self, tree: &Tree, leaf: Option<NodeIdx>) -> &mut LiveProjection {
+        if self.relinks != tree.relinks() {
+            // An entry moved: a cached path may no longer be the path.
+            self.recent.clear();
+            self.relinks = tree.relinks();
+        }
         let hit = self
             .recent
             .iter()
