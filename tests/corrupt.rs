@@ -158,6 +158,34 @@ fn allow_corrupt_reads_like_pi() {
     failures.finish(checked);
 }
 
+/// Each lenient diagnostic says what the read did, and only a line that is not JSON claims pi
+/// skips it too: JSON pi keeps is kept when sessiond can place it, and skipped with a warning
+/// when it cannot.
+#[test]
+fn lenient_actions_say_what_was_done() {
+    let cases = [
+        ("invalid-json-middle.jsonl", "line skipped, as pi does"),
+        ("untyped-entry.jsonl", "entry kept, as pi keeps it"),
+        ("parent-not-a-string.jsonl", "entry kept, as pi keeps it"),
+        (
+            "not-an-object.jsonl",
+            "line skipped; pi keeps this JSON as an entry, so its answers may differ here",
+        ),
+    ];
+    for (name, action) in cases {
+        let output = sessiond(["context", &path_of(name), "--json", "--allow-corrupt"]);
+        let json = parse_json_output(&output).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let actions: Vec<&str> = json["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["corruption"]["line"] == 3)
+            .map(|d| d["action"].as_str().unwrap())
+            .collect();
+        assert_eq!(actions, [action], "{name}: {}", json["diagnostics"]);
+    }
+}
+
 /// Torn tails, a complete last line without newline and blank lines are not corruption: every command works.
 #[test]
 fn torn_tail_and_blank_lines_open_normally() {

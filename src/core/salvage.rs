@@ -9,6 +9,8 @@
 //! entries a lenient read keeps are resolved too: one without a string `type` is stepped over,
 //! one whose `parentId` is no string becomes a root (see [`plan_salvage`]).
 
+use std::collections::HashMap;
+
 use super::diagnostics::{CorruptionKind, Diagnostic};
 use super::format::{EntryId, EntryKind};
 use super::tree::{NodeIdx, Tree};
@@ -100,7 +102,7 @@ pub struct SalvagePlan {
 
 /// What a line the tree left out, or kept though it is irregular, says about its place
 /// (read from the file by the caller).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Link {
     /// The line's string `id`.
     pub id: String,
@@ -128,14 +130,15 @@ pub fn plan_salvage(tree: &Tree, mut dropped: Vec<Dropped>, links: &[Link]) -> S
             .and_then(|id| tree.find(id))
             .filter(|&o| tree.node(o).entry.span.line == d.line)
     };
-    let mut rooted: Vec<(NodeIdx, Option<String>)> = Vec::new();
+    // Kept irregular entries written as roots → the JSON text of the `parentId` they had.
+    let mut rooted: HashMap<NodeIdx, Option<String>> = HashMap::new();
     dropped.retain(|d| match kept_line(d) {
         Some(o) if !untyped(o) => {
             let was = links
                 .iter()
                 .find(|l| Some(l.id.as_str()) == d.id.as_deref())
                 .and_then(|l| l.parent_json.clone());
-            rooted.push((o, was));
+            rooted.insert(o, was);
             false
         }
         _ => true,
@@ -198,8 +201,7 @@ pub fn plan_salvage(tree: &Tree, mut dropped: Vec<Dropped>, links: &[Link]) -> S
         for &i in &kept {
             let e = &tree.node(i).entry;
             let new_parent = parent[i as usize].map(|p| &tree.node(p).entry.id);
-            let rooted_was = rooted.iter().find(|(o, _)| *o == i).map(|(_, was)| was);
-            if let Some(was) = rooted_was {
+            if let Some(was) = rooted.get(&i) {
                 reattached.push(Reattached {
                     id: e.id.clone(),
                     was: was.clone(),

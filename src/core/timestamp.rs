@@ -7,8 +7,8 @@
 //!
 //! Deliberate limits: V8's legacy fallback parser (free-form strings such as
 //! `"Tue Mar 05 2024"`, or the `"2026-01-10,x"` that an array of two items becomes) is not
-//! emulated; such strings give `None` (pi would print a number or `null`). Date-time forms without an offset are local time in JavaScript;
-//! sessiond reads them as UTC, which equals pi whenever the process runs with `TZ=UTC`.
+//! emulated; such strings give `None` (pi would print a number or `null`). Date-time forms
+//! without an offset are local time in JavaScript; sessiond reads them as UTC, which equals pi whenever the process runs with `TZ=UTC`.
 //! pi itself always writes `toISOString()` output, so neither case occurs in files pi wrote.
 
 use serde_json::Value;
