@@ -290,6 +290,66 @@ fn context_at_gives_settings_text_as_pi_does() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// `session/entry` gives each line as the file holds it: `raw` is its text and `entry` what
+/// `JSON.parse` makes of it, for lines pi writes and for odd ones (spaces and needless escapes,
+/// a duplicate key, U+FDD0 followed by a private-use character, a lone surrogate escape in the
+/// id, bytes that are not UTF-8).
+#[test]
+fn entry_gives_each_line_as_the_file_holds_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("odd.jsonl");
+    let mut text: Vec<u8> = Vec::new();
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/"}"#;
+    let lines: [&[u8]; 4] = [
+        br#"{ "type" : "message", "id":"e1","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"caf\u00e9 \/ tab\t"} }"#,
+        br#"{"type":"custom","id":"e2","parentId":"e1","timestamp":"2026-01-01T00:00:02.000Z","data":1,"data":{"x":[1,2.50,-0]}}"#,
+        "{\"type\":\"message\",\"id\":\"e3\",\"parentId\":\"e2\",\"timestamp\":\"2026-01-01T00:00:03.000Z\",\"message\":{\"role\":\"user\",\"content\":\"keep \u{fdd0}\u{e000} as text\"}}".as_bytes(),
+        b"{\"type\":\"message\",\"id\":\"e4\",\"parentId\":\"e3\",\"timestamp\":\"2026-01-01T00:00:04.000Z\",\"message\":{\"role\":\"user\",\"content\":\"not utf-8: \xff\xfe\"}}",
+    ];
+    text.extend_from_slice(header.as_bytes());
+    text.push(b'\n');
+    for line in lines {
+        text.extend_from_slice(line);
+        text.push(b'\n');
+    }
+    let surrogate_id = r#"{"type":"message","id":"e5\ud800","parentId":"e4","timestamp":"2026-01-01T00:00:05.000Z","message":{"role":"user","content":"x"}}"#;
+    text.extend_from_slice(surrogate_id.as_bytes());
+    text.push(b'\n');
+    std::fs::write(&file, &text).expect("write");
+    let path = file.to_str().expect("utf-8").to_owned();
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+    d.call("session/open", json!({"path": path}));
+    let expect = |entry: &Value, id: &str, line: &[u8], number: u64| {
+        let lossy = String::from_utf8_lossy(line);
+        assert_eq!(entry["raw"], json!(lossy), "raw of {id}");
+        assert_eq!(
+            entry["entry"],
+            support::common::parse_json(lossy.as_bytes()).expect("a JSON line"),
+            "entry of {id}"
+        );
+        assert_eq!(entry["line"], json!(number), "line of {id}");
+        assert_schema("session/entry", "result", entry);
+    };
+    for (i, line) in lines.iter().enumerate() {
+        let id = format!("e{}", i + 1);
+        let entry = checked(&mut d, "session/entry", json!({"path": path, "id": id}));
+        assert_eq!(entry["id"], json!(id));
+        expect(&entry, &id, line, i as u64 + 2);
+    }
+    // The id's lone surrogate travels as its escape, both ways.
+    let id = d.next_request_id() + 100;
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"session/entry","params":{{"path":{},"id":"e5\ud800"}}}}"#,
+        json!(path)
+    );
+    d.write_raw(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    let answer = d.response(&json!(id));
+    let entry = &answer["result"];
+    assert_eq!(entry["id"], json!(r"e5\ud800"), "{answer}");
+    expect(entry, "e5", surrogate_id.as_bytes(), 6);
+    assert_eq!(d.stop(), Some(0));
+}
+
 /// A writer process appends 2,000 entries in random chunks that split lines mid-JSON, with
 /// random pauses; the client must see every entry exactly once, in file order.
 #[test]

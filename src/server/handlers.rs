@@ -171,6 +171,60 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
     Ok(text)
 }
 
+/// `session/entry`'s result for an open session (run by its owner), as the JSON text the
+/// transport sends ([`super::transport::raw_result`]): `{id, line, offset, entry, raw,
+/// revision}`. A line of valid UTF-8 that is a JSON object (every line pi writes) is its own
+/// `entry`, written as the file holds it (as `contextAt` passes messages through), and the
+/// same bytes as a JSON string are `raw`: no `Value` is built and serialized again. Any other
+/// line (one that is not UTF-8, or that changed on disk since it was read) goes through
+/// [`lossless::parse`] as before: `entry` is then what `JSON.parse` makes of it, or `null`.
+/// Errors: `UnknownEntry`, `Io` (the line cannot be read). Public for the benchmarks.
+pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
+    let n = find(s, &id)?;
+    let span = s.tree().node(n).entry.span;
+    let io_err = |source| RpcError::Io {
+        path: s.path().to_owned(),
+        source,
+    };
+    let bytes = s.source().line(span).map_err(io_err)?;
+    let revision = convert::revision(s.revision());
+    let as_written = std::str::from_utf8(&bytes).ok().filter(|text| {
+        text.trim_start().starts_with('{')
+            && !crate::core::jsstr::exceeds_depth(text.as_bytes(), crate::core::jsstr::MAX_DEPTH)
+            && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+    });
+    let to_io = |e: serde_json::Error| io_err(std::io::Error::other(e));
+    let Some(line) = as_written else {
+        let entry = lossless::parse(&bytes).unwrap_or(Value::Null);
+        let raw = String::from_utf8_lossy(&bytes).into_owned();
+        let result = EntryResult {
+            id,
+            line: span.line,
+            offset: span.offset,
+            entry,
+            raw,
+            revision,
+        };
+        let text = serde_json::to_vec(&result.into_value()).map_err(to_io)?;
+        return Ok(lossless::restore(text));
+    };
+    // The fields in the order `EntryResult` declares them. The request's id may hold a lone
+    // surrogate, decoded as the client sent it: its text is restored as every result's is.
+    let mut head = serde_json::to_vec(&json!({"id": id, "line": span.line, "offset": span.offset}))
+        .map_err(to_io)?;
+    head.pop();
+    let mut text = lossless::restore(head);
+    text.reserve(2 * line.len() + 96);
+    text.extend_from_slice(b",\"entry\":");
+    text.extend_from_slice(line.as_bytes());
+    text.extend_from_slice(b",\"raw\":");
+    serde_json::to_writer(&mut text, line).map_err(to_io)?;
+    text.extend_from_slice(b",\"revision\":");
+    serde_json::to_writer(&mut text, &revision).map_err(to_io)?;
+    text.push(b'}');
+    Ok(text)
+}
+
 /// Reads a session that is not open (strictly, as `session/open` would) and collects what
 /// verification needs at `leaf_id`.
 fn collect_closed(
@@ -318,33 +372,11 @@ impl Backend {
             .await?)
     }
 
-    /// `session/entry {path, id}`.
+    /// `session/entry {path, id}`: the entry's line, as [`entry_text`] writes it.
     pub async fn entry(&self, p: Value) -> RpcResult<Value> {
         let p: EntryParams = params("session/entry", p)?;
-        Ok(self
-            .ask(&p.path, move |s| {
-                let n = find(s, &p.id)?;
-                let span = s.tree().node(n).entry.span;
-                let bytes = s.source().line(span).map_err(|source| RpcError::Io {
-                    path: s.path().to_owned(),
-                    source,
-                })?;
-                let entry = lossless::parse(&bytes).unwrap_or(Value::Null);
-                let raw = match String::from_utf8(bytes.into_owned()) {
-                    Ok(text) => text,
-                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                };
-                let result = EntryResult {
-                    id: p.id,
-                    line: span.line,
-                    offset: span.offset,
-                    entry,
-                    raw,
-                    revision: convert::revision(s.revision()),
-                };
-                Ok(result.into_value())
-            })
-            .await?)
+        let text = self.ask(&p.path, move |s| entry_text(s, p.id)).await?;
+        Ok(super::transport::raw_result(text))
     }
 
     /// `session/contextAt {path, leafId?, offset?, limit?, fields?}`.
