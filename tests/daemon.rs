@@ -350,6 +350,109 @@ fn entry_gives_each_line_as_the_file_holds_it() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// The daemon's runtime has one worker, so a long request on a large session must leave it
+/// (`session::owner::Cost`): a small request on another session, sent while a whole context
+/// of 32 MB is being rendered, is answered first.
+#[test]
+fn a_long_request_on_a_large_session_does_not_hold_up_another_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (header, entries) = v3_session(4000);
+    let padding = "word ".repeat(1600);
+    let mut large = header.clone() + "\n";
+    for (_, line) in &entries {
+        // Every message gets 8 KB of text more: 4,000 of them make the context 32 MB.
+        large.push_str(
+            &line
+                .replacen("question ", &format!("question {padding}"), 1)
+                .replacen("answer ", &format!("answer {padding}"), 1),
+        );
+        large.push('\n');
+    }
+    assert!(large.len() > 30 << 20, "{} bytes", large.len());
+    let large_path = dir.path().join("large.jsonl");
+    std::fs::write(&large_path, &large).expect("write");
+    let mut small = header + "\n";
+    for (_, line) in &entries[..10] {
+        small.push_str(line);
+        small.push('\n');
+    }
+    let small_path = dir.path().join("small.jsonl");
+    std::fs::write(&small_path, &small).expect("write");
+    let (large_path, small_path) = (
+        large_path.to_str().expect("utf-8").to_owned(),
+        small_path.to_str().expect("utf-8").to_owned(),
+    );
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+    d.call("session/open", json!({"path": large_path}));
+    d.call("session/open", json!({"path": small_path}));
+    let (long, short) = (d.next_request_id() + 1000, d.next_request_id() + 1001);
+    d.send(&json!({"jsonrpc": "2.0", "id": long, "method": "session/contextAt", "params": {"path": large_path}}));
+    // Sent together, the two would run in the order the runtime picks; the context takes
+    // tens of milliseconds, so the entry comes while it is under way.
+    std::thread::sleep(Duration::from_millis(5));
+    d.send(&json!({"jsonrpc": "2.0", "id": short, "method": "session/entry", "params": {"path": small_path, "id": entries[9].0}}));
+    let mut order = Vec::new();
+    while order.len() < 2 {
+        let msg = d.next_message(NOTE_WAIT).expect("an answer");
+        if msg.get("method").is_none() {
+            assert!(msg.get("result").is_some(), "{msg}");
+            order.push(msg["id"].clone());
+        }
+    }
+    assert_eq!(order, [json!(short), json!(long)]);
+    assert_eq!(d.stop(), Some(0));
+}
+
+/// A write waits for the file's lock, which another process may hold for seconds; it must not
+/// hold up the daemon (`session::owner::Cost::Wait`): while `flock` holds a small session's
+/// lock, a label on it waits, and a request on another session is answered meanwhile.
+#[test]
+fn a_write_waiting_for_the_lock_does_not_hold_up_another_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (header, entries) = v3_session(10);
+    let mut text = header + "\n";
+    for (_, line) in &entries {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let (locked, other) = (
+        dir.path().join("locked.jsonl"),
+        dir.path().join("other.jsonl"),
+    );
+    std::fs::write(&locked, &text).expect("write");
+    std::fs::write(&other, &text).expect("write");
+    let (locked, other) = (
+        locked.to_str().expect("utf-8").to_owned(),
+        other.to_str().expect("utf-8").to_owned(),
+    );
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+    d.call("session/open", json!({"path": locked}));
+    d.call("session/open", json!({"path": other}));
+    // util-linux `flock`: holds an exclusive lock on the file for a second, as a writer would.
+    let mut holder = std::process::Command::new("flock")
+        .args(["-x", &locked, "sleep", "1"])
+        .spawn()
+        .expect("flock (util-linux) runs");
+    std::thread::sleep(Duration::from_millis(200));
+    let (write, read) = (d.next_request_id() + 1000, d.next_request_id() + 1001);
+    let label = json!({"path": locked, "targetId": entries[0].0, "label": "start", "expectedLeafId": entries[9].0});
+    d.send(&json!({"jsonrpc": "2.0", "id": write, "method": "session/label", "params": label}));
+    std::thread::sleep(Duration::from_millis(100));
+    let entry = json!({"path": other, "id": entries[9].0});
+    d.send(&json!({"jsonrpc": "2.0", "id": read, "method": "session/entry", "params": entry}));
+    let mut order = Vec::new();
+    while order.len() < 2 {
+        let msg = d.next_message(NOTE_WAIT).expect("an answer");
+        if msg.get("method").is_none() {
+            assert!(msg.get("result").is_some(), "{msg}");
+            order.push(msg["id"].clone());
+        }
+    }
+    assert_eq!(order, [json!(read), json!(write)]);
+    holder.wait().expect("flock ends");
+    assert_eq!(d.stop(), Some(0));
+}
+
 /// A writer process appends 2,000 entries in random chunks that split lines mid-JSON, with
 /// random pauses; the client must see every entry exactly once, in file order.
 #[test]

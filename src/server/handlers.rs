@@ -375,7 +375,12 @@ impl Backend {
     /// `session/entry {path, id}`: the entry's line, as [`entry_text`] writes it.
     pub async fn entry(&self, p: Value) -> RpcResult<Value> {
         let p: EntryParams = params("session/entry", p)?;
-        let text = self.ask(&p.path, move |s| entry_text(s, p.id)).await?;
+        // One line's work: the owner answers it on the runtime's thread (`Cost::Line`).
+        let handle = self.open_session(&p.path)?;
+        let text = handle
+            .query_line(move |s| entry_text(s, p.id))
+            .await
+            .map_err(RpcError::from)??;
         Ok(super::transport::raw_result(text))
     }
 

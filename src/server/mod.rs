@@ -359,8 +359,11 @@ impl LanguageServer for Backend {
 /// Runs the daemon on stdin/stdout until `exit` or end of input. Returns the process exit
 /// code: 0 when `shutdown` came before the end, 1 otherwise (as LSP asks).
 pub fn serve(options: ServeOptions) -> std::process::ExitCode {
+    // One worker: a small request then wakes no sibling worker (on a 2-vCPU machine a fifth
+    // of its round trip); a session's long work leaves it through `block_in_place` (see
+    // `session::owner::Cost`), and opens and searches run on the blocking pool.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .enable_all()
         .build()
     {

@@ -190,7 +190,10 @@ impl Backend {
             to_value(&source, &convert::salvaged(&salvaged))
         };
         let result = match self.registry.get(&real) {
-            Ok(handle) => handle.query(move |_| run()).await.map_err(RpcError::from)?,
+            Ok(handle) => handle
+                .query_waiting(move |_| run())
+                .await
+                .map_err(RpcError::from)?,
             Err(_) => tokio::task::spawn_blocking(run)
                 .await
                 .map_err(|e| RpcError::Io {

@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::core::tree::Mode;
 use crate::storage::reader::OpenError;
 use crate::watch::{DirWatcher, LiveMode, WatchBackend};
-use owner::{Command, EventSink, Session};
+use owner::{Command, Cost, EventSink, Session};
 
 /// Why a session request failed below the protocol.
 #[derive(Debug, Error)]
@@ -57,7 +57,7 @@ impl std::fmt::Debug for Command {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Command::Hint => "Hint",
-            Command::Run(_) => "Run",
+            Command::Run(_, _) => "Run",
             Command::Write(_) => "Write",
             Command::Live { .. } => "Live",
             Command::Close { .. } => "Close",
@@ -72,9 +72,36 @@ impl SessionHandle {
     }
 
     /// Runs `f` by the owner after a refresh and returns its result. `f` sees the
-    /// session as of this request's place in the mailbox.
+    /// session as of this request's place in the mailbox. `f`'s work may grow with the
+    /// session ([`Cost::Session`]); [`SessionHandle::query_line`] is for work on one line.
     pub async fn query<R: Send + 'static>(
         &self,
+        f: impl FnOnce(&Session) -> R + Send + 'static,
+    ) -> Result<R, SessionError> {
+        self.query_costing(Cost::Session, f).await
+    }
+
+    /// [`SessionHandle::query`] for work on one entry's line ([`Cost::Line`]), which the owner
+    /// runs on the runtime's thread however large the session is.
+    pub async fn query_line<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Session) -> R + Send + 'static,
+    ) -> Result<R, SessionError> {
+        self.query_costing(Cost::Line, f).await
+    }
+
+    /// [`SessionHandle::query`] for work that may wait on something outside the daemon (a
+    /// salvage takes file locks) ([`Cost::Wait`]): the owner runs it off the runtime.
+    pub async fn query_waiting<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Session) -> R + Send + 'static,
+    ) -> Result<R, SessionError> {
+        self.query_costing(Cost::Wait, f).await
+    }
+
+    async fn query_costing<R: Send + 'static>(
+        &self,
+        cost: Cost,
         f: impl FnOnce(&Session) -> R + Send + 'static,
     ) -> Result<R, SessionError> {
         let (tx, rx) = oneshot::channel();
@@ -82,9 +109,12 @@ impl SessionHandle {
             path: self.path.clone(),
         };
         self.tx
-            .send(Command::Run(Box::new(move |s| {
-                let _ = tx.send(f(s));
-            })))
+            .send(Command::Run(
+                Box::new(move |s| {
+                    let _ = tx.send(f(s));
+                }),
+                cost,
+            ))
             .map_err(|_| gone())?;
         rx.await.map_err(|_| gone())
     }

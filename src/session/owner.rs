@@ -498,6 +498,47 @@ fn stand_in_header() -> crate::core::format::Header {
     }
 }
 
+/// What a request's work grows with, which decides where the owner runs it (see
+/// [`off_the_runtime`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cost {
+    /// One entry's line (`session/entry`): microseconds, run on the runtime's thread.
+    Line,
+    /// The session's path, tree or file: milliseconds on a large session.
+    Session,
+    /// Work that may wait on something outside the daemon (a write takes the file's lock,
+    /// which pi may hold for a while): always run off the runtime.
+    Wait,
+}
+
+/// Applied bytes from which a session's work ([`Cost::Session`], a refresh on a hint) may
+/// hold a thread for milliseconds: 4 MiB, the size from which the reader parses in
+/// parallel. Below it the whole file reads in a few milliseconds.
+pub const LONG_WORK_FROM_BYTES: u64 = 4 << 20;
+
+/// Runs `work`, the owner's work on a session of `applied_bytes`, of `cost`. The daemon's
+/// runtime has one worker thread (a small request then crosses no other thread, and wakes no
+/// sibling worker: on a 2-vCPU machine that is a fifth of its round trip), so work that may
+/// take milliseconds must not hold it: such work runs through
+/// [`tokio::task::block_in_place`], which hands the worker's other tasks (every other session,
+/// the transport) to another thread for the time it takes. Elsewhere than on a multi-thread
+/// runtime (a test's, the CLI's) `work` runs as it is. A refresh that finds a small session's
+/// file grown by megabytes at once runs where it is; the next request on it is moved.
+fn off_the_runtime<R>(cost: Cost, applied_bytes: u64, work: impl FnOnce() -> R) -> R {
+    let long = match cost {
+        Cost::Line => false,
+        Cost::Session => applied_bytes >= LONG_WORK_FROM_BYTES,
+        Cost::Wait => true,
+    };
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if long && multi_thread {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
+}
+
 /// A write run by the owner (see [`Command::Write`]).
 pub(crate) type WriteFn = Box<dyn FnOnce(&mut Session, &dyn EventSink) + Send>;
 
@@ -505,8 +546,9 @@ pub(crate) type WriteFn = Box<dyn FnOnce(&mut Session, &dyn EventSink) + Send>;
 pub(crate) enum Command {
     /// The watcher saw a change in the session's directory.
     Hint,
-    /// Refresh, then run a request against the session.
-    Run(Box<dyn FnOnce(&Session) + Send>),
+    /// Refresh, then run a request against the session; its [`Cost`] says whether it may
+    /// hold the thread for long.
+    Run(Box<dyn FnOnce(&Session) + Send>, Cost),
     /// Refresh, then run a write (see [`Session::write`]); events go to the sink.
     Write(WriteFn),
     /// The watcher follows the file this way now; `announce`: report a change to the sink.
@@ -557,16 +599,19 @@ pub(crate) fn spawn(
         }
         let mut stopped = None;
         while let Some(cmd) = rx.recv().await {
+            let applied = session.revision().applied_bytes;
             match cmd {
-                Command::Hint => session.refresh(&*sink),
-                Command::Run(f) => {
+                Command::Hint => {
+                    off_the_runtime(Cost::Session, applied, || session.refresh(&*sink));
+                }
+                Command::Run(f, cost) => off_the_runtime(cost, applied, || {
                     session.refresh(&*sink);
                     f(&session);
-                }
-                Command::Write(f) => {
+                }),
+                Command::Write(f) => off_the_runtime(Cost::Wait, applied, || {
                     session.refresh(&*sink);
                     f(&mut session, &*sink);
-                }
+                }),
                 Command::Live { mode, announce } => {
                     session.set_live_mode(mode, announce, &*sink);
                 }
