@@ -350,6 +350,19 @@ fn entry_gives_each_line_as_the_file_holds_it() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// The ids of the next `n` responses, in the order they came (each must be a result).
+fn answer_order(d: &mut Daemon, n: usize) -> Vec<Value> {
+    let mut order = Vec::new();
+    while order.len() < n {
+        let msg = d.next_message(NOTE_WAIT).expect("an answer");
+        if msg.get("method").is_none() {
+            assert!(msg.get("result").is_some(), "{msg}");
+            order.push(msg["id"].clone());
+        }
+    }
+    order
+}
+
 /// The daemon's runtime has one worker, so a long request on a large session must leave it
 /// (`session::owner::Cost`): a small request on another session, sent while a whole context
 /// of 32 MB is being rendered, is answered first.
@@ -391,15 +404,7 @@ fn a_long_request_on_a_large_session_does_not_hold_up_another_session() {
     // tens of milliseconds, so the entry comes while it is under way.
     std::thread::sleep(Duration::from_millis(5));
     d.send(&json!({"jsonrpc": "2.0", "id": short, "method": "session/entry", "params": {"path": small_path, "id": entries[9].0}}));
-    let mut order = Vec::new();
-    while order.len() < 2 {
-        let msg = d.next_message(NOTE_WAIT).expect("an answer");
-        if msg.get("method").is_none() {
-            assert!(msg.get("result").is_some(), "{msg}");
-            order.push(msg["id"].clone());
-        }
-    }
-    assert_eq!(order, [json!(short), json!(long)]);
+    assert_eq!(answer_order(&mut d, 2), [json!(short), json!(long)]);
     assert_eq!(d.stop(), Some(0));
 }
 
@@ -440,15 +445,7 @@ fn a_write_waiting_for_the_lock_does_not_hold_up_another_session() {
     std::thread::sleep(Duration::from_millis(100));
     let entry = json!({"path": other, "id": entries[9].0});
     d.send(&json!({"jsonrpc": "2.0", "id": read, "method": "session/entry", "params": entry}));
-    let mut order = Vec::new();
-    while order.len() < 2 {
-        let msg = d.next_message(NOTE_WAIT).expect("an answer");
-        if msg.get("method").is_none() {
-            assert!(msg.get("result").is_some(), "{msg}");
-            order.push(msg["id"].clone());
-        }
-    }
-    assert_eq!(order, [json!(read), json!(write)]);
+    assert_eq!(answer_order(&mut d, 2), [json!(read), json!(write)]);
     holder.wait().expect("flock ends");
     assert_eq!(d.stop(), Some(0));
 }
