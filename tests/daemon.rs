@@ -350,6 +350,16 @@ fn entry_gives_each_line_as_the_file_holds_it() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// A session file's text: `header` and the entry lines of `entries`, one per line.
+fn session_text(header: &str, entries: &[(String, String)]) -> String {
+    let mut text = format!("{header}\n");
+    for (_, line) in entries {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
 /// The ids of the next `n` responses, in the order they came (each must be a result).
 fn answer_order(d: &mut Daemon, n: usize) -> Vec<Value> {
     let mut order = Vec::new();
@@ -384,11 +394,7 @@ fn a_long_request_on_a_large_session_does_not_hold_up_another_session() {
     assert!(large.len() > 30 << 20, "{} bytes", large.len());
     let large_path = dir.path().join("large.jsonl");
     std::fs::write(&large_path, &large).expect("write");
-    let mut small = header + "\n";
-    for (_, line) in &entries[..10] {
-        small.push_str(line);
-        small.push('\n');
-    }
+    let small = session_text(&header, &entries[..10]);
     let small_path = dir.path().join("small.jsonl");
     std::fs::write(&small_path, &small).expect("write");
     let (large_path, small_path) = (
@@ -415,11 +421,7 @@ fn a_long_request_on_a_large_session_does_not_hold_up_another_session() {
 fn a_write_waiting_for_the_lock_does_not_hold_up_another_session() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (header, entries) = v3_session(10);
-    let mut text = header + "\n";
-    for (_, line) in &entries {
-        text.push_str(line);
-        text.push('\n');
-    }
+    let text = session_text(&header, &entries);
     let (locked, other) = (
         dir.path().join("locked.jsonl"),
         dir.path().join("other.jsonl"),
