@@ -27,8 +27,14 @@
 #     append→`session/didChange` with the default debounce; one appended entry applied and
 #     answered by `contextAt {leafId: new, fields: "ids"}` vs `session/open` of the same
 #     file (reopen), both through the daemon and in-process (the owner's work alone).
+#   * compaction's memory (`--compact-runs`, 0: skipped): `sessiond compact FILE --dry-run`
+#     (the plan, nothing written) vs pi's prepareCompaction (the oracle's `compact`), both at
+#     pi's default keepRecentTokens, alternating: peak RSS against the budget of 64 MB + 10%
+#     of the file, and wall time, on two sessions of about 200 MB: the generator's (a short
+#     path since its last compaction) and one chain of 400,000 entries (399,615 messages to
+#     summarize).
 # --huge adds a 1 GB session (pi is skipped there unless --huge-pi: it needs several GB).
-# Prints one markdown table (the README's Performance section shows the latest one).
+# Prints two markdown tables (the README's Performance section shows the latest ones).
 import argparse
 import json
 import os
@@ -113,6 +119,8 @@ def main():
                          "each round (ratios are the median of the rounds' own ratios); pi runs in the first --runs")
     ap.add_argument("--context-runs", type=int, default=100, help="contextAt requests per session and kind")
     ap.add_argument("--appends", type=int, default=200, help="appended entries per session")
+    ap.add_argument("--compact-runs", type=int, default=3,
+                    help="runs of sessiond's and pi's compaction on each 200 MB session (0: skip them)")
     ap.add_argument("--oracle")
     args = ap.parse_args()
     oracle = oracle_dir(args.oracle)
@@ -164,7 +172,22 @@ def main():
                 os.remove(os.path.join(outdir, f))
         cols.append(dict(label=label, size=os.path.getsize(path), mb=mb, med=med, paired=paired, open=d_open,
                          append=d_append, inproc=d_inproc, ctx=d_ctx))
+    compactions = []
+    if args.compact_runs > 0:
+        for label, name, gen_args in (("200 MB generated", "session-200mb.jsonl", ["200", "1"]),
+                                      ("400k chain", "session-chain-400k.jsonl", ["0", "1", "--chain", "400000"])):
+            path = os.path.join(outdir, name)
+            if not os.path.exists(path):
+                subprocess.run([gen, path, *gen_args], check=True)
+            ours, theirs = [], []
+            for _ in range(args.compact_runs):
+                ours.append(run([sessiond, "compact", path, "--dry-run"]))
+                theirs.append(run(["node", os.path.join(oracle, "oracle.mjs"), "compact", path]))
+            compactions.append(dict(label=label, size=os.path.getsize(path), ours=ours, theirs=theirs))
     print_table(args, cols)
+    if compactions:
+        print()
+        print_compaction_table(compactions)
 
 
 def fmt_ms(x):
@@ -307,6 +330,33 @@ def print_table(args, cols):
     print("|---|" + "---|" * len(cols) + "---|---|")
     for name, cells, target, v in rows:
         print(f"| {name} | " + " | ".join(cells) + f" | {target} | {v} |")
+
+
+def print_compaction_table(cols):
+    """Compaction's memory: `sessiond compact --dry-run` vs pi's prepareCompaction, medians."""
+    def med(c, k, i):
+        return median([x[i] for x in c[k]])
+
+    def budget(c):
+        return 64 + 0.10 * c["size"] / 1048576
+
+    rows = [
+        ("file size", lambda c: f"{c['size'] / 1048576:.0f} MB", ""),
+        ("peak RSS: sessiond `compact --dry-run`", lambda c: f"{med(c, 'ours', 1):.1f} MB", ""),
+        ("peak RSS: pi `prepareCompaction`", lambda c: f"{med(c, 'theirs', 1):.0f} MB", ""),
+        ("budget (64 MB + 10% of file)", lambda c: f"{budget(c):.1f} MB", ""),
+        ("sessiond / budget", lambda c: f"{med(c, 'ours', 1) / budget(c):.2f}",
+         "; ".join(("met" if med(c, "ours", 1) <= budget(c) else "**missed**") + f" ({c['label']})" for c in cols)),
+        ("wall time: sessiond / pi", lambda c: f"{fmt_ms(med(c, 'ours', 0) * 1000)} / {fmt_ms(med(c, 'theirs', 0) * 1000)}", ""),
+    ]
+    runs = len(cols[0]["ours"])
+    print(f"compaction, pi's default keepRecentTokens (medians of {runs} runs each, alternating):")
+    print()
+    print("| measure | " + " | ".join(c["label"] for c in cols) + " | target | |")
+    print("|---|" + "---|" * len(cols) + "---|---|")
+    for name, cell, v in rows:
+        target = "peak RSS ≤ budget" if v else ""
+        print(f"| {name} | " + " | ".join(cell(c) for c in cols) + f" | {target} | {v} |")
 
 
 if __name__ == "__main__":
