@@ -347,7 +347,7 @@ def print_compaction_table(cols):
         ("budget (64 MB + 10% of file)", lambda c: f"{budget(c):.1f} MB", ""),
         ("sessiond / budget", lambda c: f"{med(c, 'ours', 1) / budget(c):.2f}",
          "; ".join(("met" if med(c, "ours", 1) <= budget(c) else "**missed**") + f" ({c['label']})" for c in cols)),
-        ("wall time: sessiond / pi", lambda c: f"{fmt_ms(med(c, 'ours', 0) * 1000)} / {fmt_ms(med(c, 'theirs', 0) * 1000)}", ""),
+        ("wall time: sessiond (plan, embedded summary, retention check) / pi (plan only)", lambda c: f"{fmt_ms(med(c, 'ours', 0) * 1000)} / {fmt_ms(med(c, 'theirs', 0) * 1000)}", ""),
     ]
     runs = len(cols[0]["ours"])
     print(f"compaction, pi's default keepRecentTokens (medians of {runs} runs each, alternating):")
