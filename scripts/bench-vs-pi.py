@@ -190,6 +190,19 @@ def main():
         print_compaction_table(compactions)
 
 
+def budget_mb(size):
+    """The memory budget of issue 15: 64 MB + 10% of a file of `size` bytes (the script's MiB)."""
+    return 64 + 0.10 * size / 1048576
+
+
+def print_markdown(cols, rows):
+    """One table: a column per session, then the target and the verdict of each row."""
+    print("| measure | " + " | ".join(c["label"] for c in cols) + " | target | |")
+    print("|---|" + "---|" * len(cols) + "---|---|")
+    for name, cells, target, v in rows:
+        print(f"| {name} | " + " | ".join(cells) + f" | {target} | {v} |")
+
+
 def fmt_ms(x):
     if x is None:
         return "—"
@@ -272,11 +285,8 @@ def print_table(args, cols):
     row("daemon `session/open`", lambda c: fmt_ms(median(c["open"]["openMs"])))
     row("daemon VmRSS after open", lambda c: f"{c['open']['rssMb']:.0f} MB")
 
-    def rss_budget(c):
-        return 64 + 0.10 * c["size"] / 1048576
-
-    row("daemon RSS budget (64 MB + 10% of file)", lambda c: f"{rss_budget(c):.0f} MB",
-        "RSS ≤ budget on 1 GB", verdict(huge, lambda c: c["open"]["rssMb"] / rss_budget(c), lambda x: x <= 1))
+    row("daemon RSS budget (64 MB + 10% of file)", lambda c: f"{budget_mb(c['size']):.0f} MB",
+        "RSS ≤ budget on 1 GB", verdict(huge, lambda c: c["open"]["rssMb"] / budget_mb(c['size']), lambda x: x <= 1))
     row("messages in the context at the default leaf", lambda c: f"{c['open']['messageCount']:,}")
     row("`contextAt` full, median / p99",
         lambda c: f"{fmt_ms(median(c['open']['contextFullMs']))} / {fmt_ms(p99(c['open']['contextFullMs']))}",
@@ -326,10 +336,7 @@ def print_table(args, cols):
     row("in-process: reopen / apply", lambda c: f"{p_ratio(c):,.0f}×" if p_ratio(c) else "—",
         "≥ 1,000× at 100k entries", verdict(many, p_ratio, lambda x: x >= 1000))
 
-    print("| measure | " + " | ".join(c["label"] for c in cols) + " | target | |")
-    print("|---|" + "---|" * len(cols) + "---|---|")
-    for name, cells, target, v in rows:
-        print(f"| {name} | " + " | ".join(cells) + f" | {target} | {v} |")
+    print_markdown(cols, rows)
 
 
 def print_compaction_table(cols):
@@ -337,26 +344,20 @@ def print_compaction_table(cols):
     def med(c, k, i):
         return median([x[i] for x in c[k]])
 
-    def budget(c):
-        return 64 + 0.10 * c["size"] / 1048576
-
     rows = [
         ("file size", lambda c: f"{c['size'] / 1048576:.0f} MB", ""),
         ("peak RSS: sessiond `compact --dry-run`", lambda c: f"{med(c, 'ours', 1):.1f} MB", ""),
         ("peak RSS: pi `prepareCompaction`", lambda c: f"{med(c, 'theirs', 1):.0f} MB", ""),
-        ("budget (64 MB + 10% of file)", lambda c: f"{budget(c):.1f} MB", ""),
-        ("sessiond / budget", lambda c: f"{med(c, 'ours', 1) / budget(c):.2f}",
-         "; ".join(("met" if med(c, "ours", 1) <= budget(c) else "**missed**") + f" ({c['label']})" for c in cols)),
+        ("budget (64 MB + 10% of file)", lambda c: f"{budget_mb(c['size']):.1f} MB", ""),
+        ("sessiond / budget", lambda c: f"{med(c, 'ours', 1) / budget_mb(c['size']):.2f}",
+         "; ".join(("met" if med(c, "ours", 1) <= budget_mb(c['size']) else "**missed**") + f" ({c['label']})" for c in cols)),
         ("wall time: sessiond (plan, embedded summary, retention check) / pi (plan only)", lambda c: f"{fmt_ms(med(c, 'ours', 0) * 1000)} / {fmt_ms(med(c, 'theirs', 0) * 1000)}", ""),
     ]
     runs = len(cols[0]["ours"])
     print(f"compaction, pi's default keepRecentTokens (medians of {runs} runs each, alternating):")
     print()
-    print("| measure | " + " | ".join(c["label"] for c in cols) + " | target | |")
-    print("|---|" + "---|" * len(cols) + "---|---|")
-    for name, cell, v in rows:
-        target = "peak RSS ≤ budget" if v else ""
-        print(f"| {name} | " + " | ".join(cell(c) for c in cols) + f" | {target} | {v} |")
+    print_markdown(cols, [(name, [cell(c) for c in cols], "peak RSS ≤ budget" if v else "", v)
+                          for name, cell, v in rows])
 
 
 if __name__ == "__main__":
