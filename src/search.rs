@@ -23,7 +23,9 @@
 //! Versioning and consistency: every commit carries [`FORMAT_VERSION`] as tantivy's commit
 //! payload (`sessiond-index N` in `meta.json`); an index of another version (or without one:
 //! the version 1 index kept its state in a `sessiond-state.json` beside it) is deleted and
-//! rebuilt, never misread. A session's state document is replaced in the same commit as its
+//! rebuilt, never misread. A directory is marked as sessiond's (`sessiond-index.txt`) before
+//! tantivy writes to it, so one whose first build never committed is rebuilt too; a
+//! directory holding anything else is never emptied. A session's state document is replaced in the same commit as its
 //! entries, so the state and the postings cannot disagree: a crash (or a failed commit) at any
 //! point leaves the last commit, entries and state together, and the next update reads each
 //! file from what that commit recorded — no duplicate and no missing hit. A commit writes the
@@ -86,9 +88,23 @@ fn payload() -> String {
 /// What every version's payload starts with.
 const PAYLOAD_PREFIX: &str = "sessiond-index ";
 
-/// True when `dir` holds an index some version of sessiond made: tantivy's `meta.json` whose
-/// `payload` is ours. Read as plain JSON, so an index in an older tantivy format still counts.
+/// The file that marks a directory as sessiond's index, written before tantivy creates the
+/// index in it: a directory whose first build never reached its first commit (a search with
+/// `--no-update`, a process killed while indexing) holds tantivy's files without the commit
+/// payload, and is still known to be sessiond's by this file.
+const MARKER: &str = "sessiond-index.txt";
+
+/// What [`MARKER`] says to someone who opens the directory.
+const MARKER_TEXT: &str = "This directory is sessiond's search index. sessiond deletes and \
+rebuilds everything in it when it needs to; keep nothing else here.\n";
+
+/// True when `dir` holds an index some version of sessiond made: [`MARKER`], or tantivy's
+/// `meta.json` whose `payload` is ours (indexes made before the marker). The payload is read
+/// as plain JSON, so an index in an older tantivy format still counts.
 fn made_by_sessiond(dir: &Path) -> bool {
+    if dir.join(MARKER).is_file() {
+        return true;
+    }
     let Ok(text) = fs::read(dir.join("meta.json")) else {
         return false;
     };
@@ -418,7 +434,9 @@ impl SearchIndex {
     /// Opens the index in `dir`, creating it when missing and rebuilding it when its format
     /// version (the commit payload) or schema differs. Errors: the directory cannot be
     /// created, tantivy cannot open it, or an index of another format is held by another
-    /// process's writer (tantivy's `LockFailure`; it is not deleted under that process).
+    /// process's writer (tantivy's `LockFailure`; it is not deleted under that process);
+    /// [`SearchError::NotAnIndex`] when `dir` holds anything but an index sessiond made
+    /// (nothing in it is touched then).
     pub fn open(dir: &Path) -> Result<SearchIndex, SearchError> {
         let io_err = |source| SearchError::Io {
             path: dir.to_owned(),
@@ -431,6 +449,15 @@ impl SearchIndex {
             )));
         }
         fs::create_dir_all(dir).map_err(io_err)?;
+        // Only an index sessiond made (of any version, committed or not) is opened, emptied
+        // or rebuilt; any other directory with something in it is refused before tantivy
+        // touches it (opening a writer there would leave a lock file behind).
+        let existed = fs::read_dir(dir).map_err(io_err)?.next().is_some();
+        if existed && !made_by_sessiond(dir) {
+            return Err(SearchError::NotAnIndex {
+                dir: dir.to_owned(),
+            });
+        }
         let (schema, fields) = schema();
         let tantivy_err = |source| SearchError::Index {
             dir: dir.to_owned(),
@@ -453,14 +480,6 @@ impl SearchIndex {
                     return Err(tantivy_err(e));
                 }
                 drop(existing);
-                let existed = fs::read_dir(dir).map_err(io_err)?.next().is_some();
-                // Only an index sessiond made (of any version) is emptied; any other
-                // directory with something in it is left alone.
-                if existed && !made_by_sessiond(dir) {
-                    return Err(SearchError::NotAnIndex {
-                        dir: dir.to_owned(),
-                    });
-                }
                 for e in fs::read_dir(dir).map_err(io_err)?.flatten() {
                     let p = e.path();
                     let _ = if p.is_dir() {
@@ -469,6 +488,12 @@ impl SearchIndex {
                         fs::remove_file(&p)
                     };
                 }
+                // Marked before tantivy writes anything, so that no state of the directory
+                // from here on is taken for someone else's.
+                fs::write(dir.join(MARKER), MARKER_TEXT).map_err(|source| SearchError::Io {
+                    path: dir.join(MARKER),
+                    source,
+                })?;
                 let index = Index::create_in_dir(dir, schema).map_err(tantivy_err)?;
                 (index, existed)
             }

@@ -514,6 +514,43 @@ fn cli_search_beside_the_daemons_writer_and_after_a_kill() {
     assert_eq!(r["hits"][0]["onDefaultPath"], true);
 }
 
+/// An index whose first build never committed is sessiond's all the same: a first search with
+/// `--no-update` makes tantivy's files without the commit payload, and the next search builds
+/// the index there instead of refusing the directory. A directory holding the same files
+/// without sessiond's marker (another program's index) is still refused and left as it is.
+#[test]
+fn an_index_that_never_committed_is_rebuilt_and_another_programs_is_not() {
+    let root = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        write_session(&root.path().join(format!("s{i}.jsonl")), 4);
+    }
+    let top = tempfile::tempdir().unwrap();
+    let index = top.path().join("index");
+    let r = search(root.path(), &index, &["answer", "--no-update"]);
+    assert_eq!(r["total"], 0, "{r}");
+    let meta = std::fs::read(index.join("meta.json")).unwrap();
+    let uncommitted: Value = serde_json::from_slice(&meta).unwrap();
+    assert!(uncommitted["payload"].is_null(), "{uncommitted}");
+
+    let r = search(root.path(), &index, &["answer"]);
+    assert_eq!(r["index"]["update"]["indexed"], 3, "{r}");
+    assert!(r["total"].as_u64().unwrap() > 0, "{r}");
+
+    let foreign = top.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("meta.json"), &meta).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(["search", "--root", root.path().to_str().unwrap()])
+        .args(["--index-dir", foreign.to_str().unwrap(), "answer"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("not a sessiond search index"), "{stderr}");
+    assert_eq!(std::fs::read(foreign.join("meta.json")).unwrap(), meta);
+    assert_eq!(std::fs::read_dir(&foreign).unwrap().count(), 1);
+}
+
 /// `--limit` takes 1..=1000 as `session/search` does: outside it the command line is refused
 /// (exit 2, an `argument` error under `--json`) before any index is made.
 #[test]
