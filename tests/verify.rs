@@ -382,6 +382,9 @@ fn edited_deleted_failed_and_interrupted_files() {
     let cred = one(&report, "credentials");
     assert_eq!(cred["status"], "fail", "{cred:#}");
     assert_eq!(cred["evidence"]["authFileExists"], false);
+    // The message says what the evidence says: the auth file is missing, not without an entry.
+    let message = cred["message"].as_str().unwrap();
+    assert!(message.ends_with("auth.json does not exist"), "{message}");
 }
 
 #[test]

@@ -1090,6 +1090,12 @@ fn credentials(ctx: &mut Ctx<'_>, provider: Option<String>) {
         "authFileExists": auth.exists,
         "authFileHasProvider": auth.has_provider,
     });
+    // What the auth file says about the provider, when it gives no credential.
+    let auth_lacks = if auth.exists {
+        format!("{} has no entry for it", auth.path)
+    } else {
+        format!("{} does not exist", auth.path)
+    };
     let (status, message) = if env_ok || auth.has_provider {
         let how = match (env_ok, auth.has_provider) {
             (true, true) => format!("{} and {}", set.join(", "), auth.path),
@@ -1104,17 +1110,15 @@ fn credentials(ctx: &mut Ctx<'_>, provider: Option<String>) {
         (
             Status::Warn,
             format!(
-                "pi knows no environment variable for provider {provider} and {} has no entry for it (custom providers in models.json are not checked)",
-                auth.path
+                "pi knows no environment variable for provider {provider} and {auth_lacks} (custom providers in models.json are not checked)"
             ),
         )
     } else {
         (
             Status::Fail,
             format!(
-                "No credential for provider {provider}: none of {} is set and {} has no entry for it",
-                names.join(", "),
-                auth.path
+                "No credential for provider {provider}: none of {} is set and {auth_lacks}",
+                names.join(", ")
             ),
         )
     };
