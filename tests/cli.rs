@@ -1071,3 +1071,34 @@ fn a_json_document_whose_temporary_file_cannot_be_made_gives_one_error_naming_th
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc["messages"].is_array());
 }
+
+/// A directory that is not there is named as such: `fork --out` and `salvage --out` into a
+/// missing directory (nothing is created), and `list --root` of a file.
+#[test]
+fn a_missing_or_odd_directory_is_named_for_what_it_is() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = branched_copy(dir.path());
+    let missing = dir.path().join("forks");
+    let out = missing.to_string_lossy().into_owned();
+    for args in [
+        vec!["fork", &file, "92bfec97", "--out", &out],
+        vec!["salvage", &file, "--out", &out],
+    ] {
+        let output = sessiond(&args);
+        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("{out}: no such directory")),
+            "{args:?}: {stderr}"
+        );
+        assert!(!missing.exists());
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1);
+
+    let output = sessiond(["list", "--root", &file]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("{file}: not a directory")),
+        "{stderr}"
+    );
+}

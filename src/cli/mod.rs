@@ -487,8 +487,13 @@ pub(crate) fn session_roots(given: &[std::path::PathBuf]) -> Vec<std::path::Path
         .collect();
     // An empty answer should not leave a person guessing why.
     for r in roots.iter().filter(|r| !r.is_dir()) {
+        let what = if r.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
         eprintln!(
-            "sessiond: {}: no such directory; no sessions are read from it",
+            "sessiond: {}: {what}; no sessions are read from it",
             r.display()
         );
     }

@@ -129,7 +129,8 @@ fn existing_with_id(dir: &Path, id: &str) -> io::Result<Option<PathBuf>> {
 ///
 /// Steps: refuse if a `*_<id>.jsonl` exists; write a temp file in `dir`; fsync it; read it back
 /// strictly (it must open without corruption or torn tail); rename without replace; fsync `dir`.
-/// Errors: `Exists`, `Io`, `Verify`; on any error no file named `name` was created.
+/// Errors: `Exists`, `Io` (also when `dir` is not an existing directory), `Verify`; on any error
+/// no file named `name` was created.
 pub fn publish_new(
     dir: &Path,
     name: &str,
@@ -141,6 +142,20 @@ pub fn publish_new(
         let path = path.to_owned();
         move |source| PublishError::Io { path, source }
     };
+    if !dir.is_dir() {
+        let (kind, what) = if dir.exists() {
+            (io::ErrorKind::NotADirectory, "not a directory")
+        } else {
+            (io::ErrorKind::NotFound, "no such directory")
+        };
+        return Err(PublishError::Io {
+            path: dir.to_owned(),
+            source: io::Error::new(
+                kind,
+                format!("{what}; the new file is written into an existing directory"),
+            ),
+        });
+    }
     if let Some(path) = existing_with_id(dir, id).map_err(io_err(dir))? {
         return Err(PublishError::Exists {
             path,
