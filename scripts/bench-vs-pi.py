@@ -23,7 +23,9 @@
 #     the client's parse of the answer inside the time), and the same full request through
 #     the library in one process (the owner's work without the transport); the round
 #     trip of a small request (`session/entry`, one at a time, 1,000 times, before the
-#     `contextAt` requests and again right after them);
+#     `contextAt` requests and again right after them), each request followed by the same
+#     request to a peer that answers it with the same result and does nothing else (the
+#     round trip's floor on this machine: the same client, the same kind of pipes);
 #     append→`session/didChange` with the default debounce; one appended entry applied and
 #     answered by `contextAt {leafId: new, fields: "ids"}` vs `session/open` of the same
 #     file (reopen), both through the daemon and in-process (the owner's work alone).
@@ -308,6 +310,8 @@ def print_table(args, cols):
             lambda c, key=key: f"{fmt_ms(median(c['open'].get(key, [])))} / {fmt_ms(p99(c['open'].get(key, [])))}",
             "median ≤ 0.1 ms", verdict(max(cols, key=lambda c, key=key: median(c["open"].get(key) or [0]), default=None),
                                        lambda c, key=key: median(c["open"].get(key) or []), lambda x: x <= 0.1))
+    row("floor: the same answers from a peer that does nothing else, alternating, median / p99",
+        lambda c: f"{fmt_ms(median(c['open'].get('entryFloorMs', [])))} / {fmt_ms(p99(c['open'].get('entryFloorMs', [])))}")
 
     def a(c, k, f=median):
         return f(c["append"][k]) if c["append"] else None

@@ -7,10 +7,13 @@
 //!   the longest in a generated session) CONTEXT_RUNS times with full messages and with
 //!   `fields: "ids"`; `session/entry` of the default leaf 1,000 times, one request at a time,
 //!   before the `contextAt` requests (`entryMs`: the round trip of a small request) and again
-//!   right after them (`entryAfterContextMs`). A full answer's size in bytes
-//!   (`contextFullBytes`) and the client's parse of it into a `Value` (`contextFullParseMs`,
-//!   part of `contextFullMs`) are reported beside it. The client sends and reads on one
-//!   thread.
+//!   right after them (`entryAfterContextMs`); each of those requests is followed by the
+//!   same request to a peer that answers it with the same result and does nothing else
+//!   (`entryFloorMs`, 2,000 samples: this program's `echo` mode, the least a round trip
+//!   through these pipes costs on the machine). A full
+//!   answer's size in bytes (`contextFullBytes`) and the client's parse of it into a
+//!   `Value` (`contextFullParseMs`, part of `contextFullMs`) are reported beside it. The
+//!   client sends and reads on one thread.
 //!
 //! `bench-daemon SESSIOND append FILE APPENDS REOPENS`
 //!   FILE is a scratch copy that gets entries appended. Per append, a complete line whose
@@ -36,6 +39,10 @@
 //!   `session/contextAt` with full messages at the default leaf, CONTEXT_RUNS times, through
 //!   the library in this process (`contextFullMs`: the owner's work alone, the first request
 //!   after open included), after one `Session::open`.
+//!
+//! `bench-daemon echo`
+//!   The peer of `entryFloorMs`: reads a `result` (the first frame on stdin), then answers
+//!   every later request with it, under the request's id, until stdin ends.
 //!
 //! Times are milliseconds, one number per sample; the script takes medians and p99s.
 
@@ -87,23 +94,34 @@ struct Received {
 type Res<T> = Result<T, String>;
 
 impl Daemon {
+    /// `sessiond serve`, initialized.
     fn start(sessiond: &str, root: &Path) -> Res<Daemon> {
-        let mut child = Command::new(sessiond)
+        let mut serve = Command::new(sessiond);
+        serve
             .arg("serve")
             .arg("--root")
             .arg(root)
-            .env("SESSIOND_LOG", "warn")
+            .env("SESSIOND_LOG", "warn");
+        let mut d = Daemon::spawn(&mut serve)?;
+        d.call("initialize", json!({"capabilities": {}}))?;
+        d.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
+        Ok(d)
+    }
+
+    /// `program` as a client's peer on its stdio pipes.
+    fn spawn(program: &mut Command) -> Res<Daemon> {
+        let mut child = program
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("cannot start {sessiond}: {e}"))?;
+            .map_err(|e| format!("cannot start {:?}: {e}", program.get_program()))?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let deadline = Arc::new(Mutex::new(None));
         let (pid, watched) = (child.id(), Arc::clone(&deadline));
         std::thread::spawn(move || watchdog(pid, &watched));
-        let mut d = Daemon {
+        Ok(Daemon {
             child,
             stdin,
             stdout: BufReader::with_capacity(1 << 20, stdout),
@@ -111,10 +129,7 @@ impl Daemon {
             next_id: 1,
             deadline,
             last_answer: (0, 0.0),
-        };
-        d.call("initialize", json!({"capabilities": {}}))?;
-        d.send(&json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))?;
-        Ok(d)
+        })
     }
 
     fn send(&mut self, msg: &Value) -> Res<()> {
@@ -204,6 +219,56 @@ impl Daemon {
         let _ = self.send(&json!({"jsonrpc": "2.0", "method": "exit"}));
         let _ = self.child.wait();
     }
+
+    /// Closes the peer's input (the echo peer ends there) and waits for it.
+    fn close(self) {
+        let Daemon {
+            mut child, stdin, ..
+        } = self;
+        drop(stdin);
+        let _ = child.wait();
+    }
+}
+
+/// A peer that answers every request with `result`, prepared beforehand, and does nothing
+/// else (this program's `echo` mode): the same client and the same kind of pipes as the
+/// daemon's, so its round trip is the least one costs on the machine.
+fn echo_peer(result: &Value) -> Res<Daemon> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut peer = Daemon::spawn(Command::new(me).arg("echo"))?;
+    peer.send(result)?;
+    Ok(peer)
+}
+
+/// The `echo` mode: reads the answer's `result` (the first frame on stdin), then answers
+/// every later request with it, under the request's id, until stdin ends.
+fn echo_serve() -> Res<()> {
+    #[derive(serde::Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow)]
+        id: &'a serde_json::value::RawValue,
+    }
+    let mut input = BufReader::new(std::io::stdin().lock());
+    let mut output = std::io::stdout().lock();
+    let result = read_body(&mut input).ok_or("no result to answer with")?;
+    while let Some(request) = read_body(&mut input) {
+        let id = serde_json::from_slice::<Request<'_>>(&request)
+            .map_err(|e| format!("a request without an id: {e}"))?
+            .id;
+        let body_len = r#"{"jsonrpc":"2.0","id":,"result":}"#.len() + id.get().len() + result.len();
+        let mut frame = format!(
+            "Content-Length: {body_len}\r\n\r\n{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":",
+            id.get()
+        )
+        .into_bytes();
+        frame.extend_from_slice(&result);
+        frame.push(b'}');
+        output
+            .write_all(&frame)
+            .and_then(|()| output.flush())
+            .map_err(|e| format!("cannot answer: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Kills the daemon `pid` once `deadline` has passed (an answer awaited for [`TIMEOUT`]):
@@ -228,6 +293,19 @@ fn watchdog(pid: u32, deadline: &Mutex<Option<Instant>>) {
 /// One frame read from the daemon's output and parsed; `None` at its end or on a frame
 /// that is not JSON.
 fn read_frame(r: &mut impl BufRead) -> Option<Received> {
+    let body = read_body(r)?;
+    let t0 = Instant::now();
+    let msg = serde_json::from_slice(&body).ok()?;
+    Some(Received {
+        msg,
+        bytes: body.len(),
+        parse_ms: ms(t0.elapsed()),
+    })
+}
+
+/// One frame's body, as bytes; `None` at the end of the input or on a frame without a
+/// `Content-Length`.
+fn read_body(r: &mut impl BufRead) -> Option<Vec<u8>> {
     let mut len = None;
     loop {
         let mut line = String::new();
@@ -242,16 +320,9 @@ fn read_frame(r: &mut impl BufRead) -> Option<Received> {
             len = v.trim().parse::<usize>().ok();
         }
     }
-    let len = len?;
-    let mut body = vec![0; len];
+    let mut body = vec![0; len?];
     r.read_exact(&mut body).ok()?;
-    let t0 = Instant::now();
-    let msg = serde_json::from_slice(&body).ok()?;
-    Some(Received {
-        msg,
-        bytes: len,
-        parse_ms: ms(t0.elapsed()),
-    })
+    Some(body)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -279,17 +350,26 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         d.call("session/close", p.clone())?;
         open_ms.push(timed(|| d.call("session/open", p.clone()))?.0);
     }
-    let entries = |d: &mut Daemon| -> Res<Vec<f64>> {
+    // The round trip of a small request: `session/entry` of the default leaf, one at a time,
+    // each followed by the same request to a peer that answers it with the same result and
+    // does nothing else (the floor), so that both see the machine in the same state.
+    let q = json!({"path": file, "id": opened["leafId"]});
+    let mut peer = if opened["leafId"].is_string() {
+        Some(echo_peer(&d.call("session/entry", q.clone())?)?)
+    } else {
+        None
+    };
+    let mut entry_floor = Vec::new();
+    let mut entries = |d: &mut Daemon| -> Res<Vec<f64>> {
         let mut times = Vec::new();
-        if let Some(leaf) = opened["leafId"].as_str() {
-            let q = json!({"path": file, "id": leaf});
+        if let Some(peer) = peer.as_mut() {
             for _ in 0..ENTRY_RUNS {
                 times.push(timed(|| d.call("session/entry", q.clone()))?.0);
+                entry_floor.push(timed(|| peer.call("session/entry", q.clone()))?.0);
             }
         }
         Ok(times)
     };
-    // The round trip of a small request: `session/entry` of the default leaf, one at a time.
     let entry = entries(&mut d)?;
     let mut full = Vec::new();
     let mut full_parse = Vec::new();
@@ -308,6 +388,9 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
     let entry_after = entries(&mut d)?;
     let (rss_after, hwm_after) = d.memory()?;
     d.stop();
+    if let Some(peer) = peer {
+        peer.close();
+    }
     Ok(json!({
         "entryCount": opened["entryCount"],
         "openMs": open_ms,
@@ -322,6 +405,7 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         "contextIdsMs": ids,
         "entryMs": entry,
         "entryAfterContextMs": entry_after,
+        "entryFloorMs": entry_floor,
     }))
 }
 
@@ -490,6 +574,15 @@ fn inproc_context(file: &Path, runs: usize) -> Res<Value> {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let num = |i: usize| args.get(i).and_then(|s| s.parse::<usize>().ok());
+    if args.get(1).is_some_and(|mode| mode == "echo") {
+        return match echo_serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench-daemon echo: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let result = match (args.get(1), args.get(2), args.get(3), num(4), num(5)) {
         (Some(sessiond), Some(mode), Some(file), Some(a), Some(b)) => match mode.as_str() {
             "open" => open(sessiond, Path::new(file), a.max(1), b),
@@ -499,7 +592,8 @@ fn main() -> ExitCode {
             _ => Err(format!("unknown mode {mode}")),
         },
         _ => Err(
-            "usage: bench-daemon SESSIOND open|append|inproc|inproc-context FILE N M".to_owned(),
+            "usage: bench-daemon SESSIOND open|append|inproc|inproc-context FILE N M | bench-daemon echo"
+                .to_owned(),
         ),
     };
     match result {
