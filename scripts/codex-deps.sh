@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what the Codex dialect's referee tests need, under the repository, nothing global: the
+# real Codex CLI (npm @openai/codex 0.171.0, whose native binary comes in the optional dependency
+# @openai/codex-linux-x64; no postinstall, no Node at run time), pinned by tests/codex/package.json
+# and package-lock.json, into .tools/codex (ignored by git).
+#
+#   bash scripts/codex-deps.sh        # prints one line once installed (idempotent)
+#
+# Needs npm. Fails loudly when the native binary is missing afterwards or reports another version
+# (an npm that skipped optional dependencies, or a platform without a prebuilt binary). The tests
+# find the install through SESSIOND_CODEX_DIR or at .tools/codex; the binary is
+# node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex under it.
+set -euo pipefail
+
+version="0.171.0"
+root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
+spec="$root/tests/codex"
+dest="$root/.tools/codex"
+codex="$dest/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64) ;;
+  *) echo "codex-deps: only linux x86_64 is provided for (the binary path above); this is $(uname -s)-$(uname -m)" >&2; exit 1 ;;
+esac
+
+installed() {
+  [ -x "$codex" ] \
+    && cmp -s "$spec/package.json" "$dest/package.json" \
+    && cmp -s "$spec/package-lock.json" "$dest/package-lock.json"
+}
+
+if ! installed; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "codex-deps: npm is required to install Codex $version into $dest" >&2
+    exit 1
+  fi
+  echo "codex-deps: installing Codex $version into $dest" >&2
+  rm -rf "$dest"
+  mkdir -p "$dest"
+  cp "$spec/package.json" "$spec/package-lock.json" "$dest/"
+  # --include=optional: the native binary is an optional dependency; an npm configured to omit
+  # optional dependencies would otherwise install only the JavaScript launcher.
+  (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error --include=optional)
+fi
+
+if ! installed; then
+  echo "codex-deps: the install finished but $codex is missing (was the optional dependency @openai/codex-linux-x64 skipped?)" >&2
+  exit 1
+fi
+# The binary wants a CODEX_HOME that exists; ask it in a scratch one so nothing of the user's is read.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+mkdir -p "$scratch/.codex"
+reported="$(HOME="$scratch" CODEX_HOME="$scratch/.codex" "$codex" --version 2>/dev/null </dev/null || true)"
+if [ "$reported" != "codex-cli $version" ]; then
+  echo "codex-deps: $codex reports '$reported', expected 'codex-cli $version'" >&2
+  exit 1
+fi
+echo "codex-deps: $reported in $dest" >&2
