@@ -1,16 +1,34 @@
 //! The world-facing half of resume verification ([`crate::core::verify`]): files hashed as
-//! they stream (only files up to [`MAX_TEXT_BYTES`] are held, as text), the `git` program
-//! (read-only commands with `GIT_OPTIONAL_LOCKS=0`, so not even the index is refreshed),
+//! they stream (only files up to [`MAX_TEXT_BYTES`] are held, as text), the `git` program,
 //! `PATH`, the environment and pi's auth file (`$PI_CODING_AGENT_DIR/auth.json`, default
-//! `~/.pi/agent/auth.json`, as pi 1.6.0 `getAuthPath`). Nothing here runs anything from a
-//! session, and no credential value is kept: the auth file is parsed only to see which
-//! providers it names.
+//! `~/.pi/agent/auth.json`, as pi 1.6.0 `getAuthPath`). No credential value is kept: the auth
+//! file is parsed only to see which providers it names.
+//!
+//! Nothing here executes anything a file controls. The session names a working directory, and
+//! that directory (a shared repository, a downloaded archive) may hold a git repository whose
+//! configuration names programs for git to run: an fsmonitor hook, clean and process filter
+//! drivers (run for files whose stat no longer matches the index), hooks, a pager, transports
+//! and `core.sshCommand` (a partial clone fetches missing objects lazily). `git` is therefore
+//! run read-only (`GIT_OPTIONAL_LOCKS=0`) with every such option forced off on its command
+//! line ([`git_command`]): `core.fsmonitor=false`, `core.hooksPath=/dev/null`, no transport
+//! (`protocol.allow=never`, `GIT_NO_LAZY_FETCH`), no pager, submodules not entered, and the
+//! `clean`/`smudge`/`process` command of every filter driver the repository's configuration
+//! defines (includes followed, as git reads them) set empty, which makes git compare the bytes
+//! as they are. A folder of plain files that git would take for a bare repository is refused
+//! (`safe.bareRepository=explicit`); no `GIT_*` variable of sessiond's own environment reaches
+//! git, nor the system configuration. Reading configuration files executes nothing; git is
+//! stopped after [`GIT_TIMEOUT`] in case one of them is a FIFO that never ends.
+//!
+//! gitoxide was considered and not taken: its status applies the same configured filter
+//! drivers (`gix-filter` spawns them), so it would need the same care, at the cost of some
+//! hundred crates.
 
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
@@ -97,17 +115,166 @@ fn read_file(path: &Path) -> FileState {
     FileState::Present(FileFacts { size, sha256, text })
 }
 
-/// Runs `git` read-only in `dir`; `Err` when it cannot be started at all.
-fn git(dir: &str, args: &[&str]) -> Result<std::process::Output, std::io::Error> {
-    Command::new("git")
+/// How long one `git` command may take before it is stopped (a status of a large work tree
+/// takes a few seconds; a configuration that includes a FIFO would never end).
+pub const GIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Configuration forced on every `git` command verification runs, after the repository's own
+/// (command-line configuration wins over every file): nothing git can be told to execute
+/// while it reads state stays on. See the module docs.
+const GIT_FORCED: &[(&str, &str)] = &[
+    ("core.fsmonitor", "false"),
+    ("core.useBuiltinFSMonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("safe.bareRepository", "explicit"),
+    ("protocol.allow", "never"),
+    ("submodule.recurse", "false"),
+    ("diff.ignoreSubmodules", "all"),
+];
+
+/// `git -C dir ARGS` made safe to run in a directory a session names (see the module docs):
+/// sessiond's `GIT_*` variables removed, [`GIT_FORCED`] and `overrides` given as command-line
+/// configuration (`GIT_CONFIG_COUNT`, which takes any key, also one with `=` in its name).
+fn git_command(dir: &str, args: &[&str], overrides: &[(String, String)]) -> Command {
+    let mut cmd = Command::new("git");
+    for (name, _) in std::env::vars_os() {
+        if name.as_encoded_bytes().starts_with(b"GIT_") {
+            cmd.env_remove(name);
+        }
+    }
+    let forced = GIT_FORCED
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .chain(overrides.iter().cloned());
+    let mut count = 0usize;
+    for (i, (key, value)) in forced.enumerate() {
+        cmd.env(format!("GIT_CONFIG_KEY_{i}"), key)
+            .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+        count = i + 1;
+    }
+    cmd.env("GIT_CONFIG_COUNT", count.to_string())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_ATTR_NOSYSTEM", "1")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_NO_LAZY_FETCH", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_PAGER", "cat")
+        .env("PAGER", "cat")
+        .env("LC_ALL", "C")
+        .arg("--no-pager")
         .arg("-C")
         .arg(dir)
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C")
+        .args(args);
+    cmd
+}
+
+/// Runs `git` read-only in `dir` (see [`git_command`]), stopped after [`GIT_TIMEOUT`]. `Err`
+/// when it cannot be started at all, or was stopped (`TimedOut`).
+fn git_with(
+    dir: &str,
+    args: &[&str],
+    overrides: &[(String, String)],
+) -> Result<std::process::Output, std::io::Error> {
+    let mut child = git_command(dir, args, overrides)
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // Both pipes are drained as git writes (a full pipe would stall it); each reader reports
+    // when its pipe closes, which is when git exits.
+    let (tx, rx) = std::sync::mpsc::channel::<(bool, Vec<u8>)>();
+    for (is_out, pipe) in [
+        (
+            true,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+        (
+            false,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            let _ = tx.send((is_out, bytes));
+        });
+    }
+    let deadline = Instant::now() + GIT_TIMEOUT;
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok((true, bytes)) => stdout = bytes,
+            Ok((false, bytes)) => stderr = bytes,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!(
+                        "git {} took longer than {} s",
+                        args.join(" "),
+                        GIT_TIMEOUT.as_secs()
+                    ),
+                ));
+            }
+        }
+    }
+    let status = child.wait()?;
+    Ok(std::process::Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+/// [`git_with`] without overrides beyond [`GIT_FORCED`].
+fn git(dir: &str, args: &[&str]) -> Result<std::process::Output, std::io::Error> {
+    git_with(dir, args, &[])
+}
+
+/// Overrides that turn off every filter driver the configuration git reads in `top` defines:
+/// its `clean`, `smudge` and `process` commands set empty (git then uses the bytes as they
+/// are) and `required` false. Reading the configuration runs nothing.
+fn filter_overrides(top: &str) -> Vec<(String, String)> {
+    let Ok(out) = git(top, &["config", "-z", "--get-regexp", r"^filter\."]) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = Vec::new();
+    // `-z`: each record is `key\nvalue\0`; the key is `filter.<name>.<variable>`.
+    for record in out.stdout.split(|&b| b == 0) {
+        let key = record.split(|&b| b == b'\n').next().unwrap_or_default();
+        let key = String::from_utf8_lossy(key);
+        if let Some(name) = key
+            .strip_prefix("filter.")
+            .and_then(|rest| rest.rsplit_once('.'))
+            .map(|(name, _)| name.to_owned())
+            && !names.contains(&name)
+        {
+            names.push(name);
+        }
+    }
+    let mut overrides = Vec::new();
+    for name in names {
+        for (variable, value) in [
+            ("clean", ""),
+            ("smudge", ""),
+            ("process", ""),
+            ("required", "false"),
+        ] {
+            overrides.push((format!("filter.{name}.{variable}"), value.to_owned()));
+        }
+    }
+    overrides
 }
 
 fn stdout_line(o: &std::process::Output) -> Option<String> {
@@ -146,13 +313,14 @@ impl World for SystemWorld {
     }
 
     fn git(&self, cwd: &str, paths: &[String]) -> GitState {
-        let top = match git(cwd, &["rev-parse", "--show-toplevel"]) {
+        let (top, git_dir) = match git(cwd, &["rev-parse", "--show-toplevel", "--absolute-git-dir"])
+        {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return GitState::Unavailable("the git program is not on PATH".into());
             }
             Err(e) => return GitState::Unavailable(format!("git could not be run: {e}")),
-            Ok(o) => match stdout_line(&o) {
-                Some(t) => t,
+            Ok(o) => match stdout_line(&o).as_deref().and_then(|s| s.split_once('\n')) {
+                Some((top, dir)) => (top.to_owned(), dir.to_owned()),
                 None => {
                     let err = String::from_utf8_lossy(&o.stderr);
                     if err.contains("not a git repository") {
@@ -162,15 +330,23 @@ impl World for SystemWorld {
                 }
             },
         };
+        let filters = filter_overrides(&top);
         let head = git(&top, &["rev-parse", "--verify", "-q", "HEAD"])
             .ok()
             .and_then(|o| stdout_line(&o));
         let branch = git(&top, &["branch", "--show-current"])
             .ok()
             .and_then(|o| stdout_line(&o));
-        let status = match git(
+        let status = match git_with(
             &top,
-            &["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--ignore-submodules=all",
+            ],
+            &filters,
         ) {
             Ok(o) if o.status.success() => o.stdout,
             Ok(o) => {
@@ -208,6 +384,7 @@ impl World for SystemWorld {
         }
         GitState::Repo {
             toplevel: top,
+            git_dir,
             branch,
             head,
             dirty_touched,

@@ -53,6 +53,15 @@ struct World {
 impl World {
     fn new(test: &str) -> Option<World> {
         let oracle = common::oracle_dir(test)?;
+        Some(World::with_oracle(oracle))
+    }
+
+    /// A world whose sessions are written by hand (pi is not run).
+    fn new_plain() -> Option<World> {
+        Some(World::with_oracle(PathBuf::new()))
+    }
+
+    fn with_oracle(oracle: PathBuf) -> World {
         let tmp = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(tmp.path()).unwrap();
         let w = World {
@@ -67,7 +76,7 @@ impl World {
         for d in [&w.work, &w.sessions, &w.home, &w.agent] {
             std::fs::create_dir_all(d).unwrap();
         }
-        Some(w)
+        w
     }
 
     fn git(&self, args: &[&str]) {
@@ -637,4 +646,233 @@ fn the_human_report_counts_ok_findings_unless_asked_for_all() {
     let all = run(&["--all"]);
     let ok_lines = all.lines().filter(|l| l.starts_with("ok   ")).count();
     assert_eq!(ok_lines, count("ok"), "{all}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A session's repository runs nothing (issue 40): `verify` reads git state with every option
+// that executes a program forced off. The sessions here are written by hand (no pi needed).
+
+/// A session file in `dir` whose header names `cwd`, with one write the report can check.
+fn hand_session(dir: &Path, cwd: &str) -> PathBuf {
+    let file = dir.join("s.jsonl");
+    let header = json!({"type": "session", "version": 3, "id": "s1",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": cwd});
+    let user = json!({"type": "message", "id": "u1", "parentId": null,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": "write a", "timestamp": 1}});
+    std::fs::write(&file, format!("{header}\n{user}\n")).unwrap();
+    file
+}
+
+/// `sessiond verify FILE --json` run from `dir` with git's system and global config out of the way.
+fn verify_from(dir: &Path, file: &Path, home: &Path) -> (Value, Output) {
+    let out = Command::new(support::BIN)
+        .arg("verify")
+        .arg(file)
+        .arg("--json")
+        .current_dir(dir)
+        .env("HOME", home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", common::describe(&out)));
+    support::assert_schema("session/verifyResume", "result", &report);
+    (report, out)
+}
+
+/// Plain files that git takes for a repository: `HEAD`, `objects/`, `refs/` and a `config`
+/// whose `core.fsmonitor` names a command that leaves `marker` behind.
+fn fake_repository(dir: &Path, marker: &Path) {
+    std::fs::create_dir_all(dir.join("objects")).unwrap();
+    std::fs::create_dir_all(dir.join("refs/heads")).unwrap();
+    std::fs::write(dir.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(
+        dir.join("config"),
+        format!(
+            "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch '{}'; false\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_folder_that_git_takes_for_a_repository_runs_nothing() {
+    if !git_available("verify fsmonitor") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let shared = root.join("shared");
+    let evil = shared.join("evil");
+    let marker = root.join("PWNED");
+    fake_repository(&evil, &marker);
+    let sessions = root.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    // The proof that the folder can run it: git itself runs the monitor.
+    let git = Command::new("git")
+        .arg("status")
+        .current_dir(&evil)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(marker.exists(), "git ran the monitor: {git:?}");
+    std::fs::remove_file(&marker).unwrap();
+
+    // The CLI, run from the shared repository, with the header naming the folder.
+    let file = hand_session(&sessions, evil.to_str().unwrap());
+    let (report, out) = verify_from(&shared, &file, &home);
+    assert!(!marker.exists(), "verify ran the repository's command");
+    let git = one(&report, "git");
+    assert_eq!(git["status"], "warn", "{report:#}");
+    assert_eq!(report["repository"], Value::Null, "{report:#}");
+    let human = Command::new(support::BIN)
+        .arg("verify")
+        .arg(&file)
+        .current_dir(&shared)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(!marker.exists(), "verify ran the repository's command");
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("no git repository inspected"), "{text}");
+    drop(out);
+
+    // A relative `cwd` is refused, not taken against the directory verify runs in.
+    let file = hand_session(&sessions, "evil");
+    let (report, _) = verify_from(&shared, &file, &home);
+    assert!(!marker.exists(), "verify ran the repository's command");
+    let cwd = one(&report, "cwd");
+    assert_eq!(cwd["status"], "fail", "{report:#}");
+    assert!(
+        cwd["message"].as_str().unwrap().contains("relative"),
+        "{cwd:#}"
+    );
+    assert_eq!(report["cwd"], Value::Null);
+    assert!(of_kind(&report, "git").is_empty(), "{report:#}");
+
+    // The daemon, for the session closed and open.
+    let file = hand_session(&sessions, evil.to_str().unwrap());
+    let home_s = home.to_str().unwrap().to_owned();
+    let (mut d, _) = support::Daemon::start_with(
+        &[&sessions],
+        &support::Spawn {
+            env: vec![
+                ("HOME", &home_s),
+                ("GIT_CONFIG_NOSYSTEM", "1"),
+                ("GIT_CONFIG_GLOBAL", "/dev/null"),
+            ],
+            capture_stderr: false,
+            args: Vec::new(),
+        },
+    );
+    let params = json!({"path": file});
+    let closed = d.call("session/verifyResume", params.clone());
+    assert!(
+        !marker.exists(),
+        "session/verifyResume ran the repository's command"
+    );
+    assert_eq!(closed["repository"], Value::Null, "{closed:#}");
+    d.call("session/open", params.clone());
+    d.call("session/verifyResume", params);
+    assert!(
+        !marker.exists(),
+        "session/verifyResume ran the repository's command"
+    );
+    // A relative `cwd` in the request is refused too.
+    let relative = d.request("session/verifyResume", json!({"path": file, "cwd": "evil"}));
+    assert_eq!(support::error_of(&relative).0, -32602, "{relative:#}");
+    d.stop();
+}
+
+#[test]
+fn a_repository_s_filter_drivers_and_hooks_run_nothing() {
+    let Some(w) = World::new_plain() else {
+        return;
+    };
+    if !git_available("verify filters") {
+        return;
+    }
+    w.repo(&[
+        ("a.txt", "alpha\n"),
+        (".gitattributes", "* filter=x diff=x\n"),
+    ]);
+    let marker = w.root.join("PWNED");
+    let m = marker.display().to_string();
+    // Every program a repository's config can name for `git status` and what verify runs.
+    for (key, value) in [
+        ("filter.x.clean", format!("touch '{m}'; cat")),
+        ("filter.x.smudge", format!("touch '{m}'; cat")),
+        ("filter.x.required", "true".to_owned()),
+        ("filter.\"odd=name\".clean", format!("touch '{m}'; cat")),
+        ("diff.x.textconv", format!("touch '{m}'; cat")),
+        ("diff.external", format!("touch '{m}'; true")),
+        ("core.fsmonitor", format!("touch '{m}'; false")),
+        ("core.pager", format!("touch '{m}'; cat")),
+    ] {
+        w.git(&["config", key, &value]);
+    }
+    std::fs::write(
+        w.work.join(".git/hooks/post-index-change"),
+        format!("#!/bin/sh\ntouch '{m}'\n"),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let hook = w.work.join(".git/hooks/post-index-change");
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    // A tracked file whose stat no longer matches the index: git compares its content, through
+    // the clean filter when one runs.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    w.put("a.txt", "alpha\n");
+    let sessions = w.sessions.clone();
+    let file = hand_session(&sessions, w.work.to_str().unwrap());
+    let (report, _) = verify_from(&w.root, &file, &w.home);
+    assert!(
+        !marker.exists(),
+        "verify ran a program the repository names: {report:#}"
+    );
+    let git = one(&report, "git");
+    assert_eq!(git["status"], "ok", "{report:#}");
+    assert_eq!(
+        report["repository"],
+        json!({"workTree": w.work, "gitDir": w.work.join(".git")}),
+        "{report:#}"
+    );
+
+    // The long-running filter process variant.
+    w.git(&[
+        "config",
+        "filter.x.process",
+        &format!("sh -c \"touch '{m}'\""),
+    ]);
+    w.put("a.txt", "alpha\n");
+    let (report, _) = verify_from(&w.root, &file, &w.home);
+    assert!(!marker.exists(), "verify ran a filter process: {report:#}");
+    assert_eq!(one(&report, "git")["status"], "ok", "{report:#}");
+
+    let home = w.home.to_str().unwrap().to_owned();
+    let (mut d, _) = support::Daemon::start_with(
+        &[&sessions],
+        &support::Spawn {
+            env: vec![
+                ("HOME", &home),
+                ("GIT_CONFIG_NOSYSTEM", "1"),
+                ("GIT_CONFIG_GLOBAL", "/dev/null"),
+            ],
+            capture_stderr: false,
+            args: Vec::new(),
+        },
+    );
+    w.put("a.txt", "alpha\n");
+    let r = d.call("session/verifyResume", json!({"path": file}));
+    assert!(!marker.exists(), "session/verifyResume ran a filter: {r:#}");
+    assert_eq!(r["repository"]["workTree"], json!(w.work), "{r:#}");
+    d.stop();
 }

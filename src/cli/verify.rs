@@ -23,7 +23,7 @@ pub struct VerifyArgs {
     /// The working directory to check instead of the session header's `cwd`.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Print `{path, leafId, cwd, attention, counts, findings}` as JSON.
+    /// Print `{path, leafId, cwd, repository, attention, counts, findings}` as JSON.
     #[arg(long)]
     pub json: bool,
     /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
@@ -62,6 +62,15 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
             report.leaf_id.as_deref().unwrap_or("(none)"),
             report.cwd.as_deref().unwrap_or("(none)")
         )?;
+        // Which repository's state was read (git runs nothing the repository configures).
+        match &report.repository {
+            Some(r) => writeln!(
+                out,
+                "git repository inspected: {} (git directory {})",
+                r.work_tree, r.git_dir
+            )?,
+            None => writeln!(out, "no git repository inspected")?,
+        }
         let kind_of = |f: &crate::core::verify::Finding| {
             serde_json::to_value(f.kind)
                 .ok()

@@ -429,11 +429,20 @@ impl Backend {
     /// `session/verifyResume {path, leafId?, cwd?}`: the leaf checked against the world now
     /// ([`crate::core::verify`]); the result is the [`crate::core::verify::Report`]. An open
     /// session is read from its owner's tree; a closed one is read once, strictly, without
-    /// being opened. The file, git and `PATH` work runs on the blocking pool. Errors: -33004
-    /// for an unknown `leafId`, the open errors of `session/open` for a closed file.
+    /// being opened. The file, git and `PATH` work runs on the blocking pool; git runs nothing
+    /// the repository configures ([`crate::verify`]). Errors: -33004 for an unknown `leafId`,
+    /// -32602 for a relative `cwd`, the open errors of `session/open` for a closed file.
     pub async fn verify_resume(&self, p: Value) -> RpcResult<Value> {
         let p: VerifyResumeParams = params("session/verifyResume", p)?;
         let real = self.resolve(&p.path)?;
+        // A relative directory would be taken against the daemon's own working directory.
+        if let Some(d) = p.cwd.as_deref().filter(|d| !d.is_absolute()) {
+            return Err(RpcError::InvalidParams {
+                method: "session/verifyResume",
+                detail: format!("cwd must be an absolute directory, got {}", d.display()),
+            }
+            .into());
+        }
         let options = crate::core::verify::Options {
             cwd: p
                 .cwd

@@ -1549,9 +1549,16 @@ export interface VerifyResumeResult {
      */
     leafId: string | null;
     /**
-     * The working directory checked (the cwd param, else the header's); null when neither names one.
+     * The working directory checked (the cwd param, else the header's); null when neither names one, or when the header's is relative (refused: a cwd finding says so).
      */
     cwd: string | null;
+    /**
+     * The git repository whose state was read: its work tree and git directory; null when none was (no work tree around the working directory, git unavailable, or git refusing the directory). git runs nothing the repository's configuration names: no fsmonitor, hooks, filter drivers, pager or transport.
+     */
+    repository: {
+        workTree: string;
+        gitDir: string;
+    } | null;
     /**
      * Whether any finding is warn or fail.
      */

@@ -109,8 +109,8 @@ pub struct Counts {
     pub fail: usize,
 }
 
-/// The verification of one leaf: `{path, leafId, cwd, attention, counts, findings}` (the
-/// result of `sessiond verify --json` and `session/verifyResume`).
+/// The verification of one leaf: `{path, leafId, cwd, repository, attention, counts,
+/// findings}` (the result of `sessiond verify --json` and `session/verifyResume`).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
@@ -118,8 +118,12 @@ pub struct Report {
     pub path: String,
     /// The leaf verified (`null` for a session without entries).
     pub leaf_id: Option<String>,
-    /// The working directory checked (`--cwd`, else the header's; `null` when neither).
+    /// The working directory checked (`--cwd`, else the header's; `null` when neither, or
+    /// when the header's is relative and so refused).
     pub cwd: Option<String>,
+    /// The git repository whose state was read (`null` when none was: no work tree around
+    /// the working directory, git unavailable or refusing the directory).
+    pub repository: Option<Repository>,
     /// Whether any finding is `warn` or `fail`.
     pub attention: bool,
     /// Findings per status.
@@ -127,6 +131,16 @@ pub struct Report {
     /// The findings, in a fixed order: working directory, git, credentials, file effects in
     /// path order, other branches, stale reads, summary claims, processes, programs.
     pub findings: Vec<Finding>,
+}
+
+/// The git repository verification read: its work tree and git directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Repository {
+    /// The work tree's top directory.
+    pub work_tree: String,
+    /// The git directory (its configuration is the repository's).
+    pub git_dir: String,
 }
 
 /// A file as it is now.
@@ -165,6 +179,8 @@ pub enum GitState {
     Repo {
         /// The work tree's top directory.
         toplevel: String,
+        /// The repository's git directory (absolute).
+        git_dir: String,
         /// The current branch (`None`: detached HEAD).
         branch: Option<String>,
         /// HEAD's commit (`None`: no commit yet).
@@ -195,7 +211,8 @@ pub trait World {
     fn is_dir(&self, path: &str) -> bool;
     /// The file at an absolute path.
     fn file(&self, path: &str) -> FileState;
-    /// The work tree around `cwd`, and which of `paths` (absolute) are dirty in it.
+    /// The work tree around `cwd`, and which of `paths` (absolute) are dirty in it. Executes
+    /// nothing the repository's files control (see `crate::verify`).
     fn git(&self, cwd: &str, paths: &[String]) -> GitState;
     /// Whether a program can be run: a name found on `PATH`, or a path (resolved against
     /// `cwd`) to an executable file.
@@ -611,7 +628,13 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
         leaf_id,
         provider,
     } = collected;
-    let cwd = options.cwd.clone().or_else(|| header_cwd.clone());
+    let named = options.cwd.clone().or_else(|| header_cwd.clone());
+    // A relative directory would be taken against sessiond's own working directory, which
+    // the session knows nothing of (and which may hold a repository of its own): refused.
+    let relative = named
+        .clone()
+        .filter(|d| !std::path::Path::new(d).is_absolute());
+    let cwd = named.filter(|_| relative.is_none());
     let mut ctx = Ctx {
         world,
         cwd: cwd.clone().unwrap_or_else(|| "/".to_owned()),
@@ -622,6 +645,21 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
 
     // Working directory.
     let cwd_ok = match &cwd {
+        None if relative.is_some() => {
+            let dir = relative.as_deref().unwrap_or_default();
+            ctx.push(
+                Status::Fail,
+                Kind::Cwd,
+                format!(
+                    "The working directory {dir} is relative: refused, not taken against sessiond's own directory; relative paths are resolved against /"
+                ),
+                None,
+                None,
+                Some(dir),
+                None,
+            );
+            false
+        }
         None => {
             ctx.push(
                 Status::Warn,
@@ -752,6 +790,7 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
     let claims_abs: Vec<String> = claims.iter().map(|c| ctx.resolve(c)).collect();
     touched.extend(claims_abs.iter().cloned());
     let mut dirty: HashSet<String> = HashSet::new();
+    let mut repository = None;
     if cwd_ok {
         let git = world.git(&ctx.cwd, &touched);
         match git {
@@ -775,6 +814,7 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
             ),
             GitState::Repo {
                 toplevel,
+                git_dir,
                 branch,
                 head,
                 dirty_touched,
@@ -791,12 +831,17 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
                 );
                 let evidence = json!({
                     "toplevel": toplevel,
+                    "gitDir": git_dir,
                     "branch": branch,
                     "head": head,
                     "dirtyTouched": dirty_touched,
                     "dirtyOther": dirty_other,
                 });
                 dirty.extend(dirty_touched);
+                repository = Some(Repository {
+                    work_tree: toplevel.clone(),
+                    git_dir,
+                });
                 ctx.push(
                     Status::Ok,
                     Kind::Git,
@@ -1043,6 +1088,7 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
         path: file.to_owned(),
         leaf_id,
         cwd,
+        repository,
         attention: counts.warn + counts.fail > 0,
         counts,
         findings: ctx.findings,
