@@ -189,7 +189,9 @@ impl ListCache {
             ));
         }
         let dir = file.parent().unwrap_or(Path::new("."));
-        fs::create_dir_all(dir)?;
+        // The cache holds session names and first messages: its directories are 0700 and
+        // the file 0600 (the temporary file's mode), SPEC §8.
+        crate::search::create_owner_only_dirs(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
         let doc = CacheFileRef {
             version: CACHE_VERSION,

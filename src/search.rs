@@ -62,7 +62,9 @@ use tantivy::schema::{
     Value as _,
 };
 use tantivy::snippet::SnippetGenerator;
-use tantivy::{DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Term, doc};
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexSettings, IndexWriter, ReloadPolicy, Term, doc,
+};
 use thiserror::Error;
 
 use crate::core::format::{Expect, Line, LineSpan, parse_line};
@@ -448,7 +450,7 @@ impl SearchIndex {
                 "not a directory (the index is a directory of its own)",
             )));
         }
-        fs::create_dir_all(dir).map_err(io_err)?;
+        create_owner_only_dirs(dir).map_err(io_err)?;
         // Only an index sessiond made (of any version, committed or not) is opened, emptied
         // or rebuilt; any other directory with something in it is refused before tantivy
         // touches it (opening a writer there would leave a lock file behind).
@@ -463,7 +465,21 @@ impl SearchIndex {
             dir: dir.to_owned(),
             source,
         };
-        let existing = Index::open_in_dir(dir).ok();
+        // An index an earlier version wrote with the umask's modes (0755, 0644), or an empty
+        // directory given for one: the owner's only from now on.
+        restrict_to_owner(dir).map_err(io_err)?;
+        let directory = || -> Result<OwnerOnly, SearchError> {
+            Ok(OwnerOnly {
+                inner: tantivy::directory::MmapDirectory::open(dir).map_err(|e| {
+                    SearchError::Io {
+                        path: dir.to_owned(),
+                        source: io::Error::other(e),
+                    }
+                })?,
+                root: dir.to_owned(),
+            })
+        };
+        let existing = Index::open(directory()?).ok();
         let current = existing.as_ref().is_some_and(|index| {
             index.load_metas().ok().and_then(|m| m.payload) == Some(payload())
                 && index.schema() == schema
@@ -490,11 +506,14 @@ impl SearchIndex {
                 }
                 // Marked before tantivy writes anything, so that no state of the directory
                 // from here on is taken for someone else's.
-                fs::write(dir.join(MARKER), MARKER_TEXT).map_err(|source| SearchError::Io {
-                    path: dir.join(MARKER),
-                    source,
+                write_owner_only(&dir.join(MARKER), MARKER_TEXT.as_bytes()).map_err(|source| {
+                    SearchError::Io {
+                        path: dir.join(MARKER),
+                        source,
+                    }
                 })?;
-                let index = Index::create_in_dir(dir, schema).map_err(tantivy_err)?;
+                let index = Index::create(directory()?, schema, IndexSettings::default())
+                    .map_err(tantivy_err)?;
                 (index, existed)
             }
         };
@@ -1273,6 +1292,129 @@ fn rewrite_prefixes(q: &str, thinking: bool) -> String {
         }
     }
     out.join(" ")
+}
+
+/// Creates `dir` and any missing parent with mode 0700 (the index holds session text, SPEC
+/// §8); an existing `dir` is left as it is (see [`restrict_to_owner`]).
+pub(crate) fn create_owner_only_dirs(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Writes a new file (or replaces one) readable by the owner only.
+fn write_owner_only(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    owner_only(path)?;
+    f.write_all(bytes)
+}
+
+/// Takes the group's and others' permission bits off `path` (a file keeps its owner's).
+fn owner_only(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::symlink_metadata(path)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode & 0o700))?;
+    }
+    Ok(())
+}
+
+/// [`owner_only`] for an index directory (sessiond's) and every file directly in it.
+fn restrict_to_owner(dir: &Path) -> io::Result<()> {
+    owner_only(dir)?;
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        if e.file_type()?.is_file() {
+            owner_only(&e.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// tantivy's memory-mapped directory with every file it creates readable by the owner only:
+/// tantivy creates segment and lock files with the umask's mode (0644 under 022), and they
+/// hold session text (SPEC §8). Each new file is restricted right after its creation, before
+/// tantivy writes into it; the index directory is 0700 ([`create_owner_only_dirs`]), so no
+/// other user can reach a file even in that moment.
+#[derive(Clone, Debug)]
+struct OwnerOnly {
+    inner: tantivy::directory::MmapDirectory,
+    /// The directory `inner` opened (its file paths are relative to it).
+    root: PathBuf,
+}
+
+impl tantivy::directory::Directory for OwnerOnly {
+    fn get_file_handle(
+        &self,
+        path: &Path,
+    ) -> Result<
+        std::sync::Arc<dyn tantivy::directory::FileHandle>,
+        tantivy::directory::error::OpenReadError,
+    > {
+        self.inner.get_file_handle(path)
+    }
+
+    fn delete(&self, path: &Path) -> Result<(), tantivy::directory::error::DeleteError> {
+        self.inner.delete(path)
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, tantivy::directory::error::OpenReadError> {
+        self.inner.exists(path)
+    }
+
+    fn open_write(
+        &self,
+        path: &Path,
+    ) -> Result<tantivy::directory::WritePtr, tantivy::directory::error::OpenWriteError> {
+        let writer = self.inner.open_write(path)?;
+        owner_only(&self.root.join(path)).map_err(|e| {
+            tantivy::directory::error::OpenWriteError::wrap_io_error(e, path.to_owned())
+        })?;
+        Ok(writer)
+    }
+
+    fn atomic_read(
+        &self,
+        path: &Path,
+    ) -> Result<Vec<u8>, tantivy::directory::error::OpenReadError> {
+        self.inner.atomic_read(path)
+    }
+
+    fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        // Through a temporary file, created 0600; restricted again in case it was not.
+        self.inner.atomic_write(path, data)?;
+        owner_only(&self.root.join(path))
+    }
+
+    fn sync_directory(&self) -> io::Result<()> {
+        self.inner.sync_directory()
+    }
+
+    fn acquire_lock(
+        &self,
+        lock: &tantivy::directory::Lock,
+    ) -> Result<tantivy::directory::DirectoryLock, tantivy::directory::error::LockError> {
+        let held = self.inner.acquire_lock(lock)?;
+        // An empty file; restricted all the same.
+        let _ = owner_only(&self.root.join(&lock.filepath));
+        Ok(held)
+    }
+
+    fn watch(
+        &self,
+        callback: tantivy::directory::WatchCallback,
+    ) -> tantivy::Result<tantivy::directory::WatchHandle> {
+        self.inner.watch(callback)
+    }
 }
 
 #[cfg(test)]

@@ -136,7 +136,8 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
-/// Writes `bytes` to a temporary file in `path`'s directory and renames it over `path`.
+/// Writes `bytes` to a temporary file in `path`'s directory and renames it over `path`: the
+/// file is readable by its owner only (0600), as everything holding session content.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     let err = |e: std::io::Error| CliError::Argument {
         arg: "--out",
@@ -165,14 +166,8 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError
         )));
     }
     let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(err)?;
+    // The document holds session content: it keeps the temporary file's mode, 0600 (SPEC §8).
     tmp.write_all(bytes).map_err(err)?;
-    // A document to share: readable like any new file (the temporary file is 0600).
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))
-            .map_err(err)?;
-    }
     tmp.as_file().sync_all().map_err(err)?;
     tmp.persist(path).map_err(|e| err(e.error))?;
     Ok(())

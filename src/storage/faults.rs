@@ -192,13 +192,13 @@ mod tests {
         let id = "4f9c7d0e-0000-4000-8000-00000000f417";
         let name = publish::session_file_name("2025-01-01T00:00:00.000Z", id);
         plan(Fault::RenameEio);
-        let err = publish::publish_new(dir.path(), &name, id, &lines).unwrap_err();
+        let err = publish::publish_new(dir.path(), &name, id, &lines, 0o600).unwrap_err();
         let text = err.to_string();
         assert!(text.contains(&name), "the error names the file: {text}");
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert!(left.is_empty(), "left behind: {left:?}");
         // Nothing was reserved for good: the same publish now succeeds.
-        let path = publish::publish_new(dir.path(), &name, id, &lines).unwrap();
+        let path = publish::publish_new(dir.path(), &name, id, &lines, 0o600).unwrap();
         let s = reader::open_session(&path, Mode::Strict).unwrap();
         assert_eq!(s.tree.len(), 1);
     }

@@ -124,18 +124,29 @@ fn existing_with_id(dir: &Path, id: &str) -> io::Result<Option<PathBuf>> {
     Ok(None)
 }
 
+/// The mode a new session file made from `source` (a fork, a salvage) is created with: the
+/// source's own read and write bits, so the new file is never readable by more users than the
+/// session it holds (less the umask, as any new file); 0600 when the source cannot be
+/// examined. A session holds secrets (SPEC §8): a fork of a 0600 session is 0600, not the
+/// 0644 a umask of 022 would give.
+pub fn mode_like(source: &Path) -> u32 {
+    std::fs::metadata(source).map_or(0o600, |m| m.permissions().mode() & 0o666)
+}
+
 /// Writes `lines` (each without its newline) as a new session file `dir/name` for session `id`
-/// and returns its path. The caller holds the `{cwd, id}` reservation.
+/// with permission bits `mode` (less the umask; see [`mode_like`]) and returns its path. The
+/// caller holds the `{cwd, id}` reservation.
 ///
-/// Steps: refuse if a `*_<id>.jsonl` exists; write a temp file in `dir`; fsync it; read it back
-/// strictly (it must open without corruption or torn tail); rename without replace; fsync `dir`.
-/// Errors: `Exists`, `Io` (also when `dir` is not an existing directory), `Verify`; on any error
-/// no file named `name` was created.
+/// Steps: refuse if a `*_<id>.jsonl` exists; write a temp file in `dir`, created with `mode`;
+/// fsync it; read it back strictly (it must open without corruption or torn tail); rename
+/// without replace; fsync `dir`. Errors: `Exists`, `Io` (also when `dir` is not an existing
+/// directory), `Verify`; on any error no file named `name` was created.
 pub fn publish_new(
     dir: &Path,
     name: &str,
     id: &str,
     lines: &[Vec<u8>],
+    mode: u32,
 ) -> Result<PathBuf, PublishError> {
     let dest = dir.join(name);
     let io_err = |path: &Path| {
@@ -162,12 +173,11 @@ pub fn publish_new(
             id: id.to_owned(),
         });
     }
-    // Mode 0666 less the umask, as pi's writeFileSync creates session files (tempfile's
-    // default, 0600, would hide forks from the other tools that read the sessions directory).
+    // Created with its mode: no moment where the bytes are readable by more users.
     let temp = tempfile::Builder::new()
         .prefix(".sessiond-")
         .suffix(".jsonl.tmp")
-        .permissions(std::fs::Permissions::from_mode(0o666))
+        .permissions(std::fs::Permissions::from_mode(mode & 0o666))
         .tempfile_in(dir)
         .map_err(io_err(dir))?;
     {
@@ -255,11 +265,12 @@ mod tests {
             "a_s1.jsonl",
             "s1",
             std::slice::from_ref(&header),
+            0o600,
         )
         .unwrap();
         let before = std::fs::read(&p).unwrap();
         assert!(matches!(
-            publish_new(dir.path(), "a_s1.jsonl", "s1", &[header]),
+            publish_new(dir.path(), "a_s1.jsonl", "s1", &[header], 0o600),
             Err(PublishError::Exists { .. })
         ));
         assert_eq!(std::fs::read(&p).unwrap(), before);

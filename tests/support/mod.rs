@@ -65,7 +65,22 @@ impl Daemon {
 
     /// Starts `sessiond serve` with these roots and options.
     pub fn spawn_with(roots: &[&Path], options: &Spawn<'_>) -> Daemon {
-        let mut cmd = Command::new(BIN);
+        Daemon::spawn_under(roots, options, None)
+    }
+
+    /// [`Daemon::spawn_with`] under a file mode creation mask (`"022"`, as most shells set it):
+    /// the daemon is started through `sh -c 'umask MASK && exec …'`.
+    pub fn spawn_under(roots: &[&Path], options: &Spawn<'_>, umask: Option<&str>) -> Daemon {
+        let mut cmd = match umask {
+            Some(mask) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("umask {mask} && exec \"$0\" \"$@\""))
+                    .arg(BIN);
+                sh
+            }
+            None => Command::new(BIN),
+        };
         cmd.arg("serve");
         for r in roots {
             cmd.arg("--root").arg(r);

@@ -109,8 +109,14 @@ pub fn fork(
         .reserve(&cwd_text, &session_id)
         .map_err(WriteError::from_publish)?;
     let name = publish::session_file_name(&now, &session_id);
-    let out = publish::publish_new(&dir, &name, &session_id, &plan.lines)
-        .map_err(WriteError::from_publish)?;
+    let out = publish::publish_new(
+        &dir,
+        &name,
+        &session_id,
+        &plan.lines,
+        publish::mode_like(path),
+    )
+    .map_err(WriteError::from_publish)?;
     Ok(Forked {
         path: out,
         session_id,
@@ -229,8 +235,8 @@ pub fn salvage(
         .map_err(WriteError::from_publish)?;
     let dir = destination_dir(path, target_dir);
     let name = publish::session_file_name(&header.2, &session_id);
-    let out =
-        publish::publish_new(&dir, &name, &session_id, &lines).map_err(WriteError::from_publish)?;
+    let out = publish::publish_new(&dir, &name, &session_id, &lines, publish::mode_like(path))
+        .map_err(WriteError::from_publish)?;
     Ok(Salvaged {
         path: out,
         session_id,

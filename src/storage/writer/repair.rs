@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::WriteError;
@@ -34,9 +35,11 @@ pub(super) fn repair_torn(
         } else {
             PathBuf::from(format!("{base}.torn-{offset}-{n}.bak"))
         };
+        // The torn bytes are session content: readable by the owner only (SPEC §8).
         match OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&candidate)
         {
             Ok(f) => break (candidate, f),
