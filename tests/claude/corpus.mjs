@@ -249,6 +249,8 @@ const SCRIPT = {
     ],
     "Concurrent one": [{ delayMs: 2500, text: "Answer to concurrent one." }],
     "Concurrent two": [{ delayMs: 2500, text: "Answer to concurrent two." }],
+    "Concurrent three": [{ delayMs: 2500, text: "Answer to concurrent three." }],
+    "Concurrent four": [{ delayMs: 500, text: "Answer to concurrent four." }],
   },
   default: [{ text: "Answer to: {prompt}" }],
   compact: "<analysis>scripted</analysis>\n<summary>\n1. Primary Request: the referee conversation (scripted summary).\n</summary>",
@@ -321,10 +323,27 @@ function continuation(path, from, prompt) {
   return { firstLine: entries[k].uuid, resumedFrom: entries[k].parentUuid ?? null };
 }
 
-/** Runs one step (its runs at once) in `where` and records it. */
+/** Resolves once a line holding `text` is in the file (polls; bounded). */
+async function appeared(path, text) {
+  const until = Date.now() + 30_000;
+  while (Date.now() < until) {
+    if (existsSync(path) && readFileSync(path, "utf8").includes(text)) return;
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+  throw new Error(`corpus.mjs: ${text} never appeared in ${path}`);
+}
+
+/** Runs one step (its runs at once; a run with `after` starts once its text is in the file) in
+ * `where` and records it. */
 async function step(name, runs, note, where = MAIN, experiment = null) {
   const before = snapshot(where.projects);
-  const results = await Promise.all(runs.map((r) => runClaude(r.args, where.home, port)));
+  const results = await Promise.all(runs.map(async (r) => {
+    if (r.after) await appeared(join(where.projectDir, `${r.after.session}.jsonl`), r.after.text);
+    // The file as this run finds it (another run of the step may have written to it already).
+    const path = r.resumes ? join(where.projectDir, `${r.resumes}.jsonl`) : null;
+    const linesAtStart = path && existsSync(path) ? linesOf(path).length : 0;
+    return { ...(await runClaude(r.args, where.home, port)), linesAtStart };
+  }));
   const after = snapshot(where.projects);
   const record = { name, note, runs: [], files: [], requests: [] };
   for (const path of Object.keys(after)) {
@@ -342,7 +361,7 @@ async function step(name, runs, note, where = MAIN, experiment = null) {
     }
     if (r.resumes) {
       const path = join(where.projectDir, `${r.resumes}.jsonl`);
-      const from = before[path] ?? 0;
+      const from = res.linesAtStart;
       run.file = rel(path);
       run.linesBeforeRun = from;
       Object.assign(run, continuation(path, from, r.prompt));
@@ -451,6 +470,11 @@ try {
     { resumes: C, prompt: "Concurrent two", args: ["--resume", C, "-p", "Concurrent two", ...J] },
   ], "two resumes at once (answers delayed 2.5 s so both are in flight)");
   await step("c3-resume-after-concurrent", [{ resumes: C, prompt: "After concurrency", args: ["--resume", C, "-p", "After concurrency", ...J] }], "plain resume of the file both wrote");
+  await step("c4-staggered", [
+    { resumes: C, prompt: "Concurrent three", args: ["--resume", C, "-p", "Concurrent three", ...J] },
+    { resumes: C, prompt: "Concurrent four", after: { session: C, text: '{"role":"user","content":"Concurrent three"}' }, args: ["--resume", C, "-p", "Concurrent four", ...J] },
+  ], "two resumes, the second started once the first's prompt is in the file (the first still waits for its answer)");
+  await step("c5-resume-after-staggered", [{ resumes: C, prompt: "After the staggered pair", args: ["--resume", C, "-p", "After the staggered pair", ...J] }], "plain resume after them");
 
   // Session D: a model without mid-conversation system messages (attachments are then sent as
   // user <system-reminder> text), and a resume of it on the default model (with them).
