@@ -407,10 +407,38 @@ def deserialize(msgs, notes):
     out = drop_orphan_thinking(out)
     out = drop_whitespace_assistants(out)
     # What a resume adds (not applied: the file holds it once the resumed run writes anything).
-    last = next((m for m in reversed(out) if m.get("type") not in ("system", "progress")), None)
-    if last is not None and last.get("type") == "user":
-        notes["resumeAppends"] = "an assistant line 'No response requested.' (model <synthetic>) after the last user line"
+    appends = []
+    rest = [m for m in out if m.get("type") not in ("system", "progress")
+            and not (m.get("type") == "assistant" and m.get("isApiErrorMessage"))]
+    if rest and interrupted(rest):
+        appends.append("a user line (isMeta) 'Continue from where you left off.'")
+    if (rest and rest[-1].get("type") == "user") or appends:
+        appends.append("an assistant line 'No response requested.' (model <synthetic>)")
+    if appends:
+        notes["resumeAppends"] = appends
     return out
+
+
+def is_result_line(m):
+    c = m.get("message", {}).get("content")
+    return m.get("type") == "user" and ((isinstance(c, list) and c and c[0].get("type") == "tool_result") or bool(m.get("toolUseResult")))
+
+
+def interrupted(rest):
+    """oof (less the turn-ending tools and interruption markers): whether a resume at the end of
+    these lines writes "Continue from where you left off."."""
+    last = rest[-1]
+    if last.get("type") == "user":
+        return not last.get("isMeta") and not last.get("isCompactSummary") and is_result_line(last)
+    if last.get("type") == "attachment":
+        for m in reversed(rest[:-1]):
+            if m.get("type") == "attachment":
+                continue
+            if m.get("type") == "assistant" or m.get("isCompactSummary"):
+                return False
+            break
+        return True
+    return False
 
 
 def drop_unresolved_tool_uses(msgs):
