@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
 # Installs what the Codex dialect's referee tests need, under the repository, nothing global: the
 # real Codex CLI (npm @openai/codex 0.171.0, whose native binary comes in the optional dependency
-# @openai/codex-linux-x64; no postinstall, no Node at run time), pinned by tests/codex/package.json
+# @openai/codex-linux-x64; no postinstall, no Node at run time) and, as `codex-legacy`, Codex
+# 0.144.6, the last release tried that writes legacy rollouts (no ordinals, rollbacks recorded
+# in-file as `thread_rolled_back`, forks that copy their parent), pinned by tests/codex/package.json
 # and package-lock.json, into .tools/codex (ignored by git).
 #
 #   bash scripts/codex-deps.sh        # prints one line once installed (idempotent)
 #
 # Needs npm. Fails loudly when the native binary is missing afterwards or reports another version
 # (an npm that skipped optional dependencies, or a platform without a prebuilt binary). The tests
-# find the install through SESSIOND_CODEX_DIR or at .tools/codex; the binary is
-# node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex under it.
+# find the install through SESSIOND_CODEX_DIR or at .tools/codex; the binaries are
+# node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex and
+# node_modules/codex-legacy/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex
+# under it.
 set -euo pipefail
 
 version="0.171.0"
+legacy_version="0.144.6"
 root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
 spec="$root/tests/codex"
 dest="$root/.tools/codex"
-codex="$dest/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+bin_path="@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+codex="$dest/node_modules/$bin_path"
+legacy="$dest/node_modules/codex-legacy/node_modules/$bin_path"
 
 case "$(uname -s)-$(uname -m)" in
   Linux-x86_64) ;;
@@ -24,7 +31,7 @@ case "$(uname -s)-$(uname -m)" in
 esac
 
 installed() {
-  [ -x "$codex" ] \
+  [ -x "$codex" ] && [ -x "$legacy" ] \
     && cmp -s "$spec/package.json" "$dest/package.json" \
     && cmp -s "$spec/package-lock.json" "$dest/package-lock.json"
 }
@@ -34,7 +41,7 @@ if ! installed; then
     echo "codex-deps: npm is required to install Codex $version into $dest" >&2
     exit 1
   fi
-  echo "codex-deps: installing Codex $version into $dest" >&2
+  echo "codex-deps: installing Codex $version and $legacy_version into $dest" >&2
   rm -rf "$dest"
   mkdir -p "$dest"
   cp "$spec/package.json" "$spec/package-lock.json" "$dest/"
@@ -44,16 +51,21 @@ if ! installed; then
 fi
 
 if ! installed; then
-  echo "codex-deps: the install finished but $codex is missing (was the optional dependency @openai/codex-linux-x64 skipped?)" >&2
+  echo "codex-deps: the install finished but $codex or $legacy is missing (was the optional dependency @openai/codex-linux-x64 skipped?)" >&2
   exit 1
 fi
 # The binary wants a CODEX_HOME that exists; ask it in a scratch one so nothing of the user's is read.
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/.codex"
-reported="$(HOME="$scratch" CODEX_HOME="$scratch/.codex" "$codex" --version 2>/dev/null </dev/null || true)"
-if [ "$reported" != "codex-cli $version" ]; then
-  echo "codex-deps: $codex reports '$reported', expected 'codex-cli $version'" >&2
-  exit 1
-fi
-echo "codex-deps: $reported in $dest" >&2
+check() {
+  local bin="$1" want="$2" reported
+  reported="$(HOME="$scratch" CODEX_HOME="$scratch/.codex" "$bin" --version 2>/dev/null </dev/null || true)"
+  if [ "$reported" != "codex-cli $want" ]; then
+    echo "codex-deps: $bin reports '$reported', expected 'codex-cli $want'" >&2
+    exit 1
+  fi
+}
+check "$codex" "$version"
+check "$legacy" "$legacy_version"
+echo "codex-deps: Codex $version (and $legacy_version, legacy rollouts) in $dest" >&2
