@@ -804,3 +804,137 @@ fn message_placement_is_the_message_as_written() {
     let placed = placed_lines.load(Ordering::Relaxed);
     assert!(placed > u64::from(cases(3000)) / 4, "{placed} lines placed");
 }
+
+/// Characters that would act on a terminal (see `sessiond::core::preview::visible`).
+fn acts_on_terminal(c: char) -> bool {
+    (c < ' ' && c != '\n' && c != '\t')
+        || ('\u{7f}'..='\u{9f}').contains(&c)
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// Text with escape sequences, bells, carriage returns, C1 controls and bidirectional
+/// overrides among ordinary characters: what a hostile session puts in names and previews.
+fn hostile_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            6 => prop::char::range('a', 'z'),
+            1 => Just(' '),
+            1 => Just('\u{1b}'),
+            1 => Just('\u{7}'),
+            1 => Just('\r'),
+            1 => Just('\n'),
+            1 => Just('\u{9b}'),
+            1 => Just('\u{7f}'),
+            1 => Just('\u{202e}'),
+            1 => Just('\u{2066}'),
+            1 => Just('\u{0}'),
+            1 => Just(']'),
+            1 => any::<char>(),
+        ],
+        0..24,
+    )
+    .prop_map(|c| c.into_iter().collect())
+}
+
+/// A session whose ids, names, labels, previews, tool names and model names are `texts`.
+fn named_session(entries: &[(u8, u16, String)]) -> String {
+    use serde_json::json;
+    let mut out = json!({"type": "session", "version": 3, "id": "s",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"})
+    .to_string();
+    out.push('\n');
+    let mut ids: Vec<String> = Vec::new();
+    for (i, (kind, parent, text)) in entries.iter().enumerate() {
+        let id = if kind % 5 == 0 {
+            format!("e{i}{text}")
+        } else {
+            format!("e{i}")
+        };
+        let pick = usize::from(*parent);
+        let parent = match (i, pick % 6) {
+            (0, _) | (_, 0) => None,
+            (_, 1..=3) => Some(ids[i - 1].clone()),
+            _ => Some(ids[pick % i].clone()),
+        };
+        let target = ids.get(pick % (i + 1)).cloned().unwrap_or_default();
+        let mut v = match kind % 7 {
+            0 | 1 => {
+                json!({"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}})
+            }
+            2 => json!({"type": "message", "message": {"role": "assistant", "content": [
+                {"type": "text", "text": text},
+                {"type": "toolCall", "id": "t", "name": text, "arguments": {text.as_str(): text}}],
+                "provider": text, "model": text, "timestamp": 1}}),
+            3 => json!({"type": "label", "targetId": target, "label": text}),
+            4 => json!({"type": "session_info", "name": text}),
+            5 => json!({"type": "custom", "customType": text, "data": {}}),
+            _ => json!({"type": "model_change", "provider": text, "modelId": text}),
+        };
+        v["id"] = json!(id);
+        v["parentId"] = json!(parent);
+        v["timestamp"] = json!("2026-01-01T00:00:00.000Z");
+        out.push_str(&v.to_string());
+        out.push('\n');
+        ids.push(id);
+    }
+    out
+}
+
+/// What a person sees of a session (the tree, folded and full; the graph's text; every entry's
+/// preview) shows the characters that act on a terminal visibly, however the text is cut into
+/// writes, and never sends them raw.
+#[test]
+fn human_output_shows_control_characters_in_names_and_previews() {
+    use sessiond::core::preview::{Visible, entry_preview, visible};
+    let entry = (any::<u8>(), any::<u16>(), hostile_text());
+    fuzz(
+        "human output: control characters in names and previews",
+        300,
+        (prop::collection::vec(entry, 1..24), any::<u16>()),
+        |(entries, cut)| {
+            let path = write_temp(named_session(&entries).as_bytes());
+            let opened = match open_session(&path, Mode::Strict) {
+                Ok(o) => o,
+                Err(e) => return Err(TestCaseError::fail(format!("generated file refused: {e}"))),
+            };
+            let tree = &opened.tree;
+            let lines = FileLines::open(&path).unwrap();
+            let mut text = Vec::new();
+            for full in [false, true] {
+                sessiond::cli::tree::print(&mut text, tree, &lines, full).unwrap();
+            }
+            let g = sessiond::core::graph::build(tree, tree.default_leaf(), &lines);
+            for l in g.text(tree) {
+                text.extend_from_slice(l.text.as_bytes());
+                text.push(b'\n');
+            }
+            for n in tree.nodes() {
+                let line = sessiond::core::render::LineSource::line(&lines, n.entry.span).unwrap();
+                let value = sessiond::core::jsstr::parse_value(&line).unwrap();
+                text.extend_from_slice(entry_preview(&value).as_bytes());
+                text.push(b'\n');
+            }
+            // Through the writer in two pieces cut anywhere, as a command's output leaves.
+            let at = usize::from(cut) % (text.len() + 1);
+            let mut shown = Visible::new(Vec::new(), true);
+            shown.write_all(&text[..at]).unwrap();
+            shown.write_all(&text[at..]).unwrap();
+            shown.flush().unwrap();
+            let shown = String::from_utf8(shown.get_mut().unwrap().clone()).unwrap();
+            // (A CR just before a newline is a line ending: it overwrites nothing.)
+            let raw: Vec<char> = shown
+                .replace("\r\n", "\n")
+                .chars()
+                .filter(|&c| acts_on_terminal(c))
+                .collect();
+            prop_assert!(raw.is_empty(), "raw {:?} in\n{}", raw, shown);
+            prop_assert_eq!(
+                &shown,
+                &visible(&String::from_utf8_lossy(&text)).into_owned()
+            );
+            let _ = std::fs::remove_file(&path);
+            Ok(())
+        },
+    );
+}

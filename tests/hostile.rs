@@ -287,3 +287,177 @@ fn what_the_daemon_writes_from_a_session_is_the_owner_s_only() {
     assert_eq!(wider_than_owner(&root.join("cache")), vec![]);
     d.stop();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Kind 3: session text never acts on the terminal. Human output shows control characters
+// visibly; `--json` keeps the text exact (JSON escapes C0 controls itself).
+
+/// Text that would act on a terminal: clear the screen, ring, set the clipboard (OSC 52),
+/// plant a link (OSC 8), an 8-bit CSI, a carriage return that overwrites the line, a
+/// right-to-left override.
+const HOSTILE: &str = "x\u{1b}[2J\u{7}\u{1b}]52;c;cHduZWQ=\u{7}\u{1b}]8;;http://e.example/\u{1b}\\l\u{9b}31m\rfake\u{202e}gnp.exe\u{7f}";
+
+/// Bytes that must never reach a terminal from session text.
+fn acting_bytes(out: &[u8]) -> Vec<String> {
+    // (A CR just before a newline is a line ending: it overwrites nothing.)
+    let text = String::from_utf8_lossy(out).replace("\r\n", "\n");
+    text.chars()
+        .filter(|&c| {
+            (c < ' ' && c != '\n' && c != '\t')
+                || ('\u{7f}'..='\u{9f}').contains(&c)
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)
+        })
+        .map(|c| format!("U+{:04X}", c as u32))
+        .collect()
+}
+
+/// A session whose previews, label, name, model and custom type carry [`HOSTILE`].
+fn hostile_session(dir: &Path) -> PathBuf {
+    let header = json!({"type": "session", "version": 3, "id": "s1",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": format!("/w/{HOSTILE}")});
+    let e = |id: &str, parent: Option<&str>, rest: Value| {
+        let mut v = json!({"id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:01.000Z"});
+        for (k, x) in rest.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v.to_string()
+    };
+    let lines = [
+        header.to_string(),
+        e(
+            "u1",
+            None,
+            json!({"type": "message", "message": {"role": "user", "content": HOSTILE, "timestamp": 1}}),
+        ),
+        e(
+            "a1",
+            Some("u1"),
+            json!({"type": "message", "message": {"role": "assistant",
+            "content": [{"type": "text", "text": HOSTILE}, {"type": "toolCall", "id": "t1", "name": HOSTILE, "arguments": {}}],
+            "provider": HOSTILE, "model": HOSTILE, "timestamp": 2}}),
+        ),
+        e(
+            "m1",
+            Some("a1"),
+            json!({"type": "model_change", "provider": HOSTILE, "modelId": HOSTILE}),
+        ),
+        e(
+            "l1",
+            Some("m1"),
+            json!({"type": "label", "targetId": "u1", "label": HOSTILE}),
+        ),
+        e(
+            "n1",
+            Some("l1"),
+            json!({"type": "session_info", "name": HOSTILE}),
+        ),
+        e(
+            "c1",
+            Some("n1"),
+            json!({"type": "custom", "customType": HOSTILE, "data": {}}),
+        ),
+        e(
+            "u2",
+            Some("u1"),
+            json!({"type": "message", "message": {"role": "user", "content": HOSTILE, "timestamp": 3}}),
+        ),
+    ];
+    let path = dir.join(format!("s-{}.jsonl", "\u{1b}[31m"));
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn session_text_never_reaches_the_terminal_raw() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let file = hostile_session(&dir);
+    let f = file.to_str().unwrap();
+    let index = dir.join("index");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["tree", f],
+        vec!["tree", f, "--full"],
+        vec!["context", f],
+        vec!["context", f, "--leaf", "c1"],
+        vec!["graph", f],
+        vec!["graph", f, "--svg"],
+        vec!["explain", f, "l1"],
+        vec!["check", f],
+        vec!["verify", f, "--all"],
+        vec!["export", f],
+        vec![
+            "list",
+            "--root",
+            dir.to_str().unwrap(),
+            "--cache",
+            "/dev/null/none",
+        ],
+        vec![
+            "search",
+            "fake",
+            "--root",
+            dir.to_str().unwrap(),
+            "--index-dir",
+            index.to_str().unwrap(),
+        ],
+    ];
+    for args in &runs {
+        let out = Command::new(BIN).args(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.code().is_some_and(|c| c == 0 || c == 8),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            acting_bytes(&out.stdout),
+            Vec::<String>::new(),
+            "{args:?} stdout:\n{stdout}"
+        );
+        assert_eq!(
+            acting_bytes(&out.stderr),
+            Vec::<String>::new(),
+            "{args:?} stderr"
+        );
+        // (The SVG has no C0 control to show: XML cannot hold one, it is U+FFFD there.)
+        if !matches!(args[0], "check" | "search" | "verify" | "explain") && !args.contains(&"--svg")
+        {
+            assert!(
+                stdout.contains(r"\x1b"),
+                "{args:?} shows ESC visibly:\n{stdout}"
+            );
+        }
+    }
+    // An error that names what the file holds (a duplicate id) goes to stderr shown visibly.
+    let dup = dir.join("dup.jsonl");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let bad_id = "d\u{1b}]52;c;eA==\u{7}";
+    let line = json!({"type": "custom", "id": bad_id, "parentId": null, "timestamp": "2026-01-01T00:00:01.000Z", "customType": "x"}).to_string();
+    std::fs::write(&dup, format!("{text}{line}\n{line}\n")).unwrap();
+    let out = Command::new(BIN)
+        .args(["tree", dup.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        acting_bytes(&out.stderr),
+        Vec::<String>::new(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // --json is exact: the text comes back byte for byte.
+    let out = Command::new(BIN)
+        .args(["tree", f, "--json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+    assert_eq!(doc["name"], HOSTILE);
+    let out = Command::new(BIN)
+        .args(["context", f, "--json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+    assert_eq!(doc["messages"][0]["content"], HOSTILE);
+}

@@ -113,7 +113,10 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
         writeln!(out, "being created: {}", p.display())?;
     }
     for p in &skipped {
-        eprintln!("sessiond: {}: not a readable pi session", p.display());
+        eprintln!(
+            "sessiond: {}: not a readable pi session",
+            crate::core::preview::visible(&p.display().to_string())
+        );
     }
     Ok(Exit::Ok)
 }

@@ -9,6 +9,10 @@
 //! once it succeeded ([`run`]). Human output streams (a 40 MB context is not held), so a
 //! human-mode failure may follow partial output; the error goes to stderr.
 //!
+//! Human output is for a terminal, and session text must not act on it: everything a command
+//! prints without `--json` goes through [`Visible`] (control characters shown as `\x1b`...),
+//! and so do errors on stderr. A `--json` document is exact.
+//!
 //! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`export`](mod@export), [`graph`](mod@graph), [`search`](mod@search), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
 //! `name`, `branch`, `append`, `salvage`), [`compact`], [`tree`] (the folded tree), [`shell`]
 //! (completions and manual pages from these definitions), and [`error`] (the exit-code table
@@ -19,6 +23,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::core::jsstr::RestoringWriter;
+use crate::core::preview::{Visible, visible};
 use clap::{Parser, Subcommand};
 
 pub mod compact;
@@ -154,8 +159,11 @@ pub fn run(cli: Cli) -> ExitCode {
         return crate::server::serve(crate::server::ServeOptions { roots, index_dir });
     }
     let json = cli.command.json();
+    // Text for a person shows control characters visibly (session text must not act on the
+    // terminal); a JSON document and clap's own generated text leave exactly as written.
+    let for_person = !json && !matches!(cli.command, Command::Completions(_) | Command::Man(_));
     // Lone surrogates are held as private-use pairs (core::jsstr); they leave as pi's escapes.
-    let mut stdout = RestoringWriter::new(output());
+    let mut stdout = RestoringWriter::new(Visible::new(output(), for_person));
     emit(&mut stdout, json, |out| dispatch(cli.command, out))
 }
 
@@ -333,6 +341,14 @@ impl Document for io::BufWriter<Spool> {
     }
 }
 
+impl<W: Stdout> Stdout for Visible<W> {
+    /// A finished `--json` document is exact: it bypasses the escaping (which is off for a
+    /// `--json` command anyway).
+    fn copy_document(&mut self, document: tempfile::SpooledData) -> io::Result<()> {
+        self.get_mut()?.copy_document(document)
+    }
+}
+
 impl Stdout for io::StdoutLock<'_> {}
 impl Stdout for io::BufWriter<std::fs::File> {}
 #[cfg(test)]
@@ -459,7 +475,8 @@ fn finish(
         Ok(exit) => exit.into(),
         Err(CliError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("sessiond: {e}");
+            // An error can name what a file holds (an id, a path): shown visibly.
+            eprintln!("sessiond: {}", visible(&e.to_string()));
             if json && !matches!(e, CliError::Output(_)) {
                 let _ = writeln!(stdout, "{}", e.json_document()).and_then(|()| stdout.flush());
             }

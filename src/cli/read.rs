@@ -396,7 +396,8 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
         out,
         "session {}{} · {} · {}",
         tree.header().id,
-        tree.name().map_or(String::new(), |n| format!(" \"{n}\"")),
+        tree.name()
+            .map_or(String::new(), |n| format!(" \"{}\"", preview::one_line(n))),
         super::tree::count(tree.len(), "entry", "entries"),
         super::tree::count(leaves, "leaf", "leaves"),
     )?;

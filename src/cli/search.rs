@@ -152,11 +152,12 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
             );
         }
         for p in &r.problems {
-            eprintln!(
-                "sessiond: {}: indexed its readable part: {}",
+            let text = format!(
+                "{}: indexed its readable part: {}",
                 p.path.display(),
                 p.detail
             );
+            eprintln!("sessiond: {}", crate::core::preview::visible(&text));
         }
     }
     for h in &found.hits {

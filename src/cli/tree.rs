@@ -143,7 +143,8 @@ impl Printer<'_> {
         let e = &node.entry;
         let mut marks = String::new();
         if let Some(label) = tree.label_of(e.id.as_str()) {
-            marks.push_str(&format!(" [{}]", label.text));
+            // On the row's one line, whatever the label holds.
+            marks.push_str(&format!(" [{}]", preview::one_line(&label.text)));
         }
         if Some(n) == tree.default_leaf() {
             marks.push_str("  ◀ current leaf");

@@ -448,7 +448,7 @@ impl Graph {
         let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
         let mut out = Vec::with_capacity(self.nodes.len() + 4);
         let header = match &self.name {
-            Some(n) => format!("session {n} ({})", tree.header().id),
+            Some(n) => format!("session {} ({})", preview::one_line(n), tree.header().id),
             None => format!("session {}", tree.header().id),
         };
         out.push(TextLine {
@@ -521,7 +521,7 @@ impl Graph {
             }
             let mut line = line.trim_end().to_owned();
             if let Some(l) = &g.label {
-                let _ = write!(line, " [{l}]");
+                let _ = write!(line, " [{}]", preview::one_line(l));
             }
             if g.parent_row.is_none() && tree.roots().len() > 1 {
                 line.push_str("  ◇ root");
