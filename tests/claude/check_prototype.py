@@ -8,7 +8,8 @@ answer Claude wrote to a transcript; kind "compact": the summary request of /com
 prototype's `messages` at the request's leaf, on the transcript as it was then (its first
 `linesBefore` lines), must equal the request's `messages` after the normalizations below; the
 leaf experiments must continue from the leaf the prototype's resume rule names; and each resumed
-run must continue from the prototype's default leaf of the file as the run found it. Prints one
+run must continue from the prototype's default leaf of the file as the run found it (some state
+between the run's start and its first line: a concurrent run may write meanwhile). Prints one
 line per check and `N passed, M failed`; exits 1 on any failure.
 
 Normalizations (docs/claude-code.md, "Comparing with the request", says why each is needed):
@@ -152,11 +153,20 @@ def main():
             if "--resume-session-at" in run["args"] or run.get("forkOf"):
                 continue
             path = os.path.join(root, run["file"])
-            tr = proto.Transcript(proto.read_lines(path, run["linesBeforeRun"]))
-            leaf = tr.resume_leaf()
-            doc_leaf = proto.context(path, None, run["linesBeforeRun"])["continuesAfter"] if leaf else None
-            ok = run["resumedFrom"] in (leaf, doc_leaf)
-            report(ok, f"resume leaf of {s['name']}: Claude continued from {run['resumedFrom'][:8]}", "" if ok else f", the rule names {str(leaf)[:8]} (last line of its path {str(doc_leaf)[:8]})")
+            # The run loaded the file at some moment between its start and its first line; with a
+            # concurrent run writing meanwhile, any state in between may be the one it saw.
+            last = run.get("firstLineIndex") or run["linesBeforeRun"]
+            named = []
+            ok = False
+            for n in range(run["linesBeforeRun"], max(run["linesBeforeRun"], last) + 1):
+                tr = proto.Transcript(proto.read_lines(path, n))
+                leaf = tr.resume_leaf()
+                after = proto.context(path, None, n)["continuesAfter"] if leaf else None
+                named.append(f"{str(leaf)[:8]}/{str(after)[:8]}")
+                if run["resumedFrom"] in (leaf, after):
+                    ok = True
+                    break
+            report(ok, f"resume leaf of {s['name']}: Claude continued from {run['resumedFrom'][:8]}", "" if ok else f", the rule names {', '.join(sorted(set(named)))}")
 
     for e in m.get("experiments", []):
         path = os.path.join(root, e["file"])

@@ -10,23 +10,26 @@
 // Only 127.0.0.1 is ever contacted. Every process is started in its own process group with a
 // deadline and killed through that group; the whole run is bounded (RUN_DEADLINE_MS).
 //
-// Steps run one after another (the two concurrent resumes run together). After each step the
-// manifest records, per transcript file, the line counts before and after, and for each model
-// request the step made:
+// Needs only Node 18+ (the machine's v20 does) and no npm package. Steps run one after another;
+// the runs of one step run together (the concurrent pairs; a run with `after` starts once a given
+// line is in the file). After each step the manifest records, per transcript file, the line
+// counts before and after, and for each model request the step made:
 //   * kind: "turn" (a streamed request answered by assistant lines), "compact", "side", …
 //   * file, leaf: the transcript the answer was written to, and the parent of the first line
 //     holding the answer (message.id = msg_N): the leaf the request was built from;
 //   * linesBefore: how many lines that file had before the first answering line (truncate the
 //     file there to see it as Claude saw it);
 //   * messages: the request's `messages`, as sent.
-// A step that resumes a stored session also records resumedFrom: the parentUuid of the first
-// tree line it wrote (the leaf Claude continued from) and linesBeforeRun.
+// A run that resumes a stored session also records linesBeforeRun (the file when the run
+// started), firstLineIndex (the run loaded the file somewhere between the two), firstLine (the first tree line it wrote: its prompt, or a line Claude writes on resume
+// such as "No response requested.") and resumedFrom (firstLine's parent: the leaf Claude
+// continued from).
 //
 // Then the leaf experiments: copies of HOME in which a transcript is edited so that the
 // candidate rules for "which leaf does --resume continue" disagree (the last last-prompt's
 // leafUuid, the last tree line in the file, the newest timestamp); `claude --resume` runs on each
-// and the manifest records which leaf it continued from. These edited files are experiments,
-// not corpus files.
+// and the manifest records which leaf it continued from (its requests are listed with the others,
+// marked `experiment`). These edited files are experiments, not corpus files.
 import { spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -293,15 +296,19 @@ function rel(p) {
 
 const MAIN = { home, projects, projectDir };
 
-/** Where a run continued: from the line carrying its prompt (two runs may share a file), up
- * through the lines this run wrote (a resume may first write lines of its own, e.g. "No response
- * requested."); the parent of the topmost one is the leaf the run continued from. */
+/** Where a run continued. Its own lines start at the line carrying its prompt (two runs may
+ * share a file), preceded by the lines a resume writes before the prompt ("Continue from where
+ * you left off." and the synthetic "No response requested.", §6.3 of docs/claude-code.md); the
+ * parent of the first of them is the leaf the run continued from. */
 function continuation(path, from, prompt) {
   const entries = linesOf(path).map(parse);
   const byUuid = new Map();
   entries.forEach((e, k) => {
     if (e && typeof e.uuid === "string") byUuid.set(e.uuid, k);
   });
+  const resumeLine = (e) =>
+    (e.type === "assistant" && e.message?.model === "<synthetic>") ||
+    (e.type === "user" && e.isMeta === true && JSON.stringify(e.message?.content ?? "").includes("Continue from where you left off."));
   let k0 = -1;
   for (let k = from; k < entries.length; k++) {
     const e = entries[k];
@@ -312,15 +319,15 @@ function continuation(path, from, prompt) {
       break;
     }
   }
-  if (k0 < 0) return { resumedFrom: null, firstLine: null };
+  if (k0 < 0) return { resumedFrom: null, firstLine: null, firstLineIndex: null };
   let k = k0;
   for (;;) {
     const p = entries[k].parentUuid;
     const kp = p ? byUuid.get(p) : undefined;
-    if (kp === undefined || kp < from) break;
+    if (kp === undefined || kp < from || prompt === undefined || !resumeLine(entries[kp])) break;
     k = kp;
   }
-  return { firstLine: entries[k].uuid, resumedFrom: entries[k].parentUuid ?? null };
+  return { firstLine: entries[k].uuid, firstLineIndex: k, resumedFrom: entries[k].parentUuid ?? null };
 }
 
 /** Resolves once a line holding `text` is in the file (polls; bounded). */
@@ -372,6 +379,10 @@ async function step(name, runs, note, where = MAIN, experiment = null) {
     }
     record.runs.push(run);
   });
+  if (record.runs.length > 1) {
+    // Two resumes of one file: both from one leaf (siblings), or one from the other's prompt.
+    record.concurrency = new Set(record.runs.map((r) => r.resumedFrom)).size === 1 ? "siblings" : "chained";
+  }
   const all = readRequests(logPath);
   const fresh = all.slice(requestsSeen);
   requestsSeen = all.length;
