@@ -461,3 +461,76 @@ fn session_text_never_reaches_the_terminal_raw() {
     let doc: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
     assert_eq!(doc["messages"][0]["content"], HOSTILE);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Kind 5: a credential is redacted wherever the export shows it: as a value, as the name of a
+// tool call's argument, and with zero-width characters hidden inside it.
+
+const KEY: &str = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345";
+
+/// `KEY` with zero-width characters inside (U+200B, U+200D, U+2060, U+FEFF, a soft hyphen).
+fn hidden_key() -> String {
+    "sk-\u{200b}ant-api03-abcd\u{200d}efghijkl\u{2060}mnopqrstuv\u{feff}wxyz0\u{ad}12345".to_owned()
+}
+
+fn credential_session(dir: &Path) -> PathBuf {
+    let header = json!({"type": "session", "version": 3, "id": "s1",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"});
+    let mut args = serde_json::Map::new();
+    args.insert(KEY.to_owned(), json!("as a name"));
+    args.insert(hidden_key(), json!("as a hidden name"));
+    args.insert(
+        "command".to_owned(),
+        json!(format!("curl -H 'x-api-key: {}'", hidden_key())),
+    );
+    args.insert("nested".to_owned(), json!({ KEY: 1 }));
+    let call = json!({"type": "message", "id": "a1", "parentId": "u1",
+        "timestamp": "2026-01-01T00:00:02.000Z",
+        "message": {"role": "assistant", "content": [
+            {"type": "toolCall", "id": "t1", "name": "bash", "arguments": Value::Object(args)}],
+            "provider": "anthropic", "model": "m", "timestamp": 2}});
+    let user = json!({"type": "message", "id": "u1", "parentId": null,
+        "timestamp": "2026-01-01T00:00:01.000Z",
+        "message": {"role": "user", "content": "run it", "timestamp": 1}});
+    let path = dir.join("cred.jsonl");
+    std::fs::write(&path, format!("{header}\n{user}\n{call}\n")).unwrap();
+    path
+}
+
+/// The document with zero-width characters taken out: a key in it would be readable.
+fn leaks(document: &str) -> bool {
+    let plain: String = document
+        .chars()
+        .filter(|c| !matches!(c, '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{ad}'))
+        .collect();
+    plain.contains("abcdefghijklmnopqrstuv") || plain.contains("sk-ant-api03")
+}
+
+#[test]
+fn credentials_are_redacted_as_names_and_behind_zero_width_characters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let file = credential_session(&dir);
+    for format in ["md", "html"] {
+        let out = Command::new(BIN)
+            .args([
+                "export",
+                file.to_str().unwrap(),
+                "--format",
+                format,
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+        let document = doc["document"].as_str().unwrap();
+        assert!(!leaks(document), "{format}:\n{document}");
+        assert!(document.contains("[REDACTED:anthropic-key]"), "{format}");
+        // Two names, a hidden one in a value, one in a nested object.
+        assert_eq!(doc["redactions"], 4, "{format}: {}", doc["redactions"]);
+    }
+    let (mut d, _) = Daemon::start(&[&dir]);
+    let r = d.call("session/export", json!({"path": file, "format": "html"}));
+    assert!(!leaks(r["document"].as_str().unwrap()));
+    d.stop();
+}

@@ -442,7 +442,8 @@ impl Builder<'_> {
                         Value::String(s) => s.clone(),
                         other => serde_json::to_string_pretty(other).unwrap_or_default(),
                     };
-                    (Some(k.clone()), self.cut(&text))
+                    // A name is shown (a heading) as much as its value: redacted too.
+                    (Some(self.redact(k)), self.cut(&text))
                 })
                 .collect(),
             Value::Null => Vec::new(),

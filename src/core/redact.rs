@@ -69,13 +69,21 @@ impl Redactor {
     }
 
     /// `text` with every match of [`PATTERNS`] replaced by `[REDACTED:<kind>]` (a bearer
-    /// token keeps its `Bearer ` word).
+    /// token keeps its `Bearer ` word). Characters that show as nothing ([`invisible`]: a
+    /// zero-width space, a soft hyphen...) are looked through: a credential with one hidden
+    /// inside reads as the credential, so it is matched as one and replaced with them.
     pub fn redact<'a>(&mut self, text: &'a str) -> Cow<'a, str> {
         if !self.enabled {
             return Cow::Borrowed(text);
         }
         let mut out = Cow::Borrowed(text);
         for (kind, re) in COMPILED.iter() {
+            if out.chars().any(invisible) {
+                if let Some(replaced) = replace_looking_through(&out, re, kind, &mut self.count) {
+                    out = Cow::Owned(replaced);
+                }
+                continue;
+            }
             if !re.is_match(&out) {
                 continue;
             }
@@ -83,10 +91,7 @@ impl Redactor {
             let replaced = re
                 .replace_all(&out, |caps: &regex::Captures<'_>| {
                     n += 1;
-                    match caps.get(1) {
-                        Some(word) => format!("{} [REDACTED:{kind}]", word.as_str()),
-                        None => format!("[REDACTED:{kind}]"),
-                    }
+                    replacement(caps.get(1).map(|w| w.as_str()), kind)
                 })
                 .into_owned();
             self.count += n;
@@ -94,6 +99,83 @@ impl Redactor {
         }
         out
     }
+}
+
+/// What a match is replaced by: `[REDACTED:<kind>]`, after the kept word of a bearer token.
+fn replacement(word: Option<&str>, kind: &str) -> String {
+    match word {
+        Some(word) => format!("{word} [REDACTED:{kind}]"),
+        None => format!("[REDACTED:{kind}]"),
+    }
+}
+
+/// Whether `c` shows as nothing (Unicode's `Default_Ignorable_Code_Point` characters: zero-width
+/// spaces and joiners, the soft hyphen, word joiners, bidirectional marks, variation selectors,
+/// the byte order mark, tags...). Looked through by [`Redactor::redact`].
+pub fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}'
+        | '\u{200b}'..='\u{200f}'
+        | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}'
+        | '\u{3164}'
+        | '\u{fe00}'..='\u{fe0f}'
+        | '\u{feff}'
+        | '\u{ffa0}'
+        | '\u{fff0}'..='\u{fff8}'
+        | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}'
+        | '\u{e0000}'..='\u{e0fff}')
+}
+
+/// `text` with the matches of `re` in its visible characters replaced ([`replacement`]),
+/// counted into `count`; `None` when there is none. A match's range in `text` runs from its
+/// first visible character to its last, so the invisible characters inside it go with it and
+/// those around it stay.
+fn replace_looking_through(
+    text: &str,
+    re: &Regex,
+    kind: &str,
+    count: &mut usize,
+) -> Option<String> {
+    // Each visible character: its offset in `seen`, its offset and length in `text`.
+    let mut seen = String::with_capacity(text.len());
+    let mut at: Vec<(usize, usize, usize)> = Vec::new();
+    for (o, c) in text.char_indices() {
+        if !invisible(c) {
+            at.push((seen.len(), o, c.len_utf8()));
+            seen.push(c);
+        }
+    }
+    if !re.is_match(&seen) {
+        return None;
+    }
+    // `seen` offset → `text` offset of that character; the end of a match → the end of its
+    // last character in `text`.
+    let start_in_text = |s: usize| {
+        let k = at.partition_point(|&(so, _, _)| so < s);
+        at.get(k).map_or(text.len(), |&(_, o, _)| o)
+    };
+    let end_in_text = |e: usize| {
+        let k = at.partition_point(|&(so, _, _)| so < e);
+        k.checked_sub(1).map_or(0, |k| at[k].1 + at[k].2)
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for caps in re.captures_iter(&seen) {
+        let Some(m) = caps.get(0) else { continue };
+        let (from, to) = (start_in_text(m.start()), end_in_text(m.end()));
+        if from < copied || to < from {
+            continue;
+        }
+        out.push_str(&text[copied..from]);
+        out.push_str(&replacement(caps.get(1).map(|w| w.as_str()), kind));
+        copied = to;
+        *count += 1;
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -138,6 +220,26 @@ mod tests {
         );
         assert_eq!(out, "x\n[REDACTED:private-key]\ny");
         assert_eq!(r.count(), 1);
+    }
+
+    #[test]
+    fn invisible_characters_do_not_hide_a_credential() {
+        let mut r = Redactor::new(true);
+        let hidden = "key \u{200b}sk-ant-\u{200d}api03-abcdefghij\u{feff}klmnopqrstuvwxyz0\u{ad}12345\u{200b} end";
+        assert_eq!(
+            r.redact(hidden),
+            "key \u{200b}[REDACTED:anthropic-key]\u{200b} end"
+        );
+        assert_eq!(r.count(), 1);
+        let bearer = "Authorization: Bearer\u{2060} abcdefghij\u{200c}klmnopqrstuvwxyz";
+        assert_eq!(
+            r.redact(bearer),
+            "Authorization: Bearer [REDACTED:bearer-token]"
+        );
+        // Joiners in ordinary text (an emoji family) are left as they are.
+        let family = "👨\u{200d}👩\u{200d}👧 no secret";
+        assert_eq!(r.redact(family), family);
+        assert_eq!(r.count(), 2);
     }
 
     #[test]
