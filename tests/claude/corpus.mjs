@@ -581,6 +581,20 @@ try {
       keep.push({ type: "last-prompt", lastPrompt: "x", leafUuid: att.uuid, explicit: true, sessionId: C });
       return keep;
     }, "an explicit last-prompt naming an attachment line (under the first prompt)");
+    const A = sessions.A;
+    const a4 = manifest.steps.find((x) => x.name === "a4-rewind")?.runs[0];
+    if (A && a4) {
+      // The file as it was after a3c (parallel tool calls, an image, two errors; no branch yet),
+      // as is and padded past 5 MiB with a bookkeeping line: Claude reads files over 5 MiB
+      // (5 242 880 bytes) another way, keeping only the chains of the last line and of the
+      // last-prompt's leaf.
+      const upTo = a4.linesBeforeRun;
+      await experiment("e8-before-rewind", A, (es) => es.slice(0, upTo), "session A as it was after a3c (control for e9)");
+      await experiment("e9-over-5-mib", A, (es) => [
+        { type: "queue-operation", operation: "enqueue", timestamp: es[0].timestamp, sessionId: A, content: "x".repeat(5_400_000) },
+        ...es.slice(0, upTo),
+      ], "e8's file with a 5.4 MB queue-operation line first: over the 5 MiB threshold");
+    }
     await experiment("e7-missing-parent-fallback", C, (es) => {
       // Drop the user line "After concurrency": its answer's parent names no line.
       const gone = userWith(C, "After concurrency");

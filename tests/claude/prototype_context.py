@@ -67,20 +67,85 @@ def unwrap(text):
 # -----------------------------------------------------------------------------------------------
 # Reading the file (rfe) and choosing the leaf.
 
+BIG_FILE = 5242880  # zCe: files larger than this are read by uim
+
+
 def read_lines(path, limit=None):
+    """The parsed lines of the file (its first `limit` lines), as Claude's reader takes them: a
+    file over 5 MiB is first pruned as uim does (big_file_lines)."""
     with open(path, "rb") as f:
         data = f.read()
+    raws = data.split(b"\n")
+    if limit is not None:
+        raws = raws[:limit]
+    size = sum(len(r) + 1 for r in raws) if limit is not None else len(data)
     out = []
-    for i, raw in enumerate(data.split(b"\n")):
-        if limit is not None and i >= limit:
-            break
+    for raw in raws:
         if not raw.strip():
             continue
         try:
             out.append(json.loads(raw.decode("utf-8")))
         except (ValueError, UnicodeDecodeError):
             continue  # a torn or corrupt line: Claude's reader skips it too
+    if size > BIG_FILE:
+        out = big_file_lines(out)
     return out
+
+
+def big_file_lines(lines):
+    """uim (files over 5 MiB, unless CLAUDE_CODE_DISABLE_PRECOMPACT_SKIP): tree lines before the
+    last compact boundary without a preserved segment are dropped; then, unless a boundary with a
+    preserved segment follows, only the tree lines on the parent chain of the last non-sidechain
+    tree line and on the chain of the last last-prompt's leafUuid are kept (all of them when a chain
+    names a parent that is not there). Lines without a parentUuid are always kept."""
+    tree = []  # indices of tree lines since the last reset
+    kept_other = []
+    preserved = False
+    leaf = None
+    for i, line in enumerate(lines):
+        if not isinstance(line, dict):
+            continue
+        if line.get("type") == "last-prompt":
+            if line.get("leafUuid"):
+                leaf = line["leafUuid"]
+            kept_other.append(i)
+            continue
+        if is_boundary(line):
+            cm = line.get("compactMetadata") or {}
+            if cm.get("preservedSegment") or cm.get("preservedMessages"):
+                preserved = True
+            else:
+                tree, preserved, leaf = [], False, None
+        if "parentUuid" in line and isinstance(line.get("uuid"), str):
+            tree.append(i)
+        else:
+            kept_other.append(i)
+    keep = set(tree)
+    if not preserved:
+        index = {lines[i]["uuid"]: i for i in tree}
+        chain, phantom = set(), False
+
+        def walk(i):
+            nonlocal phantom
+            seen = set()
+            while i is not None and i not in seen:
+                seen.add(i)
+                chain.add(i)
+                p = lines[i].get("parentUuid")
+                if p is None:
+                    return
+                if p not in index:
+                    phantom = True
+                    return
+                i = index[p]
+
+        last = next((i for i in reversed(tree) if not lines[i].get("isSidechain")), None)
+        walk(last)
+        walk(index.get(leaf) if leaf else None)
+        if not phantom:
+            keep = chain
+    other = set(kept_other)
+    return [line for i, line in enumerate(lines) if i in keep or i in other]
 
 
 class Transcript:
