@@ -15,6 +15,7 @@
 // OUTDIR/
 //   home/.codex/…            CODEX_HOME of the current Codex (0.171.0): sessions/, state_5.sqlite, …
 //   legacy/home/.codex/…     CODEX_HOME of the legacy Codex (0.144.6) steps and their resumes
+//   nostate/home/.codex/…    a copy of home/ without state_*.sqlite, resumed once
 //   work/ work2/ legacy/work/  the working directories (trusted in config.toml)
 //   script.json requests.jsonl  the model server's script and its record of every request
 //   logs/STEP.*               each step's stdout/stderr (app-server steps: the JSON-RPC exchange)
@@ -37,10 +38,12 @@
 import { spawn, spawnSync } from "node:child_process";
 import {
   appendFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   readdirSync,
   readFileSync,
+  rmSync,
   statSync,
   writeFileSync,
 } from "node:fs";
@@ -441,7 +444,7 @@ const turnCompleted = (threadId, turnId) => (m) =>
 // Steps.
 const manifest = {
   codex: VERSION,
-  homes: { main: rel(join(HOMES.main, ".codex")), legacy: rel(join(HOMES.legacy, ".codex")) },
+  homes: { main: rel(join(HOMES.main, ".codex")), legacy: rel(join(HOMES.legacy, ".codex")), nostate: "nostate/home/.codex" },
   steps: [],
   requests: [],
   threads: {},
@@ -535,9 +538,11 @@ async function main() {
   await execStep("resume-3", C, "main", WORK.main, ["resume", A, "say hi again"], "a resume after compaction: the replacement history is the base");
   await appStep("compact-manual", C, "main", WORK.main, "manual compaction through app-server thread/compact/start", async (app, call) => {
     await call("thread/resume", { threadId: A, excludeTurns: true });
+    // A loaded thread holds its writer lock while idle, as well as while a turn runs.
+    const locks = lockEvidence(HOMES.main);
     await call("thread/compact/start", { threadId: A });
     const done = await app.waitFor(turnCompleted(A), "turn/completed");
-    return { compaction_turn: done.params.turn.id, status: done.params.turn.status };
+    return { compaction_turn: done.params.turn.id, status: done.params.turn.status, locks_while_loaded: locks };
   });
   await execStep("resume-4-tools", C, "main", WORK.main, ["resume", A, "two tools"], "a resume after the manual compaction, with two tool calls in one turn");
   await execStep("resume-5-cwd", C, "main", WORK.main2, ["resume", A, "say hi"],
@@ -620,6 +625,15 @@ async function main() {
       locks_after: lockEvidence(HOMES.main),
     };
   });
+
+  // Without Codex's state database: a copy of the home without state_*.sqlite, resumed there.
+  HOMES.nostate = join(OUT, "nostate", "home");
+  cpSync(HOMES.main, HOMES.nostate, { recursive: true });
+  for (const n of readdirSync(join(HOMES.nostate, ".codex"))) {
+    if (/^state_\d+\.sqlite/.test(n)) rmSync(join(HOMES.nostate, ".codex", n));
+  }
+  await execStep("no-state-resume", C, "nostate", WORK.main, ["resume", A, "say hi"],
+    "a copy of the home without state_*.sqlite: which of thread A's files does Codex continue? (the one whose name sorts last)");
 
   // Legacy rollouts (Codex 0.144.6): no ordinals; rollback recorded in-file; forks copy the parent.
   const L = "legacy";
