@@ -468,8 +468,8 @@ async function step(name, which, homeKey, expect, body) {
   rec.current_after = currentSegments(home);
   const all = readRequests();
   rec.requests = all.slice(firstRequest - 1).map((r) => r.n);
-  // Turn ids started in this step: task_started lines written during it (a legacy fork also
-  // copies its parent's task_started lines, with their old timestamps).
+  // Turn ids started in this step: task_started lines written during it (a legacy fork's copies
+  // of its parent's task_started lines carry new timestamps and are counted too).
   rec.turns = [];
   for (const p of Object.keys(rec.files_after)) {
     for (const l of readLines(join(OUT, p)).slice(before[p]?.lines ?? 0)) {
