@@ -107,8 +107,9 @@ function claudeEnv(homeDir, port) {
   };
 }
 
-/** Runs claude with args to its end (bounded); resolves {code, stdout, stderr, json}. */
-function runClaude(args, homeDir, port) {
+/** Runs claude with args to its end (bounded); resolves {code, stdout, stderr, json}. With
+ * `killWhen` {path, text}, the run is killed (its whole process group) once the file holds text. */
+function runClaude(args, homeDir, port, killWhen = null) {
   const left = RUN_DEADLINE_MS - (Date.now() - started);
   if (left <= 0) throw new Error("corpus.mjs: the run's deadline passed");
   return new Promise((ok) => {
@@ -119,6 +120,18 @@ function runClaude(args, homeDir, port) {
     child.stdout.on("data", (d) => so.push(d));
     child.stderr.on("data", (d) => se.push(d));
     let timedOut = false;
+    let killed = false;
+    const poll = killWhen
+      ? setInterval(() => {
+          if (existsSync(killWhen.path) && readFileSync(killWhen.path, "utf8").includes(killWhen.text)) {
+            killed = true;
+            clearInterval(poll);
+            try {
+              process.kill(-child.pid, "SIGKILL");
+            } catch {}
+          }
+        }, 20)
+      : null;
     const timer = setTimeout(() => {
       timedOut = true;
       try {
@@ -127,6 +140,7 @@ function runClaude(args, homeDir, port) {
     }, Math.min(RUN_TIMEOUT_MS, left));
     child.on("close", (code) => {
       clearTimeout(timer);
+      if (poll) clearInterval(poll);
       try {
         process.kill(-child.pid, "SIGKILL");
       } catch {}
@@ -136,7 +150,7 @@ function runClaude(args, homeDir, port) {
       try {
         json = JSON.parse(stdout.trim().split("\n").pop());
       } catch {}
-      ok({ code, timedOut, stdout, stderr: Buffer.concat(se).toString("utf8"), json });
+      ok({ code, timedOut, killed, stdout, stderr: Buffer.concat(se).toString("utf8"), json });
     });
   });
 }
@@ -250,6 +264,10 @@ const SCRIPT = {
       { tools: [{ name: "Bash", input: { command: "ls -a", description: "List the directory" } }] },
       { text: "Subagent report: the directory is nearly empty." },
     ],
+    "Sleep a while": [
+      { text: "Sleeping.", tools: [{ name: "Bash", input: { command: "sleep 30", description: "Wait" } }] },
+      { text: "Slept." },
+    ],
     "Concurrent one": [{ delayMs: 2500, text: "Answer to concurrent one." }],
     "Concurrent two": [{ delayMs: 2500, text: "Answer to concurrent two." }],
     "Concurrent three": [{ delayMs: 2500, text: "Answer to concurrent three." }],
@@ -349,7 +367,8 @@ async function step(name, runs, note, where = MAIN, experiment = null) {
     // The file as this run finds it (another run of the step may have written to it already).
     const path = r.resumes ? join(where.projectDir, `${r.resumes}.jsonl`) : null;
     const linesAtStart = path && existsSync(path) ? linesOf(path).length : 0;
-    return { ...(await runClaude(r.args, where.home, port)), linesAtStart };
+    const killWhen = r.killWhen ? { path: join(where.projectDir, `${r.killWhen.session}.jsonl`), text: r.killWhen.text } : null;
+    return { ...(await runClaude(r.args, where.home, port, killWhen)), linesAtStart };
   }));
   const after = snapshot(where.projects);
   const record = { name, note, runs: [], files: [], requests: [] };
@@ -361,7 +380,8 @@ async function step(name, runs, note, where = MAIN, experiment = null) {
     const sessionId = res.json?.session_id ?? null;
     if (r.as && sessionId) sessions[r.as] = sessionId;
     const run = { args: r.args, exit: res.code, timedOut: res.timedOut, sessionId, result: res.json?.result ?? null, isError: res.json?.is_error ?? null };
-    if (res.code !== 0 || res.timedOut) {
+    if (res.killed) run.killed = true;
+    if ((res.code !== 0 || res.timedOut) && !res.killed) {
       run.stderr = res.stderr.slice(-4000);
       run.stdout = res.stdout.slice(-4000);
       console.error(`corpus.mjs: ${name} run ${i}: exit ${res.code}${res.timedOut ? " (timed out)" : ""}\n${res.stderr.slice(-2000)}`);
@@ -487,6 +507,13 @@ try {
   ], "two resumes, the second started once the first's prompt is in the file (the first still waits for its answer)");
   await step("c5-resume-after-staggered", [{ resumes: C, prompt: "After the staggered pair", args: ["--resume", C, "-p", "After the staggered pair", ...J] }], "plain resume after them");
 
+  // Session K: a run killed while its tool runs (the tool_use is written, its result never),
+  // then resumed.
+  await step("k1-start", [{ as: "K", args: ["-p", "Start the interrupted session", ...J] }], "new session");
+  const K = sessions.K;
+  await step("k2-killed-mid-tool", [{ resumes: K, prompt: "Sleep a while", killWhen: { session: K, text: '"name":"Bash"' }, args: ["--resume", K, "-p", "Sleep a while", "--allowedTools", "Bash", ...J] }], "killed once the Bash tool_use line is written: a tool_use without result, no last-prompt");
+  await step("k3-resume-after-kill", [{ resumes: K, prompt: "After the interruption", args: ["--resume", K, "-p", "After the interruption", ...J] }], "resume of a file ending in an unanswered tool_use");
+
   // Session D: a model without mid-conversation system messages (attachments are then sent as
   // user <system-reminder> text), and a resume of it on the default model (with them).
   await step("d1-older-model", [{ as: "D", args: ["-p", "Run a command", "--model", "claude-sonnet-4-5", "--allowedTools", "Bash", ...J] }], "--model claude-sonnet-4-5: no mid-conversation system messages");
@@ -581,6 +608,13 @@ try {
       keep.push({ type: "last-prompt", lastPrompt: "x", leafUuid: att.uuid, explicit: true, sessionId: C });
       return keep;
     }, "an explicit last-prompt naming an attachment line (under the first prompt)");
+    await experiment("e10-duplicate-uuid", C, (es) => {
+      // A second line with the uuid of the first answer, its text changed, appended at the end.
+      const first = es.find((e) => e.type === "assistant");
+      const dup = JSON.parse(JSON.stringify(first));
+      dup.message.content = [{ type: "text", text: "A duplicated line's text." }];
+      return [...es, dup];
+    }, "the first answer's uuid appears again at the end with other text: which one is sent, and where");
     const A = sessions.A;
     const a4 = manifest.steps.find((x) => x.name === "a4-rewind")?.runs[0];
     if (A && a4) {

@@ -1030,9 +1030,9 @@ def context(path, leaf=None, lines=None, mid_conv=None, model=None):
             tr.tail = None
         else:
             raise SystemExit(f"no line {chosen} in {path}")
-    msgs = tr.path(chosen)
-    leaf_line = msgs[-1]["uuid"] if msgs else chosen
-    msgs = deserialize(msgs, notes)
+    msgs = deserialize(tr.path(chosen), notes)
+    # A resume's new lines hang below the last line that survives the resume filters.
+    leaf_line = msgs[-1].get("uuid") if msgs else chosen
     # My: the query sends the messages from the last compact boundary on.
     for i in range(len(msgs) - 1, -1, -1):
         if is_boundary(msgs[i]):
