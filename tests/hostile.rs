@@ -534,3 +534,101 @@ fn credentials_are_redacted_as_names_and_behind_zero_width_characters() {
     assert!(!leaks(r["document"].as_str().unwrap()));
     d.stop();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Kind 6: a symlink swapped in for an open session (or for its directory) is not followed: the
+// daemon never reads the file outside the roots, nor reports its facts.
+
+/// Every message the daemon sends within `wait`.
+fn drain(d: &mut Daemon, wait: std::time::Duration) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut got = Vec::new();
+    while let Some(m) =
+        d.next_message(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        got.push(m);
+    }
+    got
+}
+
+#[test]
+fn a_symlink_swapped_in_for_an_open_session_is_not_followed() {
+    use std::time::Duration;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let sessions = root.join("sessions");
+    let sub = sessions.join("sub");
+    let outside = root.join("outside");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let (file, ids) = session(&sessions, "a.jsonl", 4);
+    let (nested, _) = session(&sub, "b.jsonl", 4);
+    // Outside the roots: a session with other facts (12 entries, another leaf).
+    let (secret, secret_ids) = session(&outside, "a.jsonl", 12);
+    std::fs::copy(&secret, outside.join("b.jsonl")).unwrap();
+    let outside_leaf = secret_ids.last().unwrap().clone();
+
+    let (mut d, _) = Daemon::start(&[&sessions]);
+    d.call("session/open", json!({"path": file}));
+    d.call("session/open", json!({"path": nested}));
+
+    // The file itself replaced by a symlink to the outside file.
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink(&secret, &file).unwrap();
+    let seen = drain(&mut d, Duration::from_secs(3));
+    for m in &seen {
+        assert!(
+            m["method"] != "session/didReload" && !m.to_string().contains(&outside_leaf),
+            "the outside file's facts were reported: {m:#}"
+        );
+    }
+    assert!(
+        seen.iter().any(|m| m["method"] == "session/fileMissing"),
+        "the swap is not reported: {seen:#?}"
+    );
+    let refused = d.request("session/tree", json!({"path": file}));
+    assert_eq!(support::error_of(&refused).0, -33002, "{refused:#}");
+    // Appends to the outside file wake the watcher again; nothing of it is read.
+    let mut extra = std::fs::read_to_string(&secret).unwrap();
+    extra.push_str(
+        &extra
+            .lines()
+            .last()
+            .unwrap()
+            .replace(&outside_leaf, "zzzz0001"),
+    );
+    extra.push('\n');
+    std::fs::write(&secret, &extra).unwrap();
+
+    // Its directory replaced by a symlink to the outside directory.
+    std::fs::rename(&sub, sessions.join("sub.old")).unwrap();
+    std::os::unix::fs::symlink(&outside, &sub).unwrap();
+    std::fs::write(outside.join("b.jsonl"), &extra).unwrap();
+    let refused = d.request("session/tree", json!({"path": nested}));
+    assert_eq!(support::error_of(&refused).0, -33002, "{refused:#}");
+
+    let seen = drain(&mut d, Duration::from_secs(3));
+    for m in &seen {
+        let text = m.to_string();
+        assert!(
+            m["method"] != "session/didReload"
+                && !text.contains(&outside_leaf)
+                && !text.contains("zzzz0001"),
+            "the outside file's facts were reported: {m:#}"
+        );
+    }
+
+    // A regular file back at the path is read again.
+    std::fs::remove_file(&file).unwrap();
+    let (_, back_ids) = session(&sessions, "a.jsonl", 6);
+    let reloaded = d
+        .notification("session/didReload", Duration::from_secs(10))
+        .expect("reloaded once a regular file is back");
+    assert_eq!(
+        reloaded["leafId"],
+        json!(back_ids.last().unwrap()),
+        "{reloaded:#}"
+    );
+    assert_ne!(back_ids.last(), ids.last());
+    d.stop();
+}

@@ -347,7 +347,8 @@ impl CliError {
                 e["corruption"] = json!(corruption);
                 "corrupt"
             }
-            CliError::Open(OpenError::NotAFile { .. }) => "notAFile",
+            // (The CLI opens what it is given, symlinks included; only the daemon refuses.)
+            CliError::Open(OpenError::NotAFile { .. } | OpenError::NotInRoots { .. }) => "notAFile",
             CliError::Open(OpenError::Pending { age_ms, .. }) => {
                 e["ageMs"] = json!(age_ms);
                 "pending"

@@ -264,6 +264,7 @@ impl RpcError {
                     (FILE_NOT_FOUND, Some(path_data(path)))
                 }
                 OpenError::NotAFile { path } => (FILE_NOT_FOUND, Some(path_data(path))),
+                OpenError::NotInRoots { path } => (OUTSIDE_ROOTS, Some(path_data(path))),
                 OpenError::Io { path, .. } => (IO_ERROR, Some(path_data(path))),
                 OpenError::Corrupt { path, corruption } => {
                     (SESSION_CORRUPT, Some(corrupt_data(path, corruption)))

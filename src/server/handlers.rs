@@ -311,11 +311,12 @@ impl Backend {
     /// `session/open {path, allowCorrupt?}`.
     pub async fn open(&self, p: Value) -> RpcResult<Value> {
         let p: OpenParams = params("session/open", p)?;
-        let real = self.resolve(&p.path)?;
+        let roots = self.roots();
+        let real = roots.resolve(&p.path).map_err(RpcError::from)?;
         let mode = Mode::allowing_corrupt(p.allow_corrupt);
         let handle = self
             .registry
-            .open(&real, mode)
+            .open(&real, mode, &roots)
             .await
             .map_err(RpcError::from)?;
         let path = real.clone();

@@ -237,9 +237,15 @@ impl Registry {
             })
     }
 
-    /// Opens the session at a canonical path, or returns it if it is already open in a mode
-    /// that satisfies the request (a strict open also serves lenient requests).
-    pub async fn open(&self, path: &Path, mode: Mode) -> Result<SessionHandle, SessionError> {
+    /// Opens the session at a canonical path inside `roots`, or returns it if it is already
+    /// open in a mode that satisfies the request (a strict open also serves lenient requests).
+    /// Its owner checks that the file stays inside `roots` whenever it opens it again.
+    pub async fn open(
+        &self,
+        path: &Path,
+        mode: Mode,
+        roots: &roots::Roots,
+    ) -> Result<SessionHandle, SessionError> {
         let stopping = {
             let sessions = self.lock();
             if let Some(h) = sessions.open.get(path)
@@ -252,7 +258,12 @@ impl Registry {
         if let Some(stopped) = stopping {
             let _ = stopped.await;
         }
-        let ready = owner::spawn(path.to_owned(), mode, self.sink.clone());
+        let ready = owner::spawn(
+            path.to_owned(),
+            mode,
+            Some(roots.clone()),
+            self.sink.clone(),
+        );
         let tx = ready.await.map_err(|_| SessionError::OwnerGone {
             path: path.to_owned(),
         })??;

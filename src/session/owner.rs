@@ -25,6 +25,7 @@ use tracing::Instrument;
 
 use super::activity::{self, Agent};
 use super::context_cache::ContextCache;
+use super::roots::Roots;
 use crate::core::diagnostics::Corruption;
 use crate::core::incremental::LiveProjection;
 use crate::core::render::LineSource;
@@ -132,19 +133,45 @@ pub struct Session {
     /// ([`OpenError::Pending`]): the tree is an empty stand-in, every refresh reads the file
     /// whole again, and the header's arrival is reported as a reload ([`ReloadReason::Born`]).
     pending: bool,
+    /// The session roots the file must stay inside, checked on every (re)open; `None` outside
+    /// the daemon.
+    roots: Option<Roots>,
+    /// What the path named when a reload refused it ([`OpenError::NotInRoots`], a symlink
+    /// swapped in): the session is missing meanwhile, and the path is tried again only when
+    /// it names something else.
+    refused: Option<FileStamp>,
 }
 
 impl Session {
     /// Reads a session file (see [`reader::open_session`]) and prepares to tail it. A file
     /// being created (young, no complete header yet) opens as pending ([`Session::is_pending`]).
-    /// Errors: those of [`reader::open_session`] except `Pending`.
+    /// Errors: those of [`reader::open_session`] except `Pending`; `NotInRoots` for a symbolic
+    /// link (see [`Session::open_within`]).
     pub fn open(path: &Path, mode: Mode) -> Result<Session, OpenError> {
+        Session::open_within(path, mode, None)
+    }
+
+    /// [`Session::open`] of a canonical `path` that must stay inside `roots` (the daemon's),
+    /// checked on this open and on every reload: the path is opened without following a
+    /// symbolic link in its last component, and the descriptor opened must be a regular file
+    /// that the path, resolved now, names inside the roots ([`opened_within`]). What is read is
+    /// that descriptor. A session file replaced by a symlink (or whose directory was) is
+    /// refused with [`OpenError::NotInRoots`], and nothing of what it leads to is read.
+    pub fn open_within(
+        path: &Path,
+        mode: Mode,
+        roots: Option<Roots>,
+    ) -> Result<Session, OpenError> {
         let io_err = |source| OpenError::Io {
             path: path.to_owned(),
             source,
         };
-        let file = reader::open_regular(path)?;
-        let (state, pending) = match reader::open_session(path, mode) {
+        let file = reader::open_regular_nofollow(path)?;
+        if let Some(roots) = &roots {
+            opened_within(&file, path, roots)?;
+        }
+        let read = file.try_clone().map_err(io_err)?;
+        let (state, pending) = match reader::open_session_from(path, read, mode) {
             Ok(state) => (state, false),
             Err(OpenError::Pending { .. }) => (
                 OpenedSession {
@@ -172,6 +199,8 @@ impl Session {
             missing_since: None,
             contexts: RefCell::default(),
             pending,
+            roots,
+            refused: None,
         };
         session.signature = session.read_signature().map_err(io_err)?;
         Ok(session)
@@ -290,6 +319,14 @@ impl Session {
                 return;
             }
         };
+        if let Some(refused) = self.refused {
+            // Missing since a reload refused what the path named: tried again only when the
+            // path names something else, and back only when that reads.
+            if stamp != refused {
+                self.reload(ReloadReason::Replaced, stamp, sink);
+            }
+            return;
+        }
         if self.missing_since.take().is_some() {
             tracing::info!(path = %self.path.display(), "session file is back");
             sink.restored(self);
@@ -345,7 +382,7 @@ impl Session {
 
     /// Reads a pending session's file again: once it has a header, the session is born.
     fn refresh_pending(&mut self, stamp: FileStamp, sink: &dyn EventSink) {
-        match Session::open(&self.path, self.mode) {
+        match Session::open_within(&self.path, self.mode, self.roots.clone()) {
             Ok(fresh) if fresh.pending => self.state.stamp = stamp,
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
@@ -367,7 +404,7 @@ impl Session {
     }
 
     fn reload(&mut self, reason: ReloadReason, stamp: FileStamp, sink: &dyn EventSink) {
-        match Session::open(&self.path, self.mode) {
+        match Session::open_within(&self.path, self.mode, self.roots.clone()) {
             Ok(fresh) if fresh.pending => {
                 // Caught in the middle of a rewrite (pi truncates the file, then writes every
                 // line again): keep the last good state and read again on every refresh (the
@@ -379,8 +416,29 @@ impl Session {
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
                 fresh.live_mode = self.live_mode;
+                let was_refused = self.refused.is_some();
                 *self = fresh;
+                if was_refused {
+                    tracing::info!(path = %self.path.display(), "session file is back");
+                    sink.restored(self);
+                }
                 sink.reloaded(self, reason);
+            }
+            Err(OpenError::NotInRoots { .. } | OpenError::NotAFile { .. }) => {
+                // A symlink (or a directory leading out) where the session file was: nothing
+                // of it is read, and the session is missing until a file is back. The last good
+                // state is kept, as for a deleted file.
+                if self.refused.is_none() {
+                    tracing::warn!(
+                        path = %self.path.display(),
+                        "session file replaced by something that is not a regular file inside the roots; not read"
+                    );
+                }
+                self.refused = Some(stamp);
+                if self.missing_since.is_none() {
+                    self.missing_since = Some(SystemTime::now());
+                    sink.missing(self);
+                }
             }
             Err(OpenError::Corrupt { corruption, .. }) => {
                 // Keep the last good state; retry on the next change of the file.
@@ -539,6 +597,36 @@ fn off_the_runtime<R>(cost: Cost, applied_bytes: u64, work: impl FnOnce() -> R) 
     }
 }
 
+/// Checks that `file`, just opened from the canonical `path`, is a regular file inside `roots`:
+/// the path resolved now (symlinks followed) lies inside a root and names the very file that
+/// was opened (same device and inode), so a directory on the way swapped for a symlink out of
+/// the roots is refused, and so is a swap back between the open and this check. Errors:
+/// `NotAFile`, `NotInRoots`.
+fn opened_within(file: &File, path: &Path, roots: &Roots) -> Result<(), OpenError> {
+    use std::os::unix::fs::MetadataExt;
+    let refused = || OpenError::NotInRoots {
+        path: path.to_owned(),
+    };
+    let opened = file.metadata().map_err(|source| OpenError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !opened.is_file() {
+        return Err(OpenError::NotAFile {
+            path: path.to_owned(),
+        });
+    }
+    let real = std::fs::canonicalize(path).map_err(|_| refused())?;
+    if !roots.admits(&real) {
+        return Err(refused());
+    }
+    let named = std::fs::metadata(&real).map_err(|_| refused())?;
+    if (named.dev(), named.ino()) != (opened.dev(), opened.ino()) {
+        return Err(refused());
+    }
+    Ok(())
+}
+
 /// A write run by the owner (see [`Command::Write`]).
 pub(crate) type WriteFn = Box<dyn FnOnce(&mut Session, &dyn EventSink) + Send>;
 
@@ -570,6 +658,7 @@ pub(crate) enum Command {
 pub(crate) fn spawn(
     path: PathBuf,
     mode: Mode,
+    roots: Option<Roots>,
     sink: std::sync::Arc<dyn EventSink>,
 ) -> oneshot::Receiver<Result<mpsc::UnboundedSender<Command>, OpenError>> {
     let (ready_tx, ready_rx) = oneshot::channel();
@@ -577,7 +666,7 @@ pub(crate) fn spawn(
     let owner = async move {
         let opened = tokio::task::spawn_blocking({
             let path = path.clone();
-            move || Session::open(&path, mode)
+            move || Session::open_within(&path, mode, roots)
         })
         .await;
         let mut session = match opened {
@@ -629,4 +718,112 @@ pub(crate) fn spawn(
     };
     tokio::spawn(owner.instrument(span));
     ready_rx
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// The events a session sent, in order.
+    #[derive(Default)]
+    struct Events(Mutex<Vec<String>>);
+
+    impl Events {
+        fn push(&self, e: String) {
+            self.0.lock().unwrap().push(e);
+        }
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.0.lock().unwrap())
+        }
+    }
+
+    impl EventSink for Events {
+        fn appended(&self, _: &Session, added: Range<NodeIdx>) {
+            self.push(format!("appended {}", added.len()));
+        }
+        fn reloaded(&self, s: &Session, _: ReloadReason) {
+            self.push(format!("reloaded {}", s.tree().len()));
+        }
+        fn corrupt(&self, _: &Session, _: &Corruption) {
+            self.push("corrupt".into());
+        }
+        fn missing(&self, _: &Session) {
+            self.push("missing".into());
+        }
+        fn restored(&self, _: &Session) {
+            self.push("restored".into());
+        }
+    }
+
+    fn write_session(path: &Path, entries: usize) {
+        let mut text =
+            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#
+                .to_owned();
+        let mut parent = "null".to_owned();
+        for i in 0..entries {
+            text.push_str(&format!(
+                "\n{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":{parent},\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"customType\":\"c\"}}"
+            ));
+            parent = format!("\"e{i}\"");
+        }
+        text.push('\n');
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A session file, or its directory, replaced by a symlink out of the roots: the session
+    /// goes missing, keeps its state and reads nothing of the outside file; a regular file
+    /// back at the path is read again.
+    #[test]
+    fn a_symlink_swapped_in_is_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let root = base.join("sessions");
+        let sub = root.join("sub");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let roots = Roots::new([root.clone()]);
+        let file = sub.join("a.jsonl");
+        write_session(&file, 1);
+        write_session(&outside.join("a.jsonl"), 3);
+        let events = Events::default();
+        let mut s = Session::open_within(&file, Mode::Strict, Some(roots.clone())).unwrap();
+
+        // The directory on the way.
+        std::fs::rename(&sub, root.join("sub.old")).unwrap();
+        std::os::unix::fs::symlink(&outside, &sub).unwrap();
+        s.refresh(&events);
+        assert_eq!(events.take(), ["missing"]);
+        assert_eq!(s.tree().len(), 1);
+        s.refresh(&events);
+        write_session(&outside.join("a.jsonl"), 4);
+        s.refresh(&events);
+        assert_eq!(events.take(), Vec::<String>::new());
+        assert_eq!(s.tree().len(), 1);
+        assert!(matches!(
+            Session::open_within(&file, Mode::Strict, Some(roots.clone())),
+            Err(OpenError::NotInRoots { .. })
+        ));
+
+        // The file itself, once its directory is back.
+        std::fs::remove_file(&sub).unwrap();
+        std::fs::rename(root.join("sub.old"), &sub).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(outside.join("a.jsonl"), &file).unwrap();
+        s.refresh(&events);
+        assert_eq!(
+            events.take(),
+            Vec::<String>::new(),
+            "still missing, still refused"
+        );
+        assert_eq!(s.tree().len(), 1);
+
+        // A regular file back: restored, then read.
+        std::fs::remove_file(&file).unwrap();
+        write_session(&file, 2);
+        s.refresh(&events);
+        assert_eq!(events.take(), ["restored", "reloaded 2"]);
+    }
 }

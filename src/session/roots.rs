@@ -126,6 +126,11 @@ impl Roots {
         }
     }
 
+    /// Whether a canonical path lies inside a root.
+    pub fn admits(&self, real: &Path) -> bool {
+        self.contains(real)
+    }
+
     fn contains(&self, real: &Path) -> bool {
         self.dirs.iter().any(|d| real.starts_with(d))
     }

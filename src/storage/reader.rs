@@ -63,6 +63,14 @@ pub enum OpenError {
         /// The first corrupt spot.
         corruption: Corruption,
     },
+    /// The path does not lead to a regular file inside the session roots any more: it is a
+    /// symbolic link, or a directory on the way was replaced by one that leads out. Nothing
+    /// was read from what it leads to.
+    #[error("{}: not a regular file inside the session roots (a symbolic link, or reached through one); not read", path.display())]
+    NotInRoots {
+        /// The session file.
+        path: PathBuf,
+    },
     /// The file has no complete session header yet and was modified less than
     /// [`BIRTH_GRACE`] ago: a writer is creating it. Not corruption; read it again later.
     #[error("{}: no session header yet (modified {age_ms} ms ago): the file is being created", path.display())]
@@ -127,6 +135,13 @@ pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError>
     open_with(path, mode, PLAN, None, None).map(|(session, _)| session)
 }
 
+/// [`open_session`] of a file already opened (`file`, at its start; `path` names it in errors
+/// and diagnostics): what is read is exactly what was opened, checked or not, and the path is
+/// not looked up again. Errors: as [`open_session`].
+pub fn open_session_from(path: &Path, file: File, mode: Mode) -> Result<OpenedSession, OpenError> {
+    read_opened(path, file, mode, PLAN, None, None).map(|(session, _)| session)
+}
+
 /// [`open_session`], with the projection at the default leaf (the last entry) worked out
 /// while the lines are read ([`Following`]): `Some` when the entries read form that path as
 /// they were read (a session that grew as one chain, the common case), `None` otherwise
@@ -166,6 +181,18 @@ fn open_with(
     follow: Option<Following>,
     ahead: Option<&mut MessagesAhead<'_>>,
 ) -> Result<(OpenedSession, Option<Projection>), OpenError> {
+    read_opened(path, open_regular(path)?, mode, plan, follow, ahead)
+}
+
+/// [`open_with`] of a file already opened.
+fn read_opened(
+    path: &Path,
+    mut file: File,
+    mode: Mode,
+    plan: Plan,
+    follow: Option<Following>,
+    ahead: Option<&mut MessagesAhead<'_>>,
+) -> Result<(OpenedSession, Option<Projection>), OpenError> {
     let io_err = |source| OpenError::Io {
         path: path.to_owned(),
         source,
@@ -174,7 +201,6 @@ fn open_with(
         path: path.to_owned(),
         corruption,
     };
-    let mut file = open_regular(path)?;
     let stamp = FileStamp::of(&file).map_err(io_err)?;
     let mut loader = Loader::new(mode, stamp.size);
     loader.follow = follow;
@@ -270,6 +296,44 @@ pub fn open_regular(path: &Path) -> Result<File, OpenError> {
     }
     Ok(file)
 }
+
+/// [`open_regular`] without following a symbolic link in the last component of `path`
+/// (`O_NOFOLLOW`): a session the daemon opened by its canonical path and finds replaced by a
+/// symlink is refused with [`OpenError::NotInRoots`], whatever the link leads to. (A directory
+/// on the way is the caller's to check, against the roots.) Errors: `Io`, `NotAFile`,
+/// `NotInRoots`.
+pub fn open_regular_nofollow(path: &Path) -> Result<File, OpenError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(NONBLOCK | NOFOLLOW)
+        .open(path)
+        .map_err(|source| {
+            // ELOOP: the last component is a symbolic link.
+            if source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                OpenError::NotInRoots {
+                    path: path.to_owned(),
+                }
+            } else {
+                OpenError::Io {
+                    path: path.to_owned(),
+                    source,
+                }
+            }
+        })?;
+    let meta = file.metadata().map_err(|source| OpenError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(OpenError::NotAFile {
+            path: path.to_owned(),
+        });
+    }
+    Ok(file)
+}
+
+/// `O_NOFOLLOW` for [`OpenOptionsExt::custom_flags`].
+const NOFOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
 
 /// `O_NONBLOCK` for [`OpenOptionsExt::custom_flags`].
 pub(crate) const NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;

@@ -175,6 +175,12 @@ impl WriteError {
                 path,
                 source: io::Error::other("not a regular file"),
             },
+            OpenError::NotInRoots { path } => WriteError::Io {
+                path,
+                source: io::Error::other(
+                    "not a regular file inside the session roots (a symbolic link, or reached through one)",
+                ),
+            },
             OpenError::Corrupt { path, corruption } => WriteError::Corrupt { path, corruption },
             OpenError::Pending { path, age_ms } => WriteError::Busy {
                 path,
