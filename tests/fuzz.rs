@@ -883,7 +883,7 @@ fn named_session(entries: &[(u8, u16, String)]) -> String {
 
 /// What a person sees of a session (the tree, folded and full; the graph's text; every entry's
 /// preview) shows the characters that act on a terminal visibly, however the text is cut into
-/// writes, and never sends them raw.
+/// writes, and never sends them raw; and it grows with the session, not with its square.
 #[test]
 fn human_output_shows_control_characters_in_names_and_previews() {
     use sessiond::core::preview::{Visible, entry_preview, visible};
@@ -891,7 +891,7 @@ fn human_output_shows_control_characters_in_names_and_previews() {
     fuzz(
         "human output: control characters in names and previews",
         300,
-        (prop::collection::vec(entry, 1..24), any::<u16>()),
+        (prop::collection::vec(entry, 1..64), any::<u16>()),
         |(entries, cut)| {
             let path = write_temp(named_session(&entries).as_bytes());
             let opened = match open_session(&path, Mode::Strict) {
@@ -909,6 +909,16 @@ fn human_output_shows_control_characters_in_names_and_previews() {
                 text.extend_from_slice(l.text.as_bytes());
                 text.push(b'\n');
             }
+            // What is printed grows with the session, never with its square: a line is at
+            // most a bounded indent, a bounded preview and what the entry's own fields hold.
+            let input = std::fs::metadata(&path).unwrap().len() as usize;
+            prop_assert!(
+                text.len() <= 600 * (tree.len() + 4) + 8 * input,
+                "{} bytes printed for {} entries, {} bytes",
+                text.len(),
+                tree.len(),
+                input
+            );
             for n in tree.nodes() {
                 let line = sessiond::core::render::LineSource::line(&lines, n.entry.span).unwrap();
                 let value = sessiond::core::jsstr::parse_value(&line).unwrap();

@@ -632,3 +632,101 @@ fn a_symlink_swapped_in_for_an_open_session_is_not_followed() {
     assert_ne!(back_ids.last(), ids.last());
     d.stop();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Kind 4: every output grows with the input's size, not its square. One entry with thousands
+// of children, or thousands of nested branch points, drew lines as long as the branches were
+// many: 10,000 children made 200 MB of `graph` text.
+
+/// One entry with `n` children.
+fn wide_session(dir: &Path, n: usize) -> PathBuf {
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"w","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+    );
+    text.push('\n');
+    let line = |id: &str, parent: Option<&str>, words: &str| {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": words, "timestamp": 1}})
+        .to_string()
+    };
+    text.push_str(&line("root", None, "the root"));
+    text.push('\n');
+    for i in 0..n {
+        text.push_str(&line(
+            &format!("c{i:06}"),
+            Some("root"),
+            &format!("child {i}"),
+        ));
+        text.push('\n');
+    }
+    let path = dir.join(format!("wide{n}.jsonl"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `n` nested branch points: each level's first child goes on, its second is a leaf.
+fn comb_session(dir: &Path, n: usize) -> PathBuf {
+    let mut text = String::from(
+        r#"{"type":"session","version":3,"id":"c","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+    );
+    text.push('\n');
+    let line = |id: &str, parent: Option<&str>| {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2026-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": "x", "timestamp": 1}})
+        .to_string()
+    };
+    text.push_str(&line("n0", None));
+    text.push('\n');
+    for i in 1..=n {
+        let parent = format!("n{}", i - 1);
+        text.push_str(&line(&format!("n{i}"), Some(&parent)));
+        text.push('\n');
+        text.push_str(&line(&format!("l{i}"), Some(&parent)));
+        text.push('\n');
+    }
+    let path = dir.join(format!("comb{n}.jsonl"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Bytes of `sessiond ARGS` on stdout.
+fn output_bytes(args: &[&str]) -> usize {
+    let out = Command::new(BIN).args(args).output().unwrap();
+    ok(&out).stdout.len()
+}
+
+#[test]
+fn outputs_grow_with_the_input_not_its_square() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    for make in [wide_session, comb_session] {
+        let (small, large) = (make(&dir, 1500), make(&dir, 3000));
+        let size = |p: &Path| std::fs::metadata(p).unwrap().len() as usize;
+        for args in [
+            vec!["graph"],
+            vec!["graph", "--svg"],
+            vec!["graph", "--json"],
+            vec!["tree"],
+            vec!["tree", "--full"],
+            vec!["tree", "--json"],
+        ] {
+            let run = |p: &Path| {
+                let mut a = args.clone();
+                a.insert(1, p.to_str().unwrap());
+                output_bytes(&a)
+            };
+            let (a, b) = (run(&small), run(&large));
+            // Twice the input, about twice the output; never more than a few bytes per byte.
+            assert!(
+                b * 10 < a * 25,
+                "{args:?} on {}: {a} → {b} bytes for twice the input",
+                large.display()
+            );
+            assert!(
+                b < 12 * size(&large),
+                "{args:?}: {b} bytes of output for {} of input",
+                size(&large)
+            );
+        }
+    }
+}

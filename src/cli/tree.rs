@@ -22,6 +22,11 @@ const MIN_FOLD: usize = 3;
 /// The widest type column; a longer (unknown) type overflows its row alone.
 const MAX_KIND_WIDTH: usize = 24;
 
+/// Branch levels drawn as indentation; deeper ones share one `…` column, so a row's indent
+/// (and the whole output) never grows with the nesting: 5,000 nested branch points drew rows
+/// indented by up to 15,000 characters.
+const MAX_INDENT: usize = 16;
+
 /// `1 entry`, `2 entries`.
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
@@ -67,10 +72,11 @@ pub fn print(
         .unwrap_or(0);
     let printer = Printer { tree, lines, width };
     let mut folds = 0usize;
-    // Depth-first; a stack item is the first entry of a run, its prefix and its branch mark.
-    // Several roots (a lenient read's orphans) are drawn as branches of the file.
+    // Depth-first; a stack item is the first entry of a run, its prefix, its branch mark and
+    // how many branch levels its prefix holds. Several roots (a lenient read's orphans) are
+    // drawn as branches of the file.
     let roots = tree.roots();
-    let mut stack: Vec<(NodeIdx, String, &str)> = roots
+    let mut stack: Vec<(NodeIdx, std::rc::Rc<str>, &str, usize)> = roots
         .iter()
         .enumerate()
         .rev()
@@ -80,19 +86,23 @@ pub fn print(
                 (_, true) => "└─ ",
                 (_, false) => "├─ ",
             };
-            (r, String::new(), mark)
+            (r, std::rc::Rc::from(""), mark, 0)
         })
         .collect();
-    while let Some((first, prefix, branch)) = stack.pop() {
+    while let Some((first, prefix, branch, depth)) = stack.pop() {
         printer.row(out, first, &format!("{prefix}{branch}"))?;
-        let inner = format!(
-            "{prefix}{}",
-            match branch {
-                "├─ " => "│  ",
-                "└─ " => "   ",
-                _ => "",
-            }
-        );
+        let segment = match branch {
+            "├─ " => "│  ",
+            "└─ " => "   ",
+            _ => "",
+        };
+        // Past MAX_INDENT levels, one `…` column stands for every deeper level.
+        let (inner, depth): (std::rc::Rc<str>, usize) = match depth.cmp(&MAX_INDENT) {
+            _ if segment.is_empty() => (prefix.clone(), depth),
+            std::cmp::Ordering::Less => (format!("{prefix}{segment}").into(), depth + 1),
+            std::cmp::Ordering::Equal => (format!("{prefix}…  ").into(), depth + 1),
+            std::cmp::Ordering::Greater => (prefix.clone(), depth),
+        };
         // Down the run while each entry has one child; the run ends at a leaf or a branch point.
         let mut hidden: Vec<NodeIdx> = Vec::new();
         let mut cur = first;
@@ -113,7 +123,7 @@ pub fn print(
             } else {
                 "├─ "
             };
-            stack.push((c, inner.clone(), mark));
+            stack.push((c, inner.clone(), mark, depth));
         }
     }
     if folds > 0 {

@@ -33,6 +33,18 @@ pub const FOLD_MIN: usize = 3;
 /// Longest preview in the text form and the SVG, in characters.
 pub const GRAPH_PREVIEW_CHARS: usize = 72;
 
+/// Lanes the text form and the SVG draw one by one. A row on a lane past them is drawn in
+/// the last of them, after a `…` that stands for the lanes folded away, and a branch point
+/// opens at most this many columns (`|\ \ … 9984 more lanes`): a line's length, and the
+/// picture's width, never grow with the number of branches. (One entry with 10,000 children
+/// drew 10,000 lines of 20,000 characters each, 200 MB of text for a 1 MB session.)
+pub const DRAWN_LANES: usize = 16;
+
+/// The column a lane is drawn in ([`DRAWN_LANES`]).
+fn column(lane: usize) -> usize {
+    lane.min(DRAWN_LANES - 1)
+}
+
 /// What a node of the graph holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeKind {
@@ -176,6 +188,19 @@ fn cut(text: &str, max: usize) -> String {
 /// nothing in context). Previews are read through `lines`; an unreadable line gives an empty
 /// preview, never an error (the graph is a picture, not a check).
 pub fn build(tree: &Tree, selected: Option<NodeIdx>, lines: &dyn LineSource) -> Graph {
+    build_rows(tree, selected, lines, 0..usize::MAX)
+}
+
+/// [`build`], with the rows' text (previews, read from `lines`, and compaction ranges) worked
+/// out only for the rows in `rows`; every other row has its place, kind, counts and marks but
+/// an empty preview. What one page of `session/graph` needs: the layout of a whole session
+/// reads no line, so a page costs its own rows' reading, not the session's.
+pub fn build_rows(
+    tree: &Tree,
+    selected: Option<NodeIdx>,
+    lines: &dyn LineSource,
+    rows: std::ops::Range<usize>,
+) -> Graph {
     let len = tree.len();
     let proj = projection::project(tree, selected);
     let mut in_context = vec![false; len];
@@ -244,8 +269,9 @@ pub fn build(tree: &Tree, selected: Option<NodeIdx>, lines: &dyn LineSource) -> 
         }
         let row = nodes.len();
         lanes = lanes.max(lane + 1);
+        let source = rows.contains(&row).then_some(lines);
         nodes.push(node_of(
-            tree, lines, start, last, count, lane, parent_row, selected,
+            tree, source, start, last, count, lane, parent_row, selected,
         ));
         if let Some(g) = nodes.last_mut() {
             g.in_context = in_context[start as usize];
@@ -260,7 +286,8 @@ pub fn build(tree: &Tree, selected: Option<NodeIdx>, lines: &dyn LineSource) -> 
             stack.push((c, child_lane, Some(row)));
         }
     }
-    for g in &mut nodes {
+    let end = rows.end.min(nodes.len());
+    for g in nodes.get_mut(rows.start.min(end)..end).unwrap_or_default() {
         if matches!(tree.node(g.first).entry.kind, EntryKind::Compaction { .. }) {
             g.summarizes = Some(summarized(tree, g.first));
             if let Some(s) = &g.summarizes {
@@ -280,10 +307,11 @@ pub fn build(tree: &Tree, selected: Option<NodeIdx>, lines: &dyn LineSource) -> 
     }
 }
 
+/// The node of a row; its preview is read through `lines` when given (see [`build_rows`]).
 #[allow(clippy::too_many_arguments)]
 fn node_of(
     tree: &Tree,
-    lines: &dyn LineSource,
+    lines: Option<&dyn LineSource>,
     first: NodeIdx,
     last: NodeIdx,
     count: usize,
@@ -314,15 +342,15 @@ fn node_of(
             (fold_summary(titles), String::new())
         }
         NodeKind::Entry => {
-            let value: Value = lines
-                .line(node.entry.span)
-                .ok()
-                .and_then(|l| jsstr::parse_value(&l).ok())
-                .unwrap_or(Value::Null);
-            (
-                title_of(tree, first).to_owned(),
-                cut(&preview::entry_preview(&value), GRAPH_PREVIEW_CHARS),
-            )
+            let preview = lines.map_or_else(String::new, |lines| {
+                let value: Value = lines
+                    .line(node.entry.span)
+                    .ok()
+                    .and_then(|l| jsstr::parse_value(&l).ok())
+                    .unwrap_or(Value::Null);
+                cut(&preview::entry_preview(&value), GRAPH_PREVIEW_CHARS)
+            });
+            (title_of(tree, first).to_owned(), preview)
         }
     };
     let name = match (&node.entry.kind, kind) {
@@ -444,58 +472,41 @@ impl Graph {
     /// point. Each node line is `LANES  C ID TITLE PREVIEW [LABEL]  MARKS` where `C` is `●`
     /// for entries that reach the model at the selected leaf, `○` for entries on the path to
     /// it that do not, blank otherwise.
+    ///
+    /// At most [`DRAWN_LANES`] lanes are drawn: a row past them is drawn in the last column
+    /// after a `…`, and a branch point's connector says how many lanes it leaves out.
     pub fn text(&self, tree: &Tree) -> Vec<TextLine> {
+        self.text_rows(tree, 0..self.nodes.len())
+    }
+
+    /// [`Graph::text`] of the rows in `rows` (each row's line and its connector), after the
+    /// header and legend when `rows` starts at the first row: the lines of consecutive row
+    /// ranges, one after the other, are the whole text.
+    pub fn text_rows(&self, tree: &Tree, rows: std::ops::Range<usize>) -> Vec<TextLine> {
         let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
-        let mut out = Vec::with_capacity(self.nodes.len() + 4);
-        let header = match &self.name {
-            Some(n) => format!("session {} ({})", preview::one_line(n), tree.header().id),
-            None => format!("session {}", tree.header().id),
-        };
-        out.push(TextLine {
-            text: format!(
-                "{header} · {} · {}",
-                plural(self.entry_count, "entry", "entries"),
-                plural(self.leaf_count, "leaf", "leaves"),
-            ),
-            entry: None,
-        });
-        let at = match (self.selected_leaf, self.default_leaf) {
-            (Some(s), d) if Some(s) == d => format!("the default leaf {}", id(s)),
-            (Some(s), _) => format!("leaf {}", id(s)),
-            (None, _) => "no leaf".to_owned(),
-        };
-        out.push(TextLine {
-            text: format!(
-                "● reaches the model at {at} ({}) · ○ on its path, not sent · : folded run",
-                plural(
-                    self.context_entries.len(),
-                    "context entry",
-                    "context entries"
-                ),
-            ),
-            entry: None,
-        });
-        let width = self
-            .nodes
-            .iter()
-            .filter(|g| g.kind == NodeKind::Entry)
-            .map(|g| g.title.chars().count())
-            .filter(|&w| w <= 24)
-            .max()
-            .unwrap_or(0);
-        for g in &self.nodes {
+        let end = rows.end.min(self.nodes.len());
+        let start = rows.start.min(end);
+        let mut out = Vec::with_capacity(end - start + 4);
+        if start == 0 {
+            self.header_lines(tree, &mut out);
+        }
+        let width = self.title_width();
+        let drawn = self.lanes.clamp(1, DRAWN_LANES);
+        for g in &self.nodes[start..end] {
+            let col = column(g.lane);
             let mut lanes = String::new();
-            for l in 0..=g.lane {
+            for l in 0..=col {
                 if l > 0 {
-                    lanes.push(' ');
+                    // The lanes folded away stand between the last drawn one and this row's.
+                    lanes.push(if l == col && g.lane > col { '…' } else { ' ' });
                 }
-                lanes.push(match (l == g.lane, g.kind) {
+                lanes.push(match (l == col, g.kind) {
                     (false, _) => '|',
                     (true, NodeKind::Entry) => '*',
                     (true, NodeKind::Fold) => ':',
                 });
             }
-            let pad = " ".repeat(2 * (self.lanes - 1 - g.lane));
+            let pad = " ".repeat(2 * (drawn - 1 - col));
             let c = if g.in_context {
                 '●'
             } else if g.on_path {
@@ -541,12 +552,19 @@ impl Graph {
             let k = tree.node(g.last).children.len();
             if k > 1 {
                 let mut conn = String::new();
-                for _ in 0..g.lane {
+                for _ in 0..col {
                     conn.push_str("| ");
                 }
                 conn.push('|');
-                for _ in 1..k {
+                // The children's lanes to the right of this one, as far as they are drawn.
+                let shown = (k - 1).min(DRAWN_LANES - 1 - col);
+                for _ in 0..shown {
                     conn.push_str("\\ ");
+                }
+                let left_out = k - 1 - shown;
+                if left_out > 0 {
+                    let lanes = if left_out == 1 { "lane" } else { "lanes" };
+                    let _ = write!(conn, "… {left_out} more {lanes}");
                 }
                 out.push(TextLine {
                     text: conn.trim_end().to_owned(),
@@ -555,6 +573,54 @@ impl Graph {
             }
         }
         out
+    }
+
+    /// The widest entry title (at most 24 characters), for the title column.
+    fn title_width(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|g| g.kind == NodeKind::Entry)
+            .map(|g| g.title.chars().count())
+            .filter(|&w| w <= 24)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The text form's first two lines: the session, and the legend.
+    fn header_lines(&self, tree: &Tree, out: &mut Vec<TextLine>) {
+        let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+        let header = match &self.name {
+            Some(n) => format!("session {} ({})", preview::one_line(n), tree.header().id),
+            None => format!("session {}", tree.header().id),
+        };
+        out.push(TextLine {
+            text: format!(
+                "{header} · {} · {}",
+                plural(self.entry_count, "entry", "entries"),
+                plural(self.leaf_count, "leaf", "leaves"),
+            ),
+            entry: None,
+        });
+        let at = match (self.selected_leaf, self.default_leaf) {
+            (Some(s), d) if Some(s) == d => format!("the default leaf {}", id(s)),
+            (Some(s), _) => format!("leaf {}", id(s)),
+            (None, _) => "no leaf".to_owned(),
+        };
+        let mut legend = format!(
+            "● reaches the model at {at} ({}) · ○ on its path, not sent · : folded run",
+            plural(
+                self.context_entries.len(),
+                "context entry",
+                "context entries"
+            ),
+        );
+        if self.lanes > DRAWN_LANES {
+            let _ = write!(legend, " · … lanes past {DRAWN_LANES} folded");
+        }
+        out.push(TextLine {
+            text: legend,
+            entry: None,
+        });
     }
 }
 
@@ -654,9 +720,10 @@ impl Graph {
             .filter(|(_, s)| s.count > 0)
             .collect();
         let gutter = ranges.len() * GUTTER_W + if ranges.is_empty() { 0 } else { 6 };
-        let lane_x = |lane: usize| 14 + gutter + lane * LANE_W;
+        // Lanes past [`DRAWN_LANES`] are drawn in the last column, as in the text form.
+        let lane_x = |lane: usize| 14 + gutter + column(lane) * LANE_W;
         let row_y = |row: usize| HEAD_H + row * ROW_H + ROW_H / 2;
-        let text_x = lane_x(self.lanes.max(1)) + 6;
+        let text_x = 14 + gutter + self.lanes.clamp(1, DRAWN_LANES) * LANE_W + 6;
         let longest = self
             .nodes
             .iter()
