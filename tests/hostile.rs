@@ -730,3 +730,46 @@ fn outputs_grow_with_the_input_not_its_square() {
         }
     }
 }
+
+/// `session/graph` comes in pages like `session/tree`: a page is bounded, and the pages in
+/// turn give exactly the graph `sessiond graph --json` prints.
+#[test]
+fn the_daemon_s_graph_comes_in_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let file = wide_session(&dir, 5000);
+    let out = Command::new(BIN)
+        .args(["graph", file.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let whole: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+    let (mut d, _) = Daemon::start(&[&dir]);
+    d.call("session/open", json!({"path": file}));
+    let mut offset = json!(0);
+    let (mut nodes, mut lines, mut pages) = (Vec::new(), Vec::new(), 0);
+    while let Some(at) = offset.as_u64() {
+        let page = support::checked(
+            &mut d,
+            "session/graph",
+            json!({"path": file, "offset": at, "limit": 1000}),
+        );
+        assert!(
+            page.to_string().len() < 1 << 20,
+            "a page of 1000 rows is small"
+        );
+        assert_eq!(page["rowCount"], whole["rowCount"]);
+        nodes.extend(page["nodes"].as_array().unwrap().iter().cloned());
+        lines.extend(page["lines"].as_array().unwrap().iter().cloned());
+        if at == 0 {
+            assert_eq!(page["contextEntryIds"], whole["contextEntryIds"]);
+        }
+        offset = page["nextOffset"].clone();
+        pages += 1;
+    }
+    assert_eq!(pages, 6);
+    assert_eq!(Value::Array(nodes), whole["nodes"]);
+    assert_eq!(Value::Array(lines), whole["lines"]);
+    let too_many = d.request("session/graph", json!({"path": file, "limit": 100_000}));
+    assert_eq!(support::error_of(&too_many).0, -32602);
+    d.stop();
+}

@@ -28,7 +28,8 @@ pub struct GraphArgs {
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
     /// Print the graph's model as JSON: `{name, entryCount, leafCount, lanes, defaultLeafId,
-    /// selectedLeafId, contextEntryIds, nodes, lines}` (the daemon's `session/graph`).
+    /// selectedLeafId, contextEntryIds, rowCount, offset, nextOffset, nodes, lines}` (the
+    /// daemon's `session/graph`, every row in one page).
     #[arg(long)]
     pub json: bool,
     /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).

@@ -353,15 +353,29 @@ pub fn salvaged(s: &writer::Salvaged) -> Salvaged {
     }
 }
 
-/// The wire form of a branch graph ([`crate::core::graph`]); `revision` for the daemon.
+/// `session/graph`'s result and `sessiond graph --json`: the whole graph `g` of `tree`.
 pub fn graph(
     tree: &Tree,
     g: &crate::core::graph::Graph,
     revision: Option<Revision>,
 ) -> super::wire::GraphResult {
+    graph_page(tree, g, 0..g.nodes.len(), revision)
+}
+
+/// One page of `session/graph`: the rows of `g` in `rows` (their nodes and text lines), with
+/// the header and legend lines and `contextEntryIds` on the first page; `nextOffset` names
+/// the row the next page starts at.
+pub fn graph_page(
+    tree: &Tree,
+    g: &crate::core::graph::Graph,
+    rows: std::ops::Range<usize>,
+    revision: Option<Revision>,
+) -> super::wire::GraphResult {
     use super::wire::{GraphLine, GraphNode, GraphRange, GraphResult};
     use crate::core::graph::NodeKind;
     let opt = |n: Option<NodeIdx>| n.map(|n| id(tree, n));
+    let end = rows.end.min(g.nodes.len());
+    let start = rows.start.min(end);
     GraphResult {
         name: g.name.clone(),
         entry_count: g.entry_count,
@@ -369,9 +383,12 @@ pub fn graph(
         lanes: g.lanes,
         default_leaf_id: opt(g.default_leaf),
         selected_leaf_id: opt(g.selected_leaf),
-        context_entry_ids: g.context_entries.iter().map(|&n| id(tree, n)).collect(),
-        nodes: g
-            .nodes
+        context_entry_ids: (start == 0)
+            .then(|| g.context_entries.iter().map(|&n| id(tree, n)).collect()),
+        row_count: g.nodes.len(),
+        offset: start,
+        next_offset: (end < g.nodes.len()).then_some(end),
+        nodes: g.nodes[start..end]
             .iter()
             .map(|n| GraphNode {
                 kind: match n.kind {
@@ -404,7 +421,7 @@ pub fn graph(
             })
             .collect(),
         lines: g
-            .text(tree)
+            .text_rows(tree, start..end)
             .into_iter()
             .map(|l| GraphLine {
                 text: l.text,

@@ -31,6 +31,10 @@ use crate::storage::reader::OpenError;
 
 /// Default number of nodes in one `session/tree` answer.
 const TREE_LIMIT_DEFAULT: usize = 1000;
+/// `session/graph`'s default `limit` (rows in a page).
+const GRAPH_LIMIT_DEFAULT: usize = 1000;
+/// `session/graph`'s largest `limit`.
+pub const GRAPH_LIMIT_MAX: usize = 10_000;
 /// Largest `limit` of `session/tree`; a larger one is refused with -32602.
 pub const TREE_LIMIT_MAX: usize = 10_000;
 /// Default depth of one `session/tree` answer.
@@ -76,6 +80,32 @@ pub(super) fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value,
         path: path.to_owned(),
         source: std::io::Error::other(e),
     })
+}
+
+/// A result serialized where it was made, as the text the transport sends
+/// ([`super::transport::raw_result`]): for results that can be large (an export, a graph),
+/// whose serialization, and the pass that writes lone surrogates back as escapes, must not
+/// run on the runtime's thread, where every other session's answer waits for it. Call it
+/// off the runtime (in the owner's query, or on the blocking pool).
+pub(super) fn to_raw<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value, RpcError> {
+    to_raw_sized(path, v, 0)
+}
+
+/// [`to_raw`] into a buffer of at least `expected` bytes to start with: a result whose size is
+/// known roughly (an export's document) is written without the buffer doubling up to twice
+/// its size on the way.
+pub(super) fn to_raw_sized<T: serde::Serialize>(
+    path: &Path,
+    v: &T,
+    expected: usize,
+) -> Result<Value, RpcError> {
+    let mut text = super::transport::spare_buffer();
+    text.reserve(expected);
+    serde_json::to_writer(&mut text, v).map_err(|e| RpcError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::other(e),
+    })?;
+    Ok(super::transport::raw_result(lossless::restore(text)))
 }
 
 /// `session/contextAt`'s result for an open session (run by its owner), as a `Value`
@@ -273,19 +303,26 @@ fn export_result(
             source,
         }
     })?;
-    Ok(json!({
-        "path": path,
-        "format": options.format.as_str(),
-        "leafId": leaf.map(|l| tree.node(l).entry.id.to_string()),
-        "document": e.document,
-        "entries": e.entries,
-        "messages": e.messages,
-        "toolCalls": e.tool_calls,
-        "redactions": e.redactions,
-        "redacted": options.redact,
-        "truncated": e.truncated,
-        "images": e.images,
-    }))
+    // A document of hundreds of megabytes: serialized here, off the runtime (see `to_raw`),
+    // from where it lies, into a buffer of its size.
+    let result = super::wire::ExportResult {
+        path,
+        format: options.format.as_str(),
+        leaf_id: leaf.map(|l| tree.node(l).entry.id.to_string()),
+        document: &e.document,
+        entries: e.entries,
+        messages: e.messages,
+        tool_calls: e.tool_calls,
+        redactions: e.redactions,
+        redacted: options.redact,
+        truncated: e.truncated,
+        images: e.images,
+    };
+    to_raw_sized(
+        path,
+        &result,
+        e.document.len() + (e.document.len() >> 4) + 4096,
+    )
 }
 
 impl Backend {
@@ -411,20 +448,37 @@ impl Backend {
             .await?)
     }
 
-    /// `session/graph {path, leafId?}`: the branch graph ([`crate::core::graph`]) with the
-    /// context at the leaf highlighted: its nodes in row order and its text form (what
-    /// `sessiond graph --json` prints, plus the revision). Errors: -33005, -33004 for an unknown
-    /// `leafId`.
+    /// `session/graph {path, leafId?, offset?, limit?}`: a page of the branch graph
+    /// ([`crate::core::graph`]) with the context at the leaf highlighted: the nodes of rows
+    /// `offset..offset+limit` and their text form (what `sessiond graph --json` prints for the
+    /// whole graph, plus the revision). Paged like `session/tree`, so one wide node cannot make
+    /// one reply of hundreds of megabytes; only the page's previews are read. Errors: -33005,
+    /// -33004 for an unknown `leafId`, -32602 for a `limit` outside 1 to 10000.
     pub async fn graph(&self, p: Value) -> RpcResult<Value> {
         let p: GraphParams = params("session/graph", p)?;
-        Ok(self
-            .ask(&p.path, move |s| {
+        let limit = p.limit.unwrap_or(GRAPH_LIMIT_DEFAULT);
+        if !(1..=GRAPH_LIMIT_MAX).contains(&limit) {
+            return Err(RpcError::InvalidParams {
+                method: "session/graph",
+                detail: format!("limit must be between 1 and {GRAPH_LIMIT_MAX}, got {limit}"),
+            }
+            .into());
+        }
+        let offset = p.offset.unwrap_or(0);
+        let rows = offset..offset.saturating_add(limit);
+        // Off the runtime whatever the file's size: the layout grows with the entries (20,000
+        // children are a file of 3 MB), and the page is serialized there too.
+        let handle = self.open_session(&p.path)?;
+        Ok(handle
+            .query_waiting(move |s| {
                 let leaf = leaf(s, p.leaf_id.as_deref())?;
-                let g = crate::core::graph::build(s.tree(), leaf, s.source());
-                let result = convert::graph(s.tree(), &g, Some(convert::revision(s.revision())));
-                to_value(s.path(), &result)
+                let g = crate::core::graph::build_rows(s.tree(), leaf, s.source(), rows.clone());
+                let page =
+                    convert::graph_page(s.tree(), &g, rows, Some(convert::revision(s.revision())));
+                to_raw(s.path(), &page)
             })
-            .await?)
+            .await
+            .map_err(RpcError::from)??)
     }
 
     /// `session/verifyResume {path, leafId?, cwd?}`: the leaf checked against the world now
@@ -515,8 +569,9 @@ impl Backend {
         };
         let leaf_id = p.leaf_id;
         match self.registry.get(&real) {
+            // Off the runtime whatever the session's size: the work grows with the document.
             Ok(handle) => Ok(handle
-                .query(move |s| {
+                .query_waiting(move |s| {
                     export_result(s.path(), s.tree(), s.source(), leaf_id.as_deref(), &options)
                 })
                 .await

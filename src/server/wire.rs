@@ -2,7 +2,7 @@
 //! notifications as sent. Field names are camelCase like pi's. Shapes are documented in
 //! `protocol/README.md` and `protocol/schema/`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -122,6 +122,35 @@ pub struct VerifyResumeParams {
     pub leaf_id: Option<String>,
     /// Working directory to check instead of the header's `cwd`.
     pub cwd: Option<PathBuf>,
+}
+
+/// `session/export` result: the document and its counts. Borrows the document, which can be
+/// hundreds of megabytes: it is serialized from where it was made, never copied into a `Value`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportResult<'a> {
+    /// The session file.
+    pub path: &'a Path,
+    /// `md` or `html`.
+    pub format: &'static str,
+    /// The leaf exported (`null` for a session without entries).
+    pub leaf_id: Option<String>,
+    /// The Markdown or HTML document.
+    pub document: &'a str,
+    /// Entries on the branch.
+    pub entries: usize,
+    /// Messages shown.
+    pub messages: usize,
+    /// Tool calls shown.
+    pub tool_calls: usize,
+    /// Strings redacted.
+    pub redactions: usize,
+    /// Whether redaction was on.
+    pub redacted: bool,
+    /// Outputs and arguments cut.
+    pub truncated: usize,
+    /// Images embedded.
+    pub images: usize,
 }
 
 /// `session/export` params.
@@ -513,6 +542,10 @@ pub struct GraphParams {
     pub path: PathBuf,
     /// The leaf whose context is highlighted; absent: the default leaf (last entry in file order).
     pub leaf_id: Option<String>,
+    /// The first row of the page (default 0).
+    pub offset: Option<usize>,
+    /// Rows in the page (default 1000, 1 to 10000).
+    pub limit: Option<usize>,
 }
 
 /// `session/graph` result and `sessiond graph --json`: the branch graph
@@ -532,11 +565,21 @@ pub struct GraphResult {
     pub default_leaf_id: Option<String>,
     /// The leaf the context is computed at (`leafId`, else the default leaf).
     pub selected_leaf_id: Option<String>,
-    /// The entries in context at the selected leaf, as `session/contextAt`'s `entryIds`.
-    pub context_entry_ids: Vec<String>,
-    /// One node per row, depth-first.
+    /// The entries in context at the selected leaf, as `session/contextAt`'s `entryIds`; on
+    /// the first page only (a page of a long path would otherwise repeat it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_entry_ids: Option<Vec<String>>,
+    /// Rows of the whole graph.
+    pub row_count: usize,
+    /// The first row of this page.
+    pub offset: usize,
+    /// Where the next page starts; `null` on the last page.
+    pub next_offset: Option<usize>,
+    /// The page's nodes, one per row, depth-first.
     pub nodes: Vec<GraphNode>,
-    /// The text form, one line each (`git log --graph` lanes), with the entry a line stands for.
+    /// The page's text form, one line each (`git log --graph` lanes), with the entry a line
+    /// stands for: the header and legend on the first page, then each row's line and the
+    /// connector under a branch point.
     pub lines: Vec<GraphLine>,
     /// Revision of the state this result describes (absent from the CLI's output).
     #[serde(skip_serializing_if = "Option::is_none")]

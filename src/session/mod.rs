@@ -91,7 +91,8 @@ impl SessionHandle {
     }
 
     /// [`SessionHandle::query`] for work that may wait on something outside the daemon (a
-    /// salvage takes file locks) ([`Cost::Wait`]): the owner runs it off the runtime.
+    /// salvage takes file locks), or that grows with what it makes rather than with the
+    /// session (an export) ([`Cost::Wait`]): the owner runs it off the runtime.
     pub async fn query_waiting<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Session) -> R + Send + 'static,

@@ -1012,6 +1012,14 @@ export interface GraphParams {
      * The leaf whose context is highlighted; absent: the default leaf (the last entry in file order).
      */
     leafId?: string | null;
+    /**
+     * The first row of the page (default 0): a previous page's nextOffset.
+     */
+    offset?: number;
+    /**
+     * Rows in the page (default 1000); outside 1 to 10000: -32602.
+     */
+    limit?: number;
     [k: string]: unknown;
 }
 export interface GraphNode {
@@ -1081,15 +1089,27 @@ export interface GraphResult {
     defaultLeafId: string | null;
     selectedLeafId: string | null;
     /**
-     * The context entries at the selected leaf, as session/contextAt's entryIds.
+     * The context entries at the selected leaf, as session/contextAt's entryIds; on the first page (offset 0) only.
      */
-    contextEntryIds: string[];
+    contextEntryIds?: string[];
     /**
-     * One node per row, depth-first.
+     * Rows of the whole graph.
+     */
+    rowCount: number;
+    /**
+     * The first row of this page.
+     */
+    offset: number;
+    /**
+     * Where the next page starts (ask again with it as offset); null on the last page.
+     */
+    nextOffset: number | null;
+    /**
+     * The page's nodes, one per row (rows offset to offset + limit), depth-first; parentRow and lane are the whole graph's.
      */
     nodes: GraphNode[];
     /**
-     * The text form (git log --graph lanes): a header, a legend, one line per node and a connector line under each branch point; entryId is the entry a line stands for (a fold: its first), null for the others.
+     * The page's text form (git log --graph lanes): on the first page a header and a legend, then for each row of the page its line and, under a branch point, a connector line; the pages' lines in turn are the whole text. At most 16 lanes are drawn: a row on a lane past them is drawn in the last column after a …, and a connector says how many lanes it leaves out. entryId is the entry a line stands for (a fold: its first), null for the others.
      */
     lines: {
         text: string;

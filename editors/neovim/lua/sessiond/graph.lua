@@ -28,7 +28,9 @@ function M.draw(buf, r)
   view.set_lines(buf, text, ids)
 end
 
---- Fetches and draws the graph of `s` into its open buffer; cb(err, result).
+--- Fetches and draws the graph of `s` into its open buffer; cb(err, result). session/graph
+--- comes in pages (like session/tree): they are asked for in turn, from `nextOffset`, and the
+--- result holds every page's nodes and lines.
 function M.refresh(s, cb)
   cb = cb or function() end
   local params = { path = s.path }
@@ -36,17 +38,33 @@ function M.refresh(s, cb)
   if leaf ~= nil and leaf ~= vim.NIL then
     params.leafId = leaf
   end
-  client.request("session/graph", params, function(err, r)
-    if err then
-      return cb(err)
-    end
-    local buf = view.existing("graph", s.path)
-    if buf then
-      M.draw(buf, r)
-    end
-    vim.api.nvim_exec_autocmds("User", { pattern = "SessiondGraphUpdated", data = { path = s.path } })
-    cb(nil, r)
-  end)
+  local whole
+  local function page(offset)
+    params.offset = offset
+    client.request("session/graph", params, function(err, r)
+      if err then
+        return cb(err)
+      end
+      if whole == nil then
+        whole = r
+      else
+        vim.list_extend(whole.nodes, r.nodes or {})
+        vim.list_extend(whole.lines, r.lines or {})
+        whole.revision = r.revision
+      end
+      if type(r.nextOffset) == "number" then
+        return page(r.nextOffset)
+      end
+      whole.nextOffset = vim.NIL
+      local buf = view.existing("graph", s.path)
+      if buf then
+        M.draw(buf, whole)
+      end
+      vim.api.nvim_exec_autocmds("User", { pattern = "SessiondGraphUpdated", data = { path = s.path } })
+      cb(nil, whole)
+    end)
+  end
+  page(0)
 end
 
 --- Opens (or focuses) the graph view of `s` highlighting the context at `leaf` (nil: the
