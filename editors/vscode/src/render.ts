@@ -176,9 +176,10 @@ export function verifyItems(report: VerifyResumeResult): VerifyItem[] {
     }));
 }
 
-/** The one-line summary shown above the findings. */
+/** The one-line summary shown above the findings, naming the git repository read (if any). */
 export function verifySummary(report: VerifyResumeResult): string {
     const { ok, warn, fail } = report.counts;
     const verdict = report.attention ? 'needs attention before resuming' : 'nothing needs attention';
-    return `${report.leafId ?? '(no leaf)'} in ${report.cwd ?? '(no cwd)'}: ${fail} fail, ${warn} warn, ${ok} ok; ${verdict}`;
+    const repo = report.repository ? ` (git ${report.repository.workTree})` : '';
+    return `${report.leafId ?? '(no leaf)'} in ${report.cwd ?? '(no cwd)'}${repo}: ${fail} fail, ${warn} warn, ${ok} ok; ${verdict}`;
 }

@@ -327,6 +327,7 @@ describe('render', () => {
             path: '/s/a.jsonl',
             leafId: 'l1',
             cwd: '/w',
+            repository: { workTree: '/w', gitDir: '/w/.git' },
             attention: true,
             counts: { ok: 1, warn: 1, fail: 1 },
             findings: [
@@ -344,6 +345,7 @@ describe('render', () => {
                 ['$(pass) cwd', '/w', 'The working directory /w exists'],
             ],
         );
-        assert.equal(verifySummary(report), 'l1 in /w: 1 fail, 1 warn, 1 ok; needs attention before resuming');
+        assert.equal(verifySummary(report), 'l1 in /w (git /w): 1 fail, 1 warn, 1 ok; needs attention before resuming');
+        assert.equal(verifySummary({ ...report, repository: null }), 'l1 in /w: 1 fail, 1 warn, 1 ok; needs attention before resuming');
     });
 });
