@@ -133,13 +133,22 @@ const GIT_FORCED: &[(&str, &str)] = &[
     ("diff.ignoreSubmodules", "all"),
 ];
 
+/// `GIT_*` variables of sessiond's environment that still reach git: where the user keeps
+/// their global configuration, and how far up a repository is looked for. Every other one
+/// (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, `GIT_CONFIG_PARAMETERS`, `GIT_EXTERNAL_DIFF`,
+/// `GIT_SSH_COMMAND`...) would point git at another repository or add configuration.
+const GIT_ENV_KEPT: &[&str] = &["GIT_CONFIG_GLOBAL", "GIT_CEILING_DIRECTORIES"];
+
 /// `git -C dir ARGS` made safe to run in a directory a session names (see the module docs):
-/// sessiond's `GIT_*` variables removed, [`GIT_FORCED`] and `overrides` given as command-line
-/// configuration (`GIT_CONFIG_COUNT`, which takes any key, also one with `=` in its name).
+/// sessiond's `GIT_*` variables removed (but [`GIT_ENV_KEPT`]), [`GIT_FORCED`] and
+/// `overrides` given as command-line configuration (`GIT_CONFIG_COUNT`, which takes any key,
+/// also one with `=` in its name).
 fn git_command(dir: &str, args: &[&str], overrides: &[(String, String)]) -> Command {
     let mut cmd = Command::new("git");
     for (name, _) in std::env::vars_os() {
-        if name.as_encoded_bytes().starts_with(b"GIT_") {
+        if name.as_encoded_bytes().starts_with(b"GIT_")
+            && !GIT_ENV_KEPT.iter().any(|k| name == std::ffi::OsStr::new(k))
+        {
             cmd.env_remove(name);
         }
     }
@@ -454,4 +463,61 @@ pub fn evaluate_collected(collected: verify::Collected, file: &Path, options: &O
         &file.to_string_lossy(),
         options,
     )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Every option that makes git execute something is forced off on the command, after any
+    /// filter driver's overrides, with no `GIT_*` variable but those kept.
+    #[test]
+    fn git_runs_with_every_executing_option_off() {
+        let overrides = vec![("filter.a=b.clean".to_owned(), String::new())];
+        let cmd = git_command("/w", &["status"], &overrides);
+        let env: Vec<(String, Option<String>)> = cmd
+            .get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect();
+        let get = |k: &str| {
+            env.iter()
+                .find(|(n, _)| n == k)
+                .and_then(|(_, v)| v.clone())
+        };
+        let pairs: Vec<(String, String)> = (0..get("GIT_CONFIG_COUNT").unwrap().parse().unwrap())
+            .map(|i: usize| {
+                (
+                    get(&format!("GIT_CONFIG_KEY_{i}")).unwrap(),
+                    get(&format!("GIT_CONFIG_VALUE_{i}")).unwrap(),
+                )
+            })
+            .collect();
+        for (k, v) in [
+            ("core.fsmonitor", "false"),
+            ("core.hooksPath", "/dev/null"),
+            ("safe.bareRepository", "explicit"),
+            ("protocol.allow", "never"),
+            ("filter.a=b.clean", ""),
+        ] {
+            assert!(
+                pairs.contains(&(k.to_owned(), v.to_owned())),
+                "{k}: {pairs:?}"
+            );
+        }
+        for (k, v) in [
+            ("GIT_CONFIG_NOSYSTEM", "1"),
+            ("GIT_OPTIONAL_LOCKS", "0"),
+            ("GIT_NO_LAZY_FETCH", "1"),
+        ] {
+            assert_eq!(get(k).as_deref(), Some(v), "{k}");
+        }
+        let args: Vec<_> = cmd.get_args().collect();
+        assert_eq!(args[..3], ["--no-pager", "-C", "/w"]);
+    }
 }
