@@ -27,7 +27,7 @@ use crate::server::context_json::{self, ContextJson, Fields, Window};
 use crate::session::SessionHandle;
 use crate::session::owner::Session;
 use crate::storage::list;
-use crate::storage::reader::OpenError;
+use crate::storage::reader::{FileLines, OpenError, OpenedSession};
 
 /// Default number of nodes in one `session/tree` answer.
 const TREE_LIMIT_DEFAULT: usize = 1000;
@@ -257,18 +257,32 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
 
 /// Reads a session that is not open (strictly, as `session/open` would) and collects what
 /// verification needs at `leaf_id`.
-fn collect_closed(
+/// A session that is not open, read once, strictly, from one descriptor opened without
+/// following a symlink and checked to be inside `roots` (as the owner opens a session), with
+/// the reader of its lines.
+fn read_closed(
     path: &Path,
-    leaf_id: Option<&str>,
-) -> Result<crate::core::verify::Collected, RpcError> {
+    roots: &crate::session::roots::Roots,
+) -> Result<(OpenedSession, FileLines), RpcError> {
     let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
-    let session = crate::storage::reader::open_session(path, Mode::Strict).map_err(open_err)?;
-    let lines = crate::storage::reader::FileLines::open(path).map_err(|source| {
+    let file = crate::session::owner::open_within_roots(path, roots).map_err(open_err)?;
+    let read = file.try_clone().map_err(|source| {
         open_err(OpenError::Io {
             path: path.to_owned(),
             source,
         })
     })?;
+    let session =
+        crate::storage::reader::open_session_from(path, read, Mode::Strict).map_err(open_err)?;
+    Ok((session, FileLines::new(file)))
+}
+
+fn collect_closed(
+    path: &Path,
+    leaf_id: Option<&str>,
+    roots: &crate::session::roots::Roots,
+) -> Result<crate::core::verify::Collected, RpcError> {
+    let (session, lines) = read_closed(path, roots)?;
     let leaf = session
         .tree
         .resolve_leaf(leaf_id)
@@ -520,12 +534,15 @@ impl Backend {
                 .map_err(RpcError::from)??,
             Err(_) => {
                 let path = real.clone();
-                tokio::task::spawn_blocking(move || collect_closed(&path, leaf_id.as_deref()))
-                    .await
-                    .map_err(|e| RpcError::Io {
-                        path: real.clone(),
-                        source: std::io::Error::other(e),
-                    })??
+                let roots = self.roots();
+                tokio::task::spawn_blocking(move || {
+                    collect_closed(&path, leaf_id.as_deref(), &roots)
+                })
+                .await
+                .map_err(|e| RpcError::Io {
+                    path: real.clone(),
+                    source: std::io::Error::other(e),
+                })??
             }
         };
         let path = real.clone();
@@ -578,17 +595,9 @@ impl Backend {
                 .map_err(RpcError::from)??),
             Err(_) => {
                 let path = real.clone();
+                let roots = self.roots();
                 Ok(tokio::task::spawn_blocking(move || {
-                    let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
-                    let session = crate::storage::reader::open_session(&path, Mode::Strict)
-                        .map_err(open_err)?;
-                    let lines =
-                        crate::storage::reader::FileLines::open(&path).map_err(|source| {
-                            open_err(OpenError::Io {
-                                path: path.clone(),
-                                source,
-                            })
-                        })?;
+                    let (session, lines) = read_closed(&path, &roots)?;
                     export_result(&path, &session.tree, &lines, leaf_id.as_deref(), &options)
                 })
                 .await

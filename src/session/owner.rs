@@ -597,6 +597,16 @@ fn off_the_runtime<R>(cost: Cost, applied_bytes: u64, work: impl FnOnce() -> R) 
     }
 }
 
+/// Opens the canonical `path` for reading as [`Session::open_within`] does: without following
+/// a final symlink, and only when what was opened is a regular file the path names inside
+/// `roots`. For a one-time read of a session that is not open; read from the file returned,
+/// not from the path again. Errors: `Io`, `NotAFile`, `NotInRoots`.
+pub fn open_within_roots(path: &Path, roots: &Roots) -> Result<File, OpenError> {
+    let file = reader::open_regular_nofollow(path)?;
+    opened_within(&file, path, roots)?;
+    Ok(file)
+}
+
 /// Checks that `file`, just opened from the canonical `path`, is a regular file inside `roots`:
 /// the path resolved now (symlinks followed) lies inside a root and names the very file that
 /// was opened (same device and inode), so a directory on the way swapped for a symlink out of
