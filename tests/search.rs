@@ -42,6 +42,31 @@ fn search(root: &Path, index: &Path, extra: &[&str]) -> Value {
     cli_json(&args)
 }
 
+/// Sends `session/search` with `params` until an answer has a hit, for up to five seconds;
+/// returns that answer and how many searches it took. The index follows the files through a
+/// watch of its own: an open session's `session/didChange` comes from another watch, so it
+/// says the line is on disk, not that the index's watch has been told yet (a search sent at
+/// once found nothing now and then). Until the index has it, an answer has no hit and was
+/// made without reconciling the roots.
+fn search_until_found(d: &mut Daemon, params: &Value) -> (Value, usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let mut tries = 0;
+    loop {
+        let r = checked(d, "session/search", params.clone());
+        tries += 1;
+        assert_eq!(r["index"]["update"]["reconciled"], false, "{r}");
+        if r["total"] != 0 {
+            return (r, tries);
+        }
+        assert_eq!(r["hits"], json!([]), "{r}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no hit for {params} 5 s after its append: {r}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn cli_search_is_incremental_and_says_what_it_could_not_read() {
     let root = tempfile::tempdir().unwrap();
@@ -298,11 +323,11 @@ fn session_search_updates_before_answering_and_reports_progress() {
     d.call("session/open", json!({"path": file}));
     append(&file, &json!({"type":"message","id":"x1","parentId":"e0000003","timestamp":"2025-01-05T00:00:00.000Z",
         "message":{"role":"assistant","content":[{"type":"text","text":"platypus"}]}}).to_string());
-    let _ = d.notification("session/didChange", Duration::from_secs(5));
-    let r = checked(
+    d.notification("session/didChange", Duration::from_secs(5))
+        .expect("didChange");
+    let (r, _) = search_until_found(
         &mut d,
-        "session/search",
-        json!({"query": "platypus", "roles": ["assistant"]}),
+        &json!({"query": "platypus", "roles": ["assistant"]}),
     );
     assert_eq!(r["total"], 1);
     assert_eq!(r["hits"][0]["entryId"], "x1");
@@ -321,7 +346,8 @@ fn session_search_updates_before_answering_and_reports_progress() {
 
 /// The index follows the files from the daemon's file-system events: an append, a new file, a
 /// rewrite and a deletion are in the answers without a search reconciling the roots, and an
-/// append is found once its `session/didChange` arrived (the time it took is printed;
+/// append is found within a deadline after its `session/didChange` (the time from that
+/// notification to the first answer with the entry is printed, with the searches it took;
 /// scripts/bench-search.sh measures it on the large corpus).
 #[test]
 fn session_search_follows_watcher_events() {
@@ -360,13 +386,12 @@ fn session_search_follows_watcher_events() {
         d.notification("session/didChange", Duration::from_secs(5))
             .expect("didChange");
         let t = std::time::Instant::now();
-        let r = search(&mut d, &word);
-        latencies.push(t.elapsed());
+        let (r, tries) = search_until_found(&mut d, &json!({"query": word}));
+        latencies.push((t.elapsed(), tries));
         assert_eq!(r["total"], 1, "{r}");
         assert_eq!(r["hits"][0]["entryId"], json!(id));
-        assert_eq!(r["index"]["update"]["reconciled"], false, "{r}");
     }
-    eprintln!("didChange to an answer with the appended entry: {latencies:?}");
+    eprintln!("didChange to an answer with the appended entry (time, searches): {latencies:?}");
 
     // Left alone for the event thread: the next search has nothing left to apply.
     append(&file, &json!({"type":"message","id":"w9","parentId": parent,"timestamp":"2025-01-05T00:00:00.000Z",
