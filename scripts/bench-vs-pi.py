@@ -36,11 +36,18 @@
 #     path since its last compaction) and one chain of 400,000 entries (399,615 messages to
 #     summarize).
 # --huge adds a 1 GB session (pi is skipped there unless --huge-pi: it needs several GB).
-# Prints two markdown tables (the README's Performance section shows the latest ones).
+# --quick is a smaller run (1 and 10 MB, 20,000-entry sessions, fewer rounds, no compaction) for
+# trying a change; its tables go to stdout only unless --write is given too.
+#
+# Prints two markdown tables and writes docs/performance.md (the method, the machine and these
+# tables; the file's hand-written part after its HAND_WRITTEN line is kept) and the headline
+# rows between the README's `bench:headline` markers. Nobody edits those numbers by hand.
 import argparse
+import datetime
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -49,6 +56,12 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PERFORMANCE = os.path.join(ROOT, "docs", "performance.md")
+README = os.path.join(ROOT, "README.md")
+# docs/performance.md: everything after this line is written by hand and kept as it is.
+HAND_WRITTEN = "<!-- Written by hand below this line; scripts/bench-vs-pi.py keeps it. -->"
+HEADLINE_BEGIN = "<!-- bench:headline (written by scripts/bench-vs-pi.py) -->"
+HEADLINE_END = "<!-- /bench:headline -->"
 
 
 def run(cmd):
@@ -124,10 +137,29 @@ def main():
     ap.add_argument("--compact-runs", type=int, default=3,
                     help="runs of sessiond's and pi's compaction on each 200 MB session (0: skip them)")
     ap.add_argument("--oracle")
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true",
+                    help="a smaller run for trying a change: --sizes 1,10 --entries 20000 --chain 20000 --runs 1 "
+                         "--rounds 3 --context-runs 20 --appends 50 --compact-runs 0 (options given override "
+                         "these); writes no file unless --write")
+    ap.add_argument("--write", action="store_true", help="write docs/performance.md and the README's headline "
+                    "even after --quick")
+    ap.add_argument("--no-write", action="store_true", help="print the tables only")
+    argv = sys.argv[1:]
+    args = ap.parse_args(argv)
+    if args.quick:
+        quick = dict(sizes="1,10", entries=20_000, chain=20_000, runs=1, rounds=3, context_runs=20, appends=50,
+                     compact_runs=0)
+        given = {a.split("=", 1)[0].lstrip("-").replace("-", "_") for a in argv if a.startswith("--")}
+        for k, v in quick.items():
+            if k not in given:
+                setattr(args, k, v)
+    write = (args.write or not args.quick) and not args.no_write
+    started = time.time()
+    load_start = os.getloadavg() if hasattr(os, "getloadavg") else None
     oracle = oracle_dir(args.oracle)
     if not os.path.exists("/usr/bin/time"):
         sys.exit("bench: needs GNU time (apt-get install time)")
+    commit = built_commit()
     build()
     rel = os.path.join(target_dir(), "release")
     sessiond, gen, floor = os.path.join(rel, "sessiond"), os.path.join(rel, "examples", "gen-session"), os.path.join(rel, "examples", "floor")
@@ -186,10 +218,23 @@ def main():
                 ours.append(run([sessiond, "compact", path, "--dry-run"]))
                 theirs.append(run(["node", os.path.join(oracle, "oracle.mjs"), "compact", path]))
             compactions.append(dict(label=label, size=os.path.getsize(path), ours=ours, theirs=theirs))
-    print_table(args, cols)
-    if compactions:
+    rows, headline = table_rows(cols)
+    main_md = markdown(cols, rows)
+    comp_md, comp_headline = compaction_table(compactions) if compactions else ("", [])
+    machine = describe_machine(load_start, commit)
+    print(machine["line"])
+    print()
+    print(main_md)
+    if comp_md:
         print()
-        print_compaction_table(compactions)
+        print(comp_md)
+    if write:
+        run_info = dict(
+            command="python3 scripts/bench-vs-pi.py" + "".join(" " + shlex.quote(a) for a in argv),
+            minutes=(time.time() - started) / 60, args=args)
+        write_performance(machine, run_info, main_md, comp_md)
+        write_headline(machine, run_info, headline + comp_headline)
+        print(f"\nwrote {os.path.relpath(PERFORMANCE, ROOT)} and the headline rows of README.md", file=sys.stderr)
 
 
 def budget_mb(size):
@@ -197,12 +242,13 @@ def budget_mb(size):
     return 64 + 0.10 * size / 1048576
 
 
-def print_markdown(cols, rows):
+def markdown(cols, rows):
     """One table: a column per session, then the target and the verdict of each row."""
-    print("| measure | " + " | ".join(c["label"] for c in cols) + " | target | |")
-    print("|---|" + "---|" * len(cols) + "---|---|")
+    out = ["| measure | " + " | ".join(c["label"] for c in cols) + " | target | |",
+           "|---|" + "---|" * len(cols) + "---|---|"]
     for name, cells, target, v in rows:
-        print(f"| {name} | " + " | ".join(cells) + f" | {target} | {v} |")
+        out.append(f"| {name} | " + " | ".join(cells) + f" | {target} | {v} |")
+    return "\n".join(out)
 
 
 def fmt_ms(x):
@@ -215,26 +261,28 @@ def fmt_ms(x):
     return f"{x * 1000:.0f} µs"
 
 
-def print_table(args, cols):
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
-    except OSError:
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-          f"load average {load:.1f} at the end; `context --json`, `check` and the floor: median of "
-          f"{max(args.rounds, args.runs)} rounds, each ratio to the floor the median of the rounds' own ratios; "
-          f"pi and the daemon: median of {args.runs} runs (daemon: {args.context_runs} contextAt, {args.appends} appends)")
-    print()
+def table_rows(cols):
+    """The main table's rows, and its headline: one (measure, result, target, verdict) per row
+    that has a target, with only the sessions the verdict is about."""
     big = next((c for c in cols if c["mb"] == 100), None)
     huge = next((c for c in cols if c["mb"] >= 1024), None)
     many = next((c for c in cols if c["mb"] == 0), None)
     rows = []  # (measure, [cell per column], target, verdict)
+    headline = []
 
-    def row(name, cell, target="", verdict=""):
+    def row(name, cell, target="", verdict_of=(), head=None):
+        """verdict_of: (column, value, ok) triples the verdict is made of, in order."""
+        verdicts, results = [], []
+        for c, f, ok in verdict_of:
+            if c is None or f(c) is None:
+                verdicts.append("not measured")
+                continue
+            verdicts.append(("met" if ok(f(c)) else "**missed**") + (f" ({c['label']})" if len(verdict_of) > 1 else ""))
+            results.append(f"{cell(c)} ({c['label']})")
+        verdict = "; ".join(verdicts)
         rows.append((name, [cell(c) for c in cols], target, verdict))
+        if target:
+            headline.append((head or name, "; ".join(results) or "—", target, verdict))
 
     def m(c, k, i):
         v = c["med"][k]
@@ -251,48 +299,41 @@ def print_table(args, cols):
     def rss_ratio(c):
         return m(c, "ctx", 1) / m(c, "pi", 1) if c["med"]["pi"] else None
 
-    def verdict(c, f, ok):
-        if c is None or f(c) is None:
-            return "not measured"
-        return "met" if ok(f(c)) else "**missed**"
-
+    small = [c for c in cols if c["mb"] == 0]
     row("speed-up (pi time / sessiond time)", lambda c: f"{speed(c):.1f}×" if speed(c) else "—",
-        "≥ 10× on 100 MB", verdict(big, speed, lambda x: x >= 10))
+        "≥ 10× on 100 MB", [(big, speed, lambda x: x >= 10)], "`context --json`: pi's time / sessiond's")
     row("peak RSS: sessiond", lambda c: f"{m(c, 'ctx', 1):.1f} MB")
     row("peak RSS: pi", lambda c: f"{m(c, 'pi', 1):.0f} MB" if c["med"]["pi"] else "—")
-    small = [c for c in cols if c["mb"] == 0]
-    rss_verdict = verdict(big, rss_ratio, lambda x: x <= 0.25) + " (100 MB)"
-    for c in small:
-        rss_verdict += f"; {verdict(c, rss_ratio, lambda x: x <= 0.15)} ({c['label']})"
     row("RSS ratio (sessiond / pi)", lambda c: f"{rss_ratio(c):.3f}" if rss_ratio(c) else "—",
-        "≤ 0.25 on 100 MB; ≤ 0.15 on small entries", rss_verdict)
+        "≤ 0.25 on 100 MB; ≤ 0.15 on small entries",
+        [(big, rss_ratio, lambda x: x <= 0.25)] + [(c, rss_ratio, lambda x: x <= 0.15) for c in small],
+        "`context --json`: peak RSS, sessiond / pi")
 
     def cf(c):
         return c["paired"]["ctx"]
 
-    ctx_verdict = "; ".join(f"{verdict(c, cf, lambda x: x <= 2)} ({c['label']})" for c in small)
-    row("open (`check`)", lambda c: fmt_ms(m(c, "open", 0) * 1000))
-    row("floor (read + validate JSON)", lambda c: fmt_ms(m(c, "floor", 0) * 1000))
-
     def of(c):
         return c["paired"]["open"]
 
+    row("open (`check`)", lambda c: fmt_ms(m(c, "open", 0) * 1000))
+    row("floor (read + validate JSON)", lambda c: fmt_ms(m(c, "floor", 0) * 1000))
     sized = [c for c in cols if c["mb"] > 0]
     worst = max(sized, key=of) if sized else None
-    open_verdict = verdict(worst, of, lambda x: x <= 1.5) + " (byte-sized)"
-    for c in small:
-        open_verdict += f"; {verdict(c, of, lambda x: x <= 1.5)} ({c['label']})"
-    row("open / floor", lambda c: f"{of(c):.2f}", "≤ 1.5", open_verdict)
-    row("`context --json` / floor", lambda c: f"{cf(c):.2f}", "≤ 2 on small entries", ctx_verdict)
+    row("open / floor", lambda c: f"{of(c):.2f}", "≤ 1.5",
+        [(worst, of, lambda x: x <= 1.5)] + [(c, of, lambda x: x <= 1.5) for c in small],
+        "open (`check`) / floor (the slowest byte-sized session; the small-entry ones)")
+    row("`context --json` / floor", lambda c: f"{cf(c):.2f}", "≤ 2 on small entries",
+        [(c, cf, lambda x: x <= 2) for c in small])
     row("daemon `session/open`", lambda c: fmt_ms(median(c["open"]["openMs"])))
     row("daemon VmRSS after open", lambda c: f"{c['open']['rssMb']:.0f} MB")
 
     row("daemon RSS budget (64 MB + 10% of file)", lambda c: f"{budget_mb(c['size']):.0f} MB",
-        "RSS ≤ budget on 1 GB", verdict(huge, lambda c: c["open"]["rssMb"] / budget_mb(c['size']), lambda x: x <= 1))
+        "RSS ≤ budget on 1 GB", [(huge, lambda c: c["open"]["rssMb"] / budget_mb(c['size']), lambda x: x <= 1)],
+        "daemon VmRSS after opening 1 GB / budget (64 MB + 10% of the file)")
     row("messages in the context at the default leaf", lambda c: f"{c['open']['messageCount']:,}")
     row("`contextAt` full, median / p99",
         lambda c: f"{fmt_ms(median(c['open']['contextFullMs']))} / {fmt_ms(p99(c['open']['contextFullMs']))}",
-        "p99 ≤ 25 ms on 1 GB", verdict(huge, lambda c: p99(c["open"]["contextFullMs"]), lambda x: x <= 25))
+        "p99 ≤ 25 ms on 1 GB", [(huge, lambda c: p99(c["open"]["contextFullMs"]), lambda x: x <= 25)])
     row("`contextAt` full, the first request after open / the rest's max",
         lambda c: f"{fmt_ms(c['open']['contextFullMs'][0])} / {fmt_ms(max(c['open']['contextFullMs'][1:], default=None))}"
         if c["open"].get("contextFullMs") else "—")
@@ -306,10 +347,11 @@ def print_table(args, cols):
 
     for key, name in (("entryMs", "`session/entry` round trip, median / p99"),
                       ("entryAfterContextMs", "`session/entry` right after the `contextAt` requests, median / p99")):
+        slowest = max(cols, key=lambda c, key=key: median(c["open"].get(key) or [0]), default=None)
         row(name,
             lambda c, key=key: f"{fmt_ms(median(c['open'].get(key, [])))} / {fmt_ms(p99(c['open'].get(key, [])))}",
-            "median ≤ 0.1 ms", verdict(max(cols, key=lambda c, key=key: median(c["open"].get(key) or [0]), default=None),
-                                       lambda c, key=key: median(c["open"].get(key) or []), lambda x: x <= 0.1))
+            "median ≤ 0.1 ms", [(slowest, lambda c, key=key: median(c["open"].get(key) or []), lambda x: x <= 0.1)],
+            name.replace(", median / p99", ", median / p99 (the slowest session)"))
     row("floor: the same answers from a peer that does nothing else, alternating, median / p99",
         lambda c: f"{fmt_ms(median(c['open'].get('entryFloorMs', [])))} / {fmt_ms(p99(c['open'].get('entryFloorMs', [])))}")
 
@@ -321,8 +363,10 @@ def print_table(args, cols):
 
     row("append → `didChange`, median / p99",
         lambda c: f"{fmt_ms(a(c, 'didChangeMs'))} / {fmt_ms(a(c, 'didChangeMs', p99))}" if c["append"] else "—",
-        "median < 20 ms", verdict(max((c for c in cols if c["append"]), key=lambda c: a(c, "didChangeMs"), default=None),
-                                  lambda c: a(c, "didChangeMs"), lambda x: x < 20))
+        "median < 20 ms",
+        [(max((c for c in cols if c["append"]), key=lambda c: a(c, "didChangeMs"), default=None),
+          lambda c: a(c, "didChangeMs"), lambda x: x < 20)],
+        "append → `session/didChange`, median / p99 (the slowest session)")
     row("append → `didChange` → `contextAt` ids, median", lambda c: fmt_ms(a(c, "didChangeContextMs")))
     row("daemon: append + `contextAt` ids at the new leaf", lambda c: fmt_ms(a(c, "applyMs")))
     row("daemon: reopen (`session/close` + `session/open`)", lambda c: fmt_ms(a(c, "reopenMs")))
@@ -338,30 +382,211 @@ def print_table(args, cols):
         return i(c, "reopenMs") / i(c, "applyMs") if c["inproc"] else None
 
     row("in-process: reopen / apply", lambda c: f"{p_ratio(c):,.0f}×" if p_ratio(c) else "—",
-        "≥ 1,000× at 100k entries", verdict(many, p_ratio, lambda x: x >= 1000))
+        "≥ 1,000× at 100k entries", [(many, p_ratio, lambda x: x >= 1000)],
+        "one appended entry: reopening / applying it (in-process)")
+    return rows, headline
 
-    print_markdown(cols, rows)
 
-
-def print_compaction_table(cols):
-    """Compaction's memory: `sessiond compact --dry-run` vs pi's prepareCompaction, medians."""
+def compaction_table(cols):
+    """Compaction's memory: `sessiond compact --dry-run` vs pi's prepareCompaction, medians.
+    Returns the markdown and the headline row."""
     def med(c, k, i):
         return median([x[i] for x in c[k]])
 
+    def ratio(c):
+        return med(c, 'ours', 1) / budget_mb(c['size'])
+
+    verdict = "; ".join(("met" if ratio(c) <= 1 else "**missed**") + f" ({c['label']})" for c in cols)
     rows = [
         ("file size", lambda c: f"{c['size'] / 1048576:.0f} MB", ""),
         ("peak RSS: sessiond `compact --dry-run`", lambda c: f"{med(c, 'ours', 1):.1f} MB", ""),
         ("peak RSS: pi `prepareCompaction`", lambda c: f"{med(c, 'theirs', 1):.0f} MB", ""),
         ("budget (64 MB + 10% of file)", lambda c: f"{budget_mb(c['size']):.1f} MB", ""),
-        ("sessiond / budget", lambda c: f"{med(c, 'ours', 1) / budget_mb(c['size']):.2f}",
-         "; ".join(("met" if med(c, "ours", 1) <= budget_mb(c['size']) else "**missed**") + f" ({c['label']})" for c in cols)),
+        ("sessiond / budget", lambda c: f"{ratio(c):.2f}", verdict),
         ("wall time: sessiond (plan, embedded summary, retention check) / pi (plan only)", lambda c: f"{fmt_ms(med(c, 'ours', 0) * 1000)} / {fmt_ms(med(c, 'theirs', 0) * 1000)}", ""),
     ]
     runs = len(cols[0]["ours"])
-    print(f"compaction, pi's default keepRecentTokens (medians of {runs} runs each, alternating):")
-    print()
-    print_markdown(cols, [(name, [cell(c) for c in cols], "peak RSS ≤ budget" if v else "", v)
-                          for name, cell, v in rows])
+    md = (f"Compaction, pi's default keepRecentTokens (medians of {runs} runs each, alternating):\n\n"
+          + markdown(cols, [(name, [cell(c) for c in cols], "peak RSS ≤ budget" if v else "", v)
+                            for name, cell, v in rows]))
+    headline = [("`compact --dry-run`: peak RSS / budget",
+                 "; ".join(f"{ratio(c):.2f} ({c['label']})" for c in cols), "≤ 1", verdict)]
+    return md, headline
+
+
+def git_out(cmd):
+    try:
+        return subprocess.run(["git", *cmd], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def built_commit():
+    """The commit the binaries are built from (taken before the build: others may commit
+    while the run goes on), and whether the measured code had changes of its own."""
+    commit = git_out(["rev-parse", "--short=12", "HEAD"]) or "unknown"
+    if git_out(["status", "--porcelain", "--untracked-files=no", "--", "src", "benches", "Cargo.toml",
+                "Cargo.lock", "scripts/*.rs"]):
+        commit += " with uncommitted changes"
+    return commit
+
+
+def describe_machine(load_start, commit):
+    """The machine and the build the run measured."""
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
+    except OSError:
+        pass
+    mem = None
+    try:
+        with open("/proc/meminfo") as f:
+            kb = next(int(l.split()[1]) for l in f if l.startswith("MemTotal:"))
+            mem = f"{kb / 1048576:.1f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    load_end = os.getloadavg() if hasattr(os, "getloadavg") else None
+
+    def out(cmd):
+        try:
+            return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return ""
+
+    fmt_load = (lambda l: " / ".join(f"{x:.1f}" for x in l) if l else "unknown")
+    d = dict(cpu=cpu, cores=os.cpu_count(), system=f"{platform.system()} {platform.release()}", memory=mem or "unknown",
+             load_start=fmt_load(load_start), load_end=fmt_load(load_end), commit=commit,
+             rustc=out(["rustc", "--version"]) or "unknown", node=out(["node", "--version"]) or "unknown",
+             date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    d["line"] = (f"machine: {d['cpu']}, {d['cores']} cores, {d['system']}, load average (1/5/15 min) "
+                 f"{d['load_start']} at the start and {d['load_end']} at the end; commit {d['commit']}")
+    return d
+
+
+METHOD = """\
+Each session is generated by `cargo run --release --example gen-session` (deterministic) under
+`target/bench/`: sessions of 1, 10 and 100 MB (and 1 GB with `--huge`) whose entries are tens of
+KB like real ones; `100k entries`, about 100,000 small entries with branches (the long-path
+case); `100k chain`, one chain of 100,000 user / tool-call / tool-result turns whose whole path
+is the context. Times are wall time, peak RSS is GNU time's maximum resident set (`MB` here is
+MiB). Nothing is asserted: a row with a target says whether this run met it.
+
+Rows of the first table, and what each is compared with:
+
+* `context --json`: sessiond's answer of what the model sees at the default leaf, printed as
+  one JSON document, against **pi 1.6.0's own code** doing the same (its `loadEntriesFromFile`
+  and `buildSessionContext`, run by the oracle in `.oracle/`): wall time, peak RSS, and the
+  ratios of the two.
+* open (`check`): read the file, validate every line, build the tree; against **the floor**, a
+  program that reads the file and validates every line into serde's `IgnoredAny` (the least
+  any correct reader must do; `scripts/floor.rs`). `context --json`, `check` and the floor run
+  one after another in each round; each ratio to the floor is the median of the rounds' own
+  ratios, so a machine whose speed drifts between rounds moves all three alike.
+* daemon rows (`scripts/bench_daemon.rs`, a client speaking JSON-RPC to `sessiond serve` over
+  its pipes, on one thread): time to `session/open`; VmRSS after it, against the **budget** of
+  64 MB + 10% of the file; `session/contextAt` at the default leaf (the longest path) with full
+  messages and with `fields: "ids"` (the first full request after open, which counts the
+  context's token estimate, shown apart; the client's parse of the answer is inside the time);
+  the same full request through the library in one process (the owner's work without the
+  transport).
+* `session/entry` round trip: one small request at a time, 1,000 after open and 1,000 right
+  after the `contextAt` requests; each is followed by the same request to **a peer that answers
+  with the same result and does nothing else** (the floor of a round trip on this machine: the
+  same client, the same kind of pipes), shown in the row below it.
+* append → `didChange`: an entry appended as pi appends (open, one `write`, close) until the
+  daemon's `session/didChange` arrives (default debounce), then `contextAt` ids at the new leaf.
+* reopen / apply: one appended entry answered by `contextAt {leafId: new, fields: "ids"}`
+  against **reopening the file** (`session/close` + `session/open`); through the daemon (the
+  round trip included), and in-process (`Session::refresh` against `Session::open`: the work
+  alone).
+
+The compaction table runs `sessiond compact --dry-run` (the plan, the embedded summary and the
+retention check; nothing written) against **pi's `prepareCompaction`** (the plan only, so the
+wall times are not the same work) on two sessions of about 200 MB: the generator's (a short
+path since its last compaction) and one chain of 400,000 entries. Its target is peak RSS within
+the budget of 64 MB + 10% of the file.
+"""
+
+
+def write_performance(machine, run_info, main_md, comp_md):
+    """docs/performance.md: the method, the machine, the tables; the hand-written part kept."""
+    kept = ""
+    try:
+        with open(PERFORMANCE, encoding="utf-8") as f:
+            text = f.read()
+        if HAND_WRITTEN in text:
+            kept = text[text.index(HAND_WRITTEN) + len(HAND_WRITTEN):].lstrip("\n")
+    except FileNotFoundError:
+        pass
+    a = run_info["args"]
+    parts = [
+        "# Performance",
+        "",
+        "Written by `scripts/bench-vs-pi.py` (the benchmark command); do not edit the numbers by hand,",
+        "run it again. Speed and memory are measured here, never asserted in tests. Earlier runs are in",
+        "this file's git history.",
+        "",
+        "```sh",
+        "python3 scripts/bench-vs-pi.py --huge     # the full run; needs pi's oracle (.oracle/, made by",
+        "                                          # scripts/test.sh) and GNU time",
+        "python3 scripts/bench-vs-pi.py --quick    # a smaller run for trying a change (prints only)",
+        "cargo build --profile profiling           # target/profiling/sessiond: release with line tables",
+        "```",
+        "",
+        "## Method",
+        "",
+        METHOD.rstrip(),
+        "",
+        "## The latest run",
+        "",
+        f"`{run_info['command']}` on {machine['date']}, "
+        f"{'%.0f minutes' % run_info['minutes'] if run_info['minutes'] >= 1 else 'under a minute'}, "
+        f"built from commit {machine['commit']}.",
+        "",
+        "| machine | |",
+        "|---|---|",
+        f"| CPU | {machine['cpu']} |",
+        f"| cores (`nproc`) | {machine['cores']} |",
+        f"| memory | {machine['memory']} |",
+        f"| system | {machine['system']} |",
+        f"| load average (1, 5, 15 min), at the start | {machine['load_start']} |",
+        f"| load average, at the end | {machine['load_end']} |",
+        f"| toolchain | {machine['rustc']}; Node {machine['node']} for pi |",
+        "",
+        f"`context --json`, `check` and the floor: medians of {max(a.rounds, a.runs)} rounds; pi: the first "
+        f"{a.runs} of them; the daemon's measures: medians of {a.runs} runs ({a.context_runs} `contextAt` "
+        f"requests per kind, 10 on 1 GB; {a.appends} appends).",
+        "",
+        main_md,
+    ]
+    if comp_md:
+        parts += ["", comp_md]
+    parts += ["", HAND_WRITTEN, "", kept.rstrip() if kept else "## What was tried and not kept", ""]
+    with open(PERFORMANCE, "w", encoding="utf-8") as f:
+        f.write("\n".join(parts))
+
+
+def write_headline(machine, run_info, headline):
+    """The README's short table: the rows that have a target, between the headline markers."""
+    with open(README, encoding="utf-8") as f:
+        text = f.read()
+    if HEADLINE_BEGIN not in text or HEADLINE_END not in text:
+        print("bench: no headline markers in README.md; left it as it is", file=sys.stderr)
+        return
+    lines = [HEADLINE_BEGIN,
+             f"{machine['cores']} cores ({machine['cpu']}), load average {machine['load_end'].split(' / ')[0]} at "
+             f"the end, {machine['date'][:10]}, `{run_info['command'].replace('python3 ', '')}`:",
+             "",
+             "| measure | this run | target | |",
+             "|---|---|---|---|"]
+    lines += [f"| {name} | {result} | {target} | {verdict} |" for name, result, target, verdict in headline]
+    lines.append(HEADLINE_END)
+    head, rest = text.split(HEADLINE_BEGIN, 1)
+    _, tail = rest.split(HEADLINE_END, 1)
+    with open(README, "w", encoding="utf-8") as f:
+        f.write(head + "\n".join(lines) + tail)
+
 
 
 if __name__ == "__main__":
