@@ -384,7 +384,9 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
         message_count = r["messageCount"].clone();
         ids.push(timed(|| d.call("session/contextAt", json!({"path": file, "fields": "ids"})))?.0);
     }
-    // Again right after the large answers (see the README on what they leave behind).
+    // Again right after the large answers: after a burst of work on both CPUs the scheduler may
+    // keep the client and the daemon on different ones, and each answer then waits for an idle
+    // CPU to wake (docs/performance.md's method; the measurements: `git show 5452ccf:README.md`).
     let entry_after = entries(&mut d)?;
     let (rss_after, hwm_after) = d.memory()?;
     d.stop();
