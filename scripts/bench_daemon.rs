@@ -60,8 +60,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sessiond::core::diagnostics::Corruption;
 use sessiond::core::tree::{Mode, NodeIdx};
-use sessiond::server::{convert, handlers, wire};
+use sessiond::server::handlers;
 use sessiond::session::owner::{EventSink, ReloadReason, Session};
+use sessiond::view::{convert, wire};
 
 const TIMEOUT: Duration = Duration::from_secs(600);
 /// `session/entry` requests timed per `open` run.

@@ -22,7 +22,7 @@ use std::io::{BufWriter, Write};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use sessiond::core::timestamp::format_iso;
+use sessiond::js::timestamp::format_iso;
 
 /// splitmix64: small, fast and deterministic; quality is ample for shaping test data.
 struct Rng(u64);

@@ -1,4 +1,4 @@
-//! Compaction of a session file: plan at a leaf (pure, [`crate::core::compaction`]) and commit
+//! Compaction of a session file: plan at a leaf (pure, [`crate::dialect::pi::compaction`]) and commit
 //! the entry through the writer ([`writer::write_prebuilt`]: lock, fencing, torn-tail repair,
 //! one `write`). Shared by `sessiond compact` and the daemon's `session/prepareCompaction` and
 //! `session/compact`, so both plan, refuse and write the same way.
@@ -12,16 +12,18 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::core::compaction::entry::js_number;
-use crate::core::compaction::js;
-use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
-use crate::core::compaction::prompts::SummarizationRequest;
-use crate::core::compaction::retention::ProbeResult;
-use crate::core::compaction::{self, CompactionError, CompactionPlan, Options, SummarySource};
-use crate::core::entries::NewEntry;
-use crate::core::format::EntryId;
-use crate::core::render::LineSource;
 use crate::core::tree::Tree;
+use crate::dialect::pi::compaction::entry::js_number;
+use crate::dialect::pi::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
+use crate::dialect::pi::compaction::prompts::SummarizationRequest;
+use crate::dialect::pi::compaction::retention::ProbeResult;
+use crate::dialect::pi::compaction::{
+    self, CompactionError, CompactionPlan, Options, SummarySource,
+};
+use crate::dialect::pi::entries::NewEntry;
+use crate::dialect::pi::format::EntryId;
+use crate::dialect::pi::render::LineSource;
+use crate::js::value as js;
 use crate::model::{self, CallOptions, Endpoint, ModelChoice, ModelError, Progress};
 use crate::storage::reader::OpenedSession;
 use crate::storage::writer::{self, Expected, WriteError, WriteOptions, Written};
@@ -138,7 +140,7 @@ pub enum Committed {
 
 /// pi's `generateId`: the first 8 hex digits of a random UUID, unused in the session.
 fn new_entry_id(tree: &Tree) -> EntryId {
-    crate::core::entries::generate_id(&|id| tree.find(id).is_some(), &mut uuid::Uuid::new_v4)
+    crate::dialect::pi::entries::generate_id(&|id| tree.find(id).is_some(), &mut uuid::Uuid::new_v4)
 }
 
 fn now_ms() -> i64 {
@@ -294,8 +296,8 @@ pub fn explain_nothing(
     req: &CompactRequest<'_>,
     reason: NothingToCompact,
 ) -> Result<NothingDetail, CompactError> {
-    use crate::core::compaction::prepare;
-    use crate::core::projection;
+    use crate::dialect::pi::compaction::prepare;
+    use crate::dialect::pi::projection;
     let failed = |source| CompactError::Compaction {
         path: path.to_owned(),
         source,
@@ -408,11 +410,11 @@ pub fn plan_json(plan: &CompactionPlan, written: bool) -> Value {
 }
 
 /// `value` (a report made from `_plan`) as JSON text, with lone surrogates written back as pi
-/// writes them (see [`crate::core::jsstr::restore_json`]). Every decoded string holds its lone
+/// writes them (see [`crate::js::jsstr::restore_json`]). Every decoded string holds its lone
 /// surrogates the same way, so the text no longer depends on the plan; the parameter keeps the
 /// callers' shape.
 pub fn json_text(_plan: &CompactionPlan, value: &Value) -> String {
-    crate::core::jsstr::restore_json(&value.to_string()).into_owned()
+    crate::js::jsstr::restore_json(&value.to_string()).into_owned()
 }
 
 /// What a model needs from a planned compaction: pi's requests, the previous summary pi uses
@@ -452,8 +454,8 @@ impl ModelJob {
     /// request: [`model_job`] plans with it.
     fn new(plan: CompactionPlan, tree: &Tree) -> ModelJob {
         let leaf = tree.find(plan.leaf_id.as_str());
-        let projection = crate::core::projection::project(tree, leaf);
-        let text = |raw: &Option<crate::core::format::SharedRaw>| {
+        let projection = crate::dialect::pi::projection::project(tree, leaf);
+        let text = |raw: &Option<crate::dialect::pi::format::SharedRaw>| {
             raw.as_ref()
                 .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
                 .and_then(|v| v.as_str().map(str::to_owned))
@@ -465,7 +467,8 @@ impl ModelJob {
         let previous_summary = plan.preparation.previous_summary_text();
         let file_blocks = plan.file_operations();
         let request = plan.request.unwrap_or_else(|| SummarizationRequest {
-            system_prompt: crate::core::compaction::prompts::SUMMARIZATION_SYSTEM_PROMPT.to_owned(),
+            system_prompt: crate::dialect::pi::compaction::prompts::SUMMARIZATION_SYSTEM_PROMPT
+                .to_owned(),
             prompt: None,
             turn_prefix_prompt: None,
         });

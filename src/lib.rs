@@ -27,6 +27,8 @@
 pub mod cli;
 pub mod compact;
 pub mod core;
+pub mod dialect;
+pub mod js;
 pub mod listing;
 pub mod model;
 pub mod paths;
@@ -36,6 +38,7 @@ pub mod server;
 pub mod session;
 pub mod storage;
 pub mod verify;
+pub mod view;
 pub mod watch;
 
 #[cfg(test)]

@@ -18,11 +18,12 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::core::compaction::prepare;
-use crate::core::format::{EntryKind, Role};
-use crate::core::render::LineSource;
 use crate::core::tree::{Mode, Tree};
-use crate::core::{jsstr, preview, projection, timestamp};
+use crate::dialect::pi::compaction::prepare;
+use crate::dialect::pi::format::{EntryKind, Role};
+use crate::dialect::pi::render::LineSource;
+use crate::dialect::pi::{preview, projection};
+use crate::js::{jsstr, timestamp};
 use crate::storage::reader::{self, FileLines, OpenError};
 
 /// One session in a `session/list` result (and a line of `sessiond list`): the header's

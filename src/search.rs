@@ -67,12 +67,12 @@ use tantivy::{
 };
 use thiserror::Error;
 
-use crate::core::format::{Expect, Line, LineSpan, parse_line};
-use crate::core::jsstr;
-use crate::core::render::LineSource;
-use crate::core::search_text::{self, EntryText};
-use crate::core::timestamp::format_iso;
 use crate::core::tree::Mode;
+use crate::dialect::pi::format::{Expect, Line, LineSpan, parse_line};
+use crate::dialect::pi::render::LineSource;
+use crate::dialect::pi::search_text::{self, EntryText};
+use crate::js::jsstr;
+use crate::js::timestamp::format_iso;
 use crate::storage::list;
 use crate::storage::reader::{self, FileLines};
 
@@ -963,7 +963,7 @@ impl SearchIndex {
         let mut name = st.name.clone();
         let mut added = 0u64;
         for (i, (e, body)) in entries.iter().enumerate() {
-            if let crate::core::format::EntryKind::SessionInfo { name: n } = &e.kind {
+            if let crate::dialect::pi::format::EntryKind::SessionInfo { name: n } = &e.kind {
                 name = n.as_deref().map(str::to_owned);
             }
             let Ok(value) = jsstr::parse_value(body) else {

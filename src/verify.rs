@@ -1,4 +1,4 @@
-//! The world-facing half of resume verification ([`crate::core::verify`]): files hashed as
+//! The world-facing half of resume verification ([`crate::dialect::pi::verify`]): files hashed as
 //! they stream (only files up to [`MAX_TEXT_BYTES`] are held, as text), the `git` program,
 //! `PATH`, the environment and pi's auth file (`$PI_CODING_AGENT_DIR/auth.json`, default
 //! `~/.pi/agent/auth.json`, as pi 1.6.0 `getAuthPath`). No credential value is kept: the auth
@@ -32,9 +32,9 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::core::render::{LineSource, RenderError};
+use crate::dialect::pi::render::{LineSource, RenderError};
 use crate::core::tree::{NodeIdx, Tree};
-use crate::core::verify::{
+use crate::dialect::pi::verify::{
     self, AuthState, FileFacts, FileState, GitState, MAX_TEXT_BYTES, Options, Report, World,
 };
 

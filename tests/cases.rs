@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use sessiond::core::jsstr;
+use sessiond::js::jsstr;
 use support::Daemon;
 use support::common::{self, json_eq, restrict_to_context};
 

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sessiond::core::entries::ParentChoice;
 use sessiond::core::tree::Mode;
+use sessiond::dialect::pi::entries::ParentChoice;
 use sessiond::storage::reader;
 use sessiond::storage::writer::{self, Change, WriteError, WriteOptions};
 

@@ -113,7 +113,7 @@ fn lifecycle_and_every_method_on_a_fixture() {
         .expect("messages")
         .iter()
         .map(|m| {
-            use sessiond::core::compaction::tokens::estimate_tokens;
+            use sessiond::dialect::pi::compaction::tokens::estimate_tokens;
             estimate_tokens(m).expect("estimate")
         })
         .sum();
@@ -224,7 +224,8 @@ fn context_at_equals_the_cli_on_every_fixture() {
             }
             // Counted while the messages were rendered: pi's estimate of each, summed, over
             // the CLI's document read as `JSON.parse` reads it (lone surrogates kept).
-            use sessiond::core::compaction::{js, tokens::estimate_tokens};
+            use sessiond::dialect::pi::compaction::tokens::estimate_tokens;
+            use sessiond::js::value as js;
             let out = std::process::Command::new(support::BIN)
                 .args(&args)
                 .output()

@@ -11,9 +11,9 @@ mod common;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use sessiond::core::explain::{Explanation, explain};
-use sessiond::core::projection::project;
 use sessiond::core::tree::Mode;
+use sessiond::dialect::pi::explain::{Explanation, explain};
+use sessiond::dialect::pi::projection::project;
 use sessiond::storage::reader::open_session;
 
 fn explain_json(file: &Path, leaf: Option<&str>, entry: &str) -> Value {

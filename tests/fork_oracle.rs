@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
-use sessiond::core::fork::{self, NewHeader, Position};
-use sessiond::core::format::{EntryKind, Role};
 use sessiond::core::tree::Mode;
+use sessiond::dialect::pi::fork::{self, NewHeader, Position};
+use sessiond::dialect::pi::format::{EntryKind, Role};
 use sessiond::storage::reader::{self, FileLines};
 
 struct Case {

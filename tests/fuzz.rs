@@ -28,10 +28,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
-use sessiond::core::compaction::{self, Options};
-use sessiond::core::format::EntryId;
-use sessiond::core::projection::project;
 use sessiond::core::tree::{Mode, Tree};
+use sessiond::dialect::pi::compaction::{self, Options};
+use sessiond::dialect::pi::format::EntryId;
+use sessiond::dialect::pi::projection::project;
 use sessiond::server::transport::decode_frames;
 use sessiond::storage::lines::{Position, apply_batch};
 use sessiond::storage::reader::{FileLines, OpenError, OpenedSession, open_session};
@@ -726,8 +726,8 @@ fn json_object(depth: u32) -> BoxedStrategy<String> {
 /// `raw_field` reads, and a line with one byte changed never gives a placed message.
 #[test]
 fn message_placement_is_the_message_as_written() {
-    use sessiond::core::format::{EntryKind, Expect, Line, LineSpan, parse_line};
     use sessiond::core::raw_object::raw_field;
+    use sessiond::dialect::pi::format::{EntryKind, Expect, Line, LineSpan, parse_line};
     let space = || prop::sample::select(vec!["", " ", "\n", "\t "]);
     let member = (
         prop::sample::select(vec![

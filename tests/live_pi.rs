@@ -757,7 +757,7 @@ fn rpc_soak_zero_mismatches_flat_memory() {
                 if m["method"] == "session/didChange" {
                     for n in m["params"]["added"].as_array().unwrap() {
                         let ts = n["timestamp"].as_str().unwrap();
-                        let ms = sessiond::core::timestamp::parse_iso(ts).unwrap();
+                        let ms = sessiond::js::timestamp::parse_iso(ts).unwrap();
                         let written = std::time::UNIX_EPOCH + Duration::from_millis(ms as u64);
                         let lag = now.duration_since(written).unwrap_or_default();
                         latencies_ms.push(lag.as_secs_f64() * 1000.0);

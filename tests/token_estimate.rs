@@ -7,11 +7,12 @@
 mod common;
 
 use serde_json::Value;
-use sessiond::core::compaction::text_tokens::{estimate_tokens_text, fast_estimate};
-use sessiond::core::compaction::{js, tokens::estimate_tokens};
-use sessiond::core::projection;
-use sessiond::core::render;
 use sessiond::core::tree::Mode;
+use sessiond::dialect::pi::compaction::text_tokens::{estimate_tokens_text, fast_estimate};
+use sessiond::dialect::pi::compaction::tokens::estimate_tokens;
+use sessiond::dialect::pi::projection;
+use sessiond::dialect::pi::render;
+use sessiond::js::value as js;
 use sessiond::storage::reader::{FileLines, open_session};
 
 /// The full reading, with a throw (or text `JSON.parse` refuses) counted as 0, as the context's

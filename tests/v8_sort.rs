@@ -12,8 +12,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use sessiond::core::timestamp::parse_iso;
-use sessiond::core::v8sort;
+use sessiond::js::timestamp::parse_iso;
+use sessiond::js::v8sort;
 
 /// A seeded generator, so a failure can be reproduced.
 struct Rng(fastrand::Rng);
@@ -41,7 +41,7 @@ fn timestamps(rng: &mut Rng, len: usize) -> Vec<String> {
                 _ => (i as u64 % 40) * 3 + rng.below(2),
             };
             let secs = 1_700_000_000 + t;
-            sessiond::core::timestamp::format_iso(secs as i64 * 1000)
+            sessiond::js::timestamp::format_iso(secs as i64 * 1000)
         })
         .collect()
 }

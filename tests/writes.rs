@@ -615,7 +615,7 @@ fn concurrent_forks_to_one_id_have_one_winner() {
 
 #[test]
 fn reservation_child() {
-    use sessiond::core::fork::Position;
+    use sessiond::dialect::pi::fork::Position;
     use sessiond::storage::publish::Reservations;
     use sessiond::storage::writer::{self, ForkRequest, WriteError};
     if std::env::var_os(RESERVATION_CHILD).is_none() {

@@ -19,11 +19,11 @@ use serde_json::Value;
 use super::error::{CliError, Exit};
 use super::read::{self, Opened};
 use crate::compact::{self as shared, Committed, CompactRequest};
-use crate::core::compaction::SummarySource;
-use crate::core::compaction::entry::js_number;
-use crate::core::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
-use crate::core::compaction::{self, CompactionPlan};
-use crate::core::format::EntryId;
+use crate::dialect::pi::compaction::SummarySource;
+use crate::dialect::pi::compaction::entry::js_number;
+use crate::dialect::pi::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
+use crate::dialect::pi::compaction::{self, CompactionPlan};
+use crate::dialect::pi::format::EntryId;
 use crate::model::{Api, CallOptions, ModelChoice, Progress, Summarizer};
 use crate::storage::writer::{self, Expected, WriteOptions};
 
@@ -233,7 +233,7 @@ struct Explained {
 fn explain(
     args: &CompactArgs,
     tree: &crate::core::tree::Tree,
-    lines: &dyn crate::core::render::LineSource,
+    lines: &dyn crate::dialect::pi::render::LineSource,
     reason: NothingToCompact,
 ) -> Result<Explained, CliError> {
     let req = CompactRequest {
@@ -415,7 +415,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
     if args.dry_run {
         let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
         let version = session.tree.header().version;
-        if version < crate::core::format::CURRENT_VERSION {
+        if version < crate::dialect::pi::format::CURRENT_VERSION {
             // The plan is pi's; only the write is refused, which a dry run would not show.
             eprintln!(
                 "sessiond: note: {} is a version-{version} file, which sessiond does not append \

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::compact::{self, CompactError};
-use crate::core::compaction::CompactionError;
 use crate::core::diagnostics::Corruption;
-use crate::core::render::RenderError;
+use crate::dialect::pi::compaction::CompactionError;
+use crate::dialect::pi::render::RenderError;
 use crate::session::activity::Agent;
 use crate::storage::reader::OpenError;
 use crate::storage::writer::WriteError;
@@ -371,7 +371,7 @@ impl CliError {
             }
             CliError::Argument { .. } => "argument",
             CliError::AgentActive { agent, .. } => {
-                e["agent"] = json!(crate::server::convert::agent(agent));
+                e["agent"] = json!(crate::view::convert::agent(agent));
                 "agentActive"
             }
             CliError::Compact(CompactError::Model { source, .. }) => {

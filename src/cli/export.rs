@@ -1,5 +1,5 @@
 //! `sessiond export`: the branch to a leaf as a Markdown or HTML document
-//! ([`crate::core::export`]), on stdout or into `--out` (written to a temporary file next to
+//! ([`crate::view::export`]), on stdout or into `--out` (written to a temporary file next to
 //! it, then renamed, so a reader never sees half a document). The session is only read.
 
 use std::io::Write;
@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::error::{CliError, Exit};
 use super::read;
-use crate::core::export::{self, DEFAULT_MAX_OUTPUT_BYTES, Format};
+use crate::view::export::{self, DEFAULT_MAX_OUTPUT_BYTES, Format};
 
 /// `--format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

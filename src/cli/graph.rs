@@ -1,4 +1,4 @@
-//! `sessiond graph`: the session tree as a commit-graph-like picture ([`crate::core::graph`]),
+//! `sessiond graph`: the session tree as a commit-graph-like picture ([`crate::view::graph`]),
 //! as text (`git log --graph` lanes, what Neovim shows) or as one self-contained SVG file. The
 //! session is only read.
 
@@ -9,8 +9,8 @@ use clap::Args;
 
 use super::error::{CliError, Exit};
 use super::read;
-use crate::core::graph;
-use crate::server::convert;
+use crate::view::convert;
+use crate::view::graph;
 
 /// `sessiond graph`.
 #[derive(Debug, Args)]

@@ -1,5 +1,5 @@
 //! The command line: subcommands over the same core, storage and shared layers the daemon
-//! uses ([`crate::compact`], [`crate::server::context_json`], [`crate::core::tree::Tree`]'s leaf
+//! uses ([`crate::compact`], [`crate::view::context_json`], [`crate::core::tree::Tree`]'s leaf
 //! resolution and fence), so the CLI stays thin. Human-readable output by default, `--json`
 //! for machines. Exit codes: the [`Exit`] table, printed under `--help`.
 //!
@@ -22,8 +22,8 @@ use std::io::{self, Seek, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::core::jsstr::RestoringWriter;
-use crate::core::preview::{Visible, visible};
+use crate::js::jsstr::RestoringWriter;
+use crate::dialect::pi::preview::{Visible, visible};
 use clap::{Parser, Subcommand};
 
 pub mod compact;
@@ -282,7 +282,7 @@ impl Stdout for Output {
 
 /// What a command writes to: text written through it leaves with its decoded lone surrogates
 /// written back as pi's escapes ([`RestoringWriter`]); text that is final already (a context
-/// document, see [`ContextJson::write_to`](crate::server::context_json::ContextJson::write_to))
+/// document, see [`ContextJson::write_to`](crate::view::context_json::ContextJson::write_to))
 /// goes through [`Sink::final_text`] as it is.
 pub trait Sink: Write {
     /// The writer behind the restoring one, once what that held back is written. Errors: that

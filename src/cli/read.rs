@@ -1,7 +1,7 @@
 //! The reading subcommands: `context`, `tree`, `explain`, `check`. None of them changes a
 //! file; each opens the session (strictly, or leniently with `--allow-corrupt`), then prints.
 
-use crate::server::convert;
+use crate::view::convert;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -11,13 +11,13 @@ use serde_json::{Value, json};
 use super::Sink;
 use super::error::{CliError, Exit};
 use crate::core::diagnostics::Diagnostic;
-use crate::core::explain;
-use crate::core::preview;
-use crate::core::projection::{self, Projection};
-use crate::core::render::{self, LineSource};
 use crate::core::tree::{Mode, NodeIdx, Tree};
-use crate::server::context_json::{ContextJson, MESSAGES_OPEN};
+use crate::dialect::pi::explain;
+use crate::dialect::pi::preview;
+use crate::dialect::pi::projection::{self, Projection};
+use crate::dialect::pi::render::{self, LineSource};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
+use crate::view::context_json::{ContextJson, MESSAGES_OPEN};
 
 /// `sessiond context`.
 #[derive(Debug, Args)]
@@ -237,12 +237,13 @@ fn print_projected(
         write_context_json(out.final_text()?, tree, &proj, lines, session, file)?;
     } else {
         // A string's text; any other value's JSON.
-        let text = |r: &crate::core::format::SharedRaw| {
-            crate::core::format::raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned())
+        let text = |r: &crate::dialect::pi::format::SharedRaw| {
+            crate::dialect::pi::format::raw_str(r).map_or(r.get().to_owned(), |s| s.into_owned())
         };
         let model = proj.model.as_ref().map_or("none".to_owned(), |m| {
-            let part =
-                |r: &Option<crate::core::format::SharedRaw>| r.as_ref().map_or(String::new(), text);
+            let part = |r: &Option<crate::dialect::pi::format::SharedRaw>| {
+                r.as_ref().map_or(String::new(), text)
+            };
             format!("{}/{}", part(&m.provider), part(&m.model_id))
         });
         let thinking = proj
@@ -257,7 +258,7 @@ fn print_projected(
             super::tree::count(
                 proj.items
                     .iter()
-                    .map(|i| crate::core::explain::message_count(i.contribution))
+                    .map(|i| crate::dialect::pi::explain::message_count(i.contribution))
                     .sum::<usize>(),
                 "message",
                 "messages"
@@ -268,7 +269,7 @@ fn print_projected(
         let mut index = 1usize;
         render::for_each_message(tree, &proj, lines, |m| {
             let value =
-                crate::core::jsstr::parse_value(m.message.get().as_bytes()).unwrap_or(Value::Null);
+                crate::js::jsstr::parse_value(m.message.get().as_bytes()).unwrap_or(Value::Null);
             let role = value.get("role").and_then(Value::as_str).unwrap_or("?");
             writeln!(
                 out,
@@ -291,7 +292,7 @@ fn print_projected(
     Ok(Exit::Ok)
 }
 
-/// Writes the context document (see [`crate::server::context_json`]), rendering messages as it goes.
+/// Writes the context document (see [`crate::view::context_json`]), rendering messages as it goes.
 fn write_context_json(
     out: &mut dyn Write,
     tree: &Tree,
@@ -377,7 +378,7 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
             .collect();
         let doc = json!({
             "sessionId": tree.header().id,
-            "header": crate::core::jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null),
+            "header": crate::js::jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null),
             "name": tree.name(),
             "entryCount": tree.len(),
             "roots": tree.roots().iter().map(|&r| id(r)).collect::<Vec<_>>(),

@@ -9,7 +9,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::error::{CliError, Exit};
-use crate::core::timestamp::parse_iso;
+use crate::js::timestamp::parse_iso;
 use crate::search::{SearchIndex, SearchQuery};
 
 /// `sessiond search`.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::read::{self, ContextArgs};
 use super::{Exit, emit};
-use crate::core::jsstr::RestoringWriter;
+use crate::js::jsstr::RestoringWriter;
 
 /// A version-3 session of `n` user messages in a chain, each long enough that a context
 /// document streamed to stdout would have been flushed in part before the last one.
@@ -135,7 +135,7 @@ fn written_ahead_equals_rendered(
 ) -> Result<bool, Box<dyn std::error::Error>> {
     let (ok, ahead) = context_document(file, None, allow_corrupt)?;
     // pi's documents may hold a lone surrogate's escape, which serde_json refuses.
-    let doc = crate::core::jsstr::parse_value(&ahead)?;
+    let doc = crate::js::jsstr::parse_value(&ahead)?;
     let Some(leaf) = doc["leafId"].as_str().filter(|_| ok) else {
         return Ok(false);
     };

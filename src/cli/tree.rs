@@ -10,11 +10,11 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::core::format::EntryKind;
-use crate::core::graph::fold_summary;
-use crate::core::preview;
-use crate::core::render::LineSource;
 use crate::core::tree::{NodeIdx, Tree};
+use crate::dialect::pi::format::EntryKind;
+use crate::dialect::pi::preview;
+use crate::dialect::pi::render::LineSource;
+use crate::view::graph::fold_summary;
 
 /// Stretches this short are printed, not folded: a fold line would save nothing.
 const MIN_FOLD: usize = 3;
@@ -166,7 +166,7 @@ impl Printer<'_> {
             .lines
             .line(e.span)
             .ok()
-            .and_then(|l| crate::core::jsstr::parse_value(&l).ok())
+            .and_then(|l| crate::js::jsstr::parse_value(&l).ok())
             .unwrap_or(Value::Null);
         let text = preview::entry_preview(&value);
         let line = format!(

@@ -2,7 +2,7 @@
 //! call into `storage::writer`, so the CLI and the daemon write the same way. Exit codes: the
 //! [`Exit`] table.
 
-use crate::server::convert;
+use crate::view::convert;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,8 +12,8 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::error::{CliError, Exit};
-use crate::core::entries::ParentChoice;
-use crate::core::fork::Position;
+use crate::dialect::pi::entries::ParentChoice;
+use crate::dialect::pi::fork::Position;
 use crate::session::activity;
 use crate::storage::publish::Reservations;
 use crate::storage::reader::OpenedSession;

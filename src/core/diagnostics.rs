@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::format::{EntryId, ProblemKind};
+use crate::core::ids::EntryId;
 
 /// Stable names for every way a session file can be corrupt (SPEC §3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -245,4 +245,29 @@ impl Serialize for Diagnostic {
         };
         view.serialize(s)
     }
+}
+
+/// Why a line could not be read as an entry. `kind` is a stable machine name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineProblem {
+    /// Stable machine name of the problem.
+    pub kind: ProblemKind,
+    /// Human-readable detail (the JSON error, the missing field); no file or line.
+    pub detail: String,
+}
+
+/// Stable names of the line-level problems (the file-level ones are [`CorruptionKind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// Not valid JSON.
+    InvalidJson,
+    /// Valid JSON but not an object.
+    NotAnObject,
+    /// An object that is not a well-formed entry (no string `id` or `type`, a `parentId` that
+    /// is neither a string nor null, a message entry without a `message` object).
+    InvalidEntry,
+    /// Line 1 is `type: "session"` but lacks a string `id` or has a bad `version`.
+    InvalidHeader,
+    /// Line 1 is not a `type: "session"` header.
+    MissingHeader,
 }

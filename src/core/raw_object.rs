@@ -15,7 +15,7 @@ use serde::Deserializer;
 use serde::de::{self, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::jsstr;
+use crate::js::jsstr;
 
 /// An object's fields in file order, values as raw JSON borrowed from the line when unchanged.
 #[derive(Clone, Debug, Default)]
@@ -60,7 +60,7 @@ impl<'a> RawObject<'a> {
 
     /// The text of a string field (`None` when absent or not a string).
     pub fn get_str(&self, key: &str) -> Option<Cow<'_, str>> {
-        self.get(key).and_then(super::format::raw_str)
+        self.get(key).and_then(jsstr::decode_str)
     }
 
     /// Whether the object has this key.

@@ -19,10 +19,10 @@ use hashbrown::HashTable;
 use indexmap::IndexMap;
 use thiserror::Error;
 
-use super::diagnostics::{Corruption, CorruptionKind, Diagnostic, Related};
-use super::format::{Entry, EntryId, EntryKind, Header, LineSpan};
-use super::jsstr;
-use super::v8sort;
+use crate::core::diagnostics::{Corruption, CorruptionKind, Diagnostic, Related};
+use crate::dialect::pi::format::{Entry, EntryId, EntryKind, Header, LineSpan};
+use crate::js::jsstr;
+use crate::js::v8sort;
 
 /// Index of a node in the tree's arena (file order).
 pub type NodeIdx = u32;
@@ -556,7 +556,7 @@ impl Tree {
     }
 
     /// Records an entry pi keeps though it is not well-formed (`c` says why; see
-    /// [`crate::core::format::Line::Irregular`]). Strict mode returns `c` as the error;
+    /// [`crate::dialect::pi::format::Line::Irregular`]). Strict mode returns `c` as the error;
     /// lenient mode notes it, and the caller pushes the entry, as pi keeps it.
     pub fn keep_irregular(&mut self, c: Corruption) -> Result<(), Corruption> {
         self.fail_or_note(c, Related::default(), "entry kept, as pi keeps it")
@@ -918,7 +918,7 @@ fn corruption(
 #[cfg(test)]
 mod check_append_tests {
     use super::*;
-    use crate::core::format::{Expect, Line, parse_line};
+    use crate::dialect::pi::format::{Expect, Line, parse_line};
 
     pub(super) fn entry(line: u32, json: &str) -> Entry {
         let span = LineSpan {
@@ -1017,8 +1017,8 @@ mod check_append_tests {
 
 #[cfg(test)]
 mod leaf_and_fence_tests {
-    use super::check_append_tests::{entry, tree};
     use super::*;
+    use crate::core::tree::check_append_tests::{entry, tree};
 
     /// The leaf set gives its nodes in order across words, and forgets removed ones.
     #[test]

@@ -22,7 +22,9 @@ use thiserror::Error;
 
 use super::config::{Api, ConfigError, Endpoint};
 use super::request::{self, Answer, StreamReader};
-use crate::core::compaction::prompts::{NO_PRIOR_HISTORY, SummarizationRequest, assemble_summary};
+use crate::dialect::pi::compaction::prompts::{
+    NO_PRIOR_HISTORY, SummarizationRequest, assemble_summary,
+};
 
 /// The longest `Retry-After` honoured; a server asking for more fails the call at once.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -195,7 +197,7 @@ fn scrub(endpoint: &Endpoint, text: &str) -> String {
             out = out.replace(s.expose(), "[redacted]");
         }
     }
-    crate::core::compaction::retention::cut_chars(out.trim(), 500)
+    crate::dialect::pi::compaction::retention::cut_chars(out.trim(), 500)
 }
 
 fn url(endpoint: &Endpoint) -> String {

@@ -17,7 +17,7 @@
 use serde_json::{Map, Value, json};
 
 use super::config::{Api, Endpoint};
-use crate::core::compaction::entry::js_number;
+use crate::dialect::pi::compaction::entry::js_number;
 
 /// JavaScript's `String.prototype.length` (UTF-16 code units).
 fn js_len(s: &str) -> usize {
@@ -90,7 +90,7 @@ pub fn body(endpoint: &Endpoint, system_prompt: &str, prompt: &str) -> String {
             );
         }
     }
-    crate::core::jsstr::restore_json(&Value::Object(m).to_string()).into_owned()
+    crate::js::jsstr::restore_json(&Value::Object(m).to_string()).into_owned()
 }
 
 /// How an answer ended.

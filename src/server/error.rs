@@ -12,10 +12,10 @@ use thiserror::Error;
 use tower_lsp_server::jsonrpc::{self, ErrorCode};
 
 use crate::compact::CompactError;
-use crate::core::compaction::CompactionError;
-use crate::core::compaction::retention::ProbeResult;
 use crate::core::diagnostics::Corruption;
-use crate::core::render::RenderError;
+use crate::dialect::pi::compaction::CompactionError;
+use crate::dialect::pi::compaction::retention::ProbeResult;
+use crate::dialect::pi::render::RenderError;
 use crate::session::SessionError;
 use crate::session::activity::Agent;
 use crate::session::roots::RootError;
@@ -306,7 +306,7 @@ impl RpcError {
             },
             RpcError::AgentActive { path, agent } => (
                 AGENT_ACTIVE,
-                Some(json!({ "path": path, "agent": super::convert::agent(agent) })),
+                Some(json!({ "path": path, "agent": crate::view::convert::agent(agent) })),
             ),
             RpcError::Compact(CompactError::Model { path, source }) => {
                 let mut data = json!({"path": path, "kind": source.kind()});

@@ -10,20 +10,20 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result as RpcResult;
 
-use super::Backend;
-use super::convert::{self, TreeStart};
-use super::error::RpcError;
-use super::lossless;
-use super::wire::{
+use crate::server::Backend;
+use crate::view::convert::{self, TreeStart};
+use crate::server::error::RpcError;
+use crate::server::lossless;
+use crate::view::wire::{
     CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, ExportParams,
     FieldsParam, GraphParams, ListParams, ListResult, OpenParams, SearchParams, TreeParams,
     VerifyResumeParams,
 };
-use crate::core::explain;
-use crate::core::projection;
+use crate::dialect::pi::explain;
+use crate::dialect::pi::projection;
 use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::listing::{ListCache, Listed};
-use crate::server::context_json::{self, ContextJson, Fields, Window};
+use crate::view::context_json::{self, ContextJson, Fields, Window};
 use crate::session::SessionHandle;
 use crate::session::owner::Session;
 use crate::storage::list;
@@ -164,7 +164,7 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
     };
     // Into a buffer the transport has written before: a result of megabytes lands in memory
     // already mapped rather than in a fresh allocation of its size.
-    let mut text = super::transport::spare_buffer();
+    let mut text = crate::server::transport::spare_buffer();
     if let Err(e) = doc.write_to(&mut text) {
         return Err(match doc.take_render_error() {
             Some(r) => render_err(r),
@@ -220,7 +220,7 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
     let revision = convert::revision(s.revision());
     let as_written = std::str::from_utf8(&bytes).ok().filter(|text| {
         text.trim_start().starts_with('{')
-            && !crate::core::jsstr::exceeds_depth(text.as_bytes(), crate::core::jsstr::MAX_DEPTH)
+            && !crate::js::jsstr::exceeds_depth(text.as_bytes(), crate::js::jsstr::MAX_DEPTH)
             && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
     });
     let to_io = |e: serde_json::Error| io_err(std::io::Error::other(e));
@@ -281,7 +281,7 @@ fn collect_closed(
     path: &Path,
     leaf_id: Option<&str>,
     roots: &crate::session::roots::Roots,
-) -> Result<crate::core::verify::Collected, RpcError> {
+) -> Result<crate::dialect::pi::verify::Collected, RpcError> {
     let (session, lines) = read_closed(path, roots)?;
     let leaf = session
         .tree
@@ -290,7 +290,7 @@ fn collect_closed(
             path: path.to_owned(),
             id: unknown.id,
         })?;
-    crate::core::verify::collect(&session.tree, leaf, &lines).map_err(|source| RpcError::Render {
+    crate::dialect::pi::verify::collect(&session.tree, leaf, &lines).map_err(|source| RpcError::Render {
         path: path.to_owned(),
         source,
     })
@@ -301,9 +301,9 @@ fn collect_closed(
 fn export_result(
     path: &Path,
     tree: &Tree,
-    source: &dyn crate::core::render::LineSource,
+    source: &dyn crate::dialect::pi::render::LineSource,
     leaf_id: Option<&str>,
-    options: &crate::core::export::Options,
+    options: &crate::view::export::Options,
 ) -> Result<Value, RpcError> {
     let leaf = tree
         .resolve_leaf(leaf_id)
@@ -311,7 +311,7 @@ fn export_result(
             path: path.to_owned(),
             id: unknown.id,
         })?;
-    let e = crate::core::export::export(tree, leaf, source, options).map_err(|source| {
+    let e = crate::view::export::export(tree, leaf, source, options).map_err(|source| {
         RpcError::Render {
             path: path.to_owned(),
             source,
@@ -433,7 +433,7 @@ impl Backend {
             .query_line(move |s| entry_text(s, p.id))
             .await
             .map_err(RpcError::from)??;
-        Ok(super::transport::raw_result(text))
+        Ok(crate::server::transport::raw_result(text))
     }
 
     /// `session/contextAt {path, leafId?, offset?, limit?, fields?}`.
@@ -441,7 +441,7 @@ impl Backend {
         let p: ContextAtParams = params("session/contextAt", p)?;
         let path = p.path.clone();
         let text = self.ask(&path, move |s| context_at_text(s, &p)).await?;
-        Ok(super::transport::raw_result(text))
+        Ok(crate::server::transport::raw_result(text))
     }
 
     /// `session/explain {path, entryId, leafId?}`.
@@ -463,7 +463,7 @@ impl Backend {
     }
 
     /// `session/graph {path, leafId?, offset?, limit?}`: a page of the branch graph
-    /// ([`crate::core::graph`]) with the context at the leaf highlighted: the nodes of rows
+    /// ([`crate::view::graph`]) with the context at the leaf highlighted: the nodes of rows
     /// `offset..offset+limit` and their text form (what `sessiond graph --json` prints for the
     /// whole graph, plus the revision). Paged like `session/tree`, so one wide node cannot make
     /// one reply of hundreds of megabytes; only the page's previews are read. Errors: -33005,
@@ -486,7 +486,7 @@ impl Backend {
         Ok(handle
             .query_waiting(move |s| {
                 let leaf = leaf(s, p.leaf_id.as_deref())?;
-                let g = crate::core::graph::build_rows(s.tree(), leaf, s.source(), rows.clone());
+                let g = crate::view::graph::build_rows(s.tree(), leaf, s.source(), rows.clone());
                 let page =
                     convert::graph_page(s.tree(), &g, rows, Some(convert::revision(s.revision())));
                 to_raw(s.path(), &page)
@@ -496,7 +496,7 @@ impl Backend {
     }
 
     /// `session/verifyResume {path, leafId?, cwd?}`: the leaf checked against the world now
-    /// ([`crate::core::verify`]); the result is the [`crate::core::verify::Report`]. An open
+    /// ([`crate::dialect::pi::verify`]); the result is the [`crate::dialect::pi::verify::Report`]. An open
     /// session is read from its owner's tree; a closed one is read once, strictly, without
     /// being opened. The file, git and `PATH` work runs on the blocking pool; git runs nothing
     /// the repository configures ([`crate::verify`]). Errors: -33004 for an unknown `leafId`,
@@ -512,7 +512,7 @@ impl Backend {
             }
             .into());
         }
-        let options = crate::core::verify::Options {
+        let options = crate::dialect::pi::verify::Options {
             cwd: p
                 .cwd
                 .as_deref()
@@ -523,7 +523,7 @@ impl Backend {
             Ok(handle) => handle
                 .query(move |s| {
                     let leaf = leaf(s, leaf_id.as_deref())?;
-                    crate::core::verify::collect(s.tree(), leaf, s.source()).map_err(|source| {
+                    crate::dialect::pi::verify::collect(s.tree(), leaf, s.source()).map_err(|source| {
                         RpcError::Render {
                             path: s.path().to_owned(),
                             source,
@@ -558,28 +558,28 @@ impl Backend {
     }
 
     /// `session/export {path, leafId?, format?, redact?, maxOutputBytes?}`: the branch to the
-    /// leaf as a Markdown or HTML document ([`crate::core::export`]). An open session is read
+    /// leaf as a Markdown or HTML document ([`crate::view::export`]). An open session is read
     /// from its owner's tree; a closed one is read once, strictly, without being opened.
     /// Errors: -32602 for an unknown `format`, -33004 for an unknown `leafId`, the open errors
     /// of `session/open` for a closed file.
     pub async fn export(&self, p: Value) -> RpcResult<Value> {
         let p: ExportParams = params("session/export", p)?;
         let format = match p.format.as_deref() {
-            None => crate::core::export::Format::Markdown,
+            None => crate::view::export::Format::Markdown,
             Some(f) => {
-                crate::core::export::Format::parse(f).ok_or_else(|| RpcError::InvalidParams {
+                crate::view::export::Format::parse(f).ok_or_else(|| RpcError::InvalidParams {
                     method: "session/export",
                     detail: format!("format must be \"md\" or \"html\", got {f:?}"),
                 })?
             }
         };
         let real = self.resolve(&p.path)?;
-        let options = crate::core::export::Options {
+        let options = crate::view::export::Options {
             format,
             redact: p.redact.unwrap_or(true),
             max_output_bytes: p
                 .max_output_bytes
-                .unwrap_or(crate::core::export::DEFAULT_MAX_OUTPUT_BYTES),
+                .unwrap_or(crate::view::export::DEFAULT_MAX_OUTPUT_BYTES),
             file_name: real
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
@@ -638,7 +638,7 @@ impl Backend {
             } else {
                 s.clone()
             };
-            crate::core::timestamp::parse_iso(&full)
+            crate::js::timestamp::parse_iso(&full)
                 .map(Some)
                 .ok_or_else(|| invalid(format!("{s:?} is not a date (YYYY-MM-DD or ISO 8601)")))
         };

@@ -1,5 +1,5 @@
 //! Carrying JSON that `serde_json::Value` cannot hold through the Value-based responses of
-//! tower-lsp-server, unchanged: the daemon's side of [`crate::core::jsstr`].
+//! tower-lsp-server, unchanged: the daemon's side of [`crate::js::jsstr`].
 //!
 //! pi writes lone UTF-16 surrogate escapes (`"\ud83d"`) when it cuts text inside an emoji, and
 //! JavaScript clients read them back as they were. [`parse`] reads JSON text as `JSON.parse`
@@ -12,7 +12,7 @@
 use serde::de::Error as _;
 use serde_json::Value;
 
-use crate::core::jsstr;
+use crate::js::jsstr;
 
 /// Parses JSON text into a `Value` as `JSON.parse` does ([`jsstr::parse_value`]).
 /// Errors: text that is not JSON (or nests deeper than [`jsstr::MAX_DEPTH`]), as a serde_json

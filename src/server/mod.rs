@@ -14,14 +14,11 @@
 //! * Handlers resolve the path against the roots, then send one command to the session's
 //!   owner and await its reply; they never touch a tree themselves.
 
-pub mod context_json;
-pub mod convert;
 pub mod error;
 pub mod handlers;
 pub mod lossless;
 pub mod stdio;
 pub mod transport;
-pub mod wire;
 pub mod write_handlers;
 
 use std::path::PathBuf;
@@ -42,9 +39,10 @@ use crate::session::Registry;
 use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
 use crate::storage::publish::Reservations;
+use crate::view::convert;
+use crate::view::wire::{self, Outgoing};
 use crate::watch::WatchBackend;
 use error::RpcError;
-use wire::Outgoing;
 
 /// The version of the `session/` protocol, advertised in `initialize`.
 pub const PROTOCOL_VERSION: &str = "0.2.0";

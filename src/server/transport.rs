@@ -76,7 +76,7 @@ fn recycle(mut buf: Vec<u8>) {
 /// itself (not copied into a frame), whose buffer then goes back to [`spare_buffer`].
 ///
 /// `text` is final: its decoded lone surrogates are written back as escapes already (as
-/// [`ContextJson::write_to`](super::context_json::ContextJson::write_to) writes them), and it
+/// [`ContextJson::write_to`](crate::view::context_json::ContextJson::write_to) writes them), and it
 /// is sent as it is. (After a panic poisoned the stash, `text` is parsed into a `Value` and
 /// goes out restored as every other result does: a U+FDD0 pair in a message's text then
 /// leaves as a lone surrogate's escape, the limitation of decoded text in `core::jsstr`.)

@@ -13,25 +13,25 @@ use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result as RpcResult;
 
 use super::Backend;
-use super::convert;
 use super::error::RpcError;
 use super::handlers::{find, params, to_value};
 use super::lossless;
-use super::wire::{
-    AppendParams, BranchParams, CompactParams, ForkParams, ForkPosition, LabelParams,
-    PrepareCompactionParams, SalvageParams, SetNameParams, SummarizerApi, SummarizerKind,
-};
 use crate::compact::{self, Committed, CompactRequest};
-use crate::core::compaction::CompactionPlan;
-use crate::core::compaction::SummarySource;
-use crate::core::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
-use crate::core::entries::ParentChoice;
-use crate::core::fork::Position;
-use crate::core::jsstr;
 use crate::core::tree::Mode;
+use crate::dialect::pi::compaction::CompactionPlan;
+use crate::dialect::pi::compaction::SummarySource;
+use crate::dialect::pi::compaction::prepare::DEFAULT_KEEP_RECENT_TOKENS;
+use crate::dialect::pi::entries::ParentChoice;
+use crate::dialect::pi::fork::Position;
+use crate::js::jsstr;
 use crate::model::{Api, CallOptions, ModelChoice, Progress};
 use crate::session::owner::{EventSink, Session};
 use crate::storage::writer::{self, Change, Expected, ForkRequest, WriteOptions, Written};
+use crate::view::convert;
+use crate::view::wire::{
+    AppendParams, BranchParams, CompactParams, ForkParams, ForkPosition, LabelParams,
+    PrepareCompactionParams, SalvageParams, SetNameParams, SummarizerApi, SummarizerKind,
+};
 
 /// Fields of a compaction report that only `session/prepareCompaction` returns (they can be
 /// megabytes): the serialized conversation and the summarization request.

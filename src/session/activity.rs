@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::core::format::{EntryKind, Role};
 use crate::core::tree::Tree;
+use crate::dialect::pi::format::{EntryKind, Role};
 use crate::storage::reader::OpenedSession;
 
 /// How recently the file must have been modified for [`Evidence::SessionCwd`] to count.

@@ -27,9 +27,9 @@ use super::activity::{self, Agent};
 use super::context_cache::ContextCache;
 use super::roots::Roots;
 use crate::core::diagnostics::Corruption;
-use crate::core::incremental::LiveProjection;
-use crate::core::render::LineSource;
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::dialect::pi::incremental::LiveProjection;
+use crate::dialect::pi::render::LineSource;
 use crate::storage::lines::{self, TornTail};
 use crate::storage::reader::{self, FileLines, FileStamp, OpenError, OpenedSession};
 use crate::storage::tail;
@@ -542,13 +542,13 @@ impl Session {
 
 /// The header of a pending session's empty stand-in tree: no id, the current version, no
 /// line. Never shown (a pending session reports no header) and never written.
-fn stand_in_header() -> crate::core::format::Header {
-    crate::core::format::Header {
+fn stand_in_header() -> crate::dialect::pi::format::Header {
+    crate::dialect::pi::format::Header {
         id: String::new(),
-        version: crate::core::format::CURRENT_VERSION,
+        version: crate::dialect::pi::format::CURRENT_VERSION,
         cwd: None,
         raw: serde_json::value::RawValue::NULL.to_owned(),
-        span: crate::core::format::LineSpan {
+        span: crate::dialect::pi::format::LineSpan {
             line: 0,
             offset: 0,
             len: 0,

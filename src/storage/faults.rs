@@ -97,8 +97,8 @@ mod tests {
     use std::path::{Path, PathBuf};
 
     use super::{Fault, plan};
-    use crate::core::entries::ParentChoice;
     use crate::core::tree::Mode;
+    use crate::dialect::pi::entries::ParentChoice;
     use crate::storage::publish;
     use crate::storage::reader;
     use crate::storage::writer::{Change, WriteError, WriteOptions, open_for_write, write_entry};

@@ -26,8 +26,10 @@
 //! (an open that fails leaves nothing behind).
 
 use crate::core::diagnostics::{Corruption, CorruptionKind};
-use crate::core::format::{self, Entry, EntryKind, Expect, Header, Line, LineSpan, ProblemKind};
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::dialect::pi::format::{
+    self, Entry, EntryKind, Expect, Header, Line, LineSpan, ProblemKind,
+};
 
 /// How far a session file has been applied to its tree.
 ///

@@ -5,7 +5,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use crate::core::format::{self, Expect, Header, Line, LineSpan};
+use crate::dialect::pi::format::{self, Expect, Header, Line, LineSpan};
 use crate::storage::reader::{OpenError, young_age_ms};
 
 /// How deep below the root to look (pi keeps one directory per cwd under `sessions/`).

@@ -26,13 +26,13 @@ pub use super::lines::{Position, TornTail};
 pub use super::tail::FileStamp;
 use crate::core::ahead;
 use crate::core::diagnostics::{Corruption, CorruptionKind};
-use crate::core::format::LineSpan;
-use crate::core::incremental::{Following, MessagesAhead};
-#[cfg(doc)]
-use crate::core::projection;
-use crate::core::projection::Projection;
-use crate::core::render::LineSource;
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::dialect::pi::format::LineSpan;
+use crate::dialect::pi::incremental::{Following, MessagesAhead};
+#[cfg(doc)]
+use crate::dialect::pi::projection;
+use crate::dialect::pi::projection::Projection;
+use crate::dialect::pi::render::LineSource;
 
 /// How long after its last modification a file without a complete session header is taken
 /// to be still being created ([`OpenError::Pending`]) rather than corrupt (`emptyFile`).
@@ -972,7 +972,7 @@ mod tests {
                 continue;
             };
             let tree = &session.tree;
-            let expected = crate::core::projection::project(tree, tree.default_leaf());
+            let expected = crate::dialect::pi::projection::project(tree, tree.default_leaf());
             assert_eq!(
                 format!("{got:?}"),
                 format!("{expected:?}"),

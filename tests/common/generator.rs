@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use sessiond::core::timestamp::{civil_from_days, format_iso};
+use sessiond::js::timestamp::{civil_from_days, format_iso};
 
 use super::v1_line_id;
 

@@ -70,7 +70,7 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
             } else {
                 serde_json::from_str(&fixed)
             };
-            second.or_else(|e| match sessiond::core::jsstr::parse_value(bytes) {
+            second.or_else(|e| match sessiond::js::jsstr::parse_value(bytes) {
                 Ok(mut v) => {
                     lone_surrogates_as_text(&mut v);
                     Ok(v)
@@ -85,7 +85,7 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
 /// the spelling [`parse_json`] gives them. Iterative: values may be nested deeply.
 fn lone_surrogates_as_text(root: &mut Value) {
     fn text(s: &str) -> String {
-        char::decode_utf16(sessiond::core::jsstr::units(s))
+        char::decode_utf16(sessiond::js::jsstr::units(s))
             .map(|r| match r {
                 Ok(c) => c.to_string(),
                 Err(e) => format!("\\u{:04x}", e.unpaired_surrogate()),
@@ -95,12 +95,12 @@ fn lone_surrogates_as_text(root: &mut Value) {
     let mut stack = vec![root];
     while let Some(v) = stack.pop() {
         match v {
-            Value::String(s) if sessiond::core::jsstr::has_lone_surrogate(s) => *s = text(s),
+            Value::String(s) if sessiond::js::jsstr::has_lone_surrogate(s) => *s = text(s),
             Value::Array(items) => stack.extend(items.iter_mut()),
             Value::Object(map) => {
                 if map
                     .keys()
-                    .any(|k| sessiond::core::jsstr::has_lone_surrogate(k))
+                    .any(|k| sessiond::js::jsstr::has_lone_surrogate(k))
                 {
                     let old = std::mem::take(map);
                     for (k, v) in old {

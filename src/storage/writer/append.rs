@@ -13,11 +13,11 @@ use uuid::Uuid;
 
 use super::repair::{self, Repair};
 use super::{WriteError, WriteOptions};
-use crate::core::entries::{self, EntryContext, NewEntry, ParentChoice};
-use crate::core::format::{CURRENT_VERSION, EntryId};
-use crate::core::render::LineSource;
-use crate::core::timestamp;
 use crate::core::tree::{Mode, Tree};
+use crate::dialect::pi::entries::{self, EntryContext, NewEntry, ParentChoice};
+use crate::dialect::pi::format::{CURRENT_VERSION, EntryId};
+use crate::dialect::pi::render::LineSource;
+use crate::js::timestamp;
 use crate::storage::lines::TornTail;
 use crate::storage::lock::{self, LockError};
 use crate::storage::reader::{self, FileLines, FileStamp, OpenedSession};

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 use crate::core::diagnostics::Corruption;
-use crate::core::entries::EntryError;
-use crate::core::format::EntryId;
 use crate::core::tree::Stale;
+use crate::dialect::pi::entries::EntryError;
+use crate::dialect::pi::format::EntryId;
 use crate::storage::publish::PublishError;
 use crate::storage::reader::OpenError;
 

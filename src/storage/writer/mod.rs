@@ -74,7 +74,7 @@ pub mod error;
 pub mod new_file;
 pub mod repair;
 
-pub use crate::core::salvage::{Dropped, Reattached};
+pub use crate::dialect::pi::salvage::{Dropped, Reattached};
 pub use append::{
     Change, Expected, Written, check_expected_leaf, open_for_write, write_entry, write_prebuilt,
 };

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use uuid::Uuid;
 
 use super::WriteError;
-use crate::core::fork::{self, ForkError, LineEdit, NewHeader, Position};
-use crate::core::format::{CURRENT_VERSION, EntryId, EntryKind, LineSpan};
 use crate::core::raw_object::RawObject;
-use crate::core::render::LineSource;
-use crate::core::salvage::{self, Dropped, Link, Reattached, TornLine};
-use crate::core::timestamp;
 use crate::core::tree::{Mode, Tree};
+use crate::dialect::pi::fork::{self, ForkError, LineEdit, NewHeader, Position};
+use crate::dialect::pi::format::{CURRENT_VERSION, EntryId, EntryKind, LineSpan};
+use crate::dialect::pi::render::LineSource;
+use crate::dialect::pi::salvage::{self, Dropped, Link, Reattached, TornLine};
+use crate::js::timestamp;
 use crate::storage::publish::{self, Reservations};
 use crate::storage::reader::{self, FileLines, OpenedSession};
 

@@ -1,0 +1,18 @@
+//! The pi dialect: `@earendil-works/pi-coding-agent` 1.6.0 session files — the format, the
+//! projection (`buildSessionContext`), rendering of messages, explanations, the plans of writes
+//! (new entries, forks, salvage), compaction and resume verification. Pure: no I/O; message
+//! bodies are read through [`crate::core::source::LineSource`].
+
+pub mod compaction;
+pub mod entries;
+pub mod explain;
+pub mod fork;
+pub mod format;
+pub mod incremental;
+pub mod preview;
+pub mod projection;
+pub mod render;
+pub mod salvage;
+pub mod search_text;
+pub mod verbatim;
+pub mod verify;

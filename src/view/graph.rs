@@ -1,0 +1,932 @@
+//! The branch graph: a session's tree as a commit-graph-like picture, the model shared by
+//! `sessiond graph` (text and SVG), the daemon's `session/graph` and Neovim's `:SessiondGraph`.
+//! The VS Code webview (`editors/vscode/src/graph.ts`) draws the same model in the same shape:
+//! nodes that are entries or folds of plain single-child runs, the default and the selected
+//! leaf, branch points, labels, names, the entries in context at the selected leaf, and for
+//! each compaction the range of its path it summarizes.
+//!
+//! Layout is lanes and rows, as `git log --graph` draws history: one row per node in
+//! depth-first order (the tree's order, root first), the first child of a branch point drawn
+//! first on a new lane to the right, the last child continuing on its parent's lane. The
+//! lane being drawn is always the rightmost open one, so lanes close from the right and never
+//! shift; the same rows serve the text form and the SVG. (A general layered layout such as
+//! `layout-rs`' Sugiyama pass solves crossings a tree does not have, in more than linear time,
+//! and would give the SVG a different picture from the text form; the lane layout is linear.)
+//!
+//! Pure: no I/O beyond the [`LineSource`] that gives previews, read once per drawn node.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::core::tree::{NodeIdx, Tree};
+use crate::dialect::pi::format::{EntryId, EntryKind};
+use crate::dialect::pi::preview;
+use crate::dialect::pi::projection;
+use crate::dialect::pi::render::LineSource;
+use crate::js::jsstr;
+
+/// A run of at least this many plain entries (one child each, nothing to mark) is one fold
+/// node; shorter runs are drawn entry by entry (as `sessiond tree` and the webview fold).
+pub const FOLD_MIN: usize = 3;
+
+/// Longest preview in the text form and the SVG, in characters.
+pub const GRAPH_PREVIEW_CHARS: usize = 72;
+
+/// Lanes the text form and the SVG draw one by one. A row on a lane past them is drawn in
+/// the last of them, after a `…` that stands for the lanes folded away, and a branch point
+/// opens at most this many columns (`|\ \ … 9984 more lanes`): a line's length, and the
+/// picture's width, never grow with the number of branches. (One entry with 10,000 children
+/// drew 10,000 lines of 20,000 characters each, 200 MB of text for a 1 MB session.)
+pub const DRAWN_LANES: usize = 16;
+
+/// The column a lane is drawn in ([`DRAWN_LANES`]).
+fn column(lane: usize) -> usize {
+    lane.min(DRAWN_LANES - 1)
+}
+
+/// What a node of the graph holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    /// One entry.
+    Entry,
+    /// A run of [`FOLD_MIN`] or more plain entries with one child each.
+    Fold,
+}
+
+/// The range of its path a compaction summarizes, as pi 1.6.0 `prepareCompaction` chooses
+/// it: the entries after the previous compaction's kept start (or the root) up to the one
+/// before `firstKeptEntryId`; an earlier compaction is carried in by its summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summarized {
+    /// How many entries of the range (compaction entries not counted).
+    pub count: usize,
+    /// The range's first entry; `None` when it is empty.
+    pub first: Option<NodeIdx>,
+    /// The range's last entry; `None` when it is empty.
+    pub last: Option<NodeIdx>,
+    /// The compaction's `firstKeptEntryId` as written.
+    pub first_kept_entry_id: Option<EntryId>,
+    /// The previous compaction on the path, whose summary this one carries forward.
+    pub previous: Option<NodeIdx>,
+}
+
+/// One node of the picture: an entry, or a fold of plain entries.
+#[derive(Clone, Debug)]
+pub struct GraphNode {
+    /// Entry or fold.
+    pub kind: NodeKind,
+    /// The first entry (the only one of an entry node).
+    pub first: NodeIdx,
+    /// The last entry (equal to `first` for an entry node).
+    pub last: NodeIdx,
+    /// How many entries the node holds (1 for an entry).
+    pub count: usize,
+    /// The row of the parent node; `None` for a root.
+    pub parent_row: Option<usize>,
+    /// The node's lane (0 is the leftmost).
+    pub lane: usize,
+    /// `role` for a message, else the entry type; a fold's most frequent kinds
+    /// (`8 assistant, 4 toolResult`, at most three, then `…`).
+    pub title: String,
+    /// One line of the entry's text (at most [`GRAPH_PREVIEW_CHARS`]); for a compaction, the
+    /// range it summarizes; empty for a fold.
+    pub preview: String,
+    /// The entry's resolved label.
+    pub label: Option<String>,
+    /// The name a `session_info` entry sets.
+    pub name: Option<String>,
+    /// The last entry has no child.
+    pub leaf: bool,
+    /// The node holds the default leaf (the file's last entry, where pi resumes).
+    pub default_leaf: bool,
+    /// The node holds the selected leaf (the one the context is computed at).
+    pub selected_leaf: bool,
+    /// The last entry has several children.
+    pub branch_point: bool,
+    /// The node's entries reach the model at the selected leaf (pi's `buildContextEntries`;
+    /// a fold never mixes entries in and out of context).
+    pub in_context: bool,
+    /// The node is on the path from the root to the selected leaf.
+    pub on_path: bool,
+    /// For a compaction: the range it summarizes.
+    pub summarizes: Option<Summarized>,
+}
+
+/// The graph of a session at a selected leaf: nodes in row order (row = index).
+#[derive(Clone, Debug)]
+pub struct Graph {
+    /// The nodes, one per row, depth-first.
+    pub nodes: Vec<GraphNode>,
+    /// How many lanes the widest row uses.
+    pub lanes: usize,
+    /// Entries in the session.
+    pub entry_count: usize,
+    /// Entries without children.
+    pub leaf_count: usize,
+    /// The session name (pi's `getSessionName`).
+    pub name: Option<String>,
+    /// The default leaf (the last entry in file order).
+    pub default_leaf: Option<NodeIdx>,
+    /// The leaf the context is computed at.
+    pub selected_leaf: Option<NodeIdx>,
+    /// The entries in context at the selected leaf, in pi's `buildContextEntries` order.
+    pub context_entries: Vec<NodeIdx>,
+}
+
+/// What a run of folded entries holds, for a person: the three most frequent kinds with
+/// their counts, most frequent first (ties in order of first appearance), then "…" when
+/// there are more kinds: `"12 message, 3 label, 1 custom, …"`. Shared by the graph's fold
+/// nodes and `sessiond tree`'s folded runs.
+pub fn fold_summary<'a>(kinds: impl IntoIterator<Item = &'a str>) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for k in kinds {
+        match counts.iter_mut().find(|(name, _)| *name == k) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((k, 1)),
+        }
+    }
+    counts.sort_by_key(|k| std::cmp::Reverse(k.1));
+    let mut parts: Vec<String> = counts
+        .iter()
+        .take(3)
+        .map(|(k, c)| format!("{c} {k}"))
+        .collect();
+    if counts.len() > 3 {
+        parts.push("…".to_owned());
+    }
+    parts.join(", ")
+}
+
+/// One line of the text form, and the entry it stands for (a fold: its first entry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextLine {
+    /// The line, without its newline.
+    pub text: String,
+    /// The entry a reader jumps to from this line; `None` for the header and connectors.
+    pub entry: Option<NodeIdx>,
+}
+
+fn title_of(tree: &Tree, n: NodeIdx) -> &str {
+    match &tree.node(n).entry.kind {
+        EntryKind::Message(m) => m.role.as_str(),
+        k => k.type_name(),
+    }
+}
+
+/// Cuts `text` to `max` characters, ending a cut one with `…`.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// Builds the graph of `tree` with the context at `selected` (`None`: no entry selected,
+/// nothing in context). Previews are read through `lines`; an unreadable line gives an empty
+/// preview, never an error (the graph is a picture, not a check).
+pub fn build(tree: &Tree, selected: Option<NodeIdx>, lines: &dyn LineSource) -> Graph {
+    build_rows(tree, selected, lines, 0..usize::MAX)
+}
+
+/// [`build`], with the rows' text (previews, read from `lines`, and compaction ranges) worked
+/// out only for the rows in `rows`; every other row has its place, kind, counts and marks but
+/// an empty preview. What one page of `session/graph` needs: the layout of a whole session
+/// reads no line, so a page costs its own rows' reading, not the session's.
+pub fn build_rows(
+    tree: &Tree,
+    selected: Option<NodeIdx>,
+    lines: &dyn LineSource,
+    rows: std::ops::Range<usize>,
+) -> Graph {
+    let len = tree.len();
+    let proj = projection::project(tree, selected);
+    let mut in_context = vec![false; len];
+    for item in &proj.items {
+        in_context[item.node as usize] = true;
+    }
+    let mut on_path = vec![false; len];
+    for &n in &proj.path {
+        on_path[n as usize] = true;
+    }
+    // Entries some compaction keeps from: a range's end is drawn, not folded away.
+    let mut kept_start = vec![false; len];
+    for node in tree.nodes() {
+        if let EntryKind::Compaction {
+            first_kept_entry_id: Some(id),
+            ..
+        } = &node.entry.kind
+            && let Some(k) = tree.find(id.as_str())
+        {
+            kept_start[k as usize] = true;
+        }
+    }
+    let default_leaf = tree.default_leaf();
+    let plain = |n: NodeIdx| {
+        let node = tree.node(n);
+        node.children.len() == 1
+            && Some(n) != selected
+            && Some(n) != default_leaf
+            && !kept_start[n as usize]
+            && tree.label_of(node.entry.id.as_str()).is_none()
+            && !matches!(
+                node.entry.kind,
+                EntryKind::Compaction { .. }
+                    | EntryKind::BranchSummary { .. }
+                    | EntryKind::SessionInfo { .. }
+            )
+    };
+
+    let mut nodes: Vec<GraphNode> = Vec::new();
+    let mut lanes = 0usize;
+    // Depth-first; the top of the stack is always the rightmost open lane. Several roots (a
+    // lenient read's orphans) are drawn one after the other on lane 0: each one's lanes have
+    // all closed before the next starts.
+    let roots = tree.roots();
+    let mut stack: Vec<(NodeIdx, usize, Option<usize>)> =
+        roots.iter().rev().map(|&r| (r, 0, None)).collect();
+    while let Some((start, lane, parent_row)) = stack.pop() {
+        // A fold: the plain run from `start`, cut where context membership changes.
+        let mut last = start;
+        let mut count = 1usize;
+        if plain(start) {
+            let mut run_end = start;
+            let mut run = 1usize;
+            while let [only] = tree.node(run_end).children.as_slice() {
+                let next = *only;
+                if !plain(next) || in_context[next as usize] != in_context[start as usize] {
+                    break;
+                }
+                run_end = next;
+                run += 1;
+            }
+            if run >= FOLD_MIN {
+                last = run_end;
+                count = run;
+            }
+        }
+        let row = nodes.len();
+        lanes = lanes.max(lane + 1);
+        let source = rows.contains(&row).then_some(lines);
+        nodes.push(node_of(
+            tree, source, start, last, count, lane, parent_row, selected,
+        ));
+        if let Some(g) = nodes.last_mut() {
+            g.in_context = in_context[start as usize];
+            g.on_path = on_path[start as usize];
+        }
+        let children = tree.node(last).children.as_slice();
+        let k = children.len();
+        // The last child continues on this lane; the others open lanes to its right, the
+        // first child on the rightmost (drawn first).
+        for (i, &c) in children.iter().enumerate().rev() {
+            let child_lane = if i + 1 == k { lane } else { lane + (k - 1 - i) };
+            stack.push((c, child_lane, Some(row)));
+        }
+    }
+    let end = rows.end.min(nodes.len());
+    for g in nodes.get_mut(rows.start.min(end)..end).unwrap_or_default() {
+        if matches!(tree.node(g.first).entry.kind, EntryKind::Compaction { .. }) {
+            g.summarizes = Some(summarized(tree, g.first));
+            if let Some(s) = &g.summarizes {
+                g.preview = summary_text(tree, s);
+            }
+        }
+    }
+    Graph {
+        nodes,
+        lanes,
+        entry_count: len,
+        leaf_count: tree.leaves().count(),
+        name: tree.name().map(str::to_owned),
+        default_leaf,
+        selected_leaf: selected,
+        context_entries: proj.items.iter().map(|i| i.node).collect(),
+    }
+}
+
+/// The node of a row; its preview is read through `lines` when given (see [`build_rows`]).
+#[allow(clippy::too_many_arguments)]
+fn node_of(
+    tree: &Tree,
+    lines: Option<&dyn LineSource>,
+    first: NodeIdx,
+    last: NodeIdx,
+    count: usize,
+    lane: usize,
+    parent_row: Option<usize>,
+    selected: Option<NodeIdx>,
+) -> GraphNode {
+    let kind = if count > 1 {
+        NodeKind::Fold
+    } else {
+        NodeKind::Entry
+    };
+    let node = tree.node(first);
+    let (title, preview) = match kind {
+        NodeKind::Fold => {
+            let mut titles = Vec::new();
+            let mut cur = first;
+            loop {
+                titles.push(title_of(tree, cur));
+                if cur == last {
+                    break;
+                }
+                match tree.node(cur).children.as_slice() {
+                    [only] => cur = *only,
+                    _ => break,
+                }
+            }
+            (fold_summary(titles), String::new())
+        }
+        NodeKind::Entry => {
+            let preview = lines.map_or_else(String::new, |lines| {
+                let value: Value = lines
+                    .line(node.entry.span)
+                    .ok()
+                    .and_then(|l| jsstr::parse_value(&l).ok())
+                    .unwrap_or(Value::Null);
+                cut(&preview::entry_preview(&value), GRAPH_PREVIEW_CHARS)
+            });
+            (title_of(tree, first).to_owned(), preview)
+        }
+    };
+    let name = match (&node.entry.kind, kind) {
+        (EntryKind::SessionInfo { name: Some(n) }, NodeKind::Entry) => {
+            Some(jsstr::trim(n).to_owned())
+        }
+        _ => None,
+    };
+    let contains = |target: Option<NodeIdx>| {
+        target.is_some_and(|t| {
+            let mut cur = last;
+            loop {
+                if cur == t {
+                    return true;
+                }
+                if cur == first {
+                    return false;
+                }
+                match tree.node(cur).parent {
+                    Some(p) => cur = p,
+                    None => return false,
+                }
+            }
+        })
+    };
+    let last_node = tree.node(last);
+    GraphNode {
+        kind,
+        first,
+        last,
+        count,
+        parent_row,
+        lane,
+        title,
+        preview,
+        label: match kind {
+            NodeKind::Entry => tree
+                .label_of(node.entry.id.as_str())
+                .map(|l| l.text.to_string()),
+            NodeKind::Fold => None,
+        },
+        name,
+        leaf: last_node.children.is_empty(),
+        default_leaf: contains(tree.default_leaf()),
+        selected_leaf: contains(selected),
+        branch_point: last_node.children.len() > 1,
+        in_context: false,
+        on_path: false,
+        summarizes: None,
+    }
+}
+
+/// The range compaction `c` summarizes (see [`Summarized`]).
+fn summarized(tree: &Tree, c: NodeIdx) -> Summarized {
+    let first_kept = match &tree.node(c).entry.kind {
+        EntryKind::Compaction {
+            first_kept_entry_id,
+            ..
+        } => first_kept_entry_id.clone(),
+        _ => None,
+    };
+    let above = tree.path_to(tree.node(c).parent);
+    let kept_first_of = |n: NodeIdx| match &tree.node(n).entry.kind {
+        EntryKind::Compaction {
+            first_kept_entry_id: Some(id),
+            ..
+        } => above.iter().position(|&a| tree.node(a).entry.id == *id),
+        _ => None,
+    };
+    let previous_at = above
+        .iter()
+        .rposition(|&a| matches!(tree.node(a).entry.kind, EntryKind::Compaction { .. }));
+    let start = match previous_at {
+        Some(p) => match kept_first_of(above[p]) {
+            Some(k) if k < p => k,
+            _ => p + 1,
+        },
+        None => 0,
+    };
+    let end = first_kept
+        .as_ref()
+        .and_then(|id| above.iter().position(|&a| tree.node(a).entry.id == *id))
+        .filter(|&e| e >= start)
+        .unwrap_or(above.len());
+    let range: Vec<NodeIdx> = above[start..end]
+        .iter()
+        .copied()
+        .filter(|&n| !matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }))
+        .collect();
+    Summarized {
+        count: range.len(),
+        first: range.first().copied(),
+        last: range.last().copied(),
+        first_kept_entry_id: first_kept,
+        previous: previous_at.map(|p| above[p]),
+    }
+}
+
+/// `summarizes 12 entries a1…b2 (and compaction c3's summary), keeps from d4`.
+fn summary_text(tree: &Tree, s: &Summarized) -> String {
+    let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+    let mut text = match (s.first, s.last) {
+        (Some(f), Some(l)) if f == l => format!("summarizes 1 entry {}", id(f)),
+        (Some(f), Some(l)) => format!("summarizes {} entries {}…{}", s.count, id(f), id(l)),
+        _ => "summarizes no entries".to_owned(),
+    };
+    if let Some(p) = s.previous {
+        let _ = write!(text, " and compaction {}'s summary", id(p));
+    }
+    if let Some(k) = &s.first_kept_entry_id {
+        let _ = write!(text, ", keeps from {k}");
+    }
+    text
+}
+
+impl Graph {
+    /// The text form, as `git log --graph` draws: a header, then one line per node with its
+    /// lanes (`*` an entry, `:` a fold, `|` an open lane) and a `|\` line under each branch
+    /// point. Each node line is `LANES  C ID TITLE PREVIEW [LABEL]  MARKS` where `C` is `●`
+    /// for entries that reach the model at the selected leaf, `○` for entries on the path to
+    /// it that do not, blank otherwise.
+    ///
+    /// At most [`DRAWN_LANES`] lanes are drawn: a row past them is drawn in the last column
+    /// after a `…`, and a branch point's connector says how many lanes it leaves out.
+    pub fn text(&self, tree: &Tree) -> Vec<TextLine> {
+        self.text_rows(tree, 0..self.nodes.len())
+    }
+
+    /// [`Graph::text`] of the rows in `rows` (each row's line and its connector), after the
+    /// header and legend when `rows` starts at the first row: the lines of consecutive row
+    /// ranges, one after the other, are the whole text.
+    pub fn text_rows(&self, tree: &Tree, rows: std::ops::Range<usize>) -> Vec<TextLine> {
+        let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+        let end = rows.end.min(self.nodes.len());
+        let start = rows.start.min(end);
+        let mut out = Vec::with_capacity(end - start + 4);
+        if start == 0 {
+            self.header_lines(tree, &mut out);
+        }
+        let width = self.title_width();
+        let drawn = self.lanes.clamp(1, DRAWN_LANES);
+        for g in &self.nodes[start..end] {
+            let col = column(g.lane);
+            let mut lanes = String::new();
+            for l in 0..=col {
+                if l > 0 {
+                    // The lanes folded away stand between the last drawn one and this row's.
+                    lanes.push(if l == col && g.lane > col { '…' } else { ' ' });
+                }
+                lanes.push(match (l == col, g.kind) {
+                    (false, _) => '|',
+                    (true, NodeKind::Entry) => '*',
+                    (true, NodeKind::Fold) => ':',
+                });
+            }
+            let pad = " ".repeat(2 * (drawn - 1 - col));
+            let c = if g.in_context {
+                '●'
+            } else if g.on_path {
+                '○'
+            } else {
+                ' '
+            };
+            let mut line = format!("{lanes}{pad} {c} ");
+            match g.kind {
+                NodeKind::Entry => {
+                    let _ = write!(line, "{} {:<width$} {}", id(g.first), g.title, g.preview);
+                }
+                NodeKind::Fold => {
+                    let _ = write!(
+                        line,
+                        "{}…{} {} folded: {}",
+                        id(g.first),
+                        id(g.last),
+                        plural(g.count, "entry", "entries"),
+                        g.title
+                    );
+                }
+            }
+            let mut line = line.trim_end().to_owned();
+            if let Some(l) = &g.label {
+                let _ = write!(line, " [{}]", preview::one_line(l));
+            }
+            if g.parent_row.is_none() && tree.roots().len() > 1 {
+                line.push_str("  ◇ root");
+            }
+            if g.selected_leaf && !g.default_leaf {
+                line.push_str("  ◆ selected leaf");
+            }
+            if g.default_leaf {
+                line.push_str("  ◀ default leaf");
+            } else if g.leaf {
+                line.push_str("  ◀ leaf");
+            }
+            out.push(TextLine {
+                text: line,
+                entry: Some(g.first),
+            });
+            let k = tree.node(g.last).children.len();
+            if k > 1 {
+                let mut conn = String::new();
+                for _ in 0..col {
+                    conn.push_str("| ");
+                }
+                conn.push('|');
+                // The children's lanes to the right of this one, as far as they are drawn.
+                let shown = (k - 1).min(DRAWN_LANES - 1 - col);
+                for _ in 0..shown {
+                    conn.push_str("\\ ");
+                }
+                let left_out = k - 1 - shown;
+                if left_out > 0 {
+                    let lanes = if left_out == 1 { "lane" } else { "lanes" };
+                    let _ = write!(conn, "… {left_out} more {lanes}");
+                }
+                out.push(TextLine {
+                    text: conn.trim_end().to_owned(),
+                    entry: None,
+                });
+            }
+        }
+        out
+    }
+
+    /// The widest entry title (at most 24 characters), for the title column.
+    fn title_width(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|g| g.kind == NodeKind::Entry)
+            .map(|g| g.title.chars().count())
+            .filter(|&w| w <= 24)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The text form's first two lines: the session, and the legend.
+    fn header_lines(&self, tree: &Tree, out: &mut Vec<TextLine>) {
+        let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+        let header = match &self.name {
+            Some(n) => format!("session {} ({})", preview::one_line(n), tree.header().id),
+            None => format!("session {}", tree.header().id),
+        };
+        out.push(TextLine {
+            text: format!(
+                "{header} · {} · {}",
+                plural(self.entry_count, "entry", "entries"),
+                plural(self.leaf_count, "leaf", "leaves"),
+            ),
+            entry: None,
+        });
+        let at = match (self.selected_leaf, self.default_leaf) {
+            (Some(s), d) if Some(s) == d => format!("the default leaf {}", id(s)),
+            (Some(s), _) => format!("leaf {}", id(s)),
+            (None, _) => "no leaf".to_owned(),
+        };
+        let mut legend = format!(
+            "● reaches the model at {at} ({}) · ○ on its path, not sent · : folded run",
+            plural(
+                self.context_entries.len(),
+                "context entry",
+                "context entries"
+            ),
+        );
+        if self.lanes > DRAWN_LANES {
+            let _ = write!(legend, " · … lanes past {DRAWN_LANES} folded");
+        }
+        out.push(TextLine {
+            text: legend,
+            entry: None,
+        });
+    }
+}
+
+/// `1 entry`, `2 entries`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Row height, lane width and the left gutter's column width (compaction ranges), in SVG units.
+const ROW_H: usize = 26;
+const LANE_W: usize = 16;
+const GUTTER_W: usize = 10;
+/// Height of the header above the first row.
+const HEAD_H: usize = 58;
+
+/// XML text and attribute escaping.
+fn xml(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            // Not allowed in XML 1.0 at all.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => o.push('\u{fffd}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+const SVG_STYLE: &str = r#"
+:root { color-scheme: light dark; }
+svg { --bg: #ffffff; --fg: #1f2328; --muted: #656d76; --edge: #afb8c1; --ctx: #0969da;
+  --path: #8250df; --compaction: #9a6700; --summary: #1a7f37; --label-bg: #ddf4ff; --label-fg: #0550ae;
+  --fold: #eaeef2; }
+@media (prefers-color-scheme: dark) {
+  svg { --bg: #0d1117; --fg: #e6edf3; --muted: #8d96a0; --edge: #484f58; --ctx: #4493f8;
+    --path: #ab7df8; --compaction: #d29922; --summary: #3fb950; --label-bg: #121d2f; --label-fg: #79c0ff;
+    --fold: #21262d; }
+}
+.bg { fill: var(--bg); }
+text { fill: var(--fg); font: 12px ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+text.head { font: 600 14px system-ui, -apple-system, "Segoe UI", sans-serif; }
+text.legend, .muted { fill: var(--muted); }
+.edge { fill: none; stroke: var(--edge); stroke-width: 1.5; }
+.edge.on-path { stroke: var(--path); stroke-width: 2.5; }
+.node circle, .node rect, .node path { fill: var(--bg); stroke: var(--edge); stroke-width: 1.5; }
+.node.on-path circle, .node.on-path rect, .node.on-path path { stroke: var(--path); }
+.node.in-context circle, .node.in-context rect, .node.in-context path { fill: var(--ctx); stroke: var(--ctx); }
+.node.fold rect { fill: var(--fold); }
+.node.in-context.fold rect { fill: var(--ctx); }
+.node.compaction path { stroke: var(--compaction); }
+.node.branch-summary circle { stroke: var(--summary); stroke-width: 2.5; }
+.node.in-context .id { fill: var(--ctx); font-weight: 600; }
+.node .kind { fill: var(--muted); }
+.node.compaction .preview { fill: var(--compaction); }
+.node.branch-summary .preview { fill: var(--summary); }
+.label-text { fill: var(--label-fg); }
+.mark { fill: var(--path); font-weight: 600; }
+.range path { fill: none; stroke: var(--compaction); stroke-width: 2; }
+.range text { fill: var(--compaction); font-size: 10px; }
+"#;
+
+impl Graph {
+    /// The picture as one self-contained SVG document (no script, no external reference;
+    /// light and dark by `prefers-color-scheme`). Every node is a `<g class="node entry|fold
+    /// …">` with `data-id` (its first entry), `data-last`, `data-count`, `data-row` and
+    /// `data-lane`; its classes say `in-context`, `on-path`, `leaf`, `default-leaf`,
+    /// `selected-leaf`, `branch-point`, `compaction`, `branch-summary`. Each compaction's range
+    /// is a `<g class="range">` bracket in the left gutter with `data-compaction`,
+    /// `data-first`, `data-last` and `data-count`. Edges are `<path class="edge">`, marked
+    /// `on-path` on the path to the selected leaf.
+    pub fn svg(&self, tree: &Tree) -> String {
+        let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+        // The row of every entry (folds hold several), for the compaction ranges.
+        let mut row_of: Vec<usize> = vec![usize::MAX; tree.len()];
+        for (row, g) in self.nodes.iter().enumerate() {
+            let mut cur = g.last;
+            loop {
+                row_of[cur as usize] = row;
+                if cur == g.first {
+                    break;
+                }
+                match tree.node(cur).parent {
+                    Some(p) => cur = p,
+                    None => break,
+                }
+            }
+        }
+        let ranges: Vec<(&GraphNode, &Summarized)> = self
+            .nodes
+            .iter()
+            .filter_map(|g| g.summarizes.as_ref().map(|s| (g, s)))
+            .filter(|(_, s)| s.count > 0)
+            .collect();
+        let gutter = ranges.len() * GUTTER_W + if ranges.is_empty() { 0 } else { 6 };
+        // Lanes past [`DRAWN_LANES`] are drawn in the last column, as in the text form.
+        let lane_x = |lane: usize| 14 + gutter + column(lane) * LANE_W;
+        let row_y = |row: usize| HEAD_H + row * ROW_H + ROW_H / 2;
+        let text_x = 14 + gutter + self.lanes.clamp(1, DRAWN_LANES) * LANE_W + 6;
+        let longest = self
+            .nodes
+            .iter()
+            .map(|g| {
+                g.title.chars().count()
+                    + g.preview.chars().count()
+                    + g.label.as_ref().map_or(0, |l| l.chars().count() + 3)
+                    + 40
+            })
+            .max()
+            .unwrap_or(40);
+        let at = match (self.selected_leaf, self.default_leaf) {
+            (Some(s), d) if Some(s) == d => format!("the default leaf {}", id(s)),
+            (Some(s), _) => format!("leaf {}", id(s)),
+            (None, _) => "no leaf".to_owned(),
+        };
+        let legend = format!(
+            "filled: reaches the model at {at} ({}) · coloured: its path · square: folded run · diamond: compaction, bracket: what it summarizes",
+            plural(
+                self.context_entries.len(),
+                "context entry",
+                "context entries"
+            ),
+        );
+        // Wide enough for the longest row and for the legend (12px monospace, about 7.5 units
+        // a character), so neither is cut off.
+        let legend_w = 14 + legend.chars().count() * 15 / 2 + 20;
+        let width = (text_x + longest * 7 + 20).max(legend_w).max(960);
+        let height = HEAD_H + self.nodes.len() * ROW_H + 12;
+
+        let mut o = String::with_capacity(256 * self.nodes.len() + 4096);
+        let title = match &self.name {
+            Some(n) => format!("{n} ({})", tree.header().id),
+            None => tree.header().id.to_string(),
+        };
+        let _ = write!(
+            o,
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="branch graph of session {t}" data-entries="{entries}" data-leaves="{leaves}" data-nodes="{n}" data-lanes="{lanes}">
+<title>Branch graph of session {t}</title>
+<style>{SVG_STYLE}</style>
+<rect class="bg" width="100%" height="100%"/>
+"#,
+            t = xml(&title),
+            entries = self.entry_count,
+            leaves = self.leaf_count,
+            n = self.nodes.len(),
+            lanes = self.lanes,
+        );
+        let _ = write!(
+            o,
+            r#"<text class="head" x="14" y="22">{} · {} · {}</text>
+<text class="legend" x="14" y="42">{}</text>
+"#,
+            xml(&title),
+            plural(self.entry_count, "entry", "entries"),
+            plural(self.leaf_count, "leaf", "leaves"),
+            xml(&legend),
+        );
+        // Compaction ranges, one gutter column each.
+        for (i, (g, s)) in ranges.iter().enumerate() {
+            let (Some(f), Some(l)) = (s.first, s.last) else {
+                continue;
+            };
+            let (rf, rl) = (row_of[f as usize], row_of[l as usize]);
+            if rf == usize::MAX || rl == usize::MAX {
+                continue;
+            }
+            let (top, bottom) = (row_y(rf.min(rl)) - 8, row_y(rf.max(rl)) + 8);
+            let x = 8 + i * GUTTER_W;
+            let _ = writeln!(
+                o,
+                r#"<g class="range" data-compaction="{c}" data-first="{fi}" data-last="{la}" data-count="{n}"><title>compaction {c} summarizes {n} entries {fi}…{la}</title><path d="M{x1} {top} H{x} V{bottom} H{x1}"/></g>"#,
+                c = xml(&id(g.first)),
+                fi = xml(&id(f)),
+                la = xml(&id(l)),
+                n = s.count,
+                x1 = x + 5,
+            );
+        }
+        // Edges under the nodes.
+        for (row, g) in self.nodes.iter().enumerate() {
+            let Some(p) = g.parent_row else { continue };
+            let pg = &self.nodes[p];
+            let (xp, yp) = (lane_x(pg.lane), row_y(p));
+            let (xc, yc) = (lane_x(g.lane), row_y(row));
+            let d = if pg.lane == g.lane {
+                format!("M{xp} {yp} V{yc}")
+            } else {
+                let mid = yp + ROW_H / 2;
+                format!(
+                    "M{xp} {yp} C{xp} {mid} {xc} {mid} {xc} {} V{yc}",
+                    yp + ROW_H
+                )
+            };
+            let _ = writeln!(
+                o,
+                r#"<path class="edge{}" d="{d}"/>"#,
+                if g.on_path { " on-path" } else { "" }
+            );
+        }
+        for (row, g) in self.nodes.iter().enumerate() {
+            let mut class = String::from(match g.kind {
+                NodeKind::Entry => "node entry",
+                NodeKind::Fold => "node fold",
+            });
+            let kind = &tree.node(g.first).entry.kind;
+            for (on, c) in [
+                (g.in_context, " in-context"),
+                (g.on_path, " on-path"),
+                (g.leaf, " leaf"),
+                (g.default_leaf, " default-leaf"),
+                (g.selected_leaf, " selected-leaf"),
+                (g.branch_point, " branch-point"),
+                (matches!(kind, EntryKind::Compaction { .. }), " compaction"),
+                (
+                    matches!(kind, EntryKind::BranchSummary { .. }),
+                    " branch-summary",
+                ),
+            ] {
+                if on {
+                    class.push_str(c);
+                }
+            }
+            let (x, y) = (lane_x(g.lane), row_y(row));
+            let first = id(g.first);
+            let tooltip = match g.kind {
+                NodeKind::Entry => format!("{first} {} {}", g.title, g.preview),
+                NodeKind::Fold => format!(
+                    "{first}…{} {} folded: {}",
+                    id(g.last),
+                    plural(g.count, "entry", "entries"),
+                    g.title
+                ),
+            };
+            let _ = write!(
+                o,
+                r#"<g class="{class}" data-id="{fid}" data-last="{lid}" data-count="{count}" data-row="{row}" data-lane="{lane}"><title>{tip}</title>"#,
+                fid = xml(&first),
+                lid = xml(&id(g.last)),
+                count = g.count,
+                lane = g.lane,
+                tip = xml(&tooltip),
+            );
+            match (g.kind, kind) {
+                (NodeKind::Fold, _) => {
+                    let _ = write!(
+                        o,
+                        r#"<rect x="{}" y="{}" width="10" height="14" rx="2"/>"#,
+                        x - 5,
+                        y - 7
+                    );
+                }
+                (NodeKind::Entry, EntryKind::Compaction { .. }) => {
+                    let _ = write!(
+                        o,
+                        r#"<path d="M{x} {} L{} {y} L{x} {} L{} {y} Z"/>"#,
+                        y - 7,
+                        x + 7,
+                        y + 7,
+                        x - 7
+                    );
+                }
+                (NodeKind::Entry, _) => {
+                    let _ = write!(o, r#"<circle cx="{x}" cy="{y}" r="5"/>"#);
+                }
+            }
+            let ty = y + 4;
+            match g.kind {
+                NodeKind::Entry => {
+                    let _ = write!(
+                        o,
+                        r#"<text x="{text_x}" y="{ty}"><tspan class="id">{}</tspan> <tspan class="kind">{}</tspan> <tspan class="preview">{}</tspan>"#,
+                        xml(&first),
+                        xml(&g.title),
+                        xml(&g.preview),
+                    );
+                }
+                NodeKind::Fold => {
+                    let _ = write!(
+                        o,
+                        r#"<text x="{text_x}" y="{ty}" class="muted"><tspan class="id">{}…{}</tspan> <tspan class="kind">{} folded: {}</tspan>"#,
+                        xml(&first),
+                        xml(&id(g.last)),
+                        plural(g.count, "entry", "entries"),
+                        xml(&g.title),
+                    );
+                }
+            }
+            if let Some(l) = &g.label {
+                let _ = write!(o, r#" <tspan class="label-text">[{}]</tspan>"#, xml(l));
+            }
+            if g.selected_leaf && !g.default_leaf {
+                o.push_str(r#" <tspan class="mark">◆ selected leaf</tspan>"#);
+            }
+            if g.default_leaf {
+                o.push_str(r#" <tspan class="mark">◀ default leaf</tspan>"#);
+            } else if g.leaf {
+                o.push_str(r#" <tspan class="mark">◀ leaf</tspan>"#);
+            }
+            o.push_str("</text></g>\n");
+        }
+        o.push_str("</svg>\n");
+        o
+    }
+}

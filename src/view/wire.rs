@@ -1,0 +1,964 @@
+//! Wire types of the `session/` methods and notifications: params as received, results and
+//! notifications as sent. Field names are camelCase like pi's. Shapes are documented in
+//! `protocol/README.md` and `protocol/schema/`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tower_lsp_server::ls_types::ProgressToken;
+use tower_lsp_server::ls_types::notification::Notification;
+
+/// `session/open` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenParams {
+    /// Session file to open; must resolve inside a session root.
+    pub path: PathBuf,
+    /// Open a corrupt file read-only the way pi reads it (bad lines skipped, orphans as roots);
+    /// default false.
+    #[serde(default)]
+    pub allow_corrupt: bool,
+}
+
+/// `session/close` params.
+#[derive(Debug, Deserialize)]
+pub struct CloseParams {
+    /// Session file to stop following.
+    pub path: PathBuf,
+}
+
+/// `session/tree` params. At most one of `fromId`, `childrenOf` and `after` names where the
+/// page starts; none: at the roots.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// Start the page at this entry (included).
+    pub from_id: Option<String>,
+    /// Start the page at this entry's children (the entry itself is not included).
+    pub children_of: Option<String>,
+    /// Start the page at the siblings that follow this entry (in file order; for a root, the
+    /// roots after it). Neither the entry nor its subtree is included.
+    pub after: Option<String>,
+    /// Levels below the first level of the page to include; default 64.
+    pub depth: Option<usize>,
+    /// Maximum number of nodes, 1 to 10000; default 1000. Out of range: -32602.
+    pub limit: Option<usize>,
+}
+
+/// Where the rest of a `session/tree` walk continues: the params to add (with `path`,
+/// `depth` and `limit`) to ask for the next page. Serialized as `{"childrenOf": id}` or
+/// `{"after": id}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TreeCursor {
+    /// None of this node's children is in the page.
+    ChildrenOf(String),
+    /// This node is in the page, some of its later siblings are not.
+    After(String),
+}
+
+/// `session/entry` params.
+#[derive(Debug, Deserialize)]
+pub struct EntryParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// Id of the entry to return.
+    pub id: String,
+}
+
+/// `session/contextAt` `fields`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum FieldsParam {
+    /// Only `entryIds`/`messageEntryIds`, no `messages` key.
+    Ids,
+    /// `{role, preview}` per message.
+    Previews,
+    /// Messages as pi 1.6.0 `buildSessionContext` builds them.
+    #[default]
+    Full,
+}
+
+/// `session/contextAt` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextAtParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// Leaf whose context is built; absent: the default leaf (last entry in file order).
+    pub leaf_id: Option<String>,
+    /// Index of the first message returned; default 0.
+    #[serde(default)]
+    pub offset: usize,
+    /// Maximum number of messages returned; absent: all from `offset`.
+    pub limit: Option<usize>,
+    /// How much of each message to return; default `full`.
+    #[serde(default)]
+    pub fields: FieldsParam,
+}
+
+/// `session/explain` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplainParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// Entry to explain.
+    pub entry_id: String,
+    /// Leaf whose context is asked about; absent: the default leaf.
+    pub leaf_id: Option<String>,
+}
+
+/// `session/verifyResume` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyResumeParams {
+    /// The session file (open or not; it must be inside a root).
+    pub path: PathBuf,
+    /// Leaf to verify; absent: the default leaf (the last entry).
+    pub leaf_id: Option<String>,
+    /// Working directory to check instead of the header's `cwd`.
+    pub cwd: Option<PathBuf>,
+}
+
+/// `session/export` result: the document and its counts. Borrows the document, which can be
+/// hundreds of megabytes: it is serialized from where it was made, never copied into a `Value`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExportResult<'a> {
+    /// The session file.
+    pub path: &'a Path,
+    /// `md` or `html`.
+    pub format: &'static str,
+    /// The leaf exported (`null` for a session without entries).
+    pub leaf_id: Option<String>,
+    /// The Markdown or HTML document.
+    pub document: &'a str,
+    /// Entries on the branch.
+    pub entries: usize,
+    /// Messages shown.
+    pub messages: usize,
+    /// Tool calls shown.
+    pub tool_calls: usize,
+    /// Strings redacted.
+    pub redactions: usize,
+    /// Whether redaction was on.
+    pub redacted: bool,
+    /// Outputs and arguments cut.
+    pub truncated: usize,
+    /// Images embedded.
+    pub images: usize,
+}
+
+/// `session/export` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExportParams {
+    /// The session file (open or not; it must be inside a root).
+    pub path: PathBuf,
+    /// Leaf whose branch is exported; absent: the default leaf (the last entry).
+    pub leaf_id: Option<String>,
+    /// `md` (default) or `html`.
+    #[serde(default)]
+    pub format: Option<String>,
+    /// Redact strings that look like secrets (default `true`).
+    #[serde(default)]
+    pub redact: Option<bool>,
+    /// Longest tool output or argument shown, in bytes (default 8192).
+    #[serde(default)]
+    pub max_output_bytes: Option<usize>,
+}
+
+/// `session/search` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchParams {
+    /// The query: words (all must match), `"phrases"`, `prefix*`, `-excluded`, `a OR b`.
+    pub query: String,
+    /// Directories to search (each inside a root); absent: every root.
+    pub roots: Option<Vec<PathBuf>>,
+    /// Hits per page (1..=1000, default 50).
+    pub limit: Option<usize>,
+    /// `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+    /// Only these roles or entry types.
+    pub roles: Option<Vec<String>>,
+    /// Only sessions whose path contains this.
+    pub path_contains: Option<String>,
+    /// Only entries at or after this time (ISO 8601 or `YYYY-MM-DD`).
+    pub after: Option<String>,
+    /// Only entries before this time (ISO 8601 or `YYYY-MM-DD`).
+    pub before: Option<String>,
+    /// Search thinking too.
+    #[serde(default)]
+    pub thinking: bool,
+    /// LSP work-done token: a long index build reports `$/progress` under it.
+    pub work_done_token: Option<ProgressToken>,
+}
+
+/// `session/list` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListParams {
+    /// Directory to list; absent: the first session root. Must be inside a root.
+    pub root: Option<PathBuf>,
+    /// LSP work-done token: when given, a long listing reports `$/progress` under it.
+    pub work_done_token: Option<ProgressToken>,
+}
+
+/// A field that must be present and may be `null` (`expectedLeafId`, `fromId`): `None` when
+/// absent, `Some(None)` for `null`. Use with `#[serde(default, deserialize_with = "nullable")]`.
+pub fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// `session/fork` `position`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum ForkPosition {
+    /// The new session ends with the entry.
+    At,
+    /// The new session ends at the entry's parent (the entry must be a user message).
+    Before,
+}
+
+/// `session/fork` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkParams {
+    /// Open session file to fork from (only read).
+    pub path: PathBuf,
+    /// Entry the fork is cut at.
+    pub entry_id: String,
+    /// Whether the new session ends with the entry or at its parent.
+    pub position: ForkPosition,
+    /// Directory of the new file; absent: the source's directory. Must be inside a root.
+    pub target_dir: Option<PathBuf>,
+    /// Session id of the new file; absent: a new UUIDv7.
+    pub session_id: Option<String>,
+}
+
+/// `session/salvage` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SalvageParams {
+    /// Session file to salvage (need not be open; stays byte-identical).
+    pub path: PathBuf,
+    /// Directory of the new file; absent: the source's directory. Must be inside a root.
+    pub target_dir: Option<PathBuf>,
+}
+
+/// `session/label` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// Entry whose label is set or cleared.
+    pub target_id: String,
+    /// `null` (or absent) clears the label.
+    pub label: Option<String>,
+    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+    /// mismatch is a conflict (-33010).
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+}
+
+/// `session/setName` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetNameParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// New session name (pi's `appendSessionInfo`: newlines become spaces, ends trimmed).
+    pub name: String,
+    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+    /// mismatch is a conflict (-33010).
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+}
+
+/// `session/branch` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BranchParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// The entry the branch starts from; `null`: before the first entry.
+    #[serde(default, deserialize_with = "nullable")]
+    pub from_id: Option<Option<String>>,
+    /// With a summary a `branch_summary` entry is written; without, nothing is.
+    pub summary: Option<String>,
+    /// Any JSON, stored as the `branch_summary` entry's `details`.
+    pub details: Option<Value>,
+    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+    /// mismatch is a conflict (-33010).
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `session/append` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppendParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// The entry as a JSON object, or as JSON text (whose field bytes are kept exactly).
+    pub entry: Value,
+    /// Absent: the session's leaf; `null`: a new root.
+    #[serde(default, deserialize_with = "nullable")]
+    pub parent_id: Option<Option<String>>,
+    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+    /// mismatch is a conflict (-33010).
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `session/prepareCompaction` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PrepareCompactionParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// Leaf whose path is compacted; absent: the last entry.
+    pub leaf_id: Option<String>,
+    /// Tokens of recent context to keep; absent: pi's 20000.
+    pub keep_recent_tokens: Option<u64>,
+    /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
+    pub custom_instructions: Option<String>,
+}
+
+/// `session/compact`'s `summarizer`: `{"type": "embedded"}` or `{"type": "model", model?,
+/// baseUrl?, api?, apiKeyEnv?, timeoutMs?, maxRetries?}` (the CLI's `--model`, `--base-url`,
+/// `--api`, `--api-key-env`, `--model-timeout-ms`, `--model-retries`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SummarizerParams {
+    /// `embedded` or `model`.
+    #[serde(rename = "type")]
+    pub kind: SummarizerKind,
+    /// `provider/id`; absent: the session's current model.
+    pub model: Option<String>,
+    /// API base URL; absent: pi's models.json.
+    pub base_url: Option<String>,
+    /// `openai-completions` or `anthropic-messages`; absent: pi's models.json.
+    pub api: Option<SummarizerApi>,
+    /// Environment variable (of the daemon) holding the API key.
+    pub api_key_env: Option<String>,
+    /// Deadline of the whole model call in milliseconds (default 300000).
+    pub timeout_ms: Option<u64>,
+    /// Retries of transient failures (default 3).
+    pub max_retries: Option<u32>,
+}
+
+/// The kinds of summarizer.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum SummarizerKind {
+    /// The embedded extractive digest.
+    Embedded,
+    /// A model endpoint.
+    Model,
+}
+
+/// The APIs a model summarizer speaks (pi's names).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+pub enum SummarizerApi {
+    /// OpenAI chat completions.
+    #[serde(rename = "openai-completions")]
+    OpenAiCompletions,
+    /// Anthropic messages.
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+}
+
+/// `session/compact` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// Leaf whose path is compacted; absent: the last entry.
+    pub leaf_id: Option<String>,
+    /// Id of the session's last entry as the client saw it; required unless `dryRun` (then checked
+    /// when given).
+    #[serde(default, deserialize_with = "nullable")]
+    pub expected_leaf_id: Option<Option<String>>,
+    /// Tokens of recent context to keep; absent: pi's 20000.
+    pub keep_recent_tokens: Option<u64>,
+    /// Summary stored verbatim; absent: the `summarizer` writes one.
+    pub summary: Option<String>,
+    /// Who writes the summary when `summary` is absent; absent: the embedded digest.
+    pub summarizer: Option<SummarizerParams>,
+    /// LSP work-done token: when given, a model summarizer reports `$/progress` under it.
+    pub work_done_token: Option<ProgressToken>,
+    /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
+    pub custom_instructions: Option<String>,
+    /// Refuse (-33014, nothing written) when a retention probe would be lost; default false. Dry
+    /// runs never refuse.
+    #[serde(default)]
+    pub require_retention: bool,
+    /// Plan on the daemon's view and write nothing; default false.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Write even while an agent works on the session (otherwise -33019); default false.
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// A revision: entry count, bytes of the file applied, and how many times the session was
+/// reloaded. Equal revisions mean equal state.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Revision {
+    /// Entries in the tree.
+    pub entry_count: usize,
+    /// Bytes of the file applied so far.
+    pub applied_bytes: u64,
+    /// How many times the session was reloaded from the start.
+    pub generation: u64,
+}
+
+/// One tree node.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Node {
+    /// The entry's id.
+    pub id: String,
+    /// The entry's `parentId`; `None` for a root.
+    pub parent_id: Option<String>,
+    /// The entry's `type` (`message`, `compaction`, `label`, ...).
+    #[serde(rename = "type")]
+    pub entry_type: String,
+    /// `message.role`; present for `message` entries only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The entry's current label, when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// One line of at most 80 characters, counted as Unicode code points (JavaScript:
+    /// `[...preview].length`; JSON Schema's `maxLength` counts the same way); a cut text ends
+    /// with `…`.
+    pub preview: String,
+    /// The entry's `timestamp` as written (usually an ISO string).
+    pub timestamp: Value,
+    /// Number of children in the tree.
+    pub child_count: usize,
+    /// Child ids, present when every child is in the same message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub children: Option<Vec<String>>,
+}
+
+/// `session/open` result.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenResult {
+    /// Canonical session file path.
+    pub path: PathBuf,
+    /// The header's `id`; `None` while the session is pending.
+    pub session_id: Option<String>,
+    /// The file has no session header yet and is younger than the grace period (2 s): it is
+    /// being created. The session is followed; `session/didReload` with reason `born` tells
+    /// when the header has arrived.
+    pub pending: bool,
+    /// The header line as parsed JSON; `null` while the session is pending.
+    pub header: Value,
+    /// Default leaf: the last entry in file order (`None` without entries).
+    pub leaf_id: Option<String>,
+    /// All entries without children, in file order.
+    pub leaves: Vec<String>,
+    /// Entries in the tree.
+    pub entry_count: usize,
+    /// Session name from the latest `session_info` entry, if any.
+    pub name: Option<String>,
+    /// `{line, offset, len}` of an unparsable unterminated last line, or `None`.
+    pub torn_tail: Option<TornTail>,
+    /// Problems found by a lenient (`allowCorrupt`) open; empty for a strict one.
+    pub diagnostics: Value,
+    /// Revision of the state this result describes.
+    pub revision: Revision,
+    /// How the daemon follows the file: `events`, `polling` or `requests`; changes are
+    /// announced with `session/didChangeLiveMode`.
+    pub live_mode: String,
+    /// The agent working on the session right now, if any (see `crate::session::activity`).
+    pub agent: Option<AgentInfo>,
+}
+
+/// An agent working on a session: a process found through `/proc`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// Its process id.
+    pub pid: u32,
+    /// Its process name (`/proc/PID/comm`, e.g. `pi`); never the command line, which may hold
+    /// credentials.
+    pub command: String,
+    /// Why it counts: `holdsFile` (holds the file open for writing), `toolEnvironment` (one of
+    /// its tools has `PI_SESSION_FILE` naming the file) or `sessionCwd` (a `pi` in the
+    /// session's cwd while the session's turn is open).
+    pub evidence: String,
+}
+
+/// `session/tree` result.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TreeResult {
+    /// Breadth-first from the page's start (the roots, `fromId`, the children of `childrenOf`
+    /// or the siblings after `after`), each node once.
+    pub nodes: Vec<Node>,
+    /// Root ids (only on a page that starts at the roots).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roots: Option<Vec<String>>,
+    /// True when `next` is empty: no node below the start was left out.
+    pub complete: bool,
+    /// The pages still to ask for, in breadth-first order. Asking for each (and for the
+    /// `next` of those pages in turn) delivers every node below the start exactly once.
+    pub next: Vec<TreeCursor>,
+    /// Default leaf: the last entry in file order.
+    pub leaf_id: Option<String>,
+    /// Entries in the tree.
+    pub entry_count: usize,
+    /// Revision of the state this result describes.
+    pub revision: Revision,
+}
+
+/// `session/graph` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphParams {
+    /// Open session file.
+    pub path: PathBuf,
+    /// The leaf whose context is highlighted; absent: the default leaf (last entry in file order).
+    pub leaf_id: Option<String>,
+    /// The first row of the page (default 0).
+    pub offset: Option<usize>,
+    /// Rows in the page (default 1000, 1 to 10000).
+    pub limit: Option<usize>,
+}
+
+/// `session/graph` result and `sessiond graph --json`: the branch graph
+/// ([`crate::view::graph`]), its nodes in row order and its text form.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphResult {
+    /// The session name (the latest `session_info`), if any.
+    pub name: Option<String>,
+    /// Entries in the session.
+    pub entry_count: usize,
+    /// Entries without children.
+    pub leaf_count: usize,
+    /// Lanes of the widest row.
+    pub lanes: usize,
+    /// The default leaf: the last entry in file order.
+    pub default_leaf_id: Option<String>,
+    /// The leaf the context is computed at (`leafId`, else the default leaf).
+    pub selected_leaf_id: Option<String>,
+    /// The entries in context at the selected leaf, as `session/contextAt`'s `entryIds`; on
+    /// the first page only (a page of a long path would otherwise repeat it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_entry_ids: Option<Vec<String>>,
+    /// Rows of the whole graph.
+    pub row_count: usize,
+    /// The first row of this page.
+    pub offset: usize,
+    /// Where the next page starts; `null` on the last page.
+    pub next_offset: Option<usize>,
+    /// The page's nodes, one per row, depth-first.
+    pub nodes: Vec<GraphNode>,
+    /// The page's text form, one line each (`git log --graph` lanes), with the entry a line
+    /// stands for: the header and legend on the first page, then each row's line and the
+    /// connector under a branch point.
+    pub lines: Vec<GraphLine>,
+    /// Revision of the state this result describes (absent from the CLI's output).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<Revision>,
+}
+
+/// One node of [`GraphResult`]: an entry, or a fold of a single-child run.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphNode {
+    /// `entry` or `fold`.
+    pub kind: &'static str,
+    /// The entry's id; for a fold, its first entry's.
+    pub id: String,
+    /// A fold's last entry (equal to `id` for an entry).
+    pub last_id: String,
+    /// How many entries the node holds.
+    pub count: usize,
+    /// The parent node's row; `null` for a root.
+    pub parent_row: Option<usize>,
+    /// The node's lane, 0 leftmost.
+    pub lane: usize,
+    /// The entry `type`.
+    pub r#type: String,
+    /// A message's role or the entry type; a fold's most frequent kinds (`8 assistant, 4 toolResult`).
+    pub title: String,
+    /// One line of the entry (a compaction: the range it summarizes); empty for a fold.
+    pub preview: String,
+    /// The resolved label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The name a `session_info` entry sets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The (last) entry has no child.
+    pub leaf: bool,
+    /// The node holds the default leaf.
+    pub default_leaf: bool,
+    /// The node holds the selected leaf.
+    pub selected_leaf: bool,
+    /// The (last) entry has several children.
+    pub branch_point: bool,
+    /// The node's entries reach the model at the selected leaf.
+    pub in_context: bool,
+    /// The node is on the path from the root to the selected leaf.
+    pub on_path: bool,
+    /// A compaction's summarized range (pi's `prepareCompaction`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summarizes: Option<GraphRange>,
+}
+
+/// The range of its path a compaction summarizes.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphRange {
+    /// Entries in the range (compactions not counted).
+    pub count: usize,
+    /// The first and last entry of the range; `null` when it is empty.
+    pub first_id: Option<String>,
+    /// See `firstId`.
+    pub last_id: Option<String>,
+    /// The compaction's `firstKeptEntryId`.
+    pub first_kept_entry_id: Option<String>,
+    /// The previous compaction on the path, whose summary this one carries forward.
+    pub previous_compaction_id: Option<String>,
+}
+
+/// One line of the text form.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphLine {
+    /// The line.
+    pub text: String,
+    /// The entry a reader jumps to from it (a fold: its first); `null` for header and connectors.
+    pub entry_id: Option<String>,
+}
+
+/// `session/entry` result.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryResult {
+    /// The entry's id.
+    pub id: String,
+    /// 1-based line number and byte offset of the entry's line.
+    pub line: u32,
+    /// Byte offset of the line's first byte in the file.
+    pub offset: u64,
+    /// The line as parsed JSON.
+    pub entry: Value,
+    /// The line exactly as stored (without its newline).
+    pub raw: String,
+    /// Revision of the state this result describes.
+    pub revision: Revision,
+}
+
+impl EntryResult {
+    /// The result as the JSON object its `Serialize` derive writes, built by moving the parsed
+    /// entry in rather than serializing it into a second `Value` (a copy of every field).
+    pub fn into_value(self) -> Value {
+        let mut map = serde_json::Map::with_capacity(6);
+        map.insert("id".into(), Value::String(self.id));
+        map.insert("line".into(), Value::from(self.line));
+        map.insert("offset".into(), Value::from(self.offset));
+        map.insert("entry".into(), self.entry);
+        map.insert("raw".into(), Value::String(self.raw));
+        map.insert(
+            "revision".into(),
+            serde_json::to_value(self.revision).unwrap_or(Value::Null),
+        );
+        Value::Object(map)
+    }
+}
+
+pub use crate::listing::ListedSession;
+
+/// `session/list` result.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResult {
+    /// Canonical directory that was listed.
+    pub root: PathBuf,
+    /// Sessions found, newest `modified` first.
+    pub sessions: Vec<ListedSession>,
+    /// Files that end in `.jsonl` but have no readable session header.
+    pub skipped: Vec<PathBuf>,
+    /// Files being created: empty or with part of a header only, modified within the grace
+    /// period (2 s). Listed again once their header is written.
+    pub pending: Vec<PathBuf>,
+}
+
+/// `session/didChange` params.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DidChangeParams {
+    /// Canonical session file path.
+    pub path: PathBuf,
+    /// The new entries as nodes, in file order.
+    pub added: Vec<Value>,
+    /// Last entry in file order after the change.
+    pub leaf_id: Option<String>,
+    /// All entries without children, in file order.
+    pub leaves: Vec<String>,
+    /// Entries in the tree.
+    pub entry_count: usize,
+    /// Revision after the change, `{entryCount, appliedBytes, generation}`.
+    pub revision: Value,
+    /// The agent working on the session, as looked up at most a second before.
+    pub agent: Option<AgentInfo>,
+}
+
+/// `session/didReload` params.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DidReloadParams {
+    /// Canonical session file path.
+    pub path: PathBuf,
+    /// `shrank`, `replaced`, `rewritten`, or `born` (a pending session's header arrived).
+    pub reason: String,
+    /// Last entry in file order after the reload.
+    pub leaf_id: Option<String>,
+    /// All entries without children, in file order.
+    pub leaves: Vec<String>,
+    /// Entries in the tree.
+    pub entry_count: usize,
+    /// Revision after the reload, `{entryCount, appliedBytes, generation}`.
+    pub revision: Value,
+}
+
+/// `session/didCorrupt` params.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DidCorruptParams {
+    /// Canonical session file path.
+    pub path: PathBuf,
+    /// Corruption kind (`invalidJson`, `duplicateId`, ...), as in -33003's `data.kind`.
+    pub kind: String,
+    /// 1-based line number of the bad line.
+    pub line: u32,
+    /// Byte offset of the bad line.
+    pub offset: u64,
+    /// The bad entry's id, when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Human-readable description naming the problem.
+    pub message: String,
+    /// Revision of the last good state, which the session keeps.
+    pub revision: Value,
+}
+
+/// `session/fileMissing` params.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileMissingParams {
+    /// Canonical session file path (the path that no longer names a file).
+    pub path: PathBuf,
+    /// When the daemon found the file missing, `YYYY-MM-DDTHH:mm:ss.sssZ` (UTC).
+    pub since: String,
+    /// Revision of the last good state, which the session keeps.
+    pub revision: Value,
+}
+
+/// `session/fileRestored` params.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileRestoredParams {
+    /// Canonical session file path.
+    pub path: PathBuf,
+    /// Revision before anything the returned file holds is applied (a `didReload` or
+    /// `didChange` follows when it differs).
+    pub revision: Value,
+}
+
+/// `session/didChangeLiveMode` params.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DidChangeLiveModeParams {
+    /// Canonical session file path.
+    pub path: PathBuf,
+    /// `events`, `polling` or `requests` (see `crate::watch::LiveMode`).
+    pub live_mode: String,
+}
+
+/// Declares server notifications: a marker type per method, tied to its params.
+macro_rules! notifications {
+    ($($(#[$doc:meta])* $name:ident($params:ty) = $method:literal;)*) => {$(
+        $(#[$doc])*
+        pub enum $name {}
+        impl Notification for $name {
+            type Params = $params;
+            const METHOD: &'static str = $method;
+        }
+    )*};
+}
+
+notifications! {
+    /// `session/didChange`.
+    DidChange(DidChangeParams) = "session/didChange";
+    /// `session/didReload`.
+    DidReload(DidReloadParams) = "session/didReload";
+    /// `session/didCorrupt`.
+    DidCorrupt(DidCorruptParams) = "session/didCorrupt";
+    /// `session/fileMissing`.
+    FileMissing(FileMissingParams) = "session/fileMissing";
+    /// `session/fileRestored`.
+    FileRestored(FileRestoredParams) = "session/fileRestored";
+    /// `session/didChangeLiveMode`.
+    DidChangeLiveMode(DidChangeLiveModeParams) = "session/didChangeLiveMode";
+}
+
+/// A notification waiting to be sent, in the order the sessions produced them.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// Sent as `session/didChange`.
+    DidChange(DidChangeParams),
+    /// Sent as `session/didReload`.
+    DidReload(DidReloadParams),
+    /// Sent as `session/didCorrupt`.
+    DidCorrupt(DidCorruptParams),
+    /// Sent as `session/fileMissing`.
+    FileMissing(FileMissingParams),
+    /// Sent as `session/fileRestored`.
+    FileRestored(FileRestoredParams),
+    /// Sent as `session/didChangeLiveMode`.
+    DidChangeLiveMode(DidChangeLiveModeParams),
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results of the storage layer, as the daemon and the CLI's `--json` print them. The storage and
+// core types carry no wire format; `convert` builds these from them.
+
+/// An unparsable final line without a newline, left out of the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TornTail {
+    /// 1-based line number.
+    pub line: u32,
+    /// Byte offset where the torn bytes start.
+    pub offset: u64,
+    /// Number of torn bytes.
+    pub len: u64,
+}
+
+/// A torn tail moved aside before an append.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Repair {
+    /// The sidecar file holding the torn bytes.
+    pub sidecar: PathBuf,
+    /// Byte offset where the torn bytes started in the session file.
+    pub offset: u64,
+    /// Number of torn bytes moved aside.
+    pub len: u64,
+}
+
+/// An appended entry (`sessiond label|name|branch|append --json`; the daemon's write results
+/// carry the same fields without `appliedLen`, with `written` and `revision`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Written {
+    /// The new entry's id.
+    pub id: String,
+    /// The new entry's `parentId`.
+    pub parent_id: Option<String>,
+    /// Byte offset of the new line in the file.
+    pub offset: u64,
+    /// The session's last entry after the write.
+    pub leaf_id: Option<String>,
+    /// Entries found in the file before the write (appended by others since the last read).
+    pub added: Vec<String>,
+    /// Entries found after ours when reading back (appended by unlocked writers meanwhile).
+    pub added_after: Vec<String>,
+    /// The torn tail moved aside, if one was repaired.
+    pub repaired: Option<Repair>,
+    /// File length after the write, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied_len: Option<u64>,
+}
+
+/// `session/fork`'s result (and `sessiond fork --json`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Forked {
+    /// The new session file.
+    pub path: PathBuf,
+    /// The new file's header `id`.
+    pub session_id: String,
+    /// The new file's last entry.
+    pub leaf_id: Option<String>,
+    /// Number of path entries copied.
+    pub entry_count: usize,
+    /// Label entries on the path that were left out (re-created after the path instead).
+    pub dropped_labels: Vec<String>,
+    /// Ids of the label entries re-created after the path.
+    pub new_labels: Vec<String>,
+    /// Entries whose line was re-serialized.
+    pub rewritten: Vec<String>,
+}
+
+/// One line left out of a salvaged file.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dropped {
+    /// 1-based line number in the source.
+    pub line: u32,
+    /// Byte offset of the line in the source.
+    pub offset: u64,
+    /// `invalidJson`, `notAnObject`, `invalidEntry`, `duplicateId`, `tornTail`...
+    pub kind: String,
+    /// The line's entry id, when it could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// What was wrong with the line.
+    pub message: String,
+}
+
+/// An entry whose parent changed in a salvaged file.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reattached {
+    /// The reattached entry.
+    pub id: String,
+    /// The parent the source names (missing or dropped).
+    pub was: Option<String>,
+    /// The nearest surviving ancestor, or `None` when it became a root.
+    pub now: Option<String>,
+}
+
+/// `session/salvage`'s result (and `sessiond salvage --json`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Salvaged {
+    /// The new session file (the source is untouched).
+    pub path: PathBuf,
+    /// The new file's header `id`.
+    pub session_id: String,
+    /// Entries written.
+    pub kept: usize,
+    /// Lines left out of the new file, in source order.
+    pub dropped: Vec<Dropped>,
+    /// Entries whose parent became their nearest surviving ancestor.
+    pub reattached: Vec<Reattached>,
+}
