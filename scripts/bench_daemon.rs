@@ -60,9 +60,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sessiond::core::diagnostics::Corruption;
 use sessiond::core::tree::{Mode, NodeIdx};
-use sessiond::server::handlers;
+use sessiond::server::{handlers, notify, params};
 use sessiond::session::owner::{EventSink, ReloadReason, Session};
-use sessiond::view::{convert, wire};
 
 const TIMEOUT: Duration = Duration::from_secs(600);
 /// `session/entry` requests timed per `open` run.
@@ -504,7 +503,7 @@ struct Sink;
 
 impl EventSink for Sink {
     fn appended(&self, session: &Session, added: std::ops::Range<NodeIdx>) {
-        let params = convert::did_change(session, added);
+        let params = notify::did_change(session, added);
         std::hint::black_box(serde_json::to_string(&params).unwrap_or_default());
     }
     fn reloaded(&self, _: &Session, _: ReloadReason) {}
@@ -524,7 +523,7 @@ fn inproc(file: &Path, appends: usize, reopens: usize) -> Res<Value> {
         .default_leaf()
         .map(|l| session.tree().node(l).entry.id.to_string())
         .ok_or("the session has no leaf")?;
-    let ask = |id: &str| -> Res<wire::ContextAtParams> {
+    let ask = |id: &str| -> Res<params::ContextAtParams> {
         serde_json::from_value(json!({"path": file, "leafId": id, "fields": "ids"}))
             .map_err(|e| e.to_string())
     };
@@ -560,7 +559,7 @@ fn inproc(file: &Path, appends: usize, reopens: usize) -> Res<Value> {
 
 fn inproc_context(file: &Path, runs: usize) -> Res<Value> {
     let session = Session::open(file, Mode::Strict).map_err(|e| e.to_string())?;
-    let params: wire::ContextAtParams =
+    let params: params::ContextAtParams =
         serde_json::from_value(json!({"path": file, "fields": "full"}))
             .map_err(|e| e.to_string())?;
     let mut full = Vec::new();

@@ -24,5 +24,10 @@ fn main() -> ExitCode {
         .with_ansi(colour)
         .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn")))
         .init();
+    // The daemon is the server's front door, not the CLI's: the CLI prints documents, the
+    // server speaks JSON-RPC (and writes protocol frames from its own thread).
+    if let sessiond::cli::Command::Serve { roots, index_dir } = cli.command {
+        return sessiond::server::serve(sessiond::server::ServeOptions { roots, index_dir });
+    }
     sessiond::cli::run(cli)
 }

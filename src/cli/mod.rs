@@ -151,13 +151,9 @@ impl Command {
     }
 }
 
-/// Runs a parsed command line: its output on stdout, errors on stderr, the exit code from
-/// the [`Exit`] table.
+/// Runs a parsed command line other than `serve` (which `main` hands to the server): its
+/// output on stdout, errors on stderr, the exit code from the [`Exit`] table.
 pub fn run(cli: Cli) -> ExitCode {
-    // Before stdout is locked below: the daemon writes protocol frames from its own thread.
-    if let Command::Serve { roots, index_dir } = cli.command {
-        return crate::server::serve(crate::server::ServeOptions { roots, index_dir });
-    }
     let json = cli.command.json();
     // Text for a person shows control characters visibly (session text must not act on the
     // terminal); a JSON document and clap's own generated text leave exactly as written.
@@ -446,6 +442,7 @@ fn dispatch(command: Command, out: &mut dyn Sink) -> Result<Exit, CliError> {
         Command::Salvage(args) => write::salvage(out, &args),
         Command::Completions(args) => shell::completions(out, &args),
         Command::Man(args) => shell::man(out, &args),
+        // `main` hands `serve` to the server before the CLI runs.
         Command::Serve { .. } => Ok(Exit::Ok),
     }
 }

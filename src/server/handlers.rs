@@ -14,11 +14,8 @@ use crate::server::Backend;
 use crate::view::convert::{self, TreeStart};
 use crate::server::error::RpcError;
 use crate::server::lossless;
-use crate::view::wire::{
-    CloseParams, ContextAtParams, EntryParams, EntryResult, ExplainParams, ExportParams,
-    FieldsParam, GraphParams, ListParams, ListResult, OpenParams, SearchParams, TreeParams,
-    VerifyResumeParams,
-};
+use crate::view::wire::{EntryResult, ListResult};
+use crate::server::params::{CloseParams, ContextAtParams, EntryParams, ExplainParams, ExportParams, FieldsParam, GraphParams, ListParams, OpenParams, SearchParams, TreeParams, VerifyResumeParams};
 use crate::dialect::pi::explain;
 use crate::dialect::pi::projection;
 use crate::core::tree::{Mode, NodeIdx, Tree};
@@ -319,7 +316,7 @@ fn export_result(
     })?;
     // A document of hundreds of megabytes: serialized here, off the runtime (see `to_raw`),
     // from where it lies, into a buffer of its size.
-    let result = super::wire::ExportResult {
+    let result = crate::view::wire::ExportResult {
         path,
         format: options.format.as_str(),
         leaf_id: leaf.map(|l| tree.node(l).entry.id.to_string()),

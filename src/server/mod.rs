@@ -17,6 +17,8 @@
 pub mod error;
 pub mod handlers;
 pub mod lossless;
+pub mod notify;
+pub mod params;
 pub mod stdio;
 pub mod transport;
 pub mod write_handlers;
@@ -35,12 +37,11 @@ use tower_lsp_server::{Client, LanguageServer, LspService, LspServiceBuilder};
 
 use crate::core::diagnostics::Corruption;
 use crate::core::tree::NodeIdx;
+use crate::server::notify::Outgoing;
 use crate::session::Registry;
 use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
 use crate::storage::publish::Reservations;
-use crate::view::convert;
-use crate::view::wire::{self, Outgoing};
 use crate::watch::WatchBackend;
 use error::RpcError;
 
@@ -83,12 +84,12 @@ method_table! {
 
 /// Every notification the server sends.
 pub const NOTIFICATIONS: &[&str] = &[
-    <wire::DidChange as tower_lsp_server::ls_types::notification::Notification>::METHOD,
-    <wire::DidReload as tower_lsp_server::ls_types::notification::Notification>::METHOD,
-    <wire::DidCorrupt as tower_lsp_server::ls_types::notification::Notification>::METHOD,
-    <wire::FileMissing as tower_lsp_server::ls_types::notification::Notification>::METHOD,
-    <wire::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
-    <wire::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <notify::DidChange as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <notify::DidReload as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <notify::DidCorrupt as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <notify::FileMissing as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <notify::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <notify::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
 ];
 
 /// Notifications the server sends outside `session/`: LSP work-done progress (`session/list`
@@ -161,24 +162,24 @@ impl NotifySink {
 
 impl EventSink for NotifySink {
     fn appended(&self, session: &Session, added: std::ops::Range<NodeIdx>) {
-        self.send(Outgoing::DidChange(convert::did_change(session, added)));
+        self.send(Outgoing::DidChange(notify::did_change(session, added)));
     }
     fn reloaded(&self, session: &Session, reason: ReloadReason) {
-        self.send(Outgoing::DidReload(convert::did_reload(session, reason)));
+        self.send(Outgoing::DidReload(notify::did_reload(session, reason)));
     }
     fn corrupt(&self, session: &Session, corruption: &Corruption) {
-        self.send(Outgoing::DidCorrupt(convert::did_corrupt(
+        self.send(Outgoing::DidCorrupt(notify::did_corrupt(
             session, corruption,
         )));
     }
     fn missing(&self, session: &Session) {
-        self.send(Outgoing::FileMissing(convert::file_missing(session)));
+        self.send(Outgoing::FileMissing(notify::file_missing(session)));
     }
     fn restored(&self, session: &Session) {
-        self.send(Outgoing::FileRestored(convert::file_restored(session)));
+        self.send(Outgoing::FileRestored(notify::file_restored(session)));
     }
     fn live_mode_changed(&self, session: &Session) {
-        self.send(Outgoing::DidChangeLiveMode(convert::did_change_live_mode(
+        self.send(Outgoing::DidChangeLiveMode(notify::did_change_live_mode(
             session,
         )));
     }
@@ -204,22 +205,24 @@ async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Q
         };
         match n {
             Outgoing::DidChange(p) => {
-                client.send_notification::<wire::DidChange>(p).await;
+                client.send_notification::<notify::DidChange>(p).await;
             }
             Outgoing::DidReload(p) => {
-                client.send_notification::<wire::DidReload>(p).await;
+                client.send_notification::<notify::DidReload>(p).await;
             }
             Outgoing::DidCorrupt(p) => {
-                client.send_notification::<wire::DidCorrupt>(p).await;
+                client.send_notification::<notify::DidCorrupt>(p).await;
             }
             Outgoing::FileMissing(p) => {
-                client.send_notification::<wire::FileMissing>(p).await;
+                client.send_notification::<notify::FileMissing>(p).await;
             }
             Outgoing::FileRestored(p) => {
-                client.send_notification::<wire::FileRestored>(p).await;
+                client.send_notification::<notify::FileRestored>(p).await;
             }
             Outgoing::DidChangeLiveMode(p) => {
-                client.send_notification::<wire::DidChangeLiveMode>(p).await;
+                client
+                    .send_notification::<notify::DidChangeLiveMode>(p)
+                    .await;
             }
         }
     }

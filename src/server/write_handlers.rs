@@ -25,13 +25,13 @@ use crate::dialect::pi::entries::ParentChoice;
 use crate::dialect::pi::fork::Position;
 use crate::js::jsstr;
 use crate::model::{Api, CallOptions, ModelChoice, Progress};
-use crate::session::owner::{EventSink, Session};
-use crate::storage::writer::{self, Change, Expected, ForkRequest, WriteOptions, Written};
-use crate::view::convert;
-use crate::view::wire::{
+use crate::server::params::{
     AppendParams, BranchParams, CompactParams, ForkParams, ForkPosition, LabelParams,
     PrepareCompactionParams, SalvageParams, SetNameParams, SummarizerApi, SummarizerKind,
 };
+use crate::session::owner::{EventSink, Session};
+use crate::storage::writer::{self, Change, Expected, ForkRequest, WriteOptions, Written};
+use crate::view::convert;
 
 /// Fields of a compaction report that only `session/prepareCompaction` returns (they can be
 /// megabytes): the serialized conversation and the summarization request.

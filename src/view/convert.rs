@@ -3,21 +3,16 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{AgentInfo, DidChangeLiveModeParams, FileMissingParams, FileRestoredParams};
-use super::wire::{
-    DidChangeParams, DidCorruptParams, DidReloadParams, Node, OpenResult, Revision, TreeCursor,
-    TreeResult,
-};
-use super::wire::{Dropped, Forked, Reattached, Repair, Salvaged, TornTail, Written};
-use crate::core::diagnostics::Corruption;
+use crate::view::wire::{AgentInfo};
+use crate::view::wire::{Node, OpenResult, Revision, TreeCursor, TreeResult};
+use crate::view::wire::{Dropped, Forked, Reattached, Repair, Salvaged, TornTail, Written};
 use crate::core::tree::{NodeIdx, Tree};
 use crate::dialect::pi::format::EntryId;
 use crate::dialect::pi::preview;
 use crate::dialect::pi::render::LineSource;
 use crate::js::jsstr;
-use crate::js::timestamp;
 use crate::session::activity::Agent;
-use crate::session::owner::{self, ReloadReason, Session};
+use crate::session::owner::{self, Session};
 use crate::storage::{lines, writer};
 
 /// The wire revision of a session.
@@ -209,77 +204,6 @@ fn tree_walk(
     (page, next)
 }
 
-/// `session/didChange` for entries just applied.
-pub fn did_change(session: &Session, added: std::ops::Range<NodeIdx>) -> DidChangeParams {
-    let tree = session.tree();
-    let source = session.source();
-    DidChangeParams {
-        path: session.path().to_owned(),
-        added: added.map(|n| json!(node(tree, source, n, false))).collect(),
-        leaf_id: leaf_id(tree),
-        leaves: leaves(tree),
-        entry_count: tree.len(),
-        revision: json!(revision(session.revision())),
-        agent: session.agent().as_ref().map(agent),
-    }
-}
-
-/// `session/didReload`.
-pub fn did_reload(session: &Session, reason: ReloadReason) -> DidReloadParams {
-    let tree = session.tree();
-    DidReloadParams {
-        path: session.path().to_owned(),
-        reason: reason.as_str().to_owned(),
-        leaf_id: leaf_id(tree),
-        leaves: leaves(tree),
-        entry_count: tree.len(),
-        revision: json!(revision(session.revision())),
-    }
-}
-
-/// `session/didCorrupt`.
-pub fn did_corrupt(session: &Session, c: &Corruption) -> DidCorruptParams {
-    DidCorruptParams {
-        path: session.path().to_owned(),
-        kind: c.kind.as_str().to_owned(),
-        line: c.line,
-        offset: c.offset,
-        id: c.id.as_ref().map(ToString::to_string),
-        message: c.message.clone(),
-        revision: json!(revision(session.revision())),
-    }
-}
-
-/// `session/fileMissing`. `since` is when the owner found the path empty (now, if unknown).
-pub fn file_missing(session: &Session) -> FileMissingParams {
-    let since = session
-        .missing_since()
-        .unwrap_or_else(std::time::SystemTime::now)
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    FileMissingParams {
-        path: session.path().to_owned(),
-        since: timestamp::format_iso(since),
-        revision: json!(revision(session.revision())),
-    }
-}
-
-/// `session/fileRestored`.
-pub fn file_restored(session: &Session) -> FileRestoredParams {
-    FileRestoredParams {
-        path: session.path().to_owned(),
-        revision: json!(revision(session.revision())),
-    }
-}
-
-/// `session/didChangeLiveMode`.
-pub fn did_change_live_mode(session: &Session) -> DidChangeLiveModeParams {
-    DidChangeLiveModeParams {
-        path: session.path().to_owned(),
-        live_mode: session.live_mode().as_str().to_owned(),
-    }
-}
-
 fn ids(ids: &[EntryId]) -> Vec<String> {
     ids.iter().map(ToString::to_string).collect()
 }
@@ -371,7 +295,7 @@ pub fn graph_page(
     rows: std::ops::Range<usize>,
     revision: Option<Revision>,
 ) -> super::wire::GraphResult {
-    use super::wire::{GraphLine, GraphNode, GraphRange, GraphResult};
+    use crate::view::wire::{GraphLine, GraphNode, GraphRange, GraphResult};
     use crate::view::graph::NodeKind;
     let opt = |n: Option<NodeIdx>| n.map(|n| id(tree, n));
     let end = rows.end.min(g.nodes.len());
