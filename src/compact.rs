@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::core::tree::Tree;
+use crate::dialect::pi::Pi;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::compaction::entry::js_number;
 use crate::dialect::pi::compaction::prepare::{DEFAULT_KEEP_RECENT_TOKENS, NothingToCompact};
 use crate::dialect::pi::compaction::prompts::SummarizationRequest;
@@ -223,7 +224,7 @@ pub fn dry_run(
 /// Errors: every [`CompactError`]; `RetentionLost` only with `require_retention`.
 pub fn commit(
     path: &Path,
-    session: &mut OpenedSession,
+    session: &mut OpenedSession<Pi>,
     req: &CompactRequest<'_>,
     expected: Expected<'_>,
     opts: &WriteOptions,

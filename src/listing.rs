@@ -18,7 +18,9 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::core::tree::{Mode, Tree};
+use crate::core::tree::Mode;
+use crate::dialect::pi::Pi;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::compaction::prepare;
 use crate::dialect::pi::format::{EntryKind, Role};
 use crate::dialect::pi::render::LineSource;
@@ -268,7 +270,7 @@ struct CacheFileRef<'a> {
 /// the file as opened. Errors: those of [`reader::open_session`] (`Pending` for a file being
 /// created, `Corrupt` for one whose first line is no session header, I/O).
 pub fn summarize(path: &Path) -> Result<(ListedSession, Stamp), OpenError> {
-    let session = reader::open_session(path, Mode::Lenient)?;
+    let session = reader::open_session::<Pi>(path, Mode::Lenient)?;
     let lines = FileLines::open(path)
         .map(FileLines::read_ahead)
         .map_err(|source| OpenError::Io {

@@ -68,6 +68,7 @@ use tantivy::{
 use thiserror::Error;
 
 use crate::core::tree::Mode;
+use crate::dialect::pi::Pi;
 use crate::dialect::pi::format::{Expect, Line, LineSpan, parse_line};
 use crate::dialect::pi::render::LineSource;
 use crate::dialect::pi::search_text::{self, EntryText};
@@ -841,7 +842,7 @@ impl SearchIndex {
         meta: &fs::Metadata,
     ) -> Result<(FileState, u64), String> {
         writer.delete_term(Term::from_field_text(self.fields.path, key));
-        let session = reader::open_session(path, Mode::Lenient).map_err(|e| e.to_string())?;
+        let session = reader::open_session::<Pi>(path, Mode::Lenient).map_err(|e| e.to_string())?;
         let lines = FileLines::open(path).map_err(|e| e.to_string())?;
         let tree = &session.tree;
         let on_path: HashSet<u32> = tree.path_to(tree.default_leaf()).into_iter().collect();

@@ -32,8 +32,9 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::render::{LineSource, RenderError};
-use crate::core::tree::{NodeIdx, Tree};
 use crate::dialect::pi::verify::{
     self, AuthState, FileFacts, FileState, GitState, MAX_TEXT_BYTES, Options, Report, World,
 };

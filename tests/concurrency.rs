@@ -118,7 +118,8 @@ fn locked_writers_and_a_raw_appender_keep_the_file_whole() {
     }
 
     // The file opens strictly: every line parses, ids unique, parents resolved, no torn tail.
-    let session = reader::open_session(&path, Mode::Strict).expect("the file opens cleanly");
+    let session = reader::open_session::<sessiond::dialect::pi::Pi>(&path, Mode::Strict)
+        .expect("the file opens cleanly");
     assert!(session.torn_tail.is_none());
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for node in session.tree.nodes() {

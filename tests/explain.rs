@@ -12,12 +12,13 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use sessiond::core::tree::Mode;
+use sessiond::dialect::pi::Pi;
 use sessiond::dialect::pi::explain::{Explanation, explain};
 use sessiond::dialect::pi::projection::project;
 use sessiond::storage::reader::open_session;
 
 fn explain_json(file: &Path, leaf: Option<&str>, entry: &str) -> Value {
-    let session = open_session(file, Mode::Strict).expect("session opens");
+    let session = open_session::<Pi>(file, Mode::Strict).expect("session opens");
     let tree = &session.tree;
     let leaf = leaf.map_or(tree.default_leaf(), |l| {
         Some(tree.find(l).expect("leaf exists"))
@@ -74,7 +75,7 @@ fn every_entry_agrees_with_pis_context_entries() {
         }; // version 1: no stable ids
         let file = root.join(case["file"].as_str().expect("file"));
         let leaf = case["leaf"].as_str();
-        let session = open_session(&file, Mode::Strict).expect("golden files open");
+        let session = open_session::<Pi>(&file, Mode::Strict).expect("golden files open");
         let tree = &session.tree;
         let leaf_idx = leaf.map_or(tree.default_leaf(), |l| tree.find(l));
         let projection = project(tree, leaf_idx);

@@ -47,7 +47,8 @@ fn fixtures() -> Vec<(PathBuf, bool)> {
 fn cases() -> Vec<Case> {
     let mut out = Vec::new();
     for (file, every_entry) in fixtures() {
-        let s = reader::open_session(&file, Mode::Strict).expect("fixture opens");
+        let s = reader::open_session::<sessiond::dialect::pi::Pi>(&file, Mode::Strict)
+            .expect("fixture opens");
         let t = &s.tree;
         for node in t.nodes() {
             let e = &node.entry;
@@ -232,7 +233,8 @@ fn forks_equal_pi_create_branched_session() {
     };
     for (i, case) in cases.iter().enumerate() {
         let session = sessions.entry(case.file.clone()).or_insert_with(|| {
-            reader::open_session(&case.file, Mode::Strict).expect("fixture opens")
+            reader::open_session::<sessiond::dialect::pi::Pi>(&case.file, Mode::Strict)
+                .expect("fixture opens")
         });
         let lines = FileLines::open(&case.file).expect("lines");
         let cwd = session

@@ -28,7 +28,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
-use sessiond::core::tree::{Mode, Tree};
+use sessiond::core::tree::Mode;
+use sessiond::dialect::pi::Pi;
+use sessiond::dialect::pi::Tree;
 use sessiond::dialect::pi::compaction::{self, Options};
 use sessiond::dialect::pi::format::EntryId;
 use sessiond::dialect::pi::projection::project;
@@ -133,7 +135,7 @@ fn valid_samples() -> &'static [Vec<u8>] {
             .filter(|b| {
                 // Every prefix of these is valid too: parents come before their children (a
                 // child written before its parent makes a prefix refuse, rightly).
-                open_session(&write_temp(b), Mode::Strict).is_ok_and(|o| {
+                open_session::<Pi>(&write_temp(b), Mode::Strict).is_ok_and(|o| {
                     o.tree
                         .nodes()
                         .iter()
@@ -148,10 +150,10 @@ fn valid_samples() -> &'static [Vec<u8>] {
 
 /// Opens `bytes` in both modes; neither may panic, and strict success implies lenient success
 /// with the same entries.
-fn open_both(bytes: &[u8]) -> Result<Option<OpenedSession>, TestCaseError> {
+fn open_both(bytes: &[u8]) -> Result<Option<OpenedSession<Pi>>, TestCaseError> {
     let path = write_temp(bytes);
-    let strict = open_session(&path, Mode::Strict);
-    let lenient = open_session(&path, Mode::Lenient);
+    let strict = open_session::<Pi>(&path, Mode::Strict);
+    let lenient = open_session::<Pi>(&path, Mode::Lenient);
     let _ = std::fs::remove_file(&path);
     if let Err(e) = &strict {
         // A refusal is typed and says what it is about.
@@ -312,7 +314,7 @@ fn apply_edit(bytes: &mut Vec<u8>, e: &Edit) {
 fn header_tree(mode: Mode) -> (Tree, Position) {
     let header = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"cwd\":\"/\"}\n";
     let path = write_temp(header);
-    let opened = open_session(&path, mode).unwrap();
+    let opened = open_session::<Pi>(&path, mode).unwrap();
     (opened.tree, opened.position)
 }
 
@@ -322,7 +324,7 @@ fn reader_random_bytes() {
         open_both(&bytes)?;
         for mode in [Mode::Strict, Mode::Lenient] {
             let (mut tree, from) = header_tree(mode);
-            let applied = apply_batch(&mut tree, from, &bytes);
+            let applied = apply_batch::<Pi>(&mut tree, from, &bytes);
             prop_assert!(applied.position.offset >= from.offset);
             prop_assert!(applied.position.offset <= from.offset + bytes.len() as u64);
             if let Some(c) = applied.corruption {
@@ -355,7 +357,7 @@ fn reader_cut_and_spliced_sessions() {
             if let ([Edit::Truncate(_)], Some(cut), Ok(whole)) = (
                 &edits[..],
                 opened,
-                open_session(&write_temp(original), Mode::Strict),
+                open_session::<Pi>(&write_temp(original), Mode::Strict),
             ) {
                 let (cut, whole) = (ids(&cut.tree), ids(&whole.tree));
                 prop_assert!(cut.len() <= whole.len());
@@ -386,14 +388,14 @@ fn reader_chunked_apply_equals_open() {
             ends.sort_unstable();
             // The first piece is opened as a file (the open-time reader), the rest is tailed.
             let first = ends[0];
-            let start = match open_session(&write_temp(&bytes[..first]), Mode::Strict) {
+            let start = match open_session::<Pi>(&write_temp(&bytes[..first]), Mode::Strict) {
                 Ok(o) => o,
                 Err(e) => return Err(TestCaseError::fail(format!("prefix of {first} bytes: {e}"))),
             };
             let (mut tree, mut pos, mut torn) = (start.tree, start.position, start.torn_tail);
             for &end in &ends[1..] {
                 let from = usize::try_from(pos.offset).unwrap();
-                let applied = apply_batch(&mut tree, pos, &bytes[from..end]);
+                let applied = apply_batch::<Pi>(&mut tree, pos, &bytes[from..end]);
                 prop_assert!(
                     applied.corruption.is_none(),
                     "{:?} at {end}",
@@ -402,7 +404,7 @@ fn reader_chunked_apply_equals_open() {
                 pos = applied.position;
                 torn = applied.torn_tail;
             }
-            let whole = open_session(&write_temp(bytes), Mode::Strict).unwrap();
+            let whole = open_session::<Pi>(&write_temp(bytes), Mode::Strict).unwrap();
             prop_assert_eq!(shape(&tree), shape(&whole.tree));
             prop_assert_eq!(pos, whole.position);
             prop_assert_eq!(torn, whole.torn_tail);
@@ -616,7 +618,7 @@ fn projection_and_compaction_over_random_trees() {
         ),
         |(entries, keep)| {
             let path = write_temp(session_text(&entries).as_bytes());
-            let opened = match open_session(&path, Mode::Strict) {
+            let opened = match open_session::<Pi>(&path, Mode::Strict) {
                 Ok(o) => o,
                 // A compaction or label naming an unknown id is still a valid tree; only an
                 // unknown parent cannot occur here, so a refusal is a finding.

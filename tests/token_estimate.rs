@@ -8,6 +8,7 @@ mod common;
 
 use serde_json::Value;
 use sessiond::core::tree::Mode;
+use sessiond::dialect::pi::Pi;
 use sessiond::dialect::pi::compaction::text_tokens::{estimate_tokens_text, fast_estimate};
 use sessiond::dialect::pi::compaction::tokens::estimate_tokens;
 use sessiond::dialect::pi::projection;
@@ -35,7 +36,7 @@ fn rendered_messages() -> Vec<String> {
     );
     let mut out = Vec::new();
     for f in files {
-        let Ok(opened) = open_session(&f, Mode::Lenient) else {
+        let Ok(opened) = open_session::<Pi>(&f, Mode::Lenient) else {
             continue;
         };
         let Ok(lines) = FileLines::open(&f) else {

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sessiond::core::tree::Mode;
+use sessiond::dialect::pi::Pi;
 use sessiond::storage::reader::open_session;
 
 /// A fixed seed per run, printed, so a failure can be replayed with `SESSIOND_FAULT_SEED`.
@@ -74,7 +75,7 @@ fn append_command(
 
 /// The session's default leaf as read by the library (`null` when empty).
 fn leaf(file: &Path) -> String {
-    let opened = open_session(file, Mode::Strict).unwrap();
+    let opened = open_session::<Pi>(file, Mode::Strict).unwrap();
     opened.tree.default_leaf().map_or("null".to_owned(), |n| {
         opened.tree.node(n).entry.id.to_string()
     })
@@ -82,7 +83,7 @@ fn leaf(file: &Path) -> String {
 
 /// How many entries of the file carry each marker, by id; and the torn tail, if any.
 fn survivors(file: &Path) -> (HashMap<String, Vec<String>>, bool) {
-    let opened = open_session(file, Mode::Strict)
+    let opened = open_session::<Pi>(file, Mode::Strict)
         .unwrap_or_else(|e| panic!("the session no longer opens: {e}"));
     let bytes = std::fs::read(file).unwrap();
     let mut by_marker: HashMap<String, Vec<String>> = HashMap::new();

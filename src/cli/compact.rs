@@ -232,7 +232,7 @@ struct Explained {
 /// Works out [`Explained`] on a session already read.
 fn explain(
     args: &CompactArgs,
-    tree: &crate::core::tree::Tree,
+    tree: &crate::dialect::pi::Tree,
     lines: &dyn crate::dialect::pi::render::LineSource,
     reason: NothingToCompact,
 ) -> Result<Explained, CliError> {

@@ -11,11 +11,13 @@ use serde_json::{Value, json};
 use super::Sink;
 use super::error::{CliError, Exit};
 use crate::core::diagnostics::Diagnostic;
-use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::core::tree::{Mode, NodeIdx};
 use crate::dialect::pi::explain;
+use crate::dialect::pi::incremental::{Following, MessagesAhead};
 use crate::dialect::pi::preview;
 use crate::dialect::pi::projection::{self, Projection};
 use crate::dialect::pi::render::{self, LineSource};
+use crate::dialect::pi::{Pi, Tree};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 use crate::view::context_json::{ContextJson, MESSAGES_OPEN};
 
@@ -85,7 +87,7 @@ pub struct CheckArgs {
 /// A session read for printing: its tree and a reader of its lines.
 pub struct Opened {
     /// The session as read.
-    pub session: OpenedSession,
+    pub session: OpenedSession<Pi>,
     /// The file's lines, read again by position while printing.
     pub lines: FileLines,
 }
@@ -93,23 +95,51 @@ pub struct Opened {
 /// Reads `file` strictly, or with `allow_corrupt` the way pi does (see [`Mode`]).
 /// Errors: `Open` (I/O, not a file, corrupt).
 pub fn open(file: &Path, allow_corrupt: bool) -> Result<Opened, CliError> {
-    let session = reader::open_session(file, Mode::allowing_corrupt(allow_corrupt))?;
+    let session = reader::open_session::<Pi>(file, Mode::allowing_corrupt(allow_corrupt))?;
     with_lines(file, session)
 }
 
 /// [`open`], with the projection at the default leaf when the reading could work it out on
-/// the way ([`reader::open_session_projected`]).
+/// the way ([`Following`]: `Some` when the entries read form that path as they were read, a
+/// session that grew as one chain; either way what [`projection::project`] gives).
 fn open_projected(
     file: &Path,
     allow_corrupt: bool,
 ) -> Result<(Opened, Option<Projection>), CliError> {
-    let (session, projection) =
-        reader::open_session_projected(file, Mode::allowing_corrupt(allow_corrupt))?;
+    let mut follow = Following::new();
+    let session = reader::open_session_visiting::<Pi>(
+        file,
+        Mode::allowing_corrupt(allow_corrupt),
+        &mut |tree, node, _| follow.push(tree, node),
+    )?;
+    let projection = follow.finish(&session.tree);
     Ok((with_lines(file, session)?, projection))
 }
 
+/// [`open_projected`], writing the messages of that projection to `out` on the way
+/// ([`MessagesAhead`]: the inside of a context document's `messages` array, joined by commas).
+/// The flag is true when `out` then holds exactly the messages of the projection returned;
+/// false when there is none, or the writing ahead was given up (a compaction, a branch, a
+/// message that needs more than its own line...): the caller drops what `out` holds then.
+/// Errors: the open's (an error writing `out` only gives the writing up).
+pub(crate) fn open_rendering(
+    file: &Path,
+    mode: Mode,
+    out: &mut dyn Write,
+) -> Result<(OpenedSession<Pi>, Option<Projection>, bool), OpenError> {
+    let mut follow = Following::new();
+    let mut ahead = MessagesAhead::new(out);
+    let session = reader::open_session_visiting::<Pi>(file, mode, &mut |tree, node, line| {
+        follow.push(tree, node);
+        ahead.followed(&follow, tree, line);
+    })?;
+    let projection = follow.finish(&session.tree);
+    let holds = projection.as_ref().is_some_and(|p| ahead.holds(p));
+    Ok((session, projection, holds))
+}
+
 /// `session` with its file's lines, to be read again by position.
-fn with_lines(file: &Path, session: OpenedSession) -> Result<Opened, CliError> {
+fn with_lines(file: &Path, session: OpenedSession<Pi>) -> Result<Opened, CliError> {
     // One command's reading: lines are read ahead in blocks (a path is mostly in file order).
     let lines = FileLines::open(file)
         .map(FileLines::read_ahead)
@@ -160,7 +190,7 @@ pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError>
 
 /// `sessiond context --json` at the default leaf into `document`, the command's document (not
 /// printed yet): the messages are written into it while the session is read
-/// ([`reader::open_session_rendering`]), so that a session that grew as one chain (the common
+/// ([`open_rendering`]), so that a session that grew as one chain (the common
 /// case) is read once. Where that was given up, `document` is emptied and the context is
 /// printed from the session as read, as at any other leaf. `None` when `out` is not a
 /// document (standard output: nothing is written then).
@@ -172,7 +202,7 @@ fn context_json_written_ahead(
         return Ok(None);
     };
     document.write_all(MESSAGES_OPEN)?;
-    let (session, projection, holds) = reader::open_session_rendering(
+    let (session, projection, holds) = open_rendering(
         &args.file,
         Mode::allowing_corrupt(args.allow_corrupt),
         document,
@@ -298,7 +328,7 @@ fn write_context_json(
     tree: &Tree,
     proj: &Projection,
     lines: &(dyn LineSource + Sync),
-    session: &OpenedSession,
+    session: &OpenedSession<Pi>,
     file: &Path,
 ) -> Result<(), CliError> {
     let doc = ContextJson::new(tree, proj, lines, session.torn_tail);
@@ -346,7 +376,7 @@ fn write_silent(out: &mut dyn Write, tree: &Tree, proj: &Projection) -> io::Resu
 /// and of the projection (`diagnostics`: tool pairing), one sentence each.
 fn write_problems(
     out: &mut dyn Write,
-    session: &OpenedSession,
+    session: &OpenedSession<Pi>,
     diagnostics: &[Diagnostic],
 ) -> io::Result<()> {
     if let Some(t) = &session.torn_tail {
@@ -442,7 +472,7 @@ pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError
 /// unreadable file is an error.
 pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
     let file = args.file.as_path();
-    let (report, text, exit) = match reader::open_session(file, Mode::Strict) {
+    let (report, text, exit) = match reader::open_session::<Pi>(file, Mode::Strict) {
         Ok(s) => {
             let tree = &s.tree;
             let id = |n: NodeIdx| tree.node(n).entry.id.as_str();

@@ -178,7 +178,7 @@ fn a_context_given_up_at_the_last_line_is_rendered_after() -> Result<(), Box<dyn
     let n = 1300;
     session(&file, n)?;
     assert!(std::fs::metadata(&file)?.len() > 5 << 20);
-    let (session_read, projection, holds) = crate::storage::reader::open_session_rendering(
+    let (session_read, projection, holds) = crate::cli::read::open_rendering(
         &file,
         crate::core::tree::Mode::Strict,
         &mut std::io::sink(),
@@ -202,7 +202,7 @@ fn a_context_given_up_at_the_last_line_is_rendered_after() -> Result<(), Box<dyn
     ];
     for ending in endings {
         std::fs::write(&file, format!("{base}{ending}"))?;
-        let (_, _, holds) = crate::storage::reader::open_session_rendering(
+        let (_, _, holds) = crate::cli::read::open_rendering(
             &file,
             crate::core::tree::Mode::Strict,
             &mut std::io::sink(),

@@ -10,7 +10,8 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::EntryKind;
 use crate::dialect::pi::preview;
 use crate::dialect::pi::render::LineSource;

@@ -2,6 +2,7 @@
 //! call into `storage::writer`, so the CLI and the daemon write the same way. Exit codes: the
 //! [`Exit`] table.
 
+use crate::dialect::pi::Pi;
 use crate::view::convert;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -316,7 +317,7 @@ impl Guard {
 
     /// Refuses the write when it changes the context and an agent works on the session
     /// (`/proc`, looked at now). Errors: [`CliError::AgentActive`].
-    pub fn check(self, file: &Path, session: &OpenedSession) -> Result<(), CliError> {
+    pub fn check(self, file: &Path, session: &OpenedSession<Pi>) -> Result<(), CliError> {
         if self != Guard::Context {
             return Ok(());
         }

@@ -10,6 +10,7 @@
 pub mod ahead;
 pub mod diagnostics;
 pub mod ids;
+pub mod lines;
 pub mod raw_object;
 pub mod recent;
 pub mod redact;

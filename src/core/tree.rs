@@ -1,13 +1,14 @@
-//! The session tree: entries in an arena, an id index, child lists ordered as pi orders
-//! them, resolved labels, the session name and the set of leaves.
+//! The session tree, for every dialect: entries in an arena, an id index, child lists in
+//! timestamp order, resolved labels, the session name and the set of leaves. It knows ids,
+//! parents, times and spans ([`TreeEntry`]); what an entry *is* belongs to its dialect.
 //!
 //! Invariants: `nodes` is in file order; a node's `parent` is resolved once both ends
-//! exist (a child may be written before its parent); `children` are in pi 1.6.0 `getTree`'s
-//! order: file order sorted by V8's `Array.prototype.sort` with the comparator
-//! `new Date(a.timestamp).getTime() - new Date(b.timestamp).getTime()` (oldest first, ties in
-//! file order while every time is valid; see [`v8sort`] for times `Date` cannot parse); `leaves` holds
-//! exactly the nodes without children. Appending one entry is O(1) amortized in the
-//! common case (newest child appended last); nothing here does I/O.
+//! exist (a child may be written before its parent); `children` are in the order a Node-written
+//! agent gives them (pi 1.6.0 `getTree`): file order sorted by V8's `Array.prototype.sort` with
+//! the comparator `new Date(a.timestamp).getTime() - new Date(b.timestamp).getTime()` (oldest
+//! first, ties in file order while every time is valid; see [`v8sort`] for times `Date` cannot
+//! parse); `leaves` holds exactly the nodes without children. Appending one entry is O(1)
+//! amortized in the common case (newest child appended last); nothing here does I/O.
 
 use std::collections::HashMap;
 
@@ -20,18 +21,66 @@ use indexmap::IndexMap;
 use thiserror::Error;
 
 use crate::core::diagnostics::{Corruption, CorruptionKind, Diagnostic, Related};
-use crate::dialect::pi::format::{Entry, EntryId, EntryKind, Header, LineSpan};
+use crate::core::ids::{EntryId, JsTime, LineSpan};
 use crate::js::jsstr;
 use crate::js::v8sort;
 
 /// Index of a node in the tree's arena (file order).
 pub type NodeIdx = u32;
 
+/// What the tree needs of a dialect's entry: its identity, its parent, its time and where its
+/// line is, and what it does to the tree's labels and name. The dialect keeps everything else.
+pub trait TreeEntry: Clone + std::fmt::Debug {
+    /// The file's header (pi's `session` line; a format without a header line has a unit type).
+    type Header: Clone + std::fmt::Debug + Send + Sync;
+    /// What the dialect keeps beside the tree while it is built (pi: version-1 line positions).
+    type Ext: Default + std::fmt::Debug + Send + Sync;
+
+    /// The entry's id.
+    fn id(&self) -> &EntryId;
+    /// The parent's id as written (`None` for a root).
+    fn parent_id(&self) -> Option<&EntryId>;
+    /// Replaces the parent id (the tree shares its parent's allocation; a linear file names the
+    /// entry before; a loop is broken).
+    fn set_parent_id(&mut self, parent: Option<EntryId>);
+    /// `new Date(timestamp).getTime()`, which orders siblings.
+    fn time(&self) -> JsTime;
+    /// Where the entry's line is.
+    fn span(&self) -> LineSpan;
+    /// The span, to grow it ([`Tree::extend_line`]).
+    fn span_mut(&mut self) -> &mut LineSpan;
+    /// What pushing this entry does to the tree's labels and name.
+    fn effect(&self) -> Effect<'_> {
+        Effect::None
+    }
+    /// Whether a file with this header is linear: each entry's parent is the entry before it,
+    /// whatever it names (pi's version 1).
+    fn linear(_header: &Self::Header) -> bool {
+        false
+    }
+}
+
+/// What an entry does to the tree besides being a node.
+#[derive(Clone, Copy, Debug)]
+pub enum Effect<'a> {
+    /// Nothing more.
+    None,
+    /// Sets (`Some`) or clears (`None`) the label of the entry `target`.
+    Label {
+        /// The labelled entry's id.
+        target: &'a EntryId,
+        /// The label text; `None` clears it.
+        text: Option<&'a str>,
+    },
+    /// Names the session (the latest naming entry wins); `None` or blank: no name.
+    Name(Option<&'a str>),
+}
+
 /// One entry and its place in the tree.
 #[derive(Clone, Debug)]
-pub struct Node {
+pub struct Node<E> {
     /// The entry read from the file.
-    pub entry: Entry,
+    pub entry: E,
     /// The parent node; `None` for a root.
     pub parent: Option<NodeIdx>,
     /// Child nodes in pi's `getTree` order: by timestamp, ties in file order, and V8's sort
@@ -140,15 +189,16 @@ pub struct Label {
 /// A session's tree. Build it with [`Tree::new`], [`Tree::push`] per entry in file order,
 /// then [`Tree::settle`] once the lines at hand are all pushed.
 #[derive(Debug)]
-pub struct Tree {
-    header: Header,
+pub struct Tree<E: TreeEntry> {
+    header: E::Header,
     mode: Mode,
-    nodes: Vec<Node>,
+    nodes: Vec<Node<E>>,
     index: IdIndex,
     roots: Vec<NodeIdx>,
     /// Keyed by target id, in pi's `labelsById` insertion order (a cleared label is removed).
     labels: IndexMap<EntryId, Label>,
-    name_entry: Option<NodeIdx>,
+    /// The name the latest naming entry gave.
+    name: Option<Box<str>>,
     leaves: LeafSet,
     /// How many children with a timestamp `Date` cannot parse each parent has (absent: none),
     /// so attaching a child to a wide node does not scan its siblings.
@@ -157,18 +207,10 @@ pub struct Tree {
     waiting: HashMap<EntryId, Vec<NodeIdx>>,
     /// See [`Tree::relinks`].
     relinks: u64,
-    v1: Option<V1State>,
+    /// The file is linear ([`TreeEntry::linear`]).
+    linear: bool,
+    ext: E::Ext,
     diagnostics: Vec<Diagnostic>,
-}
-
-/// Version-1 files are linear and name the compaction's kept entry by its position among
-/// the parsed lines (header = 0); pi turns that into `firstKeptEntryId` on load.
-#[derive(Debug, Default)]
-struct V1State {
-    /// Node of each parsed line position (`None` for header lines).
-    positions: Vec<Option<NodeIdx>>,
-    /// Compactions whose `firstKeptEntryIndex` is resolved by `settle`.
-    pending_kept: Vec<(NodeIdx, usize)>,
 }
 
 /// The id index: node indices in a hash table keyed by their entry's id, read from the arena.
@@ -186,17 +228,19 @@ impl IdIndex {
         hasher.hash_one(id)
     }
 
-    fn id_of(nodes: &[Node], idx: NodeIdx) -> &str {
-        nodes.get(idx as usize).map_or("", |n| n.entry.id.as_str())
+    fn id_of<E: TreeEntry>(nodes: &[Node<E>], idx: NodeIdx) -> &str {
+        nodes
+            .get(idx as usize)
+            .map_or("", |n| n.entry.id().as_str())
     }
 
     /// The node `id` names, if any.
-    fn get(&self, nodes: &[Node], id: &str) -> Option<NodeIdx> {
+    fn get<E: TreeEntry>(&self, nodes: &[Node<E>], id: &str) -> Option<NodeIdx> {
         self.find(nodes, id, Self::hash(&self.hasher, id))
     }
 
     /// The node `id` (whose [`IdIndex::hash`] is `hash`) names, if any.
-    fn find(&self, nodes: &[Node], id: &str, hash: u64) -> Option<NodeIdx> {
+    fn find<E: TreeEntry>(&self, nodes: &[Node<E>], id: &str, hash: u64) -> Option<NodeIdx> {
         self.table
             .find(hash, |&i| Self::id_of(nodes, i) == id)
             .copied()
@@ -205,7 +249,13 @@ impl IdIndex {
     /// Makes the id of node `idx` (whose hash is `hash`) name it: `earlier` is the node the
     /// id named until now ([`IdIndex::find`]), which the id now leaves for the later entry, as
     /// in pi.
-    fn insert(&mut self, nodes: &[Node], idx: NodeIdx, hash: u64, earlier: Option<NodeIdx>) {
+    fn insert<E: TreeEntry>(
+        &mut self,
+        nodes: &[Node<E>],
+        idx: NodeIdx,
+        hash: u64,
+        earlier: Option<NodeIdx>,
+    ) {
         let Self { table, hasher } = self;
         if let Some(earlier) = earlier
             && let Some(slot) = table.find_mut(hash, |&i| i == earlier)
@@ -217,19 +267,16 @@ impl IdIndex {
     }
 
     /// Makes room for `additional` more ids without growing the table on the way.
-    fn reserve(&mut self, nodes: &[Node], additional: usize) {
+    fn reserve<E: TreeEntry>(&mut self, nodes: &[Node<E>], additional: usize) {
         let Self { table, hasher } = self;
         table.reserve(additional, |&i| Self::hash(hasher, Self::id_of(nodes, i)));
     }
 }
 
-impl Tree {
+impl<E: TreeEntry> Tree<E> {
     /// An empty tree for a file with this header.
-    pub fn new(header: Header, mode: Mode) -> Self {
-        let v1 = (header.version < 2).then(|| V1State {
-            positions: vec![None],
-            ..V1State::default()
-        });
+    pub fn new(header: E::Header, mode: Mode) -> Self {
+        let linear = E::linear(&header);
         Tree {
             header,
             mode,
@@ -237,12 +284,13 @@ impl Tree {
             index: IdIndex::default(),
             roots: Vec::new(),
             labels: IndexMap::new(),
-            name_entry: None,
+            name: None,
             leaves: LeafSet::default(),
             untimed_children: HashMap::default(),
             waiting: HashMap::new(),
             relinks: 0,
-            v1,
+            linear,
+            ext: E::Ext::default(),
             diagnostics: Vec::new(),
         }
     }
@@ -252,25 +300,16 @@ impl Tree {
     /// Errors (strict mode only): `duplicateId`, `parentCycle`. In lenient mode the same
     /// problems become diagnostics and the entry is kept the way pi keeps it (a duplicate id
     /// now names the later entry; a cycle is broken by making this entry a root).
-    /// `v1_first_kept_index` is the version-1 `firstKeptEntryIndex` of a compaction line.
-    pub fn push(
-        &mut self,
-        mut entry: Entry,
-        v1_first_kept_index: Option<usize>,
-    ) -> Result<NodeIdx, Corruption> {
+    pub fn push(&mut self, mut entry: E) -> Result<NodeIdx, Corruption> {
         let idx = NodeIdx::try_from(self.nodes.len()).unwrap_or(NodeIdx::MAX);
-        if let Some(v1) = &mut self.v1 {
-            // Version 1 is linear: each entry's parent is the previous entry.
-            entry.parent_id = self.nodes.last().map(|n| n.entry.id.clone());
-            v1.positions.push(Some(idx));
-            if let (EntryKind::Compaction { .. }, Some(i)) = (&entry.kind, v1_first_kept_index) {
-                v1.pending_kept.push((idx, i));
-            }
+        if self.linear {
+            // A linear file: each entry's parent is the previous entry.
+            entry.set_parent_id(self.nodes.last().map(|n| n.entry.id().clone()));
         }
-        let id_hash = IdIndex::hash(&self.index.hasher, entry.id.as_str());
-        let shadowed = self.index.find(&self.nodes, entry.id.as_str(), id_hash);
+        let id_hash = IdIndex::hash(&self.index.hasher, entry.id().as_str());
+        let shadowed = self.index.find(&self.nodes, entry.id().as_str(), id_hash);
         if let Some(earlier) = shadowed {
-            let earlier = self.nodes[earlier as usize].entry.span;
+            let earlier = self.nodes[earlier as usize].entry.span();
             let related = Related {
                 shadowed_line: Some(earlier.line),
                 shadowed_offset: Some(earlier.offset),
@@ -279,11 +318,11 @@ impl Tree {
             let c = duplicate_id(&entry, earlier);
             self.fail_or_note(c, related, "the later entry now owns the id, as in pi")?;
         }
-        if entry.parent_id.as_ref() == Some(&entry.id) {
+        if entry.parent_id() == Some(entry.id()) {
             let c = corruption(
                 CorruptionKind::ParentCycle,
-                entry.span,
-                Some(&entry.id),
+                entry.span(),
+                Some(entry.id()),
                 "the entry is its own parent",
             );
             self.fail_or_note(
@@ -291,44 +330,44 @@ impl Tree {
                 Related::default(),
                 "treated as a root, as pi's getTree does",
             )?;
-            entry.parent_id = None;
+            entry.set_parent_id(None);
         }
-        match &entry.kind {
-            EntryKind::Label {
-                target_id: Some(target),
-                label,
-            } => match label {
-                Some(text) => {
-                    self.labels.insert(
-                        target.clone(),
-                        Label {
-                            text: text.clone(),
-                            entry: idx,
-                        },
-                    );
-                }
-                None => {
-                    self.labels.shift_remove(target);
-                }
-            },
-            EntryKind::SessionInfo { .. } => self.name_entry = Some(idx),
-            _ => {}
+        match entry.effect() {
+            Effect::Label {
+                target,
+                text: Some(text),
+            } => {
+                self.labels.insert(
+                    target.clone(),
+                    Label {
+                        text: text.into(),
+                        entry: idx,
+                    },
+                );
+            }
+            Effect::Label { target, text: None } => {
+                self.labels.shift_remove(target);
+            }
+            Effect::Name(name) => self.name = name.map(Into::into),
+            Effect::None => {}
         }
-        let parent = entry.parent_id.as_ref().map(|p| {
+        let parent = entry.parent_id().map(|p| {
             // Most entries follow their parent. The node pushed last is the one the index
             // gives for its id (the latest node with an id owns it), so it is checked first,
             // without a lookup.
-            let last = idx
-                .checked_sub(1)
-                .filter(|&l| self.nodes.get(l as usize).is_some_and(|n| n.entry.id == *p));
+            let last = idx.checked_sub(1).filter(|&l| {
+                self.nodes
+                    .get(l as usize)
+                    .is_some_and(|n| n.entry.id() == p)
+            });
             last.or_else(|| self.index.get(&self.nodes, p.as_str()))
                 .ok_or_else(|| p.clone())
         });
         if let Some(Ok(p)) = parent {
             // Ids are stored once: the parent id shares its parent's allocation.
-            entry.parent_id = Some(self.nodes[p as usize].entry.id.clone());
+            entry.set_parent_id(Some(self.nodes[p as usize].entry.id().clone()));
         }
-        let id = entry.id.clone();
+        let id = entry.id().clone();
         self.nodes.push(Node {
             entry,
             parent: None,
@@ -364,7 +403,7 @@ impl Tree {
             adopted = true;
         }
         if adopted && self.has_cycle_through(idx) {
-            let span = self.nodes[idx as usize].entry.span;
+            let span = self.nodes[idx as usize].entry.span();
             let c = corruption(
                 CorruptionKind::ParentCycle,
                 span,
@@ -388,29 +427,28 @@ impl Tree {
     }
 
     /// Resolves what can only be resolved once the lines at hand are all pushed: parents that
-    /// never appeared (`missingParent`; lenient: the orphan becomes a root, as in pi) and
-    /// version-1 compaction indices.
+    /// never appeared (`missingParent`; lenient: the orphan becomes a root, as in pi).
     pub fn settle(&mut self) -> Result<(), Corruption> {
         if !self.waiting.is_empty() {
             let mut orphans: Vec<NodeIdx> = self.waiting.drain().flat_map(|(_, v)| v).collect();
             orphans.sort_unstable();
             for &o in &orphans {
                 let e = &self.nodes[o as usize].entry;
-                let parent = e.parent_id.as_ref().map_or("", EntryId::as_str);
+                let parent = e.parent_id().map_or("", EntryId::as_str);
                 let c = corruption(
                     CorruptionKind::MissingParent,
-                    e.span,
-                    Some(&e.id),
+                    e.span(),
+                    Some(e.id()),
                     &format!("parent {parent} names no entry in the file"),
                 );
                 let related = Related {
-                    parent_id: e.parent_id.clone(),
+                    parent_id: e.parent_id().cloned(),
                     ..Related::default()
                 };
                 if let Err(c) = self.fail_or_note(c, related, "treated as a root, as pi does") {
                     // Put the waiting list back so a strict caller sees an unchanged tree.
                     for &o in &orphans {
-                        if let Some(p) = self.nodes[o as usize].entry.parent_id.clone() {
+                        if let Some(p) = self.nodes[o as usize].entry.parent_id().cloned() {
                             self.waiting.entry(p).or_default().push(o);
                         }
                     }
@@ -420,26 +458,6 @@ impl Tree {
             self.roots.extend(orphans);
             self.roots.sort_unstable();
         }
-        if let Some(v1) = &mut self.v1 {
-            for (comp, pos) in std::mem::take(&mut v1.pending_kept) {
-                let kept = v1
-                    .positions
-                    .get(pos)
-                    .copied()
-                    .flatten()
-                    .map(|n| self.nodes[n as usize].entry.id.clone());
-                if let (
-                    Some(kept),
-                    EntryKind::Compaction {
-                        first_kept_entry_id,
-                        ..
-                    },
-                ) = (kept, &mut self.nodes[comp as usize].entry.kind)
-                {
-                    *first_kept_entry_id = Some(kept);
-                }
-            }
-        }
         Ok(())
     }
 
@@ -448,31 +466,33 @@ impl Tree {
     /// in the batch, no entry that is its own parent or closes a loop of parents, and every
     /// parent names an entry in the tree or in the batch. Returns the batch index and the
     /// corruption of the first problem. The tree is not changed, so live tailing can refuse
-    /// a corrupt batch and keep the last good state. Version-1 entries (linear, ids from
-    /// line numbers) always pass.
-    pub fn check_append(&self, batch: &[&Entry]) -> Result<(), (usize, Corruption)> {
-        if self.v1.is_some() {
+    /// a corrupt batch and keep the last good state. The entries of a linear file (pi's
+    /// version 1: ids from line numbers) always pass.
+    pub fn check_append(&self, batch: &[&E]) -> Result<(), (usize, Corruption)> {
+        if self.linear {
             return Ok(());
         }
         let mut in_batch: HashMap<&str, usize> = HashMap::with_capacity(batch.len());
         for (i, e) in batch.iter().enumerate() {
-            let earlier = match (self.find(e.id.as_str()), in_batch.get(e.id.as_str())) {
-                (_, Some(&j)) => Some(batch[j].span),
-                (Some(n), None) => Some(self.nodes[n as usize].entry.span),
+            let earlier = match (self.find(e.id().as_str()), in_batch.get(e.id().as_str())) {
+                (_, Some(&j)) => Some(batch[j].span()),
+                (Some(n), None) => Some(self.nodes[n as usize].entry.span()),
                 (None, None) => None,
             };
             if let Some(earlier) = earlier {
-                return Err((i, duplicate_id(e, earlier)));
+                return Err((i, duplicate_id(*e, earlier)));
             }
-            in_batch.insert(e.id.as_str(), i);
+            in_batch.insert(e.id().as_str(), i);
         }
         for (i, e) in batch.iter().enumerate() {
-            let Some(parent) = &e.parent_id else { continue };
-            if parent == &e.id {
+            let Some(parent) = e.parent_id() else {
+                continue;
+            };
+            if parent == e.id() {
                 let c = corruption(
                     CorruptionKind::ParentCycle,
-                    e.span,
-                    Some(&e.id),
+                    e.span(),
+                    Some(e.id()),
                     "the entry is its own parent",
                 );
                 return Err((i, c));
@@ -483,8 +503,8 @@ impl Tree {
             let Some(&p) = in_batch.get(parent.as_str()) else {
                 let c = corruption(
                     CorruptionKind::MissingParent,
-                    e.span,
-                    Some(&e.id),
+                    e.span(),
+                    Some(e.id()),
                     &format!("parent {parent} names no entry in the file"),
                 );
                 return Err((i, c));
@@ -495,15 +515,14 @@ impl Tree {
                 let mut cur = p;
                 for _ in 0..=batch.len() {
                     match batch[cur]
-                        .parent_id
-                        .as_ref()
+                        .parent_id()
                         .and_then(|q| in_batch.get(q.as_str()))
                     {
                         Some(&next) if next == i => {
                             let c = corruption(
                                 CorruptionKind::ParentCycle,
-                                e.span,
-                                Some(&e.id),
+                                e.span(),
+                                Some(e.id()),
                                 "the chain of parents loops back to this entry",
                             );
                             return Err((i, c));
@@ -523,9 +542,10 @@ impl Tree {
     /// last entry is on line `line`.
     pub fn extend_line(&mut self, line: u32, extra: u32) {
         if let Some(last) = self.nodes.last_mut()
-            && last.entry.span.line == line
+            && last.entry.span().line == line
         {
-            last.entry.span.len = last.entry.span.len.saturating_add(extra);
+            let span = last.entry.span_mut();
+            span.len = span.len.saturating_add(extra);
         }
     }
 
@@ -555,19 +575,28 @@ impl Tree {
         self.fail_or_note(c, Related::default(), action)
     }
 
-    /// Records an entry pi keeps though it is not well-formed (`c` says why; see
-    /// [`crate::dialect::pi::format::Line::Irregular`]). Strict mode returns `c` as the error;
+    /// Records an entry the agent keeps though it is not well-formed (`c` says why; pi's
+    /// `Line::Irregular`). Strict mode returns `c` as the error;
     /// lenient mode notes it, and the caller pushes the entry, as pi keeps it.
     pub fn keep_irregular(&mut self, c: Corruption) -> Result<(), Corruption> {
         self.fail_or_note(c, Related::default(), "entry kept, as pi keeps it")
     }
 
-    /// Counts a `type: "session"` line after the header (pi ignores it, but it still takes a
-    /// position for version-1 `firstKeptEntryIndex`).
-    pub fn push_extra_header(&mut self) {
-        if let Some(v1) = &mut self.v1 {
-            v1.positions.push(None);
-        }
+    /// What the dialect keeps beside the tree ([`TreeEntry::Ext`]).
+    pub fn ext(&self) -> &E::Ext {
+        &self.ext
+    }
+
+    /// What the dialect keeps beside the tree, to change it.
+    pub fn ext_mut(&mut self) -> &mut E::Ext {
+        &mut self.ext
+    }
+
+    /// One entry, to change what the tree does not derive from (its parent, id, time and
+    /// effect stay as pushed: a dialect resolves its own fields here, such as pi's version-1
+    /// `firstKeptEntryIndex`).
+    pub fn entry_mut(&mut self, idx: NodeIdx) -> Option<&mut E> {
+        self.nodes.get_mut(idx as usize).map(|n| &mut n.entry)
     }
 
     /// Strict: `c` refuses the open (`related` is not part of the error). Lenient: `c` and what
@@ -594,14 +623,14 @@ impl Tree {
     fn attach(&mut self, child: NodeIdx, parent: NodeIdx) {
         self.nodes[child as usize].parent = Some(parent);
         self.leaves.remove(parent);
-        let time = self.nodes[child as usize].entry.time_ms.ms();
+        let time = self.nodes[child as usize].entry.time().ms();
         let untimed_sibling =
             !self.untimed_children.is_empty() && self.untimed_children.contains_key(&parent);
         if time.is_none() {
             *self.untimed_children.entry(parent).or_default() += 1;
         }
         let siblings = &self.nodes[parent as usize].children;
-        let time_of = |n: NodeIdx| self.nodes[n as usize].entry.time_ms.ms();
+        let time_of = |n: NodeIdx| self.nodes[n as usize].entry.time().ms();
         if time.is_none() || untimed_sibling {
             // A time JavaScript reads as NaN compares "equal" to everything, which is no
             // consistent order: only V8's own algorithm, run on pi's starting order (file
@@ -636,7 +665,7 @@ impl Tree {
     fn detach(&mut self, child: NodeIdx) {
         if let Some(p) = self.nodes[child as usize].parent.take() {
             self.relinks += 1;
-            if self.nodes[child as usize].entry.time_ms.ms().is_none()
+            if self.nodes[child as usize].entry.time().ms().is_none()
                 && let Some(n) = self.untimed_children.get_mut(&p)
             {
                 *n -= 1;
@@ -668,7 +697,7 @@ impl Tree {
     // --- read access -----------------------------------------------------------------
 
     /// The session header.
-    pub fn header(&self) -> &Header {
+    pub fn header(&self) -> &E::Header {
         &self.header
     }
     /// Whether this tree refuses corruption.
@@ -676,11 +705,11 @@ impl Tree {
         self.mode
     }
     /// All nodes in file order.
-    pub fn nodes(&self) -> &[Node] {
+    pub fn nodes(&self) -> &[Node<E>] {
         &self.nodes
     }
     /// One node.
-    pub fn node(&self, idx: NodeIdx) -> &Node {
+    pub fn node(&self, idx: NodeIdx) -> &Node<E> {
         &self.nodes[idx as usize]
     }
     /// Number of entries (the header excluded).
@@ -732,7 +761,7 @@ impl Tree {
     ///
     /// Pure: the caller reads the file (under its lock, for a write) before asking.
     pub fn fence(&self, expected: Option<&str>, caught_up_from: usize) -> Result<(), Stale> {
-        let current_leaf = self.default_leaf().map(|n| self.node(n).entry.id.clone());
+        let current_leaf = self.default_leaf().map(|n| self.node(n).entry.id().clone());
         if current_leaf.as_ref().map(EntryId::as_str) == expected {
             return Ok(());
         }
@@ -749,7 +778,7 @@ impl Tree {
                 .get(from..)
                 .unwrap_or_default()
                 .iter()
-                .map(|n| n.entry.id.clone())
+                .map(|n| n.entry.id().clone())
                 .collect(),
         })
     }
@@ -761,16 +790,11 @@ impl Tree {
     pub fn labels(&self) -> impl Iterator<Item = (&EntryId, &Label)> {
         self.labels.iter()
     }
-    /// The session name: the latest `session_info` entry's name, trimmed as JavaScript trims
-    /// ([`jsstr::trim`]); `None` when empty (pi 1.6.0 `getSessionName`).
+    /// The session name: the latest naming entry's name ([`Effect::Name`]), trimmed as
+    /// JavaScript trims ([`jsstr::trim`]); `None` when empty (pi 1.6.0 `getSessionName`).
     pub fn name(&self) -> Option<&str> {
-        let idx = self.name_entry?;
-        match &self.nodes[idx as usize].entry.kind {
-            EntryKind::SessionInfo { name: Some(n) } => {
-                Some(jsstr::trim(n)).filter(|n| !n.is_empty())
-            }
-            _ => None,
-        }
+        let name = self.name.as_deref()?;
+        Some(jsstr::trim(name)).filter(|n| !n.is_empty())
     }
     /// Problems a lenient open skipped.
     pub fn diagnostics(&self) -> &[Diagnostic] {
@@ -786,7 +810,7 @@ impl Tree {
     pub fn path_to_with<'t>(
         &'t self,
         leaf: Option<NodeIdx>,
-        mut visit: impl FnMut(&'t Node),
+        mut visit: impl FnMut(&'t Node<E>),
     ) -> Vec<NodeIdx> {
         let mut path = Vec::new();
         let mut cur = leaf;
@@ -887,15 +911,15 @@ pub struct Stale {
 }
 
 /// The `duplicateId` corruption of `entry`, whose id the entry on the `earlier` line holds.
-fn duplicate_id(entry: &Entry, earlier: LineSpan) -> Corruption {
+fn duplicate_id<E: TreeEntry>(entry: &E, earlier: LineSpan) -> Corruption {
     let message = format!(
         "this id is already used by the entry on line {}",
         earlier.line
     );
     corruption(
         CorruptionKind::DuplicateId,
-        entry.span,
-        Some(&entry.id),
+        entry.span(),
+        Some(entry.id()),
         &message,
     )
 }
@@ -918,36 +942,59 @@ fn corruption(
 #[cfg(test)]
 mod check_append_tests {
     use super::*;
-    use crate::dialect::pi::format::{Expect, Line, parse_line};
 
+    /// A neutral entry for the tree's own tests: an id, a parent and a line.
+    #[derive(Clone, Debug)]
+    pub(super) struct Entry {
+        id: EntryId,
+        parent: Option<EntryId>,
+        span: LineSpan,
+    }
+
+    impl TreeEntry for Entry {
+        type Header = ();
+        type Ext = ();
+        fn id(&self) -> &EntryId {
+            &self.id
+        }
+        fn parent_id(&self) -> Option<&EntryId> {
+            self.parent.as_ref()
+        }
+        fn set_parent_id(&mut self, parent: Option<EntryId>) {
+            self.parent = parent;
+        }
+        fn time(&self) -> JsTime {
+            JsTime::new(Some(0))
+        }
+        fn span(&self) -> LineSpan {
+            self.span
+        }
+        fn span_mut(&mut self) -> &mut LineSpan {
+            &mut self.span
+        }
+    }
+
+    pub(super) type Tree = super::Tree<Entry>;
+
+    /// `{"id", "parentId"}` on line `line`.
     pub(super) fn entry(line: u32, json: &str) -> Entry {
-        let span = LineSpan {
-            line,
-            offset: 0,
-            len: json.len() as u32,
-        };
-        match parse_line(json.as_bytes(), span, Expect::Entry { version: 3 }) {
-            Ok(Line::Entry(e)) => e,
-            other => panic!("not an entry: {other:?}"),
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let id = |k: &str| v[k].as_str().map(EntryId::new);
+        Entry {
+            id: id("id").unwrap(),
+            parent: id("parentId"),
+            span: LineSpan {
+                line,
+                offset: 0,
+                len: json.len() as u32,
+            },
         }
     }
 
     pub(super) fn tree() -> Tree {
-        let h = r#"{"type":"session","version":3,"id":"s"}"#;
-        let span = LineSpan {
-            line: 1,
-            offset: 0,
-            len: h.len() as u32,
-        };
-        let Ok(Line::Header(header)) = parse_line(h.as_bytes(), span, Expect::Header) else {
-            panic!("header");
-        };
-        let mut t = Tree::new(header, Mode::Strict);
-        t.push(
-            entry(2, r#"{"type":"custom","id":"a","parentId":null}"#),
-            None,
-        )
-        .unwrap();
+        let mut t = Tree::new((), Mode::Strict);
+        t.push(entry(2, r#"{"type":"custom","id":"a","parentId":null}"#))
+            .unwrap();
         t
     }
 
@@ -991,7 +1038,7 @@ mod check_append_tests {
         let mut t = tree();
         t.mode = Mode::Lenient;
         let push = |t: &mut Tree, line: u32, json: &str| {
-            t.push(entry(line, json), None).unwrap();
+            t.push(entry(line, json)).unwrap();
             t.relinks()
         };
         let b = r#"{"type":"custom","id":"b","parentId":"a"}"#;
@@ -1018,7 +1065,7 @@ mod check_append_tests {
 #[cfg(test)]
 mod leaf_and_fence_tests {
     use super::*;
-    use crate::core::tree::check_append_tests::{entry, tree};
+    use crate::core::tree::check_append_tests::{Tree, entry, tree};
 
     /// The leaf set gives its nodes in order across words, and forgets removed ones.
     #[test]
@@ -1041,7 +1088,7 @@ mod leaf_and_fence_tests {
             (3, r#"{"type":"custom","id":"b","parentId":"a"}"#),
             (4, r#"{"type":"custom","id":"c","parentId":"a"}"#),
         ] {
-            assert!(t.push(entry(line, json), None).is_ok());
+            assert!(t.push(entry(line, json)).is_ok());
         }
         t
     }
@@ -1059,8 +1106,7 @@ mod leaf_and_fence_tests {
             t.resolve_leaf(Some("nope")),
             Err(UnknownId { id: "nope".into() })
         );
-        let h = t.header().clone();
-        assert_eq!(Tree::new(h, Mode::Strict).resolve_leaf(None), Ok(None));
+        assert_eq!(Tree::new((), Mode::Strict).resolve_leaf(None), Ok(None));
     }
 
     #[test]
@@ -1094,7 +1140,7 @@ mod leaf_and_fence_tests {
         assert_eq!(added, Some(vec!["a", "b", "c"]));
         assert_eq!(s.and_then(|s| s.expected), None);
         // An empty session passes only `null`.
-        let empty = Tree::new(t.header().clone(), Mode::Strict);
+        let empty = Tree::new((), Mode::Strict);
         assert_eq!(empty.fence(None, 0), Ok(()));
         let s = empty.fence(Some("a"), 0).err();
         assert_eq!(s.map(|s| s.current_leaf), Some(None));

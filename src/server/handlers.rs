@@ -16,9 +16,10 @@ use crate::server::error::RpcError;
 use crate::server::lossless;
 use crate::view::wire::{EntryResult, ListResult};
 use crate::server::params::{CloseParams, ContextAtParams, EntryParams, ExplainParams, ExportParams, FieldsParam, GraphParams, ListParams, OpenParams, SearchParams, TreeParams, VerifyResumeParams};
+use crate::core::tree::{Mode, NodeIdx};
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::explain;
 use crate::dialect::pi::projection;
-use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::listing::{ListCache, Listed};
 use crate::view::context_json::{self, ContextJson, Fields, Window};
 use crate::session::SessionHandle;
@@ -260,7 +261,7 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
 fn read_closed(
     path: &Path,
     roots: &crate::session::roots::Roots,
-) -> Result<(OpenedSession, FileLines), RpcError> {
+) -> Result<(OpenedSession<crate::dialect::pi::Pi>, FileLines), RpcError> {
     let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
     let file = crate::session::owner::open_within_roots(path, roots).map_err(open_err)?;
     let read = file.try_clone().map_err(|source| {
@@ -270,7 +271,7 @@ fn read_closed(
         })
     })?;
     let session =
-        crate::storage::reader::open_session_from(path, read, Mode::Strict).map_err(open_err)?;
+        crate::storage::reader::open_session_from::<crate::dialect::pi::Pi>(path, read, Mode::Strict).map_err(open_err)?;
     Ok((session, FileLines::new(file)))
 }
 
@@ -287,9 +288,11 @@ fn collect_closed(
             path: path.to_owned(),
             id: unknown.id,
         })?;
-    crate::dialect::pi::verify::collect(&session.tree, leaf, &lines).map_err(|source| RpcError::Render {
-        path: path.to_owned(),
-        source,
+    crate::dialect::pi::verify::collect(&session.tree, leaf, &lines).map_err(|source| {
+        RpcError::Render {
+            path: path.to_owned(),
+            source,
+        }
     })
 }
 
@@ -520,12 +523,12 @@ impl Backend {
             Ok(handle) => handle
                 .query(move |s| {
                     let leaf = leaf(s, leaf_id.as_deref())?;
-                    crate::dialect::pi::verify::collect(s.tree(), leaf, s.source()).map_err(|source| {
-                        RpcError::Render {
+                    crate::dialect::pi::verify::collect(s.tree(), leaf, s.source()).map_err(
+                        |source| RpcError::Render {
                             path: s.path().to_owned(),
                             source,
-                        }
-                    })
+                        },
+                    )
                 })
                 .await
                 .map_err(RpcError::from)??,

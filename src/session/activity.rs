@@ -28,7 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::core::tree::Tree;
+use crate::dialect::pi::Pi;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{EntryKind, Role};
 use crate::storage::reader::OpenedSession;
 
@@ -115,7 +116,7 @@ pub fn turn_open(tree: &Tree) -> bool {
 
 /// The agent working on a session read into `opened` from `path`, looked up now ([`detect`]):
 /// what the CLI's context-changing writes check before they write (SPEC §4).
-pub fn detect_on(path: &Path, opened: &OpenedSession) -> Option<Agent> {
+pub fn detect_on(path: &Path, opened: &OpenedSession<Pi>) -> Option<Agent> {
     detect(&Probe {
         path,
         cwd: opened.tree.header().cwd.as_deref(),

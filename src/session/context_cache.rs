@@ -9,7 +9,8 @@
 //! meeting a parent named before it, or a later duplicate of an id), which empties the cache;
 //! a reload builds a new `Session` and so a new, empty cache. Lives with the owner only.
 
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::incremental::LiveProjection;
 
 /// Projections kept per session. Each holds its path (4 bytes per entry) and context items,

@@ -27,7 +27,9 @@ use super::activity::{self, Agent};
 use super::context_cache::ContextCache;
 use super::roots::Roots;
 use crate::core::diagnostics::Corruption;
-use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::core::tree::{Mode, NodeIdx};
+use crate::dialect::pi::Pi;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::incremental::LiveProjection;
 use crate::dialect::pi::render::LineSource;
 use crate::storage::lines::{self, TornTail};
@@ -113,7 +115,7 @@ pub struct Session {
     mode: Mode,
     /// The tree, how far the file is applied and the file's stamp: the writer appends through
     /// this same value, so there is one position for reads, the live tail and writes.
-    state: OpenedSession,
+    state: OpenedSession<Pi>,
     lines: FileLines,
     file: File,
     /// Up to [`SIGNATURE_BYTES`] bytes just before `state.position.offset`.
@@ -171,7 +173,7 @@ impl Session {
             opened_within(&file, path, roots)?;
         }
         let read = file.try_clone().map_err(io_err)?;
-        let (state, pending) = match reader::open_session_from(path, read, mode) {
+        let (state, pending) = match reader::open_session_from::<Pi>(path, read, mode) {
             Ok(state) => (state, false),
             Err(OpenError::Pending { .. }) => (
                 OpenedSession {
@@ -474,7 +476,7 @@ impl Session {
     }
 
     /// Runs a write of [`crate::storage::writer`] against this session's file, as the owner
-    /// of the session: `f` gets the session's own [`OpenedSession`] (tree, position, stamp) and
+    /// of the session: `f` gets the session's own [`OpenedSession<Pi>`] (tree, position, stamp) and
     /// appends (or refuses). Afterwards the session holds exactly what the writer read and wrote
     /// (entries read under the lock, the new entry, entries an unlocked writer appended just
     /// after it), and one `appended` event names all of them, also when the write was refused
@@ -487,7 +489,7 @@ impl Session {
     pub fn write<R, E: From<WriteError>>(
         &mut self,
         sink: &dyn EventSink,
-        f: impl FnOnce(&Path, &mut OpenedSession) -> Result<R, E>,
+        f: impl FnOnce(&Path, &mut OpenedSession<Pi>) -> Result<R, E>,
     ) -> Result<R, E> {
         if self.pending {
             return Err(WriteError::Busy {

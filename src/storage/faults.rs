@@ -139,7 +139,7 @@ mod tests {
         assert!(text.contains("s.jsonl"), "the error names the file: {text}");
         assert_eq!(std::fs::read(path).unwrap(), before, "after: {text}");
         let id = append(path, "after the fault", true).unwrap();
-        let s = reader::open_session(path, Mode::Strict).unwrap();
+        let s = reader::open_session::<crate::dialect::pi::Pi>(path, Mode::Strict).unwrap();
         assert!(s.torn_tail.is_none());
         assert_eq!(s.tree.len(), 2);
         assert!(s.tree.find(&id).is_some());
@@ -199,7 +199,7 @@ mod tests {
         assert!(left.is_empty(), "left behind: {left:?}");
         // Nothing was reserved for good: the same publish now succeeds.
         let path = publish::publish_new(dir.path(), &name, id, &lines, 0o600).unwrap();
-        let s = reader::open_session(&path, Mode::Strict).unwrap();
+        let s = reader::open_session::<crate::dialect::pi::Pi>(&path, Mode::Strict).unwrap();
         assert_eq!(s.tree.len(), 1);
     }
 }

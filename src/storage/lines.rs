@@ -7,9 +7,10 @@
 //!
 //! * A line ends at `\n`. A `\r` before it (a CRLF file) is JSON whitespace: it belongs to the
 //!   line's span and changes nothing else, whichever ending each line has.
-//! * A line of whitespace only is skipped, as pi skips it.
-//! * The first other line must be the session header; every later line is read as an entry
-//!   of the header's version (a second header is ignored, as pi ignores it).
+//! * A line of whitespace only is skipped, as the agents skip it.
+//! * What a line is, is its dialect's to say ([`LineFormat::classify`]): pi's first other line
+//!   must be the session header and every later one is read as an entry of its version; a
+//!   Claude Code transcript has no header line and every line is an entry or bookkeeping.
 //! * A complete line that cannot be read (bad JSON, not an object, no usable id, a duplicate
 //!   id, a missing parent, a cycle) is corruption. Strict mode refuses it; lenient mode notes it
 //!   and skips it the way pi does (see [`Mode`]).
@@ -26,10 +27,9 @@
 //! (an open that fails leaves nothing behind).
 
 use crate::core::diagnostics::{Corruption, CorruptionKind};
-use crate::core::tree::{Mode, NodeIdx, Tree};
-use crate::dialect::pi::format::{
-    self, Entry, EntryKind, Expect, Header, Line, LineSpan, ProblemKind,
-};
+use crate::core::ids::LineSpan;
+use crate::core::lines::{Item, LineFormat, corruption, is_blank};
+use crate::core::tree::{Mode, NodeIdx, Tree, TreeEntry};
 
 /// How far a session file has been applied to its tree.
 ///
@@ -159,120 +159,6 @@ impl LineSplitter {
     }
 }
 
-/// What one line is, read by the one policy of this module.
-#[derive(Debug)]
-pub enum Item {
-    /// Whitespace only: skipped.
-    Blank,
-    /// The session header.
-    Header(Header),
-    /// An entry, with its version-1 `firstKeptEntryIndex` when it is a version-1 compaction.
-    Entry(Entry, Option<usize>),
-    /// A `type: "session"` line after the header (ignored, but it takes a version-1 position).
-    ExtraHeader,
-    /// An entry pi keeps though it is not well-formed ([`Line::Irregular`]): strict reads
-    /// refuse it with the corruption, lenient ones keep the entry and note the corruption.
-    Irregular(Entry, Box<Corruption>),
-    /// A line that cannot be read.
-    Problem(Corruption),
-    /// Whitespace that ends an open line (see [`Position::open`]): `extra` bytes, before the
-    /// `\n`, that belong to line `line`.
-    Continuation {
-        /// The open line's number.
-        line: u32,
-        /// Bytes of whitespace it grew by.
-        extra: u32,
-    },
-}
-
-/// Reads one complete line (without its `\n`). `version` is `None` while no header has been
-/// read (the line must then be the header).
-pub fn classify(bytes: &[u8], span: LineSpan, version: Option<u32>) -> Item {
-    if is_blank(bytes) {
-        return Item::Blank;
-    }
-    let expect = match version {
-        None => Expect::Header,
-        Some(version) => Expect::Entry { version },
-    };
-    match format::parse_line(bytes, span, expect) {
-        Ok(Line::Header(h)) => Item::Header(h),
-        Ok(Line::ExtraHeader) => Item::ExtraHeader,
-        Ok(Line::Entry(entry)) => {
-            let v1 = (version.is_some_and(|v| v < 2)
-                && matches!(entry.kind, EntryKind::Compaction { .. }))
-            .then(|| format::v1_first_kept_index(bytes))
-            .flatten();
-            Item::Entry(entry, v1)
-        }
-        Ok(Line::Irregular(entry, p)) => {
-            let mut c = corruption(p.kind.into(), span, &p.detail);
-            c.id = Some(entry.id.clone());
-            Item::Irregular(entry, Box::new(c))
-        }
-        // The first line decides whether this is a pi session at all (pi reads a file whose
-        // first line is no session header as no session): text, binary data or a bare JSON
-        // value there is not a corrupt session but something else.
-        Err(p) if version.is_none() && p.kind != ProblemKind::InvalidHeader => {
-            let detail = match p.kind {
-                ProblemKind::MissingHeader => "it is a JSON object without \"type\": \"session\"",
-                _ => &p.detail,
-            };
-            Item::Problem(corruption(
-                CorruptionKind::MissingHeader,
-                span,
-                &not_a_session(span.line, detail),
-            ))
-        }
-        Err(p) => Item::Problem(corruption(p.kind.into(), span, &p.detail)),
-    }
-}
-
-/// The message of a first line that is no session header.
-pub fn not_a_session(line: u32, detail: &str) -> String {
-    format!("not a pi session: line {line} is not a session header ({detail})")
-}
-
-/// Whether the unterminated final line reads as a line (applied) or is a torn tail.
-pub fn is_torn(bytes: &[u8], span: LineSpan, version: Option<u32>) -> bool {
-    if is_blank(bytes) {
-        return false;
-    }
-    let expect = match version {
-        None => Expect::Header,
-        Some(version) => Expect::Entry { version },
-    };
-    matches!(format::parse_line(bytes, span, expect), Err(p) if p.kind == ProblemKind::InvalidJson)
-}
-
-/// Whether a line holds only whitespace (pi skips those).
-pub fn is_blank(bytes: &[u8]) -> bool {
-    bytes.iter().all(u8::is_ascii_whitespace)
-}
-
-/// Applies one classified entry line to a tree (strict: corruption is an error; lenient:
-/// noted, and the line skipped or, when irregular, kept as pi keeps it). A header line after
-/// the first is ignored.
-pub fn apply_item(tree: &mut Tree, item: Item) -> Result<(), Corruption> {
-    match item {
-        Item::Blank | Item::Header(_) => Ok(()),
-        Item::ExtraHeader => {
-            tree.push_extra_header();
-            Ok(())
-        }
-        Item::Entry(entry, v1) => tree.push(entry, v1).map(|_| ()),
-        Item::Irregular(entry, c) => {
-            tree.keep_irregular(*c)?;
-            tree.push(entry, None).map(|_| ())
-        }
-        Item::Problem(c) => tree.skip_line(c),
-        Item::Continuation { line, extra } => {
-            tree.extend_line(line, extra);
-            Ok(())
-        }
-    }
-}
-
 /// The result of applying bytes read after a [`Position`].
 #[derive(Debug)]
 pub struct Applied {
@@ -292,17 +178,21 @@ pub struct Applied {
 /// policy. In strict mode the longest prefix of lines the tree accepts whole is applied (so a
 /// corrupt line leaves the tree as it was after the line before it); in lenient mode every
 /// problem is noted and skipped.
-pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
-    let version = Some(tree.header().version);
+pub fn apply_batch<F: LineFormat>(
+    tree: &mut Tree<F::Entry>,
+    from: Position,
+    bytes: &[u8],
+) -> Applied {
+    let cx = Some(F::context(tree.header()));
     let mut splitter = from.splitter();
     // Where the open line starts (its entry's span; the position when it was no entry).
     let open_start = tree
         .nodes()
         .last()
-        .map(|n| n.entry.span)
+        .map(|n| n.entry.span())
         .filter(|s| s.line == from.line)
         .map_or(from.offset, |s| s.offset);
-    let mut lines: Vec<(Item, Position)> = Vec::new();
+    let mut lines: Vec<(Item<F>, Position)> = Vec::new();
     let _ = splitter.feed(bytes, |line, span| {
         let item = if from.open && span.line == from.line && is_blank(line) {
             // The open line's own ending (`\n`, `\r\n`): its span grows to the whole line.
@@ -322,21 +212,21 @@ pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
                 "the line went on after it was read as a whole line",
             ))
         } else {
-            classify(line, span, version)
+            F::classify(line, span, cx)
         };
         lines.push((item, Position::after(span)));
         Ok::<(), ()>(())
     });
     let mut torn_tail = None;
     if let Some((rest, span)) = splitter.finish() {
-        if is_torn(&rest, span, version) {
+        if F::is_torn(&rest, span, cx) {
             torn_tail = Some(TornTail {
                 line: span.line,
                 offset: span.offset,
                 len: rest.len() as u64,
             });
         } else if !is_blank(&rest) {
-            lines.push((classify(&rest, span, version), Position::after_open(span)));
+            lines.push((F::classify(&rest, span, cx), Position::after_open(span)));
         }
     }
     let before = tree.len() as NodeIdx;
@@ -346,16 +236,16 @@ pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
         Mode::Lenient => {
             for (item, at) in lines {
                 // Lenient trees note problems instead of failing.
-                let _ = apply_item(tree, item);
+                let _ = F::apply(tree, item);
                 position = at;
             }
-            let _ = tree.settle();
+            let _ = F::settle(tree);
         }
         Mode::Strict => {
-            let (good, problem) = accepted_prefix(tree, &lines);
+            let (good, problem) = accepted_prefix::<F>(tree, &lines);
             let mut taken = 0;
             for (item, at) in lines.into_iter().take(good) {
-                if let Err(c) = apply_item(tree, item) {
+                if let Err(c) = F::apply(tree, item) {
                     // `accepted_prefix` rules this out; stop where the tree stopped regardless.
                     tracing::error!("line refused after its batch was checked: {c}");
                     refused.get_or_insert(c);
@@ -364,7 +254,7 @@ pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
                 position = at;
                 taken += 1;
             }
-            if let Err(c) = tree.settle() {
+            if let Err(c) = F::settle(tree) {
                 tracing::error!("batch did not settle after it was checked: {c}");
                 refused.get_or_insert(c);
             }
@@ -386,7 +276,10 @@ pub fn apply_batch(tree: &mut Tree, from: Position, bytes: &[u8]) -> Applied {
 }
 
 /// How many leading lines a strict tree accepts whole, and the corruption after them.
-fn accepted_prefix(tree: &Tree, lines: &[(Item, Position)]) -> (usize, Option<Corruption>) {
+fn accepted_prefix<F: LineFormat>(
+    tree: &Tree<F::Entry>,
+    lines: &[(Item<F>, Position)],
+) -> (usize, Option<Corruption>) {
     let mut good = lines
         .iter()
         .position(|(item, _)| matches!(item, Item::Problem(_) | Item::Irregular(..)))
@@ -397,10 +290,10 @@ fn accepted_prefix(tree: &Tree, lines: &[(Item, Position)]) -> (usize, Option<Co
         _ => None,
     });
     loop {
-        let batch: Vec<&Entry> = lines[..good]
+        let batch: Vec<&F::Entry> = lines[..good]
             .iter()
             .filter_map(|(item, _)| match item {
-                Item::Entry(e, _) => Some(e),
+                Item::Entry(e) => Some(e),
                 _ => None,
             })
             .collect();
@@ -425,21 +318,11 @@ fn accepted_prefix(tree: &Tree, lines: &[(Item, Position)]) -> (usize, Option<Co
     }
 }
 
-/// A corruption at a line (no id).
-pub fn corruption(kind: CorruptionKind, span: LineSpan, message: &str) -> Corruption {
-    Corruption {
-        kind,
-        line: span.line,
-        offset: span.offset,
-        id: None,
-        message: message.to_owned(),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::dialect::pi::{Pi, Tree};
 
     const HEADER: &str = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
 
@@ -457,7 +340,7 @@ mod tests {
             offset: 0,
             len: HEADER.len() as u32,
         };
-        let Item::Header(h) = classify(HEADER.as_bytes(), span, None) else {
+        let Item::Header(h) = Pi::classify(HEADER.as_bytes(), span, None) else {
             panic!("header")
         };
         (Tree::new(h, mode), Position::after(span))
@@ -471,7 +354,7 @@ mod tests {
     fn crlf_and_lf_lines_read_alike() {
         let (mut tree, at) = start(Mode::Strict);
         let bytes = format!("{}\r\n{}\n", entry("a", None), entry("b", Some("a")));
-        let applied = apply_batch(&mut tree, at, bytes.as_bytes());
+        let applied = apply_batch::<Pi>(&mut tree, at, bytes.as_bytes());
         assert_eq!(ids(&tree), ["a", "b"]);
         assert_eq!(applied.position.offset, at.offset + bytes.len() as u64);
         assert_eq!(applied.position.line, 3);
@@ -483,7 +366,7 @@ mod tests {
         let (mut tree, at) = start(Mode::Strict);
         let a = entry("a", None);
         let half = &a[..a.len() / 2];
-        let applied = apply_batch(&mut tree, at, half.as_bytes());
+        let applied = apply_batch::<Pi>(&mut tree, at, half.as_bytes());
         assert!(tree.is_empty());
         assert_eq!(applied.position, at);
         assert_eq!(
@@ -495,13 +378,13 @@ mod tests {
             })
         );
         // The whole line without its newline is read, and left open.
-        let applied = apply_batch(&mut tree, at, a.as_bytes());
+        let applied = apply_batch::<Pi>(&mut tree, at, a.as_bytes());
         assert_eq!(ids(&tree), ["a"]);
         assert!(applied.position.open);
         // Its `\r\n` closes it; the next line gets the next number.
         let open = applied.position;
         let rest = format!("\r\n{}\n", entry("b", Some("a")));
-        let applied = apply_batch(&mut tree, open, rest.as_bytes());
+        let applied = apply_batch::<Pi>(&mut tree, open, rest.as_bytes());
         assert_eq!(ids(&tree), ["a", "b"]);
         assert_eq!(applied.position.line, 3);
         assert!(!applied.position.open);
@@ -513,8 +396,8 @@ mod tests {
     #[test]
     fn an_open_line_that_goes_on_is_corruption_at_that_line() {
         let (mut tree, at) = start(Mode::Strict);
-        let applied = apply_batch(&mut tree, at, entry("a", None).as_bytes());
-        let more = apply_batch(&mut tree, applied.position, b"garbage\n");
+        let applied = apply_batch::<Pi>(&mut tree, at, entry("a", None).as_bytes());
+        let more = apply_batch::<Pi>(&mut tree, applied.position, b"garbage\n");
         let c = more.corruption.expect("corruption");
         assert_eq!(
             (c.kind, c.line, c.offset),
@@ -532,13 +415,13 @@ mod tests {
             entry("c", Some("a"))
         );
         let (mut tree, at) = start(Mode::Strict);
-        let applied = apply_batch(&mut tree, at, bytes.as_bytes());
+        let applied = apply_batch::<Pi>(&mut tree, at, bytes.as_bytes());
         assert_eq!(ids(&tree), ["a"]);
         let c = applied.corruption.expect("corruption");
         assert_eq!((c.kind, c.line), (CorruptionKind::MissingParent, 3));
         assert_eq!(applied.position.line, 2);
         let (mut tree, at) = start(Mode::Lenient);
-        let applied = apply_batch(&mut tree, at, bytes.as_bytes());
+        let applied = apply_batch::<Pi>(&mut tree, at, bytes.as_bytes());
         assert_eq!(ids(&tree), ["a", "b", "c"]);
         assert!(applied.corruption.is_none());
         assert_eq!(tree.diagnostics().len(), 1);

@@ -2,7 +2,7 @@
 //!
 //! * [`lines`] — the one line policy (header, entries, blank lines, CRLF, torn tails,
 //!   corruption) and the one [`lines::Position`] every reader resumes from.
-//! * [`reader`] — opening a file: a streaming read into an [`reader::OpenedSession`] (tree,
+//! * [`reader`] — opening a file: a streaming read into an [`reader::OpenedSession<Pi>`] (tree,
 //!   position, stamp), which the session owner then keeps and the writer appends through.
 //! * [`tail`] — cheap stamps and positioned reads of what was appended to an open file.
 //! * [`list`] — headers for listings.

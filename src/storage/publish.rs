@@ -23,6 +23,7 @@ use thiserror::Error;
 
 use super::reader::{self, OpenError};
 use crate::core::tree::Mode;
+use crate::dialect::pi::Pi;
 
 /// Test-only: milliseconds to sleep after the temp file is written and fsynced, before the
 /// rename, so tests can kill a publish half-way or overlap two of them. Never set it otherwise.
@@ -189,7 +190,7 @@ pub fn publish_new(
         out.flush().map_err(io_err(temp.path()))?;
     }
     temp.as_file().sync_all().map_err(io_err(temp.path()))?;
-    match reader::open_session(temp.path(), Mode::Strict) {
+    match reader::open_session::<Pi>(temp.path(), Mode::Strict) {
         Ok(s) if s.torn_tail.is_none() => {}
         Ok(_) => {
             return Err(PublishError::Io {

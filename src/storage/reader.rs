@@ -21,18 +21,15 @@ use std::time::{Duration, SystemTime};
 
 use thiserror::Error;
 
-use super::lines::{self, Item};
+use super::lines;
 pub use super::lines::{Position, TornTail};
 pub use super::tail::FileStamp;
 use crate::core::ahead;
 use crate::core::diagnostics::{Corruption, CorruptionKind};
+use crate::core::ids::LineSpan;
+use crate::core::lines::{Item, LineFormat};
+use crate::core::source::LineSource;
 use crate::core::tree::{Mode, NodeIdx, Tree};
-use crate::dialect::pi::format::LineSpan;
-use crate::dialect::pi::incremental::{Following, MessagesAhead};
-#[cfg(doc)]
-use crate::dialect::pi::projection;
-use crate::dialect::pi::projection::Projection;
-use crate::dialect::pi::render::LineSource;
 
 /// How long after its last modification a file without a complete session header is taken
 /// to be still being created ([`OpenError::Pending`]) rather than corrupt (`emptyFile`).
@@ -95,9 +92,9 @@ pub fn young_age_ms(mtime: Option<SystemTime>) -> Option<u64> {
 /// one for as long as the session is open and the writer appends through it, so the tree, the
 /// position and the stamp always describe the same bytes.
 #[derive(Debug)]
-pub struct OpenedSession {
+pub struct OpenedSession<F: LineFormat> {
     /// The session's tree.
-    pub tree: Tree,
+    pub tree: Tree<F::Entry>,
     /// An unparsable unterminated last line, left unapplied (as of the last read).
     pub torn_tail: Option<TornTail>,
     /// How far the file is applied: reading resumes there.
@@ -106,7 +103,7 @@ pub struct OpenedSession {
     pub stamp: FileStamp,
 }
 
-impl OpenedSession {
+impl<F: LineFormat> OpenedSession<F> {
     /// Reads what `file` (this session's file, whose stat is `stamp`) holds after the applied
     /// position and applies it by the one line policy ([`lines::apply_batch`]): the position,
     /// the torn tail and the stamp then describe the bytes read (bytes that arrive meanwhile
@@ -115,7 +112,7 @@ impl OpenedSession {
     pub fn read_appended(&mut self, file: &File, stamp: FileStamp) -> io::Result<lines::Applied> {
         let from = self.position.offset;
         let bytes = super::tail::read_range(file, from, stamp.size)?;
-        let applied = lines::apply_batch(&mut self.tree, self.position, &bytes);
+        let applied = lines::apply_batch::<F>(&mut self.tree, self.position, &bytes);
         self.position = applied.position;
         self.torn_tail = applied.torn_tail;
         self.stamp = FileStamp {
@@ -126,73 +123,58 @@ impl OpenedSession {
     }
 }
 
-/// Opens and reads a session file. Strict mode refuses corruption with [`OpenError::Corrupt`];
-/// lenient mode skips it the way pi does and lists it in the tree's diagnostics. Lines are read
-/// by the one policy of [`super::lines`]. Errors: `Io`, `NotAFile`, `Pending` (no complete
-/// header yet in a file younger than [`BIRTH_GRACE`]), `Corrupt` (including an older file
-/// without a header: `emptyFile`).
-pub fn open_session(path: &Path, mode: Mode) -> Result<OpenedSession, OpenError> {
-    open_with(path, mode, PLAN, None, None).map(|(session, _)| session)
+/// Opens and reads a session file of format `F`. Strict mode refuses corruption with
+/// [`OpenError::Corrupt`]; lenient mode skips it the way the agent does and lists it in the
+/// tree's diagnostics. Lines are read by the one policy of [`super::lines`]. Errors: `Io`,
+/// `NotAFile`, `Pending` (no complete header yet in a file younger than [`BIRTH_GRACE`]),
+/// `Corrupt` (including an older file without a header: `emptyFile`).
+pub fn open_session<F: LineFormat>(path: &Path, mode: Mode) -> Result<OpenedSession<F>, OpenError> {
+    open_with(path, mode, PLAN, None)
 }
 
 /// [`open_session`] of a file already opened (`file`, at its start; `path` names it in errors
 /// and diagnostics): what is read is exactly what was opened, checked or not, and the path is
 /// not looked up again. Errors: as [`open_session`].
-pub fn open_session_from(path: &Path, file: File, mode: Mode) -> Result<OpenedSession, OpenError> {
-    read_opened(path, file, mode, PLAN, None, None).map(|(session, _)| session)
+pub fn open_session_from<F: LineFormat>(
+    path: &Path,
+    file: File,
+    mode: Mode,
+) -> Result<OpenedSession<F>, OpenError> {
+    read_opened(path, file, mode, PLAN, None)
 }
 
-/// [`open_session`], with the projection at the default leaf (the last entry) worked out
-/// while the lines are read ([`Following`]): `Some` when the entries read form that path as
-/// they were read (a session that grew as one chain, the common case), `None` otherwise
-/// (project at the default leaf then). Either way what [`projection::project`] gives.
-/// Errors: [`open_session`]'s.
-pub fn open_session_projected(
+/// Each entry as the reader pushes it, in file order: the tree so far, the entry's node and its
+/// line. A caller that works something out from every entry (pi's projection at the last
+/// entry, its messages written ahead) does it while the line is at hand.
+pub type Visit<'v, E> = dyn FnMut(&Tree<E>, NodeIdx, &[u8]) + 'v;
+
+/// [`open_session`], showing `visit` each entry as it is pushed. Errors: [`open_session`]'s.
+pub fn open_session_visiting<F: LineFormat>(
     path: &Path,
     mode: Mode,
-) -> Result<(OpenedSession, Option<Projection>), OpenError> {
-    open_with(path, mode, PLAN, Some(Following::new()), None)
+    visit: &mut Visit<'_, F::Entry>,
+) -> Result<OpenedSession<F>, OpenError> {
+    open_with(path, mode, PLAN, Some(visit))
 }
 
-/// [`open_session_projected`], writing the messages of that projection to `out` on the way
-/// ([`MessagesAhead`]: the inside of a context document's `messages` array, joined by commas).
-/// The flag is true when `out` then holds exactly the messages of the projection returned;
-/// false when there is none, or the writing ahead was given up (a compaction, a branch, a
-/// message that needs more than its own line...): the caller drops what `out` holds then.
-/// Errors: [`open_session`]'s (an error writing `out` only gives the writing up).
-pub fn open_session_rendering(
-    path: &Path,
-    mode: Mode,
-    out: &mut dyn io::Write,
-) -> Result<(OpenedSession, Option<Projection>, bool), OpenError> {
-    let mut ahead = MessagesAhead::new(out);
-    let (session, projection) =
-        open_with(path, mode, PLAN, Some(Following::new()), Some(&mut ahead))?;
-    let holds = projection.as_ref().is_some_and(|p| ahead.holds(p));
-    Ok((session, projection, holds))
-}
-
-/// [`open_session`] by `plan`, following the projection at the last entry when `follow` is
-/// given, and writing its messages ahead into `ahead` when that is given too.
-fn open_with(
+/// [`open_session`] by `plan`, showing `visit` each entry as it is pushed when given.
+fn open_with<F: LineFormat>(
     path: &Path,
     mode: Mode,
     plan: Plan,
-    follow: Option<Following>,
-    ahead: Option<&mut MessagesAhead<'_>>,
-) -> Result<(OpenedSession, Option<Projection>), OpenError> {
-    read_opened(path, open_regular(path)?, mode, plan, follow, ahead)
+    visit: Option<&mut Visit<'_, F::Entry>>,
+) -> Result<OpenedSession<F>, OpenError> {
+    read_opened(path, open_regular(path)?, mode, plan, visit)
 }
 
 /// [`open_with`] of a file already opened.
-fn read_opened(
+fn read_opened<F: LineFormat>(
     path: &Path,
     mut file: File,
     mode: Mode,
     plan: Plan,
-    follow: Option<Following>,
-    ahead: Option<&mut MessagesAhead<'_>>,
-) -> Result<(OpenedSession, Option<Projection>), OpenError> {
+    visit: Option<&mut Visit<'_, F::Entry>>,
+) -> Result<OpenedSession<F>, OpenError> {
     let io_err = |source| OpenError::Io {
         path: path.to_owned(),
         source,
@@ -202,9 +184,8 @@ fn read_opened(
         corruption,
     };
     let stamp = FileStamp::of(&file).map_err(io_err)?;
-    let mut loader = Loader::new(mode, stamp.size);
-    loader.follow = follow;
-    loader.ahead = ahead;
+    let mut loader = Loader::<F>::new(mode, stamp.size);
+    loader.visit = visit;
     let parallel = stamp.size >= plan.parallel_from && ahead::available();
     // Line by line: the header (the first line of every real file), and the whole of a file
     // too small for parallel reading to pay for itself.
@@ -217,7 +198,7 @@ fn read_opened(
             plan.chunk_bytes
         }
     ];
-    while loader.version().is_none() || !parallel {
+    while loader.context().is_none() || !parallel {
         let n = match file.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => n,
@@ -229,10 +210,10 @@ fn read_opened(
             .map_err(corrupt)?;
     }
     drop(buf);
-    let unterminated = match loader.version().filter(|_| parallel) {
-        Some(version) => {
+    let unterminated = match loader.context().filter(|_| parallel) {
+        Some(cx) => {
             let mut reader = BatchReader::resume(file, splitter);
-            read_in_parallel(&mut loader, &mut reader, version, plan).map_err(|e| match e {
+            read_in_parallel(&mut loader, &mut reader, cx, plan).map_err(|e| match e {
                 Stop::Io(e) => io_err(e),
                 Stop::Corrupt(c) => corrupt(c),
             })?;
@@ -244,7 +225,7 @@ fn read_opened(
     // Whether the torn bytes could be the start of a JSON object (a header being written).
     let mut torn_object = false;
     if let Some((bytes, span)) = unterminated {
-        if lines::is_torn(&bytes, span, loader.version()) {
+        if F::is_torn(&bytes, span, loader.context()) {
             torn_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
             torn_tail = Some(TornTail {
                 line: span.line,
@@ -255,7 +236,6 @@ fn read_opened(
             loader.line(&bytes, span, true).map_err(corrupt)?;
         }
     }
-    let follow = loader.follow.take();
     let (tree, position) = loader
         .finish(torn_tail.as_ref(), torn_object)
         .map_err(|c| match young_age_ms(stamp.mtime) {
@@ -265,14 +245,12 @@ fn read_opened(
             },
             _ => corrupt(c),
         })?;
-    let projection = follow.and_then(|f| f.finish(&tree));
-    let session = OpenedSession {
+    Ok(OpenedSession {
         tree,
         torn_tail,
         position,
         stamp,
-    };
-    Ok((session, projection))
+    })
 }
 
 /// Opens a session file for reading without ever blocking: a FIFO, a device or a directory
@@ -340,31 +318,40 @@ pub(crate) const NONBLOCK: i32 = rustix::fs::OFlags::NONBLOCK.bits() as i32;
 
 /// Applies lines to a tree as they stream in: the header first, then entries. An open that
 /// fails leaves nothing behind, so lines are pushed one by one (no batch check needed).
-struct Loader<'a, 'w> {
+struct Loader<'a, 'v, F: LineFormat> {
     mode: Mode,
-    tree: Option<Tree>,
+    tree: Option<Tree<F::Entry>>,
     position: Position,
     /// The file's size in bytes, for [`Loader::expected_entries`] and [`Loader::expect_like`].
     file_size: u64,
-    /// The projection at the last entry, when asked for ([`open_session_projected`]).
-    follow: Option<Following>,
-    /// Where its messages are written as they are followed ([`open_session_rendering`]).
-    ahead: Option<&'a mut MessagesAhead<'w>>,
+    /// Shown each entry as it is pushed ([`open_session_visiting`]).
+    visit: Option<&'a mut Visit<'v, F::Entry>>,
 }
 
 /// Smallest typical entry line, in bytes, for [`Loader::expected_entries`].
 const SMALL_ENTRY_BYTES: u64 = 256;
 
-impl Loader<'_, '_> {
+impl<'a, 'v, F: LineFormat> Loader<'a, 'v, F> {
     fn new(mode: Mode, file_size: u64) -> Self {
-        Loader {
+        let mut loader = Loader {
             mode,
             tree: None,
             position: Position::default(),
             file_size,
-            follow: None,
-            ahead: None,
+            visit: None,
+        };
+        // A format without a header line reads every line as an entry from the first.
+        if let Some(header) = F::implicit_header() {
+            loader.start(header);
         }
+        loader
+    }
+
+    /// Starts the tree once the header is known.
+    fn start(&mut self, header: crate::core::lines::HeaderOf<F>) {
+        let mut tree = Tree::new(header, self.mode);
+        tree.reserve(self.expected_entries());
+        self.tree = Some(tree);
     }
 
     /// Entries expected at most, from the file size: reserved up front so the arena is not
@@ -390,20 +377,20 @@ impl Loader<'_, '_> {
         }
     }
 
-    fn version(&self) -> Option<u32> {
-        self.tree.as_ref().map(|t| t.header().version)
+    fn context(&self) -> Option<F::Context> {
+        self.tree.as_ref().map(|t| F::context(t.header()))
     }
 
     /// Applies one line; `unterminated` for the final line without a newline.
     fn line(&mut self, bytes: &[u8], span: LineSpan, unterminated: bool) -> Result<(), Corruption> {
-        let item = lines::classify(bytes, span, self.version());
+        let item = F::classify(bytes, span, self.context());
         self.apply(item, bytes, span, unterminated)
     }
 
     /// Applies the lines of `batch`, classified beforehand ([`classify_batch`]), in order.
     fn apply_classified(
         &mut self,
-        items: Vec<(Item, LineSpan)>,
+        items: Vec<(Item<F>, LineSpan)>,
         batch: &Batch,
     ) -> Result<(), Corruption> {
         for (item, span) in items {
@@ -411,9 +398,11 @@ impl Loader<'_, '_> {
             match (item, &mut self.tree) {
                 // Nearly every line: the entry goes straight to the tree, not moved through
                 // `apply` and `apply_item` (each move of an entry is a copy of 136 bytes).
-                (Item::Entry(entry, v1), Some(tree)) => {
-                    let node = tree.push(entry, v1)?;
-                    Self::follow(&mut self.follow, &mut self.ahead, tree, node, line);
+                (Item::Entry(entry), Some(tree)) => {
+                    let node = F::push(tree, entry)?;
+                    if let Some(visit) = &mut self.visit {
+                        visit(tree, node, line);
+                    }
                     self.passed(span, false);
                 }
                 (item, _) => self.apply(item, line, span, false)?,
@@ -422,45 +411,25 @@ impl Loader<'_, '_> {
         Ok(())
     }
 
-    /// Follows the projection at the last entry to `node`, whose line is `line`, when asked
-    /// to, and writes its messages ahead when asked to.
-    fn follow(
-        follow: &mut Option<Following>,
-        ahead: &mut Option<&mut MessagesAhead<'_>>,
-        tree: &Tree,
-        node: NodeIdx,
-        line: &[u8],
-    ) {
-        if let Some(follow) = follow {
-            follow.push(tree, node);
-            if let Some(ahead) = ahead {
-                ahead.followed(follow, tree, line);
-            }
-        }
-    }
-
     /// Applies one classified line, `line` (see [`Loader::line`]).
     fn apply(
         &mut self,
-        item: Item,
+        item: Item<F>,
         line: &[u8],
         span: LineSpan,
         unterminated: bool,
     ) -> Result<(), Corruption> {
         match item {
-            Item::Header(header) if self.tree.is_none() => {
-                let mut tree = Tree::new(header, self.mode);
-                tree.reserve(self.expected_entries());
-                self.tree = Some(tree);
-            }
+            Item::Header(header) if self.tree.is_none() => self.start(header),
             Item::Blank => {}
             item => match &mut self.tree {
                 Some(tree) => {
                     let before = tree.len();
-                    lines::apply_item(tree, item)?;
-                    if tree.len() > before {
-                        let node = (tree.len() - 1) as NodeIdx;
-                        Self::follow(&mut self.follow, &mut self.ahead, tree, node, line);
+                    F::apply(tree, item)?;
+                    if tree.len() > before
+                        && let Some(visit) = &mut self.visit
+                    {
+                        visit(tree, (tree.len() - 1) as NodeIdx, line);
                     }
                 }
                 // Before the header, only blank lines may come (`classify` reports the rest).
@@ -492,7 +461,7 @@ impl Loader<'_, '_> {
         self,
         torn: Option<&TornTail>,
         torn_object: bool,
-    ) -> Result<(Tree, Position), Corruption> {
+    ) -> Result<(Tree<F::Entry>, Position), Corruption> {
         let Some(mut tree) = self.tree else {
             let (line, offset) = torn.map_or((1, 0), |t| (t.line, t.offset));
             let (kind, message) = match torn {
@@ -509,7 +478,11 @@ impl Loader<'_, '_> {
                 ),
                 Some(t) => (
                     CorruptionKind::MissingHeader,
-                    lines::not_a_session(t.line, "it is not JSON"),
+                    format!(
+                        "not a {}: line {} is not a session header (it is not JSON)",
+                        F::NAME,
+                        t.line
+                    ),
                 ),
             };
             return Err(Corruption {
@@ -520,7 +493,7 @@ impl Loader<'_, '_> {
                 message,
             });
         };
-        tree.settle()?;
+        F::settle(&mut tree)?;
         Ok((tree, self.position))
     }
 }
@@ -691,10 +664,10 @@ const SAMPLE_BYTES: usize = 1 << 20;
 /// sees the lines in the order a line-by-line read gives them, so it is the same tree; a
 /// corrupt line stops a strict read there as it would (the batches in flight are dropped).
 /// Every buffer is allocated and freed on the calling thread.
-fn read_in_parallel(
-    loader: &mut Loader,
+fn read_in_parallel<F: LineFormat>(
+    loader: &mut Loader<'_, '_, F>,
     reader: &mut BatchReader,
-    version: u32,
+    cx: F::Context,
     plan: Plan,
 ) -> Result<(), Stop> {
     let limit = ahead::Limit {
@@ -713,7 +686,7 @@ fn read_in_parallel(
                 (b, len)
             }))
         },
-        &|batch: Batch| (classify_batch(&batch, version), batch),
+        &|batch: Batch| (classify_batch::<F>(&batch, cx), batch),
         |(loader, reader), (items, batch)| {
             if let Some((lines, bytes)) = &mut sample {
                 *lines += batch.lines;
@@ -731,11 +704,11 @@ fn read_in_parallel(
     )
 }
 
-/// Classifies every line of `batch` (entry lines of a file of `version`) without applying it.
-fn classify_batch(batch: &Batch, version: u32) -> Vec<(Item, LineSpan)> {
+/// Classifies every line of `batch` (lines after the header, read in `cx`) without applying it.
+fn classify_batch<F: LineFormat>(batch: &Batch, cx: F::Context) -> Vec<(Item<F>, LineSpan)> {
     let mut items = Vec::with_capacity(batch.lines);
     let _ = batch.from.splitter().feed(batch.lines(), |bytes, span| {
-        items.push((lines::classify(bytes, span, Some(version)), span));
+        items.push((F::classify(bytes, span, Some(cx)), span));
         Ok::<(), ()>(())
     });
     items
@@ -861,11 +834,13 @@ fn read_exact_at(file: &File, len: usize, offset: u64) -> io::Result<Vec<u8>> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::dialect::pi::Pi;
+    use crate::dialect::pi::incremental::Following;
     use crate::testdata::{pool_of_several, session_files};
 
     /// What an open gave, in a form two opens can be compared by: every node, the tree's
     /// diagnostics, the position and the torn tail, or the error.
-    fn outcome(result: Result<OpenedSession, OpenError>) -> String {
+    fn outcome(result: Result<OpenedSession<Pi>, OpenError>) -> String {
         match result {
             Ok(s) => format!(
                 "{:#?}\n{:#?}\n{:?}\n{:?}",
@@ -942,10 +917,9 @@ mod tests {
         let mut compared = 0;
         for file in session_files() {
             for mode in [Mode::Strict, Mode::Lenient] {
-                let expected =
-                    outcome(open_with(&file, mode, LINE_BY_LINE, None, None).map(|(s, _)| s));
+                let expected = outcome(open_with::<Pi>(&file, mode, LINE_BY_LINE, None));
                 for plan in PARALLEL {
-                    let got = outcome(open_with(&file, mode, plan, None, None).map(|(s, _)| s));
+                    let got = outcome(open_with::<Pi>(&file, mode, plan, None));
                     assert_eq!(
                         got,
                         expected,
@@ -964,11 +938,12 @@ mod tests {
     fn followed_equals_projected(file: &Path, mode: Mode) -> usize {
         let mut followed = 0;
         for plan in PARALLEL.into_iter().chain([LINE_BY_LINE]) {
-            let Ok((session, got)) = open_with(file, mode, plan, Some(Following::new()), None)
-            else {
+            let mut follow = Following::new();
+            let visit: &mut Visit<'_, _> = &mut |tree, node, _| follow.push(tree, node);
+            let Ok(session) = open_with::<Pi>(file, mode, plan, Some(visit)) else {
                 continue;
             };
-            let Some(got) = got else {
+            let Some(got) = follow.finish(&session.tree) else {
                 continue;
             };
             let tree = &session.tree;
@@ -1108,14 +1083,13 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         pool_of_several();
         for mode in [Mode::Strict, Mode::Lenient] {
-            let expected =
-                outcome(open_with(&path, mode, LINE_BY_LINE, None, None).map(|(s, _)| s));
+            let expected = outcome(open_with::<Pi>(&path, mode, LINE_BY_LINE, None));
             for plan in PARALLEL {
-                let got = outcome(open_with(&path, mode, plan, None, None).map(|(s, _)| s));
+                let got = outcome(open_with::<Pi>(&path, mode, plan, None));
                 assert_eq!(got, expected, "{mode:?} read by {plan:?}");
             }
         }
-        let strict = open_with(&path, Mode::Strict, PARALLEL[2], None, None).map(|(s, _)| s);
+        let strict = open_with::<Pi>(&path, Mode::Strict, PARALLEL[2], None);
         assert!(
             matches!(&strict, Err(OpenError::Corrupt { corruption, .. }) if corruption.line == 702),
             "{strict:?}"

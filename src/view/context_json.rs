@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use super::convert;
 use crate::core::ahead;
 use crate::core::diagnostics::Diagnostic;
-use crate::core::tree::Tree;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::compaction::text_tokens;
 use crate::dialect::pi::explain::message_count;
 use crate::dialect::pi::preview;
@@ -529,7 +529,7 @@ mod tests {
         pool_of_several();
         let mut compared = 0;
         for file in session_files() {
-            let Ok(session) = open_session(&file, Mode::Lenient) else {
+            let Ok(session) = open_session::<crate::dialect::pi::Pi>(&file, Mode::Lenient) else {
                 continue;
             };
             let lines = FileLines::open(&file).unwrap().read_ahead();
@@ -567,7 +567,7 @@ mod tests {
         pool_of_several();
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data/text/noncharacter-text.jsonl");
-        let session = open_session(&path, Mode::Strict).unwrap();
+        let session = open_session::<crate::dialect::pi::Pi>(&path, Mode::Strict).unwrap();
         let lines = FileLines::open(&path).unwrap();
         let tree = &session.tree;
         let proj = projection::project(tree, tree.default_leaf());
@@ -631,7 +631,7 @@ mod tests {
             parent = format!("\"e{i}\"");
         }
         drop(file);
-        let session = open_session(&path, Mode::Strict).unwrap();
+        let session = open_session::<crate::dialect::pi::Pi>(&path, Mode::Strict).unwrap();
         let tree = &session.tree;
         let node = tree
             .nodes()

@@ -27,7 +27,8 @@ use pulldown_cmark::{CowStr, Event, Options as MdOptions, Parser, Tag, TagEnd};
 use serde_json::Value;
 
 use crate::core::redact::{self, Redactor};
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::EntryKind;
 use crate::dialect::pi::projection;
 use crate::dialect::pi::render::{LineSource, RenderError};
@@ -1250,7 +1251,7 @@ mod tests {
                     else {
                         panic!("bad entry {l}")
                     };
-                    t.push(e, None).unwrap();
+                    t.push(e).unwrap();
                 }
             }
         }

@@ -19,7 +19,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{EntryId, EntryKind};
 use crate::dialect::pi::preview;
 use crate::dialect::pi::projection;

@@ -13,7 +13,7 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::core::raw_object::{RawObject, raw_opt_string, raw_string};
-use crate::core::tree::Tree;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{self, EntryId, Expect, LineSpan};
 
 /// Why a new entry was refused. Nothing is written when a builder fails.
@@ -510,7 +510,7 @@ mod tests {
             else {
                 panic!("bad entry")
             };
-            t.push(e, None).unwrap();
+            t.push(e).unwrap();
         }
         t.settle().unwrap();
         t

@@ -11,7 +11,8 @@
 
 use serde::Serialize;
 
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{EntryId, EntryKind};
 use crate::dialect::pi::projection::{
     Contribution, Projection, Silence, is_system_message, kept_start,

@@ -40,7 +40,8 @@ use thiserror::Error;
 use uuid::Uuid;
 
 use crate::core::raw_object::{RawObject, raw_opt_string, raw_string};
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::entries::generate_id;
 use crate::dialect::pi::format::{CURRENT_VERSION, EntryId, EntryKind, Role, raw_str};
 use crate::dialect::pi::render::LineSource;
@@ -374,7 +375,9 @@ fn changed(tree: &Tree, n: NodeIdx, detail: String) -> ForkError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::lines::{Item, LineFormat};
     use crate::core::tree::Mode;
+    use crate::dialect::pi::Pi;
     use crate::dialect::pi::format::{Expect, Line, LineSpan, parse_line};
 
     /// Lines held in memory, addressed by line number.
@@ -397,14 +400,11 @@ mod tests {
         let version = h.version;
         let mut t = Tree::new(h, Mode::Strict);
         for (i, l) in lines.iter().enumerate().skip(1) {
-            let Ok(Line::Entry(e)) = parse_line(l.as_bytes(), span(i), Expect::Entry { version })
-            else {
-                panic!("bad entry {l}")
-            };
-            let v1 = crate::dialect::pi::format::v1_first_kept_index(l.as_bytes());
-            t.push(e, v1).unwrap();
+            let item = Pi::classify(l.as_bytes(), span(i), Some(version));
+            assert!(matches!(item, Item::Entry(_)), "bad entry {l}");
+            Pi::apply(&mut t, item).unwrap();
         }
-        t.settle().unwrap();
+        Pi::settle(&mut t).unwrap();
         (t, Mem(lines.iter().map(|s| (*s).to_owned()).collect()))
     }
 

@@ -222,6 +222,9 @@ pub enum EntryKind {
         first_kept_entry_id: Option<EntryId>,
         /// JavaScript truthiness of the entry's `systemMessage`.
         has_system_message: bool,
+        /// A version-1 compaction's `firstKeptEntryIndex` (a position among the parsed lines),
+        /// which the reader resolves into `first_kept_entry_id` once the lines are read.
+        v1_first_kept_index: Option<u32>,
     },
     /// `has_summary` is JavaScript truthiness of `summary`: an empty summary projects nothing.
     BranchSummary {
@@ -572,6 +575,7 @@ fn parse_probe(
                 .and_then(raw_str)
                 .map(EntryId::new),
             has_system_message: probe.system_message.is_some_and(js_truthy),
+            v1_first_kept_index: None,
         },
         "branch_summary" => EntryKind::BranchSummary {
             has_summary: probe.summary.is_some_and(js_truthy),

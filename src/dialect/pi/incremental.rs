@@ -17,7 +17,8 @@
 
 use std::collections::HashMap;
 
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::compaction::text_tokens;
 use crate::dialect::pi::format::{EntryId, EntryKind};
 use crate::dialect::pi::projection::{self, ContextItem, PairingEvent, Projection, ToolPairing};
@@ -415,7 +416,7 @@ mod tests {
             else {
                 panic!("entry {text}");
             };
-            let n = self.tree.push(e, None).expect("push");
+            let n = self.tree.push(e).expect("push");
             self.tree.settle().expect("settle");
             n
         }

@@ -9,6 +9,7 @@ pub mod explain;
 pub mod fork;
 pub mod format;
 pub mod incremental;
+pub mod lines;
 pub mod preview;
 pub mod projection;
 pub mod render;
@@ -16,3 +17,10 @@ pub mod salvage;
 pub mod search_text;
 pub mod verbatim;
 pub mod verify;
+
+pub use lines::Pi;
+
+/// A pi session's tree.
+pub type Tree = crate::core::tree::Tree<format::Entry>;
+/// A node of a pi session's tree.
+pub type Node = crate::core::tree::Node<format::Entry>;

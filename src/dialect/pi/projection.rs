@@ -14,7 +14,8 @@ use foldhash::fast::RandomState;
 use serde_json::value::RawValue;
 
 use crate::core::diagnostics::Diagnostic;
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 pub use crate::dialect::pi::format::ModelRef;
 use crate::dialect::pi::format::{EntryId, EntryKind, Role, SharedRaw, ToolCallId};
 

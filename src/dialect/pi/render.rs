@@ -13,7 +13,8 @@ use thiserror::Error;
 
 use crate::core::ahead;
 use crate::core::raw_object::{RawObject, raw_field};
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{Entry, EntryKind, LineSpan, MessageInfo, Role};
 use crate::dialect::pi::projection::{ContextItem, Contribution, Projection};
 use crate::dialect::pi::verbatim::Verbatim;

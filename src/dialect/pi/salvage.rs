@@ -12,7 +12,8 @@
 use std::collections::HashMap;
 
 use crate::core::diagnostics::{CorruptionKind, Diagnostic};
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{EntryId, EntryKind};
 
 /// One line left out of a salvaged file.

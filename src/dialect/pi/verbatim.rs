@@ -372,7 +372,7 @@ mod tests {
         use crate::storage::reader::{FileLines, open_session};
         let (mut placed, mut messages) = (0, 0);
         for file in crate::testdata::session_files() {
-            let Ok(session) = open_session(&file, Mode::Lenient) else {
+            let Ok(session) = open_session::<crate::dialect::pi::Pi>(&file, Mode::Lenient) else {
                 continue;
             };
             let lines = FileLines::open(&file).unwrap();

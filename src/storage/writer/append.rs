@@ -13,7 +13,9 @@ use uuid::Uuid;
 
 use super::repair::{self, Repair};
 use super::{WriteError, WriteOptions};
-use crate::core::tree::{Mode, Tree};
+use crate::core::tree::Mode;
+use crate::dialect::pi::Pi;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::entries::{self, EntryContext, NewEntry, ParentChoice};
 use crate::dialect::pi::format::{CURRENT_VERSION, EntryId};
 use crate::dialect::pi::render::LineSource;
@@ -24,8 +26,8 @@ use crate::storage::reader::{self, FileLines, FileStamp, OpenedSession};
 use crate::storage::tail;
 
 /// Opens a session for writing: a strict read (corruption refuses with `Corrupt`).
-pub fn open_for_write(path: &Path) -> Result<OpenedSession, WriteError> {
-    reader::open_session(path, Mode::Strict).map_err(WriteError::from_open)
+pub fn open_for_write(path: &Path) -> Result<OpenedSession<Pi>, WriteError> {
+    reader::open_session::<Pi>(path, Mode::Strict).map_err(WriteError::from_open)
 }
 
 /// One change to append to a session.
@@ -100,7 +102,7 @@ pub enum Expected<'a> {
 /// file and then holds the new entry. Errors: every [`WriteError`] kind but `reserved`/`exists`.
 pub fn write_entry(
     path: &Path,
-    session: &mut OpenedSession,
+    session: &mut OpenedSession<Pi>,
     change: Change<'_>,
     expected_leaf: Option<&str>,
     opts: &WriteOptions,
@@ -161,7 +163,7 @@ pub fn write_entry(
 /// conflict. `build` runs after the fence: only a writer whose view is current may plan.
 pub fn write_prebuilt<T, E: From<WriteError>>(
     path: &Path,
-    session: &mut OpenedSession,
+    session: &mut OpenedSession<Pi>,
     expected: Expected<'_>,
     opts: &WriteOptions,
     check: impl FnOnce(&Tree) -> Result<(), E>,
@@ -204,7 +206,7 @@ pub fn check_expected_leaf(
 /// leaf would only turn into the real error.
 fn write_with<C, T, E: From<WriteError>>(
     path: &Path,
-    session: &mut OpenedSession,
+    session: &mut OpenedSession<Pi>,
     expected: Expected<'_>,
     opts: &WriteOptions,
     check: impl FnOnce(&Tree, &dyn LineSource) -> Result<C, E>,
@@ -344,7 +346,7 @@ enum Tail {
 fn catch_up(
     file: &File,
     path: &Path,
-    session: &mut OpenedSession,
+    session: &mut OpenedSession<Pi>,
     opts: &WriteOptions,
 ) -> Result<Tail, WriteError> {
     let meta = file.metadata().map_err(WriteError::io(path))?;
@@ -375,7 +377,7 @@ fn catch_up(
 
 fn check_identity(
     path: &Path,
-    session: &OpenedSession,
+    session: &OpenedSession<Pi>,
     meta: &std::fs::Metadata,
 ) -> Result<(), WriteError> {
     let replaced = |detail| WriteError::Replaced {
@@ -394,7 +396,7 @@ fn check_identity(
 /// Applies what the file holds after the session's position (strict, by the one line policy)
 /// and records the file's stamp as read. On corruption the session keeps the lines before the
 /// bad one and the error names it.
-fn read_on(file: &File, path: &Path, session: &mut OpenedSession) -> Result<(), WriteError> {
+fn read_on(file: &File, path: &Path, session: &mut OpenedSession<Pi>) -> Result<(), WriteError> {
     let stamp = FileStamp::of(file).map_err(WriteError::io(path))?;
     let applied = session
         .read_appended(file, stamp)

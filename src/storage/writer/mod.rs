@@ -4,7 +4,7 @@
 //! # The API the session owner task calls
 //!
 //! The owner task of an open session holds its
-//! [`OpenedSession`](crate::storage::reader::OpenedSession) (from
+//! [`OpenedSession<Pi>`](crate::storage::reader::OpenedSession<Pi>) (from
 //! [`open_session`](crate::storage::reader::open_session) in strict mode, or
 //! [`open_for_write`]) and one [`Reservations`](crate::storage::publish::Reservations) shared
 //! by the whole daemon. Each JSON-RPC method is one call:

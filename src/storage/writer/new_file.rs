@@ -7,7 +7,9 @@ use uuid::Uuid;
 
 use super::WriteError;
 use crate::core::raw_object::RawObject;
-use crate::core::tree::{Mode, Tree};
+use crate::core::tree::Mode;
+use crate::dialect::pi::Pi;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::fork::{self, ForkError, LineEdit, NewHeader, Position};
 use crate::dialect::pi::format::{CURRENT_VERSION, EntryId, EntryKind, LineSpan};
 use crate::dialect::pi::render::LineSource;
@@ -182,7 +184,7 @@ pub fn salvage(
     target_dir: Option<&Path>,
     reservations: &Reservations,
 ) -> Result<Salvaged, WriteError> {
-    let session = reader::open_session(path, Mode::Lenient).map_err(WriteError::from_open)?;
+    let session = reader::open_session::<Pi>(path, Mode::Lenient).map_err(WriteError::from_open)?;
     let tree = &session.tree;
     let source = FileLines::open(path).map_err(WriteError::io(path))?;
     let version = tree.header().version;
@@ -268,7 +270,7 @@ fn salvage_header(tree: &Tree) -> Result<(Vec<u8>, String, String), WriteError> 
 /// The [`Link`]s of dropped lines that are objects with a string `id`.
 fn dropped_links(
     path: &Path,
-    session: &OpenedSession,
+    session: &OpenedSession<Pi>,
     dropped: &[Dropped],
 ) -> Result<Vec<Link>, WriteError> {
     if session.tree.header().version < 2 {

@@ -24,7 +24,8 @@ use std::ops::Range;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::compaction::CompactionError;
 use crate::dialect::pi::compaction::files::{FileLists, FileOps};
 use crate::dialect::pi::compaction::packed::PackedEntries;

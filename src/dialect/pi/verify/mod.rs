@@ -21,7 +21,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::NodeIdx;
+use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{EntryKind, Role, raw_str};
 use crate::dialect::pi::projection;
 use crate::dialect::pi::render::{LineSource, RenderError};
