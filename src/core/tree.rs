@@ -316,7 +316,7 @@ impl<E: TreeEntry> Tree<E> {
                 ..Related::default()
             };
             let c = duplicate_id(&entry, earlier);
-            self.fail_or_note(c, related, "the later entry now owns the id, as in pi")?;
+            self.fail_or_note_related(c, related, "the later entry now owns the id, as in pi")?;
         }
         if entry.parent_id() == Some(entry.id()) {
             let c = corruption(
@@ -325,11 +325,7 @@ impl<E: TreeEntry> Tree<E> {
                 Some(entry.id()),
                 "the entry is its own parent",
             );
-            self.fail_or_note(
-                c,
-                Related::default(),
-                "treated as a root, as pi's getTree does",
-            )?;
+            self.fail_or_note(c, "treated as a root, as pi's getTree does")?;
             entry.set_parent_id(None);
         }
         match entry.effect() {
@@ -410,7 +406,7 @@ impl<E: TreeEntry> Tree<E> {
                 Some(&id),
                 "the chain of parents loops back to this entry",
             );
-            self.fail_or_note(c, Related::default(), "treated as a root")?;
+            self.fail_or_note(c, "treated as a root")?;
             self.detach(idx);
             self.roots.push(idx);
             self.roots.sort_unstable();
@@ -445,7 +441,9 @@ impl<E: TreeEntry> Tree<E> {
                     parent_id: e.parent_id().cloned(),
                     ..Related::default()
                 };
-                if let Err(c) = self.fail_or_note(c, related, "treated as a root, as pi does") {
+                if let Err(c) =
+                    self.fail_or_note_related(c, related, "treated as a root, as pi does")
+                {
                     // Put the waiting list back so a strict caller sees an unchanged tree.
                     for &o in &orphans {
                         if let Some(p) = self.nodes[o as usize].entry.parent_id().cloned() {
@@ -572,14 +570,14 @@ impl<E: TreeEntry> Tree<E> {
             CorruptionKind::InvalidJson => "line skipped, as pi does",
             _ => "line skipped; pi keeps this JSON as an entry, so its answers may differ here",
         };
-        self.fail_or_note(c, Related::default(), action)
+        self.fail_or_note(c, action)
     }
 
     /// Records an entry the agent keeps though it is not well-formed (`c` says why; pi's
     /// `Line::Irregular`). Strict mode returns `c` as the error;
     /// lenient mode notes it, and the caller pushes the entry, as pi keeps it.
     pub fn keep_irregular(&mut self, c: Corruption) -> Result<(), Corruption> {
-        self.fail_or_note(c, Related::default(), "entry kept, as pi keeps it")
+        self.fail_or_note(c, "entry kept, as pi keeps it")
     }
 
     /// What the dialect keeps beside the tree ([`TreeEntry::Ext`]).
@@ -599,9 +597,15 @@ impl<E: TreeEntry> Tree<E> {
         self.nodes.get_mut(idx as usize).map(|n| &mut n.entry)
     }
 
+    /// A problem a dialect finds beyond ids and parents: strict mode returns `c` as the error;
+    /// lenient mode notes it with what the reading did about it (`action`).
+    pub fn fail_or_note(&mut self, c: Corruption, action: &'static str) -> Result<(), Corruption> {
+        self.fail_or_note_related(c, Related::default(), action)
+    }
+
     /// Strict: `c` refuses the open (`related` is not part of the error). Lenient: `c` and what
     /// it refers to become a diagnostic, and the caller goes on the way pi does (`action`).
-    fn fail_or_note(
+    fn fail_or_note_related(
         &mut self,
         c: Corruption,
         related: Related,

@@ -3,6 +3,173 @@
 //! A dialect owns everything agent-specific — the line format, the projection (what the model
 //! sees at a leaf), explanations, and the writes the format supports. Everything above the
 //! dialects (storage, session owners, server, CLI, editors) speaks of entries, trees, leaves and
-//! contexts.
+//! contexts, and chooses a dialect in one place: [`Dialect`], found by [`sniff`]ing a file's
+//! first line. Adding an agent is a folder here and a variant of [`Dialect`]; the compiler then
+//! lists every `match` that must learn it.
 
+use serde::Serialize;
+
+pub mod claude;
 pub mod pi;
+
+/// The agents whose session files sessiond reads. A closed set: every site that treats
+/// dialects differently matches on it exhaustively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Dialect {
+    /// pi (`@earendil-works/pi-coding-agent` 1.6.0): a `session` header, then entries.
+    #[serde(rename = "pi")]
+    Pi,
+    /// Claude Code (`@anthropic-ai/claude-code` 2.1): `uuid`/`parentUuid` lines, no header.
+    #[serde(rename = "claude-code")]
+    Claude,
+}
+
+impl Dialect {
+    /// The format's name in documents (`"pi"`, `"claude-code"`): the `format` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Pi => "pi",
+            Dialect::Claude => "claude-code",
+        }
+    }
+
+    /// The agent's name for people ("pi", "Claude Code").
+    pub fn agent(self) -> &'static str {
+        match self {
+            Dialect::Pi => "pi",
+            Dialect::Claude => "Claude Code",
+        }
+    }
+
+    /// Whether sessiond writes to this format's files (appends, labels, names, branches,
+    /// compactions). Claude Code takes no lock and never re-reads its file mid-run, so a write
+    /// there would only fork the conversation silently: it is read only.
+    pub fn writable(self) -> bool {
+        match self {
+            Dialect::Pi => true,
+            Dialect::Claude => false,
+        }
+    }
+}
+
+/// What the first line of a file says it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sniffed {
+    /// A format sessiond reads.
+    Known(Dialect),
+    /// Nothing to tell yet: an empty file, or a first line still being written that could be
+    /// pi's header (read as pi, which says whether the file is pending or empty).
+    Undecided,
+    /// A file of no format sessiond reads; the text says what was seen.
+    Unknown(String),
+}
+
+/// Tells a file's format from its first non-blank line (`first`, without its newline; it may be
+/// unfinished when `complete` is false). Detected, never guessed from the file name:
+///
+/// * `{"type": "session", …}` is pi's header;
+/// * an object with `uuid`/`parentUuid`/`sessionId`, or whose `type` is one of Claude Code's
+///   line types (`user`, `assistant`, `attachment`, `system`, `summary`, `queue-operation`,
+///   `last-prompt`, `mode`, `file-history-snapshot`, `progress`, …) is Claude Code's;
+/// * `{"timestamp", "type": "session_meta", "payload"}` is a Codex rollout, which sessiond does
+///   not read yet;
+/// * anything else is unknown, and the text names what the line is.
+pub fn sniff(first: &[u8], complete: bool) -> Sniffed {
+    let text = first.trim_ascii();
+    if text.is_empty() {
+        return Sniffed::Undecided;
+    }
+    let value: serde_json::Value = match serde_json::from_slice(text) {
+        Ok(v) => v,
+        Err(_) if !complete => {
+            // A line being written: decide from what is there, else leave it to pi's reader.
+            let s = String::from_utf8_lossy(text);
+            return if s.contains("\"parentUuid\"") || s.contains("\"queue-operation\"") {
+                Sniffed::Known(Dialect::Claude)
+            } else {
+                Sniffed::Undecided
+            };
+        }
+        // Not JSON: pi's reader says what it is ("not a pi session: …").
+        Err(_) => return Sniffed::Undecided,
+    };
+    let serde_json::Value::Object(obj) = &value else {
+        return Sniffed::Unknown(format!(
+            "the first line is a JSON {}, not an object",
+            json_type(&value)
+        ));
+    };
+    let ty = obj.get("type").and_then(serde_json::Value::as_str);
+    if ty == Some("session") {
+        return Sniffed::Known(Dialect::Pi);
+    }
+    if ty == Some("session_meta") && obj.contains_key("payload") {
+        return Sniffed::Unknown(
+            "a Codex rollout (session_meta), which sessiond does not read yet".into(),
+        );
+    }
+    const CLAUDE_TYPES: [&str; 12] = [
+        "user",
+        "assistant",
+        "attachment",
+        "system",
+        "summary",
+        "queue-operation",
+        "last-prompt",
+        "mode",
+        "file-history-snapshot",
+        "progress",
+        "custom-title",
+        "permission-mode",
+    ];
+    let claude_keys = ["uuid", "parentUuid", "sessionId", "leafUuid"]
+        .iter()
+        .any(|k| obj.contains_key(*k));
+    if claude_keys || ty.is_some_and(|t| CLAUDE_TYPES.contains(&t)) {
+        return Sniffed::Known(Dialect::Claude);
+    }
+    let what = match ty {
+        Some(t) => format!("a JSON object of type {t:?}"),
+        None => "a JSON object without \"type\"".to_owned(),
+    };
+    Sniffed::Unknown(format!(
+        "the first line is {what}: neither a pi session header nor a Claude Code transcript line"
+    ))
+}
+
+fn json_type(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "boolean",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "array",
+        serde_json::Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_lines_tell_the_format() {
+        let pi = br#"{"type":"session","version":3,"id":"s"}"#;
+        assert_eq!(sniff(pi, true), Sniffed::Known(Dialect::Pi));
+        let claude = br#"{"type":"queue-operation","operation":"enqueue","sessionId":"s"}"#;
+        assert_eq!(sniff(claude, true), Sniffed::Known(Dialect::Claude));
+        let user = br#"{"parentUuid":null,"type":"user","uuid":"u"}"#;
+        assert_eq!(sniff(user, true), Sniffed::Known(Dialect::Claude));
+        assert_eq!(
+            sniff(br#"{"parentUuid":null,"isSide"#, false),
+            Sniffed::Known(Dialect::Claude)
+        );
+        assert_eq!(sniff(br#"{"type":"sess"#, false), Sniffed::Undecided);
+        assert_eq!(sniff(b"", true), Sniffed::Undecided);
+        assert_eq!(sniff(b"hello", true), Sniffed::Undecided);
+        let codex = br#"{"timestamp":"t","type":"session_meta","payload":{}}"#;
+        assert!(matches!(sniff(codex, true), Sniffed::Unknown(s) if s.contains("Codex")));
+        assert!(matches!(sniff(b"[1]", true), Sniffed::Unknown(s) if s.contains("array")));
+        assert!(matches!(sniff(br#"{"a":1}"#, true), Sniffed::Unknown(s) if s.contains("neither")));
+    }
+}

@@ -1,0 +1,417 @@
+//! The Claude Code transcript line format (as Claude Code 2.1 writes and reads it; the facts are
+//! in `docs/claude-code.md`): one JSON object per line, no header line. `user`, `assistant`,
+//! `attachment` and `system` lines are tree lines (`uuid`, `parentUuid`); every other line is
+//! bookkeeping (`queue-operation`, `last-prompt {leafUuid}`, `mode`, `summary`,
+//! `file-history-snapshot`, …) and never a node, and a `progress` line that carries a `uuid` is
+//! not a node either: a line naming it as parent hangs from the progress line's own parent.
+//!
+//! Like pi's probe, this one borrows from the line and keeps only the small facts the tree, the
+//! leaf rule and the context need; bodies stay in the file. Pure: no I/O.
+
+use std::borrow::Cow;
+
+use ecow::EcoString;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::core::diagnostics::{LineProblem, ProblemKind};
+use crate::core::ids::{EntryId, JsTime, LineSpan};
+use crate::js::jsstr;
+use crate::js::timestamp::js_time_of_raw;
+
+/// The types of tree lines (Claude Code's loader keeps exactly these in its map by `uuid`).
+pub const TREE_TYPES: [&str; 4] = ["user", "assistant", "attachment", "system"];
+
+/// A transcript has no header line; the tree's header is this empty stand-in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header;
+
+/// One tree line: identity, parent, what it is and where its line is.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The line's `uuid`.
+    pub id: EntryId,
+    /// `parentUuid` as written, re-linked through `progress` lines (`None` for `null`).
+    pub parent_id: Option<EntryId>,
+    /// What the line is.
+    pub kind: Kind,
+    /// `isSidechain: true` (a subagent's line).
+    pub sidechain: bool,
+    /// `new Date(timestamp).getTime()`.
+    pub time_ms: JsTime,
+    /// Where the line is in the file.
+    pub span: LineSpan,
+}
+
+/// What a tree line is, with the fields the tree, the leaf rule and the context need.
+#[derive(Clone, Debug)]
+pub enum Kind {
+    /// A `user` line.
+    User {
+        /// `isMeta: true`: a line Claude Code wrote itself (sent like any user line).
+        meta: bool,
+        /// `isCompactSummary: true`: the summary that opens the context after a boundary.
+        compact_summary: bool,
+        /// Its content holds a `tool_result` block.
+        tool_result: bool,
+    },
+    /// An `assistant` line: one content block of a model response.
+    Assistant {
+        /// `message.id`, shared by the lines of one response.
+        message_id: Option<EcoString>,
+        /// `message.model` (`<synthetic>` for lines Claude Code wrote itself).
+        model: Option<EcoString>,
+        /// The type of its (first) content block: `text`, `thinking`, `tool_use`, ….
+        block: Option<EcoString>,
+        /// `isApiErrorMessage: true`.
+        api_error: bool,
+    },
+    /// An `attachment` line: context Claude Code computed for a turn.
+    Attachment {
+        /// `attachment.type` (`agent_listing_delta`, `skill_listing`, …).
+        attachment: EcoString,
+    },
+    /// A `system` line.
+    System {
+        /// `subtype` (`compact_boundary`, `local_command`, `turn_duration`, …).
+        subtype: EcoString,
+        /// A compact boundary's `logicalParentUuid`: the leaf it compacted.
+        logical_parent: Option<EntryId>,
+    },
+}
+
+impl Kind {
+    /// The line's `type`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Kind::User { .. } => "user",
+            Kind::Assistant { .. } => "assistant",
+            Kind::Attachment { .. } => "attachment",
+            Kind::System { .. } => "system",
+        }
+    }
+
+    /// Whether this is a `user` or `assistant` line (a message line).
+    pub fn is_message(&self) -> bool {
+        matches!(self, Kind::User { .. } | Kind::Assistant { .. })
+    }
+
+    /// Whether this is a `compact_boundary` system line.
+    pub fn is_compact_boundary(&self) -> bool {
+        matches!(self, Kind::System { subtype, .. } if subtype == "compact_boundary")
+    }
+}
+
+/// A line that is no node of the tree: bookkeeping, or a `progress` line.
+#[derive(Clone, Debug)]
+pub struct Aside {
+    /// The line's `type` (empty when it has none).
+    pub kind: EcoString,
+    /// Where the line is.
+    pub span: LineSpan,
+    /// A `last-prompt` or `summary` line's `leafUuid` (`None` when absent or null).
+    pub leaf_uuid: Option<EntryId>,
+    /// `leafUuid` is present and `null` (an interactive `/rewind` that cleared the leaf).
+    pub leaf_cleared: bool,
+    /// A `last-prompt` line's `explicit: true`.
+    pub explicit: bool,
+    /// A `progress` line's `uuid` and `parentUuid`.
+    pub progress: Option<(EntryId, Option<EntryId>)>,
+}
+
+/// What one line turned out to be.
+#[derive(Debug)]
+pub enum Line {
+    /// A tree line.
+    Entry(Entry),
+    /// A bookkeeping or progress line.
+    Aside(Aside),
+}
+
+/// The fields the probe reads; everything else (message content, tool results) is skipped.
+#[derive(Deserialize)]
+struct Probe<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+    #[serde(borrow)]
+    uuid: Option<&'a RawValue>,
+    #[serde(rename = "parentUuid", borrow)]
+    parent_uuid: Option<&'a RawValue>,
+    #[serde(rename = "logicalParentUuid", borrow)]
+    logical_parent_uuid: Option<&'a RawValue>,
+    #[serde(rename = "isSidechain", borrow)]
+    is_sidechain: Option<&'a RawValue>,
+    #[serde(borrow)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow)]
+    subtype: Option<&'a RawValue>,
+    #[serde(rename = "isMeta", borrow)]
+    is_meta: Option<&'a RawValue>,
+    #[serde(rename = "isCompactSummary", borrow)]
+    is_compact_summary: Option<&'a RawValue>,
+    #[serde(rename = "isApiErrorMessage", borrow)]
+    is_api_error: Option<&'a RawValue>,
+    #[serde(rename = "leafUuid", borrow)]
+    leaf_uuid: Option<&'a RawValue>,
+    #[serde(borrow)]
+    explicit: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    attachment: Option<&'a RawValue>,
+}
+
+/// `message` of a tree line: what the probe needs of it.
+#[derive(Deserialize)]
+struct MessageProbe<'a> {
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    model: Option<&'a RawValue>,
+    #[serde(borrow)]
+    content: Option<&'a RawValue>,
+}
+
+/// A content block: its `type` only.
+#[derive(Deserialize)]
+struct BlockProbe<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+}
+
+/// `attachment`: its `type` only.
+#[derive(Deserialize)]
+struct AttachmentProbe<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<&'a RawValue>,
+}
+
+/// Reads one line (without its newline). Pure; `span` only labels the result. Errors name the
+/// problem (`invalidJson`, `notAnObject`, `invalidEntry`); the caller adds file and line.
+pub fn parse_line(bytes: &[u8], span: LineSpan) -> Result<Line, LineProblem> {
+    match serde_json::from_slice::<Probe<'_>>(bytes) {
+        Ok(probe) => from_probe(&probe, span),
+        // Syntax errors and non-objects are what they look like; anything else (a duplicate
+        // key, which JSON.parse resolves as "the last one wins") is read the slow way.
+        Err(e) if e.is_syntax() || e.is_eof() => Err(problem(
+            ProblemKind::InvalidJson,
+            format!("invalid JSON: {e}"),
+        )),
+        Err(_) => {
+            let value = jsstr::parse_value(bytes)
+                .map_err(|e| problem(ProblemKind::InvalidJson, format!("invalid JSON: {e}")))?;
+            let Value::Object(_) = &value else {
+                return Err(problem(
+                    ProblemKind::NotAnObject,
+                    "the line is JSON but not an object",
+                ));
+            };
+            let text = serde_json::to_string(&value).unwrap_or_default();
+            let probe = serde_json::from_str::<Probe<'_>>(&text)
+                .map_err(|e| problem(ProblemKind::InvalidEntry, format!("unreadable line: {e}")))?;
+            from_probe(&probe, span)
+        }
+    }
+}
+
+fn from_probe(p: &Probe<'_>, span: LineSpan) -> Result<Line, LineProblem> {
+    let ty = p.ty.and_then(raw_str);
+    let ty_name = ty.as_deref().unwrap_or("");
+    if !TREE_TYPES.contains(&ty_name) {
+        let progress = match (ty_name, p.uuid.and_then(raw_str)) {
+            ("progress", Some(uuid)) => Some((EntryId::new(uuid), id_of(p.parent_uuid))),
+            _ => None,
+        };
+        return Ok(Line::Aside(Aside {
+            kind: ty_name.into(),
+            span,
+            leaf_uuid: id_of(p.leaf_uuid),
+            leaf_cleared: p.leaf_uuid.is_some_and(|r| r.get() == "null"),
+            explicit: is_true(p.explicit),
+            progress,
+        }));
+    }
+    let id = p.uuid.and_then(raw_str).ok_or_else(|| {
+        problem(
+            ProblemKind::InvalidEntry,
+            "a tree line without a string \"uuid\"",
+        )
+    })?;
+    let parent_id = match p.parent_uuid {
+        None => None,
+        Some(raw) if raw.get() == "null" => None,
+        Some(raw) => Some(raw_str(raw).map(EntryId::new).ok_or_else(|| {
+            problem(
+                ProblemKind::InvalidEntry,
+                "\"parentUuid\" is neither a string nor null",
+            )
+        })?),
+    };
+    let message = p
+        .message
+        .and_then(|raw| serde_json::from_str::<MessageProbe<'_>>(raw.get()).ok());
+    let kind = match ty_name {
+        "user" => Kind::User {
+            meta: is_true(p.is_meta),
+            compact_summary: is_true(p.is_compact_summary),
+            tool_result: message
+                .as_ref()
+                .and_then(|m| m.content)
+                .is_some_and(|c| blocks(c).iter().any(|b| b == "tool_result")),
+        },
+        "assistant" => Kind::Assistant {
+            message_id: message
+                .as_ref()
+                .and_then(|m| m.id)
+                .and_then(raw_str)
+                .map(Into::into),
+            model: message
+                .as_ref()
+                .and_then(|m| m.model)
+                .and_then(raw_str)
+                .map(Into::into),
+            block: message
+                .as_ref()
+                .and_then(|m| m.content)
+                .and_then(|c| blocks(c).into_iter().next()),
+            api_error: is_true(p.is_api_error),
+        },
+        "attachment" => Kind::Attachment {
+            attachment: p
+                .attachment
+                .and_then(|raw| serde_json::from_str::<AttachmentProbe<'_>>(raw.get()).ok())
+                .and_then(|a| a.ty)
+                .and_then(raw_str)
+                .map(Into::into)
+                .unwrap_or_default(),
+        },
+        _ => Kind::System {
+            subtype: p
+                .subtype
+                .and_then(raw_str)
+                .map(Into::into)
+                .unwrap_or_default(),
+            logical_parent: id_of(p.logical_parent_uuid),
+        },
+    };
+    Ok(Line::Entry(Entry {
+        id: EntryId::new(id),
+        parent_id,
+        kind,
+        sidechain: is_true(p.is_sidechain),
+        time_ms: JsTime::new(js_time_of_raw(p.timestamp)),
+        span,
+    }))
+}
+
+/// The `type` of each block of a content array (none for a string content).
+fn blocks(content: &RawValue) -> Vec<EcoString> {
+    serde_json::from_str::<Vec<BlockProbe<'_>>>(content.get())
+        .map(|bs| {
+            bs.iter()
+                .map(|b| b.ty.and_then(raw_str).map(Into::into).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A string value's text as `JSON.parse` reads it.
+fn raw_str(raw: &RawValue) -> Option<Cow<'_, str>> {
+    jsstr::decode_str(raw)
+}
+
+/// A string field as an id (`None` for absent, `null` or another type).
+fn id_of(raw: Option<&RawValue>) -> Option<EntryId> {
+    raw.and_then(raw_str)
+        .filter(|s| !s.is_empty())
+        .map(EntryId::new)
+}
+
+/// Whether a field is JSON `true` (Claude Code tests these flags with `=== true` or truthiness;
+/// files only ever hold booleans there).
+fn is_true(raw: Option<&RawValue>) -> bool {
+    raw.is_some_and(|r| r.get() == "true")
+}
+
+fn problem(kind: ProblemKind, detail: impl Into<String>) -> LineProblem {
+    LineProblem {
+        kind,
+        detail: detail.into(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn span() -> LineSpan {
+        LineSpan {
+            line: 1,
+            offset: 0,
+            len: 0,
+        }
+    }
+
+    #[test]
+    fn tree_lines_bookkeeping_and_progress() {
+        let user = br#"{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":[{"tool_use_id":"t","type":"tool_result","content":"x"}]},"uuid":"u1","timestamp":"2026-12-04T16:52:12.960Z"}"#;
+        let Ok(Line::Entry(e)) = parse_line(user, span()) else {
+            panic!("user line")
+        };
+        assert_eq!(e.id.as_str(), "u1");
+        assert!(e.parent_id.is_none());
+        assert!(matches!(
+            e.kind,
+            Kind::User {
+                tool_result: true,
+                ..
+            }
+        ));
+        let asst = br#"{"parentUuid":"u1","isSidechain":true,"message":{"id":"msg_1","model":"m","content":[{"type":"thinking","thinking":"x"}]},"type":"assistant","uuid":"a1"}"#;
+        let Ok(Line::Entry(e)) = parse_line(asst, span()) else {
+            panic!("assistant line")
+        };
+        assert!(e.sidechain);
+        match e.kind {
+            Kind::Assistant {
+                message_id, block, ..
+            } => {
+                assert_eq!(message_id.as_deref(), Some("msg_1"));
+                assert_eq!(block.as_deref(), Some("thinking"));
+            }
+            k => panic!("{k:?}"),
+        }
+        let last = br#"{"type":"last-prompt","leafUuid":"a1","sessionId":"s"}"#;
+        let Ok(Line::Aside(a)) = parse_line(last, span()) else {
+            panic!("last-prompt")
+        };
+        assert_eq!(a.leaf_uuid.as_ref().map(EntryId::as_str), Some("a1"));
+        let progress = br#"{"type":"progress","uuid":"p1","parentUuid":"a1"}"#;
+        let Ok(Line::Aside(a)) = parse_line(progress, span()) else {
+            panic!("progress")
+        };
+        assert_eq!(a.progress.map(|(u, _)| u), Some(EntryId::new("p1")));
+        // A duplicate key: the last one wins, as in JSON.parse.
+        let dup = br#"{"type":"user","uuid":"x","uuid":"y","parentUuid":null}"#;
+        let Ok(Line::Entry(e)) = parse_line(dup, span()) else {
+            panic!("duplicate key")
+        };
+        assert_eq!(e.id.as_str(), "y");
+        assert!(matches!(
+            parse_line(b"{\"type\":\"user\"}", span()),
+            Err(LineProblem {
+                kind: ProblemKind::InvalidEntry,
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_line(b"{\"type\":", span()),
+            Err(LineProblem {
+                kind: ProblemKind::InvalidJson,
+                ..
+            })
+        ));
+    }
+}

@@ -1,0 +1,137 @@
+//! Claude Code's line format as the storage layer reads it ([`LineFormat`]): no header line;
+//! tree lines become nodes, bookkeeping lines are kept beside the tree in file order, and a
+//! line whose parent is a `progress` line is re-linked to that line's own parent, as Claude
+//! Code's loader does.
+
+use std::collections::HashMap;
+
+use crate::core::diagnostics::{Corruption, CorruptionKind};
+use crate::core::ids::{EntryId, JsTime, LineSpan};
+use crate::core::lines::{Item, LineFormat, corruption, is_blank};
+use crate::core::tree::{NodeIdx, TreeEntry};
+use crate::dialect::claude::Tree;
+use crate::dialect::claude::format::{self, Aside, Entry, Header, Line};
+
+/// Claude Code's transcript format, for the storage layer (a marker type: see [`LineFormat`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Claude;
+
+/// What the Claude dialect keeps beside the tree: the bookkeeping lines in file order, and
+/// where each `progress` line's children re-link to.
+#[derive(Debug, Default)]
+pub struct ClaudeExt {
+    asides: Vec<Aside>,
+    /// `uuid` of a progress line → the parent its children take (already re-linked).
+    progress: HashMap<EntryId, Option<EntryId>>,
+    /// Nodes whose logical parent [`Claude::settle`] has checked.
+    checked: usize,
+}
+
+impl ClaudeExt {
+    /// The lines that are no tree nodes (bookkeeping and progress), in file order.
+    pub fn asides(&self) -> &[Aside] {
+        &self.asides
+    }
+}
+
+impl TreeEntry for Entry {
+    type Header = Header;
+    type Ext = ClaudeExt;
+
+    fn id(&self) -> &EntryId {
+        &self.id
+    }
+    fn parent_id(&self) -> Option<&EntryId> {
+        self.parent_id.as_ref()
+    }
+    fn set_parent_id(&mut self, parent: Option<EntryId>) {
+        self.parent_id = parent;
+    }
+    fn time(&self) -> JsTime {
+        self.time_ms
+    }
+    fn span(&self) -> LineSpan {
+        self.span
+    }
+    fn span_mut(&mut self) -> &mut LineSpan {
+        &mut self.span
+    }
+}
+
+impl LineFormat for Claude {
+    type Entry = Entry;
+    type Aside = Aside;
+    type Context = ();
+
+    const NAME: &'static str = "Claude Code transcript";
+
+    fn implicit_header() -> Option<Header> {
+        Some(Header)
+    }
+
+    fn context(_header: &Header) {}
+
+    fn classify(bytes: &[u8], span: LineSpan, _cx: Option<()>) -> Item<Claude> {
+        if is_blank(bytes) {
+            return Item::Blank;
+        }
+        match format::parse_line(bytes, span) {
+            Ok(Line::Entry(entry)) => Item::Entry(entry),
+            Ok(Line::Aside(aside)) => Item::Aside(aside),
+            Err(p) => Item::Problem(corruption(p.kind.into(), span, &p.detail)),
+        }
+    }
+
+    fn push(tree: &mut Tree, mut entry: Entry) -> Result<NodeIdx, Corruption> {
+        if let Some(parent) = &entry.parent_id
+            && let Some(through) = tree.ext().progress.get(parent)
+        {
+            entry.parent_id = through.clone();
+        }
+        tree.push(entry)
+    }
+
+    fn aside(tree: &mut Tree, aside: Aside) {
+        let ext = tree.ext_mut();
+        if let Some((uuid, parent)) = &aside.progress {
+            // A progress line's children hang from its parent, itself re-linked when that is a
+            // progress line too.
+            let through = match parent {
+                Some(p) => ext.progress.get(p).cloned().unwrap_or(Some(p.clone())),
+                None => None,
+            };
+            ext.progress.insert(uuid.clone(), through);
+        }
+        ext.asides.push(aside);
+    }
+
+    fn settle(tree: &mut Tree) -> Result<(), Corruption> {
+        tree.settle()?;
+        // A compact boundary's `logicalParentUuid` must name a line: Claude Code follows it to
+        // tell what was compacted. Each node is checked once, however often the tree settles.
+        let from = tree.ext().checked;
+        tree.ext_mut().checked = tree.len();
+        let dangling =
+            tree.nodes()[from.min(tree.len())..]
+                .iter()
+                .find_map(|n| match &n.entry.kind {
+                    format::Kind::System {
+                        logical_parent: Some(p),
+                        ..
+                    } if tree.find(p.as_str()).is_none() => {
+                        Some((n.entry.span, n.entry.id.clone(), p.clone()))
+                    }
+                    _ => None,
+                });
+        if let Some((span, id, parent)) = dangling {
+            let mut c = corruption(
+                CorruptionKind::MissingParent,
+                span,
+                &format!("logicalParentUuid {parent} names no line in the file"),
+            );
+            c.id = Some(id);
+            return tree.fail_or_note(c, "kept; what the boundary compacted is unknown");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,15 @@
+//! The Claude Code dialect: transcripts under `~/.claude/projects/<cwd>/<session>.jsonl` as
+//! Claude Code 2.1 writes and resumes them (`docs/claude-code.md` holds the facts and the
+//! evidence) — the line format, the tree of `uuid`/`parentUuid` with its bookkeeping lines, the
+//! leaf `claude --resume` continues from, and what the model is sent at a leaf. Read only: sessiond
+//! never writes to a Claude Code transcript. Pure: no I/O.
+
+pub mod format;
+pub mod lines;
+
+pub use lines::Claude;
+
+/// A Claude Code transcript's tree.
+pub type Tree = crate::core::tree::Tree<format::Entry>;
+/// A node of a Claude Code transcript's tree.
+pub type Node = crate::core::tree::Node<format::Entry>;
