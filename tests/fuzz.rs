@@ -807,7 +807,7 @@ fn message_placement_is_the_message_as_written() {
     assert!(placed > u64::from(cases(3000)) / 4, "{placed} lines placed");
 }
 
-/// Characters that would act on a terminal (see `sessiond::core::preview::visible`).
+/// Characters that would act on a terminal (see `sessiond::dialect::pi::preview::visible`).
 fn acts_on_terminal(c: char) -> bool {
     (c < ' ' && c != '\n' && c != '\t')
         || ('\u{7f}'..='\u{9f}').contains(&c)
@@ -888,7 +888,8 @@ fn named_session(entries: &[(u8, u16, String)]) -> String {
 /// writes, and never sends them raw; and it grows with the session, not with its square.
 #[test]
 fn human_output_shows_control_characters_in_names_and_previews() {
-    use sessiond::core::preview::{Visible, entry_preview, visible};
+    use sessiond::core::preview::{Visible, visible};
+    use sessiond::dialect::pi::preview::entry_preview;
     let entry = (any::<u8>(), any::<u16>(), hostile_text());
     fuzz(
         "human output: control characters in names and previews",
@@ -896,7 +897,7 @@ fn human_output_shows_control_characters_in_names_and_previews() {
         (prop::collection::vec(entry, 1..64), any::<u16>()),
         |(entries, cut)| {
             let path = write_temp(named_session(&entries).as_bytes());
-            let opened = match open_session(&path, Mode::Strict) {
+            let opened = match open_session::<sessiond::dialect::pi::Pi>(&path, Mode::Strict) {
                 Ok(o) => o,
                 Err(e) => return Err(TestCaseError::fail(format!("generated file refused: {e}"))),
             };
@@ -906,7 +907,7 @@ fn human_output_shows_control_characters_in_names_and_previews() {
             for full in [false, true] {
                 sessiond::cli::tree::print(&mut text, tree, &lines, full).unwrap();
             }
-            let g = sessiond::core::graph::build(tree, tree.default_leaf(), &lines);
+            let g = sessiond::view::graph::build(tree, tree.default_leaf(), &lines);
             for l in g.text(tree) {
                 text.extend_from_slice(l.text.as_bytes());
                 text.push(b'\n');
@@ -922,8 +923,8 @@ fn human_output_shows_control_characters_in_names_and_previews() {
                 input
             );
             for n in tree.nodes() {
-                let line = sessiond::core::render::LineSource::line(&lines, n.entry.span).unwrap();
-                let value = sessiond::core::jsstr::parse_value(&line).unwrap();
+                let line = sessiond::core::source::LineSource::line(&lines, n.entry.span).unwrap();
+                let value = sessiond::js::jsstr::parse_value(&line).unwrap();
                 text.extend_from_slice(entry_preview(&value).as_bytes());
                 text.push(b'\n');
             }

@@ -22,8 +22,8 @@ use std::io::{self, Seek, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::core::preview::{Visible, visible};
 use crate::js::jsstr::RestoringWriter;
-use crate::dialect::pi::preview::{Visible, visible};
 use clap::{Parser, Subcommand};
 
 pub mod compact;

@@ -11,6 +11,7 @@ pub mod ahead;
 pub mod diagnostics;
 pub mod ids;
 pub mod lines;
+pub mod preview;
 pub mod raw_object;
 pub mod recent;
 pub mod redact;
