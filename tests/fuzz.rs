@@ -905,7 +905,11 @@ fn human_output_shows_control_characters_in_names_and_previews() {
             let lines = FileLines::open(&path).unwrap();
             let mut text = Vec::new();
             for full in [false, true] {
-                sessiond::cli::tree::print(&mut text, tree, &lines, full).unwrap();
+                let default = sessiond::view::tree::DefaultLeaf {
+                    node: tree.default_leaf(),
+                    mark: "current leaf",
+                };
+                sessiond::view::tree::print(&mut text, tree, &lines, full, default).unwrap();
             }
             let g = sessiond::view::graph::build(tree, tree.default_leaf(), &lines);
             for l in g.text(tree) {

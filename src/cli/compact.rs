@@ -162,12 +162,12 @@ fn print_nothing(
             let since = match &d.compaction_id {
                 Some(c) => format!(
                     "its context starts at compaction {c}; the {} after it {}",
-                    super::tree::count(d.messages_since, "message", "messages"),
+                    crate::view::tree::count(d.messages_since, "message", "messages"),
                     holds
                 ),
                 None => format!(
                     "its {} {holds}",
-                    super::tree::count(d.messages_since, "message", "messages")
+                    crate::view::tree::count(d.messages_since, "message", "messages")
                 ),
             };
             let why = if d.tokens_since < d.keep_recent_tokens as f64 {
@@ -480,7 +480,7 @@ fn print_human(
         "tokens: {} before → {} after · summarized {}{} · summary: {}",
         tokens(prep.tokens_before),
         tokens(plan.tokens_after),
-        super::tree::count(prep.messages_to_summarize.messages, "message", "messages"),
+        crate::view::tree::count(prep.messages_to_summarize.messages, "message", "messages"),
         if prep.turn_prefix_messages.messages == 0 {
             String::new()
         } else {

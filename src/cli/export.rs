@@ -116,9 +116,9 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
     if !args.json {
         eprintln!(
             "sessiond: exported {} ({}, {}){}; {}",
-            super::tree::count(exported.entries, "entry", "entries"),
-            super::tree::count(exported.messages, "message", "messages"),
-            super::tree::count(exported.tool_calls, "tool call", "tool calls"),
+            crate::view::tree::count(exported.entries, "entry", "entries"),
+            crate::view::tree::count(exported.messages, "message", "messages"),
+            crate::view::tree::count(exported.tool_calls, "tool call", "tool calls"),
             args.out
                 .as_ref()
                 .map_or(String::new(), |p| format!(" to {}", p.display())),

@@ -73,8 +73,8 @@ pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
             super::export::write_atomically(path, document.as_bytes())?;
             eprintln!(
                 "sessiond: graph of {} ({}) written to {}",
-                super::tree::count(g.nodes.len(), "node", "nodes"),
-                super::tree::count(g.entry_count, "entry", "entries"),
+                crate::view::tree::count(g.nodes.len(), "node", "nodes"),
+                crate::view::tree::count(g.entry_count, "entry", "entries"),
                 path.display()
             );
         }

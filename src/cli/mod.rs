@@ -34,7 +34,6 @@ pub mod list;
 pub mod read;
 pub mod search;
 pub mod shell;
-pub mod tree;
 pub mod verify;
 pub mod write;
 

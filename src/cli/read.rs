@@ -20,6 +20,7 @@ use crate::dialect::pi::render::{self, LineSource};
 use crate::dialect::pi::{Pi, Tree};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 use crate::view::context_json::{ContextJson, MESSAGES_OPEN};
+use crate::view::tree::DefaultLeaf;
 
 /// `sessiond context`.
 #[derive(Debug, Args)]
@@ -285,7 +286,7 @@ fn print_projected(
             "session {} · leaf {} · {} from {} · model {model} · thinking {thinking}",
             tree.header().id,
             leaf.map_or("(none)".to_owned(), |l| tree.node(l).entry.id.to_string()),
-            super::tree::count(
+            crate::view::tree::count(
                 proj.items
                     .iter()
                     .map(|i| crate::dialect::pi::explain::message_count(i.contribution))
@@ -293,7 +294,7 @@ fn print_projected(
                 "message",
                 "messages"
             ),
-            super::tree::count(proj.items.len(), "context entry", "context entries"),
+            crate::view::tree::count(proj.items.len(), "context entry", "context entries"),
         )?;
         // Numbered from 1, as `explain` and the editors number messages.
         let mut index = 1usize;
@@ -368,7 +369,7 @@ fn write_silent(out: &mut dyn Write, tree: &Tree, proj: &Projection) -> io::Resu
     writeln!(
         out,
         "{} without a message: {named} (`sessiond explain FILE ID` says what each does)",
-        super::tree::count(silent.len(), "context entry", "context entries"),
+        crate::view::tree::count(silent.len(), "context entry", "context entries"),
     )
 }
 
@@ -386,7 +387,7 @@ fn write_problems(
              writing it",
             t.line,
             t.offset,
-            super::tree::count(t.len as usize, "byte", "bytes"),
+            crate::view::tree::count(t.len as usize, "byte", "bytes"),
         )?;
     }
     for d in session.tree.diagnostics().iter().chain(diagnostics) {
@@ -429,11 +430,15 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
         tree.header().id,
         tree.name()
             .map_or(String::new(), |n| format!(" \"{}\"", preview::one_line(n))),
-        super::tree::count(tree.len(), "entry", "entries"),
-        super::tree::count(leaves, "leaf", "leaves"),
+        crate::view::tree::count(tree.len(), "entry", "entries"),
+        crate::view::tree::count(leaves, "leaf", "leaves"),
     )?;
     writeln!(out, "{}", current_leaf_line(tree))?;
-    super::tree::print(out, tree, &lines, args.full)?;
+    let default = DefaultLeaf {
+        node: default_leaf,
+        mark: "current leaf",
+    };
+    crate::view::tree::print(out, tree, &lines, args.full, default)?;
     write_problems(out, &session, &[])?;
     Ok(Exit::Ok)
 }
@@ -496,8 +501,8 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
                     "{}: ok · version {} · {} · {} · current leaf {}{}",
                     file.display(),
                     tree.header().version,
-                    super::tree::count(tree.len(), "entry", "entries"),
-                    super::tree::count(tree.leaves().count(), "leaf", "leaves"),
+                    crate::view::tree::count(tree.len(), "entry", "entries"),
+                    crate::view::tree::count(tree.leaves().count(), "leaf", "leaves"),
                     current.unwrap_or("null (no entries)"),
                     s.torn_tail.map_or(String::new(), |t| format!(
                         " · torn tail at line {} (byte {})",

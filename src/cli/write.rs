@@ -184,7 +184,7 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
         format!(
             "wrote {} · {} · session {} · leaf {}",
             as_given(&f.path, &args.file, args.out.as_deref()).display(),
-            super::tree::count(f.entry_count, "entry", "entries"),
+            crate::view::tree::count(f.entry_count, "entry", "entries"),
             f.session_id,
             f.leaf_id.as_deref().unwrap_or("null"),
         )
@@ -276,9 +276,9 @@ pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError
         let mut text = format!(
             "wrote {} · {} kept · {} dropped · {} re-attached",
             as_given(&s.path, &args.file, args.out.as_deref()).display(),
-            super::tree::count(s.kept, "entry", "entries"),
-            super::tree::count(s.dropped.len(), "line", "lines"),
-            super::tree::count(s.reattached.len(), "entry", "entries"),
+            crate::view::tree::count(s.kept, "entry", "entries"),
+            crate::view::tree::count(s.dropped.len(), "line", "lines"),
+            crate::view::tree::count(s.reattached.len(), "entry", "entries"),
         );
         for d in &s.dropped {
             text.push_str(&format!(
@@ -356,7 +356,7 @@ fn append_change(
         if !w.added_after.is_empty() {
             text.push_str(&format!(
                 " ({} after it by another writer)",
-                super::tree::count(w.added_after.len(), "entry", "entries")
+                crate::view::tree::count(w.added_after.len(), "entry", "entries")
             ));
         }
         if let Some(r) = &w.repaired {

@@ -7,4 +7,5 @@ pub mod context_json;
 pub mod convert;
 pub mod export;
 pub mod graph;
+pub mod tree;
 pub mod wire;

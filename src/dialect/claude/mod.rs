@@ -6,6 +6,7 @@
 
 pub mod format;
 pub mod lines;
+pub mod preview;
 
 pub use lines::Claude;
 

@@ -5,8 +5,34 @@
 
 use serde_json::Value;
 
+use crate::core::describe::Describe;
 pub use crate::core::preview::{PREVIEW_CHARS, one_line};
+use crate::dialect::pi::format::{Entry, EntryKind};
 use crate::js::jsstr;
+
+/// pi's entries shown to a person: a message's role or the entry type, compactions, branch
+/// summaries and names as landmarks, and [`preview`] of the line.
+impl Describe for Entry {
+    fn kind_name(&self) -> &str {
+        match &self.kind {
+            EntryKind::Message(m) => m.role.as_str(),
+            k => k.type_name(),
+        }
+    }
+
+    fn landmark(&self) -> bool {
+        matches!(
+            self.kind,
+            EntryKind::Compaction { .. }
+                | EntryKind::BranchSummary { .. }
+                | EntryKind::SessionInfo { .. }
+        )
+    }
+
+    fn preview(&self, line: &[u8]) -> String {
+        preview(line)
+    }
+}
 
 /// A one-line, human-readable summary of an entry line (at most [`PREVIEW_CHARS`] characters).
 /// Unknown shapes give an empty string, never an error.
