@@ -517,11 +517,11 @@ fn inproc(file: &Path, appends: usize, reopens: usize) -> Res<Value> {
         reopen.push(timed(open)?.0);
     }
     let mut session = open()?;
-    let entry_count = session.tree().len();
-    let mut leaf = session
-        .tree()
+    let tree = session.pi().ok_or("not a pi session")?.tree();
+    let entry_count = tree.len();
+    let mut leaf = tree
         .default_leaf()
-        .map(|l| session.tree().node(l).entry.id.to_string())
+        .map(|l| tree.node(l).entry.id.to_string())
         .ok_or("the session has no leaf")?;
     let ask = |id: &str| -> Res<params::ContextAtParams> {
         serde_json::from_value(json!({"path": file, "leafId": id, "fields": "ids"}))

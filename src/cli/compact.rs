@@ -140,7 +140,7 @@ fn print_nothing(
         Some(e) => *e,
         None => {
             let Opened { session, lines } =
-                read::open(&args.file, args.dry_run && args.allow_corrupt)?;
+                read::open(&args.file, args.dry_run && args.allow_corrupt, "compact")?;
             explain(args, &session.tree, &lines, reason)?
         }
     };
@@ -288,7 +288,8 @@ fn execute_with_model(
     expected: Expected<'_>,
 ) -> Result<Outcome, CliError> {
     let job = {
-        let Opened { session, lines } = read::open(&args.file, args.dry_run && args.allow_corrupt)?;
+        let Opened { session, lines } =
+            read::open(&args.file, args.dry_run && args.allow_corrupt, "compact")?;
         match shared::model_job(&args.file, &session.tree, &lines, &req, expected)? {
             Err(n) => return Ok(Outcome::Nothing(n, None)),
             Ok(job) => job,
@@ -337,7 +338,7 @@ fn execute_with_model(
         ..req
     };
     if args.dry_run {
-        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
+        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt, "compact")?;
         return Ok(
             match shared::dry_run(&args.file, &session.tree, &lines, &req, expected)? {
                 Err(n) => Outcome::Nothing(n, None),
@@ -413,7 +414,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         return execute_with_model(args, &choice, req, expected);
     }
     if args.dry_run {
-        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt)?;
+        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt, "compact")?;
         let version = session.tree.header().version;
         if version < crate::dialect::pi::format::CURRENT_VERSION {
             // The plan is pi's; only the write is refused, which a dry run would not show.

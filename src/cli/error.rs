@@ -44,6 +44,9 @@ pub enum Exit {
     /// `compact` with a model: the model could not be configured, refused the key, failed,
     /// timed out or gave an answer pi would not store; nothing was written.
     ModelFailed,
+    /// The session's format does not support the operation (a write on a Claude Code
+    /// transcript, which sessiond only reads); nothing was written.
+    UnsupportedForFormat,
 }
 
 /// The commands that end with the same exit codes, for the `--help` of each.
@@ -73,7 +76,7 @@ pub enum Family {
 
 impl Exit {
     /// Every exit code, in numeric order.
-    pub const ALL: [Exit; 10] = [
+    pub const ALL: [Exit; 11] = [
         Exit::Ok,
         Exit::NoShutdown,
         Exit::Error,
@@ -84,6 +87,7 @@ impl Exit {
         Exit::Busy,
         Exit::Attention,
         Exit::ModelFailed,
+        Exit::UnsupportedForFormat,
     ];
 
     /// The process exit status.
@@ -99,6 +103,7 @@ impl Exit {
             Exit::Busy => 7,
             Exit::Attention => 8,
             Exit::ModelFailed => 9,
+            Exit::UnsupportedForFormat => 10,
         }
     }
 
@@ -200,6 +205,10 @@ impl Exit {
                  HTTP error after retries, a timeout, or an answer pi would not store; nothing \
                  written (the message names the provider, never the key)"
             }
+            (Exit::UnsupportedForFormat, None | Some(Append | Compact | Fork | Salvage)) => {
+                "the session's format does not support this (a Claude Code transcript is read \
+                 only); nothing written"
+            }
             _ => return None,
         };
         Some(text)
@@ -275,6 +284,23 @@ pub enum CliError {
         /// The agent found.
         agent: Agent,
     },
+    /// The file's format does not support the command (a write, or a command not built for it
+    /// yet, on a Claude Code transcript). Nothing was read past the first line, nothing written.
+    #[error(
+        "{}: {operation} is not supported for a {} session (format {}){}",
+        path.display(),
+        format.agent(),
+        format.as_str(),
+        if format.writable() { "" } else { ": sessiond reads it but does not write to it" }
+    )]
+    UnsupportedForFormat {
+        /// The session file.
+        path: PathBuf,
+        /// The file's format.
+        format: crate::dialect::Dialect,
+        /// The command refused (`label`, `compact`, `export`, ...).
+        operation: &'static str,
+    },
     /// An argument's value is unusable (a file that cannot be read, text that is not JSON).
     #[error("{arg}: {detail}")]
     Argument {
@@ -310,6 +336,7 @@ impl CliError {
             CliError::Write(w) | CliError::Compact(CompactError::Write(w)) => write_exit(w),
             CliError::Compact(CompactError::RetentionLost { .. }) => Exit::RetentionLost,
             CliError::Compact(CompactError::Model { .. }) => Exit::ModelFailed,
+            CliError::UnsupportedForFormat { .. } => Exit::UnsupportedForFormat,
             CliError::Compact(CompactError::Compaction {
                 source: CompactionError::PiWouldThrow { .. },
                 ..
@@ -370,6 +397,13 @@ impl CliError {
                 "piWouldThrow"
             }
             CliError::Argument { .. } => "argument",
+            CliError::UnsupportedForFormat {
+                format, operation, ..
+            } => {
+                e["format"] = json!(format);
+                e["operation"] = json!(operation);
+                "unsupportedForFormat"
+            }
             CliError::AgentActive { agent, .. } => {
                 e["agent"] = json!(crate::view::convert::agent(agent));
                 "agentActive"
@@ -441,6 +475,7 @@ fn write_exit(e: &WriteError) -> Exit {
         | WriteError::Exists { .. }
         | WriteError::Replaced { .. } => Exit::Conflict,
         WriteError::Busy { .. } => Exit::Busy,
+        WriteError::UnsupportedForFormat { .. } => Exit::UnsupportedForFormat,
         WriteError::Io { .. }
         | WriteError::UnknownEntry { .. }
         | WriteError::InvalidEntry { .. }

@@ -71,7 +71,7 @@ fn format_of(args: &ExportArgs) -> Format {
 /// Runs `sessiond export`. Errors: the open errors of `context`, an unknown `--leaf`, an
 /// unreadable line, or `--out` that cannot be written (`Argument`).
 pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
-    let opened = read::open(&args.file, args.allow_corrupt)?;
+    let opened = read::open(&args.file, args.allow_corrupt, "export")?;
     let tree = &opened.session.tree;
     let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
     let format = format_of(args);

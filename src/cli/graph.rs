@@ -49,7 +49,7 @@ fn svg_wanted(args: &GraphArgs) -> bool {
 /// Runs `sessiond graph`. Errors: the open errors of `context`, an unknown `--leaf`, or an
 /// `--out` that cannot be written (`Argument`).
 pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
-    let opened = read::open(&args.file, args.allow_corrupt)?;
+    let opened = read::open(&args.file, args.allow_corrupt, "graph")?;
     let tree = &opened.session.tree;
     let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
     let g = graph::build(tree, leaf, &opened.lines);

@@ -10,15 +10,21 @@ use serde_json::{Value, json};
 
 use super::Sink;
 use super::error::{CliError, Exit};
+use crate::core::describe::Describe;
 use crate::core::diagnostics::Diagnostic;
+use crate::core::lines::LineFormat;
+use crate::core::preview::one_line;
+use crate::core::tree::TreeEntry;
 use crate::core::tree::{Mode, NodeIdx};
+use crate::dialect::Dialect;
+use crate::dialect::claude::Claude;
 use crate::dialect::pi::explain;
 use crate::dialect::pi::incremental::{Following, MessagesAhead};
 use crate::dialect::pi::preview;
 use crate::dialect::pi::projection::{self, Projection};
 use crate::dialect::pi::render::{self, LineSource};
 use crate::dialect::pi::{Pi, Tree};
-use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
+use crate::storage::reader::{self, FileLines, OpenError, OpenedSession, TornTail};
 use crate::view::context_json::{ContextJson, MESSAGES_OPEN};
 use crate::view::tree::DefaultLeaf;
 
@@ -93,11 +99,32 @@ pub struct Opened {
     pub lines: FileLines,
 }
 
-/// Reads `file` strictly, or with `allow_corrupt` the way pi does (see [`Mode`]).
-/// Errors: `Open` (I/O, not a file, corrupt).
-pub fn open(file: &Path, allow_corrupt: bool) -> Result<Opened, CliError> {
+/// Reads the pi session `file` strictly, or with `allow_corrupt` the way pi does (see
+/// [`Mode`]), for `operation` (a command built for pi sessions only). Errors: `Open` (I/O, not
+/// a file, corrupt), `UnsupportedForFormat` (a file of another format, named with `operation`).
+pub fn open(file: &Path, allow_corrupt: bool, operation: &'static str) -> Result<Opened, CliError> {
+    require_pi(file, operation)?;
     let session = reader::open_session::<Pi>(file, Mode::allowing_corrupt(allow_corrupt))?;
     with_lines(file, session)
+}
+
+/// The format of `file`, told from its first line ([`reader::sniff_file`]). Errors: `Open`
+/// (I/O, not a file, an unknown format as corrupt).
+pub fn dialect_of(file: &Path) -> Result<Dialect, CliError> {
+    let opened = reader::open_regular(file)?;
+    Ok(reader::sniff_file(file, &opened)?)
+}
+
+/// Refuses a file that is not a pi session for `operation` (a command built for pi only).
+fn require_pi(file: &Path, operation: &'static str) -> Result<(), CliError> {
+    match dialect_of(file)? {
+        Dialect::Pi => Ok(()),
+        format => Err(CliError::UnsupportedForFormat {
+            path: file.to_owned(),
+            format,
+            operation,
+        }),
+    }
 }
 
 /// [`open`], with the projection at the default leaf when the reading could work it out on
@@ -141,14 +168,21 @@ pub(crate) fn open_rendering(
 
 /// `session` with its file's lines, to be read again by position.
 fn with_lines(file: &Path, session: OpenedSession<Pi>) -> Result<Opened, CliError> {
-    // One command's reading: lines are read ahead in blocks (a path is mostly in file order).
-    let lines = FileLines::open(file)
+    Ok(Opened {
+        session,
+        lines: lines_of(file)?,
+    })
+}
+
+/// A reader of `file`'s lines for one command: read ahead in blocks (a path is mostly in file
+/// order).
+fn lines_of(file: &Path) -> Result<FileLines, CliError> {
+    Ok(FileLines::open(file)
         .map(FileLines::read_ahead)
         .map_err(|source| OpenError::Io {
             path: file.to_owned(),
             source,
-        })?;
-    Ok(Opened { session, lines })
+        })?)
 }
 
 /// The leaf named by `--leaf`, or the default leaf (the last entry) without one. Errors:
@@ -182,7 +216,7 @@ pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError>
     // At the default leaf, the projection is worked out while the session is read.
     let (opened, projection) = match args.leaf {
         None => open_projected(&args.file, args.allow_corrupt)?,
-        Some(_) => (open(&args.file, args.allow_corrupt)?, None),
+        Some(_) => (open(&args.file, args.allow_corrupt, "context")?, None),
     };
     let exit = print_projected(out, &opened, args, projection);
     exiting_with(opened);
@@ -318,7 +352,12 @@ fn print_projected(
             other => render_err(other),
         })?;
         write_silent(out, tree, &proj)?;
-        write_problems(out, session, &proj.diagnostics)?;
+        write_problems(
+            out,
+            session.torn_tail,
+            session.tree.diagnostics(),
+            &proj.diagnostics,
+        )?;
     }
     Ok(Exit::Ok)
 }
@@ -377,10 +416,11 @@ fn write_silent(out: &mut dyn Write, tree: &Tree, proj: &Projection) -> io::Resu
 /// and of the projection (`diagnostics`: tool pairing), one sentence each.
 fn write_problems(
     out: &mut dyn Write,
-    session: &OpenedSession<Pi>,
+    torn_tail: Option<TornTail>,
+    read: &[Diagnostic],
     diagnostics: &[Diagnostic],
 ) -> io::Result<()> {
-    if let Some(t) = &session.torn_tail {
+    if let Some(t) = &torn_tail {
         writeln!(
             out,
             "torn tail: line {} (byte {}, {}) is incomplete and left out; a writer may still be \
@@ -390,26 +430,103 @@ fn write_problems(
             crate::view::tree::count(t.len as usize, "byte", "bytes"),
         )?;
     }
-    for d in session.tree.diagnostics().iter().chain(diagnostics) {
+    for d in read.iter().chain(diagnostics) {
         writeln!(out, "problem: {d}")?;
     }
     Ok(())
 }
 
-/// Runs `sessiond tree`.
+/// Runs `sessiond tree`, for any format sessiond reads.
 pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
-    let Opened { session, lines } = open(&args.file, args.allow_corrupt)?;
+    let file = args.file.as_path();
+    let mode = Mode::allowing_corrupt(args.allow_corrupt);
+    match dialect_of(file)? {
+        Dialect::Pi => {
+            let Opened { session, lines } = open(file, args.allow_corrupt, "tree")?;
+            let tree = &session.tree;
+            let header = &tree.header();
+            let head = TreeHead {
+                format: Dialect::Pi,
+                session_id: Some(header.id.clone()),
+                header: crate::js::jsstr::parse_value(header.raw.get().as_bytes())
+                    .unwrap_or(Value::Null),
+                mark: "current leaf",
+                leaf_line: current_leaf_line(tree),
+                extra: json!({}),
+                footer: String::new(),
+            };
+            print_tree(out, args, &session, &lines, head)
+        }
+        Dialect::Claude => {
+            let session = reader::open_session::<Claude>(file, mode)?;
+            let lines = lines_of(file)?;
+            let asides = session.tree.ext().asides();
+            let bookkeeping: Vec<Value> = asides
+                .iter()
+                .map(|a| json!({"type": a.kind.as_str(), "line": a.span.line}))
+                .collect();
+            let leaf_line = match Describe::default_leaf(&session.tree) {
+                Some(n) => format!(
+                    "resume leaf {}: the leaf `claude --resume` continues from, and the leaf read \
+                     without --leaf",
+                    session.tree.node(n).entry.id
+                ),
+                None => "no tree lines yet".to_owned(),
+            };
+            let head = TreeHead {
+                format: Dialect::Claude,
+                session_id: convert::claude_session_id(file),
+                header: Value::Null,
+                mark: "resume leaf",
+                leaf_line,
+                extra: json!({ "bookkeeping": bookkeeping }),
+                footer: bookkeeping_line(asides),
+            };
+            print_tree(out, args, &session, &lines, head)
+        }
+    }
+}
+
+/// What `tree` prints about a session besides its entries, which differs by format.
+struct TreeHead {
+    format: Dialect,
+    session_id: Option<String>,
+    /// The header line as JSON (`null` for a format without one).
+    header: Value,
+    /// The default leaf's mark in a row.
+    mark: &'static str,
+    /// The sentence that says which entry is the default leaf and what it is for.
+    leaf_line: String,
+    /// More fields of the JSON document.
+    extra: Value,
+    /// A last line of the human report (empty: none).
+    footer: String,
+}
+
+/// Prints `session`'s tree: as JSON (every entry as a flat node with parent and child ids) or
+/// folded for a person (see [`crate::view::tree`]).
+fn print_tree<F: LineFormat>(
+    out: &mut dyn Write,
+    args: &TreeArgs,
+    session: &OpenedSession<F>,
+    lines: &FileLines,
+    head: TreeHead,
+) -> Result<Exit, CliError>
+where
+    F::Entry: Describe,
+{
     let tree = &session.tree;
-    let default_leaf = tree.default_leaf();
-    let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
+    let default_leaf = F::Entry::default_leaf(tree);
+    let id = |n: NodeIdx| tree.node(n).entry.id().as_str();
     if args.json {
         // The daemon's node shape, from the one function that renders a node.
         let nodes: Vec<_> = (0..tree.len())
-            .map(|i| convert::node(tree, &lines, i as NodeIdx, true))
+            .map(|i| convert::node(tree, lines, i as NodeIdx, true))
             .collect();
-        let doc = json!({
-            "sessionId": tree.header().id,
-            "header": crate::js::jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null),
+        let mut doc = json!({
+            "format": head.format,
+            "sessionId": head.session_id,
+            "header": head.header,
             "name": tree.name(),
             "entryCount": tree.len(),
             "roots": tree.roots().iter().map(|&r| id(r)).collect::<Vec<_>>(),
@@ -419,6 +536,9 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
             "diagnostics": tree.diagnostics(),
             "nodes": nodes,
         });
+        if let (Value::Object(doc), Value::Object(extra)) = (&mut doc, head.extra) {
+            doc.extend(extra);
+        }
         serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
         writeln!(out)?;
         return Ok(Exit::Ok);
@@ -426,21 +546,37 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
     let leaves = tree.leaves().count();
     writeln!(
         out,
-        "session {}{} · {} · {}",
-        tree.header().id,
+        "{} session {}{} · {} · {}",
+        head.format.agent(),
+        head.session_id.as_deref().unwrap_or("(no id)"),
         tree.name()
-            .map_or(String::new(), |n| format!(" \"{}\"", preview::one_line(n))),
+            .map_or(String::new(), |n| format!(" \"{}\"", one_line(n))),
         crate::view::tree::count(tree.len(), "entry", "entries"),
         crate::view::tree::count(leaves, "leaf", "leaves"),
     )?;
-    writeln!(out, "{}", current_leaf_line(tree))?;
+    writeln!(out, "{}", head.leaf_line)?;
     let default = DefaultLeaf {
         node: default_leaf,
-        mark: "current leaf",
+        mark: head.mark,
     };
-    crate::view::tree::print(out, tree, &lines, args.full, default)?;
-    write_problems(out, &session, &[])?;
+    crate::view::tree::print(out, tree, lines, args.full, default)?;
+    if !head.footer.is_empty() {
+        writeln!(out, "{}", head.footer)?;
+    }
+    write_problems(out, session.torn_tail, tree.diagnostics(), &[])?;
     Ok(Exit::Ok)
+}
+
+/// The bookkeeping lines of a transcript in one line: how many, of which types.
+fn bookkeeping_line(asides: &[crate::dialect::claude::format::Aside]) -> String {
+    if asides.is_empty() {
+        return String::new();
+    }
+    let summary = crate::view::graph::fold_summary(asides.iter().map(|a| a.kind.as_str()));
+    format!(
+        "{} (never sent to the model, not tree nodes): {summary}",
+        crate::view::tree::count(asides.len(), "bookkeeping line", "bookkeeping lines")
+    )
 }
 
 /// The line that says which entry is the current leaf and what it is for.
@@ -457,7 +593,7 @@ fn current_leaf_line(tree: &Tree) -> String {
 
 /// Runs `sessiond explain`.
 pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
-    let Opened { session, .. } = open(&args.file, args.allow_corrupt)?;
+    let Opened { session, .. } = open(&args.file, args.allow_corrupt, "explain")?;
     let file = args.file.as_path();
     let tree = &session.tree;
     let target = find(tree, file, &args.entry_id, "entry id")?;
@@ -473,49 +609,41 @@ pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError
     Ok(Exit::Ok)
 }
 
-/// Runs `sessiond check`: a report for a clean or corrupt file ([`Exit::Corrupt`]); an
-/// unreadable file is an error.
+/// Runs `sessiond check`: a report for a clean or corrupt file ([`Exit::Corrupt`]), of any
+/// format sessiond reads (`format` says which); an unreadable file is an error.
 pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
     let file = args.file.as_path();
-    let (report, text, exit) = match reader::open_session::<Pi>(file, Mode::Strict) {
-        Ok(s) => {
+    let read = dialect_of(file).and_then(|d| match d {
+        Dialect::Pi => {
+            let s = reader::open_session::<Pi>(file, Mode::Strict)?;
             let tree = &s.tree;
             let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
             let current = tree.default_leaf().map(id);
-            let checked = (
-                json!({
-                    "ok": true,
-                    "file": file,
-                    "version": tree.header().version,
-                    "entryCount": tree.len(),
-                    "leafCount": tree.leaves().count(),
-                    // The file's last entry: what a write's --expected-leaf must name.
-                    "currentLeafId": current,
-                    // The leaf a read without --leaf uses: the same entry, as in pi.
-                    "defaultLeafId": current,
-                    "leafIds": tree.leaves().map(id).collect::<Vec<_>>(),
-                    "tornTail": s.torn_tail.is_some(),
-                    "tornTailAt": s.torn_tail.map(convert::torn_tail),
-                }),
-                format!(
-                    "{}: ok · version {} · {} · {} · current leaf {}{}",
-                    file.display(),
-                    tree.header().version,
-                    crate::view::tree::count(tree.len(), "entry", "entries"),
-                    crate::view::tree::count(tree.leaves().count(), "leaf", "leaves"),
-                    current.unwrap_or("null (no entries)"),
-                    s.torn_tail.map_or(String::new(), |t| format!(
-                        " · torn tail at line {} (byte {})",
-                        t.line, t.offset
-                    ))
-                ),
-                Exit::Ok,
-            );
+            let mut checked = checked(file, d, &s);
+            // The file's last entry: what a write's --expected-leaf must name (pi's default
+            // leaf, the same entry).
+            checked.0["currentLeafId"] = json!(current);
+            checked.0["version"] = json!(tree.header().version);
+            checked.1 = format!("version {} · {}", tree.header().version, checked.1);
             exiting_with(s);
-            checked
+            Ok(checked)
         }
-        Err(e) => match &e {
-            OpenError::Corrupt { corruption: c, .. } => (
+        Dialect::Claude => {
+            let s = reader::open_session::<Claude>(file, Mode::Strict)?;
+            let mut checked = checked(file, d, &s);
+            checked.0["bookkeepingLines"] = json!(s.tree.ext().asides().len());
+            checked.0["sessionId"] = json!(convert::claude_session_id(file));
+            exiting_with(s);
+            Ok(checked)
+        }
+    });
+    let (report, text, exit) = match read {
+        Ok((report, text)) => (report, format!("{}: ok · {text}", file.display()), Exit::Ok),
+        Err(CliError::Open(e @ OpenError::Corrupt { .. })) => {
+            let OpenError::Corrupt { corruption: c, .. } = &e else {
+                return Err(e.into());
+            };
+            (
                 json!({
                     "ok": false,
                     "file": file,
@@ -531,9 +659,9 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
                     super::error::salvage_hint(Some(c), super::error::Reporter::Check)
                 ),
                 Exit::Corrupt,
-            ),
-            _ => return Err(e.into()),
-        },
+            )
+        }
+        Err(e) => return Err(e),
     };
     if args.json {
         serde_json::to_writer(&mut *out, &report).map_err(io::Error::from)?;
@@ -542,4 +670,41 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
         writeln!(out, "{text}")?;
     }
     Ok(exit)
+}
+
+/// `check`'s report of a file that read cleanly (perhaps with a torn tail), in any format:
+/// the JSON document and the text after `FILE: ok · `.
+fn checked<F: LineFormat>(file: &Path, format: Dialect, s: &OpenedSession<F>) -> (Value, String)
+where
+    F::Entry: Describe,
+{
+    let tree = &s.tree;
+    let id = |n: NodeIdx| tree.node(n).entry.id().as_str();
+    let default = F::Entry::default_leaf(tree).map(id);
+    let leaves = tree.leaves().count();
+    let report = json!({
+        "ok": true,
+        "file": file,
+        "format": format,
+        "entryCount": tree.len(),
+        "leafCount": leaves,
+        // The leaf a read without --leaf uses: pi's last entry, the leaf `claude --resume`
+        // continues from.
+        "defaultLeafId": default,
+        "leafIds": tree.leaves().map(id).collect::<Vec<_>>(),
+        "tornTail": s.torn_tail.is_some(),
+        "tornTailAt": s.torn_tail.map(convert::torn_tail),
+    });
+    let text = format!(
+        "{} · {} · {} · default leaf {}{}",
+        format.agent(),
+        crate::view::tree::count(tree.len(), "entry", "entries"),
+        crate::view::tree::count(leaves, "leaf", "leaves"),
+        default.unwrap_or("null (no entries)"),
+        s.torn_tail.map_or(String::new(), |t| format!(
+            " · torn tail at line {} (byte {})",
+            t.line, t.offset
+        ))
+    );
+    (report, text)
 }

@@ -44,7 +44,7 @@ fn a_json_command_that_fails_mid_document_prints_only_the_error_document()
         json: true,
         allow_corrupt: false,
     };
-    let opened = read::open(&file, false)?;
+    let opened = read::open(&file, false, "context")?;
     // The last message's line changes after the session was read: rendering reaches it only
     // after seven messages (28 kB) of the document are out.
     let last = *offsets.last().ok_or("no entries")?;
@@ -92,7 +92,7 @@ fn human_output_streams_and_the_error_goes_to_stderr_only() -> Result<(), Box<dy
         json: false,
         allow_corrupt: false,
     };
-    let opened = read::open(&file, false)?;
+    let opened = read::open(&file, false, "context")?;
     let last = *offsets.last().ok_or("no entries")?;
     std::fs::OpenOptions::new()
         .write(true)

@@ -36,7 +36,7 @@ pub struct VerifyArgs {
 
 /// Runs `sessiond verify`.
 pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
-    let opened = read::open(&args.file, args.allow_corrupt)?;
+    let opened = read::open(&args.file, args.allow_corrupt, "verify")?;
     let tree = &opened.session.tree;
     let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
     let options = Options {

@@ -1,11 +1,20 @@
-//! How a dialect's entries are shown to a person: the type column, which entries are landmarks
-//! when a long run is folded, and a one-line preview of the entry's line. Printed trees,
-//! listings and graphs use it for every dialect alike.
+//! How a dialect's entries are shown to a person and to an editor: the entry's type and role,
+//! the type column, which entries are landmarks when a long run is folded, a one-line preview
+//! of the entry's line, and the leaf shown as the default. Printed trees, tree pages, listings
+//! and graphs use it for every dialect alike.
 
-use crate::core::tree::TreeEntry;
+use serde_json::Value;
+
+use crate::core::tree::{NodeIdx, Tree, TreeEntry};
 
 /// How an entry is shown (see the module docs).
-pub trait Describe: TreeEntry {
+pub trait Describe: TreeEntry + Sized {
+    /// The entry's `type` as written (`message`, `compaction`, `user`, `attachment`, …).
+    fn type_name(&self) -> &str;
+
+    /// The role of a message entry (`user`, `assistant`, `toolResult`, …); `None` otherwise.
+    fn role(&self) -> Option<&str>;
+
     /// The type column: a message's role, else the entry's type (`user`, `compaction`,
     /// `compact_boundary`, …).
     fn kind_name(&self) -> &str;
@@ -21,7 +30,20 @@ pub trait Describe: TreeEntry {
         false
     }
 
-    /// A one-line preview of the entry's line (`line`, without its newline), at most
+    /// A one-line preview of the entry's parsed line, at most
     /// [`crate::core::preview::PREVIEW_CHARS`] characters; empty when there is nothing to show.
-    fn preview(&self, line: &[u8]) -> String;
+    fn preview_value(&self, line: &Value) -> String;
+
+    /// [`Describe::preview_value`] of the entry's line as read (`line`, without its newline).
+    fn preview(&self, line: &[u8]) -> String {
+        crate::js::jsstr::parse_value(line)
+            .map(|v| self.preview_value(&v))
+            .unwrap_or_default()
+    }
+
+    /// The leaf a read without a named leaf uses, and the one the agent continues from: pi's
+    /// last entry in file order; the leaf `claude --resume` continues from.
+    fn default_leaf(tree: &Tree<Self>) -> Option<NodeIdx> {
+        tree.default_leaf()
+    }
 }

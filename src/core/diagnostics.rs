@@ -30,6 +30,9 @@ pub enum CorruptionKind {
     MissingParent,
     /// A chain of parents that loops back on itself (pi would walk it forever).
     ParentCycle,
+    /// The file is of no format sessiond reads (a Codex rollout, another program's JSONL): the
+    /// message says what its first line is.
+    UnknownFormat,
 }
 
 impl CorruptionKind {
@@ -41,6 +44,7 @@ impl CorruptionKind {
             CorruptionKind::EmptyFile
                 | CorruptionKind::MissingHeader
                 | CorruptionKind::InvalidHeader
+                | CorruptionKind::UnknownFormat
         )
     }
 
@@ -56,6 +60,7 @@ impl CorruptionKind {
             CorruptionKind::DuplicateId => "duplicateId",
             CorruptionKind::MissingParent => "missingParent",
             CorruptionKind::ParentCycle => "parentCycle",
+            CorruptionKind::UnknownFormat => "unknownFormat",
         }
     }
 }

@@ -13,6 +13,7 @@ use tower_lsp_server::jsonrpc::{self, ErrorCode};
 
 use crate::compact::CompactError;
 use crate::core::diagnostics::Corruption;
+use crate::dialect::Dialect;
 use crate::dialect::pi::compaction::CompactionError;
 use crate::dialect::pi::compaction::retention::ProbeResult;
 use crate::dialect::pi::render::RenderError;
@@ -67,6 +68,10 @@ pub const AGENT_ACTIVE: i64 = -33019;
 /// provider?, status?}` (`kind`: `config`, `auth`, `http`, `connect`, `timeout`, `answer`).
 /// Nothing was written; the message names the provider, never a credential.
 pub const MODEL_FAILED: i64 = -33020;
+/// The operation is not supported for the session's format (every write on a Claude Code
+/// transcript but `fork`, and the methods not yet built for it); `data` has `{path, format,
+/// operation}`. Nothing was written.
+pub const UNSUPPORTED_FOR_FORMAT: i64 = -33021;
 /// Invalid params (the JSON-RPC standard code).
 pub const INVALID_PARAMS: i64 = -32602;
 
@@ -99,6 +104,7 @@ pub const CODES: &[i64] = &[
     COMPACTION_FAILED,
     AGENT_ACTIVE,
     MODEL_FAILED,
+    UNSUPPORTED_FOR_FORMAT,
 ];
 
 /// Why a method failed.
@@ -148,6 +154,21 @@ pub enum RpcError {
     /// Compaction was refused or failed (-33014, -33018, or a write error).
     #[error(transparent)]
     Compact(#[from] CompactError),
+    /// The operation is not supported for the session's format (-33021).
+    #[error(
+        "{}: {operation} is not supported for a {} session (format {}): sessiond reads it but does not write to it",
+        path.display(),
+        format.agent(),
+        format.as_str()
+    )]
+    UnsupportedForFormat {
+        /// The session file.
+        path: PathBuf,
+        /// The session's format.
+        format: Dialect,
+        /// The refused operation (a method or command name).
+        operation: &'static str,
+    },
     /// A context-changing write while an agent works on the session (-33019).
     #[error(
         "{}: {agent}; the write would land beside it (force: true writes anyway)",
@@ -243,6 +264,10 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
             SESSION_EXISTS,
             Some(json!({ "kind": "reserved", "sessionId": id })),
         ),
+        WriteError::UnsupportedForFormat { path, format } => (
+            UNSUPPORTED_FOR_FORMAT,
+            Some(json!({ "path": path, "format": format, "operation": "write" })),
+        ),
         WriteError::Exists { path, id } => (
             SESSION_EXISTS,
             Some(json!({ "kind": "exists", "sessionId": id, "path": path })),
@@ -304,6 +329,14 @@ impl RpcError {
                     (IO_ERROR, Some(path_data(path)))
                 }
             },
+            RpcError::UnsupportedForFormat {
+                path,
+                format,
+                operation,
+            } => (
+                UNSUPPORTED_FOR_FORMAT,
+                Some(json!({ "path": path, "format": format, "operation": operation })),
+            ),
             RpcError::AgentActive { path, agent } => (
                 AGENT_ACTIVE,
                 Some(json!({ "path": path, "agent": crate::view::convert::agent(agent) })),

@@ -23,6 +23,7 @@ use crate::dialect::pi::projection;
 use crate::listing::{ListCache, Listed};
 use crate::view::context_json::{self, ContextJson, Fields, Window};
 use crate::session::SessionHandle;
+use crate::session::opened::PiSession;
 use crate::session::owner::Session;
 use crate::storage::list;
 use crate::storage::reader::{FileLines, OpenError, OpenedSession};
@@ -54,7 +55,7 @@ pub(super) fn params<P: DeserializeOwned>(
 
 pub(super) fn find(session: &Session, id: &str) -> Result<NodeIdx, RpcError> {
     session
-        .tree()
+        .opened()
         .find(id)
         .ok_or_else(|| RpcError::UnknownEntry {
             path: session.path().to_owned(),
@@ -62,10 +63,23 @@ pub(super) fn find(session: &Session, id: &str) -> Result<NodeIdx, RpcError> {
         })
 }
 
+/// The pi session behind `s`; a Claude Code transcript is refused for `operation`
+/// (`unsupportedForFormat`, -33021).
+pub(super) fn pi_of<'s>(
+    s: &'s Session,
+    operation: &'static str,
+) -> Result<&'s PiSession, RpcError> {
+    s.pi().ok_or_else(|| RpcError::UnsupportedForFormat {
+        path: s.path().to_owned(),
+        format: s.dialect(),
+        operation,
+    })
+}
+
 /// The leaf a request names ([`Tree::resolve_leaf`]): absent, the default leaf.
 fn leaf(session: &Session, id: Option<&str>) -> Result<Option<NodeIdx>, RpcError> {
     session
-        .tree()
+        .opened()
         .resolve_leaf(id)
         .map_err(|unknown| RpcError::UnknownEntry {
             path: session.path().to_owned(),
@@ -126,7 +140,8 @@ pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcE
 /// them. Errors: `UnknownEntry` (the leaf), `Render` (a line that cannot be read or has
 /// changed), `Io`. Public for the benchmarks.
 pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcError> {
-    let tree: &Tree = s.tree();
+    let pi = pi_of(s, "session/contextAt")?;
+    let tree: &Tree = pi.tree();
     let leaf = leaf(s, p.leaf_id.as_deref())?;
     let render_err = |source| RpcError::Render {
         path: s.path().to_owned(),
@@ -134,7 +149,7 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
     };
     // Cached per leaf and extended on appends: no walk of the whole path and no
     // re-rendering of every message per request.
-    let mut live = s.context(leaf);
+    let mut live = pi.context(leaf);
     let fields = match p.fields {
         FieldsParam::Ids => Fields::Ids,
         FieldsParam::Previews => Fields::Previews,
@@ -209,7 +224,7 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
 /// Errors: `UnknownEntry`, `Io` (the line cannot be read). Public for the benchmarks.
 pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
     let n = find(s, &id)?;
-    let span = s.tree().node(n).entry.span;
+    let span = s.opened().span(n);
     let io_err = |source| RpcError::Io {
         path: s.path().to_owned(),
         source,
@@ -451,8 +466,9 @@ impl Backend {
             .ask(&p.path, move |s| {
                 let target = find(s, &p.entry_id)?;
                 let leaf = leaf(s, p.leaf_id.as_deref())?;
-                let proj = projection::project(s.tree(), leaf);
-                let ex = explain::explain(s.tree(), &proj, target);
+                let tree = pi_of(s, "session/explain")?.tree();
+                let proj = projection::project(tree, leaf);
+                let ex = explain::explain(tree, &proj, target);
                 let mut value = to_value(s.path(), &ex)?;
                 if let Value::Object(map) = &mut value {
                     map.insert("revision".into(), json!(convert::revision(s.revision())));
@@ -486,9 +502,10 @@ impl Backend {
         Ok(handle
             .query_waiting(move |s| {
                 let leaf = leaf(s, p.leaf_id.as_deref())?;
-                let g = crate::view::graph::build_rows(s.tree(), leaf, s.source(), rows.clone());
+                let tree = pi_of(s, "session/graph")?.tree();
+                let g = crate::view::graph::build_rows(tree, leaf, s.source(), rows.clone());
                 let page =
-                    convert::graph_page(s.tree(), &g, rows, Some(convert::revision(s.revision())));
+                    convert::graph_page(tree, &g, rows, Some(convert::revision(s.revision())));
                 to_raw(s.path(), &page)
             })
             .await
@@ -523,12 +540,15 @@ impl Backend {
             Ok(handle) => handle
                 .query(move |s| {
                     let leaf = leaf(s, leaf_id.as_deref())?;
-                    crate::dialect::pi::verify::collect(s.tree(), leaf, s.source()).map_err(
-                        |source| RpcError::Render {
-                            path: s.path().to_owned(),
-                            source,
-                        },
+                    crate::dialect::pi::verify::collect(
+                        pi_of(s, "session/verifyResume")?.tree(),
+                        leaf,
+                        s.source(),
                     )
+                    .map_err(|source| RpcError::Render {
+                        path: s.path().to_owned(),
+                        source,
+                    })
                 })
                 .await
                 .map_err(RpcError::from)??,
@@ -589,7 +609,13 @@ impl Backend {
             // Off the runtime whatever the session's size: the work grows with the document.
             Ok(handle) => Ok(handle
                 .query_waiting(move |s| {
-                    export_result(s.path(), s.tree(), s.source(), leaf_id.as_deref(), &options)
+                    export_result(
+                        s.path(),
+                        pi_of(s, "session/export")?.tree(),
+                        s.source(),
+                        leaf_id.as_deref(),
+                        &options,
+                    )
                 })
                 .await
                 .map_err(RpcError::from)??),

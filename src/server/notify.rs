@@ -10,6 +10,7 @@ use tower_lsp_server::ls_types::notification::Notification;
 use crate::core::diagnostics::Corruption;
 use crate::core::tree::NodeIdx;
 use crate::js::timestamp;
+use crate::session::opened::Opened;
 use crate::session::owner::{ReloadReason, Session};
 use crate::view::convert::{agent, leaf_id, leaves, node, revision};
 use crate::view::wire::AgentInfo;
@@ -152,14 +153,24 @@ pub enum Outgoing {
 
 /// `session/didChange` for entries just applied.
 pub fn did_change(session: &Session, added: std::ops::Range<NodeIdx>) -> DidChangeParams {
-    let tree = session.tree();
     let source = session.source();
+    let nodes = |added: std::ops::Range<NodeIdx>| -> Vec<Value> {
+        match session.opened() {
+            Opened::Pi(s) => added
+                .map(|n| json!(node(s.tree(), source, n, false)))
+                .collect(),
+            Opened::Claude(s) => added
+                .map(|n| json!(node(&s.tree, source, n, false)))
+                .collect(),
+        }
+    };
+    let (leaf_id, leaves) = leaf_ids(session);
     DidChangeParams {
         path: session.path().to_owned(),
-        added: added.map(|n| json!(node(tree, source, n, false))).collect(),
-        leaf_id: leaf_id(tree),
-        leaves: leaves(tree),
-        entry_count: tree.len(),
+        added: nodes(added),
+        leaf_id,
+        leaves,
+        entry_count: session.len(),
         revision: json!(revision(session.revision())),
         agent: session.agent().as_ref().map(agent),
     }
@@ -167,13 +178,13 @@ pub fn did_change(session: &Session, added: std::ops::Range<NodeIdx>) -> DidChan
 
 /// `session/didReload`.
 pub fn did_reload(session: &Session, reason: ReloadReason) -> DidReloadParams {
-    let tree = session.tree();
+    let (leaf_id, leaves) = leaf_ids(session);
     DidReloadParams {
         path: session.path().to_owned(),
         reason: reason.as_str().to_owned(),
-        leaf_id: leaf_id(tree),
-        leaves: leaves(tree),
-        entry_count: tree.len(),
+        leaf_id,
+        leaves,
+        entry_count: session.len(),
         revision: json!(revision(session.revision())),
     }
 }
@@ -221,3 +232,10 @@ pub fn did_change_live_mode(session: &Session) -> DidChangeLiveModeParams {
     }
 }
 
+/// The default leaf's id and the ids of every leaf, whatever the session's dialect.
+fn leaf_ids(session: &Session) -> (Option<String>, Vec<String>) {
+    match session.opened() {
+        Opened::Pi(s) => (leaf_id(s.tree()), leaves(s.tree())),
+        Opened::Claude(s) => (leaf_id(&s.tree), leaves(&s.tree)),
+    }
+}

@@ -14,7 +14,7 @@ use tower_lsp_server::jsonrpc::Result as RpcResult;
 
 use super::Backend;
 use super::error::RpcError;
-use super::handlers::{find, params, to_value};
+use super::handlers::{find, params, pi_of, to_value};
 use super::lossless;
 use crate::compact::{self, Committed, CompactRequest};
 use crate::core::tree::Mode;
@@ -68,7 +68,7 @@ fn with_revision(mut value: Value, s: &Session) -> Value {
 ///
 /// [`Tree::fence`]: crate::core::tree::Tree::fence
 fn check_view(s: &Session, expected: Option<&str>) -> Result<(), RpcError> {
-    let tree = s.tree();
+    let tree = pi_of(s, "navigation")?.tree();
     tree.fence(expected, tree.len())
         .map_err(|stale| crate::storage::writer::WriteError::conflict(s.path(), stale).into())
 }
@@ -170,7 +170,12 @@ impl Backend {
                     let fresh = writer::open_for_write(s.path())?;
                     writer::fork(s.path(), &fresh.tree, req, &reservations)?
                 } else {
-                    writer::fork(s.path(), s.tree(), req, &reservations)?
+                    writer::fork(
+                        s.path(),
+                        pi_of(s, "session/fork")?.tree(),
+                        req,
+                        &reservations,
+                    )?
                 };
                 to_value(s.path(), &convert::forked(&forked))
             })
@@ -311,7 +316,12 @@ impl Backend {
                     custom_instructions: p.custom_instructions.as_deref(),
                     ..CompactRequest::default()
                 };
-                let value = match compact::plan(s.path(), s.tree(), s.source(), &req)? {
+                let value = match compact::plan(
+                    s.path(),
+                    pi_of(s, "session/prepareCompaction")?.tree(),
+                    s.source(),
+                    &req,
+                )? {
                     Err(nothing) => compact::nothing_json(nothing),
                     Ok(plan) => wire_value(&plan, compact::plan_json(&plan, false)),
                 };
@@ -341,8 +351,13 @@ impl Backend {
                         Some(e) => Expected::Leaf(e.as_deref()),
                         None => Expected::Unfenced,
                     };
-                    let planned =
-                        compact::dry_run(s.path(), s.tree(), s.source(), &request(&p), view)?;
+                    let planned = compact::dry_run(
+                        s.path(),
+                        pi_of(s, "session/compact")?.tree(),
+                        s.source(),
+                        &request(&p),
+                        view,
+                    )?;
                     let value = match planned {
                         Err(nothing) => compact::nothing_json(nothing),
                         Ok(plan) => compact_report(&plan, false),
@@ -428,7 +443,13 @@ impl Backend {
                     ..CompactRequest::default()
                 };
                 Ok(
-                    match compact::model_job(s.path(), s.tree(), s.source(), &req, view)? {
+                    match compact::model_job(
+                        s.path(),
+                        pi_of(s, "session/compact")?.tree(),
+                        s.source(),
+                        &req,
+                        view,
+                    )? {
                         Err(nothing) => Err(with_revision(compact::nothing_json(nothing), s)),
                         Ok(job) => Ok(job),
                     },
@@ -535,8 +556,13 @@ impl Backend {
                         custom_instructions: custom.as_deref(),
                         ..request()
                     };
-                    let value = match compact::dry_run(s.path(), s.tree(), s.source(), &req, view)?
-                    {
+                    let value = match compact::dry_run(
+                        s.path(),
+                        pi_of(s, "session/compact")?.tree(),
+                        s.source(),
+                        &req,
+                        view,
+                    )? {
                         Err(nothing) => compact::nothing_json(nothing),
                         Ok(plan) => compact_report(&plan, false),
                     };

@@ -8,6 +8,7 @@
 
 pub mod activity;
 pub mod context_cache;
+pub mod opened;
 pub mod owner;
 pub mod roots;
 

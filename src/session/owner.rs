@@ -13,7 +13,6 @@
 //! own made glibc keep a heap arena per thread, and 200 sessions under writers grew the
 //! daemon's RSS to five times its live heap (the soak test, `tests/soak.rs`).
 
-use std::cell::{RefCell, RefMut};
 use std::fs::File;
 use std::io;
 use std::ops::Range;
@@ -24,14 +23,14 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use super::activity::{self, Agent};
-use super::context_cache::ContextCache;
+use super::opened::{Opened, PiSession};
 use super::roots::Roots;
 use crate::core::diagnostics::Corruption;
+use crate::core::source::LineSource;
 use crate::core::tree::{Mode, NodeIdx};
+use crate::dialect::Dialect;
+use crate::dialect::claude;
 use crate::dialect::pi::Pi;
-use crate::dialect::pi::Tree;
-use crate::dialect::pi::incremental::LiveProjection;
-use crate::dialect::pi::render::LineSource;
 use crate::storage::lines::{self, TornTail};
 use crate::storage::reader::{self, FileLines, FileStamp, OpenError, OpenedSession};
 use crate::storage::tail;
@@ -113,9 +112,10 @@ pub trait EventSink: Send + Sync {
 pub struct Session {
     path: PathBuf,
     mode: Mode,
-    /// The tree, how far the file is applied and the file's stamp: the writer appends through
-    /// this same value, so there is one position for reads, the live tail and writes.
-    state: OpenedSession<Pi>,
+    /// The tree, how far the file is applied and the file's stamp, in the session's dialect: the
+    /// writer appends through this same value, so there is one position for reads, the live
+    /// tail and writes.
+    state: Opened,
     lines: FileLines,
     file: File,
     /// Up to [`SIGNATURE_BYTES`] bytes just before `state.position.offset`.
@@ -129,8 +129,6 @@ pub struct Session {
     live_mode: LiveMode,
     /// When the path was first found not to name a file, while it does not.
     missing_since: Option<SystemTime>,
-    /// Recent projections (requests borrow the session shared; only its owner touches this).
-    contexts: RefCell<ContextCache>,
     /// The file has no session header yet and was young when last read
     /// ([`OpenError::Pending`]): the tree is an empty stand-in, every refresh reads the file
     /// whole again, and the header's arrival is reported as a reload ([`ReloadReason::Born`]).
@@ -172,16 +170,12 @@ impl Session {
         if let Some(roots) = &roots {
             opened_within(&file, path, roots)?;
         }
+        let dialect = reader::sniff_file(path, &file)?;
         let read = file.try_clone().map_err(io_err)?;
-        let (state, pending) = match reader::open_session_from::<Pi>(path, read, mode) {
+        let (state, pending) = match Opened::read(dialect, path, read, mode) {
             Ok(state) => (state, false),
             Err(OpenError::Pending { .. }) => (
-                OpenedSession {
-                    tree: Tree::new(stand_in_header(), mode),
-                    torn_tail: None,
-                    position: reader::Position::default(),
-                    stamp: FileStamp::of(&file).map_err(io_err)?,
-                },
+                Opened::pending(mode, FileStamp::of(&file).map_err(io_err)?),
                 true,
             ),
             Err(e) => return Err(e),
@@ -199,7 +193,6 @@ impl Session {
             generation: 0,
             live_mode: LiveMode::Requests,
             missing_since: None,
-            contexts: RefCell::default(),
             pending,
             roots,
             refused: None,
@@ -224,13 +217,9 @@ impl Session {
     fn probe(&self) -> activity::Probe<'_> {
         activity::Probe {
             path: &self.path,
-            cwd: if self.pending {
-                None
-            } else {
-                self.state.tree.header().cwd.as_deref()
-            },
-            turn_open: activity::turn_open(&self.state.tree),
-            mtime: self.state.stamp.mtime,
+            cwd: if self.pending { None } else { self.state.cwd() },
+            turn_open: self.state.turn_open(),
+            mtime: self.state.stamp().mtime,
         }
     }
 
@@ -248,9 +237,35 @@ impl Session {
     pub fn mode(&self) -> Mode {
         self.mode
     }
-    /// The tree as of the last refresh.
-    pub fn tree(&self) -> &Tree {
-        &self.state.tree
+    /// The session's dialect.
+    pub fn dialect(&self) -> Dialect {
+        self.state.dialect()
+    }
+    /// The session in its dialect, as of the last refresh.
+    pub fn opened(&self) -> &Opened {
+        &self.state
+    }
+    /// The pi session, when this is one.
+    pub fn pi(&self) -> Option<&PiSession> {
+        match &self.state {
+            Opened::Pi(s) => Some(s),
+            Opened::Claude(_) => None,
+        }
+    }
+    /// The Claude Code transcript's tree, when this is one.
+    pub fn claude(&self) -> Option<&claude::Tree> {
+        match &self.state {
+            Opened::Claude(s) => Some(&s.tree),
+            Opened::Pi(_) => None,
+        }
+    }
+    /// Entries in the tree.
+    pub fn len(&self) -> usize {
+        self.state.len()
+    }
+    /// Whether the tree has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.state.is_empty()
     }
     /// Reads entry lines of this session's file.
     pub fn source(&self) -> &(dyn LineSource + Sync) {
@@ -258,19 +273,11 @@ impl Session {
     }
     /// The unparsable unterminated last line as of the last read, if any.
     pub fn torn_tail(&self) -> Option<TornTail> {
-        self.state.torn_tail
+        self.state.torn_tail()
     }
     /// The corruption that stopped tailing, if new bytes were corrupt.
     pub fn corruption(&self) -> Option<&Corruption> {
         self.corrupt.as_ref()
-    }
-    /// The projection at `leaf` (`None`: the empty leaf), from the session's cache of recent
-    /// projections: extended when entries were appended below a cached leaf, projected
-    /// afresh otherwise (see `context_cache`). Holds the cache until the guard is dropped.
-    pub fn context(&self, leaf: Option<NodeIdx>) -> RefMut<'_, LiveProjection> {
-        RefMut::map(self.contexts.borrow_mut(), |c| {
-            c.get(&self.state.tree, leaf)
-        })
     }
     /// How the daemon follows this session's file.
     pub fn live_mode(&self) -> LiveMode {
@@ -292,8 +299,8 @@ impl Session {
     /// The current revision.
     pub fn revision(&self) -> Revision {
         Revision {
-            entry_count: self.state.tree.len(),
-            applied_bytes: self.state.position.offset,
+            entry_count: self.state.len(),
+            applied_bytes: self.state.position().offset,
             generation: self.generation,
         }
     }
@@ -336,16 +343,17 @@ impl Session {
         if self.pending {
             // A file being born is tiny: read it whole again. An old one is read on each
             // request too, so that its corruption (no header after the grace) is reported.
-            if stamp != self.state.stamp || reader::young_age_ms(stamp.mtime).is_none() {
+            if stamp != self.state.stamp() || reader::young_age_ms(stamp.mtime).is_none() {
                 self.refresh_pending(stamp, sink);
             }
             return;
         }
-        if stamp == self.state.stamp {
+        let last = self.state.stamp();
+        if stamp == last {
             return;
         }
-        let from = self.state.position.offset;
-        let reason = if (stamp.dev, stamp.ino) != (self.state.stamp.dev, self.state.stamp.ino) {
+        let from = self.state.position().offset;
+        let reason = if (stamp.dev, stamp.ino) != (last.dev, last.ino) {
             Some(ReloadReason::Replaced)
         } else if stamp.size < from {
             Some(ReloadReason::Shrank)
@@ -369,23 +377,25 @@ impl Session {
     /// Whether the header line and the bytes just before the applied offset are unchanged:
     /// a cheap test for a file rewritten in place (pi's migration rewrites every line).
     fn signature_holds(&self) -> bool {
-        let header = self.state.tree.header();
-        let header_end = header.span.offset + u64::from(header.span.len);
         // The span holds the whole line (a CRLF file's `\r` too); the raw header is the JSON value.
+        let header_holds = |(span, raw): (crate::core::ids::LineSpan, &str)| {
+            let end = span.offset + u64::from(span.len);
+            tail::read_range(&self.file, span.offset, end)
+                .is_ok_and(|b| b.trim_ascii() == raw.as_bytes())
+        };
         self.read_signature().is_ok_and(|b| b == self.signature)
-            && tail::read_range(&self.file, header.span.offset, header_end)
-                .is_ok_and(|b| b.trim_ascii() == header.raw.get().as_bytes())
+            && self.state.header_line().is_none_or(header_holds)
     }
 
     fn read_signature(&self) -> io::Result<Vec<u8>> {
-        let end = self.state.position.offset;
+        let end = self.state.position().offset;
         tail::read_range(&self.file, end.saturating_sub(SIGNATURE_BYTES), end)
     }
 
     /// Reads a pending session's file again: once it has a header, the session is born.
     fn refresh_pending(&mut self, stamp: FileStamp, sink: &dyn EventSink) {
         match Session::open_within(&self.path, self.mode, self.roots.clone()) {
-            Ok(fresh) if fresh.pending => self.state.stamp = stamp,
+            Ok(fresh) if fresh.pending => self.state.set_stamp(stamp),
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
                 fresh.live_mode = self.live_mode;
@@ -395,7 +405,7 @@ impl Session {
             Err(OpenError::Corrupt { corruption, .. }) => {
                 // Past the grace without a header, or a bad line after it: report once, keep
                 // following (a header that comes later still gives birth).
-                self.state.stamp = stamp;
+                self.state.set_stamp(stamp);
                 if self.corrupt.as_ref() != Some(&corruption) {
                     sink.corrupt(self, &corruption);
                 }
@@ -444,7 +454,7 @@ impl Session {
             }
             Err(OpenError::Corrupt { corruption, .. }) => {
                 // Keep the last good state; retry on the next change of the file.
-                self.state.stamp = stamp;
+                self.state.set_stamp(stamp);
                 self.needs_reload = true;
                 if self.corrupt.as_ref() != Some(&corruption) {
                     sink.corrupt(self, &corruption);
@@ -494,7 +504,7 @@ impl Session {
         if self.pending {
             return Err(WriteError::Busy {
                 path: self.path.clone(),
-                age_ms: reader::young_age_ms(self.state.stamp.mtime).unwrap_or(0),
+                age_ms: reader::young_age_ms(self.state.stamp().mtime).unwrap_or(0),
                 reason: "the file has no session header yet (being created)",
             }
             .into());
@@ -514,17 +524,24 @@ impl Session {
             }
             .into());
         }
-        let before = self.state.tree.len() as NodeIdx;
-        let result = f(&self.path, &mut self.state);
-        self.update_signature();
+        let Opened::Pi(pi) = &mut self.state else {
+            return Err(WriteError::UnsupportedForFormat {
+                path: self.path.clone(),
+                format: self.state.dialect(),
+            }
+            .into());
+        };
+        let before = pi.opened.tree.len() as NodeIdx;
+        let result = f(&self.path, &mut pi.opened);
         // Bytes after the last applied line (an unlocked writer's unfinished line) are read
         // again by the next refresh.
-        self.state.stamp.size = self.state.position.offset;
+        pi.opened.stamp.size = pi.opened.position.offset;
+        self.update_signature();
         if result.is_ok() {
             // The writer read every byte up to its line strictly: nothing corrupt is left.
             self.corrupt = None;
         }
-        let after = self.state.tree.len() as NodeIdx;
+        let after = self.state.len() as NodeIdx;
         if after > before {
             sink.appended(self, before..after);
         }
@@ -539,22 +556,6 @@ impl Session {
                 self.needs_reload = true;
             }
         }
-    }
-}
-
-/// The header of a pending session's empty stand-in tree: no id, the current version, no
-/// line. Never shown (a pending session reports no header) and never written.
-fn stand_in_header() -> crate::dialect::pi::format::Header {
-    crate::dialect::pi::format::Header {
-        id: String::new(),
-        version: crate::dialect::pi::format::CURRENT_VERSION,
-        cwd: None,
-        raw: serde_json::value::RawValue::NULL.to_owned(),
-        span: crate::dialect::pi::format::LineSpan {
-            line: 0,
-            offset: 0,
-            len: 0,
-        },
     }
 }
 
@@ -756,7 +757,7 @@ mod tests {
             self.push(format!("appended {}", added.len()));
         }
         fn reloaded(&self, s: &Session, _: ReloadReason) {
-            self.push(format!("reloaded {}", s.tree().len()));
+            self.push(format!("reloaded {}", s.len()));
         }
         fn corrupt(&self, _: &Session, _: &Corruption) {
             self.push("corrupt".into());
@@ -808,12 +809,12 @@ mod tests {
         std::os::unix::fs::symlink(&outside, &sub).unwrap();
         s.refresh(&events);
         assert_eq!(events.take(), ["missing"]);
-        assert_eq!(s.tree().len(), 1);
+        assert_eq!(s.len(), 1);
         s.refresh(&events);
         write_session(&outside.join("a.jsonl"), 4);
         s.refresh(&events);
         assert_eq!(events.take(), Vec::<String>::new());
-        assert_eq!(s.tree().len(), 1);
+        assert_eq!(s.len(), 1);
         assert!(matches!(
             Session::open_within(&file, Mode::Strict, Some(roots.clone())),
             Err(OpenError::NotInRoots { .. })
@@ -830,7 +831,7 @@ mod tests {
             Vec::<String>::new(),
             "still missing, still refused"
         );
-        assert_eq!(s.tree().len(), 1);
+        assert_eq!(s.len(), 1);
 
         // A regular file back: restored, then read.
         std::fs::remove_file(&file).unwrap();

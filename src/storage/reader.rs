@@ -30,6 +30,7 @@ use crate::core::ids::LineSpan;
 use crate::core::lines::{Item, LineFormat};
 use crate::core::source::LineSource;
 use crate::core::tree::{Mode, NodeIdx, Tree};
+use crate::dialect::{Dialect, Sniffed};
 
 /// How long after its last modification a file without a complete session header is taken
 /// to be still being created ([`OpenError::Pending`]) rather than corrupt (`emptyFile`).
@@ -251,6 +252,64 @@ fn read_opened<F: LineFormat>(
         position,
         stamp,
     })
+}
+
+/// Bytes of a file's start read to tell its format: its first line, or this much of it.
+const SNIFF_BYTES: usize = 64 << 10;
+
+/// The format of the opened `file` (named `path` in errors), told from its first non-blank line
+/// ([`crate::dialect::sniff`]), read by position (the file's cursor does not move). A file
+/// nothing can be told of yet (empty, or a first line that may be pi's header being written)
+/// is read as pi, whose reader says whether it is pending, empty or no session. Errors: `Io`;
+/// `Corrupt` with kind `unknownFormat` for a file of no format sessiond reads.
+pub fn sniff_file(path: &Path, file: &File) -> Result<Dialect, OpenError> {
+    let mut head = Vec::new();
+    let mut chunk = vec![0u8; 4096];
+    let (line, complete) = loop {
+        let n = loop {
+            match file.read_at(&mut chunk, head.len() as u64) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    return Err(OpenError::Io {
+                        path: path.to_owned(),
+                        source,
+                    });
+                }
+            }
+        };
+        head.extend_from_slice(&chunk[..n]);
+        // The first line that is not blank, once its newline is here.
+        let mut start = 0;
+        let mut found = None;
+        while let Some(nl) = memchr::memchr(b'\n', &head[start..]) {
+            let line = &head[start..start + nl];
+            if !line.trim_ascii().is_empty() {
+                found = Some((start, start + nl));
+                break;
+            }
+            start += nl + 1;
+        }
+        match found {
+            Some((s, e)) => break (head[s..e].to_vec(), true),
+            None if n == 0 || head.len() >= SNIFF_BYTES => break (head[start..].to_vec(), false),
+            None => {}
+        }
+    };
+    match crate::dialect::sniff(&line, complete) {
+        Sniffed::Known(d) => Ok(d),
+        Sniffed::Undecided => Ok(Dialect::Pi),
+        Sniffed::Unknown(what) => Err(OpenError::Corrupt {
+            path: path.to_owned(),
+            corruption: Corruption {
+                kind: CorruptionKind::UnknownFormat,
+                line: 1,
+                offset: 0,
+                id: None,
+                message: format!("not a session sessiond reads: {what}"),
+            },
+        }),
+    }
 }
 
 /// Opens a session file for reading without ever blocking: a FIFO, a device or a directory

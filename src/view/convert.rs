@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 use crate::view::wire::{AgentInfo};
 use crate::view::wire::{Node, OpenResult, Revision, TreeCursor, TreeResult};
 use crate::view::wire::{Dropped, Forked, Reattached, Repair, Salvaged, TornTail, Written};
-use crate::core::tree::NodeIdx;
-use crate::dialect::pi::Tree;
+use crate::core::describe::Describe;
+use crate::core::source::LineSource;
+use crate::core::tree::{NodeIdx, Tree};
 use crate::dialect::pi::format::EntryId;
-use crate::dialect::pi::preview;
-use crate::dialect::pi::render::LineSource;
 use crate::js::jsstr;
 use crate::session::activity::Agent;
+use crate::session::opened::Opened;
 use crate::session::owner::{self, Session};
 use crate::storage::{lines, writer};
 
@@ -25,40 +25,46 @@ pub fn revision(r: owner::Revision) -> Revision {
     }
 }
 
-fn id(tree: &Tree, n: NodeIdx) -> String {
+fn id<E: Describe>(tree: &Tree<E>, n: NodeIdx) -> String {
     // A copy of the text, not `to_string` through the formatting machinery: every
     // `didChange` names all the leaves.
-    tree.node(n).entry.id.as_str().to_owned()
+    tree.node(n).entry.id().as_str().to_owned()
 }
 
-/// The default leaf's id (the last entry in file order).
-pub fn leaf_id(tree: &Tree) -> Option<String> {
-    tree.default_leaf().map(|l| id(tree, l))
+/// The default leaf's id ([`Describe::default_leaf`]: pi's last entry in file order, the leaf
+/// `claude --resume` continues from).
+pub fn leaf_id<E: Describe>(tree: &Tree<E>) -> Option<String> {
+    E::default_leaf(tree).map(|l| id(tree, l))
 }
 
 /// Ids of all leaves, in file order.
-pub fn leaves(tree: &Tree) -> Vec<String> {
+pub fn leaves<E: Describe>(tree: &Tree<E>) -> Vec<String> {
     tree.leaves().map(|l| id(tree, l)).collect()
 }
 
 /// One node. Reads the entry's line (as `JSON.parse` does, [`jsstr::parse_value`]) for its
 /// preview and timestamp; a line that cannot be read gives an empty preview and a null timestamp
 /// rather than failing the whole answer.
-pub fn node(tree: &Tree, source: &dyn LineSource, n: NodeIdx, with_children: bool) -> Node {
+pub fn node<E: Describe>(
+    tree: &Tree<E>,
+    source: &dyn LineSource,
+    n: NodeIdx,
+    with_children: bool,
+) -> Node {
     let node = tree.node(n);
     let e = &node.entry;
     let line: Value = source
-        .line(e.span)
+        .line(e.span())
         .ok()
         .and_then(|l| jsstr::parse_value(&l).ok())
         .unwrap_or(Value::Null);
     Node {
-        id: e.id.to_string(),
+        id: e.id().to_string(),
         parent_id: node.parent.map(|p| id(tree, p)),
-        entry_type: e.kind.type_name().to_owned(),
-        role: e.kind.role().map(|r| r.as_str().to_owned()),
-        label: tree.label_of(e.id.as_str()).map(|l| l.text.to_string()),
-        preview: preview::entry_preview(&line),
+        entry_type: e.type_name().to_owned(),
+        role: e.role().map(str::to_owned),
+        label: tree.label_of(e.id().as_str()).map(|l| l.text.to_string()),
+        preview: e.preview_value(&line),
         timestamp: line.get("timestamp").cloned().unwrap_or(Value::Null),
         child_count: node.children.len(),
         children: with_children.then(|| node.children.iter().map(|&c| id(tree, c)).collect()),
@@ -67,24 +73,48 @@ pub fn node(tree: &Tree, source: &dyn LineSource, n: NodeIdx, with_children: boo
 
 /// `session/open`'s result for a freshly opened (or already open) session.
 pub fn open_result(session: &Session) -> OpenResult {
-    let tree = session.tree();
     let pending = session.is_pending();
-    let header = if pending {
-        Value::Null
-    } else {
-        jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null)
+    let (session_id, header, leaf_id, leaves, name) = match session.opened() {
+        Opened::Pi(s) => {
+            let tree = s.tree();
+            let header = if pending {
+                Value::Null
+            } else {
+                jsstr::parse_value(tree.header().raw.get().as_bytes()).unwrap_or(Value::Null)
+            };
+            let id = (!pending).then(|| tree.header().id.clone());
+            (
+                id,
+                header,
+                self::leaf_id(tree),
+                self::leaves(tree),
+                tree.name().map(str::to_owned),
+            )
+        }
+        Opened::Claude(s) => {
+            let tree = &s.tree;
+            let id = claude_session_id(session.path());
+            (
+                id,
+                Value::Null,
+                self::leaf_id(tree),
+                self::leaves(tree),
+                tree.name().map(str::to_owned),
+            )
+        }
     };
     OpenResult {
         path: session.path().to_owned(),
-        session_id: (!pending).then(|| tree.header().id.clone()),
+        format: session.dialect(),
+        session_id,
         pending,
         header,
-        leaf_id: leaf_id(tree),
-        leaves: leaves(tree),
-        entry_count: tree.len(),
-        name: tree.name().map(str::to_owned),
+        leaf_id,
+        leaves,
+        entry_count: session.len(),
+        name,
         torn_tail: session.torn_tail().map(torn_tail),
-        diagnostics: json!(tree.diagnostics()),
+        diagnostics: json!(session.opened().diagnostics()),
         revision: revision(session.revision()),
         live_mode: session.live_mode().as_str().to_owned(),
         agent: session.agent().as_ref().map(agent),
@@ -120,7 +150,20 @@ pub enum TreeStart {
 /// part left out continues, so the pages partition the nodes below the start: a node left
 /// out of a page is in exactly one of the pages `next` names.
 pub fn tree_page(session: &Session, start: TreeStart, depth: usize, limit: usize) -> TreeResult {
-    let tree = session.tree();
+    match session.opened() {
+        Opened::Pi(s) => tree_page_of(session, s.tree(), start, depth, limit),
+        Opened::Claude(s) => tree_page_of(session, &s.tree, start, depth, limit),
+    }
+}
+
+/// [`tree_page`] of `session`'s tree, `tree`.
+fn tree_page_of<E: Describe>(
+    session: &Session,
+    tree: &Tree<E>,
+    start: TreeStart,
+    depth: usize,
+    limit: usize,
+) -> TreeResult {
     let source = session.source();
     let (page, next) = tree_walk(tree, start, depth, limit);
     let nodes = page
@@ -141,8 +184,8 @@ pub fn tree_page(session: &Session, start: TreeStart, depth: usize, limit: usize
 
 /// The nodes of a page (each with whether all its children are in the page) and the cursors
 /// of what was left out. Iterative, so any depth is fine.
-fn tree_walk(
-    tree: &Tree,
+fn tree_walk<E: Describe>(
+    tree: &Tree<E>,
     start: TreeStart,
     depth: usize,
     limit: usize,
@@ -280,7 +323,7 @@ pub fn salvaged(s: &writer::Salvaged) -> Salvaged {
 
 /// `session/graph`'s result and `sessiond graph --json`: the whole graph `g` of `tree`.
 pub fn graph(
-    tree: &Tree,
+    tree: &crate::dialect::pi::Tree,
     g: &crate::view::graph::Graph,
     revision: Option<Revision>,
 ) -> super::wire::GraphResult {
@@ -291,7 +334,7 @@ pub fn graph(
 /// the header and legend lines and `contextEntryIds` on the first page; `nextOffset` names
 /// the row the next page starts at.
 pub fn graph_page(
-    tree: &Tree,
+    tree: &crate::dialect::pi::Tree,
     g: &crate::view::graph::Graph,
     rows: std::ops::Range<usize>,
     revision: Option<Revision>,
@@ -355,4 +398,10 @@ pub fn graph_page(
             .collect(),
         revision,
     }
+}
+
+/// A Claude Code transcript's session id: its file name (`<sessionId>.jsonl`), as Claude Code
+/// names the file after the session.
+pub fn claude_session_id(path: &std::path::Path) -> Option<String> {
+    path.file_stem().and_then(|s| s.to_str()).map(str::to_owned)
 }

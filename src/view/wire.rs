@@ -95,6 +95,8 @@ pub struct Node {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenResult {
+    /// The session's format: `pi` or `claude-code`.
+    pub format: crate::dialect::Dialect,
     /// Canonical session file path.
     pub path: PathBuf,
     /// The header's `id`; `None` while the session is pending.

@@ -14,3 +14,13 @@ pub use lines::Claude;
 pub type Tree = crate::core::tree::Tree<format::Entry>;
 /// A node of a Claude Code transcript's tree.
 pub type Node = crate::core::tree::Node<format::Entry>;
+
+/// The leaf a read without `--leaf` uses: the leaf `claude --resume` continues from.
+pub fn default_leaf(tree: &Tree) -> Option<crate::core::tree::NodeIdx> {
+    // The last non-sidechain tree line: what Claude Code resumes when no `last-prompt` names
+    // another (docs/claude-code.md §6.1).
+    tree.nodes()
+        .iter()
+        .rposition(|n| !n.entry.sidechain)
+        .map(|i| i as crate::core::tree::NodeIdx)
+}

@@ -6,10 +6,23 @@ use serde_json::Value;
 
 use crate::core::describe::Describe;
 use crate::core::preview::one_line;
+use crate::core::tree::NodeIdx;
+use crate::dialect::claude::Tree;
 use crate::dialect::claude::format::{Entry, Kind};
-use crate::js::jsstr;
 
 impl Describe for Entry {
+    fn type_name(&self) -> &str {
+        self.kind.type_name()
+    }
+
+    fn role(&self) -> Option<&str> {
+        match self.kind {
+            Kind::User { .. } => Some("user"),
+            Kind::Assistant { .. } => Some("assistant"),
+            _ => None,
+        }
+    }
+
     fn kind_name(&self) -> &str {
         match &self.kind {
             Kind::User {
@@ -34,10 +47,12 @@ impl Describe for Entry {
         self.sidechain
     }
 
-    fn preview(&self, line: &[u8]) -> String {
-        jsstr::parse_value(line)
-            .map(|v| line_preview(&v))
-            .unwrap_or_default()
+    fn preview_value(&self, line: &Value) -> String {
+        line_preview(line)
+    }
+
+    fn default_leaf(tree: &Tree) -> Option<NodeIdx> {
+        crate::dialect::claude::default_leaf(tree)
     }
 }
 

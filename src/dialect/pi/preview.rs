@@ -13,6 +13,14 @@ use crate::js::jsstr;
 /// pi's entries shown to a person: a message's role or the entry type, compactions, branch
 /// summaries and names as landmarks, and [`preview`] of the line.
 impl Describe for Entry {
+    fn type_name(&self) -> &str {
+        self.kind.type_name()
+    }
+
+    fn role(&self) -> Option<&str> {
+        self.kind.role().map(|r| r.as_str())
+    }
+
     fn kind_name(&self) -> &str {
         match &self.kind {
             EntryKind::Message(m) => m.role.as_str(),
@@ -29,8 +37,8 @@ impl Describe for Entry {
         )
     }
 
-    fn preview(&self, line: &[u8]) -> String {
-        preview(line)
+    fn preview_value(&self, line: &Value) -> String {
+        entry_preview(line)
     }
 }
 

@@ -25,9 +25,27 @@ use crate::storage::lock::{self, LockError};
 use crate::storage::reader::{self, FileLines, FileStamp, OpenedSession};
 use crate::storage::tail;
 
-/// Opens a session for writing: a strict read (corruption refuses with `Corrupt`).
+/// Opens a session for writing: a strict read (corruption refuses with `Corrupt`) of a pi
+/// session; a file of a format sessiond only reads is refused with `UnsupportedForFormat`.
 pub fn open_for_write(path: &Path) -> Result<OpenedSession<Pi>, WriteError> {
+    require_writable(path)?;
     reader::open_session::<Pi>(path, Mode::Strict).map_err(WriteError::from_open)
+}
+
+/// Refuses a file whose format sessiond reads but never writes (a Claude Code transcript,
+/// [`Dialect::writable`]) with `UnsupportedForFormat`, before anything else is looked at.
+/// Errors: that, or the sniff's own (`Io`, `NotAFile`, an unknown format as `Corrupt`).
+pub fn require_writable(path: &Path) -> Result<(), WriteError> {
+    let file = reader::open_regular(path).map_err(WriteError::from_open)?;
+    let dialect = reader::sniff_file(path, &file).map_err(WriteError::from_open)?;
+    if dialect.writable() {
+        Ok(())
+    } else {
+        Err(WriteError::UnsupportedForFormat {
+            path: path.to_owned(),
+            format: dialect,
+        })
+    }
 }
 
 /// One change to append to a session.

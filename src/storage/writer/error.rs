@@ -16,6 +16,19 @@ use crate::storage::reader::OpenError;
 /// Why a write was refused or failed. Session paths are named in every message.
 #[derive(Debug, Error)]
 pub enum WriteError {
+    /// The session's format is read only (a Claude Code transcript): nothing is written.
+    #[error(
+        "{}: a {} session (format {}) is read only: sessiond does not write to it",
+        path.display(),
+        format.agent(),
+        format.as_str()
+    )]
+    UnsupportedForFormat {
+        /// The session file.
+        path: PathBuf,
+        /// The session's format.
+        format: crate::dialect::Dialect,
+    },
     /// The session file could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
@@ -146,6 +159,7 @@ impl WriteError {
             WriteError::Reserved { .. } => "reserved",
             WriteError::Exists { .. } => "exists",
             WriteError::InvalidSessionId { .. } => "invalidSessionId",
+            WriteError::UnsupportedForFormat { .. } => "unsupportedForFormat",
         }
     }
 

@@ -76,7 +76,8 @@ pub mod repair;
 
 pub use crate::dialect::pi::salvage::{Dropped, Reattached};
 pub use append::{
-    Change, Expected, Written, check_expected_leaf, open_for_write, write_entry, write_prebuilt,
+    Change, Expected, Written, check_expected_leaf, open_for_write, require_writable, write_entry,
+    write_prebuilt,
 };
 pub use error::WriteError;
 pub use new_file::{ForkRequest, Forked, Salvaged, fork, salvage};

@@ -184,6 +184,7 @@ pub fn salvage(
     target_dir: Option<&Path>,
     reservations: &Reservations,
 ) -> Result<Salvaged, WriteError> {
+    super::append::require_writable(path)?;
     let session = reader::open_session::<Pi>(path, Mode::Lenient).map_err(WriteError::from_open)?;
     let tree = &session.tree;
     let source = FileLines::open(path).map_err(WriteError::io(path))?;
