@@ -8,7 +8,11 @@ use std::path::Path;
 fn modules(dir: &Path, out: &mut Vec<String>) {
     for entry in std::fs::read_dir(dir).expect("src is readable") {
         let path = entry.expect("entry").path();
-        let name = path.file_stem().and_then(|s| s.to_str()).unwrap().to_owned();
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap()
+            .to_owned();
         if path.is_dir() {
             out.push(name);
             modules(&path, out);

@@ -38,7 +38,7 @@ fn help_and_readme_print_the_one_exit_code_table() {
     let all = exit_codes(&[]);
     assert_eq!(
         codes(&all),
-        ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"],
+        ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"],
         "{all}"
     );
     let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
@@ -49,19 +49,22 @@ fn help_and_readme_print_the_one_exit_code_table() {
     // Each command lists the codes it can end with, worded for it: only the writes that take
     // --expected-leaf mention it; only compact has 5 and 6; only serve has 1.
     let want: &[(&[&str], &[&str])] = &[
-        (&["context"], &["0", "2", "3", "7"]),
-        (&["tree"], &["0", "2", "3", "7"]),
-        (&["explain"], &["0", "2", "3", "7"]),
+        (&["context"], &["0", "2", "3", "7", "10"]),
+        (&["tree"], &["0", "2", "3", "7", "10"]),
+        (&["explain"], &["0", "2", "3", "7", "10"]),
         (&["check"], &["0", "2", "3", "7"]),
-        (&["fork"], &["0", "2", "3", "4", "7"]),
-        (&["salvage"], &["0", "2", "3", "4", "7"]),
-        (&["label"], &["0", "2", "3", "4", "7"]),
-        (&["name"], &["0", "2", "3", "4", "7"]),
-        (&["branch"], &["0", "2", "3", "4", "7"]),
-        (&["append"], &["0", "2", "3", "4", "7"]),
-        (&["compact"], &["0", "2", "3", "4", "5", "6", "7", "9"]),
-        (&["verify"], &["0", "2", "3", "7", "8"]),
-        (&["export"], &["0", "2", "3", "7"]),
+        (&["fork"], &["0", "2", "3", "4", "7", "10"]),
+        (&["salvage"], &["0", "2", "3", "4", "7", "10"]),
+        (&["label"], &["0", "2", "3", "4", "7", "10"]),
+        (&["name"], &["0", "2", "3", "4", "7", "10"]),
+        (&["branch"], &["0", "2", "3", "4", "7", "10"]),
+        (&["append"], &["0", "2", "3", "4", "7", "10"]),
+        (
+            &["compact"],
+            &["0", "2", "3", "4", "5", "6", "7", "9", "10"],
+        ),
+        (&["verify"], &["0", "2", "3", "7", "8", "10"]),
+        (&["export"], &["0", "2", "3", "7", "10"]),
         (&["search"], &["0", "2"]),
         (&["serve"], &["0", "1"]),
         (&["completions"], &["0", "2"]),
@@ -717,7 +720,7 @@ fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
         assert_eq!(report["salvageable"], json!(false), "{report}");
         let message = report["message"].as_str().unwrap_or_default();
         if *kind == "missingHeader" {
-            assert!(message.starts_with("not a pi session: line 1"), "{message}");
+            assert!(message.starts_with("not a session: line 1"), "{message}");
         }
         for args in [vec!["context", file], vec!["salvage", file]] {
             let output = sessiond(&args);

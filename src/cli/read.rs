@@ -544,10 +544,14 @@ where
         return Ok(Exit::Ok);
     }
     let leaves = tree.leaves().count();
+    let agent = match head.format {
+        // pi's sessions were the only ones for long: their first line is unchanged.
+        Dialect::Pi => String::new(),
+        other => format!("{} ", other.agent()),
+    };
     writeln!(
         out,
-        "{} session {}{} · {} · {}",
-        head.format.agent(),
+        "{agent}session {}{} · {} · {}",
         head.session_id.as_deref().unwrap_or("(no id)"),
         tree.name()
             .map_or(String::new(), |n| format!(" \"{}\"", one_line(n))),
@@ -619,7 +623,7 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
             let tree = &s.tree;
             let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
             let current = tree.default_leaf().map(id);
-            let mut checked = checked(file, d, &s);
+            let mut checked = checked(file, d, &s, "current leaf");
             // The file's last entry: what a write's --expected-leaf must name (pi's default
             // leaf, the same entry).
             checked.0["currentLeafId"] = json!(current);
@@ -630,7 +634,8 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
         }
         Dialect::Claude => {
             let s = reader::open_session::<Claude>(file, Mode::Strict)?;
-            let mut checked = checked(file, d, &s);
+            let mut checked = checked(file, d, &s, "resume leaf");
+            checked.1 = format!("Claude Code transcript · {}", checked.1);
             checked.0["bookkeepingLines"] = json!(s.tree.ext().asides().len());
             checked.0["sessionId"] = json!(convert::claude_session_id(file));
             exiting_with(s);
@@ -673,8 +678,13 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
 }
 
 /// `check`'s report of a file that read cleanly (perhaps with a torn tail), in any format:
-/// the JSON document and the text after `FILE: ok · `.
-fn checked<F: LineFormat>(file: &Path, format: Dialect, s: &OpenedSession<F>) -> (Value, String)
+/// the JSON document and the text after `FILE: ok · `, which calls the default leaf `leaf`.
+fn checked<F: LineFormat>(
+    file: &Path,
+    format: Dialect,
+    s: &OpenedSession<F>,
+    leaf: &str,
+) -> (Value, String)
 where
     F::Entry: Describe,
 {
@@ -696,8 +706,7 @@ where
         "tornTailAt": s.torn_tail.map(convert::torn_tail),
     });
     let text = format!(
-        "{} · {} · {} · default leaf {}{}",
-        format.agent(),
+        "{} · {} · {leaf} {}{}",
         crate::view::tree::count(tree.len(), "entry", "entries"),
         crate::view::tree::count(leaves, "leaf", "leaves"),
         default.unwrap_or("null (no entries)"),

@@ -515,7 +515,7 @@ impl<'a, 'v, F: LineFormat> Loader<'a, 'v, F> {
 
     /// The tree once every line is read. Without a header: `emptyFile` for a file that holds
     /// nothing yet, or only the unfinished start of a JSON object (a header pi is writing);
-    /// `missingHeader` ("not a pi session") for text or binary data without a newline.
+    /// `missingHeader` ("not a session") for text or binary data without a newline.
     fn finish(
         self,
         torn: Option<&TornTail>,
@@ -538,9 +538,9 @@ impl<'a, 'v, F: LineFormat> Loader<'a, 'v, F> {
                 Some(t) => (
                     CorruptionKind::MissingHeader,
                     format!(
-                        "not a {}: line {} is not a session header (it is not JSON)",
-                        F::NAME,
-                        t.line
+                        "not a session: line {} is not JSON (read as a {})",
+                        t.line,
+                        F::NAME
                     ),
                 ),
             };

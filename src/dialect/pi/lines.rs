@@ -220,7 +220,11 @@ fn resolve_v1_kept(tree: &mut Tree) {
     }
 }
 
-/// The message of a first line that is no session header.
+/// The message of a first line that is no session header (nor a line of another format
+/// sessiond reads: a file's format is told from its first line before pi reads it).
 pub fn not_a_session(line: u32, detail: &str) -> String {
-    format!("not a pi session: line {line} is not a session header ({detail})")
+    format!(
+        "not a session: line {line} is neither a pi session header nor a Claude Code transcript \
+         line ({detail})"
+    )
 }
