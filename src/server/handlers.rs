@@ -10,23 +10,26 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tower_lsp_server::jsonrpc::Result as RpcResult;
 
-use crate::server::Backend;
-use crate::view::convert::{self, TreeStart};
-use crate::server::error::RpcError;
-use crate::server::lossless;
-use crate::view::wire::{EntryResult, ListResult};
-use crate::server::params::{CloseParams, ContextAtParams, EntryParams, ExplainParams, ExportParams, FieldsParam, GraphParams, ListParams, OpenParams, SearchParams, TreeParams, VerifyResumeParams};
 use crate::core::tree::{Mode, NodeIdx};
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::explain;
 use crate::dialect::pi::projection;
 use crate::listing::{ListCache, Listed};
-use crate::view::context_json::{self, ContextJson, Fields, Window};
+use crate::server::Backend;
+use crate::server::error::RpcError;
+use crate::server::lossless;
+use crate::server::params::{
+    CloseParams, ContextAtParams, EntryParams, ExplainParams, ExportParams, FieldsParam,
+    GraphParams, ListParams, OpenParams, SearchParams, TreeParams, VerifyResumeParams,
+};
 use crate::session::SessionHandle;
 use crate::session::opened::PiSession;
 use crate::session::owner::Session;
 use crate::storage::list;
 use crate::storage::reader::{FileLines, OpenError, OpenedSession};
+use crate::view::context_json::{self, ContextJson, Fields, Window};
+use crate::view::convert::{self, TreeStart};
+use crate::view::wire::{EntryResult, ListResult};
 
 /// Default number of nodes in one `session/tree` answer.
 const TREE_LIMIT_DEFAULT: usize = 1000;

@@ -3,9 +3,6 @@
 
 use serde_json::{Value, json};
 
-use crate::view::wire::{AgentInfo};
-use crate::view::wire::{Node, OpenResult, Revision, TreeCursor, TreeResult};
-use crate::view::wire::{Dropped, Forked, Reattached, Repair, Salvaged, TornTail, Written};
 use crate::core::describe::Describe;
 use crate::core::source::LineSource;
 use crate::core::tree::{NodeIdx, Tree};
@@ -15,6 +12,9 @@ use crate::session::activity::Agent;
 use crate::session::opened::Opened;
 use crate::session::owner::{self, Session};
 use crate::storage::{lines, writer};
+use crate::view::wire::AgentInfo;
+use crate::view::wire::{Dropped, Forked, Reattached, Repair, Salvaged, TornTail, Written};
+use crate::view::wire::{Node, OpenResult, Revision, TreeCursor, TreeResult};
 
 /// The wire revision of a session.
 pub fn revision(r: owner::Revision) -> Revision {
@@ -339,8 +339,8 @@ pub fn graph_page(
     rows: std::ops::Range<usize>,
     revision: Option<Revision>,
 ) -> super::wire::GraphResult {
-    use crate::view::wire::{GraphLine, GraphNode, GraphRange, GraphResult};
     use crate::view::graph::NodeKind;
+    use crate::view::wire::{GraphLine, GraphNode, GraphRange, GraphResult};
     let opt = |n: Option<NodeIdx>| n.map(|n| id(tree, n));
     let end = rows.end.min(g.nodes.len());
     let start = rows.start.min(end);
