@@ -78,7 +78,43 @@ pub enum Kind {
         subtype: EcoString,
         /// A compact boundary's `logicalParentUuid`: the leaf it compacted.
         logical_parent: Option<EntryId>,
+        /// A compact boundary's preserved segment (`compactMetadata.preservedSegment` /
+        /// `preservedMessages`), when it names one.
+        preserved: Option<Box<Preserved>>,
     },
+}
+
+/// What a compact boundary kept verbatim (its `compactMetadata`, docs/claude-code.md §4): the
+/// lines Claude Code 2.1.197 re-links under the compaction summary when it loads the file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Preserved {
+    /// `preservedSegment {headUuid, anchorUuid, tailUuid}`, when it is an object.
+    pub segment: Option<Segment>,
+    /// `preservedMessages {anchorUuid, uuids}`, when it is an object (it wins over the walk of
+    /// `segment`, *source* `zsm`).
+    pub messages: Option<PreservedMessages>,
+}
+
+/// `compactMetadata.preservedSegment`: the preserved lines are the chain from `tail` up to
+/// `head`; `anchor` (the compaction summary) becomes the head's parent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Segment {
+    /// `headUuid`: the first preserved line.
+    pub head: Option<EntryId>,
+    /// `anchorUuid`: the line the head is re-linked under (the summary).
+    pub anchor: Option<EntryId>,
+    /// `tailUuid`: the last preserved line.
+    pub tail: Option<EntryId>,
+}
+
+/// `compactMetadata.preservedMessages`: the preserved lines by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PreservedMessages {
+    /// `anchorUuid`.
+    pub anchor: Option<EntryId>,
+    /// `uuids`, in order (`None` when it is not an array of strings: such a list names no line
+    /// of the file, which disables the re-link).
+    pub uuids: Option<Vec<EntryId>>,
 }
 
 impl Kind {
@@ -152,7 +188,8 @@ struct Probe<'a> {
     is_compact_summary: Option<&'a RawValue>,
     #[serde(rename = "isApiErrorMessage", borrow)]
     is_api_error: Option<&'a RawValue>,
-    #[serde(rename = "leafUuid", borrow)]
+    /// Kept as written, `null` included (an explicit `null` clears the leaf).
+    #[serde(rename = "leafUuid", borrow, default, deserialize_with = "raw_or_null")]
     leaf_uuid: Option<&'a RawValue>,
     #[serde(borrow)]
     explicit: Option<&'a RawValue>,
@@ -160,6 +197,30 @@ struct Probe<'a> {
     message: Option<&'a RawValue>,
     #[serde(borrow)]
     attachment: Option<&'a RawValue>,
+    #[serde(rename = "compactMetadata", borrow)]
+    compact_metadata: Option<&'a RawValue>,
+}
+
+/// `compactMetadata` of a compact boundary: the preserved segment only.
+#[derive(Deserialize)]
+struct CompactMetadataProbe<'a> {
+    #[serde(rename = "preservedSegment", borrow)]
+    preserved_segment: Option<&'a RawValue>,
+    #[serde(rename = "preservedMessages", borrow)]
+    preserved_messages: Option<&'a RawValue>,
+}
+
+/// `preservedSegment` and `preservedMessages` (each reads the keys it has).
+#[derive(Deserialize)]
+struct PreservedProbe<'a> {
+    #[serde(rename = "headUuid", borrow)]
+    head: Option<&'a RawValue>,
+    #[serde(rename = "anchorUuid", borrow)]
+    anchor: Option<&'a RawValue>,
+    #[serde(rename = "tailUuid", borrow)]
+    tail: Option<&'a RawValue>,
+    #[serde(borrow)]
+    uuids: Option<&'a RawValue>,
 }
 
 /// `message` of a tree line: what the probe needs of it.
@@ -293,6 +354,7 @@ fn from_probe(p: &Probe<'_>, span: LineSpan) -> Result<Line, LineProblem> {
                 .map(Into::into)
                 .unwrap_or_default(),
             logical_parent: id_of(p.logical_parent_uuid),
+            preserved: p.compact_metadata.and_then(preserved_of),
         },
     };
     Ok(Line::Entry(Entry {
@@ -305,6 +367,37 @@ fn from_probe(p: &Probe<'_>, span: LineSpan) -> Result<Line, LineProblem> {
     }))
 }
 
+/// The preserved segment a `compactMetadata` names: `preservedSegment` and `preservedMessages`
+/// count when they are objects (JavaScript truthiness); `None` when neither is.
+fn preserved_of(meta: &RawValue) -> Option<Box<Preserved>> {
+    let meta = serde_json::from_str::<CompactMetadataProbe<'_>>(meta.get()).ok()?;
+    fn object(raw: Option<&RawValue>) -> Option<PreservedProbe<'_>> {
+        raw.filter(|r| r.get().starts_with('{'))
+            .and_then(|r| serde_json::from_str::<PreservedProbe<'_>>(r.get()).ok())
+    }
+    let segment = object(meta.preserved_segment).map(|s| Segment {
+        head: id_of(s.head),
+        anchor: id_of(s.anchor),
+        tail: id_of(s.tail),
+    });
+    let messages = object(meta.preserved_messages).map(|m| PreservedMessages {
+        anchor: id_of(m.anchor),
+        uuids: match m.uuids {
+            None => Some(Vec::new()),
+            Some(raw) if raw.get() == "null" => Some(Vec::new()),
+            Some(raw) => serde_json::from_str::<Vec<&RawValue>>(raw.get())
+                .ok()
+                .and_then(|items| {
+                    items
+                        .into_iter()
+                        .map(|r| raw_str(r).map(EntryId::new))
+                        .collect::<Option<Vec<_>>>()
+                }),
+        },
+    });
+    (segment.is_some() || messages.is_some()).then(|| Box::new(Preserved { segment, messages }))
+}
+
 /// The `type` of each block of a content array (none for a string content).
 fn blocks(content: &RawValue) -> Vec<EcoString> {
     serde_json::from_str::<Vec<BlockProbe<'_>>>(content.get())
@@ -314,6 +407,11 @@ fn blocks(content: &RawValue) -> Vec<EcoString> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A present field's raw value, `null` included (serde reads `null` as `None` otherwise).
+fn raw_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
 /// A string value's text as `JSON.parse` reads it.
@@ -388,6 +486,26 @@ mod tests {
             panic!("last-prompt")
         };
         assert_eq!(a.leaf_uuid.as_ref().map(EntryId::as_str), Some("a1"));
+        let cleared = br#"{"type":"last-prompt","leafUuid":null,"explicit":true}"#;
+        let Ok(Line::Aside(a)) = parse_line(cleared, span()) else {
+            panic!("last-prompt")
+        };
+        assert!(a.leaf_cleared && a.explicit && a.leaf_uuid.is_none());
+        let boundary = br#"{"type":"system","subtype":"compact_boundary","uuid":"b","parentUuid":null,"compactMetadata":{"preservedSegment":{"headUuid":"h","anchorUuid":"s","tailUuid":"t"},"preservedMessages":{"anchorUuid":"s","uuids":["h",1]}}}"#;
+        let Ok(Line::Entry(e)) = parse_line(boundary, span()) else {
+            panic!("boundary")
+        };
+        let Kind::System {
+            preserved: Some(p), ..
+        } = e.kind
+        else {
+            panic!("preserved segment")
+        };
+        assert_eq!(
+            p.segment.as_ref().and_then(|s| s.tail.clone()),
+            Some(EntryId::new("t"))
+        );
+        assert_eq!(p.messages.as_ref().map(|m| m.uuids.is_none()), Some(true));
         let progress = br#"{"type":"progress","uuid":"p1","parentUuid":"a1"}"#;
         let Ok(Line::Aside(a)) = parse_line(progress, span()) else {
             panic!("progress")

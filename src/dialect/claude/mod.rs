@@ -4,9 +4,17 @@
 //! leaf `claude --resume` continues from, and what the model is sent at a leaf. Read only: sessiond
 //! never writes to a Claude Code transcript. Pure: no I/O.
 
+pub mod attachment;
+pub mod context;
+pub mod explain;
 pub mod format;
+pub mod leaf;
 pub mod lines;
+pub mod load;
 pub mod preview;
+
+#[cfg(test)]
+mod tests;
 
 pub use lines::Claude;
 
@@ -15,12 +23,8 @@ pub type Tree = crate::core::tree::Tree<format::Entry>;
 /// A node of a Claude Code transcript's tree.
 pub type Node = crate::core::tree::Node<format::Entry>;
 
-/// The leaf a read without `--leaf` uses: the leaf `claude --resume` continues from.
+/// The leaf a read without `--leaf` uses: the line `claude --resume` continues from (the
+/// parent of the first line a resume writes, [`leaf::ResumeLeaf::continues_after`]).
 pub fn default_leaf(tree: &Tree) -> Option<crate::core::tree::NodeIdx> {
-    // The last non-sidechain tree line: what Claude Code resumes when no `last-prompt` names
-    // another (docs/claude-code.md §6.1).
-    tree.nodes()
-        .iter()
-        .rposition(|n| !n.entry.sidechain)
-        .map(|i| i as crate::core::tree::NodeIdx)
+    leaf::resume_leaf(tree).map(|r| r.continues_after)
 }

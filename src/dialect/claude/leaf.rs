@@ -1,0 +1,161 @@
+//! The leaf `claude --resume ID` continues from, as Claude Code 2.1.197 resumes
+//! (docs/claude-code.md §6.1, *source* `rfe` + `UAe` + `Ksm`; every part confirmed by an
+//! experiment of §6.2): the last `last-prompt`'s `leafUuid` — unless the file's last tree line
+//! descends from it, then that last line; with no (valid) `last-prompt`, the last tree line;
+//! after a compaction with a preserved segment, the leaf messages of the re-linked tree.
+//! Timestamps only break a tie. Pure: no I/O.
+
+use std::collections::HashSet;
+
+use crate::core::tree::NodeIdx;
+use crate::dialect::claude::Tree;
+use crate::dialect::claude::load::{Loaded, Plan, size_read};
+
+/// Where a resume continues: the leaf message, and the line the resume's first new line hangs
+/// below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResumeLeaf {
+    /// The leaf message (a `user` or `assistant` line): whose context a resume continues.
+    pub leaf: NodeIdx,
+    /// The parent of the first line a resume writes (rule 4 of §6.1): the last line of the
+    /// leaf's loaded path — the last `attachment`/`system` line hanging below the leaf, when
+    /// there is one (after `/compact`, the agent listing below the command's output), else
+    /// the leaf. This is the line a session's default leaf should name.
+    pub continues_after: NodeIdx,
+}
+
+/// The leaf `claude --resume` continues from, as Claude Code 2.1.197 resumes (§6.1), on the
+/// file as the tree read it (its size, for the pruning of files over 5 MiB, is the end of the
+/// last line read: see [`resume_leaf_sized`]). `None` for a transcript without a message line,
+/// or whose leaf an interactive `/rewind` cleared.
+pub fn resume_leaf(tree: &Tree) -> Option<ResumeLeaf> {
+    resume_leaf_sized(tree, size_read(tree))
+}
+
+/// [`resume_leaf`] for a file of `size` bytes (as `stat` gives it: Claude Code prunes files
+/// over 5 MiB before it reads them, §7.1).
+pub fn resume_leaf_sized(tree: &Tree, size: u64) -> Option<ResumeLeaf> {
+    let loaded = Loaded::new(
+        tree,
+        Plan {
+            size,
+            relink: true,
+            prune: true,
+        },
+    );
+    let leaf = chosen_leaf(&loaded)?;
+    let path = loaded.path(leaf);
+    Some(ResumeLeaf {
+        leaf,
+        continues_after: path.last().copied().unwrap_or(leaf),
+    })
+}
+
+/// `UAe`: the newest (by timestamp) non-sidechain `user`/`assistant` line among the candidates
+/// (one, except in a tie of rule 2), or, with no candidate and nothing cleared, the newest
+/// non-sidechain line.
+pub(crate) fn chosen_leaf(t: &Loaded<'_>) -> Option<NodeIdx> {
+    let cands = candidates(t);
+    let mut best: Option<(NodeIdx, i64)> = None;
+    for n in t.entries() {
+        let e = t.entry(n);
+        if !cands.contains(&n) || e.sidechain || !e.kind.is_message() {
+            continue;
+        }
+        if let Some(ms) = e.time_ms.ms()
+            && best.is_none_or(|(_, b)| ms > b)
+        {
+            best = Some((n, ms));
+        }
+    }
+    if best.is_none() && cands.is_empty() && !t.cleared {
+        for n in t.entries() {
+            let e = t.entry(n);
+            if e.sidechain {
+                continue;
+            }
+            if let Some(ms) = e.time_ms.ms()
+                && best.is_none_or(|(_, b)| ms > b)
+            {
+                best = Some((n, ms));
+            }
+        }
+    }
+    best.map(|(n, _)| n)
+}
+
+/// `rfe`'s candidate leaves (rules 1–2 of §6.1).
+fn candidates(t: &Loaded<'_>) -> Vec<NodeIdx> {
+    if t.cleared {
+        return Vec::new();
+    }
+    let l = t.prompt_leaf.as_ref().and_then(|l| t.get(l.as_str()));
+    let o = t.last_line.as_ref().and_then(|o| t.get(o.as_str()));
+    let explicit_ok = t.explicit && l.is_some_and(|l| !t.entry(l).sidechain);
+    if t.tail.is_none() || explicit_ok {
+        let mut start = l;
+        if let (Some(ln), false, Some(on)) = (l, t.explicit, o)
+            && on != ln
+            && descends(t, on, ln)
+        {
+            // A non-explicit last-prompt leaf that the last line descends from gives way to it.
+            start = Some(on);
+        }
+        if t.tail.is_none() && start.is_none() {
+            start = o;
+        }
+        if let Some(m) = start.and_then(|s| t.nearest_message(s)) {
+            return vec![m];
+        }
+    }
+    // Rule 2: the leaf messages of the (re-linked) tree.
+    let mut parents: HashSet<&str> = HashSet::new();
+    let mut message_parents: HashSet<&str> = HashSet::new();
+    for n in t.entries() {
+        if let Some(p) = t.parent_id(n) {
+            parents.insert(p.as_str());
+            if t.entry(n).kind.is_message() {
+                message_parents.insert(p.as_str());
+            }
+        }
+    }
+    let mut leaves: Vec<NodeIdx> = Vec::new();
+    let mut listed = HashSet::new();
+    for n in t.entries() {
+        if parents.contains(t.entry(n).id.as_str()) {
+            continue;
+        }
+        if let Some(m) = t.nearest_message(n)
+            && !message_parents.contains(t.entry(m).id.as_str())
+            && listed.insert(m)
+        {
+            leaves.push(m);
+        }
+    }
+    if leaves.len() > 1 {
+        let ne = match l {
+            Some(l) if listed.contains(&l) => Some(l),
+            _ => o,
+        };
+        if let Some(m) = ne.and_then(|s| t.nearest_message(s)) {
+            return vec![m];
+        }
+    }
+    leaves
+}
+
+/// Whether walking parents from `from` reaches `to` (stops at a loop or a broken chain).
+fn descends(t: &Loaded<'_>, from: NodeIdx, to: NodeIdx) -> bool {
+    let mut seen = HashSet::new();
+    let mut cur = Some(from);
+    while let Some(c) = cur {
+        if c == to {
+            return true;
+        }
+        if !seen.insert(c) {
+            return false;
+        }
+        cur = t.parent(c);
+    }
+    false
+}
