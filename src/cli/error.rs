@@ -305,6 +305,15 @@ pub enum CliError {
         /// The command refused (`label`, `compact`, `export`, ...).
         operation: &'static str,
     },
+    /// A Claude Code transcript's context could not be computed at the leaf (a line of the path
+    /// cannot be read back or changed, or another line with its uuid replaces it).
+    #[error("{}: {detail}", path.display())]
+    Transcript {
+        /// The transcript.
+        path: PathBuf,
+        /// What went wrong, naming the line and the uuid.
+        detail: String,
+    },
     /// An argument's value is unusable (a file that cannot be read, text that is not JSON).
     #[error("{arg}: {detail}")]
     Argument {
@@ -348,6 +357,7 @@ impl CliError {
             CliError::Open(_)
             | CliError::UnknownEntry { .. }
             | CliError::Render { .. }
+            | CliError::Transcript { .. }
             | CliError::Compact(_)
             | CliError::Argument { .. }
             | CliError::Output(_)
@@ -422,6 +432,7 @@ impl CliError {
             }
             CliError::Open(OpenError::Io { .. })
             | CliError::Render { .. }
+            | CliError::Transcript { .. }
             | CliError::Compact(_)
             | CliError::Output(_)
             | CliError::Spool { .. } => "io",

@@ -34,6 +34,7 @@ pub mod list;
 pub mod read;
 pub mod search;
 pub mod shell;
+pub mod transcript;
 pub mod verify;
 pub mod write;
 

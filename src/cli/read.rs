@@ -31,15 +31,21 @@ use crate::view::tree::DefaultLeaf;
 /// `sessiond context`.
 #[derive(Debug, Args)]
 pub struct ContextArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// Leaf entry id (default: the last entry in the file).
+    /// Leaf entry id (default: pi's last entry; the leaf `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
-    /// Print `{messages, thinkingLevel, model}` as pi computes them, plus entryIds,
-    /// messageEntryIds, leafId, diagnostics and tornTail.
+    /// Print the context as JSON: pi's `{messages, thinkingLevel, model}` plus entryIds,
+    /// messageEntryIds, leafId, diagnostics and tornTail; for a Claude Code transcript the
+    /// `messages` Claude Code sends, with model, midConversationSystem, sendTime (what Claude
+    /// adds at send time), dropped and notRendered.
     #[arg(long)]
     pub json: bool,
+    /// Claude Code transcripts: the model the request goes to (attachments and thinking blocks
+    /// depend on it); default: the session's model.
+    #[arg(long)]
+    pub model: Option<String>,
     /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
     #[arg(long)]
     pub allow_corrupt: bool,
@@ -66,13 +72,16 @@ pub struct TreeArgs {
 /// `sessiond explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// The entry to explain.
+    /// The entry to explain (a Claude Code transcript's line without a uuid: `line:N`).
     pub entry_id: String,
-    /// Leaf entry id (default: the last entry in the file).
+    /// Leaf entry id (default: pi's last entry; the leaf `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
+    /// Claude Code transcripts: the model the request goes to; default: the session's.
+    #[arg(long)]
+    pub model: Option<String>,
     /// Print the explanation as JSON.
     #[arg(long)]
     pub json: bool,
@@ -207,6 +216,10 @@ fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeId
 
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
+    if dialect_of(&args.file)? == Dialect::Claude {
+        return super::transcript::context(out, args);
+    }
+    no_model(args.model.as_deref())?;
     if args.json
         && args.leaf.is_none()
         && let Some(exit) = context_json_written_ahead(out, args)?
@@ -595,8 +608,25 @@ fn current_leaf_line(tree: &Tree) -> String {
     }
 }
 
+/// `--model` is for Claude Code transcripts (pi's model is the session's own).
+fn no_model(model: Option<&str>) -> Result<(), CliError> {
+    match model {
+        None => Ok(()),
+        Some(_) => Err(CliError::Argument {
+            arg: "--model",
+            detail: "applies to Claude Code transcripts only: a pi session's model is the one \
+                     its path sets"
+                .to_owned(),
+        }),
+    }
+}
+
 /// Runs `sessiond explain`.
 pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
+    if dialect_of(&args.file)? == Dialect::Claude {
+        return super::transcript::explain(out, args);
+    }
+    no_model(args.model.as_deref())?;
     let Opened { session, .. } = open(&args.file, args.allow_corrupt, "explain")?;
     let file = args.file.as_path();
     let tree = &session.tree;

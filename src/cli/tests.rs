@@ -41,6 +41,7 @@ fn a_json_command_that_fails_mid_document_prints_only_the_error_document()
     let args = ContextArgs {
         file: file.clone(),
         leaf: None,
+        model: None,
         json: true,
         allow_corrupt: false,
     };
@@ -89,6 +90,7 @@ fn human_output_streams_and_the_error_goes_to_stderr_only() -> Result<(), Box<dy
     let args = ContextArgs {
         file: file.clone(),
         leaf: None,
+        model: None,
         json: false,
         allow_corrupt: false,
     };
@@ -118,6 +120,7 @@ fn context_document(
     let args = ContextArgs {
         file: file.to_owned(),
         leaf,
+        model: None,
         json: true,
         allow_corrupt,
     };

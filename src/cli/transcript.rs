@@ -1,0 +1,226 @@
+//! `context` and `explain` on a Claude Code transcript: what Claude Code sends the model at a
+//! leaf (`dialect::claude::context`), and what became of a line. The document shapes are the
+//! CLI's and the daemon's alike; the human output follows pi's (`cli::read`).
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::Sink;
+use super::error::{CliError, Exit};
+use super::read::{ContextArgs, ExplainArgs};
+use crate::core::preview::one_line;
+use crate::core::tree::{Mode, NodeIdx};
+use crate::dialect::claude::context::{self, Context, ContextOptions};
+use crate::dialect::claude::explain::{self, Target};
+use crate::dialect::claude::{self, Claude, Tree, preview};
+use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
+use crate::view::convert;
+use crate::view::tree::count;
+
+/// A transcript read for one command, with a reader of its lines.
+struct Read {
+    session: OpenedSession<Claude>,
+    lines: FileLines,
+}
+
+fn read(file: &Path, allow_corrupt: bool) -> Result<Read, CliError> {
+    let session = reader::open_session::<Claude>(file, Mode::allowing_corrupt(allow_corrupt))?;
+    let lines = FileLines::open(file)
+        .map(FileLines::read_ahead)
+        .map_err(|source| OpenError::Io {
+            path: file.to_owned(),
+            source,
+        })?;
+    Ok(Read { session, lines })
+}
+
+/// The leaf `--leaf` names, or the leaf `claude --resume` continues from. Errors:
+/// `UnknownEntry`, or `Argument` for a transcript without a leaf to continue.
+fn leaf(tree: &Tree, file: &Path, id: Option<&str>) -> Result<NodeIdx, CliError> {
+    match id {
+        Some(id) => tree.find(id).ok_or_else(|| CliError::UnknownEntry {
+            path: file.to_owned(),
+            id: id.to_owned(),
+            what: "leaf id",
+        }),
+        None => claude::default_leaf(tree).ok_or_else(|| CliError::Argument {
+            arg: "FILE",
+            detail: format!(
+                "{}: the transcript has no leaf Claude Code would continue from (no message \
+                 line, or an interactive /rewind cleared it); name one with --leaf",
+                file.display()
+            ),
+        }),
+    }
+}
+
+/// The options of the request the context is for (`--model`).
+fn options(model: Option<&str>) -> ContextOptions {
+    ContextOptions {
+        model: model.map(str::to_owned),
+        ..ContextOptions::default()
+    }
+}
+
+fn context_err(file: &Path) -> impl FnOnce(context::ContextError) -> CliError + '_ {
+    move |e| CliError::Transcript {
+        path: file.to_owned(),
+        detail: e.to_string(),
+    }
+}
+
+/// Runs `sessiond context` on a Claude Code transcript.
+pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
+    let file = args.file.as_path();
+    let Read { session, lines } = read(file, args.allow_corrupt)?;
+    let tree = &session.tree;
+    let leaf = leaf(tree, file, args.leaf.as_deref())?;
+    let ctx = context::context(tree, &lines, leaf, &options(args.model.as_deref()))
+        .map_err(context_err(file))?;
+    if args.json {
+        let doc = document(file, tree, &session, &ctx);
+        let out = out.final_text()?;
+        serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
+        writeln!(out)?;
+        return Ok(Exit::Ok);
+    }
+    let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
+    writeln!(
+        out,
+        "Claude Code session {} · leaf {} · {} · model {} · attachments as {}",
+        convert::claude_session_id(file).unwrap_or_default(),
+        id(ctx.leaf),
+        count(ctx.messages.len(), "message", "messages"),
+        ctx.model.as_deref().unwrap_or("(none)"),
+        if ctx.mid_conversation_system {
+            "system messages"
+        } else {
+            "<system-reminder> text"
+        },
+    )?;
+    for (i, (message, sources)) in ctx.messages.iter().zip(&ctx.sources).enumerate() {
+        let role = message.get("role").and_then(Value::as_str).unwrap_or("?");
+        let first = sources.first().map_or("", |&n| id(n));
+        let more = match sources.len() {
+            0 | 1 => String::new(),
+            n => format!(" +{}", n - 1),
+        };
+        writeln!(
+            out,
+            "{:>4} {first}{more} {role:<9} {}",
+            i + 1,
+            message_preview(message)
+        )?;
+    }
+    if !ctx.dropped.is_empty() {
+        writeln!(
+            out,
+            "{} of the path not sent (`sessiond explain FILE ID` says why each)",
+            count(ctx.dropped.len(), "line", "lines")
+        )?;
+    }
+    if !ctx.send_time.resume_appends.is_empty() {
+        writeln!(
+            out,
+            "a resume here would first write: {}",
+            serde_json::to_string(&ctx.send_time.resume_appends).unwrap_or_default()
+        )?;
+    }
+    if !ctx.not_rendered.is_empty() {
+        writeln!(
+            out,
+            "not rendered (Claude sends text for these that sessiond does not know): {}",
+            ctx.not_rendered.join(", ")
+        )?;
+    }
+    writeln!(
+        out,
+        "not in the file, added by Claude at send time: the userContext reminder and a \
+         cache_control marker (`--json`: sendTime)"
+    )?;
+    if let Some(t) = session.torn_tail {
+        writeln!(
+            out,
+            "torn tail: line {} (byte {}) is incomplete and left out",
+            t.line, t.offset
+        )?;
+    }
+    for d in tree.diagnostics() {
+        writeln!(out, "problem: {d}")?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// The context document of a transcript at a leaf (`context --json`).
+fn document(file: &Path, tree: &Tree, session: &OpenedSession<Claude>, ctx: &Context) -> Value {
+    let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
+    let dropped: Vec<Value> = ctx
+        .dropped
+        .iter()
+        .map(|(n, why)| json!({"id": id(*n), "line": tree.node(*n).entry.span.line, "why": why}))
+        .collect();
+    json!({
+        "format": "claude-code",
+        "sessionId": convert::claude_session_id(file),
+        "leafId": id(ctx.leaf),
+        "continuesAfterId": id(ctx.continues_after),
+        "messages": ctx.messages,
+        "entryIds": ctx.entry_ids,
+        "messageEntryIds": ctx.sources.iter().map(|s| s.iter().map(|&n| id(n)).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "model": ctx.model,
+        "midConversationSystem": ctx.mid_conversation_system,
+        "readAs": ctx.read_as,
+        "sendTime": ctx.send_time,
+        "notRendered": ctx.not_rendered,
+        "dropped": dropped,
+        "diagnostics": tree.diagnostics(),
+        "tornTail": session.torn_tail.map(convert::torn_tail),
+    })
+}
+
+/// A message in one line: its text, its blocks in a few words.
+fn message_preview(message: &Value) -> String {
+    let content = message.get("content");
+    let text = match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(_)) => {
+            let line = json!({"type": "user", "message": {"content": content}});
+            return preview::line_preview(&line);
+        }
+        _ => String::new(),
+    };
+    one_line(&text)
+}
+
+/// Runs `sessiond explain` on a Claude Code transcript: `ENTRY_ID` is a uuid, or `line:N` for
+/// any line (a bookkeeping line has no uuid).
+pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
+    let file = args.file.as_path();
+    let Read { session, lines } = read(file, args.allow_corrupt)?;
+    let tree = &session.tree;
+    let target = match args.entry_id.strip_prefix("line:").map(str::parse::<u32>) {
+        Some(Ok(line)) => Target::Line(line),
+        _ => Target::Node(tree.find(&args.entry_id).ok_or_else(|| CliError::UnknownEntry {
+            path: file.to_owned(),
+            id: args.entry_id.clone(),
+            what: "entry id (or line:N)",
+        })?),
+    };
+    let leaf = leaf(tree, file, args.leaf.as_deref())?;
+    let ex = explain::explain(tree, &lines, leaf, target, &options(args.model.as_deref()))
+        .map_err(|e| CliError::Transcript {
+            path: file.to_owned(),
+            detail: e.to_string(),
+        })?;
+    if args.json {
+        let mut doc = serde_json::to_value(&ex).map_err(io::Error::from)?;
+        doc["format"] = json!("claude-code");
+        serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{}", ex.text)?;
+    }
+    Ok(Exit::Ok)
+}
