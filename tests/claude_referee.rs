@@ -357,6 +357,31 @@ fn check_corpus(root: &Path, report: &mut Report) {
                 continue;
             }
         };
+        // The command a user runs says the same: `sessiond context FILE --leaf L --json`.
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sessiond"));
+        // Read as the library reads it here: leniently (the experiments damage files on purpose).
+        cmd.arg("context")
+            .arg(&path)
+            .args(["--leaf", leaf, "--json", "--allow-corrupt"]);
+        if let Some(model) = r["model"].as_str() {
+            cmd.args(["--model", model]);
+        }
+        let out = cmd.output().unwrap();
+        let doc = parse(&out.stdout);
+        report.check(
+            out.status.success()
+                && doc["messages"] == Value::Array(ctx.messages.clone())
+                && doc["midConversationSystem"]
+                    == Value::Bool(mid || subagent && ctx.mid_conversation_system),
+            format!("{what}: `sessiond context --leaf` gives the same document"),
+            || {
+                format!(
+                    ": exit {:?}, {}",
+                    out.status.code(),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            },
+        );
         let recorded: Vec<Value> = r["messages"].as_array().cloned().unwrap_or_default();
         let (want, applied) = normalize(&recorded, kind, &ctx.messages, subagent);
         for a in &applied {

@@ -744,7 +744,7 @@ fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(
         err.contains("invalidJson")
-            && err.contains("`sessiond salvage FILE` writes its readable entries"),
+            && err.contains("`sessiond salvage FILE` writes a pi session's readable entries"),
         "{err}"
     );
 }

@@ -148,7 +148,7 @@ impl Exit {
             (Exit::Error, Some(Salvage | Tool)) => "usage or I/O",
             (Exit::Corrupt, None) => "corrupt session file, or not a session (nothing written)",
             (Exit::Corrupt, Some(Read | Verify)) => {
-                "corrupt session file (--allow-corrupt reads it as pi does), or not a session"
+                "corrupt session file (--allow-corrupt reads it as its agent does), or not a session"
             }
             (Exit::Corrupt, Some(Check)) => {
                 "corrupt session file, or not a session: the report says where, and whether \
@@ -461,8 +461,8 @@ pub fn salvage_hint(corruption: Option<&Corruption>, by: Reporter) -> &'static s
         (Some(c), _) if !c.kind.salvageable() => "",
         (None, _) => "",
         (Some(_), Reporter::Read) => {
-            " (`sessiond salvage FILE` writes its readable entries to a new file; \
-             --allow-corrupt reads it as pi does)"
+            " (--allow-corrupt reads it as its agent does; `sessiond salvage FILE` writes a pi \
+             session's readable entries to a new file)"
         }
         (Some(_), Reporter::Write) => {
             " (nothing written; `sessiond salvage FILE` writes its readable entries to a new file)"

@@ -202,11 +202,14 @@ pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError
     let tree = &session.tree;
     let target = match args.entry_id.strip_prefix("line:").map(str::parse::<u32>) {
         Some(Ok(line)) => Target::Line(line),
-        _ => Target::Node(tree.find(&args.entry_id).ok_or_else(|| CliError::UnknownEntry {
-            path: file.to_owned(),
-            id: args.entry_id.clone(),
-            what: "entry id (or line:N)",
-        })?),
+        _ => Target::Node(
+            tree.find(&args.entry_id)
+                .ok_or_else(|| CliError::UnknownEntry {
+                    path: file.to_owned(),
+                    id: args.entry_id.clone(),
+                    what: "entry id (or line:N)",
+                })?,
+        ),
     };
     let leaf = leaf(tree, file, args.leaf.as_deref())?;
     let ex = explain::explain(tree, &lines, leaf, target, &options(args.model.as_deref()))

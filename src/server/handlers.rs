@@ -288,8 +288,12 @@ fn read_closed(
             source,
         })
     })?;
-    let session =
-        crate::storage::reader::open_session_from::<crate::dialect::pi::Pi>(path, read, Mode::Strict).map_err(open_err)?;
+    let session = crate::storage::reader::open_session_from::<crate::dialect::pi::Pi>(
+        path,
+        read,
+        Mode::Strict,
+    )
+    .map_err(open_err)?;
     Ok((session, FileLines::new(file)))
 }
 

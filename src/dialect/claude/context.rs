@@ -182,7 +182,8 @@ pub enum Dropped {
 pub struct Context {
     /// The leaf.
     pub leaf: NodeIdx,
-    /// The last line of the leaf's loaded path: the parent a continuation's first line takes.
+    /// The last line of the leaf's loaded path that the resume filters keep: the parent a
+    /// continuation's first line takes.
     pub continues_after: NodeIdx,
     /// Exactly the `messages` Claude Code sends, minus what it adds at send time. Strings hold
     /// lone surrogates as [`jsstr`] pairs: write them out through [`jsstr::restore_json`].
@@ -298,13 +299,15 @@ pub fn context(
         });
     };
     let path = loaded.path(leaf);
-    let continues_after = path.last().copied().unwrap_or(leaf);
     let mut run = Run::default();
     let mut items = Vec::with_capacity(path.len());
     for &n in &path {
         items.push(read_item(tree, source, n)?);
     }
     let items = run.resume_filters(&loaded, items);
+    // A resume's first line hangs below the last line the resume filters keep (experiment k3:
+    // a tool call killed before its result drops out).
+    let continues_after = items.last().map_or(leaf, |i| i.node);
     let resume_appends = resume_appends(&items);
     // My: the messages from the last compact boundary on.
     let items = match items.iter().rposition(|i| i.ty == Ty::System && i.boundary) {

@@ -55,6 +55,8 @@ pub enum Kind {
         compact_summary: bool,
         /// Its content holds a `tool_result` block.
         tool_result: bool,
+        /// The `tool_use_id`s its `tool_result` blocks answer (string ids only).
+        result_ids: Box<[EcoString]>,
     },
     /// An `assistant` line: one content block of a model response.
     Assistant {
@@ -64,6 +66,8 @@ pub enum Kind {
         model: Option<EcoString>,
         /// The type of its (first) content block: `text`, `thinking`, `tool_use`, ….
         block: Option<EcoString>,
+        /// The ids of its `tool_use` blocks (string ids only).
+        tool_use_ids: Box<[EcoString]>,
         /// `isApiErrorMessage: true`.
         api_error: bool,
     },
@@ -239,6 +243,10 @@ struct MessageProbe<'a> {
 struct BlockProbe<'a> {
     #[serde(rename = "type", borrow)]
     ty: Option<&'a RawValue>,
+    #[serde(borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(rename = "tool_use_id", borrow)]
+    tool_use_id: Option<&'a RawValue>,
 }
 
 /// `attachment`: its `type` only.
@@ -312,14 +320,21 @@ fn from_probe(p: &Probe<'_>, span: LineSpan) -> Result<Line, LineProblem> {
     let message = p
         .message
         .and_then(|raw| serde_json::from_str::<MessageProbe<'_>>(raw.get()).ok());
+    let content = message.as_ref().and_then(|m| m.content).map(blocks);
+    let content = content.as_deref().unwrap_or_default();
+    let ids = |ty: &str| -> Box<[EcoString]> {
+        content
+            .iter()
+            .filter(|b| b.ty == ty)
+            .filter_map(|b| b.id.clone())
+            .collect()
+    };
     let kind = match ty_name {
         "user" => Kind::User {
             meta: is_true(p.is_meta),
             compact_summary: is_true(p.is_compact_summary),
-            tool_result: message
-                .as_ref()
-                .and_then(|m| m.content)
-                .is_some_and(|c| blocks(c).iter().any(|b| b == "tool_result")),
+            tool_result: content.iter().any(|b| b.ty == "tool_result"),
+            result_ids: ids("tool_result"),
         },
         "assistant" => Kind::Assistant {
             message_id: message
@@ -332,10 +347,8 @@ fn from_probe(p: &Probe<'_>, span: LineSpan) -> Result<Line, LineProblem> {
                 .and_then(|m| m.model)
                 .and_then(raw_str)
                 .map(Into::into),
-            block: message
-                .as_ref()
-                .and_then(|m| m.content)
-                .and_then(|c| blocks(c).into_iter().next()),
+            block: content.first().map(|b| b.ty.clone()),
+            tool_use_ids: ids("tool_use"),
             api_error: is_true(p.is_api_error),
         },
         "attachment" => Kind::Attachment {
@@ -399,14 +412,32 @@ fn preserved_of(meta: &RawValue) -> Option<Box<Preserved>> {
 }
 
 /// The `type` of each block of a content array (none for a string content).
-fn blocks(content: &RawValue) -> Vec<EcoString> {
+fn blocks(content: &RawValue) -> Vec<Block> {
     serde_json::from_str::<Vec<BlockProbe<'_>>>(content.get())
         .map(|bs| {
             bs.iter()
-                .map(|b| b.ty.and_then(raw_str).map(Into::into).unwrap_or_default())
+                .map(|b| {
+                    let ty: EcoString = b.ty.and_then(raw_str).map(Into::into).unwrap_or_default();
+                    // A tool_use names itself by `id`, a tool_result the call it answers.
+                    let id = if ty == "tool_result" {
+                        b.tool_use_id
+                    } else {
+                        b.id
+                    };
+                    Block {
+                        id: id.and_then(raw_str).map(Into::into),
+                        ty,
+                    }
+                })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// A content block as the probe keeps it: its type and the tool call id it carries.
+struct Block {
+    ty: EcoString,
+    id: Option<EcoString>,
 }
 
 /// A present field's raw value, `null` included (serde reads `null` as `None` otherwise).

@@ -9,6 +9,8 @@ use std::collections::HashSet;
 
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
+use crate::dialect::claude::attachment::DROPPED_ON_LOAD;
+use crate::dialect::claude::format::Kind;
 use crate::dialect::claude::load::{Loaded, Plan, size_read};
 
 /// Where a resume continues: the leaf message, and the line the resume's first new line hangs
@@ -47,8 +49,74 @@ pub fn resume_leaf_sized(tree: &Tree, size: u64) -> Option<ResumeLeaf> {
     let path = loaded.path(leaf);
     Some(ResumeLeaf {
         leaf,
-        continues_after: path.last().copied().unwrap_or(leaf),
+        continues_after: last_kept(&loaded, &path).unwrap_or(leaf),
     })
+}
+
+/// The last line of `path` that the resume filters keep (§7.3; a resume's first line hangs
+/// below it, as experiment k3 showed: a tool call killed before its result drops out), as far
+/// as the tree's facts decide them: filter 2 (attachment types dropped on load), filter 4
+/// (`xyt`: an assistant line whose `tool_use` blocks all lack a `tool_result` on the path,
+/// when any call on the path lacks one) and filter 5 (`e6e`: a thinking line whose response
+/// has no other block on the path). Filters 1, 3 and 6 need the lines' text and are left to
+/// the context ([`crate::dialect::claude::context::Context::continues_after`]).
+fn last_kept(t: &Loaded<'_>, path: &[NodeIdx]) -> Option<NodeIdx> {
+    let mut results: HashSet<&str> = HashSet::new();
+    let mut uses = 0usize;
+    let mut real_responses: HashSet<&str> = HashSet::new();
+    for &n in path {
+        match &t.entry(n).kind {
+            Kind::User { result_ids, .. } => results.extend(result_ids.iter().map(|s| s.as_str())),
+            Kind::Assistant {
+                tool_use_ids,
+                message_id,
+                block,
+                ..
+            } => {
+                uses += tool_use_ids.len();
+                if let Some(id) = message_id.as_deref().filter(|id| !id.is_empty())
+                    && !block.as_deref().is_some_and(is_thinking)
+                {
+                    real_responses.insert(id);
+                }
+            }
+            _ => {}
+        }
+    }
+    let all_answered = uses == 0
+        || path.iter().all(|&n| match &t.entry(n).kind {
+            Kind::Assistant { tool_use_ids, .. } => {
+                tool_use_ids.iter().all(|id| results.contains(id.as_str()))
+            }
+            _ => true,
+        });
+    path.iter()
+        .rev()
+        .copied()
+        .find(|&n| match &t.entry(n).kind {
+            Kind::Attachment { attachment } => !DROPPED_ON_LOAD.contains(&attachment.as_str()),
+            Kind::Assistant {
+                tool_use_ids,
+                message_id,
+                block,
+                ..
+            } => {
+                let unanswered = !all_answered
+                    && !tool_use_ids.is_empty()
+                    && !tool_use_ids.iter().any(|id| results.contains(id.as_str()));
+                let orphan_thinking = block.as_deref().is_some_and(is_thinking)
+                    && !message_id
+                        .as_deref()
+                        .is_some_and(|id| real_responses.contains(id));
+                !unanswered && !orphan_thinking
+            }
+            _ => true,
+        })
+}
+
+/// A thinking block's type.
+fn is_thinking(block: &str) -> bool {
+    matches!(block, "thinking" | "redacted_thinking")
 }
 
 /// `UAe`: the newest (by timestamp) non-sidechain `user`/`assistant` line among the candidates
