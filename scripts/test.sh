@@ -14,7 +14,8 @@
 # * .tools/python: Neovim for the headless editor test (scripts/test-deps.sh: one already on PATH
 #   is used instead), .tools/live: the real pi agent and Node 22 for the live tests
 #   (scripts/live-deps.sh), .tools/vscode-host: Node 24, code-server and playwright-core for the
-#   extension in a real VS Code (scripts/vscode-host-deps.sh);
+#   extension in a real VS Code (scripts/vscode-host-deps.sh), .tools/claude: the Claude Code CLI
+#   for its referee (scripts/claude-deps.sh);
 # * editors/vscode/node_modules: the extension's npm dependencies; target/: cargo's builds.
 #
 # System-wide, and only with CI=true, SESSIOND_ALLOW_SYSTEM_INSTALL=1 or --allow-system-install
@@ -125,6 +126,14 @@ if bash scripts/live-deps.sh; then
   export SESSIOND_PI_DIR="$root/.tools/live"
 else
   not_run+=("the live pi tests (pi 1.6.0 and Node 22 could not be installed into .tools/live)")
+fi
+
+# The Claude Code referee (tests/claude_referee.rs) runs the real Claude Code CLI (a native
+# binary from npm, pinned by tests/claude/package.json) against a scripted Anthropic server.
+if bash scripts/claude-deps.sh; then
+  export SESSIOND_CLAUDE_BIN="$root/.tools/claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+else
+  not_run+=("the Claude Code referee (Claude Code could not be installed into .tools/claude)")
 fi
 
 # --- The suites -------------------------------------------------------------------------------
