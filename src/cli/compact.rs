@@ -116,6 +116,7 @@ enum Outcome {
 
 /// Runs `sessiond compact`, printing to `out`.
 pub fn run(out: &mut dyn Write, args: &CompactArgs) -> Result<Exit, CliError> {
+    super::read::require_pi(&args.file, "compact")?;
     let outcome = execute(args)?;
     match outcome {
         Outcome::Nothing(n, explained) if !args.json => print_nothing(out, args, n, explained)?,

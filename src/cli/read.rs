@@ -125,7 +125,7 @@ pub fn dialect_of(file: &Path) -> Result<Dialect, CliError> {
 }
 
 /// Refuses a file that is not a pi session for `operation` (a command built for pi only).
-fn require_pi(file: &Path, operation: &'static str) -> Result<(), CliError> {
+pub(crate) fn require_pi(file: &Path, operation: &'static str) -> Result<(), CliError> {
     match dialect_of(file)? {
         Dialect::Pi => Ok(()),
         format => Err(CliError::UnsupportedForFormat {
@@ -478,22 +478,39 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
                 .iter()
                 .map(|a| json!({"type": a.kind.as_str(), "line": a.span.line}))
                 .collect();
+            let subagent = crate::dialect::claude::subagent::agent_id(file).is_some();
             let leaf_line = match Describe::default_leaf(&session.tree) {
+                Some(n) if subagent => format!(
+                    "last line {}: a subagent's transcript is not resumed; the leaf read without \
+                     --leaf",
+                    session.tree.node(n).entry.id
+                ),
                 Some(n) => format!(
                     "resume leaf {}: the leaf `claude --resume` continues from, and the leaf read \
                      without --leaf",
                     session.tree.node(n).entry.id
                 ),
-                None => "no tree lines yet".to_owned(),
+                None => "no leaf to continue: no message line yet, or an interactive /rewind \
+                         cleared it"
+                    .to_owned(),
             };
+            let links = super::transcript::links(file, &session.tree);
+            let mut extra = links.json;
+            extra["bookkeeping"] = json!(bookkeeping);
+            let mut footer = links.lines;
+            footer.push(bookkeeping_line(asides));
             let head = TreeHead {
                 format: Dialect::Claude,
                 session_id: convert::claude_session_id(file),
                 header: Value::Null,
-                mark: "resume leaf",
+                mark: if subagent { "last line" } else { "resume leaf" },
                 leaf_line,
-                extra: json!({ "bookkeeping": bookkeeping }),
-                footer: bookkeeping_line(asides),
+                extra,
+                footer: footer
+                    .into_iter()
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
             };
             print_tree(out, args, &session, &lines, head)
         }

@@ -227,3 +227,99 @@ pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError
     }
     Ok(Exit::Ok)
 }
+
+/// How a transcript links to others: the parent whose `Agent` call started it (for a subagent's
+/// transcript), and the subagents it started. As JSON fields and as lines for a person.
+pub struct Links {
+    /// `{"subagentOf": …, "subagents": […]}`.
+    pub json: Value,
+    /// One line per link.
+    pub lines: Vec<String>,
+}
+
+/// The links of the transcript `file` (whose tree is `tree`): read from the subagents' metadata
+/// files beside it (docs/claude-code.md §5.3). A missing or unreadable metadata file or parent
+/// leaves that link out; it never fails the command.
+pub fn links(file: &Path, tree: &Tree) -> Links {
+    use crate::dialect::claude::subagent;
+    let meta_at = |path: &Path| {
+        subagent::meta_of(path)
+            .and_then(|m| std::fs::read(m).ok())
+            .and_then(|b| subagent::parse_meta(&b))
+            .unwrap_or_default()
+    };
+    let mut lines = Vec::new();
+    let mut parent_json = Value::Null;
+    if let (Some(agent), Some(parent)) = (subagent::agent_id(file), subagent::parent_of(file)) {
+        let meta = meta_at(file);
+        let call = meta.tool_use_id.clone().unwrap_or_default();
+        let line = reader::open_session::<Claude>(&parent, Mode::Lenient)
+            .ok()
+            .and_then(|p| {
+                subagent::tool_use_line(&p.tree, &call).map(|n| p.tree.node(n).entry.id.to_string())
+            });
+        lines.push(format!(
+            "subagent {agent}{} of session {}: started by tool_use {} ({})",
+            meta.description
+                .as_deref()
+                .map_or(String::new(), |d| format!(" ({})", one_line(d))),
+            convert::claude_session_id(&parent).unwrap_or_default(),
+            if call.is_empty() { "unknown" } else { &call },
+            line.as_deref()
+                .map_or("its line is not in the parent".to_owned(), |l| format!(
+                    "line {l} of the parent"
+                )),
+        ));
+        parent_json = json!({
+            "file": parent,
+            "agentId": agent,
+            "toolUseId": meta.tool_use_id,
+            "toolUseEntryId": line,
+            "description": meta.description,
+            "agentType": meta.agent_type,
+        });
+    }
+    let mut subagents = Vec::new();
+    if let Some(dir) = subagent::subagents_dir(file)
+        && let Ok(entries) = std::fs::read_dir(&dir)
+    {
+        let mut files: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| subagent::agent_id(p).is_some())
+            .collect();
+        files.sort();
+        for sub in files {
+            let meta = meta_at(&sub);
+            let line = meta
+                .tool_use_id
+                .as_deref()
+                .and_then(|id| subagent::tool_use_line(tree, id))
+                .map(|n| tree.node(n).entry.id.to_string());
+            lines.push(format!(
+                "subagent {}{}: started by {} — `sessiond tree {}`",
+                subagent::agent_id(&sub).unwrap_or_default(),
+                meta.description
+                    .as_deref()
+                    .map_or(String::new(), |d| format!(" ({})", one_line(d))),
+                line.as_deref()
+                    .map_or("a call not in this file".to_owned(), |l| format!(
+                        "line {l}"
+                    )),
+                sub.display(),
+            ));
+            subagents.push(json!({
+                "file": sub,
+                "agentId": subagent::agent_id(&sub),
+                "toolUseId": meta.tool_use_id,
+                "toolUseEntryId": line,
+                "description": meta.description,
+                "agentType": meta.agent_type,
+            }));
+        }
+    }
+    Links {
+        json: json!({"subagentOf": parent_json, "subagents": subagents}),
+        lines,
+    }
+}

@@ -164,6 +164,7 @@ fn options(o: &AppendOpts) -> WriteOptions {
 
 /// Runs `fork`.
 pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
+    super::read::require_pi(&args.file, "fork")?;
     let session = writer::open_for_write(&args.file)?;
     let forked = writer::fork(
         &args.file,
@@ -203,6 +204,7 @@ fn as_given<'a>(new: &'a Path, source: &Path, out: Option<&Path>) -> &'a Path {
 
 /// Runs `label`.
 pub fn label(out: &mut dyn Write, args: &LabelArgs) -> Result<Exit, CliError> {
+    super::read::require_pi(&args.file, "label")?;
     let change = Change::Label {
         target_id: &args.target_id,
         label: args.label.as_deref(),
@@ -212,6 +214,7 @@ pub fn label(out: &mut dyn Write, args: &LabelArgs) -> Result<Exit, CliError> {
 
 /// Runs `name`.
 pub fn name(out: &mut dyn Write, args: &NameArgs) -> Result<Exit, CliError> {
+    super::read::require_pi(&args.file, "name")?;
     let change = Change::SetName { name: &args.name };
     append_change(
         out,
@@ -225,6 +228,7 @@ pub fn name(out: &mut dyn Write, args: &NameArgs) -> Result<Exit, CliError> {
 
 /// Runs `branch`.
 pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> {
+    super::read::require_pi(&args.file, "branch")?;
     let details = args
         .details
         .as_deref()
@@ -251,6 +255,7 @@ pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> 
 
 /// Runs `append`.
 pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> {
+    super::read::require_pi(&args.file, "append")?;
     let parent = match args.parent.as_deref() {
         None => ParentChoice::Leaf,
         Some(p) => ParentChoice::Explicit(null_or(p)),
@@ -271,6 +276,7 @@ pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> 
 
 /// Runs `salvage`.
 pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError> {
+    super::read::require_pi(&args.file, "salvage")?;
     let salvaged = writer::salvage(&args.file, args.out.as_deref(), &Reservations::new())?;
     print(out, &convert::salvaged(&salvaged), args.json, |s| {
         let mut text = format!(

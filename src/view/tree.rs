@@ -66,10 +66,14 @@ pub fn print<E: Describe>(
         default_leaf,
         full,
     };
-    let (main, apart): (Vec<NodeIdx>, Vec<NodeIdx>) = tree
+    let (mut main, mut apart): (Vec<NodeIdx>, Vec<NodeIdx>) = tree
         .roots()
         .iter()
         .partition(|&&r| !tree.node(r).entry.apart());
+    if main.is_empty() {
+        // Every conversation stands apart (a subagent's own transcript): it is the main one.
+        std::mem::swap(&mut main, &mut apart);
+    }
     let mut folds = printer.forest(out, &main)?;
     if !apart.is_empty() {
         writeln!(

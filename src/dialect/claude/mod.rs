@@ -12,6 +12,7 @@ pub mod leaf;
 pub mod lines;
 pub mod load;
 pub mod preview;
+pub mod subagent;
 
 #[cfg(test)]
 mod tests;
@@ -24,7 +25,15 @@ pub type Tree = crate::core::tree::Tree<format::Entry>;
 pub type Node = crate::core::tree::Node<format::Entry>;
 
 /// The leaf a read without `--leaf` uses: the line `claude --resume` continues from (the
-/// parent of the first line a resume writes, [`leaf::ResumeLeaf::continues_after`]).
+/// parent of the first line a resume writes, [`leaf::ResumeLeaf::continues_after`]). A
+/// subagent's transcript (every line a sidechain), which no `--resume` continues, has its last
+/// line.
 pub fn default_leaf(tree: &Tree) -> Option<crate::core::tree::NodeIdx> {
-    leaf::resume_leaf(tree).map(|r| r.continues_after)
+    leaf::resume_leaf(tree)
+        .map(|r| r.continues_after)
+        .or_else(|| {
+            let all_sidechain = tree.nodes().iter().all(|n| n.entry.sidechain);
+            (all_sidechain && !tree.is_empty())
+                .then(|| (tree.len() - 1) as crate::core::tree::NodeIdx)
+        })
 }

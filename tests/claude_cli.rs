@@ -1,0 +1,217 @@
+//! The command line on Claude Code transcripts written by the real Claude Code 2.1.197
+//! (`tests/data/claude/real/`, copied from a run of `node tests/claude/corpus.mjs DIR`: see its
+//! README): `check`, `tree`, `context` and `explain` read them; every write and every command
+//! not built for them is refused with `unsupportedForFormat` (exit 10) and leaves the file as it
+//! was. What the model sees is held to Claude Code itself by `tests/claude_referee.rs`.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn real(name: &str) -> PathBuf {
+    repo().join("tests/data/claude/real").join(name)
+}
+
+fn sessiond(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(args)
+        .output()
+        .expect("sessiond runs")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON document ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn text_of(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The compacted transcript: two `/compact`s, a rewind branch, parallel tool calls.
+const RESUME_LEAF: &str = "ec228510-5a3b-4462-aad5-e3f6654df41b";
+
+#[test]
+fn check_names_the_format_and_the_leaf_claude_resumes() {
+    let file = real("compacted.jsonl");
+    let report = json_of(&sessiond(&["check", path(&file), "--json"]));
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["format"], "claude-code", "{report}");
+    assert_eq!(report["defaultLeafId"], RESUME_LEAF, "{report}");
+    assert_eq!(report["entryCount"], 62, "{report}");
+    assert_eq!(report["leafCount"], 5, "{report}");
+    assert!(report["bookkeepingLines"].as_u64().unwrap() > 0, "{report}");
+    let human = text_of(&sessiond(&["check", path(&file)]));
+    assert!(
+        human.contains("Claude Code transcript") && human.contains(RESUME_LEAF),
+        "{human}"
+    );
+}
+
+#[test]
+fn tree_marks_boundaries_the_resume_leaf_and_bookkeeping() {
+    let file = real("compacted.jsonl");
+    let human = text_of(&sessiond(&["tree", path(&file)]));
+    assert_eq!(human.matches("compact_boundary").count(), 2, "{human}");
+    assert!(
+        human.contains(&format!("{RESUME_LEAF} assistant")) && human.contains("◀ resume leaf"),
+        "{human}"
+    );
+    assert!(human.contains("bookkeeping lines"), "{human}");
+    let doc = json_of(&sessiond(&["tree", path(&file), "--json"]));
+    assert_eq!(doc["format"], "claude-code");
+    assert_eq!(doc["defaultLeafId"], RESUME_LEAF);
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), 62);
+    let kinds: Vec<&str> = doc["bookkeeping"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["type"].as_str())
+        .collect();
+    assert!(kinds.contains(&"last-prompt") && kinds.contains(&"queue-operation"));
+}
+
+#[test]
+fn a_subagent_links_to_the_tool_call_that_started_it_and_back() {
+    let parent = real("with-subagent.jsonl");
+    let sub = real("with-subagent/subagents/agent-a46c5597fd4041ded.jsonl");
+    let doc = json_of(&sessiond(&["tree", path(&parent), "--json"]));
+    let subagents = doc["subagents"].as_array().unwrap();
+    assert_eq!(subagents.len(), 1, "{doc}");
+    assert_eq!(subagents[0]["toolUseId"], "toolu_21_0");
+    let call = subagents[0]["toolUseEntryId"].as_str().unwrap();
+    let node = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == call)
+        .expect("the Agent call is a line of the parent");
+    assert!(
+        node["preview"].as_str().unwrap().starts_with("Agent("),
+        "{node}"
+    );
+    let back = json_of(&sessiond(&["tree", path(&sub), "--json"]));
+    assert_eq!(back["subagentOf"]["toolUseEntryId"], call, "{back}");
+    assert_eq!(
+        back["subagentOf"]["file"].as_str().map(PathBuf::from),
+        Some(parent)
+    );
+    // Its own transcript is its main conversation: the last line is the leaf read by default.
+    let human = text_of(&sessiond(&["tree", path(&sub)]));
+    assert!(!human.contains("apart from"), "{human}");
+    assert!(human.contains("◀ last line"), "{human}");
+}
+
+#[test]
+fn context_and_explain_speak_of_what_claude_sends() {
+    let file = real("compacted.jsonl");
+    let doc = json_of(&sessiond(&["context", path(&file), "--json"]));
+    assert_eq!(doc["format"], "claude-code");
+    assert_eq!(doc["leafId"], RESUME_LEAF);
+    let messages = doc["messages"].as_array().unwrap();
+    // After the second /compact: the summary opens the context.
+    let first = messages[0]["content"].as_str().unwrap_or_default();
+    assert!(
+        first.starts_with("This session is being continued"),
+        "{first}"
+    );
+    assert_eq!(doc["midConversationSystem"], true);
+    assert!(doc["sendTime"]["userContext"].is_string());
+    // A line before the last boundary, a bookkeeping line, and a line of the context.
+    let before = doc["dropped"].as_array().unwrap();
+    assert!(
+        before.is_empty() || before.iter().all(|d| d["why"]["kind"].is_string()),
+        "{doc}"
+    );
+    let first_prompt = "7c758304-dca2-4984-b8be-edfce669f4c5";
+    let ex = json_of(&sessiond(&["explain", path(&file), first_prompt, "--json"]));
+    assert_eq!(ex["inContext"], false);
+    assert_eq!(ex["reason"]["kind"], "beforeCompactBoundary", "{ex}");
+    let ex = json_of(&sessiond(&["explain", path(&file), "line:1", "--json"]));
+    assert_eq!(ex["reason"]["kind"], "bookkeeping", "{ex}");
+    let ex = json_of(&sessiond(&["explain", path(&file), RESUME_LEAF, "--json"]));
+    assert_eq!(ex["inContext"], true, "{ex}");
+    // --model is Claude's: a pi session refuses it.
+    let pi = repo().join("examples/pi-v3-branched.jsonl");
+    let out = sessiond(&["context", path(&pi), "--model", "m"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn writes_and_pi_only_commands_are_refused_and_nothing_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.jsonl");
+    std::fs::copy(real("compacted.jsonl"), &file).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let f = path(&file);
+    let refused: Vec<Vec<&str>> = vec![
+        vec!["label", f, RESUME_LEAF, "x", "--expected-leaf", RESUME_LEAF],
+        vec!["name", f, "x", "--expected-leaf", RESUME_LEAF],
+        vec![
+            "append",
+            f,
+            "--entry",
+            "{\"type\":\"custom\"}",
+            "--expected-leaf",
+            RESUME_LEAF,
+        ],
+        vec!["compact", f, "--expected-leaf", RESUME_LEAF],
+        vec!["fork", f, RESUME_LEAF],
+        vec!["salvage", f],
+        vec!["export", f],
+        vec!["graph", f],
+        vec!["verify", f],
+    ];
+    for args in refused {
+        let mut with_json = args.clone();
+        with_json.push("--json");
+        let out = sessiond(&with_json);
+        assert_eq!(out.status.code(), Some(10), "{args:?}: {out:?}");
+        let doc = json_of(&out);
+        assert_eq!(
+            doc["error"]["kind"], "unsupportedForFormat",
+            "{args:?}: {doc}"
+        );
+        assert_eq!(doc["error"]["format"], "claude-code", "{args:?}: {doc}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains("Claude Code"), "{message}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), before, "nothing was written");
+}
+
+#[test]
+fn a_file_of_no_format_sessiond_reads_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let codex = dir.path().join("rollout.jsonl");
+    std::fs::write(
+        &codex,
+        "{\"timestamp\":\"2026-12-04T00:00:00Z\",\"type\":\"session_meta\",\"payload\":{}}\n",
+    )
+    .unwrap();
+    let out = sessiond(&["check", path(&codex), "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    let doc = json_of(&out);
+    assert_eq!(doc["kind"], "unknownFormat", "{doc}");
+    assert!(doc["message"].as_str().unwrap().contains("Codex"), "{doc}");
+}
