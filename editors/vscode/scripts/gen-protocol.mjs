@@ -57,6 +57,7 @@ const DEF_NAMES = {
     agentActiveData: 'AgentActiveData',
     finding: 'VerifyFinding',
     modelFailedData: 'ModelFailedData',
+    unsupportedForFormatData: 'UnsupportedForFormatData',
 };
 
 const pascal = (s) => s.charAt(0).toUpperCase() + s.slice(1);

@@ -22,7 +22,8 @@ export type Diagnostic =
                   | 'invalidEntry'
                   | 'duplicateId'
                   | 'missingParent'
-                  | 'parentCycle';
+                  | 'parentCycle'
+                  | 'unknownFormat';
               /**
                * 1-based line of the corrupt spot
                */
@@ -155,7 +156,8 @@ export interface CorruptErrorData {
         | 'invalidEntry'
         | 'duplicateId'
         | 'missingParent'
-        | 'parentCycle';
+        | 'parentCycle'
+        | 'unknownFormat';
     line: number;
     offset: number;
     id?: string;
@@ -258,6 +260,15 @@ export interface ModelFailedData {
     provider?: string;
     status?: number;
 }
+export interface UnsupportedForFormatData {
+    path: string;
+    format: 'pi' | 'claude-code';
+    /**
+     * the refused method (or `write`)
+     */
+    operation: string;
+    [k: string]: unknown;
+}
 /**
  * The error member of every error response: a JSON-RPC error with one of these codes and, for sessiond's own codes (and -32601), data of the shape given per code.
  */
@@ -285,7 +296,8 @@ export interface RpcErrorObject {
         | -33017
         | -33018
         | -33019
-        | -33020;
+        | -33020
+        | -33021;
     /**
      * Names the problem, the file and the id, without a trailing period.
      */
@@ -753,7 +765,8 @@ export interface DidCorruptParams {
         | 'invalidEntry'
         | 'duplicateId'
         | 'missingParent'
-        | 'parentCycle';
+        | 'parentCycle'
+        | 'unknownFormat';
     line: number;
     offset: number;
     id?: string;
@@ -1232,6 +1245,10 @@ export interface OpenParams {
  * session/open result.
  */
 export interface OpenResult {
+    /**
+     * The session file's format: a pi session or a Claude Code transcript (read only).
+     */
+    format: 'pi' | 'claude-code';
     path: string;
     /**
      * the header's id; null while pending

@@ -24,6 +24,7 @@ function change(added: TreeNode[], leafId: string, leaves: string[], entryCount:
 }
 
 const open: OpenResult = {
+    format: 'pi',
     path: '/s.jsonl',
     sessionId: 's1',
     pending: false,
