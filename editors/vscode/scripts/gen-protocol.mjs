@@ -99,6 +99,43 @@ for (const file of files) {
     }
 }
 
+// A type whose properties include all of another named type's (three or more: two, such as
+// `path` and `id`, are a coincidence, not a kinship), the same and required alike, extends it
+// and lists only its own: compactReport within preparation, prepareCompaction's params within
+// compact's. The shared fields are then written, and documented, once.
+const isDeepStrictEqual = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+function extendsWhich(key, def) {
+    const props = def.properties;
+    if (!props || def.extends) return null;
+    const required = new Set(def.required ?? []);
+    let best = null;
+    for (const [baseKey, base] of Object.entries(defs)) {
+        const baseProps = base.properties;
+        if (baseKey === key || !baseProps || base.extends) continue;
+        const shared = Object.keys(baseProps);
+        if (shared.length < 3 || shared.length >= Object.keys(props).length) continue;
+        const baseRequired = new Set(base.required ?? []);
+        const fits = shared.every(
+            (p) => p in props && isDeepStrictEqual(props[p], baseProps[p]) && required.has(p) === baseRequired.has(p),
+        );
+        if (fits && base.additionalProperties === def.additionalProperties && shared.length > (best?.size ?? 0)) {
+            best = { baseKey, size: shared.length, shared: new Set(shared) };
+        }
+    }
+    return best;
+}
+for (const [key, def] of Object.entries(defs)) {
+    const base = extendsWhich(key, def);
+    if (!base) continue;
+    const own = (p) => !base.shared.has(p);
+    defs[key] = {
+        ...def,
+        extends: { $ref: `#/$defs/${base.baseKey}` },
+        properties: Object.fromEntries(Object.entries(def.properties).filter(([p]) => own(p))),
+        ...(def.required ? { required: def.required.filter(own) } : {}),
+    };
+}
+
 // Titles inside a schema would name nested types after them; only the types above get names.
 // Keys of `properties` are field names (a field may be called `title`), not keywords.
 function stripNestedTitles(schema, top) {
@@ -121,6 +158,44 @@ function stripNestedTitles(schema, top) {
     return out;
 }
 for (const key of Object.keys(defs)) defs[key] = stripNestedTitles(defs[key], true);
+
+/** Names and descriptions of the long enums written in more than one place, by their first value. */
+const ENUM_NAMES = {
+    emptyFile: ['CorruptionKind', 'What is wrong at a corrupt spot of a session file.'],
+};
+
+// A long enum the schemas write out in several places (the kinds of corruption: a diagnostic's,
+// an error's data, didCorrupt's) becomes one named type that each place refers to.
+function enumsIn(schema, seen) {
+    if (schema === null || typeof schema !== 'object') return;
+    if (Array.isArray(schema.enum) && schema.enum.length >= 4 && schema.enum.every((v) => typeof v === 'string')) {
+        const key = JSON.stringify(schema.enum);
+        seen.set(key, (seen.get(key) ?? 0) + 1);
+    }
+    for (const v of Object.values(schema)) enumsIn(v, seen);
+}
+const enumCounts = new Map();
+for (const def of Object.values(defs)) enumsIn(def, enumCounts);
+const sharedEnums = new Map();
+for (const [key, count] of enumCounts) {
+    if (count < 2) continue;
+    const values = JSON.parse(key);
+    const [name, description] = ENUM_NAMES[values[0]] ?? [];
+    if (!name) throw new Error(`the enum ${key} is written ${count} times; name it in ENUM_NAMES`);
+    sharedEnums.set(key, name);
+    defs[name] = { title: name, description, enum: values };
+}
+function referToSharedEnums(schema) {
+    if (Array.isArray(schema)) return schema.map(referToSharedEnums);
+    if (schema === null || typeof schema !== 'object') return schema;
+    const name = Array.isArray(schema.enum) ? sharedEnums.get(JSON.stringify(schema.enum)) : undefined;
+    if (name && schema.title !== name) {
+        const { enum: _values, ...rest } = schema;
+        return { ...rest, tsType: name };
+    }
+    return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, referToSharedEnums(v)]));
+}
+for (const key of Object.keys(defs)) defs[key] = referToSharedEnums(defs[key]);
 
 const body = await compile(combined, 'SessiondProtocol', {
     bannerComment: '',

@@ -13,17 +13,7 @@ export type Diagnostic =
     | {
           kind: 'corrupt';
           corruption: {
-              kind:
-                  | 'emptyFile'
-                  | 'missingHeader'
-                  | 'invalidHeader'
-                  | 'invalidJson'
-                  | 'notAnObject'
-                  | 'invalidEntry'
-                  | 'duplicateId'
-                  | 'missingParent'
-                  | 'parentCycle'
-                  | 'unknownFormat';
+              kind: CorruptionKind;
               /**
                * 1-based line of the corrupt spot
                */
@@ -108,6 +98,20 @@ export type PrepareCompactionResult = NothingToCompact | CompactionPreparation;
  * session/setName result.
  */
 export type SetNameResult = WriteResult;
+/**
+ * What is wrong at a corrupt spot of a session file.
+ */
+export type CorruptionKind =
+    | 'emptyFile'
+    | 'missingHeader'
+    | 'invalidHeader'
+    | 'invalidJson'
+    | 'notAnObject'
+    | 'invalidEntry'
+    | 'duplicateId'
+    | 'missingParent'
+    | 'parentCycle'
+    | 'unknownFormat';
 
 /**
  * LSP work-done progress, sent only under a workDoneToken the client passed (session/list, session/compact with a model summarizer): one begin, reports, one end.
@@ -147,17 +151,7 @@ export interface CorruptErrorData {
      * The session file (or directory) the error is about.
      */
     path: string;
-    kind:
-        | 'emptyFile'
-        | 'missingHeader'
-        | 'invalidHeader'
-        | 'invalidJson'
-        | 'notAnObject'
-        | 'invalidEntry'
-        | 'duplicateId'
-        | 'missingParent'
-        | 'parentCycle'
-        | 'unknownFormat';
+    kind: CorruptionKind;
     line: number;
     offset: number;
     id?: string;
@@ -481,41 +475,7 @@ export interface CompactReport {
     };
     revision: Revision;
 }
-export interface CompactionPreparation {
-    dryRun: boolean;
-    written: boolean;
-    /**
-     * The compaction entry's id (the id it would get, on a dry run).
-     */
-    entryId: string;
-    /**
-     * The leaf whose path is compacted: the entry's parent.
-     */
-    leafId: string;
-    firstKeptEntryId: string;
-    tokensBefore: number | null;
-    tokensAfter: number | null;
-    isSplitTurn: boolean;
-    /**
-     * The previous compaction's summary on the path, or null.
-     */
-    previousSummary: unknown;
-    messagesToSummarize: number;
-    turnPrefixMessages: number;
-    readFiles: string[];
-    modifiedFiles: string[];
-    keepRecentTokens: number | null;
-    summarySource: 'client' | 'embedded' | 'model';
-    summary: string;
-    fileOperations: string;
-    retention: Retention;
-    /**
-     * The compaction entry line as JSON.
-     */
-    entry: {
-        [k: string]: unknown;
-    };
-    revision: Revision;
+export interface CompactionPreparation extends CompactReport {
     /**
      * pi serializeConversation(convertToLlm(messagesToSummarize)).
      */
@@ -621,14 +581,8 @@ export interface CloseResult {
 /**
  * session/compact params.
  */
-export interface CompactParams {
-    /**
-     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root.
-     */
-    path: string;
-    leafId?: string | null;
+export interface CompactParams extends PrepareCompactionParams {
     expectedLeafId?: ExpectedLeafId;
-    keepRecentTokens?: number;
     /**
      * The client's summary, stored verbatim (default: the summarizer's). Excludes a model summarizer.
      */
@@ -665,13 +619,25 @@ export interface CompactParams {
      * LSP work-done token: a model summarizer reports `$/progress` under it (begin, reports while the answer streams, end).
      */
     workDoneToken?: string | number;
-    customInstructions?: string;
     requireRetention?: boolean;
     dryRun?: boolean;
     /**
      * write even while an agent works on the session (otherwise -33019); default false
      */
     force?: boolean;
+    [k: string]: unknown;
+}
+/**
+ * session/prepareCompaction params.
+ */
+export interface PrepareCompactionParams {
+    /**
+     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root.
+     */
+    path: string;
+    leafId?: string | null;
+    keepRecentTokens?: number;
+    customInstructions?: string;
     [k: string]: unknown;
 }
 /**
@@ -756,17 +722,7 @@ export interface DidChangeLiveModeParams {
  */
 export interface DidCorruptParams {
     path: string;
-    kind:
-        | 'emptyFile'
-        | 'missingHeader'
-        | 'invalidHeader'
-        | 'invalidJson'
-        | 'notAnObject'
-        | 'invalidEntry'
-        | 'duplicateId'
-        | 'missingParent'
-        | 'parentCycle'
-        | 'unknownFormat';
+    kind: CorruptionKind;
     line: number;
     offset: number;
     id?: string;
@@ -1283,19 +1239,6 @@ export interface OpenResult {
         command: string;
         evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
     };
-}
-/**
- * session/prepareCompaction params.
- */
-export interface PrepareCompactionParams {
-    /**
-     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root.
-     */
-    path: string;
-    leafId?: string | null;
-    keepRecentTokens?: number;
-    customInstructions?: string;
-    [k: string]: unknown;
 }
 /**
  * session/salvage params.
