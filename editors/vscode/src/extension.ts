@@ -471,6 +471,24 @@ export function activate(context: vscode.ExtensionContext): void {
         return { path: node.path, entryId: node.type === 'row' && (node.item.kind === 'entry' || node.item.kind === 'branch') ? node.item.id : undefined };
     }
 
+    /** The entry a command acts on; undefined (and the user told so) where none is selected. */
+    function entryTarget(n: Node | undefined, what: string): { path: string; entryId: EntryId } | undefined {
+        const t = target(n);
+        if (!t?.entryId) {
+            void vscode.window.showInformationMessage(`sessiond: ${what} needs an entry`);
+            return undefined;
+        }
+        return { path: t.path, entryId: t.entryId };
+    }
+
+    /** The session a command acts on and its leaf: the entry chosen in the view, else the session's active leaf. */
+    async function leafTarget(n: Node | undefined): Promise<{ path: string; model: SessionModel; leafId: EntryId | undefined } | undefined> {
+        const t = target(n);
+        if (!t) return undefined;
+        const model = await sessions.model(t.path);
+        return { path: t.path, model, leafId: t.entryId ?? model.activeLeafId ?? undefined };
+    }
+
     const command = (name: string, f: (n?: Node) => Promise<void>) =>
         context.subscriptions.push(
             vscode.commands.registerCommand(name, async (n?: Node) => {
@@ -614,11 +632,8 @@ export function activate(context: vscode.ExtensionContext): void {
     });
 
     command('sessiond.explain', async (n) => {
-        const t = target(n);
-        if (!t?.entryId) {
-            void vscode.window.showInformationMessage('sessiond: explain needs an entry');
-            return;
-        }
+        const t = entryTarget(n, 'explain');
+        if (!t) return;
         const model = await sessions.model(t.path);
         const client = await daemon.get();
         const leafId = model.activeLeafId ?? undefined;
@@ -627,12 +642,10 @@ export function activate(context: vscode.ExtensionContext): void {
     });
 
     command('sessiond.verify', async (n) => {
-        const t = target(n);
+        const t = await leafTarget(n);
         if (!t) return;
-        const model = await sessions.model(t.path);
         const client = await daemon.get();
-        // An entry chosen in the view is the leaf to verify; on a session row, its active leaf.
-        const leafId = t.entryId ?? model.activeLeafId ?? undefined;
+        const leafId = t.leafId;
         const report = await client.verifyResume(leafId ? { path: t.path, leafId } : { path: t.path });
         const picked = await vscode.window.showQuickPick(verifyItems(report), {
             title: `Verify Before Resuming: ${verifySummary(report)}`,
@@ -658,11 +671,8 @@ export function activate(context: vscode.ExtensionContext): void {
     });
 
     command('sessiond.fork', async (n) => {
-        const t = target(n);
-        if (!t?.entryId) {
-            void vscode.window.showInformationMessage('sessiond: fork needs an entry');
-            return;
-        }
+        const t = entryTarget(n, 'fork');
+        if (!t) return;
         const position = await vscode.window.showQuickPick(
             [
                 { label: 'At this entry', description: 'the new session ends with it', value: 'at' as const },
@@ -679,11 +689,8 @@ export function activate(context: vscode.ExtensionContext): void {
     });
 
     command('sessiond.label', async (n) => {
-        const t = target(n);
-        if (!t?.entryId) {
-            void vscode.window.showInformationMessage('sessiond: label needs an entry');
-            return;
-        }
+        const t = entryTarget(n, 'label');
+        if (!t) return;
         const model = await sessions.model(t.path);
         const text = await vscode.window.showInputBox({
             prompt: `Label for ${t.entryId} (empty removes it)`,
@@ -695,12 +702,11 @@ export function activate(context: vscode.ExtensionContext): void {
     });
 
     command('sessiond.compact', async (n) => {
-        const t = target(n);
+        const t = await leafTarget(n);
         if (!t) return;
-        const model = await sessions.model(t.path);
         const client = await daemon.get();
-        const leafId = t.entryId ?? model.activeLeafId ?? undefined;
-        const base = { path: t.path, expectedLeafId: model.defaultLeafId, ...(leafId ? { leafId } : {}) };
+        const leafId = t.leafId;
+        const base = { path: t.path, expectedLeafId: t.model.defaultLeafId, ...(leafId ? { leafId } : {}) };
         const dry = await client.compact({ ...base, dryRun: true });
         if (isNothingToCompact(dry)) {
             void vscode.window.showInformationMessage(`sessiond: ${renderCompact(dry, true)}`);
