@@ -184,17 +184,25 @@ node_counts() {
     END { if (p == "") print "none"; else printf "%d passed, %d failed%s\n", p, f, (s > 0 ? ", " s " skipped" : "") }' "$1"
 }
 
+# Runs a node --test suite through its script (its output also in $logs/NAME.log) and sets the
+# variable VERDICT to its counts; a suite that failed, or did not reach its tests, is added to
+# `failed`.
+node_suite() {  # NAME SCRIPT VERDICT
+  local name="$1" status counts
+  bash "$2" 2>&1 | tee "$logs/$name.log"
+  status=${PIPESTATUS[0]}
+  counts="$(node_counts "$logs/$name.log")"
+  if [ "$counts" = none ]; then
+    printf -v "$3" '%s' "$name did not reach its tests (exit $status)"
+    failed+=("$name (see $logs/$name.log)")
+  else
+    printf -v "$3" '%s' "$name $counts"
+    if [ "$status" != 0 ]; then failed+=("$name (see $logs/$name.log)"); fi
+  fi
+}
+
 say "VS Code extension tests (editors/vscode)"
-bash scripts/test-vscode.sh 2>&1 | tee "$logs/vscode.log"
-status=${PIPESTATUS[0]}
-counts="$(node_counts "$logs/vscode.log")"
-if [ "$counts" = none ]; then
-  vscode_verdict="vscode did not reach its tests (exit $status)"
-  failed+=("vscode (see $logs/vscode.log)")
-else
-  vscode_verdict="vscode $counts"
-  [ "$status" != 0 ] && failed+=("vscode (see $logs/vscode.log)")
-fi
+node_suite vscode scripts/test-vscode.sh vscode_verdict
 
 # The extension in a real VS Code: code-server and chromium (scripts/vscode-host-deps.sh installs
 # code-server into .tools/vscode-host; the Debian packages must be there).
@@ -203,16 +211,7 @@ if [ "${#host_missing[@]}" -gt 0 ]; then
   not_run+=("vscode-host ($(why_missing "${host_missing[*]}"))")
 else
   say "VS Code extension in a real VS Code (editors/vscode/host-test)"
-  bash scripts/test-vscode-host.sh 2>&1 | tee "$logs/vscode-host.log"
-  status=${PIPESTATUS[0]}
-  counts="$(node_counts "$logs/vscode-host.log")"
-  if [ "$counts" = none ]; then
-    vscode_host_verdict="vscode-host did not reach its tests (exit $status)"
-    failed+=("vscode-host (see $logs/vscode-host.log)")
-  else
-    vscode_host_verdict="vscode-host $counts"
-    [ "$status" != 0 ] && failed+=("vscode-host (see $logs/vscode-host.log)")
-  fi
+  node_suite vscode-host scripts/test-vscode-host.sh vscode_host_verdict
 fi
 
 # --- The verdict ------------------------------------------------------------------------------
