@@ -18,6 +18,7 @@ spec="$root/tests/claude"
 dest="$root/.tools/claude"
 pkg="$dest/node_modules/@anthropic-ai/claude-code"
 claude="$pkg/bin/claude.exe"
+. "$root/scripts/npm-pinned.sh"
 
 version_of() {
   # The placeholder is a script that prints instructions; only the native binary says "(Claude Code)".
@@ -25,22 +26,11 @@ version_of() {
 }
 
 installed() {
-  [ -x "$claude" ] \
-    && cmp -s "$spec/package.json" "$dest/package.json" \
-    && cmp -s "$spec/package-lock.json" "$dest/package-lock.json" \
-    && [ "$(version_of)" = "$want (Claude Code)" ]
+  [ -x "$claude" ] && same_pins "$spec" "$dest" && [ "$(version_of)" = "$want (Claude Code)" ]
 }
 
 if ! installed; then
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "claude-deps: npm is required to install Claude Code $want into $dest" >&2
-    exit 1
-  fi
-  echo "claude-deps: installing Claude Code $want into $dest" >&2
-  rm -rf "$dest"
-  mkdir -p "$dest"
-  cp "$spec/package.json" "$spec/package-lock.json" "$dest/"
-  (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error)
+  npm_install_pinned claude-deps "Claude Code $want" "$spec" "$dest"
   if [ -f "$pkg/install.cjs" ] && [ "$(version_of)" != "$want (Claude Code)" ]; then
     # The npm client did not run the postinstall that puts the native binary in place.
     (cd "$pkg" && node install.cjs)

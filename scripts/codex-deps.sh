@@ -24,6 +24,7 @@ dest="$root/.tools/codex"
 bin_path="@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 codex="$dest/node_modules/$bin_path"
 legacy="$dest/node_modules/codex-legacy/node_modules/$bin_path"
+. "$root/scripts/npm-pinned.sh"
 
 case "$(uname -s)-$(uname -m)" in
   Linux-x86_64) ;;
@@ -31,23 +32,13 @@ case "$(uname -s)-$(uname -m)" in
 esac
 
 installed() {
-  [ -x "$codex" ] && [ -x "$legacy" ] \
-    && cmp -s "$spec/package.json" "$dest/package.json" \
-    && cmp -s "$spec/package-lock.json" "$dest/package-lock.json"
+  [ -x "$codex" ] && [ -x "$legacy" ] && same_pins "$spec" "$dest"
 }
 
 if ! installed; then
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "codex-deps: npm is required to install Codex $version into $dest" >&2
-    exit 1
-  fi
-  echo "codex-deps: installing Codex $version and $legacy_version into $dest" >&2
-  rm -rf "$dest"
-  mkdir -p "$dest"
-  cp "$spec/package.json" "$spec/package-lock.json" "$dest/"
   # --include=optional: the native binary is an optional dependency; an npm configured to omit
   # optional dependencies would otherwise install only the JavaScript launcher.
-  (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error --include=optional)
+  npm_install_pinned codex-deps "Codex $version and $legacy_version" "$spec" "$dest" --include=optional
 fi
 
 if ! installed; then

