@@ -22,6 +22,7 @@ use crate::server::params::{
     CloseParams, ContextAtParams, EntryParams, ExplainParams, ExportParams, FieldsParam,
     GraphParams, ListParams, OpenParams, SearchParams, TreeParams, VerifyResumeParams,
 };
+use crate::server::transport::{Raw, raw_result};
 use crate::session::SessionHandle;
 use crate::session::opened::PiSession;
 use crate::session::owner::Session;
@@ -97,12 +98,12 @@ pub(super) fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value,
     })
 }
 
-/// A result serialized where it was made, as the text the transport sends
-/// ([`super::transport::raw_result`]): for results that can be large (an export, a graph),
-/// whose serialization, and the pass that writes lone surrogates back as escapes, must not
-/// run on the runtime's thread, where every other session's answer waits for it. Call it
+/// A result serialized where it was made, as the text the transport sends ([`Raw`]; the
+/// handler hands it on with [`raw_result`]): for results that can be large (an export, a
+/// graph), whose serialization, and the pass that writes lone surrogates back as escapes, must
+/// not run on the runtime's thread, where every other session's answer waits for it. Call it
 /// off the runtime (in the owner's query, or on the blocking pool).
-pub(super) fn to_raw<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value, RpcError> {
+pub(super) fn to_raw<T: serde::Serialize>(path: &Path, v: &T) -> Result<Raw, RpcError> {
     to_raw_sized(path, v, 0)
 }
 
@@ -113,14 +114,14 @@ pub(super) fn to_raw_sized<T: serde::Serialize>(
     path: &Path,
     v: &T,
     expected: usize,
-) -> Result<Value, RpcError> {
+) -> Result<Raw, RpcError> {
     let mut text = super::transport::spare_buffer();
     text.reserve(expected);
     serde_json::to_writer(&mut text, v).map_err(|e| RpcError::Io {
         path: path.to_owned(),
         source: std::io::Error::other(e),
     })?;
-    Ok(super::transport::raw_result(lossless::restore(text)))
+    Ok(Raw::new(lossless::restore(text)))
 }
 
 /// `session/contextAt`'s result for an open session (run by its owner), as a `Value`
@@ -326,7 +327,7 @@ fn export_result(
     source: &dyn crate::dialect::pi::render::LineSource,
     leaf_id: Option<&str>,
     options: &crate::view::export::Options,
-) -> Result<Value, RpcError> {
+) -> Result<Raw, RpcError> {
     let leaf = tree
         .resolve_leaf(leaf_id)
         .map_err(|unknown| RpcError::UnknownEntry {
@@ -455,7 +456,7 @@ impl Backend {
             .query_line(move |s| entry_text(s, p.id))
             .await
             .map_err(RpcError::from)??;
-        Ok(crate::server::transport::raw_result(text))
+        Ok(raw_result(Raw::new(text)))
     }
 
     /// `session/contextAt {path, leafId?, offset?, limit?, fields?}`.
@@ -463,7 +464,7 @@ impl Backend {
         let p: ContextAtParams = params("session/contextAt", p)?;
         let path = p.path.clone();
         let text = self.ask(&path, move |s| context_at_text(s, &p)).await?;
-        Ok(crate::server::transport::raw_result(text))
+        Ok(raw_result(Raw::new(text)))
     }
 
     /// `session/explain {path, entryId, leafId?}`.
@@ -516,7 +517,9 @@ impl Backend {
                 to_raw(s.path(), &page)
             })
             .await
-            .map_err(RpcError::from)??)
+            .map_err(RpcError::from)
+            .and_then(|r| r)
+            .map(raw_result)?)
     }
 
     /// `session/verifyResume {path, leafId?, cwd?}`: the leaf checked against the world now
@@ -625,7 +628,9 @@ impl Backend {
                     )
                 })
                 .await
-                .map_err(RpcError::from)??),
+                .map_err(RpcError::from)
+                .and_then(|r| r)
+                .map(raw_result)?),
             Err(_) => {
                 let path = real.clone();
                 let roots = self.roots();
@@ -637,7 +642,9 @@ impl Backend {
                 .map_err(|e| RpcError::Io {
                     path: real.clone(),
                     source: std::io::Error::other(e),
-                })??)
+                })
+                .and_then(|r| r)
+                .map(raw_result)?)
             }
         }
     }

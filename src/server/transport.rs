@@ -25,10 +25,6 @@ pub const MAX_FRAME_BYTES: usize = 256 << 20;
 /// Largest header block, in bytes; longer garbage is skipped.
 const MAX_HEADER_BYTES: usize = 8 << 10;
 
-/// Results already serialized by their handler, waiting for their response to be written,
-/// keyed by the one-use token [`raw_result`] hands out.
-static RAW_RESULTS: std::sync::Mutex<Vec<(String, Vec<u8>)>> = std::sync::Mutex::new(Vec::new());
-
 /// Buffers of results already written, kept for the next [`spare_buffer`]: a large result
 /// (a `session/contextAt` with every message of a long path, megabytes) is then serialized
 /// into memory that is already mapped, instead of a fresh allocation of its full size that
@@ -68,41 +64,54 @@ fn recycle(mut buf: Vec<u8>) {
     }
 }
 
-/// The `Value` a handler returns for a result it has already serialized to `text` (one JSON
-/// value): a one-use token (a string no other result can hold: a random UUID behind a prefix)
-/// that the transport replaces with `text` as it writes the response. A large result (a
-/// `session/contextAt` with every message of a long path) is then serialized once, not
-/// serialized, parsed back into a `Value` and serialized again; and it is written from `text`
-/// itself (not copied into a frame), whose buffer then goes back to [`spare_buffer`].
-///
-/// `text` is final: its decoded lone surrogates are written back as escapes already (as
-/// [`ContextJson::write_to`](crate::view::context_json::ContextJson::write_to) writes them), and it
-/// is sent as it is. (After a panic poisoned the stash, `text` is parsed into a `Value` and
-/// goes out restored as every other result does: a U+FDD0 pair in a message's text then
-/// leaves as a lone surrogate's escape, the limitation of decoded text in `core::jsstr`.)
-pub fn raw_result(text: Vec<u8>) -> Value {
-    let token = format!("\u{0}sessiond-raw-result:{}", uuid::Uuid::new_v4());
-    if let Ok(mut table) = RAW_RESULTS.lock() {
-        table.push((token.clone(), text));
-        Value::String(token)
-    } else {
-        // A poisoned table (a panic elsewhere): fall back to the slow, equivalent path.
-        super::lossless::parse(&text).unwrap_or(Value::Null)
+/// A result its handler serialized already: one JSON value as final text (its decoded lone
+/// surrogates written back as escapes, as
+/// [`ContextJson::write_to`](crate::view::context_json::ContextJson::write_to) writes them). A
+/// large result (a `session/contextAt` with every message of a long path, an export) is then
+/// serialized once, where it was made, and written from this buffer as it is: not parsed into
+/// a `Value` for the framework and serialized again.
+#[derive(Debug)]
+pub struct Raw(Vec<u8>);
+
+impl Raw {
+    /// Wraps JSON text that is final (see the type's docs).
+    pub fn new(text: Vec<u8>) -> Raw {
+        Raw(text)
     }
 }
 
-/// Takes the text stashed under `token` by [`raw_result`].
-fn take_raw_result(token: &str) -> Option<Vec<u8>> {
-    let mut table = RAW_RESULTS.lock().ok()?;
-    let at = table.iter().position(|(t, _)| t == token)?;
-    Some(table.swap_remove(at).1)
+/// Where a request's [`Raw`] result waits while the framework answers the request: one slot per
+/// request, made by the transport when it hands the request to the service and read when the
+/// answer comes back ([`dispatch`]). The handler's future runs inside the request's handling, so
+/// [`raw_result`] finds its own request's slot, never another's.
+type RawSlot = std::sync::Arc<std::sync::Mutex<Option<Vec<u8>>>>;
+
+tokio::task_local! {
+    static RESULT: RawSlot;
+}
+
+/// The `Value` a handler returns for a result it serialized already: the text goes into the
+/// request's slot and the transport writes it in place of the result (the `Value` is a
+/// placeholder). Outside a request's handling (a benchmark calling a handler directly), the
+/// text is parsed into the `Value` it stands for.
+pub fn raw_result(raw: Raw) -> Value {
+    let mut text = Some(raw.0);
+    let _ = RESULT.try_with(|slot| {
+        if let Ok(mut slot) = slot.lock() {
+            *slot = text.take();
+        }
+    });
+    match text {
+        None => Value::Null,
+        Some(text) => super::lossless::parse(&text).unwrap_or(Value::Null),
+    }
 }
 
 /// A frame body on its way to stdout: the concatenation of its parts.
 enum Outgoing {
     /// A whole body.
     Body(Vec<u8>),
-    /// A response whose result was stashed by [`raw_result`]: `head`, then the result's
+    /// A response whose result was serialized by its handler ([`Raw`]): `head`, then the result's
     /// `text` (written as it is, its buffer recycled afterwards), then `tail`.
     Raw {
         head: &'static [u8],
@@ -114,14 +123,11 @@ enum Outgoing {
 /// The start of a response with a result, up to the result (as serde writes a `Response`).
 const RESULT_HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"result\":";
 
-/// A response's frame body: as serde writes a `Response`, except that a result stashed by
-/// [`raw_result`] is written as its text.
-fn response_body(res: Response) -> Option<Outgoing> {
+/// A response's frame body: as serde writes a `Response`, except that a result the handler
+/// serialized already (`raw`, taken from the request's slot) is written as its text.
+fn response_body(res: Response, raw: Option<Vec<u8>>) -> Option<Outgoing> {
     let (id, body) = res.into_parts();
-    if let Ok(Value::String(token)) = &body
-        && token.starts_with("\u{0}sessiond-raw-result:")
-        && let Some(text) = take_raw_result(token)
-    {
+    if let (Ok(_), Some(text)) = (&body, raw) {
         let mut tail = Vec::with_capacity(32);
         tail.extend_from_slice(b",\"id\":");
         serde_json::to_writer(&mut tail, &id).ok()?;
@@ -697,8 +703,10 @@ fn default_capabilities(request: &mut Value) {
 const MAX_QUEUED: usize = 64;
 
 /// A request's handling: the service's future, and the answer it gives (`None` for a
-/// notification).
-type Handling = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Response>> + Send>>;
+/// notification) with the result its handler serialized already, if it did ([`Raw`]).
+type Handling = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Option<(Response, Option<Vec<u8>>)>> + Send>,
+>;
 
 /// Serves `service` on `input`/`output` until `exit` or end of input.
 ///
@@ -768,8 +776,8 @@ pub async fn run<S, I, O>(
                 None => requests_open = false,
             },
             Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
-                if let Some(res) = answer
-                    && let Some(body) = response_body(res)
+                if let Some((res, raw)) = answer
+                    && let Some(body) = response_body(res, raw)
                 {
                     writer.send(body);
                 }
@@ -856,16 +864,21 @@ async fn dispatch<S: LanguageServer>(
                     }
                     _ => None,
                 };
-                let fut = service.call(req);
+                // The handler runs inside this scope: a result it serialized itself lands in this
+                // request's slot ([`raw_result`]).
+                let slot = RawSlot::default();
+                let fut = RESULT.scope(slot.clone(), service.call(req));
                 queued.push_back(Box::pin(async move {
-                    match (fut.await.unwrap_or(None), unanswered) {
+                    let response = match (fut.await.unwrap_or(None), unanswered) {
                         (None, Some((id, method))) => {
                             let mut error = Error::method_not_found();
                             error.data = Some(Value::String(method));
                             Some(Response::from_error(id, error))
                         }
                         (response, _) => response,
-                    }
+                    };
+                    let raw = slot.lock().ok().and_then(|mut s| s.take());
+                    response.map(|r| (r, raw))
                 }));
                 if exit {
                     return false;
@@ -934,9 +947,9 @@ mod tests {
             serde_json::to_writer(&mut stashed, &value).unwrap();
             // Final text, as `ContextJson::write_to` writes it.
             let stashed = super::super::lossless::restore(stashed);
-            let res = Response::from_ok(id.clone(), raw_result(stashed));
+            let res = Response::from_ok(id.clone(), Value::Null);
             let mut got = Vec::new();
-            write_frame(&mut got, response_body(res).unwrap()).unwrap();
+            write_frame(&mut got, response_body(res, Some(stashed)).unwrap()).unwrap();
             let body = super::super::lossless::restore(
                 serde_json::to_vec(&Response::from_ok(id, value.clone())).unwrap(),
             );
@@ -956,13 +969,37 @@ mod tests {
     fn raw_results_are_sent_as_they_are() {
         use tower_lsp_server::jsonrpc::Id;
         let text = "{\"content\":\"lit \u{FDD0}\u{E000}\"}";
-        let res = Response::from_ok(Id::Number(1), raw_result(text.as_bytes().to_vec()));
+        let res = Response::from_ok(Id::Number(1), Value::Null);
         let mut got = Vec::new();
-        write_frame(&mut got, response_body(res).unwrap()).unwrap();
+        write_frame(
+            &mut got,
+            response_body(res, Some(text.as_bytes().to_vec())).unwrap(),
+        )
+        .unwrap();
         let got = String::from_utf8(got).unwrap();
         assert!(
             got.ends_with(&format!("\"result\":{text},\"id\":1}}")),
             "{got}"
+        );
+    }
+
+    /// A handler's [`Raw`] result lands in its own request's slot; outside a request's handling
+    /// it is parsed into the value it stands for.
+    #[tokio::test]
+    async fn a_raw_result_goes_to_its_own_request() {
+        let slot = RawSlot::default();
+        let other = RawSlot::default();
+        let marker = RESULT
+            .scope(slot.clone(), async {
+                raw_result(Raw::new(b"[1,2]".to_vec()))
+            })
+            .await;
+        assert_eq!(marker, Value::Null);
+        assert_eq!(slot.lock().unwrap().take(), Some(b"[1,2]".to_vec()));
+        assert_eq!(other.lock().unwrap().take(), None);
+        assert_eq!(
+            raw_result(Raw::new(b"[3]".to_vec())),
+            serde_json::json!([3])
         );
     }
 
