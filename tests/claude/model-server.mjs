@@ -36,16 +36,11 @@
 //    "compact" | "count_tokens"}
 // `raw` is the body byte for byte; `headers` are the request's headers less the credentials
 // (`x-api-key`, `authorization`).
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { listen, scriptAndLog, sendJson, whenRead } from "../support/model-server.mjs";
 
-const [scriptPath, logPath] = process.argv.slice(2);
-if (!scriptPath || !logPath) {
-  console.error("usage: model-server.mjs SCRIPT.json REQUESTS.jsonl");
-  process.exit(2);
-}
-const script = JSON.parse(readFileSync(scriptPath, "utf8"));
-let counter = 0;
+const { script, logPath } = scriptAndLog();
 
 const REMINDER = /^\s*<system-reminder>[\s\S]*<\/system-reminder>\s*$/;
 
@@ -165,30 +160,24 @@ const server = createServer((req, res) => {
   const messages = path.endsWith("/v1/messages");
   const count = path.endsWith("/v1/messages/count_tokens");
   if (req.method !== "POST" || !(messages || count)) {
-    res.writeHead(404, { "content-type": "application/json" });
-    res.end(JSON.stringify({ type: "error", error: { type: "not_found_error", message: `no route ${req.method} ${req.url}` } }));
+    sendJson(res, 404, { type: "error", error: { type: "not_found_error", message: `no route ${req.method} ${req.url}` } });
     return;
   }
-  const parts = [];
-  req.on("data", (d) => parts.push(d));
-  req.on("end", () => {
-    const n = ++counter;
-    const raw = Buffer.concat(parts).toString("utf8");
+  whenRead(req, (n, bytes) => {
+    const raw = bytes.toString("utf8");
     let body;
     try {
       body = JSON.parse(raw);
     } catch (e) {
       appendFileSync(logPath, JSON.stringify({ n, path: req.url, headers: recordedHeaders(req), raw, kind: "bad-json" }) + "\n");
-      res.writeHead(400, { "content-type": "application/json" });
-      res.end(JSON.stringify({ type: "error", error: { type: "invalid_request_error", message: `bad JSON: ${e.message}` } }));
+      sendJson(res, 400, { type: "error", error: { type: "invalid_request_error", message: `bad JSON: ${e.message}` } });
       return;
     }
     const compact = messages && isCompact(body);
     const kind = count ? "count_tokens" : compact ? "compact" : body.stream === true ? "stream" : "side";
     appendFileSync(logPath, JSON.stringify({ n, path: req.url, headers: recordedHeaders(req), raw, kind }) + "\n");
     if (count) {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ input_tokens: 100 + n }));
+      sendJson(res, 200, { input_tokens: 100 + n });
       return;
     }
     const model = typeof body.model === "string" ? body.model : "scripted";
@@ -207,11 +196,5 @@ const server = createServer((req, res) => {
   });
 });
 
-server.listen(0, "127.0.0.1", () => {
-  process.stdout.write(JSON.stringify({ port: server.address().port }) + "\n");
-});
 // Every request is logged before it is answered: nothing is lost by exiting at once.
-const stop = () => process.exit(0);
-process.on("SIGTERM", stop);
-process.stdin.on("end", stop);
-process.stdin.resume();
+listen(server);

@@ -32,16 +32,11 @@
 // Every request, whatever its path, is appended to REQUESTS.jsonl before it is answered as one line
 // `{"n": N, "method": M, "path": URL, "headers": {...}, "raw": BODY_TEXT}`: `raw` is the body byte
 // for byte when it is UTF-8 (else `raw_base64`), `n` counts requests from 1.
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { jsonBody, listen, scriptAndLog, sendJson, whenRead } from "../support/model-server.mjs";
 
-const [scriptPath, logPath] = process.argv.slice(2);
-if (!scriptPath || !logPath) {
-  console.error("usage: model-server.mjs SCRIPT.json REQUESTS.jsonl");
-  process.exit(2);
-}
-const script = JSON.parse(readFileSync(scriptPath, "utf8"));
-let counter = 0;
+const { script, logPath } = scriptAndLog();
 
 /** The text of a Responses API message's content (input_text / output_text pieces joined). */
 function textOf(content) {
@@ -161,11 +156,7 @@ function answer(n, body, res) {
 }
 
 const server = createServer((req, res) => {
-  const parts = [];
-  req.on("data", (d) => parts.push(d));
-  req.on("end", () => {
-    const n = ++counter;
-    const bytes = Buffer.concat(parts);
+  whenRead(req, (n, bytes) => {
     const text = bytes.toString("utf8");
     const utf8 = Buffer.from(text, "utf8").equals(bytes);
     const record = { n, method: req.method, path: req.url, headers: req.headers };
@@ -174,34 +165,20 @@ const server = createServer((req, res) => {
     appendFileSync(logPath, JSON.stringify(record) + "\n");
     const path = req.url.split("?")[0];
     if (req.method !== "POST" || !path.endsWith("/responses")) {
-      res.writeHead(404, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
+      sendJson(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
       return;
     }
-    let body;
-    try {
-      body = JSON.parse(text);
-    } catch (e) {
-      res.writeHead(400, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: `bad JSON: ${e.message}` } }));
-      return;
-    }
+    const body = jsonBody(res, text);
+    if (body === undefined) return;
     try {
       const { step } = stepFor(body);
       if (step.delayMs) setTimeout(() => answer(n, body, res), step.delayMs);
       else answer(n, body, res);
     } catch (e) {
-      res.writeHead(400, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: String(e.message ?? e) } }));
+      sendJson(res, 400, { error: { message: String(e.message ?? e) } });
     }
   });
 });
 
-server.listen(0, "127.0.0.1", () => {
-  process.stdout.write(JSON.stringify({ port: server.address().port }) + "\n");
-});
 // Every request is recorded before it is answered: nothing is lost by exiting at once.
-const stop = () => process.exit(0);
-process.on("SIGTERM", stop);
-process.stdin.on("end", stop);
-process.stdin.resume();
+listen(server);

@@ -36,16 +36,11 @@
 //                                                             N ms (a stream that hangs mid-answer)
 //     {"whole": true}                                         the normal answer as one JSON document
 //                                                             (a server that ignores `stream: true`)
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { jsonBody, listen, scriptAndLog, sendJson, whenRead } from "../support/model-server.mjs";
 
-const [scriptPath, logPath] = process.argv.slice(2);
-if (!scriptPath || !logPath) {
-  console.error("usage: model-server.mjs SCRIPT.json REQUESTS.jsonl");
-  process.exit(2);
-}
-const script = JSON.parse(readFileSync(scriptPath, "utf8"));
-let counter = 0;
+const { script, logPath } = scriptAndLog();
 
 function textOf(content) {
   if (typeof content === "string") return content;
@@ -175,32 +170,20 @@ function keyOf(req) {
 const server = createServer((req, res) => {
   const anthropic = req.method === "POST" && req.url.split("?")[0].endsWith("/v1/messages");
   if (req.method !== "POST" || !(anthropic || req.url.endsWith("/chat/completions"))) {
-    res.writeHead(404, { "content-type": "application/json" });
-    res.end(JSON.stringify({ error: { message: `no route ${req.method} ${req.url}` } }));
+    sendJson(res, 404, { error: { message: `no route ${req.method} ${req.url}` } });
     return;
   }
-  const parts = [];
-  req.on("data", (d) => parts.push(d));
-  req.on("end", () => {
-    const n = ++counter;
-    const raw = Buffer.concat(parts).toString("utf8");
-    let body;
-    try {
-      body = JSON.parse(raw);
-    } catch (e) {
-      res.writeHead(400, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: `bad JSON: ${e.message}` } }));
-      return;
-    }
+  whenRead(req, (n, bytes) => {
+    const raw = bytes.toString("utf8");
+    const body = jsonBody(res, raw);
+    if (body === undefined) return;
     appendFileSync(logPath, JSON.stringify({ n, id: `resp-${n}`, path: req.url, raw, body }) + "\n");
     if (body.stream !== true) {
-      res.writeHead(400, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: "only stream: true is scripted" } }));
+      sendJson(res, 400, { error: { message: "only stream: true is scripted" } });
       return;
     }
     if (script.requireKey !== undefined && keyOf(req) !== script.requireKey) {
-      res.writeHead(401, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${keyOf(req)}`, type: "invalid_request_error" } }));
+      sendJson(res, 401, { error: { message: `Incorrect API key provided: ${keyOf(req)}`, type: "invalid_request_error" } });
       return;
     }
     const fault = (script.faults ?? [])[n - 1];
@@ -217,11 +200,5 @@ const server = createServer((req, res) => {
   });
 });
 
-server.listen(0, "127.0.0.1", () => {
-  process.stdout.write(JSON.stringify({ port: server.address().port }) + "\n");
-});
 // Every answer is written before its response ends: nothing is lost by exiting at once.
-const stop = () => process.exit(0);
-process.on("SIGTERM", stop);
-process.stdin.on("end", stop);
-process.stdin.resume();
+listen(server);
