@@ -37,17 +37,12 @@ import { join } from "node:path";
 import crypto from "node:crypto";
 import { syncBuiltinESMExports } from "node:module";
 import { createInterface } from "node:readline";
+import { piCore } from "./pi.mjs";
 
-const oracleDir = process.env.SESSIOND_ORACLE_DIR;
-if (!oracleDir) {
-  console.error("batch.mjs: set SESSIOND_ORACLE_DIR to the directory holding node_modules/@earendil-works/pi-coding-agent");
-  process.exit(2);
-}
-const core = join(oracleDir, "node_modules/@earendil-works/pi-coding-agent/dist/core");
-const sm = await import(join(core, "session-manager.js"));
-const compaction = await import(join(core, "compaction/compaction.js"));
-const utils = await import(join(core, "compaction/utils.js"));
-const messagesModule = await import(join(core, "messages.js"));
+const sm = await piCore("session-manager.js");
+const compaction = await piCore("compaction/compaction.js");
+const utils = await piCore("compaction/utils.js");
+const messagesModule = await piCore("messages.js");
 
 const scratch = mkdtempSync(join(tmpdir(), "sessiond-batch-oracle-"));
 let copyCounter = 0;

@@ -10,15 +10,10 @@
 import { copyFileSync, mkdtempSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { piCore } from "./pi.mjs";
 
-const oracleDir = process.env.SESSIOND_ORACLE_DIR;
-if (!oracleDir) {
-  console.error("list.mjs: set SESSIOND_ORACLE_DIR");
-  process.exit(2);
-}
-const core = join(oracleDir, "node_modules/@earendil-works/pi-coding-agent/dist/core");
-const sm = await import(join(core, "session-manager.js"));
-const compaction = await import(join(core, "compaction/compaction.js"));
+const sm = await piCore("session-manager.js");
+const compaction = await piCore("compaction/compaction.js");
 
 const scratch = mkdtempSync(join(tmpdir(), "sessiond-list-oracle-"));
 let n = 0;

@@ -12,15 +12,10 @@
 //   {"op": "branch", "to"}                             move the leaf to a marked entry (pi's branch)
 //   {"op": "compaction", "summary", "firstKept"}       appendCompaction (firstKept: a mark)
 // Output: {"file", "leaf", "marks": {name: id}}.
-import { join } from "node:path";
 import { readFileSync } from "node:fs";
+import { piCore } from "./pi.mjs";
 
-const oracleDir = process.env.SESSIOND_ORACLE_DIR;
-if (!oracleDir) {
-  console.error("verify-session.mjs: set SESSIOND_ORACLE_DIR");
-  process.exit(2);
-}
-const sm = await import(join(oracleDir, "node_modules/@earendil-works/pi-coding-agent/dist/core/session-manager.js"));
+const sm = await piCore("session-manager.js");
 const script = JSON.parse(readFileSync(0, "utf-8"));
 const session = sm.SessionManager.create(script.cwd, script.sessionDir);
 const marks = {};
