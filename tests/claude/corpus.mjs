@@ -445,24 +445,13 @@ async function step(name, runs, note, where = MAIN, experiment = null) {
   return record;
 }
 
-/** The uuid of the last assistant line in a file whose text contains `needle`. */
-function assistantWith(sessionId, needle) {
+/** The uuid of the last line of `type` (`assistant`, `user`) in a file whose content contains `needle`. */
+function lineWith(type, sessionId, needle) {
   const lines = linesOf(join(projectDir, `${sessionId}.jsonl`));
   let found = null;
   for (const l of lines) {
     const e = parse(l);
-    if (e && e.type === "assistant" && JSON.stringify(e.message?.content ?? "").includes(needle)) found = e.uuid;
-  }
-  return found;
-}
-
-/** The uuid of the last user line in a file whose content contains `needle`. */
-function userWith(sessionId, needle) {
-  const lines = linesOf(join(projectDir, `${sessionId}.jsonl`));
-  let found = null;
-  for (const l of lines) {
-    const e = parse(l);
-    if (e && e.type === "user" && JSON.stringify(e.message?.content ?? "").includes(needle)) found = e.uuid;
+    if (e && e.type === type && JSON.stringify(e.message?.content ?? "").includes(needle)) found = e.uuid;
   }
   return found;
 }
@@ -477,7 +466,7 @@ try {
   await step("a3-resume-parallel-tools", [{ resumes: A, prompt: "Run two commands", args: ["--resume", A, "-p", "Run two commands", "--allowedTools", "Bash", ...J] }], "second resume; two tool_use blocks in one response");
   await step("a3b-image-and-error", [{ resumes: A, prompt: "Inspect the picture", args: ["--resume", A, "-p", "Inspect the picture", "--allowedTools", "Bash,Read", ...J] }], "Read of a PNG (an image in a tool_result), then a Bash command that fails (is_error)");
   await step("a3c-permission-denied", [{ resumes: A, prompt: "Write a file", args: ["--resume", A, "-p", "Write a file", ...J] }], "a Write tool_use without permission: the denial as tool_result");
-  const rewindAt = assistantWith(A, "The command printed referee-one.");
+  const rewindAt = lineWith("assistant", A, "The command printed referee-one.");
   await step("a4-rewind", [{ resumes: A, prompt: "Branch prompt", args: ["--resume", A, "--resume-session-at", rewindAt, "-p", "Branch prompt", ...J] }], `--resume-session-at the answer of a1`);
   await step("a5-resume-after-rewind", [{ resumes: A, prompt: "After the branch", args: ["--resume", A, "-p", "After the branch", ...J] }], "plain resume of a file with two leaves");
   await step("a6-fork", [{ forks: A, as: "F", args: ["--resume", A, "--fork-session", "-p", "Fork prompt", ...J] }], "--fork-session: a new file");
@@ -560,8 +549,8 @@ function candidatesOf(entries) {
 try {
   const C = sessions.C;
   if (C) {
-    const one = assistantWith(C, "Answer to concurrent one.");
-    const two = assistantWith(C, "Answer to concurrent two.");
+    const one = lineWith("assistant", C, "Answer to concurrent one.");
+    const two = lineWith("assistant", C, "Answer to concurrent two.");
     const bump = (e, ms) => ({ ...e, timestamp: new Date(Date.parse(e.timestamp) + ms).toISOString() });
     const without = (es, type) => es.filter((e) => e.type !== type);
     const moveLast = (es, uuid) => {
@@ -631,7 +620,7 @@ try {
     }
     await experiment("e7-missing-parent-fallback", C, (es) => {
       // Drop the user line "After concurrency": its answer's parent names no line.
-      const gone = userWith(C, "After concurrency");
+      const gone = lineWith("user", C, "After concurrency");
       return es.filter((e) => e.uuid !== gone);
     }, "the parent of the last answer names no line (its prompt line removed): Claude's timestamp fallback");
   }

@@ -811,15 +811,9 @@ def normalize_for_api(msgs, mid_conv=True):
             continue
         if t == "assistant" and k.get("isApiErrorMessage") is True and k.get("message", {}).get("model") == SYNTHETIC_MODEL:
             continue
-        if t == "system":
-            d = {"type": "user", "uuid": k.get("uuid"), "message": {"role": "user", "content": k.get("content")}}
-            if g and g[-1]["type"] == "user":
-                g[-1] = merge_users(g[-1], d)
-            else:
-                g.append(d)
-            continue
-        if t == "user":
-            d = k
+        if t in ("system", "user"):
+            # A local command's output goes to the model as a user message.
+            d = {"type": "user", "uuid": k.get("uuid"), "message": {"role": "user", "content": k.get("content")}} if t == "system" else k
             if g and g[-1]["type"] == "user":
                 g[-1] = merge_users(g[-1], d)
             else:
