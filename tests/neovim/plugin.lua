@@ -47,6 +47,26 @@ end
 local function press(keys)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), "mx", false)
 end
+-- Runs the command `cmd` and waits for the current buffer to be a view of `filetype` with more
+-- than `min_lines` lines; returns the buffer.
+local function open_view(cmd, filetype, min_lines, what)
+  vim.cmd(cmd)
+  wait(function()
+    return vim.bo.filetype == filetype and vim.api.nvim_buf_line_count(0) > min_lines
+  end, what)
+  return vim.api.nvim_get_current_buf()
+end
+-- Presses `keys` and waits for the `User` autocmd `pattern` they fire.
+local function press_until(keys, pattern, what)
+  local fired = false
+  vim.api.nvim_create_autocmd("User", { pattern = pattern, once = true, callback = function()
+    fired = true
+  end })
+  press(keys)
+  wait(function()
+    return fired
+  end, what)
+end
 local function step(name, f)
   local t = vim.uv.hrtime()
   f()
@@ -103,11 +123,7 @@ local ok, err = pcall(function()
 
   local tree_buf
   step(":SessiondTree shows the whole tree", function()
-    vim.cmd("SessiondTree")
-    wait(function()
-      return vim.bo.filetype == "sessiondtree" and vim.api.nvim_buf_line_count(0) > 1000
-    end, "the tree buffer")
-    tree_buf = vim.api.nvim_get_current_buf()
+    tree_buf = open_view("SessiondTree", "sessiondtree", 1000, "the tree buffer")
     local ids = {}
     local tl = lines()
     for i = 3, #tl do
@@ -186,14 +202,7 @@ local ok, err = pcall(function()
   step("<CR> shows the context at the entry; diagnostics go to the location list", function()
     vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
     cursor_to("088a3b48")
-    local shown = false
-    vim.api.nvim_create_autocmd("User", { pattern = "SessiondContextShown", once = true, callback = function()
-      shown = true
-    end })
-    press("<CR>")
-    wait(function()
-      return shown
-    end, "the context view")
+    press_until("<CR>", "SessiondContextShown", "the context view")
     local msg = wait_message("context at 088a3b48", "context", true)
     local cl = lines()
     report.context = {
@@ -234,11 +243,7 @@ local ok, err = pcall(function()
 
   local graph_buf
   step(":SessiondGraph draws the graph; <CR> jumps to the entry in the tree", function()
-    vim.cmd("SessiondGraph")
-    wait(function()
-      return vim.bo.filetype == "sessiondgraph" and vim.api.nvim_buf_line_count(0) > 5
-    end, "the graph buffer")
-    graph_buf = vim.api.nvim_get_current_buf()
+    graph_buf = open_view("SessiondGraph", "sessiondgraph", 5, "the graph buffer")
     local cli = vim.system({ env("SESSIOND_BIN"), "graph", FILE }):wait()
     local gl = lines()
     report.graph = {
@@ -257,14 +262,7 @@ local ok, err = pcall(function()
       end
       assert(at, text .. " is not in the graph")
       vim.api.nvim_win_set_cursor(0, { at, 0 })
-      local jumped = false
-      vim.api.nvim_create_autocmd("User", { pattern = "SessiondGraphJumped", once = true, callback = function()
-        jumped = true
-      end })
-      press("<CR>")
-      wait(function()
-        return jumped
-      end, "the jump from " .. text)
+      press_until("<CR>", "SessiondGraphJumped", "the jump from " .. text)
       return { buf = vim.api.nvim_get_current_buf() == tree_buf, id = cursor_id(), fold = vim.fn.foldclosed(".") }
     end
     report.graph.jumpFold = jump_from("74473962…")

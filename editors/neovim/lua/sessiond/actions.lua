@@ -313,16 +313,11 @@ sessions.listen(function(event, path)
     context_leaf[path] = s.activeLeaf
   end
   -- Bursts of appended entries: one fetch.
-  if context_pending[path] then
-    return
-  end
-  context_pending[path] = true
-  vim.defer_fn(function()
-    context_pending[path] = nil
+  sessions.after_burst(context_pending, path, function()
     if sessions.sessions[path] and view.existing("context", path) then
       draw_context(sessions.sessions[path], context_leaf[path], false)
     end
-  end, config.options.follow_delay_ms)
+  end)
 end)
 
 -- Explain --------------------------------------------------------------------------------
@@ -738,17 +733,17 @@ local function jump(find, what)
   vim.cmd("silent! normal! zv")
 end
 
-function M.jump_parent()
-  jump(tree.parent, "parent")
-end
-function M.jump_next_branch()
-  jump(tree.next_branch_point, "next branch point")
-end
-function M.jump_prev_branch()
-  jump(tree.prev_branch_point, "previous branch point")
-end
-function M.jump_leaf()
-  jump(tree.leaf_below, "leaf")
+-- M.jump_parent, M.jump_next_branch, M.jump_prev_branch, M.jump_leaf: to what the tree's
+-- navigation function finds from the entry under the cursor.
+for name, to in pairs({
+  parent = { "parent", "parent" },
+  next_branch = { "next_branch_point", "next branch point" },
+  prev_branch = { "prev_branch_point", "previous branch point" },
+  leaf = { "leaf_below", "leaf" },
+}) do
+  M["jump_" .. name] = function()
+    jump(tree[to[1]], to[2])
+  end
 end
 function M.jump_referenced()
   jump(function(path)

@@ -294,18 +294,22 @@ function M.stop()
   end
 end
 
+--- Starts the daemon as after a crash (the `on_restart` hooks run once it is up); an error is shown.
+local function start_again()
+  starting_after_crash = true
+  local err = start()
+  if err then
+    starting_after_crash = false
+    notify(err, vim.log.levels.ERROR)
+  end
+end
+
 --- Stops the daemon and starts a new one; `on_restart` hooks re-open the sessions.
 function M.restart()
   local c = M.get()
   M.restarts = {}
   if not c then
-    starting_after_crash = true
-    local err = start()
-    if err then
-      starting_after_crash = false
-      notify(err, vim.log.levels.ERROR)
-    end
-    return
+    return start_again()
   end
   local old = M.client_id
   M.stop()
@@ -326,12 +330,7 @@ function M.restart()
     timer:stop()
     timer:close()
     if M.client_id == nil then
-      starting_after_crash = true
-      local err = start()
-      if err then
-        starting_after_crash = false
-        notify(err, vim.log.levels.ERROR)
-      end
+      start_again()
     end
   end))
 end

@@ -150,12 +150,10 @@ sessions.listen(function(event, path)
   if (event == "change" and not config.options.follow) or event == "open" then
     return
   end
-  if pending[path] or not view.existing("graph", path) then
+  if not view.existing("graph", path) then
     return
   end
-  pending[path] = true
-  vim.defer_fn(function()
-    pending[path] = nil
+  sessions.after_burst(pending, path, function()
     local s = sessions.sessions[path]
     if s and view.existing("graph", path) then
       M.refresh(s, function(err)
@@ -164,7 +162,7 @@ sessions.listen(function(event, path)
         end
       end)
     end
-  end, config.options.follow_delay_ms)
+  end)
 end)
 
 return M

@@ -5,6 +5,7 @@
 -- updated; `User SessiondDidChange` / `SessiondDidReload` autocmds fire too, with the
 -- notification params as `data`, for the user's own configuration.
 local client = require("sessiond.client")
+local config = require("sessiond.config")
 
 local M = {}
 
@@ -33,6 +34,19 @@ end
 --- Adds a listener fun(event, path, params).
 function M.listen(f)
   table.insert(M.listeners, f)
+end
+
+--- Runs f() `follow_delay_ms` from now, unless a run for `path` is already waiting in `pending`
+--- (a listener's own table): a burst of appended entries makes one redraw.
+function M.after_burst(pending, path, f)
+  if pending[path] then
+    return
+  end
+  pending[path] = true
+  vim.defer_fn(function()
+    pending[path] = nil
+    f()
+  end, config.options.follow_delay_ms)
 end
 
 local function apply_open(r, allow_corrupt)
@@ -156,12 +170,21 @@ function M.active_leaf(s)
   return s.activeLeaf or s.leafId
 end
 
-local function on_did_change(params)
+--- The open session a change or reload notification is about, its tree state taken from the
+--- notification (nil when the session is not open here).
+local function updated(params)
   local s = M.sessions[params.path]
+  if s then
+    s.entryCount, s.leafId, s.leaves, s.revision = params.entryCount, params.leafId, params.leaves, params.revision
+  end
+  return s
+end
+
+local function on_did_change(params)
+  local s = updated(params)
   if not s then
     return
   end
-  s.entryCount, s.leafId, s.leaves, s.revision = params.entryCount, params.leafId, params.leaves, params.revision
   s.agent = params.agent
   s.changes = (s.changes or 0) + 1
   fire("change", params.path, params)
@@ -169,11 +192,10 @@ local function on_did_change(params)
 end
 
 local function on_did_reload(params)
-  local s = M.sessions[params.path]
+  local s = updated(params)
   if not s then
     return
   end
-  s.entryCount, s.leafId, s.leaves, s.revision = params.entryCount, params.leafId, params.leaves, params.revision
   s.corrupt = nil
   -- The file was read again from the start: a picked leaf may be gone.
   s.activeLeaf = nil
@@ -184,36 +206,32 @@ local function on_did_reload(params)
   vim.api.nvim_exec_autocmds("User", { pattern = "SessiondDidReload", data = params })
 end
 
-local function on_did_corrupt(params)
+-- Sets `key` of the session a notification is about, when it is open here.
+local function mark(params, key, value)
   local s = M.sessions[params.path]
   if s then
-    s.corrupt = params
+    s[key] = value
   end
+end
+
+local function on_did_corrupt(params)
+  mark(params, "corrupt", params)
   notify(("%s: line %d is corrupt (%s); showing the session up to it. Salvage it with `sessiond salvage`")
     :format(params.path, params.line, params.kind), vim.log.levels.WARN)
 end
 
 local function on_file_missing(params)
-  local s = M.sessions[params.path]
-  if s then
-    s.missingSince = params.since
-  end
+  mark(params, "missingSince", params.since)
   notify(params.path .. " is gone (deleted or moved); showing its last known state", vim.log.levels.WARN)
 end
 
 local function on_file_restored(params)
-  local s = M.sessions[params.path]
-  if s then
-    s.missingSince = nil
-  end
+  mark(params, "missingSince", nil)
   notify(params.path .. " is back")
 end
 
 local function on_did_change_live_mode(params)
-  local s = M.sessions[params.path]
-  if s then
-    s.liveMode = params.liveMode
-  end
+  mark(params, "liveMode", params.liveMode)
   if params.liveMode ~= "events" then
     notify(("%s is followed by %s now, not file events"):format(vim.fs.basename(params.path), params.liveMode),
       vim.log.levels.WARN)

@@ -459,12 +459,7 @@ sessions.listen(function(event, path)
     end
     return
   end
-  if pending[path] then
-    return
-  end
-  pending[path] = true
-  vim.defer_fn(function()
-    pending[path] = nil
+  sessions.after_burst(pending, path, function()
     local s = sessions.sessions[path]
     if not s then
       return
@@ -479,7 +474,7 @@ sessions.listen(function(event, path)
     elseif M.data[path] then
       M.fetch(path, function() end)
     end
-  end, config.options.follow_delay_ms)
+  end)
 end)
 
 -- Navigation over the loaded tree --------------------------------------------------------
@@ -508,19 +503,30 @@ local function follow_child(d, s, id)
   return c[#c]
 end
 
---- The first entry below `id` (down its line) with several children, or nil.
-function M.next_branch_point(path, id)
+-- Walks down from `id` by follow_child: the first entry below it that `stop(d, entry)` holds
+-- for (nil when none does) and the last entry reached, the leaf. Both nil without the tree.
+local function walk_down(path, id, stop)
   local d, s = M.data[path], sessions.sessions[path]
   if not d or not s then
-    return nil
+    return nil, nil
   end
-  local cur = follow_child(d, s, id)
+  local last, cur = id, follow_child(d, s, id)
   while cur do
-    if #(d.children[cur] or {}) > 1 then
-      return cur
+    if stop and stop(d, cur) then
+      return cur, nil
     end
-    cur = follow_child(d, s, cur)
+    last, cur = cur, follow_child(d, s, cur)
   end
+  return nil, last
+end
+
+local function is_branch_point(d, id)
+  return #(d.children[id] or {}) > 1
+end
+
+--- The first entry below `id` (down its line) with several children, or nil.
+function M.next_branch_point(path, id)
+  return (walk_down(path, id, is_branch_point))
 end
 
 --- The nearest entry above `id` with several children, or nil.
@@ -528,7 +534,7 @@ function M.prev_branch_point(path, id)
   local cur = M.parent(path, id)
   local d = M.data[path]
   while cur do
-    if #(d.children[cur] or {}) > 1 then
+    if is_branch_point(d, cur) then
       return cur
     end
     cur = M.parent(path, cur)
@@ -537,18 +543,8 @@ end
 
 --- The leaf `id` leads to (along the active path where it can, else the latest child).
 function M.leaf_below(path, id)
-  local d, s = M.data[path], sessions.sessions[path]
-  if not d or not s then
-    return nil
-  end
-  local cur = id
-  while true do
-    local nx = follow_child(d, s, cur)
-    if not nx then
-      return cur
-    end
-    cur = nx
-  end
+  local _, leaf = walk_down(path, id)
+  return leaf
 end
 
 return M
