@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::Sink;
 use super::error::{CliError, Exit};
+use super::transcript::Ask;
 use crate::core::describe::Describe;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::lines::LineFormat;
@@ -217,7 +218,14 @@ fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeId
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
     if dialect_of(&args.file)? == Dialect::Claude {
-        return super::transcript::context(out, args);
+        let ask = Ask {
+            file: &args.file,
+            leaf: args.leaf.as_deref(),
+            json: args.json,
+            allow_corrupt: args.allow_corrupt,
+            model: args.model.as_deref(),
+        };
+        return super::transcript::context(out, &ask);
     }
     no_model(args.model.as_deref())?;
     if args.json
@@ -641,7 +649,14 @@ fn no_model(model: Option<&str>) -> Result<(), CliError> {
 /// Runs `sessiond explain`.
 pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
     if dialect_of(&args.file)? == Dialect::Claude {
-        return super::transcript::explain(out, args);
+        let ask = Ask {
+            file: &args.file,
+            leaf: args.leaf.as_deref(),
+            json: args.json,
+            allow_corrupt: args.allow_corrupt,
+            model: args.model.as_deref(),
+        };
+        return super::transcript::explain(out, &ask, &args.entry_id);
     }
     no_model(args.model.as_deref())?;
     let Opened { session, .. } = open(&args.file, args.allow_corrupt, "explain")?;

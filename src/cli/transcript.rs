@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 
 use super::Sink;
 use super::error::{CliError, Exit};
-use super::read::{ContextArgs, ExplainArgs};
 use crate::core::preview::one_line;
 use crate::core::tree::{Mode, NodeIdx};
 use crate::dialect::claude::context::{self, Context, ContextOptions};
@@ -18,6 +17,21 @@ use crate::dialect::claude::{self, Claude, Tree, preview};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 use crate::view::convert;
 use crate::view::tree::count;
+
+/// What `context` and `explain` are asked about a transcript (their arguments, as the CLI's
+/// argument types give them).
+pub struct Ask<'a> {
+    /// The transcript.
+    pub file: &'a Path,
+    /// `--leaf`.
+    pub leaf: Option<&'a str>,
+    /// `--json`.
+    pub json: bool,
+    /// `--allow-corrupt`.
+    pub allow_corrupt: bool,
+    /// `--model`.
+    pub model: Option<&'a str>,
+}
 
 /// A transcript read for one command, with a reader of its lines.
 struct Read {
@@ -72,13 +86,13 @@ fn context_err(file: &Path) -> impl FnOnce(context::ContextError) -> CliError + 
 }
 
 /// Runs `sessiond context` on a Claude Code transcript.
-pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
-    let file = args.file.as_path();
+pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
+    let file = args.file;
     let Read { session, lines } = read(file, args.allow_corrupt)?;
     let tree = &session.tree;
-    let leaf = leaf(tree, file, args.leaf.as_deref())?;
-    let ctx = context::context(tree, &lines, leaf, &options(args.model.as_deref()))
-        .map_err(context_err(file))?;
+    let leaf = leaf(tree, file, args.leaf)?;
+    let ctx =
+        context::context(tree, &lines, leaf, &options(args.model)).map_err(context_err(file))?;
     if args.json {
         let doc = document(file, tree, &session, &ctx);
         let out = out.final_text()?;
@@ -196,27 +210,25 @@ fn message_preview(message: &Value) -> String {
 
 /// Runs `sessiond explain` on a Claude Code transcript: `ENTRY_ID` is a uuid, or `line:N` for
 /// any line (a bookkeeping line has no uuid).
-pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
-    let file = args.file.as_path();
+pub fn explain(out: &mut dyn Write, args: &Ask<'_>, entry_id: &str) -> Result<Exit, CliError> {
+    let file = args.file;
     let Read { session, lines } = read(file, args.allow_corrupt)?;
     let tree = &session.tree;
-    let target = match args.entry_id.strip_prefix("line:").map(str::parse::<u32>) {
+    let target = match entry_id.strip_prefix("line:").map(str::parse::<u32>) {
         Some(Ok(line)) => Target::Line(line),
-        _ => Target::Node(
-            tree.find(&args.entry_id)
-                .ok_or_else(|| CliError::UnknownEntry {
-                    path: file.to_owned(),
-                    id: args.entry_id.clone(),
-                    what: "entry id (or line:N)",
-                })?,
-        ),
+        _ => Target::Node(tree.find(entry_id).ok_or_else(|| CliError::UnknownEntry {
+            path: file.to_owned(),
+            id: entry_id.to_owned(),
+            what: "entry id (or line:N)",
+        })?),
     };
-    let leaf = leaf(tree, file, args.leaf.as_deref())?;
-    let ex = explain::explain(tree, &lines, leaf, target, &options(args.model.as_deref()))
-        .map_err(|e| CliError::Transcript {
+    let leaf = leaf(tree, file, args.leaf)?;
+    let ex = explain::explain(tree, &lines, leaf, target, &options(args.model)).map_err(|e| {
+        CliError::Transcript {
             path: file.to_owned(),
             detail: e.to_string(),
-        })?;
+        }
+    })?;
     if args.json {
         let mut doc = serde_json::to_value(&ex).map_err(io::Error::from)?;
         doc["format"] = json!("claude-code");
