@@ -8,8 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{
-    describe, diff_report, json_eq, parse_json, parse_json_output, repo_root, restrict_to_context,
-    sessiond,
+    context_args, describe, diff_report, json_eq, parse_json, parse_json_output, repo_root,
+    restrict_to_context, sessiond, sessiond_json,
 };
 use serde_json::{Value, json};
 
@@ -48,8 +48,19 @@ fn with_view(args: &[&str]) -> Vec<String> {
     out
 }
 
-fn run(args: &[&str]) -> (Option<i32>, Value, String) {
-    let output = sessiond(with_view(args));
+/// `sessiond compact FILE --json ARGS…` (see [`with_view`]).
+fn compact_args(file: &Path, args: &[&str]) -> Vec<String> {
+    let file = file.to_str().expect("utf-8 path");
+    let args: Vec<&str> = ["compact", file, "--json"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    with_view(&args)
+}
+
+/// `sessiond compact FILE --json ARGS…`: its exit code, output and stderr.
+fn run(file: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let output = sessiond(compact_args(file, args));
     let json = parse_json_output(&output).unwrap_or(Value::Null);
     (
         output.status.code(),
@@ -58,8 +69,10 @@ fn run(args: &[&str]) -> (Option<i32>, Value, String) {
     )
 }
 
-fn compact_ok(args: &[&str]) -> Value {
-    let output = sessiond(with_view(args));
+/// `sessiond compact FILE --json ARGS…`, which must succeed: its output.
+fn compact_ok(file: &Path, args: &[&str]) -> Value {
+    let args = compact_args(file, args);
+    let output = sessiond(&args);
     assert!(
         output.status.success(),
         "`sessiond {}` failed: {}",
@@ -70,22 +83,7 @@ fn compact_ok(args: &[&str]) -> Value {
 }
 
 fn context(file: &Path, leaf: Option<&str>) -> Value {
-    let mut args = vec![
-        "context".to_string(),
-        file.to_string_lossy().into_owned(),
-        "--json".to_string(),
-    ];
-    if let Some(l) = leaf {
-        args.extend(["--leaf".to_string(), l.to_string()]);
-    }
-    let output = sessiond(&args);
-    assert!(
-        output.status.success(),
-        "`sessiond {}`: {}",
-        args.join(" "),
-        describe(&output)
-    );
-    restrict_to_context(&parse_json_output(&output).expect("context JSON"))
+    restrict_to_context(&sessiond_json(&context_args(file, leaf)).unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// pi's own context (loadEntriesFromFile + buildSessionContext) for each (file, leaf).
@@ -104,6 +102,11 @@ fn pi_contexts(jobs: &[(PathBuf, Option<String>)]) -> Option<Vec<Value>> {
             })
             .collect(),
     )
+}
+
+/// A compact's exit code and output when there is nothing to compact, for pi's `reason`.
+fn nothing(reason: &str) -> (Option<i32>, Value) {
+    (Some(0), json!({"nothingToCompact": true, "reason": reason}))
 }
 
 fn last_line(file: &Path) -> Value {
@@ -145,17 +148,11 @@ fn committed_compaction_is_resumed_by_pi() {
         let file = copy_fixture(dir.path(), rel);
         let before = std::fs::read(&file).expect("read");
         let leaf_before = leaf.map_or_else(|| context_leaf(&file), str::to_owned);
-        let mut args = vec![
-            "compact",
-            file.to_str().unwrap(),
-            "--json",
-            "--keep-recent-tokens",
-            keep,
-        ];
+        let mut args = vec!["--keep-recent-tokens", keep];
         if let Some(l) = leaf {
             args.extend(["--leaf", l]);
         }
-        let result = compact_ok(&args);
+        let result = compact_ok(&file, &args);
         assert_eq!(result["written"], json!(true), "{rel}: {result}");
         let after = std::fs::read(&file).expect("read");
         assert!(after.starts_with(&before), "{rel}: existing bytes changed");
@@ -238,16 +235,16 @@ fn client_summary_that_omits_a_modified_path_is_lost_and_refused() {
     let summary = dir.path().join("summary.md");
     std::fs::write(&summary, "## Goal\nSplit the run modes.\n").expect("write summary");
     for (f, keep) in [(&file, "20000"), (&file3, "1")] {
-        let plan = compact_ok(&[
-            "compact",
-            f.to_str().unwrap(),
-            "--dry-run",
-            "--json",
-            "--keep-recent-tokens",
-            keep,
-            "--summary-file",
-            summary.to_str().unwrap(),
-        ]);
+        let plan = compact_ok(
+            f,
+            &[
+                "--dry-run",
+                "--keep-recent-tokens",
+                keep,
+                "--summary-file",
+                summary.to_str().unwrap(),
+            ],
+        );
         assert_eq!(
             plan["summary"], "## Goal\nSplit the run modes.\n",
             "the client summary is stored verbatim"
@@ -280,37 +277,23 @@ fn client_summary_that_omits_a_modified_path_is_lost_and_refused() {
         assert!(lost > 0, "{}: some modified path is lost", f.display());
     }
     // Committing with --require-retention writes nothing.
-    let before = std::fs::read(&file3).expect("read");
-    let (code, out, stderr) = run(&[
-        "compact",
-        file3.to_str().unwrap(),
-        "--json",
+    let summary_file = summary.to_str().unwrap();
+    let commit = [
         "--keep-recent-tokens",
         "1",
         "--require-retention",
         "--summary-file",
-        summary.to_str().unwrap(),
-    ]);
+        summary_file,
+    ];
+    let (code, out, stderr) = writes_nothing(&file3, &commit);
     assert_eq!(code, Some(5), "refused: {stderr}");
     assert_eq!(out["written"], json!(false));
     assert!(
         stderr.contains("modifiedFile"),
         "the error lists the lost probes: {stderr}"
     );
-    assert_eq!(
-        std::fs::read(&file3).expect("read"),
-        before,
-        "nothing written"
-    );
     // A summary that quotes every probe passes the same check and is written.
-    let plan = compact_ok(&[
-        "compact",
-        file3.to_str().unwrap(),
-        "--dry-run",
-        "--json",
-        "--keep-recent-tokens",
-        "1",
-    ]);
+    let plan = compact_ok(&file3, &["--dry-run", "--keep-recent-tokens", "1"]);
     let quoted: Vec<&str> = plan["retention"]["probes"]
         .as_array()
         .expect("probes")
@@ -318,16 +301,7 @@ fn client_summary_that_omits_a_modified_path_is_lost_and_refused() {
         .map(|p| p["text"].as_str().expect("text"))
         .collect();
     std::fs::write(&summary, quoted.join("\n")).expect("write summary");
-    let written = compact_ok(&[
-        "compact",
-        file3.to_str().unwrap(),
-        "--json",
-        "--keep-recent-tokens",
-        "1",
-        "--require-retention",
-        "--summary-file",
-        summary.to_str().unwrap(),
-    ]);
+    let written = compact_ok(&file3, &commit);
     assert_eq!(written["retention"]["lost"], json!(0));
     assert_eq!(last_line(&file3)["id"], written["entryId"]);
 }
@@ -339,7 +313,7 @@ fn embedded_summary_keeps_every_probe_on_the_examples() {
         "examples/pi-v1-before-compaction.jsonl",
     ] {
         let file = repo_root().join(rel);
-        let plan = compact_ok(&["compact", file.to_str().unwrap(), "--dry-run", "--json"]);
+        let plan = compact_ok(&file, &["--dry-run"]);
         assert_eq!(plan["summarySource"], "embedded");
         assert!(plan["retention"]["kept"].as_u64().unwrap_or(0) > 0);
         assert_eq!(
@@ -356,16 +330,9 @@ fn embedded_summary_keeps_every_probe_on_the_examples() {
 fn embedded_summarizer_is_deterministic_and_bounded() {
     let file = repo_root().join("examples/pi-v1-large-session.jsonl");
     for keep in ["1", "2000", "20000"] {
-        let args = [
-            "compact",
-            file.to_str().unwrap(),
-            "--dry-run",
-            "--json",
-            "--keep-recent-tokens",
-            keep,
-        ];
-        let a = compact_ok(&args);
-        let b = compact_ok(&args);
+        let args = ["--dry-run", "--keep-recent-tokens", keep];
+        let a = compact_ok(&file, &args);
+        let b = compact_ok(&file, &args);
         assert_eq!(a["summary"], b["summary"], "same input, same summary");
         // Probes and outcomes match too; only the new entry's id (named by foundIn) differs.
         let outcome = |v: &Value| -> Vec<(Value, Value, Value)> {
@@ -431,30 +398,16 @@ fn compaction_on_a_branch_leaves_siblings_unchanged() {
         .iter()
         .filter(|l| **l != default)
         .find(|l| {
-            let plan = compact_ok(&[
-                "compact",
-                file.to_str().unwrap(),
-                "--dry-run",
-                "--json",
-                "--leaf",
-                l,
-                "--keep-recent-tokens",
-                "1",
-            ]);
+            let plan = compact_ok(
+                &file,
+                &["--dry-run", "--leaf", l, "--keep-recent-tokens", "1"],
+            );
             plan.get("nothingToCompact").is_none()
         })
         .expect("a non-default leaf with something to compact")
         .clone();
     let before: Vec<Value> = leaves.iter().map(|l| context(&file, Some(l))).collect();
-    let result = compact_ok(&[
-        "compact",
-        file.to_str().unwrap(),
-        "--json",
-        "--leaf",
-        &target,
-        "--keep-recent-tokens",
-        "1",
-    ]);
+    let result = compact_ok(&file, &["--leaf", &target, "--keep-recent-tokens", "1"]);
     let new_leaf = result["entryId"].as_str().expect("entryId").to_owned();
     assert_eq!(last_line(&file)["parentId"], json!(target));
     for (leaf, was) in leaves.iter().zip(&before) {
@@ -493,13 +446,7 @@ fn second_compaction_uses_the_first_summary() {
         dir.path(),
         "tests/data/synthetic/linear-tool-calls-usage-session-info.jsonl",
     );
-    let first = compact_ok(&[
-        "compact",
-        file.to_str().unwrap(),
-        "--json",
-        "--keep-recent-tokens",
-        "1",
-    ]);
+    let first = compact_ok(&file, &["--keep-recent-tokens", "1"]);
     let first_id = first["entryId"].as_str().expect("entryId");
     // The conversation goes on after the compaction.
     let more = [
@@ -521,13 +468,7 @@ fn second_compaction_uses_the_first_summary() {
         text.push('\n');
     }
     std::fs::write(&file, text).expect("append");
-    let second = compact_ok(&[
-        "compact",
-        file.to_str().unwrap(),
-        "--json",
-        "--keep-recent-tokens",
-        "1",
-    ]);
+    let second = compact_ok(&file, &["--keep-recent-tokens", "1"]);
     assert_eq!(second["previousSummary"], first["summary"]);
     let previous = first["summary"].as_str().expect("summary");
     let prompt = second["request"]["prompt"]
@@ -565,115 +506,77 @@ fn second_compaction_uses_the_first_summary() {
     assert!(json_eq(&pi[0], &ours), "{}", diff_report(&pi[0], &ours));
 }
 
+/// Runs a compact that must write nothing: the file is as it was; returns its exit code, output
+/// and stderr.
+fn writes_nothing(file: &Path, args: &[&str]) -> (Option<i32>, Value, String) {
+    let before = std::fs::read(file).expect("read");
+    let got = run(file, args);
+    assert_eq!(
+        std::fs::read(file).expect("read"),
+        before,
+        "compact {args:?}: the file changed"
+    );
+    got
+}
+
+/// A compact refused with exit `code` and a message holding each of `says`, the file untouched.
+fn refused(file: &Path, args: &[&str], code: i32, says: &[&str]) {
+    let (got, _, stderr) = writes_nothing(file, args);
+    assert_eq!(got, Some(code), "{stderr}");
+    for part in says {
+        assert!(stderr.contains(part), "{part:?} not in {stderr}");
+    }
+}
+
 #[test]
 fn bad_input_gets_its_documented_result_and_writes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let branched = copy_fixture(dir.path(), "examples/pi-v3-branched.jsonl");
-    let unchanged = |f: &Path, before: &[u8], what: &str| {
-        assert_eq!(
-            std::fs::read(f).expect("read"),
-            before,
-            "{what}: the file changed"
-        );
-    };
     let before = std::fs::read(&branched).expect("read");
-    let path = branched.to_str().unwrap();
+    let nothing_at = |file: &Path, args: &[&str]| {
+        let (code, out, _) = writes_nothing(file, args);
+        (code, out)
+    };
 
     // A leaf that is itself a compaction: pi's "already compacted".
-    let (code, out, _) = run(&[
-        "compact",
-        path,
-        "--json",
-        "--leaf",
-        "4909db93",
-        "--keep-recent-tokens",
-        "1",
-    ]);
+    let leaf_is_compaction = ["--leaf", "4909db93", "--keep-recent-tokens", "1"];
     assert_eq!(
-        (code, &out),
-        (
-            Some(0),
-            &json!({"nothingToCompact": true, "reason": "leafIsCompaction"})
-        )
+        nothing_at(&branched, &leaf_is_compaction),
+        nothing("leafIsCompaction")
     );
-    unchanged(&branched, &before, "compaction leaf");
-
     // An unknown leaf.
-    let (code, _, stderr) = run(&["compact", path, "--json", "--leaf", "0badc0de"]);
-    assert_eq!(code, Some(2));
-    assert!(stderr.contains("unknown entry id 0badc0de"), "{stderr}");
-    unchanged(&branched, &before, "unknown leaf");
-
+    let unknown = ["--leaf", "0badc0de"];
+    refused(&branched, &unknown, 2, &["unknown entry id 0badc0de"]);
     // A stale expected leaf.
-    let (code, _, stderr) = run(&[
-        "compact",
-        path,
-        "--json",
-        "--keep-recent-tokens",
-        "1",
-        "--expected-leaf",
-        "8a9bb12f",
-    ]);
-    assert_eq!(code, Some(4), "{stderr}");
-    assert!(
-        stderr.contains("expected leaf 8a9bb12f") && stderr.contains("current leaf"),
-        "{stderr}"
+    let stale = ["--keep-recent-tokens", "1", "--expected-leaf", "8a9bb12f"];
+    refused(
+        &branched,
+        &stale,
+        4,
+        &["expected leaf 8a9bb12f", "current leaf"],
     );
-    unchanged(&branched, &before, "stale expected leaf");
-
     // Nothing before the cut (the default keep covers this whole session).
-    let (code, out, _) = run(&["compact", path, "--json"]);
-    assert_eq!(
-        (code, &out),
-        (
-            Some(0),
-            &json!({"nothingToCompact": true, "reason": "nothingBeforeCut"})
-        )
-    );
-    unchanged(&branched, &before, "too small");
+    assert_eq!(nothing_at(&branched, &[]), nothing("nothingBeforeCut"));
 
     // An empty session: a header and no entries.
     let empty = dir.path().join("empty.jsonl");
     let header = "{\"type\":\"session\",\"version\":3,\"id\":\"019b8a10-0000-7000-8000-000000000001\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/tmp\"}\n";
     std::fs::write(&empty, header).expect("write");
-    let (code, out, _) = run(&["compact", empty.to_str().unwrap(), "--json"]);
-    assert_eq!(
-        (code, &out),
-        (
-            Some(0),
-            &json!({"nothingToCompact": true, "reason": "emptyPath"})
-        )
-    );
-    unchanged(&empty, header.as_bytes(), "empty session");
+    assert_eq!(nothing_at(&empty, &[]), nothing("emptyPath"));
 
     // A young torn tail may still be completed by its writer: busy, nothing written.
     let torn = dir.path().join("torn.jsonl");
     let mut bytes = before.clone();
     bytes.extend_from_slice(b"{\"type\":\"message\",\"id\":\"dead");
     std::fs::write(&torn, &bytes).expect("write");
-    let (code, _, stderr) = run(&[
-        "compact",
-        torn.to_str().unwrap(),
-        "--json",
-        "--keep-recent-tokens",
-        "1",
-        "--torn-grace-ms",
-        "60000",
-    ]);
-    assert_eq!(code, Some(7), "{stderr}");
-    assert!(stderr.contains("busy"), "{stderr}");
-    unchanged(&torn, &bytes, "torn tail");
+    let young = ["--keep-recent-tokens", "1", "--torn-grace-ms", "60000"];
+    refused(&torn, &young, 7, &["busy"]);
 
     // An old torn tail is moved to a sidecar file under the lock, then the entry is appended.
-    let (code, out, stderr) = run(&[
-        "compact",
-        torn.to_str().unwrap(),
-        "--json",
-        "--keep-recent-tokens",
-        "1",
-        "--torn-grace-ms",
-        "0",
-    ]);
+    let (code, out, stderr) = run(
+        &torn,
+        &["--keep-recent-tokens", "1", "--torn-grace-ms", "0"],
+    );
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(out["written"], json!(true), "{out}");
     let after = std::fs::read(&torn).expect("read");
@@ -697,18 +600,6 @@ fn bad_input_gets_its_documented_result_and_writes_nothing() {
         dir.path(),
         "tests/data/synthetic/v1-linear-compaction.jsonl",
     );
-    let v1_before = std::fs::read(&v1).expect("read");
-    let (code, _, stderr) = run(&[
-        "compact",
-        v1.to_str().unwrap(),
-        "--json",
-        "--keep-recent-tokens",
-        "1",
-    ]);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("version 1 sessions are not appended to"),
-        "{stderr}"
-    );
-    unchanged(&v1, &v1_before, "version 1");
+    let says = ["version 1 sessions are not appended to"];
+    refused(&v1, &["--keep-recent-tokens", "1"], 2, &says);
 }

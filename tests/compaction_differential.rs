@@ -14,7 +14,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::generator::{generate, seed_from_env};
+use common::generator::{Run, generate, run_from_env};
 use common::{
     describe, diff_report, json_eq, parse_json, parse_json_output, repo_root, sessiond, v1_line_id,
 };
@@ -273,14 +273,7 @@ fn random_sessions_compact_like_pi() {
     let Some(oracle) = common::oracle_dir("compaction differential test") else {
         return;
     };
-    let seed = seed_from_env(DEFAULT_SEED);
-    let trees: usize = std::env::var("SESSIOND_DIFF_TREES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_TREES);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("compaction-diff-{seed}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create case dir");
+    let Run { seed, trees, dir } = run_from_env("compaction-diff", DEFAULT_SEED, DEFAULT_TREES);
     let mut jobs = Vec::new();
     for i in 0..trees {
         let case = generate(seed, i, &dir);

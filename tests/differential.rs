@@ -11,10 +11,8 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::generator::{Case, generate, seed_from_env};
-use common::{
-    describe, diff_report, json_eq, parse_json_output, restrict_to_context, sessiond, v1_line_id,
-};
+use common::generator::{Case, Run, generate, run_from_env};
+use common::{context_args, diff_report, json_eq, restrict_to_context, sessiond_json, v1_line_id};
 use serde_json::{Value, json};
 
 const DEFAULT_SEED: u64 = 0x5e55_10d0_2026;
@@ -25,14 +23,7 @@ fn random_sessions_match_pi() {
     let Some(oracle) = common::oracle_dir("differential test") else {
         return;
     };
-    let seed = seed_from_env(DEFAULT_SEED);
-    let trees: usize = std::env::var("SESSIOND_DIFF_TREES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_TREES);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("differential-{seed}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create case dir");
+    let Run { seed, trees, dir } = run_from_env("differential", DEFAULT_SEED, DEFAULT_TREES);
 
     let cases: Vec<Case> = (0..trees).map(|i| generate(seed, i, &dir)).collect();
     let jobs: Vec<(PathBuf, Option<String>)> = cases
@@ -52,23 +43,8 @@ fn random_sessions_match_pi() {
         if let Some(error) = pi.get("error") {
             return Err(format!("pi itself failed: {error}"));
         }
-        let mut args = vec![
-            "context".to_string(),
-            file.to_string_lossy().into_owned(),
-            "--json".to_string(),
-        ];
-        if let Some(leaf) = leaf {
-            args.extend(["--leaf".to_string(), leaf.clone()]);
-        }
-        let output = sessiond(&args);
-        if !output.status.success() {
-            return Err(format!(
-                "`sessiond {}` failed: {}",
-                args.join(" "),
-                describe(&output)
-            ));
-        }
-        let actual = parse_json_output(&output)?;
+        let args = context_args(file, leaf.as_deref());
+        let actual = sessiond_json(&args)?;
         let context = restrict_to_context(&actual);
         if !json_eq(&pi["context"], &context) {
             return Err(format!(
@@ -154,15 +130,7 @@ fn compare_tree(file: &std::path::Path, pi: &Value) -> Result<(), String> {
         file.to_string_lossy().into_owned(),
         "--json".to_string(),
     ];
-    let output = sessiond(&args);
-    if !output.status.success() {
-        return Err(format!(
-            "`sessiond {}` failed: {}",
-            args.join(" "),
-            describe(&output)
-        ));
-    }
-    let ours = parse_json_output(&output)?;
+    let ours = sessiond_json(&args)?;
     if !json_eq(&pi["roots"], &ours["roots"]) {
         return Err(format!(
             "`sessiond {}`: roots differ from pi's getTree: {}",

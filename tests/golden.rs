@@ -3,11 +3,11 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::{
-    describe, diff_report, json_eq, parse_json_output, repo_root, restrict_to_context, sessiond,
-    v1_line_id,
+    context_args, describe, diff_report, json_eq, repo_root, restrict_to_context, sessiond,
+    sessiond_json, v1_line_id,
 };
 use serde_json::Value;
 
@@ -27,23 +27,8 @@ fn check_case(path: &PathBuf) -> Result<(), String> {
     let golden: Value =
         common::parse_json(&std::fs::read(path).expect("read golden")).expect("golden is JSON");
     let file = golden["file"].as_str().expect("golden.file");
-    let mut args = vec![
-        "context".to_string(),
-        file.to_string(),
-        "--json".to_string(),
-    ];
-    if let Some(leaf) = golden["leaf"].as_str() {
-        args.extend(["--leaf".to_string(), leaf.to_string()]);
-    }
-    let output = sessiond(&args);
-    if !output.status.success() {
-        return Err(format!(
-            "`sessiond {}` failed: {}",
-            args.join(" "),
-            describe(&output)
-        ));
-    }
-    let actual = parse_json_output(&output)?;
+    let args = context_args(Path::new(file), golden["leaf"].as_str());
+    let actual = sessiond_json(&args)?;
     let context = restrict_to_context(&actual);
     let mut problems = Vec::new();
     if !json_eq(&golden["context"], &context) {

@@ -530,3 +530,25 @@ pub fn seed_from_env(default: u64) -> u64 {
         Err(_) => default,
     }
 }
+
+/// A randomized run: its seed ([`seed_from_env`]), how many session files to generate
+/// (`SESSIOND_DIFF_TREES`, else a default) and the empty folder they are written to.
+pub struct Run {
+    pub seed: u64,
+    pub trees: usize,
+    pub dir: PathBuf,
+}
+
+/// The run of the test `name`: the folder is `{name}-{seed}` under the tests' temporary
+/// directory, emptied first.
+pub fn run_from_env(name: &str, default_seed: u64, default_trees: usize) -> Run {
+    let seed = seed_from_env(default_seed);
+    let trees: usize = std::env::var("SESSIOND_DIFF_TREES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default_trees);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{seed}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create case dir");
+    Run { seed, trees, dir }
+}

@@ -53,6 +53,32 @@ pub fn parse_json_output(output: &Output) -> Result<Value, String> {
     })
 }
 
+/// The arguments of `sessiond context FILE --json`, at `leaf` when given.
+pub fn context_args(file: &Path, leaf: Option<&str>) -> Vec<String> {
+    let mut args = vec![
+        "context".to_string(),
+        file.to_string_lossy().into_owned(),
+        "--json".to_string(),
+    ];
+    if let Some(leaf) = leaf {
+        args.extend(["--leaf".to_string(), leaf.to_string()]);
+    }
+    args
+}
+
+/// Runs sessiond with `args` and parses its JSON output; Err names the command and how it failed.
+pub fn sessiond_json(args: &[String]) -> Result<Value, String> {
+    let output = sessiond(args);
+    if !output.status.success() {
+        return Err(format!(
+            "`sessiond {}` failed: {}",
+            args.join(" "),
+            describe(&output)
+        ));
+    }
+    parse_json_output(&output)
+}
+
 /// Parses JSON the way JavaScript accepts it. pi's JSON.stringify writes a lone UTF-16 surrogate (a tool
 /// output cut inside an emoji) as an escape like `\ud83d`, which serde_json refuses; such an escape is turned
 /// into literal text (`\\ud83d`) on both sides of a comparison, so equal inputs still compare equal.
