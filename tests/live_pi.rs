@@ -108,11 +108,12 @@ fn announced(notes: &[Value]) -> Vec<String> {
 /// file order; no reload, no corruption; `contextAt` equals pi's own context.
 #[test]
 fn follow_announces_every_entry_once_and_context_equals_pi() {
-    let Some(pi) = PiInstall::find("follow_announces_every_entry_once_and_context_equals_pi")
-    else {
+    let Some(lab) = Lab::for_test(
+        "follow_announces_every_entry_once_and_context_equals_pi",
+        &tools_script(),
+    ) else {
         return;
     };
-    let lab = Lab::new(&pi, &tools_script());
     lab.print(&[], "first");
     let file = only_session(&lab);
 
@@ -161,11 +162,12 @@ fn follow_announces_every_entry_once_and_context_equals_pi() {
 /// `contextAt` at the leaf that request was built from.
 #[test]
 fn referee_every_model_request_is_pi_conversion_of_context_at() {
-    let Some(pi) = PiInstall::find("referee_every_model_request_is_pi_conversion_of_context_at")
-    else {
+    let Some(lab) = Lab::for_test(
+        "referee_every_model_request_is_pi_conversion_of_context_at",
+        &tools_script(),
+    ) else {
         return;
     };
-    let lab = Lab::new(&pi, &tools_script());
     lab.print(&[], "first");
     let file = only_session(&lab);
     let (mut d, _) = Daemon::start(&[&lab.sessions]);
@@ -182,6 +184,12 @@ fn referee_every_model_request_is_pi_conversion_of_context_at() {
     let notes = std::fs::read_to_string(lab.work.join("notes.txt")).unwrap();
     assert_eq!(notes, "ALPHA\nBETA\n");
     d.stop();
+}
+
+/// Every request pi sent passes the referee.
+fn referee_every_request(lab: &Lab, d: &mut Daemon) {
+    let requests = lab.server.requests();
+    assert_eq!(referee_all(lab, d, &requests), requests.len());
 }
 
 /// The requests recorded after the first `skip`.
@@ -231,10 +239,10 @@ fn first_entry(file: &Path, pred: impl Fn(&Value) -> bool) -> String {
 /// fork's context plus the new prompt, without the edit.
 #[test]
 fn fork_then_resume_sends_the_fork_context() {
-    let Some(pi) = PiInstall::find("fork_then_resume_sends_the_fork_context") else {
+    let Some(lab) = Lab::for_test("fork_then_resume_sends_the_fork_context", &tools_script())
+    else {
         return;
     };
-    let lab = Lab::new(&pi, &tools_script());
     lab.print(&[], "first");
     let file = only_session(&lab);
     let (mut d, _) = Daemon::start(&[&lab.sessions]);
@@ -277,8 +285,7 @@ fn fork_then_resume_sends_the_fork_context() {
         );
     }
     // Every request, in the source and in both forks, passes the referee.
-    let requests = lab.server.requests();
-    assert_eq!(referee_all(&lab, &mut d, &requests), requests.len());
+    referee_every_request(&lab, &mut d);
     d.stop();
 }
 
@@ -287,10 +294,12 @@ fn fork_then_resume_sends_the_fork_context() {
 /// context.
 #[test]
 fn compact_then_resume_starts_with_the_summary() {
-    let Some(pi) = PiInstall::find("compact_then_resume_starts_with_the_summary") else {
+    let Some(lab) = Lab::for_test(
+        "compact_then_resume_starts_with_the_summary",
+        &tools_script(),
+    ) else {
         return;
     };
-    let lab = Lab::new(&pi, &tools_script());
     lab.print(&[], "first");
     let file = only_session(&lab);
     let s = file.to_str().unwrap().to_owned();
@@ -331,8 +340,7 @@ fn compact_then_resume_starts_with_the_summary() {
         first.contains(&summary),
         "the request starts with sessiond's summary: {first}"
     );
-    let requests = lab.server.requests();
-    assert_eq!(referee_all(&lab, &mut d, &requests), requests.len());
+    referee_every_request(&lab, &mut d);
     d.stop();
 }
 
@@ -341,10 +349,12 @@ fn compact_then_resume_starts_with_the_summary() {
 /// or announced once after it, in file order.
 #[test]
 fn a_file_pi_is_creating_is_followed_from_its_birth() {
-    let Some(pi) = PiInstall::find("a_file_pi_is_creating_is_followed_from_its_birth") else {
+    let Some(lab) = Lab::for_test(
+        "a_file_pi_is_creating_is_followed_from_its_birth",
+        &tools_script(),
+    ) else {
         return;
     };
-    let lab = Lab::new(&pi, &tools_script());
     let (mut d, _) = Daemon::start(&[&lab.sessions]);
     let file = lab.sessions.join("born.jsonl");
     let s = file.to_str().unwrap().to_owned();
@@ -616,10 +626,12 @@ fn assert_tree_is_the_file(lab: &Lab, d: &mut Daemon, file: &Path) {
 /// sessiond following, one `session/didReload` and a correct tree afterwards.
 #[test]
 fn pi_migrating_an_old_file_in_place_gives_one_reload() {
-    let Some(pi) = PiInstall::find("pi_migrating_an_old_file_in_place_gives_one_reload") else {
+    let Some(lab) = Lab::for_test(
+        "pi_migrating_an_old_file_in_place_gives_one_reload",
+        &tools_script(),
+    ) else {
         return;
     };
-    let lab = Lab::new(&pi, &tools_script());
     let file = lab.sessions.join("old.jsonl");
     // pi refuses a session whose working directory does not exist: point it at the work tree.
     let old = std::fs::read_to_string(
@@ -661,10 +673,12 @@ fn pi_migrating_an_old_file_in_place_gives_one_reload() {
 /// (`born`) and a correct tree afterwards.
 #[test]
 fn pi_rewriting_an_empty_session_file_gives_one_reload() {
-    let Some(pi) = PiInstall::find("pi_rewriting_an_empty_session_file_gives_one_reload") else {
+    let Some(lab) = Lab::for_test(
+        "pi_rewriting_an_empty_session_file_gives_one_reload",
+        &tools_script(),
+    ) else {
         return;
     };
-    let lab = Lab::new(&pi, &tools_script());
     let file = lab.sessions.join("empty.jsonl");
     std::fs::write(&file, "").unwrap();
     let (mut d, _) = Daemon::start(&[&lab.sessions]);

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use live::{ModelServer, PiInstall};
+use support::common::assert_exit;
 use support::{BIN, Daemon, Spawn, repo};
 
 const SUMMARY: &str = "## Goal\nScripted summary of the work so far.";
@@ -78,6 +79,46 @@ impl World {
             agent,
             server,
         }
+    }
+
+    /// A daemon with this world's agent directory and key (its stderr kept), and its
+    /// `session/open` of the session.
+    fn daemon(&self) -> (Daemon, Value) {
+        let agent = self.agent.to_str().unwrap().to_owned();
+        let (mut d, _) = Daemon::start_with(
+            &[&self.dir],
+            &Spawn {
+                env: vec![("PI_CODING_AGENT_DIR", &agent), ("MODEL_TEST_KEY", KEY)],
+                capture_stderr: true,
+                args: Vec::new(),
+            },
+        );
+        let opened = d.call("session/open", json!({"path": self.file}));
+        (d, opened)
+    }
+
+    /// A compact that writes, with `args`: it names the current leaf as the expected one and
+    /// prints JSON.
+    fn write(&self, args: &[&str]) -> Output {
+        let leaf = self.leaf();
+        let args: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["--expected-leaf", &leaf, "--json"])
+            .collect();
+        self.compact(&args)
+    }
+
+    /// [`World::write`] refused: the session file is as it was.
+    fn write_nothing(&self, args: &[&str]) -> Output {
+        let before = std::fs::read(&self.file).unwrap();
+        let out = self.write(args);
+        assert_eq!(
+            std::fs::read(&self.file).unwrap(),
+            before,
+            "nothing written"
+        );
+        out
     }
 
     fn leaf(&self) -> String {
@@ -184,19 +225,8 @@ fn a_429_is_retried_after_retry_after_and_the_answer_written() {
         &json!({"default": [{"text": SUMMARY}], "faults": [{"status": 429, "retryAfter": "0"}, {"status": 503}]}),
         "openai-completions",
     );
-    let leaf = w.leaf();
-    let out = w.compact(&[
-        "--model",
-        "anthropic/claude-sonnet-4-5",
-        "--expected-leaf",
-        &leaf,
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = w.write(&["--model", "anthropic/claude-sonnet-4-5"]);
+    assert_exit(&out, 0);
     let report = json_out(&out);
     assert_eq!(report["written"], true);
     assert_eq!(report["summarySource"], "model");
@@ -236,24 +266,9 @@ fn a_timeout_or_a_refused_key_writes_nothing_and_names_the_provider_not_the_key(
         &json!({"default": [{"text": SUMMARY}], "faults": [{"delayMs": 5000}]}),
         "openai-completions",
     );
-    let leaf = w.leaf();
-    let before = std::fs::read(&w.file).unwrap();
     let started = Instant::now();
-    let out = w.compact(&[
-        "--summarizer",
-        "model",
-        "--expected-leaf",
-        &leaf,
-        "--model-timeout-ms",
-        "500",
-        "--json",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(9),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = w.write_nothing(&["--summarizer", "model", "--model-timeout-ms", "500"]);
+    assert_exit(&out, 9);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("timeout") && stderr.contains("anthropic"),
@@ -266,24 +281,13 @@ fn a_timeout_or_a_refused_key_writes_nothing_and_names_the_provider_not_the_key(
     let err = json_out(&out);
     assert_eq!(err["error"]["kind"], "model");
     assert_eq!(err["error"]["modelError"], "timeout");
-    assert_eq!(std::fs::read(&w.file).unwrap(), before, "nothing written");
 
     let w = World::new(
         &json!({"default": [{"text": SUMMARY}], "requireKey": KEY}),
         "anthropic-messages",
     );
-    let leaf = w.leaf();
-    let before = std::fs::read(&w.file).unwrap();
-    let out = w.compact(&[
-        "--summarizer",
-        "model",
-        "--api-key-env",
-        "WRONG_KEY",
-        "--expected-leaf",
-        &leaf,
-        "--json",
-    ]);
-    assert_eq!(out.status.code(), Some(9));
+    let out = w.write_nothing(&["--summarizer", "model", "--api-key-env", "WRONG_KEY"]);
+    assert_exit(&out, 9);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
@@ -294,39 +298,19 @@ fn a_timeout_or_a_refused_key_writes_nothing_and_names_the_provider_not_the_key(
         assert!(!text.contains("SECRET"), "a key leaked: {text}");
     }
     assert_eq!(json_out(&out)["error"]["status"], 401);
-    assert_eq!(std::fs::read(&w.file).unwrap(), before, "nothing written");
     // The right key (from models.json's apiKey) is accepted by the same server.
-    let out = w.compact(&["--summarizer", "model", "--expected-leaf", &leaf]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = w.write(&["--summarizer", "model"]);
+    assert_exit(&out, 0);
 }
 
 #[test]
 fn a_summary_that_loses_probes_is_refused_under_require_retention() {
     let w = World::new(&json!({"default": [{"text": "ok"}]}), "openai-completions");
-    let leaf = w.leaf();
-    let before = std::fs::read(&w.file).unwrap();
-    let out = w.compact(&[
-        "--summarizer",
-        "model",
-        "--require-retention",
-        "--expected-leaf",
-        &leaf,
-        "--json",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(5),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = w.write_nothing(&["--summarizer", "model", "--require-retention"]);
+    assert_exit(&out, 5);
     let report = json_out(&out);
     assert_eq!(report["error"], "retentionLost");
     assert!(report["retention"]["lost"].as_u64().unwrap() > 0);
-    assert_eq!(std::fs::read(&w.file).unwrap(), before, "nothing written");
 }
 
 #[test]
@@ -335,16 +319,7 @@ fn the_daemon_reports_progress_and_a_cancelled_call_writes_nothing() {
         &json!({"default": [{"text": SUMMARY}], "faults": [{"stallMs": 30000}]}),
         "openai-completions",
     );
-    let agent = w.agent.to_str().unwrap().to_owned();
-    let (mut d, _) = Daemon::start_with(
-        &[&w.dir],
-        &Spawn {
-            env: vec![("PI_CODING_AGENT_DIR", &agent), ("MODEL_TEST_KEY", KEY)],
-            capture_stderr: true,
-            args: Vec::new(),
-        },
-    );
-    let opened = d.call("session/open", json!({"path": w.file}));
+    let (mut d, opened) = w.daemon();
     let before = std::fs::read(&w.file).unwrap();
     let id = d.next_request_id();
     d.send(
@@ -392,16 +367,7 @@ fn daemon_model_errors_are_33020_naming_the_provider() {
         &json!({"default": [{"text": SUMMARY}], "requireKey": "another"}),
         "openai-completions",
     );
-    let agent = w.agent.to_str().unwrap().to_owned();
-    let (mut d, _) = Daemon::start_with(
-        &[&w.dir],
-        &Spawn {
-            env: vec![("PI_CODING_AGENT_DIR", &agent), ("MODEL_TEST_KEY", KEY)],
-            capture_stderr: true,
-            args: Vec::new(),
-        },
-    );
-    let opened = d.call("session/open", json!({"path": w.file}));
+    let (mut d, opened) = w.daemon();
     let r = d.request(
         "session/compact",
         json!({"path": w.file, "expectedLeafId": opened["leafId"], "leafId": LEAF, "keepRecentTokens": 2000,
@@ -481,11 +447,7 @@ fn pi_and_sessiond_send_the_same_summarization_request() {
         .env("PI_CODING_AGENT_DIR", &lab.agent)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0);
     let our_requests: Vec<Value> = lab.server.requests()[seen..].to_vec();
     assert_eq!(
         our_requests.len(),

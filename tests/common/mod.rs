@@ -38,6 +38,16 @@ pub fn describe(output: &Output) -> String {
     )
 }
 
+/// Asserts that a finished command exited with `code`, showing its stderr where it did not.
+pub fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// Parses a command's JSON output: stdout, or stderr when stdout is empty (errors may go either way).
 pub fn parse_json_output(output: &Output) -> Result<Value, String> {
     let text = if output.stdout.iter().all(u8::is_ascii_whitespace) {

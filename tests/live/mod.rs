@@ -192,6 +192,12 @@ pub struct Lab {
 }
 
 impl Lab {
+    /// The world of the test `test` whose model answers from `script`; None (the test skips,
+    /// see [`PiInstall::find`]) without the pi install.
+    pub fn for_test(test: &str, script: &Value) -> Option<Lab> {
+        PiInstall::find(test).map(|pi| Lab::new(&pi, script))
+    }
+
     /// A new world whose model answers from `script` (see model-server.mjs).
     pub fn new(pi: &PiInstall, script: &Value) -> Lab {
         let tmp = tempfile::tempdir().unwrap();
