@@ -146,113 +146,70 @@ fn bad_input_is_refused_and_nothing_is_written() {
     let f = copy_into(dir.path(), &repo(BRANCHED));
     let before = std::fs::read(&f).unwrap();
     let leaf = "b200000d";
-    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+    // (command, its arguments after the file, the expected leaf, exit code, error kind)
+    let cases: &[(&str, &[&str], &str, i32, &str)] = &[
+        ("label", &["nope", "x"], leaf, 2, "unknownEntry"),
+        ("label", &["b2000002", "x"], "b2000001", 4, "conflict"),
+        ("label", &["b2000002", "x"], "null", 4, "conflict"),
         (
-            vec!["label", s(&f), "nope", "x", "--expected-leaf", leaf],
+            "branch",
+            &["nope", "--summary", "s"],
+            leaf,
             2,
             "unknownEntry",
         ),
         (
-            vec![
-                "label",
-                s(&f),
-                "b2000002",
-                "x",
-                "--expected-leaf",
-                "b2000001",
-            ],
-            4,
-            "conflict",
-        ),
-        (
-            vec!["label", s(&f), "b2000002", "x", "--expected-leaf", "null"],
-            4,
-            "conflict",
-        ),
-        (
-            vec![
-                "branch",
-                s(&f),
-                "nope",
-                "--summary",
-                "s",
-                "--expected-leaf",
-                leaf,
-            ],
-            2,
-            "unknownEntry",
-        ),
-        (
-            vec![
-                "append",
-                s(&f),
+            "append",
+            &[
                 "--entry",
                 r#"{"type":"custom","customType":"x"}"#,
                 "--parent",
                 "nope",
-                "--expected-leaf",
-                leaf,
             ],
+            leaf,
             2,
             "unknownEntry",
         ),
         (
-            vec![
-                "append",
-                s(&f),
-                "--entry",
-                r#"{"customType":"x"}"#,
-                "--expected-leaf",
-                leaf,
-            ],
+            "append",
+            &["--entry", r#"{"customType":"x"}"#],
+            leaf,
             2,
             "invalidEntry",
         ),
         (
-            vec![
-                "append",
-                s(&f),
-                "--entry",
-                r#"{"type":"message","message":"hi"}"#,
-                "--expected-leaf",
-                leaf,
-            ],
+            "append",
+            &["--entry", r#"{"type":"message","message":"hi"}"#],
+            leaf,
             2,
             "invalidEntry",
         ),
         (
-            vec![
-                "append",
-                s(&f),
+            "append",
+            &[
                 "--entry",
                 r#"{"type":"label","targetId":"nope","label":"x"}"#,
-                "--expected-leaf",
-                leaf,
             ],
+            leaf,
             2,
             "unknownEntry",
         ),
         (
-            vec![
-                "append",
-                s(&f),
+            "append",
+            &[
                 "--entry",
                 r#"{"type":"custom","id":"b2000001","customType":"x"}"#,
-                "--expected-leaf",
-                leaf,
             ],
+            leaf,
             2,
             "invalidEntry",
         ),
-        (
-            vec!["append", s(&f), "--entry", "[1]", "--expected-leaf", leaf],
-            2,
-            "invalidEntry",
-        ),
+        ("append", &["--entry", "[1]"], leaf, 2, "invalidEntry"),
     ];
-    for (args, code, kind) in cases {
-        let mut args = args;
-        args.push("--json");
+    for &(command, rest, expected, code, kind) in cases {
+        let mut args = vec![command, s(&f)];
+        args.extend(rest);
+        args.extend(["--expected-leaf", expected, "--json"]);
         let (got, out, err) = run(&args);
         assert_eq!(got, code, "{args:?}: {out}{err}");
         let v: Value = serde_json::from_str(&out).unwrap();
@@ -451,36 +408,57 @@ fn corrupt_sessions_are_never_written_and_salvage_makes_a_clean_copy() {
     }
 }
 
+/// `s.jsonl` in `dir`: a header, a root user message `a`, then `lines`.
+fn salvage_source(dir: &Path, lines: &[&str]) -> PathBuf {
+    let f = dir.join("s.jsonl");
+    let head = [
+        r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
+        r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"x"}}"#,
+    ];
+    let all: Vec<&str> = head.iter().chain(lines).copied().collect();
+    common::write_lines(&f, &all);
+    f
+}
+
+/// `sessiond salvage FILE --json`, which must succeed, and its report: `kept` entries kept, one
+/// dropped at `dropped_line`, the entries given another parent as (id, was, now); the new file
+/// reads strictly. Returns the report and the new file.
+fn salvage(
+    f: &Path,
+    kept: u64,
+    dropped_line: u64,
+    reattached: &[(&str, &str, Option<&str>)],
+) -> (Value, PathBuf) {
+    let (code, out, err) = run(&["salvage", s(f), "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let r: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["kept"], kept, "{r}");
+    assert_eq!(r["dropped"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(r["dropped"][0]["line"], dropped_line, "{r}");
+    let reattached: Vec<Value> = reattached
+        .iter()
+        .map(|(id, was, now)| serde_json::json!({"id": id, "was": was, "now": now}))
+        .collect();
+    assert_eq!(r["reattached"], Value::Array(reattached), "{r}");
+    let salvaged = PathBuf::from(r["path"].as_str().unwrap());
+    check_ok(&salvaged);
+    (r, salvaged)
+}
+
 #[test]
 fn salvage_reattaches_to_the_nearest_surviving_ancestor() {
     let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("s.jsonl");
-    common::write_lines(
-        &f,
+    let f = salvage_source(
+        dir.path(),
         &[
-            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
-            r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"x"}}"#,
             r#"{"type":"message","id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z","message":"not an object"}"#,
             r#"{"type":"message","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"y"}}"#,
             r#"{"type":"message","id":"d","parentId":"zz","timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"z"}}"#,
         ],
     );
-    let (code, out, err) = run(&["salvage", s(&f), "--json"]);
-    assert_eq!(code, 0, "{err}");
-    let r: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(r["kept"], 3);
-    assert_eq!(r["dropped"][0]["line"], 3);
+    let (r, salvaged) = salvage(&f, 3, 3, &[("c", "b", Some("a")), ("d", "zz", None)]);
     assert_eq!(r["dropped"][0]["kind"], "invalidEntry");
-    assert_eq!(
-        r["reattached"],
-        serde_json::json!([
-            {"id": "c", "was": "b", "now": "a"},
-            {"id": "d", "was": "zz", "now": null},
-        ])
-    );
-    let salvaged = PathBuf::from(r["path"].as_str().unwrap());
     assert_eq!(salvaged.parent(), f.parent());
-    check_ok(&salvaged);
 }
 
 /// Entries a lenient read keeps though pi's format does not allow them: one without a string
@@ -489,12 +467,9 @@ fn salvage_reattaches_to_the_nearest_surviving_ancestor() {
 #[test]
 fn salvage_resolves_the_irregular_entries_a_lenient_read_keeps() {
     let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("s.jsonl");
-    common::write_lines(
-        &f,
+    let f = salvage_source(
+        dir.path(),
         &[
-            r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#,
-            r#"{"type":"message","id":"a","parentId":null,"timestamp":"2026-01-01T00:00:01.000Z","message":{"role":"user","content":"x"}}"#,
             r#"{"id":"b","parentId":"a","timestamp":"2026-01-01T00:00:02.000Z"}"#,
             r#"{"type":"message","id":"c","parentId":"b","timestamp":"2026-01-01T00:00:03.000Z","message":{"role":"user","content":"y"}}"#,
             r#"{"type":"message","id":"d","parentId":7,"timestamp":"2026-01-01T00:00:04.000Z","message":{"role":"user","content":"z"}}"#,
@@ -510,22 +485,8 @@ fn salvage_resolves_the_irregular_entries_a_lenient_read_keeps() {
     let lenient: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(lenient["entryIds"], serde_json::json!(["a", "b", "c"]));
 
-    let (code, out, err) = run(&["salvage", s(&f), "--json"]);
-    assert_eq!(code, 0, "{err}");
-    let r: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(r["kept"], 4, "{out}");
-    assert_eq!(r["dropped"].as_array().unwrap().len(), 1, "{out}");
-    assert_eq!(r["dropped"][0]["line"], 3);
+    let (r, salvaged) = salvage(&f, 4, 3, &[("c", "b", Some("a")), ("d", "7", None)]);
     assert_eq!(r["dropped"][0]["id"], "b");
-    assert_eq!(
-        r["reattached"],
-        serde_json::json!([
-            {"id": "c", "was": "b", "now": "a"},
-            {"id": "d", "was": "7", "now": null},
-        ])
-    );
-    let salvaged = PathBuf::from(r["path"].as_str().unwrap());
-    check_ok(&salvaged);
     let (_, out, _) = run(&["context", s(&salvaged), "--leaf", "c", "--json"]);
     let strict: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(strict["entryIds"], serde_json::json!(["a", "c"]));
@@ -625,23 +586,23 @@ fn reservation_child() {
     let src = repo(BRANCHED);
     let session = writer::open_for_write(&src).unwrap();
     let reservations = Reservations::new();
+    // A fork into the same folder under the same new session id.
+    let fork = || {
+        let request = ForkRequest {
+            entry_id: "b2000005",
+            position: Position::At,
+            target_dir: Some(dir.path()),
+            session_id: Some("same-id"),
+        };
+        writer::fork(&src, &session.tree, request, &reservations)
+    };
     let barrier = std::sync::Barrier::new(2);
     let results: Vec<Result<writer::Forked, WriteError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..2)
             .map(|_| {
                 scope.spawn(|| {
                     barrier.wait();
-                    writer::fork(
-                        &src,
-                        &session.tree,
-                        ForkRequest {
-                            entry_id: "b2000005",
-                            position: Position::At,
-                            target_dir: Some(dir.path()),
-                            session_id: Some("same-id"),
-                        },
-                        &reservations,
-                    )
+                    fork()
                 })
             })
             .collect();
@@ -655,16 +616,6 @@ fn reservation_child() {
     eprintln!("reservation child: {ok} ok, {reserved} reserved");
     assert_eq!(jsonl_files(dir.path()).len(), 1);
     // Afterwards the id is on disk, so a third fork is refused too.
-    let third = writer::fork(
-        &src,
-        &session.tree,
-        ForkRequest {
-            entry_id: "b2000005",
-            position: Position::At,
-            target_dir: Some(dir.path()),
-            session_id: Some("same-id"),
-        },
-        &reservations,
-    );
+    let third = fork();
     assert!(matches!(third, Err(WriteError::Exists { .. })), "{third:?}");
 }
