@@ -1,9 +1,13 @@
-//! The command line on Claude Code transcripts written by the real Claude Code 2.1.197
-//! (`tests/data/claude/real/`, copied from a run of `node tests/claude/corpus.mjs DIR`: see its
-//! README): `check`, `tree`, `context` and `explain` read them; every write and every command
-//! not built for them is refused with `unsupportedForFormat` (exit 10) and leaves the file as it
-//! was. What the model sees is held to Claude Code itself by `tests/claude_referee.rs`.
+//! The command line and the daemon on Claude Code transcripts written by the real Claude Code
+//! 2.1.197 (`tests/data/claude/real/`, copied from a run of `node tests/claude/corpus.mjs DIR`:
+//! see its README): `check`, `tree`, `context` and `explain` read them, and so do
+//! `session/open`, `tree`, `contextAt`, `explain` and `entry`; every write and every command not
+//! built for them is refused with `unsupportedForFormat` (exit 10, -33021) and leaves the file as
+//! it was. What the model sees is held to Claude Code itself by `tests/claude_referee.rs`.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
+
+#[path = "support/mod.rs"]
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -214,4 +218,71 @@ fn a_file_of_no_format_sessiond_reads_is_named() {
     let doc = json_of(&out);
     assert_eq!(doc["kind"], "unknownFormat", "{doc}");
     assert!(doc["message"].as_str().unwrap().contains("Codex"), "{doc}");
+}
+
+#[test]
+fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.jsonl");
+    std::fs::copy(real("compacted.jsonl"), &file).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let f = path(&file);
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    let open = support::checked(&mut d, "session/open", serde_json::json!({"path": f}));
+    assert_eq!(open["format"], "claude-code", "{open}");
+    assert_eq!(open["leafId"], RESUME_LEAF, "{open}");
+    assert_eq!(open["entryCount"], 62);
+    let tree = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
+    assert_eq!(tree["leafId"], RESUME_LEAF);
+    let ctx = support::checked(&mut d, "session/contextAt", serde_json::json!({"path": f}));
+    let cli = json_of(&sessiond(&["context", f, "--json"]));
+    assert_eq!(ctx["messages"], cli["messages"]);
+    assert_eq!(ctx["entryIds"], cli["entryIds"]);
+    assert_eq!(
+        ctx["messageCount"],
+        cli["messages"].as_array().unwrap().len()
+    );
+    let ids = support::checked(
+        &mut d,
+        "session/contextAt",
+        serde_json::json!({"path": f, "fields": "ids", "offset": 1}),
+    );
+    assert!(ids.get("messages").is_none(), "{ids}");
+    let ex = support::checked(
+        &mut d,
+        "session/explain",
+        serde_json::json!({"path": f, "entryId": "line:1"}),
+    );
+    assert_eq!(ex["reason"]["kind"], "bookkeeping", "{ex}");
+    let entry = support::checked(
+        &mut d,
+        "session/entry",
+        serde_json::json!({"path": f, "id": RESUME_LEAF}),
+    );
+    assert_eq!(entry["entry"]["uuid"], RESUME_LEAF);
+    for (method, params) in [
+        (
+            "session/label",
+            serde_json::json!({"path": f, "targetId": RESUME_LEAF, "label": "x", "expectedLeafId": RESUME_LEAF}),
+        ),
+        (
+            "session/fork",
+            serde_json::json!({"path": f, "entryId": RESUME_LEAF, "position": "at"}),
+        ),
+        ("session/graph", serde_json::json!({"path": f})),
+    ] {
+        let (code, message, data) = support::error_of(&d.request(method, params));
+        assert_eq!(code, -33021, "{method}: {message}");
+        assert_eq!(data["format"], "claude-code", "{method}: {data}");
+    }
+    let pi_only = d.request(
+        "session/contextAt",
+        serde_json::json!({"path": f, "model": "claude-sonnet-4-5"}),
+    );
+    assert!(
+        pi_only.get("result").is_some(),
+        "model is taken for a transcript: {pi_only}"
+    );
+    d.stop();
+    assert_eq!(std::fs::read(&file).unwrap(), before, "nothing was written");
 }

@@ -11,7 +11,7 @@ use super::Sink;
 use super::error::{CliError, Exit};
 use crate::core::preview::one_line;
 use crate::core::tree::{Mode, NodeIdx};
-use crate::dialect::claude::context::{self, Context, ContextOptions};
+use crate::dialect::claude::context;
 use crate::dialect::claude::explain::{self, Target};
 use crate::dialect::claude::{self, Claude, Tree, preview};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
@@ -70,14 +70,6 @@ fn leaf(tree: &Tree, file: &Path, id: Option<&str>) -> Result<NodeIdx, CliError>
     }
 }
 
-/// The options of the request the context is for (`--model`).
-fn options(model: Option<&str>) -> ContextOptions {
-    ContextOptions {
-        model: model.map(str::to_owned),
-        ..ContextOptions::default()
-    }
-}
-
 fn context_err(file: &Path) -> impl FnOnce(context::ContextError) -> CliError + '_ {
     move |e| CliError::Transcript {
         path: file.to_owned(),
@@ -91,10 +83,20 @@ pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
     let Read { session, lines } = read(file, args.allow_corrupt)?;
     let tree = &session.tree;
     let leaf = leaf(tree, file, args.leaf)?;
-    let ctx =
-        context::context(tree, &lines, leaf, &options(args.model)).map_err(context_err(file))?;
+    let ctx = context::context(
+        tree,
+        &lines,
+        leaf,
+        &crate::view::transcript::options(args.model),
+    )
+    .map_err(context_err(file))?;
     if args.json {
-        let doc = document(file, tree, &session, &ctx);
+        let doc = crate::view::transcript::context_document(
+            convert::claude_session_id(file),
+            tree,
+            session.torn_tail,
+            &ctx,
+        );
         let out = out.final_text()?;
         serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
         writeln!(out)?;
@@ -167,33 +169,6 @@ pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
     Ok(Exit::Ok)
 }
 
-/// The context document of a transcript at a leaf (`context --json`).
-fn document(file: &Path, tree: &Tree, session: &OpenedSession<Claude>, ctx: &Context) -> Value {
-    let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
-    let dropped: Vec<Value> = ctx
-        .dropped
-        .iter()
-        .map(|(n, why)| json!({"id": id(*n), "line": tree.node(*n).entry.span.line, "why": why}))
-        .collect();
-    json!({
-        "format": "claude-code",
-        "sessionId": convert::claude_session_id(file),
-        "leafId": id(ctx.leaf),
-        "continuesAfterId": id(ctx.continues_after),
-        "messages": ctx.messages,
-        "entryIds": ctx.entry_ids,
-        "messageEntryIds": ctx.sources.iter().map(|s| s.iter().map(|&n| id(n)).collect::<Vec<_>>()).collect::<Vec<_>>(),
-        "model": ctx.model,
-        "midConversationSystem": ctx.mid_conversation_system,
-        "readAs": ctx.read_as,
-        "sendTime": ctx.send_time,
-        "notRendered": ctx.not_rendered,
-        "dropped": dropped,
-        "diagnostics": tree.diagnostics(),
-        "tornTail": session.torn_tail.map(convert::torn_tail),
-    })
-}
-
 /// A message in one line: its text, its blocks in a few words.
 fn message_preview(message: &Value) -> String {
     let content = message.get("content");
@@ -223,11 +198,16 @@ pub fn explain(out: &mut dyn Write, args: &Ask<'_>, entry_id: &str) -> Result<Ex
         })?),
     };
     let leaf = leaf(tree, file, args.leaf)?;
-    let ex = explain::explain(tree, &lines, leaf, target, &options(args.model)).map_err(|e| {
-        CliError::Transcript {
-            path: file.to_owned(),
-            detail: e.to_string(),
-        }
+    let ex = explain::explain(
+        tree,
+        &lines,
+        leaf,
+        target,
+        &crate::view::transcript::options(args.model),
+    )
+    .map_err(|e| CliError::Transcript {
+        path: file.to_owned(),
+        detail: e.to_string(),
     })?;
     if args.json {
         let mut doc = serde_json::to_value(&ex).map_err(io::Error::from)?;

@@ -144,6 +144,15 @@ pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcE
 /// them. Errors: `UnknownEntry` (the leaf), `Render` (a line that cannot be read or has
 /// changed), `Io`. Public for the benchmarks.
 pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcError> {
+    if let Some(tree) = s.claude() {
+        return transcript_context_text(s, tree, p);
+    }
+    if p.model.is_some() {
+        return Err(RpcError::InvalidParams {
+            method: "session/contextAt",
+            detail: "model applies to Claude Code transcripts only".to_owned(),
+        });
+    }
     let pi = pi_of(s, "session/contextAt")?;
     let tree: &Tree = pi.tree();
     let leaf = leaf(s, p.leaf_id.as_deref())?;
@@ -216,6 +225,94 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
         text.extend_from_slice(&more.as_bytes()[1..]);
     }
     Ok(text)
+}
+
+/// `session/explain`'s result for a Claude Code transcript ([`crate::dialect::claude::explain`]):
+/// the explanation with `format` and `revision`. `entryId` may be `line:N` (a bookkeeping line
+/// has no uuid). Errors: `UnknownEntry`, `Io`.
+fn transcript_explain(
+    s: &Session,
+    tree: &crate::dialect::claude::Tree,
+    p: &ExplainParams,
+) -> Result<Value, RpcError> {
+    use crate::dialect::claude::explain::{Target, explain};
+    let target = match p.entry_id.strip_prefix("line:").map(str::parse::<u32>) {
+        Some(Ok(line)) => Target::Line(line),
+        _ => Target::Node(find(s, &p.entry_id)?),
+    };
+    let io = |e: String| RpcError::Io {
+        path: s.path().to_owned(),
+        source: std::io::Error::other(e),
+    };
+    let Some(leaf) = leaf(s, p.leaf_id.as_deref())? else {
+        return Err(io(
+            "the transcript has no leaf Claude Code would continue from".into(),
+        ));
+    };
+    let options = crate::view::transcript::options(p.model.as_deref());
+    let ex = explain(tree, s.source(), leaf, target, &options).map_err(|e| io(e.to_string()))?;
+    let mut value = to_value(s.path(), &ex)?;
+    value["format"] = json!("claude-code");
+    value["revision"] = json!(convert::revision(s.revision()));
+    Ok(value)
+}
+
+/// `session/contextAt`'s result for a Claude Code transcript: the context document
+/// ([`crate::view::transcript::context_document`]) with `messages` windowed and shaped by
+/// `offset`, `limit` and `fields` as for pi, then `messageCount`, `offset` and `revision`.
+/// Errors: `UnknownEntry` (the leaf), `Io` (a line of the path cannot be read or changed).
+fn transcript_context_text(
+    s: &Session,
+    tree: &crate::dialect::claude::Tree,
+    p: &ContextAtParams,
+) -> Result<Vec<u8>, RpcError> {
+    let io = |e: String| RpcError::Io {
+        path: s.path().to_owned(),
+        source: std::io::Error::other(e),
+    };
+    let Some(leaf) = leaf(s, p.leaf_id.as_deref())? else {
+        return Err(io(
+            "the transcript has no leaf Claude Code would continue from".into(),
+        ));
+    };
+    let options = crate::view::transcript::options(p.model.as_deref());
+    let ctx = crate::dialect::claude::context::context(tree, s.source(), leaf, &options)
+        .map_err(|e| io(e.to_string()))?;
+    let session_id = convert::claude_session_id(s.path());
+    let mut doc = crate::view::transcript::context_document(session_id, tree, s.torn_tail(), &ctx);
+    let count = ctx.messages.len();
+    let start = p.offset.min(count);
+    let end = p
+        .limit
+        .map_or(count, |l| start.saturating_add(l).min(count));
+    let window = &ctx.messages[start..end];
+    match p.fields {
+        FieldsParam::Full => doc["messages"] = json!(window),
+        FieldsParam::Previews => {
+            doc["messages"] = window
+                .iter()
+                .map(|m| {
+                    let line = json!({"type": "user", "message": {"content": m.get("content")}});
+                    json!({
+                        "role": m.get("role"),
+                        "preview": crate::dialect::claude::preview::line_preview(&line),
+                    })
+                })
+                .collect()
+        }
+        FieldsParam::Ids => {
+            if let Value::Object(map) = &mut doc {
+                map.remove("messages");
+            }
+        }
+    }
+    doc["messageCount"] = json!(count);
+    doc["offset"] = json!(p.offset);
+    doc["revision"] = json!(convert::revision(s.revision()));
+    let mut text = crate::server::transport::spare_buffer();
+    serde_json::to_writer(&mut text, &doc).map_err(|e| io(e.to_string()))?;
+    // Decoded lone surrogates go back out as the escapes the file holds.
+    Ok(lossless::restore(text))
 }
 
 /// `session/entry`'s result for an open session (run by its owner), as the JSON text the
@@ -470,8 +567,18 @@ impl Backend {
     /// `session/explain {path, entryId, leafId?}`.
     pub async fn explain(&self, p: Value) -> RpcResult<Value> {
         let p: ExplainParams = params("session/explain", p)?;
+        let path = p.path.clone();
         Ok(self
-            .ask(&p.path, move |s| {
+            .ask(&path, move |s| {
+                if let Some(tree) = s.claude() {
+                    return transcript_explain(s, tree, &p);
+                }
+                if p.model.is_some() {
+                    return Err(RpcError::InvalidParams {
+                        method: "session/explain",
+                        detail: "model applies to Claude Code transcripts only".to_owned(),
+                    });
+                }
                 let target = find(s, &p.entry_id)?;
                 let leaf = leaf(s, p.leaf_id.as_deref())?;
                 let tree = pi_of(s, "session/explain")?.tree();

@@ -84,6 +84,9 @@ pub struct ContextAtParams {
     /// How much of each message to return; default `full`.
     #[serde(default)]
     pub fields: FieldsParam,
+    /// A Claude Code transcript's request model (attachments and thinking blocks depend on it);
+    /// absent: the session's. Not for pi sessions.
+    pub model: Option<String>,
 }
 
 /// `session/explain` params.
@@ -92,10 +95,12 @@ pub struct ContextAtParams {
 pub struct ExplainParams {
     /// Open session file.
     pub path: PathBuf,
-    /// Entry to explain.
+    /// Entry to explain (a Claude Code transcript's line without a uuid: `line:N`).
     pub entry_id: String,
     /// Leaf whose context is asked about; absent: the default leaf.
     pub leaf_id: Option<String>,
+    /// A Claude Code transcript's request model; absent: the session's. Not for pi sessions.
+    pub model: Option<String>,
 }
 
 /// `session/verifyResume` params.

@@ -7,5 +7,6 @@ pub mod context_json;
 pub mod convert;
 pub mod export;
 pub mod graph;
+pub mod transcript;
 pub mod tree;
 pub mod wire;

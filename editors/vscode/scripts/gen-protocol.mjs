@@ -58,6 +58,10 @@ const DEF_NAMES = {
     finding: 'VerifyFinding',
     modelFailedData: 'ModelFailedData',
     unsupportedForFormatData: 'UnsupportedForFormatData',
+    piContextAt: 'PiContextAt',
+    claudeContextAt: 'ClaudeContextAt',
+    piExplanation: 'PiExplanation',
+    claudeExplanation: 'ClaudeExplanation',
 };
 
 const pascal = (s) => s.charAt(0).toUpperCase() + s.slice(1);

@@ -83,9 +83,17 @@ export type BranchResult = WriteResult;
  */
 export type CompactResult = NothingToCompact | CompactReport;
 /**
+ * session/contextAt result.
+ */
+export type ContextAtResult = PiContextAt | ClaudeContextAt;
+/**
  * events: live file-system events; polling: scanned every second; requests: brought up to date only by requests.
  */
 export type LiveMode = 'events' | 'polling' | 'requests';
+/**
+ * session/explain result.
+ */
+export type ExplainResult = PiExplanation | ClaudeExplanation;
 /**
  * session/label result.
  */
@@ -652,6 +660,10 @@ export interface ContextAtParams {
     offset?: number;
     limit?: number;
     fields?: 'ids' | 'previews' | 'full';
+    /**
+     * A Claude Code transcript's request model: attachments and thinking blocks depend on it (docs/claude-code.md §7.5, §8.1); absent: the session's. Refused (-32602) for a pi session.
+     */
+    model?: string;
     [k: string]: unknown;
 }
 /**
@@ -662,10 +674,7 @@ export interface ContextMessage {
     preview?: string;
     [k: string]: unknown;
 }
-/**
- * session/contextAt result.
- */
-export interface ContextAtResult {
+export interface PiContextAt {
     /**
      * Absent when fields is "ids"; {role, preview} objects when "previews".
      */
@@ -686,6 +695,62 @@ export interface ContextAtResult {
     messageCount: number;
     offset: number;
     tokenEstimate: number;
+    revision: Revision;
+}
+export interface ClaudeContextAt {
+    format: 'claude-code';
+    /**
+     * The transcript's file name without .jsonl.
+     */
+    sessionId: string | null;
+    /**
+     * The leaf message (a user or assistant line).
+     */
+    leafId: string;
+    /**
+     * The line a resume's first new line hangs below: the last line of the leaf's path the resume filters keep.
+     */
+    continuesAfterId: string;
+    /**
+     * The Anthropic Messages API `messages` (role, content string or blocks), exactly as Claude Code sends them, windowed by offset/limit; `fields: previews` gives {role, preview}; absent for `fields: ids`.
+     */
+    messages?: ContextMessage[];
+    /**
+     * The lines whose content reaches the model, in message order.
+     */
+    entryIds: string[];
+    /**
+     * Per message, the lines it holds (several when lines merge).
+     */
+    messageEntryIds: string[][];
+    model: string | null;
+    /**
+     * Whether attachments travel as role: system messages (a property of the model).
+     */
+    midConversationSystem: boolean;
+    readAs: 'loaded' | 'beforeLastBoundary' | 'unpruned' | 'unprunedBeforeLastBoundary';
+    /**
+     * What Claude Code adds at send time that the file does not hold (userContext, cacheControl, compactInstruction, resumeAppends, unrecordedSubagentAttachments).
+     */
+    sendTime: {
+        [k: string]: unknown;
+    };
+    /**
+     * Attachment types on the path sessiond does not render (Claude sends text for them).
+     */
+    notRendered: string[];
+    dropped: {
+        id: string;
+        line: number;
+        why: {
+            [k: string]: unknown;
+        };
+        [k: string]: unknown;
+    }[];
+    diagnostics: Diagnostic[];
+    tornTail: unknown;
+    messageCount: number;
+    offset: number;
     revision: Revision;
 }
 /**
@@ -772,8 +837,15 @@ export interface ExplainParams {
      * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root.
      */
     path: string;
+    /**
+     * The entry to explain. A Claude Code transcript's line without a uuid (a bookkeeping line) is named `line:N`.
+     */
     entryId: string;
     leafId?: string | null;
+    /**
+     * A Claude Code transcript's request model: attachments and thinking blocks depend on it (docs/claude-code.md §7.5, §8.1); absent: the session's. Refused (-32602) for a pi session.
+     */
+    model?: string;
     [k: string]: unknown;
 }
 /**
@@ -792,10 +864,7 @@ export interface ExplainReason {
         | 'supersededCompaction';
     [k: string]: unknown;
 }
-/**
- * session/explain result.
- */
-export interface ExplainResult {
+export interface PiExplanation {
     entryId: string;
     leafId: string | null;
     type: string;
@@ -822,6 +891,36 @@ export interface ExplainResult {
      * @minItems 1
      */
     messageIndexes?: [number, ...number[]];
+    revision: Revision;
+}
+export interface ClaudeExplanation {
+    format: 'claude-code';
+    /**
+     * The line's uuid (null: a bookkeeping line).
+     */
+    entryId?: string | null;
+    line: number;
+    leafId: string;
+    type: string;
+    inContext: boolean;
+    reason: {
+        kind:
+            | 'inContext'
+            | 'mergedIntoMessage'
+            | 'notOnPath'
+            | 'beforeCompactBoundary'
+            | 'sidechain'
+            | 'bookkeeping'
+            | 'systemNeverSent'
+            | 'droppedByFilter'
+            | 'rendersToNothing'
+            | 'notRendered'
+            | 'prunedBigFile'
+            | 'shadowed';
+        [k: string]: unknown;
+    };
+    messageIndexes?: number[];
+    text: string;
     revision: Revision;
 }
 /**

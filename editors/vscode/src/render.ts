@@ -1,7 +1,12 @@
 //! Plain-text renderings of daemon answers for a person: the context preview document, the
 //! explain sentence, the compaction report. Pure: no `vscode`, no I/O.
 
-import { CompactResult, ContextAtResult, ContextMessage, Diagnostic, ExplainResult, isNothingToCompact, RetentionProbe, VerifyFinding, VerifyResumeResult } from './protocol';
+import { ClaudeContextAt, CompactResult, ContextAtResult, ContextMessage, Diagnostic, ExplainResult, isNothingToCompact, PiContextAt, RetentionProbe, VerifyFinding, VerifyResumeResult } from './protocol';
+
+/** Whether a context is a Claude Code transcript's (the daemon says its `format`). */
+export function isClaudeContext(ctx: ContextAtResult): ctx is ClaudeContextAt {
+    return 'format' in ctx && ctx.format === 'claude-code';
+}
 
 /** Where a context was taken, for the preview's heading. */
 export interface ContextHeading {
@@ -19,6 +24,72 @@ export const MAX_PART_CHARS = 4000;
  * the entry it came from (`messageEntryIds`).
  */
 export function renderContext(ctx: ContextAtResult, heading: ContextHeading): string {
+    return isClaudeContext(ctx) ? renderClaudeContext(ctx, heading) : renderPiContext(ctx, heading);
+}
+
+/**
+ * A Claude Code transcript's context: what Claude Code sends the model at the leaf (the Anthropic
+ * Messages API `messages`), one section per message naming the lines it holds, then what Claude
+ * adds at send time that the file does not hold.
+ */
+function renderClaudeContext(ctx: ClaudeContextAt, heading: ContextHeading): string {
+    const out: string[] = [];
+    out.push(`# Context (Claude Code)${heading.name ? ` — ${heading.name}` : ''}`);
+    out.push('');
+    out.push(`- file: ${heading.path}`);
+    out.push(`- leaf: ${ctx.leafId}`);
+    const messages = ctx.messages ?? [];
+    const offset = ctx.offset ?? 0;
+    out.push(`- model: ${ctx.model ?? '(none)'}; attachments as ${ctx.midConversationSystem ? 'system messages' : '<system-reminder> text'}`);
+    out.push(`- messages: ${ctx.messageCount}${ctx.messageCount !== messages.length ? ` (showing ${offset + 1}–${offset + messages.length})` : ''}`);
+    out.push(`- lines of the path not sent: ${ctx.dropped.length} (explain says why)`);
+    for (const d of ctx.diagnostics ?? []) {
+        out.push(`- warning: ${diagnosticText(d)}`);
+    }
+    messages.forEach((m, i) => {
+        out.push('');
+        const lines = ctx.messageEntryIds[offset + i] ?? [];
+        out.push(`## ${offset + i + 1}. ${m.role}${lines.length ? `  (${lines.length === 1 ? 'line' : 'lines'} ${lines.join(', ')})` : ''}`);
+        out.push('');
+        out.push(...claudeContent(m.content));
+    });
+    out.push('');
+    out.push('Not in the file: Claude Code adds a userContext reminder and a cache marker when it sends.');
+    out.push('');
+    return out.join('\n');
+}
+
+/** A Claude message's content: a string, or its blocks each shown by kind. */
+function claudeContent(content: unknown): string[] {
+    if (typeof content === 'string') return [cut(content)];
+    if (!Array.isArray(content)) return [];
+    const out: string[] = [];
+    for (const b of content as Record<string, unknown>[]) {
+        switch (b.type) {
+            case 'text':
+                out.push(cut(str(b.text)));
+                break;
+            case 'thinking':
+                out.push(`(thinking) ${cut(str(b.thinking))}`);
+                break;
+            case 'tool_use':
+                out.push(`tool call ${str(b.name)} ${cut(JSON.stringify(b.input ?? null))}`);
+                break;
+            case 'tool_result':
+                out.push(`tool result${b.is_error ? ' (error)' : ''}: ${cut(typeof b.content === 'string' ? b.content : JSON.stringify(b.content ?? null))}`);
+                break;
+            case 'image':
+                out.push('[image]');
+                break;
+            default:
+                out.push(`[${str(b.type)}]`);
+        }
+        out.push('');
+    }
+    return out;
+}
+
+function renderPiContext(ctx: PiContextAt, heading: ContextHeading): string {
     const out: string[] = [];
     out.push(`# Context${heading.name ? ` — ${heading.name}` : ''}`);
     out.push('');

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ResponseError, SessiondClient } from '../client';
 import { FetchPage, loadChildren, SessionModel, ViewItem } from '../model';
-import { ConflictData, DidChangeParams, DidReloadParams, isNothingToCompact, Methods } from '../protocol';
+import { ConflictData, DidChangeParams, DidReloadParams, isNothingToCompact, Methods, PiContextAt, PiExplanation } from '../protocol';
 import { renderCompact, retentionOf } from '../render';
 import { BINARY, DEFAULT_LEAF, ENTRY_COUNT, EXAMPLE, FORKS, LEAVES, makeRoot, next, requireBinary, SESSION_ID, userLine } from '../testing/fixtures';
 
@@ -150,7 +150,7 @@ describe('sessiond serve through the client', () => {
     });
 
     it('gives the context at the default leaf, equal to `sessiond context --json`', async () => {
-        const ctx = await client.contextAt({ path: file });
+        const ctx = (await client.contextAt({ path: file })) as PiContextAt;
         const cli = JSON.parse(execFileSync(BINARY, ['context', file, '--json'], { encoding: 'utf8', maxBuffer: 64 << 20 }));
         assert.deepEqual(ctx.messages, cli.messages);
         assert.equal(ctx.thinkingLevel, 'high');
@@ -170,7 +170,7 @@ describe('sessiond serve through the client', () => {
     });
 
     it('explains why an entry is not in the context', async () => {
-        const e = await client.explain({ path: file, entryId: '00247798' });
+        const e = (await client.explain({ path: file, entryId: '00247798' })) as PiExplanation;
         assert.equal(e.inContext, false);
         assert.equal(e.contextEntry, false);
         assert.equal(e.contributes, 'nothing');
