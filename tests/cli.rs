@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{describe, json_eq, repo_root, sessiond};
+use common::{describe, json_eq, repo_root, sessiond, sessiond_exits};
 use serde_json::{Value, json};
 
 /// The `Exit codes:` block of `sessiond ARGS --help`: the line and the indented lines after it.
@@ -102,13 +102,7 @@ fn every_append_requires_the_expected_leaf_and_says_so() {
         &["compact", file],
     ];
     for args in runs {
-        let output = sessiond(*args);
-        assert_eq!(
-            output.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            describe(&output)
-        );
+        let output = sessiond_exits(args, 2);
         let err = String::from_utf8_lossy(&output.stderr);
         assert!(err.contains("--expected-leaf <ID>"), "{args:?}: {err}");
         let help = sessiond([args[0], "--help"]);
@@ -123,8 +117,10 @@ fn every_append_requires_the_expected_leaf_and_says_so() {
         assert!(!String::from_utf8_lossy(&help.stdout).contains("expected-leaf"));
     }
     // Setting and clearing a label are both said: a label given or --clear.
-    let output = sessiond(["label", file, "00247798", "--expected-leaf", "610f9c1e"]);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    let output = sessiond_exits(
+        &["label", file, "00247798", "--expected-leaf", "610f9c1e"],
+        2,
+    );
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(err.contains("(<LABEL> | --clear)"), "{err}");
 }
@@ -196,13 +192,7 @@ fn a_lenient_dry_run_compacts_as_pi_and_a_real_compaction_refuses() {
             "k5",
         ];
         args.extend_from_slice(extra);
-        let output = sessiond(&args);
-        assert_eq!(
-            output.status.code(),
-            Some(3),
-            "{args:?}: {}",
-            describe(&output)
-        );
+        let output = sessiond_exits(&args, 3);
         let doc = one_document(&output);
         assert_eq!(doc["error"]["kind"], "corrupt", "{doc}");
         assert_eq!(doc["error"]["corruption"]["line"], 4, "{doc}");
@@ -277,6 +267,19 @@ fn lenient_diagnostics_carry_the_missing_parent_and_both_duplicate_lines() {
     assert!(message.contains("line 3"), "{report}");
 }
 
+/// What a successful write says, and the word after `prefix` (`wrote label `) that names what it
+/// wrote.
+fn wrote(output: &std::process::Output, prefix: &str) -> (String, String) {
+    assert!(output.status.success(), "{}", describe(output));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let what = text
+        .strip_prefix(prefix)
+        .and_then(|t| t.split(' ').next())
+        .unwrap_or_else(|| panic!("{text}"))
+        .to_owned();
+    (text, what)
+}
+
 /// A copy of the branched example in a temporary directory.
 fn branched_copy(dir: &std::path::Path) -> String {
     let file = dir.join("s.jsonl");
@@ -292,88 +295,82 @@ fn arguments_are_checked_before_the_fence() {
     let file = branched_copy(dir.path());
     let before = std::fs::read(&file).expect("read");
     let stale = "de19adb3"; // a leaf, but not the file's last entry (610f9c1e)
-    let cases: &[(&[&str], i32, &str, &str)] = &[
+    // (command, its arguments after the file, the expected leaf, exit code, error kind, words of
+    // the message)
+    let cases: &[(&str, &[&str], &str, i32, &str, &str)] = &[
         (
-            &[
-                "append",
-                &file,
-                "--entry",
-                "not json",
-                "--expected-leaf",
-                "x",
-            ],
+            "append",
+            &["--entry", "not json"],
+            "x",
             2,
             "invalidEntry",
             "not JSON",
         ),
         (
-            &[
-                "append",
-                &file,
-                "--entry",
-                "not json",
-                "--expected-leaf",
-                stale,
-            ],
+            "append",
+            &["--entry", "not json"],
+            stale,
             2,
             "invalidEntry",
             "not JSON",
         ),
         (
-            &["label", &file, "nope", "x", "--expected-leaf", stale],
+            "label",
+            &["nope", "x"],
+            stale,
             2,
             "unknownEntry",
             "unknown entry id nope (label target)",
         ),
         (
-            &["label", &file, "00247798", "x", "--expected-leaf", "x"],
+            "label",
+            &["00247798", "x"],
+            "x",
             2,
             "unknownEntry",
             "unknown entry id x (expected leaf)",
         ),
+        ("name", &["n"], "x", 2, "unknownEntry", "(expected leaf)"),
         (
-            &["name", &file, "n", "--expected-leaf", "x"],
-            2,
-            "unknownEntry",
-            "(expected leaf)",
-        ),
-        (
-            &["compact", &file, "--leaf", "nope", "--expected-leaf", stale],
+            "compact",
+            &["--leaf", "nope"],
+            stale,
             2,
             "unknownEntry",
             "unknown entry id nope (leaf)",
         ),
         (
-            &["compact", &file, "--dry-run", "--expected-leaf", "x"],
+            "compact",
+            &["--dry-run"],
+            "x",
             2,
             "unknownEntry",
             "(expected leaf)",
         ),
         (
-            &["label", &file, "00247798", "x", "--expected-leaf", stale],
+            "label",
+            &["00247798", "x"],
+            stale,
             4,
             "conflict",
             "current leaf is 610f9c1e",
         ),
         (
-            &["compact", &file, "--dry-run", "--expected-leaf", stale],
+            "compact",
+            &["--dry-run"],
+            stale,
             4,
             "conflict",
             "current leaf is 610f9c1e",
         ),
     ];
-    for (args, code, kind, words) in cases {
-        let mut args = args.to_vec();
-        args.push("--json");
-        let output = sessiond(&args);
-        assert_eq!(
-            output.status.code(),
-            Some(*code),
-            "{args:?}: {}",
-            describe(&output)
-        );
+    for &(command, rest, expected, code, kind, words) in cases {
+        let mut args = vec![command, file.as_str()];
+        args.extend(rest);
+        args.extend(["--expected-leaf", expected, "--json"]);
+        let output = sessiond_exits(&args, code);
         let doc = one_document(&output);
-        assert_eq!(doc["error"]["kind"], *kind, "{args:?}: {doc}");
+        assert_eq!(doc["error"]["kind"], kind, "{args:?}: {doc}");
         let message = doc["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(words), "{args:?}: {message}");
         assert_eq!(
@@ -515,13 +512,8 @@ fn check_states_the_current_and_the_default_leaf() {
         "--expected-leaf",
         &current,
     ]);
-    assert!(output.status.success(), "{}", describe(&output));
     // It says what it wrote and the next view; the old view is one entry behind now.
-    let text = String::from_utf8_lossy(&output.stdout);
-    let new = text
-        .strip_prefix("wrote label ")
-        .and_then(|t| t.split(' ').next())
-        .unwrap_or_else(|| panic!("{text}"));
+    let (text, new) = wrote(&output, "wrote label ");
     assert_eq!(
         text.trim_end(),
         format!("wrote label {new} · current leaf {new}")
@@ -723,13 +715,7 @@ fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
             assert!(message.starts_with("not a session: line 1"), "{message}");
         }
         for args in [vec!["context", file], vec!["salvage", file]] {
-            let output = sessiond(&args);
-            assert_eq!(
-                output.status.code(),
-                Some(3),
-                "{args:?}: {}",
-                describe(&output)
-            );
+            let output = sessiond_exits(&args, 3);
             let err = String::from_utf8_lossy(&output.stderr);
             assert!(!err.contains("salvage"), "{args:?}: {err}");
         }
@@ -928,8 +914,7 @@ fn completions_and_man_pages_cover_every_command() {
             assert!(script.contains(word), "{shell}: no {word}");
         }
     }
-    let output = sessiond(["completions", "tcsh"]);
-    assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+    sessiond_exits(&["completions", "tcsh"], 2);
 
     let page = stdout_of(&["man"]);
     assert!(page.contains(".TH sessiond 1"), "{page}");
@@ -962,12 +947,7 @@ fn paths_are_said_as_given() {
             .expect("run sessiond")
     };
     let output = run(&["fork", "s.jsonl", "92bfec97"]);
-    assert!(output.status.success(), "{}", describe(&output));
-    let text = String::from_utf8_lossy(&output.stdout);
-    let name = text
-        .strip_prefix("wrote ")
-        .and_then(|t| t.split(' ').next())
-        .unwrap_or_else(|| panic!("{text}"));
+    let (text, name) = wrote(&output, "wrote ");
     assert!(
         !name.starts_with("./") && name.ends_with(".jsonl"),
         "{text}"
@@ -1087,8 +1067,7 @@ fn a_missing_or_odd_directory_is_named_for_what_it_is() {
         vec!["fork", &file, "92bfec97", "--out", &out],
         vec!["salvage", &file, "--out", &out],
     ] {
-        let output = sessiond(&args);
-        assert_eq!(output.status.code(), Some(2), "{}", describe(&output));
+        let output = sessiond_exits(&args, 2);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
             stderr.contains(&format!("{out}: no such directory")),

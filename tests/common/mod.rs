@@ -38,6 +38,18 @@ pub fn describe(output: &Output) -> String {
     )
 }
 
+/// Runs the sessiond binary with `args`, which must exit with `code`; its output.
+pub fn sessiond_exits(args: &[&str], code: i32) -> Output {
+    let output = sessiond(args);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{args:?}: {}",
+        describe(&output)
+    );
+    output
+}
+
 /// Asserts that a finished command exited with `code`, showing its stderr where it did not.
 pub fn assert_exit(output: &Output, code: i32) {
     assert_eq!(
