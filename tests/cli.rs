@@ -297,7 +297,8 @@ fn arguments_are_checked_before_the_fence() {
     let stale = "de19adb3"; // a leaf, but not the file's last entry (610f9c1e)
     // (command, its arguments after the file, the expected leaf, exit code, error kind, words of
     // the message)
-    let cases: &[(&str, &[&str], &str, i32, &str, &str)] = &[
+    type Case<'a> = (&'a str, &'a [&'a str], &'a str, i32, &'a str, &'a str);
+    let cases: &[Case] = &[
         (
             "append",
             &["--entry", "not json"],
