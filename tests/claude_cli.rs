@@ -286,3 +286,42 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
     d.stop();
     assert_eq!(std::fs::read(&file).unwrap(), before, "nothing was written");
 }
+
+/// With no root configured, the daemon serves pi's sessions directory and, when it exists,
+/// Claude Code's projects directory (`$CLAUDE_CONFIG_DIR/projects`).
+#[test]
+fn claude_s_projects_directory_is_a_default_root() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("claude-config");
+    let project = config.join("projects").join("-w");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join("t.jsonl");
+    std::fs::copy(real("compacted.jsonl"), &file).unwrap();
+    let pi = home.path().join("pi");
+    let options = support::Spawn {
+        env: vec![
+            ("HOME", home.path().to_str().unwrap()),
+            ("CLAUDE_CONFIG_DIR", config.to_str().unwrap()),
+            ("PI_CODING_AGENT_DIR", pi.to_str().unwrap()),
+        ],
+        ..support::Spawn::default()
+    };
+    let (mut d, init) = support::Daemon::start_with(&[], &options);
+    let roots = init["result"]["capabilities"]["experimental"]["sessiond"]["roots"].clone();
+    let projects = std::fs::canonicalize(config.join("projects")).unwrap();
+    assert!(
+        roots
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str() == projects.to_str()),
+        "{roots}"
+    );
+    let open = support::checked(
+        &mut d,
+        "session/open",
+        serde_json::json!({"path": path(&file)}),
+    );
+    assert_eq!(open["format"], "claude-code");
+    d.stop();
+}

@@ -301,7 +301,7 @@ impl LanguageServer for Backend {
             })?;
         dirs.extend(self.cli_roots.iter().cloned());
         if dirs.is_empty() {
-            dirs.push(Roots::default_dir());
+            dirs = Roots::default_dirs();
         }
         let roots = Roots::new(dirs.iter().cloned());
         tracing::info!(roots = ?roots.dirs(), "initialize");

@@ -79,6 +79,27 @@ impl Roots {
         home().join(".pi").join("agent").join("sessions")
     }
 
+    /// Claude Code's projects directory: `$CLAUDE_CONFIG_DIR/projects`, else
+    /// `~/.claude/projects` (where Claude Code 2.1 writes its transcripts).
+    pub fn claude_projects_dir() -> PathBuf {
+        match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir).join("projects"),
+            None => home().join(".claude").join("projects"),
+        }
+    }
+
+    /// The roots when none is configured: every agent's own directory, as that agent finds it —
+    /// pi's sessions directory always (it may be created later), Claude Code's projects
+    /// directory when it exists.
+    pub fn default_dirs() -> Vec<PathBuf> {
+        let mut dirs = vec![Roots::default_dir()];
+        let claude = Roots::claude_projects_dir();
+        if claude.is_dir() {
+            dirs.push(claude);
+        }
+        dirs
+    }
+
     /// The roots, canonical.
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
