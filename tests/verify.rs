@@ -56,6 +56,13 @@ impl World {
         Some(World::with_oracle(oracle))
     }
 
+    /// [`World::new`] for a test that needs the git program: None without it as without pi
+    /// (see [`git_available`]).
+    fn with_git(test: &str) -> Option<World> {
+        let w = World::new(test)?;
+        git_available(test).then_some(w)
+    }
+
     /// A world whose sessions are written by hand (pi is not run).
     fn new_plain() -> Option<World> {
         Some(World::with_oracle(PathBuf::new()))
@@ -118,8 +125,18 @@ impl World {
         self.work.join(rel).to_str().unwrap().to_owned()
     }
 
-    /// Writes a session through pi's SessionManager; returns (file, marks).
+    /// Writes a session through pi's SessionManager; returns (file, marks). A step may be a list
+    /// of steps (see [`done`]).
     fn session(&self, steps: Value) -> (PathBuf, Value) {
+        let steps: Vec<Value> = steps
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|step| match step {
+                Value::Array(steps) => steps.clone(),
+                step => vec![step.clone()],
+            })
+            .collect();
         let script = json!({
             "cwd": self.work,
             "sessionDir": self.sessions,
@@ -189,6 +206,11 @@ fn of_kind<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// A finding's message.
+fn message(finding: &Value) -> &str {
+    finding["message"].as_str().unwrap()
+}
+
 fn one<'a>(report: &'a Value, kind: &str) -> &'a Value {
     let found = of_kind(report, kind);
     assert_eq!(found.len(), 1, "{kind}: {report:#}");
@@ -197,6 +219,11 @@ fn one<'a>(report: &'a Value, kind: &str) -> &'a Value {
 
 fn call(id: &str, name: &str, args: Value) -> Value {
     json!({"op": "call", "id": id, "name": name, "arguments": args})
+}
+
+/// A tool call and its successful result.
+fn done(id: &str, name: &str, args: Value) -> Value {
+    json!([call(id, name, args), ok(id, name)])
 }
 
 fn ok(id: &str, name: &str) -> Value {
@@ -212,42 +239,35 @@ fn user(text: &str) -> Value {
 fn clean_steps() -> Value {
     json!([
         user("start"),
-        call(
+        done(
             "w1",
             "write",
             json!({"path": "a.txt", "content": "alpha\n"})
         ),
-        ok("w1", "write"),
-        call(
+        done(
             "e1",
             "edit",
             json!({"path": "b.txt", "edits": "[{\"oldText\":\"one\",\"newText\":\"ONE\"}]"})
         ),
-        ok("e1", "edit"),
-        call(
+        done(
             "e2",
             "edit",
             json!({"path": "./b.txt", "oldText": "three\r\n", "newText": "3\n"})
         ),
-        ok("e2", "edit"),
-        call(
+        done(
             "b1",
             "bash",
             json!({"command": "ls -la | grep txt && git status"})
         ),
-        ok("b1", "bash"),
         json!({"op": "assistant", "text": "done"}),
     ])
 }
 
 #[test]
 fn a_clean_resume_needs_no_attention_in_the_cli_and_the_daemon() {
-    let Some(w) = World::new("verify clean") else {
+    let Some(w) = World::with_git("verify clean") else {
         return;
     };
-    if !git_available("verify clean") {
-        return;
-    }
     w.repo(&[("b.txt", "one\r\ntwo\r\nthree\r\n")]);
     let (file, _) = w.session(clean_steps());
     // The effects, as pi's tools apply them: CRLF kept, the new line gets the file's ending.
@@ -295,8 +315,7 @@ fn a_clean_resume_needs_no_attention_in_the_cli_and_the_daemon() {
                 ("ANTHROPIC_AUTH_TOKEN", ""),
                 ("ANTHROPIC_OAUTH_TOKEN", ""),
             ],
-            capture_stderr: false,
-            args: Vec::new(),
+            ..Default::default()
         },
     );
     let params = json!({"path": file});
@@ -316,12 +335,9 @@ fn a_clean_resume_needs_no_attention_in_the_cli_and_the_daemon() {
 
 #[test]
 fn edited_deleted_failed_and_interrupted_files() {
-    let Some(w) = World::new("verify effects") else {
+    let Some(w) = World::with_git("verify effects") else {
         return;
     };
-    if !git_available("verify effects") {
-        return;
-    }
     w.repo(&[
         ("b.txt", "one\ntwo\n"),
         ("c.txt", "keep\n"),
@@ -329,10 +345,8 @@ fn edited_deleted_failed_and_interrupted_files() {
     ]);
     let (file, _) = w.session(json!([
         user("go"),
-        call("w1", "write", json!({"path": "a.txt", "content": "alpha\nbeta\n"})),
-        ok("w1", "write"),
-        call("w2", "write", json!({"path": "gone.txt", "content": "soon gone\n"})),
-        ok("w2", "write"),
+        done("w1", "write", json!({"path": "a.txt", "content": "alpha\nbeta\n"})),
+        done("w2", "write", json!({"path": "gone.txt", "content": "soon gone\n"})),
         call("e1", "edit", json!({"path": "c.txt", "edits": [{"oldText": "nope", "newText": "yes"}]})),
         json!({"op": "result", "id": "e1", "name": "edit", "isError": true,
                "text": "Could not find the exact text in c.txt. The old text must match exactly including all whitespace and newlines."}),
@@ -356,12 +370,7 @@ fn edited_deleted_failed_and_interrupted_files() {
     let failed = one(&report, "failedTool");
     assert_eq!(failed["status"], "warn");
     assert_eq!(failed["toolCallId"], "e1");
-    assert!(
-        failed["message"]
-            .as_str()
-            .unwrap()
-            .contains("Could not find the exact text")
-    );
+    assert!(message(failed).contains("Could not find the exact text"));
     let interrupted = one(&report, "interrupted");
     assert_eq!(interrupted["status"], "warn");
     assert_eq!(interrupted["toolCallId"], "e2");
@@ -392,30 +401,26 @@ fn edited_deleted_failed_and_interrupted_files() {
     assert_eq!(cred["status"], "fail", "{cred:#}");
     assert_eq!(cred["evidence"]["authFileExists"], false);
     // The message says what the evidence says: the auth file is missing, not without an entry.
-    let message = cred["message"].as_str().unwrap();
-    assert!(message.ends_with("auth.json does not exist"), "{message}");
+    let said = message(cred);
+    assert!(said.ends_with("auth.json does not exist"), "{said}");
 }
 
 #[test]
 fn a_fork_before_an_edit_whose_effect_is_on_disk() {
-    let Some(w) = World::new("verify fork") else {
+    let Some(w) = World::with_git("verify fork") else {
         return;
     };
-    if !git_available("verify fork") {
-        return;
-    }
     w.repo(&[("lib.rs", "fn old() {}\n")]);
     let (file, marks) = w.session(json!([
         user("start"),
         json!({"op": "assistant", "text": "ready"}),
         json!({"op": "mark", "name": "fork"}),
         user("rename it"),
-        call(
+        done(
             "e1",
             "edit",
             json!({"path": "lib.rs", "edits": [{"oldText": "fn old()", "newText": "fn renamed()"}]})
         ),
-        ok("e1", "edit"),
         json!({"op": "assistant", "text": "renamed"}),
         json!({"op": "mark", "name": "edited"}),
         json!({"op": "branch", "to": "fork"}),
@@ -443,17 +448,13 @@ fn a_fork_before_an_edit_whose_effect_is_on_disk() {
 
 #[test]
 fn a_summary_that_claims_a_file_that_was_never_changed() {
-    let Some(w) = World::new("verify summary") else {
+    let Some(w) = World::with_git("verify summary") else {
         return;
     };
-    if !git_available("verify summary") {
-        return;
-    }
     w.repo(&[("never.txt", "untouched\n"), ("real.txt", "v1\n")]);
     let (file, _) = w.session(json!([
         user("start"),
-        call("e1", "edit", json!({"path": "real.txt", "edits": [{"oldText": "v1", "newText": "v2"}]})),
-        ok("e1", "edit"),
+        done("e1", "edit", json!({"path": "real.txt", "edits": [{"oldText": "v1", "newText": "v2"}]})),
         json!({"op": "mark", "name": "kept"}),
         user("more"),
         json!({"op": "compaction", "firstKept": "kept",
@@ -477,18 +478,16 @@ fn missing_programs_and_background_processes() {
     };
     let (file, _) = w.session(json!([
         user("start"),
-        call(
+        done(
             "b1",
             "bash",
             json!({"command": "FOO=1 sessiond-no-such-program --x && echo ok"})
         ),
-        ok("b1", "bash"),
-        call(
+        done(
             "b2",
             "bash",
             json!({"command": "nohup python3 -m http.server 8000 > log 2>&1 &"})
         ),
-        ok("b2", "bash"),
     ]));
     let (code, report, _) = w.verify(&file, &[], &[]);
     assert_eq!(code, 8);
@@ -514,12 +513,11 @@ fn no_git_and_no_working_directory() {
     };
     let (file, _) = w.session(json!([
         user("start"),
-        call(
+        done(
             "w1",
             "write",
             json!({"path": "a.txt", "content": "alpha\n"})
         ),
-        ok("w1", "write"),
     ]));
     w.put("a.txt", "alpha\n");
     // An empty PATH: git cannot be found; a warn, not a crash.
@@ -528,12 +526,7 @@ fn no_git_and_no_working_directory() {
     let (_, report, _) = w.verify(&file, &[], &[("PATH", empty.to_str().unwrap())]);
     let git = one(&report, "git");
     assert_eq!(git["status"], "warn");
-    assert!(
-        git["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("git not available")
-    );
+    assert!(message(git).starts_with("git not available"));
     assert_eq!(one(&report, "fileEffect")["status"], "ok");
 
     // --cwd elsewhere: said so, and relative paths resolve there.
@@ -568,8 +561,7 @@ fn files_above_the_text_limit_are_hashed_as_they_stream() {
     assert!(big.len() > 4 * 1024 * 1024);
     let (file, _) = w.session(json!([
         user("start"),
-        call("w1", "write", json!({"path": "big.txt", "content": big})),
-        ok("w1", "write"),
+        done("w1", "write", json!({"path": "big.txt", "content": big})),
         call("r1", "read", json!({"path": "huge.log"})),
         json!({"op": "result", "id": "r1", "name": "read", "text": "first\nsecond"}),
     ]));
@@ -749,10 +741,7 @@ fn a_folder_that_git_takes_for_a_repository_runs_nothing() {
     assert!(!marker.exists(), "verify ran the repository's command");
     let cwd = one(&report, "cwd");
     assert_eq!(cwd["status"], "fail", "{report:#}");
-    assert!(
-        cwd["message"].as_str().unwrap().contains("relative"),
-        "{cwd:#}"
-    );
+    assert!(message(cwd).contains("relative"), "{cwd:#}");
     assert_eq!(report["cwd"], Value::Null);
     assert!(of_kind(&report, "git").is_empty(), "{report:#}");
 
@@ -767,8 +756,7 @@ fn a_folder_that_git_takes_for_a_repository_runs_nothing() {
                 ("GIT_CONFIG_NOSYSTEM", "1"),
                 ("GIT_CONFIG_GLOBAL", "/dev/null"),
             ],
-            capture_stderr: false,
-            args: Vec::new(),
+            ..Default::default()
         },
     );
     let params = json!({"path": file});
@@ -866,8 +854,7 @@ fn a_repository_s_filter_drivers_and_hooks_run_nothing() {
                 ("GIT_CONFIG_NOSYSTEM", "1"),
                 ("GIT_CONFIG_GLOBAL", "/dev/null"),
             ],
-            capture_stderr: false,
-            args: Vec::new(),
+            ..Default::default()
         },
     );
     w.put("a.txt", "alpha\n");
