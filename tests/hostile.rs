@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use support::{BIN, Daemon, Spawn};
 
 /// `sessiond ARGS` under umask 022, the mask most shells run with.
-fn sessiond_022<S: AsRef<OsStr>>(args: &[S]) -> Output {
+fn sessiond_022(args: &[&dyn AsRef<OsStr>]) -> Output {
     Command::new("sh")
         .arg("-c")
         .arg("umask 022 && exec \"$0\" \"$@\"")
@@ -94,8 +94,9 @@ fn wider_than_owner(dir: &Path) -> Vec<(PathBuf, u32)> {
 // ---------------------------------------------------------------------------------------------
 // Kind 2: outputs readable by the owner only (SPEC §8), under umask 022.
 
-#[test]
-fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
+/// A 0600 session of 6 entries in a 0700 `sessions` folder of a temporary root: (the temporary
+/// directory, the root, the folder, the session, its entry ids).
+fn owner_only_session() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf, Vec<String>) {
     let tmp = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(tmp.path()).unwrap();
     let dir = root.join("sessions");
@@ -103,40 +104,22 @@ fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
     set_mode(&dir, 0o700);
     let (src, ids) = session(&dir, "a.jsonl", 6);
     set_mode(&src, 0o600);
+    (tmp, root, dir, src, ids)
+}
 
-    // A fork gets the source's own mode: 0600 here, never the umask's 0644.
-    let out = sessiond_022(&[
-        OsStr::new("fork"),
-        src.as_os_str(),
-        OsStr::new(&ids[3]),
-        OsStr::new("--json"),
-    ]);
-    let forked: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
-    let fork = PathBuf::from(forked["path"].as_str().unwrap());
-    assert_eq!(mode(&fork), 0o600, "fork of a 0600 session");
-    // A group-readable source gives a group-readable fork, and nothing wider.
-    set_mode(&src, 0o640);
-    let out = sessiond_022(&[
-        OsStr::new("fork"),
-        src.as_os_str(),
-        OsStr::new(&ids[3]),
-        OsStr::new("--json"),
-    ]);
-    let forked: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
-    assert_eq!(mode(Path::new(forked["path"].as_str().unwrap())), 0o640);
-    set_mode(&src, 0o666);
-    let out = sessiond_022(&[
-        OsStr::new("fork"),
-        src.as_os_str(),
-        OsStr::new(&ids[3]),
-        OsStr::new("--json"),
-    ]);
-    let forked: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
-    assert_eq!(
-        mode(Path::new(forked["path"].as_str().unwrap())),
-        0o644,
-        "the umask still applies"
-    );
+#[test]
+fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
+    let (_tmp, root, dir, src, ids) = owner_only_session();
+
+    // A fork gets the source's own mode: 0600 here, never the umask's 0644. A group-readable
+    // source gives a group-readable fork, and nothing wider: the umask still applies.
+    for (source, fork) in [(0o600, 0o600), (0o640, 0o640), (0o666, 0o644)] {
+        set_mode(&src, source);
+        let out = sessiond_022(&[&"fork", &src, &ids[3], &"--json"]);
+        let forked: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+        let path = Path::new(forked["path"].as_str().unwrap());
+        assert_eq!(mode(path), fork, "fork of a {source:o} session");
+    }
     set_mode(&src, 0o600);
 
     // A salvage of a corrupt 0600 session.
@@ -147,11 +130,7 @@ fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
     std::fs::write(&corrupt, lines.join("\n") + "\n").unwrap();
     set_mode(&corrupt, 0o600);
     let before: Vec<PathBuf> = new_files(&dir, &[]);
-    let out = sessiond_022(&[
-        OsStr::new("salvage"),
-        corrupt.as_os_str(),
-        OsStr::new("--json"),
-    ]);
+    let out = sessiond_022(&[&"salvage", &corrupt, &"--json"]);
     ok(&out);
     let known: Vec<&Path> = before.iter().map(PathBuf::as_path).collect();
     let salvaged = new_files(&dir, &known);
@@ -163,14 +142,14 @@ fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
     std::fs::write(&torn, text.clone() + "{\"type\":\"mess").unwrap();
     set_mode(&torn, 0o600);
     let out = sessiond_022(&[
-        OsStr::new("name"),
-        torn.as_os_str(),
-        OsStr::new("renamed"),
-        OsStr::new("--expected-leaf"),
-        OsStr::new(&ids[5]),
-        OsStr::new("--torn-grace-ms"),
-        OsStr::new("0"),
-        OsStr::new("--json"),
+        &"name",
+        &torn,
+        &"renamed",
+        &"--expected-leaf",
+        &ids[5],
+        &"--torn-grace-ms",
+        &"0",
+        &"--json",
     ]);
     let named: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
     let sidecar = named["repaired"]["sidecar"]
@@ -189,12 +168,7 @@ fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
         ("graph", "a.txt"),
     ] {
         let target = outdir.join(name);
-        let out = sessiond_022(&[
-            OsStr::new(cmd),
-            src.as_os_str(),
-            OsStr::new("--out"),
-            target.as_os_str(),
-        ]);
+        let out = sessiond_022(&[&cmd, &src, &"--out", &target]);
         ok(&out);
         assert_eq!(mode(&target), 0o600, "{cmd} --out {name}");
     }
@@ -204,22 +178,16 @@ fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
     let cache = root.join("cache");
     let index = cache.join("sessiond").join("index");
     let out = sessiond_022(&[
-        OsStr::new("search"),
-        OsStr::new("question"),
-        OsStr::new("--root"),
-        dir.as_os_str(),
-        OsStr::new("--index-dir"),
-        index.as_os_str(),
+        &"search",
+        &"question",
+        &"--root",
+        &dir,
+        &"--index-dir",
+        &index,
     ]);
     ok(&out);
     let list_cache = cache.join("sessiond").join("list").join("cache.json");
-    let out = sessiond_022(&[
-        OsStr::new("list"),
-        OsStr::new("--root"),
-        dir.as_os_str(),
-        OsStr::new("--cache"),
-        list_cache.as_os_str(),
-    ]);
+    let out = sessiond_022(&[&"list", &"--root", &dir, &"--cache", &list_cache]);
     ok(&out);
     assert!(index.join("meta.json").exists());
     assert!(list_cache.exists());
@@ -233,13 +201,7 @@ fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
 
 #[test]
 fn what_the_daemon_writes_from_a_session_is_the_owner_s_only() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = std::fs::canonicalize(tmp.path()).unwrap();
-    let dir = root.join("sessions");
-    std::fs::create_dir(&dir).unwrap();
-    set_mode(&dir, 0o700);
-    let (src, ids) = session(&dir, "a.jsonl", 6);
-    set_mode(&src, 0o600);
+    let (_tmp, root, dir, src, ids) = owner_only_session();
     let index = root.join("cache").join("index");
     let index_arg = index.to_str().unwrap().to_owned();
     let mut d = Daemon::spawn_under(
