@@ -12,7 +12,7 @@ mod support;
 
 use std::process::Command;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::{Daemon, checked, chromium, cli_json, repo};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiond");
@@ -212,9 +212,7 @@ fn session_export_over_the_protocol() {
     assert_eq!(support::error_of(&bad).0, -32602);
     let bad = d.request("session/export", json!({"path": file, "leafId": "zz"}));
     assert_eq!(support::error_of(&bad).0, -33004);
-    let _: Value = d.call("shutdown", Value::Null);
-    d.notify("exit", Value::Null);
-    assert_eq!(d.wait(), Some(0));
+    assert_eq!(d.stop(), Some(0));
 }
 
 #[test]

@@ -30,16 +30,34 @@ fn append(path: &Path, line: &str) {
 }
 
 fn search(root: &Path, index: &Path, extra: &[&str]) -> Value {
-    let mut args = vec![
-        "search",
-        "--root",
-        root.to_str().unwrap(),
-        "--index-dir",
-        index.to_str().unwrap(),
-        "--json",
-    ];
+    search_in(&[root], index, extra)
+}
+
+/// `sessiond search --root ROOT… --index-dir INDEX --json EXTRA…`.
+fn search_in(roots: &[&Path], index: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["search"];
+    for root in roots {
+        args.extend(["--root", root.to_str().unwrap()]);
+    }
+    args.extend(["--index-dir", index.to_str().unwrap(), "--json"]);
     args.extend_from_slice(extra);
     cli_json(&args)
+}
+
+/// A daemon (initialized) over `roots` that keeps its search index in `index`.
+fn daemon_indexing(roots: &[&Path], index: &Path) -> Daemon {
+    let spawn = support::Spawn {
+        args: vec!["--index-dir", index.to_str().unwrap()],
+        ..Default::default()
+    };
+    Daemon::start_with(roots, &spawn).0
+}
+
+/// `s0.jsonl` … in `dir`: `files` sessions of `entries` entries each.
+fn write_sessions(dir: &Path, files: usize, entries: usize) {
+    for i in 0..files {
+        write_session(&dir.join(format!("s{i}.jsonl")), entries);
+    }
 }
 
 /// Sends `session/search` with `params` until an answer has a hit, for up to five seconds;
@@ -286,15 +304,7 @@ fn session_search_updates_before_answering_and_reports_progress() {
     for i in 0..60 {
         write_session(&root.path().join(format!("s{i:02}.jsonl")), 4);
     }
-    let mut d = Daemon::spawn_with(
-        &[root.path()],
-        &support::Spawn {
-            args: vec!["--index-dir", index.path().to_str().unwrap()],
-            ..Default::default()
-        },
-    );
-    d.call("initialize", json!({"capabilities": {}}));
-    d.notify("initialized", json!({}));
+    let mut d = daemon_indexing(&[root.path()], index.path());
     let r = checked(
         &mut d,
         "session/search",
@@ -339,9 +349,7 @@ fn session_search_updates_before_answering_and_reports_progress() {
     assert_eq!(support::error_of(&bad).0, -32602);
     let bad = d.request("session/search", json!({"query": "x", "roots": ["/"]}));
     assert_eq!(support::error_of(&bad).0, -33002);
-    let _: Value = d.call("shutdown", Value::Null);
-    d.notify("exit", Value::Null);
-    assert_eq!(d.wait(), Some(0));
+    assert_eq!(d.stop(), Some(0));
 }
 
 /// The index follows the files from the daemon's file-system events: an append, a new file, a
@@ -355,18 +363,8 @@ fn session_search_follows_watcher_events() {
     let index = tempfile::tempdir().unwrap();
     let sub = root.path().join("project");
     std::fs::create_dir(&sub).unwrap();
-    for i in 0..5 {
-        write_session(&sub.join(format!("s{i}.jsonl")), 4);
-    }
-    let mut d = Daemon::spawn_with(
-        &[root.path()],
-        &support::Spawn {
-            args: vec!["--index-dir", index.path().to_str().unwrap()],
-            ..Default::default()
-        },
-    );
-    d.call("initialize", json!({"capabilities": {}}));
-    d.notify("initialized", json!({}));
+    write_sessions(&sub, 5, 4);
+    let mut d = daemon_indexing(&[root.path()], index.path());
     let search = |d: &mut Daemon, q: &str| checked(d, "session/search", json!({"query": q}));
     let first = search(&mut d, "answer");
     assert_eq!(first["index"]["update"]["reconciled"], true);
@@ -443,9 +441,7 @@ fn session_search_follows_watcher_events() {
         assert!(std::time::Instant::now() < deadline, "{r} {narwhal}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let _: Value = d.call("shutdown", Value::Null);
-    d.notify("exit", Value::Null);
-    assert_eq!(d.wait(), Some(0));
+    assert_eq!(d.stop(), Some(0));
 }
 
 /// The daemon keeps its writer open: a CLI search meanwhile does not wait for it, finds the
@@ -463,32 +459,10 @@ fn cli_search_beside_the_daemons_writer_and_after_a_kill() {
     let other = top.path().join("b");
     std::fs::create_dir(&root).unwrap();
     std::fs::create_dir(&other).unwrap();
-    for i in 0..5 {
-        write_session(&root.join(format!("s{i}.jsonl")), 4);
-    }
+    write_sessions(&root, 5, 4);
     write_session(&other.join("o.jsonl"), 4);
-    let both = |q: &str| {
-        cli_json(&[
-            "search",
-            "--root",
-            root.to_str().unwrap(),
-            "--root",
-            other.to_str().unwrap(),
-            "--index-dir",
-            index.path().to_str().unwrap(),
-            "--json",
-            q,
-        ])
-    };
-    let mut d = Daemon::spawn_with(
-        &[root.as_path()],
-        &support::Spawn {
-            args: vec!["--index-dir", index.path().to_str().unwrap()],
-            ..Default::default()
-        },
-    );
-    d.call("initialize", json!({"capabilities": {}}));
-    d.notify("initialized", json!({}));
+    let both = |q: &str| search_in(&[&root, &other], index.path(), &[q]);
+    let mut d = daemon_indexing(&[root.as_path()], index.path());
     let first = checked(&mut d, "session/search", json!({"query": "answer"}));
     let answers = first["total"].clone();
     assert_eq!(first["index"]["update"]["indexed"], 5);
@@ -546,9 +520,7 @@ fn cli_search_beside_the_daemons_writer_and_after_a_kill() {
 #[test]
 fn an_index_that_never_committed_is_rebuilt_and_another_programs_is_not() {
     let root = tempfile::tempdir().unwrap();
-    for i in 0..3 {
-        write_session(&root.path().join(format!("s{i}.jsonl")), 4);
-    }
+    write_sessions(root.path(), 3, 4);
     let top = tempfile::tempdir().unwrap();
     let index = top.path().join("index");
     let r = search(root.path(), &index, &["answer", "--no-update"]);
