@@ -56,13 +56,7 @@ fn html_export_of_real_sessions_renders_in_chromium() {
         assert!(!text.contains("<script") && !text.contains("http-equiv=\"refresh\""));
         assert!(text.contains("default-src 'none'"));
 
-        let dom = chromium::run(&chromium_bin, &["--dump-dom"], &html);
-        assert!(
-            dom.status.success(),
-            "{}",
-            String::from_utf8_lossy(&dom.stderr)
-        );
-        let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+        let dom = chromium::dom(&chromium_bin, &html);
         let users = dom.matches("<article class=\"message user\"").count();
         let assistants = dom.matches("<article class=\"message assistant\"").count();
         let tools = dom.matches("<details class=\"tool\"").count();
@@ -94,22 +88,7 @@ fn html_export_of_real_sessions_renders_in_chromium() {
         }
 
         let shot = out_dir.join(format!("export-{name}.png"));
-        let _ = std::fs::remove_file(&shot);
-        let r = chromium::run(
-            &chromium_bin,
-            &[
-                &format!("--screenshot={}", shot.display()),
-                "--window-size=1200,1600",
-            ],
-            &html,
-        );
-        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-        let png = std::fs::read(&shot).expect("a screenshot");
-        assert!(
-            png.starts_with(b"\x89PNG") && png.len() > 10_000,
-            "{}",
-            shot.display()
-        );
+        chromium::screenshot(&chromium_bin, &html, &shot, "1200,1600");
     }
 }
 

@@ -271,32 +271,11 @@ fn svg_of_real_sessions_matches_tree_context_and_compactions() {
             );
             let path = out_dir.join(format!("{stem}.svg"));
             std::fs::write(&path, &svg).unwrap();
-            let dom = chromium::run(bin, &["--dump-dom"], &path);
-            assert!(
-                dom.status.success(),
-                "{}",
-                String::from_utf8_lossy(&dom.stderr)
-            );
-            let dom = String::from_utf8_lossy(&dom.stdout);
+            let dom = chromium::dom(bin, &path);
             assert!(!dom.contains("parsererror"), "{what}: {dom}");
             assert_eq!(groups(&dom, "node ").len(), nodes.len(), "{what}");
             let shot = out_dir.join(format!("{stem}.png"));
-            let _ = std::fs::remove_file(&shot);
-            let r = chromium::run(
-                bin,
-                &[
-                    &format!("--screenshot={}", shot.display()),
-                    "--window-size=1100,500",
-                ],
-                &path,
-            );
-            assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
-            let png = std::fs::read(&shot).expect("a screenshot");
-            assert!(
-                png.starts_with(b"\x89PNG") && png.len() > 10_000,
-                "{}",
-                shot.display()
-            );
+            chromium::screenshot(bin, &path, &shot, "1100,500");
         }
     }
     assert!(

@@ -21,21 +21,7 @@ use support::{cli_json, repo};
 
 /// `nvim` from `$SESSIOND_NVIM` or `PATH`; None (the test skips) only outside CI.
 fn find_nvim() -> Option<PathBuf> {
-    let found = std::env::var_os("SESSIOND_NVIM")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|d| d.join("nvim"))
-                .find(|p| p.is_file())
-        });
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "nvim not found: run scripts/test-deps.sh (or set SESSIOND_NVIM)"
-        );
-        eprintln!("skipping: nvim not found (run scripts/test-deps.sh)");
-    }
-    found
+    support::find_program("SESSIOND_NVIM", "nvim", "run scripts/test-deps.sh")
 }
 
 const EXAMPLE: &str = "examples/pi-v3-branched.jsonl";

@@ -7,21 +7,11 @@ use std::process::Command;
 
 /// The browser, or `None` (after saying so) when it is missing outside CI.
 pub fn find() -> Option<PathBuf> {
-    let found = std::env::var_os("SESSIOND_CHROMIUM")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|d| d.join("chromium"))
-                .find(|p| p.is_file())
-        });
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "chromium not found: run scripts/test.sh (apt-get install chromium) or set SESSIOND_CHROMIUM"
-        );
-        eprintln!("skipping: chromium not found (apt-get install chromium)");
-    }
-    found
+    super::find_program(
+        "SESSIOND_CHROMIUM",
+        "chromium",
+        "run scripts/test.sh, or apt-get install chromium",
+    )
 }
 
 /// `target/test-artefacts/`, where screenshots are kept.
@@ -47,4 +37,32 @@ pub fn run(bin: &Path, args: &[&str], doc: &Path) -> std::process::Output {
         .arg(doc)
         .output()
         .expect("run chromium")
+}
+
+/// The DOM of `doc` as the browser built it (`--dump-dom`).
+pub fn dom(bin: &Path, doc: &Path) -> String {
+    let r = run(bin, &["--dump-dom"], doc);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    String::from_utf8_lossy(&r.stdout).into_owned()
+}
+
+/// Takes a screenshot of `doc` at `window` size (`1200,1600`) into `shot`, which must come out
+/// a PNG of some substance.
+pub fn screenshot(bin: &Path, doc: &Path, shot: &Path, window: &str) {
+    let _ = std::fs::remove_file(shot);
+    let r = run(
+        bin,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            &format!("--window-size={window}"),
+        ],
+        doc,
+    );
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let png = std::fs::read(shot).expect("a screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{}",
+        shot.display()
+    );
 }

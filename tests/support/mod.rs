@@ -31,6 +31,25 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A program the tests drive, from `$VAR` or as `name` on `PATH`; `None` (the test skips, after
+/// saying so) when it is missing, except under `CI=true`, where that fails. `how` says how to
+/// get it.
+pub fn find_program(var: &str, name: &str, how: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(var).map(PathBuf::from).or_else(|| {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{name} not found: {how} (or set {var})"
+        );
+        eprintln!("skipping: {name} not found ({how})");
+    }
+    found
+}
+
 /// A running daemon.
 pub struct Daemon {
     child: Child,
