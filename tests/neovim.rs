@@ -24,6 +24,21 @@ fn find_nvim() -> Option<PathBuf> {
     support::find_program("SESSIOND_NVIM", "nvim", "run scripts/test-deps.sh")
 }
 
+/// Headless `nvim --clean -l tests/neovim/SCRIPT` in `dir` with the plugin and this build's
+/// daemon, its state and configuration under `dir`.
+fn headless(nvim: &Path, script: &str, dir: &Path) -> Command {
+    let mut cmd = Command::new(nvim);
+    cmd.args(["--headless", "--clean", "-l"])
+        .arg(repo().join("tests/neovim").join(script))
+        .current_dir(dir)
+        .env("SESSIOND_PLUGIN", repo().join("editors/neovim"))
+        .env("SESSIOND_BIN", support::BIN)
+        .env("XDG_STATE_HOME", dir.join("state"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .stdin(Stdio::null());
+    cmd
+}
+
 const EXAMPLE: &str = "examples/pi-v3-branched.jsonl";
 
 /// Entry ids of a session file, in file order (the header has none).
@@ -33,6 +48,15 @@ fn file_entries(path: &Path) -> Vec<Value> {
         .lines()
         .skip(1)
         .map(|l| serde_json::from_str(l).expect("entry line"))
+        .collect()
+}
+
+/// A JSON array of strings (`what` names it when it is not).
+fn strs<'a>(v: &'a Value, what: &str) -> Vec<&'a str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("{what} is not an array: {v}"))
+        .iter()
+        .map(|x| s(x, what))
         .collect()
 }
 
@@ -54,21 +78,13 @@ fn neovim_plugin_driven_as_a_user() {
         "timestamp": "2025-11-21T00:00:00.000Z", "message": {"role": "user", "content": "hello"}});
     let append2 = json!({"type": "message", "id": "b1b1b1b1", "parentId": "a0a0a0a0",
         "timestamp": "2025-11-21T00:00:01.000Z", "message": {"role": "user", "content": "again"}});
-    let status = Command::new(&nvim)
-        .args(["--headless", "--clean", "-l"])
-        .arg(repo().join("tests/neovim/plugin.lua"))
-        .current_dir(dir.path())
-        .env("SESSIOND_PLUGIN", repo().join("editors/neovim"))
-        .env("SESSIOND_BIN", support::BIN)
+    let status = headless(&nvim, "plugin.lua", dir.path())
         .env("SESSIOND_ROOT", &root)
         .env("SESSIOND_FILE", &file)
         .env("SESSIOND_APPEND", append.to_string())
         .env("SESSIOND_APPEND2", append2.to_string())
         .env("SESSIOND_ORIGINAL", repo().join(EXAMPLE))
         .env("SESSIOND_OUT", &out)
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .stdin(Stdio::null())
         .status()
         .expect("run nvim");
     let r: Value = serde_json::from_str(
@@ -98,12 +114,7 @@ fn neovim_plugin_driven_as_a_user() {
     // The tree: every entry of the file once, folded where the CLI folds, leaves marked.
     let example = file_entries(&repo().join(EXAMPLE));
     let want: BTreeSet<&str> = example.iter().map(|e| s(&e["id"], "id")).collect();
-    let ids: Vec<&str> = r["tree"]["ids"]
-        .as_array()
-        .expect("ids")
-        .iter()
-        .map(|v| s(v, "tree id"))
-        .collect();
+    let ids: Vec<&str> = strs(&r["tree"]["ids"], "tree id");
     assert_eq!(ids.len(), 1033);
     assert_eq!(ids.iter().copied().collect::<BTreeSet<_>>(), want);
     let tree = &r["tree"];
@@ -119,12 +130,7 @@ fn neovim_plugin_driven_as_a_user() {
         json!("┆ 23 entries folded: 12 toolResult, 8 assistant, 2 user, …")
     );
     assert_eq!(tree["foldTextInside"], tree["foldText"]);
-    let leaf_lines: Vec<&str> = tree["leafLines"]
-        .as_array()
-        .expect("leaves")
-        .iter()
-        .map(|v| s(v, "leaf line"))
-        .collect();
+    let leaf_lines: Vec<&str> = strs(&tree["leafLines"], "leaf line");
     assert_eq!(leaf_lines.len(), 3, "{leaf_lines:?}");
     assert!(leaf_lines[0].contains("8a9bb12f") && leaf_lines[0].ends_with("◀ leaf"));
     assert!(leaf_lines[1].contains("610f9c1e") && leaf_lines[1].ends_with("◀ default leaf"));
@@ -197,12 +203,7 @@ fn neovim_plugin_driven_as_a_user() {
     // <CR> on a fold or an entry jumps to that entry in the tree, its fold opened.
     let graph = &r["graph"];
     assert_eq!(graph["lines"], graph["cli"]);
-    let glines: Vec<&str> = graph["lines"]
-        .as_array()
-        .expect("graph lines")
-        .iter()
-        .map(|l| s(l, "graph line"))
-        .collect();
+    let glines: Vec<&str> = strs(&graph["lines"], "graph line");
     assert!(glines.len() < 30, "folded: {glines:#?}");
     assert!(
         glines[0].starts_with("session Untangle run modes"),
@@ -291,12 +292,7 @@ fn neovim_plugin_driven_as_a_user() {
         "{unknown}"
     );
     assert!(!unknown.contains("invalid"), "{unknown}");
-    let completion: Vec<&str> = r["completion"]
-        .as_array()
-        .expect("completion")
-        .iter()
-        .map(|v| s(v, "id"))
-        .collect();
+    let completion: Vec<&str> = strs(&r["completion"], "id");
     assert!(completion.contains(&"4909db93"), "{completion:?}");
     assert!(completion.iter().all(|c| c.starts_with("4909")));
     assert_eq!(r["completionLeaves"][0], json!("8a9bb12f"));
@@ -357,12 +353,7 @@ fn neovim_plugin_driven_as_a_user() {
 
     // The picker lists the sessions under the root, with their counts and pi's token estimate
     // (the session has grown by three entries and a branch above).
-    let items: Vec<&str> = r["list"]["items"]
-        .as_array()
-        .expect("list")
-        .iter()
-        .map(|v| s(v, "item"))
-        .collect();
+    let items: Vec<&str> = strs(&r["list"]["items"], "item");
     assert!(
         items
             .iter()
@@ -418,19 +409,11 @@ fn neovim_tree_view_terminal_capture() {
     let file = dir.path().join("s.jsonl");
     std::fs::copy(repo().join(EXAMPLE), &file).expect("copy");
     let capture = dir.path().join("screen.txt");
-    let status = Command::new(&nvim)
-        .args(["--headless", "--clean", "-l"])
-        .arg(repo().join("tests/neovim/capture.lua"))
-        .current_dir(dir.path())
+    let status = headless(&nvim, "capture.lua", dir.path())
         .env("SESSIOND_NVIM_BIN", &nvim)
-        .env("SESSIOND_PLUGIN", repo().join("editors/neovim"))
-        .env("SESSIOND_BIN", support::BIN)
         .env("SESSIOND_ROOT", dir.path())
         .env("SESSIOND_FILE", &file)
         .env("SESSIOND_CAPTURE", &capture)
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .env("XDG_CONFIG_HOME", dir.path().join("config"))
-        .stdin(Stdio::null())
         .status()
         .expect("run nvim");
     let screen = std::fs::read_to_string(&capture).expect("capture written");
