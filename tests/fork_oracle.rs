@@ -14,7 +14,6 @@ mod common;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use sessiond::core::tree::Mode;
@@ -75,31 +74,14 @@ fn cases() -> Vec<Case> {
 }
 
 fn oracle(dir: &Path, cases: &[Case], out_dir: &Path) -> Vec<Value> {
-    let mut child = Command::new("node")
-        .arg(common::repo("tests/oracle/batch.mjs"))
-        .env("SESSIOND_ORACLE_DIR", dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn node");
-    let mut jobs = String::new();
-    for c in cases {
-        jobs.push_str(
-            &serde_json::json!({"op": "fork", "file": c.file, "leafLine": c.leaf_line,
+    let jobs: Vec<Value> = cases
+        .iter()
+        .map(|c| {
+            serde_json::json!({"op": "fork", "file": c.file, "leafLine": c.leaf_line,
                 "outDir": out_dir})
-            .to_string(),
-        );
-        jobs.push('\n');
-    }
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(jobs.as_bytes()));
-    let output = child.wait_with_output().expect("node output");
-    writer.join().expect("writer").expect("write jobs");
-    assert!(output.status.success(), "batch.mjs failed");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("oracle json"))
-        .collect()
+        })
+        .collect();
+    common::run_batch_oracle(dir, &jobs)
 }
 
 fn keys(v: &Value) -> Vec<&str> {
@@ -171,13 +153,7 @@ struct Oracle {
 impl Oracle {
     fn start(dir: &Path) -> Self {
         use std::io::BufRead;
-        let mut child = Command::new("node")
-            .arg(common::repo("tests/oracle/batch.mjs"))
-            .env("SESSIOND_ORACLE_DIR", dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn node");
+        let mut child = common::batch_oracle(dir).spawn().expect("spawn node");
         let stdin = child.stdin.take().expect("stdin");
         let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
         Oracle {

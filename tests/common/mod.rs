@@ -234,43 +234,43 @@ pub fn first_difference<'a>(
                     x == y || matches!((x.as_f64(), y.as_f64()), (Some(p), Some(q)) if p == q);
                 (!same).then(|| (path.clone(), Some(a), Some(b)))
             }
-            (Value::Array(xs), Value::Array(ys)) => {
-                for i in 0..xs.len().max(ys.len()) {
-                    let len = path.len();
-                    path.push_str(&format!("/{i}"));
-                    let found = match (xs.get(i), ys.get(i)) {
-                        (Some(x), Some(y)) => walk(path, x, y),
-                        (x, y) => Some((path.clone(), x, y)),
-                    };
-                    path.truncate(len);
-                    if found.is_some() {
-                        return found;
-                    }
-                }
-                None
-            }
+            (Value::Array(xs), Value::Array(ys)) => children(
+                path,
+                (0..xs.len().max(ys.len())).map(|i| (i.to_string(), xs.get(i), ys.get(i))),
+            ),
             (Value::Object(xs), Value::Object(ys)) => {
-                let keys: Vec<&String> = xs
-                    .keys()
-                    .chain(ys.keys().filter(|k| !xs.contains_key(*k)))
-                    .collect();
-                for key in keys {
-                    let len = path.len();
-                    path.push('/');
-                    path.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                    let found = match (xs.get(key), ys.get(key)) {
-                        (Some(x), Some(y)) => walk(path, x, y),
-                        (x, y) => Some((path.clone(), x, y)),
-                    };
-                    path.truncate(len);
-                    if found.is_some() {
-                        return found;
-                    }
-                }
-                None
+                let keys = xs.keys().chain(ys.keys().filter(|k| !xs.contains_key(*k)));
+                children(
+                    path,
+                    keys.map(|k| {
+                        let segment = k.replace('~', "~0").replace('/', "~1");
+                        (segment, xs.get(k), ys.get(k))
+                    }),
+                )
             }
             _ => (a != b).then(|| (path.clone(), Some(a), Some(b))),
         }
+    }
+    /// The first difference among the children of two arrays or objects, each given as its
+    /// pointer segment and the two sides' values.
+    fn children<'a>(
+        path: &mut String,
+        pairs: impl Iterator<Item = (String, Option<&'a Value>, Option<&'a Value>)>,
+    ) -> Option<(String, Option<&'a Value>, Option<&'a Value>)> {
+        for (segment, x, y) in pairs {
+            let len = path.len();
+            path.push('/');
+            path.push_str(&segment);
+            let found = match (x, y) {
+                (Some(x), Some(y)) => walk(path, x, y),
+                (x, y) => Some((path.clone(), x, y)),
+            };
+            path.truncate(len);
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
     }
     walk(&mut String::new(), a, b)
 }
@@ -346,14 +346,20 @@ pub fn oracle_dir(test: &str) -> Option<PathBuf> {
     }
 }
 
-/// Runs tests/oracle/batch.mjs once over all jobs ({file, leaf}) and returns one result per job, in order.
-pub fn run_batch_oracle(oracle: &Path, jobs: &[Value]) -> Vec<Value> {
-    let mut child = Command::new("node")
-        .arg(repo_root().join("tests/oracle/batch.mjs"))
+/// tests/oracle/batch.mjs on the pi install `oracle`, its jobs on stdin and its results on stdout.
+pub fn batch_oracle(oracle: &Path) -> Command {
+    let mut node = Command::new("node");
+    node.arg(repo_root().join("tests/oracle/batch.mjs"))
         .env("SESSIOND_ORACLE_DIR", oracle)
         .current_dir(repo_root())
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::piped());
+    node
+}
+
+/// Runs tests/oracle/batch.mjs once over all jobs ({file, leaf}) and returns one result per job, in order.
+pub fn run_batch_oracle(oracle: &Path, jobs: &[Value]) -> Vec<Value> {
+    let mut child = batch_oracle(oracle)
         .stderr(Stdio::piped())
         .spawn()
         .expect("failed to start node for tests/oracle/batch.mjs");
