@@ -31,6 +31,24 @@ fn s(p: &Path) -> &str {
 
 /// A scratch directory holding `s.jsonl`, a version-3 session of `n` entries ([`v3_session`]):
 /// the directory (kept alive by the caller), the file and the entries' `(id, line)`.
+/// A daemon over `root` with `file` open: the daemon, the file's path and the open's result.
+fn opened(root: &Path, file: &Path) -> (Daemon, String, Value) {
+    let (mut d, _) = Daemon::start(&[root]);
+    let path = s(file).to_owned();
+    let open = checked(&mut d, "session/open", json!({"path": path}));
+    (d, path, open)
+}
+
+/// The branched example copied to a temporary folder and open in a daemon over it: the folder,
+/// the file, the daemon, the file's path and its leaf.
+fn branched_open() -> (tempfile::TempDir, PathBuf, Daemon, String, Value) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = copy_to(tmp.path(), "examples/pi-v3-branched.jsonl");
+    let (d, path, open) = opened(tmp.path(), &file);
+    let leaf = open["leafId"].clone();
+    (tmp, file, d, path, leaf)
+}
+
 fn session_file(n: usize) -> (tempfile::TempDir, PathBuf, Vec<(String, String)>) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let file = tmp.path().join("s.jsonl");
@@ -254,9 +272,7 @@ fn fork_writes_what_the_cli_writes_and_stays_inside_the_roots() {
 #[test]
 fn appends_are_fenced_and_announced_once() {
     let (tmp, file, entries) = session_file(6);
-    let (mut d, _) = Daemon::start(&[tmp.path()]);
-    let path = s(&file).to_owned();
-    let open = checked(&mut d, "session/open", json!({"path": path}));
+    let (mut d, path, open) = opened(tmp.path(), &file);
     let first = entries[0].0.clone();
     let mut leaf = open["leafId"].as_str().expect("leaf").to_owned();
     let stale = leaf.clone();
@@ -437,12 +453,7 @@ fn pi_context(file: &Path, leaf: &str) -> Option<Value> {
 
 #[test]
 fn compact_dry_run_then_commit_resumes_like_pi() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let file = copy_to(tmp.path(), "examples/pi-v3-branched.jsonl");
-    let path = s(&file).to_owned();
-    let (mut d, _) = Daemon::start(&[tmp.path()]);
-    let open = checked(&mut d, "session/open", json!({"path": path}));
-    let leaf = open["leafId"].clone();
+    let (_tmp, file, mut d, path, leaf) = branched_open();
     let bytes = std::fs::read(&file).expect("read");
 
     // prepareCompaction equals the CLI's dry run (apart from the new id and time).
@@ -550,12 +561,7 @@ fn compact_dry_run_then_commit_resumes_like_pi() {
 
 #[test]
 fn required_retention_refuses_a_summary_that_drops_a_modified_path() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let file = copy_to(tmp.path(), "examples/pi-v3-branched.jsonl");
-    let path = s(&file).to_owned();
-    let (mut d, _) = Daemon::start(&[tmp.path()]);
-    let open = checked(&mut d, "session/open", json!({"path": path}));
-    let leaf = open["leafId"].clone();
+    let (_tmp, file, mut d, path, leaf) = branched_open();
     let bytes = std::fs::read(&file).expect("read");
     let summary = "## Goal\nSplit the run modes.\n";
 
@@ -623,9 +629,7 @@ fn required_retention_refuses_a_summary_that_drops_a_modified_path() {
 #[test]
 fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
     let (tmp, file, entries) = session_file(2);
-    let (mut d, _) = Daemon::start(&[tmp.path()]);
-    let path = s(&file).to_owned();
-    let open = checked(&mut d, "session/open", json!({"path": path}));
+    let (mut d, path, open) = opened(tmp.path(), &file);
     let mut leaf = open["leafId"].as_str().expect("leaf").to_owned();
     let path_json = serde_json::to_string(&path).expect("path");
     // Raw frames: the escapes must reach the daemon as a client writes them.
@@ -688,9 +692,7 @@ fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
 fn a_write_s_notification_reaches_the_client_when_input_ends_during_the_write() {
     for round in 0..10 {
         let (tmp, file, _) = session_file(3);
-        let (mut d, _) = Daemon::start(&[tmp.path()]);
-        let path = s(&file).to_owned();
-        let open = checked(&mut d, "session/open", json!({"path": path}));
+        let (mut d, path, open) = opened(tmp.path(), &file);
         let id = d.next_request_id();
         d.send(
             &json!({"jsonrpc": "2.0", "id": id, "method": "session/append", "params": {
