@@ -13,7 +13,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -105,14 +105,31 @@ fn survivors(file: &Path) -> (HashMap<String, Vec<String>>, bool) {
     (by_marker, opened.torn_tail.is_some())
 }
 
-#[test]
-fn a_write_cut_short_by_the_file_size_limit_leaves_nothing_half_written() {
-    let mut rng = rng();
+/// The session the appends go to, in a temporary folder: (the folder, the file).
+fn target() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let file = common::copy_into(
         dir.path(),
         &common::repo("tests/data/cases/tree-order-bad-timestamp.jsonl"),
     );
+    (dir, file)
+}
+
+/// Every acknowledged (marker, id) is in the file once, as that id.
+fn every_acknowledged_once(found: &HashMap<String, Vec<String>>, acked: &[(String, String)]) {
+    for (marker, id) in acked {
+        assert_eq!(
+            found.get(marker),
+            Some(&vec![id.clone()]),
+            "{marker} once, as {id}"
+        );
+    }
+}
+
+#[test]
+fn a_write_cut_short_by_the_file_size_limit_leaves_nothing_half_written() {
+    let mut rng = rng();
+    let (_dir, file) = target();
     let mut acked: Vec<(String, String)> = Vec::new();
     let (mut short, mut refused) = (0, 0);
     for i in 0..40 {
@@ -150,13 +167,7 @@ fn a_write_cut_short_by_the_file_size_limit_leaves_nothing_half_written() {
         }
         let (found, torn) = survivors(&file);
         assert!(!torn, "a failed append left a torn tail");
-        for (marker, id) in &acked {
-            assert_eq!(
-                found.get(marker),
-                Some(&vec![id.clone()]),
-                "{marker} once, as {id}"
-            );
-        }
+        every_acknowledged_once(&found, &acked);
         assert_eq!(
             found.len(),
             acked.len(),
@@ -176,11 +187,7 @@ fn a_write_cut_short_by_the_file_size_limit_leaves_nothing_half_written() {
 #[test]
 fn a_writer_killed_at_any_moment_loses_no_acknowledged_entry() {
     let mut rng = rng();
-    let dir = tempfile::tempdir().unwrap();
-    let file = common::copy_into(
-        dir.path(),
-        &common::repo("tests/data/cases/tree-order-bad-timestamp.jsonl"),
-    );
+    let (_dir, file) = target();
     let mut acked: Vec<(String, String)> = Vec::new();
     let mut unacked: Vec<String> = Vec::new();
     let mut torn_seen = 0;
@@ -200,13 +207,7 @@ fn a_writer_killed_at_any_moment_loses_no_acknowledged_entry() {
             unacked.push(marker);
         }
         let (found, torn) = survivors(&file);
-        for (marker, id) in &acked {
-            assert_eq!(
-                found.get(marker),
-                Some(&vec![id.clone()]),
-                "{marker} once, as {id}"
-            );
-        }
+        every_acknowledged_once(&found, &acked);
         for marker in &unacked {
             assert!(
                 found.get(marker).is_none_or(|ids| ids.len() == 1),
