@@ -36,7 +36,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "PATH")]
     pub out: Option<PathBuf>,
     /// Keep strings that look like API keys and tokens (redacted by default; the patterns are
-    /// listed in the README and named in the document).
+    /// listed in docs/guide.md and named in the document).
     #[arg(long)]
     pub no_redact: bool,
     /// Longest tool output or argument shown, in bytes; longer ones are cut and their full

@@ -13,7 +13,7 @@ use regex::Regex;
 
 /// The redaction patterns: `(kind, regular expression)`, tried in this order (the more
 /// specific prefixes first, so `sk-ant-…` is reported as `anthropic-key`, not `openai-key`).
-/// Documented in the README (`sessiond export`); keep the two lists equal.
+/// Documented in docs/guide.md (`sessiond export`); keep the two lists equal.
 pub const PATTERNS: &[(&str, &str)] = &[
     (
         "private-key",

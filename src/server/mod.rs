@@ -360,6 +360,19 @@ impl LanguageServer for Backend {
 /// Runs the daemon on stdin/stdout until `exit` or end of input. Returns the process exit
 /// code: 0 when `shutdown` came before the end, 1 otherwise (as LSP asks).
 pub fn serve(options: ServeOptions) -> std::process::ExitCode {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        // A person who started the daemon by hand: say what it expects (stdout is the
+        // protocol's, so this goes to stderr).
+        eprintln!(
+            "sessiond serve: a JSON-RPC 2.0 daemon with LSP framing (Content-Length headers) on \
+             stdin and stdout, for editors and agent front-ends; it answers nothing typed here. \
+             Try `python3 scripts/rpc.py --root DIR METHOD PARAMS` from the repository, or read \
+             protocol/README.md. \
+             Roots: --root DIR or initializationOptions.roots (default: pi's sessions directory \
+             and Claude Code's projects directory). Ctrl-D ends it."
+        );
+    }
     // One worker: a small request then wakes no sibling worker (on a 2-vCPU machine a fifth
     // of its round trip); a session's long work leaves it through `block_in_place` (see
     // `session::owner::Cost`), and opens and searches run on the blocking pool.
