@@ -10,7 +10,6 @@ mod support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
@@ -52,6 +51,18 @@ fn by_path(list: &Value) -> HashMap<String, Value> {
         .iter()
         .map(|s| (s["path"].as_str().unwrap().to_owned(), s.clone()))
         .collect()
+}
+
+/// `sessiond list --root ROOT --cache CACHE --json`.
+fn list(root: &Path, cache: &Path) -> Value {
+    cli_json(&[
+        "list",
+        "--root",
+        root.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+        "--json",
+    ])
 }
 
 #[test]
@@ -108,18 +119,9 @@ fn listed_facts_equal_pis_on_every_fixture() {
     let Some(oracle) = common::oracle_dir("session list facts against pi") else {
         return;
     };
-    let out = Command::new("node")
-        .arg(common::repo("tests/oracle/list.mjs"))
-        .args(&copies)
-        .env("SESSIOND_ORACLE_DIR", &oracle)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "list.mjs: {}", common::describe(&out));
     let mut compared = 0;
-    for (line, copy) in out
-        .stdout
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
+    for (line, copy) in common::oracle_lines(&oracle, "list.mjs", &copies)
+        .iter()
         .zip(&copies)
     {
         let pi = common::parse_json(line).unwrap();
@@ -193,16 +195,7 @@ fn an_unchanged_file_is_answered_from_the_cache_a_changed_one_is_read() {
     let other = root.join("b.jsonl");
     std::fs::copy(&file, &other).unwrap();
     let cache = tmp.path().join("cache.json");
-    let list = || {
-        cli_json(&[
-            "list",
-            "--root",
-            root.to_str().unwrap(),
-            "--cache",
-            cache.to_str().unwrap(),
-            "--json",
-        ])
-    };
+    let list = || list(&root, &cache);
     let first_of = |l: &Value, name: &str| {
         l["sessions"]
             .as_array()
@@ -320,14 +313,7 @@ fn a_cache_file_that_is_not_a_listing_cache_is_never_replaced() {
     // A listing cache (any version) is replaced as before.
     let cache = tmp.path().join("cache.json");
     std::fs::write(&cache, r#"{"version":0,"sessions":{}}"#).unwrap();
-    let listed = cli_json(&[
-        "list",
-        "--root",
-        root.to_str().unwrap(),
-        "--cache",
-        cache.to_str().unwrap(),
-        "--json",
-    ]);
+    let listed = list(&root, &cache);
     assert_eq!(listed["read"], 1);
     let kept: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
     assert_eq!(kept["version"], 1);

@@ -239,15 +239,11 @@ fn every_reader_reads_odd_lines_like_json_parse() {
     let Some(oracle) = common::oracle_dir("odd-lines comparison with pi") else {
         return;
     };
-    let out = Command::new("node")
-        .arg(common::repo("tests/oracle/odd.mjs"))
-        .args(&files)
-        .env("SESSIOND_ORACLE_DIR", &oracle)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "odd.mjs: {}", common::describe(&out));
     let mut compared = 0;
-    for (line, (file, tree)) in out.stdout.split(|&b| b == b'\n').zip(&trees) {
+    for (line, (file, tree)) in common::oracle_lines(&oracle, "odd.mjs", &files)
+        .iter()
+        .zip(&trees)
+    {
         let pi = parse(line, "odd.mjs");
         let f = file.to_str().unwrap();
         assert!(pi.get("error").is_none(), "pi failed on {f}: {pi}");

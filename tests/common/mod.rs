@@ -346,6 +346,23 @@ pub fn oracle_dir(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// Runs `node tests/oracle/SCRIPT FILE…` on the pi install `oracle` (list.mjs, odd.mjs), which
+/// must succeed: its output lines, one per file.
+pub fn oracle_lines(oracle: &Path, script: &str, files: &[PathBuf]) -> Vec<Vec<u8>> {
+    let out = Command::new("node")
+        .arg(repo("tests/oracle").join(script))
+        .args(files)
+        .env("SESSIOND_ORACLE_DIR", oracle)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{script}: {}", describe(&out));
+    out.stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
 /// tests/oracle/batch.mjs on the pi install `oracle`, its jobs on stdin and its results on stdout.
 pub fn batch_oracle(oracle: &Path) -> Command {
     let mut node = Command::new("node");
