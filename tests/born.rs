@@ -168,14 +168,7 @@ fn a_file_caught_empty_in_the_middle_of_a_rewrite_reloads_once() {
     let root = dir.path().canonicalize().unwrap();
     let file = root.join("rewrite.jsonl");
     let (header, entries) = v3_session(3);
-    let text = |n: usize| {
-        let mut t = format!("{header}\n");
-        for (_, line) in &entries[..n] {
-            t.push_str(line);
-            t.push('\n');
-        }
-        t
-    };
+    let text = |n: usize| support::session_text(&header, &entries[..n]);
     std::fs::write(&file, text(2)).unwrap();
     let (mut d, _) = Daemon::start(&[&root]);
     let opened = checked(&mut d, "session/open", json!({"path": file}));

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Daemon, assert_schema, checked, cli_json, error_of, repo, v3_session};
+use support::{Daemon, assert_schema, checked, cli_json, error_of, repo, session_text, v3_session};
 
 const NOTE_WAIT: Duration = Duration::from_secs(10);
 
@@ -351,16 +351,6 @@ fn entry_gives_each_line_as_the_file_holds_it() {
     assert_eq!(d.stop(), Some(0));
 }
 
-/// A session file's text: `header` and the entry lines of `entries`, one per line.
-fn session_text(header: &str, entries: &[(String, String)]) -> String {
-    let mut text = format!("{header}\n");
-    for (_, line) in entries {
-        text.push_str(line);
-        text.push('\n');
-    }
-    text
-}
-
 /// The ids of the next `n` responses, in the order they came (each must be a result).
 fn answer_order(d: &mut Daemon, n: usize) -> Vec<Value> {
     let mut order = Vec::new();
@@ -461,11 +451,7 @@ fn live_tail_sees_every_entry_once_in_order() {
     let file = dir.path().join("live.jsonl");
     let (header, entries) = v3_session(2010);
     let (initial, appended) = entries.split_at(10);
-    let mut text = header + "\n";
-    for (_, line) in initial {
-        text.push_str(line);
-        text.push('\n');
-    }
+    let text = session_text(&header, initial);
     std::fs::write(&file, &text).expect("write");
     let payload = dir.path().join("payload");
     let mut bytes = String::new();
@@ -562,22 +548,13 @@ fn append(path: &Path, text: &str) {
     f.write_all(text.as_bytes()).expect("append");
 }
 
-fn lines(header: &str, entries: &[(String, String)]) -> String {
-    let mut text = format!("{header}\n");
-    for (_, l) in entries {
-        text.push_str(l);
-        text.push('\n');
-    }
-    text
-}
-
 #[test]
 fn rewrite_in_place_and_rename_replace_reload() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("s.jsonl");
     let path = file.to_str().expect("utf-8");
     let (header, entries) = v3_session(40);
-    std::fs::write(&file, lines(&header, &entries[..20])).expect("write");
+    std::fs::write(&file, session_text(&header, &entries[..20])).expect("write");
     let (mut d, _) = Daemon::start(&[dir.path()]);
     d.call("session/open", json!({"path": path}));
 
@@ -588,7 +565,7 @@ fn rewrite_in_place_and_rename_replace_reload() {
         .truncate(true)
         .open(&file)
         .expect("open");
-    let migrated = lines(&header, &entries[..30])
+    let migrated = session_text(&header, &entries[..30])
         .replace("\"type\":\"message\",", "\"type\":\"message\",\"v\":1,");
     f.write_all(migrated.as_bytes()).expect("rewrite");
     drop(f);
@@ -610,7 +587,7 @@ fn rewrite_in_place_and_rename_replace_reload() {
 
     // Replace by rename.
     let tmp = dir.path().join("s.jsonl.tmp");
-    std::fs::write(&tmp, lines(&header, &entries[..5])).expect("write tmp");
+    std::fs::write(&tmp, session_text(&header, &entries[..5])).expect("write tmp");
     std::fs::rename(&tmp, &file).expect("rename");
     let reload = loop {
         let r = d
@@ -626,7 +603,7 @@ fn rewrite_in_place_and_rename_replace_reload() {
     assert_eq!(tree["leafId"], json!(entries[4].0));
 
     // Shrink (truncate to fewer entries).
-    std::fs::write(&file, lines(&header, &entries[..3])).expect("truncate");
+    std::fs::write(&file, session_text(&header, &entries[..3])).expect("truncate");
     let mut last = Value::Null;
     while last["entryCount"] != json!(3) {
         last = d
@@ -646,7 +623,7 @@ fn corrupt_appends_keep_the_last_good_state() {
     let file = dir.path().join("c.jsonl");
     let path = file.to_str().expect("utf-8");
     let (header, entries) = v3_session(6);
-    std::fs::write(&file, lines(&header, &entries[..2])).expect("write");
+    std::fs::write(&file, session_text(&header, &entries[..2])).expect("write");
     let (mut d, _) = Daemon::start(&[dir.path()]);
     d.call("session/open", json!({"path": path}));
 
@@ -675,7 +652,7 @@ fn corrupt_appends_keep_the_last_good_state() {
 
     // Truncating the bad bytes away lets tailing go on; a line whose parent names no entry
     // is corrupt too.
-    std::fs::write(&file, lines(&header, &entries[..4])).expect("repair");
+    std::fs::write(&file, session_text(&header, &entries[..4])).expect("repair");
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(
         d.call("session/contextAt", json!({"path": path}))["revision"]["entryCount"],
@@ -702,7 +679,7 @@ fn an_unterminated_line_reads_as_at_open_time() {
     let file = dir.path().join("p.jsonl");
     let path = file.to_str().expect("utf-8");
     let (header, entries) = v3_session(5);
-    std::fs::write(&file, lines(&header, &entries[..2])).expect("write");
+    std::fs::write(&file, session_text(&header, &entries[..2])).expect("write");
     let (mut d, _) = Daemon::start(&[dir.path()]);
     d.call("session/open", json!({"path": path}));
     // Half a line is a torn tail: nothing is applied while it is being written.
@@ -733,7 +710,7 @@ fn an_unterminated_line_reads_as_at_open_time() {
     // A file opened with an unterminated but complete last line applies it, and the
     // newline that completes it later adds nothing.
     let other = dir.path().join("q.jsonl");
-    std::fs::write(&other, lines(&header, &entries[..2]) + &entries[2].1).expect("write");
+    std::fs::write(&other, session_text(&header, &entries[..2]) + &entries[2].1).expect("write");
     let q = other.to_str().expect("utf-8");
     assert_eq!(
         d.call("session/open", json!({"path": q}))["entryCount"],
@@ -894,7 +871,11 @@ fn long_listings_report_progress() {
     for i in 0..450 {
         let sub = dir.path().join(format!("--cwd-{}--", i % 3));
         std::fs::create_dir_all(&sub).expect("mkdir");
-        std::fs::write(sub.join(format!("{i:04}.jsonl")), lines(&header, &entries)).expect("write");
+        std::fs::write(
+            sub.join(format!("{i:04}.jsonl")),
+            session_text(&header, &entries),
+        )
+        .expect("write");
     }
     std::fs::write(dir.path().join("broken.jsonl"), "not a header\n").expect("write");
     let (mut d, _) = Daemon::start(&[dir.path()]);
@@ -928,7 +909,11 @@ fn crlf_files_tail_without_reloads() {
     let file = dir.path().join("crlf.jsonl");
     let path = file.to_str().expect("utf-8");
     let (header, entries) = v3_session(5);
-    std::fs::write(&file, lines(&header, &entries[..3]).replace('\n', "\r\n")).expect("write");
+    std::fs::write(
+        &file,
+        session_text(&header, &entries[..3]).replace('\n', "\r\n"),
+    )
+    .expect("write");
     let (mut d, _) = Daemon::start(&[dir.path()]);
     let opened = d.call("session/open", json!({"path": path}));
     assert_eq!(opened["entryCount"], json!(3));

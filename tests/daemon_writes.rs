@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Daemon, assert_schema, checked, cli_json, common, error_of, repo, v3_session};
+use support::{
+    Daemon, assert_schema, checked, cli_json, common, error_of, repo, v3_session, write_v3_session,
+};
 
 const NOTE_WAIT: Duration = Duration::from_secs(10);
 /// How long to listen for a duplicate notification after a write was announced.
@@ -52,13 +54,7 @@ fn branched_open() -> (tempfile::TempDir, PathBuf, Daemon, String, Value) {
 fn session_file(n: usize) -> (tempfile::TempDir, PathBuf, Vec<(String, String)>) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let file = tmp.path().join("s.jsonl");
-    let (header, entries) = v3_session(n);
-    let mut text = header + "\n";
-    for (_, line) in &entries {
-        text.push_str(line);
-        text.push('\n');
-    }
-    std::fs::write(&file, text).expect("write");
+    let entries = write_v3_session(&file, n);
     (tmp, file, entries)
 }
 

@@ -49,14 +49,8 @@ fn set_mode(p: &Path, m: u32) {
 
 /// A session of `n` chained messages in `dir` as `name`; returns its path and entry ids.
 fn session(dir: &Path, name: &str, n: usize) -> (PathBuf, Vec<String>) {
-    let (header, entries) = support::v3_session(n);
-    let mut text = header + "\n";
-    for (_, line) in &entries {
-        text.push_str(line);
-        text.push('\n');
-    }
     let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
+    let entries = support::write_v3_session(&path, n);
     (path, entries.into_iter().map(|(id, _)| id).collect())
 }
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use support::{Daemon, Spawn, checked, cli_json, common, v3_session};
+use support::{Daemon, Spawn, checked, cli_json, common, write_v3_session};
 
 /// pi's `firstMessage` as sessiond shows it: whitespace runs as one space, at most 80 code
 /// points (a cut text ends with `…`).
@@ -185,13 +185,7 @@ fn an_unchanged_file_is_answered_from_the_cache_a_changed_one_is_read() {
     let root = tmp.path().join("s");
     std::fs::create_dir(&root).unwrap();
     let file = root.join("a.jsonl");
-    let (header, entries) = v3_session(4);
-    let mut text = header + "\n";
-    for (_, l) in &entries {
-        text.push_str(l);
-        text.push('\n');
-    }
-    std::fs::write(&file, text).unwrap();
+    write_v3_session(&file, 4);
     let other = root.join("b.jsonl");
     std::fs::copy(&file, &other).unwrap();
     let cache = tmp.path().join("cache.json");
@@ -275,13 +269,7 @@ fn a_cache_file_that_is_not_a_listing_cache_is_never_replaced() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("s");
     std::fs::create_dir(&root).unwrap();
-    let (header, entries) = v3_session(2);
-    let mut text = header + "\n";
-    for (_, l) in &entries {
-        text.push_str(l);
-        text.push('\n');
-    }
-    std::fs::write(root.join("a.jsonl"), text).unwrap();
+    write_v3_session(&root.join("a.jsonl"), 2);
     // A file of the user's, a JSON file of another shape, and a directory.
     let notes = tmp.path().join("notes.txt");
     std::fs::write(&notes, "important notes\n").unwrap();

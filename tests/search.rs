@@ -11,18 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Daemon, checked, cli_json, v3_session};
-
-fn write_session(path: &Path, n: usize) -> Vec<(String, String)> {
-    let (header, entries) = v3_session(n);
-    let mut text = header + "\n";
-    for (_, line) in &entries {
-        text.push_str(line);
-        text.push('\n');
-    }
-    std::fs::write(path, text).unwrap();
-    entries
-}
+use support::{Daemon, checked, cli_json, v3_session, write_v3_session};
 
 fn append(path: &Path, line: &str) {
     let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
@@ -56,7 +45,7 @@ fn daemon_indexing(roots: &[&Path], index: &Path) -> Daemon {
 /// `s0.jsonl` … in `dir`: `files` sessions of `entries` entries each.
 fn write_sessions(dir: &Path, files: usize, entries: usize) {
     for i in 0..files {
-        write_session(&dir.join(format!("s{i}.jsonl")), entries);
+        write_v3_session(&dir.join(format!("s{i}.jsonl")), entries);
     }
 }
 
@@ -92,8 +81,8 @@ fn cli_search_is_incremental_and_says_what_it_could_not_read() {
     let a = root.path().join("a.jsonl");
     let b = root.path().join("sub/b.jsonl");
     std::fs::create_dir_all(b.parent().unwrap()).unwrap();
-    let a_entries = write_session(&a, 20);
-    write_session(&b, 10);
+    let a_entries = write_v3_session(&a, 20);
+    write_v3_session(&b, 10);
     // A corrupt middle line and a torn tail: the readable part is indexed.
     let c = root.path().join("c.jsonl");
     let (header, entries) = v3_session(6);
@@ -221,7 +210,7 @@ fn cli_search_is_incremental_and_says_what_it_could_not_read() {
     assert_eq!(r["hits"][0]["onDefaultPath"], false);
 
     // Rewritten (shorter, another header): indexed again; deleted: dropped.
-    write_session(&b, 3);
+    write_v3_session(&b, 3);
     let r = search(root.path(), index.path(), &["question", "--path", "sub/"]);
     assert_eq!(r["index"]["update"]["indexed"], 1);
     assert_eq!(r["total"], 2);
@@ -302,7 +291,7 @@ fn session_search_updates_before_answering_and_reports_progress() {
     let root = tempfile::tempdir().unwrap();
     let index = tempfile::tempdir().unwrap();
     for i in 0..60 {
-        write_session(&root.path().join(format!("s{i:02}.jsonl")), 4);
+        write_v3_session(&root.path().join(format!("s{i:02}.jsonl")), 4);
     }
     let mut d = daemon_indexing(&[root.path()], index.path());
     let r = checked(
@@ -409,7 +398,7 @@ fn session_search_follows_watcher_events() {
     // A new file in a new directory, a rewrite, a deletion.
     let newdir = root.path().join("other");
     std::fs::create_dir(&newdir).unwrap();
-    write_session(&newdir.join("n.jsonl"), 2);
+    write_v3_session(&newdir.join("n.jsonl"), 2);
     std::fs::write(
         sub.join("s0.jsonl"),
         std::fs::read_to_string(sub.join("s0.jsonl"))
@@ -460,7 +449,7 @@ fn cli_search_beside_the_daemons_writer_and_after_a_kill() {
     std::fs::create_dir(&root).unwrap();
     std::fs::create_dir(&other).unwrap();
     write_sessions(&root, 5, 4);
-    write_session(&other.join("o.jsonl"), 4);
+    write_v3_session(&other.join("o.jsonl"), 4);
     let both = |q: &str| search_in(&[&root, &other], index.path(), &[q]);
     let mut d = daemon_indexing(&[root.as_path()], index.path());
     let first = checked(&mut d, "session/search", json!({"query": "answer"}));
@@ -553,7 +542,7 @@ fn an_index_that_never_committed_is_rebuilt_and_another_programs_is_not() {
 #[test]
 fn the_cli_limit_is_one_to_a_thousand() {
     let root = tempfile::tempdir().unwrap();
-    write_session(&root.path().join("a.jsonl"), 12);
+    write_v3_session(&root.path().join("a.jsonl"), 12);
     let index = root.path().join("index");
     for (limit, json) in [("0", false), ("1001", true)] {
         let mut cmd = std::process::Command::new(support::BIN);

@@ -464,6 +464,23 @@ pub fn cli_json(args: &[&str]) -> Value {
     common::parse_json(&out.stdout).expect("JSON output")
 }
 
+/// A session file's text: `header`, then the line of each entry, one per line.
+pub fn session_text(header: &str, entries: &[(String, String)]) -> String {
+    let mut text = format!("{header}\n");
+    for (_, line) in entries {
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
+/// Writes [`v3_session`]`(n)` to `path`; returns its entries (id, line).
+pub fn write_v3_session(path: &Path, n: usize) -> Vec<(String, String)> {
+    let (header, entries) = v3_session(n);
+    std::fs::write(path, session_text(&header, &entries)).expect("write session");
+    entries
+}
+
 /// A v3 session: the header line and `n` message entries chained by parentId.
 pub fn v3_session(n: usize) -> (String, Vec<(String, String)>) {
     let header = r#"{"type":"session","version":3,"id":"4f9c7d0e-0000-4000-8000-000000000001","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/work"}"#.to_owned();
