@@ -1,6 +1,7 @@
 //! Writes a realistic, deterministic pi v3 session of a given size, for benchmarks.
 //!
 //! `cargo run --release --example gen-session -- OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N]`
+//! (`--format claude-code`: a Claude Code transcript, below)
 //!
 //! Turns look like pi's: a user request, assistant messages with text and tool calls
 //! (read/bash/edit/write), tool results of a few KB to a few hundred KB, an occasional
@@ -16,6 +17,14 @@
 //! compactions) of turns: a user message, an assistant message with text and one tool call,
 //! its tool result, ~480 bytes an entry. The whole path is the context: the shape of a long
 //! agent session.
+//!
+//! `--format claude-code` writes a Claude Code transcript of SIZE_MB instead (scripts/gen_claude.rs
+//! says its shapes): `--tools-per-prompt N` fixes the tool calls a prompt (default: drawn, 0 to
+//! 12), `--compact-at F` writes the one `/compact` once that share of the size is written
+//! (default 0.1; 1: none).
+
+#[path = "gen_claude.rs"]
+mod gen_claude;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -345,7 +354,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(path), Some(size)) = (args.get(1), args.get(2).and_then(|s| s.parse::<f64>().ok()))
     else {
-        eprintln!("usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N]");
+        eprintln!(
+            "usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N | --format claude-code [--tools-per-prompt N] [--compact-at F]]"
+        );
         return ExitCode::from(2);
     };
     let seed = args
@@ -353,16 +364,32 @@ fn main() -> ExitCode {
         .filter(|s| !s.starts_with("--"))
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    let entries = args
-        .iter()
-        .position(|a| a == "--entries")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok());
-    let chain = args
-        .iter()
-        .position(|a| a == "--chain")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok());
+    let option = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+    };
+    if option("--format").is_some_and(|f| f == "claude-code") {
+        let options = gen_claude::Options {
+            bytes: (size * 1_048_576.0) as u64,
+            seed,
+            tools_per_prompt: option("--tools-per-prompt").and_then(|n| n.parse().ok()),
+            compact_at: Some(
+                option("--compact-at")
+                    .and_then(|f| f.parse().ok())
+                    .unwrap_or(0.1),
+            ),
+        };
+        return match gen_claude::write(std::path::Path::new(path), &options) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("gen-session: {path}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let entries = option("--entries").and_then(|n| n.parse().ok());
+    let chain = option("--chain").and_then(|n| n.parse().ok());
     let target = match (chain, entries) {
         (Some(n), _) => Target::Chain(n),
         (None, Some(n)) => Target::Entries(n),

@@ -26,6 +26,10 @@ use sessiond::dialect::claude::{Claude, Tree};
 use sessiond::js::jsstr;
 use sessiond::storage::reader::{FileLines, OpenError, open_session};
 
+/// The benchmarks' Claude Code transcript generator (`gen-session --format claude-code`).
+#[path = "../scripts/gen_claude.rs"]
+mod gen_claude;
+
 /// How long the corpus may take (its own deadline is 15 minutes).
 const CORPUS_TIMEOUT: Duration = Duration::from_secs(16 * 60);
 
@@ -784,124 +788,6 @@ fn corrupt_transcripts() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// A transcript of about `bytes` bytes shaped like the corpus: prompts, each answered by
-/// `tools_per_prompt` rounds of thinking + text + Bash `tool_use`, a result of a few KB (with
-/// its `toolUseResult` copy), then text; attachments after each prompt; a `last-prompt` after
-/// each answer. Every line has a fresh uuid and every response a fresh `message.id`.
-fn generate(path: &Path, bytes: u64, tools_per_prompt: usize) {
-    use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    let session = "0f0e0d0c-0b0a-4908-8706-050403020100";
-    let mut written = 0u64;
-    let mut n = 0u64;
-    let mut parent: Option<String> = None;
-    let mut clock = 1_780_000_000_000i64;
-    let mut uuid = || {
-        n += 1;
-        format!(
-            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
-            n,
-            n % 0xffff,
-            n % 0xfff,
-            n % 0xfff,
-            n
-        )
-    };
-    let stdout: String = (0..40)
-        .map(|i| format!("line {i}: the quick brown fox jumps over the lazy dog\n"))
-        .collect();
-    let mut turn = 0u64;
-    let line = |out: &mut std::io::BufWriter<std::fs::File>, mut v: Value, clock: &mut i64| {
-        if v.get("uuid").is_some() {
-            *clock += 250;
-            v["timestamp"] = json!(sessiond::js::timestamp::format_iso(*clock));
-            v["isSidechain"] = json!(false);
-            v["sessionId"] = json!(session);
-            v["cwd"] = json!("/tmp/work");
-            v["version"] = json!("2.1.197");
-            v["userType"] = json!("external");
-            v["entrypoint"] = json!("sdk-cli");
-            v["gitBranch"] = json!("HEAD");
-        }
-        let s = v.to_string();
-        out.write_all(s.as_bytes()).unwrap();
-        out.write_all(b"\n").unwrap();
-        s.len() as u64 + 1
-    };
-    while written < bytes {
-        turn += 1;
-        let prompt = format!("Prompt {turn}: run the checks");
-        written += line(
-            &mut out,
-            json!({"type": "queue-operation", "operation": "enqueue", "content": prompt, "sessionId": session}),
-            &mut clock,
-        );
-        let u = uuid();
-        written += line(
-            &mut out,
-            json!({"type": "user", "uuid": u, "parentUuid": parent, "promptId": format!("p{turn}"),
-            "message": {"role": "user", "content": prompt}, "permissionMode": "default", "promptSource": "sdk"}),
-            &mut clock,
-        );
-        let x = uuid();
-        written += line(
-            &mut out,
-            json!({"type": "attachment", "uuid": x, "parentUuid": u,
-            "attachment": {"type": "skill_listing", "content": "- deep-research: Deep research harness", "skillCount": 1, "isInitial": turn == 1}}),
-            &mut clock,
-        );
-        parent = Some(x);
-        for k in 0..tools_per_prompt {
-            if written >= bytes {
-                break;
-            }
-            let id = format!("msg_{turn}_{k}");
-            let tool = format!("toolu_{turn}_{k}");
-            let usage =
-                json!({"input_tokens": 101, "output_tokens": 10, "cache_read_input_tokens": 0});
-            for block in [
-                json!({"type": "thinking", "thinking": "The user wants the checks run; Bash will do.", "signature": "sig-VGhlIHVzZXIgd2FudHM"}),
-                json!({"type": "text", "text": "I will run it."}),
-                json!({"type": "tool_use", "id": tool, "name": "Bash", "input": {"command": "make check", "description": "Run the checks"}}),
-            ] {
-                let a = uuid();
-                written += line(
-                    &mut out,
-                    json!({"type": "assistant", "uuid": a, "parentUuid": parent, "requestId": format!("req_{id}"),
-                    "message": {"id": id, "type": "message", "role": "assistant", "model": "claude-opus-4-8", "content": [block],
-                        "stop_reason": "tool_use", "stop_sequence": null, "usage": usage}}),
-                    &mut clock,
-                );
-                parent = Some(a);
-            }
-            let r = uuid();
-            written += line(
-                &mut out,
-                json!({"type": "user", "uuid": r, "parentUuid": parent, "promptId": format!("p{turn}"),
-                "message": {"role": "user", "content": [{"tool_use_id": tool, "type": "tool_result", "content": stdout, "is_error": false}]},
-                "toolUseResult": {"stdout": stdout, "stderr": "", "interrupted": false, "isImage": false}, "sourceToolAssistantUUID": parent}),
-                &mut clock,
-            );
-            parent = Some(r);
-        }
-        let a = uuid();
-        written += line(
-            &mut out,
-            json!({"type": "assistant", "uuid": a, "parentUuid": parent,
-            "message": {"id": format!("msg_{turn}_end"), "type": "message", "role": "assistant", "model": "claude-opus-4-8",
-                "content": [{"type": "text", "text": "All checks passed."}], "stop_reason": "end_turn", "stop_sequence": null}}),
-            &mut clock,
-        );
-        written += line(
-            &mut out,
-            json!({"type": "last-prompt", "lastPrompt": prompt, "leafUuid": a, "sessionId": session}),
-            &mut clock,
-        );
-        parent = Some(a);
-    }
-    out.flush().unwrap();
-}
-
 /// The median of `runs` timings of `f`, in milliseconds.
 fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     let mut t: Vec<f64> = (0..runs)
@@ -915,8 +801,9 @@ fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
     t[runs / 2]
 }
 
-/// Opening a large transcript and computing its resume leaf and the context there, beside a
-/// parse floor (every line read as JSON into nothing). A measurement, not a check: run with
+/// Opening a large transcript (written by the benchmarks' generator, scripts/gen_claude.rs)
+/// and computing its resume leaf and the context there, beside a parse floor (every line read
+/// as JSON into nothing). A measurement, not a check: run with
 /// `cargo test --release --test claude_referee measure -- --ignored --nocapture`
 /// (`SESSIOND_CLAUDE_MEASURE_MB` sets the size, 50 by default).
 #[test]
@@ -933,7 +820,13 @@ fn measure_large_transcript() {
         ("one prompt, tool calls to the end", usize::MAX),
     ] {
         let path = dir.path().join(format!("t{tools}.jsonl"));
-        generate(&path, mb << 20, tools);
+        let options = gen_claude::Options {
+            bytes: mb << 20,
+            seed: 1,
+            tools_per_prompt: Some(tools),
+            compact_at: None,
+        };
+        gen_claude::write(&path, &options).unwrap();
         let size = std::fs::metadata(&path).unwrap().len();
         let floor = median_ms(3, || {
             let data = std::fs::read(&path).unwrap();
