@@ -351,6 +351,16 @@ fn entry_gives_each_line_as_the_file_holds_it() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// A daemon over `root` with `files` open, and their paths.
+fn open_all<const N: usize>(root: &Path, files: [&Path; N]) -> (Daemon, [String; N]) {
+    let (mut d, _) = Daemon::start(&[root]);
+    let paths = files.map(|f| f.to_str().expect("utf-8").to_owned());
+    for path in &paths {
+        d.call("session/open", json!({"path": path}));
+    }
+    (d, paths)
+}
+
 /// The ids of the next `n` responses, in the order they came (each must be a result).
 fn answer_order(d: &mut Daemon, n: usize) -> Vec<Value> {
     let mut order = Vec::new();
@@ -388,13 +398,7 @@ fn a_long_request_on_a_large_session_does_not_hold_up_another_session() {
     let small = session_text(&header, &entries[..10]);
     let small_path = dir.path().join("small.jsonl");
     std::fs::write(&small_path, &small).expect("write");
-    let (large_path, small_path) = (
-        large_path.to_str().expect("utf-8").to_owned(),
-        small_path.to_str().expect("utf-8").to_owned(),
-    );
-    let (mut d, _) = Daemon::start(&[dir.path()]);
-    d.call("session/open", json!({"path": large_path}));
-    d.call("session/open", json!({"path": small_path}));
+    let (mut d, [large_path, small_path]) = open_all(dir.path(), [&large_path, &small_path]);
     let (long, short) = (d.next_request_id() + 1000, d.next_request_id() + 1001);
     d.send(&json!({"jsonrpc": "2.0", "id": long, "method": "session/contextAt", "params": {"path": large_path}}));
     // Sent together, the two would run in the order the runtime picks; the context takes
@@ -419,13 +423,7 @@ fn a_write_waiting_for_the_lock_does_not_hold_up_another_session() {
     );
     std::fs::write(&locked, &text).expect("write");
     std::fs::write(&other, &text).expect("write");
-    let (locked, other) = (
-        locked.to_str().expect("utf-8").to_owned(),
-        other.to_str().expect("utf-8").to_owned(),
-    );
-    let (mut d, _) = Daemon::start(&[dir.path()]);
-    d.call("session/open", json!({"path": locked}));
-    d.call("session/open", json!({"path": other}));
+    let (mut d, [locked, other]) = open_all(dir.path(), [&locked, &other]);
     // util-linux `flock`: holds an exclusive lock on the file for a second, as a writer would.
     let mut holder = std::process::Command::new("flock")
         .args(["-x", &locked, "sleep", "1"])
@@ -548,28 +546,68 @@ fn append(path: &Path, text: &str) {
     f.write_all(text.as_bytes()).expect("append");
 }
 
+/// A session of `n` v3 entries in the file `name` of a temporary folder, open in a daemon
+/// over the folder; the file starts as `text` makes it of the header and the entries.
+struct Followed {
+    dir: tempfile::TempDir,
+    file: PathBuf,
+    path: String,
+    header: String,
+    entries: Vec<(String, String)>,
+    d: Daemon,
+    /// The daemon's `session/open` result.
+    opened: Value,
+}
+
+impl Followed {
+    /// The next `session/didChange`, which must come within [`NOTE_WAIT`].
+    fn next_change(&mut self) -> Value {
+        self.d
+            .notification("session/didChange", NOTE_WAIT)
+            .expect("didChange")
+    }
+}
+
+fn followed(
+    name: &str,
+    n: usize,
+    text: impl FnOnce(&str, &[(String, String)]) -> String,
+) -> Followed {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join(name);
+    let path = file.to_str().expect("utf-8").to_owned();
+    let (header, entries) = v3_session(n);
+    std::fs::write(&file, text(&header, &entries)).expect("write");
+    let (mut d, _) = Daemon::start(&[dir.path()]);
+    let opened = d.call("session/open", json!({"path": path}));
+    Followed {
+        dir,
+        file,
+        path,
+        header,
+        entries,
+        d,
+        opened,
+    }
+}
+
 #[test]
 fn rewrite_in_place_and_rename_replace_reload() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("s.jsonl");
-    let path = file.to_str().expect("utf-8");
-    let (header, entries) = v3_session(40);
-    std::fs::write(&file, session_text(&header, &entries[..20])).expect("write");
-    let (mut d, _) = Daemon::start(&[dir.path()]);
-    d.call("session/open", json!({"path": path}));
+    let mut live = followed("s.jsonl", 40, |h, e| session_text(h, &e[..20]));
 
     // Rewrite in place as pi does on migration: truncate, then write new content (every
     // line changes; the file grows, so only the changed bytes give it away).
     let mut f = OpenOptions::new()
         .write(true)
         .truncate(true)
-        .open(&file)
+        .open(&live.file)
         .expect("open");
-    let migrated = session_text(&header, &entries[..30])
+    let migrated = session_text(&live.header, &live.entries[..30])
         .replace("\"type\":\"message\",", "\"type\":\"message\",\"v\":1,");
     f.write_all(migrated.as_bytes()).expect("rewrite");
     drop(f);
-    let reload = d
+    let reload = live
+        .d
         .notification("session/didReload", NOTE_WAIT)
         .expect("didReload after rewrite");
     assert_schema("session/didReload", "params", &reload);
@@ -578,156 +616,137 @@ fn rewrite_in_place_and_rename_replace_reload() {
         "{reload}"
     );
     // Notifications and requests agree with a fresh read of the file.
-    let ctx = d.call("session/contextAt", json!({"path": path}));
+    let ctx = live.d.call("session/contextAt", json!({"path": live.path}));
     assert_eq!(ctx["entryIds"].as_array().map(Vec::len), Some(30));
     assert_eq!(
         ctx["messages"],
-        cli_json(&["context", "--json", path])["messages"]
+        cli_json(&["context", "--json", &live.path])["messages"]
     );
 
     // Replace by rename.
-    let tmp = dir.path().join("s.jsonl.tmp");
-    std::fs::write(&tmp, session_text(&header, &entries[..5])).expect("write tmp");
-    std::fs::rename(&tmp, &file).expect("rename");
-    let reload = loop {
-        let r = d
-            .notification("session/didReload", NOTE_WAIT)
-            .expect("didReload after rename");
-        if r["reason"] == json!("replaced") {
-            break r;
-        }
-    };
+    let tmp = live.dir.path().join("s.jsonl.tmp");
+    std::fs::write(&tmp, session_text(&live.header, &live.entries[..5])).expect("write tmp");
+    std::fs::rename(&tmp, &live.file).expect("rename");
+    let reload = live
+        .d
+        .notification_where("session/didReload", NOTE_WAIT, |r| {
+            r["reason"] == json!("replaced")
+        });
     assert_eq!(reload["entryCount"], json!(5));
-    let tree = d.call("session/tree", json!({"path": path}));
+    let tree = live.d.call("session/tree", json!({"path": live.path}));
     assert_eq!(tree["nodes"].as_array().map(Vec::len), Some(5));
-    assert_eq!(tree["leafId"], json!(entries[4].0));
+    assert_eq!(tree["leafId"], json!(live.entries[4].0));
 
     // Shrink (truncate to fewer entries).
-    std::fs::write(&file, session_text(&header, &entries[..3])).expect("truncate");
-    let mut last = Value::Null;
-    while last["entryCount"] != json!(3) {
-        last = d
-            .notification("session/didReload", NOTE_WAIT)
-            .expect("didReload after shrink");
-    }
+    std::fs::write(&live.file, session_text(&live.header, &live.entries[..3])).expect("truncate");
+    live.d
+        .notification_where("session/didReload", NOTE_WAIT, |r| {
+            r["entryCount"] == json!(3)
+        });
     assert_eq!(
-        d.call("session/open", json!({"path": path}))["entryCount"],
+        live.d.call("session/open", json!({"path": live.path}))["entryCount"],
         json!(3)
     );
-    assert_eq!(d.stop(), Some(0));
+    assert_eq!(live.d.stop(), Some(0));
 }
 
 #[test]
 fn corrupt_appends_keep_the_last_good_state() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("c.jsonl");
-    let path = file.to_str().expect("utf-8");
-    let (header, entries) = v3_session(6);
-    std::fs::write(&file, session_text(&header, &entries[..2])).expect("write");
-    let (mut d, _) = Daemon::start(&[dir.path()]);
-    d.call("session/open", json!({"path": path}));
+    let mut live = followed("c.jsonl", 6, |h, e| session_text(h, &e[..2]));
 
-    append(&file, &format!("{}\n", entries[2].1));
-    let change = d
-        .notification("session/didChange", NOTE_WAIT)
-        .expect("didChange");
+    append(&live.file, &format!("{}\n", live.entries[2].1));
+    let change = live.next_change();
     assert_eq!(change["entryCount"], json!(3));
 
     // A good line, a corrupt line, then more bytes: the good line is applied, the rest waits.
-    let offset = std::fs::metadata(&file).expect("stat").len() + entries[3].1.len() as u64 + 1;
+    let offset =
+        std::fs::metadata(&live.file).expect("stat").len() + live.entries[3].1.len() as u64 + 1;
     append(
-        &file,
-        &format!("{}\n{{not json\n{}\n", entries[3].1, entries[4].1),
+        &live.file,
+        &format!("{}\n{{not json\n{}\n", live.entries[3].1, live.entries[4].1),
     );
-    let bad = d
+    let bad = live
+        .d
         .notification("session/didCorrupt", NOTE_WAIT)
         .expect("didCorrupt");
     assert_schema("session/didCorrupt", "params", &bad);
     assert_eq!(bad["kind"], json!("invalidJson"));
     assert_eq!(bad["line"], json!(6), "{bad}");
     assert_eq!(bad["offset"], json!(offset));
-    let ctx = d.call("session/contextAt", json!({"path": path}));
-    assert_eq!(ctx["leafId"], json!(entries[3].0));
+    let ctx = live.d.call("session/contextAt", json!({"path": live.path}));
+    assert_eq!(ctx["leafId"], json!(live.entries[3].0));
     assert_eq!(ctx["revision"]["entryCount"], json!(4));
 
     // Truncating the bad bytes away lets tailing go on; a line whose parent names no entry
     // is corrupt too.
-    std::fs::write(&file, session_text(&header, &entries[..4])).expect("repair");
+    std::fs::write(&live.file, session_text(&live.header, &live.entries[..4])).expect("repair");
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(
-        d.call("session/contextAt", json!({"path": path}))["revision"]["entryCount"],
+        live.d.call("session/contextAt", json!({"path": live.path}))["revision"]["entryCount"],
         json!(4)
     );
-    append(&file, &entries[5].1.replace(&entries[4].0, "ffffffff"));
-    append(&file, "\n");
-    let bad = loop {
-        let bad = d
-            .notification("session/didCorrupt", NOTE_WAIT)
-            .expect("didCorrupt");
-        if bad["kind"] == json!("missingParent") {
-            break bad;
-        }
-    };
-    assert_eq!(bad["id"], json!(entries[5].0));
-    assert!(d.alive());
-    assert_eq!(d.stop(), Some(0));
+    append(
+        &live.file,
+        &live.entries[5].1.replace(&live.entries[4].0, "ffffffff"),
+    );
+    append(&live.file, "\n");
+    let bad = live
+        .d
+        .notification_where("session/didCorrupt", NOTE_WAIT, |bad| {
+            bad["kind"] == json!("missingParent")
+        });
+    assert_eq!(bad["id"], json!(live.entries[5].0));
+    assert!(live.d.alive());
+    assert_eq!(live.d.stop(), Some(0));
 }
 
 #[test]
 fn an_unterminated_line_reads_as_at_open_time() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("p.jsonl");
-    let path = file.to_str().expect("utf-8");
-    let (header, entries) = v3_session(5);
-    std::fs::write(&file, session_text(&header, &entries[..2])).expect("write");
-    let (mut d, _) = Daemon::start(&[dir.path()]);
-    d.call("session/open", json!({"path": path}));
+    let mut live = followed("p.jsonl", 5, |h, e| session_text(h, &e[..2]));
     // Half a line is a torn tail: nothing is applied while it is being written.
-    let (first, second) = entries[2].1.split_at(entries[2].1.len() / 2);
-    append(&file, first);
+    let (first, second) = live.entries[2].1.split_at(live.entries[2].1.len() / 2);
+    append(&live.file, first);
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(
-        d.call("session/open", json!({"path": path}))["entryCount"],
+        live.d.call("session/open", json!({"path": live.path}))["entryCount"],
         json!(2)
     );
     // A complete JSON object without its newline is read as the open-time reader reads it.
-    append(&file, second);
-    let change = d
-        .notification("session/didChange", NOTE_WAIT)
-        .expect("didChange");
-    assert_eq!(change["added"][0]["id"], json!(entries[2].0));
+    append(&live.file, second);
+    let change = live.next_change();
+    assert_eq!(change["added"][0]["id"], json!(live.entries[2].0));
     // Its newline (CRLF here) adds nothing; the next line is announced once.
-    append(&file, &format!("\r\n{}\n", entries[3].1));
-    let change = d
-        .notification("session/didChange", NOTE_WAIT)
-        .expect("didChange");
+    append(&live.file, &format!("\r\n{}\n", live.entries[3].1));
+    let change = live.next_change();
     assert_eq!(change["added"].as_array().map(Vec::len), Some(1));
-    assert_eq!(change["added"][0]["id"], json!(entries[3].0));
+    assert_eq!(change["added"][0]["id"], json!(live.entries[3].0));
     assert_eq!(
-        d.call("session/open", json!({"path": path}))["entryCount"],
+        live.d.call("session/open", json!({"path": live.path}))["entryCount"],
         json!(4)
     );
     // A file opened with an unterminated but complete last line applies it, and the
     // newline that completes it later adds nothing.
-    let other = dir.path().join("q.jsonl");
-    std::fs::write(&other, session_text(&header, &entries[..2]) + &entries[2].1).expect("write");
+    let other = live.dir.path().join("q.jsonl");
+    std::fs::write(
+        &other,
+        session_text(&live.header, &live.entries[..2]) + &live.entries[2].1,
+    )
+    .expect("write");
     let q = other.to_str().expect("utf-8");
     assert_eq!(
-        d.call("session/open", json!({"path": q}))["entryCount"],
+        live.d.call("session/open", json!({"path": q}))["entryCount"],
         json!(3)
     );
-    append(&other, &format!("\n{}\n", entries[3].1));
+    append(&other, &format!("\n{}\n", live.entries[3].1));
     let change = loop {
-        let c = d
-            .notification("session/didChange", NOTE_WAIT)
-            .expect("didChange");
+        let c = live.next_change();
         if c["path"] == json!(q) {
             break c;
         }
     };
     assert_eq!(change["added"].as_array().map(Vec::len), Some(1));
-    assert_eq!(change["added"][0]["id"], json!(entries[3].0));
-    assert_eq!(d.stop(), Some(0));
+    assert_eq!(change["added"][0]["id"], json!(live.entries[3].0));
+    assert_eq!(live.d.stop(), Some(0));
 }
 
 #[test]
@@ -905,37 +924,26 @@ fn long_listings_report_progress() {
 /// entry, `\n`- or `\r\n`-terminated, is one `didChange`, never a reload.
 #[test]
 fn crlf_files_tail_without_reloads() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join("crlf.jsonl");
-    let path = file.to_str().expect("utf-8");
-    let (header, entries) = v3_session(5);
-    std::fs::write(
-        &file,
-        session_text(&header, &entries[..3]).replace('\n', "\r\n"),
-    )
-    .expect("write");
-    let (mut d, _) = Daemon::start(&[dir.path()]);
-    let opened = d.call("session/open", json!({"path": path}));
-    assert_eq!(opened["entryCount"], json!(3));
-    append(&file, &format!("{}\n", entries[3].1));
-    let change = d
-        .notification("session/didChange", NOTE_WAIT)
-        .expect("didChange for the \\n line");
-    assert_eq!(change["added"][0]["id"], json!(entries[3].0));
-    append(&file, &format!("{}\r\n", entries[4].1));
-    let change = d
-        .notification("session/didChange", NOTE_WAIT)
-        .expect("didChange for the \\r\\n line");
-    assert_eq!(change["added"][0]["id"], json!(entries[4].0));
-    let now = d.call("session/contextAt", json!({"path": path}));
+    let mut live = followed("crlf.jsonl", 5, |h, e| {
+        session_text(h, &e[..3]).replace('\n', "\r\n")
+    });
+    assert_eq!(live.opened["entryCount"], json!(3));
+    append(&live.file, &format!("{}\n", live.entries[3].1));
+    let change = live.next_change();
+    assert_eq!(change["added"][0]["id"], json!(live.entries[3].0));
+    append(&live.file, &format!("{}\r\n", live.entries[4].1));
+    let change = live.next_change();
+    assert_eq!(change["added"][0]["id"], json!(live.entries[4].0));
+    let now = live.d.call("session/contextAt", json!({"path": live.path}));
     assert_eq!(now["revision"]["entryCount"], json!(5));
     assert_eq!(now["revision"]["generation"], json!(0));
     assert_eq!(
-        d.notification("session/didReload", Duration::from_millis(300)),
+        live.d
+            .notification("session/didReload", Duration::from_millis(300)),
         None,
         "an append to a CRLF file is not a rewrite"
     );
-    assert_eq!(d.stop(), Some(0));
+    assert_eq!(live.d.stop(), Some(0));
 }
 
 /// A FIFO named like a session never blocks an open or a listing: it is refused at once as not
@@ -1158,6 +1166,22 @@ fn check_answers(answers: &[Value], example: &Path) {
     assert_eq!(by_id(4)["result"], Value::Null);
 }
 
+/// Converses with the daemon `child` over `writer` and `reader` until it exits, checks its
+/// answers, then that `end` (an end it shared with its parent) is blocking again.
+fn served_then_blocking(
+    mut child: std::process::Child,
+    writer: &mut impl std::io::Write,
+    mut reader: impl std::io::BufRead,
+    example: &Path,
+    end: &impl std::os::fd::AsFd,
+) {
+    let answers = converse(writer, &mut reader, example, || {});
+    assert_eq!(child.wait().expect("wait").code(), Some(0));
+    check_answers(&answers, example);
+    let flags = rustix::fs::fcntl_getfl(end).expect("flags");
+    assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+}
+
 /// Node's `child_process` (VS Code, code-server) connects a server's stdio through a socket
 /// pair, where Rust's `Command` uses pipes: the daemon serves both on its runtime's reactor,
 /// and sets the ends it shares with its parent back to blocking when it exits. An end that is
@@ -1173,36 +1197,28 @@ fn stdio_on_a_socket_pair_or_pipes_is_served_and_left_blocking() {
 
     // A socket pair for both ends.
     let (ours, theirs) = UnixStream::pair().expect("socketpair");
-    let mut child = serve_with(
+    let child = serve_with(
         root,
         Stdio::from(OwnedFd::from(theirs.try_clone().expect("dup"))),
         Stdio::from(OwnedFd::from(theirs.try_clone().expect("dup"))),
         None,
     );
     let mut writer = ours.try_clone().expect("dup");
-    let mut reader = std::io::BufReader::new(ours);
-    let answers = converse(&mut writer, &mut reader, &example, || {});
-    assert_eq!(child.wait().expect("wait").code(), Some(0));
-    check_answers(&answers, &example);
-    let flags = rustix::fs::fcntl_getfl(&theirs).expect("flags");
-    assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+    let reader = std::io::BufReader::new(ours);
+    served_then_blocking(child, &mut writer, reader, &example, &theirs);
 
     // Pipes, our copies of the daemon's ends kept open to look at their flags afterwards.
     let (stdin_r, mut stdin_w) = std::io::pipe().expect("pipe");
     let (stdout_r, stdout_w) = std::io::pipe().expect("pipe");
-    let mut child = serve_with(
+    let child = serve_with(
         root,
         Stdio::from(stdin_r.try_clone().expect("dup")),
         Stdio::from(stdout_w.try_clone().expect("dup")),
         None,
     );
     drop(stdout_w);
-    let mut reader = std::io::BufReader::new(stdout_r);
-    let answers = converse(&mut stdin_w, &mut reader, &example, || {});
-    assert_eq!(child.wait().expect("wait").code(), Some(0));
-    check_answers(&answers, &example);
-    let flags = rustix::fs::fcntl_getfl(&stdin_r).expect("flags");
-    assert!(!flags.contains(rustix::fs::OFlags::NONBLOCK), "{flags:?}");
+    let reader = std::io::BufReader::new(stdout_r);
+    served_then_blocking(child, &mut stdin_w, reader, &example, &stdin_r);
 
     // Stdout that is also stderr (`2>&1` into one pipe) stays blocking while the daemon runs:
     // a full pipe must not make the log's writes fail.

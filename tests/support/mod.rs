@@ -251,6 +251,24 @@ impl Daemon {
         }
     }
 
+    /// The next `method` notification whose params `pred` accepts, the others of that method
+    /// skipped; each must come within `timeout`.
+    pub fn notification_where(
+        &mut self,
+        method: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        loop {
+            let params = self
+                .notification(method, timeout)
+                .unwrap_or_else(|| panic!("no {method} within {timeout:?}"));
+            if pred(&params) {
+                return params;
+            }
+        }
+    }
+
     fn recv_until(&mut self, deadline: Instant) -> Option<Value> {
         let left = deadline.saturating_duration_since(Instant::now());
         let msg = self.rx.recv_timeout(left).ok()?;
