@@ -8,20 +8,15 @@
 mod support;
 
 use std::fs::OpenOptions;
-use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use support::{BIN, Daemon, assert_schema, checked, error_of, v3_session};
-
-const NOTE_WAIT: Duration = Duration::from_secs(10);
-
-fn append(path: &Path, text: &str) {
-    let mut f = OpenOptions::new().append(true).open(path).unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-}
+use support::{
+    BIN, Daemon, NOTE_WAIT, append, assert_schema, checked, error_of, followed, session_text,
+    v3_session,
+};
 
 /// Makes a file look `secs` seconds old.
 fn age(path: &Path, secs: u64) {
@@ -41,10 +36,16 @@ fn check(path: &Path) -> (Option<i32>, Value) {
     (out.status.code(), doc)
 }
 
-#[test]
-fn a_young_empty_file_is_pending_and_its_entries_are_announced_as_they_arrive() {
+/// A temporary folder and its canonical path (the daemon answers canonical paths).
+fn root() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
+    (dir, root)
+}
+
+#[test]
+fn a_young_empty_file_is_pending_and_its_entries_are_announced_as_they_arrive() {
+    let (_dir, root) = root();
     let file = root.join("born.jsonl");
     std::fs::write(&file, "").unwrap();
     let (header, entries) = v3_session(3);
@@ -111,8 +112,7 @@ fn a_young_empty_file_is_pending_and_its_entries_are_announced_as_they_arrive() 
 
 #[test]
 fn an_old_empty_file_is_corrupt_and_a_pending_one_that_stays_empty_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    let (_dir, root) = root();
     let old = root.join("old.jsonl");
     std::fs::write(&old, "").unwrap();
     age(&old, 60);
@@ -145,34 +145,20 @@ fn an_old_empty_file_is_corrupt_and_a_pending_one_that_stays_empty_is_reported()
 
 #[test]
 fn a_young_header_only_file_opens_as_a_session_without_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let file = root.join("header.jsonl");
-    let (header, entries) = v3_session(1);
-    std::fs::write(&file, format!("{header}\n")).unwrap();
-    let (mut d, _) = Daemon::start(&[&root]);
-    let opened = checked(&mut d, "session/open", json!({"path": file}));
-    assert_eq!(opened["pending"], false);
-    assert_eq!(opened["entryCount"], 0);
-    append(&file, &format!("{}\n", entries[0].1));
-    let change = d
-        .notification("session/didChange", NOTE_WAIT)
-        .expect("didChange");
-    assert_eq!(change["added"][0]["id"], json!(entries[0].0));
-    d.stop();
+    let mut live = followed("header.jsonl", 1, |h, e| session_text(h, &e[..0]));
+    assert_eq!(live.opened["pending"], false);
+    assert_eq!(live.opened["entryCount"], 0);
+    append(&live.file, &format!("{}\n", live.entries[0].1));
+    let change = live.next_change();
+    assert_eq!(change["added"][0]["id"], json!(live.entries[0].0));
+    live.d.stop();
 }
 
 #[test]
 fn a_file_caught_empty_in_the_middle_of_a_rewrite_reloads_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().canonicalize().unwrap();
-    let file = root.join("rewrite.jsonl");
-    let (header, entries) = v3_session(3);
-    let text = |n: usize| support::session_text(&header, &entries[..n]);
-    std::fs::write(&file, text(2)).unwrap();
-    let (mut d, _) = Daemon::start(&[&root]);
-    let opened = checked(&mut d, "session/open", json!({"path": file}));
-    assert_eq!(opened["entryCount"], 2);
+    let live = followed("rewrite.jsonl", 3, |h, e| session_text(h, &e[..2]));
+    let (file, mut d) = (live.file, live.d);
+    assert_eq!(live.opened["entryCount"], 2);
     // pi's rewrite truncates first: the daemon keeps the last good state meanwhile.
     std::fs::write(&file, "").unwrap();
     let tree = d.call("session/tree", json!({"path": file}));
@@ -181,7 +167,7 @@ fn a_file_caught_empty_in_the_middle_of_a_rewrite_reloads_once() {
         d.notification("session/didReload", Duration::from_millis(300))
             .is_none()
     );
-    std::fs::write(&file, text(3)).unwrap();
+    std::fs::write(&file, session_text(&live.header, &live.entries)).unwrap();
     let reload = d
         .notification("session/didReload", NOTE_WAIT)
         .expect("didReload");

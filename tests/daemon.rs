@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Daemon, assert_schema, checked, cli_json, error_of, repo, session_text, v3_session};
-
-const NOTE_WAIT: Duration = Duration::from_secs(10);
+use support::{
+    Daemon, NOTE_WAIT, append, assert_schema, checked, cli_json, error_of, followed, repo,
+    session_text, v3_session,
+};
 
 fn fixtures() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = Vec::new();
@@ -536,59 +537,6 @@ os.close(fd)
     assert_eq!(ids(&tree["nodes"]), ids(&cli_tree["nodes"]));
     assert_eq!(tree["complete"], json!(true));
     assert_eq!(d.stop(), Some(0));
-}
-
-fn append(path: &Path, text: &str) {
-    let mut f = OpenOptions::new()
-        .append(true)
-        .open(path)
-        .expect("open for append");
-    f.write_all(text.as_bytes()).expect("append");
-}
-
-/// A session of `n` v3 entries in the file `name` of a temporary folder, open in a daemon
-/// over the folder; the file starts as `text` makes it of the header and the entries.
-struct Followed {
-    dir: tempfile::TempDir,
-    file: PathBuf,
-    path: String,
-    header: String,
-    entries: Vec<(String, String)>,
-    d: Daemon,
-    /// The daemon's `session/open` result.
-    opened: Value,
-}
-
-impl Followed {
-    /// The next `session/didChange`, which must come within [`NOTE_WAIT`].
-    fn next_change(&mut self) -> Value {
-        self.d
-            .notification("session/didChange", NOTE_WAIT)
-            .expect("didChange")
-    }
-}
-
-fn followed(
-    name: &str,
-    n: usize,
-    text: impl FnOnce(&str, &[(String, String)]) -> String,
-) -> Followed {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let file = dir.path().join(name);
-    let path = file.to_str().expect("utf-8").to_owned();
-    let (header, entries) = v3_session(n);
-    std::fs::write(&file, text(&header, &entries)).expect("write");
-    let (mut d, _) = Daemon::start(&[dir.path()]);
-    let opened = d.call("session/open", json!({"path": path}));
-    Followed {
-        dir,
-        file,
-        path,
-        header,
-        entries,
-        d,
-        opened,
-    }
 }
 
 #[test]

@@ -482,6 +482,64 @@ pub fn cli_json(args: &[&str]) -> Value {
     common::parse_json(&out.stdout).expect("JSON output")
 }
 
+/// How long a notification may take to come.
+pub const NOTE_WAIT: Duration = Duration::from_secs(10);
+
+/// Appends `text` to the file at `path` as it is.
+pub fn append(path: &Path, text: &str) {
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open for append");
+    f.write_all(text.as_bytes()).expect("append");
+}
+
+/// A session of `n` v3 entries in the file `name` of a temporary folder (its canonical path),
+/// open in a daemon over the folder; the file starts as `text` makes it of the header and the entries.
+pub struct Followed {
+    pub dir: tempfile::TempDir,
+    pub file: PathBuf,
+    pub path: String,
+    pub header: String,
+    pub entries: Vec<(String, String)>,
+    pub d: Daemon,
+    /// The daemon's `session/open` result.
+    pub opened: Value,
+}
+
+impl Followed {
+    /// The next `session/didChange`, which must come within [`NOTE_WAIT`].
+    pub fn next_change(&mut self) -> Value {
+        self.d
+            .notification("session/didChange", NOTE_WAIT)
+            .expect("didChange")
+    }
+}
+
+pub fn followed(
+    name: &str,
+    n: usize,
+    text: impl FnOnce(&str, &[(String, String)]) -> String,
+) -> Followed {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("canonical");
+    let file = root.join(name);
+    let path = file.to_str().expect("utf-8").to_owned();
+    let (header, entries) = v3_session(n);
+    std::fs::write(&file, text(&header, &entries)).expect("write");
+    let (mut d, _) = Daemon::start(&[&root]);
+    let opened = checked(&mut d, "session/open", json!({"path": path}));
+    Followed {
+        dir,
+        file,
+        path,
+        header,
+        entries,
+        d,
+        opened,
+    }
+}
+
 /// A session file's text: `header`, then the line of each entry, one per line.
 pub fn session_text(header: &str, entries: &[(String, String)]) -> String {
     let mut text = format!("{header}\n");
