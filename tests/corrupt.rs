@@ -23,6 +23,18 @@ fn manifest() -> Vec<(String, Value)> {
     cases
 }
 
+/// The manifest's cases whose expected exit code is `code`: (file name, expectation, path).
+fn exiting(code: i64) -> Vec<(String, Value, String)> {
+    manifest()
+        .into_iter()
+        .filter(|(_, want)| want["exit"] == code)
+        .map(|(name, want)| {
+            let path = path_of(&name);
+            (name, want, path)
+        })
+        .collect()
+}
+
 fn path_of(name: &str) -> String {
     format!("tests/data/corrupt/{name}")
 }
@@ -100,8 +112,7 @@ fn check_reports_kind_line_and_offset() {
 fn every_command_refuses_a_corrupt_file() {
     let mut failures = Failures::default();
     let mut checked = 0;
-    for (name, want) in manifest().iter().filter(|(_, w)| w["exit"] == 3) {
-        let file = path_of(name);
+    for (_, want, file) in exiting(3) {
         let commands: [Vec<&str>; 4] = [
             vec!["context", &file, "--json"],
             vec!["tree", &file, "--json"],
@@ -191,8 +202,7 @@ fn lenient_actions_say_what_was_done() {
 fn torn_tail_and_blank_lines_open_normally() {
     let mut failures = Failures::default();
     let mut checked = 0;
-    for (name, want) in manifest().iter().filter(|(_, w)| w["exit"] == 0) {
-        let file = path_of(name);
+    for (name, want, file) in exiting(0) {
         checked += 1;
         let output = sessiond(["context", &file, "--json"]);
         match parse_json_output(&output) {

@@ -238,14 +238,7 @@ impl Examples {
         let response = d.request(method, params);
         self.line(name, "→", &request);
         for m in notes {
-            let p = d
-                .notification(m, NOTE_WAIT)
-                .unwrap_or_else(|| panic!("no {m} after {method}"));
-            self.line(
-                name,
-                "←",
-                &json!({"jsonrpc": "2.0", "method": m, "params": p}),
-            );
+            self.note(d, name, m);
         }
         self.line(name, "←", &response);
         response
