@@ -3,6 +3,7 @@
 # and the daemon. One command, one table.
 #
 #   python3 scripts/bench-vs-pi.py [--sizes 1,10,100] [--huge] [--runs 3] [--rounds 11] [--oracle DIR]
+#                                  [--baseline REV] [--claude 10,100]
 #
 # Generates deterministic sessions (cargo example gen-session) under target/bench/: one per
 # size in MB, one of about 100,000 small entries (`--entries`), the long-path case, and one
@@ -35,11 +36,23 @@
 #     of the file, and wall time, on two sessions of about 200 MB: the generator's (a short
 #     path since its last compaction) and one chain of 400,000 entries (399,615 messages to
 #     summarize).
+#   * with --baseline REV: the `sessiond` release binary of git revision REV, built in a git
+#     worktree of its own (target/bench-baseline/src, target dir target/bench-baseline/target;
+#     the binary is kept as target/bench-baseline/sessiond-<commit> and reused), runs
+#     `context --json` and `check` on every pi session in the same rounds as the current binary,
+#     the two alternating (which goes first changes from round to round) so both see the same
+#     machine state: per row the ratio now / before of the wall time (the median of the rounds'
+#     own ratios) and of the peak RSS;
+#   * Claude Code transcripts (`--claude`, sizes in MB, default 10,100; gen-session --format
+#     claude-code): `sessiond check FILE` (open) and `sessiond context FILE --json` against the
+#     floor of the same file, in the same rounds, and their peak RSS against the budget of
+#     64 MB + 10% of the file.
 # --huge adds a 1 GB session (pi is skipped there unless --huge-pi: it needs several GB).
-# --quick is a smaller run (1 and 10 MB, 20,000-entry sessions, fewer rounds, no compaction) for
-# trying a change; its tables go to stdout only unless --write is given too.
+# --quick is a smaller run (1 and 10 MB, 20,000-entry sessions, a 10 MB Claude Code transcript,
+# fewer rounds, no compaction) for trying a change; its tables go to stdout only unless --write is
+# given too.
 #
-# Prints two markdown tables and writes docs/performance.md (the method, the machine and these
+# Prints the markdown tables and writes docs/performance.md (the method, the machine and these
 # tables; the file's hand-written part after its HAND_WRITTEN line is kept) and the headline
 # rows between the README's `bench:headline` markers. Nobody edits those numbers by hand.
 import argparse
@@ -95,6 +108,51 @@ def build():
                     "--example", "floor", "--example", "bench-daemon"], cwd=ROOT, check=True)
 
 
+def baseline_binary(rev):
+    """The release `sessiond` of git revision `rev`, built in a worktree of its own under
+    target/bench-baseline/ (its own target dir), or the one built before for that commit.
+    Returns (commit, path)."""
+    commit = git_out(["rev-parse", "--verify", "--quiet", rev + "^{commit}"])
+    if not commit:
+        sys.exit(f"bench: --baseline {rev}: no such commit")
+    base = os.path.join(ROOT, "target", "bench-baseline")
+    binary = os.path.join(base, f"sessiond-{commit}")
+    if os.path.exists(binary):
+        return commit, binary
+    src = os.path.join(base, "src")
+    if os.path.exists(os.path.join(src, ".git")):
+        subprocess.run(["git", "-C", src, "checkout", "--quiet", "--detach", commit], check=True)
+    else:
+        os.makedirs(base, exist_ok=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=ROOT, check=True)
+        subprocess.run(["git", "worktree", "add", "--quiet", "--detach", src, commit], cwd=ROOT, check=True)
+    print(f"bench: building sessiond at {commit[:12]} in {os.path.relpath(src, ROOT)}", file=sys.stderr)
+    env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(base, "target"))
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "sessiond"], cwd=src, env=env, check=True)
+    shutil.copy2(os.path.join(base, "target", "release", "sessiond"), binary + ".tmp")
+    os.replace(binary + ".tmp", binary)
+    return commit, binary
+
+
+def run_copies(pairs):
+    """Fresh copies of binaries, written the same way, to run from: a binary's start-up time and
+    peak RSS depend on how its file sits in the page cache (the same binary measured 2.4 MB more
+    peak RSS as a fresh copy than as the linker wrote it), and a build with debug info differs
+    from one without in its file only. Each copy loses its debug info (`strip --strip-debug`,
+    when there is a strip) so that both are written by the same tool. Returns the copies' paths."""
+    run_dir = os.path.join(ROOT, "target", "bench-baseline", "run")
+    os.makedirs(run_dir, exist_ok=True)
+    out = []
+    for name, path in pairs:
+        dst = os.path.join(run_dir, name)
+        shutil.copyfile(path, dst)
+        os.chmod(dst, 0o755)
+        if shutil.which("strip"):
+            subprocess.run(["strip", "--strip-debug", dst], check=True)
+        out.append(dst)
+    return out
+
+
 def oracle_dir(arg):
     d = arg or os.environ.get("SESSIOND_ORACLE_DIR") or os.path.join(ROOT, ".oracle")
     if not os.path.exists(os.path.join(d, "oracle.mjs")):
@@ -104,6 +162,14 @@ def oracle_dir(arg):
 
 def median(xs):
     return statistics.median(xs) if xs else None
+
+
+def quartiles(xs):
+    """The first and third quartiles of xs (None for fewer than two)."""
+    if len(xs) < 2:
+        return None
+    q = statistics.quantiles(xs, n=4)
+    return q[0], q[2]
 
 
 def p99(xs):
@@ -137,10 +203,15 @@ def main():
     ap.add_argument("--compact-runs", type=int, default=3,
                     help="runs of sessiond's and pi's compaction on each 200 MB session (0: skip them)")
     ap.add_argument("--oracle")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="also run the sessiond of git revision REV (built under target/bench-baseline/) on every "
+                         "pi session, alternating with the current one in the same rounds: ratios now / before")
+    ap.add_argument("--claude", default="10,100",
+                    help="sizes in MB of the generated Claude Code transcripts (empty: none)")
     ap.add_argument("--quick", action="store_true",
                     help="a smaller run for trying a change: --sizes 1,10 --entries 20000 --chain 20000 --runs 1 "
-                         "--rounds 3 --context-runs 20 --appends 50 --compact-runs 0 (options given override "
-                         "these); writes no file unless --write")
+                         "--rounds 3 --context-runs 20 --appends 50 --compact-runs 0 --claude 10 (options given "
+                         "override these); writes no file unless --write")
     ap.add_argument("--write", action="store_true", help="write docs/performance.md and the README's headline "
                     "even after --quick")
     ap.add_argument("--no-write", action="store_true", help="print the tables only")
@@ -148,7 +219,7 @@ def main():
     args = ap.parse_args(argv)
     if args.quick:
         quick = dict(sizes="1,10", entries=20_000, chain=20_000, runs=1, rounds=3, context_runs=20, appends=50,
-                     compact_runs=0)
+                     compact_runs=0, claude="10")
         given = {a.split("=", 1)[0].lstrip("-").replace("-", "_") for a in argv if a.startswith("--")}
         for k, v in quick.items():
             if k not in given:
@@ -161,9 +232,17 @@ def main():
         sys.exit("bench: needs GNU time (apt-get install time)")
     commit = built_commit()
     build()
+    baseline = baseline_binary(args.baseline) if args.baseline else None
     rel = os.path.join(target_dir(), "release")
     sessiond, gen, floor = os.path.join(rel, "sessiond"), os.path.join(rel, "examples", "gen-session"), os.path.join(rel, "examples", "floor")
     daemon = os.path.join(rel, "examples", "bench-daemon")
+    if baseline:
+        # The two binaries compared run from copies made alike; this build's copy serves the
+        # other rows of the pi sessions too.
+        sessiond_now, before = run_copies([("sessiond-now", sessiond), ("sessiond-before", baseline[1])])
+        baseline = (baseline[0], before)
+    else:
+        sessiond_now = sessiond
     sessions = [(f"{mb} MB", f"session-{mb}mb.jsonl", [str(mb), "1"], mb) for mb in (int(s) for s in args.sizes.split(",") if s)]
     if args.huge:
         sessions.append(("1 GB", "session-1024mb.jsonl", ["1024", "1"], 1024))
@@ -182,17 +261,28 @@ def main():
             subprocess.run([gen, path, *gen_args], check=True)
         huge = mb >= 1024
         with_pi = not huge or args.huge_pi
-        res = {k: [] for k in ("ctx", "pi", "open", "floor")}
+        res = {k: [] for k in ("ctx", "pi", "open", "floor", "ctx_base", "open_base")}
         for r in range(max(args.rounds, args.runs)):
-            res["ctx"].append(run([sessiond, "context", path, "--json"]))
+            # With a baseline, the two binaries alternate; which goes first changes every round.
+            order = [("", sessiond_now)] + ([("_base", baseline[1])] if baseline else [])
+            if r % 2:
+                order.reverse()
+            for suffix, binary in order:
+                res["ctx" + suffix].append(run([binary, "context", path, "--json"]))
             if with_pi and r < args.runs:
                 res["pi"].append(run(["node", os.path.join(oracle, "oracle.mjs"), "context", path]))
-            res["open"].append(run([sessiond, "check", path]))
+            for suffix, binary in order:
+                res["open" + suffix].append(run([binary, "check", path]))
             res["floor"].append(run([floor, path]))
         med = {k: (median([t for t, _ in v]), max(m for _, m in v)) if v else None for k, v in res.items()}
         # A round's commands meet the same machine: the ratio to the floor is taken round by
         # round, so that a machine whose speed drifts between rounds does not move it.
         paired = {k: median([t / f for (t, _), (f, _) in zip(res[k], res["floor"])]) for k in ("ctx", "open")}
+        # Now against before, round by round likewise (time); peak RSS: the medians.
+        before = {k: dict(time=median([t / b for (t, _), (b, _) in zip(res[k], res[k + "_base"])]),
+                          spread=quartiles([t / b for (t, _), (b, _) in zip(res[k], res[k + "_base"])]),
+                          now_rss=median([m for _, m in res[k]]), base_rss=median([m for _, m in res[k + "_base"]]))
+                  for k in ("ctx", "open") if res[k + "_base"]}
         ctx_runs = max(10, args.context_runs // 10) if huge else args.context_runs
         d_open = run_json([daemon, sessiond, "open", path, str(args.runs), str(ctx_runs)])
         # The owner's work alone, without the transport; the first request after open counts
@@ -205,7 +295,18 @@ def main():
             for f in ("scratch-append.jsonl", "scratch-inproc.jsonl"):
                 os.remove(os.path.join(outdir, f))
         cols.append(dict(label=label, size=os.path.getsize(path), mb=mb, med=med, paired=paired, open=d_open,
-                         append=d_append, inproc=d_inproc, ctx=d_ctx))
+                         append=d_append, inproc=d_inproc, ctx=d_ctx, before=before, rounds=len(res["ctx"])))
+    claude = []
+    for mb in (int(x) for x in args.claude.split(",") if x):
+        path = os.path.join(outdir, f"claude-{mb}mb.jsonl")
+        if not os.path.exists(path):
+            subprocess.run([gen, path, str(mb), "1", "--format", "claude-code"], check=True)
+        res = {k: [] for k in ("ctx", "open", "floor")}
+        for _ in range(args.rounds):
+            res["ctx"].append(run([sessiond_now, "context", path, "--json"]))
+            res["open"].append(run([sessiond_now, "check", path]))
+            res["floor"].append(run([floor, path]))
+        claude.append(dict(label=f"{mb} MB", size=os.path.getsize(path), res=res, **claude_facts(sessiond, path)))
     compactions = []
     if args.compact_runs > 0:
         for label, name, gen_args in (("200 MB generated", "session-200mb.jsonl", ["200", "1"]),
@@ -220,21 +321,24 @@ def main():
             compactions.append(dict(label=label, size=os.path.getsize(path), ours=ours, theirs=theirs))
     rows, headline = table_rows(cols)
     main_md = markdown(cols, rows)
+    before_md, before_headline = before_table(cols, baseline) if baseline else ("", [])
+    claude_md, claude_headline = claude_table(claude) if claude else ("", [])
     comp_md, comp_headline = compaction_table(compactions) if compactions else ("", [])
     machine = describe_machine(load_start, commit)
     print(machine["line"])
     print()
     print(main_md)
-    if comp_md:
-        print()
-        print(comp_md)
+    for md in (before_md, claude_md, comp_md):
+        if md:
+            print()
+            print(md)
     if write:
         run_info = dict(
             command="python3 scripts/bench-vs-pi.py" + "".join(" " + shlex.quote(a) for a in argv),
             minutes=(time.time() - started) / 60, args=args)
-        write_performance(machine, run_info, main_md, comp_md)
+        write_performance(machine, run_info, main_md, [before_md, claude_md, comp_md])
         wrote = "docs/performance.md"
-        if write_headline(machine, run_info, headline + comp_headline):
+        if write_headline(machine, run_info, headline + before_headline + claude_headline + comp_headline):
             wrote += " and the headline rows of README.md"
         print(f"\nwrote {wrote}", file=sys.stderr)
 
@@ -392,6 +496,109 @@ def table_rows(cols):
     return rows, headline
 
 
+def claude_facts(sessiond, path):
+    """What a Claude Code transcript holds, from sessiond's own answers (outside the timings)."""
+    check = run_json([sessiond, "check", path, "--json"])
+    doc = run_json([sessiond, "context", path, "--json"])
+    with open(path, "rb") as f:
+        lines = sum(1 for _ in f)
+    return dict(lines=lines, entries=check["entryCount"], leaves=check["leafCount"],
+                messages=len(doc["messages"]))
+
+
+# A pi row is "not slower" when now / before (the median of the rounds' own ratios) is at most
+# this. The middle half of the rounds' ratios is shown beside it: on a shared machine it can be
+# wider than that (one binary against a copy of itself, 11 rounds at a load of 5 on 2 cores:
+# medians from 0.92 to 1.12).
+NOT_SLOWER = 1.05
+
+
+def before_table(cols, baseline):
+    """The pi sessions, the current binary against the baseline's, in the same rounds. Returns
+    the markdown and the headline rows."""
+    commit = baseline[0][:12]
+    cols = [c for c in cols if c["before"]]
+    rows, headline = [], []
+
+    def m(c, k, i=0):
+        v = c["med"][k]
+        return v[i] if v else None
+
+    for key, what in (("ctx", "`context --json`"), ("open", "open (`check`)")):
+        def ratio(c, f, key=key):
+            return c["before"][key][f]
+
+        slower = [c for c in cols if ratio(c, "time") > NOT_SLOWER]
+
+        def verdict(bad):
+            return "met" if not bad else "**missed** (" + ", ".join(c["label"] for c in bad) + ")"
+
+        rows += [
+            (f"{what}: now / before", [f"{fmt_ms(m(c, key) * 1000)} / {fmt_ms(m(c, key + '_base') * 1000)}" for c in cols],
+             "", ""),
+            (f"{what}: time, now / before (the rounds' middle half)",
+             [f"{ratio(c, 'time'):.2f}" + (" ({:.2f}–{:.2f})".format(*c["before"][key]["spread"])
+                                           if c["before"][key]["spread"] else "") for c in cols],
+             f"≤ {NOT_SLOWER}", verdict(slower)),
+            (f"{what}: peak RSS, now / before (the difference)",
+             [f"{c['before'][key]['now_rss']:.1f} MB / {c['before'][key]['base_rss']:.1f} MB "
+              f"({c['before'][key]['now_rss'] - c['before'][key]['base_rss']:+.1f} MB)" for c in cols], "", ""),
+        ]
+        worst = max(cols, key=lambda c: ratio(c, "time"))
+        headline.append((f"pi sessions, {what}: time now / before the dialect seam ({commit}), the largest ratio",
+                         f"{ratio(worst, 'time'):.2f} ({worst['label']})", f"≤ {NOT_SLOWER}", verdict(slower)))
+    md = (f"The pi sessions before and after: this build (now) and the build of commit {commit} (before), "
+          f"alternating in the same {cols[0]['rounds']} rounds (times: medians, and the median of the rounds' own "
+          "ratios; peak RSS: medians):\n\n" + markdown(cols, rows))
+    return md, headline
+
+
+def claude_table(cols):
+    """Claude Code transcripts: open and `context --json` against the floor, peak RSS against
+    the budget. Returns the markdown and the headline rows."""
+    def med(c, k, i=0):
+        return median([x[i] for x in c["res"][k]])
+
+    def to_floor(c, k):
+        return median([t / f for (t, _), (f, _) in zip(c["res"][k], c["res"]["floor"])])
+
+    def peak(c, k):
+        return max(m for _, m in c["res"][k])
+
+    def rss_ratio(c):
+        return max(peak(c, "ctx"), peak(c, "open")) / budget_mb(c["size"])
+
+    def verdict(f, ok):
+        return "; ".join(("met" if ok(f(c)) else "**missed**") + f" ({c['label']})" for c in cols)
+
+    rows = [
+        ("file size", [f"{c['size'] / 1048576:.0f} MB" for c in cols], "", ""),
+        ("lines / tree lines / leaves", [f"{c['lines']:,} / {c['entries']:,} / {c['leaves']:,}" for c in cols], "", ""),
+        ("messages in the context at the default leaf", [f"{c['messages']:,}" for c in cols], "", ""),
+        ("`context --json`", [fmt_ms(med(c, "ctx") * 1000) for c in cols], "", ""),
+        ("open (`check`)", [fmt_ms(med(c, "open") * 1000) for c in cols], "", ""),
+        ("floor (read + validate JSON)", [fmt_ms(med(c, "floor") * 1000) for c in cols], "", ""),
+        ("open / floor", [f"{to_floor(c, 'open'):.2f}" for c in cols], "≤ 2",
+         verdict(lambda c: to_floor(c, "open"), lambda x: x <= 2)),
+        ("`context --json` / floor", [f"{to_floor(c, 'ctx'):.2f}" for c in cols], "≤ 2",
+         verdict(lambda c: to_floor(c, "ctx"), lambda x: x <= 2)),
+        ("peak RSS: `context --json` / open", [f"{peak(c, 'ctx'):.1f} MB / {peak(c, 'open'):.1f} MB" for c in cols], "", ""),
+        ("budget (64 MB + 10% of file)", [f"{budget_mb(c['size']):.0f} MB" for c in cols], "", ""),
+        ("peak RSS / budget (the larger of the two)", [f"{rss_ratio(c):.2f}" for c in cols], "≤ 1",
+         verdict(rss_ratio, lambda x: x <= 1)),
+    ]
+    md = (f"Claude Code transcripts (generated; medians of {len(cols[0]['res']['floor'])} rounds, peak RSS the "
+          "largest of them):\n\n" + markdown(cols, rows))
+    headline = [
+        ("Claude Code transcript: open (`check`) / floor; `context --json` / floor",
+         "; ".join(f"{to_floor(c, 'open'):.2f}; {to_floor(c, 'ctx'):.2f} ({c['label']})" for c in cols), "≤ 2",
+         verdict(lambda c: max(to_floor(c, "open"), to_floor(c, "ctx")), lambda x: x <= 2)),
+        ("Claude Code transcript: peak RSS / budget (64 MB + 10% of the file)",
+         "; ".join(f"{rss_ratio(c):.2f} ({c['label']})" for c in cols), "≤ 1", verdict(rss_ratio, lambda x: x <= 1)),
+    ]
+    return md, headline
+
+
 def compaction_table(cols):
     """Compaction's memory: `sessiond compact --dry-run` vs pi's prepareCompaction, medians.
     Returns the markdown and the headline row."""
@@ -506,6 +713,33 @@ Rows of the first table, and what each is compared with:
   round trip included), and in-process (`Session::refresh` against `Session::open`: the work
   alone).
 
+With `--baseline REV`, the pi sessions' `context --json` and `check` also run with the release
+binary of an earlier commit (built by the script in a git worktree of its own under
+`target/bench-baseline/`), alternating with this build in the same rounds, the order swapped
+every round, so both meet the same machine: per session the ratio now / before of the wall time
+(the median of the rounds' own ratios, with the middle half of them), and the peak RSS of each
+(medians). A time ratio up to 1.05 counts as not slower; under load the rounds spread wider than
+that (one binary against a copy of itself, 11 rounds at a load average of 5 on 2 cores: medians
+from 0.92 to 1.12), so read the middle half beside each ratio. Both binaries run from fresh
+copies written alike (`strip --strip-debug`): how a binary's file sits in the page cache moves
+its start-up time and its peak RSS (the same binary measured 2.4 MB more as a fresh copy than
+as the linker wrote it), and the earlier commit's release build kept debug info.
+
+The Claude Code table reads transcripts made by `gen-session --format claude-code`
+(`scripts/gen_claude.rs`, deterministic), of 10 and 100 MB: prompts with bookkeeping lines
+(`queue-operation`, `file-history-snapshot`, `last-prompt`, `mode`), responses written one line
+per content block sharing `message.id` (thinking, text, `tool_use`, some parallel calls), Bash /
+Read / Grep / Edit results of a few hundred bytes to about 100 KB with their `toolUseResult`
+copies and now and then an image, attachments (agent and skill listings, todo and task
+reminders), a rewind branch every 50 prompts, and one manual `/compact` at a tenth of the file
+whose boundary preserves the last answer. The context at the default leaf (the leaf
+`claude --resume` continues from) is everything after that boundary: nine tenths of the file,
+the demanding case (a real session compacts again long before). Both files are over 5 MiB, so
+they are read with Claude Code's pruning of large files (docs/claude-code.md §7.1), as sessiond
+implements it. `check` (open) and `context --json` run against the same floor as pi's sessions,
+one after another in each round, and their peak RSS against the budget of 64 MB + 10% of the
+file.
+
 The compaction table runs `sessiond compact --dry-run` (the plan, the embedded summary and the
 retention check; nothing written) against **pi's `prepareCompaction`** (the plan only, so the
 wall times are not the same work) on two sessions of about 200 MB: the generator's (a short
@@ -514,7 +748,7 @@ the budget of 64 MB + 10% of the file.
 """
 
 
-def write_performance(machine, run_info, main_md, comp_md):
+def write_performance(machine, run_info, main_md, tables):
     """docs/performance.md: the method, the machine, the tables; the hand-written part kept."""
     kept = ""
     try:
@@ -536,6 +770,7 @@ def write_performance(machine, run_info, main_md, comp_md):
         "python3 scripts/bench-vs-pi.py --huge     # the full run; needs pi's oracle (.oracle/, made by",
         "                                          # scripts/test.sh) and GNU time",
         "python3 scripts/bench-vs-pi.py --quick    # a smaller run for trying a change (prints only)",
+        "python3 scripts/bench-vs-pi.py --baseline REV   # also the pi rows of commit REV, same rounds",
         "cargo build --profile profiling           # target/profiling/sessiond: release with line tables",
         "```",
         "",
@@ -543,6 +778,16 @@ def write_performance(machine, run_info, main_md, comp_md):
         "",
         METHOD.rstrip(),
         "",
+    ]
+    if a.quick:
+        parts += [
+            "This run is a `--quick` one, smaller than the full run: "
+            f"the pi sessions of {a.sizes.replace(',', ', ')} MB and of {a.entries:,} entries and a {a.chain:,}-entry "
+            f"chain, {max(a.rounds, a.runs)} rounds, {a.runs} run(s) of pi and of the daemon's measures, no "
+            "compaction table; the options the command names override these.",
+            "",
+        ]
+    parts += [
         "## The latest run",
         "",
         f"`{run_info['command']}` on {machine['date']}, "
@@ -565,8 +810,9 @@ def write_performance(machine, run_info, main_md, comp_md):
         "",
         main_md,
     ]
-    if comp_md:
-        parts += ["", comp_md]
+    for md in tables:
+        if md:
+            parts += ["", md]
     parts += ["", HAND_WRITTEN, "", kept.rstrip() if kept else "## What was tried and not kept", ""]
     with open(PERFORMANCE, "w", encoding="utf-8") as f:
         f.write("\n".join(parts))
