@@ -911,7 +911,8 @@ fn human_output_shows_control_characters_in_names_and_previews() {
                 };
                 sessiond::view::tree::print(&mut text, tree, &lines, full, default).unwrap();
             }
-            let g = sessiond::view::graph::build(tree, tree.default_leaf(), &lines);
+            let lens = sessiond::view::graph::Lens::pi(tree, tree.default_leaf());
+            let g = sessiond::view::graph::build(tree, &lens, &lines);
             for l in g.text(tree) {
                 text.extend_from_slice(l.text.as_bytes());
                 text.push(b'\n');

@@ -362,3 +362,193 @@ fn the_daemon_answers_the_same_graph_as_the_cli() {
     assert_eq!(support::error_of(&bad).0, -33004);
     let _: Value = d.call("shutdown", Value::Null);
 }
+
+/// The in-context entries and the entries of every node of a `--json` graph, folds expanded
+/// along `tree --json`'s parents.
+fn drawn_entries(e: &Entries, doc: &Value) -> (Vec<String>, BTreeSet<String>) {
+    let mut drawn = Vec::new();
+    let mut in_context = BTreeSet::new();
+    for n in doc["nodes"].as_array().unwrap() {
+        let held = e.run(n["id"].as_str().unwrap(), n["lastId"].as_str().unwrap());
+        assert_eq!(held.len(), n["count"].as_u64().unwrap() as usize);
+        if n["inContext"] == true {
+            in_context.extend(held.iter().cloned());
+        }
+        drawn.extend(held);
+    }
+    (drawn, in_context)
+}
+
+#[test]
+fn claude_transcripts_graph_their_boundaries_rewinds_and_context() {
+    let file = repo().join("tests/data/claude/real/compacted.jsonl");
+    let file = file.to_str().unwrap();
+    let e = entries(file);
+    let tree = cli_json(&["tree", file, "--json"]);
+    for leaf in [None, Some("0b5e3c50-369b-45ad-a35e-c68a63fa334e")] {
+        let mut args = vec!["graph", file, "--json"];
+        let mut ctx_args = vec!["context", file, "--json"];
+        if let Some(l) = leaf {
+            args.extend(["--leaf", l]);
+            ctx_args.extend(["--leaf", l]);
+        }
+        let doc = cli_json(&args);
+        let ctx = cli_json(&ctx_args);
+        // Every line of the tree once; the highlighted ones are what Claude Code sends.
+        let (drawn, in_context) = drawn_entries(&e, &doc);
+        let mut sorted = drawn.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!((sorted.len(), drawn.len()), (e.order.len(), e.order.len()));
+        let want: BTreeSet<String> = ctx["entryIds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(in_context, want, "{leaf:?}");
+        assert_eq!(doc["defaultLeafId"], tree["defaultLeafId"]);
+        let selected = leaf.map_or(tree["defaultLeafId"].clone(), Value::from);
+        assert_eq!(doc["selectedLeafId"], selected);
+        // Rewinds are branches: as many leaves as the tree has.
+        assert_eq!(doc["leafCount"], 5);
+        let nodes = doc["nodes"].as_array().unwrap();
+        assert_eq!(nodes.iter().filter(|n| n["leaf"] == true).count(), 5);
+        // Each compact boundary is a root linked to the line it compacted, which has its row.
+        let boundaries: Vec<&Value> = nodes
+            .iter()
+            .filter(|n| n["type"] == "system" && n["title"] == "compact_boundary")
+            .collect();
+        assert_eq!(boundaries.len(), 2);
+        for b in &boundaries {
+            assert!(b["parentRow"].is_null());
+            let row = b["logicalParentRow"].as_u64().unwrap() as usize;
+            assert_eq!(nodes[row]["id"], b["logicalParentId"]);
+            assert_eq!(nodes[row]["kind"], "entry");
+        }
+        assert_eq!(
+            boundaries[0]["logicalParentId"],
+            "7f1509ff-4e18-403f-ab85-226b98c46dbf"
+        );
+        // The text says the same: a mark on each boundary's line.
+        let text: Vec<&str> = doc["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            text.iter()
+                .filter(|l| l.contains("⇠ compacted 7f1509ff"))
+                .count(),
+            1
+        );
+    }
+    // The SVG draws each link as a dashed edge, a boundary as a diamond and the summary as a
+    // ring.
+    let svg = stdout(&["graph", file, "--svg"]);
+    let links: Vec<&str> = svg
+        .match_indices("<path class=\"edge logical\"")
+        .map(|(i, _)| &svg[i..i + svg[i..].find('>').unwrap()])
+        .collect();
+    assert_eq!(links.len(), 2);
+    assert_eq!(
+        attr(links[1], "data-compacted"),
+        Some("d49e5e29-e5ef-46c2-a87c-bf2f85c28185")
+    );
+    assert_eq!(
+        groups(&svg, "node entry")
+            .iter()
+            .filter(|t| t.contains(" compaction"))
+            .count(),
+        2
+    );
+    assert!(svg.contains("diamond: compact boundary"));
+    // A subagent's transcript (every line a sidechain) is its own main conversation.
+    let sub =
+        repo().join("tests/data/claude/real/with-subagent/subagents/agent-a46c5597fd4041ded.jsonl");
+    let doc = cli_json(&["graph", sub.to_str().unwrap(), "--json"]);
+    assert!(
+        doc["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["apart"].is_null())
+    );
+    assert_eq!(doc["contextEntryIds"].as_array().unwrap().len(), 5);
+}
+
+#[test]
+fn sidechains_in_the_main_file_are_drawn_apart() {
+    // Older Claude Code versions wrote a subagent's lines into the main transcript with
+    // `isSidechain: true`: they are a conversation of their own, drawn after the main one.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let line = |uuid: &str, parent: Option<&str>, side: bool, ty: &str, text: &str| {
+        serde_json::json!({
+            "type": ty, "uuid": uuid, "parentUuid": parent, "isSidechain": side,
+            "timestamp": "2026-01-01T00:00:00.000Z", "sessionId": "s",
+            "message": {"role": ty, "content": text, "id": format!("m-{uuid}"), "model": "claude-opus-4-8"},
+        })
+        .to_string()
+    };
+    let text = [
+        line("u1", None, false, "user", "main prompt"),
+        line("s1", None, true, "user", "subagent task"),
+        line("s2", Some("s1"), true, "assistant", "subagent answer"),
+        line("a1", Some("u1"), false, "assistant", "main answer"),
+    ]
+    .join("\n")
+        + "\n";
+    std::fs::write(&file, text).unwrap();
+    let doc = cli_json(&["graph", file.to_str().unwrap(), "--json"]);
+    let nodes = doc["nodes"].as_array().unwrap();
+    let ids: Vec<&str> = nodes.iter().map(|n| n["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["u1", "a1", "s1", "s2"]);
+    assert_eq!(
+        nodes.iter().map(|n| n["apart"] == true).collect::<Vec<_>>(),
+        [false, false, true, true]
+    );
+    let lines: Vec<&str> = doc["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(lines[4], "apart from the main conversation (1 sidechain):");
+}
+
+#[test]
+fn the_daemon_graphs_a_claude_transcript_as_the_cli_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir
+        .path()
+        .join("6d2e238c-d8e6-4579-9b3a-0130d30ea9b9.jsonl");
+    std::fs::copy(repo().join("tests/data/claude/real/compacted.jsonl"), &file).unwrap();
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    let _: Value = d.call("session/open", serde_json::json!({"path": file}));
+    let mut whole = cli_json(&["graph", file.to_str().unwrap(), "--json"]);
+    // Two pages of the daemon's are the CLI's one, less the revision.
+    let mut r = support::checked(
+        &mut d,
+        "session/graph",
+        serde_json::json!({"path": file, "limit": 10}),
+    );
+    assert_eq!(r["nextOffset"], 10);
+    let second = support::checked(
+        &mut d,
+        "session/graph",
+        serde_json::json!({"path": file, "offset": 10}),
+    );
+    let o = r.as_object_mut().unwrap();
+    o.remove("revision");
+    for key in ["nodes", "lines"] {
+        let mut all = o[key].as_array().unwrap().clone();
+        all.extend(second[key].as_array().unwrap().iter().cloned());
+        o.insert(key.into(), Value::Array(all));
+    }
+    o.insert("nextOffset".into(), Value::Null);
+    whole.as_object_mut().unwrap().remove("revision");
+    assert_eq!(r, whole);
+    let _: Value = d.call("shutdown", Value::Null);
+}

@@ -1,6 +1,6 @@
 //! `sessiond graph`: the session tree as a commit-graph-like picture ([`crate::view::graph`]),
-//! as text (`git log --graph` lanes, what Neovim shows) or as one self-contained SVG file. The
-//! session is only read.
+//! as text (`git log --graph` lanes, what Neovim shows) or as one self-contained SVG file, for
+//! a pi session or a Claude Code transcript. The session is only read.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -8,16 +8,20 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::error::{CliError, Exit};
-use super::read;
+use super::{read, transcript};
+use crate::core::describe::Describe;
+use crate::core::tree::Tree;
+use crate::dialect::Dialect;
 use crate::view::convert;
-use crate::view::graph;
+use crate::view::graph::{self, Graph, Lens};
 
 /// `sessiond graph`.
 #[derive(Debug, Args)]
 pub struct GraphArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// The leaf whose context is highlighted (default: the last entry in the file).
+    /// The leaf whose context is highlighted (default: pi's last entry; the line `claude
+    /// --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
     /// Draw an SVG document (no script, no network; light and dark) instead of text; implied
@@ -49,12 +53,42 @@ fn svg_wanted(args: &GraphArgs) -> bool {
 /// Runs `sessiond graph`. Errors: the open errors of `context`, an unknown `--leaf`, or an
 /// `--out` that cannot be written (`Argument`).
 pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
-    let opened = read::open(&args.file, args.allow_corrupt, "graph")?;
-    let tree = &opened.session.tree;
-    let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
-    let g = graph::build(tree, leaf, &opened.lines);
+    match read::dialect_of(&args.file)? {
+        Dialect::Pi => {
+            let opened = read::open(&args.file, args.allow_corrupt, "graph")?;
+            let tree = &opened.session.tree;
+            let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
+            let g = graph::build(tree, &Lens::pi(tree, leaf), &opened.lines);
+            write(out, args, tree, &g)
+        }
+        Dialect::Claude => {
+            let read = transcript::read(&args.file, args.allow_corrupt)?;
+            let tree = &read.session.tree;
+            // A transcript with no line to continue from still draws; nothing is in context.
+            let leaf = match args.leaf.as_deref() {
+                Some(id) => Some(transcript::leaf(tree, &args.file, Some(id))?),
+                None => crate::dialect::claude::default_leaf(tree),
+            };
+            let id = convert::claude_session_id(&args.file).unwrap_or_default();
+            let g = graph::build(
+                tree,
+                &Lens::claude(tree, &read.lines, leaf, id),
+                &read.lines,
+            );
+            write(out, args, tree, &g)
+        }
+    }
+}
+
+/// Prints or writes the graph `g` of `tree` as `args` ask.
+fn write<E: Describe>(
+    out: &mut dyn Write,
+    args: &GraphArgs,
+    tree: &Tree<E>,
+    g: &Graph,
+) -> Result<Exit, CliError> {
     let document = if args.json {
-        let mut doc = serde_json::to_string(&convert::graph(tree, &g, None))
+        let mut doc = serde_json::to_string(&convert::graph(tree, g, None))
             .map_err(|e| CliError::Output(std::io::Error::other(e)))?;
         doc.push('\n');
         doc

@@ -34,12 +34,16 @@ pub struct Ask<'a> {
 }
 
 /// A transcript read for one command, with a reader of its lines.
-struct Read {
-    session: OpenedSession<Claude>,
-    lines: FileLines,
+pub(crate) struct Read {
+    /// The transcript as read.
+    pub session: OpenedSession<Claude>,
+    /// Its lines, read again by position.
+    pub lines: FileLines,
 }
 
-fn read(file: &Path, allow_corrupt: bool) -> Result<Read, CliError> {
+/// Reads the transcript `file` strictly, or leniently with `allow_corrupt`, with a reader of
+/// its lines. Errors: the open's.
+pub(crate) fn read(file: &Path, allow_corrupt: bool) -> Result<Read, CliError> {
     let session = reader::open_session::<Claude>(file, Mode::allowing_corrupt(allow_corrupt))?;
     let lines = FileLines::open(file)
         .map(FileLines::read_ahead)
@@ -52,7 +56,7 @@ fn read(file: &Path, allow_corrupt: bool) -> Result<Read, CliError> {
 
 /// The leaf `--leaf` names, or the leaf `claude --resume` continues from. Errors:
 /// `UnknownEntry`, or `Argument` for a transcript without a leaf to continue.
-fn leaf(tree: &Tree, file: &Path, id: Option<&str>) -> Result<NodeIdx, CliError> {
+pub(crate) fn leaf(tree: &Tree, file: &Path, id: Option<&str>) -> Result<NodeIdx, CliError> {
     match id {
         Some(id) => tree.find(id).ok_or_else(|| CliError::UnknownEntry {
             path: file.to_owned(),

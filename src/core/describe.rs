@@ -7,6 +7,17 @@ use serde_json::Value;
 
 use crate::core::tree::{NodeIdx, Tree, TreeEntry};
 
+/// What a branch graph draws an entry as, beyond a dot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mark {
+    /// Where a conversation was compacted (pi's `compaction`, Claude Code's compact boundary):
+    /// a diamond.
+    Compaction,
+    /// A summary the model reads in place of a stretch of the conversation (pi's branch
+    /// summary, Claude Code's compaction summary): a ring.
+    Summary,
+}
+
 /// How an entry is shown (see the module docs).
 pub trait Describe: TreeEntry + Sized {
     /// The entry's `type` as written (`message`, `compaction`, `user`, `attachment`, …).
@@ -28,6 +39,11 @@ pub trait Describe: TreeEntry + Sized {
     /// subagent's sidechain): printed after the main tree.
     fn apart(&self) -> bool {
         false
+    }
+
+    /// How a branch graph marks the entry by what it is (`None`: a plain dot).
+    fn mark(&self) -> Option<Mark> {
+        None
     }
 
     /// A one-line preview of the entry's parsed line, at most

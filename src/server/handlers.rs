@@ -24,7 +24,7 @@ use crate::server::params::{
 };
 use crate::server::transport::{Raw, raw_result};
 use crate::session::SessionHandle;
-use crate::session::opened::PiSession;
+use crate::session::opened::{Opened, PiSession};
 use crate::session::owner::Session;
 use crate::storage::list;
 use crate::storage::reader::{FileLines, OpenError, OpenedSession};
@@ -616,11 +616,23 @@ impl Backend {
         let handle = self.open_session(&p.path)?;
         Ok(handle
             .query_waiting(move |s| {
+                use crate::view::graph::{Lens, build_rows};
                 let leaf = leaf(s, p.leaf_id.as_deref())?;
-                let tree = pi_of(s, "session/graph")?.tree();
-                let g = crate::view::graph::build_rows(tree, leaf, s.source(), rows.clone());
-                let page =
-                    convert::graph_page(tree, &g, rows, Some(convert::revision(s.revision())));
+                let revision = Some(convert::revision(s.revision()));
+                let page = match s.opened() {
+                    Opened::Pi(pi) => {
+                        let tree = pi.tree();
+                        let g = build_rows(tree, &Lens::pi(tree, leaf), s.source(), rows.clone());
+                        convert::graph_page(tree, &g, rows, revision)
+                    }
+                    Opened::Claude(t) => {
+                        let tree = &t.tree;
+                        let id = convert::claude_session_id(s.path()).unwrap_or_default();
+                        let lens = Lens::claude(tree, s.source(), leaf, id);
+                        let g = build_rows(tree, &lens, s.source(), rows.clone());
+                        convert::graph_page(tree, &g, rows, revision)
+                    }
+                };
                 to_raw(s.path(), &page)
             })
             .await

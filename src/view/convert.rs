@@ -322,8 +322,8 @@ pub fn salvaged(s: &writer::Salvaged) -> Salvaged {
 }
 
 /// `session/graph`'s result and `sessiond graph --json`: the whole graph `g` of `tree`.
-pub fn graph(
-    tree: &crate::dialect::pi::Tree,
+pub fn graph<E: Describe>(
+    tree: &Tree<E>,
     g: &crate::view::graph::Graph,
     revision: Option<Revision>,
 ) -> super::wire::GraphResult {
@@ -333,8 +333,8 @@ pub fn graph(
 /// One page of `session/graph`: the rows of `g` in `rows` (their nodes and text lines), with
 /// the header and legend lines and `contextEntryIds` on the first page; `nextOffset` names
 /// the row the next page starts at.
-pub fn graph_page(
-    tree: &crate::dialect::pi::Tree,
+pub fn graph_page<E: Describe>(
+    tree: &Tree<E>,
     g: &crate::view::graph::Graph,
     rows: std::ops::Range<usize>,
     revision: Option<Revision>,
@@ -368,7 +368,7 @@ pub fn graph_page(
                 count: n.count,
                 parent_row: n.parent_row,
                 lane: n.lane,
-                r#type: tree.node(n.first).entry.kind.type_name().to_owned(),
+                r#type: tree.node(n.first).entry.type_name().to_owned(),
                 title: n.title.clone(),
                 preview: n.preview.clone(),
                 label: n.label.clone(),
@@ -386,6 +386,9 @@ pub fn graph_page(
                     first_kept_entry_id: s.first_kept_entry_id.as_ref().map(|k| k.to_string()),
                     previous_compaction_id: opt(s.previous),
                 }),
+                apart: n.apart,
+                logical_parent_id: n.logical_parent_row.map(|r| id(tree, g.nodes[r].first)),
+                logical_parent_row: n.logical_parent_row,
             })
             .collect(),
         lines: g

@@ -2,8 +2,15 @@
 //! `sessiond graph` (text and SVG), the daemon's `session/graph` and Neovim's `:SessiondGraph`.
 //! The VS Code webview (`editors/vscode/src/graph.ts`) draws the same model in the same shape:
 //! nodes that are entries or folds of plain single-child runs, the default and the selected
-//! leaf, branch points, labels, names, the entries in context at the selected leaf, and for
-//! each compaction the range of its path it summarizes.
+//! leaf, branch points, labels, names, the entries in context at the selected leaf, and what
+//! only one dialect has — for each of pi's compactions the range of its path it summarizes,
+//! for each of Claude Code's compact boundaries (a root of the file) the line it compacted (its
+//! `logicalParentUuid`), drawn as a dashed link; a subagent's sidechain is drawn apart, after
+//! the main conversation.
+//!
+//! The model is one for every dialect ([`Describe`] says how an entry is shown); what only the
+//! dialect can say about a session at a leaf — its path, what reaches the model, the marks of
+//! its own — comes in a [`Lens`] ([`Lens::pi`], [`Lens::claude`]).
 //!
 //! Layout is lanes and rows, as `git log --graph` draws history: one row per node in
 //! depth-first order (the tree's order, root first), the first child of a branch point drawn
@@ -19,12 +26,14 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::core::tree::NodeIdx;
-use crate::dialect::pi::Tree;
-use crate::dialect::pi::format::{EntryId, EntryKind};
-use crate::dialect::pi::preview;
+use crate::core::describe::{Describe, Mark};
+use crate::core::ids::EntryId;
+use crate::core::preview::one_line;
+use crate::core::source::LineSource;
+use crate::core::tree::{Effect, NodeIdx, Tree, TreeEntry};
+use crate::dialect::pi::format::EntryKind;
 use crate::dialect::pi::projection;
-use crate::dialect::pi::render::LineSource;
+use crate::dialect::{claude, pi};
 use crate::js::jsstr;
 
 /// A run of at least this many plain entries (one child each, nothing to mark) is one fold
@@ -95,11 +104,12 @@ pub struct GraphNode {
     pub preview: String,
     /// The entry's resolved label.
     pub label: Option<String>,
-    /// The name a `session_info` entry sets.
+    /// The name a naming entry (pi's `session_info`) sets.
     pub name: Option<String>,
     /// The last entry has no child.
     pub leaf: bool,
-    /// The node holds the default leaf (the file's last entry, where pi resumes).
+    /// The node holds the default leaf (pi: the file's last entry; Claude Code: the line
+    /// `claude --resume` continues from).
     pub default_leaf: bool,
     /// The node holds the selected leaf (the one the context is computed at).
     pub selected_leaf: bool,
@@ -112,6 +122,13 @@ pub struct GraphNode {
     pub on_path: bool,
     /// For a compaction: the range it summarizes.
     pub summarizes: Option<Summarized>,
+    /// What the entry is drawn as ([`Describe::mark`]); `None` for a fold.
+    pub mark: Option<Mark>,
+    /// The node belongs to a conversation apart from the main one (a subagent's sidechain).
+    pub apart: bool,
+    /// For a Claude Code compact boundary: the row of the line it compacted (its
+    /// `logicalParentUuid`), when that line is in the file.
+    pub logical_parent_row: Option<usize>,
 }
 
 /// The graph of a session at a selected leaf: nodes in row order (row = index).
@@ -125,14 +142,131 @@ pub struct Graph {
     pub entry_count: usize,
     /// Entries without children.
     pub leaf_count: usize,
+    /// The session's id (pi: the header's `id`; Claude Code: the transcript's session id).
+    pub session_id: String,
     /// The session name (pi's `getSessionName`).
     pub name: Option<String>,
-    /// The default leaf (the last entry in file order).
+    /// The default leaf (pi: the last entry in file order; Claude Code: the line `claude
+    /// --resume` continues from).
     pub default_leaf: Option<NodeIdx>,
     /// The leaf the context is computed at.
     pub selected_leaf: Option<NodeIdx>,
-    /// The entries in context at the selected leaf, in pi's `buildContextEntries` order.
+    /// The entries in context at the selected leaf, in the order the dialect gives them (pi's
+    /// `buildContextEntries`; Claude Code: the lines whose content reaches the model).
     pub context_entries: Vec<NodeIdx>,
+    /// The first row of the conversations apart from the main one (subagents' sidechains),
+    /// and how many there are.
+    pub apart: Option<(usize, usize)>,
+    /// What the SVG's legend says of compactions (the dialect's words).
+    pub compaction_legend: &'static str,
+}
+
+/// What a dialect says about a session at a selected leaf that the graph cannot tell from the
+/// tree: the session's id, the path to the leaf and the entries that reach the model there,
+/// and the marks only that dialect has. [`Lens::pi`] and [`Lens::claude`] make one.
+pub struct Lens<E: TreeEntry> {
+    /// The session's id, for the headers.
+    pub session_id: String,
+    /// The leaf the context is computed at (`None`: nothing in context).
+    pub selected: Option<NodeIdx>,
+    /// The entries on the path to the selected leaf.
+    pub path: Vec<NodeIdx>,
+    /// The entries that reach the model at the selected leaf, in the dialect's order.
+    pub context_entries: Vec<NodeIdx>,
+    /// Entries a fold must not swallow besides the [`Describe::landmark`]s (pi: where a
+    /// compaction's kept range starts).
+    pub kept_starts: Vec<NodeIdx>,
+    /// The range a compaction entry summarizes (pi), worked out for the rows drawn only.
+    pub summarizes: Option<Summarize<E>>,
+    /// The line an entry continues beyond the tree's parent (Claude Code: a compact boundary's
+    /// `logicalParentUuid`).
+    pub logical_parent: Option<LogicalParent<E>>,
+    /// What the SVG's legend says of compactions.
+    pub compaction_legend: &'static str,
+}
+
+/// The range compaction entry `n` of a tree summarizes (`None`: `n` is no compaction).
+pub type Summarize<E> = fn(&Tree<E>, NodeIdx) -> Option<Summarized>;
+/// The node an entry continues beyond its parent (`None`: none, or not in the file).
+pub type LogicalParent<E> = fn(&Tree<E>, NodeIdx) -> Option<NodeIdx>;
+
+impl Lens<pi::format::Entry> {
+    /// A pi session at `selected`: pi's projection (its path and `buildContextEntries`), the
+    /// compactions' kept starts and summarized ranges.
+    pub fn pi(tree: &pi::Tree, selected: Option<NodeIdx>) -> Self {
+        let proj = projection::project(tree, selected);
+        // Entries some compaction keeps from: a range's end is drawn, not folded away.
+        let kept_starts = tree
+            .nodes()
+            .iter()
+            .filter_map(|node| match &node.entry.kind {
+                EntryKind::Compaction {
+                    first_kept_entry_id: Some(id),
+                    ..
+                } => tree.find(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        Lens {
+            session_id: tree.header().id.clone(),
+            selected,
+            path: proj.path.clone(),
+            context_entries: proj.items.iter().map(|i| i.node).collect(),
+            kept_starts,
+            summarizes: Some(|tree: &pi::Tree, n| {
+                matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. })
+                    .then(|| summarized(tree, n))
+            }),
+            logical_parent: None,
+            compaction_legend: "diamond: compaction, bracket: what it summarizes",
+        }
+    }
+}
+
+impl Lens<claude::format::Entry> {
+    /// A Claude Code transcript at `selected`: the path Claude Code loads to that leaf and the
+    /// lines whose content it sends ([`claude::context::context`], lines read through
+    /// `source`), each compact boundary linked to the line it compacted. A context that cannot
+    /// be worked out (a line that cannot be read back) leaves nothing in context and the
+    /// tree's path highlighted: the graph is a picture, not a check. `session_id` names the
+    /// transcript (its file's stem).
+    pub fn claude(
+        tree: &claude::Tree,
+        source: &dyn LineSource,
+        selected: Option<NodeIdx>,
+        session_id: String,
+    ) -> Self {
+        let ctx = selected.and_then(|leaf| {
+            claude::context::context(tree, source, leaf, &Default::default()).ok()
+        });
+        let (path, context_entries) = match ctx {
+            Some(ctx) => {
+                let entries = ctx
+                    .entry_ids
+                    .iter()
+                    .filter_map(|id| tree.find(id.as_str()))
+                    .collect();
+                (ctx.path, entries)
+            }
+            None => (tree.path_to(selected), Vec::new()),
+        };
+        Lens {
+            session_id,
+            selected,
+            path,
+            context_entries,
+            kept_starts: Vec::new(),
+            summarizes: None,
+            logical_parent: Some(|tree: &claude::Tree, n| match &tree.node(n).entry.kind {
+                claude::format::Kind::System {
+                    logical_parent: Some(p),
+                    ..
+                } => tree.find(p.as_str()),
+                _ => None,
+            }),
+            compaction_legend: "diamond: compact boundary, dashed: the line it compacted",
+        }
+    }
 }
 
 /// What a run of folded entries holds, for a person: the three most frequent kinds with
@@ -168,13 +302,6 @@ pub struct TextLine {
     pub entry: Option<NodeIdx>,
 }
 
-fn title_of(tree: &Tree, n: NodeIdx) -> &str {
-    match &tree.node(n).entry.kind {
-        EntryKind::Message(m) => m.role.as_str(),
-        k => k.type_name(),
-    }
-}
-
 /// Cuts `text` to `max` characters, ending a cut one with `…`.
 fn cut(text: &str, max: usize) -> String {
     if text.chars().count() <= max {
@@ -185,114 +312,144 @@ fn cut(text: &str, max: usize) -> String {
     s
 }
 
-/// Builds the graph of `tree` with the context at `selected` (`None`: no entry selected,
-/// nothing in context). Previews are read through `lines`; an unreadable line gives an empty
-/// preview, never an error (the graph is a picture, not a check).
-pub fn build(tree: &Tree, selected: Option<NodeIdx>, lines: &dyn LineSource) -> Graph {
-    build_rows(tree, selected, lines, 0..usize::MAX)
+/// Builds the graph of `tree` as `lens` sees it at its selected leaf (`None`: no entry
+/// selected, nothing in context). Previews are read through `lines`; an unreadable line gives
+/// an empty preview, never an error (the graph is a picture, not a check).
+pub fn build<E: Describe>(tree: &Tree<E>, lens: &Lens<E>, lines: &dyn LineSource) -> Graph {
+    build_rows(tree, lens, lines, 0..usize::MAX)
 }
 
 /// [`build`], with the rows' text (previews, read from `lines`, and compaction ranges) worked
 /// out only for the rows in `rows`; every other row has its place, kind, counts and marks but
 /// an empty preview. What one page of `session/graph` needs: the layout of a whole session
 /// reads no line, so a page costs its own rows' reading, not the session's.
-pub fn build_rows(
-    tree: &Tree,
-    selected: Option<NodeIdx>,
+pub fn build_rows<E: Describe>(
+    tree: &Tree<E>,
+    lens: &Lens<E>,
     lines: &dyn LineSource,
     rows: std::ops::Range<usize>,
 ) -> Graph {
     let len = tree.len();
-    let proj = projection::project(tree, selected);
+    let selected = lens.selected;
     let mut in_context = vec![false; len];
-    for item in &proj.items {
-        in_context[item.node as usize] = true;
+    for &n in &lens.context_entries {
+        in_context[n as usize] = true;
     }
     let mut on_path = vec![false; len];
-    for &n in &proj.path {
+    for &n in &lens.path {
         on_path[n as usize] = true;
     }
-    // Entries some compaction keeps from: a range's end is drawn, not folded away.
+    // Entries a fold stops at: a compaction's kept start, a line a boundary compacted.
     let mut kept_start = vec![false; len];
-    for node in tree.nodes() {
-        if let EntryKind::Compaction {
-            first_kept_entry_id: Some(id),
-            ..
-        } = &node.entry.kind
-            && let Some(k) = tree.find(id.as_str())
-        {
-            kept_start[k as usize] = true;
+    for &k in &lens.kept_starts {
+        kept_start[k as usize] = true;
+    }
+    let logical_of = |n: NodeIdx| lens.logical_parent.and_then(|f| f(tree, n));
+    if lens.logical_parent.is_some() {
+        for n in 0..len as NodeIdx {
+            if let Some(p) = logical_of(n) {
+                kept_start[p as usize] = true;
+            }
         }
     }
-    let default_leaf = tree.default_leaf();
+    let default_leaf = E::default_leaf(tree);
     let plain = |n: NodeIdx| {
         let node = tree.node(n);
         node.children.len() == 1
             && Some(n) != selected
             && Some(n) != default_leaf
             && !kept_start[n as usize]
-            && tree.label_of(node.entry.id.as_str()).is_none()
-            && !matches!(
-                node.entry.kind,
-                EntryKind::Compaction { .. }
-                    | EntryKind::BranchSummary { .. }
-                    | EntryKind::SessionInfo { .. }
-            )
+            && tree.label_of(node.entry.id().as_str()).is_none()
+            && !node.entry.landmark()
     };
 
+    // The main conversation's roots, then those of the conversations apart (subagents'
+    // sidechains); a file of sidechains only (a subagent's own transcript) is its main one.
+    let (mut main, mut apart): (Vec<NodeIdx>, Vec<NodeIdx>) = tree
+        .roots()
+        .iter()
+        .partition(|&&r| !tree.node(r).entry.apart());
+    if main.is_empty() {
+        std::mem::swap(&mut main, &mut apart);
+    }
+    let apart_count = apart.len();
     let mut nodes: Vec<GraphNode> = Vec::new();
     let mut lanes = 0usize;
-    // Depth-first; the top of the stack is always the rightmost open lane. Several roots (a
-    // lenient read's orphans) are drawn one after the other on lane 0: each one's lanes have
-    // all closed before the next starts.
-    let roots = tree.roots();
-    let mut stack: Vec<(NodeIdx, usize, Option<usize>)> =
-        roots.iter().rev().map(|&r| (r, 0, None)).collect();
-    while let Some((start, lane, parent_row)) = stack.pop() {
-        // A fold: the plain run from `start`, cut where context membership changes.
-        let mut last = start;
-        let mut count = 1usize;
-        if plain(start) {
-            let mut run_end = start;
-            let mut run = 1usize;
-            while let [only] = tree.node(run_end).children.as_slice() {
-                let next = *only;
-                if !plain(next) || in_context[next as usize] != in_context[start as usize] {
-                    break;
-                }
-                run_end = next;
-                run += 1;
-            }
-            if run >= FOLD_MIN {
-                last = run_end;
-                count = run;
-            }
+    let mut apart_from = None;
+    for (is_apart, roots) in [(false, main), (true, apart)] {
+        if is_apart && !roots.is_empty() {
+            apart_from = Some(nodes.len());
         }
-        let row = nodes.len();
-        lanes = lanes.max(lane + 1);
-        let source = rows.contains(&row).then_some(lines);
-        nodes.push(node_of(
-            tree, source, start, last, count, lane, parent_row, selected,
-        ));
-        if let Some(g) = nodes.last_mut() {
+        // Depth-first; the top of the stack is always the rightmost open lane. Several roots
+        // (a lenient read's orphans, a transcript's compact boundaries) are drawn one after
+        // the other on lane 0: each one's lanes have all closed before the next starts.
+        let mut stack: Vec<(NodeIdx, usize, Option<usize>)> =
+            roots.iter().rev().map(|&r| (r, 0, None)).collect();
+        while let Some((start, lane, parent_row)) = stack.pop() {
+            // A fold: the plain run from `start`, cut where context membership changes.
+            let mut last = start;
+            let mut count = 1usize;
+            if plain(start) {
+                let mut run_end = start;
+                let mut run = 1usize;
+                while let [only] = tree.node(run_end).children.as_slice() {
+                    let next = *only;
+                    if !plain(next) || in_context[next as usize] != in_context[start as usize] {
+                        break;
+                    }
+                    run_end = next;
+                    run += 1;
+                }
+                if run >= FOLD_MIN {
+                    last = run_end;
+                    count = run;
+                }
+            }
+            let row = nodes.len();
+            lanes = lanes.max(lane + 1);
+            let source = rows.contains(&row).then_some(lines);
+            let mut g = node_of(
+                tree,
+                source,
+                (start, last, count),
+                lane,
+                parent_row,
+                (selected, default_leaf),
+            );
             g.in_context = in_context[start as usize];
             g.on_path = on_path[start as usize];
+            g.apart = is_apart;
+            nodes.push(g);
+            let children = tree.node(last).children.as_slice();
+            let k = children.len();
+            // The last child continues on this lane; the others open lanes to its right, the
+            // first child on the rightmost (drawn first).
+            for (i, &c) in children.iter().enumerate().rev() {
+                let child_lane = if i + 1 == k { lane } else { lane + (k - 1 - i) };
+                stack.push((c, child_lane, Some(row)));
+            }
         }
-        let children = tree.node(last).children.as_slice();
-        let k = children.len();
-        // The last child continues on this lane; the others open lanes to its right, the
-        // first child on the rightmost (drawn first).
-        for (i, &c) in children.iter().enumerate().rev() {
-            let child_lane = if i + 1 == k { lane } else { lane + (k - 1 - i) };
-            stack.push((c, child_lane, Some(row)));
+    }
+    if lens.logical_parent.is_some() {
+        // A line a boundary compacted is never folded: it has a row of its own.
+        let mut row_of: Vec<usize> = vec![usize::MAX; len];
+        for (row, g) in nodes.iter().enumerate() {
+            row_of[g.first as usize] = row;
+        }
+        for g in &mut nodes {
+            if g.kind == NodeKind::Entry {
+                g.logical_parent_row = logical_of(g.first)
+                    .map(|p| row_of[p as usize])
+                    .filter(|&r| r != usize::MAX);
+            }
         }
     }
     let end = rows.end.min(nodes.len());
-    for g in nodes.get_mut(rows.start.min(end)..end).unwrap_or_default() {
-        if matches!(tree.node(g.first).entry.kind, EntryKind::Compaction { .. }) {
-            g.summarizes = Some(summarized(tree, g.first));
-            if let Some(s) = &g.summarizes {
-                g.preview = summary_text(tree, s);
+    if let Some(summarize) = lens.summarizes {
+        for g in nodes.get_mut(rows.start.min(end)..end).unwrap_or_default() {
+            if let Some(s) = summarize(tree, g.first) {
+                g.preview = summary_text(tree, &s);
+                g.summarizes = Some(s);
             }
         }
     }
@@ -301,24 +458,26 @@ pub fn build_rows(
         lanes,
         entry_count: len,
         leaf_count: tree.leaves().count(),
+        session_id: lens.session_id.clone(),
         name: tree.name().map(str::to_owned),
         default_leaf,
         selected_leaf: selected,
-        context_entries: proj.items.iter().map(|i| i.node).collect(),
+        context_entries: lens.context_entries.clone(),
+        apart: apart_from.map(|row| (row, apart_count)),
+        compaction_legend: lens.compaction_legend,
     }
 }
 
-/// The node of a row; its preview is read through `lines` when given (see [`build_rows`]).
-#[allow(clippy::too_many_arguments)]
-fn node_of(
-    tree: &Tree,
+/// The node of a row holding entries `first..=last` (`count` of them); its preview is read
+/// through `lines` when given (see [`build_rows`]). `leaves` are the selected and the default
+/// leaf.
+fn node_of<E: Describe>(
+    tree: &Tree<E>,
     lines: Option<&dyn LineSource>,
-    first: NodeIdx,
-    last: NodeIdx,
-    count: usize,
+    (first, last, count): (NodeIdx, NodeIdx, usize),
     lane: usize,
     parent_row: Option<usize>,
-    selected: Option<NodeIdx>,
+    (selected, default_leaf): (Option<NodeIdx>, Option<NodeIdx>),
 ) -> GraphNode {
     let kind = if count > 1 {
         NodeKind::Fold
@@ -331,7 +490,7 @@ fn node_of(
             let mut titles = Vec::new();
             let mut cur = first;
             loop {
-                titles.push(title_of(tree, cur));
+                titles.push(tree.node(cur).entry.kind_name());
                 if cur == last {
                     break;
                 }
@@ -345,19 +504,17 @@ fn node_of(
         NodeKind::Entry => {
             let preview = lines.map_or_else(String::new, |lines| {
                 let value: Value = lines
-                    .line(node.entry.span)
+                    .line(node.entry.span())
                     .ok()
                     .and_then(|l| jsstr::parse_value(&l).ok())
                     .unwrap_or(Value::Null);
-                cut(&preview::entry_preview(&value), GRAPH_PREVIEW_CHARS)
+                cut(&node.entry.preview_value(&value), GRAPH_PREVIEW_CHARS)
             });
-            (title_of(tree, first).to_owned(), preview)
+            (node.entry.kind_name().to_owned(), preview)
         }
     };
-    let name = match (&node.entry.kind, kind) {
-        (EntryKind::SessionInfo { name: Some(n) }, NodeKind::Entry) => {
-            Some(jsstr::trim(n).to_owned())
-        }
+    let name = match (node.entry.effect(), kind) {
+        (Effect::Name(Some(n)), NodeKind::Entry) => Some(jsstr::trim(n).to_owned()),
         _ => None,
     };
     let contains = |target: Option<NodeIdx>| {
@@ -389,23 +546,29 @@ fn node_of(
         preview,
         label: match kind {
             NodeKind::Entry => tree
-                .label_of(node.entry.id.as_str())
+                .label_of(node.entry.id().as_str())
                 .map(|l| l.text.to_string()),
             NodeKind::Fold => None,
         },
         name,
         leaf: last_node.children.is_empty(),
-        default_leaf: contains(tree.default_leaf()),
+        default_leaf: contains(default_leaf),
         selected_leaf: contains(selected),
         branch_point: last_node.children.len() > 1,
         in_context: false,
         on_path: false,
         summarizes: None,
+        mark: match kind {
+            NodeKind::Entry => node.entry.mark(),
+            NodeKind::Fold => None,
+        },
+        apart: false,
+        logical_parent_row: None,
     }
 }
 
-/// The range compaction `c` summarizes (see [`Summarized`]).
-fn summarized(tree: &Tree, c: NodeIdx) -> Summarized {
+/// The range pi's compaction `c` summarizes (see [`Summarized`]).
+fn summarized(tree: &pi::Tree, c: NodeIdx) -> Summarized {
     let first_kept = match &tree.node(c).entry.kind {
         EntryKind::Compaction {
             first_kept_entry_id,
@@ -451,8 +614,8 @@ fn summarized(tree: &Tree, c: NodeIdx) -> Summarized {
 }
 
 /// `summarizes 12 entries a1…b2 (and compaction c3's summary), keeps from d4`.
-fn summary_text(tree: &Tree, s: &Summarized) -> String {
-    let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+fn summary_text<E: TreeEntry>(tree: &Tree<E>, s: &Summarized) -> String {
+    let id = |n: NodeIdx| tree.node(n).entry.id().to_string();
     let mut text = match (s.first, s.last) {
         (Some(f), Some(l)) if f == l => format!("summarizes 1 entry {}", id(f)),
         (Some(f), Some(l)) => format!("summarizes {} entries {}…{}", s.count, id(f), id(l)),
@@ -476,15 +639,19 @@ impl Graph {
     ///
     /// At most [`DRAWN_LANES`] lanes are drawn: a row past them is drawn in the last column
     /// after a `…`, and a branch point's connector says how many lanes it leaves out.
-    pub fn text(&self, tree: &Tree) -> Vec<TextLine> {
+    pub fn text<E: TreeEntry>(&self, tree: &Tree<E>) -> Vec<TextLine> {
         self.text_rows(tree, 0..self.nodes.len())
     }
 
     /// [`Graph::text`] of the rows in `rows` (each row's line and its connector), after the
     /// header and legend when `rows` starts at the first row: the lines of consecutive row
     /// ranges, one after the other, are the whole text.
-    pub fn text_rows(&self, tree: &Tree, rows: std::ops::Range<usize>) -> Vec<TextLine> {
-        let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+    pub fn text_rows<E: TreeEntry>(
+        &self,
+        tree: &Tree<E>,
+        rows: std::ops::Range<usize>,
+    ) -> Vec<TextLine> {
+        let id = |n: NodeIdx| tree.node(n).entry.id().to_string();
         let end = rows.end.min(self.nodes.len());
         let start = rows.start.min(end);
         let mut out = Vec::with_capacity(end - start + 4);
@@ -493,7 +660,18 @@ impl Graph {
         }
         let width = self.title_width();
         let drawn = self.lanes.clamp(1, DRAWN_LANES);
-        for g in &self.nodes[start..end] {
+        for (row, g) in self.nodes.iter().enumerate().take(end).skip(start) {
+            if let Some((from, count)) = self.apart
+                && row == from
+            {
+                out.push(TextLine {
+                    text: format!(
+                        "apart from the main conversation ({}):",
+                        plural(count, "sidechain", "sidechains")
+                    ),
+                    entry: None,
+                });
+            }
             let col = column(g.lane);
             let mut lanes = String::new();
             for l in 0..=col {
@@ -533,10 +711,13 @@ impl Graph {
             }
             let mut line = line.trim_end().to_owned();
             if let Some(l) = &g.label {
-                let _ = write!(line, " [{}]", preview::one_line(l));
+                let _ = write!(line, " [{}]", one_line(l));
             }
             if g.parent_row.is_none() && tree.roots().len() > 1 {
                 line.push_str("  ◇ root");
+            }
+            if let Some(p) = g.logical_parent_row {
+                let _ = write!(line, "  ⇠ compacted {}", id(self.nodes[p].first));
             }
             if g.selected_leaf && !g.default_leaf {
                 line.push_str("  ◆ selected leaf");
@@ -588,11 +769,11 @@ impl Graph {
     }
 
     /// The text form's first two lines: the session, and the legend.
-    fn header_lines(&self, tree: &Tree, out: &mut Vec<TextLine>) {
-        let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+    fn header_lines<E: TreeEntry>(&self, tree: &Tree<E>, out: &mut Vec<TextLine>) {
+        let id = |n: NodeIdx| tree.node(n).entry.id().to_string();
         let header = match &self.name {
-            Some(n) => format!("session {} ({})", preview::one_line(n), tree.header().id),
-            None => format!("session {}", tree.header().id),
+            Some(n) => format!("session {} ({})", one_line(n), self.session_id),
+            None => format!("session {}", self.session_id),
         };
         out.push(TextLine {
             text: format!(
@@ -618,6 +799,9 @@ impl Graph {
         if self.lanes > DRAWN_LANES {
             let _ = write!(legend, " · … lanes past {DRAWN_LANES} folded");
         }
+        if self.nodes.iter().any(|g| g.logical_parent_row.is_some()) {
+            legend.push_str(" · ⇠ a compact boundary and the line it compacted");
+        }
         out.push(TextLine {
             text: legend,
             entry: None,
@@ -634,6 +818,8 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 const ROW_H: usize = 26;
 const LANE_W: usize = 16;
 const GUTTER_W: usize = 10;
+/// Width the compact boundaries' links take in the left gutter, in SVG units.
+const LINK_W: usize = 12;
 /// Height of the header above the first row.
 const HEAD_H: usize = 58;
 
@@ -696,9 +882,11 @@ impl Graph {
     /// `selected-leaf`, `branch-point`, `compaction`, `branch-summary`. Each compaction's range
     /// is a `<g class="range">` bracket in the left gutter with `data-compaction`,
     /// `data-first`, `data-last` and `data-count`. Edges are `<path class="edge">`, marked
-    /// `on-path` on the path to the selected leaf.
-    pub fn svg(&self, tree: &Tree) -> String {
-        let id = |n: NodeIdx| tree.node(n).entry.id.to_string();
+    /// `on-path` on the path to the selected leaf; a compact boundary's link to the line it
+    /// compacted is a dashed `<path class="edge logical">` through the left gutter with
+    /// `data-boundary` and `data-compacted`.
+    pub fn svg<E: TreeEntry>(&self, tree: &Tree<E>) -> String {
+        let id = |n: NodeIdx| tree.node(n).entry.id().to_string();
         // The row of every entry (folds hold several), for the compaction ranges.
         let mut row_of: Vec<usize> = vec![usize::MAX; tree.len()];
         for (row, g) in self.nodes.iter().enumerate() {
@@ -720,7 +908,9 @@ impl Graph {
             .filter_map(|g| g.summarizes.as_ref().map(|s| (g, s)))
             .filter(|(_, s)| s.count > 0)
             .collect();
-        let gutter = ranges.len() * GUTTER_W + if ranges.is_empty() { 0 } else { 6 };
+        let ranges_w = ranges.len() * GUTTER_W + if ranges.is_empty() { 0 } else { 6 };
+        let links = self.nodes.iter().any(|g| g.logical_parent_row.is_some());
+        let gutter = ranges_w + if links { LINK_W } else { 0 };
         // Lanes past [`DRAWN_LANES`] are drawn in the last column, as in the text form.
         let lane_x = |lane: usize| 14 + gutter + column(lane) * LANE_W;
         let row_y = |row: usize| HEAD_H + row * ROW_H + ROW_H / 2;
@@ -742,12 +932,13 @@ impl Graph {
             (None, _) => "no leaf".to_owned(),
         };
         let legend = format!(
-            "filled: reaches the model at {at} ({}) · coloured: its path · square: folded run · diamond: compaction, bracket: what it summarizes",
+            "filled: reaches the model at {at} ({}) · coloured: its path · square: folded run · {}",
             plural(
                 self.context_entries.len(),
                 "context entry",
                 "context entries"
             ),
+            self.compaction_legend,
         );
         // Wide enough for the longest row and for the legend (12px monospace, about 7.5 units
         // a character), so neither is cut off.
@@ -757,8 +948,8 @@ impl Graph {
 
         let mut o = String::with_capacity(256 * self.nodes.len() + 4096);
         let title = match &self.name {
-            Some(n) => format!("{n} ({})", tree.header().id),
-            None => tree.header().id.to_string(),
+            Some(n) => format!("{n} ({})", self.session_id),
+            None => self.session_id.clone(),
         };
         let _ = write!(
             o,
@@ -805,6 +996,21 @@ impl Graph {
                 x1 = x + 5,
             );
         }
+        // Compact boundaries' links to what they compacted, bowed through the gutter.
+        for (row, g) in self.nodes.iter().enumerate() {
+            let Some(p) = g.logical_parent_row else {
+                continue;
+            };
+            let (xp, yp) = (lane_x(self.nodes[p].lane), row_y(p));
+            let (xb, yb) = (lane_x(g.lane), row_y(row));
+            let xg = 8 + ranges_w;
+            let _ = writeln!(
+                o,
+                r#"<path class="edge logical" stroke-dasharray="4 3" data-boundary="{b}" data-compacted="{c}" d="M{xp} {yp} C{xg} {yp} {xg} {yb} {xb} {yb}"><title>compact boundary {b} compacted the conversation up to {c}</title></path>"#,
+                b = xml(&id(g.first)),
+                c = xml(&id(self.nodes[p].first)),
+            );
+        }
         // Edges under the nodes.
         for (row, g) in self.nodes.iter().enumerate() {
             let Some(p) = g.parent_row else { continue };
@@ -831,7 +1037,6 @@ impl Graph {
                 NodeKind::Entry => "node entry",
                 NodeKind::Fold => "node fold",
             });
-            let kind = &tree.node(g.first).entry.kind;
             for (on, c) in [
                 (g.in_context, " in-context"),
                 (g.on_path, " on-path"),
@@ -839,11 +1044,9 @@ impl Graph {
                 (g.default_leaf, " default-leaf"),
                 (g.selected_leaf, " selected-leaf"),
                 (g.branch_point, " branch-point"),
-                (matches!(kind, EntryKind::Compaction { .. }), " compaction"),
-                (
-                    matches!(kind, EntryKind::BranchSummary { .. }),
-                    " branch-summary",
-                ),
+                (g.mark == Some(Mark::Compaction), " compaction"),
+                (g.mark == Some(Mark::Summary), " branch-summary"),
+                (g.apart, " apart"),
             ] {
                 if on {
                     class.push_str(c);
@@ -869,7 +1072,7 @@ impl Graph {
                 lane = g.lane,
                 tip = xml(&tooltip),
             );
-            match (g.kind, kind) {
+            match (g.kind, g.mark) {
                 (NodeKind::Fold, _) => {
                     let _ = write!(
                         o,
@@ -878,7 +1081,7 @@ impl Graph {
                         y - 7
                     );
                 }
-                (NodeKind::Entry, EntryKind::Compaction { .. }) => {
+                (NodeKind::Entry, Some(Mark::Compaction)) => {
                     let _ = write!(
                         o,
                         r#"<path d="M{x} {} L{} {y} L{x} {} L{} {y} Z"/>"#,

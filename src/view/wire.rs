@@ -246,6 +246,16 @@ pub struct GraphNode {
     /// A compaction's summarized range (pi's `prepareCompaction`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summarizes: Option<GraphRange>,
+    /// The node belongs to a conversation apart from the main one (a subagent's sidechain);
+    /// absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub apart: bool,
+    /// A Claude Code compact boundary: the line it compacted (`logicalParentUuid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logical_parent_id: Option<String>,
+    /// The row of `logicalParentId`, when that line is in the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logical_parent_row: Option<usize>,
 }
 
 /// The range of its path a compaction summarizes.

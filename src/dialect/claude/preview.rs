@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::core::describe::Describe;
+use crate::core::describe::{Describe, Mark};
 use crate::core::preview::one_line;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
@@ -45,6 +45,17 @@ impl Describe for Entry {
 
     fn apart(&self) -> bool {
         self.sidechain
+    }
+
+    fn mark(&self) -> Option<Mark> {
+        match &self.kind {
+            k if k.is_compact_boundary() => Some(Mark::Compaction),
+            Kind::User {
+                compact_summary: true,
+                ..
+            } => Some(Mark::Summary),
+            _ => None,
+        }
     }
 
     fn preview_value(&self, line: &Value) -> String {

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::core::describe::Describe;
+use crate::core::describe::{Describe, Mark};
 pub use crate::core::preview::{PREVIEW_CHARS, one_line};
 use crate::dialect::pi::format::{Entry, EntryKind};
 use crate::js::jsstr;
@@ -35,6 +35,14 @@ impl Describe for Entry {
                 | EntryKind::BranchSummary { .. }
                 | EntryKind::SessionInfo { .. }
         )
+    }
+
+    fn mark(&self) -> Option<Mark> {
+        match self.kind {
+            EntryKind::Compaction { .. } => Some(Mark::Compaction),
+            EntryKind::BranchSummary { .. } => Some(Mark::Summary),
+            _ => None,
+        }
     }
 
     fn preview_value(&self, line: &Value) -> String {
