@@ -184,7 +184,6 @@ fn writes_and_pi_only_commands_are_refused_and_nothing_changes() {
         vec!["fork", f, RESUME_LEAF],
         vec!["salvage", f],
         vec!["export", f],
-        vec!["graph", f],
         vec!["verify", f],
     ];
     for args in refused {
@@ -269,7 +268,10 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
             "session/fork",
             serde_json::json!({"path": f, "entryId": RESUME_LEAF, "position": "at"}),
         ),
-        ("session/graph", serde_json::json!({"path": f})),
+        (
+            "session/setName",
+            serde_json::json!({"path": f, "name": "x", "expectedLeafId": RESUME_LEAF}),
+        ),
     ] {
         let (code, message, data) = support::error_of(&d.request(method, params));
         assert_eq!(code, -33021, "{method}: {message}");
