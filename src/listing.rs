@@ -1,6 +1,9 @@
-//! Session listings with what a picker shows: the header's id, cwd and timestamp, the file's
-//! size and modification time, and from the whole file the session name, the first user
-//! message, message, entry and leaf counts and pi's token estimate of the default context.
+//! Session listings with what a picker shows: the file's format, size and modification time,
+//! and from the whole file what its dialect reads there ([`Overview`]: the session's id, cwd,
+//! creation time, name, first prompt, message count, default leaf and context tokens) with the
+//! tree's entry and leaf counts. A Claude Code subagent's transcript
+//! (`<session>/subagents/agent-<id>.jsonl`) is listed as a session of its own, marked with the
+//! transcript that started it ([`Subagent`]).
 //!
 //! Reading a whole file is what a listing costs, so each listed session is kept in a
 //! [`ListCache`] keyed by path and checked by size, modification time (nanoseconds), device and
@@ -18,29 +21,32 @@ use std::time::UNIX_EPOCH;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::core::tree::Mode;
-use crate::dialect::pi::Pi;
-use crate::dialect::pi::Tree;
-use crate::dialect::pi::compaction::prepare;
-use crate::dialect::pi::format::{EntryKind, Role};
-use crate::dialect::pi::render::LineSource;
-use crate::dialect::pi::{preview, projection};
-use crate::js::{jsstr, timestamp};
-use crate::storage::reader::{self, FileLines, OpenError};
+use crate::core::lines::LineFormat;
+use crate::core::overview::Overview;
+use crate::core::tree::{Mode, TreeEntry};
+use crate::dialect::Dialect;
+use crate::dialect::claude::{self, Claude, subagent};
+use crate::dialect::pi::{self, Pi};
+use crate::js::timestamp;
+use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 
-/// One session in a `session/list` result (and a line of `sessiond list`): the header's
-/// facts, the file's, and what a picker shows, read from the whole file the way pi reads it
-/// (cached by size, mtime and inode, in this module).
+/// One session in a `session/list` result (and a line of `sessiond list`): the file's facts
+/// and what a picker shows, read from the whole file the way its agent reads it (cached by
+/// size, mtime and inode, in this module).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedSession {
     /// Canonical session file path.
     pub path: PathBuf,
-    /// The header's `id`.
+    /// The file's format (`pi`, `claude-code`).
+    pub format: Dialect,
+    /// The session's id: pi's header `id`; a Claude Code transcript's file name stem (the id
+    /// `claude --resume` takes; `agent-<id>` for a subagent's).
     pub id: String,
-    /// The header's `cwd`, when present and a string.
+    /// The working directory: pi's header `cwd`; the first `cwd` of a Claude Code transcript.
     pub cwd: Option<String>,
-    /// The header's `timestamp`.
+    /// When the session was created, as written: pi's header `timestamp`; the first
+    /// `timestamp` of a Claude Code transcript.
     pub created: Value,
     /// The file's modification time, ISO 8601 UTC.
     pub modified: Option<String>,
@@ -48,28 +54,58 @@ pub struct ListedSession {
     pub modified_ms: Option<i64>,
     /// File size in bytes.
     pub size: u64,
-    /// The session name (pi 1.6.0 `getSessionName`: the latest `session_info`, trimmed).
+    /// The session name (pi 1.6.0 `getSessionName`: the latest `session_info`, trimmed;
+    /// Claude Code: the latest `agent-name`, `custom-title`, `ai-title` or `summary`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// pi's `firstMessage`: the first user message with text, in file order, as one line of
-    /// at most 80 code points; `null` when there is none.
+    /// The first prompt as the agent's picker finds it (pi's `firstMessage`; Claude Code's
+    /// first prompt), as one line of at most 80 code points; `null` when there is none.
     pub first_message: Option<String>,
-    /// Message entries in the file (pi's `messageCount`), on every branch.
+    /// Message entries in the file, on every branch (pi's `messageCount`; Claude Code's `user`
+    /// and `assistant` lines).
     pub message_count: usize,
-    /// Entries in the tree (the header not counted).
+    /// Entries in the tree (pi's header and Claude Code's bookkeeping lines not counted).
     pub entry_count: usize,
     /// Entries without children.
     pub leaf_count: usize,
-    /// The default leaf (the file's last entry); `null` for a session without entries.
+    /// The default leaf (pi: the file's last entry; Claude Code: the line `claude --resume`
+    /// continues from); `null` when there is none.
     pub leaf_id: Option<String>,
-    /// pi's `estimateProjectedContextTokens` of the context at the default leaf (the last
-    /// assistant usage plus the estimate of what follows it, or chars/4 of every message);
-    /// `null` where pi would throw.
+    /// The context size at the default leaf, in tokens, as the agent counts it: pi's
+    /// `estimateProjectedContextTokens` (the last assistant usage plus the estimate of what
+    /// follows it, or chars/4 of every message); Claude Code's usage of the last response on
+    /// the leaf's path (input, cache creation, cache read and output tokens). `null` where pi
+    /// would throw, or with no response on the path.
     pub token_estimate: Option<u64>,
+    /// A Claude Code subagent's transcript: the agent and the transcript that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<Subagent>,
+}
+
+/// What marks a listed session as a Claude Code subagent's transcript
+/// (`<session>/subagents/agent-<agentId>.jsonl`), with its `agent-<agentId>.meta.json`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Subagent {
+    /// The agent's id (the file name's).
+    pub agent_id: String,
+    /// The transcript of the session that started it (`<session>.jsonl`), whether or not it
+    /// is there.
+    pub parent_path: PathBuf,
+    /// The agent's type (`general-purpose`, …), from its metadata.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_type: Option<String>,
+    /// What the parent asked of it in a few words, from its metadata.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The parent's `Agent` tool call that started it, from its metadata.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
 }
 
 /// Format of the cache file; a file of another version is ignored and rewritten.
-const CACHE_VERSION: u32 = 1;
+/// Version 2: the format and the subagent marks.
+const CACHE_VERSION: u32 = 2;
 
 /// The default cache file: `$XDG_CACHE_HOME/sessiond/list-cache.json`, else
 /// `$HOME/.cache/sessiond/list-cache.json` (next to the search index's default directory).
@@ -89,7 +125,7 @@ pub enum Listed {
     Session(Box<ListedSession>),
     /// A file being created: no complete header yet, modified within the grace period.
     Pending,
-    /// Not a readable session (no session header, unreadable, not a regular file).
+    /// Not a readable session (no format sessiond reads, unreadable, not a regular file).
     Skipped,
 }
 
@@ -214,7 +250,7 @@ impl ListCache {
     }
 
     /// Lists one file: from the cache when its stamp is unchanged, else by reading it (the
-    /// way pi reads it: corrupt lines are skipped) and caching the result.
+    /// way its agent reads it: corrupt lines are skipped) and caching the result.
     pub fn list_file(&mut self, path: &Path) -> Listed {
         let Ok(meta) = fs::metadata(path) else {
             return Listed::Skipped;
@@ -266,107 +302,91 @@ struct CacheFileRef<'a> {
     sessions: &'a HashMap<PathBuf, CachedSession>,
 }
 
-/// Reads a whole session file (leniently, as pi does) and returns its listing and the stamp of
-/// the file as opened. Errors: those of [`reader::open_session`] (`Pending` for a file being
-/// created, `Corrupt` for one whose first line is no session header, I/O).
+/// Reads a whole session file (leniently, as its agent does) and returns its listing and the
+/// stamp of the file as opened. Errors: those of [`reader::open_session`] (`Pending` for a
+/// file being created, `Corrupt` for one of no format sessiond reads, I/O).
 pub fn summarize(path: &Path) -> Result<(ListedSession, Stamp), OpenError> {
-    let session = reader::open_session::<Pi>(path, Mode::Lenient)?;
+    let file = reader::open_regular(path)?;
+    let format = reader::sniff_file(path, &file)?;
     let lines = FileLines::open(path)
         .map(FileLines::read_ahead)
         .map_err(|source| OpenError::Io {
             path: path.to_owned(),
             source,
         })?;
+    Ok(match format {
+        Dialect::Pi => {
+            let session = reader::open_session_from::<Pi>(path, file, Mode::Lenient)?;
+            let overview = pi::overview::overview(&session.tree, &lines);
+            listed(path, format, &session, overview, None)
+        }
+        Dialect::Claude => {
+            let session = reader::open_session_from::<Claude>(path, file, Mode::Lenient)?;
+            let overview = claude::overview::overview(&session.tree, &lines, path);
+            listed(path, format, &session, overview, subagent_of(path))
+        }
+    })
+}
+
+/// The listing of a session read as `session`, its dialect's `overview` of it, and the stamp
+/// of the file it was read from.
+fn listed<F: LineFormat>(
+    path: &Path,
+    format: Dialect,
+    session: &OpenedSession<F>,
+    overview: Overview,
+    subagent: Option<Subagent>,
+) -> (ListedSession, Stamp) {
     let tree = &session.tree;
-    let header = tree.header();
-    let modified_ms = session
+    let since_epoch = session
         .stamp
         .mtime
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .and_then(|d| i64::try_from(d.as_millis()).ok());
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok());
+    let modified_ms = since_epoch.and_then(|d| i64::try_from(d.as_millis()).ok());
     let listed = ListedSession {
         path: path.to_owned(),
-        id: header.id.clone(),
-        cwd: header.cwd.clone(),
-        created: jsstr::parse_value(header.raw.get().as_bytes())
-            .ok()
-            .and_then(|v| v.get("timestamp").cloned())
-            .unwrap_or(Value::Null),
+        format,
+        id: overview.id,
+        cwd: overview.cwd,
+        created: overview.created,
         modified: modified_ms.map(timestamp::format_iso),
         modified_ms,
         size: session.stamp.size,
-        name: tree.name().map(str::to_owned),
-        first_message: first_user_message(tree, &lines),
-        message_count: tree
-            .nodes()
-            .iter()
-            .filter(|n| matches!(n.entry.kind, EntryKind::Message(_)))
-            .count(),
+        name: overview.name,
+        first_message: overview.first_message,
+        message_count: overview.message_count,
         entry_count: tree.len(),
         leaf_count: tree.leaves().count(),
-        leaf_id: tree
-            .default_leaf()
-            .map(|l| tree.node(l).entry.id.to_string()),
-        token_estimate: token_estimate(tree, &lines),
+        leaf_id: overview
+            .default_leaf
+            .map(|l| tree.node(l).entry.id().to_string()),
+        token_estimate: overview.tokens,
+        subagent,
     };
     let stamp = Stamp {
         size: session.stamp.size,
-        mtime_ns: session
-            .stamp
-            .mtime
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .and_then(|d| u64::try_from(d.as_nanos()).ok()),
+        mtime_ns: since_epoch.and_then(|d| u64::try_from(d.as_nanos()).ok()),
         dev: session.stamp.dev,
         ino: session.stamp.ino,
     };
-    Ok((listed, stamp))
+    (listed, stamp)
 }
 
-/// pi 1.6.0 `buildSessionInfo`'s `firstMessage`: the text of the first user message in file
-/// order whose text (a string content, or its `text` blocks joined by a space) is not empty,
-/// as one line of at most 80 code points ([`preview::one_line`]). `None` when there is none
-/// (pi shows "(no messages)").
-fn first_user_message(tree: &Tree, lines: &dyn LineSource) -> Option<String> {
-    for node in tree.nodes() {
-        let EntryKind::Message(m) = &node.entry.kind else {
-            continue;
-        };
-        if m.role != Role::User || m.content_missing {
-            continue;
-        }
-        let Ok(bytes) = lines.line(node.entry.span) else {
-            continue;
-        };
-        let Ok(value) = jsstr::parse_value(&bytes) else {
-            continue;
-        };
-        let text = match value.get("message").and_then(|m| m.get("content")) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(blocks)) => blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                .map(|b| match b.get("text") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Null) | None => String::new(),
-                    Some(other) => other.to_string(),
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
-            _ => continue,
-        };
-        if !text.is_empty() {
-            return Some(preview::one_line(&text));
-        }
-    }
-    None
-}
-
-/// pi 1.6.0 `estimateProjectedContextTokens(projection, branch).tokens` at the default leaf
-/// (the number pi compares with the context window; the compaction code's `tokensBefore`).
-/// `None` where pi would throw, or its number is not finite.
-fn token_estimate(tree: &Tree, lines: &dyn LineSource) -> Option<u64> {
-    let projection = projection::project_path(tree, tree.default_leaf());
-    let projected = prepare::projected_entries(tree, &projection, lines).ok()?;
-    let tokens = prepare::estimate_projected_context_tokens(&projected).ok()?;
-    (tokens.is_finite() && tokens >= 0.0).then_some(tokens as u64)
+/// The subagent mark of a Claude Code transcript at `path`, when it is a subagent's: its id
+/// and parent from the path, the rest from its `.meta.json` when that can be read (a missing
+/// or unreadable metadata file leaves them out).
+fn subagent_of(path: &Path) -> Option<Subagent> {
+    let agent_id = subagent::agent_id(path)?.to_owned();
+    let parent_path = subagent::parent_of(path)?;
+    let meta = subagent::meta_of(path)
+        .and_then(|m| fs::read(m).ok())
+        .and_then(|bytes| subagent::parse_meta(&bytes))
+        .unwrap_or_default();
+    Some(Subagent {
+        agent_id,
+        parent_path,
+        agent_type: meta.agent_type,
+        description: meta.description,
+        tool_use_id: meta.tool_use_id,
+    })
 }

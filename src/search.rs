@@ -2,12 +2,14 @@
 //! `session/search`), built with tantivy and kept in a cache directory
 //! ([`default_dir`]: `$XDG_CACHE_HOME/sessiond/index`, else `~/.cache/sessiond/index`).
 //!
-//! One tantivy document per entry that has something to find ([`search_text::entry_text`]):
-//! the session path, entry id, role or entry type, timestamp, line and byte span, and whether
-//! the entry is on the session's default path (root to the last entry) as of indexing; the
-//! text and thinking are indexed (with positions, for phrases) but not stored — a hit's
-//! snippet is made from the line read again from the session file, so the index holds only
-//! postings and a few numbers.
+//! Every session sessiond reads is indexed, pi's and Claude Code's alike: one tantivy
+//! document per entry that has something to find (its dialect's `search_text::entry_text`,
+//! [`EntryText`]): the session path, its format, entry id, role or entry type, timestamp, line
+//! and byte span, and whether the entry is on the session's default path as of indexing (pi:
+//! root to the last entry; Claude Code: the lines it loads on the way to the leaf
+//! `claude --resume` continues from); the text and thinking are indexed (with positions, for
+//! phrases) but not stored — a hit's snippet is made from the line read again from the
+//! session file, so the index holds only postings and a few numbers.
 //!
 //! Incremental ([`SearchIndex::update`]): one more document per session in the index itself
 //! (a `state` document, keyed by `statePath`, its fields stored as JSON) records its size, mtime, inode, how many bytes are indexed, a hash of its header line and
@@ -17,8 +19,13 @@
 //! that shrank, changed inode, or whose header or indexed bytes differ, is indexed again from
 //! the start; one that is gone is dropped. An append that moves the default path away from
 //! the indexed leaf (a new branch from an older entry) re-indexes the file, so
-//! `onDefaultPath` stays exact. A corrupt file is read the way pi reads it (bad lines
-//! skipped) and its problems are kept and reported; a torn tail is left for later.
+//! `onDefaultPath` stays exact. A Claude Code transcript's default leaf can move with any
+//! line (a `last-prompt` names it, a compaction re-links the path: docs/claude-code.md §6), so
+//! an append to one reads the small fields of the whole file again to find its path — no line
+//! already indexed is read or indexed again unless that path changed for one of them, which
+//! re-indexes the file (a hash of the indexed lines on the path is kept to tell). A corrupt
+//! file is read the way its agent reads it (bad lines skipped) and its problems are kept and
+//! reported; a torn tail is left for later.
 //!
 //! Versioning and consistency: every commit carries [`FORMAT_VERSION`] as tantivy's commit
 //! payload (`sessiond-index N` in `meta.json`); an index of another version (or without one:
@@ -67,19 +74,24 @@ use tantivy::{
 };
 use thiserror::Error;
 
-use crate::core::tree::Mode;
-use crate::dialect::pi::Pi;
-use crate::dialect::pi::format::{Expect, Line, LineSpan, parse_line};
-use crate::dialect::pi::render::LineSource;
-use crate::dialect::pi::search_text::{self, EntryText};
+use crate::core::ids::LineSpan;
+use crate::core::lines::LineFormat;
+use crate::core::searchable::{EntryText, is_entry_type};
+use crate::core::source::LineSource;
+use crate::core::tree::{Mode, NodeIdx, TreeEntry};
+use crate::dialect::Dialect;
+use crate::dialect::claude::{self, Claude};
+use crate::dialect::pi::format::{Expect, Line, parse_line};
+use crate::dialect::pi::{self, Pi};
 use crate::js::jsstr;
 use crate::js::timestamp::format_iso;
 use crate::storage::list;
-use crate::storage::reader::{self, FileLines};
+use crate::storage::reader::{self, FileLines, OpenedSession};
 
 /// The index format; an index written with another is rebuilt. Version 2: the per-file state
-/// as documents in the index, the version as the commit payload.
-pub const FORMAT_VERSION: u32 = 2;
+/// as documents in the index, the version as the commit payload. Version 3: Claude Code
+/// transcripts, and each entry's session format (`format`, for the `agent` filter and hits).
+pub const FORMAT_VERSION: u32 = 3;
 /// The `record` value of a state document (entry documents have no `record`).
 const STATE_RECORD: &str = "state";
 
@@ -181,6 +193,8 @@ pub fn default_dir() -> PathBuf {
 #[derive(Clone, Copy)]
 struct Fields {
     path: Field,
+    /// The session's format (`pi`, `claude-code`).
+    format: Field,
     entry_id: Field,
     kind: Field,
     timestamp: Field,
@@ -202,6 +216,7 @@ fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let fields = Fields {
         path: b.add_text_field("path", STRING | STORED),
+        format: b.add_text_field("format", STRING | STORED),
         entry_id: b.add_text_field("entryId", STRING | STORED),
         kind: b.add_text_field("kind", STRING | STORED),
         timestamp: b.add_i64_field("timestamp", INDEXED | STORED | FAST),
@@ -219,9 +234,10 @@ fn schema() -> (Schema, Fields) {
 }
 
 /// What the index knows of one session file.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct FileState {
+    format: Dialect,
     size: u64,
     mtime_ns: Option<u128>,
     ino: u64,
@@ -236,6 +252,10 @@ struct FileState {
     name: Option<String>,
     docs: u64,
     problems: Vec<String>,
+    /// Claude Code: a hash of the indexed lines on the default path, in file order (an append
+    /// that changes it re-indexes the file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path_hash: Option<String>,
 }
 
 /// What the index knows of every session, read from the state documents of the last commit.
@@ -294,6 +314,8 @@ pub struct SearchQuery {
     pub offset: usize,
     /// Only these roles or entry types (none: all).
     pub roles: Vec<String>,
+    /// Only sessions of this format (none: all).
+    pub agent: Option<Dialect>,
     /// Only sessions whose path contains this.
     pub path_contains: Option<String>,
     /// Only entries at or after this time (epoch ms).
@@ -310,6 +332,8 @@ pub struct SearchQuery {
 pub struct Hit {
     /// The session file.
     pub path: PathBuf,
+    /// The session's format.
+    pub format: Dialect,
     /// The session name, when it has one.
     pub name: Option<String>,
     /// The entry.
@@ -681,7 +705,7 @@ impl SearchIndex {
                     let rewritten = meta.ino() != st.ino
                         || meta.len() < st.indexed_bytes
                         || st.open_tail
-                        || st.version != 3
+                        || (st.format == Dialect::Pi && st.version != 3)
                         || header_hash(&p).ok().as_deref() != Some(st.header_hash.as_str())
                         || tail_hash(&p, st.indexed_bytes).ok().as_deref()
                             != Some(st.tail_hash.as_str());
@@ -806,6 +830,7 @@ impl SearchIndex {
         &self,
         writer: &IndexWriter,
         key: &str,
+        format: Dialect,
         id: &str,
         span: LineSpan,
         time_ms: Option<i64>,
@@ -815,6 +840,7 @@ impl SearchIndex {
         let f = self.fields;
         let mut d = doc!(
             f.path => key,
+            f.format => format.as_str(),
             f.entry_id => id,
             f.kind => t.kind,
             f.line => u64::from(span.line),
@@ -842,64 +868,157 @@ impl SearchIndex {
         meta: &fs::Metadata,
     ) -> Result<(FileState, u64), String> {
         writer.delete_term(Term::from_field_text(self.fields.path, key));
-        let session = reader::open_session::<Pi>(path, Mode::Lenient).map_err(|e| e.to_string())?;
+        let file = reader::open_regular(path).map_err(|e| e.to_string())?;
+        let format = reader::sniff_file(path, &file).map_err(|e| e.to_string())?;
         let lines = FileLines::open(path).map_err(|e| e.to_string())?;
-        let tree = &session.tree;
-        let on_path: HashSet<u32> = tree.path_to(tree.default_leaf()).into_iter().collect();
+        match format {
+            Dialect::Pi => {
+                let session = reader::open_session_from::<Pi>(path, file, Mode::Lenient)
+                    .map_err(|e| e.to_string())?;
+                let tree = &session.tree;
+                let on_path: HashSet<NodeIdx> =
+                    tree.path_to(tree.default_leaf()).into_iter().collect();
+                let added = self.index_nodes(writer, key, format, &session, &lines, &on_path, 0);
+                let mut st = file_state(path, meta, format, &session, tree.default_leaf())?;
+                st.version = tree.header().version;
+                st.name = tree.name().map(str::to_owned);
+                st.docs = added;
+                Ok((st, added))
+            }
+            Dialect::Claude => {
+                let session = reader::open_session_from::<Claude>(path, file, Mode::Lenient)
+                    .map_err(|e| e.to_string())?;
+                self.index_claude(writer, key, path, meta, &session, &lines, None)
+                    .ok_or_else(|| "the transcript changed while it was read".to_owned())
+            }
+        }
+    }
+
+    /// Adds a document for each entry of `session` at or after byte `from` that has
+    /// something to find, `on_path` telling which are on the default path; returns how many.
+    #[allow(clippy::too_many_arguments)]
+    fn index_nodes<F: LineFormat>(
+        &self,
+        writer: &IndexWriter,
+        key: &str,
+        format: Dialect,
+        session: &OpenedSession<F>,
+        lines: &dyn LineSource,
+        on_path: &HashSet<NodeIdx>,
+        from: u64,
+    ) -> u64 {
         let mut added = 0u64;
-        for (i, node) in tree.nodes().iter().enumerate() {
-            let Ok(bytes) = lines.line(node.entry.span) else {
+        for (i, node) in session.tree.nodes().iter().enumerate() {
+            let span = node.entry.span();
+            if span.offset < from {
+                continue;
+            }
+            let Ok(bytes) = lines.line(span) else {
                 continue;
             };
             let Ok(value) = jsstr::parse_value(&bytes) else {
                 continue;
             };
-            if let Some(t) = search_text::entry_text(&value) {
-                let idx = u32::try_from(i).unwrap_or(u32::MAX);
+            if let Some(t) = entry_text(format, &value) {
+                let idx = NodeIdx::try_from(i).unwrap_or(NodeIdx::MAX);
                 self.add_doc(
                     writer,
                     key,
-                    node.entry.id.as_str(),
-                    node.entry.span,
-                    node.entry.time_ms.ms(),
+                    format,
+                    node.entry.id().as_str(),
+                    span,
+                    node.entry.time().ms(),
                     on_path.contains(&idx),
                     t,
                 );
                 added += 1;
             }
         }
-        let mut problems: Vec<String> = tree.diagnostics().iter().map(|d| d.to_string()).collect();
-        if let Some(t) = &session.torn_tail {
-            problems.push(format!(
-                "torn tail at line {} (byte {}, {} bytes): not indexed until it is complete",
-                t.line, t.offset, t.len
-            ));
-        }
-        let indexed = session.position.offset;
-        let st = FileState {
-            size: meta.len(),
-            mtime_ns: mtime_ns(meta),
-            ino: meta.ino(),
-            indexed_bytes: indexed,
-            open_tail: session.position.open,
-            header_hash: header_hash(path).map_err(|e| e.to_string())?,
-            tail_hash: tail_hash(path, indexed).map_err(|e| e.to_string())?,
-            version: tree.header().version,
-            lines: session.position.line,
-            leaf_id: tree
-                .default_leaf()
-                .map(|l| tree.node(l).entry.id.to_string()),
-            name: tree.name().map(str::to_owned),
-            docs: added,
-            problems,
+        added
+    }
+
+    /// Indexes a Claude Code transcript read whole into `session`: every line when `known` is
+    /// `None`, else only the lines after its indexed end — when the indexed lines on the
+    /// default path are still the ones indexed as on it (`None` otherwise: the file is then
+    /// indexed from the start).
+    #[allow(clippy::too_many_arguments)]
+    fn index_claude(
+        &self,
+        writer: &IndexWriter,
+        key: &str,
+        path: &Path,
+        meta: &fs::Metadata,
+        session: &OpenedSession<Claude>,
+        lines: &dyn LineSource,
+        known: Option<&FileState>,
+    ) -> Option<(FileState, u64)> {
+        let tree = &session.tree;
+        let leaf = claude::default_leaf(tree);
+        let on_path: Vec<NodeIdx> = leaf.map_or_else(Vec::new, |l| claude::path_to(tree, l));
+        let hash_below = |end: u64| {
+            let mut ids: Vec<NodeIdx> = on_path
+                .iter()
+                .copied()
+                .filter(|&n| tree.node(n).entry.span.offset < end)
+                .collect();
+            ids.sort_unstable();
+            let text: Vec<&str> = ids
+                .iter()
+                .map(|&n| tree.node(n).entry.id.as_str())
+                .collect();
+            hash_hex(text.join("\n").as_bytes())
         };
-        Ok((st, added))
+        let from = match known {
+            Some(st) if st.path_hash.as_deref() == Some(hash_below(st.indexed_bytes).as_str()) => {
+                st.indexed_bytes
+            }
+            Some(_) => return None,
+            None => 0,
+        };
+        let on_path_set: HashSet<NodeIdx> = on_path.iter().copied().collect();
+        let added = self.index_nodes(
+            writer,
+            key,
+            Dialect::Claude,
+            session,
+            lines,
+            &on_path_set,
+            from,
+        );
+        let mut st = file_state(path, meta, Dialect::Claude, session, leaf).ok()?;
+        st.name = claude::overview::name(tree, lines);
+        st.path_hash = Some(hash_below(st.indexed_bytes));
+        st.docs = known.map_or(0, |k| k.docs) + added;
+        Some((st, added))
     }
 
     /// Indexes the complete lines after the indexed end. `None` when the file must be indexed
-    /// from the start instead (the default path moved away from the indexed leaf, or the new
-    /// bytes could not be read).
+    /// from the start instead (the default path changed for an indexed entry, or the new bytes
+    /// could not be read).
     fn index_append(
+        &self,
+        writer: &IndexWriter,
+        key: &str,
+        path: &Path,
+        meta: &fs::Metadata,
+        st: &FileState,
+    ) -> Option<(FileState, u64)> {
+        match st.format {
+            Dialect::Pi => self.index_append_pi(writer, key, path, meta, st),
+            Dialect::Claude => {
+                let file = reader::open_regular(path).ok()?;
+                let session =
+                    reader::open_session_from::<Claude>(path, file, Mode::Lenient).ok()?;
+                let lines = FileLines::open(path).ok()?;
+                self.index_claude(writer, key, path, meta, &session, &lines, Some(st))
+            }
+        }
+    }
+
+    /// [`SearchIndex::index_append`] of a pi session: only the new lines are read. The new
+    /// default leaf is the last new entry; the append is indexed as such when its path reaches
+    /// the indexed leaf through new entries only.
+    fn index_append_pi(
         &self,
         writer: &IndexWriter,
         key: &str,
@@ -970,10 +1089,11 @@ impl SearchIndex {
             let Ok(value) = jsstr::parse_value(body) else {
                 continue;
             };
-            if let Some(t) = search_text::entry_text(&value) {
+            if let Some(t) = pi::search_text::entry_text(&value) {
                 self.add_doc(
                     writer,
                     key,
+                    Dialect::Pi,
                     e.id.as_str(),
                     e.span,
                     e.time_ms.ms(),
@@ -989,6 +1109,7 @@ impl SearchIndex {
         all_problems.extend(problems);
         Some((
             FileState {
+                format: Dialect::Pi,
                 size: meta.len(),
                 mtime_ns: mtime_ns(meta),
                 ino: meta.ino(),
@@ -1002,6 +1123,7 @@ impl SearchIndex {
                 name,
                 docs: st.docs + added,
                 problems: all_problems,
+                path_hash: None,
             },
             added,
         ))
@@ -1040,6 +1162,15 @@ impl SearchIndex {
                 .map_err(|e| query_err(e.to_string()))?
         };
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query.box_clone())];
+        if let Some(agent) = q.agent {
+            clauses.push((
+                Occur::Must,
+                Box::new(TermQuery::new(
+                    Term::from_field_text(f.format, agent.as_str()),
+                    IndexRecordOption::Basic,
+                )),
+            ));
+        }
         if !q.roles.is_empty() {
             let terms = q.roles.iter().map(|r| Term::from_field_text(f.kind, r));
             clauses.push((Occur::Must, Box::new(TermSetQuery::new(terms))));
@@ -1131,6 +1262,7 @@ impl SearchIndex {
         };
         let u = |field| d.get_first(field).and_then(|v| v.as_u64());
         let path = s(f.path)?;
+        let format = s(f.format).and_then(|n| Dialect::from_name(&n))?;
         let entry_id = s(f.entry_id)?;
         let kind = s(f.kind).unwrap_or_default();
         let span = LineSpan {
@@ -1153,20 +1285,14 @@ impl SearchIndex {
         )
         .ok()
         .and_then(|b| jsstr::parse_value(&b).ok())
-        .filter(|v| {
-            v.get("id")
-                .and_then(|i| i.as_str())
-                .is_none_or(|i| i == entry_id)
-        })
-        .and_then(|v| search_text::entry_text(&v));
+        .filter(|v| line_id(format, v).is_none_or(|i| i == entry_id))
+        .and_then(|v| entry_text(format, &v));
         let snippet = text.map_or_else(String::new, |t| make_snippet(&t, snippets, query));
-        let is_role = !matches!(
-            kind.as_str(),
-            "compaction" | "branch_summary" | "label" | "session_info" | "custom_message"
-        );
+        let is_role = !is_entry_type(&kind);
         let name = self.state.files.get(&path).and_then(|st| st.name.clone());
         Some(Hit {
             path: PathBuf::from(path),
+            format,
             name,
             entry_id,
             line: u64::from(span.line),
@@ -1178,6 +1304,62 @@ impl SearchIndex {
             score,
         })
     }
+}
+
+/// The searchable text of a line of a session of `format`.
+fn entry_text(format: Dialect, line: &serde_json::Value) -> Option<EntryText> {
+    match format {
+        Dialect::Pi => pi::search_text::entry_text(line),
+        Dialect::Claude => claude::search_text::entry_text(line),
+    }
+}
+
+/// The id a line of a session of `format` names itself by (pi's `id`, Claude Code's `uuid`),
+/// to tell that a hit's line is still the one indexed.
+fn line_id(format: Dialect, line: &serde_json::Value) -> Option<&str> {
+    let key = match format {
+        Dialect::Pi => "id",
+        Dialect::Claude => "uuid",
+    };
+    line.get(key).and_then(serde_json::Value::as_str)
+}
+
+/// The state of a session file just read into `session` (its size and inode as `meta` says,
+/// the bytes, lines and problems as the read found them), with `leaf` as its default leaf;
+/// the dialect's fields (`version`, `name`, `docs`, `path_hash`) are left for the caller.
+fn file_state<F: LineFormat>(
+    path: &Path,
+    meta: &fs::Metadata,
+    format: Dialect,
+    session: &OpenedSession<F>,
+    leaf: Option<NodeIdx>,
+) -> Result<FileState, String> {
+    let tree = &session.tree;
+    let mut problems: Vec<String> = tree.diagnostics().iter().map(|d| d.to_string()).collect();
+    if let Some(t) = &session.torn_tail {
+        problems.push(format!(
+            "torn tail at line {} (byte {}, {} bytes): not indexed until it is complete",
+            t.line, t.offset, t.len
+        ));
+    }
+    let indexed = session.position.offset;
+    Ok(FileState {
+        format,
+        size: meta.len(),
+        mtime_ns: mtime_ns(meta),
+        ino: meta.ino(),
+        indexed_bytes: indexed,
+        open_tail: session.position.open,
+        header_hash: header_hash(path).map_err(|e| e.to_string())?,
+        tail_hash: tail_hash(path, indexed).map_err(|e| e.to_string())?,
+        version: 0,
+        lines: session.position.line,
+        leaf_id: leaf.map(|l| tree.node(l).entry.id().to_string()),
+        name: None,
+        docs: 0,
+        problems,
+        path_hash: None,
+    })
 }
 
 /// The snippet of the first field with a highlighted match, matched terms in `**`; without

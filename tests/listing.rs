@@ -304,7 +304,7 @@ fn a_cache_file_that_is_not_a_listing_cache_is_never_replaced() {
     let listed = list(&root, &cache);
     assert_eq!(listed["read"], 1);
     let kept: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
-    assert_eq!(kept["version"], 1);
+    assert_eq!(kept["version"], 2);
     assert_eq!(kept["sessions"].as_object().map(|s| s.len()), Some(1));
 }
 

@@ -1,15 +1,17 @@
 //! `sessiond list`: the sessions under the roots with what a picker shows (the daemon's
-//! `session/list`), newest first; through the listing cache ([`crate::listing`]), so a second
-//! listing of unchanged files only stats them.
+//! `session/list`), pi's and Claude Code's, newest first, a Claude Code subagent's transcript
+//! printed under the transcript that started it; through the listing cache
+//! ([`crate::listing`]), so a second listing of unchanged files only stats them.
 
 use std::collections::HashSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::json;
 
 use super::error::{CliError, Exit};
+use crate::core::preview::visible;
 use crate::listing::ListedSession;
 use crate::listing::{ListCache, Listed};
 use crate::storage::list;
@@ -17,7 +19,8 @@ use crate::storage::list;
 /// `sessiond list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// A directory of sessions to list (repeatable); default: pi's sessions directory.
+    /// A directory of sessions to list (repeatable); default: pi's sessions directory and
+    /// Claude Code's projects directory (when it exists).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// The listing cache file (default: $XDG_CACHE_HOME/sessiond/list-cache.json, else
@@ -79,44 +82,82 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
         writeln!(out, "{doc}")?;
         return Ok(Exit::Ok);
     }
-    for s in &sessions {
-        let title = s
-            .name
-            .as_deref()
-            .or(s.first_message.as_deref())
-            .unwrap_or("(no messages)");
-        writeln!(
-            out,
-            "{}  {:>5} {:<7} {:>3} {:<6} {:>8} tokens  {}",
-            s.modified.as_deref().unwrap_or("-"),
-            s.entry_count,
-            if s.entry_count == 1 {
-                "entry"
-            } else {
-                "entries"
-            },
-            s.leaf_count,
-            if s.leaf_count == 1 { "leaf" } else { "leaves" },
-            s.token_estimate
-                .map_or_else(|| "-".to_owned(), |t| t.to_string()),
-            title
-        )?;
-        writeln!(
-            out,
-            "    {}  (cwd {}, {} bytes)",
-            s.path.display(),
-            s.cwd.as_deref().unwrap_or("-"),
-            s.size
-        )?;
+    // A subagent's transcript is printed under its parent's when that is listed too, and in
+    // its own place otherwise.
+    let listed_paths: HashSet<&Path> = sessions.iter().map(|s| s.path.as_path()).collect();
+    let under_parent = |s: &ListedSession| {
+        s.subagent
+            .as_ref()
+            .is_some_and(|a| listed_paths.contains(a.parent_path.as_path()))
+    };
+    for s in sessions.iter().filter(|s| !under_parent(s)) {
+        print_session(out, s, "")?;
+        for child in sessions.iter().filter(|c| {
+            under_parent(c) && c.subagent.as_ref().is_some_and(|a| a.parent_path == s.path)
+        }) {
+            print_session(out, child, "    ")?;
+        }
     }
     for p in &pending {
         writeln!(out, "being created: {}", p.display())?;
     }
     for p in &skipped {
         eprintln!(
-            "sessiond: {}: not a readable pi session",
-            crate::core::preview::visible(&p.display().to_string())
+            "sessiond: {}: not a session sessiond reads",
+            visible(&p.display().to_string())
         );
     }
     Ok(Exit::Ok)
+}
+
+/// Two lines for one listed session, each after `indent`: when, sizes, format and title; then
+/// the path, cwd and bytes (and for a subagent, what it was asked).
+fn print_session(out: &mut dyn Write, s: &ListedSession, indent: &str) -> Result<(), CliError> {
+    let title = s
+        .name
+        .as_deref()
+        .or(s.first_message.as_deref())
+        .unwrap_or("(no messages)");
+    writeln!(
+        out,
+        "{indent}{}  {:>5} {:<7} {:>3} {:<6} {:>8} tokens  {:<11}  {}",
+        s.modified.as_deref().unwrap_or("-"),
+        s.entry_count,
+        if s.entry_count == 1 {
+            "entry"
+        } else {
+            "entries"
+        },
+        s.leaf_count,
+        if s.leaf_count == 1 { "leaf" } else { "leaves" },
+        s.token_estimate
+            .map_or_else(|| "-".to_owned(), |t| t.to_string()),
+        s.format.as_str(),
+        title
+    )?;
+    let agent = s.subagent.as_ref().map_or_else(String::new, |a| {
+        let what = [a.agent_type.as_deref(), a.description.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(": ");
+        format!(
+            ", subagent {}{}",
+            a.agent_id,
+            if what.is_empty() {
+                String::new()
+            } else {
+                format!(" ({what})")
+            }
+        )
+    });
+    writeln!(
+        out,
+        "{indent}    {}  (cwd {}, {} bytes{})",
+        s.path.display(),
+        s.cwd.as_deref().unwrap_or("-"),
+        s.size,
+        agent
+    )?;
+    Ok(())
 }

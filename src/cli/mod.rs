@@ -74,10 +74,12 @@ pub enum Command {
     /// Draw the session tree as a commit-graph-like picture: text lanes, or --svg (long runs folded).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Graph(graph::GraphArgs),
-    /// List the sessions under the roots: name, first user message, counts, cwd, size, tokens.
+    /// List the sessions under the roots, pi's and Claude Code's: name, first prompt, counts,
+    /// cwd, size, tokens.
     #[command(after_help = Exit::help(Some(Family::Tool)))]
     List(list::ListArgs),
-    /// Search every session under the roots (full text, through an index in the cache directory).
+    /// Search every session under the roots, pi's and Claude Code's (full text, through an
+    /// index in the cache directory).
     #[command(after_help = Exit::help(Some(Family::Search)))]
     Search(search::SearchArgs),
     /// Check a session file: ok when clean (a torn tail is reported, not fatal), corrupt otherwise.
@@ -486,20 +488,24 @@ fn finish(
 mod tests;
 
 /// The `--root` directories of `list` and `search`, canonical where they exist (absolute
-/// otherwise); pi's sessions directory when none is given. A root that is no directory is
-/// named on stderr (the listing or search then has nothing from it).
+/// otherwise); when none is given, every agent's own directory (pi's sessions directory, and
+/// Claude Code's projects directory when it exists: [`Roots::default_dirs`]). A root given
+/// that is no directory is named on stderr (the listing or search then has nothing from it),
+/// and so are the default ones when none of them is a directory.
+///
+/// [`Roots::default_dirs`]: crate::session::roots::Roots::default_dirs
 pub(crate) fn session_roots(given: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
-    let default = [crate::session::roots::Roots::default_dir()];
-    let roots = if given.is_empty() {
-        &default[..]
-    } else {
-        given
-    };
+    let defaults = given.is_empty();
+    let default = crate::session::roots::Roots::default_dirs();
+    let roots = if defaults { &default[..] } else { given };
     let roots: Vec<std::path::PathBuf> = roots
         .iter()
         .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| crate::paths::absolute(r)))
         .collect();
     // An empty answer should not leave a person guessing why.
+    if defaults && roots.iter().any(|r| r.is_dir()) {
+        return roots;
+    }
     for r in roots.iter().filter(|r| !r.is_dir()) {
         let what = if r.exists() {
             "not a directory"

@@ -1,6 +1,7 @@
-//! `sessiond search`: full-text search over every session under the roots, through the
-//! index in the cache directory ([`crate::search`]), brought up to date first (a progress bar
-//! on a terminal while files are read).
+//! `sessiond search`: full-text search over every session under the roots (pi's and Claude
+//! Code's; `--agent` for one of them), through the index in the cache directory
+//! ([`crate::search`]), brought up to date first (a progress bar on a terminal while files are
+//! read).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -9,6 +10,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::error::{CliError, Exit};
+use crate::dialect::Dialect;
 use crate::js::timestamp::parse_iso;
 use crate::search::{SearchIndex, SearchQuery};
 
@@ -17,7 +19,8 @@ use crate::search::{SearchIndex, SearchQuery};
 pub struct SearchArgs {
     /// The query: words (all must match), "a phrase", prefix*, -excluded, a OR b.
     pub query: String,
-    /// A directory of sessions to search (repeatable); default: pi's sessions directory.
+    /// A directory of sessions to search (repeatable); default: pi's sessions directory and
+    /// Claude Code's projects directory (when it exists).
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// Hits to print (1 to 1000, as `session/search` takes).
@@ -29,9 +32,13 @@ pub struct SearchArgs {
     pub cursor: Option<String>,
     /// Only entries with this role or type (user, assistant, toolResult, bashExecution,
     /// custom, compaction, branch_summary, label, session_info, custom_message, or any other
-    /// role as the file spells it; repeatable).
+    /// role as the file spells it; a Claude Code transcript's are user, assistant, toolResult
+    /// and compaction; repeatable).
     #[arg(long = "role", value_name = "ROLE")]
     pub roles: Vec<String>,
+    /// Only sessions of this agent: pi or claude-code.
+    #[arg(long, value_name = "AGENT", value_parser = agent)]
+    pub agent: Option<Dialect>,
     /// Only sessions whose path contains TEXT.
     #[arg(long = "path", value_name = "TEXT")]
     pub path_contains: Option<String>,
@@ -54,6 +61,11 @@ pub struct SearchArgs {
     /// Print `{hits, total, nextCursor, index}` as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--agent`: a format's name in documents (`pi`, `claude-code`).
+fn agent(name: &str) -> Result<Dialect, String> {
+    Dialect::from_name(name).ok_or_else(|| format!("{name:?} is not an agent: pi or claude-code"))
 }
 
 /// A date argument as epoch milliseconds: `YYYY-MM-DD` is midnight UTC.
@@ -129,6 +141,7 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
         limit: args.limit,
         offset,
         roles: args.roles.clone(),
+        agent: args.agent,
         path_contains: args.path_contains.clone(),
         after_ms,
         before_ms,
@@ -163,9 +176,10 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
     for h in &found.hits {
         writeln!(
             out,
-            "{}:{} {} {} {}{}  {}",
+            "{}:{} {} {} {} {}{}  {}",
             h.path.display(),
             h.line,
+            h.format.as_str(),
             h.entry_id,
             h.role.as_deref().or(h.entry_type.as_deref()).unwrap_or("?"),
             h.timestamp.as_deref().unwrap_or("-"),

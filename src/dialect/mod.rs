@@ -7,14 +7,14 @@
 //! first line. Adding an agent is a folder here and a variant of [`Dialect`]; the compiler then
 //! lists every `match` that must learn it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub mod claude;
 pub mod pi;
 
 /// The agents whose session files sessiond reads. A closed set: every site that treats
 /// dialects differently matches on it exhaustively.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Dialect {
     /// pi (`@earendil-works/pi-coding-agent` 1.6.0): a `session` header, then entries.
     #[serde(rename = "pi")]
@@ -31,6 +31,14 @@ impl Dialect {
             Dialect::Pi => "pi",
             Dialect::Claude => "claude-code",
         }
+    }
+
+    /// The format named by its name in documents ([`Dialect::as_str`]); `None` for any other
+    /// name.
+    pub fn from_name(name: &str) -> Option<Dialect> {
+        [Dialect::Pi, Dialect::Claude]
+            .into_iter()
+            .find(|d| d.as_str() == name)
     }
 
     /// The agent's name for people ("pi", "Claude Code").

@@ -768,12 +768,13 @@ impl Backend {
         }
     }
 
-    /// `session/search {query, roots?, limit?, cursor?, roles?, pathContains?, after?, before?,
-    /// thinking?, workDoneToken?}`: brings the index up to date with the files under the roots
-    /// (new, grown, rewritten and deleted sessions; [`crate::search`]), reporting `$/progress`
-    /// under `workDoneToken` while more than [`SEARCH_PROGRESS_FROM`] files are read, then
-    /// searches it. Errors: -32602 for a query, date, cursor or limit that cannot be used, or
-    /// a root outside the session roots; -33006 when the index cannot be opened or written.
+    /// `session/search {query, roots?, limit?, cursor?, roles?, agent?, pathContains?, after?,
+    /// before?, thinking?, workDoneToken?}`: brings the index up to date with the files under
+    /// the roots (new, grown, rewritten and deleted sessions, pi's and Claude Code's;
+    /// [`crate::search`]), reporting `$/progress` under `workDoneToken` while more than
+    /// [`SEARCH_PROGRESS_FROM`] files are read, then searches it. Errors: -32602 for a query,
+    /// date, cursor, agent or limit that cannot be used, or a root outside the session roots;
+    /// -33006 when the index cannot be opened or written.
     pub async fn search(&self, p: Value) -> RpcResult<Value> {
         let p: SearchParams = params("session/search", p)?;
         let invalid = |detail: String| RpcError::InvalidParams {
@@ -803,6 +804,13 @@ impl Backend {
         };
         let after_ms = date(&p.after)?;
         let before_ms = date(&p.before)?;
+        let agent = match &p.agent {
+            None => None,
+            Some(a) => Some(
+                crate::dialect::Dialect::from_name(a)
+                    .ok_or_else(|| invalid(format!("agent {a:?} is none of pi, claude-code")))?,
+            ),
+        };
         let roots = match &p.roots {
             Some(rs) => rs
                 .iter()
@@ -816,6 +824,7 @@ impl Backend {
             limit,
             offset,
             roles: p.roles.unwrap_or_default(),
+            agent,
             path_contains: p.path_contains,
             after_ms,
             before_ms,

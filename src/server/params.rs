@@ -148,6 +148,8 @@ pub struct SearchParams {
     pub cursor: Option<String>,
     /// Only these roles or entry types.
     pub roles: Option<Vec<String>>,
+    /// Only sessions of this agent's format (`pi`, `claude-code`).
+    pub agent: Option<String>,
     /// Only sessions whose path contains this.
     pub path_contains: Option<String>,
     /// Only entries at or after this time (ISO 8601 or `YYYY-MM-DD`).

@@ -8,7 +8,9 @@ use std::time::UNIX_EPOCH;
 use crate::dialect::pi::format::{self, Expect, Header, Line, LineSpan};
 use crate::storage::reader::{OpenError, young_age_ms};
 
-/// How deep below the root to look (pi keeps one directory per cwd under `sessions/`).
+/// How deep below the root to look: pi keeps one directory per cwd under `sessions/`; Claude
+/// Code one per cwd under `projects/`, and a session's subagents three levels down
+/// (`<cwd>/<session>/subagents/agent-<id>.jsonl`).
 const MAX_DEPTH: usize = 3;
 /// A header line longer than this is not read (pi headers are a few hundred bytes).
 const MAX_HEADER_BYTES: u64 = 1 << 20;
@@ -24,7 +26,8 @@ pub struct HeaderInfo {
     pub modified_ms: Option<i64>,
 }
 
-/// Every `*.jsonl` file under `root` (up to three directories deep), sorted by path.
+/// Every `*.jsonl` file under `root` (in directories up to three levels below it), sorted by
+/// path.
 /// Unreadable directories are skipped.
 pub fn session_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

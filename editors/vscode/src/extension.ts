@@ -21,7 +21,8 @@ const CONTEXT_SCHEME = 'sessiond-context';
 type SessionRow = Partial<SessionSummary> & { path: string };
 
 /** A session row's tooltip: the path, then what `session/list` says of it (first user
- * message, counts, token estimate of the default context, modification time, cwd). */
+ * message, counts, the context's tokens at the default leaf as its agent counts them,
+ * modification time, cwd). */
 export function sessionTooltip(p: string, s: SessionRow): string {
     const counts = s.entryCount !== undefined ? `${s.entryCount} entries, ${s.leafCount ?? 0} leaves, ${s.messageCount ?? 0} messages` : '';
     return [
@@ -29,7 +30,9 @@ export function sessionTooltip(p: string, s: SessionRow): string {
         s.name ? `name: ${s.name}` : '',
         s.firstMessage ? `first message: ${s.firstMessage}` : '',
         counts,
-        s.tokenEstimate != null ? `context: ~${s.tokenEstimate} tokens (pi's estimate at the default leaf)` : '',
+        s.tokenEstimate != null
+            ? `context: ~${s.tokenEstimate} tokens (${s.format === 'claude-code' ? "Claude Code's usage" : "pi's estimate"} at the default leaf)`
+            : '',
         s.modified ? `modified ${s.modified}` : '',
         s.cwd ? `cwd ${s.cwd}` : '',
     ]

@@ -1145,6 +1145,18 @@ export interface GraphNode {
         firstKeptEntryId: string | null;
         previousCompactionId: string | null;
     };
+    /**
+     * The node belongs to a conversation apart from the main one (a subagent's sidechain in a Claude Code transcript), drawn after it; absent otherwise.
+     */
+    apart?: true;
+    /**
+     * A Claude Code compact boundary (a root of the file): the line it compacted, its logicalParentUuid.
+     */
+    logicalParentId?: string;
+    /**
+     * The row of logicalParentId (never a fold).
+     */
+    logicalParentRow?: number;
 }
 /**
  * session/graph result.
@@ -1213,7 +1225,7 @@ export interface ListParams {
     [k: string]: unknown;
 }
 /**
- * A session file under the root: its header, the file's facts, and what a picker shows, read from the whole file the way pi reads it (cached by size, mtime and inode: a second listing of unchanged files reads none of them).
+ * A session file under the root, pi's or Claude Code's: the file's format and facts, and what a picker shows, read from the whole file the way its agent reads it (cached by size, mtime and inode: a second listing of unchanged files reads none of them).
  */
 export interface SessionSummary {
     /**
@@ -1221,15 +1233,19 @@ export interface SessionSummary {
      */
     path: string;
     /**
-     * The header's id.
+     * The session file's format: a pi session or a Claude Code transcript.
+     */
+    format: 'pi' | 'claude-code';
+    /**
+     * The session's id: pi's header id; a Claude Code transcript's file name stem (the id claude --resume takes; agent-<agentId> for a subagent's transcript).
      */
     id: string;
     /**
-     * The header's cwd, when it is a string.
+     * The working directory: pi's header cwd when it is a string; a Claude Code transcript's first non-empty cwd (a relocated line's relocatedCwd wins).
      */
     cwd: string | null;
     /**
-     * The header's timestamp, as written.
+     * When the session was created, as written: pi's header timestamp; a Claude Code transcript's first line timestamp that is a date (null without one).
      */
     created: unknown;
     /**
@@ -1245,33 +1261,58 @@ export interface SessionSummary {
      */
     size: number;
     /**
-     * The session name: the latest session_info entry's name, trimmed (pi 1.6.0 getSessionName); absent when there is none.
+     * The session name: pi's latest session_info entry's name, trimmed (pi 1.6.0 getSessionName); Claude Code's latest agent-name, else custom-title, else ai-title, else summary line (Claude Code's title order). Absent when there is none.
      */
     name?: string;
     /**
-     * pi's firstMessage (buildSessionInfo): the text of the first user message with text, in file order, as one line of at most 80 code points (a cut text ends with …); null when there is none.
+     * The first prompt as the agent's own picker finds it, as one line of at most 80 code points (a cut text ends with …); null when there is none. pi: firstMessage (buildSessionInfo), the text of the first user message with text, in file order. Claude Code: the first user line that is no meta line, compaction summary or tool result and whose text is not markup (<tag…>), an interruption notice or a slash command (<bash-input> shown as `! command`); else the first slash command's name.
      */
     firstMessage: string | null;
     /**
-     * Message entries in the file, on every branch (pi's messageCount).
+     * Message entries in the file, on every branch: pi's messageCount; a Claude Code transcript's user and assistant lines (each content block of a response is a line of its own).
      */
     messageCount: number;
     /**
-     * Entries in the tree (the header not counted).
+     * Entries in the tree (pi's header and Claude Code's bookkeeping lines not counted).
      */
     entryCount: number;
     /**
-     * Entries without children.
+     * Entries without children (a Claude Code transcript's parallel tool results each end a branch).
      */
     leafCount: number;
     /**
-     * The default leaf: the file's last entry; null without entries.
+     * The default leaf: pi's last entry; the line claude --resume continues from (a subagent's transcript: its last line). null when there is none.
      */
     leafId: string | null;
     /**
-     * pi's estimateProjectedContextTokens of the context at the default leaf (the last assistant usage plus chars/4 of what follows, else chars/4 of every message): what pi compares with the context window. null where pi would throw.
+     * The context size at the default leaf, in tokens, as the agent counts it. pi: estimateProjectedContextTokens (the last assistant usage plus chars/4 of what follows, else chars/4 of every message), what pi compares with the context window, null where pi would throw. Claude Code: the usage of the last response on the path Claude Code loads to the leaf that is not synthetic (input_tokens + cache_creation_input_tokens + cache_read_input_tokens + output_tokens), null without one.
      */
     tokenEstimate: number | null;
+    /**
+     * Present for a Claude Code subagent's transcript (<session>/subagents/agent-<agentId>.jsonl): the agent, and the transcript of the session that started it. The subagent is listed as a session of its own.
+     */
+    subagent?: {
+        /**
+         * The agent's id, from the file name.
+         */
+        agentId: string;
+        /**
+         * The transcript that started it (<session>.jsonl beside the <session> directory), whether or not it exists.
+         */
+        parentPath: string;
+        /**
+         * From agent-<agentId>.meta.json: the agent's type (general-purpose, …).
+         */
+        agentType?: string;
+        /**
+         * From agent-<agentId>.meta.json: what it was asked, in a few words.
+         */
+        description?: string;
+        /**
+         * From agent-<agentId>.meta.json: the parent's Agent tool_use that started it.
+         */
+        toolUseId?: string;
+    };
 }
 /**
  * session/list result.
@@ -1394,9 +1435,13 @@ export interface SearchParams {
      */
     cursor?: string | null;
     /**
-     * Only these roles or entry types.
+     * Only these roles or entry types (pi's roles and entry types; a Claude Code transcript's user, assistant, toolResult and compaction).
      */
     roles?: string[] | null;
+    /**
+     * Only sessions of this agent's format; absent: both.
+     */
+    agent?: 'pi' | 'claude-code' | null;
     /**
      * Only sessions whose path contains this.
      */
@@ -1425,7 +1470,11 @@ export interface SearchHit {
      */
     path: string;
     /**
-     * The session name, when it has one.
+     * The session file's format: a pi session or a Claude Code transcript.
+     */
+    format: 'pi' | 'claude-code';
+    /**
+     * The session name, when it has one (pi's session_info; Claude Code's agent-name, custom-title, ai-title or summary).
      */
     name: string | null;
     entryId: string;
@@ -1434,11 +1483,11 @@ export interface SearchHit {
      */
     line: number;
     /**
-     * The message role, for a message entry.
+     * The message role, for a message entry (a Claude Code transcript's: user, assistant, or toolResult for a user line holding tool results).
      */
     role?: string;
     /**
-     * The entry type, for other entries.
+     * The entry type, for other entries (a Claude Code transcript's compaction summary: compaction).
      */
     entryType?: string;
     /**
@@ -1446,7 +1495,7 @@ export interface SearchHit {
      */
     timestamp: string | null;
     /**
-     * On the path from the root to the session's last entry.
+     * On the session's default path as of indexing: pi's root to last entry; the lines Claude Code loads on the way to the leaf claude --resume continues from.
      */
     onDefaultPath: boolean;
     /**

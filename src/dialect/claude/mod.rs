@@ -11,7 +11,9 @@ pub mod format;
 pub mod leaf;
 pub mod lines;
 pub mod load;
+pub mod overview;
 pub mod preview;
+pub mod search_text;
 pub mod subagent;
 
 #[cfg(test)]
@@ -36,4 +38,24 @@ pub fn default_leaf(tree: &Tree) -> Option<crate::core::tree::NodeIdx> {
             (all_sidechain && !tree.is_empty())
                 .then(|| (tree.len() - 1) as crate::core::tree::NodeIdx)
         })
+}
+
+/// The lines Claude Code loads on the way to `leaf` ([`load::Loaded::path`] on the file as it
+/// would resume it: the compaction re-link applied, the parallel tool results put back, the
+/// lines hanging below the leaf appended); the tree's own path when the load drops the leaf.
+pub fn path_to(tree: &Tree, leaf: crate::core::tree::NodeIdx) -> Vec<crate::core::tree::NodeIdx> {
+    let loaded = load::Loaded::new(
+        tree,
+        load::Plan {
+            size: load::size_read(tree),
+            relink: true,
+            prune: true,
+        },
+    );
+    let path = loaded.path(leaf);
+    if path.is_empty() {
+        tree.path_to(Some(leaf))
+    } else {
+        path
+    }
 }

@@ -10,6 +10,7 @@ pub mod fork;
 pub mod format;
 pub mod incremental;
 pub mod lines;
+pub mod overview;
 pub mod preview;
 pub mod projection;
 pub mod render;

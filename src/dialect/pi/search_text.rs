@@ -4,70 +4,14 @@
 //! What is searchable: user and assistant text, tool calls (name and arguments, strings as
 //! written), tool results, `bashExecution` commands and output, extension messages,
 //! compaction and branch summaries, labels and session names. Thinking is kept apart
-//! ([`EntryText::thinking`]) so that a search includes it only when asked. Each field is cut
-//! at [`MAX_FIELD_BYTES`] so that one huge tool output cannot dominate the index.
+//! ([`EntryText::thinking`]) so that a search includes it only when asked; each field is cut
+//! at [`crate::core::searchable::MAX_FIELD_BYTES`].
 
 use serde_json::Value;
 
-use crate::js::jsstr;
+use crate::core::searchable::{EntryText, push, str_of, strings};
 
-/// Longest text indexed per entry and field, in bytes (cut at a character boundary).
-pub const MAX_FIELD_BYTES: usize = 64 * 1024;
-
-/// The searchable text of an entry.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct EntryText {
-    /// The message role (`user`, `assistant`, `toolResult`, `bashExecution`, `custom`, ...)
-    /// for a `message` entry, else the entry type (`compaction`, `branch_summary`, `label`,
-    /// `session_info`, `custom_message`).
-    pub kind: String,
-    /// Everything searchable but thinking, parts separated by newlines.
-    pub text: String,
-    /// Thinking blocks, searched only on request.
-    pub thinking: String,
-}
-
-struct Acc {
-    text: String,
-    thinking: String,
-}
-
-fn push(out: &mut String, s: &str) {
-    if s.is_empty() || out.len() >= MAX_FIELD_BYTES {
-        return;
-    }
-    if !out.is_empty() {
-        out.push('\n');
-    }
-    let room = MAX_FIELD_BYTES.saturating_sub(out.len());
-    let mut end = s.len().min(room);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    out.push_str(&jsstr::display(&s[..end]));
-}
-
-fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-/// Strings of a JSON value (tool-call arguments), keys and values, in order.
-fn strings(v: &Value, out: &mut String) {
-    match v {
-        Value::String(s) => push(out, s),
-        Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
-        Value::Object(o) => {
-            for (k, x) in o {
-                push(out, k);
-                strings(x, out);
-            }
-        }
-        Value::Number(n) => push(out, &n.to_string()),
-        Value::Bool(_) | Value::Null => {}
-    }
-}
-
-fn content(c: Option<&Value>, acc: &mut Acc) {
+fn content(c: Option<&Value>, acc: &mut EntryText) {
     match c {
         Some(Value::String(s)) => push(&mut acc.text, s),
         Some(Value::Array(blocks)) => {
@@ -94,10 +38,7 @@ fn content(c: Option<&Value>, acc: &mut Acc) {
 /// The searchable text of a parsed entry line, or `None` for entries with nothing to find
 /// (model and thinking-level changes, extension state, usage, context edits, the header).
 pub fn entry_text(entry: &Value) -> Option<EntryText> {
-    let mut acc = Acc {
-        text: String::new(),
-        thinking: String::new(),
-    };
+    let mut acc = EntryText::default();
     let kind = match str_of(entry, "type")? {
         "message" => {
             let m = entry.get("message")?;
@@ -141,11 +82,8 @@ pub fn entry_text(entry: &Value) -> Option<EntryText> {
         }
         _ => return None,
     };
-    (!acc.text.is_empty() || !acc.thinking.is_empty()).then_some(EntryText {
-        kind,
-        text: acc.text,
-        thinking: acc.thinking,
-    })
+    acc.kind = kind;
+    acc.nonempty()
 }
 
 #[cfg(test)]
@@ -170,13 +108,5 @@ mod tests {
         assert_eq!(u.unwrap().text, "hi");
         assert!(entry_text(&json!({"type":"model_change","provider":"x"})).is_none());
         assert!(entry_text(&json!({"type":"label","label":""})).is_none());
-    }
-
-    #[test]
-    fn long_text_is_cut() {
-        let big = "é".repeat(MAX_FIELD_BYTES);
-        let t =
-            entry_text(&json!({"type":"message","message":{"role":"user","content":big}})).unwrap();
-        assert!(t.text.len() <= MAX_FIELD_BYTES && t.text.len() > MAX_FIELD_BYTES - 2);
     }
 }
