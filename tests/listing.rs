@@ -3,17 +3,23 @@
 //! default context, compared with pi 1.6.0's own (`SessionManager.listAll` and
 //! `estimateProjectedContextTokens`, tests/oracle/list.mjs) on every real and synthetic
 //! session; and the listing cache: an unchanged file is not read again (shown by changing a
-//! file's bytes behind the cache's back, size, mtime and inode kept), a changed one is.
+//! file's bytes behind the cache's back, size, mtime and inode kept), a changed one is. Claude
+//! Code's transcripts (written by the real Claude Code, `tests/data/claude/real/`) are listed
+//! beside pi's sessions, a subagent's marked with the transcript that started it; the default
+//! roots are pi's sessions directory and Claude Code's projects directory.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
-use support::{Daemon, Spawn, checked, cli_json, common, write_v3_session};
+use support::{
+    Daemon, Spawn, checked, claude_prompt, cli_json, common, mixed_sessions, write_v3_session,
+};
 
 /// pi's `firstMessage` as sessiond shows it: whitespace runs as one space, at most 80 code
 /// points (a cut text ends with `…`).
@@ -282,7 +288,7 @@ fn a_cache_file_that_is_not_a_listing_cache_is_never_replaced() {
         (&other_json, Some(r#"{"version":1,"theme":"dark"}"#)),
         (&dir, None),
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        let out = Command::new(env!("CARGO_BIN_EXE_sessiond"))
             .args(["list", "--root", root.to_str().unwrap()])
             .args(["--cache", cache.to_str().unwrap(), "--json"])
             .output()
@@ -313,7 +319,7 @@ fn a_root_that_does_not_exist_is_named_on_stderr() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("no-sessions-here");
     for command in [&["list"][..], &["search", "anything"][..]] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        let out = Command::new(env!("CARGO_BIN_EXE_sessiond"))
             .args(command)
             .args(["--root", missing.to_str().unwrap(), "--json"])
             .env("XDG_CACHE_HOME", tmp.path().join("cache"))
@@ -328,4 +334,246 @@ fn a_root_that_does_not_exist_is_named_on_stderr() {
         // stdout is still one JSON document.
         serde_json::from_slice::<Value>(&out.stdout).unwrap();
     }
+}
+
+/// What a Claude Code transcript's lines say, counted here from the JSON: its `sessionId`, the
+/// first `cwd` and `timestamp`, its `user`/`assistant` lines, its tree lines, and the tree
+/// lines no line names as parent.
+struct Counted {
+    session_id: String,
+    cwd: Value,
+    created: Value,
+    messages: usize,
+    entries: usize,
+    leaves: usize,
+}
+
+fn count_transcript(path: &Path) -> Counted {
+    let lines: Vec<Value> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ty = |l: &Value| l["type"].as_str().unwrap_or("").to_owned();
+    let tree: Vec<&Value> = lines
+        .iter()
+        .filter(|l| ["user", "assistant", "attachment", "system"].contains(&ty(l).as_str()))
+        .collect();
+    let parents: std::collections::HashSet<&str> = tree
+        .iter()
+        .filter_map(|l| l["parentUuid"].as_str())
+        .collect();
+    Counted {
+        session_id: lines[0]["sessionId"].as_str().unwrap().to_owned(),
+        cwd: lines.iter().find_map(|l| l.get("cwd")).cloned().unwrap(),
+        created: lines[0]["timestamp"].clone(),
+        messages: tree
+            .iter()
+            .filter(|l| ["user", "assistant"].contains(&ty(l).as_str()))
+            .count(),
+        entries: tree.len(),
+        leaves: tree
+            .iter()
+            .filter(|l| !parents.contains(l["uuid"].as_str().unwrap()))
+            .count(),
+    }
+}
+
+#[test]
+fn claude_transcripts_are_listed_beside_pi_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = mixed_sessions(&tmp.path().join("projects"));
+    let cache = tmp.path().join("cache.json");
+    let list = || {
+        cli_json(&[
+            "list",
+            "--root",
+            m.root.to_str().unwrap(),
+            "--cache",
+            cache.to_str().unwrap(),
+            "--json",
+        ])
+    };
+    let listed = list();
+    assert_eq!(listed["read"], 5, "{listed}");
+    assert_eq!(listed["skipped"], json!([]), "{listed}");
+    let ours = by_path(&listed);
+    let at = |p: &Path| ours[p.to_str().unwrap()].clone();
+    for pi in [&m.pi_beside, &m.pi_apart] {
+        let s = at(pi);
+        assert_eq!(
+            (&s["format"], &s["id"], &s["messageCount"], &s["leafId"]),
+            (
+                &json!("pi"),
+                &json!("4f9c7d0e-0000-4000-8000-000000000001"),
+                &json!(4),
+                &json!("e0000003")
+            ),
+            "{s}"
+        );
+        assert!(s.get("subagent").is_none(), "{s}");
+    }
+    // (file, first prompt, default leaf, tokens: the usage of the last response on the path
+    // to that leaf, input + output, the cache counts being 0 in these files)
+    let expected = [
+        (
+            &m.compacted,
+            "Run a command",
+            "ec228510-5a3b-4462-aad5-e3f6654df41b",
+            119 + 10,
+        ),
+        (
+            &m.with_subagent,
+            "Delegate to an agent",
+            "b5f25f4b-b9f4-4be5-8ccd-910aa1592fa4",
+            125 + 10,
+        ),
+        (
+            &m.subagent,
+            "SUBAGENT TASK: list the work directory and report.",
+            "79bd0d52-e4d7-410a-8077-4216dd3e7ef2",
+            123 + 10,
+        ),
+    ];
+    for (file, first, leaf, tokens) in expected {
+        let s = at(file);
+        let c = count_transcript(file);
+        let id = if file == &m.subagent {
+            file.file_stem().unwrap().to_str().unwrap().to_owned()
+        } else {
+            c.session_id.clone()
+        };
+        assert_eq!(s["format"], "claude-code", "{s}");
+        assert_eq!(s["id"], json!(id), "{s}");
+        assert_eq!((&s["cwd"], &s["created"]), (&c.cwd, &c.created), "{s}");
+        assert_eq!(s["firstMessage"], first, "{s}");
+        assert_eq!(s["messageCount"], json!(c.messages), "{s}");
+        assert_eq!(s["entryCount"], json!(c.entries), "{s}");
+        assert_eq!(s["leafCount"], json!(c.leaves), "{s}");
+        assert_eq!(s["leafId"], leaf, "{s}");
+        assert_eq!(s["tokenEstimate"], json!(tokens), "{s}");
+        assert!(s.get("name").is_none(), "{s}");
+    }
+    assert!(at(&m.compacted).get("subagent").is_none());
+    assert_eq!(
+        at(&m.subagent)["subagent"],
+        json!({"agentId": "a46c5597fd4041ded", "parentPath": m.with_subagent,
+            "agentType": "general-purpose", "description": "Inspect the directory",
+            "toolUseId": "toolu_21_0"})
+    );
+
+    // Printed for a person: the subagent under the transcript that started it.
+    let out = Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(["list", "--root", m.root.to_str().unwrap()])
+        .args(["--cache", cache.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let parent = lines
+        .iter()
+        .position(|l| l.contains(m.with_subagent.to_str().unwrap()))
+        .unwrap();
+    assert!(
+        lines[parent + 1].starts_with("    ")
+            && lines[parent + 1].contains("claude-code  SUBAGENT TASK"),
+        "{text}"
+    );
+    assert!(
+        lines[parent + 2]
+            .contains("subagent a46c5597fd4041ded (general-purpose: Inspect the directory)"),
+        "{text}"
+    );
+    assert_eq!(text.matches("  pi  ").count(), 2, "{text}");
+
+    // A name, in Claude Code's order whatever the order of the lines; only the changed file
+    // is read again, and a line appended moves the leaf.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&m.compacted)
+        .unwrap();
+    for line in [
+        json!({"type": "custom-title", "customTitle": "Referee run", "sessionId": "s"}),
+        json!({"type": "ai-title", "aiTitle": "A later title of the model's", "sessionId": "s"}),
+        json!({"type": "summary", "summary": "An older summary", "leafUuid": "x"}),
+    ] {
+        std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes()).unwrap();
+    }
+    let prompt = claude_prompt(
+        "0a0a0a0a-0000-4000-8000-000000000001",
+        "ec228510-5a3b-4462-aad5-e3f6654df41b",
+        "One more thing",
+    );
+    std::io::Write::write_all(&mut f, format!("{prompt}\n").as_bytes()).unwrap();
+    drop(f);
+    let listed = list();
+    assert_eq!(listed["read"], 1, "{listed}");
+    let ours = by_path(&listed);
+    let s = &ours[m.compacted.to_str().unwrap()];
+    assert_eq!(s["name"], "Referee run", "{s}");
+    assert_eq!(s["leafId"], "0a0a0a0a-0000-4000-8000-000000000001", "{s}");
+    // No response after the new prompt: the tokens are still the last response's.
+    assert_eq!(s["tokenEstimate"], 129, "{s}");
+
+    // The daemon lists the same, through its own cache.
+    let xdg = tmp.path().join("xdg");
+    let xdg_s = xdg.to_str().unwrap().to_owned();
+    let mut d = Daemon::spawn_with(
+        &[&m.root],
+        &Spawn {
+            env: vec![("XDG_CACHE_HOME", &xdg_s)],
+            ..Spawn::default()
+        },
+    );
+    d.request("initialize", json!({"capabilities": {}}));
+    d.notify("initialized", json!({}));
+    let from_daemon = by_path(&checked(&mut d, "session/list", json!({})));
+    assert_eq!(from_daemon, ours);
+    d.stop();
+}
+
+#[test]
+fn the_default_roots_are_pis_sessions_and_claude_codes_projects() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let pi_dir = home.join(".pi/agent/sessions/--work--");
+    std::fs::create_dir_all(&pi_dir).unwrap();
+    write_v3_session(&pi_dir.join("a.jsonl"), 2);
+    let config = tmp.path().join("claude-config");
+    let m = mixed_sessions(&config.join("projects"));
+    let list = |claude_config: &Path| {
+        let out = Command::new(env!("CARGO_BIN_EXE_sessiond"))
+            .args(["list", "--json"])
+            .env("HOME", &home)
+            .env("CLAUDE_CONFIG_DIR", claude_config)
+            .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+            .env_remove("PI_CODING_AGENT_DIR")
+            .env_remove("PI_CODING_AGENT_SESSION_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::describe(&out));
+        common::parse_json(&out.stdout).unwrap()
+    };
+    let pi_root = std::fs::canonicalize(home.join(".pi/agent/sessions")).unwrap();
+    let listed = list(&config);
+    assert_eq!(listed["roots"], json!([pi_root, m.root]), "{listed}");
+    let formats: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["format"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        formats.iter().filter(|f| **f == "pi").count(),
+        3,
+        "{listed}"
+    );
+    assert_eq!(
+        formats.iter().filter(|f| **f == "claude-code").count(),
+        3,
+        "{listed}"
+    );
+    // No Claude Code projects directory: pi's only.
+    let listed = list(&tmp.path().join("no-claude-here"));
+    assert_eq!(listed["roots"], json!([pi_root]), "{listed}");
 }

@@ -1,7 +1,8 @@
 //! `sessiond search` and `session/search` through the real binary: the index in a temporary
 //! directory over a handful of sessions, updated incrementally (append, branch, rewrite,
 //! delete), corrupt and torn files indexed in part, a format-version change rebuilt, and the
-//! daemon's answer and `$/progress` checked against the schemas.
+//! daemon's answer and `$/progress` checked against the schemas. Claude Code's transcripts
+//! (written by the real Claude Code) are searched beside pi's sessions, filtered by agent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -11,7 +12,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Daemon, checked, cli_json, v3_session, write_v3_session};
+use support::{
+    Daemon, checked, claude_prompt, cli_json, mixed_sessions, v3_session, write_v3_session,
+};
 
 fn append(path: &Path, line: &str) {
     let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
@@ -575,4 +578,208 @@ fn the_cli_limit_is_one_to_a_thousand() {
         let expected = total.min(limit.parse().unwrap());
         assert_eq!(r["hits"].as_array().unwrap().len() as u64, expected, "{r}");
     }
+}
+
+/// The `(path, line, onDefaultPath)` of each hit, sorted.
+fn places(r: &Value) -> Vec<(String, u64, bool)> {
+    let mut out: Vec<(String, u64, bool)> = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_owned(),
+                h["line"].as_u64().unwrap(),
+                h["onDefaultPath"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn claude_transcripts_are_searched_beside_pi_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = mixed_sessions(&tmp.path().join("projects"));
+    let index = tmp.path().join("index");
+    let find = |extra: &[&str]| search(&m.root, &index, extra);
+    let compacted = m.compacted.to_str().unwrap().to_owned();
+
+    // "answer": pi's answers and Claude Code's "Answer to: …" alike; the agent filter keeps
+    // one format.
+    let all = find(&["answer", "--limit", "100"]);
+    assert_eq!(all["index"]["update"]["indexed"], 5, "{all}");
+    let pi = find(&["answer", "--limit", "100", "--agent", "pi"]);
+    let claude = find(&["answer", "--limit", "100", "--agent", "claude-code"]);
+    // Two answers in each pi session; six "Answer to: …" responses in the transcripts.
+    assert_eq!(pi["total"], 4, "{pi}");
+    assert_eq!(claude["total"], 6, "{claude}");
+    assert_eq!(all["total"], 10, "{all}");
+    for (r, format) in [(&pi, "pi"), (&claude, "claude-code")] {
+        assert!(
+            r["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|h| h["format"] == format),
+            "{r}"
+        );
+    }
+
+    // Tool calls and results are found, by the roles pi gives them.
+    let r = find(&["referee", "--role", "toolResult"]);
+    assert_eq!(
+        places(&r),
+        vec![
+            (compacted.clone(), 9, false),
+            (compacted.clone(), 81, false)
+        ],
+        "{r}"
+    );
+    assert_eq!(
+        r["hits"][0]["entryId"].as_str().unwrap().len(),
+        36,
+        "a uuid: {r}"
+    );
+    let r = find(&["echo", "--role", "assistant", "--agent", "claude-code"]);
+    assert!(
+        r["total"].as_u64().unwrap() >= 4,
+        "the Bash calls' commands: {r}"
+    );
+
+    // On the default path: the lines Claude Code loads, so what a compaction dropped is off it
+    // and the segment it preserved is on it.
+    let r = find(&["\"command printed\""]);
+    assert_eq!(
+        places(&r),
+        vec![
+            (compacted.clone(), 10, false),
+            (compacted.clone(), 82, true)
+        ],
+        "{r}"
+    );
+
+    // The compaction summaries, as compaction entries.
+    let r = find(&["\"being continued\"", "--role", "compaction"]);
+    assert_eq!(r["total"], 2, "{r}");
+    assert_eq!(r["hits"][0]["entryType"], "compaction", "{r}");
+    assert!(r["hits"][0].get("role").is_none(), "{r}");
+
+    // Not indexed: attachments (the agent listing names FleetView), the lines Claude Code
+    // writes itself; thinking only on request.
+    assert_eq!(find(&["FleetView"])["total"], 0);
+    assert_eq!(find(&["\"Continue from where you left off\""])["total"], 0);
+    assert_eq!(find(&["enough"])["total"], 0);
+    assert_eq!(find(&["enough", "--thinking"])["total"], 2);
+
+    // A subagent's transcript is a session of its own.
+    let r = find(&["\"nearly empty\""]);
+    let paths: Vec<&str> = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 2, "{r}");
+    assert!(paths.contains(&m.subagent.to_str().unwrap()), "{r}");
+    assert!(paths.contains(&m.with_subagent.to_str().unwrap()), "{r}");
+
+    // An append: only the new line is indexed, on the default path.
+    append(
+        &m.compacted,
+        &claude_prompt(
+            "0a0a0a0a-0000-4000-8000-000000000001",
+            "ec228510-5a3b-4462-aad5-e3f6654df41b",
+            "quokka sighting",
+        ),
+    );
+    let r = find(&["quokka"]);
+    let u = &r["index"]["update"];
+    assert_eq!(
+        (&u["appended"], &u["indexed"], &u["entries"]),
+        (&json!(1), &json!(0), &json!(1)),
+        "{r}"
+    );
+    assert_eq!(places(&r), vec![(compacted.clone(), 102, true)], "{r}");
+    let r = find(&["\"command printed\""]);
+    assert_eq!(r["index"]["update"]["appended"], 0, "{r}");
+
+    // A rewind (a prompt under an earlier line, the run's last-prompt naming it): the path
+    // changed for lines already indexed, so the file is indexed again.
+    append(
+        &m.compacted,
+        &claude_prompt(
+            "0a0a0a0a-0000-4000-8000-000000000002",
+            "46cbca65-c7d6-48b4-8b63-6427f55f7d7c",
+            "wombat instead",
+        ),
+    );
+    append(
+        &m.compacted,
+        &json!({"type": "last-prompt", "lastPrompt": "wombat instead",
+            "leafUuid": "0a0a0a0a-0000-4000-8000-000000000002",
+            "sessionId": "6d2e238c-d8e6-4579-9b3a-0130d30ea9b9"})
+        .to_string(),
+    );
+    let r = find(&["quokka OR wombat"]);
+    assert_eq!(r["index"]["update"]["indexed"], 1, "{r}");
+    assert_eq!(
+        places(&r),
+        vec![
+            (compacted.clone(), 102, false),
+            (compacted.clone(), 103, true)
+        ],
+        "{r}"
+    );
+
+    // The daemon: the same index shape, the agent as a parameter.
+    let daemon_index = tmp.path().join("daemon-index");
+    let (mut d, _) = Daemon::start_with(
+        &[&m.root],
+        &support::Spawn {
+            args: vec!["--index-dir", daemon_index.to_str().unwrap()],
+            ..Default::default()
+        },
+    );
+    let r = checked(
+        &mut d,
+        "session/search",
+        json!({"query": "answer", "agent": "claude-code", "limit": 100}),
+    );
+    assert_eq!(r["total"], 6, "{r}");
+    assert!(
+        r["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["format"] == "claude-code"),
+        "{r}"
+    );
+    let r = checked(
+        &mut d,
+        "session/search",
+        json!({"query": "answer", "agent": "pi"}),
+    );
+    assert_eq!(r["total"], 4, "{r}");
+    let e = d.request(
+        "session/search",
+        json!({"query": "answer", "agent": "codex"}),
+    );
+    assert_eq!(support::error_of(&e).0, -32602, "{e}");
+    d.stop();
+
+    // The CLI refuses an agent it does not know as a usage error.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args([
+            "search",
+            "x",
+            "--agent",
+            "codex",
+            "--root",
+            m.root.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
 }

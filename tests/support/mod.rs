@@ -608,3 +608,78 @@ pub fn error_of(response: &Value) -> (i64, String, Value) {
         e.get("data").cloned().unwrap_or(Value::Null),
     )
 }
+
+/// A directory of mixed sessions, laid out as Claude Code's projects directory keeps
+/// transcripts ([`mixed_sessions`]).
+pub struct Mixed {
+    /// The root (a Claude Code projects directory), canonical.
+    pub root: PathBuf,
+    /// The compacted transcript of `tests/data/claude/real` (two `/compact`s, a rewind).
+    pub compacted: PathBuf,
+    /// The transcript that started a subagent.
+    pub with_subagent: PathBuf,
+    /// That subagent's transcript (`<session>/subagents/agent-<id>.jsonl`).
+    pub subagent: PathBuf,
+    /// A pi session in the same project directory as the transcripts.
+    pub pi_beside: PathBuf,
+    /// A pi session in a directory of its own.
+    pub pi_apart: PathBuf,
+}
+
+/// The transcripts written by the real Claude Code (`tests/data/claude/real/`) copied under
+/// `root` as Claude Code names them — `<root>/-tmp-corpus-final-work/<sessionId>.jsonl`, a
+/// subagent's in `<sessionId>/subagents/` with its `.meta.json` — and two pi sessions of
+/// [`v3_session`]`(4)`: one in that same project directory, one in `<root>/pi/`.
+pub fn mixed_sessions(root: &Path) -> Mixed {
+    let real = repo().join("tests/data/claude/real");
+    let project = root.join("-tmp-corpus-final-work");
+    std::fs::create_dir_all(&project).unwrap();
+    let session_id = |file: &Path| -> String {
+        let text = std::fs::read_to_string(file).unwrap();
+        let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        first["sessionId"].as_str().unwrap().to_owned()
+    };
+    let compacted = project.join(format!(
+        "{}.jsonl",
+        session_id(&real.join("compacted.jsonl"))
+    ));
+    std::fs::copy(real.join("compacted.jsonl"), &compacted).unwrap();
+    let id = session_id(&real.join("with-subagent.jsonl"));
+    let with_subagent = project.join(format!("{id}.jsonl"));
+    std::fs::copy(real.join("with-subagent.jsonl"), &with_subagent).unwrap();
+    let subagents = project.join(&id).join("subagents");
+    std::fs::create_dir_all(&subagents).unwrap();
+    let mut subagent = None;
+    for e in std::fs::read_dir(real.join("with-subagent/subagents")).unwrap() {
+        let from = e.unwrap().path();
+        let to = subagents.join(from.file_name().unwrap());
+        std::fs::copy(&from, &to).unwrap();
+        if to.extension().is_some_and(|x| x == "jsonl") {
+            subagent = Some(to);
+        }
+    }
+    let pi_beside = project.join("pi-beside.jsonl");
+    write_v3_session(&pi_beside, 4);
+    std::fs::create_dir_all(root.join("pi")).unwrap();
+    let pi_apart = root.join("pi").join("pi-apart.jsonl");
+    write_v3_session(&pi_apart, 4);
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap();
+    Mixed {
+        root: canonical(root),
+        compacted: canonical(&compacted),
+        with_subagent: canonical(&with_subagent),
+        subagent: canonical(&subagent.expect("the subagent's transcript")),
+        pi_beside: canonical(&pi_beside),
+        pi_apart: canonical(&pi_apart),
+    }
+}
+
+/// A `user` line as Claude Code writes a typed prompt: `text` under `parent`.
+pub fn claude_prompt(uuid: &str, parent: &str, text: &str) -> String {
+    json!({"parentUuid": parent, "isSidechain": false, "type": "user",
+        "message": {"role": "user", "content": text}, "uuid": uuid,
+        "timestamp": "2026-12-04T18:00:00.000Z", "userType": "external",
+        "cwd": "/tmp/corpus-final/work", "sessionId": "6d2e238c-d8e6-4579-9b3a-0130d30ea9b9",
+        "version": "2.1.197", "gitBranch": "HEAD"})
+    .to_string()
+}
