@@ -31,7 +31,7 @@ use crate::core::tree::NodeIdx;
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::EntryKind;
 use crate::dialect::pi::projection;
-use crate::dialect::pi::render::{LineSource, RenderError};
+use crate::dialect::pi::render::{self, LineSource, RenderError};
 use crate::js::jsstr;
 use crate::js::timestamp::format_iso;
 
@@ -176,18 +176,7 @@ pub fn export(
     let path = tree.path_to(leaf);
     let mut values = Vec::with_capacity(path.len());
     for &n in &path {
-        let entry = &tree.node(n).entry;
-        let bytes = source.line(entry.span).map_err(|source| RenderError::Io {
-            line: entry.span.line,
-            id: entry.id.to_string(),
-            source,
-        })?;
-        let value = jsstr::parse_value(&bytes).map_err(|e| RenderError::Changed {
-            line: entry.span.line,
-            id: entry.id.to_string(),
-            detail: e.to_string(),
-        })?;
-        values.push(value);
+        values.push(render::line_value(tree, n, source)?);
     }
     // Tool results by the call they answer, so each is shown inside its call.
     let mut results: HashMap<String, usize> = HashMap::new();

@@ -44,7 +44,7 @@ use crate::core::tree::NodeIdx;
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::entries::generate_id;
 use crate::dialect::pi::format::{CURRENT_VERSION, EntryId, EntryKind, Role, raw_str};
-use crate::dialect::pi::render::LineSource;
+use crate::dialect::pi::render::{self, LineSource, RenderError};
 
 /// Where the fork ends relative to the chosen entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,26 +102,10 @@ pub enum ForkError {
         /// The entry that is not a user message.
         id: String,
     },
-    /// A line could not be read.
-    #[error("cannot read line {line} (entry {id}): {source}")]
-    Io {
-        /// 1-based line number of the entry.
-        line: u32,
-        /// The entry's id.
-        id: String,
-        /// The read error.
-        source: std::io::Error,
-    },
-    /// A line no longer holds the entry the tree was built from.
-    #[error("line {line} (entry {id}) changed since the session was read: {detail}")]
-    Changed {
-        /// 1-based line number of the entry.
-        line: u32,
-        /// The entry's id.
-        id: String,
-        /// What differs.
-        detail: String,
-    },
+    /// A line could not be read ([`RenderError::Io`]), or no longer holds the entry the tree
+    /// was built from ([`RenderError::Changed`]).
+    #[error(transparent)]
+    Line(#[from] RenderError),
 }
 
 /// The planned file: its lines (header first, no newlines) and what the plan did.
@@ -272,7 +256,7 @@ pub fn plan_fork(
             } => Some(kept),
             _ => None,
         };
-        let bytes = read(tree, source, n)?;
+        let bytes = render::read_line(tree, n, source)?;
         // Most lines are copied as they are; only parse those the tree says may change.
         let may_change = version < 2
             || (version < 3 && entry.kind.role() == Some(&Role::HookMessage))
@@ -309,7 +293,7 @@ pub fn plan_fork(
         if !kept.contains(target.as_str()) {
             continue;
         }
-        let bytes = read(tree, source, label.entry)?;
+        let bytes = render::read_line(tree, label.entry, source)?;
         let o = RawObject::parse(&bytes).map_err(|detail| changed(tree, label.entry, detail))?;
         let id = generate_id(&|s| taken.contains(s), uuids);
         taken.insert(id.as_str().to_owned());
@@ -350,26 +334,8 @@ impl ForkPlan {
     }
 }
 
-fn read<'s>(
-    tree: &Tree,
-    source: &'s dyn LineSource,
-    n: NodeIdx,
-) -> Result<Cow<'s, [u8]>, ForkError> {
-    let entry = &tree.node(n).entry;
-    source.line(entry.span).map_err(|e| ForkError::Io {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        source: e,
-    })
-}
-
 fn changed(tree: &Tree, n: NodeIdx, detail: String) -> ForkError {
-    let entry = &tree.node(n).entry;
-    ForkError::Changed {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        detail,
-    }
+    ForkError::Line(render::changed(&tree.node(n).entry, &detail))
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{Entry, EntryKind, LineSpan, MessageInfo, Role};
 use crate::dialect::pi::projection::{ContextItem, Contribution, Projection};
 use crate::dialect::pi::verbatim::Verbatim;
+use crate::js::jsstr;
 use crate::js::timestamp::js_time_of_raw;
 
 pub use crate::core::source::LineSource;
@@ -377,7 +378,7 @@ fn passes_through(item: &ContextItem, info: &MessageInfo) -> bool {
 }
 
 /// The line of `node`'s entry. Errors: [`RenderError::Io`] naming the entry's line and id.
-fn read_line<'s>(
+pub fn read_line<'s>(
     tree: &Tree,
     node: NodeIdx,
     source: &'s dyn LineSource,
@@ -398,8 +399,19 @@ fn message_of<'t>(entry: &Entry, text: &'t str) -> Result<&'t RawValue, RenderEr
         .ok_or_else(|| changed(entry, "the message is missing"))
 }
 
+/// The line of `node`'s entry parsed as JSON, lone surrogates kept as [`jsstr`] reads them.
+/// Errors: [`RenderError::Io`], and [`RenderError::Changed`] when the line is no JSON now.
+pub fn line_value(
+    tree: &Tree,
+    node: NodeIdx,
+    source: &dyn LineSource,
+) -> Result<serde_json::Value, RenderError> {
+    let bytes = read_line(tree, node, source)?;
+    jsstr::parse_value(&bytes).map_err(|e| changed(&tree.node(node).entry, &e.to_string()))
+}
+
 /// [`RenderError::Changed`] for `entry`'s line.
-fn changed(entry: &Entry, detail: &str) -> RenderError {
+pub fn changed(entry: &Entry, detail: &str) -> RenderError {
     RenderError::Changed {
         line: entry.span.line,
         id: entry.id.to_string(),

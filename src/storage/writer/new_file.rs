@@ -12,7 +12,7 @@ use crate::dialect::pi::Pi;
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::fork::{self, ForkError, LineEdit, NewHeader, Position};
 use crate::dialect::pi::format::{CURRENT_VERSION, EntryId, EntryKind, LineSpan};
-use crate::dialect::pi::render::LineSource;
+use crate::dialect::pi::render::{LineSource, RenderError};
 use crate::dialect::pi::salvage::{self, Dropped, Link, Reattached, TornLine};
 use crate::js::timestamp;
 use crate::storage::publish::{self, Reservations};
@@ -93,11 +93,12 @@ pub fn fork(
             path: path.to_owned(),
             id,
         },
-        ForkError::Io { source, .. } => WriteError::Io {
+        ForkError::Line(RenderError::Io { source, .. }) => WriteError::Io {
             path: path.to_owned(),
             source,
         },
-        ForkError::Changed { .. } => WriteError::Replaced {
+        // A changed line (and never `Emit`: a plan writes nothing).
+        ForkError::Line(_) => WriteError::Replaced {
             path: path.to_owned(),
             detail: "a line changed since it was read",
         },

@@ -303,12 +303,8 @@ fn context_after(
     for item in projection::context_items(tree, &kept, true) {
         let kept_entry = &tree.node(item.node).entry;
         for raw in render::render_item(tree, &item, source)? {
-            let message =
-                js::parse_json(raw.get().as_bytes()).map_err(|e| RenderError::Changed {
-                    line: kept_entry.span.line,
-                    id: kept_entry.id.to_string(),
-                    detail: e.to_string(),
-                })?;
+            let message = js::parse_json(raw.get().as_bytes())
+                .map_err(|e| render::changed(kept_entry, &e.to_string()))?;
             out.push((kept_entry.id.clone(), message));
         }
     }

@@ -388,11 +388,7 @@ fn parse_line(
     bytes: &[u8],
     entry: &crate::dialect::pi::format::Entry,
 ) -> Result<Value, RenderError> {
-    js::parse_json(bytes).map_err(|e| RenderError::Changed {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        detail: e.to_string(),
-    })
+    js::parse_json(bytes).map_err(|e| render::changed(entry, &e.to_string()))
 }
 
 /// Builds pi's canonical projection of `projection` (see the module docs): every context
@@ -445,11 +441,7 @@ pub fn projected_entries<'a>(
         }
         out.totals[index.min(1)].end_entry();
         let read_line = || -> Result<Value, RenderError> {
-            let bytes = source.line(entry.span).map_err(|e| RenderError::Io {
-                line: entry.span.line,
-                id: entry.id.to_string(),
-                source: e,
-            })?;
+            let bytes = render::read_line(tree, item.node, source)?;
             parse_line(&bytes, entry)
         };
         let mut replacement_is_null = false;

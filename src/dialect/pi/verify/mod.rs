@@ -261,17 +261,7 @@ struct Facts {
 }
 
 fn parse_line(tree: &Tree, source: &dyn LineSource, n: NodeIdx) -> Result<Value, RenderError> {
-    let e = &tree.node(n).entry;
-    let bytes = source.line(e.span).map_err(|source| RenderError::Io {
-        line: e.span.line,
-        id: e.id.to_string(),
-        source,
-    })?;
-    crate::js::jsstr::parse_value(&bytes).map_err(|err| RenderError::Changed {
-        line: e.span.line,
-        id: e.id.to_string(),
-        detail: err.to_string(),
-    })
+    crate::dialect::pi::render::line_value(tree, n, source)
 }
 
 fn read_facts(
