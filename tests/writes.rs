@@ -578,6 +578,7 @@ fn concurrent_forks_to_one_id_have_one_winner() {
 fn reservation_child() {
     use sessiond::dialect::pi::fork::Position;
     use sessiond::storage::publish::Reservations;
+    use sessiond::storage::publish::Taken;
     use sessiond::storage::writer::{self, ForkRequest, WriteError};
     if std::env::var_os(RESERVATION_CHILD).is_none() {
         return;
@@ -611,11 +612,14 @@ fn reservation_child() {
     let ok = results.iter().filter(|r| r.is_ok()).count();
     let reserved = results
         .iter()
-        .filter(|r| matches!(r, Err(WriteError::Reserved { .. })))
+        .filter(|r| matches!(r, Err(WriteError::Taken(Taken::Reserved { .. }))))
         .count();
     eprintln!("reservation child: {ok} ok, {reserved} reserved");
     assert_eq!(jsonl_files(dir.path()).len(), 1);
     // Afterwards the id is on disk, so a third fork is refused too.
     let third = fork();
-    assert!(matches!(third, Err(WriteError::Exists { .. })), "{third:?}");
+    assert!(
+        matches!(third, Err(WriteError::Taken(Taken::Exists { .. }))),
+        "{third:?}"
+    );
 }

@@ -485,10 +485,9 @@ fn write_corruption(e: &WriteError) -> Option<&Corruption> {
 fn write_exit(e: &WriteError) -> Exit {
     match e {
         WriteError::Corrupt { .. } => Exit::Corrupt,
-        WriteError::Conflict { .. }
-        | WriteError::Reserved { .. }
-        | WriteError::Exists { .. }
-        | WriteError::Replaced { .. } => Exit::Conflict,
+        WriteError::Conflict { .. } | WriteError::Taken(_) | WriteError::Replaced { .. } => {
+            Exit::Conflict
+        }
         WriteError::Busy { .. } => Exit::Busy,
         WriteError::UnsupportedForFormat { .. } => Exit::UnsupportedForFormat,
         WriteError::Io { .. }

@@ -20,6 +20,7 @@ use crate::dialect::pi::render::RenderError;
 use crate::session::SessionError;
 use crate::session::activity::Agent;
 use crate::session::roots::RootError;
+use crate::storage::publish::Taken;
 use crate::storage::reader::{BIRTH_GRACE, OpenError};
 use crate::storage::writer::{WriteError, WriteOptions};
 
@@ -260,7 +261,7 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
             Some(json!({ "path": path, "version": version })),
         ),
         WriteError::Replaced { path, .. } => (FILE_CHANGED, path_data(path)),
-        WriteError::Reserved { id, .. } => (
+        WriteError::Taken(Taken::Reserved { id, .. }) => (
             SESSION_EXISTS,
             Some(json!({ "kind": "reserved", "sessionId": id })),
         ),
@@ -268,7 +269,7 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
             UNSUPPORTED_FOR_FORMAT,
             Some(json!({ "path": path, "format": format, "operation": "write" })),
         ),
-        WriteError::Exists { path, id } => (
+        WriteError::Taken(Taken::Exists { path, id }) => (
             SESSION_EXISTS,
             Some(json!({ "kind": "exists", "sessionId": id, "path": path })),
         ),

@@ -29,9 +29,9 @@ use crate::dialect::pi::Pi;
 /// rename, so tests can kill a publish half-way or overlap two of them. Never set it otherwise.
 pub const TEST_PAUSE_ENV: &str = "SESSIOND_TEST_PUBLISH_PAUSE_MS";
 
-/// Why a new session file was not published. The destination is untouched in every case.
+/// A new session's id is taken: the file is not published (and the writer passes this on).
 #[derive(Debug, Error)]
-pub enum PublishError {
+pub enum Taken {
     /// Another publish in this process holds `{cwd, id}`.
     #[error("session id {id} in {cwd} is being created by another request")]
     Reserved {
@@ -48,6 +48,14 @@ pub enum PublishError {
         /// The session id that is taken.
         id: String,
     },
+}
+
+/// Why a new session file was not published. The destination is untouched in every case.
+#[derive(Debug, Error)]
+pub enum PublishError {
+    /// The id is taken.
+    #[error(transparent)]
+    Taken(#[from] Taken),
     /// Writing, syncing or renaming failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -85,17 +93,18 @@ impl Reservations {
         Self::default()
     }
 
-    /// Reserves `{cwd, id}`. Errors: `Reserved` when it is already held.
+    /// Reserves `{cwd, id}`. Errors: [`Taken::Reserved`] when it is already held.
     pub fn reserve(&self, cwd: &str, id: &str) -> Result<Reservation<'_>, PublishError> {
         let key = (cwd.to_owned(), id.to_owned());
         // A poisoned lock only means another thread panicked while holding the set; the set
         // itself is always consistent (one insert or remove), so keep using it.
         let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         if !held.insert(key.clone()) {
-            return Err(PublishError::Reserved {
+            return Err(Taken::Reserved {
                 cwd: key.0,
                 id: key.1,
-            });
+            }
+            .into());
         }
         Ok(Reservation { owner: self, key })
     }
@@ -169,10 +178,11 @@ pub fn publish_new(
         });
     }
     if let Some(path) = existing_with_id(dir, id).map_err(io_err(dir))? {
-        return Err(PublishError::Exists {
+        return Err(Taken::Exists {
             path,
             id: id.to_owned(),
-        });
+        }
+        .into());
     }
     // Created with its mode: no moment where the bytes are readable by more users.
     let temp = tempfile::Builder::new()
@@ -214,10 +224,11 @@ pub fn publish_new(
     }
     temp.persist_noclobber(&dest).map_err(|e| {
         if e.error.kind() == io::ErrorKind::AlreadyExists {
-            PublishError::Exists {
+            Taken::Exists {
                 path: dest.clone(),
                 id: id.to_owned(),
             }
+            .into()
         } else {
             PublishError::Io {
                 path: dest.clone(),
@@ -250,7 +261,7 @@ mod tests {
         let a = r.reserve("/w", "x").unwrap();
         assert!(matches!(
             r.reserve("/w", "x"),
-            Err(PublishError::Reserved { .. })
+            Err(PublishError::Taken(Taken::Reserved { .. }))
         ));
         assert!(r.reserve("/other", "x").is_ok());
         drop(a);
@@ -272,7 +283,7 @@ mod tests {
         let before = std::fs::read(&p).unwrap();
         assert!(matches!(
             publish_new(dir.path(), "a_s1.jsonl", "s1", &[header], 0o600),
-            Err(PublishError::Exists { .. })
+            Err(PublishError::Taken(Taken::Exists { .. }))
         ));
         assert_eq!(std::fs::read(&p).unwrap(), before);
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();

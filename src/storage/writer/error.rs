@@ -10,7 +10,7 @@ use crate::core::diagnostics::Corruption;
 use crate::core::tree::Stale;
 use crate::dialect::pi::entries::EntryError;
 use crate::dialect::pi::format::EntryId;
-use crate::storage::publish::PublishError;
+use crate::storage::publish::{PublishError, Taken};
 use crate::storage::reader::OpenError;
 
 /// Why a write was refused or failed. Session paths are named in every message.
@@ -117,22 +117,9 @@ pub enum WriteError {
         /// What changed (shrank, replaced, a line rewritten).
         detail: &'static str,
     },
-    /// A new session file's `{cwd, id}` is being created by another request.
-    #[error("session id {id} in {cwd} is being created by another request")]
-    Reserved {
-        /// The header `cwd` of the session being created.
-        cwd: String,
-        /// The session id being created.
-        id: String,
-    },
-    /// A new session file's id or name is taken on disk.
-    #[error("{}: a session file with id {id} already exists", path.display())]
-    Exists {
-        /// The existing file with that id.
-        path: PathBuf,
-        /// The session id that is taken.
-        id: String,
-    },
+    /// A new session file's id is taken: by another request creating it, or on disk.
+    #[error(transparent)]
+    Taken(#[from] Taken),
     /// A requested session id is not valid (pi's `assertValidSessionId`).
     #[error(
         "invalid session id {id:?}: use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
@@ -156,8 +143,8 @@ impl WriteError {
             WriteError::NotAUserMessage { .. } => "notAUserMessage",
             WriteError::UnsupportedVersion { .. } => "unsupportedVersion",
             WriteError::Replaced { .. } => "replaced",
-            WriteError::Reserved { .. } => "reserved",
-            WriteError::Exists { .. } => "exists",
+            WriteError::Taken(Taken::Reserved { .. }) => "reserved",
+            WriteError::Taken(Taken::Exists { .. }) => "exists",
             WriteError::InvalidSessionId { .. } => "invalidSessionId",
             WriteError::UnsupportedForFormat { .. } => "unsupportedForFormat",
         }
@@ -206,8 +193,7 @@ impl WriteError {
 
     pub(super) fn from_publish(e: PublishError) -> Self {
         match e {
-            PublishError::Reserved { cwd, id } => WriteError::Reserved { cwd, id },
-            PublishError::Exists { path, id } => WriteError::Exists { path, id },
+            PublishError::Taken(taken) => WriteError::Taken(taken),
             PublishError::Io { path, source } => WriteError::Io { path, source },
             PublishError::Verify { path, source } => WriteError::Io {
                 path,
