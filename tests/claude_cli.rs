@@ -183,7 +183,6 @@ fn writes_and_pi_only_commands_are_refused_and_nothing_changes() {
         vec!["compact", f, "--expected-leaf", RESUME_LEAF],
         vec!["fork", f, RESUME_LEAF],
         vec!["salvage", f],
-        vec!["export", f],
         vec!["verify", f],
     ];
     for args in refused {

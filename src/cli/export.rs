@@ -1,5 +1,5 @@
-//! `sessiond export`: the branch to a leaf as a Markdown or HTML document
-//! ([`crate::view::export`]), on stdout or into `--out` (written to a temporary file next to
+//! `sessiond export`: the branch to a leaf of a pi session or a Claude Code transcript as a
+//! Markdown or HTML document ([`crate::view::export`]), on stdout or into `--out` (written to a temporary file next to
 //! it, then renamed, so a reader never sees half a document). The session is only read.
 
 use std::io::Write;
@@ -9,7 +9,10 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::error::{CliError, Exit};
-use super::read;
+use super::{read, transcript};
+use crate::dialect::Dialect;
+use crate::storage::{reader, subagents};
+use crate::view::export::claude::Subagent;
 use crate::view::export::{self, DEFAULT_MAX_OUTPUT_BYTES, Format};
 
 /// `--format`.
@@ -24,9 +27,10 @@ pub enum FormatArg {
 /// `sessiond export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// Leaf entry id: the branch from the root to it is exported (default: the last entry).
+    /// Leaf entry id: the branch from the root to it is exported (default: pi's last entry;
+    /// the line `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
     /// The document's format (default: `html` when --out ends in `.html` or `.htm`, else `md`).
@@ -71,9 +75,6 @@ fn format_of(args: &ExportArgs) -> Format {
 /// Runs `sessiond export`. Errors: the open errors of `context`, an unknown `--leaf`, an
 /// unreadable line, or `--out` that cannot be written (`Argument`).
 pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
-    let opened = read::open(&args.file, args.allow_corrupt, "export")?;
-    let tree = &opened.session.tree;
-    let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
     let format = format_of(args);
     let options = export::Options {
         format,
@@ -84,15 +85,34 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
     };
-    let exported =
-        export::export(tree, leaf, &opened.lines, &options).map_err(|source| CliError::Render {
-            path: args.file.clone(),
-            source,
-        })?;
+    let render_err = |source| CliError::Render {
+        path: args.file.clone(),
+        source,
+    };
+    let (exported, leaf_id) = match read::dialect_of(&args.file)? {
+        Dialect::Pi => {
+            let opened = read::open(&args.file, args.allow_corrupt, "export")?;
+            let tree = &opened.session.tree;
+            let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
+            let e = export::export(tree, leaf, &opened.lines, &options).map_err(render_err)?;
+            (e, leaf.map(|l| tree.node(l).entry.id.to_string()))
+        }
+        Dialect::Claude => {
+            let read = transcript::read(&args.file, args.allow_corrupt)?;
+            let tree = &read.session.tree;
+            let leaf = transcript::leaf(tree, &args.file, args.leaf.as_deref())?;
+            let files = subagents::read(&args.file, &|p| reader::open_regular_nofollow(p));
+            let subs: Vec<Subagent<'_>> =
+                files.iter().map(|f| Subagent::of(&args.file, f)).collect();
+            let id = crate::view::convert::claude_session_id(&args.file).unwrap_or_default();
+            let e = export::claude::export(tree, Some(leaf), &read.lines, &id, &subs, &options)
+                .map_err(render_err)?;
+            (e, Some(tree.node(leaf).entry.id.to_string()))
+        }
+    };
     if let Some(path) = &args.out {
         write_atomically(path, exported.document.as_bytes())?;
     }
-    let leaf_id = leaf.map(|l| tree.node(l).entry.id.to_string());
     if args.json {
         let mut doc = json!({
             "format": format.as_str(),

@@ -378,6 +378,25 @@ fn read_closed(
     path: &Path,
     roots: &crate::session::roots::Roots,
 ) -> Result<(OpenedSession<crate::dialect::pi::Pi>, FileLines), RpcError> {
+    match read_closed_any(path, roots)? {
+        Closed::Pi(session, lines) => Ok((session, lines)),
+        Closed::Claude(..) => Err(RpcError::UnsupportedForFormat {
+            path: path.to_owned(),
+            format: crate::dialect::Dialect::Claude,
+            operation: "session/verifyResume",
+        }),
+    }
+}
+
+/// A session that is not open, read in its format.
+enum Closed {
+    Pi(OpenedSession<crate::dialect::pi::Pi>, FileLines),
+    Claude(OpenedSession<crate::dialect::claude::Claude>, FileLines),
+}
+
+/// [`read_closed`] of a file of any format sessiond reads (told from its first line).
+fn read_closed_any(path: &Path, roots: &crate::session::roots::Roots) -> Result<Closed, RpcError> {
+    use crate::storage::reader::{open_session_from, sniff_file};
     let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
     let file = crate::session::owner::open_within_roots(path, roots).map_err(open_err)?;
     let read = file.try_clone().map_err(|source| {
@@ -386,13 +405,16 @@ fn read_closed(
             source,
         })
     })?;
-    let session = crate::storage::reader::open_session_from::<crate::dialect::pi::Pi>(
-        path,
-        read,
-        Mode::Strict,
-    )
-    .map_err(open_err)?;
-    Ok((session, FileLines::new(file)))
+    Ok(match sniff_file(path, &file).map_err(open_err)? {
+        crate::dialect::Dialect::Pi => Closed::Pi(
+            open_session_from(path, read, Mode::Strict).map_err(open_err)?,
+            FileLines::new(file),
+        ),
+        crate::dialect::Dialect::Claude => Closed::Claude(
+            open_session_from(path, read, Mode::Strict).map_err(open_err)?,
+            FileLines::new(file),
+        ),
+    })
 }
 
 fn collect_closed(
@@ -437,12 +459,60 @@ fn export_result(
             source,
         }
     })?;
+    export_raw(
+        path,
+        &e,
+        leaf.map(|l| tree.node(l).entry.id.to_string()),
+        options,
+    )
+}
+
+/// `session/export`'s result for a Claude Code transcript read by its owner or just now: the
+/// branch to the leaf with the subagents it started (their files opened with `open`).
+fn transcript_export_result(
+    path: &Path,
+    tree: &crate::dialect::claude::Tree,
+    source: &dyn crate::core::source::LineSource,
+    leaf_id: Option<&str>,
+    options: &crate::view::export::Options,
+    open: crate::storage::subagents::Opener<'_>,
+) -> Result<Raw, RpcError> {
+    use crate::view::export::claude::{Subagent, export};
+    let leaf = match leaf_id {
+        Some(id) => Some(tree.find(id).ok_or_else(|| RpcError::UnknownEntry {
+            path: path.to_owned(),
+            id: id.to_owned(),
+        })?),
+        None => crate::dialect::claude::default_leaf(tree),
+    };
+    let files = crate::storage::subagents::read(path, open);
+    let subs: Vec<Subagent<'_>> = files.iter().map(|f| Subagent::of(path, f)).collect();
+    let id = convert::claude_session_id(path).unwrap_or_default();
+    let e = export(tree, leaf, source, &id, &subs, options).map_err(|source| RpcError::Render {
+        path: path.to_owned(),
+        source,
+    })?;
+    export_raw(
+        path,
+        &e,
+        leaf.map(|l| tree.node(l).entry.id.to_string()),
+        options,
+    )
+}
+
+/// An exported document as `session/export`'s result.
+fn export_raw(
+    path: &Path,
+    e: &crate::view::export::Exported,
+    leaf_id: Option<String>,
+    options: &crate::view::export::Options,
+) -> Result<Raw, RpcError> {
     // A document of hundreds of megabytes: serialized here, off the runtime (see `to_raw`),
     // from where it lies, into a buffer of its size.
     let result = crate::view::wire::ExportResult {
         path,
         format: options.format.as_str(),
-        leaf_id: leaf.map(|l| tree.node(l).entry.id.to_string()),
+        leaf_id,
         document: &e.document,
         entries: e.entries,
         messages: e.messages,
@@ -734,17 +804,26 @@ impl Backend {
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         };
         let leaf_id = p.leaf_id;
+        let roots = self.roots();
         match self.registry.get(&real) {
             // Off the runtime whatever the session's size: the work grows with the document.
             Ok(handle) => Ok(handle
-                .query_waiting(move |s| {
-                    export_result(
+                .query_waiting(move |s| match s.opened() {
+                    Opened::Pi(pi) => export_result(
                         s.path(),
-                        pi_of(s, "session/export")?.tree(),
+                        pi.tree(),
                         s.source(),
                         leaf_id.as_deref(),
                         &options,
-                    )
+                    ),
+                    Opened::Claude(t) => transcript_export_result(
+                        s.path(),
+                        &t.tree,
+                        s.source(),
+                        leaf_id.as_deref(),
+                        &options,
+                        &|p| crate::session::owner::open_within_roots(p, &roots),
+                    ),
                 })
                 .await
                 .map_err(RpcError::from)
@@ -752,10 +831,25 @@ impl Backend {
                 .map(raw_result)?),
             Err(_) => {
                 let path = real.clone();
-                let roots = self.roots();
                 Ok(tokio::task::spawn_blocking(move || {
-                    let (session, lines) = read_closed(&path, &roots)?;
-                    export_result(&path, &session.tree, &lines, leaf_id.as_deref(), &options)
+                    let open = |p: &Path| crate::session::owner::open_within_roots(p, &roots);
+                    match read_closed_any(&path, &roots)? {
+                        Closed::Pi(session, lines) => export_result(
+                            &path,
+                            &session.tree,
+                            &lines,
+                            leaf_id.as_deref(),
+                            &options,
+                        ),
+                        Closed::Claude(session, lines) => transcript_export_result(
+                            &path,
+                            &session.tree,
+                            &lines,
+                            leaf_id.as_deref(),
+                            &options,
+                            &open,
+                        ),
+                    }
                 })
                 .await
                 .map_err(|e| RpcError::Io {

@@ -6,6 +6,7 @@
 //!   position, stamp), which the session owner then keeps and the writer appends through.
 //! * [`tail`] — cheap stamps and positioned reads of what was appended to an open file.
 //! * [`list`] — headers for listings.
+//! * [`subagents`] — the subagent transcripts beside a Claude Code transcript.
 //! * [`writer`] — appends with lock and fencing, torn-tail repair, fork and salvage into new
 //!   files, built on [`lock`] (the advisory write lock) and [`publish`] (atomic creation).
 
@@ -16,5 +17,6 @@ pub mod list;
 pub mod lock;
 pub mod publish;
 pub mod reader;
+pub mod subagents;
 pub mod tail;
 pub mod writer;

@@ -35,6 +35,8 @@ use crate::dialect::pi::render::{self, LineSource, RenderError};
 use crate::js::jsstr;
 use crate::js::timestamp::format_iso;
 
+pub mod claude;
+
 /// Default [`Options::max_output_bytes`]: 8 KiB of each tool output or argument is shown.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 8 * 1024;
 
@@ -130,6 +132,26 @@ enum Part {
         args: Vec<(Option<String>, Cut)>,
         result: Option<ToolResult>,
     },
+    /// Text shown collapsed under a one-line summary (what a Claude Code attachment adds).
+    Collapsed {
+        summary: String,
+        text: Cut,
+    },
+    /// A link to a section of the document (a subagent's conversation).
+    Link {
+        anchor: String,
+        text: String,
+    },
+}
+
+/// A part of the document after the branch: a subagent's conversation, started by a tool call
+/// of the branch that links to it.
+struct Section {
+    /// The `id` a link names.
+    anchor: String,
+    title: String,
+    meta: Vec<(&'static str, String)>,
+    blocks: Vec<Block>,
 }
 
 enum Kind {
@@ -279,6 +301,7 @@ pub fn export(
         meta: &meta,
         redaction_note: &redaction_note,
         blocks: &blocks,
+        sections: &[],
     };
     let document = match options.format {
         Format::Markdown => doc.markdown(),
@@ -330,34 +353,39 @@ fn count_lines(s: &str) -> usize {
     if s.is_empty() { 0 } else { s.lines().count() }
 }
 
+/// `text` (already redacted) cut to `max` bytes at a character boundary, with its full size.
+fn cut_text(text: String, max: usize) -> Cut {
+    let full_bytes = text.len();
+    let full_lines = count_lines(&text);
+    if full_bytes <= max {
+        return Cut {
+            text,
+            full_bytes,
+            full_lines,
+            cut: false,
+        };
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cut {
+        text: text[..end].to_owned(),
+        full_bytes,
+        full_lines,
+        cut: true,
+    }
+}
+
 impl Builder<'_> {
     fn redact(&mut self, s: &str) -> String {
         self.redactor.redact(&jsstr::display(s)).into_owned()
     }
 
     fn cut(&mut self, s: &str) -> Cut {
-        let text = self.redact(s);
-        let full_bytes = text.len();
-        let full_lines = count_lines(&text);
-        if full_bytes <= self.max {
-            return Cut {
-                text,
-                full_bytes,
-                full_lines,
-                cut: false,
-            };
-        }
-        self.truncated += 1;
-        let mut end = self.max;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        Cut {
-            text: text[..end].to_owned(),
-            full_bytes,
-            full_lines,
-            cut: true,
-        }
+        let c = cut_text(self.redact(s), self.max);
+        self.truncated += usize::from(c.cut);
+        c
     }
 
     fn image(&mut self, block: &Value) -> Option<(String, String)> {
@@ -839,6 +867,7 @@ struct Doc<'a> {
     meta: &'a [(&'a str, String)],
     redaction_note: &'a str,
     blocks: &'a [Block],
+    sections: &'a [Section],
 }
 
 const CSS: &str = r#"
@@ -918,6 +947,22 @@ impl Doc<'_> {
         for b in self.blocks {
             block_html(&mut h, b);
         }
+        for s in self.sections {
+            let _ = writeln!(
+                h,
+                "<section class=\"subagent\" id=\"{}\">\n<h2>{}</h2>\n<dl class=\"meta\">",
+                esc(&s.anchor),
+                esc(&s.title)
+            );
+            for (k, v) in &s.meta {
+                let _ = writeln!(h, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+            }
+            h.push_str("</dl>\n");
+            for b in &s.blocks {
+                block_html(&mut h, b);
+            }
+            h.push_str("</section>\n");
+        }
         let _ = writeln!(
             h,
             "</main>\n<footer>Exported by sessiond {}.</footer>\n</body>\n</html>",
@@ -936,6 +981,22 @@ impl Doc<'_> {
         for b in self.blocks {
             m.push_str("---\n\n");
             block_markdown(&mut m, b);
+        }
+        for s in self.sections {
+            let _ = writeln!(
+                m,
+                "---\n\n<a id=\"{}\"></a>\n\n## {}\n",
+                esc(&s.anchor),
+                s.title.replace('\n', " ")
+            );
+            for (k, v) in &s.meta {
+                let _ = writeln!(m, "- **{k}:** {}", v.replace('\n', " "));
+            }
+            m.push('\n');
+            for b in &s.blocks {
+                m.push_str("---\n\n");
+                block_markdown(&mut m, b);
+            }
         }
         let _ = writeln!(
             m,
@@ -1014,6 +1075,19 @@ fn part_html(h: &mut String, p: &Part) {
     match p {
         Part::Text(t) => {
             let _ = writeln!(h, "<div class=\"md\">{}</div>", markdown_html(t));
+        }
+        Part::Collapsed { summary, text } => {
+            let _ = writeln!(h, "<details><summary>{}</summary>", esc(summary));
+            cut_html(h, text);
+            h.push_str("</details>\n");
+        }
+        Part::Link { anchor, text } => {
+            let _ = writeln!(
+                h,
+                "<p class=\"link\"><a href=\"#{}\">{}</a></p>",
+                esc(anchor),
+                esc(text)
+            );
         }
         Part::Thinking(t) => {
             let _ = writeln!(
@@ -1144,6 +1218,14 @@ fn block_markdown(m: &mut String, b: &Block) {
 
 fn part_markdown(m: &mut String, p: &Part) {
     match p {
+        Part::Collapsed { summary, text } => {
+            let _ = writeln!(m, "<details><summary>{}</summary>\n", esc(summary));
+            cut_markdown(m, text);
+            m.push_str("</details>\n\n");
+        }
+        Part::Link { anchor, text } => {
+            let _ = writeln!(m, "[{}](#{anchor})\n", text.replace(['[', ']'], ""));
+        }
         Part::Text(t) => {
             let _ = writeln!(m, "{}\n", t.trim_end());
         }
