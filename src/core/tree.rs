@@ -60,6 +60,34 @@ pub trait TreeEntry: Clone + std::fmt::Debug {
     }
 }
 
+/// The accessors of [`TreeEntry`] over an entry's own fields, written inside its `impl` block:
+/// `tree_entry_fields!(id, parent_id, time_ms, span)` names the fields that hold the id (an
+/// [`EntryId`]), the parent's id (`Option<EntryId>`), the time ([`JsTime`]) and the line's
+/// [`LineSpan`]. Every dialect's entry keeps these four as fields; what differs is the rest.
+macro_rules! tree_entry_fields {
+    ($id:ident, $parent:ident, $time:ident, $span:ident) => {
+        fn id(&self) -> &$crate::core::ids::EntryId {
+            &self.$id
+        }
+        fn parent_id(&self) -> Option<&$crate::core::ids::EntryId> {
+            self.$parent.as_ref()
+        }
+        fn set_parent_id(&mut self, parent: Option<$crate::core::ids::EntryId>) {
+            self.$parent = parent;
+        }
+        fn time(&self) -> $crate::core::ids::JsTime {
+            self.$time
+        }
+        fn span(&self) -> $crate::core::ids::LineSpan {
+            self.$span
+        }
+        fn span_mut(&mut self) -> &mut $crate::core::ids::LineSpan {
+            &mut self.$span
+        }
+    };
+}
+pub(crate) use tree_entry_fields;
+
 /// What an entry does to the tree besides being a node.
 #[derive(Clone, Copy, Debug)]
 pub enum Effect<'a> {
@@ -745,13 +773,7 @@ impl<E: TreeEntry> Tree<E> {
     /// entry is an error naming it: unlike pi, which silently falls back to the last entry
     /// (SPEC §3). The one leaf resolution of the CLI, the daemon and compaction.
     pub fn resolve_leaf(&self, requested: Option<&str>) -> Result<Option<NodeIdx>, UnknownId> {
-        match requested {
-            None => Ok(self.default_leaf()),
-            Some(id) => self
-                .find(id)
-                .map(Some)
-                .ok_or_else(|| UnknownId { id: id.to_owned() }),
-        }
+        UnknownId::resolve(requested, || self.default_leaf(), |id| self.find(id))
     }
     /// The fence of a write (SPEC §4): the writer's view `expected` (the id of the session's
     /// last entry in file order as the writer last saw it; `None`: a session without entries)
@@ -896,6 +918,23 @@ pub struct UnknownId {
     pub id: String,
 }
 
+impl UnknownId {
+    /// The leaf a request names: `Some(id)` is the entry `find` finds, `None` the `default` one.
+    /// Errors: an id `find` does not find. What every `resolve_leaf` does over its tree.
+    pub fn resolve(
+        requested: Option<&str>,
+        default: impl FnOnce() -> Option<NodeIdx>,
+        find: impl FnOnce(&str) -> Option<NodeIdx>,
+    ) -> Result<Option<NodeIdx>, UnknownId> {
+        match requested {
+            None => Ok(default()),
+            Some(id) => find(id)
+                .map(Some)
+                .ok_or_else(|| UnknownId { id: id.to_owned() }),
+        }
+    }
+}
+
 /// A writer's view is stale: the session's last entry is not the one the writer expected.
 /// Returned by [`Tree::fence`]; the writer turns it into its conflict error.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -952,30 +991,14 @@ mod check_append_tests {
     pub(super) struct Entry {
         id: EntryId,
         parent: Option<EntryId>,
+        time: JsTime,
         span: LineSpan,
     }
 
     impl TreeEntry for Entry {
         type Header = ();
         type Ext = ();
-        fn id(&self) -> &EntryId {
-            &self.id
-        }
-        fn parent_id(&self) -> Option<&EntryId> {
-            self.parent.as_ref()
-        }
-        fn set_parent_id(&mut self, parent: Option<EntryId>) {
-            self.parent = parent;
-        }
-        fn time(&self) -> JsTime {
-            JsTime::new(Some(0))
-        }
-        fn span(&self) -> LineSpan {
-            self.span
-        }
-        fn span_mut(&mut self) -> &mut LineSpan {
-            &mut self.span
-        }
+        tree_entry_fields!(id, parent, time, span);
     }
 
     pub(super) type Tree = super::Tree<Entry>;
@@ -987,6 +1010,7 @@ mod check_append_tests {
         Entry {
             id: id("id").unwrap(),
             parent: id("parentId"),
+            time: JsTime::new(Some(0)),
             span: LineSpan {
                 line,
                 offset: 0,

@@ -161,13 +161,7 @@ impl Opened {
     /// The leaf a request names: `Some(id)` is that entry, `None` the default leaf. Errors: an
     /// id that names no entry.
     pub fn resolve_leaf(&self, requested: Option<&str>) -> Result<Option<NodeIdx>, UnknownId> {
-        match requested {
-            None => Ok(self.default_leaf()),
-            Some(id) => self
-                .find(id)
-                .map(Some)
-                .ok_or_else(|| UnknownId { id: id.to_owned() }),
-        }
+        UnknownId::resolve(requested, || self.default_leaf(), |id| self.find(id))
     }
 
     /// Where an entry's line is.

@@ -5,9 +5,9 @@
 //! pi 1.6.0's `migrateV1ToV2` does on load.
 
 use crate::core::diagnostics::{Corruption, CorruptionKind};
-use crate::core::ids::{EntryId, JsTime, LineSpan};
+use crate::core::ids::LineSpan;
 use crate::core::lines::{Item, LineFormat, corruption, is_blank};
-use crate::core::tree::{Effect, NodeIdx, TreeEntry};
+use crate::core::tree::{Effect, NodeIdx, TreeEntry, tree_entry_fields};
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{self, Entry, EntryKind, Expect, Header, Line, ProblemKind};
 
@@ -28,24 +28,7 @@ impl TreeEntry for Entry {
     type Header = Header;
     type Ext = PiExt;
 
-    fn id(&self) -> &EntryId {
-        &self.id
-    }
-    fn parent_id(&self) -> Option<&EntryId> {
-        self.parent_id.as_ref()
-    }
-    fn set_parent_id(&mut self, parent: Option<EntryId>) {
-        self.parent_id = parent;
-    }
-    fn time(&self) -> JsTime {
-        self.time_ms
-    }
-    fn span(&self) -> LineSpan {
-        self.span
-    }
-    fn span_mut(&mut self) -> &mut LineSpan {
-        &mut self.span
-    }
+    tree_entry_fields!(id, parent_id, time_ms, span);
     fn effect(&self) -> Effect<'_> {
         match &self.kind {
             EntryKind::Label {
