@@ -7,6 +7,21 @@ use serde::Deserialize;
 use serde_json::Value;
 use tower_lsp_server::ls_types::ProgressToken;
 
+/// Declares the params of methods on an open session: each struct is deserialized with
+/// camelCase field names and starts with `path`, the open session file the method acts on.
+macro_rules! session_params {
+    ($($(#[$doc:meta])* $name:ident { $($fields:tt)* })*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            /// Open session file.
+            pub path: PathBuf,
+            $($fields)*
+        }
+    )*};
+}
+
 /// `session/open` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -26,33 +41,28 @@ pub struct CloseParams {
     pub path: PathBuf,
 }
 
-/// `session/tree` params. At most one of `fromId`, `childrenOf` and `after` names where the
-/// page starts; none: at the roots.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TreeParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// Start the page at this entry (included).
-    pub from_id: Option<String>,
-    /// Start the page at this entry's children (the entry itself is not included).
-    pub children_of: Option<String>,
-    /// Start the page at the siblings that follow this entry (in file order; for a root, the
-    /// roots after it). Neither the entry nor its subtree is included.
-    pub after: Option<String>,
-    /// Levels below the first level of the page to include; default 64.
-    pub depth: Option<usize>,
-    /// Maximum number of nodes, 1 to 10000; default 1000. Out of range: -32602.
-    pub limit: Option<usize>,
-}
+session_params! {
+    /// `session/tree` params. At most one of `fromId`, `childrenOf` and `after` names where the
+    /// page starts; none: at the roots.
+    TreeParams {
+        /// Start the page at this entry (included).
+        pub from_id: Option<String>,
+        /// Start the page at this entry's children (the entry itself is not included).
+        pub children_of: Option<String>,
+        /// Start the page at the siblings that follow this entry (in file order; for a root, the
+        /// roots after it). Neither the entry nor its subtree is included.
+        pub after: Option<String>,
+        /// Levels below the first level of the page to include; default 64.
+        pub depth: Option<usize>,
+        /// Maximum number of nodes, 1 to 10000; default 1000. Out of range: -32602.
+        pub limit: Option<usize>,
+    }
 
-/// `session/entry` params.
-#[derive(Debug, Deserialize)]
-pub struct EntryParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// Id of the entry to return.
-    pub id: String,
+    /// `session/entry` params.
+    EntryParams {
+        /// Id of the entry to return.
+        pub id: String,
+    }
 }
 
 /// `session/contextAt` `fields`.
@@ -68,39 +78,33 @@ pub enum FieldsParam {
     Full,
 }
 
-/// `session/contextAt` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ContextAtParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// Leaf whose context is built; absent: the default leaf (last entry in file order).
-    pub leaf_id: Option<String>,
-    /// Index of the first message returned; default 0.
-    #[serde(default)]
-    pub offset: usize,
-    /// Maximum number of messages returned; absent: all from `offset`.
-    pub limit: Option<usize>,
-    /// How much of each message to return; default `full`.
-    #[serde(default)]
-    pub fields: FieldsParam,
-    /// A Claude Code transcript's request model (attachments and thinking blocks depend on it);
-    /// absent: the session's. Not for pi sessions.
-    pub model: Option<String>,
-}
+session_params! {
+    /// `session/contextAt` params.
+    ContextAtParams {
+        /// Leaf whose context is built; absent: the default leaf (last entry in file order).
+        pub leaf_id: Option<String>,
+        /// Index of the first message returned; default 0.
+        #[serde(default)]
+        pub offset: usize,
+        /// Maximum number of messages returned; absent: all from `offset`.
+        pub limit: Option<usize>,
+        /// How much of each message to return; default `full`.
+        #[serde(default)]
+        pub fields: FieldsParam,
+        /// A Claude Code transcript's request model (attachments and thinking blocks depend on it);
+        /// absent: the session's. Not for pi sessions.
+        pub model: Option<String>,
+    }
 
-/// `session/explain` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExplainParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// Entry to explain (a Claude Code transcript's line without a uuid: `line:N`).
-    pub entry_id: String,
-    /// Leaf whose context is asked about; absent: the default leaf.
-    pub leaf_id: Option<String>,
-    /// A Claude Code transcript's request model; absent: the session's. Not for pi sessions.
-    pub model: Option<String>,
+    /// `session/explain` params.
+    ExplainParams {
+        /// Entry to explain (a Claude Code transcript's line without a uuid: `line:N`).
+        pub entry_id: String,
+        /// Leaf whose context is asked about; absent: the default leaf.
+        pub leaf_id: Option<String>,
+        /// A Claude Code transcript's request model; absent: the session's. Not for pi sessions.
+        pub model: Option<String>,
+    }
 }
 
 /// `session/verifyResume` params.
@@ -219,90 +223,72 @@ pub struct SalvageParams {
     pub target_dir: Option<PathBuf>,
 }
 
-/// `session/label` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LabelParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// Entry whose label is set or cleared.
-    pub target_id: String,
-    /// `null` (or absent) clears the label.
-    pub label: Option<String>,
-    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
-    /// mismatch is a conflict (-33010).
-    #[serde(default, deserialize_with = "nullable")]
-    pub expected_leaf_id: Option<Option<String>>,
-}
+session_params! {
+    /// `session/label` params.
+    LabelParams {
+        /// Entry whose label is set or cleared.
+        pub target_id: String,
+        /// `null` (or absent) clears the label.
+        pub label: Option<String>,
+        /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+        /// mismatch is a conflict (-33010).
+        #[serde(default, deserialize_with = "nullable")]
+        pub expected_leaf_id: Option<Option<String>>,
+    }
 
-/// `session/setName` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SetNameParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// New session name (pi's `appendSessionInfo`: newlines become spaces, ends trimmed).
-    pub name: String,
-    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
-    /// mismatch is a conflict (-33010).
-    #[serde(default, deserialize_with = "nullable")]
-    pub expected_leaf_id: Option<Option<String>>,
-}
+    /// `session/setName` params.
+    SetNameParams {
+        /// New session name (pi's `appendSessionInfo`: newlines become spaces, ends trimmed).
+        pub name: String,
+        /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+        /// mismatch is a conflict (-33010).
+        #[serde(default, deserialize_with = "nullable")]
+        pub expected_leaf_id: Option<Option<String>>,
+    }
 
-/// `session/branch` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct BranchParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// The entry the branch starts from; `null`: before the first entry.
-    #[serde(default, deserialize_with = "nullable")]
-    pub from_id: Option<Option<String>>,
-    /// With a summary a `branch_summary` entry is written; without, nothing is.
-    pub summary: Option<String>,
-    /// Any JSON, stored as the `branch_summary` entry's `details`.
-    pub details: Option<Value>,
-    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
-    /// mismatch is a conflict (-33010).
-    #[serde(default, deserialize_with = "nullable")]
-    pub expected_leaf_id: Option<Option<String>>,
-    /// Write even while an agent works on the session (otherwise -33019); default false.
-    #[serde(default)]
-    pub force: bool,
-}
+    /// `session/branch` params.
+    BranchParams {
+        /// The entry the branch starts from; `null`: before the first entry.
+        #[serde(default, deserialize_with = "nullable")]
+        pub from_id: Option<Option<String>>,
+        /// With a summary a `branch_summary` entry is written; without, nothing is.
+        pub summary: Option<String>,
+        /// Any JSON, stored as the `branch_summary` entry's `details`.
+        pub details: Option<Value>,
+        /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+        /// mismatch is a conflict (-33010).
+        #[serde(default, deserialize_with = "nullable")]
+        pub expected_leaf_id: Option<Option<String>>,
+        /// Write even while an agent works on the session (otherwise -33019); default false.
+        #[serde(default)]
+        pub force: bool,
+    }
 
-/// `session/append` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AppendParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// The entry as a JSON object, or as JSON text (whose field bytes are kept exactly).
-    pub entry: Value,
-    /// Absent: the session's leaf; `null`: a new root.
-    #[serde(default, deserialize_with = "nullable")]
-    pub parent_id: Option<Option<String>>,
-    /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
-    /// mismatch is a conflict (-33010).
-    #[serde(default, deserialize_with = "nullable")]
-    pub expected_leaf_id: Option<Option<String>>,
-    /// Write even while an agent works on the session (otherwise -33019); default false.
-    #[serde(default)]
-    pub force: bool,
-}
+    /// `session/append` params.
+    AppendParams {
+        /// The entry as a JSON object, or as JSON text (whose field bytes are kept exactly).
+        pub entry: Value,
+        /// Absent: the session's leaf; `null`: a new root.
+        #[serde(default, deserialize_with = "nullable")]
+        pub parent_id: Option<Option<String>>,
+        /// Id of the session's last entry in file order as the client saw it (`null`: no entries); a
+        /// mismatch is a conflict (-33010).
+        #[serde(default, deserialize_with = "nullable")]
+        pub expected_leaf_id: Option<Option<String>>,
+        /// Write even while an agent works on the session (otherwise -33019); default false.
+        #[serde(default)]
+        pub force: bool,
+    }
 
-/// `session/prepareCompaction` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PrepareCompactionParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// Leaf whose path is compacted; absent: the last entry.
-    pub leaf_id: Option<String>,
-    /// Tokens of recent context to keep; absent: pi's 20000.
-    pub keep_recent_tokens: Option<u64>,
-    /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
-    pub custom_instructions: Option<String>,
+    /// `session/prepareCompaction` params.
+    PrepareCompactionParams {
+        /// Leaf whose path is compacted; absent: the last entry.
+        pub leaf_id: Option<String>,
+        /// Tokens of recent context to keep; absent: pi's 20000.
+        pub keep_recent_tokens: Option<u64>,
+        /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
+        pub custom_instructions: Option<String>,
+    }
 }
 
 /// `session/compact`'s `summarizer`: `{"type": "embedded"}` or `{"type": "model", model?,
@@ -349,50 +335,44 @@ pub enum SummarizerApi {
     AnthropicMessages,
 }
 
-/// `session/compact` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CompactParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// Leaf whose path is compacted; absent: the last entry.
-    pub leaf_id: Option<String>,
-    /// Id of the session's last entry as the client saw it; required unless `dryRun` (then checked
-    /// when given).
-    #[serde(default, deserialize_with = "nullable")]
-    pub expected_leaf_id: Option<Option<String>>,
-    /// Tokens of recent context to keep; absent: pi's 20000.
-    pub keep_recent_tokens: Option<u64>,
-    /// Summary stored verbatim; absent: the `summarizer` writes one.
-    pub summary: Option<String>,
-    /// Who writes the summary when `summary` is absent; absent: the embedded digest.
-    pub summarizer: Option<SummarizerParams>,
-    /// LSP work-done token: when given, a model summarizer reports `$/progress` under it.
-    pub work_done_token: Option<ProgressToken>,
-    /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
-    pub custom_instructions: Option<String>,
-    /// Refuse (-33014, nothing written) when a retention probe would be lost; default false. Dry
-    /// runs never refuse.
-    #[serde(default)]
-    pub require_retention: bool,
-    /// Plan on the daemon's view and write nothing; default false.
-    #[serde(default)]
-    pub dry_run: bool,
-    /// Write even while an agent works on the session (otherwise -33019); default false.
-    #[serde(default)]
-    pub force: bool,
-}
+session_params! {
+    /// `session/compact` params.
+    CompactParams {
+        /// Leaf whose path is compacted; absent: the last entry.
+        pub leaf_id: Option<String>,
+        /// Id of the session's last entry as the client saw it; required unless `dryRun` (then checked
+        /// when given).
+        #[serde(default, deserialize_with = "nullable")]
+        pub expected_leaf_id: Option<Option<String>>,
+        /// Tokens of recent context to keep; absent: pi's 20000.
+        pub keep_recent_tokens: Option<u64>,
+        /// Summary stored verbatim; absent: the `summarizer` writes one.
+        pub summary: Option<String>,
+        /// Who writes the summary when `summary` is absent; absent: the embedded digest.
+        pub summarizer: Option<SummarizerParams>,
+        /// LSP work-done token: when given, a model summarizer reports `$/progress` under it.
+        pub work_done_token: Option<ProgressToken>,
+        /// Extra focus added to pi's summarization prompt as `Additional focus: …`.
+        pub custom_instructions: Option<String>,
+        /// Refuse (-33014, nothing written) when a retention probe would be lost; default false. Dry
+        /// runs never refuse.
+        #[serde(default)]
+        pub require_retention: bool,
+        /// Plan on the daemon's view and write nothing; default false.
+        #[serde(default)]
+        pub dry_run: bool,
+        /// Write even while an agent works on the session (otherwise -33019); default false.
+        #[serde(default)]
+        pub force: bool,
+    }
 
-/// `session/graph` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct GraphParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// The leaf whose context is highlighted; absent: the default leaf (last entry in file order).
-    pub leaf_id: Option<String>,
-    /// The first row of the page (default 0).
-    pub offset: Option<usize>,
-    /// Rows in the page (default 1000, 1 to 10000).
-    pub limit: Option<usize>,
+    /// `session/graph` params.
+    GraphParams {
+        /// The leaf whose context is highlighted; absent: the default leaf (last entry in file order).
+        pub leaf_id: Option<String>,
+        /// The first row of the page (default 0).
+        pub offset: Option<usize>,
+        /// Rows in the page (default 1000, 1 to 10000).
+        pub limit: Option<usize>,
+    }
 }
