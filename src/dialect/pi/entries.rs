@@ -524,6 +524,21 @@ mod tests {
         }
     }
 
+    /// Runs `f` with an entry context on [`SESSION`] at `leaf` (an id of it) and `timestamp`,
+    /// new ids counting up from `00000001`.
+    fn in_session(leaf: Option<&str>, timestamp: &str, f: impl FnOnce(&mut EntryContext<'_>)) {
+        let tree = tree_of(SESSION);
+        let leaf = leaf.map(EntryId::new);
+        let mut u = fixed_uuids();
+        let mut cx = EntryContext {
+            tree: &tree,
+            leaf: leaf.as_ref(),
+            timestamp,
+            uuids: &mut u,
+        };
+        f(&mut cx);
+    }
+
     const SESSION: &[&str] = &[
         r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#,
         r#"{"type":"message","id":"aaaaaaaa","parentId":null,"timestamp":"2025-01-01T00:00:01.000Z","message":{"role":"user","content":"hi"}}"#,
@@ -531,29 +546,22 @@ mod tests {
 
     #[test]
     fn label_matches_pi_shape_and_refuses_missing_target() {
-        let tree = tree_of(SESSION);
-        let leaf = EntryId::new("aaaaaaaa");
-        let mut u = fixed_uuids();
-        let mut cx = EntryContext {
-            tree: &tree,
-            leaf: Some(&leaf),
-            timestamp: "2025-01-02T00:00:00.000Z",
-            uuids: &mut u,
-        };
-        let e = label(&mut cx, "aaaaaaaa", Some("start")).unwrap();
-        assert_eq!(
-            e.line,
-            r#"{"type":"label","id":"00000001","parentId":"aaaaaaaa","timestamp":"2025-01-02T00:00:00.000Z","targetId":"aaaaaaaa","label":"start"}"#
-        );
-        let cleared = label(&mut cx, "aaaaaaaa", None).unwrap();
-        assert!(!cleared.line.contains("\"label\":"));
-        assert_eq!(
-            label(&mut cx, "nope", Some("x")),
-            Err(EntryError::UnknownEntry {
-                id: "nope".into(),
-                role: "label target"
-            })
-        );
+        in_session(Some("aaaaaaaa"), "2025-01-02T00:00:00.000Z", |cx| {
+            let e = label(cx, "aaaaaaaa", Some("start")).unwrap();
+            assert_eq!(
+                e.line,
+                r#"{"type":"label","id":"00000001","parentId":"aaaaaaaa","timestamp":"2025-01-02T00:00:00.000Z","targetId":"aaaaaaaa","label":"start"}"#
+            );
+            let cleared = label(cx, "aaaaaaaa", None).unwrap();
+            assert!(!cleared.line.contains("\"label\":"));
+            assert_eq!(
+                label(cx, "nope", Some("x")),
+                Err(EntryError::UnknownEntry {
+                    id: "nope".into(),
+                    role: "label target"
+                })
+            );
+        });
     }
 
     #[test]
@@ -563,69 +571,56 @@ mod tests {
 
     #[test]
     fn branch_summary_names_the_leaf_left() {
-        let tree = tree_of(SESSION);
-        let mut u = fixed_uuids();
-        let mut cx = EntryContext {
-            tree: &tree,
-            leaf: None,
-            timestamp: "t",
-            uuids: &mut u,
-        };
-        let e = branch_summary(&mut cx, None, "s", None).unwrap();
-        assert!(e.line.contains(r#""parentId":null"#) && e.line.contains(r#""fromId":"root""#));
+        in_session(None, "t", |cx| {
+            let e = branch_summary(cx, None, "s", None).unwrap();
+            assert!(e.line.contains(r#""parentId":null"#) && e.line.contains(r#""fromId":"root""#));
+        });
     }
 
     #[test]
     fn generic_append_fills_and_orders_fields() {
-        let tree = tree_of(SESSION);
-        let leaf = EntryId::new("aaaaaaaa");
-        let mut u = fixed_uuids();
-        let mut cx = EntryContext {
-            tree: &tree,
-            leaf: Some(&leaf),
-            timestamp: "T",
-            uuids: &mut u,
-        };
-        let e = append(
-            &mut cx,
-            r#"{"message":{"role":"assistant","content":[]},"type":"message","x":1e3}"#,
-            ParentChoice::Leaf,
-        )
-        .unwrap();
-        assert_eq!(
-            e.line,
-            r#"{"type":"message","id":"00000001","parentId":"aaaaaaaa","timestamp":"T","message":{"role":"assistant","content":[]},"x":1e3}"#
-        );
-        let mut err = |json: &str, p| append(&mut cx, json, p).unwrap_err();
-        assert_eq!(
-            err(r#"{"a":1}"#, ParentChoice::Leaf),
-            EntryError::MissingType
-        );
-        assert!(matches!(
-            err(
-                r#"{"type":"message","message":{"content":[]}}"#,
-                ParentChoice::Leaf
-            ),
-            EntryError::InvalidField {
-                field: "message.role",
-                ..
-            }
-        ));
-        assert!(matches!(
-            err(
-                r#"{"type":"custom","customType":"x"}"#,
-                ParentChoice::Explicit(Some("zz"))
-            ),
-            EntryError::UnknownEntry { .. }
-        ));
-        assert!(matches!(
-            err(r#"{"type":"label","targetId":"zz"}"#, ParentChoice::Leaf),
-            EntryError::UnknownEntry { .. }
-        ));
-        assert!(matches!(
-            err(r#"{"type":"x","id":"aaaaaaaa"}"#, ParentChoice::Leaf),
-            EntryError::DuplicateId { .. }
-        ));
+        in_session(Some("aaaaaaaa"), "T", |cx| {
+            let e = append(
+                cx,
+                r#"{"message":{"role":"assistant","content":[]},"type":"message","x":1e3}"#,
+                ParentChoice::Leaf,
+            )
+            .unwrap();
+            assert_eq!(
+                e.line,
+                r#"{"type":"message","id":"00000001","parentId":"aaaaaaaa","timestamp":"T","message":{"role":"assistant","content":[]},"x":1e3}"#
+            );
+            let mut err = |json: &str, p| append(cx, json, p).unwrap_err();
+            assert_eq!(
+                err(r#"{"a":1}"#, ParentChoice::Leaf),
+                EntryError::MissingType
+            );
+            assert!(matches!(
+                err(
+                    r#"{"type":"message","message":{"content":[]}}"#,
+                    ParentChoice::Leaf
+                ),
+                EntryError::InvalidField {
+                    field: "message.role",
+                    ..
+                }
+            ));
+            assert!(matches!(
+                err(
+                    r#"{"type":"custom","customType":"x"}"#,
+                    ParentChoice::Explicit(Some("zz"))
+                ),
+                EntryError::UnknownEntry { .. }
+            ));
+            assert!(matches!(
+                err(r#"{"type":"label","targetId":"zz"}"#, ParentChoice::Leaf),
+                EntryError::UnknownEntry { .. }
+            ));
+            assert!(matches!(
+                err(r#"{"type":"x","id":"aaaaaaaa"}"#, ParentChoice::Leaf),
+                EntryError::DuplicateId { .. }
+            ));
+        });
     }
 
     #[test]
