@@ -506,15 +506,11 @@ pub fn render_item(
             vec![m.to_raw()]
         }
         Contribution::BranchSummary => {
-            let mut m = RawObject::new();
-            m.set("role", raw_json("\"branchSummary\"".into()));
-            for key in ["summary", "fromId"] {
-                if let Some(v) = line.take(key) {
-                    m.put(key, v);
-                }
-            }
-            m.set("timestamp", raw_json(js_time(&line)));
-            vec![m.to_raw()]
+            vec![summary_message(
+                "branchSummary",
+                ["summary", "fromId"],
+                &mut line,
+            )]
         }
         Contribution::CompactionSummary {
             with_system_message,
@@ -523,15 +519,11 @@ pub fn render_item(
             if with_system_message && let Some(system) = line.take("systemMessage") {
                 out.push(system.into_owned());
             }
-            let mut m = RawObject::new();
-            m.set("role", raw_json("\"compactionSummary\"".into()));
-            for key in ["summary", "tokensBefore"] {
-                if let Some(v) = line.take(key) {
-                    m.put(key, v);
-                }
-            }
-            m.set("timestamp", raw_json(js_time(&line)));
-            out.push(m.to_raw());
+            out.push(summary_message(
+                "compactionSummary",
+                ["summary", "tokensBefore"],
+                &mut line,
+            ));
             out
         }
         Contribution::Nothing(_) => Vec::new(),
@@ -585,6 +577,20 @@ fn apply_edit(message: &mut RawObject<'_>, role: &Role, edit: Option<&Replacemen
 }
 
 /// `new Date(entry.timestamp).getTime()` as JSON text (`null` for NaN).
+/// The message pi makes of a summary entry's `line`: `role`, the line's `keys` as written (those
+/// present), and its time.
+fn summary_message(role: &str, keys: [&str; 2], line: &mut RawObject<'_>) -> Box<RawValue> {
+    let mut m = RawObject::new();
+    m.set("role", raw_json(format!("\"{role}\"")));
+    for key in keys {
+        if let Some(v) = line.take(key) {
+            m.put(key, v);
+        }
+    }
+    m.set("timestamp", raw_json(js_time(line)));
+    m.to_raw()
+}
+
 fn js_time(line: &RawObject<'_>) -> String {
     js_time_of_raw(line.get("timestamp")).map_or_else(|| "null".to_owned(), |ms| ms.to_string())
 }
