@@ -181,7 +181,6 @@ fn writes_and_pi_only_commands_are_refused_and_nothing_changes() {
             RESUME_LEAF,
         ],
         vec!["compact", f, "--expected-leaf", RESUME_LEAF],
-        vec!["fork", f, RESUME_LEAF],
         vec!["salvage", f],
         vec!["verify", f],
     ];
@@ -264,8 +263,8 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
             serde_json::json!({"path": f, "targetId": RESUME_LEAF, "label": "x", "expectedLeafId": RESUME_LEAF}),
         ),
         (
-            "session/fork",
-            serde_json::json!({"path": f, "entryId": RESUME_LEAF, "position": "at"}),
+            "session/append",
+            serde_json::json!({"path": f, "entry": {"type": "custom"}, "expectedLeafId": RESUME_LEAF}),
         ),
         (
             "session/setName",

@@ -45,17 +45,21 @@ pub struct AppendOpts {
 /// `sessiond fork`.
 #[derive(Debug, Args)]
 pub struct ForkArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session, or a Claude Code transcript (forked into a new
+    /// transcript `claude --resume NEW_ID` continues, as `--fork-session` writes it).
     pub file: PathBuf,
     /// The entry to fork at.
     pub entry_id: String,
-    /// Fork before the entry (up to its parent); the entry must be a user message.
+    /// Fork before the entry (up to its parent); the entry must be a user message (a typed
+    /// prompt, for a Claude Code transcript).
     #[arg(long)]
     pub before: bool,
-    /// Directory of the new file (default: the source's directory).
+    /// Directory of the new file (default: the source's directory; for a Claude Code
+    /// transcript, its projects directory, where `claude --resume` looks).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Id of the new session (default: a new UUIDv7).
+    /// Id of the new session (default: a new UUIDv7; for a Claude Code transcript a new UUID,
+    /// and a given one must be a UUID).
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
     /// Print the result as JSON.
@@ -164,23 +168,30 @@ fn options(o: &AppendOpts) -> WriteOptions {
 
 /// Runs `fork`.
 pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
-    super::read::require_pi(&args.file, "fork")?;
-    let session = writer::open_for_write(&args.file)?;
-    let forked = writer::fork(
-        &args.file,
-        &session.tree,
-        ForkRequest {
-            entry_id: &args.entry_id,
-            position: if args.before {
-                Position::Before
-            } else {
-                Position::At
-            },
-            target_dir: args.out.as_deref(),
-            session_id: args.session_id.as_deref(),
+    let req = ForkRequest {
+        entry_id: &args.entry_id,
+        position: if args.before {
+            Position::Before
+        } else {
+            Position::At
         },
-        &Reservations::new(),
-    )?;
+        target_dir: args.out.as_deref(),
+        session_id: args.session_id.as_deref(),
+    };
+    let forked = match super::read::dialect_of(&args.file)? {
+        crate::dialect::Dialect::Pi => {
+            let session = writer::open_for_write(&args.file)?;
+            writer::fork(&args.file, &session.tree, req, &Reservations::new())?
+        }
+        crate::dialect::Dialect::Claude => {
+            // Only what reads strictly is forked.
+            let session = crate::storage::reader::open_session::<crate::dialect::claude::Claude>(
+                &args.file,
+                crate::core::tree::Mode::Strict,
+            )?;
+            writer::fork_transcript(&args.file, &session.tree, req, &Reservations::new())?
+        }
+    };
     print(out, &convert::forked(&forked), args.json, |f| {
         format!(
             "wrote {} · {} · session {} · leaf {}",

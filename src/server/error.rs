@@ -249,7 +249,7 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
             INVALID_ENTRY,
             Some(json!({ "path": path, "detail": source.to_string() })),
         ),
-        WriteError::InvalidSessionId { id } => (
+        WriteError::InvalidSessionId { id, .. } => (
             INVALID_ENTRY,
             Some(json!({ "sessionId": id, "detail": e.to_string() })),
         ),

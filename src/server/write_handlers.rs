@@ -149,7 +149,9 @@ impl Backend {
         dir.map(|d| self.resolve(d)).transpose()
     }
 
-    /// `session/fork {path, entryId, position, targetDir?, sessionId?}`.
+    /// `session/fork {path, entryId, position, targetDir?, sessionId?}`: a pi session forks as
+    /// pi does ([`writer::fork`]), a Claude Code transcript as `--fork-session` does
+    /// ([`writer::fork_transcript`]).
     pub async fn fork(&self, p: Value) -> RpcResult<Value> {
         let p: ForkParams = params("session/fork", p)?;
         let target = self.target_dir(p.target_dir.as_deref())?;
@@ -165,7 +167,18 @@ impl Backend {
                     target_dir: target.as_deref(),
                     session_id: p.session_id.as_deref(),
                 };
-                let forked = if s.mode() == Mode::Lenient {
+                let forked = if let Some(tree) = s.claude() {
+                    // A Claude Code transcript forks into a new transcript (its only write).
+                    if s.mode() == Mode::Lenient {
+                        let fresh = crate::storage::reader::open_session::<
+                            crate::dialect::claude::Claude,
+                        >(s.path(), Mode::Strict)
+                        .map_err(crate::session::SessionError::Open)?;
+                        writer::fork_transcript(s.path(), &fresh.tree, req, &reservations)?
+                    } else {
+                        writer::fork_transcript(s.path(), tree, req, &reservations)?
+                    }
+                } else if s.mode() == Mode::Lenient {
                     // A lenient tree may hide corruption: fork only what reads strictly.
                     let fresh = writer::open_for_write(s.path())?;
                     writer::fork(s.path(), &fresh.tree, req, &reservations)?

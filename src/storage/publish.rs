@@ -22,6 +22,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::reader::{self, OpenError};
+use crate::core::lines::LineFormat;
 use crate::core::tree::Mode;
 use crate::dialect::pi::Pi;
 
@@ -122,12 +123,16 @@ pub fn session_file_name(timestamp: &str, id: &str) -> String {
     format!("{}_{id}.jsonl", timestamp.replace([':', '.'], "-"))
 }
 
-/// Whether `dir` already holds a session file for `id` (`*_<id>.jsonl`).
+/// Whether `dir` already holds a session file for `id` (pi's `*_<id>.jsonl`, Claude Code's
+/// `<id>.jsonl`).
 fn existing_with_id(dir: &Path, id: &str) -> io::Result<Option<PathBuf>> {
     let suffix = format!("_{id}.jsonl");
+    let whole = format!("{id}.jsonl");
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        if entry.file_name().to_string_lossy().ends_with(&suffix) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(&suffix) || name == whole {
             return Ok(Some(entry.path()));
         }
     }
@@ -152,6 +157,18 @@ pub fn mode_like(source: &Path) -> u32 {
 /// without replace; fsync `dir`. Errors: `Exists`, `Io` (also when `dir` is not an existing
 /// directory), `Verify`; on any error no file named `name` was created.
 pub fn publish_new(
+    dir: &Path,
+    name: &str,
+    id: &str,
+    lines: &[Vec<u8>],
+    mode: u32,
+) -> Result<PathBuf, PublishError> {
+    publish_new_as::<Pi>(dir, name, id, lines, mode)
+}
+
+/// [`publish_new`] of a file in format `F` (read back strictly as `F`): a pi session, or a
+/// new Claude Code transcript (a fork).
+pub fn publish_new_as<F: LineFormat>(
     dir: &Path,
     name: &str,
     id: &str,
@@ -200,7 +217,7 @@ pub fn publish_new(
         out.flush().map_err(io_err(temp.path()))?;
     }
     temp.as_file().sync_all().map_err(io_err(temp.path()))?;
-    match reader::open_session::<Pi>(temp.path(), Mode::Strict) {
+    match reader::open_session::<F>(temp.path(), Mode::Strict) {
         Ok(s) if s.torn_tail.is_none() => {}
         Ok(_) => {
             return Err(PublishError::Io {

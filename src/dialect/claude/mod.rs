@@ -1,12 +1,14 @@
 //! The Claude Code dialect: transcripts under `~/.claude/projects/<cwd>/<session>.jsonl` as
 //! Claude Code 2.1 writes and resumes them (`docs/claude-code.md` holds the facts and the
 //! evidence) — the line format, the tree of `uuid`/`parentUuid` with its bookkeeping lines, the
-//! leaf `claude --resume` continues from, and what the model is sent at a leaf. Read only: sessiond
-//! never writes to a Claude Code transcript. Pure: no I/O.
+//! leaf `claude --resume` continues from, what the model is sent at a leaf, and a fork into a new
+//! transcript. Read only: sessiond never writes to a Claude Code transcript (a fork is a new
+//! file). Pure: no I/O.
 
 pub mod attachment;
 pub mod context;
 pub mod explain;
+pub mod fork;
 pub mod format;
 pub mod leaf;
 pub mod lines;

@@ -120,13 +120,14 @@ pub enum WriteError {
     /// A new session file's id is taken: by another request creating it, or on disk.
     #[error(transparent)]
     Taken(#[from] Taken),
-    /// A requested session id is not valid (pi's `assertValidSessionId`).
-    #[error(
-        "invalid session id {id:?}: use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"
-    )]
+    /// A requested session id is not valid for the format (pi's `assertValidSessionId`; a
+    /// Claude Code session id is a UUID).
+    #[error("invalid session id {id:?}: {rule}")]
     InvalidSessionId {
         /// The requested id, as given.
         id: String,
+        /// What the format takes.
+        rule: &'static str,
     },
 }
 

@@ -16,7 +16,7 @@
 //! | `session/setName {path, name, expectedLeafId}` | [`write_entry`] with [`Change::SetName`] |
 //! | `session/branch {path, fromId\|null, summary?, details?, expectedLeafId}` | [`write_entry`] with [`Change::Branch`] |
 //! | `session/compact {path, leafId?, expectedLeafId, ...}` | [`write_prebuilt`] with the compaction entry |
-//! | `session/fork {path, entryId, position, targetDir?}` | [`fork`] (reads only; no lock) |
+//! | `session/fork {path, entryId, position, targetDir?}` | [`fork`] (reads only; no lock); a Claude Code transcript: [`fork_transcript`] |
 //! | `session/salvage {path}` | [`salvage`] (reads the source leniently; writes a new file) |
 //!
 //! `expectedLeafId` is the writer's view: the id of the session's last entry in file order as
@@ -80,7 +80,7 @@ pub use append::{
     write_prebuilt,
 };
 pub use error::WriteError;
-pub use new_file::{ForkRequest, Forked, Salvaged, fork, salvage};
+pub use new_file::{ForkRequest, Forked, Salvaged, fork, fork_transcript, salvage};
 pub use repair::Repair;
 
 /// Tunables of the write path.

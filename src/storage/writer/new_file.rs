@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::WriteError;
 use crate::core::raw_object::RawObject;
 use crate::core::tree::Mode;
+use crate::dialect::claude::{self, Claude};
 use crate::dialect::pi::Pi;
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::fork::{self, ForkError, LineEdit, NewHeader, Position};
@@ -131,6 +132,115 @@ pub fn fork(
     })
 }
 
+/// The mode of a forked Claude Code transcript: 0600, as Claude Code writes its transcripts, so
+/// that the fork is readable by its owner only and Claude Code can append to it when it resumes.
+const TRANSCRIPT_MODE: u32 = 0o600;
+
+/// Forks the Claude Code transcript at `path` (already read into `tree`) into a new transcript
+/// `<new id>.jsonl`, in the source's directory (Claude Code's projects directory of its working
+/// directory, where `claude --resume <new id>` finds it) unless `req.target_dir` names another;
+/// the source is only read. The new file holds the path Claude Code loads to the fork point
+/// from the newest compact boundary on it ([`claude::fork`]). `req.position` `Before` forks at
+/// the parent of a prompt (a user line Claude Code did not write itself). The new session id
+/// is `req.session_id` (a UUID) or a new random UUID, as Claude Code's. Errors:
+/// `UnknownEntry`, `NotAUserMessage`, `InvalidSessionId`, `Taken`, `Replaced` (a line changed
+/// under us), `Io`.
+pub fn fork_transcript(
+    path: &Path,
+    tree: &claude::Tree,
+    req: ForkRequest<'_>,
+    reservations: &Reservations,
+) -> Result<Forked, WriteError> {
+    use crate::dialect::claude::format::Kind;
+    let lines = FileLines::open(path).map_err(WriteError::io(path))?;
+    let unknown = |id: &str| WriteError::UnknownEntry {
+        path: path.to_owned(),
+        id: id.to_owned(),
+        role: "fork point",
+    };
+    let node = tree
+        .find(req.entry_id)
+        .ok_or_else(|| unknown(req.entry_id))?;
+    let leaf = match req.position {
+        Position::At => node,
+        Position::Before => {
+            let e = &tree.node(node).entry;
+            let prompt = matches!(
+                e.kind,
+                Kind::User {
+                    meta: false,
+                    compact_summary: false,
+                    tool_result: false,
+                    ..
+                }
+            );
+            match (prompt, tree.node(node).parent) {
+                (true, Some(parent)) => parent,
+                _ => {
+                    return Err(WriteError::NotAUserMessage {
+                        path: path.to_owned(),
+                        id: e.id.to_string(),
+                    });
+                }
+            }
+        }
+    };
+    let session_id = match req.session_id {
+        None => Uuid::new_v4().to_string(),
+        Some(id) => Uuid::parse_str(id)
+            .map(|u| u.hyphenated().to_string())
+            .map_err(|_| WriteError::InvalidSessionId {
+                id: id.to_owned(),
+                rule: "a Claude Code session id is a UUID",
+            })?,
+    };
+    let size = std::fs::metadata(path).map_err(WriteError::io(path))?.len();
+    let mode = claude::fork::last_mode(tree, &lines);
+    let plan =
+        claude::fork::plan_fork(tree, &lines, leaf, &session_id, Some(size), mode.as_deref())
+            .map_err(|e| match e {
+                claude::fork::ForkError::Io { source, .. } => WriteError::Io {
+                    path: path.to_owned(),
+                    source,
+                },
+                claude::fork::ForkError::Changed { .. } => WriteError::Replaced {
+                    path: path.to_owned(),
+                    detail: "a line changed since it was read",
+                },
+                claude::fork::ForkError::Shadowed { id, .. } => WriteError::UnknownEntry {
+                    path: path.to_owned(),
+                    id: id.to_string(),
+                    role: "fork point (a later line with its uuid replaces it)",
+                },
+            })?;
+    let dir = destination_dir(path, req.target_dir);
+    let _reservation = reservations
+        .reserve(plan.cwd.as_deref().unwrap_or_default(), &session_id)
+        .map_err(WriteError::from_publish)?;
+    let out = publish::publish_new_as::<Claude>(
+        &dir,
+        &format!("{session_id}.jsonl"),
+        &session_id,
+        &plan.lines,
+        TRANSCRIPT_MODE,
+    )
+    .map_err(WriteError::from_publish)?;
+    // What `session/open` of the new file reports, read from the file itself.
+    let written =
+        reader::open_session::<Claude>(&out, Mode::Strict).map_err(WriteError::from_open)?;
+    let leaf_id =
+        claude::default_leaf(&written.tree).map(|n| written.tree.node(n).entry.id.clone());
+    Ok(Forked {
+        path: out,
+        session_id,
+        leaf_id,
+        entry_count: written.tree.len(),
+        dropped_labels: Vec::new(),
+        new_labels: Vec::new(),
+        rewritten: plan.rewritten,
+    })
+}
+
 fn destination_dir(source: &Path, target: Option<&Path>) -> PathBuf {
     match target {
         Some(d) => d.to_owned(),
@@ -155,7 +265,10 @@ fn new_session_id(requested: Option<&str>) -> Result<String, WriteError> {
     if valid {
         Ok(id.to_owned())
     } else {
-        Err(WriteError::InvalidSessionId { id: id.to_owned() })
+        Err(WriteError::InvalidSessionId {
+            id: id.to_owned(),
+            rule: "use letters, digits, '.', '_' and '-', starting and ending with a letter or digit",
+        })
     }
 }
 
