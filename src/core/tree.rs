@@ -514,26 +514,19 @@ impl<E: TreeEntry> Tree<E> {
             let Some(parent) = e.parent_id() else {
                 continue;
             };
+            // The entry's line is the corrupt spot.
+            let refused =
+                |kind, message: &str| (i, corruption(kind, e.span(), Some(e.id()), message));
             if parent == e.id() {
-                let c = corruption(
-                    CorruptionKind::ParentCycle,
-                    e.span(),
-                    Some(e.id()),
-                    "the entry is its own parent",
-                );
-                return Err((i, c));
+                let own = "the entry is its own parent";
+                return Err(refused(CorruptionKind::ParentCycle, own));
             }
             if self.find(parent.as_str()).is_some() {
                 continue;
             }
             let Some(&p) = in_batch.get(parent.as_str()) else {
-                let c = corruption(
-                    CorruptionKind::MissingParent,
-                    e.span(),
-                    Some(e.id()),
-                    &format!("parent {parent} names no entry in the file"),
-                );
-                return Err((i, c));
+                let missing = format!("parent {parent} names no entry in the file");
+                return Err(refused(CorruptionKind::MissingParent, &missing));
             };
             // Following parents that come earlier in the batch strictly decreases the index,
             // so only a forward reference can start a loop.
@@ -545,13 +538,8 @@ impl<E: TreeEntry> Tree<E> {
                         .and_then(|q| in_batch.get(q.as_str()))
                     {
                         Some(&next) if next == i => {
-                            let c = corruption(
-                                CorruptionKind::ParentCycle,
-                                e.span(),
-                                Some(e.id()),
-                                "the chain of parents loops back to this entry",
-                            );
-                            return Err((i, c));
+                            let cycle = "the chain of parents loops back to this entry";
+                            return Err(refused(CorruptionKind::ParentCycle, cycle));
                         }
                         Some(&next) => cur = next,
                         None => break,

@@ -349,7 +349,7 @@ pub fn probes(
     source: &dyn SpanSource,
     kept_messages: &[SpanMessage],
 ) -> Result<Vec<Probe>, CompactionError> {
-    use std::collections::{HashMap, HashSet};
+    use std::collections::HashMap;
     let spans = [&prep.messages_to_summarize, &prep.turn_prefix_messages];
     // Pass 1: every call the span or the kept messages answer.
     let hint: usize = spans.iter().map(|s| source.tool_results_hint(s)).sum();
@@ -370,18 +370,8 @@ pub fn probes(
     answered.finish(source);
     // Pass 2: the first call that read or modified each listed path, failed results, calls
     // without a result, open tasks and the last request, in the span's order.
-    let read: HashSet<&str> = prep
-        .file_lists
-        .read_files
-        .iter()
-        .map(String::as_str)
-        .collect();
-    let modified: HashSet<&str> = prep
-        .file_lists
-        .modified_files
-        .iter()
-        .map(String::as_str)
-        .collect();
+    let read = path_set(&prep.file_lists.read_files);
+    let modified = path_set(&prep.file_lists.modified_files);
     let mut first_read: HashMap<String, EntryId> = HashMap::new();
     let mut first_modified: HashMap<String, EntryId> = HashMap::new();
     let mut errors = Vec::new();
@@ -438,21 +428,27 @@ pub fn probes(
             .or_else(|| prep.previous_compaction_id.clone())
     };
     let mut out = Vec::new();
-    for path in &prep.file_lists.read_files {
-        out.push(Probe {
-            kind: ProbeKind::ReadFile,
-            text: path.clone(),
-            entry_id: file_entry(path, &first_read),
-            tool_call_id: None,
-        });
-    }
-    for path in &prep.file_lists.modified_files {
-        out.push(Probe {
-            kind: ProbeKind::ModifiedFile,
-            text: path.clone(),
-            entry_id: file_entry(path, &first_modified),
-            tool_call_id: None,
-        });
+    let lists = [
+        (
+            ProbeKind::ReadFile,
+            &prep.file_lists.read_files,
+            &first_read,
+        ),
+        (
+            ProbeKind::ModifiedFile,
+            &prep.file_lists.modified_files,
+            &first_modified,
+        ),
+    ];
+    for (kind, paths, first) in lists {
+        for path in paths {
+            out.push(Probe {
+                kind,
+                text: path.clone(),
+                entry_id: file_entry(path, first),
+                tool_call_id: None,
+            });
+        }
     }
     out.extend(errors);
     out.extend(pending);
@@ -580,6 +576,11 @@ pub fn check(probes: Vec<Probe>, new_context: &[(EntryId, Value)]) -> Retention 
         lost: probes.len() - kept,
         probes,
     }
+}
+
+/// The paths of a file list, to look them up.
+fn path_set(files: &[String]) -> std::collections::HashSet<&str> {
+    files.iter().map(String::as_str).collect()
 }
 
 #[cfg(test)]
