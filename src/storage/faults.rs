@@ -133,56 +133,42 @@ mod tests {
         write_entry(path, &mut s, change, leaf, &opts).map(|w| w.id.as_str().to_owned())
     }
 
-    /// The failed append left the file as it was, and the next one is read back once.
-    fn unchanged_then_recovers(path: &Path, before: &[u8], err: WriteError) {
-        let text = err.to_string();
+    /// An append (synced or not) under `fault` fails with an error that names the file and
+    /// says each of `says`; it leaves the file as it was, and the next one is read back once.
+    fn fails_then_recovers(fault: Fault, sync: bool, says: &[&str]) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = session(dir.path());
+        let before = std::fs::read(&path).unwrap();
+        plan(fault);
+        let text = append(&path, "lost", sync).unwrap_err().to_string();
+        for part in says {
+            assert!(text.contains(part), "{part:?} not in {text}");
+        }
         assert!(text.contains("s.jsonl"), "the error names the file: {text}");
-        assert_eq!(std::fs::read(path).unwrap(), before, "after: {text}");
-        let id = append(path, "after the fault", true).unwrap();
-        let s = reader::open_session::<crate::dialect::pi::Pi>(path, Mode::Strict).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), before, "after: {text}");
+        let id = append(&path, "after the fault", true).unwrap();
+        let s = reader::open_session::<crate::dialect::pi::Pi>(&path, Mode::Strict).unwrap();
         assert!(s.torn_tail.is_none());
         assert_eq!(s.tree.len(), 2);
         assert!(s.tree.find(&id).is_some());
-        let text = std::fs::read_to_string(path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.matches("after the fault").count(), 1);
         assert!(!text.contains("lost"));
     }
 
     #[test]
     fn a_write_failing_with_eio_changes_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = session(dir.path());
-        let before = std::fs::read(&path).unwrap();
-        plan(Fault::WriteEio);
-        let err = append(&path, "lost", false).unwrap_err();
-        assert!(err.to_string().contains("os error 5"), "{err}");
-        unchanged_then_recovers(&path, &before, err);
+        fails_then_recovers(Fault::WriteEio, false, &["os error 5"]);
     }
 
     #[test]
     fn a_short_write_is_rolled_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = session(dir.path());
-        let before = std::fs::read(&path).unwrap();
-        plan(Fault::ShortWrite(17));
-        let err = append(&path, "lost", false).unwrap_err();
-        assert!(err.to_string().contains("removed again"), "{err}");
-        unchanged_then_recovers(&path, &before, err);
+        fails_then_recovers(Fault::ShortWrite(17), false, &["removed again"]);
     }
 
     #[test]
     fn a_failing_fdatasync_takes_the_entry_back_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = session(dir.path());
-        let before = std::fs::read(&path).unwrap();
-        plan(Fault::SyncEio);
-        let err = append(&path, "lost", true).unwrap_err();
-        let text = err.to_string();
-        assert!(
-            text.contains("fdatasync failed") && text.contains("removed again"),
-            "{text}"
-        );
-        unchanged_then_recovers(&path, &before, err);
+        fails_then_recovers(Fault::SyncEio, true, &["fdatasync failed", "removed again"]);
     }
 
     #[test]
