@@ -32,32 +32,50 @@ fn session(path: &Path, n: usize) -> std::io::Result<Vec<u64>> {
     Ok(offsets)
 }
 
-#[test]
-fn a_json_command_that_fails_mid_document_prints_only_the_error_document()
--> Result<(), Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
-    let file = dir.path().join("s.jsonl");
-    let offsets = session(&file, 8)?;
+/// `sessiond context` (`--json` or not) of a [`session`] of `n` messages in `dir`, the session
+/// as read, and the file with its last line's offset: that line is broken (`#` for its `{`)
+/// after the read.
+fn broken_after_open(
+    dir: &Path,
+    n: usize,
+    json: bool,
+) -> Result<(ContextArgs, read::Opened, std::fs::File, u64), Box<dyn std::error::Error>> {
+    let file = dir.join("s.jsonl");
+    let offsets = session(&file, n)?;
     let args = ContextArgs {
         file: file.clone(),
         leaf: None,
         model: None,
-        json: true,
+        json,
         allow_corrupt: false,
     };
     let opened = read::open(&file, false, "context")?;
-    // The last message's line changes after the session was read: rendering reaches it only
-    // after seven messages (28 kB) of the document are out.
     let last = *offsets.last().ok_or("no entries")?;
     let handle = std::fs::OpenOptions::new().write(true).open(&file)?;
     handle.write_all_at(b"#", last)?;
+    Ok((args, opened, handle, last))
+}
 
+/// The exit code of `command` run through `emit` (`--json` as `args` says) and what it printed.
+fn printed(
+    args: &ContextArgs,
+    command: impl FnOnce(&mut dyn super::Sink) -> Result<Exit, super::CliError>,
+) -> Result<(std::process::ExitCode, String), Box<dyn std::error::Error>> {
     let mut stdout = RestoringWriter::new(Vec::new());
-    let code = emit(&mut stdout, true, |out| {
-        read::print_context(out, &opened, &args)
-    });
+    let code = emit(&mut stdout, args.json, command);
+    Ok((code, String::from_utf8(stdout.into_inner()?)?))
+}
+
+#[test]
+fn a_json_command_that_fails_mid_document_prints_only_the_error_document()
+-> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    // The last message's line changes after the session was read: rendering reaches it only
+    // after seven messages (28 kB) of the document are out.
+    let (args, opened, handle, last) = broken_after_open(dir.path(), 8, true)?;
+
+    let (code, text) = printed(&args, |out| read::print_context(out, &opened, &args))?;
     assert_eq!(code, Exit::Error.into());
-    let text = String::from_utf8(stdout.into_inner()?)?;
     // Exactly one document: serde_json refuses trailing characters other than whitespace.
     let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text}"))?;
     assert_eq!(doc["error"]["kind"], "io", "{doc}");
@@ -73,10 +91,9 @@ fn a_json_command_that_fails_mid_document_prints_only_the_error_document()
 
     // Once the line is whole again the same command prints the whole document, and only it.
     handle.write_all_at(b"{", last)?;
-    let mut stdout = RestoringWriter::new(Vec::new());
-    let code = emit(&mut stdout, true, |out| read::context(out, &args));
+    let (code, text) = printed(&args, |out| read::context(out, &args))?;
     assert_eq!(code, Exit::Ok.into());
-    let doc: Value = serde_json::from_slice(&stdout.into_inner()?)?;
+    let doc: Value = serde_json::from_str(&text)?;
     assert_eq!(doc["messageEntryIds"].as_array().map(Vec::len), Some(8));
     Ok(())
 }
@@ -85,27 +102,9 @@ fn a_json_command_that_fails_mid_document_prints_only_the_error_document()
 fn human_output_streams_and_the_error_goes_to_stderr_only() -> Result<(), Box<dyn std::error::Error>>
 {
     let dir = tempfile::tempdir()?;
-    let file = dir.path().join("s.jsonl");
-    let offsets = session(&file, 3)?;
-    let args = ContextArgs {
-        file: file.clone(),
-        leaf: None,
-        model: None,
-        json: false,
-        allow_corrupt: false,
-    };
-    let opened = read::open(&file, false, "context")?;
-    let last = *offsets.last().ok_or("no entries")?;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&file)?
-        .write_all_at(b"#", last)?;
-    let mut stdout = RestoringWriter::new(Vec::new());
-    let code = emit(&mut stdout, false, |out| {
-        read::print_context(out, &opened, &args)
-    });
+    let (args, opened, _file, _) = broken_after_open(dir.path(), 3, false)?;
+    let (code, text) = printed(&args, |out| read::print_context(out, &opened, &args))?;
     assert_eq!(code, Exit::Error.into());
-    let text = String::from_utf8(stdout.into_inner()?)?;
     assert!(text.starts_with("session s · leaf m0000002"), "{text}");
     assert!(!text.contains("\"error\""), "{text}");
     Ok(())
