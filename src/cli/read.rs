@@ -659,13 +659,24 @@ pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError
         return super::transcript::explain(out, &ask, &args.entry_id);
     }
     no_model(args.model.as_deref())?;
-    let Opened { session, .. } = open(&args.file, args.allow_corrupt, "explain")?;
+    let Opened { session, lines } = open(&args.file, args.allow_corrupt, "explain")?;
     let file = args.file.as_path();
     let tree = &session.tree;
     let target = find(tree, file, &args.entry_id, "entry id")?;
     let leaf = resolve(tree, file, args.leaf.as_deref())?;
     let proj = projection::project(tree, leaf);
-    let ex = explain::explain(tree, &proj, target);
+    let ex = explain::explain_with_audit(tree, &proj, target, &lines).map_err(
+        |source| match source {
+            crate::dialect::pi::compaction::CompactionError::Render(source) => CliError::Render {
+                path: file.to_owned(),
+                source,
+            },
+            source => CliError::Compact(crate::compact::CompactError::Compaction {
+                path: file.to_owned(),
+                source,
+            }),
+        },
+    )?;
     if args.json {
         serde_json::to_writer(&mut *out, &ex).map_err(io::Error::from)?;
         writeln!(out)?;

@@ -653,7 +653,21 @@ impl Backend {
                 let leaf = leaf(s, p.leaf_id.as_deref())?;
                 let tree = pi_of(s, "session/explain")?.tree();
                 let proj = projection::project(tree, leaf);
-                let ex = explain::explain(tree, &proj, target);
+                // A compaction or branch summary is audited: its span read again.
+                let ex = explain::explain_with_audit(tree, &proj, target, s.source()).map_err(
+                    |source| match source {
+                        crate::dialect::pi::compaction::CompactionError::Render(source) => {
+                            RpcError::Render {
+                                path: s.path().to_owned(),
+                                source,
+                            }
+                        }
+                        source => RpcError::Compact(crate::compact::CompactError::Compaction {
+                            path: s.path().to_owned(),
+                            source,
+                        }),
+                    },
+                )?;
                 let mut value = to_value(s.path(), &ex)?;
                 if let Value::Object(map) = &mut value {
                     map.insert("revision".into(), json!(convert::revision(s.revision())));

@@ -567,49 +567,16 @@ fn node_of<E: Describe>(
     }
 }
 
-/// The range pi's compaction `c` summarizes (see [`Summarized`]).
+/// The range pi's compaction `c` summarizes (see [`Summarized`]): the dialect's
+/// ([`pi::compaction::audit::source`], which `explain` reports too).
 fn summarized(tree: &pi::Tree, c: NodeIdx) -> Summarized {
-    let first_kept = match &tree.node(c).entry.kind {
-        EntryKind::Compaction {
-            first_kept_entry_id,
-            ..
-        } => first_kept_entry_id.clone(),
-        _ => None,
-    };
-    let above = tree.path_to(tree.node(c).parent);
-    let kept_first_of = |n: NodeIdx| match &tree.node(n).entry.kind {
-        EntryKind::Compaction {
-            first_kept_entry_id: Some(id),
-            ..
-        } => above.iter().position(|&a| tree.node(a).entry.id == *id),
-        _ => None,
-    };
-    let previous_at = above
-        .iter()
-        .rposition(|&a| matches!(tree.node(a).entry.kind, EntryKind::Compaction { .. }));
-    let start = match previous_at {
-        Some(p) => match kept_first_of(above[p]) {
-            Some(k) if k < p => k,
-            _ => p + 1,
-        },
-        None => 0,
-    };
-    let end = first_kept
-        .as_ref()
-        .and_then(|id| above.iter().position(|&a| tree.node(a).entry.id == *id))
-        .filter(|&e| e >= start)
-        .unwrap_or(above.len());
-    let range: Vec<NodeIdx> = above[start..end]
-        .iter()
-        .copied()
-        .filter(|&n| !matches!(tree.node(n).entry.kind, EntryKind::Compaction { .. }))
-        .collect();
+    let s = pi::compaction::audit::source(tree, c);
     Summarized {
-        count: range.len(),
-        first: range.first().copied(),
-        last: range.last().copied(),
-        first_kept_entry_id: first_kept,
-        previous: previous_at.map(|p| above[p]),
+        count: s.count,
+        first: s.first,
+        last: s.last,
+        first_kept_entry_id: s.first_kept_entry_id,
+        previous: s.previous,
     }
 }
 

@@ -9,14 +9,20 @@
 //! compaction drops). [`Explanation::text`] says it in one sentence, for the CLI and, through
 //! the daemon, the editors.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::core::tree::NodeIdx;
 use crate::dialect::pi::Tree;
+use crate::dialect::pi::compaction::CompactionError;
+use crate::dialect::pi::compaction::audit;
+use crate::dialect::pi::compaction::retention::Retention;
 use crate::dialect::pi::format::{EntryId, EntryKind};
 use crate::dialect::pi::projection::{
-    Contribution, Projection, Silence, is_system_message, kept_start,
+    ContextItem, Contribution, Projection, Silence, is_system_message, kept_start,
 };
+use crate::dialect::pi::render::LineSource;
 
 /// The answer for one entry at one leaf.
 #[derive(Clone, Debug, Serialize)]
@@ -42,6 +48,96 @@ pub struct Explanation {
     pub message_indexes: Vec<usize>,
     /// The answer in one sentence, in the vocabulary of the module docs.
     pub text: String,
+    /// A compaction: the entries it replaced ([`explain_with_audit`] only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SummarySource>,
+    /// A branch summary: the branch it replaced ([`explain_with_audit`] only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<SummarizedBranch>,
+    /// A compaction or branch summary: the retention probes of what it replaced, looked up
+    /// in the context it starts ([`explain_with_audit`] only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<Retention>,
+}
+
+/// The entries a compaction replaced ([`audit::Source`]), by id.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummarySource {
+    /// Entries in the range (compactions not counted).
+    pub count: usize,
+    /// The range's first entry; `null` when it is empty.
+    pub first_id: Option<EntryId>,
+    /// The range's last entry; `null` when it is empty.
+    pub last_id: Option<EntryId>,
+    /// The compaction's `firstKeptEntryId`.
+    pub first_kept_entry_id: Option<EntryId>,
+    /// The previous compaction on the path, whose summary this one carries forward.
+    pub previous_compaction_id: Option<EntryId>,
+}
+
+/// The branch a branch summary replaced ([`audit::BranchSource`]), by id.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummarizedBranch {
+    /// The summary's `fromId` as written: the leaf pi left (`root`: the empty leaf).
+    pub from_id: Option<EntryId>,
+    /// The deepest entry the branch shares with the summary's path: where the branch left it
+    /// (`null`: none shared).
+    pub left_at_id: Option<EntryId>,
+    /// Entries of the branch after `leftAtId` up to `fromId`.
+    pub count: usize,
+    /// The branch's first entry; `null` when it is empty.
+    pub first_id: Option<EntryId>,
+    /// The branch's last entry (`fromId`'s); `null` when it is empty.
+    pub last_id: Option<EntryId>,
+}
+
+/// [`explain`], and for a compaction or a branch summary where its summary came from and
+/// what it kept ([`audit`]): `source` or `branch`, `audit`, and both said in `text`.
+/// Errors: a line that cannot be read, or a span pi itself would fail on.
+pub fn explain_with_audit(
+    tree: &Tree,
+    projection: &Projection,
+    target: NodeIdx,
+    lines: &dyn LineSource,
+) -> Result<Explanation, CompactionError> {
+    let mut ex = explain(tree, projection, target);
+    let id = |n: Option<NodeIdx>| n.map(|n| tree.node(n).entry.id.clone());
+    let (what, retention) = match &tree.node(target).entry.kind {
+        EntryKind::Compaction { .. } => {
+            let s = audit::source(tree, target);
+            let what = s.text(tree);
+            ex.source = Some(SummarySource {
+                count: s.count,
+                first_id: id(s.first),
+                last_id: id(s.last),
+                first_kept_entry_id: s.first_kept_entry_id.clone(),
+                previous_compaction_id: id(s.previous),
+            });
+            (what, audit::audit_compaction(tree, lines, target)?)
+        }
+        EntryKind::BranchSummary { .. } => {
+            let b = audit::branch_source(tree, lines, target)?;
+            let what = b.text(tree);
+            ex.branch = Some(SummarizedBranch {
+                from_id: b.from_id.clone(),
+                left_at_id: id(b.left_at),
+                count: b.entries.len(),
+                first_id: id(b.entries.first().copied()),
+                last_id: id(b.entries.last().copied()),
+            });
+            (what, audit::audit_branch_summary(tree, lines, target, &b)?)
+        }
+        _ => return Ok(ex),
+    };
+    ex.text = format!(
+        "{}; it {what}; {}",
+        ex.text,
+        audit::retention_text(&retention)
+    );
+    ex.audit = Some(retention);
+    Ok(ex)
 }
 
 /// What an entry adds to what the model gets at a leaf.
@@ -58,7 +154,7 @@ pub enum Contributes {
 }
 
 /// Why an entry is, or is not, part of the model's context.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Reason {
     /// The entry's message(s) reach the model unchanged.
@@ -118,7 +214,6 @@ pub enum Reason {
 /// Explains `target` at the projection's leaf.
 pub fn explain(tree: &Tree, projection: &Projection, target: NodeIdx) -> Explanation {
     let entry = &tree.node(target).entry;
-    let id = |n: NodeIdx| tree.node(n).entry.id.clone();
     let mut message_indexes = Vec::new();
     let reason = if let Some(pos) = projection.items.iter().position(|i| i.node == target) {
         let item = projection.items[pos];
@@ -128,60 +223,12 @@ pub fn explain(tree: &Tree, projection: &Projection, target: NodeIdx) -> Explana
             .sum();
         message_indexes =
             (first_message..first_message + message_count(item.contribution)).collect();
-        match item.contribution {
-            Contribution::Nothing(Silence::OmittedByEdit) => Reason::OmittedByEdit {
-                edit_id: edit_id(tree, item.edit),
-            },
-            Contribution::Nothing(Silence::EmptyBranchSummary) => Reason::EmptyBranchSummary,
-            Contribution::Nothing(Silence::SupersededCompaction) => Reason::SupersededCompaction {
-                by_compaction_id: id(projection.items[0].node),
-            },
-            Contribution::Nothing(Silence::NeverInContext) => Reason::NeverInContext {
-                entry_type: entry.kind.type_name().to_owned(),
-            },
-            _ => match item.edit {
-                Some(e) if replaces_content(tree, target) => {
-                    Reason::ReplacedByEdit { edit_id: id(e) }
-                }
-                _ => Reason::InContext,
-            },
-        }
-    } else if let (
-        Some(pos),
-        Some(compaction),
-        EntryKind::Compaction {
-            first_kept_entry_id,
-            ..
-        },
-    ) = (
-        projection.path.iter().position(|&n| n == target),
-        projection.compaction,
-        projection
-            .compaction
-            .map(|c| &tree.node(c).entry.kind)
-            .unwrap_or(&EntryKind::Usage),
-    ) {
-        // On the path but not in the context: only a compaction removes path entries.
-        let cpos = projection
-            .path
-            .iter()
-            .position(|&n| n == compaction)
-            .unwrap_or(0);
-        let kept = kept_start(
-            tree,
-            &projection.path[..cpos],
-            first_kept_entry_id.as_ref().map(EntryId::as_str),
-        );
-        if kept.is_some_and(|k| pos >= k) && is_system_message(tree, target) {
-            Reason::SystemMessageInKeptRange {
-                compaction_id: id(compaction),
-            }
-        } else {
-            Reason::SummarizedByCompaction {
-                compaction_id: id(compaction),
-                first_kept_entry_id: first_kept_entry_id.clone(),
-            }
-        }
+        item_reason(tree, projection, &item)
+    } else if let Some(pos) = projection.path.iter().position(|&n| n == target)
+        && let Some(reason) =
+            path_reason(tree, projection, target, pos, kept_range(tree, projection))
+    {
+        reason
     } else {
         let target_path = tree.path_to(Some(target));
         let shared = target_path
@@ -189,6 +236,7 @@ pub fn explain(tree: &Tree, projection: &Projection, target: NodeIdx) -> Explana
             .zip(&projection.path)
             .take_while(|(a, b)| a == b)
             .count();
+        let id = |n: NodeIdx| tree.node(n).entry.id.clone();
         Reason::NotOnPath {
             diverges_at: shared.checked_sub(1).map(|i| id(target_path[i])),
             branch_entry_id: id(target_path.get(shared).copied().unwrap_or(target)),
@@ -206,7 +254,7 @@ pub fn explain(tree: &Tree, projection: &Projection, target: NodeIdx) -> Explana
     };
     let mut ex = Explanation {
         entry_id: entry.id.clone(),
-        leaf_id: projection.leaf.map(id),
+        leaf_id: projection.leaf.map(|n| tree.node(n).entry.id.clone()),
         entry_type: entry.kind.type_name().to_owned(),
         in_context,
         context_entry,
@@ -214,9 +262,160 @@ pub fn explain(tree: &Tree, projection: &Projection, target: NodeIdx) -> Explana
         reason,
         message_indexes,
         text: String::new(),
+        source: None,
+        branch: None,
+        audit: None,
     };
     ex.text = sentence(&ex, setting.as_ref(), &entry.kind);
     ex
+}
+
+/// Why a context entry contributes what it does (`item` is its context item).
+fn item_reason(tree: &Tree, projection: &Projection, item: &ContextItem) -> Reason {
+    let id = |n: NodeIdx| tree.node(n).entry.id.clone();
+    match item.contribution {
+        Contribution::Nothing(Silence::OmittedByEdit) => Reason::OmittedByEdit {
+            edit_id: edit_id(tree, item.edit),
+        },
+        Contribution::Nothing(Silence::EmptyBranchSummary) => Reason::EmptyBranchSummary,
+        Contribution::Nothing(Silence::SupersededCompaction) => Reason::SupersededCompaction {
+            by_compaction_id: id(projection.items[0].node),
+        },
+        Contribution::Nothing(Silence::NeverInContext) => Reason::NeverInContext {
+            entry_type: tree.node(item.node).entry.kind.type_name().to_owned(),
+        },
+        _ => match item.edit {
+            Some(e) if replaces_content(tree, item.node) => {
+                Reason::ReplacedByEdit { edit_id: id(e) }
+            }
+            _ => Reason::InContext,
+        },
+    }
+}
+
+/// Where the kept range of the projection's compaction starts on its path, if it has one.
+fn kept_range(tree: &Tree, projection: &Projection) -> Option<usize> {
+    let compaction = projection.compaction?;
+    let EntryKind::Compaction {
+        first_kept_entry_id,
+        ..
+    } = &tree.node(compaction).entry.kind
+    else {
+        return None;
+    };
+    let cpos = projection
+        .path
+        .iter()
+        .position(|&n| n == compaction)
+        .unwrap_or(0);
+    kept_start(
+        tree,
+        &projection.path[..cpos],
+        first_kept_entry_id.as_ref().map(EntryId::as_str),
+    )
+}
+
+/// Why an entry at `pos` on the leaf's path is not a context entry (`kept`: [`kept_range`]):
+/// only a compaction removes path entries. `None` without one (the entry is then a context
+/// entry).
+fn path_reason(
+    tree: &Tree,
+    projection: &Projection,
+    target: NodeIdx,
+    pos: usize,
+    kept: Option<usize>,
+) -> Option<Reason> {
+    let compaction = projection.compaction?;
+    let EntryKind::Compaction {
+        first_kept_entry_id,
+        ..
+    } = &tree.node(compaction).entry.kind
+    else {
+        return None;
+    };
+    let compaction_id = tree.node(compaction).entry.id.clone();
+    Some(
+        if kept.is_some_and(|k| pos >= k) && is_system_message(tree, target) {
+            Reason::SystemMessageInKeptRange { compaction_id }
+        } else {
+            Reason::SummarizedByCompaction {
+                compaction_id,
+                first_kept_entry_id: first_kept_entry_id.clone(),
+            }
+        },
+    )
+}
+
+/// The [`Reason`]s of many entries at one leaf, each found without walking the path again
+/// (a comparison of two leaves asks for thousands): the context items and the path are
+/// indexed once. The same answers as [`explain`]'s `reason`.
+pub struct Reasons<'a> {
+    tree: &'a Tree,
+    projection: &'a Projection,
+    items: HashMap<NodeIdx, usize>,
+    path: HashMap<NodeIdx, usize>,
+    kept: Option<usize>,
+}
+
+impl<'a> Reasons<'a> {
+    /// Indexes the projection's context items and path.
+    pub fn new(tree: &'a Tree, projection: &'a Projection) -> Self {
+        Reasons {
+            tree,
+            projection,
+            items: projection
+                .items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| (item.node, i))
+                .collect(),
+            path: projection
+                .path
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| (n, i))
+                .collect(),
+            kept: kept_range(tree, projection),
+        }
+    }
+
+    /// Whether `target` is one of the context entries.
+    pub fn is_context_entry(&self, target: NodeIdx) -> bool {
+        self.items.contains_key(&target)
+    }
+
+    /// Whether `target` is on the leaf's path.
+    pub fn on_path(&self, target: NodeIdx) -> bool {
+        self.path.contains_key(&target)
+    }
+
+    /// Why `target` is or is not part of the context. An entry off the path is walked up to
+    /// the path (as far as where it leaves it).
+    pub fn of(&self, target: NodeIdx) -> Reason {
+        let (tree, projection) = (self.tree, self.projection);
+        if let Some(&i) = self.items.get(&target) {
+            return item_reason(tree, projection, &projection.items[i]);
+        }
+        if let Some(&pos) = self.path.get(&target)
+            && let Some(reason) = path_reason(tree, projection, target, pos, self.kept)
+        {
+            return reason;
+        }
+        let id = |n: NodeIdx| tree.node(n).entry.id.clone();
+        let mut child = target;
+        let mut up = tree.node(target).parent;
+        while let Some(p) = up {
+            if self.path.contains_key(&p) {
+                break;
+            }
+            child = p;
+            up = tree.node(p).parent;
+        }
+        Reason::NotOnPath {
+            diverges_at: up.map(id),
+            branch_entry_id: id(child),
+        }
+    }
 }
 
 /// A `thinking_level_change` or `model_change` on the leaf's path: what it sets, and the

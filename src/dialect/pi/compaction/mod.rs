@@ -20,6 +20,7 @@
 //! UTF-16 surrogates pi writes as marked pairs of characters; every JSON text leaving the plan
 //! must pass through [`crate::js::jsstr::restore_json`] (the entry line already does).
 
+pub mod audit;
 pub mod entry;
 pub mod files;
 pub mod packed;

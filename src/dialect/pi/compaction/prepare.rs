@@ -840,6 +840,13 @@ pub fn find_projected_cut_point(
         }
         cut -= 1;
     }
+    Ok(cut_at(p, start, cut))
+}
+
+/// The cut point whose first kept entry is `cut` (the turn it splits, if any), as
+/// [`find_projected_cut_point`] ends: also how an existing compaction's cut is read back from
+/// its `firstKeptEntryId`.
+pub fn cut_at(p: &Projected<'_>, start: usize, cut: usize) -> CutPoint {
     // `entries[cut]` may be past the end after the recovery step; pi then reads undefined
     // (and its caller finds no kept entry).
     let starts_turn = cut < p.len() && p.is_turn_start(cut);
@@ -850,11 +857,11 @@ pub fn find_projected_cut_point(
             .rev()
             .find(|&i| i < p.len() && p.is_turn_start(i))
     };
-    Ok(CutPoint {
+    CutPoint {
         first_kept_entry_index: cut,
         turn_start_index: turn_start,
         is_split_turn: !starts_turn && turn_start.is_some(),
-    })
+    }
 }
 
 /// pi `estimateProjectedContextTokens(projection, branchEntries).tokens`.
@@ -916,18 +923,75 @@ pub fn prepare(
         }
         Some(_) => {}
     }
-    let previous = p.context_start();
-    let (previous_summary, boundary_start) = match previous {
-        Some(i) => (p.compaction(i).and_then(|c| c.summary.clone()), i + 1),
-        None => (None, 0),
-    };
-    let boundary_end = p.len();
+    let (previous, boundary_start) = boundary(p);
     let tokens_before = estimate_projected_context_tokens(p)?;
-    let cut = find_projected_cut_point(p, boundary_start, boundary_end, keep_recent_tokens)?;
+    let cut = find_projected_cut_point(p, boundary_start, p.len(), keep_recent_tokens)?;
     let first_kept = cut.first_kept_entry_index;
     if first_kept >= p.len() || p.id(first_kept).as_str().is_empty() {
         return Ok(Err(NothingToCompact::NothingBeforeCut));
     }
+    let first_kept_entry_id = p.id(first_kept).clone();
+    preparation(
+        p,
+        (previous, boundary_start),
+        cut,
+        first_kept_entry_id,
+        tokens_before,
+        keep_recent_tokens,
+    )
+}
+
+/// The newest compaction that starts the context (pi's previous compaction), and the first
+/// entry after it: where the span to summarize starts.
+fn boundary(p: &Projected<'_>) -> (Option<usize>, usize) {
+    let previous = p.context_start();
+    (previous, previous.map_or(0, |i| i + 1))
+}
+
+/// The preparation of a compaction already written, read back: the span it summarized, as
+/// [`prepare`] chose it when the entry was written under the last entry of `p`'s path, from
+/// the entry's `firstKeptEntryId` (its index in `p`, `p.len()` when the compaction keeps
+/// nothing) and its `tokensBefore`. The spans, file lists and previous summary are then
+/// what [`prepare`] gave at the time (the cut point is the one it wrote). `Ok(Err(_))`:
+/// nothing before the cut.
+pub fn prepare_written(
+    p: &Projected<'_>,
+    first_kept: usize,
+    first_kept_entry_id: EntryId,
+    tokens_before: f64,
+) -> Result<Result<Preparation, NothingToCompact>, CompactionError> {
+    let (previous, boundary_start) = boundary(p);
+    let cut = if first_kept >= p.len() {
+        // Keeps nothing: the whole span is summarized, no turn is split.
+        CutPoint {
+            first_kept_entry_index: p.len(),
+            turn_start_index: None,
+            is_split_turn: false,
+        }
+    } else {
+        cut_at(p, boundary_start, first_kept.max(boundary_start))
+    };
+    preparation(
+        p,
+        (previous, boundary_start),
+        cut,
+        first_kept_entry_id,
+        tokens_before,
+        f64::NAN,
+    )
+}
+
+/// The spans and file lists of a cut: what [`prepare`] gives once the cut is known.
+fn preparation(
+    p: &Projected<'_>,
+    (previous, boundary_start): (Option<usize>, usize),
+    cut: CutPoint,
+    first_kept_entry_id: EntryId,
+    tokens_before: f64,
+    keep_recent_tokens: f64,
+) -> Result<Result<Preparation, NothingToCompact>, CompactionError> {
+    let previous_summary = previous.and_then(|i| p.compaction(i).and_then(|c| c.summary.clone()));
+    let first_kept = cut.first_kept_entry_index;
     let history_end = match (cut.is_split_turn, cut.turn_start_index) {
         (true, Some(t)) => t,
         _ => first_kept,
@@ -964,7 +1028,7 @@ pub fn prepare(
     }
     let file_lists = file_ops.lists();
     Ok(Ok(Preparation {
-        first_kept_entry_id: p.id(first_kept).clone(),
+        first_kept_entry_id,
         first_kept_index: first_kept,
         tokens_before,
         is_split_turn: cut.is_split_turn,

@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use crate::core::tree::NodeIdx;
 use crate::dialect::pi::compaction::CompactionError;
-use crate::dialect::pi::compaction::prepare::{Preparation, SpanMessage, SpanSource};
+use crate::dialect::pi::compaction::files::FileLists;
+use crate::dialect::pi::compaction::prepare::{Preparation, Span, SpanMessage, SpanSource};
 use crate::dialect::pi::format::{EntryId, ToolCallId};
 
 /// Longest probe text, in characters.
@@ -349,8 +350,40 @@ pub fn probes(
     source: &dyn SpanSource,
     kept_messages: &[SpanMessage],
 ) -> Result<Vec<Probe>, CompactionError> {
+    probes_of(
+        &Summarized {
+            spans: &[&prep.messages_to_summarize, &prep.turn_prefix_messages],
+            file_lists: &prep.file_lists,
+            carried_from: prep.previous_compaction_id.as_ref(),
+        },
+        source,
+        kept_messages,
+    )
+}
+
+/// What a summary replaced, as the probes read it: the spans of messages (in order), the
+/// files they read and modified (pi's lists, with what an earlier summary carried in), and
+/// the entry that carried a file no message of the spans names (an earlier compaction or
+/// branch summary).
+#[derive(Clone, Copy, Debug)]
+pub struct Summarized<'a> {
+    /// The spans of messages the summary replaced, in order.
+    pub spans: &'a [&'a Span],
+    /// pi's read and modified files of those spans.
+    pub file_lists: &'a FileLists,
+    /// The entry a listed file comes from when no call of the spans names it.
+    pub carried_from: Option<&'a EntryId>,
+}
+
+/// [`probes`] of any summary: the spans it replaced read from `source`, `kept_messages` the
+/// messages kept beside it (a tool call answered there is not pending).
+pub fn probes_of(
+    summarized: &Summarized<'_>,
+    source: &dyn SpanSource,
+    kept_messages: &[SpanMessage],
+) -> Result<Vec<Probe>, CompactionError> {
     use std::collections::HashMap;
-    let spans = [&prep.messages_to_summarize, &prep.turn_prefix_messages];
+    let spans = summarized.spans;
     // Pass 1: every call the span or the kept messages answer.
     let hint: usize = spans.iter().map(|s| source.tool_results_hint(s)).sum();
     let mut answered = ResultIds::with_capacity(hint);
@@ -359,7 +392,7 @@ pub fn probes(
             answered.push_id(id);
         }
     }
-    for span in spans {
+    for &span in spans {
         source.for_each_message(span, &mut |m| {
             if let Some(id) = result_call_id(&m.message) {
                 answered.push(source, m, id);
@@ -370,8 +403,8 @@ pub fn probes(
     answered.finish(source);
     // Pass 2: the first call that read or modified each listed path, failed results, calls
     // without a result, open tasks and the last request, in the span's order.
-    let read = path_set(&prep.file_lists.read_files);
-    let modified = path_set(&prep.file_lists.modified_files);
+    let read = path_set(&summarized.file_lists.read_files);
+    let modified = path_set(&summarized.file_lists.modified_files);
     let mut first_read: HashMap<String, EntryId> = HashMap::new();
     let mut first_modified: HashMap<String, EntryId> = HashMap::new();
     let mut errors = Vec::new();
@@ -418,25 +451,25 @@ pub fn probes(
         }
         Ok(())
     };
-    for span in spans {
+    for &span in spans {
         source.for_each_message(span, &mut pass)?;
     }
     let file_entry = |path: &str, first: &HashMap<String, EntryId>| {
         first
             .get(path)
             .cloned()
-            .or_else(|| prep.previous_compaction_id.clone())
+            .or_else(|| summarized.carried_from.cloned())
     };
     let mut out = Vec::new();
     let lists = [
         (
             ProbeKind::ReadFile,
-            &prep.file_lists.read_files,
+            &summarized.file_lists.read_files,
             &first_read,
         ),
         (
             ProbeKind::ModifiedFile,
-            &prep.file_lists.modified_files,
+            &summarized.file_lists.modified_files,
             &first_modified,
         ),
     ];
