@@ -893,6 +893,7 @@ fn completions_and_man_pages_cover_every_command() {
         "list",
         "search",
         "explain",
+        "diff",
         "compact",
         "check",
         "verify",

@@ -13,7 +13,7 @@
 //! prints without `--json` goes through [`Visible`] (control characters shown as `\x1b`...),
 //! and so do errors on stderr. A `--json` document is exact.
 //!
-//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`export`](mod@export), [`graph`](mod@graph), [`search`](mod@search), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
+//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`diff`] (two leaves compared), [`export`](mod@export), [`graph`](mod@graph), [`search`](mod@search), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
 //! `name`, `branch`, `append`, `salvage`), [`compact`], [`tree`] (the folded tree), [`shell`]
 //! (completions and manual pages from these definitions), and [`error`] (the exit-code table
 //! and the error type), which the others import; nothing imports this module but `main`.
@@ -27,6 +27,7 @@ use crate::js::jsstr::RestoringWriter;
 use clap::{Parser, Subcommand};
 
 pub mod compact;
+pub mod diff;
 pub mod error;
 pub mod export;
 pub mod graph;
@@ -65,6 +66,9 @@ pub enum Command {
     /// Explain whether an entry reaches the model at a leaf, and why not.
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Explain(read::ExplainArgs),
+    /// Compare two leaves: where their branches part, what each did, what the model sees at one and not the other.
+    #[command(after_help = Exit::help(Some(Family::Read)))]
+    Diff(diff::DiffArgs),
     /// Compact a leaf's path as pi does: summarize (embedded or --summary-file), check retention, append.
     #[command(after_help = Exit::help(Some(Family::Compact)))]
     Compact(compact::CompactArgs),
@@ -135,6 +139,7 @@ impl Command {
             Command::Context(a) => a.json,
             Command::Tree(a) => a.json,
             Command::Explain(a) => a.json,
+            Command::Diff(a) => a.json,
             Command::Compact(a) => a.json,
             Command::Check(a) => a.json,
             Command::Export(a) => a.json,
@@ -429,6 +434,7 @@ fn dispatch(command: Command, out: &mut dyn Sink) -> Result<Exit, CliError> {
         Command::Context(args) => read::context(out, &args),
         Command::Tree(args) => read::tree(out, &args),
         Command::Explain(args) => read::explain(out, &args),
+        Command::Diff(args) => diff::run(out, &args),
         Command::Check(args) => read::check(out, &args),
         Command::Export(args) => export::run(out, &args),
         Command::Graph(args) => graph::run(out, &args),

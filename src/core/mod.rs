@@ -8,6 +8,7 @@
 //! problem refuses an open is the caller's policy ([`tree::Mode`]).
 
 pub mod ahead;
+pub mod compare;
 pub mod describe;
 pub mod diagnostics;
 pub mod ids;

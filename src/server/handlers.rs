@@ -19,8 +19,8 @@ use crate::server::Backend;
 use crate::server::error::RpcError;
 use crate::server::lossless;
 use crate::server::params::{
-    CloseParams, ContextAtParams, EntryParams, ExplainParams, ExportParams, FieldsParam,
-    GraphParams, ListParams, OpenParams, SearchParams, TreeParams, VerifyResumeParams,
+    CloseParams, CompareBranchesParams, ContextAtParams, EntryParams, ExplainParams, ExportParams,
+    FieldsParam, GraphParams, ListParams, OpenParams, SearchParams, TreeParams, VerifyResumeParams,
 };
 use crate::server::transport::{Raw, raw_result};
 use crate::session::SessionHandle;
@@ -675,6 +675,59 @@ impl Backend {
                 Ok(value)
             })
             .await?)
+    }
+
+    /// `session/compareBranches {path, leafA, leafB, model?}`: two leaves compared
+    /// ([`crate::dialect::pi::compare`], [`crate::dialect::claude::compare`]) in the document
+    /// `sessiond diff --json` prints ([`crate::view::compare::document`]), with `revision`.
+    /// Off the runtime whatever the session's size: both contexts and both sides' lines are
+    /// read. Errors: -33004 for a leaf that names no entry, -33006 for a line that cannot be
+    /// read again, -32602 for `model` on a pi session.
+    pub async fn compare_branches(&self, p: Value) -> RpcResult<Value> {
+        let p: CompareBranchesParams = params("session/compareBranches", p)?;
+        let handle = self.open_session(&p.path)?;
+        let home = std::env::var("HOME").ok();
+        Ok(handle
+            .query_waiting(move |s| {
+                let a = find(s, &p.leaf_a)?;
+                let b = find(s, &p.leaf_b)?;
+                let io = |e: String| RpcError::Io {
+                    path: s.path().to_owned(),
+                    source: std::io::Error::other(e),
+                };
+                let mut doc = if let Some(tree) = s.claude() {
+                    let options = crate::view::transcript::options(p.model.as_deref());
+                    let cmp =
+                        crate::dialect::claude::compare::compare(tree, s.source(), a, b, &options)
+                            .map_err(|e| io(e.to_string()))?;
+                    crate::view::compare::document(&cmp, s.torn_tail(), Some("claude-code"))
+                } else {
+                    if p.model.is_some() {
+                        return Err(RpcError::InvalidParams {
+                            method: "session/compareBranches",
+                            detail: "model applies to Claude Code transcripts only".to_owned(),
+                        });
+                    }
+                    let tree = pi_of(s, "session/compareBranches")?.tree();
+                    let options = crate::dialect::pi::compare::Options {
+                        home: home.as_deref(),
+                    };
+                    let cmp =
+                        crate::dialect::pi::compare::compare(tree, s.source(), a, b, &options)
+                            .map_err(|source| RpcError::Render {
+                                path: s.path().to_owned(),
+                                source,
+                            })?;
+                    crate::view::compare::document(&cmp, s.torn_tail(), None)
+                }
+                .map_err(|e| io(e.to_string()))?;
+                doc["revision"] = json!(convert::revision(s.revision()));
+                to_raw(s.path(), &doc)
+            })
+            .await
+            .map_err(RpcError::from)
+            .and_then(|r| r)
+            .map(raw_result)?)
     }
 
     /// `session/graph {path, leafId?, offset?, limit?}`: a page of the branch graph

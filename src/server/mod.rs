@@ -67,6 +67,7 @@ method_table! {
     "session/entry" => Backend::entry,
     "session/contextAt" => Backend::context_at,
     "session/explain" => Backend::explain,
+    "session/compareBranches" => Backend::compare_branches,
     "session/graph" => Backend::graph,
     "session/list" => Backend::list,
     "session/verifyResume" => Backend::verify_resume,

@@ -3,6 +3,7 @@
 //! values, the branch graph (text and SVG) and the export (Markdown, HTML). Built once, below
 //! both the CLI and the server; neither front door builds these on its own.
 
+pub mod compare;
 pub mod context_json;
 pub mod convert;
 pub mod export;

@@ -211,26 +211,7 @@ pub fn explain_in(tree: &Tree, ctx: &Context, target: Target) -> Result<Explanat
     } else if !message_indexes.is_empty() {
         Reason::InContext
     } else if let Some((_, why)) = ctx.dropped.iter().find(|(n, _)| *n == node) {
-        match why {
-            Dropped::BeforeCompactBoundary { boundary } => Reason::BeforeCompactBoundary {
-                summary_id: tree
-                    .find(boundary.as_str())
-                    .and_then(|b| summary_after(tree, b)),
-                boundary_id: boundary.clone(),
-            },
-            Dropped::SystemNotSent { subtype } => Reason::SystemNeverSent {
-                subtype: subtype.clone(),
-            },
-            Dropped::RendersToNothing { attachment_type } => Reason::RendersToNothing {
-                attachment_type: attachment_type.clone(),
-            },
-            Dropped::NotRendered { attachment_type } => Reason::NotRendered {
-                attachment_type: attachment_type.clone(),
-            },
-            other => Reason::DroppedByFilter {
-                filter: other.clone(),
-            },
-        }
+        dropped_reason(tree, why)
     } else {
         let loaded = loaded_for(tree, ctx);
         off_path(tree, &loaded, ctx, node)
@@ -250,6 +231,30 @@ pub fn explain_in(tree: &Tree, ctx: &Context, target: Target) -> Result<Explanat
     Ok(ex)
 }
 
+/// Why a line of the leaf's path that Claude drops does not reach the model.
+pub(crate) fn dropped_reason(tree: &Tree, why: &Dropped) -> Reason {
+    match why {
+        Dropped::BeforeCompactBoundary { boundary } => Reason::BeforeCompactBoundary {
+            summary_id: tree
+                .find(boundary.as_str())
+                .and_then(|b| summary_after(tree, b)),
+            boundary_id: boundary.clone(),
+        },
+        Dropped::SystemNotSent { subtype } => Reason::SystemNeverSent {
+            subtype: subtype.clone(),
+        },
+        Dropped::RendersToNothing { attachment_type } => Reason::RendersToNothing {
+            attachment_type: attachment_type.clone(),
+        },
+        Dropped::NotRendered { attachment_type } => Reason::NotRendered {
+            attachment_type: attachment_type.clone(),
+        },
+        other => Reason::DroppedByFilter {
+            filter: other.clone(),
+        },
+    }
+}
+
 /// The node on line `line`, if a tree line is there.
 fn find_line(tree: &Tree, line: u32) -> Option<NodeIdx> {
     let nodes = tree.nodes();
@@ -261,7 +266,7 @@ fn find_line(tree: &Tree, line: u32) -> Option<NodeIdx> {
 }
 
 /// The compaction summary that follows boundary `b` in the file.
-fn summary_after(tree: &Tree, b: NodeIdx) -> Option<EntryId> {
+pub(crate) fn summary_after(tree: &Tree, b: NodeIdx) -> Option<EntryId> {
     tree.nodes()[b as usize + 1..]
         .iter()
         .find(|n| {
@@ -277,7 +282,7 @@ fn summary_after(tree: &Tree, b: NodeIdx) -> Option<EntryId> {
 }
 
 /// Why a line that is not on the leaf's loaded path is not there.
-fn off_path(tree: &Tree, loaded: &Loaded<'_>, ctx: &Context, node: NodeIdx) -> Reason {
+pub(crate) fn off_path(tree: &Tree, loaded: &Loaded<'_>, ctx: &Context, node: NodeIdx) -> Reason {
     match loaded.fate(node) {
         Fate::Pruned => return Reason::PrunedBigFile,
         Fate::Shadowed => {

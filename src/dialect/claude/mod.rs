@@ -6,6 +6,7 @@
 //! file). Pure: no I/O.
 
 pub mod attachment;
+pub mod compare;
 pub mod context;
 pub mod explain;
 pub mod fork;

@@ -4,6 +4,7 @@
 //! bodies are read through [`crate::core::source::LineSource`].
 
 pub mod compaction;
+pub mod compare;
 pub mod entries;
 pub mod explain;
 pub mod fork;

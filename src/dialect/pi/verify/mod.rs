@@ -394,6 +394,19 @@ fn read_facts(
     })
 }
 
+/// The file a `write` or `edit` call targets, as verification reads it: the path pi's tool
+/// takes from its arguments (`write`: a string `path` with a string `content`; `edit`: pi's
+/// `prepareEditArguments`), else the `path` argument as written. `None` for other tools and
+/// calls without a string path.
+pub fn mutation_target(name: &str, args: &Value) -> Option<String> {
+    match name {
+        "write" => edit::write_call(args).map(|(p, _)| p),
+        "edit" => edit::edit_call(args).ok().map(|c| c.path),
+        _ => return None,
+    }
+    .or_else(|| args.get("path").and_then(Value::as_str).map(str::to_owned))
+}
+
 /// pi `resolveToCwd` (POSIX): Unicode spaces to spaces, a leading `@` dropped, `~` expanded,
 /// then Node's `path.resolve(cwd, path)` (lexical: `.` and `..` folded, no symlinks).
 pub fn resolve_path(path: &str, cwd: &str, home: Option<&str>) -> String {
@@ -711,17 +724,9 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
         if call.name != "edit" && call.name != "write" {
             continue;
         }
-        let target = match call.name.as_str() {
-            "write" => edit::write_call(&call.args).map(|(p, _)| p),
-            _ => edit::edit_call(&call.args).ok().map(|c| c.path),
-        }
-        .or_else(|| {
-            call.args
-                .get("path")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        });
-        let Some(target) = target else { continue };
+        let Some(target) = mutation_target(&call.name, &call.args) else {
+            continue;
+        };
         let abs = ctx.resolve(&target);
         let slot = *by_path.entry(abs.clone()).or_insert_with(|| {
             effects.push(PathEffects {
