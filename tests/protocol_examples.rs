@@ -379,6 +379,21 @@ fn produce() -> BTreeMap<String, Vec<String>> {
             &[],
         );
     }
+    // Where a summary came from: the compaction's span and its audit.
+    ex.exchange(
+        &mut d,
+        "explain-audit",
+        "session/explain",
+        json!({"path": path, "entryId": "4909db93"}),
+        &[],
+    );
+    ex.exchange(
+        &mut d,
+        "compareBranches",
+        "session/compareBranches",
+        json!({"path": path, "leafA": "610f9c1e", "leafB": "de19adb3"}),
+        &[],
+    );
     ex.exchange(
         &mut d,
         "graph",

@@ -62,6 +62,14 @@ const DEF_NAMES = {
     claudeContextAt: 'ClaudeContextAt',
     piExplanation: 'PiExplanation',
     claudeExplanation: 'ClaudeExplanation',
+    summarySource: 'SummarySource',
+    summarizedBranch: 'SummarizedBranch',
+    pathEntry: 'ComparedEntry',
+    compareSide: 'ComparedSide',
+    compareReason: 'CompareReason',
+    contextDifference: 'ContextDifference',
+    contextChange: 'ContextChange',
+    differ: 'DifferingSetting',
 };
 
 const pascal = (s) => s.charAt(0).toUpperCase() + s.slice(1);

@@ -649,6 +649,148 @@ export interface PrepareCompactionParams {
     [k: string]: unknown;
 }
 /**
+ * session/compareBranches params.
+ */
+export interface CompareBranchesParams {
+    /**
+     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root.
+     */
+    path: string;
+    /**
+     * The first leaf (A): any entry of the session.
+     */
+    leafA: string;
+    /**
+     * The second leaf (B); the same as leafA gives an empty comparison.
+     */
+    leafB: string;
+    /**
+     * A Claude Code transcript's request model, as for session/contextAt; absent: the session's. Refused (-32602) for a pi session.
+     */
+    model?: string;
+    [k: string]: unknown;
+}
+export interface ComparedEntry {
+    id: string;
+    type: string;
+    role?: string;
+    /**
+     * one line, as session/tree previews the entry
+     */
+    preview: string;
+}
+/**
+ * What one side did after the fork point, and the context tokens at its leaf.
+ */
+export interface ComparedSide {
+    entries: number;
+    /**
+     * user messages (Claude Code: typed prompts; tool results, isMeta lines and compaction summaries not counted)
+     */
+    userTurns: number;
+    /**
+     * assistant messages (Claude Code: responses, the lines of one message.id counted once)
+     */
+    assistantMessages: number;
+    /**
+     * tool calls by tool name
+     */
+    toolCalls: {
+        [k: string]: number;
+    };
+    /**
+     * files written or edited by calls whose result on the side reports success, as verifyResume reads them (pi: resolved against the session's cwd), in first-touch order
+     */
+    filesChanged: string[];
+    /**
+     * pi: the context tokens at the leaf as session/list counts them (pi's estimateProjectedContextTokens); Claude Code: the usage of the last assistant line on the leaf's path; null when unknown
+     */
+    tokenEstimate: number | null;
+    settingChanges: {
+        id: string;
+        setting: 'thinkingLevel' | 'model';
+        /**
+         * the new value as written: a thinking level, a model {provider, modelId} (pi) or a model name (Claude Code)
+         */
+        value: unknown;
+    }[];
+}
+/**
+ * An explain reason in session/explain's reason.kind vocabulary for the session's format: for a contextOnlyA entry, why it is not a context entry at B (and the other way); for a contextChanged entry, how it reaches the model at each leaf.
+ */
+export interface CompareReason {
+    kind: string;
+    [k: string]: unknown;
+}
+export interface ContextDifference {
+    id: string;
+    type: string;
+    role?: string;
+    reason: CompareReason;
+    /**
+     * the reason in a few words, naming the side of the entry responsible (`summarized by compaction 4909db93, on A only`)
+     */
+    text: string;
+}
+export interface ContextChange {
+    id: string;
+    type: string;
+    role?: string;
+    a: CompareReason;
+    b: CompareReason;
+    text: string;
+}
+/**
+ * the value at each leaf (null: none), present only when they differ
+ */
+export interface DifferingSetting {
+    a: unknown;
+    b: unknown;
+}
+/**
+ * session/compareBranches result.
+ */
+export interface CompareBranchesResult {
+    /**
+     * present for a Claude Code transcript
+     */
+    format?: 'claude-code';
+    leafA: string;
+    leafB: string;
+    /**
+     * the last entry both paths share; null: none (two roots)
+     */
+    forkPointId: string | null;
+    /**
+     * A's path after the fork point, in path order
+     */
+    onlyA: ComparedEntry[];
+    onlyB: ComparedEntry[];
+    sideA: ComparedSide;
+    sideB: ComparedSide;
+    /**
+     * context entries at A (contextAt's entryIds) that are not context entries at B
+     */
+    contextOnlyA: ContextDifference[];
+    contextOnlyB: ContextDifference[];
+    /**
+     * context entries at both that reach the model differently (a context edit or a newer compaction on one side); always empty for Claude Code
+     */
+    contextChanged: ContextChange[];
+    /**
+     * context entries at both that reach the model the same way
+     */
+    contextCommon: number;
+    thinkingLevel?: DifferingSetting;
+    model?: DifferingSetting;
+    /**
+     * problems of a lenient (allowCorrupt) read: the leaves are compared as read
+     */
+    diagnostics: Diagnostic[];
+    tornTail: TornTail;
+    revision: Revision;
+}
+/**
  * session/contextAt params.
  */
 export interface ContextAtParams {
@@ -892,6 +1034,38 @@ export interface PiExplanation {
      */
     messageIndexes?: [number, ...number[]];
     revision: Revision;
+    source?: SummarySource;
+    branch?: SummarizedBranch;
+    audit?: Retention;
+}
+/**
+ * A compaction: the entries it replaced, as the graph's `summarizes` counts them: its path after the previous compaction's kept start (or from the root) up to `firstKeptEntryId`, compactions not counted.
+ */
+export interface SummarySource {
+    count: number;
+    firstId: string | null;
+    lastId: string | null;
+    firstKeptEntryId: string | null;
+    /**
+     * the previous compaction on the path, whose summary this one carries forward
+     */
+    previousCompactionId: string | null;
+}
+/**
+ * A branch summary: the branch it replaced (pi's collectEntriesForBranchSummary), the entries from `fromId` back to the deepest entry that branch shares with the summary's path (`leftAtId`).
+ */
+export interface SummarizedBranch {
+    /**
+     * the summary's fromId as written (pi writes `root` for the empty leaf)
+     */
+    fromId: string | null;
+    /**
+     * where the branch left the summary's path; null when it shares no entry with it
+     */
+    leftAtId: string | null;
+    count: number;
+    firstId: string | null;
+    lastId: string | null;
 }
 export interface ClaudeExplanation {
     format: 'claude-code';
@@ -1707,6 +1881,7 @@ export const Requests = {
     branch: 'session/branch',
     close: 'session/close',
     compact: 'session/compact',
+    compareBranches: 'session/compareBranches',
     contextAt: 'session/contextAt',
     entry: 'session/entry',
     explain: 'session/explain',
