@@ -177,10 +177,10 @@ fn rows<E: Describe>(tree: &Tree<E>, entries: &[PathEntry]) -> Vec<String> {
         }
         hidden.clear();
     };
-    for i in 0..entries.len() {
+    for (i, e) in entries.iter().enumerate() {
         if landmark(i) {
             flush(&mut out, &mut hidden);
-            out.push(row(&entries[i]));
+            out.push(row(e));
         } else {
             hidden.push(i);
         }

@@ -6,7 +6,8 @@
 // Input: one JSON object per line, {"file": PATH, "leaf": ID | null}; a missing or null leaf means pi's
 // default leaf (the last entry in file order). Output: one JSON line per job, in input order:
 //   {"file", "leaf", "version", "context": {messages, thinkingLevel, model}, "entries": [ids] | null,
-//    "entryLines": [1-based line numbers of the context entries], "leaves": [ids of entries with no children],
+//    "entryLines": [1-based line numbers of the context entries], "path": [ids of the root-to-leaf path] | null,
+//    "leaves": [ids of entries with no children],
 //    "tree": {"roots": [ids], "children": {id: [child ids in pi's getTree order]}} (default leaf, version >= 2 only)}
 // It makes the same calls as oracle.mjs: loadEntriesFromFile on a copy of the file (pi's loader may append a
 // newline to the file it reads), migrateSessionEntries, buildSessionContext and buildContextEntries.
@@ -176,6 +177,7 @@ async function runJob(job) {
     context: { messages, thinkingLevel, model },
     entries: stableIds ? contextEntries.map((e) => e.id) : null,
     entryLines: contextEntries.map((e) => lineOf.get(e) ?? null),
+    path: stableIds ? pathTo(entries, byId, job.leaf ?? undefined).map((e) => e.id) : null,
     leaves: stableIds ? entries.filter((e) => !hasChildren.has(e.id)).map((e) => e.id) : null,
     ...(tree ? { tree } : {}),
   };

@@ -1,0 +1,445 @@
+//! `sessiond diff` and `session/compareBranches` against pi's own functions: for every pair of
+//! leaves of the shipped branched session, and for pairs of leaves of generated trees (with
+//! compactions on one side, branch summaries and context edits), the fork point and the two
+//! sides are pi's paths (the oracle's `path`) after their longest shared prefix, the context
+//! differences are exactly pi's context entries (`buildContextEntries`) of one leaf that are
+//! not the other's, with a reason that says whether the entry is on the other path at all, and
+//! the thinking level and model are reported exactly when pi's differ. Then the bad inputs of
+//! the issue: an unknown leaf, the same leaf twice, a lenient read; and the daemon's answer is
+//! the CLI's.
+//!
+//! Environment: SESSIOND_ORACLE_DIR (required under CI, otherwise the oracle parts are skipped
+//! loudly), SESSIOND_DIFF_SEED, SESSIOND_DIFF_TREES (generated files; default 80).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use support::common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use common::generator::{Run, generate, run_from_env};
+use common::{sessiond_exits, sessiond_json};
+use serde_json::{Value, json};
+
+const DEFAULT_SEED: u64 = 0xd1ff_2026;
+const DEFAULT_TREES: usize = 80;
+/// Leaves compared per generated file (every ordered pair of them).
+const LEAVES_PER_FILE: usize = 3;
+
+fn diff_json(file: &Path, a: &str, b: &str) -> Result<Value, String> {
+    sessiond_json(&[
+        "diff".to_owned(),
+        file.to_string_lossy().into_owned(),
+        a.to_owned(),
+        b.to_owned(),
+        "--json".to_owned(),
+    ])
+}
+
+fn ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|x| match x {
+            Value::String(s) => s.clone(),
+            x => x["id"].as_str().expect("an id").to_owned(),
+        })
+        .collect()
+}
+
+/// What pi says of one leaf: its path, its context entries, its settings.
+struct Pi {
+    path: Vec<String>,
+    entries: Vec<String>,
+    thinking: Value,
+    model: Value,
+}
+
+fn pi_of(result: &Value) -> Pi {
+    assert!(result.get("error").is_none(), "pi failed: {result}");
+    Pi {
+        path: ids(&result["path"]),
+        entries: ids(&result["entries"]),
+        thinking: result["context"]
+            .get("thinkingLevel")
+            .cloned()
+            .unwrap_or(Value::Null),
+        model: result["context"]
+            .get("model")
+            .cloned()
+            .unwrap_or(Value::Null),
+    }
+}
+
+/// Checks one comparison against pi's paths and contexts of its two leaves; `Err` says what
+/// differs.
+fn check_pair(cmp: &Value, a: &Pi, b: &Pi) -> Result<(), String> {
+    let shared = a
+        .path
+        .iter()
+        .zip(&b.path)
+        .take_while(|(x, y)| x == y)
+        .count();
+    let fork = shared.checked_sub(1).map(|i| a.path[i].clone());
+    let same = |what: &str, ours: &Value, want: &Value| -> Result<(), String> {
+        if ours == want {
+            Ok(())
+        } else {
+            Err(format!("{what}: sessiond says {ours}, pi {want}"))
+        }
+    };
+    same("forkPointId", &cmp["forkPointId"], &json!(fork))?;
+    same(
+        "onlyA",
+        &json!(ids(&cmp["onlyA"])),
+        &json!(a.path[shared..]),
+    )?;
+    same(
+        "onlyB",
+        &json!(ids(&cmp["onlyB"])),
+        &json!(b.path[shared..]),
+    )?;
+    for (side, only, count) in [("A", "onlyA", "sideA"), ("B", "onlyB", "sideB")] {
+        let n = cmp[only].as_array().unwrap().len();
+        same(
+            &format!("{count}.entries ({side})"),
+            &cmp[count]["entries"],
+            &json!(n),
+        )?;
+    }
+    let in_b: HashSet<&String> = b.entries.iter().collect();
+    let in_a: HashSet<&String> = a.entries.iter().collect();
+    let want_a: Vec<&String> = a.entries.iter().filter(|e| !in_b.contains(e)).collect();
+    let want_b: Vec<&String> = b.entries.iter().filter(|e| !in_a.contains(e)).collect();
+    same(
+        "contextOnlyA",
+        &json!(ids(&cmp["contextOnlyA"])),
+        &json!(want_a),
+    )?;
+    same(
+        "contextOnlyB",
+        &json!(ids(&cmp["contextOnlyB"])),
+        &json!(want_b),
+    )?;
+    let both = a.entries.iter().filter(|e| in_b.contains(e)).count();
+    let changed = ids(&cmp["contextChanged"]);
+    same(
+        "contextCommon + contextChanged",
+        &json!(cmp["contextCommon"].as_u64().unwrap() as usize + changed.len()),
+        &json!(both),
+    )?;
+    if let Some(c) = changed
+        .iter()
+        .find(|c| !in_a.contains(c) || !in_b.contains(c))
+    {
+        return Err(format!("changed entry {c} is not a context entry at both"));
+    }
+    // The reason names the other path: off it, the entry is after the fork point.
+    for (list, other) in [("contextOnlyA", &b.path), ("contextOnlyB", &a.path)] {
+        let on_other: HashSet<&String> = other.iter().collect();
+        for d in cmp[list].as_array().unwrap() {
+            let id = d["id"].as_str().unwrap().to_owned();
+            let kind = d["reason"]["kind"].as_str().unwrap_or("");
+            let ok = if on_other.contains(&id) {
+                matches!(kind, "summarizedByCompaction" | "systemMessageInKeptRange")
+            } else {
+                kind == "notOnPath" && d["reason"]["divergesAt"] == json!(fork)
+            };
+            if !ok {
+                return Err(format!("{list}: {id}'s reason {} ", d["reason"]));
+            }
+        }
+    }
+    for (key, x, y) in [
+        ("thinkingLevel", &a.thinking, &b.thinking),
+        ("model", &a.model, &b.model),
+    ] {
+        let want = if x == y {
+            Value::Null
+        } else {
+            json!({"a": x, "b": y})
+        };
+        same(key, cmp.get(key).unwrap_or(&Value::Null), &want)?;
+    }
+    Ok(())
+}
+
+/// The ids of the entries of a generated file that no entry names as its parent.
+fn leaves_of(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| common::parse_json(l.as_bytes()).ok())
+        .collect();
+    let parents: HashSet<&str> = entries
+        .iter()
+        .filter_map(|e| e["parentId"].as_str())
+        .collect();
+    let mut out: Vec<String> = entries
+        .iter()
+        .filter_map(|e| e["id"].as_str())
+        .filter(|id| !parents.contains(id))
+        .map(str::to_owned)
+        .collect();
+    out.dedup();
+    out
+}
+
+#[test]
+fn every_pair_of_the_shipped_sessions_leaves_is_pis() {
+    let Some(oracle) = common::oracle_dir("compare: shipped session") else {
+        return;
+    };
+    let file = common::repo_root().join("examples/pi-v3-branched.jsonl");
+    let leaves = ["8a9bb12f", "610f9c1e", "de19adb3"];
+    let jobs: Vec<Value> = leaves
+        .iter()
+        .map(|l| json!({"file": file.to_string_lossy(), "leaf": l}))
+        .collect();
+    let pi: Vec<Pi> = common::run_batch_oracle(&oracle, &jobs)
+        .iter()
+        .map(pi_of)
+        .collect();
+    let mut forks = BTreeMap::new();
+    for (i, a) in leaves.iter().enumerate() {
+        for (j, b) in leaves.iter().enumerate() {
+            let cmp = diff_json(&file, a, b).unwrap();
+            check_pair(&cmp, &pi[i], &pi[j]).unwrap_or_else(|e| panic!("{a} vs {b}: {e}"));
+            forks.insert(format!("{a} {b}"), cmp["forkPointId"].clone());
+        }
+    }
+    // What the report says of the shipped session (also in the daemon's README example).
+    assert_eq!(forks["610f9c1e de19adb3"], json!("521cf246"));
+    assert_eq!(forks["8a9bb12f 610f9c1e"], json!("088a3b48"));
+    let cmp = diff_json(&file, "610f9c1e", "de19adb3").unwrap();
+    let summarized: Vec<&Value> = cmp["contextOnlyB"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["reason"]["kind"] == "summarizedByCompaction")
+        .collect();
+    assert_eq!(summarized.len(), 338);
+    assert!(
+        summarized
+            .iter()
+            .all(|d| d["text"] == "summarized by compaction 4909db93, on A only")
+    );
+    assert_eq!(cmp["thinkingLevel"], json!({"a": "high", "b": "off"}));
+    assert_eq!(cmp["sideA"]["toolCalls"], json!({"edit": 1, "read": 1}));
+    assert_eq!(cmp["sideA"]["userTurns"], json!(1));
+    let changed = cmp["sideA"]["filesChanged"].as_array().unwrap();
+    assert_eq!(changed.len(), 1);
+    assert!(
+        changed[0]
+            .as_str()
+            .unwrap()
+            .ends_with("/packages/coding-agent/src/main.ts"),
+        "{changed:?}"
+    );
+}
+
+#[test]
+fn generated_pairs_match_pi() {
+    let Some(oracle) = common::oracle_dir("compare: generated trees") else {
+        return;
+    };
+    let Run { seed, trees, dir } = run_from_env("compare", DEFAULT_SEED, DEFAULT_TREES);
+    // Version-3 files only: pi invents the ids of older ones.
+    let mut files: Vec<(PathBuf, Vec<String>)> = Vec::new();
+    let mut i = 0;
+    while files.len() < trees {
+        let case = generate(seed, i, &dir);
+        i += 1;
+        if !case.file.to_string_lossy().ends_with("-v3.jsonl") {
+            continue;
+        }
+        let mut leaves = leaves_of(&case.file);
+        leaves.truncate(LEAVES_PER_FILE - 1);
+        // And one entry inside the tree, whose path is a prefix of others.
+        if let Some(Some(inner)) = case.leaves.get(1) {
+            leaves.push(inner.clone());
+        }
+        leaves.dedup();
+        files.push((case.file, leaves));
+    }
+    let jobs: Vec<Value> = files
+        .iter()
+        .flat_map(|(f, leaves)| {
+            leaves
+                .iter()
+                .map(move |l| json!({"file": f.to_string_lossy(), "leaf": l}))
+        })
+        .collect();
+    let answers = common::run_batch_oracle(&oracle, &jobs);
+    let mut pairs = Vec::new();
+    let mut at = 0;
+    for (f, leaves) in &files {
+        let base = at;
+        at += leaves.len();
+        for (x, a) in leaves.iter().enumerate() {
+            for (y, b) in leaves.iter().enumerate() {
+                pairs.push((f.clone(), a.clone(), b.clone(), base + x, base + y));
+            }
+        }
+    }
+    let results = common::parallel_map(&pairs, |(f, a, b, x, y)| {
+        if answers[*x].get("error").is_some() || answers[*y].get("error").is_some() {
+            return Ok(None);
+        }
+        let cmp = diff_json(f, a, b)?;
+        check_pair(&cmp, &pi_of(&answers[*x]), &pi_of(&answers[*y]))
+            .map_err(|e| format!("{} {a} vs {b}: {e}", f.display()))?;
+        Ok::<_, String>(Some(cmp))
+    });
+    let failures: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(
+        failures.is_empty(),
+        "seed {seed}: {} of {} comparisons differ from pi; first: {}",
+        failures.len(),
+        pairs.len(),
+        failures[0]
+    );
+    // The generated pairs cover what the comparison is for.
+    let compared: Vec<&Value> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().and_then(Option::as_ref))
+        .collect();
+    let one_side_has = |ty: &str| {
+        compared
+            .iter()
+            .filter(|c| {
+                let has = |k: &str| c[k].as_array().unwrap().iter().any(|e| e["type"] == ty);
+                has("onlyA") != has("onlyB")
+            })
+            .count()
+    };
+    let coverage = [
+        ("a compaction on one side", one_side_has("compaction")),
+        (
+            "a branch summary on one side",
+            one_side_has("branch_summary"),
+        ),
+        ("a context edit on one side", one_side_has("context_edit")),
+        (
+            "entries a compaction on one side summarizes",
+            compared
+                .iter()
+                .filter(|c| {
+                    ["contextOnlyA", "contextOnlyB"].iter().any(|k| {
+                        c[*k].as_array().unwrap().iter().any(|d| {
+                            d["reason"]["kind"] == "summarizedByCompaction"
+                                && !d["text"].as_str().unwrap().ends_with("on both")
+                        })
+                    })
+                })
+                .count(),
+        ),
+        (
+            "an entry that reaches the model differently",
+            compared
+                .iter()
+                .filter(|c| !c["contextChanged"].as_array().unwrap().is_empty())
+                .count(),
+        ),
+        (
+            "the same leaf twice",
+            compared.iter().filter(|c| c["leafA"] == c["leafB"]).count(),
+        ),
+    ];
+    for (what, n) in coverage {
+        assert!(n > 0, "seed {seed}: no generated pair has {what}");
+    }
+}
+
+#[test]
+fn bad_input_is_as_the_issue_says() {
+    let file = common::repo_root().join("examples/pi-v3-branched.jsonl");
+    let f = file.to_str().unwrap();
+    // An unknown leaf is the usual unknown-entry error, naming the id.
+    let out = sessiond_exits(&["diff", f, "610f9c1e", "nope1234"], 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown leaf id nope1234"), "{err}");
+    let out = sessiond_exits(&["diff", f, "nope1234", "610f9c1e", "--json"], 2);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope1234"),
+        "{doc}"
+    );
+    // The same leaf twice: a valid, empty comparison.
+    let same = diff_json(&file, "de19adb3", "de19adb3").unwrap();
+    assert_eq!(same["forkPointId"], "de19adb3");
+    for k in [
+        "onlyA",
+        "onlyB",
+        "contextOnlyA",
+        "contextOnlyB",
+        "contextChanged",
+    ] {
+        assert_eq!(same[k], json!([]), "{k}");
+    }
+    assert!(same.get("thinkingLevel").is_none() && same.get("model").is_none());
+    assert_eq!(same["sideA"], same["sideB"]);
+
+    // A corrupt file: refused, or compared as read with the problems attached.
+    let lenient =
+        common::repo_root().join("tests/data/cases/lenient-missing-parent-duplicate.jsonl");
+    let l = lenient.to_str().unwrap();
+    sessiond_exits(&["diff", l, "k2", "k6"], 3);
+    let out = sessiond_exits(&["diff", l, "k2", "k6", "--json", "--allow-corrupt"], 0);
+    let cmp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cmp["forkPointId"], Value::Null, "two roots share nothing");
+    assert_eq!(ids(&cmp["onlyA"]), ["k1", "k2"]);
+    assert_eq!(ids(&cmp["onlyB"]), ["k4", "k5", "k6"]);
+    assert_eq!(cmp["diagnostics"].as_array().unwrap().len(), 3, "{cmp}");
+    let text = sessiond_exits(&["diff", l, "k2", "k6", "--allow-corrupt"], 0);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("no fork point"), "{text}");
+    assert!(text.contains("read leniently: 3 problems"), "{text}");
+}
+
+#[test]
+fn the_daemon_answers_what_the_cli_prints() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.jsonl");
+    std::fs::copy(
+        common::repo_root().join("examples/pi-v3-branched.jsonl"),
+        &file,
+    )
+    .unwrap();
+    let path = std::fs::canonicalize(&file).unwrap();
+    let p = path.to_str().unwrap();
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    d.call("session/open", json!({"path": p}));
+    for (a, b) in [("610f9c1e", "de19adb3"), ("8a9bb12f", "610f9c1e")] {
+        let mut ours = d.call(
+            "session/compareBranches",
+            json!({"path": p, "leafA": a, "leafB": b}),
+        );
+        assert!(
+            ours["revision"]["entryCount"] == 1033,
+            "{}",
+            ours["revision"]
+        );
+        ours.as_object_mut().unwrap().remove("revision");
+        let cli = diff_json(&path, a, b).unwrap();
+        assert_eq!(ours, cli, "{a} vs {b}");
+    }
+    let r = d.request(
+        "session/compareBranches",
+        json!({"path": p, "leafA": "610f9c1e", "leafB": "nope1234"}),
+    );
+    let (code, message, data) = support::error_of(&r);
+    assert_eq!(code, -33004, "{message}");
+    assert_eq!(data["id"], "nope1234");
+    let r = d.request(
+        "session/compareBranches",
+        json!({"path": p, "leafA": "610f9c1e", "leafB": "de19adb3", "model": "x"}),
+    );
+    assert_eq!(support::error_of(&r).0, -32602);
+}
