@@ -105,20 +105,16 @@ session_params! {
         /// A Claude Code transcript's request model; absent: the session's. Not for pi sessions.
         pub model: Option<String>,
     }
-}
 
-/// `session/compareBranches` params.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CompareBranchesParams {
-    /// Open session file.
-    pub path: PathBuf,
-    /// The first leaf (A).
-    pub leaf_a: String,
-    /// The second leaf (B).
-    pub leaf_b: String,
-    /// A Claude Code transcript's request model; absent: the session's. Not for pi sessions.
-    pub model: Option<String>,
+    /// `session/compareBranches` params.
+    CompareBranchesParams {
+        /// The first leaf (A).
+        pub leaf_a: String,
+        /// The second leaf (B).
+        pub leaf_b: String,
+        /// A Claude Code transcript's request model; absent: the session's. Not for pi sessions.
+        pub model: Option<String>,
+    }
 }
 
 /// `session/verifyResume` params.
