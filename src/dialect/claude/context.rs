@@ -312,8 +312,10 @@ pub fn context(
     // My: the messages from the last compact boundary on.
     let items = match items.iter().rposition(|i| i.ty == Ty::System && i.boundary) {
         Some(b) => {
-            let boundary = tree.node(items[b].node).entry.id.clone();
-            for i in &items[..b] {
+            let mut items = items;
+            let kept = items.split_off(b);
+            let boundary = tree.node(kept[0].node).entry.id.clone();
+            for i in &items {
                 run.drop_all(
                     i,
                     Dropped::BeforeCompactBoundary {
@@ -321,7 +323,7 @@ pub fn context(
                     },
                 );
             }
-            items[b..].to_vec()
+            kept
         }
         None => items,
     };
@@ -509,7 +511,9 @@ struct Body {
     retracted: Option<Value>,
 }
 
-/// The fields of a line the context reads; the rest (`toolUseResult`, usage, …) is skipped.
+/// The fields of a line the context reads, in one pass over the line: the values it keeps are
+/// built as they are read, the rest (`toolUseResult`, usage, …) is skipped. A `null` reads as
+/// absent, which every use of a field treats alike.
 #[derive(serde::Deserialize)]
 struct BodyProbe<'a> {
     #[serde(borrow)]
@@ -529,24 +533,19 @@ struct BodyProbe<'a> {
         deserialize_with = "raw_or_null"
     )]
     tool_use_result: Option<&'a RawValue>,
-    #[serde(borrow)]
-    message: Option<&'a RawValue>,
-    #[serde(borrow)]
-    attachment: Option<&'a RawValue>,
-    #[serde(borrow)]
-    content: Option<&'a RawValue>,
-    #[serde(rename = "retractedMessageUuids", borrow)]
-    retracted: Option<&'a RawValue>,
+    /// Not an object (nor null): the line goes the slow way.
+    message: Option<MessageProbe>,
+    attachment: Option<Value>,
+    content: Option<Value>,
+    #[serde(rename = "retractedMessageUuids")]
+    retracted: Option<Value>,
 }
 
 #[derive(serde::Deserialize)]
-struct MessageProbe<'a> {
-    #[serde(borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow)]
-    model: Option<&'a RawValue>,
-    #[serde(borrow)]
-    content: Option<&'a RawValue>,
+struct MessageProbe {
+    id: Option<Value>,
+    model: Option<Value>,
+    content: Option<Value>,
 }
 
 /// A present field's raw value, `null` included.
@@ -556,18 +555,17 @@ fn raw_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de Raw
 
 impl Body {
     /// Reads the fields without building the rest of the line (`None`: the line needs the slow
-    /// path, e.g. a repeated key or a lone surrogate).
+    /// path, e.g. a repeated key, a lone surrogate, or a `message` that is not an object). The
+    /// values are serde_json's, as [`jsstr::parse_value`] reads any text that needs no slow path.
     fn fast(bytes: &[u8]) -> Option<Body> {
         let p: BodyProbe<'_> = serde_json::from_slice(bytes).ok()?;
-        // A field that does not parse sends the whole line the slow way, which says why.
-        let value = |raw: Option<&RawValue>| -> Option<Option<Value>> {
-            match raw {
-                None => Some(None),
-                Some(r) => jsstr::parse_value(r.get().as_bytes()).ok().map(Some),
-            }
-        };
         let flag = |raw: Option<&RawValue>| raw.is_some_and(|r| r.get() == "true");
-        let mut body = Body {
+        let message = p.message.unwrap_or(MessageProbe {
+            id: None,
+            model: None,
+            content: None,
+        });
+        Some(Body {
             uuid: p.uuid.and_then(jsstr::decode_str).map(|s| s.into_owned()),
             meta: flag(p.is_meta),
             compact_summary: flag(p.is_compact_summary),
@@ -578,18 +576,13 @@ impl Body {
                 Some(r) if r.get().starts_with(['{', '[']) => true,
                 Some(r) => truthy(jsstr::parse_value(r.get().as_bytes()).ok().as_ref()),
             },
-            ..Body::default()
-        };
-        if let Some(m) = p.message.filter(|m| m.get().starts_with('{')) {
-            let m: MessageProbe<'_> = serde_json::from_str(m.get()).ok()?;
-            body.content = value(m.content)?;
-            body.id = value(m.id)?;
-            body.model = value(m.model)?;
-        }
-        body.attachment = value(p.attachment)?;
-        body.system_content = value(p.content)?;
-        body.retracted = value(p.retracted)?;
-        Some(body)
+            content: message.content,
+            id: message.id,
+            model: message.model,
+            attachment: p.attachment,
+            system_content: p.content,
+            retracted: p.retracted,
+        })
     }
 
     /// Reads the whole line as `JSON.parse` does.
@@ -783,24 +776,33 @@ fn merge_assistants(mut a: Item, b: Item) -> Item {
         .chain(blocks_of(b.content))
         .filter(|x| !is_bad_text(x))
         .collect();
-    let mut r = Vec::with_capacity(n.len());
-    for (i, x) in n.iter().enumerate() {
-        let blank = text_of(x).is_some_and(|t| !t.is_empty() && jsstr::trim(t).is_empty());
-        if block_type(x) != Some("text") || !blank {
-            r.push(x.clone());
-            continue;
-        }
-        let prev = i
-            .checked_sub(1)
-            .and_then(|p| n.get(p))
-            .is_some_and(is_thinking);
-        let next = n.get(i + 1).is_some_and(is_thinking);
-        if prev && next {
-            r.push(x.clone());
-        }
-    }
-    let real = r.iter().any(|x| !is_thinking(x));
-    a.content = Value::Array(tool_uses_last(if real { r } else { n }));
+    // The blocks kept: all but blank text blocks, unless between two thinking blocks.
+    let keep: Vec<bool> = n
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let blank = text_of(x).is_some_and(|t| !t.is_empty() && jsstr::trim(t).is_empty());
+            if block_type(x) != Some("text") || !blank {
+                return true;
+            }
+            let prev = i
+                .checked_sub(1)
+                .and_then(|p| n.get(p))
+                .is_some_and(is_thinking);
+            prev && n.get(i + 1).is_some_and(is_thinking)
+        })
+        .collect();
+    // Unless that would leave only thinking.
+    let real = n.iter().zip(&keep).any(|(x, k)| *k && !is_thinking(x));
+    let r = if real {
+        n.into_iter()
+            .zip(keep)
+            .filter_map(|(x, k)| k.then_some(x))
+            .collect()
+    } else {
+        n
+    };
+    a.content = Value::Array(tool_uses_last(r));
     a.sources.extend(b.sources);
     a
 }
