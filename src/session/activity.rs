@@ -464,12 +464,29 @@ mod tests {
         assert!(!writable_flags("pos:\t0\n"));
     }
 
-    #[test]
-    fn a_process_holding_the_file_for_writing_is_found_and_a_reader_is_not() {
+    /// An empty `s.jsonl` in a temporary folder, by its canonical path.
+    fn empty_session() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
         let file = path.join("s.jsonl");
         std::fs::write(&file, "").unwrap_or_else(|e| panic!("{e}"));
+        (dir, file)
+    }
+
+    /// A `sleep 5` holding `file` open on descriptor 3 through the shell's `redirect` (`<` to
+    /// read, `>>` to write).
+    fn holding(file: &Path, redirect: &str) -> std::process::Child {
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec 3{redirect}\"$0\"; exec sleep 5"))
+            .arg(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_process_holding_the_file_for_writing_is_found_and_a_reader_is_not() {
+        let (_dir, file) = empty_session();
         let probe = Probe {
             path: &file,
             cwd: None,
@@ -477,22 +494,12 @@ mod tests {
             mtime: None,
         };
         // A child that only reads the file is no agent.
-        let mut reader = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("exec 3<\"$0\"; exec sleep 5")
-            .arg(&file)
-            .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut reader = holding(&file, "<");
         std::thread::sleep(Duration::from_millis(200));
         assert_eq!(detect(&probe), None);
         let _ = reader.kill();
         let _ = reader.wait();
-        let mut writer = std::process::Command::new("sh")
-            .arg("-c")
-            .arg("exec 3>>\"$0\"; exec sleep 5")
-            .arg(&file)
-            .spawn()
-            .unwrap_or_else(|e| panic!("{e}"));
+        let mut writer = holding(&file, ">>");
         std::thread::sleep(Duration::from_millis(200));
         let found = detect(&probe);
         let _ = writer.kill();
@@ -505,10 +512,7 @@ mod tests {
 
     #[test]
     fn one_shared_pass_serves_every_session_until_it_is_too_old() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let path = dir.path().canonicalize().unwrap_or_else(|e| panic!("{e}"));
-        let file = path.join("s.jsonl");
-        std::fs::write(&file, "").unwrap_or_else(|e| panic!("{e}"));
+        let (_dir, file) = empty_session();
         let mut tool = std::process::Command::new("sleep")
             .arg("5")
             .env("PI_SESSION_FILE", &file)
@@ -526,7 +530,7 @@ mod tests {
         }
         let fresh = shared(Duration::ZERO);
         let again = shared(Duration::from_secs(60));
-        let other = path.join("other.jsonl");
+        let other = file.with_file_name("other.jsonl");
         let probe = |path| Probe {
             path,
             cwd: None,
