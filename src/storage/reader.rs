@@ -968,27 +968,35 @@ mod tests {
         }
     }
 
+    /// Runs `check` on every shipped session in each mode, strict and lenient, with a pool of
+    /// several threads.
+    fn every_shipped_session(mut check: impl FnMut(&Path, Mode)) {
+        pool_of_several();
+        for file in session_files() {
+            for mode in [Mode::Strict, Mode::Lenient] {
+                check(&file, mode);
+            }
+        }
+    }
+
     /// Opens every shipped session strictly and leniently line by line and by each parallel
     /// plan: the trees, their diagnostics, positions, torn tails and errors are the same.
     #[test]
     fn parallel_reading_gives_what_line_by_line_reading_gives() {
-        pool_of_several();
         let mut compared = 0;
-        for file in session_files() {
-            for mode in [Mode::Strict, Mode::Lenient] {
-                let expected = outcome(open_with::<Pi>(&file, mode, LINE_BY_LINE, None));
-                for plan in PARALLEL {
-                    let got = outcome(open_with::<Pi>(&file, mode, plan, None));
-                    assert_eq!(
-                        got,
-                        expected,
-                        "{} ({mode:?}) read by {plan:?}",
-                        file.display()
-                    );
-                    compared += 1;
-                }
+        every_shipped_session(|file, mode| {
+            let expected = outcome(open_with::<Pi>(file, mode, LINE_BY_LINE, None));
+            for plan in PARALLEL {
+                let got = outcome(open_with::<Pi>(file, mode, plan, None));
+                assert_eq!(
+                    got,
+                    expected,
+                    "{} ({mode:?}) read by {plan:?}",
+                    file.display()
+                );
+                compared += 1;
             }
-        }
+        });
         assert!(compared > 100);
     }
 
@@ -1022,13 +1030,8 @@ mod tests {
     /// at the default leaf.
     #[test]
     fn following_gives_the_projection_of_every_shipped_session() {
-        pool_of_several();
         let mut followed = 0;
-        for file in session_files() {
-            for mode in [Mode::Strict, Mode::Lenient] {
-                followed += followed_equals_projected(&file, mode);
-            }
-        }
+        every_shipped_session(|file, mode| followed += followed_equals_projected(file, mode));
         assert!(followed > 50, "{followed}");
     }
 
