@@ -806,6 +806,13 @@ mod tests {
         out
     }
 
+    /// The preparation of `messages` and the embedded summary of it.
+    fn summarized(messages: &Vec<SpanMessage>) -> (Preparation, String) {
+        let prep = preparation(messages);
+        let summary = summarize(&prep, messages, &[]).unwrap_or_default();
+        (prep, summary)
+    }
+
     fn body_chars(summary: &str, prep: &Preparation) -> usize {
         summary.chars().count() - prep.file_lists.format().chars().count()
     }
@@ -813,8 +820,7 @@ mod tests {
     #[test]
     fn small_spans_keep_every_probe() {
         let messages = session(3);
-        let prep = preparation(&messages);
-        let summary = summarize(&prep, &messages, &[]).unwrap_or_default();
+        let (prep, summary) = summarized(&messages);
         assert_eq!(
             summary,
             summarize(&prep, &messages, &[]).unwrap_or_default(),
@@ -879,8 +885,7 @@ mod tests {
             span("t4", ok("e2")),
             span("u2", json!({"role": "user", "content": "Now the footer."})),
         ];
-        let prep = preparation(&messages);
-        let summary = summarize(&prep, &messages, &[]).unwrap_or_default();
+        let (_, summary) = summarized(&messages);
         for want in [
             "## Goal\n- First request: Port the theme to the selectors.\n- Latest request: Now the footer.\n",
             "## Constraints & Preferences\n- Don't touch the README.\n\n",
@@ -899,8 +904,7 @@ mod tests {
     #[test]
     fn large_spans_are_cut_to_the_bound_and_report_what_is_lost() {
         let messages = session(400);
-        let prep = preparation(&messages);
-        let summary = summarize(&prep, &messages, &[]).unwrap_or_default();
+        let (prep, summary) = summarized(&messages);
         assert!(
             body_chars(&summary, &prep) <= SUMMARY_MAX_CHARS,
             "{} chars",
