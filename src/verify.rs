@@ -1,4 +1,5 @@
-//! The world-facing half of resume verification ([`crate::dialect::pi::verify`]): files hashed as
+//! The world-facing half of resume verification ([`crate::core::verify`], over what
+//! [`crate::dialect::pi::verify`] and [`crate::dialect::claude::verify`] read): files hashed as
 //! they stream (only files up to [`MAX_TEXT_BYTES`] are held, as text), the `git` program,
 //! `PATH`, the environment and pi's auth file (`$PI_CODING_AGENT_DIR/auth.json`, default
 //! `~/.pi/agent/auth.json`, as pi 1.6.0 `getAuthPath`). No credential value is kept: the auth
@@ -33,11 +34,12 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use crate::core::tree::NodeIdx;
+use crate::core::verify::{
+    AuthState, Collected, FileFacts, FileState, GitState, MAX_TEXT_BYTES, Options, Report, World,
+    evaluate,
+};
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::render::{LineSource, RenderError};
-use crate::dialect::pi::verify::{
-    self, AuthState, FileFacts, FileState, GitState, MAX_TEXT_BYTES, Options, Report, World,
-};
 
 /// Largest auth file read (pi's is a small JSON object).
 const MAX_AUTH_BYTES: u64 = 4 * 1024 * 1024;
@@ -415,6 +417,14 @@ impl World for SystemWorld {
         std::env::var_os(name).is_some_and(|v| !v.is_empty())
     }
 
+    fn env_path(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        Path::new(path).exists()
+    }
+
     fn auth(&self, provider: &str) -> AuthState {
         let path = self.agent_dir.join("auth.json");
         let mut state = AuthState {
@@ -441,7 +451,7 @@ impl World for SystemWorld {
     }
 }
 
-/// Verifies a session read into `tree` (lines through `source`) at `leaf` against this
+/// Verifies a pi session read into `tree` (lines through `source`) at `leaf` against this
 /// machine ([`SystemWorld::from_env`]). `file` names the session in the report. Errors: a
 /// line that cannot be read again ([`RenderError`]). Blocking: run it off an async runtime.
 pub fn verify_session(
@@ -451,14 +461,14 @@ pub fn verify_session(
     file: &Path,
     options: &Options,
 ) -> Result<Report, RenderError> {
-    let world = SystemWorld::from_env();
-    verify::verify(tree, leaf, source, &world, &file.to_string_lossy(), options)
+    let collected = crate::dialect::pi::verify::collect(tree, leaf, source)?;
+    Ok(evaluate_collected(collected, file, options))
 }
 
-/// Checks what [`verify::collect`] read against this machine ([`SystemWorld::from_env`]).
+/// Checks what a dialect collected against this machine ([`SystemWorld::from_env`]).
 /// Blocking: run it off an async runtime.
-pub fn evaluate_collected(collected: verify::Collected, file: &Path, options: &Options) -> Report {
-    verify::evaluate(
+pub fn evaluate_collected(collected: Collected, file: &Path, options: &Options) -> Report {
+    evaluate(
         collected,
         &SystemWorld::from_env(),
         &file.to_string_lossy(),

@@ -10,7 +10,7 @@ use clap::Args;
 
 use crate::cli::error::{CliError, Exit};
 use crate::cli::read;
-use crate::dialect::pi::verify::{Options, Status};
+use crate::core::verify::{Options, Status};
 
 /// `sessiond verify`.
 #[derive(Debug, Args)]
@@ -71,7 +71,7 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
             )?,
             None => writeln!(out, "no git repository inspected")?,
         }
-        let kind_of = |f: &crate::dialect::pi::verify::Finding| {
+        let kind_of = |f: &crate::core::verify::Finding| {
             serde_json::to_value(f.kind)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))

@@ -1,6 +1,6 @@
 //! The neutral core: what every agent's session shares — entry ids and line spans, the tree
-//! of ids and parents with its leaves and paths, the problems a file can have, redaction and
-//! small shared utilities. It knows no agent: each agent's format, projection and rules live
+//! of ids and parents with its leaves and paths, the problems a file can have, redaction, resume
+//! verification over the tool calls a dialect read, and small shared utilities. It knows no agent: each agent's format, projection and rules live
 //! in its dialect ([`crate::dialect`]).
 //!
 //! Invariant: nothing in `core` does I/O or knows about JSON-RPC. Reading a line never
@@ -21,3 +21,4 @@ pub mod redact;
 pub mod searchable;
 pub mod source;
 pub mod tree;
+pub mod verify;

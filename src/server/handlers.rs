@@ -421,7 +421,7 @@ fn collect_closed(
     path: &Path,
     leaf_id: Option<&str>,
     roots: &crate::session::roots::Roots,
-) -> Result<crate::dialect::pi::verify::Collected, RpcError> {
+) -> Result<crate::core::verify::Collected, RpcError> {
     let (session, lines) = read_closed(path, roots)?;
     let leaf = session
         .tree
@@ -779,7 +779,7 @@ impl Backend {
     }
 
     /// `session/verifyResume {path, leafId?, cwd?}`: the leaf checked against the world now
-    /// ([`crate::dialect::pi::verify`]); the result is the [`crate::dialect::pi::verify::Report`]. An open
+    /// ([`crate::dialect::pi::verify`]); the result is the [`crate::core::verify::Report`]. An open
     /// session is read from its owner's tree; a closed one is read once, strictly, without
     /// being opened. The file, git and `PATH` work runs on the blocking pool; git runs nothing
     /// the repository configures ([`crate::verify`]). Errors: -33004 for an unknown `leafId`,
@@ -795,7 +795,7 @@ impl Backend {
             }
             .into());
         }
-        let options = crate::dialect::pi::verify::Options {
+        let options = crate::core::verify::Options {
             cwd: p
                 .cwd
                 .as_deref()

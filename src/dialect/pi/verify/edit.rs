@@ -11,14 +11,8 @@
 use serde_json::Value;
 use unicode_normalization::UnicodeNormalization;
 
-/// One replacement of an `edit` call (`oldText` → `newText`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Replace {
-    /// The text to find.
-    pub old_text: String,
-    /// Its replacement.
-    pub new_text: String,
-}
+/// One replacement of an `edit` call (`oldText` → `newText`; pi replaces one occurrence).
+pub use crate::core::verify::Replace;
 
 /// An `edit` call's arguments after pi's `prepareEditArguments` and `validateEditInput`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,6 +121,7 @@ pub fn edit_call(args: &Value) -> Result<EditCall, EditError> {
             (Some(Value::String(o)), Some(Value::String(n))) => out.push(Replace {
                 old_text: o.clone(),
                 new_text: n.clone(),
+                replace_all: false,
             }),
             _ => {
                 return Err(EditError::Invalid(format!(
@@ -331,6 +326,7 @@ fn apply_normalized(
         .map(|e| Replace {
             old_text: normalize_to_lf(&e.old_text),
             new_text: normalize_to_lf(&e.new_text),
+            replace_all: false,
         })
         .collect();
     if let Some(i) = edits.iter().position(|e| e.old_text.is_empty()) {
@@ -488,6 +484,7 @@ mod tests {
         Replace {
             old_text: o.into(),
             new_text: n.into(),
+            replace_all: false,
         }
     }
 
