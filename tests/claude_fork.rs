@@ -615,3 +615,136 @@ fn the_daemon_forks_a_transcript_as_the_cli_does() {
     assert_eq!(code, -33016, "{not_prompt}");
     d.stop();
 }
+
+/// The findings of `sessiond verify FILE [--leaf L] --json`, as (kind, status, message).
+fn findings(file: &Path, leaf: Option<&str>) -> (Value, Vec<(String, String, String)>) {
+    let mut args = vec!["verify", file.to_str().unwrap(), "--json"];
+    if let Some(l) = leaf {
+        args.extend(["--leaf", l]);
+    }
+    let out = sessiond(&args);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "verify {args:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let list = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_owned(),
+                f["status"].as_str().unwrap().to_owned(),
+                f["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (report, list)
+}
+
+/// Claude's Write and Edit, made by the real Claude Code, checked against the work tree and
+/// git: as they left the file; a fork from before the edit does not trust it; the edit seen
+/// from before it, on the source, is another branch's; a change made since is found. The
+/// daemon reports as the command line does.
+#[test]
+fn verify_checks_claude_s_writes_and_edits_and_a_fork_from_before_the_edit() {
+    let test = "verify_checks_claude_s_writes_and_edits_and_a_fork_from_before_the_edit";
+    if !claude_bin().is_file() {
+        return skip(
+            test,
+            "Claude Code is not installed (bash scripts/claude-deps.sh)",
+        );
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        return skip(test, "node is not on PATH");
+    }
+    let lab = Lab::start();
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(["-C", lab.work.to_str().unwrap()])
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &lab.home)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let with_git = git(&["init", "-q", "-b", "main"]);
+    let e = lab.claude(&[
+        "-p",
+        "Write then edit the notes",
+        "--allowedTools",
+        "Write,Edit",
+    ]);
+    let id = e["session_id"].as_str().unwrap().to_owned();
+    let file = lab.project().join(format!("{id}.jsonl"));
+    let notes = lab.work.join("notes.txt");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "alpha\ngamma\n");
+
+    // At the resume leaf: the file is as the Edit left it (the Write's content, edited).
+    let (report, found) = findings(&file, None);
+    assert_eq!(report["cwd"], lab.work.to_str().unwrap());
+    let effect: Vec<_> = found.iter().filter(|f| f.0 == "fileEffect").collect();
+    assert_eq!(effect.len(), 1, "{found:?}");
+    assert_eq!(effect[0].1, "ok");
+    assert!(effect[0].2.contains("is as the Edit at entry"), "{found:?}");
+    if with_git {
+        let g = found.iter().find(|f| f.0 == "git").unwrap();
+        assert!(g.2.contains("1 of the paths this branch touched"), "{g:?}");
+    }
+
+    // A fork made before the edit holds the Write only: the file on disk is not as it left it.
+    let write_result = lines_of(&file)
+        .into_iter()
+        .find(|l| {
+            l["type"] == "user"
+                && l["message"]["content"][0]["type"] == "tool_result"
+                && l["toolUseResult"]["type"] == "create"
+        })
+        .unwrap()["uuid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let forked = sessiond_json(&["fork", file.to_str().unwrap(), &write_result]);
+    let fork = PathBuf::from(forked["path"].as_str().unwrap());
+    let (_, found) = findings(&fork, None);
+    let changed: Vec<_> = found.iter().filter(|f| f.0 == "changedSince").collect();
+    assert_eq!(changed.len(), 1, "{found:?}");
+    assert!(
+        changed[0].2.contains("changed after the Write at entry"),
+        "{changed:?}"
+    );
+    assert!(found.iter().all(|f| f.0 != "fileEffect"), "{found:?}");
+
+    // The source seen from the same point: the edit is another branch's, on disk.
+    let (_, found) = findings(&file, Some(&write_result));
+    assert!(
+        found
+            .iter()
+            .any(|f| f.0 == "otherBranchEffect" && f.1 == "warn" && f.2.contains("Edit")),
+        "{found:?}"
+    );
+
+    // A change since: found at the resume leaf.
+    std::fs::write(&notes, "alpha\ngamma\ndelta\n").unwrap();
+    let (report, found) = findings(&file, None);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.0 == "changedSince" && f.2.contains("after the Edit")),
+        "{found:?}"
+    );
+    assert_eq!(report["attention"], true);
+
+    // The daemon, on the transcript closed and open, says the same.
+    let (mut d, _) = support::Daemon::start(&[lab.project().as_path()]);
+    let closed = support::checked(&mut d, "session/verifyResume", json!({"path": file}));
+    let _: Value = d.call("session/open", json!({"path": file}));
+    let open = support::checked(&mut d, "session/verifyResume", json!({"path": file}));
+    for r in [&closed, &open] {
+        assert_eq!(r["findings"], report["findings"]);
+        assert_eq!(r["leafId"], report["leafId"]);
+    }
+    d.stop();
+}

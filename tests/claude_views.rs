@@ -247,3 +247,90 @@ fn the_daemon_exports_a_transcript_as_the_cli_does() {
     assert_eq!(support::error_of(&bad).0, -33004);
     assert_eq!(d.stop(), Some(0));
 }
+
+#[test]
+fn verify_reads_claude_s_tool_calls_on_the_branch_across_compactions() {
+    let file = real("compacted.jsonl");
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    // On the rewound branch: the denied Write failed, and nothing else touched a file.
+    let out = sessiond(&[
+        "verify",
+        path(&file),
+        "--leaf",
+        REWOUND_LEAF,
+        "--cwd",
+        cwd,
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(8), "attention");
+    let r = json_of(&out);
+    let kinds: Vec<(&str, &str)> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["kind"].as_str().unwrap(), f["status"].as_str().unwrap()))
+        .collect();
+    let failed: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "failedTool")
+        .collect();
+    assert_eq!(failed.len(), 1, "{kinds:?}");
+    assert_eq!(failed[0]["toolCallId"], "toolu_9_0");
+    assert!(
+        failed[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("The Write of /tmp/corpus-final/work/denied.txt failed")
+    );
+    assert!(
+        kinds.contains(&("cwd", "warn")),
+        "another directory than the session's: {kinds:?}"
+    );
+    assert!(kinds.contains(&("credentials", "ok")) || kinds.contains(&("credentials", "warn")));
+    // At the resume leaf, after two compactions: the calls before them are still checked (the
+    // Bash calls ran a builtin only), the denied Write is on the other branch and failed there.
+    let r = json_of(&sessiond(&["verify", path(&file), "--cwd", cwd, "--json"]));
+    assert_eq!(r["leafId"], RESUME_LEAF);
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["kind"] != "failedTool" && f["kind"] != "otherBranchEffect"),
+        "{r}"
+    );
+}
+
+#[test]
+fn the_daemon_verifies_a_transcript_as_the_cli_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.jsonl");
+    std::fs::copy(real("compacted.jsonl"), &file).unwrap();
+    let cwd = dir.path().to_str().unwrap();
+    let cli = json_of(&sessiond(&[
+        "verify",
+        path(&file),
+        "--leaf",
+        REWOUND_LEAF,
+        "--cwd",
+        cwd,
+        "--json",
+    ]));
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    let params = json!({"path": file, "leafId": REWOUND_LEAF, "cwd": cwd});
+    let closed = support::checked(&mut d, "session/verifyResume", params.clone());
+    let _: Value = d.call("session/open", json!({"path": file}));
+    let open = support::checked(&mut d, "session/verifyResume", params);
+    for r in [&closed, &open] {
+        assert_eq!(r["findings"], cli["findings"]);
+    }
+    let bad = d.request(
+        "session/verifyResume",
+        json!({"path": file, "leafId": "zz"}),
+    );
+    assert_eq!(support::error_of(&bad).0, -33004);
+    assert_eq!(d.stop(), Some(0));
+}

@@ -9,18 +9,20 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::cli::error::{CliError, Exit};
-use crate::cli::read;
+use crate::cli::{read, transcript};
 use crate::core::verify::{Options, Status};
+use crate::dialect::Dialect;
 
 /// `sessiond verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// Leaf entry id (default: the last entry in the file).
+    /// Leaf entry id (default: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
-    /// The working directory to check instead of the session header's `cwd`.
+    /// The working directory to check instead of the session's (pi's header `cwd`, the `cwd`
+    /// of a Claude Code transcript's leaf line).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Print `{path, leafId, cwd, repository, attention, counts, findings}` as JSON.
@@ -36,9 +38,6 @@ pub struct VerifyArgs {
 
 /// Runs `sessiond verify`.
 pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
-    let opened = read::open(&args.file, args.allow_corrupt, "verify")?;
-    let tree = &opened.session.tree;
-    let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
     let options = Options {
         cwd: args
             .cwd
@@ -46,11 +45,30 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
             .map(|d| crate::paths::absolute(d).to_string_lossy().into_owned()),
     };
     let file = crate::paths::absolute(&args.file);
-    let report = crate::verify::verify_session(tree, leaf, &opened.lines, &file, &options)
-        .map_err(|source| CliError::Render {
-            path: args.file.clone(),
-            source,
-        })?;
+    let report = match read::dialect_of(&args.file)? {
+        Dialect::Pi => {
+            let opened = read::open(&args.file, args.allow_corrupt, "verify")?;
+            let tree = &opened.session.tree;
+            let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
+            crate::verify::verify_session(tree, leaf, &opened.lines, &file, &options).map_err(
+                |source| CliError::Render {
+                    path: args.file.clone(),
+                    source,
+                },
+            )?
+        }
+        Dialect::Claude => {
+            let read = transcript::read(&args.file, args.allow_corrupt)?;
+            let tree = &read.session.tree;
+            let leaf = transcript::leaf(tree, &args.file, args.leaf.as_deref())?;
+            let collected = crate::dialect::claude::verify::collect(tree, Some(leaf), &read.lines)
+                .map_err(|e| CliError::Transcript {
+                    path: args.file.clone(),
+                    detail: e.to_string(),
+                })?;
+            crate::verify::evaluate_collected(collected, &file, &options)
+        }
+    };
     if args.json {
         serde_json::to_writer(&mut *out, &report).map_err(std::io::Error::other)?;
         writeln!(out)?;

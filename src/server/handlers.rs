@@ -369,32 +369,15 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
     Ok(text)
 }
 
-/// Reads a session that is not open (strictly, as `session/open` would) and collects what
-/// verification needs at `leaf_id`.
-/// A session that is not open, read once, strictly, from one descriptor opened without
-/// following a symlink and checked to be inside `roots` (as the owner opens a session), with
-/// the reader of its lines.
-fn read_closed(
-    path: &Path,
-    roots: &crate::session::roots::Roots,
-) -> Result<(OpenedSession<crate::dialect::pi::Pi>, FileLines), RpcError> {
-    match read_closed_any(path, roots)? {
-        Closed::Pi(session, lines) => Ok((session, lines)),
-        Closed::Claude(..) => Err(RpcError::UnsupportedForFormat {
-            path: path.to_owned(),
-            format: crate::dialect::Dialect::Claude,
-            operation: "session/verifyResume",
-        }),
-    }
-}
-
-/// A session that is not open, read in its format.
+/// A session that is not open, read once, strictly, in its format, from one descriptor opened
+/// without following a symlink and checked to be inside the roots (as the owner opens a
+/// session), with the reader of its lines.
 enum Closed {
     Pi(OpenedSession<crate::dialect::pi::Pi>, FileLines),
     Claude(OpenedSession<crate::dialect::claude::Claude>, FileLines),
 }
 
-/// [`read_closed`] of a file of any format sessiond reads (told from its first line).
+/// Reads a session that is not open ([`Closed`]), in the format its first line tells.
 fn read_closed_any(path: &Path, roots: &crate::session::roots::Roots) -> Result<Closed, RpcError> {
     use crate::storage::reader::{open_session_from, sniff_file};
     let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
@@ -422,19 +405,45 @@ fn collect_closed(
     leaf_id: Option<&str>,
     roots: &crate::session::roots::Roots,
 ) -> Result<crate::core::verify::Collected, RpcError> {
-    let (session, lines) = read_closed(path, roots)?;
-    let leaf = session
-        .tree
-        .resolve_leaf(leaf_id)
-        .map_err(|unknown| RpcError::UnknownEntry {
-            path: path.to_owned(),
-            id: unknown.id,
-        })?;
-    crate::dialect::pi::verify::collect(&session.tree, leaf, &lines).map_err(|source| {
-        RpcError::Render {
-            path: path.to_owned(),
-            source,
+    let unknown = |unknown: crate::core::tree::UnknownId| RpcError::UnknownEntry {
+        path: path.to_owned(),
+        id: unknown.id,
+    };
+    match read_closed_any(path, roots)? {
+        Closed::Pi(session, lines) => {
+            let leaf = session.tree.resolve_leaf(leaf_id).map_err(unknown)?;
+            crate::dialect::pi::verify::collect(&session.tree, leaf, &lines).map_err(|source| {
+                RpcError::Render {
+                    path: path.to_owned(),
+                    source,
+                }
+            })
         }
+        Closed::Claude(session, lines) => {
+            let tree = &session.tree;
+            let leaf = match leaf_id {
+                Some(id) => Some(tree.find(id).ok_or_else(|| RpcError::UnknownEntry {
+                    path: path.to_owned(),
+                    id: id.to_owned(),
+                })?),
+                None => crate::dialect::claude::default_leaf(tree),
+            };
+            transcript_collect(path, tree, leaf, &lines)
+        }
+    }
+}
+
+/// What verification needs of a Claude Code transcript at `leaf`
+/// ([`crate::dialect::claude::verify::collect`]). Errors: `Io` (a line cannot be read back).
+fn transcript_collect(
+    path: &Path,
+    tree: &crate::dialect::claude::Tree,
+    leaf: Option<NodeIdx>,
+    source: &dyn crate::core::source::LineSource,
+) -> Result<crate::core::verify::Collected, RpcError> {
+    crate::dialect::claude::verify::collect(tree, leaf, source).map_err(|e| RpcError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::other(e.to_string()),
     })
 }
 
@@ -806,15 +815,18 @@ impl Backend {
             Ok(handle) => handle
                 .query(move |s| {
                     let leaf = leaf(s, leaf_id.as_deref())?;
-                    crate::dialect::pi::verify::collect(
-                        pi_of(s, "session/verifyResume")?.tree(),
-                        leaf,
-                        s.source(),
-                    )
-                    .map_err(|source| RpcError::Render {
-                        path: s.path().to_owned(),
-                        source,
-                    })
+                    match s.opened() {
+                        Opened::Pi(pi) => {
+                            crate::dialect::pi::verify::collect(pi.tree(), leaf, s.source())
+                                .map_err(|source| RpcError::Render {
+                                    path: s.path().to_owned(),
+                                    source,
+                                })
+                        }
+                        Opened::Claude(t) => {
+                            transcript_collect(s.path(), &t.tree, leaf, s.source())
+                        }
+                    }
                 })
                 .await
                 .map_err(RpcError::from)??,

@@ -693,3 +693,41 @@ fn big_file_keep(tree: &Tree) -> Option<Vec<bool>> {
     }
     Some(keep)
 }
+
+/// The history of `leaf`, root first: the path Claude Code follows to it (with the parallel
+/// tool results put back and the attachments below it, [`Loaded::path`], the file read whole,
+/// neither pruned nor re-linked), continued from each compact boundary at its start to the line
+/// that boundary compacted (its `logicalParentUuid`). What happened on the way to the leaf,
+/// compactions or not: what an export shows and what a verification checks.
+pub fn history(tree: &Tree, leaf: NodeIdx) -> Vec<NodeIdx> {
+    let loaded = Loaded::new(
+        tree,
+        Plan {
+            size: 0,
+            relink: false,
+            prune: false,
+        },
+    );
+    let mut segments: Vec<Vec<NodeIdx>> = Vec::new();
+    let mut seen: HashSet<NodeIdx> = HashSet::new();
+    let mut cur = Some(leaf);
+    while let Some(l) = cur.filter(|l| !seen.contains(l)) {
+        let segment = if loaded.live(l) {
+            loaded.path(l)
+        } else {
+            tree.path_to(Some(l))
+        };
+        let segment: Vec<NodeIdx> = segment.into_iter().filter(|n| seen.insert(*n)).collect();
+        cur = segment
+            .first()
+            .and_then(|&first| match &tree.node(first).entry.kind {
+                Kind::System {
+                    logical_parent: Some(p),
+                    ..
+                } => tree.find(p.as_str()),
+                _ => None,
+            });
+        segments.push(segment);
+    }
+    segments.into_iter().rev().flatten().collect()
+}

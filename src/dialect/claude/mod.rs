@@ -18,6 +18,7 @@ pub mod overview;
 pub mod preview;
 pub mod search_text;
 pub mod subagent;
+pub mod verify;
 
 #[cfg(test)]
 mod tests;

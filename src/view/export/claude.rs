@@ -31,7 +31,6 @@ use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::attachment::{self, Rendering};
 use crate::dialect::claude::format::Kind as LineKind;
-use crate::dialect::claude::load::{Loaded, Plan};
 use crate::dialect::claude::subagent::Meta;
 use crate::dialect::claude::{Tree, context::SYNTHETIC_MODEL};
 use crate::dialect::pi::render::RenderError;
@@ -67,40 +66,11 @@ impl<'a> Subagent<'a> {
     }
 }
 
-/// The branch to `leaf` as the document shows it, root first: the path Claude Code follows to
-/// the leaf (with parallel tool results and the attachments below the leaf, §7.2), continued
-/// from each compact boundary at its start to the line it compacted.
+/// The branch to `leaf` as the document shows it, root first
+/// ([`crate::dialect::claude::load::history`]): the path Claude Code follows to the leaf,
+/// continued from each compact boundary at its start to the line it compacted.
 pub fn branch(tree: &Tree, leaf: NodeIdx) -> Vec<NodeIdx> {
-    let loaded = Loaded::new(
-        tree,
-        Plan {
-            size: 0,
-            relink: false,
-            prune: false,
-        },
-    );
-    let mut segments: Vec<Vec<NodeIdx>> = Vec::new();
-    let mut seen: HashSet<NodeIdx> = HashSet::new();
-    let mut cur = Some(leaf);
-    while let Some(l) = cur.filter(|l| !seen.contains(l)) {
-        let segment = if loaded.live(l) {
-            loaded.path(l)
-        } else {
-            tree.path_to(Some(l))
-        };
-        let segment: Vec<NodeIdx> = segment.into_iter().filter(|n| seen.insert(*n)).collect();
-        cur = segment
-            .first()
-            .and_then(|&first| match &tree.node(first).entry.kind {
-                LineKind::System {
-                    logical_parent: Some(p),
-                    ..
-                } => tree.find(p.as_str()),
-                _ => None,
-            });
-        segments.push(segment);
-    }
-    segments.into_iter().rev().flatten().collect()
+    crate::dialect::claude::load::history(tree, leaf)
 }
 
 /// Exports the branch to `leaf` (`None`: an empty transcript) of the transcript `tree` (lines
