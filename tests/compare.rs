@@ -442,4 +442,102 @@ fn the_daemon_answers_what_the_cli_prints() {
         json!({"path": p, "leafA": "610f9c1e", "leafB": "de19adb3", "model": "x"}),
     );
     assert_eq!(support::error_of(&r).0, -32602);
+
+    // A Claude Code transcript: the same document, `format` said.
+    let t = dir.path().join("t.jsonl");
+    std::fs::copy(
+        common::repo_root().join("tests/data/claude/real/compacted.jsonl"),
+        &t,
+    )
+    .unwrap();
+    let t = std::fs::canonicalize(&t).unwrap();
+    let tp = t.to_str().unwrap();
+    d.call("session/open", json!({"path": tp}));
+    let (a, b) = (
+        "0b5e3c50-369b-45ad-a35e-c68a63fa334e",
+        "d49e5e29-e5ef-46c2-a87c-bf2f85c28185",
+    );
+    let mut ours = d.call(
+        "session/compareBranches",
+        json!({"path": tp, "leafA": a, "leafB": b}),
+    );
+    ours.as_object_mut().unwrap().remove("revision");
+    assert_eq!(ours, diff_json(&t, a, b).unwrap());
+    assert_eq!(ours["format"], "claude-code");
+}
+
+/// A Claude Code transcript with a branch (a resume at an older line) and two compactions:
+/// every pair of its leaves is compared over the logical paths, and the context differences
+/// are exactly what `context` sends at one leaf and not the other.
+#[test]
+fn a_claude_code_transcripts_leaves_are_compared() {
+    let file = common::repo_root().join("tests/data/claude/real/compacted.jsonl");
+    let check = sessiond_json(&[
+        "check".into(),
+        file.to_string_lossy().into_owned(),
+        "--json".into(),
+    ])
+    .unwrap();
+    let leaves = ids(&check["leafIds"]);
+    assert_eq!(leaves.len(), 5);
+    let sent = |leaf: &str| -> Vec<String> {
+        let ctx = sessiond_json(&common::context_args(&file, Some(leaf))).unwrap();
+        ids(&ctx["entryIds"])
+    };
+    for a in &leaves {
+        for b in &leaves {
+            let cmp = diff_json(&file, a, b).unwrap();
+            assert_eq!(cmp["format"], "claude-code");
+            let (sa, sb) = (sent(a), sent(b));
+            let only = |x: &[String], y: &[String]| -> Vec<String> {
+                x.iter().filter(|e| !y.contains(e)).cloned().collect()
+            };
+            assert_eq!(ids(&cmp["contextOnlyA"]), only(&sa, &sb), "{a} vs {b}");
+            assert_eq!(ids(&cmp["contextOnlyB"]), only(&sb, &sa), "{a} vs {b}");
+            assert_eq!(
+                cmp["contextCommon"],
+                json!(sa.iter().filter(|e| sb.contains(e)).count())
+            );
+            // Each side ends at its leaf; the same leaf twice is empty.
+            for (leaf, side) in [(a, "onlyA"), (b, "onlyB")] {
+                if let Some(last) = ids(&cmp[side]).last() {
+                    assert_eq!(last, leaf, "{a} vs {b}: {side}");
+                } else {
+                    assert_eq!(cmp["forkPointId"], json!(leaf), "{a} vs {b}");
+                }
+            }
+        }
+    }
+    // The leaf the first compaction compacted is on the path of every leaf after it: the
+    // compaction continues that conversation.
+    let cmp = diff_json(
+        &file,
+        "7f1509ff-4e18-403f-ab85-226b98c46dbf",
+        "ec228510-5a3b-4462-aad5-e3f6654df41b",
+    )
+    .unwrap();
+    assert_eq!(cmp["forkPointId"], "7f1509ff-4e18-403f-ab85-226b98c46dbf");
+    assert_eq!(cmp["onlyA"], json!([]));
+    assert!(
+        cmp["contextOnlyA"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["reason"]["kind"] == "beforeCompactBoundary"),
+        "{}",
+        cmp["contextOnlyA"]
+    );
+    // The rewind: two branches from one answer.
+    let cmp = diff_json(
+        &file,
+        "0b5e3c50-369b-45ad-a35e-c68a63fa334e",
+        "7f1509ff-4e18-403f-ab85-226b98c46dbf",
+    )
+    .unwrap();
+    assert_eq!(cmp["forkPointId"], "f9cc853c-ba6a-4561-93ff-cb4f95759bd2");
+    assert_eq!(
+        cmp["sideA"]["toolCalls"],
+        json!({"Bash": 3, "Read": 1, "Write": 1})
+    );
+    assert_eq!(cmp["sideB"]["userTurns"], 2);
 }

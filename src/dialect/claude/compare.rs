@@ -5,9 +5,10 @@
 //!
 //! The path of a leaf is its *logical* path: the path Claude loads (`FAe`, [`Context::path`]),
 //! and when it starts at a compact boundary, the path of the leaf that boundary compacted
-//! (`logicalParentUuid`) before it, each line once. So a leaf after `/compact` and a leaf
-//! before it part where the conversation did, not at the boundary, and the lines the
-//! compaction summarizes are on both paths.
+//! (`logicalParentUuid`) before it, each line once (a preserved line where the boundary
+//! re-links it, after the summary). So a leaf after `/compact` and a leaf before it part where
+//! the conversation did, not at the boundary, and the lines the compaction summarizes are on
+//! both paths.
 //!
 //! The context difference is over the lines whose content reaches the model (`context`'s
 //! `entryIds`): a line sent at one leaf and not at the other is listed with why not at the
@@ -145,7 +146,7 @@ pub fn compare(
 }
 
 /// The logical path of a loaded path (see the module docs): a path that starts at a compact
-/// boundary follows its `logicalParentUuid` back, each line kept once (the first time).
+/// boundary follows its `logicalParentUuid` back, each line kept once (where it comes last).
 pub fn logical_path(tree: &Tree, loaded: &[NodeIdx]) -> Vec<NodeIdx> {
     let mut segments = vec![loaded.to_vec()];
     let mut boundaries = HashSet::new();
@@ -166,15 +167,18 @@ pub fn logical_path(tree: &Tree, loaded: &[NodeIdx]) -> Vec<NodeIdx> {
         first = before.first().copied();
         segments.push(before);
     }
+    // Each line once, where it comes last: a preserved line the boundary re-links under its
+    // summary is on the path there (the leaf stays last).
     let mut out = Vec::new();
     let mut kept = HashSet::new();
-    for segment in segments.into_iter().rev() {
-        for n in segment {
+    for segment in &segments {
+        for &n in segment.iter().rev() {
             if kept.insert(n) {
                 out.push(n);
             }
         }
     }
+    out.reverse();
     out
 }
 
