@@ -18,6 +18,7 @@ pub mod preview;
 pub mod raw_object;
 pub mod recent;
 pub mod redact;
+pub mod retention;
 pub mod searchable;
 pub mod source;
 pub mod tree;

@@ -134,7 +134,7 @@ pub fn explain_with_audit(
     ex.text = format!(
         "{}; it {what}; {}",
         ex.text,
-        audit::retention_text(&retention)
+        crate::core::retention::retention_text(&retention)
     );
     ex.audit = Some(retention);
     Ok(ex)

@@ -23,7 +23,7 @@ use crate::dialect::pi::Tree;
 use crate::dialect::pi::compaction::CompactionError;
 use crate::dialect::pi::compaction::files::FileOps;
 use crate::dialect::pi::compaction::prepare::{self, Span, SpanMessage};
-use crate::dialect::pi::compaction::retention::{self, ProbeKind, Retention, Summarized};
+use crate::dialect::pi::compaction::retention::{self, Retention, Summarized};
 use crate::dialect::pi::format::{EntryId, EntryKind};
 use crate::dialect::pi::projection;
 use crate::dialect::pi::render::{self, LineSource, RenderError};
@@ -337,46 +337,4 @@ fn empty() -> Retention {
         lost: 0,
         probes: Vec::new(),
     }
-}
-
-/// `kept 31 of 43 facts, lost 12 (9 modified files, 2 tasks, the last request)`.
-pub fn retention_text(r: &Retention) -> String {
-    let total = r.kept + r.lost;
-    if total == 0 {
-        return "no facts to check (nothing read, changed, failed, pending, open or asked)"
-            .to_owned();
-    }
-    let fact = if total == 1 { "fact" } else { "facts" };
-    if r.lost == 0 {
-        return format!("kept all {total} {fact}");
-    }
-    let kinds = [
-        (ProbeKind::ModifiedFile, "modified file", "modified files"),
-        (ProbeKind::ReadFile, "read file", "read files"),
-        (ProbeKind::ToolError, "tool error", "tool errors"),
-        (
-            ProbeKind::PendingToolCall,
-            "pending tool call",
-            "pending tool calls",
-        ),
-        (ProbeKind::OpenTask, "task", "tasks"),
-    ];
-    let mut parts: Vec<String> = kinds
-        .iter()
-        .filter_map(|&(kind, one, many)| {
-            let n = r.lost_probes().filter(|p| p.probe.kind == kind).count();
-            (n > 0).then(|| format!("{n} {}", if n == 1 { one } else { many }))
-        })
-        .collect();
-    if r.lost_probes()
-        .any(|p| p.probe.kind == ProbeKind::LastUserRequest)
-    {
-        parts.push("the last request".to_owned());
-    }
-    format!(
-        "kept {} of {total} {fact}, lost {} ({})",
-        r.kept,
-        r.lost,
-        parts.join(", ")
-    )
 }

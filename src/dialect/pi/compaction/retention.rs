@@ -9,96 +9,21 @@
 //! and the first line of the last user request. Probe texts longer than
 //! [`PROBE_TEXT_MAX_CHARS`] characters are cut there, so a summary can quote them whole.
 //! A probe is `kept` when its text occurs verbatim (case-sensitive) in the searchable text of
-//! some message of the new context; the report names that message's entry.
+//! some message of the new context; the report names that message's entry. The report's
+//! shapes and the lookup are every dialect's ([`crate::core::retention`]); this module reads
+//! pi's messages.
 
-use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::core::retention::{
+    PROBE_TEXT_MAX_CHARS, Probe, ProbeKind, ProbeResult, ProbeStatus, Retention, check_texts,
+    cut_chars, first_line, retention_text, task_items,
+};
 use crate::core::tree::NodeIdx;
 use crate::dialect::pi::compaction::CompactionError;
 use crate::dialect::pi::compaction::files::FileLists;
 use crate::dialect::pi::compaction::prepare::{Preparation, Span, SpanMessage, SpanSource};
 use crate::dialect::pi::format::{EntryId, ToolCallId};
-
-/// Longest probe text, in characters.
-pub const PROBE_TEXT_MAX_CHARS: usize = 160;
-
-/// What a probe checks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ProbeKind {
-    /// A file the span read (pi's `readFiles`).
-    ReadFile,
-    /// A file the span wrote or edited (pi's `modifiedFiles`).
-    ModifiedFile,
-    /// The first non-empty line of a failed tool result (`isError`).
-    ToolError,
-    /// A tool call with no result in the span or the kept messages, probed by its `toolCallId`.
-    PendingToolCall,
-    /// An unchecked task item (`- [ ] text`) not checked later in the span.
-    OpenTask,
-    /// The first line of the last user request.
-    LastUserRequest,
-}
-
-/// One fact to retain.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Probe {
-    /// What the probe checks.
-    pub kind: ProbeKind,
-    /// The text looked up in the new context.
-    pub text: String,
-    /// The entry the fact came from (for a file only listed in the previous compaction's
-    /// details: that compaction).
-    pub entry_id: Option<EntryId>,
-    /// The tool call the fact belongs to, for tool errors and pending tool calls.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_call_id: Option<String>,
-}
-
-/// `kept` or `lost`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ProbeStatus {
-    /// The text occurs verbatim in the new context.
-    Kept,
-    /// The text occurs nowhere in the new context.
-    Lost,
-}
-
-/// A probe and what the lookup found.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ProbeResult {
-    /// The probe, flattened into the result's JSON.
-    #[serde(flatten)]
-    pub probe: Probe,
-    /// Whether the text was found.
-    pub status: ProbeStatus,
-    /// The entry of the first new-context message that contains the text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub found_in: Option<EntryId>,
-}
-
-/// The retention report of one compaction.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Retention {
-    /// Number of probes kept.
-    pub kept: usize,
-    /// Number of probes lost.
-    pub lost: usize,
-    /// Every probe with its status, in probe order.
-    pub probes: Vec<ProbeResult>,
-}
-
-impl Retention {
-    /// The probes that were lost.
-    pub fn lost_probes(&self) -> impl Iterator<Item = &ProbeResult> {
-        self.probes.iter().filter(|p| p.status == ProbeStatus::Lost)
-    }
-}
 
 /// The text blocks of a message's `content` joined by `\n` (lenient: odd shapes give "").
 pub fn content_text(message: &Value) -> String {
@@ -112,54 +37,6 @@ pub fn content_text(message: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
-}
-
-/// The first non-empty line of `text`, trimmed and cut at [`PROBE_TEXT_MAX_CHARS`].
-pub fn first_line(text: &str) -> Option<String> {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(|l| cut_chars(l, PROBE_TEXT_MAX_CHARS))
-}
-
-/// `text` cut to at most `max` characters.
-pub fn cut_chars(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => text[..i].to_owned(),
-        None => text.to_owned(),
-    }
-}
-
-/// Task items in `text`: `(checked, text)` for lines like `- [ ] x`, `* [x] x`, `1. [ ] x`.
-pub fn task_items(text: &str) -> Vec<(bool, String)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let l = line.trim_start();
-        let rest = if let Some(r) = l.strip_prefix("- ").or_else(|| l.strip_prefix("* ")) {
-            r
-        } else {
-            let digits = l.bytes().take_while(u8::is_ascii_digit).count();
-            match l[digits..].strip_prefix(". ") {
-                Some(r) if digits > 0 => r,
-                _ => continue,
-            }
-        };
-        let (checked, item) = if let Some(i) = rest.strip_prefix("[ ] ") {
-            (false, i)
-        } else if let Some(i) = rest
-            .strip_prefix("[x] ")
-            .or_else(|| rest.strip_prefix("[X] "))
-        {
-            (true, i)
-        } else {
-            continue;
-        };
-        let item = cut_chars(item.trim(), PROBE_TEXT_MAX_CHARS);
-        if !item.is_empty() {
-            out.push((checked, item));
-        }
-    }
-    out
 }
 
 /// A tool call found in an assistant message.
@@ -576,39 +453,14 @@ pub fn searchable_text(message: &Value) -> String {
     parts.join("\n")
 }
 
-/// Looks every probe up in the new context (`(entry, message)` in context order).
+/// Looks every probe up in the new context (`(entry, message)` in context order), each
+/// message's [`searchable_text`].
 pub fn check(probes: Vec<Probe>, new_context: &[(EntryId, Value)]) -> Retention {
-    let texts: Vec<(&EntryId, String)> = new_context
+    let texts: Vec<(EntryId, String)> = new_context
         .iter()
-        .map(|(id, m)| (id, searchable_text(m)))
+        .map(|(id, m)| (id.clone(), searchable_text(m)))
         .collect();
-    let probes: Vec<ProbeResult> = probes
-        .into_iter()
-        .map(|probe| {
-            let found = texts
-                .iter()
-                .find(|(_, t)| t.contains(&probe.text))
-                .map(|(id, _)| (*id).clone());
-            ProbeResult {
-                status: if found.is_some() {
-                    ProbeStatus::Kept
-                } else {
-                    ProbeStatus::Lost
-                },
-                found_in: found,
-                probe,
-            }
-        })
-        .collect();
-    let kept = probes
-        .iter()
-        .filter(|p| p.status == ProbeStatus::Kept)
-        .count();
-    Retention {
-        kept,
-        lost: probes.len() - kept,
-        probes,
-    }
+    check_texts(probes, &texts)
 }
 
 /// The paths of a file list, to look them up.
