@@ -353,6 +353,7 @@ fn check_corpus(root: &Path, report: &mut Report) {
             model: r["model"].as_str().map(str::to_owned),
             mid_conversation_system: Some(mid),
             file_size: Some(size),
+            ..ContextOptions::default()
         };
         let ctx = match context(&tree, &source, node, &options) {
             Ok(c) => c,

@@ -24,7 +24,7 @@ use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::attachment::{self, DROPPED_ON_LOAD, Rendering, reminder, unwrap};
 use crate::dialect::claude::format::Kind;
-use crate::dialect::claude::load::{Loaded, Plan, is_boundary, size_read};
+use crate::dialect::claude::load::{Loaded, Plan, is_boundary, offset_of_line, size_read};
 use crate::js::jsstr;
 use crate::js::value::{template_string, truthy};
 
@@ -57,6 +57,10 @@ pub struct ContextOptions {
     /// The file's size as `stat` gives it (files over 5 MiB are pruned first, §7.1); default:
     /// the end of the last line the tree read.
     pub file_size: Option<u64>,
+    /// Read the file as it was before this line (1-based) was written, as when a compaction
+    /// audit reads the conversation a compact boundary replaced; `file_size` then defaults to
+    /// that line's offset. `None`: the whole file.
+    pub before_line: Option<u32>,
 }
 
 /// How the transcript was read for this leaf.
@@ -209,6 +213,8 @@ pub struct Context {
     pub read_as: ReadAs,
     /// The file's size the read went by.
     pub file_size: u64,
+    /// The line the read stopped before ([`ContextOptions::before_line`]).
+    pub before_line: Option<u32>,
 }
 
 /// Why a context cannot be computed.
@@ -266,7 +272,12 @@ pub fn context(
     if leaf as usize >= tree.len() {
         return Err(ContextError::NoSuchNode(leaf));
     }
-    let size = options.file_size.unwrap_or_else(|| size_read(tree));
+    let size = options
+        .file_size
+        .unwrap_or_else(|| match options.before_line {
+            Some(line) => offset_of_line(tree, line),
+            None => size_read(tree),
+        });
     let plans = [
         ReadAs::Loaded,
         ReadAs::BeforeLastBoundary,
@@ -282,6 +293,7 @@ pub fn context(
                 size,
                 relink,
                 prune,
+                before_line: options.before_line,
             },
         );
         if loaded.live(leaf) {
@@ -365,6 +377,7 @@ pub fn context(
         not_rendered: run.not_rendered,
         read_as,
         file_size: size,
+        before_line: options.before_line,
     })
 }
 
@@ -1629,6 +1642,7 @@ pub(crate) fn loaded_for<'t>(tree: &'t Tree, ctx: &Context) -> Loaded<'t> {
             size: ctx.file_size,
             relink,
             prune,
+            before_line: ctx.before_line,
         },
     )
 }

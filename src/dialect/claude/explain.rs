@@ -299,7 +299,9 @@ pub(crate) fn off_path(tree: &Tree, loaded: &Loaded<'_>, ctx: &Context, node: No
                 };
             }
         }
-        Fate::Live => {}
+        // A line written after the read's end is not on any of its paths: the chain below
+        // says where it is.
+        Fate::Live | Fate::Later => {}
     }
     if tree.node(node).entry.sidechain && !tree.node(ctx.leaf).entry.sidechain {
         return Reason::Sidechain;

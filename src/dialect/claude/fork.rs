@@ -92,6 +92,7 @@ pub fn loaded_path(
                     size,
                     relink,
                     prune,
+                    before_line: None,
                 },
             )
         })

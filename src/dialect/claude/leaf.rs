@@ -43,6 +43,7 @@ pub fn resume_leaf_sized(tree: &Tree, size: u64) -> Option<ResumeLeaf> {
             size,
             relink: true,
             prune: true,
+            before_line: None,
         },
     );
     let leaf = chosen_leaf(&loaded)?;

@@ -38,6 +38,8 @@ pub enum Fate {
     /// Dropped by the compaction re-link: positioned before the last compact boundary and not
     /// preserved (§4).
     Compacted,
+    /// Written at or after the line the plan reads the file before ([`Plan::before_line`]).
+    Later,
 }
 
 /// How to load, as Claude Code 2.1.197 would or as the file was earlier: the file's size
@@ -50,6 +52,9 @@ pub struct Plan {
     pub relink: bool,
     /// Apply the pruning of a file over 5 MiB.
     pub prune: bool,
+    /// Read the file as it was before this line (1-based) was written: the lines from it on
+    /// do not exist (`None`: every line).
+    pub before_line: Option<u32>,
 }
 
 /// The transcript as Claude Code 2.1.197 loads it (§7.1, *source* `rfe`; the prototype's
@@ -90,6 +95,16 @@ enum Line<'t> {
     Aside(&'t Aside),
 }
 
+impl Line<'_> {
+    /// Its line number in the file (1-based).
+    fn number(&self) -> u32 {
+        match self {
+            Line::Node(_, e) => e.span.line,
+            Line::Aside(a) => a.span.line,
+        }
+    }
+}
+
 /// The tree's nodes and the asides merged back into file order.
 fn lines(tree: &Tree) -> impl Iterator<Item = Line<'_>> {
     let nodes = tree.nodes();
@@ -125,6 +140,18 @@ pub fn size_read(tree: &Tree) -> u64 {
     node.max(aside)
 }
 
+/// The offset of file line `line` (1-based): the size of the file before it was written (the
+/// end of the last line the tree read when no line the tree holds is at or after it).
+pub fn offset_of_line(tree: &Tree, line: u32) -> u64 {
+    lines(tree).find(|l| l.number() >= line).map_or_else(
+        || size_read(tree),
+        |l| match l {
+            Line::Node(_, e) => e.span.offset,
+            Line::Aside(a) => a.span.offset,
+        },
+    )
+}
+
 /// Whether the tree holds two lines with one `uuid` (a lenient open notes each).
 fn has_duplicates(tree: &Tree) -> bool {
     tree.diagnostics().iter().any(|d| {
@@ -158,19 +185,26 @@ impl<'t> Loaded<'t> {
     pub fn new(tree: &'t Tree, plan: Plan) -> Loaded<'t> {
         let n = tree.len();
         let kept = if plan.prune && plan.size > BIG_FILE {
-            big_file_keep(tree)
+            big_file_keep(tree, plan.before_line)
         } else {
             None
         };
+        let written = |line: u32| plan.before_line.is_none_or(|b| line < b);
         let mut fate = vec![Fate::Live; n];
+        for (f, node) in fate.iter_mut().zip(tree.nodes()) {
+            if !written(node.entry.span.line) {
+                *f = Fate::Later;
+            }
+        }
         if let Some(kept) = &kept {
             for (f, k) in fate.iter_mut().zip(kept) {
-                if !k {
+                if !k && *f == Fate::Live {
                     *f = Fate::Pruned;
                 }
             }
         }
-        let is_kept = |i: usize| kept.as_ref().is_none_or(|k| k[i]);
+        let keep: Vec<bool> = fate.iter().map(|&f| f == Fate::Live).collect();
+        let is_kept = |i: usize| keep[i];
         let mut slots = Vec::with_capacity(n);
         let mut slot_of = vec![DEAD; n];
         let mut dups = has_duplicates(tree).then(HashMap::new);
@@ -230,6 +264,7 @@ impl<'t> Loaded<'t> {
                         loaded.explicit = false;
                     }
                 }
+                Line::Aside(a) if !written(a.span.line) => {}
                 Line::Aside(a) if a.kind == "last-prompt" => {
                     if let Some(leaf) = &a.leaf_uuid {
                         let same = loaded.prompt_leaf.as_ref() == Some(leaf);
@@ -628,11 +663,12 @@ impl<'t> Loaded<'t> {
 /// segment comes after that, only the lines on the parent chain of the last non-sidechain line
 /// and on the chain of the last `last-prompt`'s `leafUuid` are kept (all of them when a chain
 /// meets a parent that is not in the file).
-fn big_file_keep(tree: &Tree) -> Option<Vec<bool>> {
+fn big_file_keep(tree: &Tree, before_line: Option<u32>) -> Option<Vec<bool>> {
     let mut from = 0usize;
     let mut preserved_after = false;
     let mut leaf: Option<&EntryId> = None;
-    for line in lines(tree) {
+    let written = |line: &Line<'_>| before_line.is_none_or(|b| line.number() < b);
+    for line in lines(tree).take_while(written) {
         match line {
             Line::Aside(a) if a.kind == "last-prompt" => {
                 if let Some(l) = &a.leaf_uuid {
@@ -706,6 +742,7 @@ pub fn history(tree: &Tree, leaf: NodeIdx) -> Vec<NodeIdx> {
             size: 0,
             relink: false,
             prune: false,
+            before_line: None,
         },
     );
     let mut segments: Vec<Vec<NodeIdx>> = Vec::new();

@@ -54,6 +54,7 @@ pub fn path_to(tree: &Tree, leaf: crate::core::tree::NodeIdx) -> Vec<crate::core
             size: load::size_read(tree),
             relink: true,
             prune: true,
+            before_line: None,
         },
     );
     let path = loaded.path(leaf);
