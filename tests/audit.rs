@@ -311,3 +311,160 @@ fn the_daemon_explains_a_summary_as_the_cli_does() {
         assert_eq!(ours, explain(&path, id), "{id}");
     }
 }
+
+/// The compact boundaries of a Claude Code transcript: `(line, uuid)`, 1-based lines.
+fn boundaries(lines: &[Value]) -> Vec<(usize, String)> {
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v["subtype"] == "compact_boundary")
+        .map(|(i, v)| (i + 1, v["uuid"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+/// What boundary `at` (a 1-based line) replaced, walked here from the file alone: the chain of
+/// `parentUuid`s from its `logicalParentUuid` in the lines before it, with the re-link the
+/// compact boundary before it makes (its preserved head under its summary, the summary's
+/// other children under the preserved tail), up to that boundary; less the lines the boundary
+/// itself preserves. Returns (replaced ids in path order, the boundary before, the head kept).
+fn replaced_by(lines: &[Value], at: usize) -> (Vec<String>, Option<String>, Option<String>) {
+    let before = &lines[..at - 1];
+    let by_uuid: std::collections::HashMap<&str, &Value> = before
+        .iter()
+        .filter_map(|v| Some((v["uuid"].as_str()?, v)))
+        .collect();
+    let segment = |b: &Value| {
+        let s = &b["compactMetadata"]["preservedSegment"];
+        (
+            s["headUuid"].as_str().map(str::to_owned),
+            s["anchorUuid"].as_str().map(str::to_owned),
+            s["tailUuid"].as_str().map(str::to_owned),
+        )
+    };
+    let previous = before
+        .iter()
+        .rev()
+        .find(|v| v["subtype"] == "compact_boundary");
+    let (p_head, p_anchor, p_tail) = previous.map(segment).unwrap_or_default();
+    let parent = |v: &Value| -> Option<String> {
+        let id = v["uuid"].as_str()?;
+        if Some(id) == p_head.as_deref() {
+            return p_anchor.clone();
+        }
+        let parent = v["parentUuid"].as_str().map(str::to_owned);
+        if parent.is_some() && parent == p_anchor {
+            return p_tail.clone();
+        }
+        parent
+    };
+    let boundary = &lines[at - 1];
+    let (head, _, tail) = segment(boundary);
+    let mut path = Vec::new();
+    let mut cur = boundary["logicalParentUuid"].as_str().map(str::to_owned);
+    while let Some(id) = cur {
+        let v = by_uuid[id.as_str()];
+        if v["subtype"] == "compact_boundary" {
+            break;
+        }
+        path.push(id);
+        cur = parent(v);
+    }
+    path.reverse();
+    // The preserved segment: from its head to its tail, at the end of the path.
+    let kept_from = path.iter().position(|id| Some(id) == head.as_ref());
+    assert_eq!(
+        path.last(),
+        tail.as_ref(),
+        "the compacted leaf is the preserved tail"
+    );
+    let replaced = path[..kept_from.unwrap_or(path.len())].to_vec();
+    (
+        replaced,
+        previous.and_then(|v| v["uuid"].as_str().map(str::to_owned)),
+        head,
+    )
+}
+
+#[test]
+fn claude_code_compactions_are_audited_as_the_file_was_when_each_was_written() {
+    let file = common::repo_root().join("tests/data/claude/real/compacted.jsonl");
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let found = boundaries(&lines);
+    assert_eq!(
+        found.len(),
+        2,
+        "the real transcript holds two /compact runs"
+    );
+    // (kept, lost, the lost probes' texts): the scripted summaries name nothing of the span
+    // but the first one's preserved answer repeats the last request.
+    let pinned = [(1, 0, vec![]), (0, 1, vec!["Run a command again"])];
+    for ((line, id), (kept, lost, lost_texts)) in found.iter().zip(pinned) {
+        let (replaced, previous, head) = replaced_by(&lines, *line);
+        let summary = lines[*line]["uuid"].as_str().unwrap();
+        for target in [id.as_str(), summary] {
+            let ex = explain(&file, target);
+            let source = &ex["source"];
+            assert_eq!(source["count"], json!(replaced.len()), "{target}");
+            assert_eq!(source["firstId"], json!(replaced.first()), "{target}");
+            assert_eq!(source["lastId"], json!(replaced.last()), "{target}");
+            assert_eq!(source["firstKeptEntryId"], json!(head), "{target}");
+            assert_eq!(source["previousCompactionId"], json!(previous), "{target}");
+            let audit = &ex["audit"];
+            assert_eq!(
+                (audit["kept"].clone(), audit["lost"].clone()),
+                (json!(kept), json!(lost))
+            );
+            let lost_now: Vec<&str> = audit["probes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["status"] == "lost")
+                .map(|p| p["text"].as_str().unwrap())
+                .collect();
+            assert_eq!(lost_now, lost_texts, "{target}");
+            // Every probe names a line of the span it came from.
+            for p in audit["probes"].as_array().unwrap() {
+                let from = p["entryId"].as_str().unwrap().to_owned();
+                assert!(replaced.contains(&from), "{target}: {p}");
+            }
+            let text = ex["text"].as_str().unwrap();
+            assert!(
+                text.contains(&format!(
+                    "its compaction summarizes {} lines",
+                    replaced.len()
+                )),
+                "{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_daemon_explains_a_claude_code_compaction_as_the_cli_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.jsonl");
+    std::fs::copy(
+        common::repo_root().join("tests/data/claude/real/compacted.jsonl"),
+        &file,
+    )
+    .unwrap();
+    let path = std::fs::canonicalize(&file).unwrap();
+    let p = path.to_str().unwrap();
+    let lines: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    d.call("session/open", json!({"path": p}));
+    for (_, id) in boundaries(&lines) {
+        let mut ours = d.call("session/explain", json!({"path": p, "entryId": id}));
+        ours.as_object_mut().unwrap().remove("revision");
+        assert!(ours["audit"].is_object(), "{ours}");
+        assert_eq!(ours, explain(&path, &id), "{id}");
+    }
+}

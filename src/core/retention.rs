@@ -136,6 +136,25 @@ pub fn task_items(text: &str) -> Vec<(bool, String)> {
     out
 }
 
+/// The entries a compaction replaced, by id (pi's `prepareCompaction` span, or the lines before
+/// a Claude Code compact boundary).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummarySource {
+    /// Entries in the range (compactions not counted).
+    pub count: usize,
+    /// The range's first entry; `null` when it is empty.
+    pub first_id: Option<EntryId>,
+    /// The range's last entry; `null` when it is empty.
+    pub last_id: Option<EntryId>,
+    /// The first entry the compaction keeps (pi's `firstKeptEntryId`; Claude Code: the head
+    /// of the preserved segment).
+    pub first_kept_entry_id: Option<EntryId>,
+    /// The previous compaction on the path, whose summary this one carries forward (Claude
+    /// Code: the compact boundary the replaced lines follow).
+    pub previous_compaction_id: Option<EntryId>,
+}
+
 /// Looks every probe up in the new context, given as the searchable text of each message and
 /// the entry it came from, in context order: `kept` (with the first message that holds it)
 /// when the text occurs verbatim, case-sensitive.

@@ -1095,7 +1095,30 @@ export interface ClaudeExplanation {
     };
     messageIndexes?: number[];
     text: string;
+    source?: SummarySource1;
+    audit?: Retention1;
     revision: Revision;
+}
+/**
+ * A compaction: the entries it replaced, as the graph's `summarizes` counts them: its path after the previous compaction's kept start (or from the root) up to `firstKeptEntryId`, compactions not counted.
+ */
+export interface SummarySource1 {
+    count: number;
+    firstId: string | null;
+    lastId: string | null;
+    firstKeptEntryId: string | null;
+    /**
+     * the previous compaction on the path, whose summary this one carries forward
+     */
+    previousCompactionId: string | null;
+}
+/**
+ * On a compact boundary or its summary line: the retention probes of the replaced messages looked up in the context the summary starts (the summary and the preserved lines).
+ */
+export interface Retention1 {
+    kept: number;
+    lost: number;
+    probes: RetentionProbe[];
 }
 /**
  * session/export params.

@@ -14,6 +14,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::core::ids::EntryId;
+use crate::core::retention::{Retention, SummarySource};
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
@@ -55,6 +56,14 @@ pub struct Explanation {
     pub message_indexes: Vec<usize>,
     /// The answer in one sentence.
     pub text: String,
+    /// A compact boundary or its summary line: the lines the compaction replaced
+    /// ([`super::audit`], from [`explain`] only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SummarySource>,
+    /// A compact boundary or its summary line: the retention probes of what it replaced,
+    /// looked up in the context the summary starts ([`super::audit`], from [`explain`] only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<Retention>,
 }
 
 /// Why a line is, or is not, part of what the model is sent.
@@ -147,7 +156,8 @@ pub enum ExplainError {
 }
 
 /// Explains `target` at `leaf`: computes the context at the leaf (as Claude Code 2.1.197 builds
-/// its request, §7) and says what became of the line.
+/// its request, §7) and says what became of the line; for a compact boundary or its summary
+/// line, also where the summary came from and what it kept ([`super::audit`]).
 pub fn explain(
     tree: &Tree,
     source: &dyn LineSource,
@@ -156,7 +166,29 @@ pub fn explain(
     options: &ContextOptions,
 ) -> Result<Explanation, ExplainError> {
     let ctx = context(tree, source, leaf, options)?;
-    explain_in(tree, &ctx, target)
+    let mut ex = explain_in(tree, &ctx, target)?;
+    // A compaction: where its summary came from, and what it kept.
+    if let Target::Node(n) = target
+        && let Some((from, retention)) = super::audit::audit(tree, source, n, options)?
+    {
+        let range = match (&from.first_id, &from.last_id) {
+            (Some(f), Some(l)) if f == l => format!("1 line {f}"),
+            (Some(f), Some(l)) => format!("{} lines {f}…{l}", from.count),
+            _ => "no lines".to_owned(),
+        };
+        let kept = from
+            .first_kept_entry_id
+            .as_ref()
+            .map_or(String::new(), |k| format!(", keeps from {k}"));
+        ex.text = format!(
+            "{}; its compaction summarizes {range}{kept}; {}",
+            ex.text,
+            crate::core::retention::retention_text(&retention)
+        );
+        ex.source = Some(from);
+        ex.audit = Some(retention);
+    }
+    Ok(ex)
 }
 
 /// Explains `target` in a context already computed.
@@ -183,6 +215,8 @@ pub fn explain_in(tree: &Tree, ctx: &Context, target: Target) -> Result<Explanat
                     },
                     message_indexes: Vec::new(),
                     text: String::new(),
+                    source: None,
+                    audit: None,
                 };
                 ex.text = sentence(&ex);
                 return Ok(ex);
@@ -226,6 +260,8 @@ pub fn explain_in(tree: &Tree, ctx: &Context, target: Target) -> Result<Explanat
         reason,
         message_indexes,
         text: String::new(),
+        source: None,
+        audit: None,
     };
     ex.text = sentence(&ex);
     Ok(ex)

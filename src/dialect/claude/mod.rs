@@ -6,6 +6,7 @@
 //! file). Pure: no I/O.
 
 pub mod attachment;
+pub mod audit;
 pub mod compare;
 pub mod context;
 pub mod explain;

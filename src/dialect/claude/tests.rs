@@ -1109,3 +1109,202 @@ fn hostile_lines_never_panic() {
         "{err:?}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Where a compaction summary came from (audit.rs).
+
+/// A span with every kind of fact, compacted with a summary that keeps some of them: a read
+/// file, an edited file, a failed command, a call left without a result, a to-do list, a typed
+/// request; the last answer preserved.
+fn audited() -> Doc {
+    let mut d = Doc::new();
+    d.user("u1", None, json!("Fix the parser\nin src"))
+        .assistant(
+            "a1",
+            Some("u1"),
+            "m1",
+            json!({"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/w/src/lexer.rs"}}),
+        )
+        .result("r1", "a1", "t1", "fn lex() {}")
+        .assistant(
+            "a2",
+            Some("r1"),
+            "m2",
+            json!({"type": "tool_use", "id": "t2", "name": "Edit", "input": {"file_path": "/w/src/parser.rs", "old_string": "a", "new_string": "b"}}),
+        )
+        .result("r2", "a2", "t2", "edited")
+        .assistant(
+            "a3",
+            Some("r2"),
+            "m3",
+            json!({"type": "tool_use", "id": "t3", "name": "Bash", "input": {"command": "cargo test"}}),
+        )
+        .line(json!({"type": "user", "uuid": "r3", "parentUuid": "a3",
+            "message": {"role": "user", "content": [{"tool_use_id": "t3", "type": "tool_result",
+                "content": "error[E0308]: mismatched types\n  --> src/parser.rs", "is_error": true}]}}))
+        .assistant(
+            "a4",
+            Some("r3"),
+            "m4",
+            json!({"type": "tool_use", "id": "t4", "name": "TodoWrite", "input": {"todos": [
+                {"content": "Fix the type error", "status": "in_progress"},
+                {"content": "Read the lexer", "status": "completed"}]}}),
+        )
+        .result("r4", "a4", "t4", "ok")
+        .assistant(
+            "a5",
+            Some("r4"),
+            "m5",
+            json!({"type": "tool_use", "id": "t5", "name": "Grep", "input": {"pattern": "lex"}}),
+        )
+        .text("a6", Some("a5"), "m6", "Stopping here.")
+        .last_prompt("a6")
+        .system(
+            "B",
+            None,
+            "compact_boundary",
+            json!({"logicalParentUuid": "a6", "compactMetadata": {"trigger": "manual",
+                "preservedSegment": {"headUuid": "a6", "anchorUuid": "S", "tailUuid": "a6"}}}),
+        )
+        .line(json!({"type": "user", "uuid": "S", "parentUuid": "B", "isCompactSummary": true,
+            "message": {"role": "user", "content": "Summary: the user asked to Fix the parser. Read /w/src/lexer.rs; the build fails."}}))
+        .user("C1", Some("S"), json!("Carry on"))
+        .last_prompt("C1");
+    d
+}
+
+#[test]
+fn a_compaction_is_audited_from_its_boundary_and_its_summary() {
+    use crate::core::retention::{ProbeKind, ProbeStatus};
+    use crate::dialect::claude::audit::audit;
+    let d = audited();
+    let (tree, mem) = d.build();
+    let (source, retention) = audit(&tree, &mem, node(&tree, "B"), &ContextOptions::default())
+        .unwrap()
+        .unwrap();
+    // The span: the path to the compacted leaf, less the preserved answer.
+    assert_eq!(source.count, 10);
+    assert_eq!(source.first_id, Some(EntryId::new("u1")));
+    assert_eq!(source.last_id, Some(EntryId::new("a5")));
+    assert_eq!(source.first_kept_entry_id, Some(EntryId::new("a6")));
+    assert_eq!(source.previous_compaction_id, None);
+    let got: Vec<(ProbeKind, &str, ProbeStatus, Option<&str>)> = retention
+        .probes
+        .iter()
+        .map(|p| {
+            (
+                p.probe.kind,
+                p.probe.text.as_str(),
+                p.status,
+                p.probe.entry_id.as_ref().map(EntryId::as_str),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                ProbeKind::ReadFile,
+                "/w/src/lexer.rs",
+                ProbeStatus::Kept,
+                Some("a1")
+            ),
+            (
+                ProbeKind::ModifiedFile,
+                "/w/src/parser.rs",
+                ProbeStatus::Lost,
+                Some("a2")
+            ),
+            (
+                ProbeKind::ToolError,
+                "error[E0308]: mismatched types",
+                ProbeStatus::Lost,
+                Some("r3")
+            ),
+            (
+                ProbeKind::OpenTask,
+                "Fix the type error",
+                ProbeStatus::Lost,
+                Some("a4")
+            ),
+            (
+                ProbeKind::LastUserRequest,
+                "Fix the parser",
+                ProbeStatus::Kept,
+                Some("u1")
+            ),
+        ]
+    );
+    // The Grep call without a result is not a fact of the span: Claude does not send it (§7).
+    assert_eq!((retention.kept, retention.lost), (2, 3));
+    // The summary line gives the same answer; a line of the conversation gives none.
+    let (again, _) = audit(&tree, &mem, node(&tree, "S"), &ContextOptions::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.count, source.count);
+    assert!(
+        audit(&tree, &mem, node(&tree, "u1"), &ContextOptions::default())
+            .unwrap()
+            .is_none()
+    );
+    // Explain says it in its sentence and carries both.
+    let ex = explain(
+        &tree,
+        &mem,
+        node(&tree, "C1"),
+        Target::Node(node(&tree, "B")),
+        &ContextOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        ex.text
+            .contains("its compaction summarizes 10 lines u1…a5, keeps from a6; kept 2 of 5 facts"),
+        "{}",
+        ex.text
+    );
+    assert_eq!(ex.audit.unwrap().lost, 3);
+}
+
+#[test]
+fn a_later_compaction_does_not_change_what_an_earlier_one_replaced() {
+    use crate::dialect::claude::audit::audit;
+    // A second /compact whose preserved segment is the line the first compaction kept.
+    let mut d = audited();
+    d.text("a7", Some("C1"), "m7", "Answer two")
+        .system(
+            "B2",
+            None,
+            "compact_boundary",
+            json!({"logicalParentUuid": "a7", "compactMetadata": {"trigger": "manual",
+                "preservedSegment": {"headUuid": "a7", "anchorUuid": "S2", "tailUuid": "a7"}}}),
+        )
+        .line(
+            json!({"type": "user", "uuid": "S2", "parentUuid": "B2", "isCompactSummary": true,
+            "message": {"role": "user", "content": "Summary two."}}),
+        )
+        .user("D1", Some("S2"), json!("after"))
+        .last_prompt("D1");
+    let (tree, mem) = d.build();
+    let first = audit(&tree, &mem, node(&tree, "B"), &ContextOptions::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(first.0.count, 10);
+    assert_eq!(first.1.kept, 2);
+    let (second, retention) = audit(&tree, &mem, node(&tree, "B2"), &ContextOptions::default())
+        .unwrap()
+        .unwrap();
+    // The first summary, the answer it preserved (re-linked under it), the next prompt.
+    assert_eq!(second.count, 3);
+    assert_eq!(second.first_id, Some(EntryId::new("S")));
+    assert_eq!(second.last_id, Some(EntryId::new("C1")));
+    assert_eq!(second.first_kept_entry_id, Some(EntryId::new("a7")));
+    assert_eq!(second.previous_compaction_id, Some(EntryId::new("B")));
+    assert_eq!(
+        retention
+            .probes
+            .iter()
+            .map(|p| (p.probe.text.as_str(), p.status))
+            .collect::<Vec<_>>(),
+        vec![("Carry on", crate::core::retention::ProbeStatus::Lost)]
+    );
+}

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+pub use crate::core::retention::SummarySource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::compaction::CompactionError;
@@ -58,22 +59,6 @@ pub struct Explanation {
     /// in the context it starts ([`explain_with_audit`] only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub audit: Option<Retention>,
-}
-
-/// The entries a compaction replaced ([`audit::Source`]), by id.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SummarySource {
-    /// Entries in the range (compactions not counted).
-    pub count: usize,
-    /// The range's first entry; `null` when it is empty.
-    pub first_id: Option<EntryId>,
-    /// The range's last entry; `null` when it is empty.
-    pub last_id: Option<EntryId>,
-    /// The compaction's `firstKeptEntryId`.
-    pub first_kept_entry_id: Option<EntryId>,
-    /// The previous compaction on the path, whose summary this one carries forward.
-    pub previous_compaction_id: Option<EntryId>,
 }
 
 /// The branch a branch summary replaced ([`audit::BranchSource`]), by id.
