@@ -152,8 +152,23 @@ local function message_lines(m)
       table.insert(out, "> thinking: " .. (cut(str(part.thinking)):gsub("\n", "\n> ")))
     elseif t == "toolCall" then
       table.insert(out, ("→ %s(%s)  [%s]"):format(str(part.name), cut(str(part.arguments or {})), str(part.id)))
+    elseif t == "tool_use" then
+      -- Claude Code's (Anthropic's) blocks.
+      table.insert(out, ("→ %s(%s)  [%s]"):format(str(part.name), cut(str(part.input or {})), str(part.id)))
+    elseif t == "tool_result" then
+      local body = part.content
+      if type(body) == "table" then
+        local texts = {}
+        for _, b in ipairs(body) do
+          table.insert(texts, type(b) == "table" and b.type == "text" and str(b.text) or ("[" .. str(b.type) .. "]"))
+        end
+        body = table.concat(texts, "\n")
+      end
+      table.insert(out, ("← result of %s%s: %s"):format(str(part.tool_use_id), part.is_error == true and " (error)" or "",
+        cut(str(body))))
     elseif t == "image" then
-      table.insert(out, "[image " .. str(part.mimeType) .. "]")
+      local mime = part.mimeType or (type(part.source) == "table" and part.source.media_type) or nil
+      table.insert(out, "[image " .. str(mime) .. "]")
     else
       table.insert(out, "[" .. str(t) .. "]")
     end
@@ -188,10 +203,12 @@ function M.render_context(ctx, s)
   end
   add("# Context — " .. sessions.title(s))
   add("")
-  add("- file: " .. s.path)
+  add("- file: " .. s.path .. " (" .. sessions.agent_title(s.format) .. ")")
   add("- leaf: " .. str(ctx.leafId) .. (ctx.leafId == s.leafId and " (the default leaf)" or ""))
   local model = "(none)"
-  if type(ctx.model) == "table" then
+  if type(ctx.model) == "string" then
+    model = ctx.model
+  elseif type(ctx.model) == "table" then
     model = table.concat(vim.tbl_filter(function(x)
       return type(x) == "string"
     end, { ctx.model.provider, ctx.model.modelId }), "/")
@@ -325,7 +342,7 @@ end)
 -- path → the entry the last explanation pointed to (for `gr`).
 M.last_reference = {}
 
-local REF_KEYS = { "compactionId", "byCompactionId", "editId", "branchEntryId", "divergesAt" }
+local REF_KEYS = { "compactionId", "byCompactionId", "editId", "boundaryId", "branchEntryId", "divergesAt" }
 
 --- The sentence, capitalized and ended, and the entry the reason points to (or nil).
 function M.explain_text(r)
@@ -343,7 +360,8 @@ function M.explain_text(r)
   return text, ref
 end
 
---- Whether `entry` reaches the model at `leaf` (default: the active leaf), and why not.
+--- Whether `entry` reaches the model at `leaf` (default: the active leaf), and why not; on a
+--- summary, its audit in the audit buffer (sessiond.audit).
 function M.explain(entry, leaf, cb)
   target(entry, true, "explain", function(s, id)
     local params = { path = s.path, entryId = id, leafId = leaf or sessions.active_leaf(s) }
@@ -363,6 +381,11 @@ function M.explain(entry, leaf, cb)
           view.existing("tree", s.path) and "  (" .. config.options.mappings.referenced .. " jumps to it)" or "")
       end
       notify(text)
+      -- A summary (a compaction, a branch summary): what it replaced and what it kept.
+      local audit = require("sessiond.audit")
+      if audit.has_audit(r) then
+        audit.show(s, r)
+      end
       if cb then
         cb(r, text)
       end
@@ -423,6 +446,9 @@ end
 --- Sets the label of `entry` to `text` (nil: asks; "" or `clear`: removes it).
 function M.label(entry, text, clear, cb)
   target(entry, true, "label", function(s, id)
+    if not sessions.supports(s, "label") then
+      return fail(sessions.unsupported_text(s, "label"))
+    end
     if clear then
       return label_request(s, id, nil, false, cb)
     end
@@ -474,6 +500,9 @@ end
 --- leaf): a dry run first, then asks, then writes. `force` writes beside a running agent.
 function M.compact(entry, force, cb)
   target(entry, false, "compact", function(s, id)
+    if not sessions.supports(s, "compact") then
+      return fail(sessions.unsupported_text(s, "compact"))
+    end
     local leaf = id or sessions.active_leaf(s)
     local base = { path = s.path }
     if not is_nil(leaf) then
@@ -627,21 +656,99 @@ end
 
 -- List -----------------------------------------------------------------------------------
 
-local function session_line(x)
-  local name = type(x.name) == "string" and x.name
+--- The name a listed session goes by: its name, else its first prompt, else its file name.
+local function session_name(x)
+  return type(x.name) == "string" and x.name
     or type(x.firstMessage) == "string" and x.firstMessage
     or vim.fs.basename(x.path)
+end
+
+--- The last part of a project's directory ("(no working directory)" when none was recorded).
+function M.project_label(cwd)
+  if type(cwd) ~= "string" or cwd == "" then
+    return "(no working directory)"
+  end
+  local parts = vim.split(cwd, "/", { trimempty = true })
+  return parts[#parts] or cwd
+end
+
+--- One picker line: agent › project, then the session (a subagent under its parent: ↳).
+function M.session_line(x)
   local counts = type(x.entryCount) == "number"
       and ("%d entries, %d leaves"):format(x.entryCount, x.leafCount or 0)
     or ""
   local tokens = type(x.tokenEstimate) == "number" and ("~%d tokens"):format(x.tokenEstimate) or ""
-  return ("%s  ·  %s  ·  %s  ·  %s  ·  %s"):format(
+  local name = session_name(x)
+  if type(x.subagent) == "table" then
+    name = "  ↳ subagent " .. (type(x.subagent.agentType) == "string" and (x.subagent.agentType .. ": ") or "") .. name
+  end
+  return ("%s › %s  ·  %s  ·  %s  ·  %s  ·  %s"):format(
+    sessions.agent_title(x.format or "pi"),
+    M.project_label(x.cwd),
     name,
     counts,
     tokens,
-    str(x.cwd),
     (str(x.modified):sub(1, 16):gsub("T", " "))
   )
+end
+
+--- Orders listed sessions as the picker groups them: by agent (pi, then Claude Code), then by
+--- project (its working directory; the project with the newest session first, none last),
+--- each project's sessions newest first, a subagent's transcript right under its parent.
+function M.group_sessions(list)
+  local by_path, children = {}, {}
+  for _, x in ipairs(list) do
+    by_path[x.path] = x
+  end
+  local tops = {}
+  for _, x in ipairs(list) do
+    local parent = type(x.subagent) == "table" and x.subagent.parentPath or nil
+    if parent and by_path[parent] then
+      children[parent] = children[parent] or {}
+      table.insert(children[parent], x)
+    else
+      table.insert(tops, x)
+    end
+  end
+  local function newer(a, b)
+    return str(a.modified) > str(b.modified)
+  end
+  local out = {}
+  for _, agent in ipairs(sessions.AGENTS) do
+    local projects, order = {}, {}
+    for _, x in ipairs(tops) do
+      if (x.format or "pi") == agent then
+        local key = type(x.cwd) == "string" and x.cwd or ""
+        if not projects[key] then
+          projects[key] = {}
+          table.insert(order, key)
+        end
+        table.insert(projects[key], x)
+      end
+    end
+    for _, key in ipairs(order) do
+      table.sort(projects[key], newer)
+    end
+    table.sort(order, function(a, b)
+      if (a == "") ~= (b == "") then
+        return b == ""
+      end
+      local na, nb = str(projects[a][1].modified), str(projects[b][1].modified)
+      if na ~= nb then
+        return na > nb
+      end
+      return a < b
+    end)
+    for _, key in ipairs(order) do
+      for _, x in ipairs(projects[key]) do
+        table.insert(out, x)
+        local kids = children[x.path] or {}
+        table.sort(kids, newer)
+        vim.list_extend(out, kids)
+      end
+    end
+  end
+  return out
 end
 
 local function telescope_pick(list, on_choice)
@@ -658,7 +765,7 @@ local function telescope_pick(list, on_choice)
     finder = finders.new_table({
       results = list,
       entry_maker = function(x)
-        return { value = x, display = session_line(x), ordinal = session_line(x), path = x.path }
+        return { value = x, display = M.session_line(x), ordinal = M.session_line(x), path = x.path }
       end,
     }),
     sorter = conf.generic_sorter({}),
@@ -675,15 +782,58 @@ local function telescope_pick(list, on_choice)
   return true
 end
 
---- Picks a session under the first root (session/list) and shows its tree.
+--- Every session under every root the daemon reads (session/list answers for one root at a
+--- time); cb(err, sessions, roots). A root that cannot be listed is left out.
+function M.list_all(cb)
+  client.when_ready(function(err)
+    if err then
+      return cb(err)
+    end
+    local roots = (client.info and client.info.roots) or {}
+    if #roots == 0 then
+      return client.request("session/list", vim.empty_dict(), function(lerr, r)
+        if lerr then
+          return cb(lerr)
+        end
+        cb(nil, r.sessions, { r.root })
+      end)
+    end
+    local left, all, seen, first_err = #roots, {}, {}, nil
+    for _, root in ipairs(roots) do
+      client.request("session/list", { root = root }, function(lerr, r)
+        if lerr then
+          first_err = first_err or lerr
+        else
+          for _, x in ipairs(r.sessions or {}) do
+            if not seen[x.path] then
+              seen[x.path] = true
+              table.insert(all, x)
+            end
+          end
+        end
+        left = left - 1
+        if left == 0 then
+          if #all == 0 and first_err then
+            return cb(first_err)
+          end
+          cb(nil, all, roots)
+        end
+      end)
+    end
+  end)
+end
+
+--- Picks a session under the roots (pi's and Claude Code's, grouped by agent, then project)
+--- and shows its tree.
 function M.list(cb)
-  client.request("session/list", vim.empty_dict(), function(err, r)
+  M.list_all(function(err, list, roots)
     if err then
       return fail(err)
     end
-    if #r.sessions == 0 then
-      return notify(("no sessions under %s"):format(str(r.root)), WARN)
+    if #list == 0 then
+      return notify(("no sessions under %s"):format(table.concat(vim.tbl_map(str, roots), ", ")), WARN)
     end
+    list = M.group_sessions(list)
     local function chosen(x)
       if not x then
         return
@@ -700,12 +850,12 @@ function M.list(cb)
     end
     local use_telescope = config.options.picker == "telescope"
       or (config.options.picker == "auto" and pcall(require, "telescope"))
-    if use_telescope and telescope_pick(r.sessions, chosen) then
+    if use_telescope and telescope_pick(list, chosen) then
       return
     end
-    vim.ui.select(r.sessions, {
-      prompt = ("sessiond: sessions under %s"):format(str(r.root)),
-      format_item = session_line,
+    vim.ui.select(list, {
+      prompt = ("sessiond: sessions under %s (by agent, then project)"):format(table.concat(vim.tbl_map(str, roots), ", ")),
+      format_item = M.session_line,
       kind = "sessiond.session",
     }, chosen)
   end)

@@ -54,6 +54,12 @@ local HINTS = {
   [-32002] = "the daemon is still starting; try again",
 }
 
+-- The methods that write to a session file (what -33021 refuses on a read-only format).
+local WRITES = {
+  ["session/append"] = true, ["session/label"] = true, ["session/setName"] = true, ["session/branch"] = true,
+  ["session/salvage"] = true, ["session/prepareCompaction"] = true, ["session/compact"] = true,
+}
+
 --- Turns a JSON-RPC error into a table whose `message` says what happened and what to do.
 --- The daemon's messages name the file and the id; serde's "invalid params" wording is not shown.
 function M.describe_error(method, err)
@@ -67,6 +73,16 @@ function M.describe_error(method, err)
   elseif code == -32602 then
     msg = method .. " was refused as malformed; this is a bug in the plugin, please report it ("
       .. msg:gsub("^.-invalid params: ", "") .. ")"
+  elseif code == -33021 then
+    -- The format's reads are all there; only its writes (but fork) and some methods are not.
+    local d = type(err.data) == "table" and err.data or {}
+    local agent = ({ pi = "pi", ["claude-code"] = "Claude Code" })[d.format] or tostring(d.format or "this")
+    if WRITES[method] then
+      msg = ("%s is not supported for %s sessions (%s): sessiond reads a %s session but never writes to it; "
+        .. "fork it (f, :SessiondFork) to continue in a new session"):format(method, agent, msg, agent)
+    else
+      msg = ("%s is not supported for %s sessions by this sessiond (%s)"):format(method, agent, msg)
+    end
   elseif code == -33011 and type(err.data) == "table" and err.data.retryAfterMs then
     msg = msg .. ": try again in " .. err.data.retryAfterMs .. " ms"
   elseif HINTS[code] then

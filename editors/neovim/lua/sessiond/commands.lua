@@ -76,6 +76,10 @@ M.commands = {
     function(a) actions().explain(a.fargs[1], a.fargs[2]) end,
     { bar = true, nargs = "*", complete = complete_entry_arg, desc = "sessiond: whether an entry reaches the model, and why" },
   },
+  SessiondDiff = {
+    function(a) require("sessiond.compare").diff(a.fargs[1], a.fargs[2]) end,
+    { bar = true, nargs = "*", complete = complete_entry_arg, desc = "sessiond: compare two leaves (default: the leaf under the cursor and the active leaf)" },
+  },
   SessiondFork = {
     function(a) actions().fork(a.fargs[1], a.bang) end,
     { bar = true, nargs = "?", bang = true, complete = complete_entry_arg, desc = "sessiond: fork at an entry (! before it)" },

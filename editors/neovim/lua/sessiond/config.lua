@@ -39,7 +39,8 @@ M.defaults = {
   -- Buffer mappings of the tree and context views; false disables one.
   mappings = {
     context = "<CR>", -- context at the entry under the cursor (as the leaf)
-    explain = "K", -- whether the entry reaches the model at the active leaf, and why
+    explain = "K", -- whether the entry reaches the model at the active leaf, and why (a summary's audit)
+    diff = "D", -- compare the leaf under the cursor with the active leaf (:SessiondDiff)
     fork = "f", -- fork the path to this entry into a new session
     fork_before = "F", -- fork before this user message (to ask it again)
     label = "L", -- set or clear the entry's label

@@ -102,20 +102,10 @@ function M.jump_to_tree()
   if not s then
     return fail("the session of this graph is not open: run :SessiondOpen " .. path)
   end
-  require("sessiond.tree").show(s, function(err, tbuf)
-    if err then
-      return
+  require("sessiond.tree").reveal(s, id, function(err)
+    if not err then
+      vim.api.nvim_exec_autocmds("User", { pattern = "SessiondGraphJumped", data = { path = path, id = id } })
     end
-    local lnum = view.line_of(tbuf, id)
-    if not lnum then
-      return client.notify(id .. " is not in the tree view yet (R fetches it)", vim.log.levels.WARN)
-    end
-    local win = view.windows(tbuf)[1]
-    vim.api.nvim_set_current_win(win)
-    vim.cmd("normal! m'")
-    vim.api.nvim_win_set_cursor(win, { lnum, 0 })
-    vim.cmd("silent! normal! zv")
-    vim.api.nvim_exec_autocmds("User", { pattern = "SessiondGraphJumped", data = { path = path, id = id } })
   end)
 end
 

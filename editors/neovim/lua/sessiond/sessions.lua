@@ -9,9 +9,10 @@ local config = require("sessiond.config")
 
 local M = {}
 
--- path (canonical, as the daemon answers) → {path, name, sessionId, leafId (pi's default
--- leaf: the last entry), leaves, entryCount, revision, liveMode, agent, allowCorrupt,
--- activeLeaf (the leaf the user picked; nil: the default leaf), missingSince, corrupt}
+-- path (canonical, as the daemon answers) → {path, format ("pi" | "claude-code"), name,
+-- sessionId, leafId (the default leaf: pi's last entry, the line `claude --resume` continues
+-- from), leaves, entryCount, revision, liveMode, agent, allowCorrupt, activeLeaf (the leaf the
+-- user picked; nil: the default leaf), missingSince, corrupt}
 M.sessions = {}
 -- The session opened or acted on last: the fallback when the current buffer names none.
 M.current = nil
@@ -52,6 +53,7 @@ end
 local function apply_open(r, allow_corrupt)
   local s = M.sessions[r.path] or {}
   s.path, s.name, s.sessionId = r.path, r.name, r.sessionId
+  s.format = type(r.format) == "string" and r.format or "pi"
   s.leafId, s.leaves, s.entryCount, s.revision = r.leafId, r.leaves, r.entryCount, r.revision
   s.liveMode, s.agent, s.pending = r.liveMode, r.agent, r.pending
   s.allowCorrupt = allow_corrupt or s.allowCorrupt or nil
@@ -67,6 +69,42 @@ function M.title(s)
     return s.name
   end
   return vim.fs.basename(s.path)
+end
+
+-- How the agents that write sessions are named, and the order lists show them in.
+M.AGENTS = { "pi", "claude-code" }
+M.AGENT_TITLES = { pi = "pi", ["claude-code"] = "Claude Code" }
+
+--- The display name of the agent that wrote a session of `format`.
+function M.agent_title(format)
+  return M.AGENT_TITLES[format] or tostring(format)
+end
+
+-- The writes each format takes (protocol/README.md, "unsupported for format"): a Claude Code
+-- transcript is only read; its one write is a fork, a new file.
+local WRITES = {
+  pi = { fork = true, label = true, compact = true },
+  ["claude-code"] = { fork = true },
+}
+
+--- Whether a session of `s.format` takes the write `op` ("fork", "label", "compact").
+function M.supports(s, op)
+  local w = WRITES[s and s.format or "pi"] or WRITES.pi
+  return w[op] == true
+end
+
+--- Why `op` is not offered on `s`, and what to do instead (for a refusal message).
+function M.unsupported_text(s, op)
+  return ("%s: a %s session is read only (sessiond never writes to it); fork it (f, :SessiondFork) to continue in a new session")
+    :format(op, M.agent_title(s.format))
+end
+
+--- The default leaf's role, as the session's agent uses it.
+function M.default_leaf_text(s)
+  if s.format == "claude-code" then
+    return "claude --resume continues here"
+  end
+  return "pi resumes here"
 end
 
 --- session/open of `path` (made absolute); cb(err, result).

@@ -165,7 +165,8 @@ function M.render(data, s, opts)
   end
   table.insert(lines, ("%s · %d entries · %d leaves · %d branch points"):format(
     sessions.title(s), data.count, leaf_count, branch_points))
-  local head = ("default leaf %s (pi resumes here)"):format(is_nil(default_leaf) and "-" or default_leaf)
+  local head = ("default leaf %s (%s)"):format(is_nil(default_leaf) and "-" or default_leaf,
+    sessions.default_leaf_text(s))
   if s.activeLeaf and s.activeLeaf ~= default_leaf then
     head = head .. (" · active leaf %s"):format(s.activeLeaf)
   end
@@ -443,6 +444,29 @@ function M.show(s, cb)
       return cb(err)
     end
     cb(nil, buf)
+  end)
+end
+
+--- Shows the tree view of `s` (opened if needed) with the cursor on entry `id`, a folded run
+--- opened at it; fires `User SessiondRevealed` {path, id}. cb(err, buf).
+function M.reveal(s, id, cb)
+  cb = cb or function() end
+  M.show(s, function(err, tbuf)
+    if err then
+      return cb(err)
+    end
+    local lnum = view.line_of(tbuf, id)
+    if not lnum then
+      client.notify(id .. " is not in the tree view yet (R fetches it)", vim.log.levels.WARN)
+      return cb({ message = id .. " is not in the tree view" })
+    end
+    local win = view.windows(tbuf)[1]
+    vim.api.nvim_set_current_win(win)
+    vim.cmd("normal! m'")
+    vim.api.nvim_win_set_cursor(win, { lnum, 0 })
+    vim.cmd("silent! normal! zv")
+    vim.api.nvim_exec_autocmds("User", { pattern = "SessiondRevealed", data = { path = s.path, id = id } })
+    cb(nil, tbuf)
   end)
 end
 
