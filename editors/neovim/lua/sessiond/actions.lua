@@ -214,16 +214,26 @@ function M.render_context(ctx, s)
     end, { ctx.model.provider, ctx.model.modelId }), "/")
   end
   add("- model: " .. model)
-  add("- thinking level: " .. (type(ctx.thinkingLevel) == "string" and ctx.thinkingLevel or "(not set)"))
-  add(("- messages: %d · entries in context: %d · token estimate: %d"):format(ctx.messageCount, #ctx.entryIds,
-    ctx.tokenEstimate or 0))
+  if s.format ~= "claude-code" then
+    add("- thinking level: " .. (type(ctx.thinkingLevel) == "string" and ctx.thinkingLevel or "(not set)"))
+  end
+  add(("- messages: %d · entries in context: %d%s"):format(ctx.messageCount, #ctx.entryIds,
+    type(ctx.tokenEstimate) == "number" and (" · token estimate: %d"):format(ctx.tokenEstimate) or ""))
   for _, d in ipairs(ctx.diagnostics or {}) do
     add("- warning: " .. M.diagnostic_text(d))
   end
   for i, m in ipairs(ctx.messages or {}) do
-    local id = ctx.messageEntryIds[i]
+    -- A Claude Code message may be several lines of the transcript (one response's blocks, a
+    -- prompt with its attachments): its lines stand for the first.
+    local id, named = ctx.messageEntryIds[i], nil
+    if type(id) == "table" then
+      named = (#id == 1 and "entry " or "entries ") .. table.concat(vim.tbl_map(str, id), ", ")
+      id = id[1]
+    else
+      named = "entry " .. str(id)
+    end
     add("")
-    add(("## %d. %s  (entry %s)"):format((ctx.offset or 0) + i, role_title(m), str(id)), id)
+    add(("## %d. %s  (%s)"):format((ctx.offset or 0) + i, role_title(m), named), id)
     add("", id)
     for _, l in ipairs(message_lines(m)) do
       add(l, id)
@@ -290,8 +300,9 @@ local function draw_context(s, leaf, show, cb)
       n = fill_loclist(w, buf, s, ctx)
     end
     if show then
-      notify(("context at %s: %d messages, ~%d tokens%s"):format(str(ctx.leafId), ctx.messageCount,
-        ctx.tokenEstimate or 0, n > 0 and (" · %d diagnostics in the location list (:lopen)"):format(n) or ""))
+      notify(("context at %s: %d messages%s%s"):format(str(ctx.leafId), ctx.messageCount,
+        type(ctx.tokenEstimate) == "number" and (", ~%d tokens"):format(ctx.tokenEstimate) or "",
+        n > 0 and (" · %d diagnostics in the location list (:lopen)"):format(n) or ""))
     end
     vim.api.nvim_exec_autocmds("User", { pattern = "SessiondContextShown", data = { path = s.path, leafId = ctx.leafId } })
     if cb then
