@@ -32,6 +32,7 @@ fn headless(nvim: &Path, script: &str, dir: &Path) -> Command {
         .arg(repo().join("tests/neovim").join(script))
         .current_dir(dir)
         .env("SESSIOND_PLUGIN", repo().join("editors/neovim"))
+        .env("SESSIOND_HARNESS", repo().join("tests/neovim/harness.lua"))
         .env("SESSIOND_BIN", support::BIN)
         .env("XDG_STATE_HOME", dir.join("state"))
         .env("XDG_CONFIG_HOME", dir.join("config"))
@@ -99,7 +100,7 @@ fn neovim_plugin_driven_as_a_user() {
     }
     assert_eq!(
         r["commandsBeforeSetup"].as_object().map(|o| o.len()),
-        Some(12)
+        Some(13)
     );
     assert!(
         s(&r["beforeOpen"], "beforeOpen").contains("no session open: run :SessiondOpen FILE"),
@@ -351,14 +352,13 @@ fn neovim_plugin_driven_as_a_user() {
         ])
     );
 
-    // The picker lists the sessions under the root, with their counts and pi's token estimate
-    // (the session has grown by three entries and a branch above).
+    // The picker lists the sessions under the root, with their agent and project, counts and
+    // pi's token estimate (the session has grown by three entries and a branch above).
     let items: Vec<&str> = strs(&r["list"]["items"], "item");
     assert!(
-        items
-            .iter()
-            .any(|i| i
-                .starts_with("Untangle run modes  ·  1036 entries, 4 leaves  ·  ~21507 tokens")),
+        items.iter().any(|i| i.starts_with(
+            "pi › pi-mono  ·  Untangle run modes  ·  1036 entries, 4 leaves  ·  ~21507 tokens"
+        )),
         "{items:?}"
     );
 
@@ -436,4 +436,520 @@ fn neovim_tree_view_terminal_capture() {
         screen, kept,
         "the tree view changed; if intended, run with SESSIOND_UPDATE_CAPTURE=1 and update editors/neovim/README.md"
     );
+}
+
+/// Runs `tests/neovim/SCRIPT` in `dir` with `envs`; the report it wrote (the test fails with it
+/// when Neovim did).
+fn run_script(nvim: &Path, script: &str, dir: &Path, envs: &[(&str, &Path)]) -> Value {
+    let out = dir.join("report.json");
+    let mut cmd = headless(nvim, script, dir);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let status = cmd.env("SESSIOND_OUT", &out).status().expect("run nvim");
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("no report ({status}): {e}")),
+    )
+    .expect("report is JSON");
+    assert!(status.success(), "nvim failed: {r:#}");
+    r
+}
+
+/// The entry ids a report buffer lists under its heading `## TITLE (N)`, in order, and N.
+fn section_ids<'a>(lines: &[&'a str], title: &str) -> (Vec<&'a str>, usize) {
+    let head = format!("## {title} (");
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(&head))
+        .unwrap_or_else(|| panic!("no section {title:?} in {lines:#?}"));
+    let n = lines[at][head.len()..]
+        .trim_end_matches(')')
+        .parse()
+        .expect("a count");
+    let ids = lines[at + 1..]
+        .iter()
+        .take_while(|l| !l.starts_with("## ") && !l.is_empty())
+        .map(|l| l.split_whitespace().next().expect("an id"))
+        .collect();
+    (ids, n)
+}
+
+/// The ids of a list of `{id, …}` objects.
+fn ids_of(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .map(|e| s(&e["id"], "id"))
+        .collect()
+}
+
+/// What a context window of the comparison shows, checked against `sessiond context --json`:
+/// its leaf line, and one heading per message the CLI computes.
+fn assert_context_window(w: &Value, kind: &str, file: &Path, leaf: &str, leaf_line: &str) {
+    assert!(
+        s(&w["name"], "name").starts_with(&format!("sessiond://{kind}/")),
+        "{}",
+        w["name"]
+    );
+    assert_eq!(w["diff"], json!(true), "{kind} in diff mode");
+    assert!(w["differing"].as_u64() > Some(0), "{kind}: diff marks lines");
+    let lines = strs(&w["lines"], "line");
+    assert_eq!(lines[3], leaf_line);
+    let cli = cli_json(&[
+        "context",
+        "--json",
+        "--leaf",
+        leaf,
+        file.to_str().expect("utf-8"),
+    ]);
+    let headings = lines
+        .iter()
+        .filter(|l| {
+            l.strip_prefix("## ")
+                .and_then(|t| t.split(". ").next())
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .count();
+    assert_eq!(Some(headings), cli["messages"].as_array().map(Vec::len));
+}
+
+/// `:SessiondDiff` and `D`: two leaves' contexts side by side in diff mode over the comparison's
+/// report, each checked against the CLI (`sessiond diff --json`, `sessiond context --json`);
+/// `K` on the compaction and on the branch summary: their audits as `sessiond explain --json`
+/// gives them, and <CR> on a lost fact or a report line landing on its entry in the tree, its
+/// fold opened.
+#[test]
+fn neovim_compares_two_leaves_and_audits_summaries() {
+    let Some(nvim) = find_nvim() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("sessions");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let file = root.join("s.jsonl");
+    std::fs::copy(repo().join(EXAMPLE), &file).expect("copy");
+    let r = run_script(
+        &nvim,
+        "compare.lua",
+        dir.path(),
+        &[("SESSIOND_ROOT", &root), ("SESSIOND_FILE", &file)],
+    );
+    let path = file.to_str().expect("utf-8");
+
+    // D: the leaf under the cursor (A) against the active leaf, the default one (B).
+    assert_eq!(
+        r["diffMapping"],
+        json!("sessiond: compare this leaf with the active leaf (:SessiondDiff)")
+    );
+    let diff = &r["diff"];
+    assert_eq!(diff["newTab"], json!(true));
+    let wins = diff["windows"].as_array().expect("windows");
+    assert_eq!(wins.len(), 3, "{wins:#?}");
+    assert_context_window(&wins[0], "diff-a", &file, "de19adb3", "- leaf: de19adb3");
+    assert_context_window(
+        &wins[1],
+        "diff-b",
+        &file,
+        "610f9c1e",
+        "- leaf: 610f9c1e (the default leaf)",
+    );
+    assert!(s(&wins[2]["name"], "name").starts_with("sessiond://compare/"));
+    assert_eq!(wins[2]["diff"], json!(false));
+    assert_eq!(diff["current"], wins[2]["name"]);
+
+    // The report says what `sessiond diff --json` says.
+    let check_report = |report: &Value, a: &str, b: &str| {
+        let cli = cli_json(&["diff", path, a, b, "--json"]);
+        let lines = strs(report, "report line");
+        assert_eq!(lines[2], format!("- A: {a}"));
+        assert_eq!(lines[3], format!("- B: {b}"));
+        assert_eq!(
+            lines[4],
+            format!(
+                "- fork point: {} (the last entry both paths share)",
+                s(&cli["forkPointId"], "fork point")
+            )
+        );
+        for (title, key) in [
+            ("On A only, after the fork point", "onlyA"),
+            ("On B only, after the fork point", "onlyB"),
+            ("Context at A, not at B", "contextOnlyA"),
+            ("Context at B, not at A", "contextOnlyB"),
+        ] {
+            let (ids, n) = section_ids(&lines, title);
+            assert_eq!(ids, ids_of(&cli[key]), "{title}");
+            assert_eq!(n, ids.len(), "{title}");
+        }
+        let common = cli["contextCommon"].as_u64().expect("contextCommon");
+        assert!(
+            lines.contains(&format!(
+                "- context: {} entries at A, {} at B; {common} the same at both, 0 reaching the model differently",
+                common + ids_of(&cli["contextOnlyA"]).len() as u64,
+                common + ids_of(&cli["contextOnlyB"]).len() as u64,
+            ).as_str()),
+            "{lines:#?}"
+        );
+        cli
+    };
+    let cli = check_report(&wins[2]["lines"], "de19adb3", "610f9c1e");
+    assert!(lines_contain(&wins[2]["lines"], "- thinking level: A off, B high"));
+    assert!(
+        s(&r["diffMessage"], "message").contains(&format!(
+            "fork point {}, 1 entries on A only, 10 on B only",
+            s(&cli["forkPointId"], "fork point")
+        )),
+        "{}",
+        r["diffMessage"]
+    );
+    // <CR> on a context entry B has and A does not: the tree, at that entry, its fold open.
+    assert!(s(&r["diffJumpLine"], "line").starts_with("  00247798 "));
+    assert_eq!(
+        r["diffJump"],
+        json!({"tree": true, "id": "00247798", "fold": -1})
+    );
+
+    // :SessiondDiff A B: the same tab page, redrawn.
+    let d2 = &r["diff2"];
+    assert_eq!(d2["tabsAfter"], d2["tabsBefore"]);
+    let w2 = d2["windows"].as_array().expect("windows");
+    assert_eq!(w2.len(), 3);
+    assert_context_window(&w2[0], "diff-a", &file, "8a9bb12f", "- leaf: 8a9bb12f");
+    assert_context_window(&w2[1], "diff-b", &file, "de19adb3", "- leaf: de19adb3");
+    check_report(&w2[2]["lines"], "8a9bb12f", "de19adb3");
+
+    // K on the compaction: the audit `sessiond explain --json` gives, lost facts first.
+    let check_audit = |lines: &Value, id: &str, jump_text: &str, jump: &Value| {
+        let ex = cli_json(&["explain", path, id, "--json"]);
+        let audit = &ex["audit"];
+        let probes = audit["probes"].as_array().expect("probes");
+        let lines = strs(lines, "audit line");
+        let (lost_ids, lost) = section_ids(&lines, "Lost");
+        let (kept_ids, kept) = section_ids(&lines, "Kept");
+        assert_eq!(Some(lost as u64), audit["lost"].as_u64());
+        assert_eq!(Some(kept as u64), audit["kept"].as_u64());
+        assert_eq!(lost_ids.len(), lost);
+        assert!(lost_ids.iter().all(|l| *l == "✗") && kept_ids.iter().all(|k| *k == "✓"));
+        // Each fact names the entry it came from, in the daemon's order.
+        let named: Vec<&str> = lines
+            .iter()
+            .filter(|l| l.starts_with("✗ ") || l.starts_with("✓ "))
+            .map(|l| {
+                l.split("  ← ")
+                    .nth(1)
+                    .and_then(|t| t.split(' ').next())
+                    .expect("an entry")
+            })
+            .collect();
+        let want: Vec<&str> = probes
+            .iter()
+            .filter(|p| p["status"] == json!("lost"))
+            .chain(probes.iter().filter(|p| p["status"] != json!("lost")))
+            .map(|p| s(&p["entryId"], "entryId"))
+            .collect();
+        assert_eq!(named, want);
+        assert!(
+            lines.contains(&format!("- kept {kept} of {} facts, lost {lost}", kept + lost).as_str())
+        );
+        // <CR> on a lost fact: its entry in the tree, its fold open.
+        let from = probes
+            .iter()
+            .find(|p| p["text"] == json!(jump_text) && p["status"] == json!("lost"))
+            .expect("the fact jumped from");
+        assert_eq!(
+            jump,
+            &json!({"tree": true, "id": from["entryId"], "fold": -1})
+        );
+        ex
+    };
+    let audit = &r["audit"];
+    assert!(s(&audit["name"], "name").starts_with("sessiond://audit/"));
+    assert_eq!(audit["filetype"], json!("sessiondaudit"));
+    let ex = check_audit(
+        &audit["lines"],
+        "4909db93",
+        "packages/coding-agent/src/tui/custom-editor.ts",
+        &r["auditJump"],
+    );
+    let src = &ex["source"];
+    assert!(lines_contain(
+        &audit["lines"],
+        &format!(
+            "- summarizes {} entries {}…{}, keeps from {}",
+            src["count"],
+            s(&src["firstId"], "firstId"),
+            s(&src["lastId"], "lastId"),
+            s(&src["firstKeptEntryId"], "firstKeptEntryId")
+        )
+    ));
+    let sentence = s(&ex["text"], "text");
+    assert!(
+        s(&r["auditMessage"], "message").contains(&format!("E{}", &sentence[1..])),
+        "{}",
+        r["auditMessage"]
+    );
+
+    // K on the branch summary: the branch it replaced, and its audit.
+    let ex = check_audit(&r["branchAudit"], "12bbdff5", "AGENTS.md", &r["branchAuditJump"]);
+    let b = &ex["branch"];
+    assert!(lines_contain(
+        &r["branchAudit"],
+        &format!(
+            "- summarizes the branch of {} entries {}…{} (from {}), which left this path after {}",
+            b["count"],
+            s(&b["firstId"], "firstId"),
+            s(&b["lastId"], "lastId"),
+            s(&b["fromId"], "fromId"),
+            s(&b["leftAtId"], "leftAtId")
+        )
+    ));
+    assert_eq!(r["noAuditWindow"], json!(true));
+}
+
+/// Whether the array of strings `lines` holds `want` as one of its lines.
+fn lines_contain(lines: &Value, want: &str) -> bool {
+    strs(lines, "line").contains(&want)
+}
+
+/// A transcript written by the real Claude Code 2.1.197 (`tests/data/claude/real/`) under a
+/// Claude projects root beside a pi root: listed with pi's sessions, grouped by agent then
+/// project (a subagent under its parent); its tree, context, explanations, graph and comparison
+/// as the CLI computes them; only fork offered among the writes, label and compact refused
+/// before the daemon is asked, the daemon's own refusal (-33021) said plainly, the transcript
+/// never written; the fork a new transcript beside it.
+#[test]
+fn neovim_claude_code_transcript_beside_pi_sessions() {
+    let Some(nvim) = find_nvim() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pi_root = dir.path().join("pi");
+    let claude_root = dir.path().join("claude/projects");
+    let project = claude_root.join("-tmp-corpus-final-work");
+    std::fs::create_dir_all(&pi_root).expect("mkdir");
+    std::fs::create_dir_all(project.join("with-subagent/subagents")).expect("mkdir");
+    let pi_file = pi_root.join("s.jsonl");
+    std::fs::copy(repo().join(EXAMPLE), &pi_file).expect("copy");
+    let real = repo().join("tests/data/claude/real");
+    let file = project.join("compacted.jsonl");
+    std::fs::copy(real.join("compacted.jsonl"), &file).expect("copy");
+    std::fs::copy(
+        real.join("with-subagent.jsonl"),
+        project.join("with-subagent.jsonl"),
+    )
+    .expect("copy");
+    for f in std::fs::read_dir(real.join("with-subagent/subagents")).expect("subagents") {
+        let f = f.expect("entry").path();
+        std::fs::copy(
+            &f,
+            project
+                .join("with-subagent/subagents")
+                .join(f.file_name().expect("name")),
+        )
+        .expect("copy");
+    }
+    let original = std::fs::read(&file).expect("read");
+    // What `sessiond list` says of the roots before the plugin forks a transcript into one.
+    let listed = cli_json(&[
+        "list",
+        "--json",
+        "--root",
+        pi_root.to_str().expect("utf-8"),
+        "--root",
+        claude_root.to_str().expect("utf-8"),
+        "--cache",
+        dir.path().join("list-cache.json").to_str().expect("utf-8"),
+    ]);
+    const REWOUND: &str = "0b5e3c50-369b-45ad-a35e-c68a63fa334e";
+    const BEFORE: &str = "7c758304-dca2-4984-b8be-edfce669f4c5";
+    const BOUNDARY: &str = "6b9b1c20-9e05-4138-a222-b80f484495b0";
+    const OLD_LEAF: &str = "7f1509ff-4e18-403f-ab85-226b98c46dbf";
+    const FORK_AT: &str = "d49e5e29-e5ef-46c2-a87c-bf2f85c28185";
+    let r = run_script(
+        &nvim,
+        "claude.lua",
+        dir.path(),
+        &[
+            ("SESSIOND_PI_ROOT", &pi_root),
+            ("SESSIOND_CLAUDE_ROOT", &claude_root),
+            ("SESSIOND_FILE", &file),
+            ("SESSIOND_PI_FILE", &pi_file),
+            ("SESSIOND_REWOUND", Path::new(REWOUND)),
+            ("SESSIOND_BEFORE", Path::new(BEFORE)),
+            ("SESSIOND_BOUNDARY", Path::new(BOUNDARY)),
+            ("SESSIOND_OLD_LEAF", Path::new(OLD_LEAF)),
+            ("SESSIOND_FORK_AT", Path::new(FORK_AT)),
+        ],
+    );
+    let path = file.to_str().expect("utf-8");
+
+    // The picker: pi's session, then Claude Code's project with its two transcripts, the
+    // subagent's right under the one that started it; counts as `sessiond list` gives them.
+    let items = strs(&r["list"]["items"], "item");
+    let paths = strs(&r["list"]["paths"], "path");
+    assert_eq!(items.len(), 4, "{items:#?}");
+    assert_eq!(
+        listed["sessions"].as_array().map(Vec::len),
+        Some(items.len())
+    );
+    assert!(items[0].starts_with("pi › pi-mono  ·  Untangle run modes  ·  1033 entries, 3 leaves"));
+    assert!(items[1..].iter().all(|i| i.starts_with("Claude Code › work  ·  ")), "{items:#?}");
+    let at = |p: &str| paths.iter().position(|x| x.ends_with(p)).expect(p);
+    let sub = at("agent-a46c5597fd4041ded.jsonl");
+    assert_eq!(sub, at("/with-subagent.jsonl") + 1, "{paths:#?}");
+    assert!(items[sub].contains("  ↳ subagent general-purpose: "), "{}", items[sub]);
+    let mine = &items[at("/compacted.jsonl")];
+    let row = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|x| x["path"].as_str().is_some_and(|p| p.ends_with("/compacted.jsonl")))
+        .expect("the transcript listed");
+    assert!(
+        mine.contains(&format!(
+            "  ·  {}  ·  {} entries, {} leaves  ·  ~{} tokens",
+            s(&row["firstMessage"], "firstMessage"),
+            row["entryCount"],
+            row["leafCount"],
+            row["tokenEstimate"]
+        )),
+        "{mine}"
+    );
+
+    // The tree: every entry once, the leaves marked, the resume leaf as Claude Code uses it.
+    let cli_tree = cli_json(&["tree", "--json", path]);
+    let tree = &r["tree"];
+    assert_eq!(tree["format"], json!("claude-code"));
+    let ids: BTreeSet<&str> = strs(&tree["ids"], "id").into_iter().collect();
+    assert_eq!(ids, ids_of(&cli_tree["nodes"]).into_iter().collect());
+    assert_eq!(ids.len(), 62);
+    let resume = s(&cli_tree["defaultLeafId"], "defaultLeafId");
+    assert_eq!(
+        tree["header"][1],
+        json!(format!(
+            "default leaf {resume} (claude --resume continues here)"
+        ))
+    );
+    let leaf_lines = strs(&tree["leafLines"], "leaf line");
+    assert_eq!(leaf_lines.len(), 5);
+    assert!(leaf_lines.iter().any(|l| l.contains(resume) && l.ends_with("◀ default leaf")));
+
+    // Only fork among the writes: no label or compact mapping, none listed by g?.
+    let maps = tree["mappings"].as_object().expect("mappings");
+    for lhs in ["f", "F", "K", "D", "<CR>"] {
+        assert!(maps.contains_key(lhs), "{lhs} missing: {maps:?}");
+    }
+    for lhs in ["L", "C"] {
+        assert!(!maps.contains_key(lhs), "{lhs} offered on a transcript");
+    }
+    let help = s(&tree["help"], "help");
+    assert!(help.contains("fork the path") && !help.contains("label") && !help.contains("compact"));
+    // The pi session beside it still offers them.
+    let pi_maps = r["piTree"]["mappings"].as_object().expect("mappings");
+    assert!(pi_maps.contains_key("L") && pi_maps.contains_key("C"));
+    assert_eq!(
+        r["piTree"]["header"],
+        json!("default leaf 610f9c1e (pi resumes here)")
+    );
+    for (key, op) in [("labelRefused", "label"), ("compactRefused", "compact")] {
+        assert_eq!(
+            r[key],
+            json!(format!(
+                "sessiond: {op}: a Claude Code session is read only (sessiond never writes to it); fork it (f, :SessiondFork) to continue in a new session"
+            ))
+        );
+    }
+    let refusal = &r["daemonRefusal"];
+    assert_eq!(refusal["code"], json!(-33021));
+    let msg = s(&refusal["message"], "refusal");
+    assert!(
+        msg.starts_with("session/label is not supported for Claude Code sessions (")
+            && msg.contains(path)
+            && msg.ends_with("fork it (f, :SessiondFork) to continue in a new session"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read(&file).expect("read"),
+        original,
+        "the transcript was written to"
+    );
+
+    // <CR>: the context at the rewound leaf, one heading per message sessiond computes; tool
+    // calls and their results as Claude Code sent them.
+    let ctx = cli_json(&["context", "--json", "--leaf", REWOUND, path]);
+    let context = &r["context"];
+    assert_eq!(
+        context["headings"].as_u64(),
+        ctx["messages"].as_array().map(|m| m.len() as u64)
+    );
+    let cl = strs(&context["lines"], "context line");
+    assert_eq!(cl[3], format!("- leaf: {REWOUND}"));
+    assert_eq!(cl[4], format!("- model: {}", s(&ctx["model"], "model")));
+    assert!(cl.iter().any(|l| l.starts_with("→ Bash({")), "{cl:#?}");
+    assert!(cl.iter().any(|l| l.starts_with("← result of toolu_")), "{cl:#?}");
+
+    // K: the CLI's sentence; before the boundary it points to it (gr jumps there).
+    let explain = |id: &str| cli_json(&["explain", path, id, "--json"]);
+    let before = explain(BEFORE);
+    let sentence = s(&before["text"], "text");
+    assert!(
+        s(&r["explainBefore"], "explain").contains(&format!("L{}", &sentence[1..])),
+        "{}",
+        r["explainBefore"]
+    );
+    assert_eq!(before["reason"]["boundaryId"], json!(BOUNDARY));
+    assert_eq!(r["referenced"], json!(BOUNDARY));
+    let boundary = explain(BOUNDARY);
+    let sentence = s(&boundary["text"], "text");
+    assert!(
+        s(&r["explainBoundary"], "explain").contains(&format!("L{}", &sentence[1..])),
+        "{}",
+        r["explainBoundary"]
+    );
+    // The boundary's audit is shown exactly when the daemon gives one.
+    assert_eq!(
+        r["boundaryAudit"],
+        json!(boundary.get("audit").is_some_and(Value::is_object))
+    );
+
+    // The graph, line for line `sessiond graph`.
+    assert_eq!(r["graph"]["lines"], r["graph"]["cli"]);
+    assert!(lines_contain(&r["graph"]["lines"], "|\\"));
+
+    // D: a leaf from before both compactions against the resume leaf.
+    let wins = r["diff"].as_array().expect("windows");
+    assert_eq!(wins.len(), 3);
+    assert_eq!([&wins[0]["diff"], &wins[1]["diff"], &wins[2]["diff"]], [&json!(true), &json!(true), &json!(false)]);
+    assert_eq!(strs(&wins[0]["lines"], "line")[3], format!("- leaf: {OLD_LEAF}"));
+    assert_eq!(
+        strs(&wins[1]["lines"], "line")[3],
+        format!("- leaf: {resume} (the default leaf)")
+    );
+    let cmp = cli_json(&["diff", path, OLD_LEAF, resume, "--json"]);
+    let report = strs(&wins[2]["lines"], "report line");
+    assert_eq!(
+        report[4],
+        format!(
+            "- fork point: {} (the last entry both paths share)",
+            s(&cmp["forkPointId"], "fork point")
+        )
+    );
+    let (only_b, _) = section_ids(&report, "On B only, after the fork point");
+    assert_eq!(only_b, ids_of(&cmp["onlyB"]));
+    let (ctx_a, _) = section_ids(&report, "Context at A, not at B");
+    assert_eq!(ctx_a, ids_of(&cmp["contextOnlyA"]));
+
+    // f: a new transcript beside it, from the newest compact boundary to the entry, as
+    // `--fork-session` writes it; the plugin opened it as a Claude Code session.
+    let fork = s(&r["fork"], "fork");
+    let forked = fork
+        .split(" into ")
+        .nth(1)
+        .and_then(|t| t.split(" (").next())
+        .expect("the fork's path");
+    let forked = Path::new(forked);
+    assert_eq!(
+        forked.parent().and_then(|p| p.canonicalize().ok()),
+        project.canonicalize().ok()
+    );
+    assert_eq!(r["forkFormat"], json!("claude-code"));
+    let fork_ctx = cli_json(&["context", "--json", forked.to_str().expect("utf-8")]);
+    let source_ctx = cli_json(&["context", "--json", "--leaf", FORK_AT, path]);
+    assert_eq!(fork_ctx["messages"], source_ctx["messages"]);
+    assert_eq!(std::fs::read(&file).expect("read"), original);
 }

@@ -104,7 +104,8 @@ local ok, err = pcall(function()
   step("commands exist before setup()", function()
     report.commandsBeforeSetup = {}
     for _, c in ipairs({ "SessiondOpen", "SessiondList", "SessiondTree", "SessiondContext", "SessiondExplain",
-      "SessiondFork", "SessiondLabel", "SessiondCompact", "SessiondVerify", "SessiondSearch", "SessiondRestart", "SessiondGraph" }) do
+      "SessiondFork", "SessiondLabel", "SessiondCompact", "SessiondVerify", "SessiondSearch", "SessiondRestart", "SessiondGraph",
+      "SessiondDiff" }) do
       report.commandsBeforeSetup[c] = vim.fn.exists(":" .. c) == 2
     end
   end)
@@ -442,7 +443,7 @@ local ok, err = pcall(function()
     vim.cmd("helptags " .. vim.fn.fnameescape(doc))
     report.help = {}
     for _, tag in ipairs({ "sessiond", "sessiond-setup", ":SessiondTree", ":SessiondVerify", "sessiond-mappings",
-      "sessiond-lazy", "sessiond-health", "sessiond-tree" }) do
+      "sessiond-lazy", "sessiond-health", "sessiond-tree", ":SessiondDiff", "sessiond-audit", "sessiond-claude-code" }) do
       report.help[tag] = pcall(vim.cmd, "help " .. tag)
     end
   end)
