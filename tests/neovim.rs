@@ -593,7 +593,7 @@ fn neovim_compares_two_leaves_and_audits_summaries() {
     assert!(lines_contain(&wins[2]["lines"], "- thinking level: A off, B high"));
     assert!(
         s(&r["diffMessage"], "message").contains(&format!(
-            "fork point {}, 1 entries on A only, 10 on B only",
+            "fork point {}, 1 entry on A only, 10 entries on B only",
             s(&cli["forkPointId"], "fork point")
         )),
         "{}",

@@ -21,6 +21,11 @@ local function str(v)
   return tostring(v)
 end
 
+-- "1 entry", "2 entries".
+local function count(n, one, many)
+  return ("%d %s"):format(n, n == 1 and one or many)
+end
+
 -- "edit 1, read 2" from {name: count}, by name.
 local function calls(t)
   local names = vim.tbl_keys(type(t) == "table" and t or {})
@@ -33,33 +38,33 @@ end
 local function side_line(label, side)
   side = type(side) == "table" and side or {}
   local parts = {
-    ("%d entries after the fork point"):format(side.entries or 0),
-    ("%d user turns"):format(side.userTurns or 0),
-    ("%d assistant messages"):format(side.assistantMessages or 0),
+    count(side.entries or 0, "entry", "entries") .. " after the fork point",
+    count(side.userTurns or 0, "user turn", "user turns"),
+    count(side.assistantMessages or 0, "assistant message", "assistant messages"),
   }
   local c = calls(side.toolCalls)
   if c ~= "" then
     table.insert(parts, "tool calls: " .. c)
   end
   if type(side.filesChanged) == "table" and #side.filesChanged > 0 then
-    table.insert(parts, ("%d files changed"):format(#side.filesChanged))
+    table.insert(parts, count(#side.filesChanged, "file", "files") .. " changed")
   end
   if type(side.tokenEstimate) == "number" then
     table.insert(parts, ("context ~%d tokens at the leaf"):format(side.tokenEstimate))
   end
   -- Each setting once: how often it changed and where it ended.
-  local last, count, order = {}, {}, {}
+  local last, changes, order = {}, {}, {}
   for _, ch in ipairs(side.settingChanges or {}) do
     local k = str(ch.setting)
-    if not count[k] then
+    if not changes[k] then
       table.insert(order, k)
     end
-    count[k] = (count[k] or 0) + 1
+    changes[k] = (changes[k] or 0) + 1
     last[k] = ch
   end
   for _, k in ipairs(order) do
     table.insert(parts, ("%s → %s (%s%s)"):format(k == "model" and "model" or "thinking level", str(last[k].value),
-      str(last[k].id), count[k] > 1 and (", the last of %d changes"):format(count[k]) or ""))
+      str(last[k].id), changes[k] > 1 and (", the last of %d changes"):format(changes[k]) or ""))
   end
   return label .. ": " .. table.concat(parts, " · ")
 end
@@ -267,8 +272,8 @@ function M.diff(a, b, cb)
       vim.api.nvim_set_current_win(wins.report)
       vim.api.nvim_win_set_cursor(wins.report, { 1, 0 })
       local r = results.report
-      client.notify(("compared %s with %s: fork point %s, %d entries on A only, %d on B only"):format(a, b,
-        str(r.forkPointId), #(r.onlyA or {}), #(r.onlyB or {})))
+      client.notify(("compared %s with %s: fork point %s, %s on A only, %s on B only"):format(a, b,
+        str(r.forkPointId), count(#(r.onlyA or {}), "entry", "entries"), count(#(r.onlyB or {}), "entry", "entries")))
       vim.api.nvim_exec_autocmds("User", { pattern = "SessiondDiffShown", data = { path = s.path, leafA = a, leafB = b } })
       cb(nil, { result = r, wins = wins, bufs = bufs })
     end
