@@ -3,7 +3,8 @@
 -- `sessiond://diff-a/PATH` and `sessiond://diff-b/PATH`, in `:diffthis` mode) over the report of
 -- session/compareBranches in a scratch buffer (`sessiond://compare/PATH`, filetype
 -- `sessiondcompare`): the fork point, what each side did, and the context entries at one leaf and
--- not at the other with the reason. <CR> on a report line naming an entry jumps to it in the tree.
+-- not at the other with the reason. <CR> on a line naming an entry (a report line, a message of
+-- either context) jumps to it in the tree; q closes the tab page.
 local client = require("sessiond.client")
 local sessions = require("sessiond.sessions")
 local view = require("sessiond.view")
@@ -195,7 +196,7 @@ local function layout(path, bufs)
   return { a = wa, b = wb, report = wr }
 end
 
---- <CR> in the report: to the entry of the line under the cursor, in the tree view.
+--- <CR> in the report or a context: to the entry of the line under the cursor, in the tree view.
 function M.jump()
   local buf = vim.api.nvim_get_current_buf()
   local s = sessions.sessions[vim.b[buf].sessiond_path or ""]
@@ -255,7 +256,10 @@ function M.diff(a, b, cb)
       local actions = require("sessiond.actions")
       local bufs = {}
       for _, side in ipairs({ "a", "b" }) do
-        local buf = view.buffer("diff-" .. side, s.path, "markdown")
+        local buf, made = view.buffer("diff-" .. side, s.path, "markdown")
+        if made then
+          report_mappings(buf)
+        end
         local lines, ids = actions.render_context(results[side], s)
         view.set_lines(buf, lines, ids)
         vim.b[buf].sessiond_leaf = results[side].leafId
