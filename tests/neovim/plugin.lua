@@ -1,105 +1,25 @@
 -- Headless Neovim driving editors/neovim as a user would: commands typed on the command line,
 -- mappings pressed on the cursor line of the tree view, answers given to vim.ui prompts; it
 -- records what the buffers, lists and messages then hold in a JSON report that
--- tests/daemon.rs checks against the CLI and the session file.
+-- tests/neovim.rs checks against the CLI and the session file.
 --
--- Env: SESSIOND_PLUGIN (editors/neovim), SESSIOND_BIN, SESSIOND_ROOT, SESSIOND_FILE (a copy of
--- examples/pi-v3-branched.jsonl under the root), SESSIOND_APPEND and SESSIOND_APPEND2 (lines
--- another process appends), SESSIOND_OUT (the report).
-local function env(k)
-  local v = os.getenv(k)
-  assert(v, k .. " is not set")
-  return v
-end
+-- Env: SESSIOND_HARNESS (tests/neovim/harness.lua), SESSIOND_PLUGIN (editors/neovim),
+-- SESSIOND_BIN, SESSIOND_ROOT, SESSIOND_FILE (a copy of examples/pi-v3-branched.jsonl under the
+-- root), SESSIOND_APPEND and SESSIOND_APPEND2 (lines another process appends), SESSIOND_OUT (the
+-- report).
+local h = dofile(os.getenv("SESSIOND_HARNESS"))
+local env, report, wait_message, wait, press = h.env, h.report, h.wait_message, h.wait, h.press
+local open_view, press_until, step, lines = h.open_view, h.press_until, h.step, h.lines
+local line_of, cursor_to, cursor_id = h.line_of, h.cursor_to, h.cursor_id
 local FILE = env("SESSIOND_FILE")
-local report = { steps = {} }
-local function finish(code)
-  local f = assert(io.open(env("SESSIOND_OUT"), "w"))
-  f:write(vim.json.encode(report))
-  f:close()
-  os.exit(code)
-end
-
--- What a user sees in the message area.
-local messages = {}
-vim.notify = function(msg, level)
-  table.insert(messages, { msg = msg, level = level })
-end
-local function wait_message(pattern, what, plain)
-  local found
-  local ok = vim.wait(15000, function()
-    for i, m in ipairs(messages) do
-      if m.msg:find(pattern, 1, plain) then
-        found = m.msg
-        table.remove(messages, i)
-        return true
-      end
-    end
-    return false
-  end, 10)
-  assert(ok, ("no message %s (%q); messages: %s"):format(what, pattern, vim.inspect(messages)))
-  return found
-end
-local function wait(pred, what)
-  assert(vim.wait(15000, pred, 10), "timed out: " .. what)
-end
--- Keys typed in normal mode (mappings apply).
-local function press(keys)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), "mx", false)
-end
--- Runs the command `cmd` and waits for the current buffer to be a view of `filetype` with more
--- than `min_lines` lines; returns the buffer.
-local function open_view(cmd, filetype, min_lines, what)
-  vim.cmd(cmd)
-  wait(function()
-    return vim.bo.filetype == filetype and vim.api.nvim_buf_line_count(0) > min_lines
-  end, what)
-  return vim.api.nvim_get_current_buf()
-end
--- Presses `keys` and waits for the `User` autocmd `pattern` they fire.
-local function press_until(keys, pattern, what)
-  local fired = false
-  vim.api.nvim_create_autocmd("User", { pattern = pattern, once = true, callback = function()
-    fired = true
-  end })
-  press(keys)
-  wait(function()
-    return fired
-  end, what)
-end
-local function step(name, f)
-  local t = vim.uv.hrtime()
-  f()
-  table.insert(report.steps, { name = name, ms = math.floor((vim.uv.hrtime() - t) / 1e6) })
-end
-local function lines(buf)
-  return vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false)
-end
-local function line_of(id, buf)
-  for i, l in ipairs(lines(buf)) do
-    if l:match("^[│├└─ ]*" .. id .. " ") then
-      return i
-    end
-  end
-end
-local function cursor_to(id)
-  local l = assert(line_of(id), id .. " is not in the tree buffer")
-  vim.api.nvim_win_set_cursor(0, { l, 0 })
-end
-local function cursor_id()
-  local l = vim.api.nvim_get_current_line()
-  return l:match("^[│├└─ ]*(%S+) ")
-end
 local function append(line)
   -- Another process writes: the shell, not this Neovim.
   local r = vim.system({ "sh", "-c", 'printf "%s\\n" "$1" >> "$2"', "sh", line, FILE }):wait()
   assert(r.code == 0, r.stderr)
 end
 
-local ok, err = pcall(function()
-  vim.opt.runtimepath:prepend(env("SESSIOND_PLUGIN"))
-  vim.cmd("runtime! plugin/sessiond.lua")
-  vim.cmd("filetype plugin on | syntax on")
+h.run(function()
+  h.load_plugin()
 
   step("commands exist before setup()", function()
     report.commandsBeforeSetup = {}
@@ -448,9 +368,3 @@ local ok, err = pcall(function()
     end
   end)
 end)
-if not ok then
-  report.error = type(err) == "string" and err or vim.inspect(err)
-  report.messages = messages
-  finish(1)
-end
-finish(0)
