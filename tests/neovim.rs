@@ -492,7 +492,10 @@ fn assert_context_window(w: &Value, kind: &str, file: &Path, leaf: &str, leaf_li
         w["name"]
     );
     assert_eq!(w["diff"], json!(true), "{kind} in diff mode");
-    assert!(w["differing"].as_u64() > Some(0), "{kind}: diff marks lines");
+    assert!(
+        w["differing"].as_u64() > Some(0),
+        "{kind}: diff marks lines"
+    );
     let lines = strs(&w["lines"], "line");
     assert_eq!(lines[3], leaf_line);
     let cli = cli_json(&[
@@ -590,7 +593,10 @@ fn neovim_compares_two_leaves_and_audits_summaries() {
         cli
     };
     let cli = check_report(&wins[2]["lines"], "de19adb3", "610f9c1e");
-    assert!(lines_contain(&wins[2]["lines"], "- thinking level: A off, B high"));
+    assert!(lines_contain(
+        &wins[2]["lines"],
+        "- thinking level: A off, B high"
+    ));
     assert!(
         s(&r["diffMessage"], "message").contains(&format!(
             "fork point {}, 1 entry on A only, 10 entries on B only",
@@ -646,7 +652,8 @@ fn neovim_compares_two_leaves_and_audits_summaries() {
             .collect();
         assert_eq!(named, want);
         assert!(
-            lines.contains(&format!("- kept {kept} of {} facts, lost {lost}", kept + lost).as_str())
+            lines
+                .contains(&format!("- kept {kept} of {} facts, lost {lost}", kept + lost).as_str())
         );
         // <CR> on a lost fact: its entry in the tree, its fold open.
         let from = probes
@@ -687,7 +694,12 @@ fn neovim_compares_two_leaves_and_audits_summaries() {
     );
 
     // K on the branch summary: the branch it replaced, and its audit.
-    let ex = check_audit(&r["branchAudit"], "12bbdff5", "AGENTS.md", &r["branchAuditJump"]);
+    let ex = check_audit(
+        &r["branchAudit"],
+        "12bbdff5",
+        "AGENTS.md",
+        &r["branchAuditJump"],
+    );
     let b = &ex["branch"];
     assert!(lines_contain(
         &r["branchAudit"],
@@ -788,17 +800,30 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
         Some(items.len())
     );
     assert!(items[0].starts_with("pi › pi-mono  ·  Untangle run modes  ·  1033 entries, 3 leaves"));
-    assert!(items[1..].iter().all(|i| i.starts_with("Claude Code › work  ·  ")), "{items:#?}");
+    assert!(
+        items[1..]
+            .iter()
+            .all(|i| i.starts_with("Claude Code › work  ·  ")),
+        "{items:#?}"
+    );
     let at = |p: &str| paths.iter().position(|x| x.ends_with(p)).expect(p);
     let sub = at("agent-a46c5597fd4041ded.jsonl");
     assert_eq!(sub, at("/with-subagent.jsonl") + 1, "{paths:#?}");
-    assert!(items[sub].contains("  ↳ subagent general-purpose: "), "{}", items[sub]);
+    assert!(
+        items[sub].contains("  ↳ subagent general-purpose: "),
+        "{}",
+        items[sub]
+    );
     let mine = &items[at("/compacted.jsonl")];
     let row = listed["sessions"]
         .as_array()
         .expect("sessions")
         .iter()
-        .find(|x| x["path"].as_str().is_some_and(|p| p.ends_with("/compacted.jsonl")))
+        .find(|x| {
+            x["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("/compacted.jsonl"))
+        })
         .expect("the transcript listed");
     assert!(
         mine.contains(&format!(
@@ -827,7 +852,11 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     );
     let leaf_lines = strs(&tree["leafLines"], "leaf line");
     assert_eq!(leaf_lines.len(), 5);
-    assert!(leaf_lines.iter().any(|l| l.contains(resume) && l.ends_with("◀ default leaf")));
+    assert!(
+        leaf_lines
+            .iter()
+            .any(|l| l.contains(resume) && l.ends_with("◀ default leaf"))
+    );
 
     // Only fork among the writes: no label or compact mapping, none listed by g?.
     let maps = tree["mappings"].as_object().expect("mappings");
@@ -881,7 +910,10 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     assert_eq!(cl[3], format!("- leaf: {REWOUND}"));
     assert_eq!(cl[4], format!("- model: {}", s(&ctx["model"], "model")));
     assert!(cl.iter().any(|l| l.starts_with("→ Bash({")), "{cl:#?}");
-    assert!(cl.iter().any(|l| l.starts_with("← result of toolu_")), "{cl:#?}");
+    assert!(
+        cl.iter().any(|l| l.starts_with("← result of toolu_")),
+        "{cl:#?}"
+    );
 
     // K: the CLI's sentence; before the boundary it points to it (gr jumps there).
     let explain = |id: &str| cli_json(&["explain", path, id, "--json"]);
@@ -914,8 +946,14 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     // D: a leaf from before both compactions against the resume leaf.
     let wins = r["diff"].as_array().expect("windows");
     assert_eq!(wins.len(), 3);
-    assert_eq!([&wins[0]["diff"], &wins[1]["diff"], &wins[2]["diff"]], [&json!(true), &json!(true), &json!(false)]);
-    assert_eq!(strs(&wins[0]["lines"], "line")[3], format!("- leaf: {OLD_LEAF}"));
+    assert_eq!(
+        [&wins[0]["diff"], &wins[1]["diff"], &wins[2]["diff"]],
+        [&json!(true), &json!(true), &json!(false)]
+    );
+    assert_eq!(
+        strs(&wins[0]["lines"], "line")[3],
+        format!("- leaf: {OLD_LEAF}")
+    );
     assert_eq!(
         strs(&wins[1]["lines"], "line")[3],
         format!("- leaf: {resume} (the default leaf)")
