@@ -3,7 +3,8 @@
 -- branch summary (`source` or `branch`, and `audit {kept, lost, probes}`). Each fact is a line
 -- naming the entry it came from; <CR> on it jumps to that entry in the tree view. This is how a
 -- user answers "why did the model forget X": it was in the span the summary replaced, and the
--- summary dropped it.
+-- summary dropped it. On a Claude Code transcript the summary is a compact boundary or the
+-- compaction summary line after it (both carry the same audit), and its span is counted in lines.
 local client = require("sessiond.client")
 local config = require("sessiond.config")
 local sessions = require("sessiond.sessions")
@@ -34,14 +35,27 @@ function M.render(r, s)
     end
   end
   local a = r.audit
-  add(("# Audit of %s %s — %s"):format(str(r.type), str(r.entryId), sessions.title(s)), r.entryId)
+  -- A Claude Code transcript: entries are lines, and the summary is a compact boundary or the
+  -- compaction summary line after it.
+  local claude = s.format == "claude-code"
+  local unit = claude and "line" or "entry"
+  local heading
+  if claude then
+    heading = ("line %s, the %s %s"):format(str(r.line), r.type == "system" and "compact boundary" or "compaction summary",
+      str(r.entryId))
+  else
+    heading = ("%s %s"):format(str(r.type), str(r.entryId))
+  end
+  add(("# Audit of %s — %s"):format(heading, sessions.title(s)), r.entryId)
   add("")
   if type(r.source) == "table" then
     local src = r.source
-    add(("- summarizes %d entries %s…%s, keeps from %s"):format(src.count or 0, str(src.firstId), str(src.lastId),
-      str(src.firstKeptEntryId)), src.firstId)
+    local n = src.count or 0
+    add(("- summarizes %d %s %s…%s, keeps from %s"):format(n, n == 1 and unit or (claude and "lines" or "entries"),
+      str(src.firstId), str(src.lastId), str(src.firstKeptEntryId)), src.firstId)
     if type(src.previousCompactionId) == "string" then
-      add("- after compaction " .. src.previousCompactionId, src.previousCompactionId)
+      add(("- after %s %s"):format(claude and "compact boundary" or "compaction", src.previousCompactionId),
+        src.previousCompactionId)
     end
   end
   if type(r.branch) == "table" then
@@ -50,8 +64,8 @@ function M.render(r, s)
       str(b.firstId), str(b.lastId), str(b.fromId), str(b.leftAtId)), b.fromId)
   end
   local total = (a.kept or 0) + (a.lost or 0)
-  add(("- kept %d of %d facts, lost %d"):format(a.kept or 0, total, a.lost or 0))
-  add("- <CR> on a fact jumps to the entry it came from")
+  add(("- kept %d of %d %s, lost %d"):format(a.kept or 0, total, total == 1 and "fact" or "facts", a.lost or 0))
+  add(("- <CR> on a fact jumps to the %s it came from"):format(unit))
   local lost, kept = {}, {}
   for _, p in ipairs(a.probes or {}) do
     table.insert(p.status == "lost" and lost or kept, p)
