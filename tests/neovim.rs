@@ -621,49 +621,11 @@ fn neovim_compares_two_leaves_and_audits_summaries() {
     assert_context_window(&w2[1], "diff-b", &file, "de19adb3", "- leaf: de19adb3");
     check_report(&w2[2]["lines"], "8a9bb12f", "de19adb3");
 
-    // K on the compaction: the audit `sessiond explain --json` gives, lost facts first.
+    // K on the compaction: the audit `sessiond explain --json` gives, lost facts first; <CR>
+    // on a lost fact: its entry in the tree, its fold open.
     let check_audit = |lines: &Value, id: &str, jump_text: &str, jump: &Value| {
-        let ex = cli_json(&["explain", path, id, "--json"]);
-        let audit = &ex["audit"];
-        let probes = audit["probes"].as_array().expect("probes");
-        let lines = strs(lines, "audit line");
-        let (lost_ids, lost) = section_ids(&lines, "Lost");
-        let (kept_ids, kept) = section_ids(&lines, "Kept");
-        assert_eq!(Some(lost as u64), audit["lost"].as_u64());
-        assert_eq!(Some(kept as u64), audit["kept"].as_u64());
-        assert_eq!(lost_ids.len(), lost);
-        assert!(lost_ids.iter().all(|l| *l == "✗") && kept_ids.iter().all(|k| *k == "✓"));
-        // Each fact names the entry it came from, in the daemon's order.
-        let named: Vec<&str> = lines
-            .iter()
-            .filter(|l| l.starts_with("✗ ") || l.starts_with("✓ "))
-            .map(|l| {
-                l.split("  ← ")
-                    .nth(1)
-                    .and_then(|t| t.split(' ').next())
-                    .expect("an entry")
-            })
-            .collect();
-        let want: Vec<&str> = probes
-            .iter()
-            .filter(|p| p["status"] == json!("lost"))
-            .chain(probes.iter().filter(|p| p["status"] != json!("lost")))
-            .map(|p| s(&p["entryId"], "entryId"))
-            .collect();
-        assert_eq!(named, want);
-        assert!(
-            lines
-                .contains(&format!("- kept {kept} of {} facts, lost {lost}", kept + lost).as_str())
-        );
-        // <CR> on a lost fact: its entry in the tree, its fold open.
-        let from = probes
-            .iter()
-            .find(|p| p["text"] == json!(jump_text) && p["status"] == json!("lost"))
-            .expect("the fact jumped from");
-        assert_eq!(
-            jump,
-            &json!({"tree": true, "id": from["entryId"], "fold": -1})
-        );
+        let ex = assert_audit(path, id, lines);
+        assert_jump(&ex, jump_text, jump);
         ex
     };
     let audit = &r["audit"];
@@ -713,6 +675,71 @@ fn neovim_compares_two_leaves_and_audits_summaries() {
         )
     ));
     assert_eq!(r["noAuditWindow"], json!(true));
+}
+
+/// The audit `K` showed on a summary (the audit buffer's `lines`) as `sessiond explain FILE ID
+/// --json` gives it: the counts, then one fact line per probe, lost first and otherwise in the
+/// daemon's order, each with its mark, kind, text, the entry it came from and where it was found;
+/// the explanation.
+fn assert_audit(path: &str, id: &str, lines: &Value) -> Value {
+    let ex = cli_json(&["explain", path, id, "--json"]);
+    let audit = &ex["audit"];
+    let probes = audit["probes"].as_array().expect("probes");
+    let lines = strs(lines, "audit line");
+    let (lost_marks, lost) = section_ids(&lines, "Lost");
+    let (kept_marks, kept) = section_ids(&lines, "Kept");
+    assert_eq!(Some(lost as u64), audit["lost"].as_u64(), "{lines:#?}");
+    assert_eq!(Some(kept as u64), audit["kept"].as_u64(), "{lines:#?}");
+    assert_eq!((lost_marks.len(), kept_marks.len()), (lost, kept));
+    let facts = if kept + lost == 1 { "fact" } else { "facts" };
+    assert!(
+        lines.contains(&format!("- kept {kept} of {} {facts}, lost {lost}", kept + lost).as_str()),
+        "{lines:#?}"
+    );
+    let fact_lines: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("✗ ") || l.starts_with("✓ "))
+        .collect();
+    let want: Vec<&Value> = probes
+        .iter()
+        .filter(|p| p["status"] == json!("lost"))
+        .chain(probes.iter().filter(|p| p["status"] != json!("lost")))
+        .collect();
+    assert_eq!(fact_lines.len(), want.len(), "{lines:#?}");
+    for (line, p) in fact_lines.iter().zip(want) {
+        let mark = if p["status"] == json!("lost") {
+            "✗"
+        } else {
+            "✓"
+        };
+        let (shown, from) = line.split_once("  ← ").expect("a fact names its entry");
+        let text = shown
+            .strip_prefix(&format!("{mark} {} ", s(&p["kind"], "kind")))
+            .unwrap_or_else(|| panic!("{line:?} is not a {mark} fact of {p}"));
+        assert_eq!(text.trim_start(), s(&p["text"], "text").replace('\n', " "));
+        let entry = s(&p["entryId"], "entryId");
+        match p["foundIn"].as_str() {
+            Some(found) => assert_eq!(from, format!("{entry} (found in {found})")),
+            None => assert_eq!(from, entry),
+        }
+    }
+    ex
+}
+
+/// Where <CR> on the lost fact `text` of explanation `ex` landed (`jump`): on the entry it came
+/// from in the tree, its fold open.
+fn assert_jump(ex: &Value, text: &str, jump: &Value) {
+    let from = ex["audit"]["probes"]
+        .as_array()
+        .expect("probes")
+        .iter()
+        .find(|p| p["text"] == json!(text) && p["status"] == json!("lost"))
+        .unwrap_or_else(|| panic!("no lost fact {text:?} in {ex:#}"));
+    assert_eq!(
+        jump,
+        &json!({"tree": true, "id": from["entryId"], "fold": -1})
+    );
 }
 
 /// Whether the array of strings `lines` holds `want` as one of its lines.
@@ -772,6 +799,9 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     const BOUNDARY: &str = "6b9b1c20-9e05-4138-a222-b80f484495b0";
     const OLD_LEAF: &str = "7f1509ff-4e18-403f-ab85-226b98c46dbf";
     const FORK_AT: &str = "d49e5e29-e5ef-46c2-a87c-bf2f85c28185";
+    // The compaction summary line right after BOUNDARY, and the first compact boundary.
+    const SUMMARY: &str = "a2459777-6023-4897-b441-7f9c488df38c";
+    const AUDITED: [&str; 3] = ["ae800328-172e-4b1c-a40d-ccf52c5420db", BOUNDARY, SUMMARY];
     let r = run_script(
         &nvim,
         "claude.lua",
@@ -786,6 +816,7 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
             ("SESSIOND_BOUNDARY", Path::new(BOUNDARY)),
             ("SESSIOND_OLD_LEAF", Path::new(OLD_LEAF)),
             ("SESSIOND_FORK_AT", Path::new(FORK_AT)),
+            ("SESSIOND_AUDITED", Path::new(&AUDITED.join(","))),
         ],
     );
     let path = file.to_str().expect("utf-8");
@@ -933,11 +964,68 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
         "{}",
         r["explainBoundary"]
     );
-    // The boundary's audit is shown exactly when the daemon gives one.
+    // K on both compact boundaries and on the last compaction summary line: the audit the
+    // daemon gives, its span in lines; the boundary and its summary line carry the same one.
+    let audits = r["audits"].as_object().expect("audits");
+    assert_eq!(audits.len(), AUDITED.len());
+    for id in AUDITED {
+        let shown = &audits[id];
+        assert_eq!(shown["shown"], json!(id));
+        assert_eq!(shown["filetype"], json!("sessiondaudit"));
+        assert!(s(&shown["name"], "name").starts_with("sessiond://audit/"));
+        let ex = assert_audit(path, id, &shown["lines"]);
+        let src = &ex["source"];
+        let lines = strs(&shown["lines"], "audit line");
+        let what = if ex["type"] == json!("system") {
+            "compact boundary"
+        } else {
+            "compaction summary"
+        };
+        assert!(
+            lines[0].starts_with(&format!(
+                "# Audit of line {}, the {what} {id} — ",
+                ex["line"]
+            )),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.contains(
+                &format!(
+                    "- summarizes {} lines {}…{}, keeps from {}",
+                    src["count"],
+                    s(&src["firstId"], "firstId"),
+                    s(&src["lastId"], "lastId"),
+                    s(&src["firstKeptEntryId"], "firstKeptEntryId")
+                )
+                .as_str()
+            ),
+            "{lines:#?}"
+        );
+        match src["previousCompactionId"].as_str() {
+            Some(prev) => assert!(
+                lines.contains(&format!("- after compact boundary {prev}").as_str()),
+                "{lines:#?}"
+            ),
+            None => assert!(
+                !lines.iter().any(|l| l.starts_with("- after ")),
+                "{lines:#?}"
+            ),
+        }
+        assert!(lines.contains(&"- <CR> on a fact jumps to the line it came from"));
+    }
     assert_eq!(
-        r["boundaryAudit"],
-        json!(boundary.get("audit").is_some_and(Value::is_object))
+        strs(&audits[BOUNDARY]["lines"], "line")[1..],
+        strs(&audits[SUMMARY]["lines"], "line")[1..]
     );
+    // The last boundary lost the last request; <CR> on it: its line in the tree, unfolded.
+    let ex = explain(BOUNDARY);
+    assert_eq!(ex["audit"]["lost"], json!(1));
+    assert!(
+        s(&r["lostJumpLine"], "line").starts_with("✗ lastUserRequest  Run a command again  ← "),
+        "{}",
+        r["lostJumpLine"]
+    );
+    assert_jump(&ex, "Run a command again", &r["lostJump"]);
 
     // The graph, line for line `sessiond graph`.
     assert_eq!(r["graph"]["lines"], r["graph"]["cli"]);

@@ -1,15 +1,17 @@
 -- Headless Neovim on pi's and Claude Code's sessions side by side, as a user drives it: the
 -- picker lists both agents' sessions (grouped by agent, then project), and a transcript written
 -- by the real Claude Code (tests/data/claude/real/compacted.jsonl, under a Claude projects root)
--- shows its tree, context, explanations, graph and comparison; only fork is offered as a write,
+-- shows its tree, context, explanations (a compact boundary's and a compaction summary's audit),
+-- graph and comparison; only fork is offered as a write,
 -- and the daemon's refusal of the others is said plainly. tests/neovim.rs checks the report
 -- against the CLI and the files.
 --
 -- Env: SESSIOND_HARNESS, SESSIOND_PLUGIN, SESSIOND_BIN, SESSIOND_PI_ROOT, SESSIOND_CLAUDE_ROOT,
 -- SESSIOND_FILE (the transcript), SESSIOND_PI_FILE, SESSIOND_OUT, and the ids the steps use:
 -- SESSIOND_REWOUND (a leaf of a rewound branch), SESSIOND_BEFORE (an entry before the last compact
--- boundary), SESSIOND_BOUNDARY (that boundary), SESSIOND_OLD_LEAF (a leaf before both
--- compactions), SESSIOND_FORK_AT.
+-- boundary), SESSIOND_BOUNDARY (that boundary), SESSIOND_AUDITED (the entries whose audit `K`
+-- shows, comma-separated: both boundaries and a compaction summary line), SESSIOND_OLD_LEAF (a
+-- leaf before both compactions), SESSIOND_FORK_AT.
 local h = dofile(os.getenv("SESSIOND_HARNESS"))
 local report = h.report
 local env = h.env
@@ -22,20 +24,6 @@ local function mappings()
     out[m.lhs] = m.desc or true
   end
   return out
-end
-
--- Whether the `User` autocmd `pattern` fires while f() runs and `settle` ms after.
-local function fires(pattern, settle, f)
-  local fired = false
-  local id = vim.api.nvim_create_autocmd("User", { pattern = pattern, callback = function()
-    fired = true
-  end })
-  f()
-  vim.wait(settle, function()
-    return fired
-  end, 10)
-  vim.api.nvim_del_autocmd(id)
-  return fired
 end
 
 h.run(function()
@@ -130,14 +118,42 @@ h.run(function()
     h.press("gr")
     report.referenced = h.cursor_id()
     h.cursor_to(env("SESSIOND_BOUNDARY"))
-    report.boundaryAudit = fires("SessiondAuditShown", 300, function()
-      h.press("K")
-      report.explainBoundary = h.wait_message("compact boundary", "explain the boundary", true)
-    end)
-    if report.boundaryAudit then
-      report.boundaryAuditLines = h.lines()
+    h.press_until("K", "SessiondAuditShown", "the boundary's audit")
+    report.explainBoundary = h.wait_message("compact boundary", "explain the boundary", true)
+    vim.cmd("close")
+    vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
+  end)
+
+  h.step("K on each compact boundary and on a compaction summary line shows its audit", function()
+    report.audits = {}
+    for _, id in ipairs(vim.split(env("SESSIOND_AUDITED"), ",")) do
+      h.cursor_to(id)
+      local shown = h.press_until("K", "SessiondAuditShown", "the audit of " .. id)
+      h.wait_message(id, "the explanation of " .. id, true)
+      report.audits[id] = { shown = shown.entryId, name = vim.api.nvim_buf_get_name(0), filetype = vim.bo.filetype,
+        lines = h.lines() }
       vim.cmd("close")
+      vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
     end
+  end)
+
+  h.step("<CR> on the fact the last boundary lost jumps to its line in the tree", function()
+    h.cursor_to(env("SESSIOND_BOUNDARY"))
+    h.press_until("K", "SessiondAuditShown", "the boundary's audit")
+    h.wait_message("compact boundary", "explain the boundary", true)
+    local at
+    for i, l in ipairs(h.lines()) do
+      if l:find("✗ ", 1, true) == 1 then
+        at = at or i
+      end
+    end
+    assert(at, "no lost fact in the audit")
+    vim.api.nvim_win_set_cursor(0, { at, 0 })
+    report.lostJumpLine = vim.api.nvim_get_current_line()
+    h.press_until("<CR>", "SessiondRevealed", "the jump to the tree")
+    report.lostJump = { tree = vim.bo.filetype == "sessiondtree", id = h.cursor_id(), fold = vim.fn.foldclosed(".") }
+    local audit_buf = vim.fn.bufnr("sessiond://audit/" .. FILE)
+    vim.api.nvim_win_close(vim.fn.bufwinid(audit_buf), true)
     vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
   end)
 
