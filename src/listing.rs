@@ -375,7 +375,7 @@ fn listed<F: LineFormat>(
 /// The subagent mark of a Claude Code transcript at `path`, when it is a subagent's: its id
 /// and parent from the path, the rest from its `.meta.json` when that can be read (a missing
 /// or unreadable metadata file leaves them out).
-fn subagent_of(path: &Path) -> Option<Subagent> {
+pub fn subagent_of(path: &Path) -> Option<Subagent> {
     let agent_id = subagent::agent_id(path)?.to_owned();
     let parent_path = subagent::parent_of(path)?;
     let meta = subagent::meta_of(path)

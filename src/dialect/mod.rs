@@ -58,6 +58,28 @@ impl Dialect {
             Dialect::Claude => false,
         }
     }
+
+    /// Where this agent writes files linked to the session at `path`, beside its own
+    /// directory: Claude Code's subagent transcripts (`<session>/subagents/`); pi, none.
+    pub fn companion_dirs(self, path: &std::path::Path) -> Vec<std::path::PathBuf> {
+        match self {
+            Dialect::Pi => Vec::new(),
+            Dialect::Claude => claude::subagent::subagents_dir(path).into_iter().collect(),
+        }
+    }
+
+    /// The session id of the file at `path` whose first line is `first`: pi's header `id`, a
+    /// Claude Code transcript's file name (the id `claude --resume` takes).
+    pub fn session_id(self, path: &std::path::Path, first: &[u8]) -> Option<String> {
+        match self {
+            Dialect::Pi => serde_json::from_slice::<serde_json::Value>(first)
+                .ok()?
+                .get("id")?
+                .as_str()
+                .map(str::to_owned),
+            Dialect::Claude => path.file_stem()?.to_str().map(str::to_owned),
+        }
+    }
 }
 
 /// What the first line of a file says it is.

@@ -91,6 +91,7 @@ pub const NOTIFICATIONS: &[&str] = &[
     <notify::FileMissing as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <notify::FileRestored as tower_lsp_server::ls_types::notification::Notification>::METHOD,
     <notify::DidChangeLiveMode as tower_lsp_server::ls_types::notification::Notification>::METHOD,
+    <notify::DidCreate as tower_lsp_server::ls_types::notification::Notification>::METHOD,
 ];
 
 /// Notifications the server sends outside `session/`: LSP work-done progress (`session/list`
@@ -184,6 +185,9 @@ impl EventSink for NotifySink {
             session,
         )));
     }
+    fn created(&self, created: &crate::session::births::Created) {
+        self.send(Outgoing::DidCreate(notify::did_create(created)));
+    }
     fn barrier(&self) -> futures::future::BoxFuture<'static, ()> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let _ = self.tx.send(Queued::Barrier(tx));
@@ -224,6 +228,9 @@ async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Q
                 client
                     .send_notification::<notify::DidChangeLiveMode>(p)
                     .await;
+            }
+            Outgoing::DidCreate(p) => {
+                client.send_notification::<notify::DidCreate>(p).await;
             }
         }
     }

@@ -1,5 +1,5 @@
 //! The server's notifications: `session/didChange`, `didReload`, `didCorrupt`, `fileMissing`,
-//! `fileRestored` and `didChangeLiveMode`, their params and the queue of those waiting to go.
+//! `fileRestored`, `didChangeLiveMode` and `didCreate`, their params and the queue of those waiting to go.
 
 use std::path::PathBuf;
 
@@ -107,6 +107,21 @@ pub struct DidChangeLiveModeParams {
     pub live_mode: String,
 }
 
+/// `session/didCreate` params.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DidCreateParams {
+    /// Canonical path of the new session file.
+    pub path: PathBuf,
+    /// `pi` or `claude-code`.
+    pub format: String,
+    /// The new session's id (pi's header `id`, a transcript's file name), null when unread.
+    pub session_id: Option<String>,
+    /// For a Claude Code subagent's transcript, the transcript that started it (as
+    /// `session/list` marks it); null for any other session.
+    pub subagent: Option<crate::listing::Subagent>,
+}
+
 /// Declares server notifications: a marker type per method, tied to its params.
 macro_rules! notifications {
     ($($(#[$doc:meta])* $name:ident($params:ty) = $method:literal;)*) => {$(
@@ -132,6 +147,8 @@ notifications! {
     FileRestored(FileRestoredParams) = "session/fileRestored";
     /// `session/didChangeLiveMode`.
     DidChangeLiveMode(DidChangeLiveModeParams) = "session/didChangeLiveMode";
+    /// `session/didCreate`.
+    DidCreate(DidCreateParams) = "session/didCreate";
 }
 
 /// A notification waiting to be sent, in the order the sessions produced them.
@@ -149,6 +166,8 @@ pub enum Outgoing {
     FileRestored(FileRestoredParams),
     /// Sent as `session/didChangeLiveMode`.
     DidChangeLiveMode(DidChangeLiveModeParams),
+    /// Sent as `session/didCreate`.
+    DidCreate(DidCreateParams),
 }
 
 /// `session/didChange` for entries just applied.
@@ -229,6 +248,16 @@ pub fn did_change_live_mode(session: &Session) -> DidChangeLiveModeParams {
     DidChangeLiveModeParams {
         path: session.path().to_owned(),
         live_mode: session.live_mode().as_str().to_owned(),
+    }
+}
+
+/// `session/didCreate` params for a session file that appeared beside an open session.
+pub fn did_create(created: &crate::session::births::Created) -> DidCreateParams {
+    DidCreateParams {
+        path: created.path.clone(),
+        format: created.dialect.as_str().to_owned(),
+        session_id: created.session_id.clone(),
+        subagent: created.subagent.clone(),
     }
 }
 

@@ -7,6 +7,7 @@
 //! tree is only ever touched by its owner.
 
 pub mod activity;
+pub mod births;
 pub mod context_cache;
 pub mod opened;
 pub mod owner;
@@ -22,6 +23,7 @@ use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::core::tree::Mode;
+use crate::dialect::Dialect;
 use crate::storage::reader::OpenError;
 use crate::watch::{DirWatcher, LiveMode, WatchBackend};
 use owner::{Command, Cost, EventSink, Session};
@@ -174,6 +176,10 @@ pub struct Registry {
     sessions: Arc<Mutex<Sessions>>,
     sink: Arc<dyn EventSink>,
     watcher: Option<DirWatcher>,
+    /// The watched directories whose new session files are announced, with each open
+    /// session's companion directories ([`crate::dialect::Dialect::companion_dirs`]).
+    births: Arc<Mutex<births::Births>>,
+    companions: Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
 }
 
 impl Registry {
@@ -188,11 +194,23 @@ impl Registry {
     /// request and report [`LiveMode::Requests`].
     pub fn with_backend(sink: Arc<dyn EventSink>, backend: WatchBackend) -> Self {
         let sessions: Arc<Mutex<Sessions>> = Arc::default();
+        let births: Arc<Mutex<births::Births>> = Arc::default();
         let hint_target = Arc::downgrade(&sessions);
+        let births_target = Arc::downgrade(&births);
+        let births_sink = sink.clone();
         let watcher = DirWatcher::start(backend, move |changed| {
             let Some(sessions) = hint_target.upgrade() else {
                 return;
             };
+            if let Some(births) = births_target.upgrade() {
+                let created = births
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .changed(&changed);
+                for c in &created {
+                    births_sink.created(c);
+                }
+            }
             let sessions = sessions.lock().unwrap_or_else(PoisonError::into_inner);
             for handle in sessions.open.values() {
                 let p = handle.path();
@@ -225,6 +243,8 @@ impl Registry {
             sessions,
             sink,
             watcher,
+            births,
+            companions: Mutex::default(),
         }
     }
 
@@ -296,6 +316,9 @@ impl Registry {
             handle.set_live_mode(live, false);
             replaced
         };
+        if replaced.is_none() {
+            self.follow_births(&handle, roots).await;
+        }
         if let Some(old) = replaced {
             // A lenient open replaced by a strict one: its events come before this answer.
             let _ = old.close().await;
@@ -323,6 +346,7 @@ impl Registry {
         if let (Some(w), Some(dir)) = (&self.watcher, path.parent()) {
             w.unwatch(dir);
         }
+        self.unfollow_births(path);
         let _ = stopped.clone().await;
         self.sink.barrier().await;
         let mut sessions = self.lock();
@@ -341,6 +365,56 @@ impl Registry {
         let all: Vec<PathBuf> = self.lock().open.keys().cloned().collect();
         for p in all {
             let _ = self.close(&p).await;
+        }
+    }
+
+    /// Announces the new session files of an opened session's directory and of its
+    /// companion directories (watched too; one that does not exist yet is followed through
+    /// its nearest ancestor until it does). A session still being born may be of any
+    /// dialect: every dialect's companions are followed.
+    async fn follow_births(&self, handle: &SessionHandle, roots: &roots::Roots) {
+        let path = handle.path().to_owned();
+        let Some(dir) = path.parent() else { return };
+        let dialects = match handle.query_line(|s| (s.dialect(), s.is_pending())).await {
+            Ok((d, false)) => vec![d],
+            Ok((_, true)) => vec![Dialect::Pi, Dialect::Claude],
+            Err(_) => return,
+        };
+        let companions: Vec<PathBuf> = dialects
+            .into_iter()
+            .flat_map(|d| d.companion_dirs(&path))
+            .collect();
+        let mut births = self.births.lock().unwrap_or_else(PoisonError::into_inner);
+        births.track(dir, roots);
+        for c in &companions {
+            if let Some(w) = &self.watcher {
+                w.watch(c);
+            }
+            births.track(c, roots);
+        }
+        self.companions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(path, companions);
+    }
+
+    /// Stops what [`Registry::follow_births`] started for a closed session.
+    fn unfollow_births(&self, path: &Path) {
+        let companions = self
+            .companions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(path);
+        let Some(companions) = companions else { return };
+        let mut births = self.births.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(dir) = path.parent() {
+            births.untrack(dir);
+        }
+        for c in &companions {
+            if let Some(w) = &self.watcher {
+                w.unwatch(c);
+            }
+            births.untrack(c);
         }
     }
 

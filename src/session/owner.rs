@@ -100,6 +100,9 @@ pub trait EventSink: Send + Sync {
     fn restored(&self, _session: &Session) {}
     /// How the session's file is followed changed ([`Session::live_mode`]). Default: ignored.
     fn live_mode_changed(&self, _session: &Session) {}
+    /// A session file appeared beside an open session (see [`super::births`]). Default:
+    /// ignored.
+    fn created(&self, _created: &super::births::Created) {}
     /// Resolves once every event sent before the call was handed on to the client, so an
     /// answer sent after it follows them. Default: at once (the events were delivered when
     /// sent).

@@ -257,12 +257,9 @@ fn read_opened<F: LineFormat>(
 /// Bytes of a file's start read to tell its format: its first line, or this much of it.
 const SNIFF_BYTES: usize = 64 << 10;
 
-/// The format of the opened `file` (named `path` in errors), told from its first non-blank line
-/// ([`crate::dialect::sniff`]), read by position (the file's cursor does not move). A file
-/// nothing can be told of yet (empty, or a first line that may be pi's header being written)
-/// is read as pi, whose reader says whether it is pending, empty or no session. Errors: `Io`;
-/// `Corrupt` with kind `unknownFormat` for a file of no format sessiond reads.
-pub fn sniff_file(path: &Path, file: &File) -> Result<Dialect, OpenError> {
+/// The first non-blank line of `file` (without its newline) and whether its newline is there,
+/// read by position (at most [`SNIFF_BYTES`] when no newline comes). Errors: reading failed.
+fn first_line(file: &File) -> io::Result<(Vec<u8>, bool)> {
     let mut head = Vec::new();
     let mut chunk = vec![0u8; 4096];
     let (line, complete) = loop {
@@ -270,12 +267,7 @@ pub fn sniff_file(path: &Path, file: &File) -> Result<Dialect, OpenError> {
             match file.read_at(&mut chunk, head.len() as u64) {
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(OpenError::Io {
-                        path: path.to_owned(),
-                        source,
-                    });
-                }
+                Err(e) => return Err(e),
             }
         };
         head.extend_from_slice(&chunk[..n]);
@@ -296,6 +288,31 @@ pub fn sniff_file(path: &Path, file: &File) -> Result<Dialect, OpenError> {
             None => {}
         }
     };
+    Ok((line, complete))
+}
+
+/// The format and first line of a file whose format is told: its first line complete, or far
+/// enough along to be a Claude Code line (whose session id is its file name); `None` while
+/// nothing can be told yet (empty, or a first line still being written) and for a file of no
+/// format sessiond reads. Errors: reading failed.
+pub fn sniff_decided(file: &File) -> io::Result<Option<(Dialect, Vec<u8>)>> {
+    let (line, complete) = first_line(file)?;
+    Ok(match crate::dialect::sniff(&line, complete) {
+        Sniffed::Known(d) if complete || d == Dialect::Claude => Some((d, line)),
+        _ => None,
+    })
+}
+
+/// The format of the opened `file` (named `path` in errors), told from its first non-blank line
+/// ([`crate::dialect::sniff`]), read by position (the file's cursor does not move). A file
+/// nothing can be told of yet (empty, or a first line that may be pi's header being written)
+/// is read as pi, whose reader says whether it is pending, empty or no session. Errors: `Io`;
+/// `Corrupt` with kind `unknownFormat` for a file of no format sessiond reads.
+pub fn sniff_file(path: &Path, file: &File) -> Result<Dialect, OpenError> {
+    let (line, complete) = first_line(file).map_err(|source| OpenError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
     match crate::dialect::sniff(&line, complete) {
         Sniffed::Known(d) => Ok(d),
         Sniffed::Undecided => Ok(Dialect::Pi),
