@@ -577,3 +577,54 @@ fn the_default_roots_are_pis_sessions_and_claude_codes_projects() {
     let listed = list(&tmp.path().join("no-claude-here"));
     assert_eq!(listed["roots"], json!([pi_root]), "{listed}");
 }
+
+/// `session/list` without `root` lists every session root the daemon was started with (pi's
+/// sessions directory and Claude Code's projects directory), each file once; with `root`, that
+/// directory only.
+#[test]
+fn the_daemon_lists_every_root_without_a_root_param() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let pi_root = base.join("pi-sessions");
+    std::fs::create_dir_all(&pi_root).unwrap();
+    let pi_file = pi_root.join("only-pi.jsonl");
+    write_v3_session(&pi_file, 3);
+    let m = mixed_sessions(&base.join("projects"));
+    let cache = base.join("cache");
+    let options = Spawn {
+        env: vec![("XDG_CACHE_HOME", cache.to_str().unwrap())],
+        ..Default::default()
+    };
+    let (mut d, _) = Daemon::start_with(&[&pi_root, &m.root], &options);
+    let paths = |r: &Value| -> Vec<String> {
+        let mut v: Vec<String> = r["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["path"].as_str().unwrap().to_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let all = d.call("session/list", json!({}));
+    assert_eq!(all["roots"], json!([pi_root, m.root]), "{all}");
+    assert_eq!(all["root"], json!(pi_root));
+    let mut want: Vec<String> = [
+        &pi_file,
+        &m.compacted,
+        &m.with_subagent,
+        &m.subagent,
+        &m.pi_beside,
+        &m.pi_apart,
+    ]
+    .iter()
+    .map(|p| p.to_str().unwrap().to_owned())
+    .collect();
+    want.sort();
+    assert_eq!(paths(&all), want, "both roots' sessions, each once");
+    let claude_only = d.call("session/list", json!({"root": m.root}));
+    assert_eq!(claude_only["roots"], json!([m.root]));
+    assert!(!paths(&claude_only).contains(&pi_file.to_str().unwrap().to_owned()));
+    assert_eq!(paths(&claude_only).len(), 5);
+    d.stop();
+}

@@ -1079,21 +1079,31 @@ impl Backend {
     pub async fn list(&self, p: Value) -> RpcResult<Value> {
         let p: ListParams = params("session/list", p)?;
         let roots = self.roots();
-        let root = match &p.root {
-            Some(r) => self.resolve(r)?,
-            None => roots
-                .dirs()
-                .first()
-                .cloned()
-                .ok_or_else(|| RpcError::InvalidParams {
-                    method: "session/list",
-                    detail: "no session root is configured".into(),
-                })?,
+        // The root asked for, else every session root (pi's and Claude Code's alike).
+        let listed_roots: Vec<PathBuf> = match &p.root {
+            Some(r) => vec![self.resolve(r)?],
+            None => roots.dirs().to_vec(),
         };
-        let scan_root = root.clone();
-        let files = tokio::task::spawn_blocking(move || list::session_files(&scan_root))
-            .await
-            .unwrap_or_default();
+        let Some(root) = listed_roots.first().cloned() else {
+            return Err(RpcError::InvalidParams {
+                method: "session/list",
+                detail: "no session root is configured".into(),
+            }
+            .into());
+        };
+        let scan_roots = listed_roots.clone();
+        // Each file once: a root may lie inside another.
+        let files = tokio::task::spawn_blocking(move || {
+            let mut files: Vec<PathBuf> = scan_roots
+                .iter()
+                .flat_map(|r| list::session_files(r))
+                .collect();
+            files.sort();
+            files.dedup();
+            files
+        })
+        .await
+        .unwrap_or_default();
         let progress = match p.work_done_token {
             Some(token) if files.len() > LIST_PROGRESS_EVERY => Some(
                 self.client
@@ -1149,11 +1159,13 @@ impl Backend {
             let cache = self.list_cache.clone();
             let cache_file = self.list_cache_file.clone();
             let seen: HashSet<PathBuf> = files.iter().cloned().collect();
-            let under = root.clone();
+            let under = listed_roots.clone();
             let _ = tokio::task::spawn_blocking(move || {
                 let mut guard = cache.lock().unwrap_or_else(PoisonError::into_inner);
                 if let Some(cache) = guard.as_mut() {
-                    cache.retain_under(&under, &seen);
+                    for root in &under {
+                        cache.retain_under(root, &seen);
+                    }
                     if let Err(e) = cache.save(&cache_file) {
                         tracing::warn!(
                             "cannot save the listing cache {}: {e}",
@@ -1169,6 +1181,7 @@ impl Backend {
             &root,
             &ListResult {
                 root: root.clone(),
+                roots: listed_roots,
                 sessions,
                 skipped,
                 pending,

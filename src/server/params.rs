@@ -181,7 +181,7 @@ pub struct SearchParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListParams {
-    /// Directory to list; absent: the first session root. Must be inside a root.
+    /// Directory to list; absent: every session root. Must be inside a root.
     pub root: Option<PathBuf>,
     /// LSP work-done token: when given, a long listing reports `$/progress` under it.
     pub work_done_token: Option<ProgressToken>,

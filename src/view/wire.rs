@@ -326,8 +326,10 @@ pub use crate::listing::ListedSession;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListResult {
-    /// Canonical directory that was listed.
+    /// The `root` asked for, else the first session root (canonical).
     pub root: PathBuf,
+    /// Every directory listed, canonical: the `root` asked for, else every session root.
+    pub roots: Vec<PathBuf>,
     /// Sessions found, newest `modified` first.
     pub sessions: Vec<ListedSession>,
     /// Files that end in `.jsonl` but have no readable session header.
