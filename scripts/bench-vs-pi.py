@@ -46,7 +46,9 @@
 #   * Claude Code transcripts (`--claude`, sizes in MB, default 10,100; gen-session --format
 #     claude-code): `sessiond check FILE` (open) and `sessiond context FILE --json` against the
 #     floor of the same file, in the same rounds, and their peak RSS against the budget of
-#     64 MB + 10% of the file.
+#     64 MB + 10% of the file; append→`session/didChange` on a scratch copy (Claude Code `user`
+#     lines, as the pi sessions get pi entries), held to the pi session nearest in size
+#     measured in the same run (target: at most 2× its median).
 # --huge adds a 1 GB session (pi is skipped there unless --huge-pi: it needs several GB).
 # --quick is a smaller run (1 and 10 MB, 20,000-entry sessions, a 10 MB Claude Code transcript,
 # fewer rounds, no compaction) for trying a change; its tables go to stdout only unless --write is
@@ -306,7 +308,12 @@ def main():
             res["ctx"].append(run([sessiond_now, "context", path, "--json"]))
             res["open"].append(run([sessiond_now, "check", path]))
             res["floor"].append(run([floor, path]))
-        claude.append(dict(label=f"{mb} MB", size=os.path.getsize(path), res=res, **claude_facts(sessiond, path)))
+        # Append → `didChange` on the transcript, in the same run as the pi sessions' rows.
+        d_append = run_json([daemon, sessiond, "append", scratch_copy(path, "scratch-claude-append.jsonl"),
+                             str(args.appends), str(args.runs)])
+        os.remove(os.path.join(outdir, "scratch-claude-append.jsonl"))
+        claude.append(dict(label=f"{mb} MB", size=os.path.getsize(path), mb=mb, res=res, append=d_append,
+                           **claude_facts(sessiond, path)))
     compactions = []
     if args.compact_runs > 0:
         for label, name, gen_args in (("200 MB generated", "session-200mb.jsonl", ["200", "1"]),
@@ -322,7 +329,7 @@ def main():
     rows, headline = table_rows(cols)
     main_md = markdown(cols, rows)
     before_md, before_headline = before_table(cols, baseline) if baseline else ("", [])
-    claude_md, claude_headline = claude_table(claude) if claude else ("", [])
+    claude_md, claude_headline = claude_table(claude, cols) if claude else ("", [])
     comp_md, comp_headline = compaction_table(compactions) if compactions else ("", [])
     machine = describe_machine(load_start, commit)
     print(machine["line"])
@@ -553,9 +560,11 @@ def before_table(cols, baseline):
     return md, headline
 
 
-def claude_table(cols):
+def claude_table(cols, pi_cols):
     """Claude Code transcripts: open and `context --json` against the floor, peak RSS against
-    the budget. Returns the markdown and the headline rows."""
+    the budget, append → `didChange` against a pi session's measured in the same run (the pi
+    session of the same size, else the nearest in size). Returns the markdown and the headline
+    rows."""
     def med(c, k, i=0):
         return median([x[i] for x in c["res"][k]])
 
@@ -570,6 +579,24 @@ def claude_table(cols):
 
     def verdict(f, ok):
         return "; ".join(("met" if ok(f(c)) else "**missed**") + f" ({c['label']})" for c in cols)
+
+    def change(c, f=median):
+        return f(c["append"]["didChangeMs"])
+
+    def pi_peer(c):
+        """The pi session whose append → `didChange` this transcript's is held to."""
+        measured = [p for p in pi_cols if p.get("append")]
+        return min(measured, key=lambda p: abs(p["size"] - c["size"]), default=None)
+
+    def to_pi(c):
+        p = pi_peer(c)
+        return change(c) / median(p["append"]["didChangeMs"]) if p else None
+
+    def pi_cell(c):
+        p = pi_peer(c)
+        if not p:
+            return "—"
+        return f"{fmt_ms(median(p['append']['didChangeMs']))} / {fmt_ms(p99(p['append']['didChangeMs']))} (pi {p['label']})"
 
     rows = [
         ("file size", [f"{c['size'] / 1048576:.0f} MB" for c in cols], "", ""),
@@ -586,6 +613,12 @@ def claude_table(cols):
         ("budget (64 MB + 10% of file)", [f"{budget_mb(c['size']):.0f} MB" for c in cols], "", ""),
         ("peak RSS / budget (the larger of the two)", [f"{rss_ratio(c):.2f}" for c in cols], "≤ 1",
          verdict(rss_ratio, lambda x: x <= 1)),
+        ("append → `didChange`, median / p99", [f"{fmt_ms(change(c))} / {fmt_ms(change(c, p99))}" for c in cols],
+         "", ""),
+        ("a pi session's, same run, median / p99", [pi_cell(c) for c in cols], "", ""),
+        ("append → `didChange`: transcript / pi session (medians)",
+         [f"{to_pi(c):.2f}" if to_pi(c) else "—" for c in cols], "≤ 2",
+         verdict(lambda c: to_pi(c) or 0, lambda x: x <= 2)),
     ]
     md = (f"Claude Code transcripts (generated; medians of {len(cols[0]['res']['floor'])} rounds, peak RSS the "
           "largest of them):\n\n" + markdown(cols, rows))
@@ -596,6 +629,10 @@ def claude_table(cols):
         ("Claude Code transcript: `context --json` / floor",
          "; ".join(f"{to_floor(c, 'ctx'):.2f} ({c['label']})" for c in cols), "≤ 2",
          verdict(lambda c: to_floor(c, "ctx"), lambda x: x <= 2)),
+        ("Claude Code transcript: append → `didChange` / a pi session's (medians, same run)",
+         "; ".join(f"{change(c):.1f} ms / {median(pi_peer(c)['append']['didChangeMs']):.1f} ms = {to_pi(c):.2f} "
+                   f"({c['label']})" for c in cols if pi_peer(c)) or "—", "≤ 2",
+         verdict(lambda c: to_pi(c) or 0, lambda x: x <= 2)),
         ("Claude Code transcript: peak RSS / budget (64 MB + 10% of the file)",
          "; ".join(f"{rss_ratio(c):.2f} ({c['label']})" for c in cols), "≤ 1", verdict(rss_ratio, lambda x: x <= 1)),
     ]

@@ -18,7 +18,8 @@
 //! `bench-daemon SESSIOND append FILE APPENDS REOPENS`
 //!   FILE is a scratch copy that gets entries appended. Per append, a complete line whose
 //!   parent is the current leaf is appended as pi appends (open, one `write()`, close; timed
-//!   with the rest), then:
+//!   with the rest), in the file's format (a pi entry, or a Claude Code `user` line when
+//!   `session/open` says `claude-code`), then:
 //!   * `apply`: `contextAt {leafId: new, fields: "ids"}` sent at once, so the request's own
 //!     refresh applies the entry (the watcher's hint, debounced, comes later) — the cost
 //!     of applying one entry and answering at the new leaf;
@@ -411,8 +412,33 @@ fn open(sessiond: &str, file: &Path, runs: usize, context_runs: usize) -> Res<Va
     }))
 }
 
-/// A user message entry line (with its newline) whose parent is `parent`.
-fn entry_line(n: usize, parent: &str) -> Res<(String, String)> {
+/// The session file's dialect, as the daemon's `session/open` reports it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Pi,
+    Claude,
+}
+
+/// A user message entry line (with its newline) whose parent is `parent`, in the file's
+/// format: a pi `message` entry, or a Claude Code `user` line (as Claude appends a prompt).
+fn entry_line(format: Format, n: usize, parent: &str) -> Res<(String, String)> {
+    if format == Format::Claude {
+        let id = format!("00000000-0000-4000-8000-{n:012x}");
+        let line = json!({
+            "parentUuid": parent,
+            "isSidechain": false,
+            "type": "user",
+            "message": {"role": "user", "content": format!("appended question {n}")},
+            "uuid": id,
+            "timestamp": format!("2030-01-01T00:{:02}:{:02}.{:03}Z", n / 60_000 % 60, n / 1000 % 60, n % 1000),
+            "sessionId": "bench",
+            "cwd": "/bench",
+            "version": "2.1.197",
+            "userType": "external",
+        });
+        let s = serde_json::to_string(&line).map_err(|e| e.to_string())?;
+        return Ok((id, s + "\n"));
+    }
     let id = format!("b{n:07x}");
     let line = json!({
         "type": "message",
@@ -429,6 +455,11 @@ fn append(sessiond: &str, file: &Path, appends: usize, reopens: usize) -> Res<Va
     let mut d = Daemon::start(sessiond, root_of(file)?)?;
     let p = json!({"path": file});
     let opened = d.call("session/open", p.clone())?;
+    let format = if opened["format"] == "claude-code" {
+        Format::Claude
+    } else {
+        Format::Pi
+    };
     let mut leaf = opened["leafId"]
         .as_str()
         .ok_or("the session has no leaf")?
@@ -445,7 +476,7 @@ fn append(sessiond: &str, file: &Path, appends: usize, reopens: usize) -> Res<Va
     let (mut apply, mut change, mut change_ctx) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..appends {
         // Applied by the contextAt request's own refresh.
-        let (id, line) = entry_line(2 * i, &leaf)?;
+        let (id, line) = entry_line(format, 2 * i, &leaf)?;
         let t0 = Instant::now();
         write(&line)?;
         let r = d.call(
@@ -462,7 +493,7 @@ fn append(sessiond: &str, file: &Path, appends: usize, reopens: usize) -> Res<Va
         d.inbox.clear();
 
         // Applied when the watcher's hint reaches the owner.
-        let (id, line) = entry_line(2 * i + 1, &leaf)?;
+        let (id, line) = entry_line(format, 2 * i + 1, &leaf)?;
         let t0 = Instant::now();
         write(&line)?;
         let n = d.notification("session/didChange")?;
@@ -536,7 +567,7 @@ fn inproc(file: &Path, appends: usize, reopens: usize) -> Res<Value> {
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let mut apply = Vec::new();
     for i in 0..appends {
-        let (id, line) = entry_line(i, &leaf)?;
+        let (id, line) = entry_line(Format::Pi, i, &leaf)?;
         out.write_all(line.as_bytes())
             .map_err(|e| format!("{}: {e}", file.display()))?;
         let params = ask(&id)?;
