@@ -937,6 +937,45 @@ export interface DidCorruptParams {
     revision: Revision;
 }
 /**
+ * session/didCreate notification params.
+ */
+export interface DidCreateParams {
+    /**
+     * The new session file, canonical.
+     */
+    path: string;
+    format: 'pi' | 'claude-code';
+    /**
+     * pi: the header's id; a Claude Code transcript: its file name's stem (the id claude --resume takes); null when it cannot be read.
+     */
+    sessionId: string | null;
+    /**
+     * For a Claude Code subagent's transcript, the transcript that started it (as session/list marks it); null for any other session.
+     */
+    subagent: null | {
+        /**
+         * The agent's id, from the file name.
+         */
+        agentId: string;
+        /**
+         * The transcript that started it (<session>.jsonl beside the <session> directory), whether or not it exists.
+         */
+        parentPath: string;
+        /**
+         * From agent-<agentId>.meta.json: the agent's type (general-purpose, …).
+         */
+        agentType?: string;
+        /**
+         * From agent-<agentId>.meta.json: what it was asked, in a few words.
+         */
+        description?: string;
+        /**
+         * From agent-<agentId>.meta.json: the parent's Agent tool_use that started it.
+         */
+        toolUseId?: string;
+    };
+}
+/**
  * session/didReload notification params.
  */
 export interface DidReloadParams {
@@ -1415,7 +1454,7 @@ export interface LabelParams {
  */
 export interface ListParams {
     /**
-     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root.
+     * Directory to list (absolute, or relative to the daemon's working directory); must resolve inside a session root. Absent: every session root.
      */
     root?: string;
     workDoneToken?: string | number;
@@ -1515,7 +1554,14 @@ export interface SessionSummary {
  * session/list result.
  */
 export interface ListResult {
+    /**
+     * The root asked for, else the first session root (canonical).
+     */
     root: string;
+    /**
+     * Every directory listed, canonical: the root asked for, else every session root (pi's sessions directory and Claude Code's projects directory alike), each once.
+     */
+    roots: string[];
     skipped: string[];
     /**
      * files being created: empty or a partial header only, modified within the grace period (2 s)
@@ -1928,6 +1974,7 @@ export const Notifications = {
     didChange: 'session/didChange',
     didChangeLiveMode: 'session/didChangeLiveMode',
     didCorrupt: 'session/didCorrupt',
+    didCreate: 'session/didCreate',
     didReload: 'session/didReload',
     fileMissing: 'session/fileMissing',
     fileRestored: 'session/fileRestored',
