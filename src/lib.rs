@@ -34,6 +34,7 @@ pub mod model;
 pub mod paths;
 pub mod search;
 pub mod search_live;
+pub mod search_words;
 pub mod server;
 pub mod session;
 pub mod storage;

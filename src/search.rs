@@ -65,8 +65,8 @@ use tantivy::query::{
     TermSetQuery,
 };
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, TantivyDocument,
-    Value as _,
+    FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TantivyDocument,
+    TextFieldIndexing, TextOptions, Value as _,
 };
 use tantivy::snippet::SnippetGenerator;
 use tantivy::{
@@ -85,13 +85,16 @@ use crate::dialect::pi::format::{Expect, Line, parse_line};
 use crate::dialect::pi::{self, Pi};
 use crate::js::jsstr;
 use crate::js::timestamp::format_iso;
+use crate::search_words;
 use crate::storage::list;
 use crate::storage::reader::{self, FileLines, OpenedSession};
 
 /// The index format; an index written with another is rebuilt. Version 2: the per-file state
 /// as documents in the index, the version as the commit payload. Version 3: Claude Code
 /// transcripts, and each entry's session format (`format`, for the `agent` filter and hits).
-pub const FORMAT_VERSION: u32 = 3;
+/// Version 4: text cut by [`search_words`] (Chinese, Japanese and other scripts without spaces
+/// in pairs of characters).
+pub const FORMAT_VERSION: u32 = 4;
 /// The `record` value of a state document (entry documents have no `record`).
 const STATE_RECORD: &str = "state";
 
@@ -214,6 +217,13 @@ struct Fields {
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
+    // Indexed with positions (for phrases), not stored, cut into words by
+    // `search_words::analyzer` (scripts without spaces in pairs of characters).
+    let words = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(search_words::NAME)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
     let fields = Fields {
         path: b.add_text_field("path", STRING | STORED),
         format: b.add_text_field("format", STRING | STORED),
@@ -224,8 +234,8 @@ fn schema() -> (Schema, Fields) {
         offset: b.add_u64_field("offset", STORED),
         len: b.add_u64_field("len", STORED),
         on_path: b.add_bool_field("onDefaultPath", STORED),
-        text: b.add_text_field("text", TEXT),
-        thinking: b.add_text_field("thinking", TEXT),
+        text: b.add_text_field("text", words.clone()),
+        thinking: b.add_text_field("thinking", words),
         record: b.add_text_field("record", STRING),
         state_path: b.add_text_field("statePath", STRING | STORED),
         state: b.add_text_field("state", STORED),
@@ -542,6 +552,9 @@ impl SearchIndex {
                 (index, existed)
             }
         };
+        index
+            .tokenizers()
+            .register(search_words::NAME, search_words::analyzer());
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -1139,7 +1152,6 @@ impl SearchIndex {
         let mut parser = QueryParser::for_index(&self.index, fields.clone());
         parser.set_conjunction_by_default();
         parser.allow_regexes();
-        let rewritten = rewrite_prefixes(&q.text, q.thinking);
         let query_err = |detail: String| SearchError::Query {
             query: q.text.clone(),
             detail,
@@ -1157,9 +1169,7 @@ impl SearchIndex {
                 ),
             ]))
         } else {
-            parser
-                .parse_query(&rewritten)
-                .map_err(|e| query_err(e.to_string()))?
+            user_query(&parser, &q.text, q.thinking)
         };
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, text_query.box_clone())];
         if let Some(agent) = q.agent {
@@ -1440,6 +1450,52 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// What the user typed as a query: with its operators (`"phrases"`, `-word`, `+word`, `a OR b`,
+/// `prefix*`, parentheses) where it is valid query syntax, else as plain words — never an
+/// error. A word with a colon is always text (`src/lib.rs:42`, `std::io::Error`, `http://x`):
+/// tantivy would read `name:` as a field, which is not a search operator sessiond offers. A
+/// query the parser refuses (`fn(x)`, `a^b`, an unclosed quote) is searched as its
+/// whitespace-separated words, each as a phrase of its tokens (`fn(x)` finds `fn` followed by
+/// `x`), all of them required; a query with no word left finds nothing.
+fn user_query(parser: &QueryParser, text: &str, thinking: bool) -> Box<dyn Query> {
+    let operators = rewrite_prefixes(&quote_colons(text), thinking);
+    if let Ok(q) = parser.parse_query(&operators) {
+        return q;
+    }
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|w| w.replace(['"', '\\'], " "))
+        .filter(|w| !w.trim().is_empty())
+        .map(|w| format!("\"{}\"", w.trim()))
+        .collect();
+    parser
+        .parse_query(&words.join(" "))
+        .unwrap_or_else(|_| Box::new(tantivy::query::EmptyQuery))
+}
+
+/// Each bare word (outside a phrase) that holds a colon quoted as a phrase, its sign kept:
+/// `-a:b` becomes `-"a:b"` (see [`user_query`]).
+fn quote_colons(q: &str) -> String {
+    let mut out = Vec::new();
+    let mut in_quote = false;
+    for tok in q.split(' ') {
+        let quotes = tok.matches('"').count();
+        if !in_quote && quotes == 0 && tok.contains(':') {
+            let (sign, word) = match tok.strip_prefix(['+', '-']) {
+                Some(w) => (&tok[..1], w),
+                None => ("", tok),
+            };
+            out.push(format!("{sign}\"{}\"", word.replace('\\', " ")));
+        } else {
+            out.push(tok.to_owned());
+        }
+        if quotes % 2 == 1 {
+            in_quote = !in_quote;
+        }
+    }
+    out.join(" ")
+}
+
 /// Bare `word*` terms become the regex term query `text:/word.*/` (and `thinking:`),
 /// lowercased as the index is: tantivy's parser takes patterns only on a named field.
 fn rewrite_prefixes(q: &str, thinking: bool) -> String {
@@ -1603,6 +1659,12 @@ impl tantivy::directory::Directory for OwnerOnly {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn words_with_colons_are_text() {
+        assert_eq!(quote_colons("src/lib.rs:42 x"), "\"src/lib.rs:42\" x");
+        assert_eq!(quote_colons("-a:b \"c:d\""), "-\"a:b\" \"c:d\"");
+    }
 
     #[test]
     fn prefixes_are_rewritten_outside_phrases() {

@@ -225,7 +225,7 @@ fn cli_search_is_incremental_and_says_what_it_could_not_read() {
     // An index of another format version is rebuilt, never read.
     let meta = index.path().join("meta.json");
     let mut s: Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
-    assert_eq!(s["payload"], "sessiond-index 3");
+    assert_eq!(s["payload"], "sessiond-index 4");
     // Version 2 indexed pi's sessions only, without their format.
     s["payload"] = json!("sessiond-index 2");
     std::fs::write(&meta, s.to_string()).unwrap();
@@ -782,4 +782,128 @@ fn claude_transcripts_are_searched_beside_pi_sessions() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Writes a v3 session to `path` whose user messages say `texts`, in order; returns their ids.
+fn write_said(path: &Path, texts: &[&str]) -> Vec<String> {
+    let mut text = r#"{"type":"session","version":3,"id":"s","timestamp":"2025-01-01T00:00:00.000Z","cwd":"/w"}"#.to_owned() + "\n";
+    let mut parent = Value::Null;
+    let mut ids = Vec::new();
+    for (i, said) in texts.iter().enumerate() {
+        let id = format!("u{i}");
+        let line = json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": format!("2025-01-01T00:00:{i:02}.000Z"),
+            "message": {"role": "user", "content": said, "timestamp": 1_735_689_600_000i64}});
+        text.push_str(&format!("{line}\n"));
+        parent = json!(id);
+        ids.push(id);
+    }
+    std::fs::write(path, text).unwrap();
+    ids
+}
+
+/// The entry ids of a search answer's hits, sorted.
+fn hit_ids(r: &Value) -> Vec<String> {
+    let mut ids: Vec<String> = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["entryId"].as_str().unwrap().to_owned())
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[test]
+fn what_a_user_types_is_searched_as_text_and_operators_still_work() {
+    let root = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    write_said(
+        &root.path().join("s.jsonl"),
+        &[
+            "panics at src/lib.rs:42 while reading",
+            "returns std::io::Error when the disk is full",
+            "calls fn(x) then format:json http://example.com/a?b=1",
+            "unrelated words about lib and rs and io",
+        ],
+    );
+    // Text that is not valid query syntax (a field that does not exist, `::`, parentheses
+    // after a word, a caret, an unclosed quote or bracket): found as the words it holds, with
+    // exit 0 from the CLI and no error from the daemon.
+    let cases: &[(&str, &[&str])] = &[
+        ("src/lib.rs:42", &["u0"]),
+        ("std::io::Error", &["u1"]),
+        ("fn(x)", &["u2"]),
+        ("format:json", &["u2"]),
+        ("http://example.com/a?b=1", &["u2"]),
+        ("-io:x disk", &["u1"]),
+        ("a^b^ panics", &[]),
+        ("\"at src/lib", &["u0"]),
+        ("[lib", &["u0", "u3"]),
+        ("::", &[]),
+    ];
+    for (query, want) in cases {
+        let r = search(root.path(), index.path(), &["--", query]);
+        assert_eq!(hit_ids(&r), *want, "{query}: {r}");
+    }
+    // The operators stay: a phrase, an excluded word, OR, a prefix.
+    for (query, want) in [
+        ("\"disk is full\"", vec!["u1"]),
+        ("lib -unrelated", vec!["u0"]),
+        ("panics OR returns", vec!["u0", "u1"]),
+        ("unrel*", vec!["u3"]),
+    ] {
+        let r = search(root.path(), index.path(), &["--", query]);
+        assert_eq!(hit_ids(&r), want, "{query}: {r}");
+    }
+    // The daemon answers the same queries, never -32602.
+    let mut d = daemon_indexing(&[root.path()], index.path());
+    for (query, want) in cases {
+        let r = checked(&mut d, "session/search", json!({"query": query}));
+        assert_eq!(hit_ids(&r), *want, "{query}: {r}");
+    }
+    d.stop();
+}
+
+#[test]
+fn words_inside_scripts_without_spaces_are_found() {
+    let root = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    write_said(
+        &root.path().join("s.jsonl"),
+        &[
+            "请检查配置文件是否正确",
+            "設定ファイルを確認してください",
+            "ภาษาไทยไม่มีช่องว่าง",
+            "配 alone",
+        ],
+    );
+    for (query, want) in [
+        ("配置", vec!["u0"]),
+        ("配置文件", vec!["u0"]),
+        ("文件 正确", vec!["u0"]),
+        ("\"检查配置\"", vec!["u0"]),
+        ("ファイル", vec!["u1"]),
+        ("確認", vec!["u1"]),
+        ("ไทย", vec!["u2"]),
+        ("配", vec!["u3"]),
+        ("配置错误", vec![]),
+    ] {
+        let r = search(root.path(), index.path(), &["--", query]);
+        assert_eq!(hit_ids(&r), want, "{query}: {r}");
+        if let Some(hit) = r["hits"].as_array().unwrap().first() {
+            assert!(
+                hit["snippet"].as_str().unwrap().contains("**"),
+                "{query}: {hit}"
+            );
+        }
+    }
+    // An index of the version before (one token per clause) is rebuilt, and then finds it.
+    let meta = index.path().join("meta.json");
+    let mut s: Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    s["payload"] = json!("sessiond-index 3");
+    std::fs::write(&meta, s.to_string()).unwrap();
+    let r = search(root.path(), index.path(), &["配置"]);
+    assert_eq!(r["index"]["update"]["rebuilt"], true, "{r}");
+    assert_eq!(hit_ids(&r), ["u0"]);
 }

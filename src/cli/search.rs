@@ -17,7 +17,10 @@ use crate::search::{SearchIndex, SearchQuery};
 /// `sessiond search`.
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// The query: words (all must match), "a phrase", prefix*, -excluded, a OR b.
+    /// The query: words (all must match), "a phrase", prefix*, -excluded, a OR b. Never an
+    /// error: a word with a colon (src/lib.rs:42) is text, and a query that is not valid syntax
+    /// (fn(x)) is searched as its words. Chinese, Japanese and other scripts without spaces are
+    /// found by any two or more neighbouring characters.
     pub query: String,
     /// A directory of sessions to search (repeatable); default: pi's sessions directory and
     /// Claude Code's projects directory (when it exists).
@@ -91,7 +94,7 @@ fn search_err(e: crate::search::SearchError) -> CliError {
     }
 }
 
-/// Runs `sessiond search`. Errors: an unusable query, date or cursor (`Argument`), the
+/// Runs `sessiond search`. Errors: an unusable date or cursor (`Argument`), the
 /// index cannot be opened or written.
 pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
     let after_ms = date("--after", &args.after)?;

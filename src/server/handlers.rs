@@ -945,7 +945,7 @@ impl Backend {
     /// before?, thinking?, workDoneToken?}`: brings the index up to date with the files under
     /// the roots (new, grown, rewritten and deleted sessions, pi's and Claude Code's;
     /// [`crate::search`]), reporting `$/progress` under `workDoneToken` while more than
-    /// [`SEARCH_PROGRESS_FROM`] files are read, then searches it. Errors: -32602 for a query,
+    /// [`SEARCH_PROGRESS_FROM`] files are read, then searches it. Errors: -32602 for a
     /// date, cursor, agent or limit that cannot be used, or a root outside the session roots;
     /// -33006 when the index cannot be opened or written.
     pub async fn search(&self, p: Value) -> RpcResult<Value> {
