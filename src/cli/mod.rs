@@ -87,6 +87,10 @@ pub enum Command {
     #[command(after_help = Exit::help(Some(Family::Search)))]
     Search(search::SearchArgs),
     /// Check a session file: ok when clean (a torn tail is reported, not fatal), corrupt otherwise.
+    ///
+    /// An empty file (or one holding only part of its first line) is being created for two
+    /// seconds after its last change: `pending`, exit 7 (try again); after that it is corrupt,
+    /// kind `emptyFile` (exit 3). A script that has just created the file expects exit 7.
     #[command(after_help = Exit::help(Some(Family::Check)))]
     Check(read::CheckArgs),
     /// Check a leaf against the world now (files, git, programs, credentials) before resuming it.
