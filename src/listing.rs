@@ -36,8 +36,13 @@ use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedSession {
-    /// Canonical session file path.
+    /// Canonical session file path, as text (a name that is not UTF-8 shown with U+FFFD).
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
+    /// The path's `file://` URI when its name is not UTF-8 (`path` then does not name the file):
+    /// what a client sends back as `path` ([`crate::paths`]). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_uri: Option<String>,
     /// The file's format (`pi`, `claude-code`).
     pub format: Dialect,
     /// The session's id: pi's header `id`; a Claude Code transcript's file name stem (the id
@@ -91,6 +96,7 @@ pub struct Subagent {
     pub agent_id: String,
     /// The transcript of the session that started it (`<session>.jsonl`), whether or not it
     /// is there.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub parent_path: PathBuf,
     /// The agent's type (`general-purpose`, …), from its metadata.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -263,6 +269,8 @@ impl ListCache {
         }
         self.reads += 1;
         match summarize(path) {
+            // A path that is not UTF-8 is not kept: the cache is JSON, keyed by path as text.
+            Ok((session, _)) if path.to_str().is_none() => Listed::Session(Box::new(session)),
             Ok((session, stamp)) => {
                 self.sessions.insert(
                     path.to_owned(),
@@ -345,6 +353,7 @@ fn listed<F: LineFormat>(
     let modified_ms = since_epoch.and_then(|d| i64::try_from(d.as_millis()).ok());
     let listed = ListedSession {
         path: path.to_owned(),
+        path_uri: crate::paths::uri_if_not_utf8(path),
         format,
         id: overview.id,
         cwd: overview.cwd,

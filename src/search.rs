@@ -85,6 +85,7 @@ use crate::dialect::pi::format::{Expect, Line, parse_line};
 use crate::dialect::pi::{self, Pi};
 use crate::js::jsstr;
 use crate::js::timestamp::format_iso;
+use crate::paths;
 use crate::search_words;
 use crate::storage::list;
 use crate::storage::reader::{self, FileLines, OpenedSession};
@@ -305,7 +306,8 @@ pub struct UpdateReport {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
-    /// The session file.
+    /// The session file (as text).
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// What was found.
     pub detail: String,
@@ -340,8 +342,13 @@ pub struct SearchQuery {
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Hit {
-    /// The session file.
+    /// The session file, as text (a name that is not UTF-8 shown with U+FFFD).
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
+    /// The file's `file://` URI when its name is not UTF-8 (`path` then does not name it),
+    /// to open it by; absent otherwise ([`crate::paths`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_uri: Option<String>,
     /// The session's format.
     pub format: Dialect,
     /// The session name, when it has one.
@@ -622,15 +629,12 @@ impl SearchIndex {
         found.dedup();
         report.files = found.len();
         report.reconciled = true;
-        let present: HashSet<String> = found
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect();
+        let present: HashSet<String> = found.iter().map(|p| key_of(p)).collect();
         let gone: Vec<String> = self
             .state
             .files
             .keys()
-            .filter(|k| !present.contains(*k) && roots.iter().any(|r| Path::new(k).starts_with(r)))
+            .filter(|k| !present.contains(*k) && roots.iter().any(|r| path_of(k).starts_with(r)))
             .cloned()
             .collect();
         self.apply(found, gone, report, progress)
@@ -667,7 +671,7 @@ impl SearchIndex {
                 Ok(m) if m.is_dir() => found.extend(list::session_files(p)),
                 Ok(_) => {}
                 Err(_) => {
-                    let key = p.to_string_lossy().into_owned();
+                    let key = key_of(p);
                     if self.state.files.contains_key(&key) {
                         gone.push(key);
                     } else {
@@ -675,7 +679,7 @@ impl SearchIndex {
                             self.state
                                 .files
                                 .keys()
-                                .filter(|k| Path::new(k).starts_with(p))
+                                .filter(|k| path_of(k).starts_with(p))
                                 .cloned(),
                         );
                     }
@@ -705,7 +709,7 @@ impl SearchIndex {
             let Ok(meta) = fs::metadata(&p) else {
                 continue;
             };
-            let key = p.to_string_lossy().into_owned();
+            let key = key_of(&p);
             match self.state.files.get(&key) {
                 None => work.push((p, meta, Work::Full)),
                 Some(st) => {
@@ -785,7 +789,7 @@ impl SearchIndex {
         let total = work.len();
         for (i, (path, meta, w)) in work.into_iter().enumerate() {
             progress(i, total);
-            let key = path.to_string_lossy().into_owned();
+            let key = key_of(&path);
             let mut full = true;
             let outcome = match w {
                 Work::Append(st) => match self.index_append(writer, &key, &path, &meta, &st) {
@@ -1207,15 +1211,18 @@ impl SearchIndex {
             .state
             .files
             .keys()
-            .all(|k| q.roots.iter().any(|r| Path::new(k).starts_with(r)));
+            .all(|k| q.roots.iter().any(|r| path_of(k).starts_with(r)));
         if !q.roots.is_empty() && !covered {
             let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
             for r in &q.roots {
-                let prefix = r.to_string_lossy();
-                let re = format!("{}/.*", regex::escape(prefix.trim_end_matches('/')));
-                let rq =
-                    RegexQuery::from_pattern(&re, f.path).map_err(|e| query_err(e.to_string()))?;
-                any.push((Occur::Should, Box::new(rq)));
+                // A file under the root by its text key, or by its URI key (a name that is
+                // not UTF-8: [`key_of`]).
+                for prefix in [r.to_string_lossy().into_owned(), paths::file_uri(r)] {
+                    let re = format!("{}/.*", regex::escape(prefix.trim_end_matches('/')));
+                    let rq = RegexQuery::from_pattern(&re, f.path)
+                        .map_err(|e| query_err(e.to_string()))?;
+                    any.push((Occur::Should, Box::new(rq)));
+                }
             }
             clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
         }
@@ -1289,7 +1296,7 @@ impl SearchIndex {
             .and_then(|v| v.as_bool())
             .unwrap_or(false);
         let text = read_range(
-            Path::new(&path),
+            &path_of(&path),
             span.offset,
             span.offset + u64::from(span.len),
         )
@@ -1300,8 +1307,10 @@ impl SearchIndex {
         let snippet = text.map_or_else(String::new, |t| make_snippet(&t, snippets, query));
         let is_role = !is_entry_type(&kind);
         let name = self.state.files.get(&path).and_then(|st| st.name.clone());
+        let path = path_of(&path);
         Some(Hit {
-            path: PathBuf::from(path),
+            path_uri: paths::uri_if_not_utf8(&path),
+            path,
             format,
             name,
             entry_id,
@@ -1448,6 +1457,19 @@ fn head(text: &str, n: usize) -> &str {
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The key a session file is indexed under (its documents' `path`, its state's `statePath`):
+/// the path as text when it is UTF-8, else its `file://` URI, which names its bytes exactly
+/// ([`paths::file_uri`]; a path sessiond indexes is absolute, so the two never meet).
+fn key_of(path: &Path) -> String {
+    path.to_str()
+        .map_or_else(|| paths::file_uri(path), str::to_owned)
+}
+
+/// The session file a key ([`key_of`]) names.
+fn path_of(key: &str) -> PathBuf {
+    paths::from_wire(key)
 }
 
 /// What the user typed as a query: with its operators (`"phrases"`, `-word`, `+word`, `a OR b`,

@@ -628,3 +628,81 @@ fn the_daemon_lists_every_root_without_a_root_param() {
     assert_eq!(paths(&claude_only).len(), 5);
     d.stop();
 }
+
+#[test]
+fn a_file_name_that_is_not_utf8_is_listed_shown_as_text_and_named_by_its_uri() {
+    use std::os::unix::ffi::OsStringExt;
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let index = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let cache_file = cache.path().join("list-cache.json");
+    support::write_v3_session(&root.join("good.jsonl"), 4);
+    let latin1 = root.join(std::ffi::OsString::from_vec(
+        b"caf\xe9-latin1.jsonl".to_vec(),
+    ));
+    support::write_v3_session(&latin1, 6);
+    let uri = format!("file://{}/caf%E9-latin1.jsonl", root.display());
+    let shown = format!("{}/caf\u{FFFD}-latin1.jsonl", root.display());
+
+    // The CLI lists both (no panic), twice: the second listing from the cache for good.jsonl.
+    for _ in 0..2 {
+        let out = Command::new(support::BIN)
+            .args(["list", "--root"])
+            .arg(&root)
+            .args(["--cache"])
+            .arg(&cache_file)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let sessions = r["sessions"].as_array().unwrap();
+        assert_eq!(sessions.len(), 2, "{r}");
+        let bad = sessions.iter().find(|s| s["entryCount"] == 6).unwrap();
+        assert_eq!(bad["path"], shown.as_str());
+        assert_eq!(bad["pathUri"], uri.as_str());
+        let good = sessions.iter().find(|s| s["entryCount"] == 4).unwrap();
+        assert!(good.get("pathUri").is_none(), "{good}");
+    }
+
+    // The search names it by its URI, and finds the right file's text.
+    let r = support::cli_json(&[
+        "search",
+        "--root",
+        root.to_str().unwrap(),
+        "--index-dir",
+        index.path().to_str().unwrap(),
+        "--json",
+        "answer 5",
+    ]);
+    assert_eq!(r["total"], 1, "{r}");
+    assert_eq!(r["hits"][0]["path"], shown.as_str());
+    assert_eq!(r["hits"][0]["pathUri"], uri.as_str());
+    assert!(
+        r["hits"][0]["snippet"].as_str().unwrap().contains("**5**"),
+        "{r}"
+    );
+
+    // The daemon lists the root whole, and opens the file by its URI.
+    let (mut d, _) = support::Daemon::start(&[&root]);
+    let r = checked(&mut d, "session/list", json!({"root": root}));
+    let sessions = r["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{r}");
+    let bad = sessions.iter().find(|s| s["entryCount"] == 6).unwrap();
+    assert_eq!(bad["pathUri"], uri.as_str());
+    let open = checked(&mut d, "session/open", json!({"path": uri}));
+    assert_eq!(open["revision"]["entryCount"], 6, "{open}");
+    let ctx = checked(
+        &mut d,
+        "session/contextAt",
+        json!({"path": uri, "fields": "ids"}),
+    );
+    assert_eq!(ctx["entryIds"].as_array().unwrap().len(), 6, "{ctx}");
+    d.stop();
+}

@@ -836,7 +836,6 @@ fn what_a_user_types_is_searched_as_text_and_operators_still_work() {
         ("fn(x)", &["u2"]),
         ("format:json", &["u2"]),
         ("http://example.com/a?b=1", &["u2"]),
-        ("-io:x disk", &["u1"]),
         ("a^b^ panics", &[]),
         ("\"at src/lib", &["u0"]),
         ("[lib", &["u0", "u3"]),

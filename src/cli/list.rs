@@ -72,11 +72,18 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
             .then_with(|| a.path.cmp(&b.path))
     });
     if args.json {
+        // Paths as text (a name that is not UTF-8 with U+FFFD; a session's `pathUri` names it
+        // exactly): `json!` would panic on a path serde cannot write as a string.
+        let text = |ps: &[PathBuf]| -> Vec<String> {
+            ps.iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        };
         let doc = json!({
-            "roots": roots,
+            "roots": text(&roots),
             "sessions": sessions,
-            "skipped": skipped,
-            "pending": pending,
+            "skipped": text(&skipped),
+            "pending": text(&pending),
             "read": cache.reads(),
         });
         writeln!(out, "{doc}")?;

@@ -5,7 +5,7 @@
 //! (-32700 parse error, -32600 invalid request, -32601 method not found, -32602 invalid
 //! params, -32002 server not initialized).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use thiserror::Error;
@@ -183,9 +183,9 @@ pub enum RpcError {
     },
 }
 
-fn corrupt_data(path: &PathBuf, corruption: &Corruption) -> serde_json::Value {
+fn corrupt_data(path: &Path, corruption: &Corruption) -> serde_json::Value {
     let mut data = json!({
-        "path": path,
+        "path": path.to_string_lossy(),
         "kind": corruption.kind,
         "line": corruption.line,
         "offset": corruption.offset,
@@ -198,7 +198,7 @@ fn corrupt_data(path: &PathBuf, corruption: &Corruption) -> serde_json::Value {
 
 /// The code and data of a writer error.
 fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
-    let path_data = |p: &PathBuf| Some(json!({ "path": p }));
+    let path_data = |p: &PathBuf| Some(json!({ "path": p.to_string_lossy() }));
     match e {
         WriteError::Io { path, .. } => (IO_ERROR, path_data(path)),
         WriteError::Corrupt { path, corruption } => {
@@ -212,7 +212,7 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
         } => (
             CONFLICT,
             Some(json!({
-                "path": path,
+                "path": path.to_string_lossy(),
                 "expectedLeafId": expected,
                 "currentLeafId": current_leaf,
                 "added": added,
@@ -234,7 +234,7 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
             (
                 BUSY,
                 Some(json!({
-                    "path": path,
+                    "path": path.to_string_lossy(),
                     "reason": reason,
                     "ageMs": age_ms,
                     "retryAfterMs": retry,
@@ -243,22 +243,23 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
         }
         WriteError::UnknownEntry { path, id, role } => (
             UNKNOWN_ENTRY,
-            Some(json!({ "path": path, "id": id, "role": role })),
+            Some(json!({ "path": path.to_string_lossy(), "id": id, "role": role })),
         ),
         WriteError::InvalidEntry { path, source } => (
             INVALID_ENTRY,
-            Some(json!({ "path": path, "detail": source.to_string() })),
+            Some(json!({ "path": path.to_string_lossy(), "detail": source.to_string() })),
         ),
         WriteError::InvalidSessionId { id, .. } => (
             INVALID_ENTRY,
             Some(json!({ "sessionId": id, "detail": e.to_string() })),
         ),
-        WriteError::NotAUserMessage { path, id } => {
-            (NOT_A_USER_MESSAGE, Some(json!({ "path": path, "id": id })))
-        }
+        WriteError::NotAUserMessage { path, id } => (
+            NOT_A_USER_MESSAGE,
+            Some(json!({ "path": path.to_string_lossy(), "id": id })),
+        ),
         WriteError::UnsupportedVersion { path, version } => (
             UNSUPPORTED_VERSION,
-            Some(json!({ "path": path, "version": version })),
+            Some(json!({ "path": path.to_string_lossy(), "version": version })),
         ),
         WriteError::Replaced { path, .. } => (FILE_CHANGED, path_data(path)),
         WriteError::Taken(Taken::Reserved { id, .. }) => (
@@ -267,11 +268,11 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
         ),
         WriteError::UnsupportedForFormat { path, format } => (
             UNSUPPORTED_FOR_FORMAT,
-            Some(json!({ "path": path, "format": format, "operation": "write" })),
+            Some(json!({ "path": path.to_string_lossy(), "format": format, "operation": "write" })),
         ),
         WriteError::Taken(Taken::Exists { path, id }) => (
             SESSION_EXISTS,
-            Some(json!({ "kind": "exists", "sessionId": id, "path": path })),
+            Some(json!({ "kind": "exists", "sessionId": id, "path": path.to_string_lossy() })),
         ),
     }
 }
@@ -279,7 +280,7 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
 impl RpcError {
     /// The JSON-RPC error: the only place codes are assigned.
     pub fn to_jsonrpc(&self) -> jsonrpc::Error {
-        let path_data = |p: &PathBuf| json!({ "path": p });
+        let path_data = |p: &PathBuf| json!({ "path": p.to_string_lossy() });
         let (code, data) = match self {
             RpcError::InvalidParams { .. } => (INVALID_PARAMS, None),
             RpcError::Root(RootError::Outside { path }) => (OUTSIDE_ROOTS, Some(path_data(path))),
@@ -298,7 +299,7 @@ impl RpcError {
                 OpenError::Pending { path, age_ms } => (
                     BUSY,
                     Some(json!({
-                        "path": path,
+                        "path": path.to_string_lossy(),
                         "reason": "pending",
                         "ageMs": age_ms,
                         "retryAfterMs": (BIRTH_GRACE.as_millis() as u64).saturating_sub(*age_ms).max(50),
@@ -311,20 +312,22 @@ impl RpcError {
             RpcError::Session(SessionError::OwnerGone { path }) => {
                 (SESSION_NOT_OPEN, Some(path_data(path)))
             }
-            RpcError::UnknownEntry { path, id } => {
-                (UNKNOWN_ENTRY, Some(json!({ "path": path, "id": id })))
-            }
+            RpcError::UnknownEntry { path, id } => (
+                UNKNOWN_ENTRY,
+                Some(json!({ "path": path.to_string_lossy(), "id": id })),
+            ),
             RpcError::Render { path, .. } | RpcError::Io { path, .. } => {
                 (IO_ERROR, Some(path_data(path)))
             }
             RpcError::Write(w) | RpcError::Compact(CompactError::Write(w)) => write_error(w),
-            RpcError::Compact(CompactError::UnknownLeaf { path, id }) => {
-                (UNKNOWN_ENTRY, Some(json!({ "path": path, "id": id })))
-            }
+            RpcError::Compact(CompactError::UnknownLeaf { path, id }) => (
+                UNKNOWN_ENTRY,
+                Some(json!({ "path": path.to_string_lossy(), "id": id })),
+            ),
             RpcError::Compact(CompactError::Compaction { path, source }) => match source {
                 CompactionError::PiWouldThrow { entry_id, .. } => (
                     COMPACTION_FAILED,
-                    Some(json!({ "path": path, "entryId": entry_id })),
+                    Some(json!({ "path": path.to_string_lossy(), "entryId": entry_id })),
                 ),
                 CompactionError::Render(_) | CompactionError::IdTaken(_) => {
                     (IO_ERROR, Some(path_data(path)))
@@ -336,14 +339,18 @@ impl RpcError {
                 operation,
             } => (
                 UNSUPPORTED_FOR_FORMAT,
-                Some(json!({ "path": path, "format": format, "operation": operation })),
+                Some(
+                    json!({ "path": path.to_string_lossy(), "format": format, "operation": operation }),
+                ),
             ),
             RpcError::AgentActive { path, agent } => (
                 AGENT_ACTIVE,
-                Some(json!({ "path": path, "agent": crate::view::convert::agent(agent) })),
+                Some(
+                    json!({ "path": path.to_string_lossy(), "agent": crate::view::convert::agent(agent) }),
+                ),
             ),
             RpcError::Compact(CompactError::Model { path, source }) => {
-                let mut data = json!({"path": path, "kind": source.kind()});
+                let mut data = json!({"path": path.to_string_lossy(), "kind": source.kind()});
                 if let Some(p) = source.provider() {
                     data["provider"] = json!(p);
                 }
@@ -357,7 +364,7 @@ impl RpcError {
                 (
                     RETENTION_LOST,
                     Some(json!({
-                        "path": path,
+                        "path": path.to_string_lossy(),
                         "lost": lost,
                         "retention": plan.retention,
                     })),

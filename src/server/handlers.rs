@@ -582,7 +582,7 @@ impl Backend {
         let p: CloseParams = params("session/close", p)?;
         let real = self.resolve(&p.path)?;
         self.registry.close(&real).await.map_err(RpcError::from)?;
-        Ok(json!({ "path": real }))
+        Ok(json!({ "path": real.to_string_lossy() }))
     }
 
     /// `session/tree {path, fromId? | childrenOf? | after?, depth?, limit?}`. Errors: -32602

@@ -20,6 +20,7 @@ use crate::view::wire::AgentInfo;
 #[serde(rename_all = "camelCase")]
 pub struct DidChangeParams {
     /// Canonical session file path.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// The new entries as nodes, in file order.
     pub added: Vec<Value>,
@@ -40,6 +41,7 @@ pub struct DidChangeParams {
 #[serde(rename_all = "camelCase")]
 pub struct DidReloadParams {
     /// Canonical session file path.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// `shrank`, `replaced`, `rewritten`, or `born` (a pending session's header arrived).
     pub reason: String,
@@ -58,6 +60,7 @@ pub struct DidReloadParams {
 #[serde(rename_all = "camelCase")]
 pub struct DidCorruptParams {
     /// Canonical session file path.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// Corruption kind (`invalidJson`, `duplicateId`, ...), as in -33003's `data.kind`.
     pub kind: String,
@@ -79,6 +82,7 @@ pub struct DidCorruptParams {
 #[serde(rename_all = "camelCase")]
 pub struct FileMissingParams {
     /// Canonical session file path (the path that no longer names a file).
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// When the daemon found the file missing, `YYYY-MM-DDTHH:mm:ss.sssZ` (UTC).
     pub since: String,
@@ -91,6 +95,7 @@ pub struct FileMissingParams {
 #[serde(rename_all = "camelCase")]
 pub struct FileRestoredParams {
     /// Canonical session file path.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// Revision before anything the returned file holds is applied (a `didReload` or
     /// `didChange` follows when it differs).
@@ -102,6 +107,7 @@ pub struct FileRestoredParams {
 #[serde(rename_all = "camelCase")]
 pub struct DidChangeLiveModeParams {
     /// Canonical session file path.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// `events`, `polling` or `requests` (see `crate::watch::LiveMode`).
     pub live_mode: String,
@@ -112,6 +118,7 @@ pub struct DidChangeLiveModeParams {
 #[serde(rename_all = "camelCase")]
 pub struct DidCreateParams {
     /// Canonical path of the new session file.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// `pi` or `claude-code`.
     pub format: String,

@@ -16,6 +16,7 @@ macro_rules! session_params {
         #[serde(rename_all = "camelCase")]
         pub struct $name {
             /// Open session file.
+            #[serde(deserialize_with = "crate::paths::deserialize_wire")]
             pub path: PathBuf,
             $($fields)*
         }
@@ -27,6 +28,7 @@ macro_rules! session_params {
 #[serde(rename_all = "camelCase")]
 pub struct OpenParams {
     /// Session file to open; must resolve inside a session root.
+    #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
     /// Open a corrupt file read-only the way pi reads it (bad lines skipped, orphans as roots);
     /// default false.
@@ -38,6 +40,7 @@ pub struct OpenParams {
 #[derive(Debug, Deserialize)]
 pub struct CloseParams {
     /// Session file to stop following.
+    #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
 }
 
@@ -122,6 +125,7 @@ session_params! {
 #[serde(rename_all = "camelCase")]
 pub struct VerifyResumeParams {
     /// The session file (open or not; it must be inside a root).
+    #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
     /// Leaf to verify; absent: the default leaf (the last entry).
     pub leaf_id: Option<String>,
@@ -134,6 +138,7 @@ pub struct VerifyResumeParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExportParams {
     /// The session file (open or not; it must be inside a root).
+    #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
     /// Leaf whose branch is exported; absent: the default leaf (the last entry).
     pub leaf_id: Option<String>,
@@ -212,6 +217,7 @@ pub enum ForkPosition {
 #[serde(rename_all = "camelCase")]
 pub struct ForkParams {
     /// Open session file to fork from (only read).
+    #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
     /// Entry the fork is cut at.
     pub entry_id: String,
@@ -228,6 +234,7 @@ pub struct ForkParams {
 #[serde(rename_all = "camelCase")]
 pub struct SalvageParams {
     /// Session file to salvage (need not be open; stays byte-identical).
+    #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
     /// Directory of the new file; absent: the source's directory. Must be inside a root.
     pub target_dir: Option<PathBuf>,

@@ -98,6 +98,7 @@ pub struct OpenResult {
     /// The session's format: `pi` or `claude-code`.
     pub format: crate::dialect::Dialect,
     /// Canonical session file path.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// The header's `id`; `None` while the session is pending.
     pub session_id: Option<String>,
@@ -327,15 +328,19 @@ pub use crate::listing::ListedSession;
 #[serde(rename_all = "camelCase")]
 pub struct ListResult {
     /// The `root` asked for, else the first session root (canonical).
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub root: PathBuf,
     /// Every directory listed, canonical: the `root` asked for, else every session root.
+    #[serde(serialize_with = "crate::paths::serialize_lossy_all")]
     pub roots: Vec<PathBuf>,
     /// Sessions found, newest `modified` first.
     pub sessions: Vec<ListedSession>,
-    /// Files that end in `.jsonl` but have no readable session header.
+    /// Files that end in `.jsonl` but have no readable session header (as text).
+    #[serde(serialize_with = "crate::paths::serialize_lossy_all")]
     pub skipped: Vec<PathBuf>,
     /// Files being created: empty or with part of a header only, modified within the grace
-    /// period (2 s). Listed again once their header is written.
+    /// period (2 s). Listed again once their header is written. As text.
+    #[serde(serialize_with = "crate::paths::serialize_lossy_all")]
     pub pending: Vec<PathBuf>,
 }
 
@@ -360,6 +365,7 @@ pub struct TornTail {
 #[serde(rename_all = "camelCase")]
 pub struct Repair {
     /// The sidecar file holding the torn bytes.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub sidecar: PathBuf,
     /// Byte offset where the torn bytes started in the session file.
     pub offset: u64,
@@ -396,6 +402,7 @@ pub struct Written {
 #[serde(rename_all = "camelCase")]
 pub struct Forked {
     /// The new session file.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// The new file's header `id`.
     pub session_id: String,
@@ -445,6 +452,7 @@ pub struct Reattached {
 #[serde(rename_all = "camelCase")]
 pub struct Salvaged {
     /// The new session file (the source is untouched).
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
     /// The new file's header `id`.
     pub session_id: String,

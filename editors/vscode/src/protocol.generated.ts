@@ -1465,9 +1465,13 @@ export interface ListParams {
  */
 export interface SessionSummary {
     /**
-     * Canonical path of the file.
+     * As text (a name that is not UTF-8 shown with U+FFFD). Canonical path of the file.
      */
     path: string;
+    /**
+     * Present only when the file's name is not UTF-8 (path then does not name it): its file:// URI, each byte outside A-Z a-z 0-9 - . _ ~ / percent-encoded. Send it back as path to any method to name the file exactly.
+     */
+    pathUri?: string;
     /**
      * The session file's format: a pi session or a Claude Code transcript.
      */
@@ -1574,7 +1578,7 @@ export interface ListResult {
  */
 export interface OpenParams {
     /**
-     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root.
+     * Path of the session file (absolute, or relative to the daemon's working directory); must resolve inside a session root. A file:// URI (a session's pathUri) names the file by its bytes, for a name that is not UTF-8; every method's path takes one.
      */
     path: string;
     allowCorrupt?: boolean;
@@ -1662,7 +1666,7 @@ export interface SalvageResult {
  */
 export interface SearchParams {
     /**
-     * Words (all must match), "phrases", prefix*, -excluded, a OR b.
+     * Words (all must match), "phrases", prefix*, -excluded, a OR b. Never an error: a word with a colon is text, a query that is not valid syntax is searched as its words; scripts without spaces are cut into pairs of characters.
      */
     query: string;
     /**
@@ -1709,9 +1713,13 @@ export interface SearchParams {
 }
 export interface SearchHit {
     /**
-     * The session file.
+     * As text (a name that is not UTF-8 shown with U+FFFD). The session file.
      */
     path: string;
+    /**
+     * Present only when the file's name is not UTF-8 (path then does not name it): its file:// URI, each byte outside A-Z a-z 0-9 - . _ ~ / percent-encoded. Send it back as path to any method to name the file exactly.
+     */
+    pathUri?: string;
     /**
      * The session file's format: a pi session or a Claude Code transcript.
      */
