@@ -276,6 +276,16 @@ local function on_did_change_live_mode(params)
   end
 end
 
+-- A new session file beside an open one (a fork, a Claude Code subagent's transcript): said
+-- once, and announced to autocommands (a picker opened later lists it).
+local function on_did_create(params)
+  local what = params.subagent
+      and ("a subagent of %s"):format(vim.fs.basename(params.subagent.parentPath))
+    or "a new session"
+  notify(("%s: %s"):format(vim.fs.basename(params.path), what))
+  vim.api.nvim_exec_autocmds("User", { pattern = "SessiondDidCreate", data = params })
+end
+
 client.notification_handlers = {
   ["session/didChange"] = on_did_change,
   ["session/didReload"] = on_did_reload,
@@ -283,6 +293,7 @@ client.notification_handlers = {
   ["session/fileMissing"] = on_file_missing,
   ["session/fileRestored"] = on_file_restored,
   ["session/didChangeLiveMode"] = on_did_change_live_mode,
+  ["session/didCreate"] = on_did_create,
 }
 
 -- After a restart the new daemon knows no session: open them again, then let the views
