@@ -27,11 +27,17 @@
 //! it), nesting deeper than serde_json's 128 levels, and invalid UTF-8 inside strings (read as
 //! U+FFFD, as pi's `readFileSync(path, "utf8")` decodes it).
 //!
-//! Nesting is bounded by [`MAX_DEPTH`]: `JSON.parse` reads any depth, but a `Value` is dropped,
-//! cloned and serialized recursively, so a line nested deeper than that is classified as
-//! corruption when the session is opened ([`exceeds_depth`]), and every later reader can rely on
-//! the bound. pi itself cannot `JSON.stringify` a message nested ~4,000 levels deep (node 20's
-//! default stack), so no session pi could send to a model is refused for realistic depths.
+//! Nesting: `JSON.parse` reads any depth, and so does [`parse_value`] (iteratively, on the heap),
+//! but a `Value` is dropped, cloned, compared and serialized recursively, so a `Value` of this
+//! module holds at most [`VALUE_DEPTH`] levels: an array or object that opens deeper is checked
+//! in full (without recursion: serde_json's skipping of a value keeps its own stack) and held as
+//! a string, its JSON text as written. Every `Value` sessiond makes of a line is then dropped,
+//! cloned and serialized within a small, fixed stack, whatever the line's depth. A deep line is
+//! an entry like any other: what the model sees passes the file's own JSON text through, exact at
+//! any depth; an answer that shows a line as a `Value` (an entry, a tree node, an export) shows
+//! the part deeper than [`VALUE_DEPTH`] as that text. pi itself cannot `JSON.stringify` a message
+//! nested more than a few thousand levels (node's default stack), so it never sends one to a
+//! model.
 //!
 //! Pure: no I/O.
 
@@ -52,11 +58,11 @@ const BASE: u32 = 0xE000;
 /// The UTF-8 encoding of [`MARK`].
 const MARK_UTF8: &[u8] = "\u{FDD0}".as_bytes();
 
-/// The deepest nesting of arrays and objects sessiond reads in one line. Deeper lines are
-/// corruption (kind `invalidEntry`) at open time, so no later reader meets them.
-pub const MAX_DEPTH: usize = 1000;
+/// The deepest nesting of arrays and objects a `Value` of this module holds: an array or object
+/// that opens deeper is held as a string of its JSON text (see the module documentation).
+pub const VALUE_DEPTH: usize = 1000;
 
-/// Why JSON text is not what `JSON.parse` accepts (or nests deeper than [`MAX_DEPTH`]). Offsets
+/// Why JSON text is not what `JSON.parse` accepts. Offsets
 /// are bytes from the start of the text.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum ParseError {
@@ -67,12 +73,6 @@ pub enum ParseError {
         offset: usize,
         /// What was expected or found.
         what: &'static str,
-    },
-    /// Valid JSON, nested deeper than [`MAX_DEPTH`].
-    #[error("nested deeper than {MAX_DEPTH} levels at byte {offset}")]
-    TooDeep {
-        /// Where the level beyond the limit opens.
-        offset: usize,
     },
 }
 
@@ -491,8 +491,8 @@ pub fn from_wtf8(bytes: &[u8]) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `JSON.parse(text)` as a `Value` (see the module documentation for strings and numbers).
-/// Errors: text `JSON.parse` refuses, or nesting deeper than [`MAX_DEPTH`].
+/// `JSON.parse(text)` as a `Value` (see the module documentation for strings, numbers and
+/// nesting deeper than [`VALUE_DEPTH`], which is held as text). Errors: text `JSON.parse` refuses.
 pub fn parse_value(bytes: &[u8]) -> Result<Value, ParseError> {
     if let Ok(v) = serde_json::from_slice(bytes) {
         return Ok(v);
@@ -590,8 +590,8 @@ impl<'a> Parser<'a> {
             // Parse one value, or open a container.
             self.ws();
             let mut done = match self.peek() {
+                Some(b'[' | b'{') if stack.len() >= VALUE_DEPTH => self.deep()?,
                 Some(b'[') => {
-                    self.enter(&mut stack)?;
                     self.at += 1;
                     self.ws();
                     if self.peek() == Some(b']') {
@@ -603,7 +603,6 @@ impl<'a> Parser<'a> {
                     }
                 }
                 Some(b'{') => {
-                    self.enter(&mut stack)?;
                     self.at += 1;
                     self.ws();
                     if self.peek() == Some(b'}') {
@@ -666,11 +665,22 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn enter(&self, stack: &mut [Open]) -> Result<(), ParseError> {
-        if stack.len() + 1 > MAX_DEPTH {
-            return Err(ParseError::TooDeep { offset: self.at });
+    /// The array or object that opens here, beyond [`VALUE_DEPTH`]: checked as `JSON.parse`
+    /// reads it (serde_json's skipping of a value keeps its own stack, checks the syntax, and
+    /// takes lone surrogate escapes, numbers beyond a double and any depth, as `JSON.parse`
+    /// does), and held as a string of its JSON text (invalid UTF-8 as U+FFFD).
+    fn deep(&mut self) -> Result<Value, ParseError> {
+        let rest = &self.b[self.at..];
+        let mut values =
+            serde_json::Deserializer::from_slice(rest).into_iter::<serde::de::IgnoredAny>();
+        match values.next() {
+            Some(Ok(_)) => {}
+            _ => return self.fail("invalid JSON in a deeply nested array or object"),
         }
-        Ok(())
+        let end = self.at + values.byte_offset();
+        let text = from_wtf8(&self.b[self.at..end]).into_owned();
+        self.at = end;
+        Ok(Value::String(text))
     }
 
     /// An object key and its colon.
@@ -883,6 +893,55 @@ mod tests {
     }
 
     #[test]
+    fn nesting_beyond_the_value_depth_is_held_as_its_text() {
+        // Exactly VALUE_DEPTH levels: an ordinary Value.
+        let at = format!("{}{}", "[".repeat(VALUE_DEPTH), "]".repeat(VALUE_DEPTH));
+        let mut v = parse_value(at.as_bytes()).unwrap();
+        let mut levels = 0;
+        while let Value::Array(mut items) = v {
+            levels += 1;
+            v = items.pop().unwrap_or(Value::Null);
+        }
+        assert_eq!(levels, VALUE_DEPTH);
+        // A million levels under a key, with a lone surrogate escape, a number beyond a double
+        // and a raw non-UTF-8 byte inside: read, the part below VALUE_DEPTH held as its text.
+        let n = 1_000_000;
+        let mut line = br#"{"a":1,"d":"#.to_vec();
+        line.extend(b"[".repeat(n));
+        line.extend(b"\"\\ud83d\xe9\",1e400");
+        line.extend(b"]".repeat(n));
+        line.extend(br#","z":2}"#);
+        let v = parse_value(&line).unwrap();
+        assert_eq!(v["z"], 2);
+        let mut inner = &v["d"];
+        for _ in 0..VALUE_DEPTH - 1 {
+            inner = &inner[0];
+        }
+        let Value::String(text) = inner else {
+            panic!("not held as text: {inner:?}")
+        };
+        let k = n - VALUE_DEPTH + 1;
+        let expected = format!(
+            "{}\"\\ud83d\u{FFFD}\",1e400{}",
+            "[".repeat(k),
+            "]".repeat(k)
+        );
+        assert!(*text == expected, "the deep part's text differs");
+        // What JSON.parse refuses deep down is refused too.
+        for bad in [&b"[1,]"[..], b"[\"\x01\"]", b"[01]", b"[", b"{\"a\" 1}"] {
+            let mut line = b"[".repeat(VALUE_DEPTH);
+            line.extend(bad);
+            line.extend(b"]".repeat(VALUE_DEPTH));
+            assert!(
+                parse_value(&line).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+        drop(v);
+    }
+
+    #[test]
     fn values_parse_like_json_parse() {
         let v = parse_value(br#"{"a":"x\ud83d","n":1e400,"m":-1e400,"b":1,"a":2}"#).unwrap();
         assert_eq!(v, json!({"a": 2, "n": null, "m": null, "b": 1}));
@@ -897,15 +956,8 @@ mod tests {
         );
         let deep = format!("{}1{}", "[".repeat(500), "]".repeat(500));
         assert!(parse_value(deep.as_bytes()).is_ok());
-        let too_deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
-        assert!(matches!(
-            parse_value(too_deep.as_bytes()),
-            Err(ParseError::TooDeep { .. })
-        ));
-        assert!(exceeds_depth(too_deep.as_bytes(), MAX_DEPTH));
-        assert!(!exceeds_depth(deep.as_bytes(), MAX_DEPTH));
         let in_string = format!("\"{}\"", "[".repeat(5000));
-        assert!(!exceeds_depth(in_string.as_bytes(), MAX_DEPTH));
+        assert!(!exceeds_depth(in_string.as_bytes(), VALUE_DEPTH));
         for bad in [
             &b"{"[..],
             b"[1,]",

@@ -334,7 +334,7 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
     let revision = convert::revision(s.revision());
     let as_written = std::str::from_utf8(&bytes).ok().filter(|text| {
         text.trim_start().starts_with('{')
-            && !crate::js::jsstr::exceeds_depth(text.as_bytes(), crate::js::jsstr::MAX_DEPTH)
+            && !crate::js::jsstr::exceeds_depth(text.as_bytes(), crate::js::jsstr::VALUE_DEPTH)
             && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
     });
     let to_io = |e: serde_json::Error| io_err(std::io::Error::other(e));

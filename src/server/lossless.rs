@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::js::jsstr;
 
 /// Parses JSON text into a `Value` as `JSON.parse` does ([`jsstr::parse_value`]).
-/// Errors: text that is not JSON (or nests deeper than [`jsstr::MAX_DEPTH`]), as a serde_json
-/// error so it composes with serialization errors.
+/// Errors: text that is not JSON, as a serde_json error so it composes with serialization
+/// errors. A part nested deeper than [`jsstr::VALUE_DEPTH`] is held as its text.
 pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     jsstr::parse_value(bytes).map_err(serde_json::Error::custom)
 }

@@ -351,17 +351,9 @@ pub fn parse_line(bytes: &[u8], span: LineSpan, expect: Expect) -> Result<Line, 
             "the line is longer than 4 GiB",
         ));
     }
-    if jsstr::exceeds_depth(bytes, jsstr::MAX_DEPTH) {
-        // JSON.parse reads any depth; every later reader holds a line as a `Value`, which is
-        // dropped and serialized recursively, so the bound is checked here, once (see `jsstr`).
-        return Err(problem(
-            ProblemKind::InvalidEntry,
-            format!(
-                "the line nests arrays and objects deeper than {} levels",
-                jsstr::MAX_DEPTH
-            ),
-        ));
-    }
+    // Any depth is read, as JSON.parse reads it: the probe skips what it does not read without
+    // recursion, and a `Value` made of the line holds the part deeper than
+    // [`jsstr::VALUE_DEPTH`] as text.
     // A line of valid UTF-8 (every line pi writes) is checked once here and then read as
     // text, so the probe's fields are not checked again one by one; any other line is read as
     // bytes, exactly as before (serde_json skips unread strings without checking them).
