@@ -1,6 +1,6 @@
 //! Property-based fuzzing on the stable toolchain (proptest): the line reader and classifier,
 //! where the probe places a message in its line, the LSP frame decoder, and projection and
-//! compaction planning over random trees.
+//! compaction planning over random trees, search queries, file names as bytes and nesting depth.
 //!
 //! Invariants: no input panics (proptest catches a panic, shrinks the input and reports it), no
 //! input hangs (every input is bounded in size), a refusal is always a typed error, and on valid
@@ -955,4 +955,165 @@ fn human_output_shows_control_characters_in_names_and_previews() {
             Ok(())
         },
     );
+}
+
+/// Search: whatever a user types is text to find (operators where they parse), never an error.
+#[test]
+fn search_queries_never_error() {
+    let root = scratch().join("search-root");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/odd/lone-surrogates.jsonl"),
+        root.join("s.jsonl"),
+    )
+    .unwrap();
+    let mut index = sessiond::search::SearchIndex::open(&scratch().join("search-index")).unwrap();
+    index
+        .update(std::slice::from_ref(&root), &mut |_, _| {})
+        .unwrap();
+    let query = prop::collection::vec(
+        prop_oneof![
+            any::<char>().prop_map(String::from),
+            prop::sample::select(vec![
+                "\"",
+                "-",
+                "*",
+                ":",
+                "(",
+                ")",
+                " OR ",
+                " AND ",
+                "^",
+                "~",
+                "[",
+                "]",
+                "{",
+                "}",
+                "\\",
+                "src/lib.rs:42",
+                "fn(x)",
+                "std::io::Error",
+                "配置",
+                " ",
+                "+",
+                "!",
+            ])
+            .prop_map(str::to_owned),
+        ],
+        0..24,
+    )
+    .prop_map(|parts| parts.concat());
+    fuzz("search: random queries", 400, query, |text| {
+        let q = sessiond::search::SearchQuery {
+            text: text.clone(),
+            limit: 5,
+            ..Default::default()
+        };
+        let found = index.search(&q);
+        prop_assert!(found.is_ok(), "{text:?}: {:?}", found.err());
+        Ok(())
+    });
+}
+
+/// File names are bytes: listing a folder of sessions named by random bytes never panics, and
+/// lists each session file.
+#[test]
+fn listing_file_names_as_bytes_never_panics() {
+    use std::os::unix::ffi::OsStrExt;
+    let session = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/odd/lone-surrogates.jsonl"),
+    )
+    .unwrap();
+    let names = prop::collection::vec(
+        prop::collection::vec(
+            any::<u8>().prop_filter("no / or NUL", |b| *b != b'/' && *b != 0),
+            1..24,
+        ),
+        1..6,
+    );
+    let n = AtomicU64::new(0);
+    fuzz("list: file names as bytes", 200, names, |names| {
+        let dir = scratch().join(format!("names-{}", n.fetch_add(1, Ordering::Relaxed)));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut made = std::collections::BTreeSet::new();
+        for mut name in names {
+            name.extend_from_slice(b".jsonl");
+            let path = dir.join(std::ffi::OsStr::from_bytes(&name));
+            if std::fs::write(&path, &session).is_ok() {
+                made.insert(path);
+            }
+        }
+        let listed: std::collections::BTreeSet<PathBuf> =
+            sessiond::storage::list::session_files(&dir)
+                .into_iter()
+                .collect();
+        for path in &listed {
+            prop_assert!(
+                sessiond::storage::list::read_header(path).is_ok(),
+                "{path:?}"
+            );
+        }
+        prop_assert_eq!(&listed, &made);
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    });
+}
+
+/// Nesting depth: a line whose details nest any number of levels (arrays and objects mixed,
+/// whole or cut anywhere) is read without a stack overflow; a whole one is an entry, and its
+/// `Value` holds at most `VALUE_DEPTH` levels.
+#[test]
+fn reader_nesting_at_any_depth() {
+    let input = (
+        prop::collection::vec(any::<bool>(), 1..64),
+        0usize..300_000,
+        prop::option::of(any::<prop::sample::Index>()),
+    );
+    fuzz("reader: nesting depth", 60, input, |(kinds, depth, cut)| {
+        let mut details = Vec::with_capacity(depth * 6);
+        for k in 0..depth {
+            details.extend_from_slice(if kinds[k % kinds.len()] {
+                b"{\"k\":"
+            } else {
+                b"["
+            });
+        }
+        details.extend_from_slice(b"1");
+        for k in (0..depth).rev() {
+            details.push(if kinds[k % kinds.len()] { b'}' } else { b']' });
+        }
+        let mut line = br#"{"type":"custom","id":"b","parentId":null,"timestamp":"2026-06-01T10:00:02.000Z","customType":"x","data":"#.to_vec();
+        line.extend_from_slice(&details);
+        line.push(b'}');
+        let whole = cut.is_none();
+        if let Some(at) = cut {
+            line.truncate(at.index(line.len()));
+        }
+        let value = sessiond::js::jsstr::parse_value(&line);
+        prop_assert_eq!(value.is_ok(), whole);
+        if let Ok(v) = value {
+            let mut held = &v["data"];
+            let mut levels = 0;
+            loop {
+                held = match held {
+                    serde_json::Value::Object(m) => &m["k"],
+                    serde_json::Value::Array(a) => &a[0],
+                    _ => break,
+                };
+                levels += 1;
+            }
+            prop_assert!(levels <= sessiond::js::jsstr::VALUE_DEPTH);
+        }
+        let mut file = br#"{"type":"session","version":3,"id":"s","timestamp":"2026-06-01T10:00:00.000Z","cwd":"/w"}"#.to_vec();
+        file.push(b'\n');
+        file.extend_from_slice(&line);
+        file.push(b'\n');
+        let opened = open_both(&file)?;
+        if whole {
+            prop_assert!(opened.is_some(), "depth {depth}: not read");
+        }
+        Ok(())
+    });
 }
