@@ -26,6 +26,7 @@ use crate::core::overview::Overview;
 use crate::core::tree::{Mode, TreeEntry};
 use crate::dialect::Dialect;
 use crate::dialect::claude::{self, Claude, subagent};
+use crate::dialect::codex::{self, Codex};
 use crate::dialect::pi::{self, Pi};
 use crate::js::timestamp;
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
@@ -332,6 +333,11 @@ pub fn summarize(path: &Path) -> Result<(ListedSession, Stamp), OpenError> {
             let session = reader::open_session_from::<Claude>(path, file, Mode::Lenient)?;
             let overview = claude::overview::overview(&session.tree, &lines, path);
             listed(path, format, &session, overview, subagent_of(path))
+        }
+        Dialect::Codex => {
+            let session = reader::open_session_from::<Codex>(path, file, Mode::Lenient)?;
+            let overview = codex::overview::overview(&session.tree, &lines);
+            listed(path, format, &session, overview, None)
         }
     })
 }

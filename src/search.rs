@@ -81,6 +81,7 @@ use crate::core::source::LineSource;
 use crate::core::tree::{Mode, NodeIdx, TreeEntry};
 use crate::dialect::Dialect;
 use crate::dialect::claude::{self, Claude};
+use crate::dialect::codex::Codex;
 use crate::dialect::pi::format::{Expect, Line, parse_line};
 use crate::dialect::pi::{self, Pi};
 use crate::js::jsstr;
@@ -908,6 +909,18 @@ impl SearchIndex {
                 self.index_claude(writer, key, path, meta, &session, &lines, None)
                     .ok_or_else(|| "the transcript changed while it was read".to_owned())
             }
+            Dialect::Codex => {
+                // A rollout is linear: every line is on the path to its last line.
+                let session = reader::open_session_from::<Codex>(path, file, Mode::Lenient)
+                    .map_err(|e| e.to_string())?;
+                let tree = &session.tree;
+                let leaf = tree.default_leaf();
+                let on_path: HashSet<NodeIdx> = tree.path_to(leaf).into_iter().collect();
+                let added = self.index_nodes(writer, key, format, &session, &lines, &on_path, 0);
+                let mut st = file_state(path, meta, format, &session, leaf)?;
+                st.docs = added;
+                Ok((st, added))
+            }
         }
     }
 
@@ -1022,6 +1035,8 @@ impl SearchIndex {
     ) -> Option<(FileState, u64)> {
         match st.format {
             Dialect::Pi => self.index_append_pi(writer, key, path, meta, st),
+            // Indexed again from the start (a rollout's lines are cheap to read).
+            Dialect::Codex => None,
             Dialect::Claude => {
                 let file = reader::open_regular(path).ok()?;
                 let session =
@@ -1330,15 +1345,18 @@ fn entry_text(format: Dialect, line: &serde_json::Value) -> Option<EntryText> {
     match format {
         Dialect::Pi => pi::search_text::entry_text(line),
         Dialect::Claude => claude::search_text::entry_text(line),
+        Dialect::Codex => crate::dialect::codex::search_text::entry_text(line),
     }
 }
 
-/// The id a line of a session of `format` names itself by (pi's `id`, Claude Code's `uuid`),
-/// to tell that a hit's line is still the one indexed.
+/// The id a line of a session of `format` names itself by (pi's `id`, Claude Code's `uuid`;
+/// a Codex line's ordinal is no string and is not checked), to tell that a hit's line is still
+/// the one indexed.
 fn line_id(format: Dialect, line: &serde_json::Value) -> Option<&str> {
     let key = match format {
         Dialect::Pi => "id",
         Dialect::Claude => "uuid",
+        Dialect::Codex => return None,
     };
     line.get(key).and_then(serde_json::Value::as_str)
 }

@@ -201,19 +201,36 @@ fn writes_and_pi_only_commands_are_refused_and_nothing_changes() {
 }
 
 #[test]
-fn a_file_of_no_format_sessiond_reads_is_named() {
+fn a_codex_rollout_is_told_apart_and_never_written() {
     let dir = tempfile::tempdir().unwrap();
     let codex = dir.path().join("rollout.jsonl");
     std::fs::write(
         &codex,
-        "{\"timestamp\":\"2026-12-04T00:00:00Z\",\"type\":\"session_meta\",\"payload\":{}}\n",
+        "{\"timestamp\":\"2026-12-04T00:00:00Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"t1\"}}\n",
     )
     .unwrap();
     let out = sessiond(&["check", path(&codex), "--json"]);
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(0));
     let doc = json_of(&out);
-    assert_eq!(doc["kind"], "unknownFormat", "{doc}");
-    assert!(doc["message"].as_str().unwrap().contains("Codex"), "{doc}");
+    assert_eq!(doc["format"], "codex", "{doc}");
+    assert_eq!(doc["sessionId"], "t1", "{doc}");
+    let before = std::fs::read(&codex).unwrap();
+    let out = sessiond(&[
+        "label",
+        path(&codex),
+        "0",
+        "x",
+        "--expected-leaf",
+        "0",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(10), "{out:?}");
+    assert_eq!(json_of(&out)["error"]["format"], "codex");
+    assert_eq!(
+        std::fs::read(&codex).unwrap(),
+        before,
+        "nothing was written"
+    );
 }
 
 #[test]

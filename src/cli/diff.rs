@@ -54,6 +54,7 @@ pub fn run(out: &mut dyn Write, args: &DiffArgs) -> Result<Exit, CliError> {
         source,
     };
     match read::dialect_of(file)? {
+        Dialect::Codex => Err(read::unsupported(file, Dialect::Codex, "diff")),
         Dialect::Pi => {
             if args.model.is_some() {
                 return Err(CliError::Argument {

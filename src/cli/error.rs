@@ -306,7 +306,8 @@ pub enum CliError {
         operation: &'static str,
     },
     /// A Claude Code transcript's context could not be computed at the leaf (a line of the path
-    /// cannot be read back or changed, or another line with its uuid replaces it).
+    /// cannot be read back or changed, or another line with its uuid replaces it), or a Codex
+    /// rollout's (a file of its thread cannot be read, a `history_base` names no file).
     #[error("{}: {detail}", path.display())]
     Transcript {
         /// The transcript.

@@ -90,6 +90,7 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
         source,
     };
     let (exported, leaf_id) = match read::dialect_of(&args.file)? {
+        Dialect::Codex => return Err(read::unsupported(&args.file, Dialect::Codex, "export")),
         Dialect::Pi => {
             let opened = read::open(&args.file, args.allow_corrupt, "export")?;
             let tree = &opened.session.tree;

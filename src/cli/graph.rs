@@ -54,6 +54,7 @@ fn svg_wanted(args: &GraphArgs) -> bool {
 /// `--out` that cannot be written (`Argument`).
 pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
     match read::dialect_of(&args.file)? {
+        Dialect::Codex => Err(read::unsupported(&args.file, Dialect::Codex, "graph")),
         Dialect::Pi => {
             let opened = read::open(&args.file, args.allow_corrupt, "graph")?;
             let tree = &opened.session.tree;

@@ -26,6 +26,7 @@ use crate::core::preview::{Visible, visible};
 use crate::js::jsstr::RestoringWriter;
 use clap::{Parser, Subcommand};
 
+pub mod codex;
 pub mod compact;
 pub mod diff;
 pub mod error;

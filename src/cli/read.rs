@@ -19,6 +19,7 @@ use crate::core::tree::TreeEntry;
 use crate::core::tree::{Mode, NodeIdx};
 use crate::dialect::Dialect;
 use crate::dialect::claude::Claude;
+use crate::dialect::codex::Codex;
 use crate::dialect::pi::explain;
 use crate::dialect::pi::incremental::{Following, MessagesAhead};
 use crate::dialect::pi::preview;
@@ -125,6 +126,15 @@ pub fn dialect_of(file: &Path) -> Result<Dialect, CliError> {
     Ok(reader::sniff_file(file, &opened)?)
 }
 
+/// The refusal of `operation` on a file of `format`, which does not support it.
+pub(crate) fn unsupported(file: &Path, format: Dialect, operation: &'static str) -> CliError {
+    CliError::UnsupportedForFormat {
+        path: file.to_owned(),
+        format,
+        operation,
+    }
+}
+
 /// Refuses a file that is not a pi session for `operation` (a command built for pi only).
 pub(crate) fn require_pi(file: &Path, operation: &'static str) -> Result<(), CliError> {
     match dialect_of(file)? {
@@ -217,6 +227,16 @@ fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeId
 
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
+    if dialect_of(&args.file)? == Dialect::Codex {
+        no_model(args.model.as_deref())?;
+        return super::codex::context(
+            out,
+            &args.file,
+            args.leaf.as_deref(),
+            args.json,
+            args.allow_corrupt,
+        );
+    }
     if dialect_of(&args.file)? == Dialect::Claude {
         let ask = Ask {
             file: &args.file,
@@ -522,6 +542,30 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
             };
             print_tree(out, args, &session, &lines, head)
         }
+        Dialect::Codex => {
+            let session = reader::open_session::<Codex>(file, mode)?;
+            let lines = lines_of(file)?;
+            let tree = &session.tree;
+            let thread = super::codex::thread_of(file);
+            let leaf_line = match Describe::default_leaf(tree) {
+                Some(n) => format!(
+                    "last line {}: where `codex resume` continues this file, and the leaf read \
+                     without --leaf",
+                    tree.node(n).entry.id
+                ),
+                None => "no lines yet".to_owned(),
+            };
+            let head = TreeHead {
+                format: Dialect::Codex,
+                session_id: thread.thread_id.clone(),
+                header: Value::Null,
+                mark: "last line",
+                leaf_line,
+                footer: thread.lines.join("\n"),
+                extra: thread.json,
+            };
+            print_tree(out, args, &session, &lines, head)
+        }
     }
 }
 
@@ -648,6 +692,17 @@ fn no_model(model: Option<&str>) -> Result<(), CliError> {
 
 /// Runs `sessiond explain`.
 pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
+    if dialect_of(&args.file)? == Dialect::Codex {
+        no_model(args.model.as_deref())?;
+        return super::codex::explain(
+            out,
+            &args.file,
+            &args.entry_id,
+            args.leaf.as_deref(),
+            args.json,
+            args.allow_corrupt,
+        );
+    }
     if dialect_of(&args.file)? == Dialect::Claude {
         let ask = Ask {
             file: &args.file,
@@ -711,6 +766,16 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
             checked.1 = format!("Claude Code transcript · {}", checked.1);
             checked.0["bookkeepingLines"] = json!(s.tree.ext().asides().len());
             checked.0["sessionId"] = json!(convert::claude_session_id(file));
+            exiting_with(s);
+            Ok(checked)
+        }
+        Dialect::Codex => {
+            let s = reader::open_session::<Codex>(file, Mode::Strict)?;
+            let mut checked = checked(file, d, &s, "last line");
+            checked.1 = format!("Codex rollout · {}", checked.1);
+            let thread = super::codex::thread_of(file);
+            checked.0["sessionId"] = json!(thread.thread_id);
+            checked.0["unknownLineTypes"] = json!(super::codex::unknown_types(&s.tree));
             exiting_with(s);
             Ok(checked)
         }

@@ -46,6 +46,7 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
     };
     let file = crate::paths::absolute(&args.file);
     let report = match read::dialect_of(&args.file)? {
+        Dialect::Codex => return Err(read::unsupported(&args.file, Dialect::Codex, "verify")),
         Dialect::Pi => {
             let opened = read::open(&args.file, args.allow_corrupt, "verify")?;
             let tree = &opened.session.tree;

@@ -179,6 +179,13 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
         session_id: args.session_id.as_deref(),
     };
     let forked = match super::read::dialect_of(&args.file)? {
+        crate::dialect::Dialect::Codex => {
+            return Err(super::read::unsupported(
+                &args.file,
+                crate::dialect::Dialect::Codex,
+                "fork",
+            ));
+        }
         crate::dialect::Dialect::Pi => {
             let session = writer::open_for_write(&args.file)?;
             writer::fork(&args.file, &session.tree, req, &Reservations::new())?

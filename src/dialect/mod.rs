@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod claude;
+pub mod codex;
 pub mod pi;
 
 /// The agents whose session files sessiond reads. A closed set: every site that treats
@@ -22,6 +23,10 @@ pub enum Dialect {
     /// Claude Code (`@anthropic-ai/claude-code` 2.1): `uuid`/`parentUuid` lines, no header.
     #[serde(rename = "claude-code")]
     Claude,
+    /// Codex CLI (`@openai/codex` 0.171.0, legacy 0.144.6): rollouts of
+    /// `{timestamp, ordinal?, type, payload}` lines, a thread spread over files.
+    #[serde(rename = "codex")]
+    Codex,
 }
 
 impl Dialect {
@@ -30,13 +35,14 @@ impl Dialect {
         match self {
             Dialect::Pi => "pi",
             Dialect::Claude => "claude-code",
+            Dialect::Codex => "codex",
         }
     }
 
     /// The format named by its name in documents ([`Dialect::as_str`]); `None` for any other
     /// name.
     pub fn from_name(name: &str) -> Option<Dialect> {
-        [Dialect::Pi, Dialect::Claude]
+        [Dialect::Pi, Dialect::Claude, Dialect::Codex]
             .into_iter()
             .find(|d| d.as_str() == name)
     }
@@ -46,16 +52,18 @@ impl Dialect {
         match self {
             Dialect::Pi => "pi",
             Dialect::Claude => "Claude Code",
+            Dialect::Codex => "Codex",
         }
     }
 
     /// Whether sessiond writes to this format's files (appends, labels, names, branches,
     /// compactions). Claude Code takes no lock and never re-reads its file mid-run, so a write
-    /// there would only fork the conversation silently: it is read only.
+    /// there would only fork the conversation silently: it is read only. Codex holds a writer
+    /// lock sessiond must never take (`docs/codex.md` §8): read only too.
     pub fn writable(self) -> bool {
         match self {
             Dialect::Pi => true,
-            Dialect::Claude => false,
+            Dialect::Claude | Dialect::Codex => false,
         }
     }
 
@@ -63,13 +71,14 @@ impl Dialect {
     /// directory: Claude Code's subagent transcripts (`<session>/subagents/`); pi, none.
     pub fn companion_dirs(self, path: &std::path::Path) -> Vec<std::path::PathBuf> {
         match self {
-            Dialect::Pi => Vec::new(),
+            Dialect::Pi | Dialect::Codex => Vec::new(),
             Dialect::Claude => claude::subagent::subagents_dir(path).into_iter().collect(),
         }
     }
 
     /// The session id of the file at `path` whose first line is `first`: pi's header `id`, a
-    /// Claude Code transcript's file name (the id `claude --resume` takes).
+    /// Claude Code transcript's file name (the id `claude --resume` takes), a Codex rollout's
+    /// thread id (`session_meta.payload.id`, the id `codex resume` takes).
     pub fn session_id(self, path: &std::path::Path, first: &[u8]) -> Option<String> {
         match self {
             Dialect::Pi => serde_json::from_slice::<serde_json::Value>(first)
@@ -78,6 +87,10 @@ impl Dialect {
                 .as_str()
                 .map(str::to_owned),
             Dialect::Claude => path.file_stem()?.to_str().map(str::to_owned),
+            Dialect::Codex => codex::lineage::session_meta(first)?
+                .get("id")?
+                .as_str()
+                .map(str::to_owned),
         }
     }
 }
@@ -101,8 +114,7 @@ pub enum Sniffed {
 /// * an object with `uuid`/`parentUuid`/`sessionId`, or whose `type` is one of Claude Code's
 ///   line types (`user`, `assistant`, `attachment`, `system`, `summary`, `queue-operation`,
 ///   `last-prompt`, `mode`, `file-history-snapshot`, `progress`, …) is Claude Code's;
-/// * `{"timestamp", "type": "session_meta", "payload"}` is a Codex rollout, which sessiond does
-///   not read yet;
+/// * `{"timestamp", "type": "session_meta", "payload"}` is a Codex rollout;
 /// * anything else is unknown, and the text names what the line is.
 pub fn sniff(first: &[u8], complete: bool) -> Sniffed {
     let text = first.trim_ascii();
@@ -116,6 +128,8 @@ pub fn sniff(first: &[u8], complete: bool) -> Sniffed {
             let s = String::from_utf8_lossy(text);
             return if s.contains("\"parentUuid\"") || s.contains("\"queue-operation\"") {
                 Sniffed::Known(Dialect::Claude)
+            } else if s.contains("\"type\":\"session_meta\"") && s.contains("\"payload\"") {
+                Sniffed::Known(Dialect::Codex)
             } else {
                 Sniffed::Undecided
             };
@@ -132,11 +146,7 @@ pub fn sniff(first: &[u8], complete: bool) -> Sniffed {
         return Sniffed::Known(Dialect::Pi);
     }
     if ty == Some("session_meta") && obj.contains_key("payload") {
-        return Sniffed::Unknown(
-            "the first line is a Codex rollout's session_meta: sessiond does not read Codex \
-             rollouts yet"
-                .into(),
-        );
+        return Sniffed::Known(Dialect::Codex);
     }
     const CLAUDE_TYPES: [&str; 12] = [
         "user",
@@ -183,7 +193,7 @@ mod tests {
         assert_eq!(sniff(b"", true), Sniffed::Undecided);
         assert_eq!(sniff(b"hello", true), Sniffed::Undecided);
         let codex = br#"{"timestamp":"t","type":"session_meta","payload":{}}"#;
-        assert!(matches!(sniff(codex, true), Sniffed::Unknown(s) if s.contains("Codex")));
+        assert_eq!(sniff(codex, true), Sniffed::Known(Dialect::Codex));
         assert_eq!(sniff(b"[1]", true), Sniffed::Undecided);
         assert_eq!(
             sniff(br#"{"type":"message","id":"a"}"#, true),

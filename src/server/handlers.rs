@@ -80,6 +80,15 @@ pub(super) fn pi_of<'s>(
     })
 }
 
+/// The refusal of `operation` on `s`, whose format does not offer it (`unsupportedForFormat`).
+pub(super) fn unsupported(s: &Session, operation: &'static str) -> RpcError {
+    RpcError::UnsupportedForFormat {
+        path: s.path().to_owned(),
+        format: s.dialect(),
+        operation,
+    }
+}
+
 /// The leaf a request names ([`Tree::resolve_leaf`]): absent, the default leaf.
 fn leaf(session: &Session, id: Option<&str>) -> Result<Option<NodeIdx>, RpcError> {
     session
@@ -146,6 +155,15 @@ pub fn context_at_result(s: &Session, p: &ContextAtParams) -> Result<Value, RpcE
 pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcError> {
     if let Some(tree) = s.claude() {
         return transcript_context_text(s, tree, p);
+    }
+    if p.model.is_some() {
+        return Err(RpcError::InvalidParams {
+            method: "session/contextAt",
+            detail: "model applies to Claude Code transcripts only".to_owned(),
+        });
+    }
+    if let Some(tree) = s.codex() {
+        return rollout_context_text(s, tree, p);
     }
     if p.model.is_some() {
         return Err(RpcError::InvalidParams {
@@ -225,6 +243,87 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
         text.extend_from_slice(&more.as_bytes()[1..]);
     }
     Ok(text)
+}
+
+/// The 0-based line of the leaf `id` names in a Codex rollout (an ordinal or `line:N`), or of
+/// its last line without one. Errors: `UnknownEntry`.
+fn rollout_line(
+    s: &Session,
+    tree: &crate::dialect::codex::Tree,
+    id: Option<&str>,
+) -> Result<Option<usize>, RpcError> {
+    let n = match id {
+        None => crate::core::describe::Describe::default_leaf(tree),
+        Some(id) => Some(tree.find(id).ok_or_else(|| RpcError::UnknownEntry {
+            path: s.path().to_owned(),
+            id: id.to_owned(),
+        })?),
+    };
+    Ok(n.map(|n| tree.node(n).entry.span.line as usize - 1))
+}
+
+/// A Codex thread's files could not be read or resolved.
+fn lineage_error(s: &Session, e: crate::dialect::codex::lineage::LineageError) -> RpcError {
+    RpcError::Io {
+        path: s.path().to_owned(),
+        source: std::io::Error::other(e.to_string()),
+    }
+}
+
+/// `session/contextAt`'s result for a Codex rollout
+/// ([`crate::dialect::codex::context::Replay`]): the `input` items Codex sends when it resumes
+/// at the leaf, windowed by `offset`/`limit` (`fields` does not apply: items are returned
+/// whole), with the thread's chain of files, `messageCount`, `offset` and `revision`.
+fn rollout_context_text(
+    s: &Session,
+    tree: &crate::dialect::codex::Tree,
+    p: &ContextAtParams,
+) -> Result<Vec<u8>, RpcError> {
+    use crate::dialect::codex::context::{Replay, index_for};
+    let line = rollout_line(s, tree, p.leaf_id.as_deref())?;
+    let leaf_id = line.and_then(|l| {
+        tree.nodes()
+            .iter()
+            .find(|n| n.entry.span.line as usize == l + 1)
+            .map(|n| n.entry.id.as_str().to_owned())
+    });
+    let index = index_for(s.path());
+    let mut doc = Replay::at(&index, s.path(), line)
+        .map_err(|e| lineage_error(s, e))?
+        .document(leaf_id);
+    let total = doc.messages.len();
+    let start = p.offset.min(total);
+    let end = p
+        .limit
+        .map_or(total, |l| start.saturating_add(l).min(total));
+    doc.messages = doc.messages.drain(start..end).collect();
+    let mut value = to_value(s.path(), &doc)?;
+    if let Value::Object(map) = &mut value {
+        map.insert("offset".into(), json!(p.offset));
+        map.insert("revision".into(), json!(convert::revision(s.revision())));
+    }
+    serde_json::to_vec(&value).map_err(|e| RpcError::Io {
+        path: s.path().to_owned(),
+        source: std::io::Error::other(e),
+    })
+}
+
+/// `session/explain`'s result for a Codex rollout ([`crate::dialect::codex::context::explain`]).
+fn rollout_explain(
+    s: &Session,
+    tree: &crate::dialect::codex::Tree,
+    p: &ExplainParams,
+) -> Result<Value, RpcError> {
+    let target = rollout_line(s, tree, Some(&p.entry_id))?.unwrap_or(0);
+    let line = rollout_line(s, tree, p.leaf_id.as_deref())?;
+    let index = crate::dialect::codex::context::index_for(s.path());
+    let ex = crate::dialect::codex::context::explain(&index, s.path(), target, line)
+        .map_err(|e| lineage_error(s, e))?;
+    let mut value = to_value(s.path(), &ex)?;
+    if let Value::Object(map) = &mut value {
+        map.insert("revision".into(), json!(convert::revision(s.revision())));
+    }
+    Ok(value)
 }
 
 /// `session/explain`'s result for a Claude Code transcript ([`crate::dialect::claude::explain`]):
@@ -378,7 +477,11 @@ enum Closed {
 }
 
 /// Reads a session that is not open ([`Closed`]), in the format its first line tells.
-fn read_closed_any(path: &Path, roots: &crate::session::roots::Roots) -> Result<Closed, RpcError> {
+fn read_closed_any(
+    path: &Path,
+    roots: &crate::session::roots::Roots,
+    operation: &'static str,
+) -> Result<Closed, RpcError> {
     use crate::storage::reader::{open_session_from, sniff_file};
     let open_err = |e| RpcError::Session(crate::session::SessionError::Open(e));
     let file = crate::session::owner::open_within_roots(path, roots).map_err(open_err)?;
@@ -397,6 +500,15 @@ fn read_closed_any(path: &Path, roots: &crate::session::roots::Roots) -> Result<
             open_session_from(path, read, Mode::Strict).map_err(open_err)?,
             FileLines::new(file),
         ),
+        // Read through `session/open`; what a closed file is read for here (verification, an
+        // export) is not offered for rollouts.
+        format @ crate::dialect::Dialect::Codex => {
+            return Err(RpcError::UnsupportedForFormat {
+                path: path.to_owned(),
+                format,
+                operation,
+            });
+        }
     })
 }
 
@@ -409,7 +521,7 @@ fn collect_closed(
         path: path.to_owned(),
         id: unknown.id,
     };
-    match read_closed_any(path, roots)? {
+    match read_closed_any(path, roots, "session/verifyResume")? {
         Closed::Pi(session, lines) => {
             let leaf = session.tree.resolve_leaf(leaf_id).map_err(unknown)?;
             crate::dialect::pi::verify::collect(&session.tree, leaf, &lines).map_err(|source| {
@@ -658,6 +770,9 @@ impl Backend {
                         detail: "model applies to Claude Code transcripts only".to_owned(),
                     });
                 }
+                if let Some(tree) = s.codex() {
+                    return rollout_explain(s, tree, &p);
+                }
                 let target = find(s, &p.entry_id)?;
                 let leaf = leaf(s, p.leaf_id.as_deref())?;
                 let tree = pi_of(s, "session/explain")?.tree();
@@ -778,6 +893,9 @@ impl Backend {
                         let g = build_rows(tree, &lens, s.source(), rows.clone());
                         convert::graph_page(tree, &g, rows, revision)
                     }
+                    Opened::Codex(_) => {
+                        return Err(unsupported(s, "session/graph"));
+                    }
                 };
                 to_raw(s.path(), &page)
             })
@@ -826,6 +944,7 @@ impl Backend {
                         Opened::Claude(t) => {
                             transcript_collect(s.path(), &t.tree, leaf, s.source())
                         }
+                        Opened::Codex(_) => Err(unsupported(s, "session/verifyResume")),
                     }
                 })
                 .await
@@ -903,6 +1022,7 @@ impl Backend {
                         &options,
                         &|p| crate::session::owner::open_within_roots(p, &roots),
                     ),
+                    Opened::Codex(_) => Err(unsupported(s, "session/export")),
                 })
                 .await
                 .map_err(RpcError::from)
@@ -912,7 +1032,7 @@ impl Backend {
                 let path = real.clone();
                 Ok(tokio::task::spawn_blocking(move || {
                     let open = |p: &Path| crate::session::owner::open_within_roots(p, &roots);
-                    match read_closed_any(&path, &roots)? {
+                    match read_closed_any(&path, &roots, "session/export")? {
                         Closed::Pi(session, lines) => export_result(
                             &path,
                             &session.tree,

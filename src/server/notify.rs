@@ -188,6 +188,9 @@ pub fn did_change(session: &Session, added: std::ops::Range<NodeIdx>) -> DidChan
             Opened::Claude(s) => added
                 .map(|n| json!(node(&s.tree, source, n, false)))
                 .collect(),
+            Opened::Codex(s) => added
+                .map(|n| json!(node(&s.tree, source, n, false)))
+                .collect(),
         }
     };
     let (leaf_id, leaves) = leaf_ids(session);
@@ -273,5 +276,6 @@ fn leaf_ids(session: &Session) -> (Option<String>, Vec<String>) {
     match session.opened() {
         Opened::Pi(s) => (leaf_id(s.tree()), leaves(s.tree())),
         Opened::Claude(s) => (leaf_id(&s.tree), leaves(&s.tree)),
+        Opened::Codex(s) => (leaf_id(&s.tree), leaves(&s.tree)),
     }
 }

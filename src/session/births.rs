@@ -132,7 +132,7 @@ fn told(file: &Path, roots: &Roots) -> Option<Created> {
         session_id: dialect.session_id(&path, &first),
         subagent: match dialect {
             Dialect::Claude => subagent_of(&path),
-            Dialect::Pi => None,
+            Dialect::Pi | Dialect::Codex => None,
         },
         dialect,
         path,

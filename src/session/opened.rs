@@ -15,6 +15,7 @@ use crate::core::ids::LineSpan;
 use crate::core::tree::{Mode, NodeIdx, UnknownId};
 use crate::dialect::Dialect;
 use crate::dialect::claude::Claude;
+use crate::dialect::codex::Codex;
 use crate::dialect::pi::incremental::LiveProjection;
 use crate::dialect::pi::{self, Pi};
 use crate::storage::lines::{self, Position, TornTail};
@@ -59,6 +60,8 @@ pub enum Opened {
     Pi(PiSession),
     /// A Claude Code transcript (read only).
     Claude(OpenedSession<Claude>),
+    /// A Codex rollout (read only).
+    Codex(OpenedSession<Codex>),
 }
 
 impl Opened {
@@ -76,6 +79,7 @@ impl Opened {
             Dialect::Claude => {
                 Opened::Claude(reader::open_session_from::<Claude>(path, file, mode)?)
             }
+            Dialect::Codex => Opened::Codex(reader::open_session_from::<Codex>(path, file, mode)?),
         })
     }
 
@@ -94,6 +98,7 @@ impl Opened {
         match self {
             Opened::Pi(_) => Dialect::Pi,
             Opened::Claude(_) => Dialect::Claude,
+            Opened::Codex(_) => Dialect::Codex,
         }
     }
 
@@ -102,6 +107,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.tree.len(),
             Opened::Claude(s) => s.tree.len(),
+            Opened::Codex(s) => s.tree.len(),
         }
     }
 
@@ -115,6 +121,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.position,
             Opened::Claude(s) => s.position,
+            Opened::Codex(s) => s.position,
         }
     }
 
@@ -123,6 +130,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.stamp,
             Opened::Claude(s) => s.stamp,
+            Opened::Codex(s) => s.stamp,
         }
     }
 
@@ -131,6 +139,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.stamp = stamp,
             Opened::Claude(s) => s.stamp = stamp,
+            Opened::Codex(s) => s.stamp = stamp,
         }
     }
 
@@ -139,6 +148,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.torn_tail,
             Opened::Claude(s) => s.torn_tail,
+            Opened::Codex(s) => s.torn_tail,
         }
     }
 
@@ -147,6 +157,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.tree.find(id),
             Opened::Claude(s) => s.tree.find(id),
+            Opened::Codex(s) => s.tree.find(id),
         }
     }
 
@@ -155,6 +166,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => Describe::default_leaf(&s.opened.tree),
             Opened::Claude(s) => Describe::default_leaf(&s.tree),
+            Opened::Codex(s) => Describe::default_leaf(&s.tree),
         }
     }
 
@@ -169,6 +181,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.tree.node(n).entry.span,
             Opened::Claude(s) => s.tree.node(n).entry.span,
+            Opened::Codex(s) => s.tree.node(n).entry.span,
         }
     }
 
@@ -177,6 +190,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.tree.diagnostics(),
             Opened::Claude(s) => s.tree.diagnostics(),
+            Opened::Codex(s) => s.tree.diagnostics(),
         }
     }
 
@@ -188,7 +202,7 @@ impl Opened {
                 let h = s.opened.tree.header();
                 Some((h.span, h.raw.get()))
             }
-            Opened::Claude(_) => None,
+            Opened::Claude(_) | Opened::Codex(_) => None,
         }
     }
 
@@ -196,7 +210,7 @@ impl Opened {
     pub fn cwd(&self) -> Option<&str> {
         match self {
             Opened::Pi(s) => s.opened.tree.header().cwd.as_deref(),
-            Opened::Claude(_) => None,
+            Opened::Claude(_) | Opened::Codex(_) => None,
         }
     }
 
@@ -204,7 +218,7 @@ impl Opened {
     pub fn turn_open(&self) -> bool {
         match self {
             Opened::Pi(s) => super::activity::turn_open(&s.opened.tree),
-            Opened::Claude(_) => false,
+            Opened::Claude(_) | Opened::Codex(_) => false,
         }
     }
 
@@ -214,6 +228,7 @@ impl Opened {
         match self {
             Opened::Pi(s) => s.opened.read_appended(file, stamp),
             Opened::Claude(s) => s.read_appended(file, stamp),
+            Opened::Codex(s) => s.read_appended(file, stamp),
         }
     }
 }

@@ -252,14 +252,21 @@ impl Session {
     pub fn pi(&self) -> Option<&PiSession> {
         match &self.state {
             Opened::Pi(s) => Some(s),
-            Opened::Claude(_) => None,
+            Opened::Claude(_) | Opened::Codex(_) => None,
         }
     }
     /// The Claude Code transcript's tree, when this is one.
     pub fn claude(&self) -> Option<&claude::Tree> {
         match &self.state {
             Opened::Claude(s) => Some(&s.tree),
-            Opened::Pi(_) => None,
+            Opened::Pi(_) | Opened::Codex(_) => None,
+        }
+    }
+    /// The Codex rollout's tree, when this is one.
+    pub fn codex(&self) -> Option<&crate::dialect::codex::Tree> {
+        match &self.state {
+            Opened::Codex(s) => Some(&s.tree),
+            Opened::Pi(_) | Opened::Claude(_) => None,
         }
     }
     /// Entries in the tree.

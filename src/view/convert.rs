@@ -102,6 +102,22 @@ pub fn open_result(session: &Session) -> OpenResult {
                 tree.name().map(str::to_owned),
             )
         }
+        Opened::Codex(s) => {
+            let tree = &s.tree;
+            let first = tree
+                .nodes()
+                .first()
+                .and_then(|n| session.source().line(n.entry.span).ok());
+            let id =
+                first.and_then(|l| crate::dialect::Dialect::Codex.session_id(session.path(), &l));
+            (
+                id,
+                Value::Null,
+                self::leaf_id(tree),
+                self::leaves(tree),
+                None,
+            )
+        }
     };
     OpenResult {
         path: session.path().to_owned(),
@@ -153,6 +169,7 @@ pub fn tree_page(session: &Session, start: TreeStart, depth: usize, limit: usize
     match session.opened() {
         Opened::Pi(s) => tree_page_of(session, s.tree(), start, depth, limit),
         Opened::Claude(s) => tree_page_of(session, &s.tree, start, depth, limit),
+        Opened::Codex(s) => tree_page_of(session, &s.tree, start, depth, limit),
     }
 }
 

@@ -85,7 +85,7 @@ export type CompactResult = NothingToCompact | CompactReport;
 /**
  * session/contextAt result.
  */
-export type ContextAtResult = PiContextAt | ClaudeContextAt;
+export type ContextAtResult = PiContextAt | ClaudeContextAt | CodexContextAt;
 /**
  * events: live file-system events; polling: scanned every second; requests: brought up to date only by requests.
  */
@@ -93,7 +93,7 @@ export type LiveMode = 'events' | 'polling' | 'requests';
 /**
  * session/explain result.
  */
-export type ExplainResult = PiExplanation | ClaudeExplanation;
+export type ExplainResult = PiExplanation | ClaudeExplanation | CodexExplanation;
 /**
  * session/label result.
  */
@@ -264,7 +264,7 @@ export interface ModelFailedData {
 }
 export interface UnsupportedForFormatData {
     path: string;
-    format: 'pi' | 'claude-code';
+    format: 'pi' | 'claude-code' | 'codex';
     /**
      * the refused method (or `write`)
      */
@@ -895,6 +895,46 @@ export interface ClaudeContextAt {
     offset: number;
     revision: Revision;
 }
+export interface CodexContextAt {
+    format: 'codex';
+    /**
+     * The rollout file.
+     */
+    file: string;
+    /**
+     * The leaf: its ordinal, or line:N in a file without ordinals.
+     */
+    leafId: string | null;
+    /**
+     * The input items, in order, as Codex sends them (stored response items without internal_chat_message_metadata_passthrough; a compaction's replacement history as the new base; rollback markers applied; synthetic outputs for calls without one), windowed by offset/limit; fields does not apply.
+     */
+    messages: {
+        [k: string]: unknown;
+    }[];
+    /**
+     * Input items at the leaf, whatever the window.
+     */
+    messageCount: number;
+    /**
+     * session_meta.base_instructions.text of the thread: Codex sends it first, as a developer message it builds at send time.
+     */
+    baseInstructions: string | null;
+    /**
+     * The files the history is read from, oldest first (history_base prefixes), the leaf's file last.
+     */
+    chain: {
+        file: string;
+        historyId: string | null;
+        lastLine: number;
+        lastOrdinal: number | null;
+        endByteOffset: number;
+        [k: string]: unknown;
+    }[];
+    notes: string[];
+    offset: number;
+    revision: Revision;
+    [k: string]: unknown;
+}
 /**
  * session/didChange notification params.
  */
@@ -944,7 +984,7 @@ export interface DidCreateParams {
      * The new session file, canonical.
      */
     path: string;
-    format: 'pi' | 'claude-code';
+    format: 'pi' | 'claude-code' | 'codex';
     /**
      * pi: the header's id; a Claude Code transcript: its file name's stem (the id claude --resume takes); null when it cannot be read.
      */
@@ -1158,6 +1198,34 @@ export interface Retention1 {
     kept: number;
     lost: number;
     probes: RetentionProbe[];
+}
+export interface CodexExplanation {
+    format: 'codex';
+    entryId: string;
+    line: number;
+    lineType: string;
+    inContext: boolean;
+    position: number | null;
+    reason:
+        | 'sent'
+        | 'eventOnly'
+        | 'replacedByCompaction'
+        | 'compactionBase'
+        | 'reverted'
+        | 'rollbackMarker'
+        | 'orphanOutput'
+        | 'afterLeaf';
+    byLine: number | null;
+    byFile: string | null;
+    elsewhere: {
+        file: string;
+        reason: 'reverted' | 'outsideParentPrefix';
+        text: string;
+        [k: string]: unknown;
+    }[];
+    text: string;
+    revision: Revision;
+    [k: string]: unknown;
 }
 /**
  * session/export params.
@@ -1475,7 +1543,7 @@ export interface SessionSummary {
     /**
      * The session file's format: a pi session or a Claude Code transcript.
      */
-    format: 'pi' | 'claude-code';
+    format: 'pi' | 'claude-code' | 'codex';
     /**
      * The session's id: pi's header id; a Claude Code transcript's file name stem (the id claude --resume takes; agent-<agentId> for a subagent's transcript).
      */
@@ -1591,7 +1659,7 @@ export interface OpenResult {
     /**
      * The session file's format: a pi session or a Claude Code transcript (read only).
      */
-    format: 'pi' | 'claude-code';
+    format: 'pi' | 'claude-code' | 'codex';
     path: string;
     /**
      * the header's id; null while pending
@@ -1688,7 +1756,7 @@ export interface SearchParams {
     /**
      * Only sessions of this agent's format; absent: both.
      */
-    agent?: 'pi' | 'claude-code' | null;
+    agent?: 'pi' | 'claude-code' | 'codex' | null;
     /**
      * Only sessions whose path contains this.
      */
@@ -1723,7 +1791,7 @@ export interface SearchHit {
     /**
      * The session file's format: a pi session or a Claude Code transcript.
      */
-    format: 'pi' | 'claude-code';
+    format: 'pi' | 'claude-code' | 'codex';
     /**
      * The session name, when it has one (pi's session_info; Claude Code's agent-name, custom-title, ai-title or summary).
      */

@@ -1,0 +1,241 @@
+//! `context`, `explain`, `tree` and `check` on a Codex rollout: the leaf named by its ordinal
+//! (or `line:N`), the thread's chain of files, and the context and explanation of
+//! [`crate::dialect::codex::context`].
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::error::{CliError, Exit};
+use super::read::dialect_of;
+use crate::core::tree::{Mode, NodeIdx};
+use crate::dialect::codex::context::{self as cx, Replay};
+use crate::dialect::codex::lineage::{Chain, LineageError};
+use crate::dialect::codex::{Codex, Tree};
+use crate::storage::reader;
+
+fn lineage_err(path: &Path) -> impl Fn(LineageError) -> CliError + '_ {
+    move |e| match e {
+        LineageError::Io { path, source } => {
+            CliError::Open(crate::storage::reader::OpenError::Io { path, source })
+        }
+        other => CliError::Transcript {
+            path: path.to_owned(),
+            detail: other.to_string(),
+        },
+    }
+}
+
+/// The 0-based line of the leaf `id` names in `tree` (an ordinal or `line:N`), or of the last
+/// line without one. Errors: an id that names no line.
+fn leaf_line(
+    tree: &Tree,
+    file: &Path,
+    id: Option<&str>,
+    what: &'static str,
+) -> Result<Option<usize>, CliError> {
+    let n: Option<NodeIdx> = match id {
+        None => crate::core::describe::Describe::default_leaf(tree),
+        Some(id) => Some(tree.find(id).ok_or_else(|| CliError::UnknownEntry {
+            path: file.to_owned(),
+            id: id.to_owned(),
+            what,
+        })?),
+    };
+    Ok(n.map(|n| tree.node(n).entry.span.line as usize - 1))
+}
+
+fn read(file: &Path, allow_corrupt: bool) -> Result<Tree, CliError> {
+    Ok(reader::open_session::<Codex>(file, Mode::allowing_corrupt(allow_corrupt))?.tree)
+}
+
+/// Runs `sessiond context` on a Codex rollout: `messages` is the `input` item list Codex
+/// sends when it resumes at the leaf (after its base-instructions message, which the document
+/// gives as `baseInstructions`).
+pub fn context(
+    out: &mut dyn Write,
+    file: &Path,
+    leaf: Option<&str>,
+    json: bool,
+    allow_corrupt: bool,
+) -> Result<Exit, CliError> {
+    let tree = read(file, allow_corrupt)?;
+    let line = leaf_line(&tree, file, leaf, "leaf id")?;
+    let leaf_id = line.and_then(|l| {
+        tree.nodes()
+            .iter()
+            .find(|n| n.entry.span.line as usize == l + 1)
+            .map(|n| n.entry.id.as_str().to_owned())
+    });
+    let index = cx::index_for(file);
+    let doc = Replay::at(&index, file, line)
+        .map_err(lineage_err(file))?
+        .document(leaf_id);
+    if json {
+        serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
+        writeln!(out)?;
+        return Ok(Exit::Ok);
+    }
+    writeln!(
+        out,
+        "Codex rollout {} · leaf {} · {} input items (after the base instructions)",
+        file.display(),
+        doc.leaf_id.as_deref().unwrap_or("(none)"),
+        doc.message_count
+    )?;
+    for l in &doc.chain {
+        writeln!(
+            out,
+            "  from {} up to line {} (byte {})",
+            l.file.display(),
+            l.last_line,
+            l.end_byte_offset
+        )?;
+    }
+    for (i, m) in doc.messages.iter().enumerate() {
+        let role = m
+            .get("role")
+            .or_else(|| m.get("type"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let text = crate::dialect::codex::preview::line_preview(
+            &json!({"type": "response_item", "payload": m}),
+        );
+        writeln!(out, "{:>4} {role:<22} {text}", i + 1)?;
+    }
+    for n in &doc.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    Ok(Exit::Ok)
+}
+
+/// Runs `sessiond explain` on a Codex rollout: why the line `entry_id` is or is not in what
+/// Codex sends at the leaf.
+pub fn explain(
+    out: &mut dyn Write,
+    file: &Path,
+    entry_id: &str,
+    leaf: Option<&str>,
+    json: bool,
+    allow_corrupt: bool,
+) -> Result<Exit, CliError> {
+    let tree = read(file, allow_corrupt)?;
+    let target = leaf_line(&tree, file, Some(entry_id), "entry id")?.unwrap_or(0);
+    let line = leaf_line(&tree, file, leaf, "leaf id")?;
+    let index = cx::index_for(file);
+    let ex = cx::explain(&index, file, target, line).map_err(lineage_err(file))?;
+    if json {
+        serde_json::to_writer(&mut *out, &ex).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "{} (line {}, {}): {}",
+            ex.entry_id, ex.line, ex.line_type, ex.text
+        )?;
+        for e in &ex.elsewhere {
+            writeln!(out, "  {}", e.text)?;
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// What `tree` and `check` say of a rollout's thread beyond its lines.
+pub struct Thread {
+    /// The thread id (`session_meta.id`).
+    pub thread_id: Option<String>,
+    /// Fields of the JSON document: `thread` (the chain of files the history is read from,
+    /// and the files that continue this one).
+    pub json: Value,
+    /// Lines of the report for a person.
+    pub lines: Vec<String>,
+}
+
+/// The thread `file` belongs to: the chain of `history_base` prefixes it continues and the
+/// forks and segments that take a prefix of it.
+pub fn thread_of(file: &Path) -> Thread {
+    let index = cx::index_for(file);
+    let first = crate::dialect::codex::lineage::RolloutFile::read(file)
+        .ok()
+        .and_then(|f| (!f.is_empty()).then(|| f.meta()).flatten());
+    let thread_id = first
+        .as_ref()
+        .and_then(|m| m.get("id")?.as_str().map(str::to_owned));
+    let mut lines = Vec::new();
+    let chain = match Chain::resolve(&index, file, None) {
+        Ok(chain) => {
+            let links: Vec<Value> = chain
+                .links
+                .iter()
+                .map(|l| {
+                    json!({
+                        "file": l.file.path,
+                        "historyId": l.history_id,
+                        "lastLine": l.last_line + 1,
+                        "endByteOffset": if l.file.is_empty() { 0 } else { l.file.end_of(l.last_line) },
+                    })
+                })
+                .collect();
+            for l in &chain.links[..chain.links.len() - 1] {
+                lines.push(format!(
+                    "continues {} up to line {} (a history_base prefix, checked)",
+                    l.file.path.display(),
+                    l.last_line + 1
+                ));
+            }
+            json!({"ok": true, "links": links})
+        }
+        Err(e) => {
+            lines.push(format!("history_base: {e}"));
+            json!({"ok": false, "error": e.to_string()})
+        }
+    };
+    let me = index.get(file).map(|f| f.history_id.clone());
+    let continued: Vec<Value> = index
+        .files
+        .iter()
+        .filter(|f| {
+            f.base
+                .as_ref()
+                .is_some_and(|b| Some(&b.history_id) == me.as_ref())
+        })
+        .map(|f| {
+            let kind = if f.forked_from.is_none() && f.thread_id == thread_id {
+                "segment"
+            } else {
+                "fork"
+            };
+            let end = f.base.as_ref().map_or(0, |b| b.end_byte_offset);
+            lines.push(format!(
+                "{kind} {} takes this file up to byte {end}",
+                f.path.display()
+            ));
+            json!({"file": f.path, "kind": kind, "endByteOffset": end,
+                   "endOrdinalExclusive": f.base.as_ref().and_then(|b| b.end_ordinal_exclusive)})
+        })
+        .collect();
+    Thread {
+        thread_id,
+        json: json!({"thread": {"chain": chain, "continuedBy": continued}}),
+        lines,
+    }
+}
+
+/// The line types of `tree` that sessiond does not know, once each, in file order.
+pub fn unknown_types(tree: &Tree) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in tree.nodes() {
+        if let crate::dialect::codex::format::Kind::Other(t) = &n.entry.kind
+            && !out.iter().any(|o| o == t.as_str())
+        {
+            out.push(t.to_string());
+        }
+    }
+    out
+}
+
+/// Whether `file` is a Codex rollout.
+pub fn is_codex(file: &Path) -> bool {
+    dialect_of(file).is_ok_and(|d| d == crate::dialect::Dialect::Codex)
+}

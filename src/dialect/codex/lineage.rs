@@ -1,0 +1,446 @@
+//! A Codex thread across files (`docs/codex.md` §6): the chain of `history_base` prefixes that
+//! a rollout file continues — a fork's parent, a revert segment's earlier history — resolved to
+//! files and lines, and the rollout files of a `CODEX_HOME` indexed by history id. The one
+//! module of the dialect that reads files: a thread's history is spread over several, found by
+//! name under `sessions/` (and `archived_sessions/`). Read only: it opens files for reading
+//! and takes no lock, so Codex is never kept from writing.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// What goes wrong resolving a thread's files.
+#[derive(Debug, thiserror::Error)]
+pub enum LineageError {
+    /// A file cannot be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        source: io::Error,
+    },
+    /// A `history_base` names no file with a line that ends at its byte offset and has the
+    /// ordinal before its end.
+    #[error(
+        "{}: history_base names no rollout of history {history_id} with a line ending at byte \
+         {end_byte_offset}{}",
+        path.display(),
+        end_ordinal_exclusive.map_or(String::new(), |o| format!(" and ordinal {}", o.saturating_sub(1)))
+    )]
+    NoBase {
+        /// The file whose `session_meta` holds the `history_base`.
+        path: PathBuf,
+        /// `history_base.thread_id`.
+        history_id: String,
+        /// `history_base.end_byte_offset`.
+        end_byte_offset: u64,
+        /// `history_base.end_ordinal_exclusive`.
+        end_ordinal_exclusive: Option<u64>,
+    },
+    /// The chain of `history_base` prefixes loops or is implausibly deep.
+    #[error("{}: the chain of history_base prefixes loops (or is deeper than 64 files)", path.display())]
+    Cycle {
+        /// The file where it was noticed.
+        path: PathBuf,
+    },
+    /// The leaf is not a line of the file.
+    #[error("{}: line {line} is not in the file ({lines} lines)", path.display())]
+    NoLine {
+        /// The file.
+        path: PathBuf,
+        /// The 0-based line index asked for.
+        line: usize,
+        /// Lines in the file.
+        lines: usize,
+    },
+}
+
+/// A rollout file read whole: its bytes and where each line starts and ends.
+#[derive(Debug)]
+pub struct RolloutFile {
+    /// The file.
+    pub path: PathBuf,
+    bytes: Vec<u8>,
+    /// Each line's start and end (past its newline).
+    lines: Vec<(usize, usize)>,
+}
+
+impl RolloutFile {
+    /// Reads `path`. Errors: `Io`.
+    pub fn read(path: &Path) -> Result<RolloutFile, LineageError> {
+        let bytes = std::fs::read(path).map_err(|source| LineageError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut lines = Vec::new();
+        let mut start = 0;
+        while start < bytes.len() {
+            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i + 1);
+            lines.push((start, end));
+            start = end;
+        }
+        Ok(RolloutFile {
+            path: path.to_owned(),
+            bytes,
+            lines,
+        })
+    }
+
+    /// Lines in the file (a last line without its newline counts).
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether the file has no lines.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Line `i` (0-based) without its newline.
+    pub fn line(&self, i: usize) -> &[u8] {
+        let (s, e) = self.lines[i];
+        let e = if e > s && self.bytes[e - 1] == b'\n' {
+            e - 1
+        } else {
+            e
+        };
+        &self.bytes[s..e]
+    }
+
+    /// Line `i` parsed; `None` for a line that is not a JSON object (torn, corrupt: Codex skips
+    /// those too).
+    pub fn record(&self, i: usize) -> Option<Value> {
+        serde_json::from_slice::<Value>(self.line(i))
+            .ok()
+            .filter(Value::is_object)
+    }
+
+    /// The byte where line `i` ends (past its newline).
+    pub fn end_of(&self, i: usize) -> u64 {
+        self.lines[i].1 as u64
+    }
+
+    /// The `session_meta` payload of the first line, if it is one.
+    pub fn meta(&self) -> Option<Value> {
+        session_meta(self.line(0))
+    }
+}
+
+/// The `session_meta` payload of a first line, if it is one.
+pub fn session_meta(first: &[u8]) -> Option<Value> {
+    let v: Value = serde_json::from_slice(first).ok()?;
+    (v.get("type")?.as_str()? == "session_meta").then(|| v.get("payload").cloned())?
+}
+
+/// The `CODEX_HOME` a rollout file belongs to: the directory above the last `sessions` (or
+/// `archived_sessions`) of its path; else the file's own directory.
+pub fn codex_home_of(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    for anc in abs.ancestors() {
+        if matches!(
+            anc.file_name().and_then(|n| n.to_str()),
+            Some("sessions" | "archived_sessions")
+        ) && let Some(home) = anc.parent()
+        {
+            return home.to_owned();
+        }
+    }
+    abs.parent().map(Path::to_owned).unwrap_or_default()
+}
+
+/// The segment id in a revert segment's name (`rollout-<time>-<thread id>_<segment id>.jsonl`).
+pub fn segment_id(path: &Path) -> Option<String> {
+    let stem = path.file_name()?.to_str()?.strip_suffix(".jsonl")?;
+    let (_, seg) = stem.rsplit_once('_')?;
+    (seg.len() == 36 && seg.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-'))
+        .then(|| seg.to_owned())
+}
+
+/// The id a `history_base` names a file by: a revert segment's segment id, else its thread id
+/// (`session_meta.id`).
+pub fn history_id(path: &Path, meta: Option<&Value>) -> Option<String> {
+    segment_id(path).or_else(|| meta?.get("id")?.as_str().map(str::to_owned))
+}
+
+/// A `session_meta`'s `history_base`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HistoryBase {
+    /// The history id of the file whose prefix comes first.
+    pub history_id: String,
+    /// The ordinal after the prefix's last line.
+    pub end_ordinal_exclusive: Option<u64>,
+    /// The byte where the prefix ends.
+    pub end_byte_offset: u64,
+}
+
+impl HistoryBase {
+    /// The `history_base` of a `session_meta` payload.
+    pub fn of(meta: &Value) -> Option<HistoryBase> {
+        let b = meta.get("history_base")?;
+        Some(HistoryBase {
+            history_id: b.get("thread_id")?.as_str()?.to_owned(),
+            end_ordinal_exclusive: b.get("end_ordinal_exclusive").and_then(Value::as_u64),
+            end_byte_offset: b.get("end_byte_offset")?.as_u64()?,
+        })
+    }
+}
+
+/// One rollout file of a `CODEX_HOME`, as its first line describes it.
+#[derive(Clone, Debug)]
+pub struct Indexed {
+    /// The file.
+    pub path: PathBuf,
+    /// Its history id ([`history_id`]).
+    pub history_id: String,
+    /// Its thread id (`session_meta.id`).
+    pub thread_id: Option<String>,
+    /// `session_meta.forked_from_id`.
+    pub forked_from: Option<String>,
+    /// Its `history_base`.
+    pub base: Option<HistoryBase>,
+}
+
+/// The rollout files of a `CODEX_HOME` by history id.
+#[derive(Debug, Default)]
+pub struct Index {
+    /// Every rollout file, sorted by path.
+    pub files: Vec<Indexed>,
+    by_history: BTreeMap<String, Vec<usize>>,
+}
+
+impl Index {
+    /// Scans `home`'s `sessions/` and `archived_sessions/` for `rollout-*.jsonl`, reading each
+    /// one's first line. Unreadable files and files without a `session_meta` are left out.
+    pub fn scan(home: &Path) -> Index {
+        let mut paths = Vec::new();
+        for sub in ["sessions", "archived_sessions"] {
+            walk(&home.join(sub), &mut paths);
+        }
+        paths.sort();
+        let mut index = Index::default();
+        for path in paths {
+            let Some(meta) = first_line(&path).and_then(|l| session_meta(&l)) else {
+                continue;
+            };
+            let Some(hid) = history_id(&path, Some(&meta)) else {
+                continue;
+            };
+            index
+                .by_history
+                .entry(hid.clone())
+                .or_default()
+                .push(index.files.len());
+            let s = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
+            index.files.push(Indexed {
+                path,
+                history_id: hid,
+                thread_id: s("id"),
+                forked_from: s("forked_from_id"),
+                base: HistoryBase::of(&meta),
+            });
+        }
+        index
+    }
+
+    /// The files of a history id.
+    pub fn of_history(&self, id: &str) -> impl Iterator<Item = &Indexed> {
+        self.by_history
+            .get(id)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.files[i])
+    }
+
+    /// The files of a thread (its root file and its revert segments), sorted by path.
+    pub fn of_thread<'a>(&'a self, thread: &'a str) -> impl Iterator<Item = &'a Indexed> {
+        self.files
+            .iter()
+            .filter(move |f| f.thread_id.as_deref() == Some(thread))
+    }
+
+    /// The file at `path`.
+    pub fn get(&self, path: &Path) -> Option<&Indexed> {
+        self.files.iter().find(|f| same_file(&f.path, path))
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+    abs(a) == abs(b)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => walk(&p, out),
+            Ok(t) if t.is_file() => {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with("rollout-") && name.ends_with(".jsonl") {
+                    out.push(p);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn first_line(path: &Path) -> Option<Vec<u8>> {
+    let f = std::fs::File::open(path).ok()?;
+    let mut r = io::BufReader::new(f);
+    let mut line = Vec::new();
+    r.read_until(b'\n', &mut line).ok()?;
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Some(line)
+}
+
+/// One file of a chain: the file and the last line of it that belongs to the history.
+#[derive(Debug)]
+pub struct Link {
+    /// The file, read.
+    pub file: RolloutFile,
+    /// Its history id.
+    pub history_id: Option<String>,
+    /// The last line (0-based) of the file in the history.
+    pub last_line: usize,
+    /// The `history_base` that names this file's prefix (`None` for the leaf's own file).
+    pub cut_by: Option<HistoryBase>,
+}
+
+/// The files a history is read from, the first file's prefix first, the leaf's file last.
+#[derive(Debug)]
+pub struct Chain {
+    /// The links, oldest first.
+    pub links: Vec<Link>,
+}
+
+impl Chain {
+    /// The chain of the file at `path` up to its line `last_line` (0-based; `None`: its last
+    /// line), with the prefixes its `history_base` names resolved in `index` and checked
+    /// (a line ends exactly at the byte offset and has the ordinal before the end). Errors:
+    /// `Io`, `NoBase`, `Cycle`, `NoLine`.
+    pub fn resolve(
+        index: &Index,
+        path: &Path,
+        last_line: Option<usize>,
+    ) -> Result<Chain, LineageError> {
+        let mut links = Vec::new();
+        let mut file = RolloutFile::read(path)?;
+        let mut last = match last_line {
+            Some(l) if l >= file.len() => {
+                return Err(LineageError::NoLine {
+                    path: path.to_owned(),
+                    line: l,
+                    lines: file.len(),
+                });
+            }
+            Some(l) => l,
+            None => file.len().saturating_sub(1),
+        };
+        let mut cut_by = None;
+        loop {
+            if links.len() > 64 {
+                return Err(LineageError::Cycle {
+                    path: path.to_owned(),
+                });
+            }
+            let meta = if file.is_empty() { None } else { file.meta() };
+            let hid = history_id(&file.path, meta.as_ref());
+            let base = meta.as_ref().and_then(HistoryBase::of);
+            let own = file.path.clone();
+            links.push(Link {
+                file,
+                history_id: hid,
+                last_line: last,
+                cut_by: cut_by.take(),
+            });
+            let Some(base) = base else { break };
+            let (parent, line) = resolve_base(index, &base, &own)?;
+            if links.iter().any(|l| same_file(&l.file.path, &parent.path)) {
+                return Err(LineageError::Cycle { path: own });
+            }
+            file = parent;
+            last = line;
+            cut_by = Some(base);
+        }
+        links.reverse();
+        Ok(Chain { links })
+    }
+
+    /// Every record of the history in order, with the link (index into `links`) and the
+    /// 0-based line it comes from. Lines that are no JSON object are skipped, as Codex does.
+    pub fn records(&self) -> (Vec<Value>, Vec<(usize, usize)>) {
+        let mut records = Vec::new();
+        let mut at = Vec::new();
+        for (k, link) in self.links.iter().enumerate() {
+            if link.file.is_empty() {
+                continue;
+            }
+            for i in 0..=link.last_line {
+                if let Some(r) = link.file.record(i) {
+                    records.push(r);
+                    at.push((k, i));
+                }
+            }
+        }
+        (records, at)
+    }
+}
+
+/// The file and line a `history_base` names: a file of that history other than `own` with a
+/// line ending exactly at the byte offset whose ordinal is the one before the end. Where two
+/// files qualify, the one whose name sorts last before `own`'s.
+fn resolve_base(
+    index: &Index,
+    base: &HistoryBase,
+    own: &Path,
+) -> Result<(RolloutFile, usize), LineageError> {
+    let mut found: Vec<(RolloutFile, usize)> = Vec::new();
+    for cand in index.of_history(&base.history_id) {
+        if same_file(&cand.path, own) {
+            continue;
+        }
+        let Ok(file) = RolloutFile::read(&cand.path) else {
+            continue;
+        };
+        let hit = (0..file.len()).find(|&i| file.end_of(i) >= base.end_byte_offset);
+        let Some(i) = hit.filter(|&i| file.end_of(i) == base.end_byte_offset) else {
+            continue;
+        };
+        let ordinal_ok = match base.end_ordinal_exclusive {
+            None => true,
+            Some(end) => file
+                .record(i)
+                .and_then(|r| r.get("ordinal").and_then(Value::as_u64))
+                .is_some_and(|o| o + 1 == end),
+        };
+        if ordinal_ok {
+            found.push((file, i));
+        }
+    }
+    let name = |p: &Path| p.file_name().map(|n| n.to_owned()).unwrap_or_default();
+    let own_name = name(own);
+    found.sort_by_key(|(f, _)| name(&f.path));
+    let pick = found
+        .iter()
+        .rposition(|(f, _)| name(&f.path) < own_name)
+        .or(found.len().checked_sub(1));
+    match pick {
+        Some(k) => Ok(found.swap_remove(k)),
+        None => Err(LineageError::NoBase {
+            path: own.to_owned(),
+            history_id: base.history_id.clone(),
+            end_byte_offset: base.end_byte_offset,
+            end_ordinal_exclusive: base.end_ordinal_exclusive,
+        }),
+    }
+}

@@ -1,0 +1,82 @@
+//! Codex's rollout format as the storage layer reads it ([`LineFormat`]): no header line, every
+//! line a node, each hanging from the line before it (a rollout file is linear; its branches
+//! are other files, see [`super::lineage`]).
+
+use crate::core::diagnostics::Corruption;
+use crate::core::ids::{EntryId, LineSpan};
+use crate::core::lines::{Item, LineFormat, corruption, is_blank};
+use crate::core::tree::{NodeIdx, TreeEntry};
+use crate::dialect::codex::Tree;
+use crate::dialect::codex::format::{self, Entry, Header};
+
+/// Codex's rollout format, for the storage layer (a marker type: see [`LineFormat`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Codex;
+
+/// What the Codex dialect keeps beside the tree: the last line pushed, which the next one
+/// hangs from.
+#[derive(Debug, Default)]
+pub struct CodexExt {
+    last: Option<EntryId>,
+}
+
+impl TreeEntry for Entry {
+    type Header = Header;
+    type Ext = CodexExt;
+
+    fn id(&self) -> &EntryId {
+        &self.id
+    }
+    fn parent_id(&self) -> Option<&EntryId> {
+        self.parent_id.as_ref()
+    }
+    fn set_parent_id(&mut self, parent: Option<EntryId>) {
+        self.parent_id = parent;
+    }
+    fn time(&self) -> crate::core::ids::JsTime {
+        self.time_ms
+    }
+    fn span(&self) -> LineSpan {
+        self.span
+    }
+    fn span_mut(&mut self) -> &mut LineSpan {
+        &mut self.span
+    }
+}
+
+impl LineFormat for Codex {
+    type Entry = Entry;
+    /// Every line is a node: there are no asides.
+    type Aside = std::convert::Infallible;
+    type Context = ();
+
+    const NAME: &'static str = "Codex rollout";
+
+    fn implicit_header() -> Option<Header> {
+        Some(Header)
+    }
+
+    fn context(_header: &Header) {}
+
+    fn classify(bytes: &[u8], span: LineSpan, _cx: Option<()>) -> Item<Codex> {
+        if is_blank(bytes) {
+            return Item::Blank;
+        }
+        match format::parse_line(bytes, span) {
+            Ok(entry) => Item::Entry(entry),
+            Err(p) => Item::Problem(corruption(p.kind.into(), span, &p.detail)),
+        }
+    }
+
+    fn push(tree: &mut Tree, mut entry: Entry) -> Result<NodeIdx, Corruption> {
+        entry.parent_id = tree.ext().last.clone();
+        let id = entry.id.clone();
+        let n = tree.push(entry)?;
+        tree.ext_mut().last = Some(id);
+        Ok(n)
+    }
+
+    fn aside(_tree: &mut Tree, aside: std::convert::Infallible) {
+        match aside {}
+    }
+}
