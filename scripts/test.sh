@@ -15,7 +15,8 @@
 #   is used instead), .tools/live: the real pi agent and Node 22 for the live tests
 #   (scripts/live-deps.sh), .tools/vscode-host: Node 24, code-server and playwright-core for the
 #   extension in a real VS Code (scripts/vscode-host-deps.sh), .tools/claude: the Claude Code CLI
-#   for its referee (scripts/claude-deps.sh);
+#   for its referee (scripts/claude-deps.sh), .tools/codex: the Codex CLI 0.171.0 and 0.144.6 for
+#   its referee (scripts/codex-deps.sh);
 # * editors/vscode/node_modules: the extension's npm dependencies; target/: cargo's builds.
 #
 # System-wide, and only with CI=true, SESSIOND_ALLOW_SYSTEM_INSTALL=1 or --allow-system-install
@@ -134,6 +135,14 @@ if bash scripts/claude-deps.sh; then
   export SESSIOND_CLAUDE_BIN="$root/.tools/claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
 else
   not_run+=("the Claude Code referee (Claude Code could not be installed into .tools/claude)")
+fi
+
+# The Codex referee (tests/codex_referee.rs) runs the real Codex CLI (native binaries from npm,
+# pinned by tests/codex/package.json) against a scripted Responses API server.
+if bash scripts/codex-deps.sh; then
+  export SESSIOND_CODEX_DIR="$root/.tools/codex"
+else
+  not_run+=("the Codex referee (Codex could not be installed into .tools/codex)")
 fi
 
 # --- The suites -------------------------------------------------------------------------------

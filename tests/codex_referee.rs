@@ -1,0 +1,383 @@
+//! The Codex referee: the real Codex CLI 0.171.0 and, for legacy rollouts, 0.144.6 (installed
+//! under the repository by `scripts/codex-deps.sh`) run the corpus of `tests/codex/corpus.mjs`
+//! (`codex exec`, `exec resume`, `exec fork`, `codex app-server` reverts, rollbacks and
+//! compactions) against the scripted Responses API server `tests/codex/model-server.mjs`,
+//! which records every request. Then, with `sessiond context FILE --leaf ID --json`:
+//!
+//! * leaf: for every recorded request, the context at the line just before its recorded answer
+//!   equals the request's `input` after the normalizations of docs/codex.md §9 ([`normalize`]),
+//!   item for item as compact JSON, key order included;
+//! * resume: for every request that continues a stored thread, the context at the line Codex
+//!   resumed from (the end of the file the step appended to, a new fork's or segment's first
+//!   line, a legacy fork's parent end) is the request's normalized `input` minus the new turn,
+//!   and every item of the new turn was written to a rollout during the step (a manual
+//!   compaction's request has no new turn: the history and the summarization prompt).
+//!
+//! Without the install (or Node) the referee skips loudly, and fails under `CI`.
+//! `SESSIOND_CODEX_CORPUS=DIR` reuses a corpus already made (`node tests/codex/corpus.mjs DIR`).
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long the corpus may take (its own deadline is 5 minutes).
+const CORPUS_TIMEOUT: Duration = Duration::from_secs(6 * 60);
+
+/// The opening of Codex's summarization prompt (N2).
+const COMPACTION_PROMPT: &str = "You are performing a CONTEXT CHECKPOINT COMPACTION";
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Skips the test loudly (fails it under `CI`).
+fn skip(test: &str, why: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{test}: {why}");
+    }
+    eprintln!();
+    eprintln!("{}", "!".repeat(90));
+    eprintln!("!!! SKIPPED {test}: {why}");
+    eprintln!("{}", "!".repeat(90));
+    eprintln!();
+}
+
+/// The Codex install, as corpus.mjs finds it.
+fn codex_dir() -> PathBuf {
+    match std::env::var_os("SESSIOND_CODEX_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => repo().join(".tools/codex"),
+    }
+}
+
+const BIN: &str = "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+
+/// Runs a command to its end, killing it through its own handle when it outlives `timeout`.
+fn run_bounded(mut cmd: Command, timeout: Duration, what: &str) -> std::process::Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut b);
+        b
+    });
+    let err = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut b);
+        b
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{what}: still running after {timeout:?}; killed pid {}",
+                child.id()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::process::Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// The corpus: made now into a temporary directory, or the one `SESSIOND_CODEX_CORPUS` names.
+/// `None` when it cannot be made here (the test is skipped, or fails under CI).
+fn corpus() -> Option<(PathBuf, Option<tempfile::TempDir>)> {
+    if let Some(dir) = std::env::var_os("SESSIOND_CODEX_CORPUS").filter(|d| !d.is_empty()) {
+        return Some((PathBuf::from(dir), None));
+    }
+    let dir = codex_dir();
+    if !dir.join(BIN).exists() {
+        skip(
+            "codex referee",
+            &format!(
+                "Codex is not installed at {} (run scripts/codex-deps.sh, or set SESSIOND_CODEX_DIR)",
+                dir.display()
+            ),
+        );
+        return None;
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        skip(
+            "codex referee",
+            "node is not on PATH (tests/codex/corpus.mjs needs it)",
+        );
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("corpus");
+    let mut cmd = Command::new("node");
+    cmd.arg(repo().join("tests/codex/corpus.mjs"))
+        .arg(&out)
+        .env("SESSIOND_CODEX_DIR", &dir);
+    let run = run_bounded(cmd, CORPUS_TIMEOUT, "tests/codex/corpus.mjs");
+    assert!(
+        run.status.success(),
+        "the corpus failed: {}\n{}",
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
+    );
+    Some((out, Some(tmp)))
+}
+
+fn dumps(v: &Value) -> String {
+    serde_json::to_string(v).unwrap()
+}
+
+fn text_of(item: &Value) -> String {
+    item.get("content")
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn without_id(item: &Value) -> Value {
+    let mut item = item.clone();
+    if let Value::Object(m) = &mut item {
+        m.shift_remove("id");
+    }
+    item
+}
+
+/// Every line of `small` occurs in `big`, in order.
+fn ordered_subset(small: &str, big: &str) -> bool {
+    let mut it = big.split('\n');
+    small.split('\n').all(|l| it.any(|b| b == l))
+}
+
+/// The request's `input` after docs/codex.md §9, each normalization checked before it is
+/// applied: N1 (Codex 0.171.0's base-instructions message, id
+/// `msg_<uuid5(uuid5(OID, thread id), text)>`, its lines drawn in order from the stored
+/// `base_instructions`) removed; N2 (the summarization prompt ending a compaction request, no
+/// id) removed. N3 (the legacy Codex sends no stored ids) is applied to sessiond's side by the
+/// caller. Counts go to `counts`.
+fn normalize(
+    r: &Value,
+    base_instructions: Option<&str>,
+    counts: &mut HashMap<&'static str, usize>,
+) -> Result<Vec<Value>, String> {
+    let mut input: Vec<Value> = r["input"].as_array().cloned().unwrap_or_default();
+    let first = input.first().cloned().unwrap_or(Value::Null);
+    let is_base = first["type"] == "message"
+        && first["role"] == "developer"
+        && first["id"].as_str().is_some_and(|i| i.starts_with("msg_"))
+        && first["content"].as_array().is_some_and(|c| c.len() == 1);
+    if is_base {
+        let text = text_of(&first);
+        let thread = r["thread_id"].as_str().unwrap_or("");
+        let ns = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, thread.as_bytes());
+        let want = format!("msg_{}", uuid::Uuid::new_v5(&ns, text.as_bytes()));
+        if first["id"] != want.as_str() {
+            return Err(format!("N1: the first item's id is not {want}"));
+        }
+        if !base_instructions.is_some_and(|b| ordered_subset(&text, b)) {
+            return Err(
+                "N1: the base-instructions text is not drawn from session_meta.base_instructions"
+                    .into(),
+            );
+        }
+        *counts.entry("N1").or_default() += 1;
+        input.remove(0);
+    } else if r["instructions"]
+        .as_str()
+        .is_some_and(|i| Some(i) == base_instructions)
+    {
+        *counts.entry("legacy instructions").or_default() += 1;
+    } else {
+        return Err("no base instructions (neither a first developer message nor `instructions` equal to the stored text)".into());
+    }
+    let last = input.last().cloned().unwrap_or(Value::Null);
+    if last["type"] == "message"
+        && last["role"] == "user"
+        && text_of(&last).starts_with(COMPACTION_PROMPT)
+    {
+        if last.get("id").is_some()
+            || r["request_kind"]
+                .as_str()
+                .is_some_and(|k| k != "compaction")
+        {
+            return Err(
+                "N2: a summarization prompt with an id, or outside a compaction request".into(),
+            );
+        }
+        *counts.entry("N2").or_default() += 1;
+        input.pop();
+    } else if r["request_kind"] == "compaction" {
+        return Err("N2: a compaction request without the summarization prompt last".into());
+    }
+    Ok(input)
+}
+
+/// `sessiond context FILE --leaf ID --json` at `leaf` (`{file, line, ordinal}` of the
+/// manifest, the file relative to `root`).
+fn context(root: &Path, leaf: &Value) -> Value {
+    let file = root.join(leaf["file"].as_str().unwrap());
+    let id = match leaf["ordinal"].as_u64() {
+        Some(o) => o.to_string(),
+        None => format!("line:{}", leaf["line"].as_u64().unwrap() + 1),
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(["context", file.to_str().unwrap(), "--leaf", &id, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "context {} --leaf {id}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["format"], "codex");
+    assert_eq!(doc["leafId"], id.as_str());
+    doc
+}
+
+/// The stripped response items appended to any rollout during `step` (the new turn's source).
+fn written_in_step(root: &Path, step: &Value, drop_ids: bool) -> Vec<String> {
+    let mut items = Vec::new();
+    for (f, _) in step["files_after"].as_object().unwrap() {
+        let start = step["files_before"][f]["lines"].as_u64().unwrap_or(0) as usize;
+        let text = std::fs::read_to_string(root.join(f)).unwrap();
+        for line in text.lines().skip(start) {
+            let Ok(rec) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            if rec["type"] == "response_item" {
+                let mut item = rec["payload"].clone();
+                if let Value::Object(m) = &mut item {
+                    m.shift_remove("internal_chat_message_metadata_passthrough");
+                }
+                items.push(dumps(&if drop_ids { without_id(&item) } else { item }));
+            }
+        }
+    }
+    items
+}
+
+#[test]
+fn sessiond_context_is_what_codex_sends() {
+    let Some((root, _keep)) = corpus() else {
+        return;
+    };
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(root.join("manifest.json")).unwrap()).unwrap();
+    let legacy_version = manifest["codex"]["legacy"].clone();
+    let steps: HashMap<&str, &Value> = manifest["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s))
+        .collect();
+    let mut counts: HashMap<&'static str, usize> = HashMap::new();
+    let mut failures = Vec::new();
+    for r in manifest["requests"].as_array().unwrap() {
+        if r["input"].is_null() {
+            continue;
+        }
+        *counts.entry("requests").or_default() += 1;
+        let n = r["n"].as_u64().unwrap();
+        let legacy = r["codex"] == legacy_version;
+        let ids = |items: &[Value]| -> Vec<String> {
+            items
+                .iter()
+                .map(|x| dumps(&if legacy { without_id(x) } else { x.clone() }))
+                .collect()
+        };
+        let leaf = &r["leaf"];
+        let at_leaf = (!leaf.is_null()).then(|| context(&root, leaf));
+        let at_resume = (!r["resumed_from"].is_null()).then(|| context(&root, &r["resumed_from"]));
+        let stored = at_leaf
+            .as_ref()
+            .or(at_resume.as_ref())
+            .and_then(|d| d["baseInstructions"].as_str().map(str::to_owned));
+        let got = match normalize(r, stored.as_deref(), &mut counts) {
+            Ok(input) => input.iter().map(dumps).collect::<Vec<_>>(),
+            Err(e) => {
+                failures.push(format!("request {n} ({}): {e}", r["step"]));
+                continue;
+            }
+        };
+        if legacy {
+            *counts.entry("N3").or_default() += 1;
+        }
+        if let Some(doc) = &at_leaf {
+            *counts.entry("leaf compared").or_default() += 1;
+            let want = ids(doc["messages"].as_array().unwrap());
+            if want == got {
+                *counts.entry("leaf equal").or_default() += 1;
+            } else {
+                let k = want.iter().zip(&got).take_while(|(a, b)| a == b).count();
+                failures.push(format!(
+                    "request {n} ({}) at {}:{}: sessiond {} items, Codex {}; first difference at {k}: sessiond {:.200} / Codex {:.200}",
+                    r["step"], leaf["file"], leaf["line"], want.len(), got.len(),
+                    want.get(k).map_or("-", String::as_str), got.get(k).map_or("-", String::as_str)
+                ));
+            }
+        }
+        if let Some(doc) = &at_resume {
+            *counts.entry("resume compared").or_default() += 1;
+            let base = ids(doc["messages"].as_array().unwrap());
+            let rest = got.get(base.len()..).unwrap_or(&[]);
+            let written = written_in_step(&root, steps[r["step"].as_str().unwrap()], legacy);
+            if got.len() < base.len() || got[..base.len()] != base[..] {
+                failures.push(format!(
+                    "request {n} ({}): the context at the resumed line {}:{} ({} items) is not the request minus its new turn",
+                    r["step"], r["resumed_from"]["file"], r["resumed_from"]["line"], base.len()
+                ));
+            } else if (rest.is_empty() && r["request_kind"] != "compaction")
+                || rest.iter().any(|x| !written.contains(x))
+            {
+                // A manual compaction sends the stored history alone (its prompt is N2): no new
+                // turn; any other continuation sends at least the prompt.
+                failures.push(format!(
+                    "request {n} ({}): the new turn ({} items) is not what the step wrote",
+                    r["step"],
+                    rest.len()
+                ));
+            } else {
+                *counts.entry("resume equal").or_default() += 1;
+            }
+        }
+    }
+    let c = |k: &str| counts.get(k).copied().unwrap_or(0);
+    println!(
+        "codex referee: {} requests; at the leaf {} compared, {} equal; at the resumed line {} compared, {} equal; N1 {}, N2 {}, N3 {}, legacy instructions {}",
+        c("requests"),
+        c("leaf compared"),
+        c("leaf equal"),
+        c("resume compared"),
+        c("resume equal"),
+        c("N1"),
+        c("N2"),
+        c("N3"),
+        c("legacy instructions")
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The corpus is what docs/codex.md §10 describes: every kind of continuation is there.
+    assert!(c("leaf compared") >= 30, "{counts:?}");
+    assert!(c("resume compared") >= 20, "{counts:?}");
+    assert!(c("N2") >= 2 && c("N3") >= 1, "{counts:?}");
+}
