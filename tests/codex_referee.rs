@@ -362,9 +362,62 @@ fn sessiond_context_is_what_codex_sends() {
             }
         }
     }
+    // The current segment (docs/codex.md §7): for every thread, the file `sessiond tree` calls
+    // current is the one Codex's state names after the last step run in its home.
+    let mut last_current: HashMap<&str, &Value> = HashMap::new();
+    for s in manifest["steps"].as_array().unwrap() {
+        if s["current_after"].is_object() {
+            last_current.insert(s["home"].as_str().unwrap(), &s["current_after"]);
+        }
+    }
+    for (home, current) in &last_current {
+        for (thread, file) in current.as_object().unwrap() {
+            let file = root.join(file.as_str().unwrap());
+            let out = Command::new(env!("CARGO_BIN_EXE_sessiond"))
+                .args(["tree", file.to_str().unwrap(), "--json"])
+                .output()
+                .unwrap();
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            *counts.entry("current compared").or_default() += 1;
+            let said = &doc["thread"]["current"];
+            if doc["thread"]["isCurrent"] == true && said["source"] == "state" {
+                *counts.entry("current equal").or_default() += 1;
+            } else {
+                failures.push(format!(
+                    "{home}: thread {thread}: Codex's state names {}, sessiond says {said}",
+                    file.display()
+                ));
+            }
+        }
+    }
+    // A pi session, a Claude Code transcript and a Codex home list as one.
+    let cache = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(["list", "--json", "--cache"])
+        .arg(cache.path().join("cache.json"))
+        .arg("--root")
+        .arg(repo().join("examples"))
+        .arg("--root")
+        .arg(repo().join("tests/data/claude/real"))
+        .arg("--root")
+        .arg(root.join("home/.codex"))
+        .output()
+        .unwrap();
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let formats: std::collections::BTreeSet<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["format"].as_str())
+        .collect();
+    assert_eq!(
+        formats.into_iter().collect::<Vec<_>>(),
+        ["claude-code", "codex", "pi"],
+        "{listed}"
+    );
     let c = |k: &str| counts.get(k).copied().unwrap_or(0);
     println!(
-        "codex referee: {} requests; at the leaf {} compared, {} equal; at the resumed line {} compared, {} equal; N1 {}, N2 {}, N3 {}, legacy instructions {}",
+        "codex referee: {} requests; at the leaf {} compared, {} equal; at the resumed line {} compared, {} equal; N1 {}, N2 {}, N3 {}, legacy instructions {}; current segment {} compared, {} equal",
         c("requests"),
         c("leaf compared"),
         c("leaf equal"),
@@ -373,11 +426,14 @@ fn sessiond_context_is_what_codex_sends() {
         c("N1"),
         c("N2"),
         c("N3"),
-        c("legacy instructions")
+        c("legacy instructions"),
+        c("current compared"),
+        c("current equal")
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The corpus is what docs/codex.md §10 describes: every kind of continuation is there.
     assert!(c("leaf compared") >= 30, "{counts:?}");
     assert!(c("resume compared") >= 20, "{counts:?}");
     assert!(c("N2") >= 2 && c("N3") >= 1, "{counts:?}");
+    assert!(c("current compared") >= 3, "{counts:?}");
 }

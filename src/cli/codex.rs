@@ -215,9 +215,27 @@ pub fn thread_of(file: &Path) -> Thread {
                    "endOrdinalExclusive": f.base.as_ref().and_then(|b| b.end_ordinal_exclusive)})
         })
         .collect();
+    let current = thread_id.as_deref().and_then(|t| {
+        crate::dialect::codex::state::current(
+            &crate::dialect::codex::lineage::codex_home_of(file),
+            &index,
+            t,
+        )
+    });
+    let is_current = current.as_ref().is_some_and(|c| same(&c.file, file));
+    if let Some(c) = &current {
+        lines.push(match (is_current, c.source) {
+            (true, crate::dialect::codex::state::Source::State) => {
+                "current: this file is the thread's current segment (threads.rollout_path in Codex's state)".to_owned()
+            }
+            (true, _) => "current: this file is the thread's current segment (no state database: its name sorts last)".to_owned(),
+            (false, _) => format!("not current: Codex continues the thread in {}", c.file.display()),
+        });
+    }
     Thread {
         thread_id,
-        json: json!({"thread": {"chain": chain, "continuedBy": continued}}),
+        json: json!({"thread": {"chain": chain, "continuedBy": continued,
+                                "current": current, "isCurrent": is_current}}),
         lines,
     }
 }
@@ -233,6 +251,13 @@ pub fn unknown_types(tree: &Tree) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether two paths name the same file (both made absolute, symbolic links resolved where
+/// they can be).
+fn same(a: &Path, b: &Path) -> bool {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| crate::paths::absolute(p));
+    real(a) == real(b)
 }
 
 /// Whether `file` is a Codex rollout.

@@ -10,8 +10,10 @@ use crate::storage::reader::{OpenError, young_age_ms};
 
 /// How deep below the root to look: pi keeps one directory per cwd under `sessions/`; Claude
 /// Code one per cwd under `projects/`, and a session's subagents three levels down
-/// (`<cwd>/<session>/subagents/agent-<id>.jsonl`).
-const MAX_DEPTH: usize = 3;
+/// (`<cwd>/<session>/subagents/agent-<id>.jsonl`); Codex one per day under `sessions/`
+/// (`sessions/YYYY/MM/DD/rollout-*.jsonl`), so a `CODEX_HOME` given as a root, or one directory
+/// beside pi's and Claude Code's, is listed too.
+const MAX_DEPTH: usize = 5;
 /// A header line longer than this is not read (pi headers are a few hundred bytes).
 const MAX_HEADER_BYTES: u64 = 1 << 20;
 
@@ -26,7 +28,7 @@ pub struct HeaderInfo {
     pub modified_ms: Option<i64>,
 }
 
-/// Every `*.jsonl` file under `root` (in directories up to three levels below it), sorted by
+/// Every `*.jsonl` file under `root` (in directories up to five levels below it), sorted by
 /// path.
 /// Unreadable directories are skipped.
 pub fn session_files(root: &Path) -> Vec<PathBuf> {

@@ -14,6 +14,7 @@ pub mod overview;
 pub mod preview;
 pub mod replay;
 pub mod search_text;
+pub mod state;
 
 #[cfg(test)]
 mod tests;

@@ -99,3 +99,46 @@ fn lines_are_linear_by_ordinal_and_unknown_types_survive() {
     );
     let _ = super::Codex::NAME;
 }
+
+#[test]
+fn the_current_segment_is_codex_state_else_the_name_that_sorts_last() {
+    use super::lineage::Index;
+    use super::state::{Source, current};
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let day = home.path().join("sessions/2026/01/01");
+    std::fs::create_dir_all(&day).unwrap_or_else(|e| panic!("{e}"));
+    let thread = "01a2453e-a8be-7fd3-8041-bcaa744a1349";
+    let meta = format!(
+        "{{\"timestamp\":\"t\",\"ordinal\":0,\"type\":\"session_meta\",\"payload\":{{\"id\":\"{thread}\"}}}}\n"
+    );
+    let root = day.join(format!("rollout-2026-01-01T00-00-00-{thread}.jsonl"));
+    let segment = day.join(format!(
+        "rollout-2026-01-01T00-00-09-{thread}_01a2453e-cd9c-7712-9155-c5f42ef8a8d0.jsonl"
+    ));
+    for f in [&root, &segment] {
+        std::fs::write(f, &meta).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let index = Index::scan(home.path());
+    let c = current(home.path(), &index, thread).unwrap_or_else(|| panic!("no current file"));
+    assert_eq!((c.file, c.source), (segment.clone(), Source::LastByName));
+    // Codex's state names the root file (as after a revert back to it): that wins.
+    let db = home.path().join("state_5.sqlite");
+    let conn = rusqlite::Connection::open(&db).unwrap_or_else(|e| panic!("{e}"));
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode=WAL; CREATE TABLE threads (id TEXT PRIMARY KEY, rollout_path TEXT NOT NULL); \
+         INSERT INTO threads VALUES ('{thread}', '{}');",
+        root.display()
+    ))
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Read while Codex's connection is open, its writes in the WAL.
+    let c = current(home.path(), &index, thread).unwrap_or_else(|| panic!("no current file"));
+    assert_eq!((c.file, c.source), (root.clone(), Source::State));
+    // The reader took no lock: Codex writes on.
+    conn.execute(
+        "UPDATE threads SET rollout_path = ?1 WHERE id = ?2",
+        [segment.to_str().unwrap_or(""), thread],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let c = current(home.path(), &index, thread).unwrap_or_else(|| panic!("no current file"));
+    assert_eq!(c.file, segment);
+}
