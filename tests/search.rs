@@ -764,7 +764,7 @@ fn claude_transcripts_are_searched_beside_pi_sessions() {
     assert_eq!(r["total"], 4, "{r}");
     let e = d.request(
         "session/search",
-        json!({"query": "answer", "agent": "codex"}),
+        json!({"query": "answer", "agent": "gemini"}),
     );
     assert_eq!(support::error_of(&e).0, -32602, "{e}");
     d.stop();
@@ -775,7 +775,7 @@ fn claude_transcripts_are_searched_beside_pi_sessions() {
             "search",
             "x",
             "--agent",
-            "codex",
+            "gemini",
             "--root",
             m.root.to_str().unwrap(),
         ])
