@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
+use crate::core::tree::UnknownId;
 use crate::dialect::pi::Pi;
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::compaction::entry::js_number;
@@ -71,12 +72,12 @@ pub enum CompactError {
     #[error(transparent)]
     Write(#[from] WriteError),
     /// The leaf names no entry.
-    #[error("{}: unknown entry id {id} (leaf)", path.display())]
+    #[error("{}: {}", path.display(), unknown.describe("leaf id"))]
     UnknownLeaf {
         /// The session file.
         path: PathBuf,
-        /// The leaf id as given.
-        id: String,
+        /// The leaf id as given (an unknown id, or a prefix of several).
+        unknown: UnknownId,
     },
     /// The plan failed (pi itself would throw on this session, or a line changed).
     #[error("{}: {source}", path.display())]
@@ -163,7 +164,7 @@ pub fn plan(
         .resolve_leaf(req.leaf)
         .map_err(|unknown| CompactError::UnknownLeaf {
             path: path.to_owned(),
-            id: unknown.id,
+            unknown,
         })?;
     let options = Options {
         keep_recent_tokens: req.keep_recent_tokens,
@@ -192,7 +193,7 @@ fn check_request(
     tree.resolve_leaf(req.leaf)
         .map_err(|unknown| CompactError::UnknownLeaf {
             path: path.to_owned(),
-            id: unknown.id,
+            unknown,
         })?;
     writer::check_expected_leaf(path, tree, expected)?;
     Ok(())
@@ -307,7 +308,7 @@ pub fn explain_nothing(
         .resolve_leaf(req.leaf)
         .map_err(|unknown| CompactError::UnknownLeaf {
             path: path.to_owned(),
-            id: unknown.id,
+            unknown,
         })?;
     let projection = projection::project_path(tree, leaf);
     let here = prepare::projected_entries(tree, &projection, lines)

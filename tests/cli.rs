@@ -321,7 +321,7 @@ fn arguments_are_checked_before_the_fence() {
             stale,
             2,
             "unknownEntry",
-            "unknown entry id nope (label target)",
+            "unknown target id nope",
         ),
         (
             "label",
@@ -338,7 +338,7 @@ fn arguments_are_checked_before_the_fence() {
             stale,
             2,
             "unknownEntry",
-            "unknown entry id nope (leaf)",
+            "unknown leaf id nope (`sessiond tree",
         ),
         (
             "compact",
@@ -380,6 +380,70 @@ fn arguments_are_checked_before_the_fence() {
             "{args:?} wrote"
         );
     }
+}
+
+/// Wherever an entry id is taken a unique prefix does, as in git (a Claude Code uuid by its
+/// first block); a prefix of several ids is refused naming a few, with the unknown-entry exit
+/// code; an unknown id says where the ids are listed. A write stores the whole id.
+#[test]
+fn a_unique_id_prefix_names_its_entry() {
+    let claude = "tests/data/claude/real/compacted.jsonl";
+    let full = "ae800328-172e-4b1c-a40d-ccf52c5420db";
+    assert_eq!(
+        stdout_of(&["explain", claude, "ae800328"]),
+        stdout_of(&["explain", claude, full])
+    );
+    assert_eq!(
+        stdout_of(&["context", BRANCHED, "--leaf", "de19", "--json"]),
+        stdout_of(&["context", BRANCHED, "--leaf", "de19adb3", "--json"])
+    );
+    assert_eq!(
+        stdout_of(&["diff", BRANCHED, "de19", "610f9"]),
+        stdout_of(&["diff", BRANCHED, "de19adb3", "610f9c1e"])
+    );
+    let output = sessiond_exits(&["explain", claude, "6", "--json"], 2);
+    let doc = one_document(&output);
+    assert_eq!(doc["error"]["kind"], "unknownEntry", "{doc}");
+    let candidates = doc["error"]["candidates"].as_array().expect("candidates");
+    assert_eq!(candidates.len(), 4, "{doc}");
+    assert!(
+        candidates
+            .iter()
+            .all(|c| c.as_str().is_some_and(|c| c.starts_with('6')))
+    );
+    let message = doc["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("ambiguous entry id (or line:N) 6: 6 ids begin with it: "),
+        "{message}"
+    );
+    let output = sessiond_exits(&["context", BRANCHED, "--leaf", "nope"], 2);
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains(&format!(
+            "unknown leaf id nope (`sessiond tree {BRANCHED} --full` lists the ids)"
+        )),
+        "{err}"
+    );
+
+    // Writes: the label's target, the fork point and --expected-leaf by prefix.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = branched_copy(dir.path());
+    let output = sessiond(["label", &file, "0024", "start", "--expected-leaf", "610f"]);
+    let (_, new) = wrote(&output, "wrote label ");
+    let text = std::fs::read_to_string(&file).expect("read");
+    let line: Value = serde_json::from_str(text.lines().last().expect("a line")).expect("json");
+    assert_eq!(
+        (line["id"].as_str(), line["targetId"].as_str()),
+        (Some(new.as_str()), Some("00247798"))
+    );
+    let output = sessiond_exits(&["label", &file, "0024", "x", "--expected-leaf", "6"], 2);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("ambiguous expected leaf id 6"));
+    let forked = |at: &str| {
+        let output = sessiond(["fork", &file, at, "--json"]);
+        assert!(output.status.success(), "{}", describe(&output));
+        one_document(&output)["entryCount"].clone()
+    };
+    assert_eq!(forked("de19"), forked("de19adb3"));
 }
 
 fn stdout_of(args: &[&str]) -> String {

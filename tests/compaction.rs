@@ -546,7 +546,7 @@ fn bad_input_gets_its_documented_result_and_writes_nothing() {
     );
     // An unknown leaf.
     let unknown = ["--leaf", "0badc0de"];
-    refused(&branched, &unknown, 2, &["unknown entry id 0badc0de"]);
+    refused(&branched, &unknown, 2, &["unknown leaf id 0badc0de"]);
     // A stale expected leaf.
     let stale = ["--keep-recent-tokens", "1", "--expected-leaf", "8a9bb12f"];
     refused(

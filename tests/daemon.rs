@@ -790,6 +790,39 @@ fn bad_input_gets_documented_errors_and_the_daemon_keeps_serving() {
         );
         assert_eq!(data["id"], json!("deadbeef"));
     }
+    // An id may be a unique prefix, as in git; a prefix of several ids is the same error,
+    // naming a few of them.
+    assert_eq!(
+        d.call(
+            "session/contextAt",
+            json!({"path": file, "leafId": "de19a"})
+        ),
+        d.call(
+            "session/contextAt",
+            json!({"path": file, "leafId": "de19adb3"})
+        ),
+    );
+    assert_eq!(
+        d.call("session/explain", json!({"path": file, "entryId": "0024"})),
+        d.call(
+            "session/explain",
+            json!({"path": file, "entryId": "00247798"})
+        ),
+    );
+    let (code, message, data) = error_of(&d.request(
+        "session/explain",
+        json!({"path": file, "entryId": "6", "leafId": "de19"}),
+    ));
+    assert_eq!(code, UNKNOWN_ENTRY);
+    assert!(message.contains("ambiguous entry id 6"), "{message}");
+    let candidates = data["candidates"].as_array().expect("candidates");
+    assert_eq!(candidates.len(), 4, "{data}");
+    assert!(
+        candidates.iter().all(|c| c
+            .as_str()
+            .is_some_and(|c| c.starts_with('6') && c.len() == 8)),
+        "{data}"
+    );
 
     // Corrupt files: refused with {kind, line, offset}; allowCorrupt opens them.
     let expected: Value = serde_json::from_str(

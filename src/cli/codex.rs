@@ -37,9 +37,9 @@ fn leaf_line(
 ) -> Result<Option<usize>, CliError> {
     let n: Option<NodeIdx> = match id {
         None => crate::core::describe::Describe::default_leaf(tree),
-        Some(id) => Some(tree.find(id).ok_or_else(|| CliError::UnknownEntry {
+        Some(id) => Some(tree.lookup(id).map_err(|unknown| CliError::UnknownEntry {
             path: file.to_owned(),
-            id: id.to_owned(),
+            unknown,
             what,
         })?),
     };

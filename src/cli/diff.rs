@@ -38,11 +38,7 @@ pub struct DiffArgs {
 
 /// The entry a leaf argument names. Errors: `UnknownEntry`.
 fn leaf<E: TreeEntry>(tree: &Tree<E>, file: &Path, id: &str) -> Result<NodeIdx, CliError> {
-    tree.find(id).ok_or_else(|| CliError::UnknownEntry {
-        path: file.to_owned(),
-        id: id.to_owned(),
-        what: "leaf id",
-    })
+    super::read::find(tree, file, id, "leaf id")
 }
 
 /// Runs `sessiond diff`. Errors: the open errors of `context`, an unknown leaf, a line that

@@ -2,7 +2,7 @@
 //! its JSON document for stdout under `--json`, and its exit code (taken from [`Exit`]).
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
@@ -10,6 +10,7 @@ use thiserror::Error;
 
 use crate::compact::{self, CompactError};
 use crate::core::diagnostics::Corruption;
+use crate::core::tree::UnknownId;
 use crate::dialect::pi::compaction::CompactionError;
 use crate::dialect::pi::render::RenderError;
 use crate::session::activity::Agent;
@@ -249,12 +250,12 @@ pub enum CliError {
     }, Reporter::Read))]
     Open(#[from] OpenError),
     /// An id argument names no entry.
-    #[error("{}: unknown {what} {}", path.display(), shorten(id))]
+    #[error("{}", unknown_entry(path, unknown, what))]
     UnknownEntry {
         /// The session file.
         path: PathBuf,
-        /// The id as given.
-        id: String,
+        /// The id as given (no entry has it or begins with it), or a prefix of several ids.
+        unknown: UnknownId,
         /// Which argument named it: `leaf id` or `entry id`.
         what: &'static str,
     },
@@ -270,10 +271,13 @@ pub enum CliError {
     #[error("{0}{hint}", hint = salvage_hint(write_corruption(.0), Reporter::Write))]
     Write(#[from] WriteError),
     /// A compaction was refused or failed.
-    #[error("{0}{hint}", hint = salvage_hint(match .0 {
-        CompactError::Write(w) => write_corruption(w),
-        _ => None,
-    }, Reporter::Write))]
+    #[error("{}", match .0 {
+        CompactError::UnknownLeaf { path, unknown } => unknown_entry(path, unknown, "leaf id"),
+        e => format!("{e}{}", salvage_hint(match e {
+            CompactError::Write(w) => write_corruption(w),
+            _ => None,
+        }, Reporter::Write)),
+    })]
     Compact(#[from] CompactError),
     /// A context-changing write (append, branch, compact) while an agent works on the session
     /// (SPEC §4): pi never re-reads its file, so the entry would become a side branch its next
@@ -395,9 +399,12 @@ impl CliError {
                 e["ageMs"] = json!(age_ms);
                 "pending"
             }
-            CliError::UnknownEntry { id, .. }
-            | CliError::Compact(CompactError::UnknownLeaf { id, .. }) => {
-                e["id"] = json!(id);
+            CliError::UnknownEntry { unknown, .. }
+            | CliError::Compact(CompactError::UnknownLeaf { unknown, .. }) => {
+                e["id"] = json!(unknown.id);
+                if unknown.is_ambiguous() {
+                    e["candidates"] = json!(unknown.candidates);
+                }
                 "unknownEntry"
             }
             CliError::Write(w) | CliError::Compact(CompactError::Write(w)) => {
@@ -518,6 +525,20 @@ fn write_details(e: &WriteError, err: &mut Value) {
 }
 
 /// An id for an error message, cut to 80 characters (a pasted blob should not flood stderr).
+/// The words of an id argument that names no entry: where to list the ids, or, for a prefix
+/// of several, a few of them.
+fn unknown_entry(path: &Path, unknown: &UnknownId, what: &str) -> String {
+    if unknown.is_ambiguous() {
+        return format!("{}: {}", path.display(), unknown.describe(what));
+    }
+    format!(
+        "{}: unknown {what} {} (`sessiond tree {} --full` lists the ids)",
+        path.display(),
+        shorten(&unknown.id),
+        path.display()
+    )
+}
+
 fn shorten(id: &str) -> String {
     match id.char_indices().nth(80) {
         Some((at, _)) => format!("{}…", &id[..at]),

@@ -211,16 +211,22 @@ pub fn resolve(tree: &Tree, file: &Path, id: Option<&str>) -> Result<Option<Node
     tree.resolve_leaf(id)
         .map_err(|unknown| CliError::UnknownEntry {
             path: file.to_owned(),
-            id: unknown.id,
+            unknown,
             what: "leaf id",
         })
 }
 
-/// The entry with this id; `what` names the argument in the error.
-fn find(tree: &Tree, file: &Path, id: &str, what: &'static str) -> Result<NodeIdx, CliError> {
-    tree.find(id).ok_or_else(|| CliError::UnknownEntry {
+/// The entry an id argument names: that id, or a unique prefix of one ([`Tree::lookup`], pi
+/// and Claude Code alike); `what` names the argument in the error.
+pub fn find<E: crate::core::tree::TreeEntry>(
+    tree: &crate::core::tree::Tree<E>,
+    file: &Path,
+    id: &str,
+    what: &'static str,
+) -> Result<NodeIdx, CliError> {
+    tree.lookup(id).map_err(|unknown| CliError::UnknownEntry {
         path: file.to_owned(),
-        id: id.to_owned(),
+        unknown,
         what,
     })
 }

@@ -58,11 +58,7 @@ pub(crate) fn read(file: &Path, allow_corrupt: bool) -> Result<Read, CliError> {
 /// `UnknownEntry`, or `Argument` for a transcript without a leaf to continue.
 pub(crate) fn leaf(tree: &Tree, file: &Path, id: Option<&str>) -> Result<NodeIdx, CliError> {
     match id {
-        Some(id) => tree.find(id).ok_or_else(|| CliError::UnknownEntry {
-            path: file.to_owned(),
-            id: id.to_owned(),
-            what: "leaf id",
-        }),
+        Some(id) => super::read::find(tree, file, id, "leaf id"),
         None => claude::default_leaf(tree).ok_or_else(|| CliError::Argument {
             arg: "FILE",
             detail: format!(
@@ -195,11 +191,12 @@ pub fn explain(out: &mut dyn Write, args: &Ask<'_>, entry_id: &str) -> Result<Ex
     let tree = &session.tree;
     let target = match entry_id.strip_prefix("line:").map(str::parse::<u32>) {
         Some(Ok(line)) => Target::Line(line),
-        _ => Target::Node(tree.find(entry_id).ok_or_else(|| CliError::UnknownEntry {
-            path: file.to_owned(),
-            id: entry_id.to_owned(),
-            what: "entry id (or line:N)",
-        })?),
+        _ => Target::Node(super::read::find(
+            tree,
+            file,
+            entry_id,
+            "entry id (or line:N)",
+        )?),
     };
     let leaf = leaf(tree, file, args.leaf)?;
     let ex = explain::explain(

@@ -168,8 +168,8 @@ fn options(o: &AppendOpts) -> WriteOptions {
 
 /// Runs `fork`.
 pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
-    let req = ForkRequest {
-        entry_id: &args.entry_id,
+    let req = |entry_id| ForkRequest {
+        entry_id,
         position: if args.before {
             Position::Before
         } else {
@@ -188,7 +188,8 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
         }
         crate::dialect::Dialect::Pi => {
             let session = writer::open_for_write(&args.file)?;
-            writer::fork(&args.file, &session.tree, req, &Reservations::new())?
+            let id = full_id(&args.file, &session.tree, &args.entry_id, "entry id")?;
+            writer::fork(&args.file, &session.tree, req(&id), &Reservations::new())?
         }
         crate::dialect::Dialect::Claude => {
             // Only what reads strictly is forked.
@@ -196,7 +197,8 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
                 &args.file,
                 crate::core::tree::Mode::Strict,
             )?;
-            writer::fork_transcript(&args.file, &session.tree, req, &Reservations::new())?
+            let id = full_id(&args.file, &session.tree, &args.entry_id, "entry id")?;
+            writer::fork_transcript(&args.file, &session.tree, req(&id), &Reservations::new())?
         }
     };
     print(out, &convert::forked(&forked), args.json, |f| {
@@ -220,23 +222,60 @@ fn as_given<'a>(new: &'a Path, source: &Path, out: Option<&Path>) -> &'a Path {
     }
 }
 
+/// The whole id of the entry an id argument names (a unique prefix is enough, as in git).
+/// Errors: `UnknownEntry` for an id that names none or a prefix of several.
+fn full_id<E: crate::core::tree::TreeEntry>(
+    file: &Path,
+    tree: &crate::core::tree::Tree<E>,
+    id: &str,
+    what: &'static str,
+) -> Result<String, CliError> {
+    let n = super::read::find(tree, file, id, what)?;
+    Ok(tree.node(n).entry.id().as_str().to_owned())
+}
+
+/// `full_id` of an argument that may also be `null` (kept as given).
+fn full_or_null<E: crate::core::tree::TreeEntry>(
+    file: &Path,
+    tree: &crate::core::tree::Tree<E>,
+    id: &str,
+    what: &'static str,
+) -> Result<String, CliError> {
+    match null_or(id) {
+        None => Ok(id.to_owned()),
+        Some(id) => full_id(file, tree, id, what),
+    }
+}
+
 /// Runs `label`.
 pub fn label(out: &mut dyn Write, args: &LabelArgs) -> Result<Exit, CliError> {
     super::read::require_pi(&args.file, "label")?;
+    let mut session = writer::open_for_write(&args.file)?;
+    let target = full_id(&args.file, &session.tree, &args.target_id, "target id")?;
     let change = Change::Label {
-        target_id: &args.target_id,
+        target_id: &target,
         label: args.label.as_deref(),
     };
-    append_change(out, &args.file, "label", change, &args.opts, Guard::Off)
+    append_change(
+        out,
+        &args.file,
+        &mut session,
+        "label",
+        change,
+        &args.opts,
+        Guard::Off,
+    )
 }
 
 /// Runs `name`.
 pub fn name(out: &mut dyn Write, args: &NameArgs) -> Result<Exit, CliError> {
     super::read::require_pi(&args.file, "name")?;
+    let mut session = writer::open_for_write(&args.file)?;
     let change = Change::SetName { name: &args.name };
     append_change(
         out,
         &args.file,
+        &mut session,
         "session_info",
         change,
         &args.opts,
@@ -256,14 +295,17 @@ pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> 
             arg: "--details",
             detail: format!("not JSON: {e}"),
         })?;
+    let mut session = writer::open_for_write(&args.file)?;
+    let from = full_or_null(&args.file, &session.tree, &args.from_id, "from id")?;
     let change = Change::Branch {
-        from_id: null_or(&args.from_id),
+        from_id: null_or(&from),
         summary: &args.summary,
         details,
     };
     append_change(
         out,
         &args.file,
+        &mut session,
         "branch_summary",
         change,
         &args.opts,
@@ -274,7 +316,13 @@ pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> 
 /// Runs `append`.
 pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> {
     super::read::require_pi(&args.file, "append")?;
-    let parent = match args.parent.as_deref() {
+    let mut session = writer::open_for_write(&args.file)?;
+    let given = args
+        .parent
+        .as_deref()
+        .map(|p| full_or_null(&args.file, &session.tree, p, "parent id"))
+        .transpose()?;
+    let parent = match given.as_deref() {
         None => ParentChoice::Leaf,
         Some(p) => ParentChoice::Explicit(null_or(p)),
     };
@@ -285,6 +333,7 @@ pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> 
     append_change(
         out,
         &args.file,
+        &mut session,
         "entry",
         change,
         &args.opts,
@@ -360,20 +409,15 @@ impl Guard {
 fn append_change(
     out: &mut dyn Write,
     file: &Path,
+    session: &mut OpenedSession<Pi>,
     what: &str,
     change: Change<'_>,
     o: &AppendOpts,
     guard: Guard,
 ) -> Result<Exit, CliError> {
-    let mut session = writer::open_for_write(file)?;
-    guard.check(file, &session)?;
-    let written = writer::write_entry(
-        file,
-        &mut session,
-        change,
-        null_or(&o.expected_leaf),
-        &options(o),
-    )?;
+    guard.check(file, session)?;
+    let expected = expected_leaf(file, &session.tree, &o.expected_leaf)?;
+    let written = writer::write_entry(file, session, change, null_or(&expected), &options(o))?;
     print(out, &convert::written(&written, true), o.json, |w| {
         let leaf = w.leaf_id.as_deref().unwrap_or("null");
         let mut text = format!("wrote {what} {} · current leaf {leaf}", w.id);
@@ -393,6 +437,22 @@ fn append_change(
         }
         text
     })
+}
+
+/// `--expected-leaf` as a whole id: a unique prefix of an entry's id stands for it. An id no
+/// entry has or begins with is kept as given: the fence then reports the file moved on (exit
+/// 4), as it does for any leaf it does not hold. Errors: a prefix of several ids.
+pub fn expected_leaf(
+    file: &Path,
+    tree: &crate::dialect::pi::Tree,
+    given: &str,
+) -> Result<String, CliError> {
+    match full_or_null(file, tree, given, "expected leaf id") {
+        Err(CliError::UnknownEntry { unknown, .. }) if !unknown.is_ambiguous() => {
+            Ok(given.to_owned())
+        }
+        other => other,
+    }
 }
 
 /// Prints a result as one JSON line or as text.

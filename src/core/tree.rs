@@ -761,7 +761,21 @@ impl<E: TreeEntry> Tree<E> {
     /// entry is an error naming it: unlike pi, which silently falls back to the last entry
     /// (SPEC §3). The one leaf resolution of the CLI, the daemon and compaction.
     pub fn resolve_leaf(&self, requested: Option<&str>) -> Result<Option<NodeIdx>, UnknownId> {
-        UnknownId::resolve(requested, || self.default_leaf(), |id| self.find(id))
+        UnknownId::resolve(requested, || self.default_leaf(), |id| self.lookup(id))
+    }
+    /// The entry an id argument names, as git names a commit: the entry with exactly this id,
+    /// else the one entry whose id begins with it. Errors: [`UnknownId`], with the candidates
+    /// when the prefix begins more than one id. For what a user or a client gives; the tree's
+    /// own links (`parentId`, label targets) are exact ids and go through [`Tree::find`].
+    pub fn lookup(&self, given: &str) -> Result<NodeIdx, UnknownId> {
+        if let Some(n) = self.find(given) {
+            return Ok(n);
+        }
+        UnknownId::by_prefix(
+            given,
+            self.nodes.iter().map(|n| n.entry.id().as_str()).enumerate(),
+        )
+        .map(|i| i as NodeIdx)
     }
     /// The fence of a write (SPEC §4): the writer's view `expected` (the id of the session's
     /// last entry in file order as the writer last saw it; `None`: a session without entries)
@@ -898,27 +912,97 @@ impl LeafSet {
 /// How many nodes back [`Tree::path_to`] reads ahead of its walk.
 const AHEAD_OF_WALK: usize = 16;
 
-/// An id that names no entry of the tree (a requested leaf, say).
+/// An id that names no entry of the tree (a requested leaf, say), or a prefix of more than one
+/// entry's id (then `candidates` lists a few of them; the CLI and the daemon report both
+/// with the unknown-entry exit code and error code).
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("unknown entry id {id}")]
+#[error("{}", self.describe("entry id"))]
 pub struct UnknownId {
     /// The id as given.
     pub id: String,
+    /// Empty: no id begins with it. Otherwise the first ids in file order that begin with it
+    /// (at most [`UnknownId::SHOWN`]) ...
+    pub candidates: Vec<String>,
+    /// ... out of this many.
+    pub matches: usize,
 }
 
 impl UnknownId {
+    /// How many candidates an ambiguous prefix names.
+    pub const SHOWN: usize = 4;
+
+    /// An id no entry has and no entry's id begins with.
+    pub fn unknown(id: &str) -> UnknownId {
+        UnknownId {
+            id: id.to_owned(),
+            candidates: Vec::new(),
+            matches: 0,
+        }
+    }
+
+    /// Whether the id is a prefix of more than one entry's id (else it names none).
+    pub fn is_ambiguous(&self) -> bool {
+        self.matches > 1
+    }
+
+    /// The error's words, `what` naming the argument (`entry id`, `leaf id`):
+    /// `unknown entry id X`, or `ambiguous entry id X: 6 ids begin with it: a, b, c, d, …`.
+    pub fn describe(&self, what: &str) -> String {
+        if !self.is_ambiguous() {
+            return format!("unknown {what} {}", self.id);
+        }
+        let more = if self.matches > self.candidates.len() {
+            ", …"
+        } else {
+            ""
+        };
+        format!(
+            "ambiguous {what} {}: {} ids begin with it: {}{more}",
+            self.id,
+            self.matches,
+            self.candidates.join(", ")
+        )
+    }
+
+    /// The one of `ids` (index, id) that begins with `prefix`. Errors: none or several do
+    /// (an empty prefix names nothing).
+    pub fn by_prefix<'a>(
+        prefix: &str,
+        ids: impl Iterator<Item = (usize, &'a str)>,
+    ) -> Result<usize, UnknownId> {
+        let mut found = None;
+        let mut e = UnknownId::unknown(prefix);
+        if prefix.is_empty() {
+            return Err(e);
+        }
+        for (i, id) in ids.filter(|(_, id)| id.starts_with(prefix)) {
+            found.get_or_insert(i);
+            e.matches += 1;
+            if e.candidates.len() < UnknownId::SHOWN {
+                e.candidates.push(id.to_owned());
+            }
+        }
+        match found {
+            Some(i) if e.matches == 1 => Ok(i),
+            _ => {
+                if !e.is_ambiguous() {
+                    e.candidates.clear();
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// The leaf a request names: `Some(id)` is the entry `find` finds, `None` the `default` one.
-    /// Errors: an id `find` does not find. What every `resolve_leaf` does over its tree.
+    /// Errors: what `find` says of the id. What every `resolve_leaf` does over its tree.
     pub fn resolve(
         requested: Option<&str>,
         default: impl FnOnce() -> Option<NodeIdx>,
-        find: impl FnOnce(&str) -> Option<NodeIdx>,
+        find: impl FnOnce(&str) -> Result<NodeIdx, UnknownId>,
     ) -> Result<Option<NodeIdx>, UnknownId> {
         match requested {
             None => Ok(default()),
-            Some(id) => find(id)
-                .map(Some)
-                .ok_or_else(|| UnknownId { id: id.to_owned() }),
+            Some(id) => find(id).map(Some),
         }
     }
 }
@@ -1120,9 +1204,50 @@ mod leaf_and_fence_tests {
         assert_eq!(t.resolve_leaf(Some("b")), Ok(Some(1)));
         assert_eq!(
             t.resolve_leaf(Some("nope")),
-            Err(UnknownId { id: "nope".into() })
+            Err(UnknownId::unknown("nope"))
         );
         assert_eq!(Tree::new((), Mode::Strict).resolve_leaf(None), Ok(None));
+    }
+
+    /// An id argument may be a unique prefix, as in git; an exact id wins over a longer id it
+    /// begins; an ambiguous prefix names its candidates in file order.
+    #[test]
+    fn lookup_takes_an_exact_id_or_a_unique_prefix() {
+        let mut t = tree();
+        for (line, json) in [
+            (3, r#"{"type":"custom","id":"ab12","parentId":"a"}"#),
+            (4, r#"{"type":"custom","id":"ab34","parentId":"ab12"}"#),
+            (5, r#"{"type":"custom","id":"ab345","parentId":"ab34"}"#),
+        ] {
+            assert!(t.push(entry(line, json)).is_ok());
+        }
+        assert_eq!(t.lookup("ab12"), Ok(1));
+        assert_eq!(t.lookup("ab1"), Ok(1));
+        assert_eq!(
+            t.lookup("ab34"),
+            Ok(2),
+            "exact, though ab345 begins with it"
+        );
+        assert_eq!(t.lookup("ab345"), Ok(3));
+        assert_eq!(t.resolve_leaf(Some("ab3")).map_err(|e| e.matches), Err(2));
+        let e = t.lookup("ab").unwrap_err();
+        assert!(e.is_ambiguous());
+        assert_eq!(e.candidates, ["ab12", "ab34", "ab345"]);
+        assert_eq!(
+            e.to_string(),
+            "ambiguous entry id ab: 3 ids begin with it: ab12, ab34, ab345"
+        );
+        assert_eq!(t.lookup("zz"), Err(UnknownId::unknown("zz")));
+        assert_eq!(t.lookup(""), Err(UnknownId::unknown("")));
+        assert_eq!(
+            t.lookup("zz").unwrap_err().to_string(),
+            "unknown entry id zz"
+        );
+        let many = UnknownId::by_prefix("x", (0..7).map(|i| (i, "xy")));
+        assert_eq!(
+            many.unwrap_err().describe("leaf id"),
+            "ambiguous leaf id x: 7 ids begin with it: xy, xy, xy, xy, …"
+        );
     }
 
     #[test]

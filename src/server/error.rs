@@ -13,6 +13,7 @@ use tower_lsp_server::jsonrpc::{self, ErrorCode};
 
 use crate::compact::CompactError;
 use crate::core::diagnostics::Corruption;
+use crate::core::tree::UnknownId;
 use crate::dialect::Dialect;
 use crate::dialect::pi::compaction::CompactionError;
 use crate::dialect::pi::compaction::retention::ProbeResult;
@@ -108,6 +109,16 @@ pub const CODES: &[i64] = &[
     UNSUPPORTED_FOR_FORMAT,
 ];
 
+/// `unknownEntry`'s code and data: the path, the id as given and, for a prefix of several
+/// ids, a few of them as `candidates`.
+fn unknown_entry(path: &std::path::Path, unknown: &UnknownId) -> (i64, Option<serde_json::Value>) {
+    let mut data = json!({ "path": path.to_string_lossy(), "id": unknown.id });
+    if unknown.is_ambiguous() {
+        data["candidates"] = json!(unknown.candidates);
+    }
+    (UNKNOWN_ENTRY, Some(data))
+}
+
 /// Why a method failed.
 #[derive(Debug, Error)]
 pub enum RpcError {
@@ -125,13 +136,14 @@ pub enum RpcError {
     /// The session is not open, could not be opened, or its owner is gone.
     #[error(transparent)]
     Session(#[from] SessionError),
-    /// An id in the params names no entry of the session (-33004).
-    #[error("{}: unknown entry id {id}", path.display())]
+    /// An id in the params names no entry of the session, or is a prefix of several entries'
+    /// ids (-33004; `data.candidates` then lists a few).
+    #[error("{}: {unknown}", path.display())]
     UnknownEntry {
         /// The session file.
         path: PathBuf,
-        /// The id that names no entry.
-        id: String,
+        /// The id as given, and the ids it begins when it is ambiguous.
+        unknown: UnknownId,
     },
     /// Rendering a context or entry from the file failed (-33006).
     #[error("{}: {source}", path.display())]
@@ -312,18 +324,14 @@ impl RpcError {
             RpcError::Session(SessionError::OwnerGone { path }) => {
                 (SESSION_NOT_OPEN, Some(path_data(path)))
             }
-            RpcError::UnknownEntry { path, id } => (
-                UNKNOWN_ENTRY,
-                Some(json!({ "path": path.to_string_lossy(), "id": id })),
-            ),
+            RpcError::UnknownEntry { path, unknown } => unknown_entry(path, unknown),
             RpcError::Render { path, .. } | RpcError::Io { path, .. } => {
                 (IO_ERROR, Some(path_data(path)))
             }
             RpcError::Write(w) | RpcError::Compact(CompactError::Write(w)) => write_error(w),
-            RpcError::Compact(CompactError::UnknownLeaf { path, id }) => (
-                UNKNOWN_ENTRY,
-                Some(json!({ "path": path.to_string_lossy(), "id": id })),
-            ),
+            RpcError::Compact(CompactError::UnknownLeaf { path, unknown }) => {
+                unknown_entry(path, unknown)
+            }
             RpcError::Compact(CompactError::Compaction { path, source }) => match source {
                 CompactionError::PiWouldThrow { entry_id, .. } => (
                     COMPACTION_FAILED,

@@ -61,9 +61,9 @@ pub(super) fn find(session: &Session, id: &str) -> Result<NodeIdx, RpcError> {
     session
         .opened()
         .find(id)
-        .ok_or_else(|| RpcError::UnknownEntry {
+        .map_err(|unknown| RpcError::UnknownEntry {
             path: session.path().to_owned(),
-            id: id.to_owned(),
+            unknown,
         })
 }
 
@@ -96,7 +96,7 @@ fn leaf(session: &Session, id: Option<&str>) -> Result<Option<NodeIdx>, RpcError
         .resolve_leaf(id)
         .map_err(|unknown| RpcError::UnknownEntry {
             path: session.path().to_owned(),
-            id: unknown.id,
+            unknown,
         })
 }
 
@@ -254,9 +254,9 @@ fn rollout_line(
 ) -> Result<Option<usize>, RpcError> {
     let n = match id {
         None => crate::core::describe::Describe::default_leaf(tree),
-        Some(id) => Some(tree.find(id).ok_or_else(|| RpcError::UnknownEntry {
+        Some(id) => Some(tree.lookup(id).map_err(|unknown| RpcError::UnknownEntry {
             path: s.path().to_owned(),
-            id: id.to_owned(),
+            unknown,
         })?),
     };
     Ok(n.map(|n| tree.node(n).entry.span.line as usize - 1))
@@ -519,7 +519,7 @@ fn collect_closed(
 ) -> Result<crate::core::verify::Collected, RpcError> {
     let unknown = |unknown: crate::core::tree::UnknownId| RpcError::UnknownEntry {
         path: path.to_owned(),
-        id: unknown.id,
+        unknown,
     };
     match read_closed_any(path, roots, "session/verifyResume")? {
         Closed::Pi(session, lines) => {
@@ -534,10 +534,7 @@ fn collect_closed(
         Closed::Claude(session, lines) => {
             let tree = &session.tree;
             let leaf = match leaf_id {
-                Some(id) => Some(tree.find(id).ok_or_else(|| RpcError::UnknownEntry {
-                    path: path.to_owned(),
-                    id: id.to_owned(),
-                })?),
+                Some(id) => Some(tree.lookup(id).map_err(unknown)?),
                 None => crate::dialect::claude::default_leaf(tree),
             };
             transcript_collect(path, tree, leaf, &lines)
@@ -572,7 +569,7 @@ fn export_result(
         .resolve_leaf(leaf_id)
         .map_err(|unknown| RpcError::UnknownEntry {
             path: path.to_owned(),
-            id: unknown.id,
+            unknown,
         })?;
     let e = crate::view::export::export(tree, leaf, source, options).map_err(|source| {
         RpcError::Render {
@@ -600,9 +597,9 @@ fn transcript_export_result(
 ) -> Result<Raw, RpcError> {
     use crate::view::export::claude::{Subagent, export};
     let leaf = match leaf_id {
-        Some(id) => Some(tree.find(id).ok_or_else(|| RpcError::UnknownEntry {
+        Some(id) => Some(tree.lookup(id).map_err(|unknown| RpcError::UnknownEntry {
             path: path.to_owned(),
-            id: id.to_owned(),
+            unknown,
         })?),
         None => crate::dialect::claude::default_leaf(tree),
     };

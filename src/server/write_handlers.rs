@@ -268,15 +268,17 @@ impl Backend {
             // pi's `branch(fromId)`: only the leaf moves, which is the client's to keep.
             return Ok(self
                 .ask(&p.path, move |s| {
-                    if let Some(id) = &from {
-                        find(s, id)?;
-                    }
+                    // The entry's whole id, whatever prefix named it.
+                    let leaf = match &from {
+                        Some(id) => Some(s.opened().id(find(s, id)?).to_owned()),
+                        None => None,
+                    };
                     check_view(s, expected.as_deref())?;
                     Ok(json!({
                         "written": false,
                         "id": null,
                         "parentId": null,
-                        "leafId": from,
+                        "leafId": leaf,
                         "revision": convert::revision(s.revision()),
                     }))
                 })

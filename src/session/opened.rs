@@ -152,12 +152,15 @@ impl Opened {
         }
     }
 
-    /// The node with this id.
-    pub fn find(&self, id: &str) -> Option<NodeIdx> {
+    /// The node an id argument names: that id, or a unique prefix of one ([`Tree::lookup`]).
+    /// Errors: none or several ids begin with it.
+    ///
+    /// [`Tree::lookup`]: crate::core::tree::Tree::lookup
+    pub fn find(&self, id: &str) -> Result<NodeIdx, UnknownId> {
         match self {
-            Opened::Pi(s) => s.opened.tree.find(id),
-            Opened::Claude(s) => s.tree.find(id),
-            Opened::Codex(s) => s.tree.find(id),
+            Opened::Pi(s) => s.opened.tree.lookup(id),
+            Opened::Claude(s) => s.tree.lookup(id),
+            Opened::Codex(s) => s.tree.lookup(id),
         }
     }
 
@@ -174,6 +177,15 @@ impl Opened {
     /// id that names no entry.
     pub fn resolve_leaf(&self, requested: Option<&str>) -> Result<Option<NodeIdx>, UnknownId> {
         UnknownId::resolve(requested, || self.default_leaf(), |id| self.find(id))
+    }
+
+    /// An entry's id.
+    pub fn id(&self, n: NodeIdx) -> &str {
+        match self {
+            Opened::Pi(s) => s.opened.tree.node(n).entry.id.as_str(),
+            Opened::Claude(s) => s.tree.node(n).entry.id.as_str(),
+            Opened::Codex(s) => s.tree.node(n).entry.id.as_str(),
+        }
     }
 
     /// Where an entry's line is.
