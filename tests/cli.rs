@@ -1125,23 +1125,44 @@ fn a_json_document_whose_temporary_file_cannot_be_made_gives_one_error_naming_th
 /// missing directory (nothing is created), and `list --root` of a file.
 #[test]
 fn a_missing_or_odd_directory_is_named_for_what_it_is() {
+    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().expect("tempdir");
     let file = branched_copy(dir.path());
-    let missing = dir.path().join("forks");
-    let out = missing.to_string_lossy().into_owned();
+    // A missing --out directory is made, as `man --dir` makes its own, owner-only (0700) with
+    // its missing parents: what lands in it is session content.
+    for (command, made) in [("fork", "forks/new"), ("salvage", "salvaged")] {
+        let out = dir.path().join(made).to_string_lossy().into_owned();
+        let mut args = vec![command, file.as_str()];
+        if command == "fork" {
+            args.push("92bfec97");
+        }
+        args.extend(["--out", &out]);
+        let output = sessiond(&args);
+        assert!(output.status.success(), "{args:?}: {}", describe(&output));
+        let files = std::fs::read_dir(&out).expect("made").count();
+        assert_eq!(files, 1, "{args:?}");
+        let out = std::path::Path::new(&out);
+        for made in [out, out.parent().expect("parent")] {
+            if made == dir.path() {
+                continue;
+            }
+            let mode = std::fs::metadata(made).expect("made").permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "{}", made.display());
+        }
+    }
+    // A file where the directory should be is named for what it is; nothing is made.
     for args in [
-        vec!["fork", &file, "92bfec97", "--out", &out],
-        vec!["salvage", &file, "--out", &out],
+        vec!["fork", &file, "92bfec97", "--out", &file],
+        vec!["salvage", &file, "--out", &file],
     ] {
         let output = sessiond_exits(&args, 2);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
-            stderr.contains(&format!("{out}: no such directory")),
+            stderr.contains(&format!("{file}: not a directory")),
             "{args:?}: {stderr}"
         );
-        assert!(!missing.exists());
     }
-    assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 1);
+    assert_eq!(std::fs::read_dir(dir.path()).expect("list").count(), 3);
 
     let output = sessiond(["list", "--root", &file]);
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -55,7 +55,8 @@ pub struct ForkArgs {
     #[arg(long)]
     pub before: bool,
     /// Directory of the new file (default: the source's directory; for a Claude Code
-    /// transcript, its projects directory, where `claude --resume` looks).
+    /// transcript, its projects directory, where `claude --resume` looks); created, owner-only
+    /// (0700), when missing.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Id of the new session (default: a new UUIDv7; for a Claude Code transcript a new UUID,
@@ -146,7 +147,8 @@ pub struct AppendArgs {
 pub struct SalvageArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
-    /// Directory of the new file (default: the source's directory).
+    /// Directory of the new file (default: the source's directory); created, owner-only
+    /// (0700), when missing.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print the result as JSON.
@@ -189,6 +191,7 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
         crate::dialect::Dialect::Pi => {
             let session = writer::open_for_write(&args.file)?;
             let id = full_id(&args.file, &session.tree, &args.entry_id, "entry id")?;
+            create_out_dir(args.out.as_deref())?;
             writer::fork(&args.file, &session.tree, req(&id), &Reservations::new())?
         }
         crate::dialect::Dialect::Claude => {
@@ -198,6 +201,7 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
                 crate::core::tree::Mode::Strict,
             )?;
             let id = full_id(&args.file, &session.tree, &args.entry_id, "entry id")?;
+            create_out_dir(args.out.as_deref())?;
             writer::fork_transcript(&args.file, &session.tree, req(&id), &Reservations::new())?
         }
     };
@@ -209,6 +213,20 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
             f.session_id,
             f.leaf_id.as_deref().unwrap_or("null"),
         )
+    })
+}
+
+/// Creates a missing `--out` directory and its missing parents, as `man --dir` does, with mode
+/// 0700: the new file holds session content. An existing path is left to the writer, which
+/// names what it is when it is not a directory. Errors: `Argument` when it cannot be made.
+fn create_out_dir(out: Option<&Path>) -> Result<(), CliError> {
+    let Some(dir) = out else { return Ok(()) };
+    if std::fs::symlink_metadata(dir).is_ok() {
+        return Ok(());
+    }
+    crate::search::create_owner_only_dirs(dir).map_err(|e| CliError::Argument {
+        arg: "--out",
+        detail: format!("{}: cannot create the directory: {e}", dir.display()),
     })
 }
 
@@ -344,6 +362,7 @@ pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> 
 /// Runs `salvage`.
 pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError> {
     super::read::require_pi(&args.file, "salvage")?;
+    create_out_dir(args.out.as_deref())?;
     let salvaged = writer::salvage(&args.file, args.out.as_deref(), &Reservations::new())?;
     print(out, &convert::salvaged(&salvaged), args.json, |s| {
         let mut text = format!(
