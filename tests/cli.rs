@@ -945,6 +945,48 @@ fn test_dependencies_install_only_under_the_repository() {
     assert!(test.contains("SESSIOND_NVIM=\"$(bash scripts/test-deps.sh)\""));
 }
 
+/// The README's commands that install completions and manual pages work as shown in a home
+/// where none of their directories exist yet (each line run alone, with `sh -e`).
+#[test]
+fn the_readme_completion_commands_work_in_a_fresh_home() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    let block = readme
+        .split("Shell completions")
+        .nth(1)
+        .and_then(|rest| rest.split("```sh\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's completion commands");
+    let home = tempfile::tempdir().expect("tempdir");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_sessiond"))
+        .parent()
+        .expect("bin dir")
+        .to_owned();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        let output = std::process::Command::new("sh")
+            .args(["-ec", line])
+            .env("HOME", home.path())
+            .env("PATH", &path)
+            .output()
+            .expect("sh");
+        assert!(output.status.success(), "{line}: {}", describe(&output));
+    }
+    for made in [
+        ".local/share/bash-completion/completions/sessiond",
+        ".zfunc/_sessiond",
+        ".config/fish/completions/sessiond.fish",
+        ".local/share/man/man1/sessiond.1",
+        ".local/share/man/man1/sessiond-tree.1",
+    ] {
+        let len = std::fs::metadata(home.path().join(made)).map_or(0, |m| m.len());
+        assert!(len > 0, "{made} not written");
+    }
+}
+
 /// Completions and manual pages come from the command line's definitions: every command and
 /// its options are in them, and `man --dir` writes one page per command with its exit codes.
 #[test]
