@@ -520,6 +520,20 @@ fn no_git_and_no_working_directory() {
         ),
     ]));
     w.put("a.txt", "alpha\n");
+    let (two, _) = w.session(json!([
+        user("start"),
+        done("w1", "write", json!({"path": "a.txt", "content": "a\n"})),
+        done(
+            "w2",
+            "write",
+            json!({"path": "sub/b.txt", "content": "b\n"})
+        ),
+        done(
+            "w3",
+            "write",
+            json!({"path": "/elsewhere/c.txt", "content": "c\n"})
+        ),
+    ]));
     // An empty PATH: git cannot be found; a warn, not a crash.
     let empty = w.root.join("empty-bin");
     std::fs::create_dir_all(&empty).unwrap();
@@ -549,6 +563,58 @@ fn no_git_and_no_working_directory() {
     assert_eq!(cwd["status"], "fail");
     assert_eq!(cwd["path"], w.work.to_str().unwrap());
     assert!(of_kind(&report, "git").is_empty());
+
+    // (A session from another machine.) The missing directory is said once, first: the files
+    // under it are counted in that finding, not one FAIL each; a file elsewhere is still
+    // checked on its own. The daemon reports the same.
+    let (code, report, _) = w.verify(&two, &[], &[]);
+    assert_eq!(code, 8);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings[0]["kind"], "cwd", "{report:#}");
+    assert_eq!(of_kind(&report, "cwd").len(), 1, "{report:#}");
+    assert!(
+        message(&findings[0]).contains(
+            "the 2 files the session used under it are not checked one by one (2 missingFile)"
+        ),
+        "{report:#}"
+    );
+    assert_eq!(
+        findings[0]["evidence"]["filesUnder"],
+        json!([w.path("a.txt"), w.path("sub/b.txt")])
+    );
+    let missing = of_kind(&report, "missingFile");
+    assert_eq!(missing.len(), 1, "{report:#}");
+    assert_eq!(missing[0]["path"], "/elsewhere/c.txt");
+    let human = w.verify_command(&two, &[], &[]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    let fails: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(fails[0].starts_with("FAIL cwd"), "{text}");
+    assert_eq!(
+        fails
+            .iter()
+            .filter(|l| l.contains(w.work.to_str().unwrap()))
+            .count(),
+        1,
+        "{text}"
+    );
+    let agent = w.agent.to_str().unwrap().to_owned();
+    let home = w.home.to_str().unwrap().to_owned();
+    let (mut d, _) = support::Daemon::start_with(
+        &[&w.sessions],
+        &support::Spawn {
+            env: vec![
+                ("PI_CODING_AGENT_DIR", &agent),
+                ("HOME", &home),
+                ("ANTHROPIC_API_KEY", ""),
+                ("ANTHROPIC_AUTH_TOKEN", ""),
+                ("ANTHROPIC_OAUTH_TOKEN", ""),
+            ],
+            ..Default::default()
+        },
+    );
+    let daemon = d.call("session/verifyResume", json!({"path": two}));
+    assert_eq!(daemon["findings"], report["findings"], "{daemon:#}");
+    d.stop();
 }
 
 #[test]

@@ -989,6 +989,9 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
         }
     }
     processes_and_tools(&mut ctx, &facts, cwd_ok);
+    if let Some(dir) = cwd.as_deref().filter(|_| !cwd_ok) {
+        fold_under_missing_cwd(&mut ctx.findings, dir);
+    }
 
     let mut counts = Counts::default();
     for f in &ctx.findings {
@@ -1007,6 +1010,69 @@ pub fn evaluate(collected: Collected, world: &dyn World, file: &str, options: &O
         counts,
         findings: ctx.findings,
     }
+}
+
+/// A working directory that is missing (a session from another machine, a moved checkout)
+/// is said once, first: the findings about files under it (each would be a `missingFile` or a
+/// file gone since it was read) are folded into the `cwd` finding, which counts them by kind
+/// and lists their paths in `evidence.filesUnder`.
+fn fold_under_missing_cwd(findings: &mut Vec<Finding>, dir: &str) {
+    let under = |f: &Finding| {
+        matches!(
+            f.kind,
+            Kind::FileEffect
+                | Kind::ChangedSince
+                | Kind::MissingFile
+                | Kind::OtherBranchEffect
+                | Kind::StaleRead
+                | Kind::SummaryClaim
+        ) && f.path.as_deref().is_some_and(|p| {
+            p.strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/') || dir.ends_with('/'))
+        })
+    };
+    let (folded, kept): (Vec<Finding>, Vec<Finding>) = findings.drain(..).partition(under);
+    *findings = kept;
+    let Some(cwd) = findings
+        .iter_mut()
+        .find(|f| f.kind == Kind::Cwd && f.status == Status::Fail)
+    else {
+        findings.extend(folded);
+        return;
+    };
+    if folded.is_empty() {
+        return;
+    }
+    let mut kinds: Vec<(Kind, usize)> = Vec::new();
+    let mut paths: Vec<&str> = Vec::new();
+    for f in &folded {
+        match kinds.iter_mut().find(|(k, _)| *k == f.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((f.kind, 1)),
+        }
+        if let Some(p) = f.path.as_deref().filter(|p| !paths.contains(p)) {
+            paths.push(p);
+        }
+    }
+    let by_kind: Vec<String> = kinds
+        .iter()
+        .map(|(k, n)| {
+            let name = serde_json::to_value(k)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            format!("{n} {name}")
+        })
+        .collect();
+    cwd.message = format!(
+        "{} (a session from another machine, or a moved checkout?): the {} files the session \
+         used under it are not checked one by one ({}); --cwd DIR checks them in another \
+         directory",
+        cwd.message,
+        paths.len(),
+        by_kind.join(", ")
+    );
+    cwd.evidence = Some(json!({ "filesUnder": paths }));
 }
 
 fn other_branches(
