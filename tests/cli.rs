@@ -107,7 +107,7 @@ fn every_append_requires_the_expected_leaf_and_says_so() {
         assert!(err.contains("--expected-leaf <ID>"), "{args:?}: {err}");
         let help = sessiond([args[0], "--help"]);
         let help = String::from_utf8_lossy(&help.stdout);
-        assert!(help.contains("current leaf"), "{args:?} --help:\n{help}");
+        assert!(help.contains("resume leaf"), "{args:?} --help:\n{help}");
     }
     // A dry run writes nothing and needs no view.
     let output = sessiond(["compact", file, "--dry-run"]);
@@ -354,7 +354,7 @@ fn arguments_are_checked_before_the_fence() {
             stale,
             4,
             "conflict",
-            "current leaf is 610f9c1e",
+            "resume leaf is 610f9c1e",
         ),
         (
             "compact",
@@ -362,7 +362,7 @@ fn arguments_are_checked_before_the_fence() {
             stale,
             4,
             "conflict",
-            "current leaf is 610f9c1e",
+            "resume leaf is 610f9c1e",
         ),
     ];
     for &(command, rest, expected, code, kind, words) in cases {
@@ -446,6 +446,56 @@ fn a_unique_id_prefix_names_its_entry() {
     assert_eq!(forked("de19"), forked("de19adb3"));
 }
 
+/// One name for the leaf every command reads without --leaf, the one the agent resumes from:
+/// "resume leaf", in what `tree`, `graph` and `check` print for pi and Claude Code alike and
+/// in every command's help; never "current leaf" or "default leaf".
+#[test]
+fn the_leaf_read_without_leaf_is_the_resume_leaf_everywhere() {
+    let claude = "tests/data/claude/real/compacted.jsonl";
+    for (file, leaf) in [
+        (BRANCHED, "610f9c1e"),
+        (claude, "ec228510-5a3b-4462-aad5-e3f6654df41b"),
+    ] {
+        let tree = stdout_of(&["tree", file]);
+        assert!(
+            tree.lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with(&format!("resume leaf {leaf}: "))),
+            "{tree}"
+        );
+        assert!(
+            tree.contains(&format!("{leaf} ")) && tree.contains("◀ resume leaf"),
+            "{tree}"
+        );
+        let graph = stdout_of(&["graph", file]);
+        assert!(
+            graph.contains(&format!("at the resume leaf {leaf} (")),
+            "{graph}"
+        );
+        assert!(graph.contains("◀ resume leaf"), "{graph}");
+        let svg = stdout_of(&["graph", file, "--svg"]);
+        assert!(svg.contains("◀ resume leaf"), "{file}: svg");
+        let check = stdout_of(&["check", file]);
+        assert!(check.contains(&format!("resume leaf {leaf}")), "{check}");
+        for text in [tree, graph, svg, check] {
+            assert!(
+                !text.contains("current leaf") && !text.contains("default leaf"),
+                "{text}"
+            );
+        }
+    }
+    for command in [
+        "tree", "graph", "context", "explain", "list", "export", "verify", "compact", "label",
+        "append", "check", "diff", "fork",
+    ] {
+        let help = stdout_of(&[command, "--help"]);
+        assert!(
+            !help.contains("current leaf") && !help.contains("default leaf"),
+            "{command} --help:\n{help}"
+        );
+    }
+}
+
 fn stdout_of(args: &[&str]) -> String {
     let output = sessiond(args);
     assert!(output.status.success(), "{args:?}: {}", describe(&output));
@@ -455,7 +505,7 @@ fn stdout_of(args: &[&str]) -> String {
 const BRANCHED: &str = "examples/pi-v3-branched.jsonl";
 
 /// The folded tree fits a screen and keeps what a reader needs: the branch points, every leaf,
-/// the current leaf named once (and said in words at the top), labels and compactions. `--full`
+/// the resume leaf named once (and said in words at the top), labels and compactions. `--full`
 /// prints every entry.
 #[test]
 fn tree_folds_long_runs_and_names_the_current_leaf() {
@@ -467,7 +517,7 @@ fn tree_folds_long_runs_and_names_the_current_leaf() {
         "{folded}"
     );
     assert!(
-        lines[1].starts_with("current leaf 610f9c1e:") && lines[1].contains("--expected-leaf"),
+        lines[1].starts_with("resume leaf 610f9c1e:") && lines[1].contains("--expected-leaf"),
         "{folded}"
     );
     for leaf in ["8a9bb12f", "de19adb3", "610f9c1e"] {
@@ -475,7 +525,7 @@ fn tree_folds_long_runs_and_names_the_current_leaf() {
     }
     let current: Vec<&&str> = lines
         .iter()
-        .filter(|l| l.contains("◀ current leaf"))
+        .filter(|l| l.contains("◀ resume leaf"))
         .collect();
     assert_eq!(current.len(), 1, "{folded}");
     assert!(current[0].contains("610f9c1e"), "{folded}");
@@ -547,7 +597,7 @@ fn tree_rows_line_up_and_every_message_says_what_it_holds() {
     assert!(v1.contains("1 run of entries folded"), "{v1}");
 }
 
-/// `check` names the current leaf too: the id a write's --expected-leaf must be.
+/// `check` names the resume leaf too: the id a write's --expected-leaf must be.
 #[test]
 fn check_states_the_current_and_the_default_leaf() {
     let output = sessiond(["check", BRANCHED, "--json"]);
@@ -561,13 +611,13 @@ fn check_states_the_current_and_the_default_leaf() {
         "{report}"
     );
     let human = stdout_of(&["check", BRANCHED]);
-    assert!(human.contains("current leaf 610f9c1e"), "{human}");
+    assert!(human.contains("resume leaf 610f9c1e"), "{human}");
     // A write with that leaf goes through.
     let dir = tempfile::tempdir().expect("tempdir");
     let file = branched_copy(dir.path());
     let current = one_document(&sessiond(["check", &file, "--json"]))["currentLeafId"]
         .as_str()
-        .expect("current leaf")
+        .expect("resume leaf")
         .to_owned();
     let output = sessiond([
         "label",
@@ -581,7 +631,7 @@ fn check_states_the_current_and_the_default_leaf() {
     let (text, new) = wrote(&output, "wrote label ");
     assert_eq!(
         text.trim_end(),
-        format!("wrote label {new} · current leaf {new}")
+        format!("wrote label {new} · resume leaf {new}")
     );
     let output = sessiond([
         "label",
@@ -594,7 +644,7 @@ fn check_states_the_current_and_the_default_leaf() {
     assert_eq!(output.status.code(), Some(4), "{}", describe(&output));
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(
-        err.contains(&format!("current leaf is {new} (1 entry added since)")),
+        err.contains(&format!("resume leaf is {new} (1 entry added since)")),
         "{err}"
     );
 }
@@ -829,7 +879,7 @@ fn the_demo_shows_reads_the_daemon_and_writes_on_a_copy() {
     for part in [
         "$ sessiond tree examples/pi-v3-branched.jsonl",
         "entries folded:",
-        "◀ current leaf",
+        "◀ resume leaf",
         "$ sessiond context examples/pi-v3-branched.jsonl",
         "a context entry that adds no message; it sets the thinking level (high)",
         "→ session/open {",
@@ -850,7 +900,7 @@ fn the_demo_shows_reads_the_daemon_and_writes_on_a_copy() {
         .expect("last tree")..];
     assert!(
         end.lines()
-            .any(|l| l.contains("compaction") && l.ends_with("◀ current leaf")),
+            .any(|l| l.contains("compaction") && l.ends_with("◀ resume leaf")),
         "{end}"
     );
     assert_eq!(std::fs::read(&example).expect("read"), before);

@@ -553,7 +553,7 @@ fn bad_input_gets_its_documented_result_and_writes_nothing() {
         &branched,
         &stale,
         4,
-        &["expected leaf 8a9bb12f", "current leaf"],
+        &["expected leaf 8a9bb12f", "resume leaf"],
     );
     // Nothing before the cut (the default keep covers this whole session).
     assert_eq!(nothing_at(&branched, &[]), nothing("nothingBeforeCut"));

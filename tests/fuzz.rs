@@ -907,7 +907,7 @@ fn human_output_shows_control_characters_in_names_and_previews() {
             for full in [false, true] {
                 let default = sessiond::view::tree::DefaultLeaf {
                     node: tree.default_leaf(),
-                    mark: "current leaf",
+                    mark: "resume leaf",
                 };
                 sessiond::view::tree::print(&mut text, tree, &lines, full, default).unwrap();
             }

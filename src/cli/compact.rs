@@ -32,7 +32,8 @@ use crate::storage::writer::{self, Expected, WriteOptions};
 pub struct CompactArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
-    /// Leaf entry id (default: the last entry in the file).
+    /// Leaf entry id, or a unique prefix of one (default: the resume leaf, the last entry in the
+    /// file).
     #[arg(long)]
     pub leaf: Option<String>,
     /// Compact even while an agent is working on the session (its next entry then continues
@@ -78,8 +79,8 @@ pub struct CompactArgs {
     /// Refuse to write when a retention probe is lost.
     #[arg(long)]
     pub require_retention: bool,
-    /// The file's current leaf as you last saw it: the id of its last entry, which `sessiond
-    /// tree FILE` prints as "current leaf" (`null` for a session with no entries). Required,
+    /// The file's resume leaf as you last saw it: the id of its last entry, which `sessiond
+    /// tree FILE` prints as "resume leaf" (`null` for a session with no entries). Required,
     /// as for every write; when the file moved on, nothing is written (exit 4, naming the new
     /// leaf). Optional with --dry-run, which then checks it if given.
     #[arg(long, value_name = "ID", required_unless_present = "dry_run")]
@@ -223,7 +224,7 @@ fn print_nothing(
     Ok(())
 }
 
-/// Why there was nothing to compact, in numbers, and the file's current leaf (`null` for a
+/// Why there was nothing to compact, in numbers, and the file's resume leaf (`null` for a
 /// session without entries), for [`print_nothing`].
 struct Explained {
     detail: shared::NothingDetail,

@@ -18,9 +18,9 @@ use crate::storage::reader::TornTail;
 pub struct DiffArgs {
     /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// The first leaf (A).
+    /// The first leaf (A): an entry id or a unique prefix of one.
     pub leaf_a: String,
-    /// The second leaf (B).
+    /// The second leaf (B), likewise.
     pub leaf_b: String,
     /// Claude Code transcripts: the model the requests go to; default: the session's.
     #[arg(long)]

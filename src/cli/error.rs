@@ -165,7 +165,7 @@ impl Exit {
             }
             (Exit::Conflict, Some(Append | Compact)) => {
                 "conflict: the file's last entry is not --expected-leaf any more, or the file was \
-                 replaced; nothing written (the message names the current leaf)"
+                 replaced; nothing written (the message names the resume leaf)"
             }
             (Exit::Conflict, Some(Fork)) => {
                 "a session file with the new id exists (--session-id), or the source changed \

@@ -29,8 +29,8 @@ pub enum FormatArg {
 pub struct ExportArgs {
     /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// Leaf entry id: the branch from the root to it is exported (default: pi's last entry;
-    /// the line `claude --resume` continues from).
+    /// Leaf entry id (or a unique prefix): the branch from the root to it is exported (default:
+    /// the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
     /// The document's format (default: `html` when --out ends in `.html` or `.htm`, else `md`).

@@ -20,8 +20,8 @@ use crate::view::graph::{self, Graph, Lens};
 pub struct GraphArgs {
     /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// The leaf whose context is highlighted (default: pi's last entry; the line `claude
-    /// --resume` continues from).
+    /// The leaf whose context is highlighted, by id or a unique prefix (default: the resume
+    /// leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
     /// Draw an SVG document (no script, no network; light and dark) instead of text; implied

@@ -61,7 +61,7 @@ pub enum Command {
     /// Print what the model sees at a leaf (pi's buildSessionContext).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Context(read::ContextArgs),
-    /// Print the session tree: branches, leaves, the current leaf, labels, compactions (long runs folded).
+    /// Print the session tree: branches, leaves, the resume leaf, labels, compactions (long runs folded).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Tree(read::TreeArgs),
     /// Explain whether an entry reaches the model at a leaf, and why not.

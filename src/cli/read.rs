@@ -35,7 +35,7 @@ use crate::view::tree::DefaultLeaf;
 pub struct ContextArgs {
     /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// Leaf entry id (default: pi's last entry; the leaf `claude --resume` continues from).
+    /// Leaf entry id, or a unique prefix of one (default: the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
     /// Print the context as JSON: pi's `{messages, thinkingLevel, model}` plus entryIds,
@@ -59,7 +59,7 @@ pub struct TreeArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
     /// Print every entry. By default runs of entries with one child each are folded to their
-    /// landmarks: branch points and branch starts, leaves, the current leaf, labels,
+    /// landmarks: branch points and branch starts, leaves, the resume leaf, labels,
     /// compactions, branch summaries and names.
     #[arg(long)]
     pub full: bool,
@@ -76,9 +76,10 @@ pub struct TreeArgs {
 pub struct ExplainArgs {
     /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// The entry to explain (a Claude Code transcript's line without a uuid: `line:N`).
+    /// The entry to explain: its id or a unique prefix of it (a Claude Code transcript's line
+    /// without a uuid: `line:N`).
     pub entry_id: String,
-    /// Leaf entry id (default: pi's last entry; the leaf `claude --resume` continues from).
+    /// Leaf entry id, or a unique prefix of one (default: the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
     /// Claude Code transcripts: the model the request goes to; default: the session's.
@@ -497,7 +498,7 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
                 session_id: Some(header.id.clone()),
                 header: crate::js::jsstr::parse_value(header.raw.get().as_bytes())
                     .unwrap_or(Value::Null),
-                mark: "current leaf",
+                mark: "resume leaf",
                 leaf_line: current_leaf_line(tree),
                 extra: json!({}),
                 footer: String::new(),
@@ -671,12 +672,12 @@ fn bookkeeping_line(asides: &[crate::dialect::claude::format::Aside]) -> String 
     )
 }
 
-/// The line that says which entry is the current leaf and what it is for.
+/// The line that says which entry is the resume leaf and what it is for.
 fn current_leaf_line(tree: &Tree) -> String {
     match tree.default_leaf() {
         Some(n) => format!(
-            "current leaf {}: the file's last entry, the leaf read without --leaf, and the \
-             --expected-leaf a write needs",
+            "resume leaf {}: the file's last entry, where pi resumes, the leaf read without \
+             --leaf, and the --expected-leaf a write needs",
             tree.node(n).entry.id
         ),
         None => "no entries yet: a write needs --expected-leaf null".to_owned(),
@@ -757,7 +758,7 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
             let tree = &s.tree;
             let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
             let current = tree.default_leaf().map(id);
-            let mut checked = checked(file, d, &s, "current leaf");
+            let mut checked = checked(file, d, &s, "resume leaf");
             // The file's last entry: what a write's --expected-leaf must name (pi's default
             // leaf, the same entry).
             checked.0["currentLeafId"] = json!(current);

@@ -18,7 +18,7 @@ use crate::dialect::Dialect;
 pub struct VerifyArgs {
     /// The session file: a pi session or a Claude Code transcript (JSONL).
     pub file: PathBuf,
-    /// Leaf entry id (default: pi's last entry; the line `claude --resume` continues from).
+    /// Leaf entry id, or a unique prefix of one (default: the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
     pub leaf: Option<String>,
     /// The working directory to check instead of the session's (pi's header `cwd`, the `cwd`

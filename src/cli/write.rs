@@ -23,8 +23,8 @@ use crate::storage::writer::{self, Change, ForkRequest, WriteOptions};
 /// Options shared by the appending subcommands.
 #[derive(Debug, Args)]
 pub struct AppendOpts {
-    /// The file's current leaf as you last saw it: the id of its last entry, which `sessiond
-    /// tree FILE` prints as "current leaf" (`null` for a session with no entries). Every write
+    /// The file's resume leaf as you last saw it: the id of its last entry, which `sessiond
+    /// tree FILE` prints as "resume leaf" (`null` for a session with no entries). Every write
     /// requires it; when the file moved on, nothing is written (exit 4, naming the new leaf).
     #[arg(long, value_name = "ID")]
     pub expected_leaf: String,
@@ -48,7 +48,7 @@ pub struct ForkArgs {
     /// The session file: a pi session, or a Claude Code transcript (forked into a new
     /// transcript `claude --resume NEW_ID` continues, as `--fork-session` writes it).
     pub file: PathBuf,
-    /// The entry to fork at.
+    /// The entry to fork at: its id or a unique prefix of it.
     pub entry_id: String,
     /// Fork before the entry (up to its parent); the entry must be a user message (a typed
     /// prompt, for a Claude Code transcript).
@@ -73,7 +73,7 @@ pub struct ForkArgs {
 pub struct LabelArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
-    /// The entry to label.
+    /// The entry to label: its id or a unique prefix of it.
     pub target_id: String,
     /// The new label (required unless --clear).
     #[arg(required_unless_present = "clear")]
@@ -103,7 +103,7 @@ pub struct NameArgs {
 pub struct BranchArgs {
     /// The pi session file (JSONL).
     pub file: PathBuf,
-    /// The entry the new branch starts from (`null`: a new root).
+    /// The entry the new branch starts from, by id or a unique prefix (`null`: a new root).
     pub from_id: String,
     /// Summary of the branch being left.
     #[arg(long, default_value = "")]
@@ -424,7 +424,7 @@ impl Guard {
 }
 
 /// Appends `change` (a `what`: `label`, `entry`...) and prints the entry's id and the file's
-/// current leaf after it: the next write's --expected-leaf.
+/// resume leaf after it: the next write's --expected-leaf.
 fn append_change(
     out: &mut dyn Write,
     file: &Path,
@@ -439,7 +439,7 @@ fn append_change(
     let written = writer::write_entry(file, session, change, null_or(&expected), &options(o))?;
     print(out, &convert::written(&written, true), o.json, |w| {
         let leaf = w.leaf_id.as_deref().unwrap_or("null");
-        let mut text = format!("wrote {what} {} · current leaf {leaf}", w.id);
+        let mut text = format!("wrote {what} {} · resume leaf {leaf}", w.id);
         if !w.added_after.is_empty() {
             text.push_str(&format!(
                 " ({} after it by another writer)",

@@ -1011,7 +1011,7 @@ impl UnknownId {
 /// Returned by [`Tree::fence`]; the writer turns it into its conflict error.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error(
-    "expected leaf {}, current leaf is {} ({} since)",
+    "expected leaf {}, resume leaf is {} ({} since)",
     expected.as_deref().unwrap_or("null"),
     current_leaf.as_ref().map_or("null", EntryId::as_str),
     match added.len() { 1 => "1 entry added".to_owned(), n => format!("{n} entries added") }

@@ -690,7 +690,7 @@ impl Graph {
                 line.push_str("  ◆ selected leaf");
             }
             if g.default_leaf {
-                line.push_str("  ◀ default leaf");
+                line.push_str("  ◀ resume leaf");
             } else if g.leaf {
                 line.push_str("  ◀ leaf");
             }
@@ -751,7 +751,7 @@ impl Graph {
             entry: None,
         });
         let at = match (self.selected_leaf, self.default_leaf) {
-            (Some(s), d) if Some(s) == d => format!("the default leaf {}", id(s)),
+            (Some(s), d) if Some(s) == d => format!("the resume leaf {}", id(s)),
             (Some(s), _) => format!("leaf {}", id(s)),
             (None, _) => "no leaf".to_owned(),
         };
@@ -894,7 +894,7 @@ impl Graph {
             .max()
             .unwrap_or(40);
         let at = match (self.selected_leaf, self.default_leaf) {
-            (Some(s), d) if Some(s) == d => format!("the default leaf {}", id(s)),
+            (Some(s), d) if Some(s) == d => format!("the resume leaf {}", id(s)),
             (Some(s), _) => format!("leaf {}", id(s)),
             (None, _) => "no leaf".to_owned(),
         };
@@ -1091,7 +1091,7 @@ impl Graph {
                 o.push_str(r#" <tspan class="mark">◆ selected leaf</tspan>"#);
             }
             if g.default_leaf {
-                o.push_str(r#" <tspan class="mark">◀ default leaf</tspan>"#);
+                o.push_str(r#" <tspan class="mark">◀ resume leaf</tspan>"#);
             } else if g.leaf {
                 o.push_str(r#" <tspan class="mark">◀ leaf</tspan>"#);
             }

@@ -47,7 +47,7 @@ pub enum WriteError {
     },
     /// The writer's view is stale: the session's last entry is not `expectedLeafId`.
     #[error(
-        "{}: conflict: expected leaf {}, current leaf is {} ({} since)",
+        "{}: conflict: expected leaf {}, resume leaf is {} ({} since)",
         path.display(),
         expected.as_deref().unwrap_or("null"),
         current_leaf.as_ref().map_or("null", EntryId::as_str),
