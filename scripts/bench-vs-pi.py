@@ -18,7 +18,7 @@
 #     each ratio to the floor is the median of the rounds' own ratios: a machine whose speed
 #     drifts between rounds moves all three of a round alike;
 #   * the daemon (cargo example bench-daemon, speaking JSON-RPC to `sessiond serve` over its
-#     pipes): time to `session/open`, VmRSS after it, `session/contextAt` at the default leaf
+#     pipes): time to `session/open`, VmRSS after it, `session/contextAt` at the resume leaf
 #     (the session's longest path) with full messages and with `fields: "ids"` (the first
 #     full request after open, which computes the context's token estimate, shown apart, and
 #     the client's parse of the answer inside the time), and the same full request through
@@ -445,11 +445,11 @@ def table_rows(cols):
         "RSS ≤ budget on 1 GB", [(huge, lambda c: c["open"]["rssMb"] / budget_mb(c['size']), lambda x: x <= 1)],
         "daemon VmRSS after `session/open` / budget (64 MB + 10% of the file)",
         lambda c: f"{c['open']['rssMb']:.0f} MB / {budget_mb(c['size']):.0f} MB")
-    row("messages in the context at the default leaf", lambda c: f"{c['open']['messageCount']:,}")
+    row("messages in the context at the resume leaf", lambda c: f"{c['open']['messageCount']:,}")
     row("`contextAt` full, median / p99",
         lambda c: f"{fmt_ms(median(c['open']['contextFullMs']))} / {fmt_ms(p99(c['open']['contextFullMs']))}",
         "p99 ≤ 25 ms on 1 GB", [(huge, lambda c: p99(c["open"]["contextFullMs"]), lambda x: x <= 25)],
-        "`session/contextAt` full messages at the default leaf, median / p99")
+        "`session/contextAt` full messages at the resume leaf, median / p99")
     row("`contextAt` full, the first request after open / the rest's max",
         lambda c: f"{fmt_ms(c['open']['contextFullMs'][0])} / {fmt_ms(max(c['open']['contextFullMs'][1:], default=None))}"
         if c["open"].get("contextFullMs") else "—")
@@ -601,7 +601,7 @@ def claude_table(cols, pi_cols):
     rows = [
         ("file size", [f"{c['size'] / 1048576:.0f} MB" for c in cols], "", ""),
         ("lines / tree lines / leaves", [f"{c['lines']:,} / {c['entries']:,} / {c['leaves']:,}" for c in cols], "", ""),
-        ("messages in the context at the default leaf", [f"{c['messages']:,}" for c in cols], "", ""),
+        ("messages in the context at the resume leaf", [f"{c['messages']:,}" for c in cols], "", ""),
         ("`context --json`", [fmt_ms(med(c, "ctx") * 1000) for c in cols], "", ""),
         ("open (`check`)", [fmt_ms(med(c, "open") * 1000) for c in cols], "", ""),
         ("floor (read + validate JSON)", [fmt_ms(med(c, "floor") * 1000) for c in cols], "", ""),
@@ -726,7 +726,7 @@ MiB). Nothing is asserted: a row with a target says whether this run met it.
 
 Rows of the first table, and what each is compared with:
 
-* `context --json`: sessiond's answer of what the model sees at the default leaf, printed as
+* `context --json`: sessiond's answer of what the model sees at the resume leaf, printed as
   one JSON document, against **pi 1.6.0's own code** doing the same (its `loadEntriesFromFile`
   and `buildSessionContext`, run by the oracle in `.oracle/`): wall time, peak RSS, and the
   ratios of the two.
@@ -737,7 +737,7 @@ Rows of the first table, and what each is compared with:
   ratios, so a machine whose speed drifts between rounds moves all three alike.
 * daemon rows (`scripts/bench_daemon.rs`, a client speaking JSON-RPC to `sessiond serve` over
   its pipes, on one thread): time to `session/open`; VmRSS after it, against the **budget** of
-  64 MB + 10% of the file; `session/contextAt` at the default leaf (the longest path) with full
+  64 MB + 10% of the file; `session/contextAt` at the resume leaf (the longest path) with full
   messages and with `fields: "ids"` (the first full request after open, which counts the
   context's token estimate, shown apart; the client's parse of the answer is inside the time);
   the same full request through the library in one process (the owner's work without the
@@ -772,7 +772,7 @@ per content block sharing `message.id` (thinking, text, `tool_use`, some paralle
 Read / Grep / Edit results of a few hundred bytes to about 100 KB with their `toolUseResult`
 copies and now and then an image, attachments (agent and skill listings, todo and task
 reminders), a rewind branch every 50 prompts, and one manual `/compact` at a tenth of the file
-whose boundary preserves the last answer. The context at the default leaf (the leaf
+whose boundary preserves the last answer. The context at the resume leaf (the leaf
 `claude --resume` continues from) is everything after that boundary: nine tenths of the file,
 the demanding case (a real session compacts again long before). Both files are over 5 MiB, so
 they are read with Claude Code's pruning of large files (docs/claude-code.md §7.1), as sessiond

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shows what sessiond does on a shipped real pi session, with no setup beyond Rust and Python 3:
-# the session tree (branches, leaves, labels, the current leaf), the model's context at the
-# current leaf, why entries are or are not in it, the same session served by the daemon, and
+# the session tree (branches, leaves, labels, the resume leaf), the model's context at the
+# resume leaf, why entries are or are not in it, the same session served by the daemon, and
 # the write side on a temporary copy: a fork, a label and a compaction. The shipped file is
 # never changed.
 #
@@ -41,11 +41,11 @@ show() {
 if [ "$file" = "$default" ]; then
   step "The tree: one file, three branches. Long runs are folded; --full prints all of them."
 else
-  step "The tree: branches, leaves and the current leaf. Long runs are folded; --full prints all of them."
+  step "The tree: branches, leaves and the resume leaf. Long runs are folded; --full prints all of them."
 fi
 show tree "$file"
 
-step "What the model sees at the current leaf (pi's buildSessionContext)"
+step "What the model sees at the resume leaf (pi's buildSessionContext)"
 show context "$file"
 
 if [ "$file" = "$default" ]; then
@@ -70,7 +70,7 @@ copy="$(basename "$file")"
 echo "(in $tmp, removed at the end)"
 current_leaf() { "$bin" check "$1" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["currentLeafId"])'; }
 leaf="$(current_leaf "$copy")"
-echo "Every write names the file's current leaf (--expected-leaf); check --json says it: $leaf"
+echo "Every write names the file's resume leaf (--expected-leaf); check --json says it: $leaf"
 if [ "$file" = "$default" ]; then
   echo
   echo "A fork: the path from the root to an entry, as a new session file beside it:"
@@ -87,7 +87,7 @@ else
   if [ "$version" != 3 ]; then
     echo
     echo "A version-$version file is not appended to (pi migrates it when it opens it); a fork of"
-    echo "the current leaf is a version-3 copy, and the compaction goes there:"
+    echo "the resume leaf is a version-3 copy, and the compaction goes there:"
     copy="$("$bin" fork "$copy" "$leaf" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["path"])')"
     echo "$copy"
     leaf="$(current_leaf "$copy")"

@@ -134,7 +134,7 @@ fn neovim_plugin_driven_as_a_user() {
     let leaf_lines: Vec<&str> = strs(&tree["leafLines"], "leaf line");
     assert_eq!(leaf_lines.len(), 3, "{leaf_lines:?}");
     assert!(leaf_lines[0].contains("8a9bb12f") && leaf_lines[0].ends_with("◀ leaf"));
-    assert!(leaf_lines[1].contains("610f9c1e") && leaf_lines[1].ends_with("◀ default leaf"));
+    assert!(leaf_lines[1].contains("610f9c1e") && leaf_lines[1].ends_with("◀ resume leaf"));
     assert!(leaf_lines[2].contains("de19adb3") && leaf_lines[2].ends_with("◀ leaf"));
     assert_eq!(tree["branchLines"].as_array().map(Vec::len), Some(4));
     assert!(s(&tree["labelled"], "labelled").ends_with("[before-refactor]"));
@@ -241,7 +241,7 @@ fn neovim_plugin_driven_as_a_user() {
     assert_eq!(app["cursor"], json!("de19adb3"));
     assert_eq!(
         app["contextLeafLine"],
-        json!("- leaf: a0a0a0a0 (the default leaf)")
+        json!("- leaf: a0a0a0a0 (the resume leaf)")
     );
     assert_eq!(
         app["linesAfter"].as_u64(),
@@ -552,7 +552,7 @@ fn neovim_compares_two_leaves_and_audits_summaries() {
         "diff-b",
         &file,
         "610f9c1e",
-        "- leaf: 610f9c1e (the default leaf)",
+        "- leaf: 610f9c1e (the resume leaf)",
     );
     assert!(s(&wins[2]["name"], "name").starts_with("sessiond://compare/"));
     assert_eq!(wins[2]["diff"], json!(false));
@@ -878,7 +878,7 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     assert_eq!(
         tree["header"][1],
         json!(format!(
-            "default leaf {resume} (claude --resume continues here)"
+            "resume leaf {resume} (claude --resume continues here)"
         ))
     );
     let leaf_lines = strs(&tree["leafLines"], "leaf line");
@@ -886,7 +886,7 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     assert!(
         leaf_lines
             .iter()
-            .any(|l| l.contains(resume) && l.ends_with("◀ default leaf"))
+            .any(|l| l.contains(resume) && l.ends_with("◀ resume leaf"))
     );
 
     // Only fork among the writes: no label or compact mapping, none listed by g?.
@@ -904,7 +904,7 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     assert!(pi_maps.contains_key("L") && pi_maps.contains_key("C"));
     assert_eq!(
         r["piTree"]["header"],
-        json!("default leaf 610f9c1e (pi resumes here)")
+        json!("resume leaf 610f9c1e (pi resumes here)")
     );
     for (key, op) in [("labelRefused", "label"), ("compactRefused", "compact")] {
         assert_eq!(
@@ -1044,7 +1044,7 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     );
     assert_eq!(
         strs(&wins[1]["lines"], "line")[3],
-        format!("- leaf: {resume} (the default leaf)")
+        format!("- leaf: {resume} (the resume leaf)")
     );
     let cmp = cli_json(&["diff", path, OLD_LEAF, resume, "--json"]);
     let report = strs(&wins[2]["lines"], "report line");

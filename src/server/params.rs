@@ -84,7 +84,7 @@ pub enum FieldsParam {
 session_params! {
     /// `session/contextAt` params.
     ContextAtParams {
-        /// Leaf whose context is built; absent: the default leaf (last entry in file order).
+        /// Leaf whose context is built; absent: the resume leaf (last entry in file order).
         pub leaf_id: Option<String>,
         /// Index of the first message returned; default 0.
         #[serde(default)]
@@ -103,7 +103,7 @@ session_params! {
     ExplainParams {
         /// Entry to explain (a Claude Code transcript's line without a uuid: `line:N`).
         pub entry_id: String,
-        /// Leaf whose context is asked about; absent: the default leaf.
+        /// Leaf whose context is asked about; absent: the resume leaf.
         pub leaf_id: Option<String>,
         /// A Claude Code transcript's request model; absent: the session's. Not for pi sessions.
         pub model: Option<String>,
@@ -127,7 +127,7 @@ pub struct VerifyResumeParams {
     /// The session file (open or not; it must be inside a root).
     #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
-    /// Leaf to verify; absent: the default leaf (the last entry).
+    /// Leaf to verify; absent: the resume leaf (the last entry).
     pub leaf_id: Option<String>,
     /// Working directory to check instead of the header's `cwd`.
     pub cwd: Option<PathBuf>,
@@ -140,7 +140,7 @@ pub struct ExportParams {
     /// The session file (open or not; it must be inside a root).
     #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
-    /// Leaf whose branch is exported; absent: the default leaf (the last entry).
+    /// Leaf whose branch is exported; absent: the resume leaf (the last entry).
     pub leaf_id: Option<String>,
     /// `md` (default) or `html`.
     #[serde(default)]
@@ -385,7 +385,7 @@ session_params! {
 
     /// `session/graph` params.
     GraphParams {
-        /// The leaf whose context is highlighted; absent: the default leaf (last entry in file order).
+        /// The leaf whose context is highlighted; absent: the resume leaf (last entry in file order).
         pub leaf_id: Option<String>,
         /// The first row of the page (default 0).
         pub offset: Option<usize>,

@@ -38,7 +38,7 @@ local function screen()
 end
 local ok = vim.wait(20000, function()
   local s = table.concat(screen(), "\n")
-  return s:find("entries folded", 1, true) ~= nil and s:find("◀ default leaf", 1, true) ~= nil
+  return s:find("entries folded", 1, true) ~= nil and s:find("◀ resume leaf", 1, true) ~= nil
 end, 50)
 -- One more moment for the last redraw to settle.
 vim.wait(300)

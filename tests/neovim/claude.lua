@@ -105,9 +105,9 @@ h.run(function()
       end, cl),
     }
     vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
-    -- Back to the default leaf (the one claude --resume continues from).
+    -- Back to the resume leaf (the one claude --resume continues from).
     vim.cmd("SessiondContext " .. require("sessiond.sessions").sessions[FILE].leafId)
-    h.wait_message("context at", "context at the default leaf", true)
+    h.wait_message("context at", "context at the resume leaf", true)
     vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
   end)
 

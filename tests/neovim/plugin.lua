@@ -141,9 +141,9 @@ h.run(function()
       return (vim.api.nvim_buf_get_lines(tree_buf, 1, 2, false)[1] or ""):find("active leaf 088a3b48", 1, true) ~= nil
     end, "the active leaf in the tree header")
     vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
-    -- Back to the default leaf.
+    -- Back to the resume leaf.
     vim.cmd("SessiondContext 610f9c1e")
-    wait_message("context at 610f9c1e", "context at the default leaf", true)
+    wait_message("context at 610f9c1e", "context at the resume leaf", true)
     vim.api.nvim_set_current_win(vim.fn.bufwinid(tree_buf))
   end)
 
@@ -203,16 +203,16 @@ h.run(function()
     end, "the appended entry in the tree")
     wait(function()
       for _, l in ipairs(lines(graph_buf)) do
-        if l:find("a0a0a0a0 user", 1, true) and l:find("default leaf", 1, true) then
+        if l:find("a0a0a0a0 user", 1, true) and l:find("resume leaf", 1, true) then
           return true
         end
       end
     end, "the appended entry in the graph")
-    -- The context view, opened at the default leaf, moved with it.
+    -- The context view, opened at the resume leaf, moved with it.
     local ctx_buf = vim.fn.bufnr("sessiond://context/" .. vim.uv.fs_realpath(FILE))
     wait(function()
       return (vim.api.nvim_buf_get_lines(ctx_buf, 3, 4, false)[1] or ""):find("a0a0a0a0", 1, true) ~= nil
-    end, "the context view at the new default leaf")
+    end, "the context view at the new resume leaf")
     report.append = {
       contextLeafLine = vim.api.nvim_buf_get_lines(ctx_buf, 3, 4, false)[1],
       linesBefore = before,

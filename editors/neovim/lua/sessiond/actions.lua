@@ -204,7 +204,7 @@ function M.render_context(ctx, s)
   add("# Context — " .. sessions.title(s))
   add("")
   add("- file: " .. s.path .. " (" .. sessions.agent_title(s.format) .. ")")
-  add("- leaf: " .. str(ctx.leafId) .. (ctx.leafId == s.leafId and " (the default leaf)" or ""))
+  add("- leaf: " .. str(ctx.leafId) .. (ctx.leafId == s.leafId and " (the resume leaf)" or ""))
   local model = "(none)"
   if type(ctx.model) == "string" then
     model = ctx.model
@@ -242,7 +242,7 @@ function M.render_context(ctx, s)
   return lines, ids
 end
 
--- Context views: path → the leaf asked for (nil: the default leaf, followed as it moves).
+-- Context views: path → the leaf asked for (nil: the resume leaf, followed as it moves).
 local context_leaf = {}
 local context_pending = {}
 

@@ -10,9 +10,9 @@ local config = require("sessiond.config")
 local M = {}
 
 -- path (canonical, as the daemon answers) → {path, format ("pi" | "claude-code"), name,
--- sessionId, leafId (the default leaf: pi's last entry, the line `claude --resume` continues
+-- sessionId, leafId (the resume leaf: pi's last entry, the line `claude --resume` continues
 -- from), leaves, entryCount, revision, liveMode, agent, allowCorrupt, activeLeaf (the leaf the
--- user picked; nil: the default leaf), missingSince, corrupt}
+-- user picked; nil: the resume leaf), missingSince, corrupt}
 M.sessions = {}
 -- The session opened or acted on last: the fallback when the current buffer names none.
 M.current = nil
@@ -99,7 +99,7 @@ function M.unsupported_text(s, op)
     :format(op, M.agent_title(s.format))
 end
 
---- The default leaf's role, as the session's agent uses it.
+--- The resume leaf's role, as the session's agent uses it.
 function M.default_leaf_text(s)
   if s.format == "claude-code" then
     return "claude --resume continues here"
@@ -203,7 +203,7 @@ function M.resolve(cb)
   cb({ message = "no session open: run :SessiondOpen FILE (or :SessiondList)" })
 end
 
---- The leaf views show for `s`: the one the user picked, else pi's default leaf.
+--- The leaf views show for `s`: the one the user picked, else pi's resume leaf.
 function M.active_leaf(s)
   return s.activeLeaf or s.leafId
 end

@@ -165,7 +165,7 @@ function M.render(data, s, opts)
   end
   table.insert(lines, ("%s · %d entries · %d leaves · %d branch points"):format(
     sessions.title(s), data.count, leaf_count, branch_points))
-  local head = ("default leaf %s (%s)"):format(is_nil(default_leaf) and "-" or default_leaf,
+  local head = ("resume leaf %s (%s)"):format(is_nil(default_leaf) and "-" or default_leaf,
     sessions.default_leaf_text(s))
   if s.activeLeaf and s.activeLeaf ~= default_leaf then
     head = head .. (" · active leaf %s"):format(s.activeLeaf)
@@ -198,7 +198,7 @@ function M.render(data, s, opts)
     end
     local tags = {}
     if id == default_leaf then
-      table.insert(tags, "default leaf")
+      table.insert(tags, "resume leaf")
     elseif leaves[id] then
       table.insert(tags, "leaf")
     end
