@@ -444,6 +444,38 @@ fn a_unique_id_prefix_names_its_entry() {
         one_document(&output)["entryCount"].clone()
     };
     assert_eq!(forked("de19"), forked("de19adb3"));
+    // compact: --leaf and --expected-leaf by prefix; a prefix of a stale leaf is a conflict.
+    let compact = |leaf: &str, expected: &str| {
+        let args = [
+            "compact",
+            BRANCHED,
+            "--dry-run",
+            "--leaf",
+            leaf,
+            "--expected-leaf",
+            expected,
+            "--keep-recent-tokens",
+            "1",
+            "--json",
+        ];
+        let output = sessiond(args);
+        let doc = one_document(&output);
+        (
+            output.status.code(),
+            doc["error"]["kind"].clone(),
+            doc["leafId"].clone(),
+        )
+    };
+    assert_eq!(
+        compact("de19a", "610f9"),
+        (Some(0), Value::Null, json!("de19adb3"))
+    );
+    assert_eq!(
+        compact("de19a", "610f9c1e"),
+        compact("de19adb3", "610f9c1e")
+    );
+    assert_eq!(compact("de19a", "de19").1, "conflict");
+    assert_eq!(compact("de19a", "6").1, "unknownEntry");
 }
 
 /// One name for the leaf every command reads without --leaf, the one the agent resumes from:

@@ -292,6 +292,8 @@ fn execute_with_model(
     let job = {
         let Opened { session, lines } =
             read::open(&args.file, args.dry_run && args.allow_corrupt, "compact")?;
+        let mut whole = String::new();
+        let expected = whole_expected(&args.file, &session.tree, expected, &mut whole)?;
         match shared::model_job(&args.file, &session.tree, &lines, &req, expected)? {
             Err(n) => return Ok(Outcome::Nothing(n, None)),
             Ok(job) => job,
@@ -354,6 +356,23 @@ fn execute_with_model(
     commit(args, &req, expected)
 }
 
+/// `--expected-leaf` with a unique prefix of an id taken as the whole id (held in `whole`), as
+/// every write command takes it ([`super::write::expected_leaf`]).
+fn whole_expected<'a>(
+    file: &std::path::Path,
+    tree: &crate::dialect::pi::Tree,
+    expected: Expected<'a>,
+    whole: &'a mut String,
+) -> Result<Expected<'a>, CliError> {
+    match expected {
+        Expected::Leaf(Some(given)) => {
+            *whole = super::write::expected_leaf(file, tree, given)?;
+            Ok(Expected::Leaf(Some(whole.as_str())))
+        }
+        other => Ok(other),
+    }
+}
+
 fn commit(
     args: &CompactArgs,
     req: &CompactRequest<'_>,
@@ -368,6 +387,8 @@ fn commit(
     // Strict, whatever --allow-corrupt says: nothing is ever written to a corrupt file.
     let mut session = writer::open_for_write(&args.file)?;
     super::write::Guard::context(args.force).check(&args.file, &session)?;
+    let mut whole = String::new();
+    let expected = whole_expected(&args.file, &session.tree, expected, &mut whole)?;
     Ok(
         match shared::commit(&args.file, &mut session, req, expected, &opts)? {
             Committed::Nothing(n) => Outcome::Nothing(n, None),
@@ -426,6 +447,8 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
                 args.file.display()
             );
         }
+        let mut whole = String::new();
+        let expected = whole_expected(&args.file, &session.tree, expected, &mut whole)?;
         let planned = shared::dry_run(&args.file, &session.tree, &lines, &req, expected)?;
         return Ok(match planned {
             // Explained on the session just read, not on a second reading of the file.
