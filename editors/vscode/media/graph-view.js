@@ -1,7 +1,9 @@
 // The branch graph webview: draws the laid-out graph (src/graph.ts, posted by the extension) as
 // SVG themed with VS Code's colours; pan (drag, arrow keys with Shift), zoom (wheel, +/-, 0 to
 // fit); every node is focusable (Tab, or arrow keys along the tree) and Enter or a click selects
-// its entry in the Sessions view and shows its context there.
+// its entry in the Sessions view and shows its context there. A summary with an audit (a
+// compaction, a branch summary, a compact boundary) shows it beside the picture while focused:
+// what it kept and lost, each fact a button that selects the entry it came from.
 // @ts-check
 (function () {
     // eslint-disable-next-line no-undef
@@ -9,6 +11,9 @@
     const svgNs = 'http://www.w3.org/2000/svg';
     const svg = /** @type {SVGSVGElement} */ (document.getElementById('graph'));
     const status = /** @type {HTMLElement} */ (document.getElementById('status'));
+    const auditPane = /** @type {HTMLElement} */ (document.getElementById('audit'));
+    /** The summary whose audit the pane shows. */
+    let auditId;
     const W = 190;
     const H = 40;
     let view = { x: 0, y: 0, k: 1 };
@@ -50,6 +55,7 @@
         if (n.name) parts.push(`names the session ${n.name}`);
         if (n.summarizes) parts.push(`compaction summarizing ${n.summarizes.count} entries${n.summarizes.firstId ? ` ${n.summarizes.firstId} to ${n.summarizes.lastId}` : ''}, first kept ${n.summarizes.firstKeptEntryId ?? 'none'}`);
         if (n.type === 'branch_summary') parts.push('branch summary');
+        if (n.audit) parts.push(`audit: ${n.audit.headline}`);
         if (n.branchPoint) parts.push('branch point');
         if (n.selectedLeaf) parts.push('selected leaf');
         if (n.defaultLeaf) parts.push('default leaf');
@@ -75,6 +81,7 @@
         const nodes = el('g', { class: 'nodes' }, world);
         for (const n of graph.nodes) {
             const classes = ['node', n.kind, `type-${n.type}`];
+            if (n.audit) classes.push('summary');
             if (n.inContext) classes.push('in-context');
             if (n.onPath) classes.push('on-path');
             if (n.selectedLeaf) classes.push('selected-leaf');
@@ -101,6 +108,10 @@
             if (n.summarizes) text = `summarizes ${n.summarizes.count} (${n.summarizes.firstId ?? '–'}…${n.summarizes.lastId ?? '–'})`;
             if (n.name) text = `name: ${n.name}`;
             sub.textContent = short(text, 32);
+            if (n.audit) {
+                const tag = el('text', { x: W - 6, y: 15, class: 'audit', 'text-anchor': 'end' }, g);
+                tag.textContent = `${n.audit.lost} lost`;
+            }
             if (n.label) {
                 const tag = el('text', { x: W - 4, y: -4, class: 'label', 'text-anchor': 'end' }, g);
                 tag.textContent = `[${short(n.label, 24)}]`;
@@ -114,6 +125,41 @@
             const f = svg.querySelector(`[data-id="${focusedId}"]`);
             if (f instanceof SVGElement) f.focus({ preventScroll: true });
         }
+        showAudit(auditId);
+    }
+
+    /** Shows the audit of the summary `id` beside the picture (hidden when it has none). */
+    function showAudit(id) {
+        const n = id && graph.nodes.find((x) => x.id === id);
+        if (!n || !n.audit) {
+            if (id === undefined) auditPane.hidden = true;
+            return;
+        }
+        auditId = id;
+        const a = n.audit;
+        auditPane.textContent = '';
+        const h = document.createElement('h2');
+        h.textContent = `Audit of ${n.title} ${n.id}`;
+        const p = document.createElement('p');
+        p.textContent = [a.headline, a.source].filter(Boolean).join('; ');
+        auditPane.append(h, p);
+        const list = document.createElement('ul');
+        for (const probe of a.probes) {
+            const li = document.createElement('li');
+            const b = document.createElement('button');
+            b.className = probe.status;
+            b.textContent = `${probe.status === 'lost' ? '✗ lost' : '✓ kept'} ${probe.kind}: ${probe.text}${probe.entryId ? ` ← ${probe.entryId}` : ''}`;
+            if (probe.entryId) {
+                b.setAttribute('aria-label', `${probe.status} ${probe.kind} ${probe.text}, from entry ${probe.entryId}`);
+                b.addEventListener('click', () => vscode.postMessage({ type: 'select', id: probe.entryId }));
+            } else {
+                b.disabled = true;
+            }
+            li.append(b);
+            list.append(li);
+        }
+        auditPane.append(list);
+        auditPane.hidden = false;
     }
 
     function select(id) {
@@ -154,6 +200,12 @@
         }
     }
 
+    svg.addEventListener('focusin', (ev) => {
+        const g = /** @type {Element} */ (ev.target).closest('.node');
+        const id = g?.getAttribute('data-id');
+        const n = id && graph?.nodes.find((x) => x.id === id);
+        if (n && n.audit) showAudit(id);
+    });
     svg.addEventListener('click', (ev) => {
         const g = /** @type {Element} */ (ev.target).closest('.node');
         if (g) select(g.getAttribute('data-id'));

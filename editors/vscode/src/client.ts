@@ -16,6 +16,8 @@ import {
 import {
     CompactParams,
     CompactResult,
+    CompareBranchesParams,
+    CompareBranchesResult,
     ContextAtParams,
     ContextAtResult,
     DidChangeLiveModeParams,
@@ -266,6 +268,11 @@ export class SessiondClient implements Disposable {
     /** `session/explain`: whether an entry reaches the model at a leaf, and if not why. */
     explain(params: ExplainParams): Promise<ExplainResult> {
         return this.request(Methods.explain, params);
+    }
+
+    /** `session/compareBranches`: where two leaves' branches part, what each did, and how their contexts differ. */
+    compareBranches(params: CompareBranchesParams): Promise<CompareBranchesResult> {
+        return this.request(Methods.compareBranches, params);
     }
 
     /** `session/search`: full-text hits across the sessions under the roots. */

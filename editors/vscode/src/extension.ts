@@ -1,24 +1,40 @@
-//! The VS Code side: the "Sessions" tree view, the read-only context preview, and the commands
-//! (open, showContext, explain, verify, fork, label, compact, follow) over one `sessiond serve` daemon.
-//! Everything that can be tested without VS Code lives in client.ts, model.ts and render.ts.
+//! The VS Code side: the "Sessions" tree view (pi's and Claude Code's sessions, grouped by agent
+//! and project), the read-only context preview, the comparison of two leaves in VS Code's diff
+//! editor, and the commands (open, showContext, explain, compare, showAudit, verify, fork, label,
+//! compact, follow) over one `sessiond serve` daemon. Everything that can be tested without VS
+//! Code lives in client.ts, groups.ts, model.ts and render.ts.
 
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { ExitInfo, ResponseError, SessiondClient } from './client';
 import { GraphPanels } from './graph-panel';
+import { AGENT_TITLES, agentKey, AgentGroup, agentOf, groupSessions, ProjectGroup, projectKey, projectLabel, SessionRow } from './groups';
 import { loadAll, loadChildren, SessionModel, TreeStart, ViewItem } from './model';
 import { EntryId, isNothingToCompact, SearchHit, SessionSummary } from './protocol';
-import { renderCompact, renderContext, renderExplain, retentionOf, verifyItems, verifySummary } from './render';
+import {
+    auditHeadline,
+    auditItems,
+    auditOf,
+    auditSourceText,
+    auditTooltip,
+    comparisonSummary,
+    renderCompact,
+    renderComparison,
+    renderContext,
+    renderExplain,
+    retentionOf,
+    shortId,
+    verifyItems,
+    verifySummary,
+} from './render';
 
 /** How many tree levels one `session/tree` request asks for. */
 const TREE_PAGE_DEPTH = 10_000;
 /** How many nodes one `session/tree` request asks for. */
 const TREE_PAGE_LIMIT = 2_000;
 const CONTEXT_SCHEME = 'sessiond-context';
-
-/** A session file as listed by `session/list`, or only its path (opened by hand). */
-type SessionRow = Partial<SessionSummary> & { path: string };
+const COMPARE_SCHEME = 'sessiond-compare';
 
 /** A session row's tooltip: the path, then what `session/list` says of it (first user
  * message, counts, the context's tokens at the default leaf as its agent counts them,
@@ -60,10 +76,25 @@ export function searchItem(hit: SearchHit): vscode.QuickPickItem & { hit: Search
     };
 }
 
-/** A row of the view: a session file, or a row of its tree. */
+/** A row of the view: an agent, a project, a session file, or a row of a session's tree. */
 type Node =
+    | { type: 'agent'; key: string; group: AgentGroup }
+    | { type: 'project'; key: string; group: ProjectGroup }
     | { type: 'session'; key: string; path: string; summary: SessionRow }
     | { type: 'row'; key: string; path: string; item: ViewItem };
+
+/** The label of a session's row: its name, else (a Claude Code transcript, named by a uuid) its first prompt, else its file name. */
+export function sessionLabel(p: string, s: SessionRow, modelName?: string | null): string {
+    const name = modelName ?? s.name;
+    if (name) return name;
+    if (agentOf(s) === 'claude-code' && s.firstMessage) return s.firstMessage;
+    return path.basename(p);
+}
+
+/** A `command:` link that reveals an entry in the Sessions view (for markdown tooltips). */
+function revealLink(sessionPath: string, id: EntryId): string {
+    return `command:sessiond.revealEntry?${encodeURIComponent(JSON.stringify([sessionPath, id]))}`;
+}
 
 /**
  * Starts the daemon on first use and again after it died or the settings changed. An exit that
@@ -211,10 +242,28 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         return pending;
     }
 
+    /** Adds a session opened by hand (or written by a fork), grouped by what its open said. */
     addSession(p: string): Node {
-        if (!this.extra.has(p)) this.extra.set(p, { path: p });
+        if (!this.extra.has(p)) {
+            const model = this.models.get(p);
+            this.extra.set(p, { path: p, format: model?.format, cwd: model?.cwd ?? null });
+        }
         this.refresh();
-        return this.sessionNode(p);
+        const node = this.sessionNode(p);
+        if (node.type === 'session' && node.summary.format === undefined) node.summary = this.extra.get(p) ?? node.summary;
+        return node;
+    }
+
+    private agentNode(group: AgentGroup): Node {
+        const node = this.node({ type: 'agent', key: agentKey(group.agent), group });
+        if (node.type === 'agent') node.group = group;
+        return node;
+    }
+
+    private projectNode(group: ProjectGroup): Node {
+        const node = this.node({ type: 'project', key: projectKey(group.agent, group.cwd), group });
+        if (node.type === 'project') node.group = group;
+        return node;
     }
 
     async getChildren(n?: Node): Promise<Node[]> {
@@ -223,13 +272,15 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
                 const all = new Map<string, SessionRow>();
                 for (const s of await listSessions(await this.daemon.get())) all.set(s.path, s);
                 for (const [p, s] of this.extra) if (!all.has(p)) all.set(p, s);
-                return [...all.values()]
-                    .sort((a, b) => String(b.modified ?? '').localeCompare(String(a.modified ?? '')))
-                    .map((s) => {
-                        const node = this.sessionNode(s.path, s);
-                        if (node.type === 'session') node.summary = s;
-                        return node;
-                    });
+                return groupSessions([...all.values()]).map((g) => this.agentNode(g));
+            }
+            if (n.type === 'agent') return n.group.projects.map((g) => this.projectNode(g));
+            if (n.type === 'project') {
+                return n.group.sessions.map((s) => {
+                    const node = this.sessionNode(s.path, s);
+                    if (node.type === 'session') node.summary = s;
+                    return node;
+                });
             }
             const model = await this.model(n.path);
             // VS Code keeps the session row it drew before the open: redraw it (name, entry count).
@@ -252,9 +303,29 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     }
 
     getTreeItem(n: Node): vscode.TreeItem {
+        if (n.type === 'agent') {
+            const item = new vscode.TreeItem(AGENT_TITLES[n.group.agent], vscode.TreeItemCollapsibleState.Expanded);
+            item.id = n.key;
+            item.description = `${n.group.count} session${n.group.count === 1 ? '' : 's'}`;
+            item.contextValue = `agent.${n.group.agent}`;
+            item.iconPath = new vscode.ThemeIcon(n.group.agent === 'claude-code' ? 'sparkle' : 'terminal');
+            item.accessibilityInformation = { label: `${AGENT_TITLES[n.group.agent]}, ${item.description}` };
+            return item;
+        }
+        if (n.type === 'project') {
+            const label = projectLabel(n.group.cwd);
+            const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.Expanded);
+            item.id = n.key;
+            item.description = n.group.cwd ?? '';
+            item.tooltip = `${n.group.cwd ?? 'no working directory recorded'}: ${n.group.sessions.length} ${AGENT_TITLES[n.group.agent]} session${n.group.sessions.length === 1 ? '' : 's'}`;
+            item.contextValue = 'project';
+            item.iconPath = new vscode.ThemeIcon('folder');
+            item.accessibilityInformation = { label: `project ${label}, ${n.group.sessions.length} sessions` };
+            return item;
+        }
         if (n.type === 'session') {
             const model = this.models.get(n.path);
-            const name = model?.name ?? n.summary.name ?? path.basename(n.path);
+            const name = sessionLabel(n.path, n.summary, model?.name);
             const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
             item.id = n.key;
             const size = model ? `${model.entryCount} entries` : n.summary.size !== undefined ? `${Math.ceil(n.summary.size / 1024)} KiB` : '';
@@ -291,8 +362,9 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             return item;
         }
         const marks = model.marks(n.item.id);
-        // Menus read it: label and compact only where the daemon appends (version-3 files).
-        item.contextValue = `${n.item.kind}${model.appendable ? '.appendable' : ''}`;
+        // Menus read it: label and compact only where the daemon appends (pi's version-3 files;
+        // never a Claude Code transcript, whose only write is a fork); the audit on summaries.
+        item.contextValue = `${n.item.kind}${model.appendable ? '.appendable' : ''}${model.isSummary(n.item.id) ? '.summary' : ''}`;
         item.iconPath = new vscode.ThemeIcon(
             n.item.kind === 'branch' ? 'git-branch' : marks.activeLeaf ? 'debug-stackframe' : marks.leaf ? 'circle-filled' : marks.onActivePath ? 'circle-small-filled' : 'circle-small',
         );
@@ -300,8 +372,39 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         return item;
     }
 
+    /**
+     * A summary's tooltip, filled when the pointer rests on its row: the audit of
+     * `session/explain` (where it came from, what it kept), each lost fact linking to the entry
+     * it came from.
+     */
+    async resolveTreeItem(item: vscode.TreeItem, n: Node): Promise<vscode.TreeItem> {
+        if (n.type !== 'row' || (n.item.kind !== 'entry' && n.item.kind !== 'branch')) return item;
+        const model = this.models.get(n.path);
+        if (!model?.isSummary(n.item.id)) return item;
+        try {
+            const client = await this.daemon.get();
+            const e = await client.explain({ path: n.path, entryId: n.item.id });
+            const audit = auditOf(e);
+            const plain = typeof item.tooltip === 'string' ? item.tooltip : '';
+            const tip = new vscode.MarkdownString(audit ? auditTooltip(audit, (p) => (p.entryId ? revealLink(n.path, p.entryId) : undefined)) : renderExplain(e));
+            if (plain) tip.appendMarkdown(`\n\n---\n\n`).appendText(plain);
+            tip.isTrusted = { enabledCommands: ['sessiond.revealEntry'] };
+            item.tooltip = tip;
+        } catch {
+            // The plain tooltip stays.
+        }
+        return item;
+    }
+
     getParent(n: Node): Node | undefined {
-        if (n.type === 'session') return undefined;
+        if (n.type === 'agent') return undefined;
+        if (n.type === 'project') return this.nodes.get(agentKey(n.group.agent));
+        if (n.type === 'session') {
+            // The project it is listed under; made here if the view has not listed it yet.
+            const agent = agentOf(n.summary);
+            const cwd = n.summary.cwd ?? null;
+            return this.nodes.get(projectKey(agent, cwd)) ?? this.projectNode({ agent, cwd, sessions: [] });
+        }
         const model = this.models.get(n.path);
         const parent = model?.parentOf(n.item);
         return parent ? this.rowNode(n.path, parent) : this.sessionNode(n.path);
@@ -320,7 +423,7 @@ class ContextProvider implements vscode.TextDocumentContentProvider {
     ) {}
 
     static uri(sessionPath: string, leafId: EntryId | null, following: boolean): vscode.Uri {
-        const label = following ? 'live' : leafId ?? 'empty';
+        const label = following ? 'live' : leafId ? shortId(leafId) : 'empty';
         return vscode.Uri.from({
             scheme: CONTEXT_SCHEME,
             path: `/${path.basename(sessionPath, '.jsonl')}@${label}.md`,
@@ -349,6 +452,27 @@ class ContextProvider implements vscode.TextDocumentContentProvider {
             const uri = vscode.Uri.parse(key);
             if (uri.query === sessionPath && (!liveOnly || uri.fragment === '')) this.changed.fire(uri);
         }
+    }
+}
+
+/** The comparison reports (`sessiond-compare:/NAME A↔B.md`), rendered when the comparison ran. */
+class CompareProvider implements vscode.TextDocumentContentProvider {
+    private readonly reports = new Map<string, string>();
+
+    /** Keeps a report and gives the URI that shows it. */
+    add(sessionPath: string, leafA: EntryId, leafB: EntryId, text: string): vscode.Uri {
+        const uri = vscode.Uri.from({
+            scheme: COMPARE_SCHEME,
+            path: `/${path.basename(sessionPath, '.jsonl')} ${shortId(leafA)}↔${shortId(leafB)}.md`,
+            query: sessionPath,
+            fragment: `${leafA}:${leafB}`,
+        });
+        this.reports.set(uri.toString(), text);
+        return uri;
+    }
+
+    provideTextDocumentContent(uri: vscode.Uri): string {
+        return this.reports.get(uri.toString()) ?? '# Comparison unavailable\n\nRun "Compare with Current Leaf" again.\n';
     }
 }
 
@@ -385,17 +509,20 @@ export function activate(context: vscode.ExtensionContext): void {
     const daemon = new Daemon(log);
     const sessions = new SessionsProvider(daemon);
     const previews = new ContextProvider(daemon, sessions);
+    const comparisons = new CompareProvider();
     const view = vscode.window.createTreeView('sessiond.sessions', { treeDataProvider: sessions, showCollapseAll: true });
-    context.subscriptions.push(log, daemon, view, vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, previews));
+    context.subscriptions.push(
+        log,
+        daemon,
+        view,
+        vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, previews),
+        vscode.workspace.registerTextDocumentContentProvider(COMPARE_SCHEME, comparisons),
+    );
     const graphs = new GraphPanels(
         vscode.Uri.joinPath(context.extensionUri, 'media'),
         {
             load: async (p) => ({ model: await sessions.model(p), client: await daemon.get() }),
-            select: async (p, id) => {
-                const node = sessions.rowNode(p, { kind: 'entry', id });
-                await view.reveal(node, { select: true, focus: false, expand: false }).then(undefined, (err) => log.appendLine(`reveal ${id}: ${errorText(err)}`));
-                await vscode.commands.executeCommand('sessiond.showContext', node);
-            },
+            select: (p, id) => showEntry(p, id, false),
         },
         log,
     );
@@ -456,6 +583,20 @@ export function activate(context: vscode.ExtensionContext): void {
         });
     });
 
+    /**
+     * Selects an entry's row in the Sessions view (the whole tree loaded first, so that the row's
+     * branches and folds are known) and shows the context there: where a graph node, a lost
+     * fact of an audit or a link in a tooltip jumps to.
+     */
+    async function showEntry(p: string, id: EntryId, focus: boolean): Promise<void> {
+        const model = await sessions.model(p);
+        const client = await daemon.get();
+        await loadAll(model, (start) => client.tree({ path: model.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...start }));
+        const node = sessions.rowNode(model.path, { kind: 'entry', id });
+        await view.reveal(node, { select: true, focus, expand: false }).then(undefined, (err) => log.appendLine(`reveal ${id}: ${errorText(err)}`));
+        await vscode.commands.executeCommand('sessiond.showContext', node);
+    }
+
     /** Shows the leaf's row, expanding its branches, so a followed session shows its new end. */
     async function revealLeaf(p: string, leafId: EntryId): Promise<void> {
         if (!sessions.models.get(p)?.node(leafId)) return;
@@ -467,7 +608,7 @@ export function activate(context: vscode.ExtensionContext): void {
     /** The session path and entry a command was invoked on (from the view, or the selection). */
     function target(n?: Node): { path: string; entryId: EntryId | undefined } | undefined {
         const node = n ?? view.selection[0];
-        if (!node) {
+        if (!node || node.type === 'agent' || node.type === 'project') {
             void vscode.window.showInformationMessage('sessiond: select a session or an entry in the Sessions view first');
             return undefined;
         }
@@ -490,6 +631,20 @@ export function activate(context: vscode.ExtensionContext): void {
         if (!t) return undefined;
         const model = await sessions.model(t.path);
         return { path: t.path, model, leafId: t.entryId ?? model.activeLeafId ?? undefined };
+    }
+
+    /**
+     * Whether a write that appends is refused for the session (said to the user): a Claude Code
+     * transcript takes none (its only write is a fork), an older pi file none until forked.
+     */
+    function refused(model: SessionModel, what: string): boolean {
+        if (model.appendable) return false;
+        const why =
+            model.format === 'claude-code'
+                ? `a Claude Code transcript takes no ${what.replace(/^an? /, '')}: sessiond reads it and never writes to it; "Fork Session Here…" makes a new session to continue`
+                : `${path.basename(model.path)} is a version-${model.version ?? '?'} file: sessiond appends ${what} to version-3 files only; fork it first`;
+        void vscode.window.showInformationMessage(`sessiond: ${why}`);
+        return true;
     }
 
     const command = (name: string, f: (n?: Node) => Promise<void>) =>
@@ -548,18 +703,18 @@ export function activate(context: vscode.ExtensionContext): void {
     });
 
     command('sessiond.open', async (n) => {
-        let p = n?.path;
+        let p = n && (n.type === 'session' || n.type === 'row') ? n.path : undefined;
         if (!p) {
             const listed = await listSessions(await daemon.get());
             const browse = { label: '$(folder-opened) Open a session file…', path: '' };
             const picked = await vscode.window.showQuickPick(
-                [browse, ...listed.map((s) => ({ label: s.name || path.basename(s.path), description: s.cwd ?? '', detail: `${s.path}${s.modified ? ` · ${s.modified}` : ''}`, path: s.path }))],
+                [browse, ...listed.map((s) => ({ label: sessionLabel(s.path, s), description: [AGENT_TITLES[s.format], s.cwd ?? ''].filter(Boolean).join(' · '), detail: `${s.path}${s.modified ? ` · ${s.modified}` : ''}`, path: s.path }))],
                 { placeHolder: 'Session to open' },
             );
             if (!picked) return;
             p = picked.path;
             if (!p) {
-                const files = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'pi sessions': ['jsonl'] } });
+                const files = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'pi sessions and Claude Code transcripts': ['jsonl'] } });
                 if (!files?.[0]) return;
                 p = files[0].fsPath;
             }
@@ -644,6 +799,63 @@ export function activate(context: vscode.ExtensionContext): void {
         void vscode.window.showInformationMessage(renderExplain(e));
     });
 
+    context.subscriptions.push(
+        vscode.commands.registerCommand('sessiond.revealEntry', async (p?: string, id?: EntryId) => {
+            if (typeof p !== 'string' || typeof id !== 'string') return;
+            try {
+                await showEntry(p, id, true);
+            } catch (err) {
+                void vscode.window.showErrorMessage(`sessiond: ${errorText(err)}`);
+            }
+        }),
+    );
+
+    command('sessiond.compare', async (n) => {
+        const t = entryTarget(n, 'compare');
+        if (!t) return;
+        const model = await sessions.model(t.path);
+        const current = model.activeLeafId;
+        if (!current) {
+            void vscode.window.showInformationMessage('sessiond: the session has no current leaf to compare with');
+            return;
+        }
+        const client = await daemon.get();
+        const c = await client.compareBranches({ path: t.path, leafA: current, leafB: t.entryId });
+        // VS Code's own diff editor on the two contexts, as the context preview renders them.
+        await vscode.commands.executeCommand(
+            'vscode.diff',
+            ContextProvider.uri(t.path, current, false),
+            ContextProvider.uri(t.path, t.entryId, false),
+            `Context ${shortId(current)} ↔ ${shortId(t.entryId)}`,
+            { preview: false, viewColumn: previewColumn() },
+        );
+        const report = comparisons.add(t.path, current, t.entryId, renderComparison(c, { path: t.path, name: model.name }));
+        const choice = await vscode.window.showInformationMessage(`sessiond: ${comparisonSummary(c)}`, 'Open Report');
+        if (choice === 'Open Report') {
+            const doc = await vscode.workspace.openTextDocument(report);
+            await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: false, viewColumn: vscode.ViewColumn.Beside });
+        }
+    });
+
+    command('sessiond.showAudit', async (n) => {
+        const t = entryTarget(n, 'the summary audit');
+        if (!t) return;
+        const client = await daemon.get();
+        const e = await client.explain({ path: t.path, entryId: t.entryId });
+        const audit = auditOf(e);
+        if (!audit) {
+            void vscode.window.showInformationMessage(`sessiond: no audit for ${shortId(t.entryId)}: ${renderExplain(e)}`);
+            return;
+        }
+        const picked = await vscode.window.showQuickPick(auditItems(audit.audit), {
+            title: `Summary audit of ${shortId(t.entryId)}: ${auditHeadline(audit.audit)}`,
+            placeHolder: `${auditSourceText(audit) || 'a summary'}; a fact to jump to the entry it came from`,
+            matchOnDescription: true,
+        });
+        if (!picked?.probe.entryId) return;
+        await showEntry(t.path, picked.probe.entryId, true);
+    });
+
     command('sessiond.verify', async (n) => {
         const t = await leafTarget(n);
         if (!t) return;
@@ -695,6 +907,7 @@ export function activate(context: vscode.ExtensionContext): void {
         const t = entryTarget(n, 'label');
         if (!t) return;
         const model = await sessions.model(t.path);
+        if (refused(model, 'a label')) return;
         const text = await vscode.window.showInputBox({
             prompt: `Label for ${t.entryId} (empty removes it)`,
             value: model.marks(t.entryId).label ?? '',
@@ -707,6 +920,7 @@ export function activate(context: vscode.ExtensionContext): void {
     command('sessiond.compact', async (n) => {
         const t = await leafTarget(n);
         if (!t) return;
+        if (refused(t.model, 'a compaction')) return;
         const client = await daemon.get();
         const leafId = t.leafId;
         const base = { path: t.path, expectedLeafId: t.model.defaultLeafId, ...(leafId ? { leafId } : {}) };

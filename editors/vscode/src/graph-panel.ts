@@ -5,9 +5,10 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { SessiondClient } from './client';
-import { Graph, layoutGraph } from './graph';
+import { Graph, GraphAudit, layoutGraph } from './graph';
 import { loadAll, SessionModel } from './model';
 import { EntryId } from './protocol';
+import { auditHeadline, auditOf, auditProbes, auditSourceText, PROBE_KINDS } from './render';
 
 /** How the panels reach the session: its model with the whole tree loaded, and the daemon. */
 export interface GraphSource {
@@ -22,6 +23,8 @@ const GRAPH_PAGE_LIMIT = 10_000;
 export class GraphPanels implements vscode.Disposable {
     private readonly panels = new Map<string, vscode.WebviewPanel>();
     private readonly firstKept = new Map<string, Record<EntryId, EntryId | null>>();
+    /** Each session's summaries' audits (`null`: the daemon gave none), read once per summary. */
+    private readonly audits = new Map<string, Map<EntryId, GraphAudit | null>>();
     private readonly pending = new Map<string, NodeJS.Timeout>();
     /** The last graph posted per session (the tests and the log read it). */
     readonly last = new Map<string, Graph>();
@@ -83,6 +86,24 @@ export class GraphPanels implements vscode.Disposable {
                 kept[n.id] = e.firstKeptEntryId ?? null;
             }
             this.firstKept.set(sessionPath, kept);
+            const audits = this.audits.get(sessionPath) ?? new Map<EntryId, GraphAudit | null>();
+            for (const n of nodes) {
+                if (!model.isSummary(n.id) || audits.has(n.id)) continue;
+                const a = auditOf(await client.explain({ path: model.path, entryId: n.id }));
+                audits.set(
+                    n.id,
+                    a
+                        ? {
+                              headline: auditHeadline(a.audit),
+                              source: auditSourceText(a),
+                              kept: a.audit.kept,
+                              lost: a.audit.lost,
+                              probes: auditProbes(a.audit).map((p) => ({ kind: PROBE_KINDS[p.kind] ?? p.kind, text: p.text, entryId: p.entryId, status: p.status })),
+                          }
+                        : null,
+                );
+            }
+            this.audits.set(sessionPath, audits);
             const leaf = model.activeLeafId;
             const ctx = leaf ? await client.contextAt({ path: model.path, leafId: leaf }) : undefined;
             const graph = layoutGraph({
@@ -92,6 +113,7 @@ export class GraphPanels implements vscode.Disposable {
                 inContext: ctx?.entryIds ?? [],
                 firstKept: kept,
                 name: model.name,
+                audits: Object.fromEntries([...audits].filter((e): e is [EntryId, GraphAudit] => e[1] !== null)),
             });
             this.last.set(sessionPath, graph);
             panel.title = `Graph: ${model.name ?? path.basename(sessionPath, '.jsonl')}`;
@@ -118,7 +140,18 @@ export class GraphPanels implements vscode.Disposable {
   header button { color: var(--vscode-button-secondaryForeground); background: var(--vscode-button-secondaryBackground); border: none; padding: 2px 8px; cursor: pointer; }
   header button:focus-visible { outline: 1px solid var(--vscode-focusBorder); }
   #status { color: var(--vscode-descriptionForeground); margin-left: 8px; }
-  #graph { flex: 1; width: 100%; cursor: grab; }
+  #main { flex: 1; display: flex; min-height: 0; }
+  #graph { flex: 1; width: 100%; height: 100%; cursor: grab; }
+  #audit { width: 340px; overflow: auto; padding: 6px 10px; border-left: 1px solid var(--vscode-panel-border); font-size: 12px; }
+  #audit[hidden] { display: none; }
+  #audit h2 { font-size: 13px; margin: 4px 0; }
+  #audit p { margin: 4px 0; color: var(--vscode-descriptionForeground); }
+  #audit ul { list-style: none; padding: 0; margin: 4px 0; }
+  #audit li { margin: 2px 0; }
+  #audit button { width: 100%; text-align: left; color: var(--vscode-foreground); background: none; border: 1px solid transparent; padding: 2px 4px; cursor: pointer; font: inherit; overflow-wrap: anywhere; }
+  #audit button:hover, #audit button:focus-visible { border-color: var(--vscode-focusBorder); outline: none; }
+  #audit .lost { color: var(--vscode-errorForeground); }
+  #audit .kept { color: var(--vscode-charts-green); }
   .edge { fill: none; stroke: var(--vscode-editorLineNumber-foreground); stroke-width: 1.5; }
   .edge.on-path { stroke: var(--vscode-charts-blue); stroke-width: 3; }
   .node rect { fill: var(--vscode-editorWidget-background); stroke: var(--vscode-editorWidget-border, var(--vscode-panel-border)); stroke-width: 1; }
@@ -126,6 +159,8 @@ export class GraphPanels implements vscode.Disposable {
   .node.in-context rect { fill: var(--vscode-editor-selectionHighlightBackground, var(--vscode-editorWidget-background)); stroke: var(--vscode-charts-blue); stroke-width: 2; }
   .node.type-compaction rect { stroke: var(--vscode-charts-orange); stroke-width: 2.5; }
   .node.type-branch_summary rect { stroke: var(--vscode-charts-purple); stroke-width: 2.5; }
+  .node.summary rect { stroke: var(--vscode-charts-orange); stroke-width: 2.5; }
+  .node .audit { fill: var(--vscode-errorForeground); font-weight: 600; }
   .node.branch-point rect { stroke: var(--vscode-charts-yellow); }
   .node.leaf rect { stroke: var(--vscode-charts-green); }
   .node.selected-leaf rect { stroke: var(--vscode-focusBorder); stroke-width: 3.5; }
@@ -145,7 +180,10 @@ export class GraphPanels implements vscode.Disposable {
   <button id="fit" aria-label="Fit to window">Fit</button>
   <span id="status" role="status" aria-live="polite"></span>
 </header>
+<div id="main">
 <svg id="graph" role="tree" aria-label="Session branch graph" xmlns="http://www.w3.org/2000/svg"></svg>
+<aside id="audit" aria-label="Summary audit" hidden></aside>
+</div>
 <script src="${script}"></script>
 </body>
 </html>`;

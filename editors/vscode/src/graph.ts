@@ -25,6 +25,20 @@ export interface GraphInput {
     /** Each compaction's `firstKeptEntryId` (from `session/entry`). */
     firstKept: Record<EntryId, EntryId | null>;
     name: string | null;
+    /** Each summary's audit (`session/explain`'s `audit` on a compaction, branch summary or compact boundary). */
+    audits?: Record<EntryId, GraphAudit>;
+}
+
+/** A summary's audit as the graph shows it: the sentence, the counts, every probe with the entry it came from. */
+export interface GraphAudit {
+    /** `kept 0 of 46 facts, lost 46` */
+    headline: string;
+    /** Where the summary came from, in a few words. */
+    source: string;
+    kept: number;
+    lost: number;
+    /** Lost first. */
+    probes: Array<{ kind: string; text: string; entryId: string | null; status: 'kept' | 'lost' }>;
 }
 
 /** One node of the picture: an entry, or a fold of plain entries. */
@@ -54,6 +68,8 @@ export interface GraphNode {
     summarizes?: { count: number; firstId: EntryId | null; lastId: EntryId | null; firstKeptEntryId: EntryId | null };
     /** The session name an entry sets (session_info). */
     name?: string;
+    /** A summary's audit: what it kept and lost, each fact with the entry it came from. */
+    audit?: GraphAudit;
 }
 
 export interface GraphEdge {
@@ -180,6 +196,8 @@ export function layoutGraph(input: GraphInput): Graph {
             onPath: path.has(f.id),
         };
         if (first.label) node.label = first.label;
+        const audit = isFold ? undefined : input.audits?.[first.id];
+        if (audit) node.audit = audit;
         if (first.type === 'session_info' && !isFold) node.name = first.preview.replace(/^name:\s*/, '');
         if (first.type === 'compaction' && !isFold) {
             const firstKept = input.firstKept[first.id] ?? null;

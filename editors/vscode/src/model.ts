@@ -33,6 +33,11 @@ export const FOLD_MIN = 8;
 export const FOLD_KEEP_TAIL = 3;
 /** A row's preview text is cut to this many code points (the daemon's are up to 80). */
 export const PREVIEW_CHARS = 48;
+/** The first 8 characters of a uuid (Claude Code's line ids); other ids as they are. */
+function shortRowId(id: EntryId): string {
+    return /^[0-9a-f]{8}-[0-9a-f]{4}-/.test(id) ? id.slice(0, 8) : id;
+}
+
 /** Entry types that never fold. */
 const NOTABLE_TYPES = new Set(['compaction', 'branch_summary', 'session_info']);
 
@@ -100,12 +105,25 @@ export class SessionModel {
      * until opened or while the file has no header yet.
      */
     version: number | undefined;
+    /** The file's format (`session/open`): a pi session or a Claude Code transcript; `undefined` until opened. */
+    format: OpenResult['format'] | undefined;
+    /** The working directory the header (pi) or the first line with one (Claude Code) records. */
+    cwd: string | null = null;
 
     constructor(readonly path: string) {}
 
-    /** Whether the daemon appends to this file (label, compact): version-3 files only (-33015 otherwise). */
+    /**
+     * Whether the daemon appends to this file (label, compact, name, branch): pi's version-3
+     * files only (-33015 for older ones). A Claude Code transcript takes no append at all
+     * (-33021 `unsupportedForFormat`): its only write is a fork, a new file.
+     */
     get appendable(): boolean {
-        return this.version === 3;
+        return this.format === 'pi' && this.version === 3;
+    }
+
+    /** Whether the daemon forks this file (every format it reads). */
+    get forkable(): boolean {
+        return this.format !== undefined;
     }
 
     /** Takes the header facts of `session/open`. Does not touch loaded nodes. */
@@ -115,8 +133,12 @@ export class SessionModel {
         this.entryCount = open.entryCount;
         this.leaves = new Set(open.leaves);
         this.defaultLeafId = open.leafId;
-        const version = open.header?.version;
-        this.version = open.header ? (typeof version === 'number' ? version : 1) : undefined;
+        this.format = open.format;
+        const header = open.header as { version?: unknown; cwd?: unknown } | null;
+        const version = header?.version;
+        // A Claude Code transcript has no header version: its lines are not pi's entries.
+        this.version = open.format === 'pi' && header ? (typeof version === 'number' ? version : 1) : undefined;
+        if (typeof header?.cwd === 'string') this.cwd = header.cwd;
         this.stale = false;
         this.activePathCache = undefined;
     }
@@ -344,6 +366,17 @@ export class SessionModel {
     }
 
     /**
+     * Whether an entry is a summary whose audit `session/explain` gives (where it came from,
+     * what it kept): a pi compaction or branch summary, a Claude Code compact boundary.
+     */
+    isSummary(id: EntryId): boolean {
+        const n = this.nodes.get(id)?.node;
+        if (!n) return false;
+        if (this.format === 'claude-code') return n.type === 'system' && n.preview.startsWith('compact boundary');
+        return n.type === 'compaction' || n.type === 'branch_summary';
+    }
+
+    /**
      * Whether an entry starts a branch: its parent has several children, or it is one of
      * several roots. Such an entry is shown by its branch row, never again beneath it.
      */
@@ -534,8 +567,8 @@ export class SessionModel {
         const full = [...(n.preview || `(${n.type})`)];
         const preview = full.length > PREVIEW_CHARS ? `${full.slice(0, PREVIEW_CHARS - 1).join('')}…` : full.join('');
         // The id and the marks come first: a narrow side bar cuts the end of a row, and the
-        // preview is what can be spared.
-        const head: string[] = [n.id];
+        // preview is what can be spared. A Claude Code uuid shows its first 8 characters.
+        const head: string[] = [this.format === 'claude-code' ? shortRowId(n.id) : n.id];
         if (m.label) head.push(`[${m.label}]`);
         if (m.activeLeaf) head.push('● active leaf');
         else if (m.defaultLeaf) head.push('◀ leaf (default)');

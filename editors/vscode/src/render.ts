@@ -1,7 +1,25 @@
 //! Plain-text renderings of daemon answers for a person: the context preview document, the
-//! explain sentence, the compaction report. Pure: no `vscode`, no I/O.
+//! explain sentence, the compaction report, a summary's audit, the comparison of two leaves. Pure: no `vscode`, no I/O.
 
-import { ClaudeContextAt, CompactResult, ContextAtResult, ContextMessage, Diagnostic, ExplainResult, isNothingToCompact, PiContextAt, RetentionProbe, VerifyFinding, VerifyResumeResult } from './protocol';
+import {
+    ClaudeContextAt,
+    CompactResult,
+    CompareBranchesResult,
+    ComparedSide,
+    ContextAtResult,
+    ContextDifference,
+    ContextMessage,
+    Diagnostic,
+    ExplainResult,
+    isNothingToCompact,
+    PiContextAt,
+    Retention,
+    RetentionProbe,
+    SummarizedBranch,
+    SummarySource,
+    VerifyFinding,
+    VerifyResumeResult,
+} from './protocol';
 
 /** Whether a context is a Claude Code transcript's (the daemon says its `format`). */
 export function isClaudeContext(ctx: ContextAtResult): ctx is ClaudeContextAt {
@@ -253,4 +271,199 @@ export function verifySummary(report: VerifyResumeResult): string {
     const verdict = report.attention ? 'needs attention before resuming' : 'nothing needs attention';
     const repo = report.repository ? ` (git ${report.repository.workTree})` : '';
     return `${report.leafId ?? '(no leaf)'} in ${report.cwd ?? '(no cwd)'}${repo}: ${fail} fail, ${warn} warn, ${ok} ok; ${verdict}`;
+}
+
+/** What a summary entry's explanation says of where it came from and what it kept. */
+export interface SummaryAudit {
+    /** A compaction (or a Claude Code compact boundary): the entries it replaced. */
+    source?: SummarySource;
+    /** A branch summary: the branch it replaced. */
+    branch?: SummarizedBranch;
+    audit: Retention;
+    /** The explanation's sentence, which names both. */
+    text: string;
+}
+
+/**
+ * The audit in an explanation (`session/explain` on a compaction, a branch summary or a Claude
+ * Code compact boundary), or `undefined` when the entry is no summary or the daemon gave none.
+ * Read from any format's explanation: the fields are the same wherever the daemon gives them.
+ */
+export function auditOf(e: ExplainResult): SummaryAudit | undefined {
+    const x = e as { source?: SummarySource; branch?: SummarizedBranch; audit?: Retention };
+    if (!x.audit) return undefined;
+    return { source: x.source ?? undefined, branch: x.branch ?? undefined, audit: x.audit, text: renderExplain(e) };
+}
+
+/** A retention probe's kind, in words. */
+export const PROBE_KINDS: Record<RetentionProbe['kind'], string> = {
+    readFile: 'read file',
+    modifiedFile: 'modified file',
+    toolError: 'tool error',
+    pendingToolCall: 'tool call without a result',
+    openTask: 'open task',
+    lastUserRequest: 'last request',
+};
+
+/** "kept 31 of 43 facts, lost 12": the audit in a few words. */
+export function auditHeadline(a: Retention): string {
+    return `kept ${a.kept} of ${a.kept + a.lost} facts, lost ${a.lost}`;
+}
+
+/** Where a summary came from, in a few words (`338 entries 00247798…12bbdff5, keeps from 521cf246`). */
+export function auditSourceText(s: SummaryAudit): string {
+    if (s.source) {
+        const span = s.source.firstId ? ` ${s.source.firstId}…${s.source.lastId}` : '';
+        const kept = s.source.firstKeptEntryId ? `, keeps from ${s.source.firstKeptEntryId}` : '';
+        return `summarizes ${s.source.count} entries${span}${kept}`;
+    }
+    if (s.branch) {
+        const span = s.branch.firstId ? ` ${s.branch.firstId}…${s.branch.lastId}` : '';
+        return `summarizes a branch of ${s.branch.count} entries${span}${s.branch.leftAtId ? `, left at ${s.branch.leftAtId}` : ''}`;
+    }
+    return '';
+}
+
+/** The probes, lost first (the daemon's order kept within each). */
+export function auditProbes(a: Retention): RetentionProbe[] {
+    return [...a.probes.filter((p) => p.status === 'lost'), ...a.probes.filter((p) => p.status !== 'lost')];
+}
+
+/** One row of the "Show Summary Audit" list: a probe, lost or kept, and the entry it came from. */
+export interface AuditItem {
+    label: string;
+    description: string;
+    detail?: string;
+    probe: RetentionProbe;
+}
+
+/** The probes as quick-pick rows: lost first, each naming its kind and the entry it came from. */
+export function auditItems(a: Retention): AuditItem[] {
+    return auditProbes(a).map((p) => ({
+        label: `${p.status === 'lost' ? '$(error) lost' : '$(pass) kept'}: ${PROBE_KINDS[p.kind] ?? p.kind} ${p.text}`,
+        description: [p.entryId ? `from ${p.entryId}` : 'from no entry', p.foundIn ? `kept in ${p.foundIn}` : ''].filter(Boolean).join(' · '),
+        probe: p,
+    }));
+}
+
+/** Escapes text for a markdown tooltip (paths hold `_` and `*`). */
+function md(text: string): string {
+    return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
+}
+
+/** How many probes a tooltip lists before it says how many more there are. */
+export const AUDIT_TOOLTIP_PROBES = 12;
+
+/**
+ * The audit as a markdown tooltip: the sentence, then the lost facts, each linking (`link`
+ * gives the target, a `command:` URI) to the entry it came from.
+ */
+export function auditTooltip(s: SummaryAudit, link: (p: RetentionProbe) => string | undefined): string {
+    const out = [`**${md(auditHeadline(s.audit))}**${auditSourceText(s) ? ` · ${md(auditSourceText(s))}` : ''}`, ''];
+    const lost = s.audit.probes.filter((p) => p.status === 'lost');
+    for (const p of lost.slice(0, AUDIT_TOOLTIP_PROBES)) {
+        const target = link(p);
+        const from = p.entryId ? (target ? `[${md(p.entryId)}](${target})` : md(p.entryId)) : 'no entry';
+        out.push(`- lost ${md(PROBE_KINDS[p.kind] ?? p.kind)} \`${p.text.replace(/`/g, "'")}\` ← ${from}`);
+    }
+    if (lost.length > AUDIT_TOOLTIP_PROBES) out.push(`- … ${lost.length - AUDIT_TOOLTIP_PROBES} more lost ("Show Summary Audit" lists them all)`);
+    if (lost.length === 0) out.push('Nothing the probes look for was lost.');
+    return out.join('\n');
+}
+
+/** The first characters of a long id (a Claude Code uuid), as rows and titles show it. */
+export function shortId(id: string): string {
+    return /^[0-9a-f]{8}-[0-9a-f]{4}-/.test(id) ? id.slice(0, 8) : id;
+}
+
+/** `1 entry`, `2 entries`. */
+function count(n: number, one: string, many = `${one}s`): string {
+    return `${n} ${n === 1 ? one : many}`;
+}
+
+/** A side's counts in a few words. */
+function sideText(s: ComparedSide): string {
+    const calls = Object.values(s.toolCalls).reduce((a, b) => a + b, 0);
+    return [count(s.entries, 'entry', 'entries'), count(s.userTurns, 'user turn'), count(s.assistantMessages, 'assistant message'), count(calls, 'tool call')].join(', ');
+}
+
+/**
+ * A `session/compareBranches` result in one line, for a notification: the fork point, what
+ * each side did after it, and how the two contexts differ.
+ */
+export function comparisonSummary(c: CompareBranchesResult): string {
+    const fork = c.forkPointId ? `part after ${shortId(c.forkPointId)}` : 'share no entry';
+    const parts = [
+        `${shortId(c.leafA)} and ${shortId(c.leafB)} ${fork}`,
+        `A: ${sideText(c.sideA)}`,
+        `B: ${sideText(c.sideB)}`,
+        `context: ${c.contextCommon} shared, ${c.contextOnlyA.length} only at A, ${c.contextOnlyB.length} only at B${c.contextChanged.length ? `, ${c.contextChanged.length} reach the model differently` : ''}`,
+    ];
+    if (c.thinkingLevel) parts.push(`thinking level ${str(c.thinkingLevel.a) || '(none)'} → ${str(c.thinkingLevel.b) || '(none)'}`);
+    if (c.model) parts.push(`model ${modelText(c.model.a)} → ${modelText(c.model.b)}`);
+    return parts.join('; ');
+}
+
+function modelText(v: unknown): string {
+    if (v && typeof v === 'object') {
+        const m = v as { provider?: unknown; modelId?: unknown };
+        return [m.provider, m.modelId].filter((x) => typeof x === 'string').join('/') || JSON.stringify(v);
+    }
+    return str(v) || '(none)';
+}
+
+/** Entries listed per side in the report before it says how many more there are. */
+export const REPORT_ENTRIES = 40;
+
+/** Context differences grouped by their reason's words, each with its count and first ids. */
+function differenceLines(list: ContextDifference[]): string[] {
+    const byText = new Map<string, string[]>();
+    for (const d of list) byText.set(d.text, [...(byText.get(d.text) ?? []), d.id]);
+    return [...byText].map(([text, ids]) => `- ${ids.length} ${text}: ${ids.slice(0, 6).map(shortId).join(', ')}${ids.length > 6 ? ', …' : ''}`);
+}
+
+/**
+ * A `session/compareBranches` result as a document: the fork point, each side's counts, the
+ * entries only on each path, and the context difference with its reasons.
+ */
+export function renderComparison(c: CompareBranchesResult, heading: { path: string; name: string | null }): string {
+    const out: string[] = [];
+    out.push(`# Comparison${heading.name ? ` — ${heading.name}` : ''}`);
+    out.push('');
+    out.push(`- file: ${heading.path}`);
+    out.push(`- A (the current leaf): ${c.leafA}`);
+    out.push(`- B: ${c.leafB}`);
+    out.push(`- fork point: ${c.forkPointId ?? '(none: the paths share no entry)'}`);
+    for (const d of c.diagnostics ?? []) out.push(`- warning: ${diagnosticText(d)}`);
+    out.push('');
+    out.push('## After the fork point');
+    out.push('');
+    out.push('| | A | B |');
+    out.push('| --- | --- | --- |');
+    const row = (what: string, f: (s: ComparedSide) => string) => out.push(`| ${what} | ${f(c.sideA)} | ${f(c.sideB)} |`);
+    row('entries', (s) => String(s.entries));
+    row('user turns', (s) => String(s.userTurns));
+    row('assistant messages', (s) => String(s.assistantMessages));
+    row('tool calls', (s) => Object.entries(s.toolCalls).map(([n, k]) => `${n} ${k}`).join(', ') || '–');
+    row('files changed', (s) => s.filesChanged.join(', ') || '–');
+    row('context tokens at the leaf', (s) => (s.tokenEstimate === null ? '?' : String(s.tokenEstimate)));
+    row('setting changes', (s) => s.settingChanges.map((x) => `${x.setting} ${modelText(x.value)}`).join(', ') || '–');
+    for (const [side, list] of [['A', c.onlyA], ['B', c.onlyB]] as const) {
+        out.push('');
+        out.push(`## Only on ${side}'s path (${list.length})`);
+        out.push('');
+        for (const e of list.slice(0, REPORT_ENTRIES)) out.push(`- ${e.id} · ${e.role ?? e.type}: ${e.preview}`);
+        if (list.length > REPORT_ENTRIES) out.push(`- … ${list.length - REPORT_ENTRIES} more`);
+    }
+    out.push('');
+    out.push('## What the model sees');
+    out.push('');
+    out.push(`- ${count(c.contextCommon, 'context entry', 'context entries')} reach${c.contextCommon === 1 ? 'es' : ''} the model the same way at both leaves`);
+    if (c.contextOnlyA.length) out.push(`- ${c.contextOnlyA.length} only at A:`, ...differenceLines(c.contextOnlyA).map((l) => `  ${l}`));
+    if (c.contextOnlyB.length) out.push(`- ${c.contextOnlyB.length} only at B:`, ...differenceLines(c.contextOnlyB).map((l) => `  ${l}`));
+    for (const d of c.contextChanged) out.push(`- ${d.id} (${d.role ?? d.type}) reaches the model differently: ${d.text}`);
+    if (c.thinkingLevel) out.push(`- thinking level: A ${str(c.thinkingLevel.a) || '(none)'}, B ${str(c.thinkingLevel.b) || '(none)'}`);
+    if (c.model) out.push(`- model: A ${modelText(c.model.a)}, B ${modelText(c.model.b)}`);
+    out.push('');
+    return out.join('\n');
 }

@@ -1,16 +1,20 @@
 //! The extension glue (extension.ts) activated under Node with a stand-in `vscode` module and
-//! the real daemon: the Sessions view's rows, the context preview, explain, and live follow.
+//! the real daemon: the Sessions view's rows (pi's and Claude Code's sessions, grouped by agent and
+//! project), the context preview, explain, the comparison of two leaves, a summary's audit, the
+//! writes each format takes, and live follow.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { BINARY, DEFAULT_LEAF, EXAMPLE, makeRoot, next, PACKAGE_DIR, requireBinary, userLine } from '../testing/fixtures';
+import { addClaudeTranscript, BINARY, CLAUDE, DEFAULT_LEAF, EXAMPLE, makeRoot, next, PACKAGE_DIR, requireBinary, userLine } from '../testing/fixtures';
 import { installVscodeStub, Recorded } from '../testing/vscode-stub';
 
 describe('extension in a stand-in VS Code', () => {
     let root: string;
     let file: string;
+    let claudeFile: string;
     let vs: Recorded;
     let tree: any;
     const subscriptions: Array<{ dispose(): unknown }> = [];
@@ -18,6 +22,7 @@ describe('extension in a stand-in VS Code', () => {
     before(() => {
         requireBinary();
         ({ root, file } = makeRoot());
+        claudeFile = addClaudeTranscript(root);
         // The daemon's search index and listing cache go under the test's root.
         process.env.XDG_CACHE_HOME = path.join(root, '.cache');
         vs = installVscodeStub({ path: BINARY, roots: [root] });
@@ -43,8 +48,37 @@ describe('extension in a stand-in VS Code', () => {
         for (const c of contributed) assert.ok(manifest.activationEvents.includes(`onCommand:${c}`), `activation event for ${c}`);
     });
 
+    /** The session rows of one agent's group, every project's, in the view's order. */
+    async function sessionsOf(agent: 'pi' | 'claude-code'): Promise<any[]> {
+        const group = (await tree.getChildren()).find((g: any) => g.group.agent === agent);
+        const out: any[] = [];
+        for (const project of await tree.getChildren(group)) out.push(...(await tree.getChildren(project)));
+        return out;
+    }
+
+    it('groups the sessions by agent, then by project', async () => {
+        const agents = await tree.getChildren();
+        assert.deepEqual(agents.map((a: any) => tree.getTreeItem(a).label), ['pi', 'Claude Code']);
+        assert.deepEqual(agents.map((a: any) => tree.getTreeItem(a).description), ['1 session', '1 session']);
+        const [piProject] = await tree.getChildren(agents[0]);
+        const [claudeProject] = await tree.getChildren(agents[1]);
+        assert.equal(tree.getTreeItem(piProject).label, 'pi-mono');
+        assert.equal(tree.getTreeItem(piProject).description, '/Users/badlogic/workspaces/pi-mono');
+        assert.equal(tree.getTreeItem(claudeProject).label, 'work');
+        assert.equal(tree.getTreeItem(claudeProject).description, CLAUDE.cwd);
+        const [claudeSession] = await tree.getChildren(claudeProject);
+        assert.equal(claudeSession.path, claudeFile);
+        // A transcript is named by a uuid: its row shows the first prompt.
+        assert.equal(tree.getTreeItem(claudeSession).label, CLAUDE.firstMessage);
+        assert.match(tree.getTreeItem(claudeSession).tooltip, /context: ~\d+ tokens \(Claude Code's usage at the default leaf\)/);
+        // Each level knows its parent (reveal walks them up).
+        assert.equal(tree.getParent(claudeSession), claudeProject);
+        assert.equal(tree.getParent(claudeProject), agents[1]);
+        assert.equal(tree.getParent(agents[1]), undefined);
+    });
+
     it('lists the session and shows its tree with forks as branches', async () => {
-        const sessions = await tree.getChildren();
+        const sessions = await sessionsOf('pi');
         assert.deepEqual(sessions.map((s: any) => s.path), [file]);
         // Before the open: what session/list says of it, in the description and the tooltip.
         const listed = tree.getTreeItem(sessions[0]);
@@ -68,14 +102,16 @@ describe('extension in a stand-in VS Code', () => {
         assert.match(fork.label, /^088a3b48 · /);
         assert.equal(fork.collapsibleState, 1, 'the fork expands');
         const branches = await tree.getChildren(rows[rows.length - 1]);
-        assert.deepEqual(branches.map((b: any) => tree.getTreeItem(b).contextValue), ['branch.appendable', 'branch.appendable'], 'a version-3 session: label and compact are offered');
+        // A version-3 session: label and compact are offered; the second branch starts with a
+        // branch summary, which offers its audit.
+        assert.deepEqual(branches.map((b: any) => tree.getTreeItem(b).contextValue), ['branch.appendable', 'branch.appendable.summary']);
         // After the session was opened, its row shows the entry count.
         assert.match(tree.getTreeItem(sessions[0]).description, /^1033 entries/);
         assert.equal(tree.getParent(rows[0]), sessions[0]);
     });
 
     it('previews the context at a clicked entry', async () => {
-        const [session] = await tree.getChildren();
+        const [session] = await sessionsOf('pi');
         const rows = await tree.getChildren(session);
         const item = tree.getTreeItem(rows[2]);
         assert.equal(item.command.command, 'sessiond.showContext');
@@ -91,7 +127,7 @@ describe('extension in a stand-in VS Code', () => {
     });
 
     it('explains an entry at the active leaf', async () => {
-        const [session] = await tree.getChildren();
+        const [session] = await sessionsOf('pi');
         const rows = await tree.getChildren(session);
         vs.messages.length = 0;
         await vs.commands.get('sessiond.explain')!(rows[0]);
@@ -152,8 +188,152 @@ describe('extension in a stand-in VS Code', () => {
         await vs.commands.get('sessiond.showContext')!({ type: 'session', path: file });
     });
 
+    /** A row of the view for an entry of a session, as the view passes it to a command. */
+    const entryRow = (p: string, id: string) => ({ type: 'row', path: p, key: `r:${p}:entry:${id}`, item: { kind: 'entry', id } });
+    const cliJson = (...args: string[]) => JSON.parse(execFileSync(BINARY, args, { encoding: 'utf8' }));
+
+    it('compares an entry with the current leaf: the two contexts in the diff editor, a summary, the report', async () => {
+        await vs.commands.get('sessiond.showContext')!(entryRow(file, DEFAULT_LEAF));
+        vs.messages.length = 0;
+        vs.answers.push('Open Report');
+        await vs.commands.get('sessiond.compare')!(entryRow(file, 'de19adb3'));
+        const diff = vs.diffs[vs.diffs.length - 1];
+        assert.equal(diff.title, `Context ${DEFAULT_LEAF} ↔ de19adb3`);
+        // Each side is the context preview's document at its leaf (the same provider renders it).
+        assert.equal(diff.left.uri.scheme, 'sessiond-context');
+        assert.equal(diff.left.uri.fragment, DEFAULT_LEAF);
+        assert.equal(diff.right.uri.fragment, 'de19adb3');
+        for (const [side, leaf] of [[diff.left, DEFAULT_LEAF], [diff.right, 'de19adb3']] as const) {
+            const ctx = cliJson('context', file, '--leaf', leaf, '--json');
+            assert.match(side.text, new RegExp(`^- leaf: ${leaf}$`, 'm'));
+            assert.match(side.text, new RegExp(`^- messages: ${ctx.messages.length}$`, 'm'));
+        }
+        // The summary says what `sessiond diff` says.
+        const cli = cliJson('diff', file, DEFAULT_LEAF, 'de19adb3', '--json');
+        assert.equal(cli.forkPointId, '521cf246');
+        assert.equal(vs.messages.length, 1, JSON.stringify(vs.messages));
+        assert.equal(
+            vs.messages[0].text,
+            `sessiond: ${DEFAULT_LEAF} and de19adb3 part after 521cf246; A: 10 entries, 1 user turn, 2 assistant messages, 2 tool calls; ` +
+                `B: 1 entry, 1 user turn, 0 assistant messages, 0 tool calls; context: ${cli.contextCommon} shared, ${cli.contextOnlyA.length} only at A, ` +
+                `${cli.contextOnlyB.length} only at B; thinking level high → off`,
+        );
+        const report = vs.documents[vs.documents.length - 1];
+        assert.equal(report.uri.scheme, 'sessiond-compare');
+        assert.match(report.text, /^- fork point: 521cf246$/m);
+        assert.match(report.text, /^## Only on A's path \(10\)$/m);
+        assert.match(report.text, /^- 92bfec97 · assistant: Plan: 1\) extract runPrintMode/m);
+        assert.match(report.text, /^## Only on B's path \(1\)$/m);
+        assert.match(report.text, /^\| tool calls \| edit 1, read 1 \| – \|$/m);
+        const summarized = cli.contextOnlyB.filter((d: any) => d.text === 'summarized by compaction 4909db93, on A only').length;
+        assert.equal(summarized, 338);
+        assert.match(report.text, /^- 1 context entry reaches the model the same way at both leaves$/m);
+        assert.match(report.text, new RegExp(`^- ${cli.contextOnlyB.length} only at B:\n  - 338 summarized by compaction 4909db93, on A only: 00247798, c62d6448, `, 'm'));
+    });
+
+    it("shows a compaction's audit: in its tooltip, each lost fact linking to its entry, and as a list that jumps there", async () => {
+        const row = entryRow(file, '4909db93');
+        const item = tree.getTreeItem(row);
+        assert.equal(item.contextValue, 'entry.appendable.summary', 'the audit is offered on a summary');
+        assert.equal(tree.getTreeItem(entryRow(file, '521cf246')).contextValue, 'entry.appendable');
+        const resolved = await tree.resolveTreeItem(item, row);
+        const cli = cliJson('explain', file, '4909db93', '--json');
+        assert.equal(cli.audit.lost, 46);
+        const tip = resolved.tooltip;
+        assert.match(tip.value, /^\*\*kept 0 of 46 facts, lost 46\*\* · summarizes 338 entries 00247798…12bbdff5, keeps from 521cf246\n/);
+        const first = cli.audit.probes[0];
+        const link = `command:sessiond.revealEntry?${encodeURIComponent(JSON.stringify([file, first.entryId]))}`;
+        assert.ok(tip.value.includes(`- lost read file \`${first.text}\` ← [${first.entryId}](${link})`), tip.value);
+        assert.match(tip.value, /- … 34 more lost/);
+        assert.deepEqual(tip.isTrusted, { enabledCommands: ['sessiond.revealEntry'] });
+        // The list: every probe, lost first; choosing a lost modified file jumps to its entry.
+        vs.revealed.length = 0;
+        vs.answers.push((items: any[]) => items.find((i) => i.probe.kind === 'modifiedFile'));
+        await vs.commands.get('sessiond.showAudit')!(row);
+        const pick = vs.quickPicks[vs.quickPicks.length - 1];
+        assert.equal(pick.options.title, 'Summary audit of 4909db93: kept 0 of 46 facts, lost 46');
+        assert.equal(pick.items.length, cli.audit.probes.length);
+        const want = cli.audit.probes.find((p: any) => p.kind === 'modifiedFile');
+        const chosen = pick.items.find((i: any) => i.probe.kind === 'modifiedFile');
+        assert.equal(chosen.label, `$(error) lost: modified file ${want.text}`);
+        assert.equal(chosen.description, `from ${want.entryId}`);
+        assert.equal((vs.revealed[vs.revealed.length - 1] as any).item.id, want.entryId);
+        const ctx = vs.documents[vs.documents.length - 1];
+        assert.match(ctx.text, new RegExp(`^- leaf: ${want.entryId}$`, 'm'));
+        // The link in the tooltip does the same.
+        vs.revealed.length = 0;
+        await vs.commands.get('sessiond.revealEntry')!(file, first.entryId);
+        assert.equal((vs.revealed[0] as any).item.id, first.entryId);
+    });
+
+    it('shows a Claude Code transcript: its tree, context and explain; offers fork, refuses label and compact', async () => {
+        const [session] = await sessionsOf('claude-code');
+        const rows = await tree.getChildren(session);
+        // Three roots: the first prompt and each /compact's boundary; uuids shortened to 8 characters.
+        const items = rows.map((r: any) => tree.getTreeItem(r));
+        assert.deepEqual(
+            items.map((i: any) => i.label),
+            ['7c758304 · user: Run a command', 'ae800328 · system: compact boundary (manual, 122 tokens before)', '6b9b1c20 · system: compact boundary (manual, 127 tokens before)'],
+        );
+        // Menus: fork and explain for every row, the audit on the boundaries; label and compact (`.appendable`) nowhere.
+        assert.deepEqual(items.map((i: any) => i.contextValue), ['branch', 'branch.summary', 'branch.summary']);
+        assert.equal(tree.getTreeItem(session).contextValue, 'session');
+        assert.match(tree.getTreeItem(session).description, /^62 entries/);
+        // The context at the resume leaf, as `sessiond context` counts its messages.
+        await vs.commands.get('sessiond.showContext')!(session);
+        const doc = vs.documents[vs.documents.length - 1];
+        const ctx = cliJson('context', claudeFile, '--json');
+        assert.match(doc.text, /^# Context \(Claude Code\)$/m);
+        assert.match(doc.text, new RegExp(`^- leaf: ${CLAUDE.resumeLeaf}$`, 'm'));
+        assert.match(doc.text, new RegExp(`^- messages: ${ctx.messages.length}$`, 'm'));
+        assert.equal(doc.uri.path, `/${CLAUDE.resumeLeaf.replace(/-.*/, '').replace(/^/, 'compacted@')}.md`);
+        // Explain on the first boundary.
+        vs.messages.length = 0;
+        await vs.commands.get('sessiond.explain')!(rows[1]);
+        assert.match(vs.messages[0].text, new RegExp(`^Line 60 \\(system ${CLAUDE.boundary}\\) at leaf ${CLAUDE.resumeLeaf}: before compact boundary 6b9b1c20`));
+        // Label and compact, even from the palette, are refused before the daemon is asked: nothing written.
+        const bytes = fs.readFileSync(claudeFile);
+        const asked = vs.answers.length;
+        vs.messages.length = 0;
+        await vs.commands.get('sessiond.label')!(rows[0]);
+        await vs.commands.get('sessiond.compact')!(rows[0]);
+        assert.deepEqual(
+            vs.messages.map((m) => m.text),
+            [
+                'sessiond: a Claude Code transcript takes no label: sessiond reads it and never writes to it; "Fork Session Here…" makes a new session to continue',
+                'sessiond: a Claude Code transcript takes no compaction: sessiond reads it and never writes to it; "Fork Session Here…" makes a new session to continue',
+            ],
+        );
+        assert.equal(vs.answers.length, asked, 'no prompt was shown');
+        assert.deepEqual(fs.readFileSync(claudeFile), bytes);
+        // Fork is offered, and forks: a new transcript beside it, listed under Claude Code.
+        vs.answers.push({ label: 'At this entry', value: 'at' }, undefined);
+        await vs.commands.get('sessiond.fork')!(entryRow(claudeFile, CLAUDE.rewoundLeaf));
+        const forked = /forked into (\S+\.jsonl)/.exec(vs.messages[vs.messages.length - 1].text)?.[1];
+        assert.ok(forked && fs.existsSync(forked), vs.messages[vs.messages.length - 1].text);
+        const listed = (await sessionsOf('claude-code')).map((s: any) => s.path);
+        assert.ok(listed.includes(forked), `${forked} in ${listed}`);
+        assert.equal(cliJson('context', forked, '--json').leafId !== undefined, true);
+        fs.rmSync(forked);
+    });
+
+    it('compares two leaves of a Claude Code transcript: the rewind and the resumed branch', async () => {
+        await vs.commands.get('sessiond.showContext')!(entryRow(claudeFile, CLAUDE.resumeLeaf));
+        vs.messages.length = 0;
+        vs.answers.push(undefined);
+        await vs.commands.get('sessiond.compare')!(entryRow(claudeFile, CLAUDE.rewoundLeaf));
+        const diff = vs.diffs[vs.diffs.length - 1];
+        assert.equal(diff.title, 'Context ec228510 ↔ 0b5e3c50');
+        assert.match(diff.left.text, new RegExp(`^- leaf: ${CLAUDE.resumeLeaf}$`, 'm'));
+        assert.match(diff.right.text, new RegExp(`^- leaf: ${CLAUDE.rewoundLeaf}$`, 'm'));
+        const cli = cliJson('diff', claudeFile, CLAUDE.resumeLeaf, CLAUDE.rewoundLeaf, '--json');
+        assert.equal(cli.forkPointId, CLAUDE.forkPoint);
+        assert.match(vs.messages[0].text, new RegExp(`^sessiond: ec228510 and 0b5e3c50 part after f9cc853c; A: ${cli.sideA.entries} entries, `));
+        assert.match(vs.messages[0].text, new RegExp(`context: ${cli.contextCommon} shared, ${cli.contextOnlyA.length} only at A, ${cli.contextOnlyB.length} only at B$`));
+    });
+
     it('follows the session live: an appended entry refreshes the view and the live preview', async () => {
-        const [session] = await tree.getChildren();
+        const [session] = await sessionsOf('pi');
         await vs.commands.get('sessiond.follow')!(session);
         const live = vs.documents[vs.documents.length - 1];
         assert.equal(live.uri.fragment, '', 'the live preview follows the default leaf');

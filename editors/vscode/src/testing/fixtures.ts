@@ -61,3 +61,30 @@ export function next<T>(event: Event<T>, accept: (e: T) => boolean, ms: number, 
         });
     });
 }
+
+/** A transcript written by the real Claude Code 2.1.197 (tests/data/claude/real/README.md): a
+ * rewind branch and two `/compact`s. */
+export const CLAUDE_EXAMPLE = path.join(REPO_DIR, 'tests', 'data', 'claude', 'real', 'compacted.jsonl');
+/** Facts about it (also printed by `sessiond tree` and `sessiond diff`). */
+export const CLAUDE = {
+    cwd: '/tmp/corpus-final/work',
+    firstMessage: 'Run a command',
+    entryCount: 62,
+    /** The leaf `claude --resume` continues from. */
+    resumeLeaf: 'ec228510-5a3b-4462-aad5-e3f6654df41b',
+    /** The leaf of the rewound branch. */
+    rewoundLeaf: '0b5e3c50-369b-45ad-a35e-c68a63fa334e',
+    /** Where the resume leaf's path and the rewound one part. */
+    forkPoint: 'f9cc853c-ba6a-4561-93ff-cb4f95759bd2',
+    /** The first `/compact`'s boundary (a root of the tree). */
+    boundary: 'ae800328-172e-4b1c-a40d-ccf52c5420db',
+};
+
+/** Copies the Claude Code transcript into `root` under a project folder as Claude Code keeps it; returns the copy. */
+export function addClaudeTranscript(root: string): string {
+    const dir = path.join(root, 'claude', '-tmp-corpus-final-work');
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, path.basename(CLAUDE_EXAMPLE));
+    fs.copyFileSync(CLAUDE_EXAMPLE, file);
+    return file;
+}

@@ -21,6 +21,8 @@ export interface Recorded {
     revealed: unknown[];
     /** Every quick pick made with createQuickPick, to type into and accept. */
     quickPickWidgets: StubQuickPick[];
+    /** Every `vscode.diff` asked for: the two sides as their providers render them, and the title. */
+    diffs: Array<{ left: { uri: Uri; text: string }; right: { uri: Uri; text: string }; title: string }>;
 }
 
 /** `createQuickPick`'s widget: a test types with {@link StubQuickPick.type} and chooses with
@@ -107,13 +109,38 @@ class TreeItem {
     ) {}
 }
 
+class MarkdownString {
+    isTrusted: unknown;
+    constructor(public value = '') {}
+    appendMarkdown(text: string): MarkdownString {
+        this.value += text;
+        return this;
+    }
+    appendText(text: string): MarkdownString {
+        this.value += text.replace(/[\\`*_{}[\]()#+\-.!]/g, '\\$&');
+        return this;
+    }
+}
+
 class ThemeIcon {
     constructor(readonly id: string) {}
 }
 
 /** Installs the stand-in as `vscode` for every later `require('vscode')`. */
 export function installVscodeStub(settings: Record<string, unknown>): Recorded {
-    const recorded: Recorded = { treeDataProvider: undefined, contentProviders: new Map(), commands: new Map(), messages: [], documents: [], answers: [], quickPicks: [], revealed: [], quickPickWidgets: [] };
+    const recorded: Recorded = {
+        treeDataProvider: undefined,
+        contentProviders: new Map(),
+        commands: new Map(),
+        messages: [],
+        documents: [],
+        answers: [],
+        quickPicks: [],
+        revealed: [],
+        quickPickWidgets: [],
+        diffs: [],
+    };
+    const render = async (uri: Uri) => ({ uri, text: String(await recorded.contentProviders.get(uri.scheme).provideTextDocumentContent(uri)) });
     const disposable = { dispose: () => undefined };
     const answer = async () => recorded.answers.shift();
     const message = (level: 'info' | 'warning' | 'error') => async (text: string, ...rest: unknown[]) => {
@@ -124,6 +151,7 @@ export function installVscodeStub(settings: Record<string, unknown>): Recorded {
         Uri,
         TreeItem,
         ThemeIcon,
+        MarkdownString,
         EventEmitter: Emitter,
         TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
         ViewColumn: { Active: -1, Beside: -2 },
@@ -178,7 +206,14 @@ export function installVscodeStub(settings: Record<string, unknown>): Recorded {
                 recorded.commands.set(name, f);
                 return disposable;
             },
-            executeCommand: async (name: string, ...args: unknown[]) => recorded.commands.get(name)?.(...args),
+            executeCommand: async (name: string, ...args: unknown[]) => {
+                if (name === 'vscode.diff') {
+                    const [left, right, title] = args as [Uri, Uri, string];
+                    recorded.diffs.push({ left: await render(left), right: await render(right), title });
+                    return undefined;
+                }
+                return recorded.commands.get(name)?.(...args);
+            },
         },
     };
     const load = (Module as any)._load;
