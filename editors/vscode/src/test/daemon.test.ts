@@ -10,8 +10,8 @@ import { after, before, describe, it } from 'node:test';
 import { ResponseError, SessiondClient } from '../client';
 import { FetchPage, loadChildren, SessionModel, ViewItem } from '../model';
 import { ConflictData, DidChangeParams, DidReloadParams, isNothingToCompact, Methods, PiContextAt, PiExplanation } from '../protocol';
-import { renderCompact, retentionOf } from '../render';
-import { BINARY, DEFAULT_LEAF, ENTRY_COUNT, EXAMPLE, FORKS, LEAVES, makeRoot, next, requireBinary, SESSION_ID, userLine } from '../testing/fixtures';
+import { auditHeadline, auditItems, auditOf, auditSourceText, comparisonSummary, renderCompact, retentionOf } from '../render';
+import { addClaudeTranscript, BINARY, CLAUDE, DEFAULT_LEAF, ENTRY_COUNT, EXAMPLE, FORKS, LEAVES, makeRoot, next, requireBinary, SESSION_ID, userLine } from '../testing/fixtures';
 
 /** Expands every row of the model, depth first, the way a person opening each fork would. */
 async function expandAll(model: SessionModel, fetch: FetchPage): Promise<ViewItem[]> {
@@ -284,6 +284,57 @@ describe('sessiond serve through the client', () => {
         const again = await client.compact({ path: file, expectedLeafId: done.entryId, keepRecentTokens: 1 });
         assert.ok(isNothingToCompact(again));
         assert.equal(again.reason, 'leafIsCompaction');
+    });
+
+    it('reads a Claude Code transcript: listed with its format, forkable, every append refused with unsupportedForFormat', async () => {
+        const claude = addClaudeTranscript(root);
+        const listed = (await client.list()).sessions.find((x) => x.path === claude);
+        assert.equal(listed?.format, 'claude-code');
+        assert.equal(listed?.cwd, CLAUDE.cwd);
+        const model = new SessionModel(claude);
+        model.applyOpen(await client.open(claude));
+        assert.deepEqual([model.format, model.appendable, model.forkable, model.entryCount], ['claude-code', false, true, CLAUDE.entryCount]);
+        await loadChildren(model, undefined, (start) => client.tree({ path: claude, depth: 10_000, limit: 2_000, ...start }));
+        assert.equal(model.isSummary(CLAUDE.boundary), true, 'a compact boundary carries an audit');
+        assert.equal(model.isSummary(CLAUDE.resumeLeaf), false);
+        // What the view does not offer, the daemon refuses: the menus follow the daemon.
+        const bytes = fs.readFileSync(claude);
+        await assert.rejects(client.label({ path: claude, targetId: CLAUDE.resumeLeaf, label: 'x', expectedLeafId: CLAUDE.resumeLeaf }), (e: any) => {
+            assert.equal(e.code, -33021);
+            assert.equal(e.data.format, 'claude-code');
+            return true;
+        });
+        await assert.rejects(client.compact({ path: claude, expectedLeafId: CLAUDE.resumeLeaf, dryRun: true }), (e: any) => e.code === -33021 && e.data.format === 'claude-code' && /session\/compact is not supported for a Claude Code session/.test(e.message));
+        assert.deepEqual(fs.readFileSync(claude), bytes, 'nothing written');
+        // Compared through the client: the rewind parts from the resumed branch where `sessiond diff` says.
+        const c = await client.compareBranches({ path: claude, leafA: CLAUDE.resumeLeaf, leafB: CLAUDE.rewoundLeaf });
+        assert.equal(c.format, 'claude-code');
+        assert.equal(c.forkPointId, CLAUDE.forkPoint);
+        const cli = JSON.parse(execFileSync(BINARY, ['diff', claude, CLAUDE.resumeLeaf, CLAUDE.rewoundLeaf, '--json'], { encoding: 'utf8' }));
+        assert.deepEqual({ ...c, revision: undefined }, { ...cli, revision: undefined });
+        assert.match(comparisonSummary(c), new RegExp(`^ec228510 and 0b5e3c50 part after f9cc853c; A: ${c.sideA.entries} entries, `));
+        fs.rmSync(path.dirname(path.dirname(claude)), { recursive: true });
+    });
+
+    it("audits a compaction: where it came from and every fact kept or lost, each from an entry of the tree", async () => {
+        const e = await client.explain({ path: file, entryId: '4909db93' });
+        const audit = auditOf(e);
+        assert.ok(audit, 'explain on a compaction gives its audit');
+        assert.deepEqual(audit.source, { count: 338, firstId: '00247798', lastId: '12bbdff5', firstKeptEntryId: '521cf246', previousCompactionId: null });
+        assert.equal(auditHeadline(audit.audit), 'kept 0 of 46 facts, lost 46');
+        assert.equal(auditSourceText(audit), 'summarizes 338 entries 00247798…12bbdff5, keeps from 521cf246');
+        const items = auditItems(audit.audit);
+        assert.equal(items.length, 46);
+        // Every lost fact jumps to an entry the model knows, inside the span the summary replaced.
+        const model = new SessionModel(file);
+        model.applyOpen(await client.open(file));
+        await loadChildren(model, undefined, (start) => client.tree({ path: file, depth: 10_000, limit: 2_000, ...start }));
+        const span = new Set(model.pathTo('12bbdff5'));
+        for (const i of items) {
+            assert.ok(i.probe.entryId && span.has(i.probe.entryId), `${i.label}: ${i.probe.entryId} is on the summarized path`);
+        }
+        // An entry that is no summary has none.
+        assert.equal(auditOf(await client.explain({ path: file, entryId: '521cf246' })), undefined);
     });
 
     it('closes a session: later requests for it are refused', async () => {

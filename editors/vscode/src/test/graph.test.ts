@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { SessiondClient } from '../client';
-import { GRAPH_FOLD_MIN, layoutGraph } from '../graph';
+import { GRAPH_FOLD_MIN, GraphAudit, layoutGraph } from '../graph';
+import { auditHeadline, auditOf, auditProbes, auditSourceText, PROBE_KINDS } from '../render';
 import { loadAll, SessionModel } from '../model';
 import { BINARY, DEFAULT_LEAF, ENTRY_COUNT, LEAVES, makeRoot, requireBinary } from '../testing/fixtures';
 
@@ -62,5 +63,24 @@ describe('branch graph layout', () => {
         // Laid out top-down: every child below its parent.
         const y = new Map(g.nodes.map((n) => [n.id, n.y]));
         assert.ok(g.edges.every((e) => (y.get(e.to) ?? 0) > (y.get(e.from) ?? 0)));
+    });
+
+    it("puts a summary's audit on its node, lost facts first, each with the entry it came from", async () => {
+        const e = await client.explain({ path: file, entryId: '4909db93' });
+        const a = auditOf(e);
+        assert.ok(a);
+        const audit: GraphAudit = {
+            headline: auditHeadline(a.audit),
+            source: auditSourceText(a),
+            kept: a.audit.kept,
+            lost: a.audit.lost,
+            probes: auditProbes(a.audit).map((p) => ({ kind: PROBE_KINDS[p.kind], text: p.text, entryId: p.entryId, status: p.status })),
+        };
+        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: DEFAULT_LEAF, selectedLeafId: DEFAULT_LEAF, inContext: [], firstKept: { '4909db93': '521cf246' }, name: model.name, audits: { '4909db93': audit } });
+        const node = g.nodes.find((n) => n.id === '4909db93');
+        assert.equal(node?.audit?.headline, 'kept 0 of 46 facts, lost 46');
+        assert.equal(node?.audit?.probes[0].kind, 'read file');
+        assert.ok(node?.audit?.probes.every((p) => p.entryId && g.nodes.some((n) => n.ids.includes(p.entryId as string))), 'every fact names a drawn entry');
+        assert.equal(g.nodes.filter((n) => n.audit).length, 1);
     });
 });

@@ -2,6 +2,7 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { groupSessions, projectLabel } from '../groups';
 import { loadChildren, SessionModel, TreeStart, ViewItem } from '../model';
 import { DidChangeParams, ExplainResult, OpenResult, TreeNode, TreeResult } from '../protocol';
 import { renderCompact, renderContext, renderExplain, verifyItems, verifySummary } from '../render';
@@ -348,5 +349,45 @@ describe('render', () => {
         );
         assert.equal(verifySummary(report), 'l1 in /w (git /w): 1 fail, 1 warn, 1 ok; needs attention before resuming');
         assert.equal(verifySummary({ ...report, repository: null }), 'l1 in /w: 1 fail, 1 warn, 1 ok; needs attention before resuming');
+    });
+});
+
+describe('groupSessions', () => {
+    const row = (p: string, format: 'pi' | 'claude-code' | undefined, cwd: string | null, modified: string) => ({ path: p, format, cwd, modified });
+
+    it('groups by agent (pi, then Claude Code), then project, newest first', () => {
+        const groups = groupSessions([
+            row('/r/a.jsonl', 'pi', '/w/one', '2026-01-01T00:00:00Z'),
+            row('/r/b.jsonl', 'claude-code', '/w/two', '2026-01-03T00:00:00Z'),
+            row('/r/c.jsonl', 'pi', '/w/two', '2026-01-02T00:00:00Z'),
+            row('/r/d.jsonl', 'pi', '/w/one', '2026-01-04T00:00:00Z'),
+            row('/r/e.jsonl', 'pi', null, '2026-01-05T00:00:00Z'),
+            // Opened by hand and not read yet: no format, counted as pi's.
+            row('/r/f.jsonl', undefined, '/w/two', ''),
+        ]);
+        assert.deepEqual(
+            groups.map((g) => [g.agent, g.count, g.projects.map((p) => [p.cwd, p.sessions.map((s) => s.path)])]),
+            [
+                ['pi', 5, [['/w/one', ['/r/d.jsonl', '/r/a.jsonl']], ['/w/two', ['/r/c.jsonl', '/r/f.jsonl']], [null, ['/r/e.jsonl']]]],
+                ['claude-code', 1, [['/w/two', ['/r/b.jsonl']]]],
+            ],
+        );
+        assert.deepEqual(groupSessions([]), []);
+        assert.equal(projectLabel('/Users/me/work/sessiond'), 'sessiond');
+        assert.equal(projectLabel('/'), '/');
+        assert.equal(projectLabel(null), '(no working directory)');
+    });
+
+    it('offers appends only on pi version-3 files; a Claude Code transcript forks only', () => {
+        const open = (format: 'pi' | 'claude-code', header: Record<string, unknown> | null) =>
+            ({ format, path: '/r/x.jsonl', sessionId: null, pending: false, header, leafId: null, leaves: [], entryCount: 0, name: null, tornTail: null, diagnostics: [], revision: { entryCount: 0, appliedBytes: 0, generation: 0 }, liveMode: 'events', agent: null }) as OpenResult;
+        const m = new SessionModel('/r/x.jsonl');
+        assert.equal(m.forkable, false, 'not opened yet');
+        m.applyOpen(open('pi', { type: 'session', version: 3, cwd: '/w' }));
+        assert.deepEqual([m.appendable, m.forkable, m.cwd], [true, true, '/w']);
+        m.applyOpen(open('pi', { type: 'session' }));
+        assert.deepEqual([m.appendable, m.version], [false, 1]);
+        m.applyOpen(open('claude-code', null));
+        assert.deepEqual([m.appendable, m.forkable, m.version], [false, true, undefined]);
     });
 });
