@@ -36,6 +36,17 @@ export const WAIT_MS = 60_000;
 /** The example sessions copied into the workspace. */
 export const EXAMPLES = ['pi-v3-branched.jsonl', 'pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl'];
 
+/**
+ * A transcript written by the real Claude Code 2.1.197 (tests/data/claude/real/README.md: a
+ * rewind branch, two `/compact`s), copied into the workspace where Claude Code keeps a
+ * project's transcripts (`projects/<the cwd with / as ->/<session>.jsonl`).
+ */
+export const CLAUDE_TRANSCRIPT = {
+    source: path.join(repo, 'tests', 'data', 'claude', 'real', 'compacted.jsonl'),
+    dir: path.join('claude', 'projects', '-tmp-corpus-final-work'),
+    file: 'compacted.jsonl',
+};
+
 function findChromium() {
     if (process.env.SESSIOND_CHROMIUM) return process.env.SESSIOND_CHROMIUM;
     for (const name of ['chromium', 'chromium-browser']) {
@@ -59,6 +70,8 @@ export async function startHost({ settings = {} } = {}) {
         fs.mkdirSync(d, { recursive: true });
     }
     for (const f of EXAMPLES) fs.copyFileSync(path.join(repo, 'examples', f), path.join(workspace, f));
+    fs.mkdirSync(path.join(workspace, CLAUDE_TRANSCRIPT.dir), { recursive: true });
+    fs.copyFileSync(CLAUDE_TRANSCRIPT.source, path.join(workspace, CLAUDE_TRANSCRIPT.dir, CLAUDE_TRANSCRIPT.file));
     fs.mkdirSync(artifacts, { recursive: true });
     const logFile = path.join(artifacts, 'code-server.log');
     const log = fs.openSync(logFile, 'w');

@@ -8,10 +8,18 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { runCommand, screenshot, sessiondBin, shot, startHost, WAIT_MS } from './harness.mjs';
+import { CLAUDE_TRANSCRIPT, runCommand, screenshot, sessiondBin, shot, startHost, WAIT_MS } from './harness.mjs';
 
 /** The v3 example: its name, the entry before its first fork, its default leaf. */
 const V3 = { file: 'pi-v3-branched.jsonl', name: 'Untangle run modes', fork: '088a3b48', leaf: '610f9c1e' };
+
+/** The Claude Code transcript: its first prompt (its row's name), its resume leaf, the leaf of its rewind, where they part. */
+const CLAUDE = {
+    firstPrompt: 'Run a command',
+    resumeLeaf: 'ec228510-5a3b-4462-aad5-e3f6654df41b',
+    rewoundLeaf: '0b5e3c50-369b-45ad-a35e-c68a63fa334e',
+    forkPoint: 'f9cc853c-ba6a-4561-93ff-cb4f95759bd2',
+};
 
 let host;
 let page;
@@ -110,6 +118,20 @@ async function setSetting(key, value) {
         await runCommand(page, 'View: Close Editor');
         await settings.waitFor({ state: 'detached' });
     }
+}
+
+/** Collapses every row of the Sessions view (its title bar's "Collapse All"), so the rows a scenario expands are in sight. */
+async function collapseAll() {
+    const header = page.locator('.pane-header[aria-label^="Sessions Section"]').first();
+    await header.hover();
+    await header.locator('[aria-label="Collapse All"]').first().click();
+    await page.getByRole('treeitem', { name: /^pi, \d+ sessions?$/ }).first().waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('.part.sidebar [role="treeitem"][aria-expanded="true"]').length === 0, undefined, { timeout: WAIT_MS });
+}
+
+/** A diff editor side's visible text: `original` (left) or `modified` (right). */
+function diffSide(side) {
+    return page.locator(`.monaco-diff-editor .editor.${side} .view-lines`).last();
 }
 
 /** The scenarios build on each other (one page, one workspace): after a failure the rest fail at once. */
@@ -334,7 +356,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             // The message names the program and the setting; the view shows its welcome text.
             const toast = await waitForToast(/setting sessiond\.path/);
             assert.match(toast, new RegExp(`the daemon ${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} \\(setting sessiond\\.path\\) does not exist`));
-            await view().locator('.welcome-view-content', { hasText: 'No pi sessions to show' }).waitFor();
+            await view().locator('.welcome-view-content', { hasText: 'No sessions to show' }).waitFor();
             assert.equal(await view().getByRole('treeitem').count(), 0, 'no stale rows');
             // The output channel says what happened.
             await runCommand(page, 'sessiond: Show Log');
@@ -389,4 +411,156 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await page.getByRole('tab', { name: new RegExp(`@${first.entryId}\\.md`) }).waitFor();
         }));
 
+
+    it('lists a Claude Code transcript under its agent and project; its tree, context, explain and graph; fork is its only write', () =>
+        timed('11-claude-session', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            const file = path.join(host.workspace, CLAUDE_TRANSCRIPT.dir, CLAUDE_TRANSCRIPT.file);
+            await collapseAll();
+            // Grouped by agent, then project (the transcript's cwd).
+            await row(/^pi, \d+ sessions$/).waitFor();
+            const agent = row(/^Claude Code, 1 session$/);
+            await expand(agent);
+            const project = row(/^project work, 1 session$/);
+            await expand(project);
+            // A transcript is named by a uuid: its row shows its first prompt, Claude's usage as tokens.
+            const session = row(new RegExp(`^${CLAUDE.firstPrompt}, \\d+ KiB · ~129 tokens · /tmp/corpus-final/work`));
+            await expand(session);
+            await row(new RegExp(`^${CLAUDE.firstPrompt}, 62 entries`)).waitFor();
+            // Its tree: the first prompt and each /compact's boundary start a branch; uuids shortened.
+            const first = row(/^7c758304 · user: Run a command/);
+            await first.waitFor();
+            await row(/^ae800328 · system: compact boundary \(manual, 122 tokens before\)/).waitFor();
+            await row(/^6b9b1c20 · system: compact boundary \(manual, 127 tokens before\)/).waitFor();
+            // Its menu offers explain, compare and fork, not label or compact.
+            await first.click({ button: 'right' });
+            await page.getByRole('menuitem', { name: 'Fork Session Here…' }).first().waitFor();
+            await page.getByRole('menuitem', { name: 'Compare with Current Leaf' }).first().waitFor();
+            await page.getByRole('menuitem', { name: 'Explain: Is This Entry in the Context?' }).first().waitFor();
+            assert.equal(await page.getByRole('menuitem', { name: 'Label Entry…' }).count(), 0, 'no label on a transcript');
+            assert.equal(await page.getByRole('menuitem', { name: 'Compact Context…' }).count(), 0, 'no compact on a transcript');
+            await page.keyboard.press('Escape');
+            // The context at the resume leaf, as `sessiond context` reads it.
+            await contextMenu(session, 'Show Context at This Entry');
+            await page.getByRole('tab', { name: /compacted@ec228510\.md/ }).waitFor();
+            const editor = page.locator('.editor-instance .view-lines', { hasText: '# Context (Claude Code)' }).last();
+            await editor.waitFor();
+            const text = await editorText(editor);
+            const cli = JSON.parse(spawnSync(sessiondBin, ['context', file, '--json'], { encoding: 'utf8' }).stdout);
+            assert.match(text, new RegExp(`- leaf: ${CLAUDE.resumeLeaf}`));
+            assert.match(text, new RegExp(`- messages: ${cli.messages.length}`));
+            // Explain on the first boundary.
+            await contextMenu(row(/^ae800328/), 'Explain: Is This Entry in the Context?');
+            const toast = await waitForToast(/Line 60/);
+            assert.match(toast, new RegExp(`Line 60 \\(system ae800328-172e-4b1c-a40d-ccf52c5420db\\) at leaf ${CLAUDE.resumeLeaf}: before compact boundary 6b9b1c20`));
+            await shot(page.locator('.part.sidebar'), 'readme-claude-sessions');
+            // The graph: every line of the tree, the context at the resume leaf highlighted.
+            await contextMenu(session, 'Show Branch Graph');
+            const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
+            const status = frame.locator('#status');
+            await status.filter({ hasText: new RegExp(`62 entries · 5 leaves · \\d+ nodes drawn · ${cli.entryIds.length} entries in context at ${CLAUDE.resumeLeaf}`) }).waitFor();
+            await frame.getByRole('button', { name: /^system ae800328-172e-4b1c-a40d-ccf52c5420db; compact boundary/ }).waitFor();
+            await frame.getByRole('button', { name: new RegExp(`^assistant ${CLAUDE.resumeLeaf}; .*selected leaf; default leaf; in context`) }).waitFor();
+            await shot(page.locator('iframe.webview.ready').last(), 'readme-claude-graph');
+        }));
+
+    it('"Compare with Current Leaf" opens the two contexts of a Claude Code rewind in VS Code\'s diff editor, with the summary and the report', () =>
+        timed('12-claude-compare', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            const file = path.join(host.workspace, CLAUDE_TRANSCRIPT.dir, CLAUDE_TRANSCRIPT.file);
+            // Down to the rewound branch's leaf: the fork after the first answer, then the one at the parallel calls.
+            await expand(row(/^7c758304/));
+            await expand(row(/^f9cc853c/));
+            await expand(row(/^0bee5823/));
+            await expand(row(/^63e5fc2b/));
+            await expand(row(/^4080496a/));
+            await contextMenu(row(/^0b5e3c50/), 'Compare with Current Leaf');
+            await page.getByRole('tab', { name: /Context ec228510 ↔ 0b5e3c50/ }).waitFor();
+            await diffSide('original').filter({ hasText: /leaf:\sec228510/ }).waitFor();
+            await diffSide('modified').filter({ hasText: /leaf:\s0b5e3c50/ }).waitFor();
+            // The summary says what `sessiond diff` says.
+            const cli = JSON.parse(spawnSync(sessiondBin, ['diff', file, CLAUDE.resumeLeaf, CLAUDE.rewoundLeaf, '--json'], { encoding: 'utf8' }).stdout);
+            assert.equal(cli.forkPointId, CLAUDE.forkPoint);
+            const toast = page.locator('.notification-toast', { hasText: /part after f9cc853c/ }).first();
+            await toast.waitFor();
+            const summary = (await toast.innerText()).replace(/\u00a0/g, ' ');
+            assert.match(summary, new RegExp(`ec228510 and 0b5e3c50 part after f9cc853c; A: ${cli.sideA.entries} entries`));
+            assert.match(summary, new RegExp(`context: ${cli.contextCommon} shared, ${cli.contextOnlyA.length} only at A, ${cli.contextOnlyB.length} only at B`));
+            await shot(page.locator('.part.editor'), 'readme-claude-compare');
+            // The report, from the notification's button.
+            await toast.getByRole('button', { name: 'Open Report' }).click();
+            await page.getByRole('tab', { name: /compacted ec228510↔0b5e3c50\.md/ }).waitFor();
+            await page.locator('.editor-instance .view-lines', { hasText: `fork point: ${CLAUDE.forkPoint}` }).first().waitFor();
+        }));
+
+    it('"Compare with Current Leaf" on the shipped pi session: a compaction on one side only', () =>
+        timed('13-compare', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            const file = path.join(host.workspace, V3.file);
+            await collapseAll();
+            await expand(row(/^pi, \d+ sessions$/));
+            await expand(row(/^project pi-mono, \d+ sessions$/));
+            await expand(row(new RegExp(`^${V3.name}, \\d+ entries`)));
+            await expand(row(new RegExp(V3.fork)));
+            await expand(row(/user: Alternative: split main\.ts/));
+            await expand(row(/assistant: Plan: 1\) extract runPrintMode/));
+            // The current leaf: 886c2fdc, after the compaction; compared with the other branch's leaf.
+            await row(/^886c2fdc/).click();
+            await page.getByRole('treeitem', { name: /886c2fdc.*active leaf/ }).first().waitFor();
+            await contextMenu(row(/^de19adb3/), 'Compare with Current Leaf');
+            await page.getByRole('tab', { name: /Context 886c2fdc ↔ de19adb3/ }).waitFor();
+            await diffSide('original').filter({ hasText: /leaf:\s886c2fdc/ }).waitFor();
+            await diffSide('modified').filter({ hasText: /leaf:\sde19adb3/ }).waitFor();
+            const cli = JSON.parse(spawnSync(sessiondBin, ['diff', file, '886c2fdc', 'de19adb3', '--json'], { encoding: 'utf8' }).stdout);
+            const a = JSON.parse(spawnSync(sessiondBin, ['context', file, '--leaf', '886c2fdc', '--json'], { encoding: 'utf8' }).stdout);
+            const b = JSON.parse(spawnSync(sessiondBin, ['context', file, '--leaf', 'de19adb3', '--json'], { encoding: 'utf8' }).stdout);
+            assert.match(await editorText(diffSide('original')), new RegExp(`- messages: ${a.messages.length}`));
+            assert.match(await editorText(diffSide('modified')), new RegExp(`- messages: ${b.messages.length}`));
+            // Left: the compaction's summary first; right: the first user message pi summarized away.
+            await diffSide('original').filter({ hasText: /## 1\. compaction summary/ }).waitFor();
+            await diffSide('modified').filter({ hasText: /## 1\. user {2}\(entry 00247798\)/ }).waitFor();
+            const toast = page.locator('.notification-toast', { hasText: /part after 521cf246/ }).first();
+            await toast.waitFor();
+            const summary = (await toast.innerText()).replace(/\u00a0/g, ' ');
+            assert.match(summary, new RegExp(`context: ${cli.contextCommon} shared, ${cli.contextOnlyA.length} only at A, ${cli.contextOnlyB.length} only at B`));
+            await screenshot(page, 'readme-compare-diff');
+        }));
+
+    it("a compaction's audit: in its row's hover, as a list that jumps to a lost fact's entry, and beside the graph", () =>
+        timed('14-audit', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            const file = path.join(host.workspace, V3.file);
+            const cli = JSON.parse(spawnSync(sessiondBin, ['explain', file, '4909db93', '--json'], { encoding: 'utf8' }).stdout);
+            assert.deepEqual([cli.audit.kept, cli.audit.lost], [0, 46]);
+            // The hover: what it summarizes, what it kept, the lost facts with their entries.
+            const compaction = row(/^4909db93/);
+            await compaction.hover();
+            const hover = page.locator('.monaco-hover, .workbench-hover', { hasText: 'kept 0 of 46 facts, lost 46' }).first();
+            await hover.waitFor();
+            const hoverText = (await hover.innerText()).replace(/\u00a0/g, ' ');
+            assert.match(hoverText, /summarizes 338 entries 00247798…12bbdff5, keeps from 521cf246/);
+            assert.ok(hoverText.includes(`lost read file ${cli.audit.probes[0].text} ← ${cli.audit.probes[0].entryId}`), hoverText);
+            await shot(hover, 'readme-audit-hover');
+            await page.mouse.move(5, 5);
+            // The list: choosing a lost modified file selects the entry it came from.
+            const modified = cli.audit.probes.find((p) => p.kind === 'modifiedFile');
+            await contextMenu(compaction, 'Show Summary Audit…');
+            await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Summary audit of 4909db93: kept 0 of 46 facts, lost 46' }).waitFor();
+            await page.locator('.quick-input-list .monaco-list-row', { hasText: `lost: modified file ${modified.text}` }).first().click();
+            await page.getByRole('treeitem', { name: new RegExp(`${modified.entryId}.*active leaf`) }).first().waitFor();
+            await page.getByRole('tab', { name: new RegExp(`@${modified.entryId}\\.md`) }).waitFor();
+            // The graph: focusing the compaction shows its audit beside the picture; a fact selects its entry.
+            await contextMenu(row(new RegExp(`^${V3.name}`)), 'Show Branch Graph');
+            const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
+            await frame.locator('#status', { hasText: /entries in context at/ }).waitFor();
+            const node = frame.getByRole('button', { name: /^compaction 4909db93;.*audit: kept 0 of 46 facts, lost 46/ });
+            await node.focus();
+            const pane = frame.locator('#audit');
+            await pane.filter({ hasText: 'kept 0 of 46 facts, lost 46; summarizes 338 entries 00247798…12bbdff5, keeps from 521cf246' }).waitFor();
+            assert.equal(await pane.locator('button.lost').count(), 46);
+            await shot(page.locator('iframe.webview.ready').last(), 'readme-graph-audit');
+            const read = cli.audit.probes[0];
+            await pane.getByRole('button', { name: `lost read file ${read.text}, from entry ${read.entryId}` }).click();
+            await page.getByRole('treeitem', { name: new RegExp(`${read.entryId}.*active leaf`) }).first().waitFor();
+        }));
 });

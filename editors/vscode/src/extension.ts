@@ -320,7 +320,7 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             item.tooltip = `${n.group.cwd ?? 'no working directory recorded'}: ${n.group.sessions.length} ${AGENT_TITLES[n.group.agent]} session${n.group.sessions.length === 1 ? '' : 's'}`;
             item.contextValue = 'project';
             item.iconPath = new vscode.ThemeIcon('folder');
-            item.accessibilityInformation = { label: `project ${label}, ${n.group.sessions.length} sessions` };
+            item.accessibilityInformation = { label: `project ${label}, ${n.group.sessions.length} session${n.group.sessions.length === 1 ? '' : 's'}` };
             return item;
         }
         if (n.type === 'session') {
