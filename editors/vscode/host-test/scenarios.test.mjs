@@ -459,7 +459,9 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
             const status = frame.locator('#status');
             await status.filter({ hasText: new RegExp(`62 entries · 5 leaves · \\d+ nodes drawn · ${cli.entryIds.length} entries in context at ${CLAUDE.resumeLeaf}`) }).waitFor();
-            await frame.getByRole('button', { name: /^system ae800328-172e-4b1c-a40d-ccf52c5420db; compact boundary/ }).waitFor();
+            // Each /compact's boundary starts a tree of its own, linked (dashed) to the line it compacted.
+            await frame.getByRole('button', { name: /^system ae800328-172e-4b1c-a40d-ccf52c5420db; compact boundary.*compacts the conversation at 7f1509ff-4e18-403f-ab85-226b98c46dbf/ }).waitFor();
+            assert.equal(await frame.locator('path.edge.logical').count(), 2);
             await frame.getByRole('button', { name: new RegExp(`^assistant ${CLAUDE.resumeLeaf}; .*selected leaf; default leaf; in context`) }).waitFor();
             await shot(page.locator('iframe.webview.ready').last(), 'readme-claude-graph');
         }));

@@ -56,6 +56,8 @@
         if (n.summarizes) parts.push(`compaction summarizing ${n.summarizes.count} entries${n.summarizes.firstId ? ` ${n.summarizes.firstId} to ${n.summarizes.lastId}` : ''}, first kept ${n.summarizes.firstKeptEntryId ?? 'none'}`);
         if (n.type === 'branch_summary') parts.push('branch summary');
         if (n.audit) parts.push(`audit: ${n.audit.headline}`);
+        const compacted = (graph.logicalEdges ?? []).find((e) => e.to === n.id);
+        if (compacted) parts.push(`compacts the conversation at ${compacted.compacted}`);
         if (n.branchPoint) parts.push('branch point');
         if (n.selectedLeaf) parts.push('selected leaf');
         if (n.defaultLeaf) parts.push('default leaf');
@@ -77,6 +79,18 @@
             const y2 = b.y - H / 2;
             const m = (y1 + y2) / 2;
             el('path', { d: `M${a.x},${y1} C${a.x},${m} ${b.x},${m} ${b.x},${y2}`, class: `edge${e.onPath ? ' on-path' : ''}` }, edges);
+        }
+        // A compact boundary and the line it compacted (Claude Code): dashed, from the line's
+        // node down (or up) to the boundary that starts the next tree.
+        for (const e of graph.logicalEdges ?? []) {
+            const a = pos.get(e.from);
+            const b = pos.get(e.to);
+            if (!a || !b) continue;
+            const y1 = a.y + H / 2;
+            const y2 = b.y - H / 2;
+            const m = (y1 + y2) / 2;
+            const line = el('path', { d: `M${a.x},${y1} C${a.x},${m} ${b.x},${m} ${b.x},${y2}`, class: 'edge logical' }, edges);
+            el('title', {}, line).textContent = `${e.to} compacts the conversation at ${e.compacted}`;
         }
         const nodes = el('g', { class: 'nodes' }, world);
         for (const n of graph.nodes) {

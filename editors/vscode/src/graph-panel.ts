@@ -23,6 +23,8 @@ const GRAPH_PAGE_LIMIT = 10_000;
 export class GraphPanels implements vscode.Disposable {
     private readonly panels = new Map<string, vscode.WebviewPanel>();
     private readonly firstKept = new Map<string, Record<EntryId, EntryId | null>>();
+    /** Each session's compact boundaries' `logicalParentUuid` (`null`: none). */
+    private readonly logical = new Map<string, Record<EntryId, EntryId | null>>();
     /** Each session's summaries' audits (`null`: the daemon gave none), read once per summary. */
     private readonly audits = new Map<string, Map<EntryId, GraphAudit | null>>();
     private readonly pending = new Map<string, NodeJS.Timeout>();
@@ -86,6 +88,15 @@ export class GraphPanels implements vscode.Disposable {
                 kept[n.id] = e.firstKeptEntryId ?? null;
             }
             this.firstKept.set(sessionPath, kept);
+            const logical = this.logical.get(sessionPath) ?? {};
+            if (model.format === 'claude-code') {
+                for (const n of nodes) {
+                    if (n.parentId !== null || n.id in logical || !model.isSummary(n.id)) continue;
+                    const e = (await client.entry(model.path, n.id)).entry as { logicalParentUuid?: unknown };
+                    logical[n.id] = typeof e.logicalParentUuid === 'string' ? e.logicalParentUuid : null;
+                }
+            }
+            this.logical.set(sessionPath, logical);
             const audits = this.audits.get(sessionPath) ?? new Map<EntryId, GraphAudit | null>();
             for (const n of nodes) {
                 if (!model.isSummary(n.id) || audits.has(n.id)) continue;
@@ -112,6 +123,7 @@ export class GraphPanels implements vscode.Disposable {
                 selectedLeafId: leaf,
                 inContext: ctx?.entryIds ?? [],
                 firstKept: kept,
+                logicalParents: Object.fromEntries(Object.entries(logical).filter((e): e is [EntryId, EntryId] => e[1] !== null)),
                 name: model.name,
                 audits: Object.fromEntries([...audits].filter((e): e is [EntryId, GraphAudit] => e[1] !== null)),
             });
@@ -154,6 +166,7 @@ export class GraphPanels implements vscode.Disposable {
   #audit .kept { color: var(--vscode-charts-green); }
   .edge { fill: none; stroke: var(--vscode-editorLineNumber-foreground); stroke-width: 1.5; }
   .edge.on-path { stroke: var(--vscode-charts-blue); stroke-width: 3; }
+  .edge.logical { stroke: var(--vscode-charts-orange); stroke-dasharray: 6 4; }
   .node rect { fill: var(--vscode-editorWidget-background); stroke: var(--vscode-editorWidget-border, var(--vscode-panel-border)); stroke-width: 1; }
   .node.fold rect { fill: var(--vscode-editor-background); stroke-dasharray: 4 3; }
   .node.in-context rect { fill: var(--vscode-editor-selectionHighlightBackground, var(--vscode-editorWidget-background)); stroke: var(--vscode-charts-blue); stroke-width: 2; }

@@ -25,6 +25,11 @@ export interface GraphInput {
     /** Each compaction's `firstKeptEntryId` (from `session/entry`). */
     firstKept: Record<EntryId, EntryId | null>;
     name: string | null;
+    /**
+     * A Claude Code compact boundary's `logicalParentUuid`: the line it compacted. The boundary
+     * starts a tree of its own (no `parentUuid`); the graph links the two with a dashed edge.
+     */
+    logicalParents?: Record<EntryId, EntryId>;
     /** Each summary's audit (`session/explain`'s `audit` on a compaction, branch summary or compact boundary). */
     audits?: Record<EntryId, GraphAudit>;
 }
@@ -81,6 +86,8 @@ export interface GraphEdge {
 export interface Graph {
     nodes: GraphNode[];
     edges: GraphEdge[];
+    /** From the node holding a compacted line to its compact boundary (Claude Code), drawn dashed. */
+    logicalEdges: Array<{ from: EntryId; to: EntryId; compacted: EntryId }>;
     /** Bounding box of the node centres. */
     minX: number;
     maxX: number;
@@ -238,9 +245,16 @@ export function layoutGraph(input: GraphInput): Graph {
             edges.push({ from: p.parent.data.id, to: f.id, onPath: path.has(f.id) });
         }
     });
+    const holder = new Map<EntryId, EntryId>();
+    for (const n of nodes) for (const id of n.ids) holder.set(id, n.id);
+    const logicalEdges = Object.entries(input.logicalParents ?? {}).flatMap(([to, parent]) => {
+        const from = holder.get(parent);
+        return from !== undefined && holder.get(to) === to ? [{ from, to, compacted: parent }] : [];
+    });
     return {
         nodes,
         edges,
+        logicalEdges,
         minX,
         maxX,
         maxY,

@@ -9,7 +9,7 @@ import { SessiondClient } from '../client';
 import { GRAPH_FOLD_MIN, GraphAudit, layoutGraph } from '../graph';
 import { auditHeadline, auditOf, auditProbes, auditSourceText, PROBE_KINDS } from '../render';
 import { loadAll, SessionModel } from '../model';
-import { BINARY, DEFAULT_LEAF, ENTRY_COUNT, LEAVES, makeRoot, requireBinary } from '../testing/fixtures';
+import { addClaudeTranscript, BINARY, CLAUDE, DEFAULT_LEAF, ENTRY_COUNT, LEAVES, makeRoot, requireBinary } from '../testing/fixtures';
 
 describe('branch graph layout', () => {
     let root: string;
@@ -82,5 +82,48 @@ describe('branch graph layout', () => {
         assert.equal(node?.audit?.probes[0].kind, 'read file');
         assert.ok(node?.audit?.probes.every((p) => p.entryId && g.nodes.some((n) => n.ids.includes(p.entryId as string))), 'every fact names a drawn entry');
         assert.equal(g.nodes.filter((n) => n.audit).length, 1);
+    });
+});
+
+describe('branch graph layout of a Claude Code transcript', () => {
+    let root: string;
+    let client: SessiondClient;
+
+    before(async () => {
+        requireBinary();
+        ({ root } = makeRoot());
+        client = await SessiondClient.start({ binary: BINARY, roots: [root] });
+    });
+
+    after(async () => {
+        if (client) await client.stop();
+        if (root) fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    it('draws each compact boundary as a tree of its own, linked to the line it compacted', async () => {
+        const file = addClaudeTranscript(root);
+        const model = new SessionModel(file);
+        model.applyOpen(await client.open(file));
+        await loadAll(model, (start) => client.tree({ path: file, depth: 1_000_000, limit: 20, ...start }));
+        assert.equal(model.allNodes().length, CLAUDE.entryCount);
+        const logicalParents: Record<string, string> = {};
+        for (const id of model.roots ?? []) {
+            const e = (await client.entry(file, id)).entry as { logicalParentUuid?: string };
+            if (model.isSummary(id) && e.logicalParentUuid) logicalParents[id] = e.logicalParentUuid;
+        }
+        const ctx = await client.contextAt({ path: file, leafId: CLAUDE.resumeLeaf });
+        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: CLAUDE.resumeLeaf, selectedLeafId: CLAUDE.resumeLeaf, inContext: ctx.entryIds, firstKept: {}, name: null, logicalParents });
+        assert.equal(g.leafCount, 5);
+        assert.deepEqual(g.nodes.flatMap((n) => n.ids).sort(), model.allNodes().map((n) => n.id).sort(), 'every line drawn once');
+        // The first /compact compacted the branch that ends at 7f1509ff; the second, the first boundary's.
+        assert.deepEqual(
+            g.logicalEdges.map((e) => [e.to, e.compacted]),
+            [
+                [CLAUDE.boundary, '7f1509ff-4e18-403f-ab85-226b98c46dbf'],
+                ['6b9b1c20-9e05-4138-a222-b80f484495b0', 'd49e5e29-e5ef-46c2-a87c-bf2f85c28185'],
+            ],
+        );
+        for (const e of g.logicalEdges) assert.ok(g.nodes.find((n) => n.id === e.from)?.ids.includes(e.compacted));
+        assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), ctx.entryIds.length);
     });
 });
