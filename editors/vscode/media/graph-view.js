@@ -121,11 +121,8 @@
             let text = n.preview;
             if (n.summarizes) text = `summarizes ${n.summarizes.count} (${n.summarizes.firstId ?? '–'}…${n.summarizes.lastId ?? '–'})`;
             if (n.name) text = `name: ${n.name}`;
+            if (n.audit) text = `lost ${n.audit.lost} of ${n.audit.kept + n.audit.lost} · ${text}`;
             sub.textContent = short(text, 32);
-            if (n.audit) {
-                const tag = el('text', { x: W - 6, y: 15, class: 'audit', 'text-anchor': 'end' }, g);
-                tag.textContent = `${n.audit.lost} lost`;
-            }
             if (n.label) {
                 const tag = el('text', { x: W - 4, y: -4, class: 'label', 'text-anchor': 'end' }, g);
                 tag.textContent = `[${short(n.label, 24)}]`;

@@ -173,7 +173,6 @@ export class GraphPanels implements vscode.Disposable {
   .node.type-compaction rect { stroke: var(--vscode-charts-orange); stroke-width: 2.5; }
   .node.type-branch_summary rect { stroke: var(--vscode-charts-purple); stroke-width: 2.5; }
   .node.summary rect { stroke: var(--vscode-charts-orange); stroke-width: 2.5; }
-  .node .audit { fill: var(--vscode-errorForeground); font-weight: 600; }
   .node.branch-point rect { stroke: var(--vscode-charts-yellow); }
   .node.leaf rect { stroke: var(--vscode-charts-green); }
   .node.selected-leaf rect { stroke: var(--vscode-focusBorder); stroke-width: 3.5; }

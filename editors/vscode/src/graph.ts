@@ -124,7 +124,9 @@ export function layoutGraph(input: GraphInput): Graph {
         const n = byId.get(id);
         if (!n) return false;
         const c = kids.get(id) ?? [];
-        return c.length === 1 && !n.label && !['compaction', 'branch_summary', 'session_info'].includes(n.type) && id !== input.selectedLeafId;
+        // A compact boundary (it has a logical parent) or an audited summary stays a node of its own.
+        const summary = id in (input.logicalParents ?? {}) || id in (input.audits ?? {});
+        return c.length === 1 && !n.label && !summary && !['compaction', 'branch_summary', 'session_info'].includes(n.type) && id !== input.selectedLeafId;
     };
 
     // Fold runs of plain entries: a node's chain of single children, cut where one is notable.

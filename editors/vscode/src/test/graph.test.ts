@@ -124,6 +124,8 @@ describe('branch graph layout of a Claude Code transcript', () => {
             ],
         );
         for (const e of g.logicalEdges) assert.ok(g.nodes.find((n) => n.id === e.from)?.ids.includes(e.compacted));
+        // The boundaries are nodes of their own, not folded into the runs they start.
+        for (const id of Object.keys(logicalParents)) assert.equal(g.nodes.find((n) => n.ids.includes(id))?.kind, 'entry');
         assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), ctx.entryIds.length);
     });
 });
