@@ -458,6 +458,8 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             assert.match(toast, new RegExp(`Line 60 \\(system ae800328-172e-4b1c-a40d-ccf52c5420db\\) at leaf ${CLAUDE.resumeLeaf}: before compact boundary 6b9b1c20`));
             await shot(page.locator('.part.sidebar'), 'readme-claude-sessions');
             // The graph: every line of the tree, the context at the resume leaf highlighted.
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'View: Close All Editors');
             await contextMenu(session, 'Show Branch Graph');
             const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
             const status = frame.locator('#status');
@@ -472,6 +474,8 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
     it('"Compare with Current Leaf" opens the two contexts of a Claude Code rewind in VS Code\'s diff editor, with the summary and the report', () =>
         timed('12-claude-compare', async () => {
             await runCommand(page, 'Notifications: Clear All Notifications');
+            // The diff editor gets the whole editor area.
+            await runCommand(page, 'View: Close All Editors');
             const file = path.join(host.workspace, CLAUDE_TRANSCRIPT.dir, CLAUDE_TRANSCRIPT.file);
             // Down to the rewound branch's leaf: the fork after the first answer, then the one at the parallel calls.
             await expand(row(/^7c758304/));
@@ -501,12 +505,14 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
     it('"Compare with Current Leaf" on the shipped pi session: a compaction on one side only', () =>
         timed('13-compare', async () => {
             await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'View: Close All Editors');
             const file = path.join(host.workspace, V3.file);
             await collapseAll();
             await expand(row(/^pi, \d+ sessions$/));
             await expand(row(/^project pi-mono, \d+ sessions$/));
             await expand(row(new RegExp(`^${V3.name}, `)));
             await expand(row(new RegExp(V3.fork)));
+            await expand(row(/branch_summary: Explored keeping/));
             await expand(row(/user: Alternative: split main\.ts/));
             await expand(row(/assistant: Plan: 1\) extract runPrintMode/));
             // The current leaf: 886c2fdc, after the compaction; compared with the other branch's leaf.
@@ -521,9 +527,9 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const b = JSON.parse(spawnSync(sessiondBin, ['context', file, '--leaf', 'de19adb3', '--json'], { encoding: 'utf8' }).stdout);
             assert.match(await editorText(diffSide('original')), new RegExp(`- messages: ${a.messages.length}`));
             assert.match(await editorText(diffSide('modified')), new RegExp(`- messages: ${b.messages.length}`));
-            // Left: the compaction's summary first; right: the first user message pi summarized away.
-            await diffSide('original').filter({ hasText: /## 1\. compaction summary/ }).waitFor();
-            await diffSide('modified').filter({ hasText: /## 1\. user {2}\(entry 00247798\)/ }).waitFor();
+            // Left: the compaction's summary is the first message (the right side holds the 338
+            // entries it summarized instead, further down than Monaco renders).
+            await diffSide('original').filter({ hasText: /##\s1\.\scompaction\ssummary.*\(entry\s4909db93\)/ }).waitFor();
             const toast = page.locator('.notification-toast', { hasText: /part after 521cf246/ }).first();
             await toast.waitFor();
             const summary = (await toast.innerText()).replace(/\u00a0/g, ' ');
@@ -555,6 +561,8 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await page.getByRole('treeitem', { name: new RegExp(`${modified.entryId}.*active leaf`) }).first().waitFor();
             await page.getByRole('tab', { name: new RegExp(`@${modified.entryId}\\.md`) }).waitFor();
             // The graph: focusing the compaction shows its audit beside the picture; a fact selects its entry.
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'View: Close All Editors');
             await contextMenu(row(new RegExp(`^${V3.name}`)), 'Show Branch Graph');
             const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
             await frame.locator('#status', { hasText: /entries in context at/ }).waitFor();

@@ -349,7 +349,9 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         const item = new vscode.TreeItem(text.label, state);
         item.id = n.key;
         item.description = text.description;
-        item.tooltip = text.tooltip;
+        // VS Code resolves (resolveTreeItem) only a tooltip left undefined: a summary's is its audit.
+        const summary = (n.item.kind === 'entry' || n.item.kind === 'branch') && model.isSummary(n.item.id);
+        item.tooltip = summary ? undefined : text.tooltip;
         item.accessibilityInformation = { label: [text.label, text.description].filter(Boolean).join(', ') };
         if (n.item.kind === 'more') {
             item.contextValue = 'more';
@@ -385,7 +387,7 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             const client = await this.daemon.get();
             const e = await client.explain({ path: n.path, entryId: n.item.id });
             const audit = auditOf(e);
-            const plain = typeof item.tooltip === 'string' ? item.tooltip : '';
+            const plain = model.text(n.item).tooltip;
             const tip = new vscode.MarkdownString(audit ? auditTooltip(audit, (p) => (p.entryId ? revealLink(n.path, p.entryId) : undefined)) : renderExplain(e));
             if (plain) tip.appendMarkdown(`\n\n---\n\n`).appendText(plain);
             tip.isTrusted = { enabledCommands: ['sessiond.revealEntry'] };

@@ -86,7 +86,7 @@ export interface GraphEdge {
 export interface Graph {
     nodes: GraphNode[];
     edges: GraphEdge[];
-    /** From the node holding a compacted line to its compact boundary (Claude Code), drawn dashed. */
+    /** From the node holding a compacted line to its compact boundary (Claude Code), laid out as parent and child, drawn dashed. */
     logicalEdges: Array<{ from: EntryId; to: EntryId; compacted: EntryId }>;
     /** Bounding box of the node centres. */
     minX: number;
@@ -116,6 +116,16 @@ export function layoutGraph(input: GraphInput): Graph {
         kids.set(p, list);
     }
     const leaves = new Set(input.nodes.filter((n) => (kids.get(n.id) ?? []).length === 0).map((n) => n.id));
+    // A compact boundary is laid out under the line it compacted (its logical parent), so the
+    // conversation reads top-down across its compactions; the edge between them is drawn dashed.
+    const logicalKids = new Map<EntryId, EntryId[]>();
+    const logicalChild = new Set<EntryId>();
+    for (const [boundary, parent] of Object.entries(input.logicalParents ?? {})) {
+        if (!byId.has(boundary) || !byId.has(parent) || byId.get(boundary)?.parentId !== null) continue;
+        logicalKids.set(parent, [...(logicalKids.get(parent) ?? []), boundary]);
+        logicalChild.add(boundary);
+    }
+    const layoutKids = (id: EntryId): EntryId[] => [...(kids.get(id) ?? []), ...(logicalKids.get(id) ?? [])];
     const path = new Set<EntryId>();
     for (let cur = input.selectedLeafId; cur && byId.has(cur) && !path.has(cur); cur = byId.get(cur)?.parentId ?? null) path.add(cur);
     const inContext = new Set(input.inContext);
@@ -125,7 +135,7 @@ export function layoutGraph(input: GraphInput): Graph {
         if (!n) return false;
         const c = kids.get(id) ?? [];
         // A compact boundary (it has a logical parent) or an audited summary stays a node of its own.
-        const summary = id in (input.logicalParents ?? {}) || id in (input.audits ?? {});
+        const summary = id in (input.logicalParents ?? {}) || logicalKids.has(id) || id in (input.audits ?? {});
         return c.length === 1 && !n.label && !summary && !['compaction', 'branch_summary', 'session_info'].includes(n.type) && id !== input.selectedLeafId;
     };
 
@@ -151,7 +161,7 @@ export function layoutGraph(input: GraphInput): Graph {
                     last = run[run.length - 1];
                 }
             }
-            for (const c of kids.get(last) ?? []) {
+            for (const c of layoutKids(last)) {
                 const child: Folded = { id: c, ids: [c], children: [] };
                 f.children.push(child);
                 stack.push(child);
@@ -160,12 +170,13 @@ export function layoutGraph(input: GraphInput): Graph {
         return root;
     };
 
-    const top: Folded = { id: '', ids: [], children: (kids.get(null) ?? []).map(fold) };
+    const top: Folded = { id: '', ids: [], children: (kids.get(null) ?? []).filter((id) => !logicalChild.has(id)).map(fold) };
     const h = hierarchy<Folded>(top, (f) => f.children);
     const laid = tree<Folded>().nodeSize([GRAPH_DX, GRAPH_DY])(h);
 
     const nodes: GraphNode[] = [];
     const edges: GraphEdge[] = [];
+    const logicalEdges: Graph['logicalEdges'] = [];
     let minX = 0;
     let maxX = 0;
     let maxY = 0;
@@ -244,14 +255,12 @@ export function layoutGraph(input: GraphInput): Graph {
         }
         nodes.push(node);
         if (p.parent && p.parent.depth > 0) {
-            edges.push({ from: p.parent.data.id, to: f.id, onPath: path.has(f.id) });
+            if (logicalChild.has(f.id)) {
+                logicalEdges.push({ from: p.parent.data.id, to: f.id, compacted: input.logicalParents?.[f.id] ?? p.parent.data.id });
+            } else {
+                edges.push({ from: p.parent.data.id, to: f.id, onPath: path.has(f.id) });
+            }
         }
-    });
-    const holder = new Map<EntryId, EntryId>();
-    for (const n of nodes) for (const id of n.ids) holder.set(id, n.id);
-    const logicalEdges = Object.entries(input.logicalParents ?? {}).flatMap(([to, parent]) => {
-        const from = holder.get(parent);
-        return from !== undefined && holder.get(to) === to ? [{ from, to, compacted: parent }] : [];
     });
     return {
         nodes,

@@ -123,7 +123,14 @@ describe('branch graph layout of a Claude Code transcript', () => {
                 ['6b9b1c20-9e05-4138-a222-b80f484495b0', 'd49e5e29-e5ef-46c2-a87c-bf2f85c28185'],
             ],
         );
-        for (const e of g.logicalEdges) assert.ok(g.nodes.find((n) => n.id === e.from)?.ids.includes(e.compacted));
+        // Each boundary is laid out under the line it compacted: one conversation, read top-down.
+        for (const e of g.logicalEdges) {
+            const from = g.nodes.find((n) => n.id === e.from);
+            const to = g.nodes.find((n) => n.id === e.to);
+            assert.ok(from?.ids.includes(e.compacted));
+            assert.ok(to && from && to.y > from.y, `${e.to} below ${e.from}`);
+            assert.ok(!g.edges.some((x) => x.to === e.to), 'drawn once, dashed');
+        }
         // The boundaries are nodes of their own, not folded into the runs they start.
         for (const id of Object.keys(logicalParents)) assert.equal(g.nodes.find((n) => n.ids.includes(id))?.kind, 'entry');
         assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), ctx.entryIds.length);
