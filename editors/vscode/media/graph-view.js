@@ -116,7 +116,9 @@
             if (n.selectedLeaf) marks.push('◉');
             if (n.defaultLeaf) marks.push('◀ default');
             else if (n.leaf) marks.push('◀ leaf');
-            title.textContent = short(`${n.kind === 'fold' ? '┆ ' : ''}${n.title}${n.kind === 'entry' ? ` ${n.id}` : ''} ${marks.join(' ')}`, 30);
+            // A Claude Code uuid shows its first 8 characters, as the Sessions view shows it.
+            const shown = /^[0-9a-f]{8}-[0-9a-f]{4}-/.test(n.id) ? n.id.slice(0, 8) : n.id;
+            title.textContent = short(`${n.kind === 'fold' ? '┆ ' : ''}${n.title}${n.kind === 'entry' ? ` ${shown}` : ''} ${marks.join(' ')}`, 30);
             const sub = el('text', { x: 8, y: 31, class: 'preview' }, g);
             let text = n.preview;
             if (n.summarizes) text = `summarizes ${n.summarizes.count} (${n.summarizes.firstId ?? '–'}…${n.summarizes.lastId ?? '–'})`;
