@@ -468,6 +468,12 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await frame.getByRole('button', { name: /^system ae800328-172e-4b1c-a40d-ccf52c5420db; compact boundary.*compacts the conversation at 7f1509ff-4e18-403f-ab85-226b98c46dbf/ }).waitFor();
             assert.equal(await frame.locator('path.edge.logical').count(), 2);
             await frame.getByRole('button', { name: new RegExp(`^assistant ${CLAUDE.resumeLeaf}; .*selected leaf; default leaf; in context`) }).waitFor();
+            // The second /compact's audit beside the picture while its boundary has the focus.
+            await frame.getByRole('button', { name: /^system ae800328-172e-4b1c-a40d-ccf52c5420db; .*audit: kept 1 of 1 fact, lost 0/ }).waitFor();
+            await frame.getByRole('button', { name: /^system 6b9b1c20-9e05-4138-a222-b80f484495b0; .*audit: kept 0 of 1 fact, lost 1/ }).focus();
+            const pane = frame.locator('#audit');
+            await pane.filter({ hasText: 'kept 0 of 1 fact, lost 1; summarizes 16 entries 70883128…b7c03308, keeps from d49e5e29' }).waitFor();
+            await pane.locator('button.lost', { hasText: 'last request: Run a command again ← 4bfd3501-c751-4bc1-bd0e-cff21c912309' }).waitFor();
             await shot(page.locator('iframe.webview.ready').last(), 'readme-claude-graph');
         }));
 
@@ -500,6 +506,12 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await toast.getByRole('button', { name: 'Open Report' }).click();
             await page.getByRole('tab', { name: /compacted ec228510↔0b5e3c50\.md/ }).waitFor();
             await page.locator('.editor-instance .view-lines', { hasText: `fork point: ${CLAUDE.forkPoint}` }).first().waitFor();
+            // The second /compact's audit: its lost fact (the last request) jumps to the line it came from.
+            await row(/^7c758304/).locator('.monaco-tl-twistie').click();
+            await contextMenu(row(/^6b9b1c20/), 'Show Summary Audit…');
+            await page.locator('.quick-input-widget .quick-input-title', { hasText: 'Summary audit of 6b9b1c20: kept 0 of 1 fact, lost 1' }).waitFor();
+            await page.locator('.quick-input-list .monaco-list-row', { hasText: 'lost: last request Run a command again' }).first().click();
+            await page.getByRole('treeitem', { name: /^4bfd3501 ● active leaf · user: Run a command again/ }).first().waitFor();
         }));
 
     it('"Compare with Current Leaf" on the shipped pi session: a compaction on one side only', () =>

@@ -367,12 +367,15 @@ export class SessionModel {
 
     /**
      * Whether an entry is a summary whose audit `session/explain` gives (where it came from,
-     * what it kept): a pi compaction or branch summary, a Claude Code compact boundary.
+     * what it kept): a pi compaction or branch summary, a Claude Code compact boundary or the
+     * compaction summary line after it.
      */
     isSummary(id: EntryId): boolean {
         const n = this.nodes.get(id)?.node;
         if (!n) return false;
-        if (this.format === 'claude-code') return n.type === 'system' && n.preview.startsWith('compact boundary');
+        if (this.format === 'claude-code') {
+            return (n.type === 'system' && n.preview.startsWith('compact boundary')) || (n.type === 'user' && n.preview.startsWith('[compact summary]'));
+        }
         return n.type === 'compaction' || n.type === 'branch_summary';
     }
 

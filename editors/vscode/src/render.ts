@@ -307,19 +307,20 @@ export const PROBE_KINDS: Record<RetentionProbe['kind'], string> = {
 
 /** "kept 31 of 43 facts, lost 12": the audit in a few words. */
 export function auditHeadline(a: Retention): string {
-    return `kept ${a.kept} of ${a.kept + a.lost} facts, lost ${a.lost}`;
+    const total = a.kept + a.lost;
+    return `kept ${a.kept} of ${total} fact${total === 1 ? '' : 's'}, lost ${a.lost}`;
 }
 
 /** Where a summary came from, in a few words (`338 entries 00247798…12bbdff5, keeps from 521cf246`). */
 export function auditSourceText(s: SummaryAudit): string {
     if (s.source) {
-        const span = s.source.firstId ? ` ${s.source.firstId}…${s.source.lastId}` : '';
-        const kept = s.source.firstKeptEntryId ? `, keeps from ${s.source.firstKeptEntryId}` : '';
+        const span = s.source.firstId ? ` ${shortId(s.source.firstId)}…${shortId(s.source.lastId ?? '')}` : '';
+        const kept = s.source.firstKeptEntryId ? `, keeps from ${shortId(s.source.firstKeptEntryId)}` : '';
         return `summarizes ${s.source.count} entries${span}${kept}`;
     }
     if (s.branch) {
-        const span = s.branch.firstId ? ` ${s.branch.firstId}…${s.branch.lastId}` : '';
-        return `summarizes a branch of ${s.branch.count} entries${span}${s.branch.leftAtId ? `, left at ${s.branch.leftAtId}` : ''}`;
+        const span = s.branch.firstId ? ` ${shortId(s.branch.firstId)}…${shortId(s.branch.lastId ?? '')}` : '';
+        return `summarizes a branch of ${s.branch.count} entries${span}${s.branch.leftAtId ? `, left at ${shortId(s.branch.leftAtId)}` : ''}`;
     }
     return '';
 }
@@ -363,7 +364,7 @@ export function auditTooltip(s: SummaryAudit, link: (p: RetentionProbe) => strin
     const lost = s.audit.probes.filter((p) => p.status === 'lost');
     for (const p of lost.slice(0, AUDIT_TOOLTIP_PROBES)) {
         const target = link(p);
-        const from = p.entryId ? (target ? `[${md(p.entryId)}](${target})` : md(p.entryId)) : 'no entry';
+        const from = p.entryId ? (target ? `[${md(shortId(p.entryId))}](${target})` : md(shortId(p.entryId))) : 'no entry';
         out.push(`- lost ${md(PROBE_KINDS[p.kind] ?? p.kind)} \`${p.text.replace(/`/g, "'")}\` ← ${from}`);
     }
     if (lost.length > AUDIT_TOOLTIP_PROBES) out.push(`- … ${lost.length - AUDIT_TOOLTIP_PROBES} more lost ("Show Summary Audit" lists them all)`);

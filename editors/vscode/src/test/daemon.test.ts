@@ -297,6 +297,10 @@ describe('sessiond serve through the client', () => {
         await loadChildren(model, undefined, (start) => client.tree({ path: claude, depth: 10_000, limit: 2_000, ...start }));
         assert.equal(model.isSummary(CLAUDE.boundary), true, 'a compact boundary carries an audit');
         assert.equal(model.isSummary(CLAUDE.resumeLeaf), false);
+        // Its audit, from the same explain as pi's: one fact, kept.
+        const audited = auditOf(await client.explain({ path: claude, entryId: CLAUDE.boundary }));
+        assert.equal(audited && auditHeadline(audited.audit), 'kept 1 of 1 fact, lost 0');
+        assert.equal(audited && auditSourceText(audited), 'summarizes 11 entries 7c758304…92a0029c, keeps from 7f1509ff');
         // What the view does not offer, the daemon refuses: the menus follow the daemon.
         const bytes = fs.readFileSync(claude);
         await assert.rejects(client.label({ path: claude, targetId: CLAUDE.resumeLeaf, label: 'x', expectedLeafId: CLAUDE.resumeLeaf }), (e: any) => {

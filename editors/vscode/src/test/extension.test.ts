@@ -287,10 +287,23 @@ describe('extension in a stand-in VS Code', () => {
         assert.match(doc.text, new RegExp(`^- leaf: ${CLAUDE.resumeLeaf}$`, 'm'));
         assert.match(doc.text, new RegExp(`^- messages: ${ctx.messages.length}$`, 'm'));
         assert.equal(doc.uri.path, `/${CLAUDE.resumeLeaf.replace(/-.*/, '').replace(/^/, 'compacted@')}.md`);
-        // Explain on the first boundary.
+        // Explain on the first boundary (the context stays at the resume leaf: the audit below jumps).
         vs.messages.length = 0;
         await vs.commands.get('sessiond.explain')!(rows[1]);
         assert.match(vs.messages[0].text, new RegExp(`^Line 60 \\(system ${CLAUDE.boundary}\\) at leaf ${CLAUDE.resumeLeaf}: before compact boundary 6b9b1c20`));
+        // The second /compact's audit: it summarized 16 lines and lost the last request, whose line it jumps to.
+        const boundary = rows[2];
+        const tip = (await tree.resolveTreeItem(tree.getTreeItem(boundary), boundary)).tooltip;
+        const audit = cliJson('explain', claudeFile, boundary.item.id, '--json').audit;
+        assert.deepEqual(audit.probes.map((p: any) => [p.kind, p.status]), [['lastUserRequest', 'lost']]);
+        assert.match(tip.value, /^\*\*kept 0 of 1 fact, lost 1\*\* · summarizes 16 entries 70883128…b7c03308, keeps from d49e5e29\n/);
+        assert.ok(tip.value.includes(`- lost last request \`Run a command again\` ← [4bfd3501](command:sessiond.revealEntry?`), tip.value);
+        vs.revealed.length = 0;
+        vs.answers.push((items: any[]) => items[0]);
+        await vs.commands.get('sessiond.showAudit')!(boundary);
+        assert.equal(vs.quickPicks[vs.quickPicks.length - 1].options.title, 'Summary audit of 6b9b1c20: kept 0 of 1 fact, lost 1');
+        assert.equal((vs.revealed[0] as any).item.id, audit.probes[0].entryId);
+        assert.match(vs.documents[vs.documents.length - 1].text, new RegExp(`^- leaf: ${audit.probes[0].entryId}$`, 'm'));
         // Label and compact, even from the palette, are refused before the daemon is asked: nothing written.
         const bytes = fs.readFileSync(claudeFile);
         const asked = vs.answers.length;
