@@ -44,6 +44,11 @@
         apply();
     }
 
+    /** A Claude Code uuid's first 8 characters, as the Sessions view shows it; other ids as they are. */
+    function shortId(id) {
+        return /^[0-9a-f]{8}-[0-9a-f]{4}-/.test(id) ? id.slice(0, 8) : id;
+    }
+
     function short(text, n) {
         const chars = [...(text || '')];
         return chars.length > n ? `${chars.slice(0, n - 1).join('')}…` : chars.join('');
@@ -116,9 +121,7 @@
             if (n.selectedLeaf) marks.push('◉');
             if (n.defaultLeaf) marks.push('◀ default');
             else if (n.leaf) marks.push('◀ leaf');
-            // A Claude Code uuid shows its first 8 characters, as the Sessions view shows it.
-            const shown = /^[0-9a-f]{8}-[0-9a-f]{4}-/.test(n.id) ? n.id.slice(0, 8) : n.id;
-            title.textContent = short(`${n.kind === 'fold' ? '┆ ' : ''}${n.title}${n.kind === 'entry' ? ` ${shown}` : ''} ${marks.join(' ')}`, 30);
+            title.textContent = short(`${n.kind === 'fold' ? '┆ ' : ''}${n.title}${n.kind === 'entry' ? ` ${shortId(n.id)}` : ''} ${marks.join(' ')}`, 30);
             const sub = el('text', { x: 8, y: 31, class: 'preview' }, g);
             let text = n.preview;
             if (n.summarizes) text = `summarizes ${n.summarizes.count} (${n.summarizes.firstId ?? '–'}…${n.summarizes.lastId ?? '–'})`;
@@ -152,7 +155,7 @@
         const a = n.audit;
         auditPane.textContent = '';
         const h = document.createElement('h2');
-        h.textContent = `Audit of ${n.title} ${n.id}`;
+        h.textContent = `Audit of ${n.title} ${shortId(n.id)}`;
         const p = document.createElement('p');
         p.textContent = [a.headline, a.source].filter(Boolean).join('; ');
         auditPane.append(h, p);
@@ -172,7 +175,10 @@
             list.append(li);
         }
         auditPane.append(list);
+        const opening = auditPane.hidden;
         auditPane.hidden = false;
+        // The pane takes width from the picture: fit it again the first time the pane opens.
+        if (opening) fit();
     }
 
     function select(id) {
