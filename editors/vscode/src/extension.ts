@@ -383,24 +383,25 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         if (n.type !== 'row' || (n.item.kind !== 'entry' && n.item.kind !== 'branch')) return item;
         const model = this.models.get(n.path);
         if (!model?.isSummary(n.item.id)) return item;
+        const plain = model.text(n.item).tooltip;
         try {
             const client = await this.daemon.get();
             const e = await client.explain({ path: n.path, entryId: n.item.id });
             const audit = auditOf(e);
-            const plain = model.text(n.item).tooltip;
             const tip = new vscode.MarkdownString(audit ? auditTooltip(audit, (p) => (p.entryId ? revealLink(n.path, p.entryId) : undefined)) : renderExplain(e));
             if (plain) tip.appendMarkdown(`\n\n---\n\n`).appendText(plain);
             tip.isTrusted = { enabledCommands: ['sessiond.revealEntry'] };
             item.tooltip = tip;
         } catch {
-            // The plain tooltip stays.
+            // No audit to show (the daemon restarting, the entry gone): the row's plain tooltip.
+            item.tooltip = plain;
         }
         return item;
     }
 
     getParent(n: Node): Node | undefined {
         if (n.type === 'agent') return undefined;
-        if (n.type === 'project') return this.nodes.get(agentKey(n.group.agent));
+        if (n.type === 'project') return this.nodes.get(agentKey(n.group.agent)) ?? this.agentNode({ agent: n.group.agent, projects: [], count: 0 });
         if (n.type === 'session') {
             // The project it is listed under; made here if the view has not listed it yet.
             const agent = agentOf(n.summary);
