@@ -30,9 +30,24 @@ const view = () => page.locator('.pane-body', { has: page.locator('[aria-label="
 /** A row of the Sessions view whose accessible name matches. */
 const row = (name) => page.getByRole('treeitem', { name }).first();
 
+/**
+ * Moves the pointer off the rows and waits for any hover to close: a row's tooltip left open
+ * where the pointer last rested (after a menu item was clicked above another row) covers the
+ * rows below it, and a hover stays open while the pointer is on it.
+ */
+async function calm() {
+    await page.mouse.move(5, 5);
+    await page
+        .locator('.workbench-hover-container, .monaco-hover')
+        .first()
+        .waitFor({ state: 'hidden', timeout: TOAST_MS })
+        .catch(() => undefined);
+}
+
 /** Expands a row by its twistie (a click on the row runs its command, as a user's would). */
 async function expand(r) {
     await r.waitFor();
+    await calm();
     if ((await r.getAttribute('aria-expanded')) !== 'true') await r.locator('.monaco-tl-twistie').click();
     await page.waitForFunction((el) => el.getAttribute('aria-expanded') === 'true', await r.elementHandle(), { timeout: WAIT_MS });
 }
@@ -42,6 +57,7 @@ async function expand(r) {
 const TOAST_MS = 5000;
 
 async function contextMenu(r, label) {
+    await calm();
     await r.click({ button: 'right' });
     const item = page.getByRole('menuitem', { name: label }).first();
     await item.waitFor();
@@ -299,9 +315,20 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             assert.equal(now.length, 1, `one daemon: ${now}`);
             assert.notEqual(now[0], pid);
             // The sessions were re-opened: a click on an entry previews its context.
-            await row(/user: \/mode/).click();
+            // The view re-lists its rows as the sessions re-open: a click that lands while they
+            // move picks the row that moved under the pointer, so it is clicked again until the
+            // preview is the clicked entry's.
             const editor = page.locator('.editor-instance .view-lines', { hasText: '- leaf: 00247798' }).first();
-            await editor.waitFor();
+            for (let tries = 0; ; tries++) {
+                await calm();
+                await row(/^00247798 .*user: \/mode/).click();
+                try {
+                    await editor.waitFor({ timeout: TOAST_MS });
+                    break;
+                } catch (err) {
+                    if (tries >= 3) throw err;
+                }
+            }
             assert.doesNotMatch(await editorText(editor), /Context unavailable/);
             // Live follow goes on with the new daemon.
             const file = path.join(host.workspace, V3.file);
