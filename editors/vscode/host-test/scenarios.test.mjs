@@ -494,7 +494,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             // Each /compact's boundary starts a tree of its own, linked (dashed) to the line it compacted.
             await frame.getByRole('button', { name: /^system ae800328-172e-4b1c-a40d-ccf52c5420db; compact boundary.*compacts the conversation at 7f1509ff-4e18-403f-ab85-226b98c46dbf/ }).waitFor();
             assert.equal(await frame.locator('path.edge.logical').count(), 2);
-            await frame.getByRole('button', { name: new RegExp(`^assistant ${CLAUDE.resumeLeaf}; .*selected leaf; default leaf; in context`) }).waitFor();
+            await frame.getByRole('button', { name: new RegExp(`^assistant ${CLAUDE.resumeLeaf}; .*selected leaf; resume leaf; in context`) }).waitFor();
             // The second /compact's audit beside the picture while its boundary has the focus.
             await frame.getByRole('button', { name: /^system ae800328-172e-4b1c-a40d-ccf52c5420db; .*audit: kept 1 of 1 fact, lost 0/ }).waitFor();
             await frame.getByRole('button', { name: /^system 6b9b1c20-9e05-4138-a222-b80f484495b0; .*audit: kept 0 of 1 fact, lost 1/ }).focus();

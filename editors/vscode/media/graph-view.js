@@ -65,7 +65,7 @@
         if (compacted) parts.push(`compacts the conversation at ${compacted.compacted}`);
         if (n.branchPoint) parts.push('branch point');
         if (n.selectedLeaf) parts.push('selected leaf');
-        if (n.defaultLeaf) parts.push('default leaf');
+        if (n.defaultLeaf) parts.push('resume leaf');
         else if (n.leaf) parts.push('leaf');
         if (n.inContext) parts.push(n.kind === 'fold' ? `${n.inContext} in context` : 'in context');
         return parts.filter(Boolean).join('; ');

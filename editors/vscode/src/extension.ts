@@ -47,7 +47,7 @@ export function sessionTooltip(p: string, s: SessionRow): string {
         s.firstMessage ? `first message: ${s.firstMessage}` : '',
         counts,
         s.tokenEstimate != null
-            ? `context: ~${s.tokenEstimate} tokens (${s.format === 'claude-code' ? "Claude Code's usage" : "pi's estimate"} at the default leaf)`
+            ? `context: ~${s.tokenEstimate} tokens (${s.format === 'claude-code' ? "Claude Code's usage" : "pi's estimate"} at the resume leaf)`
             : '',
         s.modified ? `modified ${s.modified}` : '',
         s.cwd ? `cwd ${s.cwd}` : '',

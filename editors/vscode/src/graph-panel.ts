@@ -8,7 +8,7 @@ import { SessiondClient } from './client';
 import { Graph, GraphAudit, layoutGraph } from './graph';
 import { loadAll, SessionModel } from './model';
 import { EntryId } from './protocol';
-import { auditHeadline, auditOf, auditProbes, auditSourceText, PROBE_KINDS } from './render';
+import { auditHeadline, auditOf, auditProbes, auditSourceText, contextEntryIds, PROBE_KINDS } from './render';
 
 /** How the panels reach the session: its model with the whole tree loaded, and the daemon. */
 export interface GraphSource {
@@ -121,7 +121,7 @@ export class GraphPanels implements vscode.Disposable {
                 nodes,
                 defaultLeafId: model.defaultLeafId,
                 selectedLeafId: leaf,
-                inContext: ctx?.entryIds ?? [],
+                inContext: contextEntryIds(ctx),
                 firstKept: kept,
                 logicalParents: Object.fromEntries(Object.entries(logical).filter((e): e is [EntryId, EntryId] => e[1] !== null)),
                 name: model.name,

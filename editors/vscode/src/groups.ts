@@ -1,5 +1,5 @@
 //! The Sessions view's top levels: sessions grouped by the agent that wrote them (pi, Claude
-//! Code), then by project (the working directory they ran in). Pure: no `vscode`, no I/O.
+//! Code, Codex), then by project (the working directory they ran in). Pure: no `vscode`, no I/O.
 
 import { SessionSummary } from './protocol';
 
@@ -8,10 +8,10 @@ export type SessionRow = Partial<SessionSummary> & { path: string };
 
 /** The agents in the order the view shows them. */
 export type Agent = SessionSummary['format'];
-export const AGENTS: readonly Agent[] = ['pi', 'claude-code'];
+export const AGENTS: readonly Agent[] = ['pi', 'claude-code', 'codex'];
 
 /** How the view names an agent. */
-export const AGENT_TITLES: Record<Agent, string> = { pi: 'pi', 'claude-code': 'Claude Code' };
+export const AGENT_TITLES: Record<Agent, string> = { pi: 'pi', 'claude-code': 'Claude Code', codex: 'Codex' };
 
 /** A project: the sessions that ran in one working directory (`cwd: null`: none recorded). */
 export interface ProjectGroup {

@@ -174,6 +174,13 @@ export interface UnknownEntryErrorData {
      * What the id was given as (parent, label target, fork point, ...), from the writer.
      */
     role?: string;
+    /**
+     * Present when the id is a prefix of more than one entry's id: the first of those ids in file order (at most 4); the message says how many there are.
+     *
+     * @minItems 2
+     * @maxItems 4
+     */
+    candidates?: [string, string] | [string, string, string] | [string, string, string, string];
 }
 export interface ConflictData {
     /**
@@ -1236,7 +1243,7 @@ export interface ExportParams {
      */
     path: string;
     /**
-     * Leaf whose branch is exported; absent or null: the default leaf (the last entry).
+     * Leaf whose branch is exported; absent or null: the resume leaf (the last entry).
      */
     leafId?: string | null;
     /**
@@ -1381,7 +1388,7 @@ export interface GraphParams {
      */
     path: string;
     /**
-     * The leaf whose context is highlighted; absent: the default leaf (the last entry in file order).
+     * The leaf whose context is highlighted; absent: the resume leaf (the last entry in file order).
      */
     leafId?: string | null;
     /**
@@ -1589,11 +1596,11 @@ export interface SessionSummary {
      */
     leafCount: number;
     /**
-     * The default leaf: pi's last entry; the line claude --resume continues from (a subagent's transcript: its last line). null when there is none.
+     * The resume leaf: pi's last entry; the line claude --resume continues from (a subagent's transcript: its last line). null when there is none.
      */
     leafId: string | null;
     /**
-     * The context size at the default leaf, in tokens, as the agent counts it. pi: estimateProjectedContextTokens (the last assistant usage plus chars/4 of what follows, else chars/4 of every message), what pi compares with the context window, null where pi would throw. Claude Code: the usage of the last response on the path Claude Code loads to the leaf that is not synthetic (input_tokens + cache_creation_input_tokens + cache_read_input_tokens + output_tokens), null without one.
+     * The context size at the resume leaf, in tokens, as the agent counts it. pi: estimateProjectedContextTokens (the last assistant usage plus chars/4 of what follows, else chars/4 of every message), what pi compares with the context window, null where pi would throw. Claude Code: the usage of the last response on the path Claude Code loads to the leaf that is not synthetic (input_tokens + cache_creation_input_tokens + cache_read_input_tokens + output_tokens), null without one.
      */
     tokenEstimate: number | null;
     /**
@@ -1944,7 +1951,7 @@ export interface VerifyResumeParams {
      */
     path: string;
     /**
-     * Leaf to verify; absent or null: the default leaf (the last entry).
+     * Leaf to verify; absent or null: the resume leaf (the last entry).
      */
     leafId?: string | null;
     /**

@@ -3,6 +3,7 @@
 
 import {
     ClaudeContextAt,
+    CodexContextAt,
     CompactResult,
     CompareBranchesResult,
     ComparedSide,
@@ -26,6 +27,19 @@ export function isClaudeContext(ctx: ContextAtResult): ctx is ClaudeContextAt {
     return 'format' in ctx && ctx.format === 'claude-code';
 }
 
+/** Whether a context is a Codex rollout's (the daemon says its `format`). */
+export function isCodexContext(ctx: ContextAtResult): ctx is CodexContextAt {
+    return 'format' in ctx && ctx.format === 'codex';
+}
+
+/** The entries in a context, for views that mark them (a Codex rollout's items name none). */
+export function contextEntryIds(ctx: ContextAtResult | undefined): string[] {
+    if (!ctx || isCodexContext(ctx)) {
+        return [];
+    }
+    return ctx.entryIds ?? [];
+}
+
 /** Where a context was taken, for the preview's heading. */
 export interface ContextHeading {
     path: string;
@@ -42,7 +56,63 @@ export const MAX_PART_CHARS = 4000;
  * the entry it came from (`messageEntryIds`).
  */
 export function renderContext(ctx: ContextAtResult, heading: ContextHeading): string {
-    return isClaudeContext(ctx) ? renderClaudeContext(ctx, heading) : renderPiContext(ctx, heading);
+    if (isClaudeContext(ctx)) {
+        return renderClaudeContext(ctx, heading);
+    }
+    return isCodexContext(ctx) ? renderCodexContext(ctx, heading) : renderPiContext(ctx, heading);
+}
+
+/** The text of a Codex input item's content parts (`input_text`, `output_text`, …). */
+function codexText(item: Record<string, unknown>): string {
+    const content = item.content;
+    if (typeof content === 'string') {
+        return content;
+    }
+    if (!Array.isArray(content)) {
+        return '';
+    }
+    return content
+        .map((part) => (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string' ? (part as { text: string }).text : ''))
+        .filter((t) => t !== '')
+        .join('\n');
+}
+
+/**
+ * A Codex rollout's context: the Responses API `input` items Codex sends at the leaf, one
+ * section per item (messages by role, tool calls with their arguments, their outputs).
+ */
+function renderCodexContext(ctx: CodexContextAt, heading: ContextHeading): string {
+    const out: string[] = [];
+    out.push(`# Context (Codex)${heading.name ? ` — ${heading.name}` : ''}`);
+    out.push('');
+    out.push(`- file: ${heading.path}`);
+    out.push(`- leaf: ${ctx.leafId ?? '(none)'}`);
+    out.push(`- input items: ${ctx.messageCount}`);
+    if (ctx.baseInstructions) {
+        out.push('- base instructions: sent first, as a developer message Codex builds at send time');
+    }
+    for (const note of ctx.notes ?? []) {
+        out.push(`- ${note}`);
+    }
+    const offset = ctx.offset ?? 0;
+    ctx.messages.forEach((item, i) => {
+        const type = typeof item.type === 'string' ? item.type : 'item';
+        const role = typeof item.role === 'string' ? ` (${item.role})` : '';
+        out.push('');
+        out.push(`## ${offset + i + 1}. ${type}${role}`);
+        out.push('');
+        if (type === 'function_call' || type === 'custom_tool_call' || type === 'local_shell_call') {
+            const name = typeof item.name === 'string' ? item.name : type;
+            const args = typeof item.arguments === 'string' ? item.arguments : typeof item.input === 'string' ? item.input : JSON.stringify(item.action ?? {});
+            out.push(`${name}(${cut(args)})`);
+        } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
+            const output = item.output;
+            out.push(cut(typeof output === 'string' ? output : JSON.stringify(output)));
+        } else {
+            out.push(cut(codexText(item)));
+        }
+    });
+    return out.join('\n') + '\n';
 }
 
 /**

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { ResponseError, SessiondClient } from '../client';
 import { FetchPage, loadChildren, SessionModel, ViewItem } from '../model';
 import { ConflictData, DidChangeParams, DidReloadParams, isNothingToCompact, Methods, PiContextAt, PiExplanation } from '../protocol';
-import { auditHeadline, auditItems, auditOf, auditSourceText, comparisonSummary, renderCompact, retentionOf } from '../render';
+import { auditHeadline, auditItems, auditOf, auditSourceText, comparisonSummary, contextEntryIds, isCodexContext, renderCompact, renderContext, retentionOf } from '../render';
 import { addClaudeTranscript, BINARY, CLAUDE, DEFAULT_LEAF, ENTRY_COUNT, EXAMPLE, FORKS, LEAVES, makeRoot, next, requireBinary, SESSION_ID, userLine } from '../testing/fixtures';
 
 /** Expands every row of the model, depth first, the way a person opening each fork would. */
@@ -318,6 +318,43 @@ describe('sessiond serve through the client', () => {
         assert.deepEqual({ ...c, revision: undefined }, { ...cli, revision: undefined });
         assert.match(comparisonSummary(c), new RegExp(`^ec228510 and 0b5e3c50 part after f9cc853c; A: ${c.sideA.entries} entries, `));
         fs.rmSync(path.dirname(path.dirname(claude)), { recursive: true });
+    });
+
+    it('reads a Codex rollout: listed with its format, its input items rendered, every write refused', async () => {
+        const dir = path.join(root, 'codex-home', 'sessions', '2026', '12', '04');
+        fs.mkdirSync(dir, { recursive: true });
+        const rollout = path.join(dir, 'rollout-2026-12-04T17-02-17-0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee.jsonl');
+        const t = (n: number) => `2026-12-04T17:02:${String(10 + n).padStart(2, '0')}.000Z`;
+        const lines = [
+            { type: 'session_meta', payload: { id: '0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee', session_id: '0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee', timestamp: t(0), cwd: '/w', originator: 'codex_exec', cli_version: '0.171.0', history_mode: 'paginated', base_instructions: { text: 'You are Codex.' } } },
+            { type: 'event_msg', payload: { type: 'task_started', turn_id: 't1' } },
+            { type: 'response_item', payload: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'run a tool' }] } },
+            { type: 'response_item', payload: { type: 'function_call', id: 'item_1', name: 'exec_command', arguments: '{"cmd":"echo hello-from-tool"}', call_id: 'call_1', status: 'completed' } },
+            { type: 'response_item', payload: { type: 'function_call_output', call_id: 'call_1', output: 'hello-from-tool' } },
+            { type: 'response_item', payload: { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'It printed hello-from-tool.' }] } },
+            { type: 'event_msg', payload: { type: 'task_complete', turn_id: 't1' } },
+        ];
+        fs.writeFileSync(rollout, lines.map((l, i) => JSON.stringify({ timestamp: t(i), ordinal: i, ...l }) + '\n').join(''));
+        const listed = (await client.list()).sessions.find((x) => x.path === rollout);
+        assert.equal(listed?.format, 'codex');
+        const opened = await client.open(rollout);
+        assert.equal(opened.format, 'codex');
+        const ctx = await client.contextAt({ path: rollout });
+        assert.ok(isCodexContext(ctx), 'a rollout answers with the input Codex sends');
+        const cli = JSON.parse(execFileSync(BINARY, ['context', rollout, '--json'], { encoding: 'utf8' }));
+        assert.deepEqual(ctx.messages, cli.messages, 'the daemon and the CLI give the same input');
+        const doc = renderContext(ctx, { path: rollout, name: null, leafId: ctx.leafId });
+        assert.match(doc, /^# Context \(Codex\)/);
+        assert.match(doc, /## 1\. message \(user\)\n\nrun a tool/);
+        assert.match(doc, /exec_command\(\{"cmd":"echo hello-from-tool"\}\)/);
+        assert.match(doc, /function_call_output\)?\n\nhello-from-tool/);
+        assert.match(doc, /message \(assistant\)\n\nIt printed hello-from-tool\./);
+        assert.deepEqual(contextEntryIds(ctx), [], 'a rollout item names no tree entry to mark');
+        const bytes = fs.readFileSync(rollout);
+        await assert.rejects(client.label({ path: rollout, targetId: '5', label: 'x', expectedLeafId: '6' }), (e: any) => e.code === -33021 && e.data.format === 'codex');
+        assert.deepEqual(fs.readFileSync(rollout), bytes, 'nothing written');
+        await client.close(rollout);
+        fs.rmSync(path.join(root, 'codex-home'), { recursive: true });
     });
 
     it("audits a compaction: where it came from and every fact kept or lost, each from an entry of the tree", async () => {

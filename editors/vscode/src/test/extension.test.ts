@@ -70,7 +70,7 @@ describe('extension in a stand-in VS Code', () => {
         assert.equal(claudeSession.path, claudeFile);
         // A transcript is named by a uuid: its row shows the first prompt.
         assert.equal(tree.getTreeItem(claudeSession).label, CLAUDE.firstMessage);
-        assert.match(tree.getTreeItem(claudeSession).tooltip, /context: ~\d+ tokens \(Claude Code's usage at the default leaf\)/);
+        assert.match(tree.getTreeItem(claudeSession).tooltip, /context: ~\d+ tokens \(Claude Code's usage at the resume leaf\)/);
         // Each level knows its parent (reveal walks them up).
         assert.equal(tree.getParent(claudeSession), claudeProject);
         assert.equal(tree.getParent(claudeProject), agents[1]);
@@ -138,8 +138,9 @@ describe('extension in a stand-in VS Code', () => {
     it('verifies before resuming: findings in a quick pick, then Show Entry reveals the entry', async () => {
         vs.messages.length = 0;
         vs.revealed.length = 0;
-        // The example ran in a directory that does not exist here: a fail first, with its path.
-        vs.answers.push((items: any[]) => items.find((i) => i.finding.kind === 'missingFile'), 'Show Entry');
+        // The example ran in a directory that does not exist here: one fail first, with its path,
+        // standing for the files under it; an entry's finding is chosen to be shown.
+        vs.answers.push((items: any[]) => items.find((i) => i.finding.kind === 'interrupted'), 'Show Entry');
         // Invoked on the default leaf's row (an entry row verifies that leaf).
         await vs.commands.get('sessiond.verify')!({ type: 'row', path: file, item: { kind: 'entry', id: DEFAULT_LEAF } });
         const pick = vs.quickPicks[vs.quickPicks.length - 1];
@@ -147,7 +148,9 @@ describe('extension in a stand-in VS Code', () => {
         assert.equal(pick.items[0].finding.status, 'fail');
         assert.equal(pick.items[0].finding.kind, 'cwd');
         assert.ok(pick.items.every((i: any, k: number) => k === 0 || ['fail', 'warn', 'ok'].indexOf(pick.items[k - 1].finding.status) <= ['fail', 'warn', 'ok'].indexOf(i.finding.status)));
-        const chosen = pick.items.find((i: any) => i.finding.kind === 'missingFile');
+        assert.match(pick.items[0].finding.message, /the \d+ files the session used under it are not checked one by one/);
+        assert.equal(pick.items.filter((i: any) => i.finding.kind === 'missingFile').length, 0, 'the missing cwd is said once');
+        const chosen = pick.items.find((i: any) => i.finding.kind === 'interrupted');
         assert.equal(vs.messages.length, 1, JSON.stringify(vs.messages));
         assert.equal(vs.messages[0].text, chosen.finding.message);
         assert.equal(vs.revealed.length, 1);

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { SessiondClient } from '../client';
 import { GRAPH_FOLD_MIN, GraphAudit, layoutGraph } from '../graph';
-import { auditHeadline, auditOf, auditProbes, auditSourceText, PROBE_KINDS } from '../render';
+import { auditHeadline, auditOf, auditProbes, auditSourceText, contextEntryIds, PROBE_KINDS } from '../render';
 import { loadAll, SessionModel } from '../model';
 import { addClaudeTranscript, BINARY, CLAUDE, DEFAULT_LEAF, ENTRY_COUNT, LEAVES, makeRoot, requireBinary } from '../testing/fixtures';
 
@@ -37,7 +37,7 @@ describe('branch graph layout', () => {
         const ctx = await client.contextAt({ path: file, leafId: '886c2fdc' });
         const kept = (await client.entry(file, '4909db93')).entry.firstKeptEntryId as string;
         assert.equal(kept, '521cf246');
-        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: DEFAULT_LEAF, selectedLeafId: '886c2fdc', inContext: ctx.entryIds, firstKept: { '4909db93': kept }, name: model.name });
+        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: DEFAULT_LEAF, selectedLeafId: '886c2fdc', inContext: contextEntryIds(ctx), firstKept: { '4909db93': kept }, name: model.name });
         const drawn = g.nodes.flatMap((n) => n.ids);
         assert.equal(drawn.length, ENTRY_COUNT);
         assert.equal(new Set(drawn).size, ENTRY_COUNT);
@@ -51,7 +51,7 @@ describe('branch graph layout', () => {
         assert.ok(g.nodes.some((n) => n.name === 'Untangle run modes'));
         assert.ok(g.nodes.some((n) => n.type === 'branch_summary'));
         // Entries in context: every one of contextAt's entryIds is counted on some node.
-        assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), ctx.entryIds.length);
+        assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), contextEntryIds(ctx).length);
         const compaction = g.nodes.find((n) => n.type === 'compaction');
         // It summarizes its path up to the first kept entry: the root to the branch summary.
         assert.equal(compaction?.summarizes?.firstKeptEntryId, '521cf246');
@@ -112,7 +112,7 @@ describe('branch graph layout of a Claude Code transcript', () => {
             if (model.isSummary(id) && e.logicalParentUuid) logicalParents[id] = e.logicalParentUuid;
         }
         const ctx = await client.contextAt({ path: file, leafId: CLAUDE.resumeLeaf });
-        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: CLAUDE.resumeLeaf, selectedLeafId: CLAUDE.resumeLeaf, inContext: ctx.entryIds, firstKept: {}, name: null, logicalParents });
+        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: CLAUDE.resumeLeaf, selectedLeafId: CLAUDE.resumeLeaf, inContext: contextEntryIds(ctx), firstKept: {}, name: null, logicalParents });
         assert.equal(g.leafCount, 5);
         assert.deepEqual(g.nodes.flatMap((n) => n.ids).sort(), model.allNodes().map((n) => n.id).sort(), 'every line drawn once');
         // The first /compact compacted the branch that ends at 7f1509ff; the second, the first boundary's.
@@ -133,6 +133,6 @@ describe('branch graph layout of a Claude Code transcript', () => {
         }
         // The boundaries are nodes of their own, not folded into the runs they start.
         for (const id of Object.keys(logicalParents)) assert.equal(g.nodes.find((n) => n.ids.includes(id))?.kind, 'entry');
-        assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), ctx.entryIds.length);
+        assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), contextEntryIds(ctx).length);
     });
 });
