@@ -24,6 +24,7 @@
 
 #![warn(missing_docs)]
 
+pub mod archive;
 pub mod cli;
 pub mod compact;
 pub mod core;

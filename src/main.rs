@@ -26,8 +26,17 @@ fn main() -> ExitCode {
         .init();
     // The daemon is the server's front door, not the CLI's: the CLI prints documents, the
     // server speaks JSON-RPC (and writes protocol frames from its own thread).
-    if let sessiond::cli::Command::Serve { roots, index_dir } = cli.command {
-        return sessiond::server::serve(sessiond::server::ServeOptions { roots, index_dir });
+    if let sessiond::cli::Command::Serve {
+        roots,
+        index_dir,
+        archive,
+    } = cli.command
+    {
+        return sessiond::server::serve(sessiond::server::ServeOptions {
+            roots,
+            index_dir,
+            archive,
+        });
     }
     sessiond::cli::run(cli)
 }

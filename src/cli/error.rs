@@ -73,6 +73,8 @@ pub enum Family {
     Verify,
     /// `search`: reads the sessions, writes only its index in the cache directory.
     Search,
+    /// `archive`, `restore`: write only into the archive, or a restored file that is new.
+    Archive,
 }
 
 impl Exit {
@@ -147,6 +149,19 @@ impl Exit {
                  or an invalid --session-id"
             }
             (Exit::Error, Some(Salvage | Tool)) => "usage or I/O",
+            (Exit::Error, Some(Archive)) => {
+                "usage, I/O (archive: a file that could not be archived, listed in the report), \
+                 a directory that is not an archive, or no such archived session or version"
+            }
+            (Exit::Corrupt, Some(Archive)) => {
+                "the archive is damaged (a chunk or manifest fails its check)"
+            }
+            (Exit::Conflict, Some(Archive)) => {
+                "restore: a different file exists where the session would go; nothing written"
+            }
+            (Exit::UnsupportedForFormat, Some(Archive)) => {
+                "restore --cwd: the session's format records no cwd sessiond can rewrite"
+            }
             (Exit::Corrupt, None) => "corrupt session file, or not a session (nothing written)",
             (Exit::Corrupt, Some(Read | Verify)) => {
                 "corrupt session file (--allow-corrupt reads it as its agent does), or not a session"
@@ -327,6 +342,9 @@ pub enum CliError {
         /// What is wrong with it.
         detail: String,
     },
+    /// An archive could not be written or read, or a restore was refused.
+    #[error("{0}")]
+    Archive(crate::archive::ArchiveError),
     /// Writing to stdout failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),
@@ -355,6 +373,7 @@ impl CliError {
             CliError::Compact(CompactError::RetentionLost { .. }) => Exit::RetentionLost,
             CliError::Compact(CompactError::Model { .. }) => Exit::ModelFailed,
             CliError::UnsupportedForFormat { .. } => Exit::UnsupportedForFormat,
+            CliError::Archive(a) => super::archive::exit_of(a),
             CliError::Compact(CompactError::Compaction {
                 source: CompactionError::PiWouldThrow { .. },
                 ..
@@ -419,6 +438,7 @@ impl CliError {
                 "piWouldThrow"
             }
             CliError::Argument { .. } => "argument",
+            CliError::Archive(a) => a.kind(),
             CliError::UnsupportedForFormat {
                 format, operation, ..
             } => {

@@ -28,6 +28,10 @@ pub struct ListArgs {
     /// replaced: the listing is printed and the cache not kept.
     #[arg(long, value_name = "FILE")]
     pub cache: Option<PathBuf>,
+    /// List the sessions kept in this archive instead (`sessiond archive`), each with whether
+    /// its original still exists; with --json `{archive, archived}`.
+    #[arg(long, value_name = "ARCHIVE")]
+    pub archive: Option<PathBuf>,
     /// Print `{roots, sessions, skipped, pending, read}` as JSON (each session as in the
     /// daemon's `session/list`; `read`: files read in full, not answered from the cache).
     #[arg(long)]
@@ -37,6 +41,9 @@ pub struct ListArgs {
 /// Runs `sessiond list`. Errors: output only; an unreadable root lists nothing, a cache that
 /// cannot be written is reported on stderr.
 pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
+    if let Some(archive) = &args.archive {
+        return super::archive::list(out, archive, args.json);
+    }
     let roots = super::session_roots(&args.roots);
     let cache_file = args
         .cache

@@ -26,6 +26,7 @@ use crate::core::preview::{Visible, visible};
 use crate::js::jsstr::RestoringWriter;
 use clap::{Parser, Subcommand};
 
+pub mod archive;
 pub mod codex;
 pub mod compact;
 pub mod diff;
@@ -124,6 +125,13 @@ pub enum Command {
     /// Print the manual page sessiond(1), or write every page into --dir.
     #[command(after_help = Exit::help(Some(Family::Tool)))]
     Man(shell::ManArgs),
+    /// Mirror every session file under the roots into an archive (only what changed since the
+    /// last pass), or --prune it by a stated rule.
+    #[command(after_help = Exit::help(Some(Family::Archive)))]
+    Archive(archive::ArchiveArgs),
+    /// Write an archived session back where its agent looks for it (never over a different file).
+    #[command(after_help = Exit::help(Some(Family::Archive)))]
+    Restore(archive::RestoreArgs),
     /// Serve sessions as a daemon: JSON-RPC over stdin/stdout with LSP framing (see protocol/).
     #[command(after_help = Exit::help(Some(Family::Serve)))]
     Serve {
@@ -134,6 +142,10 @@ pub enum Command {
         /// ~/.cache/sessiond/index): new or empty, or an index sessiond made; never emptied otherwise.
         #[arg(long, value_name = "DIR")]
         index_dir: Option<PathBuf>,
+        /// Keep an archive of every session file under the roots in DIR, updated as they change
+        /// (as `sessiond archive` does); also `initializationOptions.archive`.
+        #[arg(long, value_name = "DIR")]
+        archive: Option<PathBuf>,
     },
 }
 
@@ -158,6 +170,8 @@ impl Command {
             Command::Branch(a) => a.opts.json,
             Command::Append(a) => a.opts.json,
             Command::Salvage(a) => a.json,
+            Command::Archive(a) => a.json,
+            Command::Restore(a) => a.json,
             Command::Completions(_) | Command::Man(_) | Command::Serve { .. } => false,
         }
     }
@@ -453,6 +467,8 @@ fn dispatch(command: Command, out: &mut dyn Sink) -> Result<Exit, CliError> {
         Command::Branch(args) => write::branch(out, &args),
         Command::Append(args) => write::append(out, &args),
         Command::Salvage(args) => write::salvage(out, &args),
+        Command::Archive(args) => archive::run(out, &args),
+        Command::Restore(args) => archive::restore(out, &args),
         Command::Completions(args) => shell::completions(out, &args),
         Command::Man(args) => shell::man(out, &args),
         // `main` hands `serve` to the server before the CLI runs.

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod claude;
 pub mod codex;
+pub mod moved;
 pub mod pi;
 
 /// The agents whose session files sessiond reads. A closed set: every site that treats

@@ -105,6 +105,8 @@ pub struct ServeOptions {
     pub roots: Vec<PathBuf>,
     /// `--index-dir`: the search index (default [`crate::search::default_dir`]).
     pub index_dir: Option<PathBuf>,
+    /// `--archive`: archive the sessions under the roots there, continuously.
+    pub archive: Option<PathBuf>,
 }
 
 /// The server state shared by all handlers.
@@ -131,6 +133,10 @@ pub struct Backend {
     list_cache: Arc<Mutex<Option<crate::listing::ListCache>>>,
     /// Where the listing cache is kept.
     list_cache_file: PathBuf,
+    /// `--archive`, which `initializationOptions.archive` overrides.
+    cli_archive: Option<PathBuf>,
+    /// The continuous archive, when one was asked for ([`crate::archive::live`]).
+    archiver: Mutex<Option<crate::archive::live::Archiver>>,
 }
 
 /// Roots that did not exist when they were configured.
@@ -298,6 +304,35 @@ fn initialization_roots(options: Option<&Value>) -> Result<Vec<PathBuf>, String>
         .collect()
 }
 
+impl Backend {
+    /// Starts the continuous archive of `roots` when `initializationOptions.archive` (a
+    /// directory path) or `--archive` names one. Errors (-32602): an `archive` that is not a
+    /// string, or a directory that is not an archive and not empty.
+    fn start_archive(&self, options: Option<&Value>, roots: &[PathBuf]) -> Result<(), RpcError> {
+        let refused = |detail: String| RpcError::InvalidParams {
+            method: "initialize",
+            detail,
+        };
+        let dir = match options.and_then(|o| o.get("archive")) {
+            None | Some(Value::Null) => self.cli_archive.clone(),
+            Some(Value::String(s)) if !s.is_empty() => Some(PathBuf::from(s)),
+            Some(other) => {
+                return Err(refused(format!(
+                    "initializationOptions.archive: {other} is not a directory path"
+                )));
+            }
+        };
+        let Some(dir) = dir else {
+            return Ok(());
+        };
+        let archiver = crate::archive::live::Archiver::start(&dir, roots.to_vec())
+            .map_err(|e| refused(format!("initializationOptions.archive: {e}")))?;
+        tracing::info!(archive = %dir.display(), "archiving the sessions under the roots");
+        *self.archiver.lock().unwrap_or_else(PoisonError::into_inner) = Some(archiver);
+        Ok(())
+    }
+}
+
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> RpcResult<InitializeResult> {
         let mut dirs =
@@ -334,6 +369,7 @@ impl LanguageServer for Backend {
                 missing,
             });
         *self.roots.write().unwrap_or_else(PoisonError::into_inner) = roots.clone();
+        self.start_archive(params.initialization_options.as_ref(), roots.dirs())?;
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 experimental: Some(json!({
@@ -421,6 +457,8 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                 search_live: crate::search_live::Freshness::new(search.clone()),
                 list_cache: Arc::new(Mutex::new(None)),
                 list_cache_file: crate::listing::default_cache_file(),
+                cli_archive: options.archive.clone(),
+                archiver: Mutex::new(None),
             }
         });
         let (service, socket) = register(builder).finish();

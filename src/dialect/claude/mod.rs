@@ -17,6 +17,7 @@ pub mod lines;
 pub mod load;
 pub mod overview;
 pub mod preview;
+pub mod relocate;
 pub mod search_text;
 pub mod subagent;
 pub mod verify;

@@ -14,6 +14,7 @@ pub mod lines;
 pub mod overview;
 pub mod preview;
 pub mod projection;
+pub mod relocate;
 pub mod render;
 pub mod salvage;
 pub mod search_text;
