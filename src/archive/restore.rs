@@ -198,6 +198,9 @@ pub fn write_new(target: &Path, bytes: &[u8]) -> Result<bool, ArchiveError> {
     Ok(true)
 }
 
+/// Rewrites an archived session's bytes for another place: the new bytes and their path.
+pub type Rewrite<'a> = dyn Fn(&Manifest, Vec<u8>) -> Result<(PathBuf, Vec<u8>), ArchiveError> + 'a;
+
 /// Restores version `number` (default: the newest) of the session `name` names in the archive
 /// at `dir`: to its original path, or below `to` at its path relative to its root. With
 /// `rewrite`, the bytes pass through it first and it chooses the path (a moved project's
@@ -207,7 +210,7 @@ pub fn restore(
     name: &str,
     number: Option<u32>,
     to: Option<&Path>,
-    rewrite: Option<&dyn Fn(&Manifest, Vec<u8>) -> Result<(PathBuf, Vec<u8>), ArchiveError>>,
+    rewrite: Option<&Rewrite<'_>>,
 ) -> Result<Restored, ArchiveError> {
     let s = find_session(dir, name)?;
     let v = version_of(dir, &s, number)?;

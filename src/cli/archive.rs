@@ -165,7 +165,7 @@ pub fn restore(out: &mut dyn Write, args: &RestoreArgs) -> Result<Exit, CliError
         args.to.as_deref(),
         rewrite
             .as_ref()
-            .map(|f| f as &dyn Fn(&archive::Manifest, Vec<u8>) -> _),
+            .map(|f| f as &archive::restore::Rewrite<'_>),
     )?;
     if args.json {
         writeln!(out, "{}", json!(restored))?;
