@@ -1091,6 +1091,8 @@ fn completions_and_man_pages_cover_every_command() {
         "branch",
         "append",
         "salvage",
+        "archive",
+        "restore",
         "completions",
         "man",
         "serve",
