@@ -10,10 +10,11 @@
 //! arrival order, at most [`MAX_CONCURRENCY`] requests in flight, stopping after `exit`.
 
 use futures::{FutureExt, SinkExt, StreamExt, future};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tower::Service;
-use tower_lsp_server::jsonrpc::{Error, Request, Response};
+use tower_lsp_server::jsonrpc::{Error, Id, Request, Response};
 use tower_lsp_server::{ClientSocket, LanguageServer, LspService};
 
 use super::stdio::{End, Input, Output, PolledInput, PolledOutput};
@@ -124,13 +125,22 @@ enum Outgoing {
 const RESULT_HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"result\":";
 
 /// A response's frame body: as serde writes a `Response`, except that a result the handler
-/// serialized already (`raw`, taken from the request's slot) is written as its text.
-fn response_body(res: Response, raw: Option<Vec<u8>>) -> Option<Outgoing> {
+/// serialized already (`raw`, taken from the request's slot) is written as its text, and a
+/// request id tower-lsp-server cannot hold (`wire_id`, see [`WireId::Big`]) is written back as
+/// the client wrote it.
+fn response_body(
+    res: Response,
+    raw: Option<Vec<u8>>,
+    wire_id: Option<&RawValue>,
+) -> Option<Outgoing> {
     let (id, body) = res.into_parts();
     if let (Ok(_), Some(text)) = (&body, raw) {
         let mut tail = Vec::with_capacity(32);
         tail.extend_from_slice(b",\"id\":");
-        serde_json::to_writer(&mut tail, &id).ok()?;
+        match wire_id {
+            Some(wire) => tail.extend_from_slice(wire.get().as_bytes()),
+            None => serde_json::to_writer(&mut tail, &id).ok()?,
+        }
         tail.push(b'}');
         return Some(Outgoing::Raw {
             head: RESULT_HEAD,
@@ -138,9 +148,22 @@ fn response_body(res: Response, raw: Option<Vec<u8>>) -> Option<Outgoing> {
             tail,
         });
     }
-    serde_json::to_vec(&Response::from_parts(id, body))
-        .ok()
-        .map(Outgoing::Body)
+    let Some(wire) = wire_id else {
+        return serde_json::to_vec(&Response::from_parts(id, body))
+            .ok()
+            .map(Outgoing::Body);
+    };
+    // serde writes the id last: the body with a `null` id, its end replaced.
+    const NULL_END: &[u8] = b",\"id\":null}";
+    let mut text = serde_json::to_vec(&Response::from_parts(Id::Null, body)).ok()?;
+    if !text.ends_with(NULL_END) {
+        return None;
+    }
+    text.truncate(text.len() - NULL_END.len());
+    text.extend_from_slice(b",\"id\":");
+    text.extend_from_slice(wire.get().as_bytes());
+    text.push(b'}');
+    Some(Outgoing::Body(text))
 }
 
 /// One frame on its way out: the `Content-Length` header and `body`'s parts, with every lone
@@ -615,61 +638,168 @@ pub fn decode_frames<'a>(
     out
 }
 
-fn error_response(id: Value, code: i64, message: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": code, "message": message },
-    }))
+/// An error response's body, with `id` as the client wrote it (`None`: `null`).
+fn error_response(id: Option<&RawValue>, code: i64, message: &str) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct ErrorObject<'a> {
+        code: i64,
+        message: &'a str,
+    }
+    #[derive(serde::Serialize)]
+    struct ErrorFrame<'a> {
+        jsonrpc: &'static str,
+        id: Option<&'a RawValue>,
+        error: ErrorObject<'a>,
+    }
+    serde_json::to_vec(&ErrorFrame {
+        jsonrpc: "2.0",
+        id,
+        error: ErrorObject { code, message },
+    })
     .unwrap_or_default()
+}
+
+/// A request's id as the transport takes it.
+///
+/// JSON-RPC 2.0 asks for the response's id to be the same value as the request's. tower-lsp-server
+/// holds a numeric id as an `i64`, and the body is parsed into a `Value` that holds a number as an
+/// `i64`, a `u64` or a double, so an integer outside `i64` (`-9223372036854775809`, `2^64`) cannot
+/// pass through either. Such an id is kept as the client's text and the request goes to the
+/// service under a stand-in string id; its answer is written with the text. serde_json's
+/// `arbitrary_precision` would keep the text in every `Value` instead, but it changes how every
+/// number in the crate is held and compared (session lines included), for the sake of one field.
+///
+/// An id with a fraction or an exponent (`1.5`, `1e400`: JSON-RPC says numbers SHOULD NOT have
+/// fractional parts, and `1e400` has no value a client could match) or of another type is not
+/// taken: the request is refused with -32600 and `id: null`, and nothing runs.
+enum WireId {
+    /// No id (a notification), or one tower-lsp-server holds as it is: an `i64`, a string,
+    /// `null`.
+    Plain,
+    /// An integer beyond `i64`, as the client wrote it.
+    Big(Box<RawValue>),
+    /// An id the server does not take; the reason.
+    Refused(String),
+}
+
+/// The top-level `id` member's text, read again from the body (the `Value` lost it). `None`:
+/// the body cannot be read so (a key with a lone surrogate, nesting beyond serde_json's limit,
+/// `id` twice), or the id is `null`.
+fn raw_id(body: &[u8]) -> Option<Box<RawValue>> {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        #[serde(default)]
+        id: Option<Box<RawValue>>,
+    }
+    serde_json::from_slice::<Envelope>(body).ok()?.id
+}
+
+/// Whether `text` is a JSON integer: an optional minus and digits, nothing else.
+fn is_integer_text(text: &str) -> bool {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// How the transport takes `value`'s id (`body` is its text).
+fn wire_id(value: &Value, body: &[u8]) -> WireId {
+    let refused = |text: &str| {
+        WireId::Refused(format!(
+            "the request id {text} is not a string or an integer"
+        ))
+    };
+    match value.get("id") {
+        None | Some(Value::String(_)) => WireId::Plain,
+        Some(Value::Number(n)) if n.is_i64() => WireId::Plain,
+        // A double, or `null` that may stand for a number beyond a double's range.
+        Some(v @ (Value::Number(_) | Value::Null)) => match raw_id(body) {
+            Some(text) if is_integer_text(text.get()) => WireId::Big(text),
+            Some(text) => refused(text.get()),
+            None if v.is_null() => WireId::Plain,
+            None => refused(&v.to_string()),
+        },
+        Some(other) => refused(&truncated(&other.to_string())),
+    }
+}
+
+/// `text` cut to a length fit for an error message.
+fn truncated(text: &str) -> String {
+    const MAX: usize = 64;
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
 }
 
 /// What to do with one decoded body.
 enum Incoming {
-    Request(Request),
+    /// A request or notification, with its id as the client wrote it when tower-lsp-server
+    /// cannot hold it ([`WireId::Big`]).
+    Request(Request, Option<Box<RawValue>>),
     Response(Response),
     /// An error response to send back.
     Reject(Vec<u8>),
 }
 
+/// Stand-in ids for requests whose own id tower-lsp-server cannot hold ([`WireId::Big`]).
+static STAND_IN_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn classify(body: &[u8]) -> Incoming {
     let value: Value = match super::lossless::parse(body) {
         Ok(v) => v,
         Err(e) => {
-            return Incoming::Reject(error_response(
-                Value::Null,
-                -32700,
-                &format!("parse error: {e}"),
-            ));
+            return Incoming::Reject(error_response(None, -32700, &format!("parse error: {e}")));
         }
     };
-    let id = match value.get("id") {
-        Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
-        _ => Value::Null,
+    let is_request = value.get("method").is_some();
+    let wire = wire_id(&value, body);
+    let echoed: Option<Box<RawValue>> = match (&wire, value.get("id")) {
+        (WireId::Big(text), _) => Some(text.clone()),
+        (WireId::Plain, Some(id @ (Value::Number(_) | Value::String(_)))) => {
+            serde_json::value::to_raw_value(id).ok()
+        }
+        _ => None,
     };
     let invalid = |detail: String| {
         Incoming::Reject(error_response(
-            id.clone(),
+            echoed.as_deref(),
             -32600,
             &format!("invalid request: {detail}"),
         ))
     };
+    if let WireId::Refused(why) = &wire {
+        return Incoming::Reject(error_response(
+            None,
+            -32600,
+            &format!("invalid request: {why}"),
+        ));
+    }
     let Value::Object(map) = &value else {
         return invalid("the message is not a JSON object (batches are not supported)".into());
     };
-    let is_request = map.contains_key("method");
     let is_response = map.contains_key("result") || map.contains_key("error");
     let is_initialize = map.get("method").and_then(Value::as_str) == Some("initialize");
     let mut value = value;
     if is_initialize {
         default_capabilities(&mut value);
     }
+    let big = match wire {
+        WireId::Big(text) => {
+            let n = STAND_IN_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Value::Object(map) = &mut value {
+                map.insert("id".into(), Value::String(format!("sessiond:id:{n}")));
+            }
+            Some(text)
+        }
+        _ => None,
+    };
     if is_request {
         match serde_json::from_value::<Request>(value) {
-            Ok(r) => Incoming::Request(r),
+            Ok(r) => Incoming::Request(r, big),
             Err(e) => invalid(e.to_string()),
         }
     } else if is_response {
+        // The daemon's own requests carry small integer ids: a response with another id
+        // answers nothing it asked.
         match serde_json::from_value::<Response>(value) {
             Ok(r) => Incoming::Response(r),
             Err(e) => invalid(e.to_string()),
@@ -703,10 +833,19 @@ fn default_capabilities(request: &mut Value) {
 const MAX_QUEUED: usize = 64;
 
 /// A request's handling: the service's future, and the answer it gives (`None` for a
-/// notification) with the result its handler serialized already, if it did ([`Raw`]).
-type Handling = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Option<(Response, Option<Vec<u8>>)>> + Send>,
->;
+/// notification) with the result its handler serialized already, if it did ([`Raw`]), and the
+/// request's id as the client wrote it when tower-lsp-server could not hold it ([`WireId::Big`]).
+type Handling = std::pin::Pin<Box<dyn std::future::Future<Output = Option<Answer>> + Send>>;
+
+/// What a [`Handling`] gives: the answer, a result serialized already, the client's id text.
+type Answer = (Response, Option<Vec<u8>>, Option<Box<RawValue>>);
+
+/// Methods that run alone, in the order they arrived: everything read before one is answered
+/// before it is handed on, and nothing read after it is handed on before it is answered. A
+/// client that writes `initialize`, `initialized` and its first requests at once (as a script
+/// piping frames into the daemon does) then gets each answered as if it had waited, instead of
+/// "not initialized"; a `shutdown` behind requests closes the sessions after they are answered.
+const ALONE: [&str; 2] = ["initialize", "shutdown"];
 
 /// Serves `service` on `input`/`output` until `exit` or end of input.
 ///
@@ -749,14 +888,39 @@ pub async fn run<S, I, O>(
     let mut queued: std::collections::VecDeque<Handling> = std::collections::VecDeque::new();
     let mut in_flight = futures::stream::FuturesUnordered::<Handling>::new();
     let mut deframer = Deframer::default();
-    let mut reading = true;
+    // More input may come.
+    let mut input_open = true;
+    // `exit` was read, or the service is gone: nothing more is handed on.
+    let mut stopped = false;
+    // A request of [`ALONE`] read while others were unanswered, and whether one is in flight.
+    let mut held: Option<(Request, Option<Box<RawValue>>)> = None;
+    let mut alone = false;
     loop {
+        if !stopped && queued.is_empty() && in_flight.is_empty() {
+            if let Some((req, big)) = held.take() {
+                alone = true;
+                stopped = !hand_over(&mut service, req, big, &mut queued).await;
+            } else if alone {
+                // The lone request is answered: the frames read behind it go on.
+                alone = false;
+                stopped = !dispatch(
+                    &mut deframer,
+                    &mut service,
+                    &mut client_responses,
+                    &mut writer,
+                    &mut queued,
+                    &mut held,
+                )
+                .await;
+            }
+        }
         while in_flight.len() < MAX_CONCURRENCY
             && let Some(handling) = queued.pop_front()
         {
             in_flight.push(handling);
         }
-        if !reading && in_flight.is_empty() {
+        let waiting = held.is_some() || alone;
+        if in_flight.is_empty() && (stopped || (!input_open && !waiting)) {
             break;
         }
         tokio::select! {
@@ -776,22 +940,28 @@ pub async fn run<S, I, O>(
                 None => requests_open = false,
             },
             Some(answer) = in_flight.next(), if !in_flight.is_empty() => {
-                if let Some((res, raw)) = answer
-                    && let Some(body) = response_body(res, raw)
+                if let Some((res, raw, wire)) = answer
+                    && let Some(body) = response_body(res, raw, wire.as_deref())
                 {
                     writer.send(body);
                 }
             }
-            more = input.read_into(&mut deframer.buf), if reading && queued.len() < MAX_QUEUED => {
-                reading = more
-                    && dispatch(
+            more = input.read_into(&mut deframer.buf),
+                if input_open && !stopped && !waiting && queued.len() < MAX_QUEUED =>
+            {
+                if !more {
+                    input_open = false;
+                } else {
+                    stopped = !dispatch(
                         &mut deframer,
                         &mut service,
                         &mut client_responses,
                         &mut writer,
                         &mut queued,
+                        &mut held,
                     )
                     .await;
+                }
             }
             // Not reached: input is read, or a handling is in flight (see the check above).
             else => break,
@@ -825,7 +995,9 @@ fn send_request(writer: &mut Writer, req: &Request) {
 }
 
 /// Hands every complete frame in `deframer` on: a request to the service (its handling
-/// queued), a response to the client socket, anything undecodable answered with an error.
+/// queued), a response to the client socket, anything undecodable answered with an error. A
+/// request of [`ALONE`] is put in `held` instead, and decoding stops there (the loop hands it on
+/// once everything before it is answered, and calls this again once it is answered).
 /// `false` once input must stop: after `exit`, or when the service is gone.
 async fn dispatch<S: LanguageServer>(
     deframer: &mut Deframer,
@@ -833,17 +1005,14 @@ async fn dispatch<S: LanguageServer>(
     client_responses: &mut (impl futures::Sink<Response> + Unpin),
     writer: &mut Writer,
     queued: &mut std::collections::VecDeque<Handling>,
+    held: &mut Option<(Request, Option<Box<RawValue>>)>,
 ) -> bool {
     while let Some(frame) = deframer.next() {
         let incoming = match frame {
             Frame::Body(body) => classify(&body),
             Frame::Malformed(why) => {
                 tracing::warn!("malformed frame: {why}");
-                Incoming::Reject(error_response(
-                    Value::Null,
-                    -32700,
-                    &format!("parse error: {why}"),
-                ))
+                Incoming::Reject(error_response(None, -32700, &format!("parse error: {why}")))
             }
         };
         match incoming {
@@ -851,42 +1020,55 @@ async fn dispatch<S: LanguageServer>(
             Incoming::Response(res) => {
                 let _ = client_responses.send(res).await;
             }
-            Incoming::Request(req) => {
-                if future::poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
-                    return false;
-                }
-                let exit = req.method() == "exit";
-                // tower-lsp-server answers nothing to an unknown `$/` method (LSP lets a
-                // server ignore `$/` notifications); a request still gets -32601.
-                let unanswered = match req.id() {
-                    Some(id) if req.method().starts_with("$/") => {
-                        Some((id.clone(), req.method().to_owned()))
-                    }
-                    _ => None,
-                };
-                // The handler runs inside this scope: a result it serialized itself lands in this
-                // request's slot ([`raw_result`]).
-                let slot = RawSlot::default();
-                let fut = RESULT.scope(slot.clone(), service.call(req));
-                queued.push_back(Box::pin(async move {
-                    let response = match (fut.await.unwrap_or(None), unanswered) {
-                        (None, Some((id, method))) => {
-                            let mut error = Error::method_not_found();
-                            error.data = Some(Value::String(method));
-                            Some(Response::from_error(id, error))
-                        }
-                        (response, _) => response,
-                    };
-                    let raw = slot.lock().ok().and_then(|mut s| s.take());
-                    response.map(|r| (r, raw))
-                }));
-                if exit {
+            Incoming::Request(req, big) if req.id().is_some() && ALONE.contains(&req.method()) => {
+                *held = Some((req, big));
+                return true;
+            }
+            Incoming::Request(req, big) => {
+                if !hand_over(service, req, big, queued).await {
                     return false;
                 }
             }
         }
     }
     true
+}
+
+/// Hands `req` to the service and queues its handling; `big`: its id as the client wrote it
+/// ([`WireId::Big`]). `false` once input must stop: after `exit`, or when the service is gone.
+async fn hand_over<S: LanguageServer>(
+    service: &mut LspService<S>,
+    req: Request,
+    big: Option<Box<RawValue>>,
+    queued: &mut std::collections::VecDeque<Handling>,
+) -> bool {
+    if future::poll_fn(|cx| service.poll_ready(cx)).await.is_err() {
+        return false;
+    }
+    let exit = req.method() == "exit";
+    // tower-lsp-server answers nothing to an unknown `$/` method (LSP lets a server ignore
+    // `$/` notifications); a request still gets -32601.
+    let unanswered = match req.id() {
+        Some(id) if req.method().starts_with("$/") => Some((id.clone(), req.method().to_owned())),
+        _ => None,
+    };
+    // The handler runs inside this scope: a result it serialized itself lands in this
+    // request's slot ([`raw_result`]).
+    let slot = RawSlot::default();
+    let fut = RESULT.scope(slot.clone(), service.call(req));
+    queued.push_back(Box::pin(async move {
+        let response = match (fut.await.unwrap_or(None), unanswered) {
+            (None, Some((id, method))) => {
+                let mut error = Error::method_not_found();
+                error.data = Some(Value::String(method));
+                Some(Response::from_error(id, error))
+            }
+            (response, _) => response,
+        };
+        let raw = slot.lock().ok().and_then(|mut s| s.take());
+        response.map(|r| (r, raw, big))
+    }));
+    !exit
 }
 
 #[cfg(test)]
@@ -949,7 +1131,7 @@ mod tests {
             let stashed = super::super::lossless::restore(stashed);
             let res = Response::from_ok(id.clone(), Value::Null);
             let mut got = Vec::new();
-            write_frame(&mut got, response_body(res, Some(stashed)).unwrap()).unwrap();
+            write_frame(&mut got, response_body(res, Some(stashed), None).unwrap()).unwrap();
             let body = super::super::lossless::restore(
                 serde_json::to_vec(&Response::from_ok(id, value.clone())).unwrap(),
             );
@@ -973,7 +1155,7 @@ mod tests {
         let mut got = Vec::new();
         write_frame(
             &mut got,
-            response_body(res, Some(text.as_bytes().to_vec())).unwrap(),
+            response_body(res, Some(text.as_bytes().to_vec()), None).unwrap(),
         )
         .unwrap();
         let got = String::from_utf8(got).unwrap();
@@ -1009,7 +1191,7 @@ mod tests {
         assert!(matches!(classify(b"[]"), Incoming::Reject(_)));
         assert!(matches!(
             classify(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#),
-            Incoming::Request(_)
+            Incoming::Request(..)
         ));
         assert!(matches!(
             classify(br#"{"jsonrpc":"2.0","id":1,"result":null}"#),
@@ -1024,13 +1206,13 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":null}"#,
             br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"initializationOptions":{"roots":["/r"]}}}"#,
         ] {
-            let Incoming::Request(req) = classify(body) else {
+            let Incoming::Request(req, _) = classify(body) else {
                 panic!("not a request: {}", String::from_utf8_lossy(body));
             };
             let params = req.params().cloned().unwrap_or(Value::Null);
             assert_eq!(params["capabilities"], json!({}), "{params}");
         }
-        let Incoming::Request(req) = classify(
+        let Incoming::Request(req, _) = classify(
             br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"x":1}}}"#,
         ) else {
             panic!("not a request");
