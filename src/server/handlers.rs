@@ -652,9 +652,9 @@ impl Backend {
         Ok(self.roots().resolve(path)?)
     }
 
-    pub(super) fn open_session(&self, path: &Path) -> Result<SessionHandle, RpcError> {
+    pub(super) async fn open_session(&self, path: &Path) -> Result<SessionHandle, RpcError> {
         let real = self.resolve(path)?;
-        Ok(self.registry.get(&real)?)
+        Ok(self.registry.get(&real).await?)
     }
 
     /// Runs `f` on the session's owner and flattens the two layers of errors.
@@ -663,7 +663,7 @@ impl Backend {
         path: &Path,
         f: impl FnOnce(&Session) -> Result<R, RpcError> + Send + 'static,
     ) -> Result<R, RpcError> {
-        let handle = self.open_session(path)?;
+        let handle = self.open_session(path).await?;
         handle.query(f).await?
     }
 
@@ -736,7 +736,7 @@ impl Backend {
     pub async fn entry(&self, p: Value) -> RpcResult<Value> {
         let p: EntryParams = params("session/entry", p)?;
         // One line's work: the owner answers it on the runtime's thread (`Cost::Line`).
-        let handle = self.open_session(&p.path)?;
+        let handle = self.open_session(&p.path).await?;
         let text = handle
             .query_line(move |s| entry_text(s, p.id))
             .await
@@ -806,7 +806,7 @@ impl Backend {
     /// read again, -32602 for `model` on a pi session.
     pub async fn compare_branches(&self, p: Value) -> RpcResult<Value> {
         let p: CompareBranchesParams = params("session/compareBranches", p)?;
-        let handle = self.open_session(&p.path)?;
+        let handle = self.open_session(&p.path).await?;
         let home = std::env::var("HOME").ok();
         Ok(handle
             .query_waiting(move |s| {
@@ -871,7 +871,7 @@ impl Backend {
         let rows = offset..offset.saturating_add(limit);
         // Off the runtime whatever the file's size: the layout grows with the entries (20,000
         // children are a file of 3 MB), and the page is serialized there too.
-        let handle = self.open_session(&p.path)?;
+        let handle = self.open_session(&p.path).await?;
         Ok(handle
             .query_waiting(move |s| {
                 use crate::view::graph::{Lens, build_rows};
@@ -926,7 +926,7 @@ impl Backend {
                 .map(|d| crate::paths::absolute(d).to_string_lossy().into_owned()),
         };
         let leaf_id = p.leaf_id;
-        let collected = match self.registry.get(&real) {
+        let collected = match self.registry.get(&real).await {
             Ok(handle) => handle
                 .query(move |s| {
                     let leaf = leaf(s, leaf_id.as_deref())?;
@@ -1000,7 +1000,7 @@ impl Backend {
         };
         let leaf_id = p.leaf_id;
         let roots = self.roots();
-        match self.registry.get(&real) {
+        match self.registry.get(&real).await {
             // Off the runtime whatever the session's size: the work grows with the document.
             Ok(handle) => Ok(handle
                 .query_waiting(move |s| match s.opened() {

@@ -114,7 +114,7 @@ impl Backend {
         path: &Path,
         f: impl FnOnce(&mut Session, &dyn EventSink) -> Result<R, RpcError> + Send + 'static,
     ) -> Result<R, RpcError> {
-        let handle = self.open_session(path)?;
+        let handle = self.open_session(path).await?;
         handle.update(f).await?
     }
 
@@ -207,7 +207,7 @@ impl Backend {
             let salvaged = writer::salvage(&source, target.as_deref(), &reservations)?;
             to_value(&source, &convert::salvaged(&salvaged))
         };
-        let result = match self.registry.get(&real) {
+        let result = match self.registry.get(&real).await {
             Ok(handle) => handle
                 .query_waiting(move |_| run())
                 .await

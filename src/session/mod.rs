@@ -169,6 +169,32 @@ struct Sessions {
     /// Owners told to stop that may still be sending events: an open of the same path waits
     /// for them, so no event of an earlier open follows the answer of a later one.
     closing: HashMap<PathBuf, Shared<oneshot::Receiver<()>>>,
+    /// Opens in progress: a request on the path waits for its open rather than find the
+    /// session not open (a client that sends `session/contextAt` right behind `session/open`,
+    /// without waiting for its answer). Resolves (its sender dropped) when the open ends,
+    /// whether it succeeded or not.
+    opening: HashMap<PathBuf, Shared<oneshot::Receiver<()>>>,
+}
+
+/// Marks an open of `path` in progress in [`Sessions::opening`] until dropped.
+struct Opening {
+    sessions: Arc<Mutex<Sessions>>,
+    path: PathBuf,
+    done: Shared<oneshot::Receiver<()>>,
+    _tx: oneshot::Sender<()>,
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        if sessions
+            .opening
+            .get(&self.path)
+            .is_some_and(|d| d.ptr_eq(&self.done))
+        {
+            sessions.opening.remove(&self.path);
+        }
+    }
 }
 
 /// The open sessions, by canonical path, and the directories watched for them.
@@ -248,15 +274,27 @@ impl Registry {
         }
     }
 
-    /// The open session at a canonical path.
-    pub fn get(&self, path: &Path) -> Result<SessionHandle, SessionError> {
-        self.lock()
-            .open
-            .get(path)
-            .cloned()
-            .ok_or_else(|| SessionError::NotOpen {
-                path: path.to_owned(),
-            })
+    /// The open session at a canonical path, once an open of it in progress has ended (a
+    /// request sent right behind its `session/open` is served by that open). Errors:
+    /// [`SessionError::NotOpen`].
+    pub async fn get(&self, path: &Path) -> Result<SessionHandle, SessionError> {
+        loop {
+            let opening = {
+                let sessions = self.lock();
+                if let Some(h) = sessions.open.get(path) {
+                    return Ok(h.clone());
+                }
+                match sessions.opening.get(path) {
+                    Some(done) => done.clone(),
+                    None => {
+                        return Err(SessionError::NotOpen {
+                            path: path.to_owned(),
+                        });
+                    }
+                }
+            };
+            let _ = opening.await;
+        }
     }
 
     /// Opens the session at a canonical path inside `roots`, or returns it if it is already
@@ -268,14 +306,25 @@ impl Registry {
         mode: Mode,
         roots: &roots::Roots,
     ) -> Result<SessionHandle, SessionError> {
-        let stopping = {
-            let sessions = self.lock();
+        let (stopping, _opening) = {
+            let mut sessions = self.lock();
             if let Some(h) = sessions.open.get(path)
                 && (h.mode == Mode::Strict || mode == Mode::Lenient)
             {
                 return Ok(h.clone());
             }
-            sessions.closing.get(path).cloned()
+            // Registered before the first await: the transport polls a request once before
+            // it hands on the next, so a request read after this open finds it here.
+            let (tx, rx) = oneshot::channel();
+            let done = rx.shared();
+            sessions.opening.insert(path.to_owned(), done.clone());
+            let opening = Opening {
+                sessions: self.sessions.clone(),
+                path: path.to_owned(),
+                done,
+                _tx: tx,
+            };
+            (sessions.closing.get(path).cloned(), opening)
         };
         if let Some(stopped) = stopping {
             let _ = stopped.await;

@@ -1,0 +1,204 @@
+//! The daemon against what clients really send and what really happens to its files: request
+//! ids the framework cannot hold, frames written all at once and the input closed, a parent
+//! process that dies, writes through another name, rewrites that keep size and mtime, and
+//! close/reopen loops while a writer appends. Each test spawns the real `sessiond serve`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{BIN, Daemon, NOTE_WAIT, append, checked, error_of, v3_session, write_v3_session};
+
+/// One frame around `body`, as it is (the text of a request the test writes by hand).
+fn raw_frame(body: &str) -> Vec<u8> {
+    let mut f = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+    f.extend_from_slice(body.as_bytes());
+    f
+}
+
+/// Runs `sessiond serve --root root` with `input` written at once and then closed; returns every
+/// frame body it wrote, as text, and its exit code.
+fn serve_all_at_once(root: &Path, input: &[u8]) -> (Vec<String>, Option<i32>) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--root"])
+        .arg(root)
+        .env("SESSIOND_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn sessiond serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input).expect("write");
+    drop(stdin);
+    let mut out = Vec::new();
+    child
+        .stdout
+        .take()
+        .expect("stdout")
+        .read_to_end(&mut out)
+        .expect("read");
+    let code = child.wait().expect("wait").code();
+    (split_frames(&out), code)
+}
+
+/// The bodies of the frames in `out`, as text.
+fn split_frames(mut out: &[u8]) -> Vec<String> {
+    let mut bodies = Vec::new();
+    while !out.is_empty() {
+        let end = out
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .expect("header end");
+        let header = std::str::from_utf8(&out[..end]).expect("header");
+        let len: usize = header
+            .strip_prefix("Content-Length: ")
+            .expect("Content-Length")
+            .parse()
+            .expect("length");
+        let body = &out[end + 4..end + 4 + len];
+        bodies.push(String::from_utf8(body.to_vec()).expect("utf-8"));
+        out = &out[end + 4 + len..];
+    }
+    bodies
+}
+
+const INITIALIZE: &str =
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"capabilities":{}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#;
+
+/// Integer ids beyond `i64` and `u64` come back as the same number text; an id the server does
+/// not take (a number beyond a double, a fraction, a boolean, an object) is refused with -32600
+/// and `id: null`, and the request does not run (a refused `session/open` leaves the session
+/// closed).
+#[test]
+fn request_ids_are_echoed_exactly_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("s.jsonl");
+    write_v3_session(&file, 3);
+    let path = file.to_str().unwrap();
+    let echoed = [
+        "-9223372036854775809",
+        "18446744073709551616",
+        "9223372036854775808",
+        "123456789012345678901234567890",
+        "-9223372036854775808",
+        "7",
+        r#""a string""#,
+    ];
+    let refused = ["1e400", "-1e400", "1.5", "2e3", "true", r#"{"n":1}"#, "[1]"];
+    let mut input = raw_frame(INITIALIZE);
+    input.extend(raw_frame(INITIALIZED));
+    for id in echoed {
+        input.extend(raw_frame(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"session/list","params":{{}}}}"#
+        )));
+        // An error answer carries the id too.
+        input.extend(raw_frame(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"session/nope","params":{{}}}}"#
+        )));
+    }
+    for id in refused {
+        input.extend(raw_frame(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"session/open","params":{{"path":"{path}"}}}}"#
+        )));
+    }
+    // Had any refused open run, this close would succeed.
+    input.extend(raw_frame(&format!(
+        r#"{{"jsonrpc":"2.0","id":99,"method":"session/close","params":{{"path":"{path}"}}}}"#
+    )));
+    let (bodies, _) = serve_all_at_once(&root, &input);
+    for id in echoed {
+        let answers: Vec<&String> = bodies
+            .iter()
+            .filter(|b| b.ends_with(&format!(",\"id\":{id}}}")))
+            .collect();
+        assert_eq!(answers.len(), 2, "id {id}: {bodies:#?}");
+        assert!(answers.iter().any(|b| b.contains("\"sessions\"")), "{id}");
+        assert!(answers.iter().any(|b| b.contains("-32601")), "{id}");
+    }
+    let nulls: Vec<Value> = bodies
+        .iter()
+        .map(|b| serde_json::from_str::<Value>(b).unwrap())
+        .filter(|v| v["id"].is_null())
+        .collect();
+    assert_eq!(nulls.len(), refused.len(), "{bodies:#?}");
+    for (v, id) in nulls.iter().zip(refused) {
+        assert_eq!(error_of(v).0, -32600, "{v}");
+        assert!(error_of(v).1.contains(id), "{v} names {id}");
+    }
+    let close = bodies.iter().find(|b| b.ends_with(",\"id\":99}")).unwrap();
+    let close: Value = serde_json::from_str(close).unwrap();
+    assert_eq!(error_of(&close).0, -33005, "a refused open ran: {close}");
+}
+
+/// A client that writes `initialize`, `initialized`, `session/open` and `session/contextAt` at
+/// once and closes its input (`printf … | sessiond serve`) gets every request answered, each as
+/// if it had waited for the one before: `initialize` first, the open, then the context of the
+/// session it opened; `shutdown` and `exit` behind them end the daemon with 0.
+#[test]
+fn frames_written_at_once_are_all_answered_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let mut input = raw_frame(INITIALIZE);
+    input.extend(raw_frame(INITIALIZED));
+    let mut paths = Vec::new();
+    for n in 0..6 {
+        let file = root.join(format!("s{n}.jsonl"));
+        write_v3_session(&file, 3 + n);
+        let path = file.to_str().unwrap().to_owned();
+        for (id, method) in [
+            (10 + 2 * n, "session/open"),
+            (11 + 2 * n, "session/contextAt"),
+        ] {
+            input.extend(support::frame(&json!({
+                "jsonrpc": "2.0", "id": id, "method": method, "params": {"path": path},
+            })));
+        }
+        paths.push(path);
+    }
+    let (bodies, code) = serve_all_at_once(&root, &input);
+    assert_eq!(code, Some(1), "no shutdown: exit 1");
+    let answers: Vec<Value> = bodies
+        .iter()
+        .map(|b| serde_json::from_str::<Value>(b).unwrap())
+        .filter(|v| v.get("method").is_none())
+        .collect();
+    assert_eq!(answers.len(), 13, "{bodies:#?}");
+    assert_eq!(answers[0]["id"], 0);
+    assert!(
+        answers[0]["result"]["capabilities"].is_object(),
+        "{}",
+        answers[0]
+    );
+    for n in 0..6 {
+        let open = answers.iter().find(|a| a["id"] == 10 + 2 * n).unwrap();
+        assert_eq!(open["result"]["entryCount"], 3 + n, "{open}");
+        let context = answers.iter().find(|a| a["id"] == 11 + 2 * n).unwrap();
+        assert_eq!(
+            context["result"]["messages"].as_array().map(Vec::len),
+            Some(3 + n as usize),
+            "{context}"
+        );
+    }
+
+    let mut input = raw_frame(INITIALIZE);
+    input.extend(support::frame(&json!({
+        "jsonrpc": "2.0", "id": 1, "method": "session/open", "params": {"path": paths[0]},
+    })));
+    input.extend(raw_frame(r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#));
+    input.extend(raw_frame(r#"{"jsonrpc":"2.0","method":"exit"}"#));
+    let (bodies, code) = serve_all_at_once(&root, &input);
+    assert_eq!(bodies.len(), 3, "{bodies:#?}");
+    for (body, id) in bodies.iter().zip([0, 1, 2]) {
+        let v: Value = serde_json::from_str(body).unwrap();
+        assert_eq!((v["id"].clone(), v.get("error")), (json!(id), None), "{v}");
+    }
+    assert_eq!(code, Some(0));
+}
