@@ -202,3 +202,49 @@ fn frames_written_at_once_are_all_answered_in_order() {
     }
     assert_eq!(code, Some(0));
 }
+
+/// The process `initialize.processId` names ends while the daemon's input stays open: the
+/// daemon exits (1: no `shutdown`) within a few seconds. A pid with no process behind it ends
+/// the daemon at once, after answering `initialize`.
+#[test]
+fn the_daemon_exits_when_the_client_process_named_at_initialize_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut client = Command::new("sleep").arg("60").spawn().expect("sleep");
+    let mut d = Daemon::spawn(&[dir.path()]);
+    let init = d.request(
+        "initialize",
+        json!({"capabilities": {}, "processId": client.id()}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    d.notify("initialized", json!({}));
+    assert!(d.call("session/list", json!({}))["sessions"].is_array());
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(d.alive(), "exited while the client process runs");
+    client.kill().expect("kill");
+    client.wait().expect("reap");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.alive() {
+        assert!(
+            Instant::now() < deadline,
+            "still running 5 s after its client ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The input is still open (the test holds it); the daemon ended on its own.
+    assert_eq!(d.wait(), Some(1));
+
+    let mut d = Daemon::spawn(&[dir.path()]);
+    let init = d.request(
+        "initialize",
+        json!({"capabilities": {}, "processId": 1 << 30}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.alive() {
+        assert!(
+            Instant::now() < deadline,
+            "still running for a process that is not"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

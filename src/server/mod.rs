@@ -19,6 +19,7 @@ pub mod handlers;
 pub mod lossless;
 pub mod notify;
 pub mod params;
+pub mod parent;
 pub mod stdio;
 pub mod transport;
 pub mod write_handlers;
@@ -137,6 +138,8 @@ pub struct Backend {
     cli_archive: Option<PathBuf>,
     /// The continuous archive, when one was asked for ([`crate::archive::live`]).
     archiver: Mutex<Option<crate::archive::live::Archiver>>,
+    /// Notified when the process `initialize.processId` named has ended ([`parent`]).
+    parent_gone: Arc<tokio::sync::Notify>,
 }
 
 /// Roots that did not exist when they were configured.
@@ -370,6 +373,9 @@ impl LanguageServer for Backend {
             });
         *self.roots.write().unwrap_or_else(PoisonError::into_inner) = roots.clone();
         self.start_archive(params.initialization_options.as_ref(), roots.dirs())?;
+        if let Some(pid) = params.process_id {
+            parent::follow(pid, self.parent_gone.clone());
+        }
         Ok(InitializeResult {
             capabilities: ServerCapabilities {
                 experimental: Some(json!({
@@ -433,6 +439,8 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
     };
     let shut_down = Arc::new(AtomicBool::new(false));
     let watch = WatchBackend::from_env();
+    let parent_gone = Arc::new(tokio::sync::Notify::new());
+    let stop = parent_gone.clone();
     runtime.block_on(async {
         let (tx, rx) = mpsc::unbounded_channel();
         let sink = Arc::new(NotifySink { tx });
@@ -459,13 +467,15 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                 list_cache_file: crate::listing::default_cache_file(),
                 cli_archive: options.archive.clone(),
                 archiver: Mutex::new(None),
+                parent_gone: parent_gone.clone(),
             }
         });
         let (service, socket) = register(builder).finish();
         // On a worker, not on this thread: reading, answering and writing then share one thread.
         let (input, output) = stdio::ends();
         let flush = move || flush_sink.barrier();
-        let served = tokio::spawn(transport::run(input, output, service, socket, flush));
+        let stop = async move { stop.notified().await };
+        let served = tokio::spawn(transport::run(input, output, service, socket, flush, stop));
         if let Err(e) = served.await {
             tracing::error!("the transport stopped: {e}");
         }

@@ -847,7 +847,7 @@ type Answer = (Response, Option<Vec<u8>>, Option<Box<RawValue>>);
 /// "not initialized"; a `shutdown` behind requests closes the sessions after they are answered.
 const ALONE: [&str; 2] = ["initialize", "shutdown"];
 
-/// Serves `service` on `input`/`output` until `exit` or end of input.
+/// Serves `service` on `input`/`output` until `exit`, end of input or `stop`.
 ///
 /// One task reads the input, hands requests to the service, polls their handling and writes
 /// their answers: a small request (read when `epoll` wakes the runtime's worker, answered by
@@ -871,6 +871,7 @@ pub async fn run<S, I, O>(
     mut service: LspService<S>,
     socket: ClientSocket,
     flush: impl FnOnce() -> futures::future::BoxFuture<'static, ()>,
+    stop: impl std::future::Future<Output = ()> + Send,
 ) where
     S: LanguageServer,
     I: std::io::Read + Send + 'static,
@@ -895,6 +896,7 @@ pub async fn run<S, I, O>(
     // A request of [`ALONE`] read while others were unanswered, and whether one is in flight.
     let mut held: Option<(Request, Option<Box<RawValue>>)> = None;
     let mut alone = false;
+    let mut stop = std::pin::pin!(stop);
     loop {
         if !stopped && queued.is_empty() && in_flight.is_empty() {
             if let Some((req, big)) = held.take() {
@@ -963,6 +965,9 @@ pub async fn run<S, I, O>(
                     .await;
                 }
             }
+            // The client process is gone ([`super::parent`]): what was read is answered, the
+            // rest is not read.
+            () = &mut stop, if !stopped => stopped = true,
             // Not reached: input is read, or a handling is in flight (see the check above).
             else => break,
         }
