@@ -12,7 +12,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{BIN, Daemon, NOTE_WAIT, append, checked, error_of, v3_session, write_v3_session};
+use support::{BIN, Daemon, append, checked, error_of, v3_session, write_v3_session};
 
 /// One frame around `body`, as it is (the text of a request the test writes by hand).
 fn raw_frame(body: &str) -> Vec<u8> {
@@ -246,5 +246,75 @@ fn the_daemon_exits_when_the_client_process_named_at_initialize_ends() {
             "still running for a process that is not"
         );
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// An open session in a folder of its own, and the daemon following it.
+fn open_in_folder(n: usize) -> (tempfile::TempDir, std::path::PathBuf, Daemon) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("d")).unwrap();
+    let file = root.join("d/s.jsonl");
+    write_v3_session(&file, n);
+    let (mut d, _) = Daemon::start(&[&root]);
+    checked(&mut d, "session/open", json!({"path": file}));
+    (dir, file, d)
+}
+
+/// Lines appended through another name of the file (a hard link in a folder nobody watches, and
+/// the file's `/proc/self/fd` name) are announced within 4 s, with no request to prompt it.
+#[test]
+fn writes_through_another_name_are_announced() {
+    let (_dir, file, mut d) = open_in_folder(3);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let link = elsewhere.path().join("x.jsonl");
+    std::fs::hard_link(&file, &link).unwrap();
+    let (_, entries) = v3_session(5);
+    append(&link, &format!("{}\n", entries[3].1));
+    let change = d
+        .notification("session/didChange", Duration::from_secs(4))
+        .expect("a didChange within 4 s of a write through a hard link");
+    assert_eq!(change["added"][0]["id"], entries[3].0.as_str(), "{change}");
+    let held = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    let by_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&held));
+    append(Path::new(&by_fd), &format!("{}\n", entries[4].1));
+    let change = d
+        .notification("session/didChange", Duration::from_secs(4))
+        .expect("a didChange within 4 s of a write through /proc/self/fd");
+    assert_eq!(change["added"][0]["id"], entries[4].0.as_str(), "{change}");
+    d.stop();
+}
+
+/// A file rewritten in place to the same size, its modification time put back (as tools that
+/// keep times do): the daemon reloads it (announced within 4 s, unprompted) and serves the new
+/// text, not the old tree. Members: a changed last line, a changed header.
+#[test]
+fn a_same_size_rewrite_that_keeps_the_mtime_is_seen() {
+    for (from, to) in [("answer 3", "answer X"), ("4f9c7d0e", "4f9c7d0f")] {
+        let (_dir, file, mut d) = open_in_folder(4);
+        let before = std::fs::read_to_string(&file).unwrap();
+        let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+        let after = before.replacen(from, to, 1);
+        assert_ne!(before, after);
+        assert_eq!(before.len(), after.len());
+        let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, after.as_bytes(), 0).unwrap();
+        f.set_modified(mtime).unwrap();
+        drop(f);
+        assert_eq!(std::fs::metadata(&file).unwrap().modified().unwrap(), mtime);
+        let reload = d
+            .notification("session/didReload", Duration::from_secs(4))
+            .unwrap_or_else(|| panic!("no didReload within 4 s after {from} → {to}"));
+        assert_eq!(reload["path"], file.to_str().unwrap(), "{reload}");
+        let text = d
+            .call("session/contextAt", json!({"path": file}))
+            .to_string();
+        if from.starts_with("answer") {
+            assert!(text.contains(to) && !text.contains(from), "{text}");
+        }
+        d.stop();
     }
 }

@@ -359,7 +359,10 @@ impl Session {
             return;
         }
         let last = self.state.stamp();
-        if stamp == last {
+        // An equal stamp is not proof: a rewrite to the same size within one tick of a coarse
+        // clock leaves size, mtime and ctime as they were. The header line and the bytes just
+        // before the applied offset are compared as well (two small positioned reads).
+        if stamp == last && (self.needs_reload || self.signature_holds()) {
             return;
         }
         let from = self.state.position().offset;
@@ -367,7 +370,10 @@ impl Session {
             Some(ReloadReason::Replaced)
         } else if stamp.size < from {
             Some(ReloadReason::Shrank)
-        } else if self.needs_reload || !self.signature_holds() {
+        } else if self.needs_reload || stamp.size == last.size || !self.signature_holds() {
+            // Times that moved while the size stayed is a write that appended nothing: a
+            // rewrite in place (the signature cannot see a change in the middle), or a `touch`,
+            // which costs one needless reload.
             Some(ReloadReason::Rewritten)
         } else {
             None

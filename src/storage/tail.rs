@@ -1,5 +1,5 @@
 //! Reading what was appended to a session file that is already open: the stamp of a file (size,
-//! identity, mtime) by handle or by path, positioned reads from the last applied offset, and
+//! identity, mtime, ctime) by handle or by path, positioned reads from the last applied offset, and
 //! the bytes just before it (to notice a file rewritten in place). Never writes.
 
 use std::fs::File;
@@ -19,6 +19,9 @@ pub struct FileStamp {
     pub ino: u64,
     /// Modification time, when the platform reports one.
     pub mtime: Option<SystemTime>,
+    /// Status change time (`st_ctime`, seconds and nanoseconds): every write moves it, and
+    /// unlike the mtime no tool can set it back, so a rewrite that restores the mtime is seen.
+    pub ctime: (i64, i64),
 }
 
 impl FileStamp {
@@ -30,6 +33,7 @@ impl FileStamp {
             dev: m.dev(),
             ino: m.ino(),
             mtime: m.modified().ok(),
+            ctime: (m.ctime(), m.ctime_nsec()),
         })
     }
 }
@@ -45,6 +49,7 @@ pub fn stamp_path(path: &Path) -> io::Result<FileStamp> {
         dev: m.dev(),
         ino: m.ino(),
         mtime: m.modified().ok(),
+        ctime: (m.ctime(), m.ctime_nsec()),
     })
 }
 
