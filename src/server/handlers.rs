@@ -673,16 +673,19 @@ impl Backend {
         let roots = self.roots();
         let real = roots.resolve(&p.path).map_err(RpcError::from)?;
         let mode = Mode::allowing_corrupt(p.allow_corrupt);
-        let handle = self
+        let (handle, opening) = self
             .registry
-            .open(&real, mode, &roots)
+            .open_held(&real, mode, &roots)
             .await
             .map_err(RpcError::from)?;
         let path = real.clone();
         let result = handle
             .query(move |s| to_value(&path, &convert::open_result(s)))
-            .await
-            .map_err(RpcError::from)??;
+            .await;
+        // Requests waiting for this open go once its answer is made: they are answered after
+        // it, as if the client had waited for it.
+        drop(opening);
+        let result = result.map_err(RpcError::from)??;
         Ok(result)
     }
 

@@ -176,8 +176,10 @@ struct Sessions {
     opening: HashMap<PathBuf, Shared<oneshot::Receiver<()>>>,
 }
 
-/// Marks an open of `path` in progress in [`Sessions::opening`] until dropped.
-struct Opening {
+/// Marks an open of a path in progress (in the registry) until dropped: requests on the path wait
+/// for it. [`Registry::open_held`] hands it to the caller, who drops it once the open's answer is
+/// made, so theirs come after it.
+pub struct Opening {
     sessions: Arc<Mutex<Sessions>>,
     path: PathBuf,
     done: Shared<oneshot::Receiver<()>>,
@@ -335,12 +337,23 @@ impl Registry {
         mode: Mode,
         roots: &roots::Roots,
     ) -> Result<SessionHandle, SessionError> {
-        let (stopping, _opening) = {
+        Ok(self.open_held(path, mode, roots).await?.0)
+    }
+
+    /// [`Registry::open`], with the mark that the open is in progress, if this call made one:
+    /// requests on the path wait until it is dropped.
+    pub async fn open_held(
+        &self,
+        path: &Path,
+        mode: Mode,
+        roots: &roots::Roots,
+    ) -> Result<(SessionHandle, Option<Opening>), SessionError> {
+        let (stopping, opening) = {
             let mut sessions = self.lock();
             if let Some(h) = sessions.open.get(path)
                 && (h.mode == Mode::Strict || mode == Mode::Lenient)
             {
-                return Ok(h.clone());
+                return Ok((h.clone(), None));
             }
             // Registered before the first await: the transport polls a request once before
             // it hands on the next, so a request read after this open finds it here.
@@ -378,7 +391,7 @@ impl Registry {
                 // Another request opened it meanwhile in a mode that serves this one.
                 Some(h) if h.mode == Mode::Strict || mode == Mode::Lenient => {
                     drop(handle.close());
-                    return Ok(h.clone());
+                    return Ok((h.clone(), Some(opening)));
                 }
                 _ => sessions.open.insert(path.to_owned(), handle.clone()),
             };
@@ -402,7 +415,7 @@ impl Registry {
             let _ = old.close().await;
             self.sink.barrier().await;
         }
-        Ok(handle)
+        Ok((handle, Some(opening)))
     }
 
     /// Closes an open session and returns once its owner stopped and every event it sent was
