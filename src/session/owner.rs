@@ -37,9 +37,12 @@ use crate::storage::tail;
 use crate::storage::writer::{self, WriteError};
 use crate::watch::LiveMode;
 
-/// How many bytes before the applied offset are compared on each change, to notice a file
-/// rewritten in place with different content.
-const SIGNATURE_BYTES: u64 = 64;
+/// How many bytes before the applied offset are compared on each change and each request, to
+/// notice a file rewritten in place with different content (with the header line): the last
+/// line or lines of most sessions, in one small positioned read. A same-size rewrite that
+/// changes only bytes before these and keeps mtime and ctime (one tick of a coarse clock) is
+/// not seen until the file changes again.
+const SIGNATURE_BYTES: u64 = 4096;
 
 /// How long [`Session::agent`] reuses its last look at `/proc`.
 pub const AGENT_CACHE: Duration = Duration::from_secs(1);
@@ -370,10 +373,7 @@ impl Session {
             Some(ReloadReason::Replaced)
         } else if stamp.size < from {
             Some(ReloadReason::Shrank)
-        } else if self.needs_reload || stamp.size == last.size || !self.signature_holds() {
-            // Times that moved while the size stayed is a write that appended nothing: a
-            // rewrite in place (the signature cannot see a change in the middle), or a `touch`,
-            // which costs one needless reload.
+        } else if self.needs_reload || !self.signature_holds() {
             Some(ReloadReason::Rewritten)
         } else {
             None
