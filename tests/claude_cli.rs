@@ -286,10 +286,19 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
             "session/setName",
             serde_json::json!({"path": f, "name": "x", "expectedLeafId": RESUME_LEAF}),
         ),
+        (
+            "session/branch",
+            serde_json::json!({"path": f, "fromId": RESUME_LEAF, "summary": "s", "expectedLeafId": RESUME_LEAF}),
+        ),
     ] {
         let (code, message, data) = support::error_of(&d.request(method, params));
         assert_eq!(code, -33021, "{method}: {message}");
         assert_eq!(data["format"], "claude-code", "{method}: {data}");
+        assert_eq!(
+            data["operation"], method,
+            "the refusal names the method: {data}"
+        );
+        assert!(message.contains(method), "{message}");
     }
     let pi_only = d.request(
         "session/contextAt",

@@ -118,17 +118,22 @@ impl Backend {
         handle.update(f).await?
     }
 
-    /// Appends one change through the owner (see [`Session::write`]). `guard`: the change
-    /// reaches the model's context, so it is refused while an agent works on the session
-    /// ([`refuse_beside_agent`]).
+    /// Appends one change through the owner (see [`Session::write`]) for `method`. `guard`: the
+    /// change reaches the model's context, so it is refused while an agent works on the session
+    /// ([`refuse_beside_agent`]). A format sessiond only reads is refused naming the method
+    /// (`unsupportedForFormat`).
     async fn append_change(
         &self,
+        method: &'static str,
         path: &Path,
         expected: Option<String>,
         owned: OwnedChange,
         guard: Guard,
     ) -> Result<Value, RpcError> {
         self.write_on(path, move |s, sink| {
+            if s.pi().is_none() {
+                return Err(super::handlers::unsupported(s, method));
+            }
             refuse_beside_agent(s, guard)?;
             let w = s.write(sink, |path, opened| {
                 writer::write_entry(
@@ -231,7 +236,7 @@ impl Backend {
             label: p.label,
         };
         Ok(self
-            .append_change(&p.path, expected, owned, Guard::Off)
+            .append_change("session/label", &p.path, expected, owned, Guard::Off)
             .await?)
     }
 
@@ -241,7 +246,7 @@ impl Backend {
         let expected = expected_leaf("session/setName", p.expected_leaf_id)?;
         let owned = OwnedChange::SetName { name: p.name };
         Ok(self
-            .append_change(&p.path, expected, owned, Guard::Off)
+            .append_change("session/setName", &p.path, expected, owned, Guard::Off)
             .await?)
     }
 
@@ -290,7 +295,13 @@ impl Backend {
             details,
         };
         Ok(self
-            .append_change(&p.path, expected, owned, Guard::context(p.force))
+            .append_change(
+                "session/branch",
+                &p.path,
+                expected,
+                owned,
+                Guard::context(p.force),
+            )
             .await?)
     }
 
@@ -316,7 +327,13 @@ impl Backend {
             parent_id: p.parent_id,
         };
         Ok(self
-            .append_change(&p.path, expected, owned, Guard::context(p.force))
+            .append_change(
+                "session/append",
+                &p.path,
+                expected,
+                owned,
+                Guard::context(p.force),
+            )
             .await?)
     }
 
