@@ -318,6 +318,10 @@ export interface InitializationOptions {
      * Session root directories, added to the daemon's --root ones. Anything but an array of non-empty strings is refused with -32602 (the server stays uninitialized; initialize may be sent again).
      */
     roots?: string[];
+    /**
+     * A directory where every session file under the roots is archived continuously (docs/archive.md); overrides serve --archive. Created when missing or empty; a directory that is neither and holds no archive sessiond made is refused with -32602.
+     */
+    archive?: string;
     [k: string]: unknown;
 }
 /**
