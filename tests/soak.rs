@@ -10,12 +10,10 @@
 //! counts exactly the entries in its file), and a client that vanishes mid-request makes the
 //! daemon exit promptly. Prints the figures.
 //!
-//! Sessions that are never closed are held to the strict count. For the churned ones the test
-//! judges notifications as a client must, by revision: a change that raced ahead of the reopen's
-//! answer is kept until the answer is in, one older than the reopen is dropped as stale. A
-//! change from the closed owner that overlaps what the reopen already counted is a failure:
-//! `session/close` answers only after its owner stopped and its last notification went out,
-//! and a reopen waits for a close still in progress.
+//! Every session is held to the strict count, the churned ones too: a change between a close's
+//! answer and the reopen's answer is a failure (the closed open is silent, and the new one
+//! announces nothing its answer already counts), and so is a change after the reopen's answer
+//! that does not follow its count.
 //!
 //! `SESSIOND_SOAK_SECS` sets how long the writers run (default 20).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -53,14 +51,21 @@ fn figures(pid: u32) -> (u64, usize) {
     (rss, fds)
 }
 
+/// Where a session stands for the client.
+#[derive(Default, PartialEq)]
+enum Phase {
+    #[default]
+    Open,
+    /// Its close is sent, not answered: changes of the open may still come.
+    Closing,
+    /// Its close is answered, its reopen not yet: nothing of it may come.
+    Closed,
+}
+
 /// What the client knows of one session.
 #[derive(Default)]
 struct Seen {
-    open: bool,
-    /// Closed and reopened at least once.
-    churned: bool,
-    /// Changes that arrived while a reopen was unanswered.
-    early: Vec<Value>,
+    phase: Phase,
     /// `entryCount` as of the last open result or notification.
     count: u64,
     /// Ids announced since the session was last opened.
@@ -71,18 +76,25 @@ struct Tally {
     seen: HashMap<String, Seen>,
     notifications: u64,
     announced: u64,
-    stale: u64,
     reopens: u64,
     /// Reopen requests in flight: request id → path.
     pending: HashMap<Value, String>,
+    /// Close requests in flight: request id → path.
+    closing: HashMap<Value, String>,
     problems: Vec<String>,
 }
 
 impl Tally {
     fn note(&mut self, msg: &Value) {
+        if let Some(path) = msg.get("id").and_then(|id| self.closing.remove(id)) {
+            if msg.get("error").is_some() {
+                self.problems.push(format!("{path}: close failed: {msg}"));
+            }
+            self.seen.entry(path).or_default().phase = Phase::Closed;
+            return;
+        }
         if let Some(path) = msg.get("id").and_then(|id| self.pending.remove(id)) {
-            // The answer to a pipelined reopen: the session is open again at this revision,
-            // and the changes that raced ahead of the answer are judged against it.
+            // The answer to a pipelined reopen: the session is open again at this revision.
             let r = &msg["result"];
             let Some(count) = r["entryCount"].as_u64() else {
                 self.problems.push(format!("{path}: reopen failed: {msg}"));
@@ -90,12 +102,13 @@ impl Tally {
             };
             self.reopens += 1;
             let s = self.seen.entry(path.clone()).or_default();
-            s.open = true;
+            if s.phase != Phase::Closed {
+                self.problems
+                    .push(format!("{path}: the reopen answered before the close"));
+            }
+            s.phase = Phase::Open;
             s.count = count;
             s.ids.clear();
-            for early in std::mem::take(&mut s.early) {
-                self.change(&path, &early);
-            }
             return;
         }
         if msg.get("method").and_then(Value::as_str) != Some("session/didChange") {
@@ -103,16 +116,13 @@ impl Tally {
         }
         let p = &msg["params"];
         let path = p["path"].as_str().unwrap_or_default().to_owned();
-        let reopening = self.pending.values().any(|q| *q == path);
-        let Some(s) = self.seen.get_mut(&path) else {
+        let Some(s) = self.seen.get(&path) else {
             return;
         };
-        if !s.open {
-            if reopening {
-                // Notifications and responses travel separately: keep what arrives before the
-                // reopen's answer and judge it by revision once the answer is in.
-                s.early.push(p.clone());
-            }
+        if s.phase == Phase::Closed {
+            self.problems.push(format!(
+                "{path}: a change between the close's answer and the reopen's: {p}"
+            ));
             return;
         }
         self.change(&path, p);
@@ -124,12 +134,6 @@ impl Tally {
             return;
         };
         let count = p["entryCount"].as_u64().unwrap_or(0);
-        if s.churned && count <= s.count {
-            // Sent by the owner before the session was closed, arriving after the reopen: its
-            // revision says it is stale, as a client sees.
-            self.stale += 1;
-            return;
-        }
         self.notifications += 1;
         let added = p["added"].as_array().cloned().unwrap_or_default();
         if count != s.count + added.len() as u64 {
@@ -162,7 +166,7 @@ impl Tally {
             .seen
             .entry(path.to_string_lossy().into_owned())
             .or_default();
-        s.open = true;
+        s.phase = Phase::Open;
         s.count = r["entryCount"].as_u64().unwrap();
         s.ids.clear();
     }
@@ -171,15 +175,15 @@ impl Tally {
     /// with the notifications); the reopen's answer is taken in [`Self::note`].
     fn churn(&mut self, d: &mut Daemon, path: &Path, id: i64) -> bool {
         let key = path.to_string_lossy().into_owned();
-        if self.pending.values().any(|p| *p == key) {
+        if self.pending.values().any(|p| *p == key) || self.closing.values().any(|p| *p == key) {
             return false;
         }
         d.send(&json!({"jsonrpc": "2.0", "id": id, "method": "session/close", "params": {"path": path}}));
         d.send(&json!({"jsonrpc": "2.0", "id": id + 1, "method": "session/open", "params": {"path": path}}));
+        self.closing.insert(json!(id), key.clone());
         self.pending.insert(json!(id + 1), key.clone());
         if let Some(s) = self.seen.get_mut(&key) {
-            s.open = false;
-            s.churned = true;
+            s.phase = Phase::Closing;
         }
         true
     }
@@ -212,9 +216,9 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
         seen: HashMap::new(),
         notifications: 0,
         announced: 0,
-        stale: 0,
         reopens: 0,
         pending: HashMap::new(),
+        closing: HashMap::new(),
         problems: Vec::new(),
     };
     for f in &files {
@@ -289,7 +293,7 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
             .iter()
             .filter(|f| {
                 let s = &tally.seen[f.to_string_lossy().as_ref()];
-                s.open && s.count != entries_in(f)
+                s.phase == Phase::Open && s.count != entries_in(f)
             })
             .collect();
         if behind.is_empty() && tally.pending.is_empty() {
@@ -308,18 +312,11 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
 
     eprintln!(
         "soak: {SESSIONS} sessions for {secs} s; {written} entries appended by {WRITERS} writers; \
-         {} didChange notifications announcing {} entries ({} stale after a reopen, ignored by revision); \
+         {} didChange notifications announcing {} entries; \
          {churns} close/reopen sent, {} reopened; \
          RSS {} KiB after open, {warm_rss} KiB warm, {} KiB at the end; \
          fds {} after open, {warm_fds} warm, {} at the end",
-        tally.notifications,
-        tally.announced,
-        tally.stale,
-        tally.reopens,
-        opened.0,
-        end.0,
-        opened.1,
-        end.1
+        tally.notifications, tally.announced, tally.reopens, opened.0, end.0, opened.1, end.1
     );
     assert!(
         tally.problems.is_empty(),

@@ -680,7 +680,7 @@ impl Backend {
             .map_err(RpcError::from)?;
         let path = real.clone();
         let result = handle
-            .query(move |s| to_value(&path, &convert::open_result(s)))
+            .answer_open(move |s| to_value(&path, &convert::open_result(s)))
             .await;
         // Requests waiting for this open go once its answer is made: they are answered after
         // it, as if the client had waited for it.

@@ -39,9 +39,9 @@ use tower_lsp_server::{Client, LanguageServer, LspService, LspServiceBuilder};
 use crate::core::diagnostics::Corruption;
 use crate::core::tree::NodeIdx;
 use crate::server::notify::Outgoing;
-use crate::session::Registry;
 use crate::session::owner::{EventSink, ReloadReason, Session};
 use crate::session::roots::Roots;
+use crate::session::{Current, Registry};
 use crate::storage::publish::Reservations;
 use crate::watch::WatchBackend;
 use error::RpcError;
@@ -154,8 +154,10 @@ struct AwaitedRoots {
 // Nearly everything queued is a notification; boxing it would cost an allocation per event.
 #[allow(clippy::large_enum_variant)]
 enum Queued {
-    /// A notification for the client.
-    Note(Outgoing),
+    /// A notification for the client, with the open it comes from (path and
+    /// [`Session::open_seq`]) when a session sent it: dropped unless that open is still the
+    /// path's current one when its turn comes.
+    Note(Outgoing, Option<(PathBuf, u64)>),
     /// Answered once everything queued before it was handed to the client.
     Barrier(tokio::sync::oneshot::Sender<()>),
 }
@@ -166,36 +168,53 @@ struct NotifySink {
 }
 
 impl NotifySink {
-    fn send(&self, n: Outgoing) {
-        let _ = self.tx.send(Queued::Note(n));
+    /// Queues `n`, sent by `session`.
+    fn send(&self, session: &Session, n: Outgoing) {
+        let from = (session.path().to_owned(), session.open_seq());
+        let _ = self.tx.send(Queued::Note(n, Some(from)));
     }
 }
 
 impl EventSink for NotifySink {
     fn appended(&self, session: &Session, added: std::ops::Range<NodeIdx>) {
-        self.send(Outgoing::DidChange(notify::did_change(session, added)));
+        self.send(
+            session,
+            Outgoing::DidChange(notify::did_change(session, added)),
+        );
     }
     fn reloaded(&self, session: &Session, reason: ReloadReason) {
-        self.send(Outgoing::DidReload(notify::did_reload(session, reason)));
+        self.send(
+            session,
+            Outgoing::DidReload(notify::did_reload(session, reason)),
+        );
     }
     fn corrupt(&self, session: &Session, corruption: &Corruption) {
-        self.send(Outgoing::DidCorrupt(notify::did_corrupt(
-            session, corruption,
-        )));
+        self.send(
+            session,
+            Outgoing::DidCorrupt(notify::did_corrupt(session, corruption)),
+        );
     }
     fn missing(&self, session: &Session) {
-        self.send(Outgoing::FileMissing(notify::file_missing(session)));
+        self.send(
+            session,
+            Outgoing::FileMissing(notify::file_missing(session)),
+        );
     }
     fn restored(&self, session: &Session) {
-        self.send(Outgoing::FileRestored(notify::file_restored(session)));
+        self.send(
+            session,
+            Outgoing::FileRestored(notify::file_restored(session)),
+        );
     }
     fn live_mode_changed(&self, session: &Session) {
-        self.send(Outgoing::DidChangeLiveMode(notify::did_change_live_mode(
+        self.send(
             session,
-        )));
+            Outgoing::DidChangeLiveMode(notify::did_change_live_mode(session)),
+        );
     }
     fn created(&self, created: &crate::session::births::Created) {
-        self.send(Outgoing::DidCreate(notify::did_create(created)));
+        let n = Outgoing::DidCreate(notify::did_create(created));
+        let _ = self.tx.send(Queued::Note(n, None));
     }
     fn barrier(&self) -> futures::future::BoxFuture<'static, ()> {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -207,11 +226,28 @@ impl EventSink for NotifySink {
 }
 
 /// Sends the queued notifications in order; each is in the transport's outgoing stream (ahead
-/// of any answer produced later) before the next is taken.
-async fn forward_notifications(client: Client, mut rx: mpsc::UnboundedReceiver<Queued>) {
+/// of any answer produced later) before the next is taken. A session's notification goes only
+/// if its open is still the path's current one ([`Current`]): a client never hears of a session
+/// after it asked to close it, nor of an earlier open of a path it opened again.
+async fn forward_notifications(
+    client: Client,
+    mut rx: mpsc::UnboundedReceiver<Queued>,
+    current: Current,
+) {
     while let Some(queued) = rx.recv().await {
         let n = match queued {
-            Queued::Note(n) => n,
+            Queued::Note(n, None) => n,
+            Queued::Note(n, Some((path, open_seq))) => {
+                if !current.is_current(&path, open_seq) {
+                    tracing::debug!(
+                        path = %path.display(),
+                        open_seq,
+                        "dropped a notification of a closed or earlier open"
+                    );
+                    continue;
+                }
+                n
+            }
             Queued::Barrier(done) => {
                 let _ = done.send(());
                 continue;
@@ -446,15 +482,17 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
         let sink = Arc::new(NotifySink { tx });
         let flush_sink = sink.clone();
         let flag = shut_down.clone();
+        let registry = Registry::with_backend(sink, watch);
+        let current = registry.current();
         let builder = LspService::build(move |client| {
-            tokio::spawn(forward_notifications(client.clone(), rx));
+            tokio::spawn(forward_notifications(client.clone(), rx, current));
             let search = Arc::new(Mutex::new(None));
             Backend {
                 client,
                 cli_roots: options.roots.clone(),
                 roots: RwLock::new(Roots::new(Vec::new())),
                 awaited_roots: Mutex::new(None),
-                registry: Registry::with_backend(sink, watch),
+                registry,
                 reservations: Arc::new(Reservations::new()),
                 shut_down: flag,
                 index_dir: options

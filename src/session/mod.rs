@@ -53,6 +53,8 @@ pub enum SessionError {
 pub struct SessionHandle {
     path: PathBuf,
     mode: Mode,
+    /// Which open of the daemon this is ([`owner::Session::open_seq`]).
+    open_seq: u64,
     tx: mpsc::UnboundedSender<Command>,
 }
 
@@ -63,6 +65,7 @@ impl std::fmt::Debug for Command {
             Command::Run(_, _) => "Run",
             Command::Write(_) => "Write",
             Command::Live { .. } => "Live",
+            Command::Announce => "Announce",
             Command::Close { .. } => "Close",
         })
     }
@@ -82,6 +85,35 @@ impl SessionHandle {
         f: impl FnOnce(&Session) -> R + Send + 'static,
     ) -> Result<R, SessionError> {
         self.query_costing(Cost::Session, f).await
+    }
+
+    /// [`SessionHandle::query`] that makes the answer to the open that started this owner:
+    /// the session's changes are announced from the state `f` sees on (nothing applied before
+    /// it is announced: the answer holds it).
+    pub async fn answer_open<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Session) -> R + Send + 'static,
+    ) -> Result<R, SessionError> {
+        let (tx, rx) = oneshot::channel();
+        let gone = || SessionError::OwnerGone {
+            path: self.path.clone(),
+        };
+        self.tx
+            .send(Command::Run(
+                Box::new(move |s| {
+                    let _ = tx.send(f(s));
+                }),
+                Cost::Session,
+            ))
+            .map_err(|_| gone())?;
+        // Right behind the query in the mailbox: nothing can be applied between the two.
+        self.announce();
+        rx.await.map_err(|_| gone())
+    }
+
+    /// Tells the owner that the answer to its open is made: its changes are announced from now.
+    fn announce(&self) {
+        let _ = self.tx.send(Command::Announce);
     }
 
     /// [`SessionHandle::query`] for work on one entry's line ([`Cost::Line`]), which the owner
@@ -165,6 +197,8 @@ impl SessionHandle {
 /// The open sessions and the owners still stopping, under one lock.
 #[derive(Default)]
 struct Sessions {
+    /// The last open number given ([`owner::Session::open_seq`]).
+    last_seq: u64,
     open: HashMap<PathBuf, SessionHandle>,
     /// Owners told to stop that may still be sending events: an open of the same path waits
     /// for them, so no event of an earlier open follows the answer of a later one.
@@ -224,6 +258,24 @@ fn sweep(sessions: std::sync::Weak<Mutex<Sessions>>) {
         });
     if let Err(e) = spawned {
         tracing::warn!("cannot start the sweep of open sessions: {e}");
+    }
+}
+
+/// Tells whether an event of a session comes from the path's current open: a cheap clone of
+/// the registry's table for the code that hands events to the client ([`Registry::current`]).
+#[derive(Clone)]
+pub struct Current(Arc<Mutex<Sessions>>);
+
+impl Current {
+    /// Whether `open_seq` is the open of `path` that is open now: false once the session was
+    /// closed (or its close began), and for an earlier open of a path opened again.
+    pub fn is_current(&self, path: &Path, open_seq: u64) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .open
+            .get(path)
+            .is_some_and(|h| h.open_seq == open_seq)
     }
 }
 
@@ -305,6 +357,11 @@ impl Registry {
         }
     }
 
+    /// What tells the events of the current opens from those of closed or earlier ones.
+    pub fn current(&self) -> Current {
+        Current(self.sessions.clone())
+    }
+
     /// The open session at a canonical path, once an open of it in progress has ended (a
     /// request sent right behind its `session/open` is served by that open). Errors:
     /// [`SessionError::NotOpen`].
@@ -337,18 +394,21 @@ impl Registry {
         mode: Mode,
         roots: &roots::Roots,
     ) -> Result<SessionHandle, SessionError> {
-        Ok(self.open_held(path, mode, roots).await?.0)
+        let handle = self.open_held(path, mode, roots).await?.0;
+        handle.announce();
+        Ok(handle)
     }
 
     /// [`Registry::open`], with the mark that the open is in progress, if this call made one:
-    /// requests on the path wait until it is dropped.
+    /// requests on the path wait until it is dropped. A new owner announces nothing until its
+    /// answer is made ([`SessionHandle::answer_open`]).
     pub async fn open_held(
         &self,
         path: &Path,
         mode: Mode,
         roots: &roots::Roots,
     ) -> Result<(SessionHandle, Option<Opening>), SessionError> {
-        let (stopping, opening) = {
+        let (stopping, opening, open_seq) = {
             let mut sessions = self.lock();
             if let Some(h) = sessions.open.get(path)
                 && (h.mode == Mode::Strict || mode == Mode::Lenient)
@@ -366,7 +426,9 @@ impl Registry {
                 done,
                 _tx: tx,
             };
-            (sessions.closing.get(path).cloned(), opening)
+            sessions.last_seq += 1;
+            let seq = sessions.last_seq;
+            (sessions.closing.get(path).cloned(), opening, seq)
         };
         if let Some(stopped) = stopping {
             let _ = stopped.await;
@@ -376,6 +438,7 @@ impl Registry {
             mode,
             Some(roots.clone()),
             self.sink.clone(),
+            open_seq,
         );
         let tx = ready.await.map_err(|_| SessionError::OwnerGone {
             path: path.to_owned(),
@@ -383,6 +446,7 @@ impl Registry {
         let handle = SessionHandle {
             path: path.to_owned(),
             mode,
+            open_seq,
             tx,
         };
         let replaced = {
@@ -511,5 +575,89 @@ impl Registry {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
         self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::io::Write;
+    use std::ops::Range;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::core::tree::NodeIdx;
+    use owner::ReloadReason;
+
+    /// The changes sessions announced: (open number, entries added).
+    #[derive(Default)]
+    struct Changes(Mutex<Vec<(u64, usize)>>);
+
+    impl EventSink for Changes {
+        fn appended(&self, s: &owner::Session, added: Range<NodeIdx>) {
+            self.0.lock().unwrap().push((s.open_seq(), added.len()));
+        }
+        fn reloaded(&self, s: &owner::Session, _: ReloadReason) {
+            self.0.lock().unwrap().push((s.open_seq(), usize::MAX));
+        }
+        fn corrupt(&self, _: &owner::Session, _: &crate::core::diagnostics::Corruption) {}
+    }
+
+    fn entry(i: usize) -> String {
+        format!(
+            "{{\"type\":\"custom\",\"id\":\"e{i}\",\"parentId\":null,\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"customType\":\"c\"}}\n"
+        )
+    }
+
+    fn append(path: &Path, i: usize) {
+        let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+        f.write_all(entry(i).as_bytes()).unwrap();
+    }
+
+    /// What an owner applies before the answer to its open is in the answer and is never
+    /// announced; what it applies after is announced once, tagged with its open's number; a
+    /// closed open, or an earlier open of a path opened again, is no longer current.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn an_open_announces_only_what_follows_its_answer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(tmp.path()).unwrap();
+        let path = dir.join("s.jsonl");
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+        std::fs::write(&path, format!("{header}\n{}", entry(0))).unwrap();
+        let changes = Arc::new(Changes::default());
+        let registry = Registry::new(changes.clone());
+        let current = registry.current();
+        let roots = roots::Roots::new([dir.clone()]);
+
+        let (handle, opening) = registry
+            .open_held(&path, Mode::Strict, &roots)
+            .await
+            .unwrap();
+        // Appended and applied before the answer: in the answer, not announced.
+        append(&path, 1);
+        handle.query(|s| s.len()).await.unwrap();
+        let answered = handle.answer_open(|s| s.len()).await.unwrap();
+        drop(opening);
+        assert_eq!(answered, 2);
+        assert_eq!(*changes.0.lock().unwrap(), []);
+        // After the answer: announced once, by this open.
+        append(&path, 2);
+        assert_eq!(handle.query(|s| s.len()).await.unwrap(), 3);
+        let first = handle.open_seq;
+        assert_eq!(*changes.0.lock().unwrap(), [(first, 1)]);
+        assert!(current.is_current(&path, first));
+
+        registry.close(&path).await.unwrap();
+        assert!(!current.is_current(&path, first), "closed");
+        let again = registry.open(&path, Mode::Strict, &roots).await.unwrap();
+        assert_ne!(again.open_seq, first);
+        assert!(current.is_current(&path, again.open_seq));
+        assert!(!current.is_current(&path, first), "an earlier open");
+        append(&path, 3);
+        assert_eq!(again.query(|s| s.len()).await.unwrap(), 4);
+        assert_eq!(
+            *changes.0.lock().unwrap(),
+            [(first, 1), (again.open_seq, 1)]
+        );
     }
 }

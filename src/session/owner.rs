@@ -131,6 +131,8 @@ pub struct Session {
     corrupt: Option<Corruption>,
     needs_reload: bool,
     generation: u64,
+    /// Which open of the daemon this is ([`Session::open_seq`]).
+    open_seq: u64,
     /// How the daemon follows the file; [`LiveMode::Requests`] until the watcher says.
     live_mode: LiveMode,
     /// When the path was first found not to name a file, while it does not.
@@ -197,6 +199,7 @@ impl Session {
             corrupt: None,
             needs_reload: false,
             generation: 0,
+            open_seq: 0,
             live_mode: LiveMode::Requests,
             missing_since: None,
             pending,
@@ -309,6 +312,13 @@ impl Session {
             }
         }
     }
+    /// Which open of the daemon this session is: a number the registry gives each open, never
+    /// reused, kept across reloads; 0 outside the daemon. Every event the session sends carries
+    /// it, so that the events of a closed open, or of an earlier open of the same path, can be
+    /// told from the current open's and dropped.
+    pub fn open_seq(&self) -> u64 {
+        self.open_seq
+    }
     /// The current revision.
     pub fn revision(&self) -> Revision {
         Revision {
@@ -414,6 +424,7 @@ impl Session {
             Ok(fresh) if fresh.pending => self.state.set_stamp(stamp),
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
+                fresh.open_seq = self.open_seq;
                 fresh.live_mode = self.live_mode;
                 *self = fresh;
                 sink.reloaded(self, ReloadReason::Born);
@@ -443,6 +454,7 @@ impl Session {
             }
             Ok(mut fresh) => {
                 fresh.generation = self.generation + 1;
+                fresh.open_seq = self.open_seq;
                 fresh.live_mode = self.live_mode;
                 let was_refused = self.refused.is_some();
                 *self = fresh;
@@ -675,6 +687,9 @@ pub(crate) enum Command {
         /// Whether the client is told (not before `session/open` answered).
         announce: bool,
     },
+    /// The answer to the open that started this owner is made: from now on its changes are
+    /// announced (see [`Gate`]).
+    Announce,
     /// Stop the owner; `done` is answered once it stopped, after its last event was sent.
     Close {
         /// Answered when the owner stopped.
@@ -682,13 +697,56 @@ pub(crate) enum Command {
     },
 }
 
-/// Starts the owner task of `path`: opens the session on the blocking pool and reports the
-/// result before serving its mailbox. Must be called on a Tokio runtime.
+/// The owner's sink until the answer to its open is made ([`Command::Announce`]): changes and
+/// reloads applied before the answer are in the answer (it is computed by the owner after
+/// them), so announcing them too would tell a client twice, and before the answer names the
+/// revision they follow. They are dropped; every other event passes.
+struct Gate<'a> {
+    sink: &'a dyn EventSink,
+    open: bool,
+}
+
+impl EventSink for Gate<'_> {
+    fn appended(&self, session: &Session, added: Range<NodeIdx>) {
+        if self.open {
+            self.sink.appended(session, added);
+        }
+    }
+    fn reloaded(&self, session: &Session, reason: ReloadReason) {
+        if self.open {
+            self.sink.reloaded(session, reason);
+        }
+    }
+    fn corrupt(&self, session: &Session, corruption: &Corruption) {
+        self.sink.corrupt(session, corruption);
+    }
+    fn missing(&self, session: &Session) {
+        self.sink.missing(session);
+    }
+    fn restored(&self, session: &Session) {
+        self.sink.restored(session);
+    }
+    fn live_mode_changed(&self, session: &Session) {
+        self.sink.live_mode_changed(session);
+    }
+    fn created(&self, created: &super::births::Created) {
+        self.sink.created(created);
+    }
+    fn barrier(&self) -> futures::future::BoxFuture<'static, ()> {
+        self.sink.barrier()
+    }
+}
+
+/// Starts the owner task of `path`, the daemon's open number `open_seq`
+/// ([`Session::open_seq`]): opens the session on the blocking pool and reports the result
+/// before serving its mailbox. Its changes are announced from [`Command::Announce`] on. Must
+/// be called on a Tokio runtime.
 pub(crate) fn spawn(
     path: PathBuf,
     mode: Mode,
     roots: Option<Roots>,
     sink: std::sync::Arc<dyn EventSink>,
+    open_seq: u64,
 ) -> oneshot::Receiver<Result<mpsc::UnboundedSender<Command>, OpenError>> {
     let (ready_tx, ready_rx) = oneshot::channel();
     let span = tracing::debug_span!("session", path = %path.display());
@@ -699,7 +757,10 @@ pub(crate) fn spawn(
         })
         .await;
         let mut session = match opened {
-            Ok(Ok(s)) => s,
+            Ok(Ok(mut s)) => {
+                s.open_seq = open_seq;
+                s
+            }
             Ok(Err(e)) => {
                 let _ = ready_tx.send(Err(e));
                 return;
@@ -716,23 +777,28 @@ pub(crate) fn spawn(
             return;
         }
         let mut stopped = None;
+        let mut gate = Gate {
+            sink: &*sink,
+            open: false,
+        };
         while let Some(cmd) = rx.recv().await {
             let applied = session.revision().applied_bytes;
             match cmd {
                 Command::Hint => {
-                    off_the_runtime(Cost::Session, applied, || session.refresh(&*sink));
+                    off_the_runtime(Cost::Session, applied, || session.refresh(&gate));
                 }
                 Command::Run(f, cost) => off_the_runtime(cost, applied, || {
-                    session.refresh(&*sink);
+                    session.refresh(&gate);
                     f(&session);
                 }),
                 Command::Write(f) => off_the_runtime(Cost::Wait, applied, || {
-                    session.refresh(&*sink);
-                    f(&mut session, &*sink);
+                    session.refresh(&gate);
+                    f(&mut session, &gate);
                 }),
                 Command::Live { mode, announce } => {
-                    session.set_live_mode(mode, announce, &*sink);
+                    session.set_live_mode(mode, announce, &gate);
                 }
+                Command::Announce => gate.open = true,
                 Command::Close { done } => {
                     stopped = Some(done);
                     break;
