@@ -35,7 +35,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use notify::event::{EventKind, ModifyKind};
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
 use notify::{Config, PollWatcher, RecursiveMode, Watcher};
 
 /// How long to wait after an event for more before handing the batch on. Short, because
@@ -565,6 +565,12 @@ impl Batch {
     fn absorb(&mut self, msg: Msg) {
         match msg {
             Msg::Wake => {}
+            // Opening, reading and closing a file without writing changes nothing, and the
+            // owners themselves open their file to read it: a hint per such event would make
+            // each read a cause of the next. A writer closing its file (`IN_CLOSE_WRITE`)
+            // still counts.
+            Msg::Event(Ok(e)) if matches!(e.kind, EventKind::Access(a) if a != AccessKind::Close(AccessMode::Write)) =>
+                {}
             Msg::Event(Ok(e)) => {
                 if e.need_rescan() {
                     self.everything = true;

@@ -354,3 +354,71 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
     );
     assert!(t.elapsed() < Duration::from_secs(10));
 }
+
+/// Descriptors do not grow with the sessions followed: 300 sessions open in a daemon allowed 256
+/// open files (`ulimit -n 256`), each answers `session/contextAt` with its whole context, and
+/// appends to them are still announced. The daemon holds no descriptor for an idle session
+/// (a session's file is open only while a command reads it): at most 64 + one per 20 sessions.
+#[test]
+fn three_hundred_sessions_fit_in_256_open_files() {
+    const N: usize = 300;
+    let dir = tempfile::tempdir().unwrap();
+    let (header, entries) = v3_session(4);
+    let body: String = entries[..3].iter().map(|(_, l)| format!("{l}\n")).collect();
+    let files: Vec<PathBuf> = (0..N)
+        .map(|i| {
+            let path = dir.path().join(format!("s{i:03}.jsonl"));
+            std::fs::write(&path, format!("{header}\n{body}")).unwrap();
+            path
+        })
+        .collect();
+    let (mut d, _) = Daemon::start_with_open_files(&[dir.path()], 256);
+    let limit = std::fs::read_to_string(format!("/proc/{}/limits", d.pid())).unwrap();
+    assert!(
+        limit
+            .lines()
+            .any(|l| l.starts_with("Max open files") && l.contains(" 256 ")),
+        "{limit}"
+    );
+    for f in &files {
+        let r = d.call("session/open", json!({"path": f}));
+        assert_eq!(r["entryCount"], 3, "{}", f.display());
+    }
+    let (_, fds) = figures(d.pid());
+    let allowed = 64 + N / 20;
+    eprintln!("{N} sessions open under ulimit -n 256: {fds} descriptors (allowed {allowed})");
+    assert!(fds <= allowed, "{fds} descriptors for {N} sessions");
+    for f in &files {
+        let r = d.call("session/contextAt", json!({"path": f}));
+        assert_eq!(r["messageCount"], 3, "{}: {r}", f.display());
+        assert_eq!(r["messages"][1]["content"][0]["text"], "answer 1");
+    }
+    // Every tenth session gets an entry: each is announced.
+    let mut waiting: HashSet<String> = HashSet::new();
+    for f in files.iter().step_by(10) {
+        let mut file = OpenOptions::new().append(true).open(f).unwrap();
+        file.write_all(format!("{}\n", entries[3].1).as_bytes())
+            .unwrap();
+        waiting.insert(f.to_string_lossy().into_owned());
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !waiting.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Some(m) = d.next_message(left) else {
+            panic!(
+                "{} appends never announced, e.g. {:?}",
+                waiting.len(),
+                waiting.iter().next()
+            );
+        };
+        if m["method"] == "session/didChange" {
+            assert_eq!(m["params"]["added"][0]["id"], entries[3].0.as_str());
+            assert_eq!(m["params"]["entryCount"], 4);
+            waiting.remove(m["params"]["path"].as_str().unwrap_or_default());
+        }
+    }
+    let (_, fds) = figures(d.pid());
+    assert!(fds <= allowed, "{fds} descriptors after the appends");
+    assert!(d.alive(), "the daemon is still running");
+    d.stop();
+}

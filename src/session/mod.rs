@@ -65,6 +65,7 @@ impl std::fmt::Debug for Command {
             Command::Run(_, _) => "Run",
             Command::Write(_) => "Write",
             Command::Live { .. } => "Live",
+            Command::Answer(_) => "Answer",
             Command::Announce => "Announce",
             Command::Close { .. } => "Close",
         })
@@ -87,31 +88,35 @@ impl SessionHandle {
         self.query_costing(Cost::Session, f).await
     }
 
-    /// [`SessionHandle::query`] that makes the answer to the open that started this owner:
-    /// the session's changes are announced from the state `f` sees on (nothing applied before
-    /// it is announced: the answer holds it).
+    /// [`SessionHandle::query`] that makes the answer to the open that started this owner.
+    /// Nothing applied before `f` runs is announced (the answer holds it); what is applied
+    /// after is announced once this call returns, so that the caller hands its answer to the
+    /// client first: it must do so without awaiting anything else.
     pub async fn answer_open<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Session) -> R + Send + 'static,
     ) -> Result<R, SessionError> {
+        /// Announces when the call ends, however it ends (a request dropped half-way too).
+        struct AnnounceOnDrop<'a>(&'a SessionHandle);
+        impl Drop for AnnounceOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.announce();
+            }
+        }
         let (tx, rx) = oneshot::channel();
         let gone = || SessionError::OwnerGone {
             path: self.path.clone(),
         };
         self.tx
-            .send(Command::Run(
-                Box::new(move |s| {
-                    let _ = tx.send(f(s));
-                }),
-                Cost::Session,
-            ))
+            .send(Command::Answer(Box::new(move |s| {
+                let _ = tx.send(f(s));
+            })))
             .map_err(|_| gone())?;
-        // Right behind the query in the mailbox: nothing can be applied between the two.
-        self.announce();
+        let _announce = AnnounceOnDrop(self);
         rx.await.map_err(|_| gone())
     }
 
-    /// Tells the owner that the answer to its open is made: its changes are announced from now.
+    /// Tells the owner that the answer to its open is handed on: its changes are announced.
     fn announce(&self) {
         let _ = self.tx.send(Command::Announce);
     }

@@ -32,7 +32,7 @@ use crate::dialect::Dialect;
 use crate::dialect::claude;
 use crate::dialect::pi::Pi;
 use crate::storage::lines::{self, TornTail};
-use crate::storage::reader::{self, FileLines, FileStamp, OpenError, OpenedSession};
+use crate::storage::reader::{self, FileOnDemand, FileStamp, OpenError, OpenedSession};
 use crate::storage::tail;
 use crate::storage::writer::{self, WriteError};
 use crate::watch::LiveMode;
@@ -122,8 +122,8 @@ pub struct Session {
     /// writer appends through this same value, so there is one position for reads, the live
     /// tail and writes.
     state: Opened,
-    lines: FileLines,
-    file: File,
+    /// The file, held open only while a command reads it ([`Session::release_file`]).
+    file: FileOnDemand,
     /// Up to [`SIGNATURE_BYTES`] bytes just before `state.position.offset`.
     signature: Vec<u8>,
     /// Set when new bytes were corrupt: tailing stays at the last good line and retries
@@ -188,12 +188,11 @@ impl Session {
             ),
             Err(e) => return Err(e),
         };
-        let lines = FileLines::new(file.try_clone().map_err(io_err)?);
+        let file = FileOnDemand::new(path, file).map_err(io_err)?;
         let mut session = Session {
             path: path.to_owned(),
             mode,
             state,
-            lines,
             file,
             signature: Vec::new(),
             corrupt: None,
@@ -285,7 +284,13 @@ impl Session {
     }
     /// Reads entry lines of this session's file.
     pub fn source(&self) -> &(dyn LineSource + Sync) {
-        &self.lines
+        &self.file
+    }
+
+    /// Closes the session's file until something reads it again: the owner calls this after
+    /// each command, so an idle session holds no descriptor.
+    pub fn release_file(&self) {
+        self.file.release();
     }
     /// The unparsable unterminated last line as of the last read, if any.
     pub fn torn_tail(&self) -> Option<TornTail> {
@@ -379,7 +384,7 @@ impl Session {
             return;
         }
         let from = self.state.position().offset;
-        let reason = if (stamp.dev, stamp.ino) != (last.dev, last.ino) {
+        let reason = if !stamp.same_file(&last) {
             Some(ReloadReason::Replaced)
         } else if stamp.size < from {
             Some(ReloadReason::Shrank)
@@ -392,7 +397,11 @@ impl Session {
             self.reload(reason, stamp, sink);
             return;
         }
-        match self.state.read_appended(&self.file, stamp) {
+        let read = self
+            .file
+            .file()
+            .and_then(|file| self.state.read_appended(&file, stamp));
+        match read {
             Ok(applied) => self.applied(applied, sink),
             Err(e) => {
                 tracing::warn!(path = %self.path.display(), "cannot read appended bytes: {e}")
@@ -406,7 +415,9 @@ impl Session {
         // The span holds the whole line (a CRLF file's `\r` too); the raw header is the JSON value.
         let header_holds = |(span, raw): (crate::core::ids::LineSpan, &str)| {
             let end = span.offset + u64::from(span.len);
-            tail::read_range(&self.file, span.offset, end)
+            self.file
+                .file()
+                .and_then(|file| tail::read_range(&file, span.offset, end))
                 .is_ok_and(|b| b.trim_ascii() == raw.as_bytes())
         };
         self.read_signature().is_ok_and(|b| b == self.signature)
@@ -415,7 +426,11 @@ impl Session {
 
     fn read_signature(&self) -> io::Result<Vec<u8>> {
         let end = self.state.position().offset;
-        tail::read_range(&self.file, end.saturating_sub(SIGNATURE_BYTES), end)
+        tail::read_range(
+            &*self.file.file()?,
+            end.saturating_sub(SIGNATURE_BYTES),
+            end,
+        )
     }
 
     /// Reads a pending session's file again: once it has a header, the session is born.
@@ -687,8 +702,11 @@ pub(crate) enum Command {
         /// Whether the client is told (not before `session/open` answered).
         announce: bool,
     },
-    /// The answer to the open that started this owner is made: from now on its changes are
-    /// announced (see [`Gate`]).
+    /// Refresh, then make the answer to the open that started this owner: what is applied
+    /// from here on is announced once [`Command::Announce`] comes (see [`Gate`]).
+    Answer(Box<dyn FnOnce(&Session) + Send>),
+    /// The answer to the open is on its way to the client: announce what was applied since it
+    /// was made, and every change from now on (see [`Gate`]).
     Announce,
     /// Stop the owner; `done` is answered once it stopped, after its last event was sent.
     Close {
@@ -697,24 +715,90 @@ pub(crate) enum Command {
     },
 }
 
-/// The owner's sink until the answer to its open is made ([`Command::Announce`]): changes and
-/// reloads applied before the answer are in the answer (it is computed by the owner after
-/// them), so announcing them too would tell a client twice, and before the answer names the
-/// revision they follow. They are dropped; every other event passes.
+/// Where an owner stands with the answer to its open.
+#[derive(Clone, Copy, Debug)]
+enum Stage {
+    /// Not made yet: what is applied now is in the answer.
+    Before,
+    /// Made at this many entries and this generation, not yet handed to the client: what is
+    /// applied now is announced at [`Command::Announce`], after the answer; `reloaded` is the
+    /// reason of the last reload meanwhile.
+    Made {
+        entries: usize,
+        generation: u64,
+        reloaded: Option<ReloadReason>,
+    },
+    /// Handed on: every change is announced as it is applied.
+    Announced,
+}
+
+/// The owner's sink around the answer to its open. Changes and reloads applied before the
+/// answer is made are in the answer: announcing them too would tell the client twice. Those
+/// applied after it is made but before it is handed to the client would overtake it (a
+/// notification and an answer travel separately): they are announced, as one `didChange` (or
+/// one `didReload`), when the handler hands the answer on ([`Command::Announce`], sent in the
+/// same step that completes the handler, so the answer is in the output first). Every other
+/// event passes.
 struct Gate<'a> {
     sink: &'a dyn EventSink,
-    open: bool,
+    stage: std::sync::Mutex<Stage>,
+}
+
+impl Gate<'_> {
+    fn stage(&self) -> std::sync::MutexGuard<'_, Stage> {
+        self.stage
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The answer was made from `session` as it is now.
+    fn answered(&self, session: &Session) {
+        let mut stage = self.stage();
+        if matches!(*stage, Stage::Before) {
+            *stage = Stage::Made {
+                entries: session.len(),
+                generation: session.generation,
+                reloaded: None,
+            };
+        }
+    }
+
+    /// The answer is handed on: what was applied since it was made is announced now.
+    fn announce(&self, session: &Session) {
+        let was = std::mem::replace(&mut *self.stage(), Stage::Announced);
+        if let Stage::Made {
+            entries,
+            generation,
+            reloaded,
+        } = was
+        {
+            if session.generation != generation {
+                if let Some(reason) = reloaded {
+                    self.sink.reloaded(session, reason);
+                }
+            } else if session.len() > entries {
+                self.sink
+                    .appended(session, entries as NodeIdx..session.len() as NodeIdx);
+            }
+        }
+    }
 }
 
 impl EventSink for Gate<'_> {
     fn appended(&self, session: &Session, added: Range<NodeIdx>) {
-        if self.open {
+        if matches!(*self.stage(), Stage::Announced) {
             self.sink.appended(session, added);
         }
     }
     fn reloaded(&self, session: &Session, reason: ReloadReason) {
-        if self.open {
-            self.sink.reloaded(session, reason);
+        let mut stage = self.stage();
+        match &mut *stage {
+            Stage::Before => {}
+            Stage::Made { reloaded, .. } => *reloaded = Some(reason),
+            Stage::Announced => {
+                drop(stage);
+                self.sink.reloaded(session, reason);
+            }
         }
     }
     fn corrupt(&self, session: &Session, corruption: &Corruption) {
@@ -772,14 +856,15 @@ pub(crate) fn spawn(
                 return;
             }
         };
+        session.release_file();
         let (tx, mut rx) = mpsc::unbounded_channel();
         if ready_tx.send(Ok(tx)).is_err() {
             return;
         }
         let mut stopped = None;
-        let mut gate = Gate {
+        let gate = Gate {
             sink: &*sink,
-            open: false,
+            stage: std::sync::Mutex::new(Stage::Before),
         };
         while let Some(cmd) = rx.recv().await {
             let applied = session.revision().applied_bytes;
@@ -798,12 +883,18 @@ pub(crate) fn spawn(
                 Command::Live { mode, announce } => {
                     session.set_live_mode(mode, announce, &gate);
                 }
-                Command::Announce => gate.open = true,
+                Command::Answer(f) => off_the_runtime(Cost::Session, applied, || {
+                    session.refresh(&gate);
+                    f(&session);
+                    gate.answered(&session);
+                }),
+                Command::Announce => gate.announce(&session),
                 Command::Close { done } => {
                     stopped = Some(done);
                     break;
                 }
             }
+            session.release_file();
         }
         tracing::debug!("session closed");
         drop(session);

@@ -882,6 +882,91 @@ impl LineSource for FileLines {
     }
 }
 
+/// An open session's file, opened only while it is read. The daemon follows hundreds of
+/// sessions at once, and a descriptor held per session (two, with a reader's clone) passed the
+/// default limit of 1,024 open files at about 500 sessions; the owner of a session now opens its
+/// file when a command reads it and lets it go when the command is done ([`FileOnDemand::release`]).
+///
+/// Every open is of the very file first opened: without following a symbolic link, and with the
+/// device, inode and creation time it had. The path naming another file by then (replaced by a rename, deleted
+/// and written again) is an error here, never a read of the other file at this file's offsets;
+/// the owner's next refresh sees the new identity and reloads. While the path names no file
+/// (deleted, moved away) the session's lines cannot be read: requests that show entries' text
+/// fail naming the file, until it is back.
+#[derive(Debug)]
+pub struct FileOnDemand {
+    path: PathBuf,
+    /// The stamp of the file first opened: only its identity counts
+    /// ([`super::tail::FileStamp::same_file`]).
+    identity: super::tail::FileStamp,
+    /// The descriptor while a command reads; shared with readers on other threads (a parallel
+    /// render), which keep it open only as long as they read.
+    held: std::sync::Mutex<Option<std::sync::Arc<File>>>,
+}
+
+impl FileOnDemand {
+    /// Keeps `file`, just opened from `path`, until the first [`FileOnDemand::release`].
+    pub fn new(path: &Path, file: File) -> io::Result<Self> {
+        Ok(FileOnDemand {
+            path: path.to_owned(),
+            identity: super::tail::FileStamp::of(&file)?,
+            held: std::sync::Mutex::new(Some(std::sync::Arc::new(file))),
+        })
+    }
+
+    /// The file, opened again if it was released. Errors: the open's (`NotFound` for a path
+    /// that names nothing), or `Other` naming the path when it names another file now.
+    pub fn file(&self) -> io::Result<std::sync::Arc<File>> {
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(f) = &*held {
+            return Ok(f.clone());
+        }
+        let file = match open_regular_nofollow(&self.path) {
+            Ok(f) => f,
+            Err(OpenError::Io { source, .. }) => return Err(source),
+            Err(e) => return Err(io::Error::other(e.to_string())),
+        };
+        if !super::tail::FileStamp::of(&file)?.same_file(&self.identity) {
+            return Err(io::Error::other(format!(
+                "{}: the path names another file now",
+                self.path.display()
+            )));
+        }
+        let file = std::sync::Arc::new(file);
+        *held = Some(file.clone());
+        Ok(file)
+    }
+
+    /// Lets the descriptor go (closed once no reader holds it); the next read opens it again.
+    pub fn release(&self) {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+    }
+
+    /// Whether a descriptor is held now.
+    pub fn is_held(&self) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+}
+
+impl LineSource for FileOnDemand {
+    fn line(&self, span: LineSpan) -> io::Result<Cow<'_, [u8]>> {
+        read_exact_at(&*self.file()?, span.len as usize, span.offset).map(Cow::Owned)
+    }
+
+    fn range(&self, offset: u64, len: usize) -> io::Result<Option<Vec<u8>>> {
+        read_exact_at(&*self.file()?, len, offset).map(Some)
+    }
+}
+
 /// `len` bytes of `file` from `offset`, read into fresh memory without zeroing it first
 /// (rendering reads every block of a long context this way: zeroing it cost as much as a
 /// tenth of the reading). Errors: as `FileExt::read_exact_at` (`UnexpectedEof` when the file
@@ -913,6 +998,36 @@ mod tests {
     use crate::dialect::pi::Pi;
     use crate::dialect::pi::incremental::Following;
     use crate::testdata::{pool_of_several, session_files};
+
+    /// A file read on demand holds no descriptor once released, reads again by opening the
+    /// same file, and refuses to read when the path names another file (or none): never the
+    /// other file's bytes at this file's offsets.
+    #[test]
+    fn a_file_on_demand_reads_only_the_file_it_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "first line\nsecond\n").unwrap();
+        let f = FileOnDemand::new(&path, open_regular_nofollow(&path).unwrap()).unwrap();
+        let span = LineSpan {
+            line: 2,
+            offset: 11,
+            len: 6,
+        };
+        f.release();
+        assert!(!f.is_held());
+        assert_eq!(&*f.line(span).unwrap(), b"second");
+        assert!(f.is_held(), "held while a command reads");
+        f.release();
+        // Replaced by a rename: another file at the path.
+        let other = dir.path().join("other");
+        std::fs::write(&other, "XXXXXXXXXXXXXXXXXXXXXX\n").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        let err = f.line(span).unwrap_err();
+        assert!(err.to_string().contains("names another file now"), "{err}");
+        assert!(err.to_string().contains("s.jsonl"), "{err}");
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(f.line(span).unwrap_err().kind(), io::ErrorKind::NotFound);
+    }
 
     /// What an open gave, in a form two opens can be compared by: every node, the tree's
     /// diagnostics, the position and the torn tail, or the error.

@@ -22,6 +22,17 @@ pub struct FileStamp {
     /// Status change time (`st_ctime`, seconds and nanoseconds): every write moves it, and
     /// unlike the mtime no tool can set it back, so a rewrite that restores the mtime is seen.
     pub ctime: (i64, i64),
+    /// Creation time (`statx`'s `btime`), where the file system keeps one. With `dev` and
+    /// `ino` it names the file: a file deleted and another created in its place may get the
+    /// same inode number (nothing holds the old one open), never the same birth.
+    pub btime: Option<SystemTime>,
+}
+
+impl FileStamp {
+    /// Whether `other` is a stamp of the same file (device, inode and creation time).
+    pub fn same_file(&self, other: &FileStamp) -> bool {
+        (self.dev, self.ino, self.btime) == (other.dev, other.ino, other.btime)
+    }
 }
 
 impl FileStamp {
@@ -34,6 +45,7 @@ impl FileStamp {
             ino: m.ino(),
             mtime: m.modified().ok(),
             ctime: (m.ctime(), m.ctime_nsec()),
+            btime: m.created().ok(),
         })
     }
 }
@@ -50,6 +62,7 @@ pub fn stamp_path(path: &Path) -> io::Result<FileStamp> {
         ino: m.ino(),
         mtime: m.modified().ok(),
         ctime: (m.ctime(), m.ctime_nsec()),
+        btime: m.created().ok(),
     })
 }
 

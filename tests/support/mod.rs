@@ -90,11 +90,25 @@ impl Daemon {
     /// [`Daemon::spawn_with`] under a file mode creation mask (`"022"`, as most shells set it):
     /// the daemon is started through `sh -c 'umask MASK && exec …'`.
     pub fn spawn_under(roots: &[&Path], options: &Spawn<'_>, umask: Option<&str>) -> Daemon {
-        let mut cmd = match umask {
-            Some(mask) => {
+        Daemon::spawn_after(roots, options, umask.map(|mask| format!("umask {mask}")))
+    }
+
+    /// [`Daemon::start`] of a daemon that may have at most `n` files open (`ulimit -n N`, the
+    /// soft and hard limit, set by `sh` before it becomes the daemon).
+    pub fn start_with_open_files(roots: &[&Path], n: u64) -> (Daemon, Value) {
+        let mut d = Daemon::spawn_after(roots, &Spawn::default(), Some(format!("ulimit -n {n}")));
+        let init = d.request("initialize", json!({"capabilities": {}}));
+        d.notify("initialized", json!({}));
+        (d, init)
+    }
+
+    /// Starts `sessiond serve` through `sh -c 'PRELUDE && exec …'` when a prelude is given.
+    fn spawn_after(roots: &[&Path], options: &Spawn<'_>, prelude: Option<String>) -> Daemon {
+        let mut cmd = match prelude {
+            Some(prelude) => {
                 let mut sh = Command::new("sh");
                 sh.arg("-c")
-                    .arg(format!("umask {mask} && exec \"$0\" \"$@\""))
+                    .arg(format!("{prelude} && exec \"$0\" \"$@\""))
                     .arg(BIN);
                 sh
             }

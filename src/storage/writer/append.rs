@@ -402,7 +402,12 @@ fn check_identity(
         path: path.to_owned(),
         detail,
     };
-    if meta.dev() != session.stamp.dev || meta.ino() != session.stamp.ino {
+    // The creation time too: another file created where this one was deleted may reuse its
+    // inode number.
+    if meta.dev() != session.stamp.dev
+        || meta.ino() != session.stamp.ino
+        || meta.created().ok() != session.stamp.btime
+    {
         return Err(replaced("it is another file now"));
     }
     if meta.len() < session.position.offset {
