@@ -6,8 +6,10 @@
 //! shipped binary: `RLIMIT_FSIZE` (`ulimit -f`, with `SIGXFSZ` ignored so `write(2)` comes back
 //! short or with `EFBIG` part-way, exactly as on a full disk), and `SIGKILL` at random moments of
 //! an append with `--sync` (between `write` and `fdatasync`, or anywhere else). Needs `bash`.
-//! Not covered here: `EIO` from the device (needs a faulty block device or FUSE) and a failing
-//! `rename` of a published file.
+//! Errors the system cannot be made to give on demand are injected into the binary through
+//! `SESSIOND_TEST_FAULT` (`storage::faults`): `EIO` and `ENOSPC` from `write(2)` and from
+//! `fdatasync`/`fsync`, and a failing `rename` of a published file. A read-only directory is
+//! a real read-only bind mount in a mount namespace of the test's own (`unshare -m`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -273,4 +275,207 @@ fn a_fork_that_cannot_be_written_leaves_no_file_behind() {
         before,
         "the source is untouched"
     );
+}
+
+/// The files of a folder, by name, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// What an injected error says, by the name given in `SESSIOND_TEST_FAULT`.
+fn says(fault: &str) -> &'static str {
+    if fault.ends_with("enospc") {
+        "No space left on device (os error 28)"
+    } else if fault.ends_with("eio") {
+        "Input/output error (os error 5)"
+    } else {
+        "removed again"
+    }
+}
+
+/// Every injected fault of an append (`write(2)` failing with `EIO` or `ENOSPC` or cut short,
+/// `fdatasync` failing with either) fails it with exit 2 and an error naming the file and what
+/// failed; the file is byte for byte what it was, nothing else is left in its folder, and the
+/// next append is read back once.
+#[test]
+fn injected_append_faults_leave_the_file_as_it_was() {
+    let (dir, file) = target();
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    for fault in [
+        "write-eio",
+        "write-enospc",
+        "write-short",
+        "sync-eio",
+        "sync-enospc",
+    ] {
+        let before = std::fs::read(&file).unwrap();
+        let marker = format!("lost-{fault}");
+        let out = append_command(&file, &entry(&marker, 200), &leaf(&file), None, true)
+            .env(sessiond::storage::faults::FAULT_ENV, fault)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{fault}: {stderr}");
+        assert!(stderr.contains(&name), "{fault}: names the file: {stderr}");
+        assert!(stderr.contains(says(fault)), "{fault}: {stderr}");
+        if fault.starts_with("sync") {
+            assert!(stderr.contains("fdatasync failed"), "{fault}: {stderr}");
+        }
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            before,
+            "{fault}: the file changed"
+        );
+        assert_eq!(names_in(dir.path()), [name.clone()], "{fault}: left behind");
+    }
+    let out = append_command(&file, &entry("ack-after", 200), &leaf(&file), None, true)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (found, torn) = survivors(&file);
+    assert!(!torn);
+    assert_eq!(found.get("ack-after"), Some(&vec![id]));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains("lost-"), "a failed append left its entry");
+}
+
+/// `sessiond fork` with an injected fault in its publish (the new file's write or `fsync`
+/// failing with `EIO` or `ENOSPC`, or the rename that puts it in place): exit 2, an error
+/// naming the new file, no new file and no temporary file, the source unchanged; without the
+/// fault the same fork publishes.
+#[test]
+fn injected_publish_faults_leave_no_file_behind() {
+    let (dir, file) = target();
+    let at = leaf(&file);
+    let before = std::fs::read(&file).unwrap();
+    let names = names_in(dir.path());
+    let fork = |fault: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sessiond"));
+        cmd.arg("fork").arg(&file).arg(&at).arg("--json");
+        if let Some(f) = fault {
+            cmd.env(sessiond::storage::faults::FAULT_ENV, f);
+        }
+        cmd.output().unwrap()
+    };
+    for fault in [
+        "write-eio",
+        "write-enospc",
+        "sync-eio",
+        "sync-enospc",
+        "rename-eio",
+        "rename-enospc",
+    ] {
+        let out = fork(Some(fault));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{fault}: {stderr}");
+        assert!(stderr.contains(says(fault)), "{fault}: {stderr}");
+        let dir_text = dir.path().to_string_lossy();
+        assert!(
+            stderr.contains(&*dir_text) && stderr.contains(".jsonl:"),
+            "{fault}: names the new file: {stderr}"
+        );
+        assert!(
+            !stderr.contains(".jsonl.tmp"),
+            "{fault}: names a temporary file: {stderr}"
+        );
+        assert_eq!(names_in(dir.path()), names, "{fault}: left behind");
+        assert_eq!(std::fs::read(&file).unwrap(), before);
+    }
+    let out = fork(None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(names_in(dir.path()).len(), names.len() + 1);
+}
+
+/// Runs `sessiond ARGS…` with `dir` mounted read-only (a bind mount in a mount namespace of its
+/// own: a real `EROFS`, which no file mode gives root); `None` where namespaces are refused.
+fn in_read_only(dir: &Path, args: &[&std::ffi::OsStr]) -> Option<std::process::Output> {
+    let probe = Command::new("unshare").args(["-m", "true"]).output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: `unshare -m` is not allowed here (a read-only mount needs it)");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "unshare -m refused under CI"
+        );
+        return None;
+    }
+    let script = r#"mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@""#;
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c", script, "sh"])
+        .arg(dir)
+        .arg(env!("CARGO_BIN_EXE_sessiond"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Some(out)
+}
+
+/// A session in a read-only directory: an append fails naming the file (`EROFS`), a fork into
+/// a read-only directory fails naming the directory; nothing changes on either side.
+#[test]
+fn a_read_only_directory_refuses_writes_and_changes_nothing() {
+    let (dir, file) = target();
+    let out_dir = tempfile::tempdir().unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let at = leaf(&file);
+    let text = entry("lost-ro", 100);
+    let Some(out) = in_read_only(
+        dir.path(),
+        &[
+            "append".as_ref(),
+            file.as_os_str(),
+            "--entry".as_ref(),
+            text.as_ref(),
+            "--expected-leaf".as_ref(),
+            at.as_ref(),
+        ],
+    ) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&*file.to_string_lossy()),
+        "names the file: {stderr}"
+    );
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+
+    let out = in_read_only(
+        out_dir.path(),
+        &[
+            "fork".as_ref(),
+            file.as_os_str(),
+            at.as_ref(),
+            "--out".as_ref(),
+            out_dir.path().as_os_str(),
+        ],
+    )
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&*out_dir.path().to_string_lossy()),
+        "names the directory: {stderr}"
+    );
+    assert!(stderr.contains("Read-only file system"), "{stderr}");
+    assert!(names_in(out_dir.path()).is_empty());
+    assert_eq!(std::fs::read(&file).unwrap(), before);
 }

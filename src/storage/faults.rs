@@ -1,11 +1,14 @@
-//! Fault injection for the writers' unit tests: a failing `write(2)` (`EIO`), a short write, a
-//! failing `fdatasync` and a failing rename, planned per thread before a call into the writer.
-//! None of this exists outside `cargo test`; the faults a real disk gives without help (a full
-//! file system, a killed process) are tested on the real binary in `tests/write_faults.rs`.
+//! Fault injection for the writers: a failing `write(2)` (`EIO`, `ENOSPC`), a short write, a
+//! failing `fdatasync`/`fsync` and a failing rename, planned per thread by the unit tests
+//! ([`plan`]) or, for the shipped binary under test (`tests/write_faults.rs`), named by
+//! [`FAULT_ENV`] for every write of the process. The faults a real system gives without help (a
+//! file size limit cutting a write short, a read-only file system, a killed process) are
+//! tested on the real binary as they are.
 //!
 //! The invariant every test checks: after a failure the file holds exactly what it held before
-//! (nothing half-written, nothing the caller was told failed), and the next write succeeds
-//! with every acknowledged entry present exactly once.
+//! (nothing half-written, nothing the caller was told failed, no temporary file left), the
+//! error names the file, and the next write succeeds with every acknowledged entry present
+//! exactly once.
 
 use std::cell::Cell;
 use std::fs::File;
@@ -13,17 +16,27 @@ use std::io;
 
 use super::writer::append::AppendTarget;
 
+/// Names a fault every write of the process meets: `write-eio`, `write-enospc`, `sync-eio`,
+/// `sync-enospc`, `rename-eio` or `rename-enospc` (the operation, then the error it fails
+/// with), or `write-short` (an append's `write(2)` writes one byte). For tests of the shipped binary only; never set it otherwise.
+pub const FAULT_ENV: &str = "SESSIOND_TEST_FAULT";
+
+/// `EIO`.
+pub(crate) const EIO: i32 = 5;
+/// `ENOSPC`.
+pub(crate) const ENOSPC: i32 = 28;
+
 /// One planned failure.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Fault {
-    /// `write(2)` fails with `EIO` and writes nothing.
-    WriteEio,
+    /// `write(2)` fails with this `errno` and writes nothing.
+    Write(i32),
     /// `write(2)` writes only this many bytes and reports it.
     ShortWrite(usize),
-    /// The bytes are written, then `fdatasync(2)` fails with `EIO`.
-    SyncEio,
-    /// The rename that publishes a new file fails with `EIO`.
-    RenameEio,
+    /// The bytes are written, then `fdatasync(2)` (or `fsync(2)`) fails with this `errno`.
+    Sync(i32),
+    /// The rename that publishes a new file fails with this `errno`.
+    Rename(i32),
 }
 
 thread_local! {
@@ -31,24 +44,63 @@ thread_local! {
 }
 
 /// Plans `fault` for the next write or publish on this thread.
+#[cfg(test)]
 pub(crate) fn plan(fault: Fault) {
     PLANNED.with(|p| p.set(Some(fault)));
 }
 
-fn take_if(pred: impl Fn(Fault) -> bool) -> Option<Fault> {
-    PLANNED.with(|p| match p.get() {
-        Some(f) if pred(f) => p.take(),
+/// The fault [`FAULT_ENV`] names, if any (an unknown name is none).
+fn from_env() -> Option<Fault> {
+    let named = std::env::var_os(FAULT_ENV)?;
+    let (op, errno) = named.to_str()?.split_once('-')?;
+    if (op, errno) == ("write", "short") {
+        return Some(Fault::ShortWrite(1));
+    }
+    let errno = match errno {
+        "eio" => EIO,
+        "enospc" => ENOSPC,
+        _ => return None,
+    };
+    match op {
+        "write" => Some(Fault::Write(errno)),
+        "sync" => Some(Fault::Sync(errno)),
+        "rename" => Some(Fault::Rename(errno)),
         _ => None,
-    })
+    }
 }
 
-/// The error of a planned failing rename, once.
+/// This thread's planned fault if `pred` takes it (taken once), else the process's.
+fn take_if(pred: impl Fn(Fault) -> bool) -> Option<Fault> {
+    PLANNED
+        .with(|p| match p.get() {
+            Some(f) if pred(f) => p.take(),
+            _ => None,
+        })
+        .or_else(|| from_env().filter(|f| pred(*f)))
+}
+
+/// The error of a planned failing rename.
 pub(crate) fn rename_fails() -> Option<io::Error> {
-    take_if(|f| matches!(f, Fault::RenameEio)).map(|_| eio())
+    match take_if(|f| matches!(f, Fault::Rename(_))) {
+        Some(Fault::Rename(errno)) => Some(io::Error::from_raw_os_error(errno)),
+        _ => None,
+    }
 }
 
-fn eio() -> io::Error {
-    io::Error::from_raw_os_error(5)
+/// The error of a planned failing write of a new file (a publish writes it whole).
+pub(crate) fn write_fails() -> Option<io::Error> {
+    match take_if(|f| matches!(f, Fault::Write(_))) {
+        Some(Fault::Write(errno)) => Some(io::Error::from_raw_os_error(errno)),
+        _ => None,
+    }
+}
+
+/// The error of a planned failing `fsync` of a new file.
+pub(crate) fn sync_fails() -> Option<io::Error> {
+    match take_if(|f| matches!(f, Fault::Sync(_))) {
+        Some(Fault::Sync(errno)) => Some(io::Error::from_raw_os_error(errno)),
+        _ => None,
+    }
 }
 
 /// A session file with this thread's planned append fault, if any.
@@ -60,7 +112,7 @@ pub(crate) struct Faulty<'a> {
 impl<'a> Faulty<'a> {
     /// Wraps `file`, taking the planned write or sync fault.
     pub(crate) fn planned(file: &'a File) -> Self {
-        let fault = take_if(|f| !matches!(f, Fault::RenameEio));
+        let fault = take_if(|f| !matches!(f, Fault::Rename(_)));
         Faulty {
             file,
             fault: Cell::new(fault),
@@ -71,7 +123,7 @@ impl<'a> Faulty<'a> {
 impl AppendTarget for Faulty<'_> {
     fn write(&self, buf: &[u8]) -> io::Result<usize> {
         match self.fault.get() {
-            Some(Fault::WriteEio) => Err(eio()),
+            Some(Fault::Write(errno)) => Err(io::Error::from_raw_os_error(errno)),
             Some(Fault::ShortWrite(n)) => AppendTarget::write(self.file, &buf[..n.min(buf.len())]),
             _ => AppendTarget::write(self.file, buf),
         }
@@ -84,7 +136,7 @@ impl AppendTarget for Faulty<'_> {
     }
     fn sync_data(&self) -> io::Result<()> {
         match self.fault.get() {
-            Some(Fault::SyncEio) => Err(eio()),
+            Some(Fault::Sync(errno)) => Err(io::Error::from_raw_os_error(errno)),
             _ => AppendTarget::sync_data(self.file),
         }
     }
@@ -96,7 +148,7 @@ mod tests {
 
     use std::path::{Path, PathBuf};
 
-    use super::{Fault, plan};
+    use super::{EIO, ENOSPC, Fault, plan};
     use crate::core::tree::Mode;
     use crate::dialect::pi::entries::ParentChoice;
     use crate::storage::publish;
@@ -158,7 +210,25 @@ mod tests {
 
     #[test]
     fn a_write_failing_with_eio_changes_nothing() {
-        fails_then_recovers(Fault::WriteEio, false, &["os error 5"]);
+        fails_then_recovers(Fault::Write(EIO), false, &["os error 5"]);
+    }
+
+    #[test]
+    fn a_write_failing_with_enospc_changes_nothing() {
+        fails_then_recovers(Fault::Write(ENOSPC), true, &["No space left on device"]);
+    }
+
+    #[test]
+    fn a_failing_fdatasync_with_enospc_takes_the_entry_back_out() {
+        fails_then_recovers(
+            Fault::Sync(ENOSPC),
+            true,
+            &[
+                "fdatasync failed",
+                "No space left on device",
+                "removed again",
+            ],
+        );
     }
 
     #[test]
@@ -168,7 +238,11 @@ mod tests {
 
     #[test]
     fn a_failing_fdatasync_takes_the_entry_back_out() {
-        fails_then_recovers(Fault::SyncEio, true, &["fdatasync failed", "removed again"]);
+        fails_then_recovers(
+            Fault::Sync(EIO),
+            true,
+            &["fdatasync failed", "removed again"],
+        );
     }
 
     #[test]
@@ -177,7 +251,7 @@ mod tests {
         let lines = vec![HEADER.as_bytes().to_vec(), FIRST.as_bytes().to_vec()];
         let id = "4f9c7d0e-0000-4000-8000-00000000f417";
         let name = publish::session_file_name("2025-01-01T00:00:00.000Z", id);
-        plan(Fault::RenameEio);
+        plan(Fault::Rename(EIO));
         let err = publish::publish_new(dir.path(), &name, id, &lines, 0o600).unwrap_err();
         let text = err.to_string();
         assert!(text.contains(&name), "the error names the file: {text}");

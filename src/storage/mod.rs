@@ -9,9 +9,9 @@
 //! * [`subagents`] — the subagent transcripts beside a Claude Code transcript.
 //! * [`writer`] — appends with lock and fencing, torn-tail repair, fork and salvage into new
 //!   files, built on [`lock`] (the advisory write lock) and [`publish`] (atomic creation).
+//! * [`faults`] — injected write faults, for tests only.
 
-#[cfg(test)]
-pub(crate) mod faults;
+pub mod faults;
 pub mod lines;
 pub mod list;
 pub mod lock;

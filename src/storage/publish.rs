@@ -201,7 +201,8 @@ pub fn publish_new_as<F: LineFormat>(
         }
         .into());
     }
-    // Created with its mode: no moment where the bytes are readable by more users.
+    // Created with its mode: no moment where the bytes are readable by more users. Errors
+    // from here on name the new file's path (the temporary file is removed as they return).
     let temp = tempfile::Builder::new()
         .prefix(".sessiond-")
         .suffix(".jsonl.tmp")
@@ -209,14 +210,26 @@ pub fn publish_new_as<F: LineFormat>(
         .tempfile_in(dir)
         .map_err(io_err(dir))?;
     {
+        if let Some(source) = super::faults::write_fails() {
+            return Err(PublishError::Io {
+                path: dest.clone(),
+                source,
+            });
+        }
         let mut out = BufWriter::new(temp.as_file());
         for line in lines {
-            out.write_all(line).map_err(io_err(temp.path()))?;
-            out.write_all(b"\n").map_err(io_err(temp.path()))?;
+            out.write_all(line).map_err(io_err(&dest))?;
+            out.write_all(b"\n").map_err(io_err(&dest))?;
         }
-        out.flush().map_err(io_err(temp.path()))?;
+        out.flush().map_err(io_err(&dest))?;
     }
-    temp.as_file().sync_all().map_err(io_err(temp.path()))?;
+    if let Some(source) = super::faults::sync_fails() {
+        return Err(PublishError::Io {
+            path: dest.clone(),
+            source,
+        });
+    }
+    temp.as_file().sync_all().map_err(io_err(&dest))?;
     match reader::open_session::<F>(temp.path(), Mode::Strict) {
         Ok(s) if s.torn_tail.is_none() => {}
         Ok(_) => {
@@ -235,7 +248,6 @@ pub fn publish_new_as<F: LineFormat>(
     {
         std::thread::sleep(Duration::from_millis(ms));
     }
-    #[cfg(test)]
     if let Some(source) = super::faults::rename_fails() {
         return Err(PublishError::Io { path: dest, source });
     }

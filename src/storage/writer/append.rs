@@ -293,11 +293,8 @@ fn write_with<C, T, E: From<WriteError>>(
     }
     buf.extend_from_slice(entry.line.as_bytes());
     buf.push(b'\n');
-    #[cfg(not(test))]
-    let target: &dyn AppendTarget = &file;
-    #[cfg(test)]
+    // The file itself unless a test injects a fault (`storage::faults`).
     let faulty = crate::storage::faults::Faulty::planned(&file);
-    #[cfg(test)]
     let target: &dyn AppendTarget = &faulty;
     let start = target.len().map_err(WriteError::io(path))?;
     write_once(target, path, &buf, start)?;
@@ -435,7 +432,7 @@ fn read_on(file: &File, path: &Path, session: &mut OpenedSession<Pi>) -> Result<
 
 /// The file operations an append makes once its checks passed: one `write(2)` at the end
 /// (`O_APPEND`), the length, a truncation to roll back, and `fdatasync`. [`File`] in use; the
-/// unit tests wrap it to inject `EIO` and short writes (`storage::faults`).
+/// tests wrap it to inject `EIO`, `ENOSPC` and short writes (`storage::faults`).
 pub(crate) trait AppendTarget {
     /// One `write(2)`; `Ok(n)` may be short.
     fn write(&self, buf: &[u8]) -> io::Result<usize>;

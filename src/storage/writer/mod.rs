@@ -45,7 +45,8 @@
 //! tree, apart from applying lines that were already in the file: a `write` cut short, or one
 //! whose `fdatasync` fails ([`WriteOptions::sync`]), is rolled back by truncating the file to its
 //! length before our line, unless another writer appended after it (then the error says so).
-//! The unit tests inject `EIO`, short writes and a failing rename (`storage::faults`).
+//! Tests inject `EIO`, `ENOSPC`, short writes, failing syncs and a failing rename
+//! (`storage::faults`).
 //!
 //! pi appends without any lock (plain `O_APPEND` writes of whole lines). Our appends are also
 //! `O_APPEND` and single-`write`, so lines never interleave; but fencing cannot stop pi from
