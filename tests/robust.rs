@@ -318,3 +318,56 @@ fn a_same_size_rewrite_that_keeps_the_mtime_is_seen() {
         d.stop();
     }
 }
+
+/// `$/cancelRequest` naming an id beyond `i64` cancels the request that carries it (answered
+/// -32800 with the id as written); one naming an id the server does not take, or no request,
+/// is ignored, and the daemon goes on answering.
+#[test]
+fn a_cancel_naming_an_id_beyond_i64_cancels_that_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("big.jsonl");
+    // About 48 MB: its open is under way when the cancel comes.
+    let (header, entries) = v3_session(2);
+    let mut text = format!("{header}\n{}\n", entries[0].1);
+    let mut parent = entries[0].0.clone();
+    for i in 0..1500 {
+        let id = format!("b{i:06}");
+        let line = json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": "2025-01-01T00:00:00.000Z",
+            "message": {"role": "user", "content": "x".repeat(32_000), "timestamp": 1}});
+        text.push_str(&format!("{line}\n"));
+        parent = id;
+    }
+    std::fs::write(&file, text).unwrap();
+    let path = file.to_str().unwrap();
+    let big = "18446744073709551616";
+    let mut input = raw_frame(INITIALIZE);
+    input.extend(raw_frame(INITIALIZED));
+    input.extend(raw_frame(&format!(
+        r#"{{"jsonrpc":"2.0","id":{big},"method":"session/open","params":{{"path":"{path}"}}}}"#
+    )));
+    for id in [big, "1e400", "-9223372036854775809", "1.5"] {
+        input.extend(raw_frame(&format!(
+            r#"{{"jsonrpc":"2.0","method":"$/cancelRequest","params":{{"id":{id}}}}}"#
+        )));
+    }
+    input.extend(raw_frame(
+        r#"{"jsonrpc":"2.0","id":5,"method":"session/list","params":{}}"#,
+    ));
+    input.extend(raw_frame(r#"{"jsonrpc":"2.0","id":6,"method":"shutdown"}"#));
+    input.extend(raw_frame(r#"{"jsonrpc":"2.0","method":"exit"}"#));
+    let (bodies, code) = serve_all_at_once(&root, &input);
+    let open: Vec<&String> = bodies
+        .iter()
+        .filter(|b| b.ends_with(&format!(",\"id\":{big}}}")))
+        .collect();
+    assert_eq!(open.len(), 1, "{bodies:#?}");
+    let open: Value = serde_json::from_str(open[0]).unwrap();
+    assert_eq!(error_of(&open).0, -32800, "not cancelled: {open}");
+    let list = bodies.iter().find(|b| b.ends_with(",\"id\":5}")).unwrap();
+    assert!(list.contains("\"sessions\""), "{list}");
+    // The cancels are notifications: nothing answers them.
+    assert_eq!(bodies.len(), 4, "{bodies:#?}");
+    assert_eq!(code, Some(0));
+}

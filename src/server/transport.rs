@@ -740,8 +740,27 @@ enum Incoming {
     Reject(Vec<u8>),
 }
 
-/// Stand-in ids for requests whose own id tower-lsp-server cannot hold ([`WireId::Big`]).
-static STAND_IN_IDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The string id a request goes to the service under when tower-lsp-server cannot hold its own
+/// ([`WireId::Big`]): made from the client's text, so that a `$/cancelRequest` naming the same
+/// id finds it ([`big_cancel_id`]).
+fn stand_in_id(text: &RawValue) -> String {
+    format!("sessiond:id:{}", text.get())
+}
+
+/// The id a `$/cancelRequest` names, as the client wrote it, when it is an integer beyond `i64`
+/// (the service would not read it, and the request it names went under [`stand_in_id`]).
+fn big_cancel_id(body: &[u8]) -> Option<Box<RawValue>> {
+    #[derive(serde::Deserialize)]
+    struct Params {
+        id: Box<RawValue>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        params: Params,
+    }
+    let id = serde_json::from_slice::<Envelope>(body).ok()?.params.id;
+    (is_integer_text(id.get()) && id.get().parse::<i64>().is_err()).then_some(id)
+}
 
 fn classify(body: &[u8]) -> Incoming {
     let value: Value = match super::lossless::parse(body) {
@@ -784,14 +803,20 @@ fn classify(body: &[u8]) -> Incoming {
     }
     let big = match wire {
         WireId::Big(text) => {
-            let n = STAND_IN_IDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if let Value::Object(map) = &mut value {
-                map.insert("id".into(), Value::String(format!("sessiond:id:{n}")));
+                map.insert("id".into(), Value::String(stand_in_id(&text)));
             }
             Some(text)
         }
         _ => None,
     };
+    // A cancel naming an id beyond `i64` names the request by its stand-in.
+    if map_method(&value) == Some("$/cancelRequest")
+        && let Some(text) = big_cancel_id(body)
+        && let Some(params) = value.get_mut("params").and_then(Value::as_object_mut)
+    {
+        params.insert("id".into(), Value::String(stand_in_id(&text)));
+    }
     if is_request {
         match serde_json::from_value::<Request>(value) {
             Ok(r) => Incoming::Request(r, big),
@@ -807,6 +832,11 @@ fn classify(body: &[u8]) -> Incoming {
     } else {
         invalid("no \"method\", \"result\" or \"error\"".into())
     }
+}
+
+/// The `method` of a message, if it has one.
+fn map_method(value: &Value) -> Option<&str> {
+    value.get("method").and_then(Value::as_str)
 }
 
 /// LSP requires `initialize` params to carry `capabilities`, and tower-lsp-server refuses
