@@ -1,6 +1,7 @@
 //! Property-based fuzzing on the stable toolchain (proptest): the line reader and classifier,
 //! where the probe places a message in its line, the LSP frame decoder, and projection and
-//! compaction planning over random trees, search queries, file names as bytes and nesting depth.
+//! compaction planning over random trees, search queries, file names as bytes, nesting depth,
+//! and request ids in JSON-RPC frames.
 //!
 //! Invariants: no input panics (proptest catches a panic, shrinks the input and reports it), no
 //! input hangs (every input is bounded in size), a refusal is always a typed error, and on valid
@@ -1116,4 +1117,172 @@ fn reader_nesting_at_any_depth() {
         }
         Ok(())
     });
+}
+
+/// A request id as a client may write it, and what the transport must make of it.
+#[derive(Clone, Debug)]
+enum GenId {
+    /// An integer of any size (no leading zeros): its answer carries this very text.
+    Integer(String),
+    /// A string (any characters, escaped as serde_json escapes them): echoed as the same string.
+    Text(String),
+    /// A fraction, an exponent, a boolean, an object or an array: refused with -32600 and
+    /// `id: null`, nothing run.
+    Refused(String),
+    /// `null`, or no id at all: a notification (or a request tower-lsp-server reads as one).
+    Other(Option<&'static str>),
+}
+
+fn gen_id() -> impl Strategy<Value = GenId> {
+    let integer = (
+        any::<bool>(),
+        1u8..=9,
+        prop::collection::vec(0u8..=9, 0..45),
+    )
+        .prop_map(|(neg, first, rest)| {
+            let mut t = String::from(if neg { "-" } else { "" });
+            t.push(char::from(b'0' + first));
+            t.extend(rest.iter().map(|d| char::from(b'0' + d)));
+            GenId::Integer(t)
+        });
+    let refused = prop_oneof![
+        (any::<i32>(), 0u32..1000).prop_map(|(a, b)| format!("{a}.{b}")),
+        (any::<i16>(), -400i32..400).prop_map(|(a, e)| format!("{a}e{e}")),
+        prop::sample::select(vec![
+            "1e400",
+            "-1e400",
+            "true",
+            "false",
+            "{\"n\":1}",
+            "[1]",
+            "[]",
+            "{}",
+            "0.0",
+            "1E2",
+        ])
+        .prop_map(str::to_owned),
+    ]
+    .prop_map(GenId::Refused);
+    prop_oneof![
+        4 => integer,
+        2 => any::<String>().prop_map(|s| GenId::Text(serde_json::to_string(&s).unwrap())),
+        1 => Just(GenId::Integer("0".into())),
+        2 => refused,
+        1 => prop::sample::select(vec![None, Some("null")]).prop_map(GenId::Other),
+    ]
+}
+
+/// One JSON-RPC message around `id`: members in any order, whitespace anywhere, a method (or
+/// none, or a result instead), params of any shape.
+fn gen_message() -> impl Strategy<Value = (GenId, String, bool)> {
+    (
+        gen_id(),
+        prop::sample::select(vec![
+            Some("session/list"),
+            Some("session/nope"),
+            Some("$/cancelRequest"),
+            Some("$/unknown"),
+            Some("shutdown"),
+            None,
+        ]),
+        prop::sample::select(vec![None, Some("{}"), Some("[]"), Some("null"), Some("7")]),
+        any::<bool>(),
+        prop::collection::vec(prop::sample::select(vec!["", " ", "\n", "\t", "\r\n"]), 8),
+        any::<u8>(),
+    )
+        .prop_map(|(id, method, params, result, ws, order)| {
+            let mut members = vec![format!("\"jsonrpc\":{}\"2.0\"", ws[0])];
+            match &id {
+                GenId::Integer(t) | GenId::Text(t) | GenId::Refused(t) => {
+                    members.push(format!("\"id\"{}:{}{t}", ws[1], ws[2]));
+                }
+                GenId::Other(Some(t)) => members.push(format!("\"id\":{t}")),
+                GenId::Other(None) => {}
+            }
+            if let Some(m) = method {
+                members.push(format!("\"method\":{}\"{m}\"", ws[3]));
+            }
+            if let Some(p) = params {
+                members.push(format!("\"params\":{p}{}", ws[4]));
+            }
+            if result || method.is_none() {
+                members.push(format!("\"result\":{}null", ws[5]));
+            }
+            let n = members.len();
+            members.rotate_left(usize::from(order) % n);
+            let plain_request = method.is_some()
+                && !result
+                && matches!(params, None | Some("{}" | "[]"))
+                && matches!(id, GenId::Integer(_) | GenId::Text(_));
+            (
+                id,
+                format!("{}{{{}}}{}", ws[6], members.join(","), ws[7]),
+                plain_request,
+            )
+        })
+}
+
+/// Request ids and JSON-RPC frames: messages with ids of every kind (integers of any size,
+/// strings, fractions, exponents, other types, none), framed, split anywhere and decoded. Every
+/// integer or string id comes back as the same id (an integer beyond `i64` as its very text),
+/// every other id is refused with -32600 and `id: null` and nothing runs, a refusal is a JSON
+/// error response with a message, and no input panics.
+#[test]
+fn request_ids_and_frames_are_taken_exactly() {
+    use sessiond::server::transport::{Taken, take_body};
+    fuzz(
+        "transport: request ids in frames split anywhere",
+        3000,
+        (
+            prop::collection::vec((gen_message(), any::<u8>()), 1..6),
+            prop::collection::vec(any::<u32>(), 0..12),
+        ),
+        |(messages, cuts)| {
+            let mut stream = Vec::new();
+            for ((_, body, _), style) in &messages {
+                stream.extend(frame(body.as_bytes(), *style));
+            }
+            let decoded = decode_frames(split(&stream, &cuts));
+            prop_assert_eq!(decoded.len(), messages.len());
+            for (((id, body, plain), _), got) in messages.iter().zip(decoded) {
+                prop_assert_eq!(got.as_deref(), Ok(body.as_bytes()));
+                let taken = take_body(body.as_bytes());
+                match (&taken, id) {
+                    (Taken::Rejected(text), _) => {
+                        let v: serde_json::Value = serde_json::from_str(text)
+                            .map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+                        let code = v["error"]["code"].as_i64().unwrap_or(0);
+                        prop_assert!(code == -32600 || code == -32700, "{}", text);
+                        prop_assert!(
+                            v["error"]["message"]
+                                .as_str()
+                                .is_some_and(|m| !m.is_empty()),
+                            "{}",
+                            text
+                        );
+                        if let GenId::Refused(_) = id {
+                            prop_assert!(v["id"].is_null(), "{}", text);
+                            prop_assert_eq!(code, -32600);
+                        }
+                        prop_assert!(!plain, "a plain request refused: {} -> {}", body, text);
+                    }
+                    (_, GenId::Refused(_)) => {
+                        return Err(TestCaseError::fail(format!("{body}: taken as {taken:?}")));
+                    }
+                    (Taken::Request { answer_id, .. }, GenId::Integer(t)) => {
+                        prop_assert_eq!(answer_id.as_deref(), Some(t.as_str()), "{}", body);
+                    }
+                    (Taken::Request { answer_id, .. }, GenId::Text(t)) => {
+                        let want: String = serde_json::from_str(t).unwrap();
+                        let got: Option<String> = answer_id
+                            .as_deref()
+                            .and_then(|a| serde_json::from_str(a).ok());
+                        prop_assert_eq!(got, Some(want), "{}", body);
+                    }
+                    (Taken::Request { .. } | Taken::Response, _) => {}
+                }
+            }
+            Ok(())
+        },
+    );
 }

@@ -638,6 +638,41 @@ pub fn decode_frames<'a>(
     out
 }
 
+/// What [`run`] does with one frame's body, for the fuzz tests (`tests/fuzz.rs`).
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum Taken {
+    /// Handed to the service: its method, and the id its answer carries as JSON text (`None`
+    /// for a notification).
+    Request {
+        /// The method.
+        method: String,
+        /// The answer's id, as written in the answer.
+        answer_id: Option<String>,
+    },
+    /// A response to a request of the daemon's.
+    Response,
+    /// Answered at once with this error response (JSON text); nothing runs.
+    Rejected(String),
+}
+
+/// [`run`]'s decision on one frame's body ([`Taken`]). The id handling's entry point for the
+/// fuzz tests.
+#[doc(hidden)]
+pub fn take_body(body: &[u8]) -> Taken {
+    match classify(body) {
+        Incoming::Request(req, big) => Taken::Request {
+            method: req.method().to_owned(),
+            answer_id: match big {
+                Some(text) => Some(text.get().to_owned()),
+                None => req.id().and_then(|id| serde_json::to_string(id).ok()),
+            },
+        },
+        Incoming::Response(_) => Taken::Response,
+        Incoming::Reject(body) => Taken::Rejected(String::from_utf8_lossy(&body).into_owned()),
+    }
+}
+
 /// An error response's body, with `id` as the client wrote it (`None`: `null`).
 fn error_response(id: Option<&RawValue>, code: i64, message: &str) -> Vec<u8> {
     #[derive(serde::Serialize)]
