@@ -15,7 +15,8 @@
 //! announces nothing its answer already counts), and so is a change after the reopen's answer
 //! that does not follow its count.
 //!
-//! `SESSIOND_SOAK_SECS` sets how long the writers run (default 20).
+//! `SESSIOND_SOAK_SECS` sets how long the writers run (default 20), `SESSIOND_SOAK_WRITERS` how
+//! many threads append (default 4).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -34,7 +35,24 @@ use support::{Daemon, v3_session};
 const SESSIONS: usize = 200;
 /// Sessions that are closed and reopened at random; the others stay open throughout.
 const CHURNED: usize = 40;
-const WRITERS: usize = 4;
+/// Appending threads: `SESSIOND_SOAK_WRITERS`, else 4.
+fn writers() -> usize {
+    std::env::var("SESSIOND_SOAK_WRITERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|n| (1..=SESSIONS).contains(n))
+        .unwrap_or(4)
+}
+
+/// Threads of a process.
+fn threads(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
 
 /// (VmRSS in KiB, open descriptors) of a process.
 fn figures(pid: u32) -> (u64, usize) {
@@ -225,12 +243,14 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
         tally.open(&mut d, f);
     }
     let opened = figures(pid);
+    let threads_opened = threads(pid);
 
     // Writers: each owns a quarter of the files and appends one whole line at a time.
     let stop = Arc::new(AtomicBool::new(false));
-    let writers: Vec<_> = (0..WRITERS)
+    let n_writers = writers();
+    let writers: Vec<_> = (0..n_writers)
         .map(|w| {
-            let mine: Vec<PathBuf> = files.iter().skip(w).step_by(WRITERS).cloned().collect();
+            let mine: Vec<PathBuf> = files.iter().skip(w).step_by(n_writers).cloned().collect();
             let stop = stop.clone();
             let first_id = first[0].0.clone();
             std::thread::spawn(move || {
@@ -308,14 +328,16 @@ fn two_hundred_sessions_under_writers_stay_flat_and_lose_nothing() {
         }
     }
     let end = figures(pid);
+    let threads_end = threads(pid);
     let ((warm_rss, warm_fds), warm_announced) = warm.unwrap_or((opened, 0));
 
     eprintln!(
-        "soak: {SESSIONS} sessions for {secs} s; {written} entries appended by {WRITERS} writers; \
+        "soak: {SESSIONS} sessions for {secs} s; {written} entries appended by {n_writers} writers; \
          {} didChange notifications announcing {} entries; \
          {churns} close/reopen sent, {} reopened; \
          RSS {} KiB after open, {warm_rss} KiB warm, {} KiB at the end; \
-         fds {} after open, {warm_fds} warm, {} at the end",
+         fds {} after open, {warm_fds} warm, {} at the end; \
+         threads {threads_opened} after open, {threads_end} at the end",
         tally.notifications, tally.announced, tally.reopens, opened.0, end.0, opened.1, end.1
     );
     assert!(

@@ -205,8 +205,10 @@ struct Sessions {
     /// The last open number given ([`owner::Session::open_seq`]).
     last_seq: u64,
     open: HashMap<PathBuf, SessionHandle>,
-    /// Owners told to stop that may still be sending events: an open of the same path waits
-    /// for them, so no event of an earlier open follows the answer of a later one.
+    /// Closes in progress: an open of the same path waits for them (resolved when the close
+    /// returns, after its owner stopped and its events were handed on), so no event of an
+    /// earlier open follows the answer of a later one, and a close is answered before a
+    /// reopen sent behind it.
     closing: HashMap<PathBuf, Shared<oneshot::Receiver<()>>>,
     /// Opens in progress: a request on the path waits for its open rather than find the
     /// session not open (a client that sends `session/contextAt` right behind `session/open`,
@@ -491,6 +493,10 @@ impl Registry {
     /// handed on ([`EventSink::barrier`]): nothing of this open reaches the client after the
     /// answer. Errors: [`SessionError::NotOpen`].
     pub async fn close(&self, path: &Path) -> Result<(), SessionError> {
+        // An open of the path waits until this close is answered (not only until the owner
+        // stopped): a pipelined close and reopen are answered in that order.
+        let (closed_tx, closed_rx) = oneshot::channel::<()>();
+        let closed = closed_rx.shared();
         let stopped = {
             let mut sessions = self.lock();
             let handle = sessions
@@ -499,24 +505,25 @@ impl Registry {
                 .ok_or_else(|| SessionError::NotOpen {
                     path: path.to_owned(),
                 })?;
-            let stopped = handle.close();
-            sessions.closing.insert(path.to_owned(), stopped.clone());
-            stopped
+            sessions.closing.insert(path.to_owned(), closed.clone());
+            handle.close()
         };
         if let (Some(w), Some(dir)) = (&self.watcher, path.parent()) {
             w.unwatch(dir);
         }
         self.unfollow_births(path);
-        let _ = stopped.clone().await;
+        let _ = stopped.await;
         self.sink.barrier().await;
         let mut sessions = self.lock();
         if sessions
             .closing
             .get(path)
-            .is_some_and(|s| s.ptr_eq(&stopped))
+            .is_some_and(|s| s.ptr_eq(&closed))
         {
             sessions.closing.remove(path);
         }
+        // Dropped as this call returns: the caller answers in the same step.
+        drop(closed_tx);
         Ok(())
     }
 
