@@ -331,7 +331,11 @@ fn injected_append_faults_leave_the_file_as_it_was() {
             before,
             "{fault}: the file changed"
         );
-        assert_eq!(names_in(dir.path()), [name.clone()], "{fault}: left behind");
+        assert_eq!(
+            names_in(dir.path()),
+            std::slice::from_ref(&name),
+            "{fault}: left behind"
+        );
     }
     let out = append_command(&file, &entry("ack-after", 200), &leaf(&file), None, true)
         .output()
