@@ -763,9 +763,9 @@ export interface DifferingSetting {
  */
 export interface CompareBranchesResult {
     /**
-     * present for a Claude Code transcript
+     * present for a Claude Code transcript (claude-code) and a Codex rollout (codex)
      */
-    format?: 'claude-code';
+    format?: 'claude-code' | 'codex';
     leafA: string;
     leafB: string;
     /**
