@@ -1025,6 +1025,28 @@ export interface DidCreateParams {
          */
         toolUseId?: string;
     };
+    /**
+     * For a Codex fork or revert segment, what it continues; absent or null for any other session.
+     */
+    thread?: null | {
+        kind: 'fork' | 'segment';
+        /**
+         * session_meta.id: the fork's own thread, or the segment's thread.
+         */
+        threadId: string | null;
+        /**
+         * A fork's parent thread (forked_from_id); null for a segment.
+         */
+        forkedFromId: string | null;
+        /**
+         * history_base.thread_id: the history whose prefix it continues (a thread id, or a revert segment's id).
+         */
+        historyId: string;
+        /**
+         * history_base.end_ordinal_exclusive: the ordinal after the prefix.
+         */
+        endOrdinalExclusive: number | null;
+    };
 }
 /**
  * session/didReload notification params.

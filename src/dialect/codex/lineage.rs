@@ -165,6 +165,48 @@ pub fn history_id(path: &Path, meta: Option<&Value>) -> Option<String> {
     segment_id(path).or_else(|| meta?.get("id")?.as_str().map(str::to_owned))
 }
 
+/// What a new rollout file is to the thread it continues (`session/didCreate`'s `thread`): a
+/// fork (a new thread whose `history_base` takes a prefix of its parent's history) or a revert
+/// segment (the same thread, continued from before a reverted turn).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadLink {
+    /// `fork` or `segment`.
+    pub kind: String,
+    /// The file's thread id (`session_meta.id`).
+    pub thread_id: Option<String>,
+    /// A fork's parent thread (`forked_from_id`).
+    pub forked_from_id: Option<String>,
+    /// The history its prefix is taken from (`history_base.thread_id`: a thread id, or a
+    /// segment's id).
+    pub history_id: String,
+    /// The ordinal after the prefix (`history_base.end_ordinal_exclusive`).
+    pub end_ordinal_exclusive: Option<u64>,
+}
+
+impl ThreadLink {
+    /// The link a rollout's first line (`session_meta`) states; `None` for a thread's root
+    /// file (no `history_base`; a legacy fork copies its parent and has none either).
+    pub fn of_first_line(first: &[u8]) -> Option<ThreadLink> {
+        let meta = session_meta(first)?;
+        let base = HistoryBase::of(&meta)?;
+        let s = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
+        let forked_from_id = s("forked_from_id");
+        Some(ThreadLink {
+            kind: if forked_from_id.is_some() {
+                "fork"
+            } else {
+                "segment"
+            }
+            .to_owned(),
+            thread_id: s("id"),
+            forked_from_id,
+            history_id: base.history_id,
+            end_ordinal_exclusive: base.end_ordinal_exclusive,
+        })
+    }
+}
+
 /// A `session_meta`'s `history_base`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HistoryBase {
