@@ -327,13 +327,23 @@ fn rollout_context_text(
     let end = p
         .limit
         .map_or(total, |l| start.saturating_add(l).min(total));
-    doc.messages = doc.messages.drain(start..end).collect();
-    let mut value = to_value(s.path(), &doc)?;
-    if let Value::Object(map) = &mut value {
-        map.insert("offset".into(), json!(p.offset));
-        map.insert("revision".into(), json!(convert::revision(s.revision())));
+    doc.messages.truncate(end);
+    doc.messages.drain(..start);
+    // Serialized straight from the document (no second tree of values: a rollout's context
+    // can be tens of megabytes).
+    #[derive(serde::Serialize)]
+    struct Paged<'d> {
+        #[serde(flatten)]
+        doc: &'d crate::dialect::codex::context::Context,
+        offset: usize,
+        revision: Value,
     }
-    serde_json::to_vec(&value).map_err(|e| RpcError::Io {
+    serde_json::to_vec(&Paged {
+        doc: &doc,
+        offset: p.offset,
+        revision: json!(convert::revision(s.revision())),
+    })
+    .map_err(|e| RpcError::Io {
         path: s.path().to_owned(),
         source: std::io::Error::other(e),
     })

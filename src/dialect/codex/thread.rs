@@ -429,7 +429,7 @@ impl Thread {
             .map(|l| self.file_of(&l.file.path))
             .collect();
         r.at.iter()
-            .map(|&(link, line)| files[link].and_then(|f| self.node_at(f, line)))
+            .map(|&(link, line)| files[link as usize].and_then(|f| self.node_at(f, line as usize)))
             .collect()
     }
 
