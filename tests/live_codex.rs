@@ -3,7 +3,8 @@
 //! `tests/codex/model-server.mjs` while `sessiond serve` follows its rollout: a resume appends
 //! to the open file (every line announced by `session/didChange` once, in file order), and
 //! `codex exec fork` writes a new file, announced by `session/didCreate` with what it
-//! continues, while the open file gets nothing.
+//! continues, while the open file gets nothing; while Codex writes, the changes name it as the
+//! holder of the thread's writer lock; with no root configured, `$CODEX_HOME/sessions` is one.
 //!
 //! Without the install (or Node) the test skips loudly, and fails under `CI`.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -42,7 +43,7 @@ impl Server {
             json!({
                 "prompts": {
                     "run a tool": [{"tool": {"cmd": "echo live-tool"}}, {"text": "The tool ran."}],
-                    "say hi": [{"text": "hi there"}],
+                    "say hi": [{"text": "hi there", "delayMs": 1500}],
                     "fork: say hi": [{"text": "hi from the fork"}]
                 },
                 "default": [{"text": "default answer"}]
@@ -242,6 +243,22 @@ fn codex_followed_live_every_line_once_and_its_fork_announced() {
     );
     let tree = d.call("session/tree", json!({"path": file}));
     assert_eq!(tree["entryCount"], after.len());
+    // While Codex wrote (waiting for its answer), it held the thread's writer lock: the lines
+    // announced then name it; once it is gone, nobody is.
+    let agents: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["method"] == "session/didChange")
+        .map(|n| &n["params"]["agent"])
+        .filter(|a| !a.is_null())
+        .collect();
+    assert!(!agents.is_empty(), "Codex seen while it wrote: {notes:?}");
+    for a in &agents {
+        assert_eq!(a["evidence"], "writerLock", "{a}");
+        assert!(a["command"].as_str().unwrap().starts_with("codex"), "{a}");
+    }
+    let _: Value = d.call("session/close", json!({"path": file}));
+    let reopened = d.call("session/open", json!({"path": file}));
+    assert!(reopened["agent"].is_null(), "{reopened}");
 
     // A fork writes a new file: announced with what it continues; the parent is not touched.
     let notes = followed(&mut d, || home.exec(&["fork", &thread, "fork: say hi"]));
@@ -281,6 +298,39 @@ fn codex_followed_live_every_line_once_and_its_fork_announced() {
         g["entryCount"].as_u64().unwrap() as usize,
         after.len() + ordinals(&fork).len()
     );
+    assert_eq!(d.stop(), Some(0));
+
+    // With no root configured, `$CODEX_HOME/sessions` is one of the daemon's roots.
+    let pi = dir.path().join("pi");
+    let codex_home = home.home.join(".codex");
+    let options = support::Spawn {
+        env: vec![
+            ("HOME", home.home.to_str().unwrap()),
+            ("CODEX_HOME", codex_home.to_str().unwrap()),
+            ("PI_CODING_AGENT_DIR", pi.to_str().unwrap()),
+            ("CLAUDE_CONFIG_DIR", pi.to_str().unwrap()),
+        ],
+        ..support::Spawn::default()
+    };
+    let (mut d, init) = Daemon::start_with(&[], &options);
+    let roots = &init["result"]["capabilities"]["experimental"]["sessiond"]["roots"];
+    assert!(
+        roots
+            .as_array()
+            .unwrap()
+            .contains(&json!(std::fs::canonicalize(&sessions).unwrap())),
+        "{roots}"
+    );
+    let listed = support::checked(&mut d, "session/list", json!({}));
+    let codex: Vec<&Value> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["format"] == "codex")
+        .collect();
+    assert_eq!(codex.len(), 2, "the thread and its fork: {listed}");
+    let opened = d.call("session/open", json!({"path": file}));
+    assert_eq!(opened["format"], "codex");
     assert_eq!(d.stop(), Some(0));
     drop(server);
 }

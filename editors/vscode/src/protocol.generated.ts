@@ -120,6 +120,10 @@ export type CorruptionKind =
     | 'missingParent'
     | 'parentCycle'
     | 'unknownFormat';
+/**
+ * Why a process is taken to be an agent working on the session.
+ */
+export type AgentEvidence = 'holdsFile' | 'toolEnvironment' | 'sessionCwd' | 'writerLock';
 
 /**
  * LSP work-done progress, sent only under a workDoneToken the client passed (session/list, session/compact with a model summarizer): one begin, reports, one end.
@@ -260,7 +264,7 @@ export interface AgentActiveData {
          * process name (/proc/PID/comm), never the command line
          */
         command: string;
-        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+        evidence: AgentEvidence;
     };
 }
 export interface ModelFailedData {
@@ -965,7 +969,7 @@ export interface DidChangeParams {
          * process name (/proc/PID/comm), never the command line
          */
         command: string;
-        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+        evidence: AgentEvidence;
     };
 }
 /**
@@ -1725,7 +1729,7 @@ export interface OpenResult {
          * process name (/proc/PID/comm), never the command line
          */
         command: string;
-        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+        evidence: AgentEvidence;
     };
 }
 /**
