@@ -416,3 +416,40 @@ fn verify_reads_codex_s_tool_calls_through_the_thread() {
     }
     assert_eq!(d.stop(), Some(0));
 }
+
+#[test]
+fn tree_shows_the_thread_s_forks_and_segments_as_branches() {
+    let Some((_, _, root_file, files)) = setup() else {
+        return;
+    };
+    let t = json_of(&sessiond(&["tree", s(&root_file), "--json"]));
+    let total: usize = files.iter().map(|f| f.lines.len()).sum();
+    assert_eq!(t["entryCount"], total);
+    let root = files.iter().find(|f| f.path == root_file).unwrap();
+    assert_eq!(t["defaultLeafId"], root.last.to_string());
+    assert_eq!(t["roots"], json!(["0"]), "one tree");
+    let parent_of: HashMap<&str, &Value> = t["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap(), &n["parentId"]))
+        .collect();
+    for f in &files {
+        let Some((hid, end)) = &f.base else { continue };
+        let parent = files
+            .iter()
+            .find(|p| &p.history_id == hid && p.path != f.path)
+            .unwrap();
+        assert_eq!(
+            parent_of[id_in(&root_file, f, *end).as_str()],
+            &json!(id_in(&root_file, parent, end - 1)),
+            "{}",
+            f.path.display()
+        );
+    }
+    let text = String::from_utf8(sessiond(&["tree", s(&root_file)]).stdout).unwrap();
+    assert!(
+        text.contains("other files of the thread beside this one"),
+        "{text}"
+    );
+}
