@@ -22,9 +22,15 @@
 //! says its shapes): `--tools-per-prompt N` fixes the tool calls a prompt (default: drawn, 0 to
 //! 12), `--compact-at F` writes the one `/compact` once that share of the size is written
 //! (default 0.1; 1: none).
+//!
+//! `--format codex` writes a Codex rollout of SIZE_MB instead (scripts/gen_codex.rs says its
+//! shapes), compacting every `--compact-every-mb M` (default 4: a history of a few MB, what a
+//! model window of some 272,000 tokens holds, with the events Codex writes beside it).
 
 #[path = "gen_claude.rs"]
 mod gen_claude;
+#[path = "gen_codex.rs"]
+mod gen_codex;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -355,7 +361,7 @@ fn main() -> ExitCode {
     let (Some(path), Some(size)) = (args.get(1), args.get(2).and_then(|s| s.parse::<f64>().ok()))
     else {
         eprintln!(
-            "usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N | --format claude-code [--tools-per-prompt N] [--compact-at F]]"
+            "usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N | --format claude-code [--tools-per-prompt N] [--compact-at F] | --format codex [--compact-every-mb M]]"
         );
         return ExitCode::from(2);
     };
@@ -369,6 +375,25 @@ fn main() -> ExitCode {
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1))
     };
+    if option("--format").is_some_and(|f| f == "codex") {
+        let options = gen_codex::Options {
+            bytes: (size * 1_048_576.0) as u64,
+            seed,
+            compact_every: Some(
+                (option("--compact-every-mb")
+                    .and_then(|f| f.parse::<f64>().ok())
+                    .unwrap_or(4.0)
+                    * 1_048_576.0) as u64,
+            ),
+        };
+        return match gen_codex::write(std::path::Path::new(path), &options) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("gen-session: {path}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     if option("--format").is_some_and(|f| f == "claude-code") {
         let options = gen_claude::Options {
             bytes: (size * 1_048_576.0) as u64,

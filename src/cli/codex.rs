@@ -264,3 +264,37 @@ fn same(a: &Path, b: &Path) -> bool {
 pub fn is_codex(file: &Path) -> bool {
     dialect_of(file).is_ok_and(|d| d == crate::dialect::Dialect::Codex)
 }
+
+/// The thread of the rollout `file` as one tree of files
+/// ([`crate::dialect::codex::thread::Thread`]), after `file` itself is read as `context`
+/// reads it (so a corrupt line is refused, or skipped with `allow_corrupt`, the same way).
+/// Errors: the open errors of `context`.
+pub fn thread(
+    file: &Path,
+    allow_corrupt: bool,
+) -> Result<crate::dialect::codex::thread::Thread, CliError> {
+    read(file, allow_corrupt)?;
+    crate::dialect::codex::thread::Thread::read(file, Mode::Lenient).map_err(|e| match e {
+        crate::dialect::codex::thread::ThreadError::Io { path, source } => {
+            CliError::Open(crate::storage::reader::OpenError::Io { path, source })
+        }
+        other => CliError::Transcript {
+            path: file.to_owned(),
+            detail: other.to_string(),
+        },
+    })
+}
+
+/// The node a leaf argument names in a thread's tree (an id of the file asked for, or
+/// `<tag>:<id>` of another file of the thread), or the last line of the file asked for.
+/// Errors: an id that names no line.
+pub fn thread_leaf(
+    thread: &crate::dialect::codex::thread::Thread,
+    file: &Path,
+    id: Option<&str>,
+) -> Result<Option<NodeIdx>, CliError> {
+    match id {
+        None => Ok(thread.last_node(thread.own)),
+        Some(id) => super::read::find(&thread.tree, file, id, "leaf id").map(Some),
+    }
+}

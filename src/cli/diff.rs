@@ -16,9 +16,10 @@ use crate::storage::reader::TornTail;
 /// `sessiond diff`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
-    /// The first leaf (A): an entry id or a unique prefix of one.
+    /// The first leaf (A): an entry id or a unique prefix of one (a line of another file of a
+    /// Codex thread: `<tag>:<id>`, as `graph` names it).
     pub leaf_a: String,
     /// The second leaf (B), likewise.
     pub leaf_b: String,
@@ -50,7 +51,27 @@ pub fn run(out: &mut dyn Write, args: &DiffArgs) -> Result<Exit, CliError> {
         source,
     };
     match read::dialect_of(file)? {
-        Dialect::Codex => Err(read::unsupported(file, Dialect::Codex, "diff")),
+        Dialect::Codex => {
+            if args.model.is_some() {
+                return Err(CliError::Argument {
+                    arg: "--model",
+                    detail: "applies to Claude Code transcripts only".to_owned(),
+                });
+            }
+            // A rollout is linear: its branches are the thread's other files (forks, revert
+            // segments), named `<tag>:<id>` as `graph` shows them.
+            let thread = super::codex::thread(file, args.allow_corrupt)?;
+            let (a, b) = (
+                leaf(&thread.tree, file, &args.leaf_a)?,
+                leaf(&thread.tree, file, &args.leaf_b)?,
+            );
+            let cmp = crate::dialect::codex::compare::compare(&thread, &thread.lines(), a, b)
+                .map_err(|e| CliError::Transcript {
+                    path: file.to_owned(),
+                    detail: e.to_string(),
+                })?;
+            emit(out, args, &thread.tree, &cmp, None, Some("codex"))
+        }
         Dialect::Pi => {
             if args.model.is_some() {
                 return Err(CliError::Argument {

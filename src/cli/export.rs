@@ -90,7 +90,14 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
         source,
     };
     let (exported, leaf_id) = match read::dialect_of(&args.file)? {
-        Dialect::Codex => return Err(read::unsupported(&args.file, Dialect::Codex, "export")),
+        Dialect::Codex => {
+            // The history through the thread's files (a fork's parent prefix first).
+            let thread = super::codex::thread(&args.file, args.allow_corrupt)?;
+            let leaf = super::codex::thread_leaf(&thread, &args.file, args.leaf.as_deref())?;
+            let e = export::codex::export(&thread, leaf, &thread.lines(), &options)
+                .map_err(render_err)?;
+            (e, leaf.map(|l| thread.tree.node(l).entry.id.to_string()))
+        }
         Dialect::Pi => {
             let opened = read::open(&args.file, args.allow_corrupt, "export")?;
             let tree = &opened.session.tree;

@@ -18,10 +18,11 @@ use crate::view::graph::{self, Graph, Lens};
 /// `sessiond graph`.
 #[derive(Debug, Args)]
 pub struct GraphArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// The leaf whose context is highlighted, by id or a unique prefix (default: the resume
-    /// leaf: pi's last entry; the line `claude --resume` continues from).
+    /// leaf: pi's last entry; the line `claude --resume` continues from; a rollout's last
+    /// line). A line of another file of a Codex thread is `<tag>:<id>`, as the graph names it.
     #[arg(long)]
     pub leaf: Option<String>,
     /// Draw an SVG document (no script, no network; light and dark) instead of text; implied
@@ -54,7 +55,14 @@ fn svg_wanted(args: &GraphArgs) -> bool {
 /// `--out` that cannot be written (`Argument`).
 pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
     match read::dialect_of(&args.file)? {
-        Dialect::Codex => Err(read::unsupported(&args.file, Dialect::Codex, "graph")),
+        Dialect::Codex => {
+            // A rollout is linear; its branches are the thread's other files (forks, revert
+            // segments), drawn from the line their prefix ends at.
+            let thread = super::codex::thread(&args.file, args.allow_corrupt)?;
+            let leaf = super::codex::thread_leaf(&thread, &args.file, args.leaf.as_deref())?;
+            let g = graph::build(&thread.tree, &Lens::codex(&thread, leaf), &thread.lines());
+            write(out, args, &thread.tree, &g)
+        }
         Dialect::Pi => {
             let opened = read::open(&args.file, args.allow_corrupt, "graph")?;
             let tree = &opened.session.tree;

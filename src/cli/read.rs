@@ -550,11 +550,14 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
             print_tree(out, args, &session, &lines, head)
         }
         Dialect::Codex => {
+            // The thread's files as one tree: forks and revert segments are its branches,
+            // hanging from the line their prefix ends at (their lines named `<tag>:<id>`).
             let session = reader::open_session::<Codex>(file, mode)?;
-            let lines = lines_of(file)?;
-            let tree = &session.tree;
+            let files = super::codex::thread(file, mode == Mode::Lenient)?;
+            let tree = &files.tree;
             let thread = super::codex::thread_of(file);
-            let leaf_line = match Describe::default_leaf(tree) {
+            let last = files.last_node(files.own);
+            let mut leaf_line = match last {
                 Some(n) => format!(
                     "last line {}: where `codex resume` continues this file, and the leaf read \
                      without --leaf",
@@ -562,6 +565,26 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
                 ),
                 None => "no lines yet".to_owned(),
             };
+            let others = files.files.len() - 1;
+            if others > 0 {
+                leaf_line.push_str(&format!(
+                    "\n{} of the thread beside this one: {}",
+                    crate::view::tree::count(others, "other file", "other files"),
+                    files
+                        .files
+                        .iter()
+                        .enumerate()
+                        .filter(|(k, _)| *k != files.own)
+                        .map(|(_, f)| format!(
+                            "{} {} (lines {}:…)",
+                            f.kind(),
+                            f.path.file_name().unwrap_or_default().to_string_lossy(),
+                            f.tag
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
             let head = TreeHead {
                 format: Dialect::Codex,
                 session_id: thread.thread_id.clone(),
@@ -571,7 +594,14 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
                 footer: thread.lines.join("\n"),
                 extra: thread.json,
             };
-            print_tree(out, args, &session, &lines, head)
+            print_tree_of(
+                out,
+                args,
+                tree,
+                &files.lines(),
+                (last, session.torn_tail),
+                head,
+            )
         }
     }
 }
@@ -605,7 +635,26 @@ where
     F::Entry: Describe,
 {
     let tree = &session.tree;
-    let default_leaf = F::Entry::default_leaf(tree);
+    print_tree_of(
+        out,
+        args,
+        tree,
+        lines,
+        (F::Entry::default_leaf(tree), session.torn_tail),
+        head,
+    )
+}
+
+/// [`print_tree`] of any tree, its lines read through `lines`, with its default leaf and the
+/// torn tail of its file (a Codex thread's files as one tree).
+fn print_tree_of<E: Describe>(
+    out: &mut dyn Write,
+    args: &TreeArgs,
+    tree: &crate::core::tree::Tree<E>,
+    lines: &dyn crate::core::source::LineSource,
+    (default_leaf, torn_tail): (Option<NodeIdx>, Option<TornTail>),
+    head: TreeHead,
+) -> Result<Exit, CliError> {
     let id = |n: NodeIdx| tree.node(n).entry.id().as_str();
     if args.json {
         // The daemon's node shape, from the one function that renders a node.
@@ -621,7 +670,7 @@ where
             "roots": tree.roots().iter().map(|&r| id(r)).collect::<Vec<_>>(),
             "leaves": tree.leaves().map(id).collect::<Vec<_>>(),
             "defaultLeafId": default_leaf.map(id),
-            "tornTail": session.torn_tail.map(convert::torn_tail),
+            "tornTail": torn_tail.map(convert::torn_tail),
             "diagnostics": tree.diagnostics(),
             "nodes": nodes,
         });
@@ -656,7 +705,7 @@ where
     if !head.footer.is_empty() {
         writeln!(out, "{}", head.footer)?;
     }
-    write_problems(out, session.torn_tail, tree.diagnostics(), &[])?;
+    write_problems(out, torn_tail, tree.diagnostics(), &[])?;
     Ok(Exit::Ok)
 }
 

@@ -46,7 +46,13 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
     };
     let file = crate::paths::absolute(&args.file);
     let report = match read::dialect_of(&args.file)? {
-        Dialect::Codex => return Err(read::unsupported(&args.file, Dialect::Codex, "verify")),
+        Dialect::Codex => {
+            // The history through the thread's files; edits in its other files are off the path.
+            let thread = super::codex::thread(&args.file, args.allow_corrupt)?;
+            let leaf = super::codex::thread_leaf(&thread, &args.file, args.leaf.as_deref())?;
+            let collected = crate::dialect::codex::verify::collect(&thread, leaf, &thread.lines());
+            crate::verify::evaluate_collected(collected, &file, &options)
+        }
         Dialect::Pi => {
             let opened = read::open(&args.file, args.allow_corrupt, "verify")?;
             let tree = &opened.session.tree;

@@ -262,6 +262,37 @@ fn rollout_line(
     Ok(n.map(|n| tree.node(n).entry.span.line as usize - 1))
 }
 
+/// The thread of the open rollout `s` as one tree of files
+/// ([`crate::dialect::codex::thread::Thread`]), read now. Errors: `Io`.
+pub(super) fn rollout_thread(
+    s: &Session,
+) -> Result<crate::dialect::codex::thread::Thread, RpcError> {
+    crate::dialect::codex::thread::Thread::read(s.path(), Mode::Lenient).map_err(|e| RpcError::Io {
+        path: s.path().to_owned(),
+        source: std::io::Error::other(e.to_string()),
+    })
+}
+
+/// The node a leaf id names in a thread's tree (an id of the open file, or `<tag>:<id>` of
+/// another file of the thread), or the open file's last line. Errors: `UnknownEntry`.
+pub(super) fn thread_leaf(
+    s: &Session,
+    thread: &crate::dialect::codex::thread::Thread,
+    id: Option<&str>,
+) -> Result<Option<NodeIdx>, RpcError> {
+    match id {
+        None => Ok(thread.last_node(thread.own)),
+        Some(id) => thread
+            .tree
+            .lookup(id)
+            .map(Some)
+            .map_err(|unknown| RpcError::UnknownEntry {
+                path: s.path().to_owned(),
+                unknown,
+            }),
+    }
+}
+
 /// A Codex thread's files could not be read or resolved.
 fn lineage_error(s: &Session, e: crate::dialect::codex::lineage::LineageError) -> RpcError {
     RpcError::Io {
@@ -296,13 +327,23 @@ fn rollout_context_text(
     let end = p
         .limit
         .map_or(total, |l| start.saturating_add(l).min(total));
-    doc.messages = doc.messages.drain(start..end).collect();
-    let mut value = to_value(s.path(), &doc)?;
-    if let Value::Object(map) = &mut value {
-        map.insert("offset".into(), json!(p.offset));
-        map.insert("revision".into(), json!(convert::revision(s.revision())));
+    doc.messages.truncate(end);
+    doc.messages.drain(..start);
+    // Serialized straight from the document (no second tree of values: a rollout's context
+    // can be tens of megabytes).
+    #[derive(serde::Serialize)]
+    struct Paged<'d> {
+        #[serde(flatten)]
+        doc: &'d crate::dialect::codex::context::Context,
+        offset: usize,
+        revision: Value,
     }
-    serde_json::to_vec(&value).map_err(|e| RpcError::Io {
+    serde_json::to_vec(&Paged {
+        doc: &doc,
+        offset: p.offset,
+        revision: json!(convert::revision(s.revision())),
+    })
+    .map_err(|e| RpcError::Io {
         path: s.path().to_owned(),
         source: std::io::Error::other(e),
     })
@@ -474,6 +515,8 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
 enum Closed {
     Pi(OpenedSession<crate::dialect::pi::Pi>, FileLines),
     Claude(OpenedSession<crate::dialect::claude::Claude>, FileLines),
+    /// A Codex rollout: its thread's files as one tree, read now.
+    Codex(Box<crate::dialect::codex::thread::Thread>),
 }
 
 /// Reads a session that is not open ([`Closed`]), in the format its first line tells.
@@ -500,14 +543,19 @@ fn read_closed_any(
             open_session_from(path, read, Mode::Strict).map_err(open_err)?,
             FileLines::new(file),
         ),
-        // Read through `session/open`; what a closed file is read for here (verification, an
-        // export) is not offered for rollouts.
-        format @ crate::dialect::Dialect::Codex => {
-            return Err(RpcError::UnsupportedForFormat {
-                path: path.to_owned(),
-                format,
-                operation,
-            });
+        crate::dialect::Dialect::Codex => {
+            let _ = operation;
+            // Strict for the file asked for, as the other formats' closed reads.
+            open_session_from::<crate::dialect::codex::Codex>(path, read, Mode::Strict)
+                .map_err(open_err)?;
+            Closed::Codex(Box::new(
+                crate::dialect::codex::thread::Thread::read(path, Mode::Lenient).map_err(|e| {
+                    RpcError::Io {
+                        path: path.to_owned(),
+                        source: std::io::Error::other(e.to_string()),
+                    }
+                })?,
+            ))
         }
     })
 }
@@ -539,7 +587,52 @@ fn collect_closed(
             };
             transcript_collect(path, tree, leaf, &lines)
         }
+        Closed::Codex(thread) => {
+            let leaf = match leaf_id {
+                Some(id) => Some(thread.tree.lookup(id).map_err(unknown)?),
+                None => thread.last_node(thread.own),
+            };
+            Ok(crate::dialect::codex::verify::collect(
+                &thread,
+                leaf,
+                &thread.lines(),
+            ))
+        }
     }
+}
+
+/// `session/export`'s result for a Codex thread ([`crate::view::export::codex`]): the history
+/// to the leaf through the thread's files. Errors: `UnknownEntry`, `Render`.
+fn rollout_export_result(
+    path: &Path,
+    thread: &crate::dialect::codex::thread::Thread,
+    leaf_id: Option<&str>,
+    options: &crate::view::export::Options,
+) -> Result<Raw, RpcError> {
+    let leaf = match leaf_id {
+        Some(id) => Some(
+            thread
+                .tree
+                .lookup(id)
+                .map_err(|unknown| RpcError::UnknownEntry {
+                    path: path.to_owned(),
+                    unknown,
+                })?,
+        ),
+        None => thread.last_node(thread.own),
+    };
+    let e = crate::view::export::codex::export(thread, leaf, &thread.lines(), options).map_err(
+        |source| RpcError::Render {
+            path: path.to_owned(),
+            source,
+        },
+    )?;
+    export_raw(
+        path,
+        &e,
+        leaf.map(|l| thread.tree.node(l).entry.id.to_string()),
+        options,
+    )
 }
 
 /// What verification needs of a Claude Code transcript at `leaf`
@@ -813,12 +906,32 @@ impl Backend {
         let home = std::env::var("HOME").ok();
         Ok(handle
             .query_waiting(move |s| {
-                let a = find(s, &p.leaf_a)?;
-                let b = find(s, &p.leaf_b)?;
                 let io = |e: String| RpcError::Io {
                     path: s.path().to_owned(),
                     source: std::io::Error::other(e),
                 };
+                if let Opened::Codex(_) = s.opened() {
+                    if p.model.is_some() {
+                        return Err(RpcError::InvalidParams {
+                            method: "session/compareBranches",
+                            detail: "model applies to Claude Code transcripts only".to_owned(),
+                        });
+                    }
+                    // Branches are the thread's other files: both leaves in its tree.
+                    let thread = rollout_thread(s)?;
+                    let a = thread_leaf(s, &thread, Some(&p.leaf_a))?.unwrap_or(0);
+                    let b = thread_leaf(s, &thread, Some(&p.leaf_b))?.unwrap_or(0);
+                    let cmp =
+                        crate::dialect::codex::compare::compare(&thread, &thread.lines(), a, b)
+                            .map_err(|e| io(e.to_string()))?;
+                    let mut doc =
+                        crate::view::compare::document(&cmp, s.torn_tail(), Some("codex"))
+                            .map_err(|e| io(e.to_string()))?;
+                    doc["revision"] = json!(convert::revision(s.revision()));
+                    return to_raw(s.path(), &doc);
+                }
+                let a = find(s, &p.leaf_a)?;
+                let b = find(s, &p.leaf_b)?;
                 let mut doc = if let Some(tree) = s.claude() {
                     let options = crate::view::transcript::options(p.model.as_deref());
                     let cmp =
@@ -878,23 +991,30 @@ impl Backend {
         Ok(handle
             .query_waiting(move |s| {
                 use crate::view::graph::{Lens, build_rows};
-                let leaf = leaf(s, p.leaf_id.as_deref())?;
                 let revision = Some(convert::revision(s.revision()));
                 let page = match s.opened() {
+                    Opened::Codex(_) => {
+                        // The thread's files as one tree: forks and revert segments are its
+                        // branches, read now beside the owner's file.
+                        let thread = rollout_thread(s)?;
+                        let leaf = thread_leaf(s, &thread, p.leaf_id.as_deref())?;
+                        let lens = Lens::codex(&thread, leaf);
+                        let g = build_rows(&thread.tree, &lens, &thread.lines(), rows.clone());
+                        convert::graph_page(&thread.tree, &g, rows, revision)
+                    }
                     Opened::Pi(pi) => {
+                        let leaf = leaf(s, p.leaf_id.as_deref())?;
                         let tree = pi.tree();
                         let g = build_rows(tree, &Lens::pi(tree, leaf), s.source(), rows.clone());
                         convert::graph_page(tree, &g, rows, revision)
                     }
                     Opened::Claude(t) => {
+                        let leaf = leaf(s, p.leaf_id.as_deref())?;
                         let tree = &t.tree;
                         let id = convert::claude_session_id(s.path()).unwrap_or_default();
                         let lens = Lens::claude(tree, s.source(), leaf, id);
                         let g = build_rows(tree, &lens, s.source(), rows.clone());
                         convert::graph_page(tree, &g, rows, revision)
-                    }
-                    Opened::Codex(_) => {
-                        return Err(unsupported(s, "session/graph"));
                     }
                 };
                 to_raw(s.path(), &page)
@@ -932,19 +1052,27 @@ impl Backend {
         let collected = match self.registry.get(&real).await {
             Ok(handle) => handle
                 .query(move |s| {
-                    let leaf = leaf(s, leaf_id.as_deref())?;
+                    let leaf_of = |s| leaf(s, leaf_id.as_deref());
                     match s.opened() {
                         Opened::Pi(pi) => {
-                            crate::dialect::pi::verify::collect(pi.tree(), leaf, s.source())
+                            crate::dialect::pi::verify::collect(pi.tree(), leaf_of(s)?, s.source())
                                 .map_err(|source| RpcError::Render {
                                     path: s.path().to_owned(),
                                     source,
                                 })
                         }
                         Opened::Claude(t) => {
-                            transcript_collect(s.path(), &t.tree, leaf, s.source())
+                            transcript_collect(s.path(), &t.tree, leaf_of(s)?, s.source())
                         }
-                        Opened::Codex(_) => Err(unsupported(s, "session/verifyResume")),
+                        Opened::Codex(_) => {
+                            let thread = rollout_thread(s)?;
+                            let leaf = thread_leaf(s, &thread, leaf_id.as_deref())?;
+                            Ok(crate::dialect::codex::verify::collect(
+                                &thread,
+                                leaf,
+                                &thread.lines(),
+                            ))
+                        }
                     }
                 })
                 .await
@@ -1022,7 +1150,10 @@ impl Backend {
                         &options,
                         &|p| crate::session::owner::open_within_roots(p, &roots),
                     ),
-                    Opened::Codex(_) => Err(unsupported(s, "session/export")),
+                    Opened::Codex(_) => {
+                        let thread = rollout_thread(s)?;
+                        rollout_export_result(s.path(), &thread, leaf_id.as_deref(), &options)
+                    }
                 })
                 .await
                 .map_err(RpcError::from)
@@ -1048,6 +1179,9 @@ impl Backend {
                             &options,
                             &open,
                         ),
+                        Closed::Codex(thread) => {
+                            rollout_export_result(&path, &thread, leaf_id.as_deref(), &options)
+                        }
                     }
                 })
                 .await

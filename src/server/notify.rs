@@ -120,13 +120,15 @@ pub struct DidCreateParams {
     /// Canonical path of the new session file.
     #[serde(serialize_with = "crate::paths::serialize_lossy")]
     pub path: PathBuf,
-    /// `pi` or `claude-code`.
+    /// `pi`, `claude-code` or `codex`.
     pub format: String,
     /// The new session's id (pi's header `id`, a transcript's file name), null when unread.
     pub session_id: Option<String>,
     /// For a Claude Code subagent's transcript, the transcript that started it (as
     /// `session/list` marks it); null for any other session.
     pub subagent: Option<crate::listing::Subagent>,
+    /// For a Codex fork or revert segment, what it continues; null for any other session.
+    pub thread: Option<crate::dialect::codex::lineage::ThreadLink>,
 }
 
 /// Declares server notifications: a marker type per method, tied to its params.
@@ -268,6 +270,7 @@ pub fn did_create(created: &crate::session::births::Created) -> DidCreateParams 
         format: created.dialect.as_str().to_owned(),
         session_id: created.session_id.clone(),
         subagent: created.subagent.clone(),
+        thread: created.thread.clone(),
     }
 }
 

@@ -48,6 +48,9 @@ pub enum Evidence {
     ToolEnvironment,
     /// A `pi` in the session's cwd while the session's turn is open.
     SessionCwd,
+    /// It holds the agent's writer lock on the session (Codex's
+    /// `thread-writer-locks/<thread id>.lock`, an exclusive `flock`, seen in `/proc/locks`).
+    WriterLock,
 }
 
 impl Evidence {
@@ -57,6 +60,7 @@ impl Evidence {
             Evidence::HoldsFile => "holdsFile",
             Evidence::ToolEnvironment => "toolEnvironment",
             Evidence::SessionCwd => "sessionCwd",
+            Evidence::WriterLock => "writerLock",
         }
     }
 }
@@ -98,6 +102,10 @@ pub struct Probe<'a> {
     pub turn_open: bool,
     /// The file's modification time.
     pub mtime: Option<SystemTime>,
+    /// The lock file the agent holds while it writes the session (Codex's writer lock), when
+    /// the session's agent takes one. Only looked at, never locked: a lock sessiond held would
+    /// itself keep the agent from writing.
+    pub writer_lock: Option<PathBuf>,
 }
 
 /// Whether the session's turn is open: its last message is a user message, a tool result, or
@@ -122,6 +130,7 @@ pub fn detect_on(path: &Path, opened: &OpenedSession<Pi>) -> Option<Agent> {
         cwd: opened.tree.header().cwd.as_deref(),
         turn_open: turn_open(&opened.tree),
         mtime: opened.stamp.mtime,
+        writer_lock: None,
     })
 }
 
@@ -297,6 +306,9 @@ fn refresh(state: &Shared) {
 
 /// [`detect`] on a pass already made.
 pub fn detect_in(snapshot: &Snapshot, probe: &Probe<'_>) -> Option<Agent> {
+    if let Some(pid) = probe.writer_lock.as_deref().and_then(lock_holder) {
+        return Some(agent(pid, Evidence::WriterLock));
+    }
     let cwd = probe.cwd.map(PathBuf::from);
     let cwd_counts = probe.turn_open
         && probe
@@ -332,6 +344,28 @@ pub fn detect_in(snapshot: &Snapshot, probe: &Probe<'_>) -> Option<Agent> {
         return Some(agent(pi, Evidence::ToolEnvironment));
     }
     cwd_match.map(|pid| agent(pid, Evidence::SessionCwd))
+}
+
+/// The process holding an exclusive `flock` on `lock` (the lock file's device and inode
+/// matched in `/proc/locks`, read now); `None` when the file is gone or nobody holds it (Codex
+/// leaves the file behind when it is killed: a stale file is no writer).
+pub fn lock_holder(lock: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(lock).ok()?;
+    let dev = meta.dev();
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let want = format!("{major:02x}:{minor:02x}:{}", meta.ino());
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|l| {
+        // `1: FLOCK  ADVISORY  WRITE 4242 00:2a:1234 0 EOF`; a waiter's line has `->` first.
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(1) == Some(&"FLOCK")
+            && f.get(3) == Some(&"WRITE")
+            && f.get(5) == Some(&want.as_str()))
+        .then(|| f.get(4)?.parse().ok())
+        .flatten()
+    })
 }
 
 fn agent(pid: u32, evidence: Evidence) -> Agent {
@@ -492,6 +526,7 @@ mod tests {
             cwd: None,
             turn_open: false,
             mtime: None,
+            writer_lock: None,
         };
         // A child that only reads the file is no agent.
         let mut reader = holding(&file, "<");
@@ -536,6 +571,7 @@ mod tests {
             cwd: None,
             turn_open: false,
             mtime: None,
+            writer_lock: None,
         };
         let found = detect_in(&again, &probe(&file));
         let elsewhere = detect_in(&again, &probe(&other));
@@ -551,5 +587,48 @@ mod tests {
         assert_eq!(elsewhere, None, "the tool names another session");
         // The pass was taken before the tool ended: a pass made now no longer sees it.
         assert_eq!(detect(&probe(&file)), None);
+    }
+
+    #[test]
+    fn a_held_writer_lock_names_its_holder_and_a_stale_lock_file_names_none() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let lock = dir.path().join("thread.lock");
+        std::fs::write(&lock, b"").unwrap_or_else(|e| panic!("{e}"));
+        let (_d, file) = empty_session();
+        let probe = |lock: &Path| Probe {
+            path: &file,
+            cwd: None,
+            turn_open: false,
+            mtime: None,
+            writer_lock: Some(lock.to_owned()),
+        };
+        assert_eq!(lock_holder(&lock), None, "nobody holds it");
+        assert_eq!(detect(&probe(&lock)), None);
+        // An exclusive flock held by another process, as Codex holds its writer lock.
+        // (`-o`: the lock is flock's alone, not inherited by its `sleep`, which ends by itself.)
+        let mut holder = std::process::Command::new("flock")
+            .args(["-o", "-x"])
+            .arg(&lock)
+            .args(["sleep", "8"])
+            .spawn()
+            .unwrap_or_else(|e| panic!("flock: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lock_holder(&lock).is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(lock_holder(&lock), Some(holder.id()));
+        let found = detect(&probe(&lock)).unwrap_or_else(|| panic!("the holder is found"));
+        assert_eq!(
+            (found.pid, found.evidence),
+            (holder.id(), Evidence::WriterLock)
+        );
+        assert_eq!(found.command, "flock");
+        let _ = holder.kill();
+        let _ = holder.wait();
+        // The file stays behind; it is no writer.
+        assert!(lock.exists());
+        assert_eq!(lock_holder(&lock), None);
+        assert_eq!(detect(&probe(&lock)), None);
+        assert_eq!(lock_holder(&dir.path().join("gone.lock")), None);
     }
 }

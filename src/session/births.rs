@@ -2,7 +2,8 @@
 //! sessions (a session's own directory, and where its agent writes files linked to it:
 //! [`Dialect::companion_dirs`], Claude Code's `<session>/subagents/`). Each is announced once
 //! ([`Created`]), when its format can be told: a fork (a new file beside its source) is a
-//! session of its own, a subagent's transcript is linked to the transcript that started it.
+//! session of its own, a subagent's transcript is linked to the transcript that started it, a
+//! Codex fork or revert segment to the history it continues.
 //!
 //! The watcher's events are hints here too: a directory named as a whole (re-watched, polled,
 //! events lost) is listed again, a file named is checked; a file already present when its
@@ -31,6 +32,9 @@ pub struct Created {
     pub session_id: Option<String>,
     /// For a Claude Code subagent's transcript: the transcript that started it.
     pub subagent: Option<Subagent>,
+    /// For a Codex rollout that continues a thread (a fork, a revert segment): what it
+    /// continues.
+    pub thread: Option<crate::dialect::codex::lineage::ThreadLink>,
 }
 
 /// One watched directory: who wants it, the roots it was opened under, the files known in it.
@@ -133,6 +137,10 @@ fn told(file: &Path, roots: &Roots) -> Option<Created> {
         subagent: match dialect {
             Dialect::Claude => subagent_of(&path),
             Dialect::Pi | Dialect::Codex => None,
+        },
+        thread: match dialect {
+            Dialect::Codex => crate::dialect::codex::lineage::ThreadLink::of_first_line(&first),
+            Dialect::Pi | Dialect::Claude => None,
         },
         dialect,
         path,

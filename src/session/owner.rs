@@ -148,6 +148,9 @@ pub struct Session {
     /// swapped in): the session is missing meanwhile, and the path is tried again only when
     /// it names something else.
     refused: Option<FileStamp>,
+    /// The writer lock the session's agent holds while it writes (Codex's), worked out from
+    /// the first line once.
+    writer_lock: std::sync::OnceLock<Option<PathBuf>>,
 }
 
 impl Session {
@@ -204,6 +207,7 @@ impl Session {
             pending,
             roots,
             refused: None,
+            writer_lock: std::sync::OnceLock::new(),
         };
         session.signature = session.read_signature().map_err(io_err)?;
         Ok(session)
@@ -228,7 +232,27 @@ impl Session {
             cwd: if self.pending { None } else { self.state.cwd() },
             turn_open: self.state.turn_open(),
             mtime: self.state.stamp().mtime,
+            writer_lock: self.writer_lock(),
         }
+    }
+
+    /// The writer lock the session's agent holds while it writes (Codex's; `None` for the
+    /// other agents), worked out from the first line once it can be read.
+    fn writer_lock(&self) -> Option<PathBuf> {
+        if let Some(known) = self.writer_lock.get() {
+            return known.clone();
+        }
+        let found = match &self.state {
+            Opened::Codex(s) => s.tree.nodes().first().and_then(|first| {
+                let line = self.lines.line(first.entry.span).ok()?;
+                crate::dialect::codex::lineage::writer_lock_of(&self.path, &line)
+            }),
+            Opened::Pi(_) | Opened::Claude(_) => None,
+        };
+        if found.is_some() {
+            let _ = self.writer_lock.set(found.clone());
+        }
+        found
     }
 
     /// Whether the file has no session header yet (it is being created): the tree is empty

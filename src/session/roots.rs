@@ -88,14 +88,24 @@ impl Roots {
         }
     }
 
+    /// Codex's sessions directory: `$CODEX_HOME/sessions`, else `~/.codex/sessions` (where
+    /// Codex CLI writes its rollouts, `docs/codex.md` §1).
+    pub fn codex_sessions_dir() -> PathBuf {
+        match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir).join("sessions"),
+            None => home().join(".codex").join("sessions"),
+        }
+    }
+
     /// The roots when none is configured: every agent's own directory, as that agent finds it —
     /// pi's sessions directory always (it may be created later), Claude Code's projects
-    /// directory when it exists.
+    /// directory and Codex's sessions directory when they exist.
     pub fn default_dirs() -> Vec<PathBuf> {
         let mut dirs = vec![Roots::default_dir()];
-        let claude = Roots::claude_projects_dir();
-        if claude.is_dir() {
-            dirs.push(claude);
+        for other in [Roots::claude_projects_dir(), Roots::codex_sessions_dir()] {
+            if other.is_dir() {
+                dirs.push(other);
+            }
         }
         dirs
     }

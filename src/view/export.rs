@@ -36,6 +36,7 @@ use crate::js::jsstr;
 use crate::js::timestamp::format_iso;
 
 pub mod claude;
+pub mod codex;
 
 /// Default [`Options::max_output_bytes`]: 8 KiB of each tool output or argument is shown.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 8 * 1024;

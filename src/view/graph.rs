@@ -33,7 +33,7 @@ use crate::core::source::LineSource;
 use crate::core::tree::{Effect, NodeIdx, Tree, TreeEntry};
 use crate::dialect::pi::format::EntryKind;
 use crate::dialect::pi::projection;
-use crate::dialect::{claude, pi};
+use crate::dialect::{claude, codex, pi};
 use crate::js::jsstr;
 
 /// A run of at least this many plain entries (one child each, nothing to mark) is one fold
@@ -183,6 +183,9 @@ pub struct Lens<E: TreeEntry> {
     pub logical_parent: Option<LogicalParent<E>>,
     /// What the SVG's legend says of compactions.
     pub compaction_legend: &'static str,
+    /// The default leaf: the one the agent continues from ([`Describe::default_leaf`]; for a
+    /// Codex thread of several files, the last line of the file asked for).
+    pub default_leaf: Option<NodeIdx>,
 }
 
 /// The range compaction entry `n` of a tree summarizes (`None`: `n` is no compaction).
@@ -219,6 +222,7 @@ impl Lens<pi::format::Entry> {
             }),
             logical_parent: None,
             compaction_legend: "diamond: compaction, bracket: what it summarizes",
+            default_leaf: Describe::default_leaf(tree),
         }
     }
 }
@@ -265,6 +269,33 @@ impl Lens<claude::format::Entry> {
                 _ => None,
             }),
             compaction_legend: "diamond: compact boundary, dashed: the line it compacted",
+            default_leaf: Describe::default_leaf(tree),
+        }
+    }
+}
+
+impl Lens<codex::format::Entry> {
+    /// A Codex thread's files at `selected`: the path through the files' prefixes, the lines
+    /// whose content Codex sends there (a sent response item, a compaction whose replacement
+    /// history is the base; [`codex::thread::Thread::context_nodes`]). A context that cannot
+    /// be worked out (a file gone) leaves nothing in context: the graph is a picture, not a
+    /// check.
+    pub fn codex(thread: &codex::thread::Thread, selected: Option<NodeIdx>) -> Self {
+        let context_entries = selected
+            .and_then(|l| thread.context_nodes(l).ok())
+            .map(|(n, _)| n)
+            .unwrap_or_default();
+        Lens {
+            session_id: thread.thread_id().unwrap_or_default().to_owned(),
+            selected,
+            path: thread.tree.path_to(selected),
+            context_entries,
+            kept_starts: Vec::new(),
+            summarizes: None,
+            logical_parent: None,
+            compaction_legend: "diamond: compaction (its replacement history is the new base); \
+                                branches: forks and revert segments (other files)",
+            default_leaf: thread.last_node(thread.own),
         }
     }
 }
@@ -352,7 +383,7 @@ pub fn build_rows<E: Describe>(
             }
         }
     }
-    let default_leaf = E::default_leaf(tree);
+    let default_leaf = lens.default_leaf;
     let plain = |n: NodeIdx| {
         let node = tree.node(n);
         node.children.len() == 1

@@ -176,6 +176,7 @@ for (const key of Object.keys(defs)) defs[key] = stripNestedTitles(defs[key], tr
 /** Names and descriptions of the long enums written in more than one place, by their first value. */
 const ENUM_NAMES = {
     emptyFile: ['CorruptionKind', 'What is wrong at a corrupt spot of a session file.'],
+    holdsFile: ['AgentEvidence', 'Why a process is taken to be an agent working on the session.'],
 };
 
 // A long enum the schemas write out in several places (the kinds of corruption: a diagnostic's,

@@ -120,6 +120,10 @@ export type CorruptionKind =
     | 'missingParent'
     | 'parentCycle'
     | 'unknownFormat';
+/**
+ * Why a process is taken to be an agent working on the session.
+ */
+export type AgentEvidence = 'holdsFile' | 'toolEnvironment' | 'sessionCwd' | 'writerLock';
 
 /**
  * LSP work-done progress, sent only under a workDoneToken the client passed (session/list, session/compact with a model summarizer): one begin, reports, one end.
@@ -260,7 +264,7 @@ export interface AgentActiveData {
          * process name (/proc/PID/comm), never the command line
          */
         command: string;
-        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+        evidence: AgentEvidence;
     };
 }
 export interface ModelFailedData {
@@ -763,9 +767,9 @@ export interface DifferingSetting {
  */
 export interface CompareBranchesResult {
     /**
-     * present for a Claude Code transcript
+     * present for a Claude Code transcript (claude-code) and a Codex rollout (codex)
      */
-    format?: 'claude-code';
+    format?: 'claude-code' | 'codex';
     leafA: string;
     leafB: string;
     /**
@@ -965,7 +969,7 @@ export interface DidChangeParams {
          * process name (/proc/PID/comm), never the command line
          */
         command: string;
-        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+        evidence: AgentEvidence;
     };
 }
 /**
@@ -1024,6 +1028,28 @@ export interface DidCreateParams {
          * From agent-<agentId>.meta.json: the parent's Agent tool_use that started it.
          */
         toolUseId?: string;
+    };
+    /**
+     * For a Codex fork or revert segment, what it continues; absent or null for any other session.
+     */
+    thread?: null | {
+        kind: 'fork' | 'segment';
+        /**
+         * session_meta.id: the fork's own thread, or the segment's thread.
+         */
+        threadId: string | null;
+        /**
+         * A fork's parent thread (forked_from_id); null for a segment.
+         */
+        forkedFromId: string | null;
+        /**
+         * history_base.thread_id: the history whose prefix it continues (a thread id, or a revert segment's id).
+         */
+        historyId: string;
+        /**
+         * history_base.end_ordinal_exclusive: the ordinal after the prefix.
+         */
+        endOrdinalExclusive: number | null;
     };
 }
 /**
@@ -1703,7 +1729,7 @@ export interface OpenResult {
          * process name (/proc/PID/comm), never the command line
          */
         command: string;
-        evidence: 'holdsFile' | 'toolEnvironment' | 'sessionCwd';
+        evidence: AgentEvidence;
     };
 }
 /**

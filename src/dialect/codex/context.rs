@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::lineage::{Chain, Index, LineageError, codex_home_of};
-use super::replay::{Fate, Origin, Replayed, replay};
+use super::replay::{Fate, Origin, Replayed};
 
 /// One file of the chain, as the context document shows it.
 #[derive(Clone, Debug, Serialize)]
@@ -59,7 +59,7 @@ pub struct Replay {
     /// The replay.
     pub replayed: Replayed,
     /// Where each record of the replay comes from: (link, 0-based line).
-    pub at: Vec<(usize, usize)>,
+    pub at: Vec<(u32, u32)>,
 }
 
 impl Replay {
@@ -67,8 +67,7 @@ impl Replay {
     /// other files looked for in `index`. Errors: the chain's ([`Chain::resolve`]).
     pub fn at(index: &Index, path: &Path, leaf: Option<usize>) -> Result<Replay, LineageError> {
         let chain = Chain::resolve(index, path, leaf)?;
-        let (records, at) = chain.records();
-        let replayed = replay(&records);
+        let (replayed, at) = chain.replay()?;
         Ok(Replay {
             chain,
             replayed,
@@ -221,9 +220,14 @@ pub fn explain(
     .to_owned();
     let where_ = |k: usize| {
         let (link, line) = r.at[k];
-        (line + 1, r.chain.links[link].file.path.clone())
+        (
+            line as usize + 1,
+            r.chain.links[link as usize].file.path.clone(),
+        )
     };
-    let rec_idx = r.at.iter().position(|&(l, i)| l == own && i == target);
+    let rec_idx =
+        r.at.iter()
+            .position(|&(l, i)| l as usize == own && i as usize == target);
     let leaf_line = r.chain.links[own].last_line;
     let (reason, position, by) = match rec_idx.map(|k| r.replayed.fates[k]) {
         None if target > leaf_line => (Reason::AfterLeaf, None, None),

@@ -58,74 +58,123 @@ pub enum LineageError {
     },
 }
 
-/// A rollout file read whole: its bytes and where each line starts and ends.
+/// A rollout file's lines: where each starts and ends, read in one streaming pass (no line is
+/// held: a multi-GB rollout costs 16 bytes a line), each line read back from the file when it
+/// is asked for.
 #[derive(Debug)]
 pub struct RolloutFile {
     /// The file.
     pub path: PathBuf,
-    bytes: Vec<u8>,
-    /// Each line's start and end (past its newline).
-    lines: Vec<(usize, usize)>,
+    file: std::fs::File,
+    /// Where each line ends (past its newline); a line starts where the one before ends.
+    ends: Vec<u64>,
 }
 
 impl RolloutFile {
-    /// Reads `path`. Errors: `Io`.
+    /// Reads `path`'s line boundaries. Errors: `Io`.
     pub fn read(path: &Path) -> Result<RolloutFile, LineageError> {
-        let bytes = std::fs::read(path).map_err(|source| LineageError::Io {
+        let io_err = |source| LineageError::Io {
             path: path.to_owned(),
             source,
-        })?;
-        let mut lines = Vec::new();
-        let mut start = 0;
-        while start < bytes.len() {
-            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i + 1);
-            lines.push((start, end));
-            start = end;
+        };
+        let file = std::fs::File::open(path).map_err(io_err)?;
+        let mut ends = Vec::new();
+        let mut start = 0u64;
+        // One pass: newline positions relative to the file.
+        let mut r = io::BufReader::with_capacity(1 << 16, file.try_clone().map_err(io_err)?);
+        io::Seek::seek(&mut r, io::SeekFrom::Start(0)).map_err(io_err)?;
+        let mut offset = 0u64;
+        loop {
+            let buf = r.fill_buf().map_err(io_err)?;
+            if buf.is_empty() {
+                break;
+            }
+            let n = buf.len();
+            for i in memchr::memchr_iter(b'\n', buf) {
+                let end = offset + i as u64 + 1;
+                ends.push(end);
+                start = end;
+            }
+            offset += n as u64;
+            r.consume(n);
         }
+        if start < offset {
+            ends.push(offset);
+        }
+        ends.shrink_to_fit();
         Ok(RolloutFile {
             path: path.to_owned(),
-            bytes,
-            lines,
+            file,
+            ends,
         })
     }
 
     /// Lines in the file (a last line without its newline counts).
     pub fn len(&self) -> usize {
-        self.lines.len()
+        self.ends.len()
     }
 
     /// Whether the file has no lines.
     pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
+        self.ends.is_empty()
     }
 
-    /// Line `i` (0-based) without its newline.
-    pub fn line(&self, i: usize) -> &[u8] {
-        let (s, e) = self.lines[i];
-        let e = if e > s && self.bytes[e - 1] == b'\n' {
-            e - 1
-        } else {
-            e
-        };
-        &self.bytes[s..e]
+    /// Line `i` (0-based) without its newline, read from the file (empty when it cannot be
+    /// read).
+    pub fn line(&self, i: usize) -> Vec<u8> {
+        use std::os::unix::fs::FileExt;
+        let (s, e) = (self.start_of(i), self.ends[i]);
+        let mut buf = vec![0u8; (e - s) as usize];
+        if self.file.read_exact_at(&mut buf, s).is_err() {
+            return Vec::new();
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        buf
     }
 
     /// Line `i` parsed; `None` for a line that is not a JSON object (torn, corrupt: Codex skips
     /// those too).
     pub fn record(&self, i: usize) -> Option<Value> {
-        serde_json::from_slice::<Value>(self.line(i))
+        serde_json::from_slice::<Value>(&self.line(i))
             .ok()
             .filter(Value::is_object)
     }
 
     /// The byte where line `i` ends (past its newline).
     pub fn end_of(&self, i: usize) -> u64 {
-        self.lines[i].1 as u64
+        self.ends[i]
+    }
+
+    /// The byte where line `i` starts.
+    pub fn start_of(&self, i: usize) -> u64 {
+        i.checked_sub(1).map_or(0, |p| self.ends[p])
     }
 
     /// The `session_meta` payload of the first line, if it is one.
     pub fn meta(&self) -> Option<Value> {
-        session_meta(self.line(0))
+        session_meta(&self.line(0))
+    }
+
+    /// Lines `0..=last` read in order in one pass (each without its newline), for a replay that
+    /// must not hold the file. Errors: the file cannot be read.
+    pub fn for_each_line(&self, last: usize, mut f: impl FnMut(usize, &[u8])) -> io::Result<()> {
+        let mut r = io::BufReader::with_capacity(1 << 16, self.file.try_clone()?);
+        io::Seek::seek(&mut r, io::SeekFrom::Start(0))?;
+        let mut buf = Vec::new();
+        for i in 0..=last.min(self.ends.len().saturating_sub(1)) {
+            if self.ends.is_empty() {
+                break;
+            }
+            buf.clear();
+            r.read_until(b'\n', &mut buf)?;
+            if buf.last() == Some(&b'\n') {
+                buf.pop();
+            }
+            f(i, &buf);
+        }
+        Ok(())
     }
 }
 
@@ -133,6 +182,20 @@ impl RolloutFile {
 pub fn session_meta(first: &[u8]) -> Option<Value> {
     let v: Value = serde_json::from_slice(first).ok()?;
     (v.get("type")?.as_str()? == "session_meta").then(|| v.get("payload").cloned())?
+}
+
+/// The writer lock Codex holds while it writes the thread of a rollout whose first line is
+/// `first` (`docs/codex.md` §8): `$CODEX_HOME/thread-writer-locks/<thread id>.lock`.
+pub fn writer_lock_of(path: &Path, first: &[u8]) -> Option<PathBuf> {
+    let id = session_meta(first)?.get("id")?.as_str()?.to_owned();
+    if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+        return None;
+    }
+    Some(
+        codex_home_of(path)
+            .join("thread-writer-locks")
+            .join(format!("{id}.lock")),
+    )
 }
 
 /// The `CODEX_HOME` a rollout file belongs to: the directory above the last `sessions` (or
@@ -163,6 +226,48 @@ pub fn segment_id(path: &Path) -> Option<String> {
 /// (`session_meta.id`).
 pub fn history_id(path: &Path, meta: Option<&Value>) -> Option<String> {
     segment_id(path).or_else(|| meta?.get("id")?.as_str().map(str::to_owned))
+}
+
+/// What a new rollout file is to the thread it continues (`session/didCreate`'s `thread`): a
+/// fork (a new thread whose `history_base` takes a prefix of its parent's history) or a revert
+/// segment (the same thread, continued from before a reverted turn).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadLink {
+    /// `fork` or `segment`.
+    pub kind: String,
+    /// The file's thread id (`session_meta.id`).
+    pub thread_id: Option<String>,
+    /// A fork's parent thread (`forked_from_id`).
+    pub forked_from_id: Option<String>,
+    /// The history its prefix is taken from (`history_base.thread_id`: a thread id, or a
+    /// segment's id).
+    pub history_id: String,
+    /// The ordinal after the prefix (`history_base.end_ordinal_exclusive`).
+    pub end_ordinal_exclusive: Option<u64>,
+}
+
+impl ThreadLink {
+    /// The link a rollout's first line (`session_meta`) states; `None` for a thread's root
+    /// file (no `history_base`; a legacy fork copies its parent and has none either).
+    pub fn of_first_line(first: &[u8]) -> Option<ThreadLink> {
+        let meta = session_meta(first)?;
+        let base = HistoryBase::of(&meta)?;
+        let s = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
+        let forked_from_id = s("forked_from_id");
+        Some(ThreadLink {
+            kind: if forked_from_id.is_some() {
+                "fork"
+            } else {
+                "segment"
+            }
+            .to_owned(),
+            thread_id: s("id"),
+            forked_from_id,
+            history_id: base.history_id,
+            end_ordinal_exclusive: base.end_ordinal_exclusive,
+        })
+    }
 }
 
 /// A `session_meta`'s `history_base`.
@@ -376,23 +481,70 @@ impl Chain {
         Ok(Chain { links })
     }
 
-    /// Every record of the history in order, with the link (index into `links`) and the
-    /// 0-based line it comes from. Lines that are no JSON object are skipped, as Codex does.
-    pub fn records(&self) -> (Vec<Value>, Vec<(usize, usize)>) {
-        let mut records = Vec::new();
-        let mut at = Vec::new();
+    /// The history replayed ([`super::replay::Replayer`]), with the link (index into
+    /// `links`) and the 0-based line of each record. Lines that are no JSON object are skipped,
+    /// as Codex does. The files are read line by line, once, and only the lines that can
+    /// change the history (model-visible response items, compactions, rollback markers) are
+    /// parsed whole: a rollout of any size is replayed within the size of its history.
+    /// Errors: a file cannot be read.
+    pub fn replay(&self) -> Result<(super::replay::Replayed, Vec<(u32, u32)>), LineageError> {
+        use super::format::{Kind, parse_line};
+        // Sized once: a rollout of millions of lines must not leave twice its due behind.
+        let lines: usize = self
+            .links
+            .iter()
+            .filter(|l| !l.file.is_empty())
+            .map(|l| l.last_line + 1)
+            .sum();
+        let mut replayer = super::replay::Replayer::with_capacity(lines);
+        let mut at: Vec<(u32, u32)> = Vec::with_capacity(lines);
+        let pos = |k: usize, i: usize| (k as u32, u32::try_from(i).unwrap_or(u32::MAX));
+        let span = crate::core::ids::LineSpan {
+            line: 0,
+            offset: 0,
+            len: 0,
+        };
         for (k, link) in self.links.iter().enumerate() {
             if link.file.is_empty() {
                 continue;
             }
-            for i in 0..=link.last_line {
-                if let Some(r) = link.file.record(i) {
-                    records.push(r);
-                    at.push((k, i));
-                }
-            }
+            link.file
+                .for_each_line(link.last_line, |i, bytes| {
+                    let relevant = match parse_line(bytes, span) {
+                        Ok(e) => match &e.kind {
+                            Kind::ResponseItem { item, role } => {
+                                super::replay::API_TYPES.contains(&item.as_str())
+                                    && !(item == "message" && role.as_deref() == Some("system"))
+                            }
+                            Kind::Compacted => true,
+                            Kind::EventMsg { event } => event == "thread_rolled_back",
+                            _ => false,
+                        },
+                        // Not a rollout line; still a record if it is a JSON object.
+                        Err(_) => {
+                            if serde_json::from_slice::<Value>(bytes).is_ok_and(|v| v.is_object()) {
+                                at.push(pos(k, i));
+                                replayer.push(None);
+                            }
+                            return;
+                        }
+                    };
+                    if relevant {
+                        match serde_json::from_slice::<Value>(bytes) {
+                            Ok(v) => replayer.push(Some(&v)),
+                            Err(_) => return,
+                        }
+                    } else {
+                        replayer.push(None);
+                    }
+                    at.push(pos(k, i));
+                })
+                .map_err(|source| LineageError::Io {
+                    path: link.file.path.clone(),
+                    source,
+                })?;
         }
-        (records, at)
+        Ok((replayer.finish(), at))
     }
 }
 

@@ -6,6 +6,7 @@
 //! [`format`], [`lines`], [`preview`] and [`replay`] are pure; [`lineage`] and [`context`] read
 //! the other files of a thread.
 
+pub mod compare;
 pub mod context;
 pub mod format;
 pub mod lineage;
@@ -15,6 +16,8 @@ pub mod preview;
 pub mod replay;
 pub mod search_text;
 pub mod state;
+pub mod thread;
+pub mod verify;
 
 #[cfg(test)]
 mod tests;

@@ -113,27 +113,55 @@ pub struct Replayed {
 /// Replays `records` (parsed rollout lines, in order: the chain's prefixes first, then the
 /// leaf's file up to the leaf). A record that is no object contributes nothing.
 pub fn replay(records: &[Value]) -> Replayed {
-    let mut items: Vec<(Value, Origin)> = Vec::new();
-    let mut fates = vec![Fate::NotSent; records.len()];
-    for (i, rec) in records.iter().enumerate() {
+    let mut r = Replayer::default();
+    for rec in records {
+        r.push(Some(rec));
+    }
+    r.finish()
+}
+
+/// The replay one record at a time, so that a rollout of any size is replayed without holding
+/// its records: only the items of the history so far are kept (a compaction replaces them).
+#[derive(Debug, Default)]
+pub struct Replayer {
+    items: Vec<(Value, Origin)>,
+    fates: Vec<Fate>,
+}
+
+impl Replayer {
+    /// A replayer for about `records` records.
+    pub fn with_capacity(records: usize) -> Replayer {
+        Replayer {
+            items: Vec::new(),
+            fates: Vec::with_capacity(records),
+        }
+    }
+
+    /// The next record; `None` for a record known to contribute nothing (the caller probed
+    /// its type and left it unparsed).
+    pub fn push(&mut self, rec: Option<&Value>) {
+        let i = self.fates.len();
+        self.fates.push(Fate::NotSent);
+        let Some(rec) = rec else { return };
         let ty = rec.get("type").and_then(Value::as_str).unwrap_or("");
         let Some(payload) = rec.get("payload").filter(|p| p.is_object()) else {
-            continue;
+            return;
         };
+        let fates = &mut self.fates;
         match ty {
             "response_item" if is_api_item(payload) => {
-                items.push((strip(payload), Origin::Record(i)));
+                self.items.push((strip(payload), Origin::Record(i)));
             }
             "compacted" => {
                 let Some(Value::Array(history)) = payload.get("replacement_history") else {
-                    continue;
+                    return;
                 };
-                for (_, o) in &items {
+                for (_, o) in &self.items {
                     if let Origin::Record(r) = o {
                         fates[*r] = Fate::Compacted(i);
                     }
                 }
-                items = history
+                self.items = history
                     .iter()
                     .enumerate()
                     .filter(|(_, x)| x.is_object())
@@ -148,31 +176,36 @@ pub fn replay(records: &[Value]) -> Replayed {
                     .get("num_turns")
                     .and_then(Value::as_u64)
                     .unwrap_or(0);
-                let keep = keep_after_rollback(&items, n as usize);
-                for (_, o) in &items[keep..] {
+                let keep = keep_after_rollback(&self.items, n as usize);
+                for (_, o) in &self.items[keep..] {
                     if let Origin::Record(r) = o {
                         fates[*r] = Fate::RolledBack(i);
                     }
                 }
-                items.truncate(keep);
+                self.items.truncate(keep);
                 fates[i] = Fate::Rollback;
             }
             _ => {}
         }
     }
-    let mut notes = Vec::new();
-    let items = normalize_for_prompt(items, &mut fates, &mut notes);
-    let (messages, origins): (Vec<_>, Vec<_>) = items.into_iter().unzip();
-    for (k, o) in origins.iter().enumerate() {
-        if let Origin::Record(r) = o {
-            fates[*r] = Fate::Sent(k);
+
+    /// The replay's result: the prompt's normalization applied.
+    pub fn finish(self) -> Replayed {
+        let Replayer { items, mut fates } = self;
+        let mut notes = Vec::new();
+        let items = normalize_for_prompt(items, &mut fates, &mut notes);
+        let (messages, origins): (Vec<_>, Vec<_>) = items.into_iter().unzip();
+        for (k, o) in origins.iter().enumerate() {
+            if let Origin::Record(r) = o {
+                fates[*r] = Fate::Sent(k);
+            }
         }
-    }
-    Replayed {
-        messages,
-        origins,
-        fates,
-        notes,
+        Replayed {
+            messages,
+            origins,
+            fates,
+            notes,
+        }
     }
 }
 

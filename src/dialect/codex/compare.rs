@@ -1,0 +1,257 @@
+//! Two leaves of a Codex thread compared ([`crate::core::compare`]): a rollout is linear, so
+//! its branches are the thread's other files — a fork, a revert segment — and two leaves part
+//! where one file's prefix ends ([`super::thread::Thread`]'s tree). What each leaf sends is
+//! Codex's replay there ([`super::context::Replay`]); a line sent at one leaf and not at the
+//! other is listed with why not, in `explain`'s vocabulary (`replacedByCompaction`,
+//! `reverted`, `orphanOutput`, `eventOnly`) or `notInHistory` (the line is not in the other
+//! leaf's history at all: its side of the fork, or after the other leaf). A line sent at both
+//! is sent the same way (Codex sends a stored item as stored), so nothing is ever "changed".
+//!
+//! The counts of a side are over its lines after the fork point: user turns (user messages
+//! that are not context Codex wrote itself — `<environment_context>`, `<turn_aborted>`, …),
+//! assistant messages, tool calls by name (`function_call`, `custom_tool_call`,
+//! `local_shell_call`), the model changes (`turn_context.model`); its tokens are Codex's own
+//! count at the leaf, the `usage.input_tokens + usage.output_tokens` of the last
+//! `token_usage_record` on its path. Files changed are not read from Codex's tool calls (its
+//! shell commands and patches are not parsed here): always empty. Reads the thread's lines
+//! through [`LineSource`]; the replays read the chain's files.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::compare::{
+    self, Comparison, ContextDifference, Differ, SettingChange, Side, Sides,
+};
+use crate::core::source::LineSource;
+use crate::core::tree::NodeIdx;
+use crate::dialect::codex::format::Kind;
+use crate::dialect::codex::lineage::LineageError;
+use crate::dialect::codex::replay::Fate;
+use crate::dialect::codex::thread::Thread;
+
+/// Why a line sent at one leaf is not sent at the other (`session/compareBranches`' reason).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reason {
+    /// `notInHistory`, `replacedByCompaction`, `reverted`, `orphanOutput` or `eventOnly`.
+    pub kind: &'static str,
+    /// The line that decided it (a compaction, a rollback marker), by id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+/// What Codex writes itself into user messages (context, not a user's turn).
+const CONTEXT_OPENINGS: [&str; 8] = [
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<turn_aborted>",
+    "<user_shell_command>",
+    "<subagent_notification>",
+    "<skill>",
+    "<hook_prompt",
+];
+
+/// Each record node of the replay at `leaf` with its fate; and the nodes sent there, in order.
+#[allow(clippy::type_complexity)]
+fn fates(
+    thread: &Thread,
+    leaf: NodeIdx,
+) -> Result<(HashMap<NodeIdx, Fate>, Vec<NodeIdx>, Vec<Option<NodeIdx>>), LineageError> {
+    let r = thread.replay_at(leaf)?;
+    let nodes = thread.record_nodes(&r);
+    let mut by_node = HashMap::new();
+    let mut sent = Vec::new();
+    let live = crate::dialect::codex::thread::sent_records(&r);
+    for ((n, f), live) in nodes.iter().zip(&r.replayed.fates).zip(live) {
+        if let Some(n) = *n {
+            by_node.insert(n, *f);
+            if live {
+                sent.push(n);
+            }
+        }
+    }
+    Ok((by_node, sent, nodes))
+}
+
+/// Compares leaves `a` and `b` of `thread` (see the module docs), lines read through
+/// `lines`. Errors: a chain of files that cannot be resolved.
+pub fn compare(
+    thread: &Thread,
+    lines: &dyn LineSource,
+    a: NodeIdx,
+    b: NodeIdx,
+) -> Result<Comparison<Reason>, LineageError> {
+    let tree = &thread.tree;
+    let (fates_a, sent_a, records_a) = fates(thread, a)?;
+    let (fates_b, sent_b, records_b) = fates(thread, b)?;
+    let path_a = tree.path_to(Some(a));
+    let path_b = tree.path_to(Some(b));
+    let fork = compare::fork(&path_a, &path_b);
+    let sides = Sides::new(&fork);
+    let id = |n: NodeIdx| tree.node(n).entry.id.clone();
+    let set_a: HashSet<NodeIdx> = sent_a.iter().copied().collect();
+    let set_b: HashSet<NodeIdx> = sent_b.iter().copied().collect();
+    let record_at = |records: &[Option<NodeIdx>], k: usize| records.get(k).copied().flatten();
+    let only = |here: &[NodeIdx],
+                there: &HashSet<NodeIdx>,
+                there_fates: &HashMap<NodeIdx, Fate>,
+                there_records: &[Option<NodeIdx>],
+                there_name: &str| {
+        here.iter()
+            .filter(|n| !there.contains(n))
+            .map(|&n| {
+                let (kind, by, text) = match there_fates.get(&n) {
+                    None => (
+                        "notInHistory",
+                        None,
+                        format!("not in the history at {there_name}: {}", sides.of(n)),
+                    ),
+                    Some(Fate::Compacted(k)) => {
+                        let by = record_at(there_records, *k);
+                        (
+                            "replacedByCompaction",
+                            by,
+                            format!(
+                                "replaced by compaction {}, {}",
+                                by.map_or("?".into(), |b| id(b).to_string()),
+                                by.map_or("", |b| sides.of(b))
+                            ),
+                        )
+                    }
+                    Some(Fate::RolledBack(k)) => {
+                        let by = record_at(there_records, *k);
+                        (
+                            "reverted",
+                            by,
+                            format!(
+                                "reverted by the rollback marker {}, {}",
+                                by.map_or("?".into(), |b| id(b).to_string()),
+                                by.map_or("", |b| sides.of(b))
+                            ),
+                        )
+                    }
+                    Some(Fate::Orphan) => (
+                        "orphanOutput",
+                        None,
+                        format!("an output without its call at {there_name}"),
+                    ),
+                    Some(_) => ("eventOnly", None, format!("not sent at {there_name}")),
+                };
+                let e = &tree.node(n).entry;
+                ContextDifference {
+                    id: e.id.clone(),
+                    entry_type: e.kind.type_name().to_owned(),
+                    role: match &e.kind {
+                        Kind::ResponseItem { role, .. } => role.as_ref().map(|r| r.to_string()),
+                        _ => None,
+                    },
+                    reason: Reason {
+                        kind,
+                        by: by.map(|b| id(b).to_string()),
+                    },
+                    text,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let context_only_a = only(&sent_a, &set_b, &fates_b, &records_b, "B");
+    let context_only_b = only(&sent_b, &set_a, &fates_a, &records_a, "A");
+    let common = sent_a.iter().filter(|n| set_b.contains(n)).count();
+    let (side_a, model_a) = side(thread, lines, &fork.only_a, &path_a);
+    let (side_b, model_b) = side(thread, lines, &fork.only_b, &path_b);
+    Ok(Comparison {
+        leaf_a: id(a),
+        leaf_b: id(b),
+        fork_point_id: fork.point.map(id),
+        only_a: compare::path_entries(tree, lines, &fork.only_a),
+        only_b: compare::path_entries(tree, lines, &fork.only_b),
+        side_a,
+        side_b,
+        context_only_a,
+        context_only_b,
+        context_changed: Vec::new(),
+        context_common: common,
+        thinking_level: None,
+        model: (model_a != model_b).then(|| Differ {
+            a: model_a.map_or(Value::Null, Value::String),
+            b: model_b.map_or(Value::Null, Value::String),
+        }),
+        diagnostics: tree.diagnostics().to_vec(),
+    })
+}
+
+/// The line of node `n`, parsed (`None`: unreadable).
+fn value(thread: &Thread, lines: &dyn LineSource, n: NodeIdx) -> Option<Value> {
+    let bytes = lines.line(thread.tree.node(n).entry.span).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The counts of one side (its lines after the fork point), and the model at its leaf.
+fn side(
+    thread: &Thread,
+    lines: &dyn LineSource,
+    only: &[NodeIdx],
+    path: &[NodeIdx],
+) -> (Side, Option<String>) {
+    let tree = &thread.tree;
+    let mut s = Side {
+        entries: only.len(),
+        ..Side::default()
+    };
+    let on_side: HashSet<NodeIdx> = only.iter().copied().collect();
+    let mut model: Option<String> = None;
+    let mut tokens = None;
+    for &n in path {
+        let e = &tree.node(n).entry;
+        let mine = on_side.contains(&n);
+        match &e.kind {
+            Kind::TurnContext => {
+                let m = value(thread, lines, n)
+                    .and_then(|v| v.get("payload")?.get("model")?.as_str().map(str::to_owned));
+                if m.is_some() && m != model {
+                    if mine {
+                        s.setting_changes.push(SettingChange {
+                            id: e.id.clone(),
+                            setting: "model",
+                            value: m.clone().map_or(Value::Null, Value::String),
+                        });
+                    }
+                    model = m;
+                }
+            }
+            Kind::TokenUsageRecord => {
+                tokens = value(thread, lines, n).and_then(|v| {
+                    let u = v.get("payload")?.get("usage")?;
+                    Some(
+                        u.get("input_tokens")?.as_u64()?
+                            + u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
+                    )
+                });
+            }
+            Kind::ResponseItem { item, role } if mine => match (item.as_str(), role.as_deref()) {
+                ("message", Some("assistant")) => s.assistant_messages += 1,
+                ("message", Some("user")) => {
+                    let text = value(thread, lines, n)
+                        .and_then(|v| v.get("payload").map(super::preview::content_text))
+                        .unwrap_or_default();
+                    if !CONTEXT_OPENINGS.iter().any(|o| text.starts_with(o)) {
+                        s.user_turns += 1;
+                    }
+                }
+                ("function_call" | "custom_tool_call" | "local_shell_call", _) => {
+                    let name = value(thread, lines, n)
+                        .and_then(|v| v.get("payload")?.get("name")?.as_str().map(str::to_owned))
+                        .unwrap_or_else(|| item.to_string());
+                    *s.tool_calls.entry(name).or_default() += 1;
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    s.token_estimate = tokens;
+    (s, model)
+}

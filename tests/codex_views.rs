@@ -1,0 +1,455 @@
+//! `graph`, `diff`, `export` and `verify` on Codex rollouts written by the real Codex CLI (the
+//! referee's corpus, `tests/codex/support.rs`), through the command line and the daemon: a
+//! thread's files as one tree (forks and revert segments hang from the line their
+//! `history_base` prefix ends at), the lines the graph marks as sent equal to what Codex sent
+//! in every recorded request, two leaves in different files parting where the fork's file
+//! begins, the history exported through the parent prefix, and Codex's tool calls verified.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+#[path = "codex/support.rs"]
+mod codex_support;
+#[path = "support/mod.rs"]
+mod support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn sessiond(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(args)
+        .output()
+        .expect("sessiond runs")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON document ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// One rollout file of the main home, as its lines say.
+#[derive(Debug, Clone)]
+struct Rollout {
+    path: PathBuf,
+    history_id: String,
+    base: Option<(String, u64)>,
+    /// Ordinal → parsed line.
+    lines: BTreeMap<u64, Value>,
+    last: u64,
+}
+
+fn jsonl_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(jsonl_under(&p));
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn rollouts(home: &Path) -> Vec<Rollout> {
+    let mut out = Vec::new();
+    for f in jsonl_under(&home.join("sessions")) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let lines: BTreeMap<u64, Value> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|v| (v["ordinal"].as_u64().unwrap(), v))
+            .collect();
+        let meta = &lines.values().next().unwrap()["payload"];
+        let name = f.file_name().unwrap().to_str().unwrap().to_owned();
+        let stem = name.trim_end_matches(".jsonl");
+        let history_id = match stem.rsplit_once('_') {
+            Some((_, seg)) if seg.len() == 36 => seg.to_owned(),
+            _ => meta["id"].as_str().unwrap().to_owned(),
+        };
+        let base = meta.get("history_base").map(|b| {
+            (
+                b["thread_id"].as_str().unwrap().to_owned(),
+                b["end_ordinal_exclusive"].as_u64().unwrap(),
+            )
+        });
+        let last = *lines.keys().last().unwrap();
+        out.push(Rollout {
+            path: f,
+            history_id,
+            base,
+            lines,
+            last,
+        });
+    }
+    out
+}
+
+fn tag(history_id: &str) -> &str {
+    &history_id[history_id.len() - 8..]
+}
+
+/// The corpus, its manifest and the main home's root file of thread A with every rollout.
+fn setup() -> Option<(PathBuf, Value, PathBuf, Vec<Rollout>)> {
+    let root = codex_support::corpus()?.to_path_buf();
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(root.join("manifest.json")).unwrap()).unwrap();
+    let first = manifest["steps"][0]["files_after"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let files = rollouts(&root.join("home/.codex"));
+    Some((root.clone(), manifest, root.join(first), files))
+}
+
+/// The id a thread's graph rooted at `own` gives line `ordinal` of `file`.
+fn id_in(own: &Path, file: &Rollout, ordinal: u64) -> String {
+    if file.path == own {
+        ordinal.to_string()
+    } else {
+        format!("{}:{ordinal}", tag(&file.history_id))
+    }
+}
+
+/// A stored item as Codex sends it.
+fn strip(item: &Value) -> Value {
+    let mut item = item.clone();
+    if let Value::Object(m) = &mut item {
+        m.shift_remove("internal_chat_message_metadata_passthrough");
+    }
+    item
+}
+
+#[test]
+fn the_graph_hangs_forks_and_segments_where_their_prefix_ends() {
+    let Some((_, _, root_file, files)) = setup() else {
+        return;
+    };
+    let g = json_of(&sessiond(&["graph", s(&root_file), "--json"]));
+    // Every file of the thread is in it: thread A's root, its segments, its forks, the fork of
+    // a segment.
+    let total: usize = files.iter().map(|f| f.lines.len()).sum();
+    assert_eq!(
+        g["entryCount"], total,
+        "every line of every file of the thread"
+    );
+    let nodes = g["nodes"].as_array().unwrap();
+    let row_of: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n["id"].as_str().unwrap(), i))
+        .collect();
+    let mut branches = 0;
+    for f in &files {
+        let Some((hid, end)) = &f.base else { continue };
+        let parent = files
+            .iter()
+            .find(|p| &p.history_id == hid && p.path != f.path)
+            .unwrap();
+        let first = id_in(&root_file, f, *end);
+        let row = row_of[first.as_str()];
+        let p = &nodes[nodes[row]["parentRow"].as_u64().unwrap() as usize];
+        let hangs_from = p.get("lastId").unwrap_or(&p["id"]).as_str().unwrap();
+        assert_eq!(
+            hangs_from,
+            id_in(&root_file, parent, end - 1),
+            "{} hangs from its history_base",
+            f.path.display()
+        );
+        assert_eq!(nodes[row]["type"], "session_meta");
+        branches += 1;
+    }
+    assert!(branches >= 5, "2 forks, 3 segments and a fork of a segment");
+    // The daemon's pages are the CLI's graph.
+    let (mut d, _) = support::Daemon::start(&[root_file.parent().unwrap()]);
+    let _: Value = d.call("session/open", json!({"path": root_file}));
+    let page = support::checked(
+        &mut d,
+        "session/graph",
+        json!({"path": root_file, "limit": 10000}),
+    );
+    assert_eq!(page["nodes"], g["nodes"]);
+    assert_eq!(page["contextEntryIds"], g["contextEntryIds"]);
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn the_lines_the_graph_marks_sent_are_what_codex_sent() {
+    let Some((root, manifest, _, files)) = setup() else {
+        return;
+    };
+    let current = manifest["codex"]["current"].clone();
+    let mut compared = 0;
+    for r in manifest["requests"].as_array().unwrap() {
+        let leaf = &r["leaf"];
+        if r["input"].is_null()
+            || leaf.is_null()
+            || r["codex"] != current
+            || !leaf["file"].as_str().unwrap().starts_with("home/")
+        {
+            continue;
+        }
+        let file = root.join(leaf["file"].as_str().unwrap());
+        let ordinal = leaf["ordinal"].as_u64().unwrap();
+        let g = json_of(&sessiond(&[
+            "graph",
+            s(&file),
+            "--leaf",
+            &ordinal.to_string(),
+            "--json",
+        ]));
+        // The lines marked, read back from their files: their items in order, a compaction's
+        // replacement history in its place.
+        let mut sent = Vec::new();
+        for id in g["contextEntryIds"].as_array().unwrap() {
+            let id = id.as_str().unwrap();
+            let (f, o) = match id.split_once(':') {
+                Some((t, o)) => (files.iter().find(|f| tag(&f.history_id) == t).unwrap(), o),
+                None => (files.iter().find(|f| f.path == file).unwrap(), id),
+            };
+            let line = &f.lines[&o.parse::<u64>().unwrap()];
+            match line["type"].as_str().unwrap() {
+                "response_item" => sent.push(strip(&line["payload"])),
+                "compacted" => sent.extend(
+                    line["payload"]["replacement_history"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(strip),
+                ),
+                other => panic!("{id}: a {other} line marked as sent"),
+            }
+        }
+        // What Codex sent, less its base instructions (N1) and a compaction's prompt (N2).
+        let mut input: Vec<Value> = r["input"].as_array().unwrap()[1..].to_vec();
+        if r["request_kind"] == "compaction" {
+            input.pop();
+        }
+        assert_eq!(
+            sent, input,
+            "request {} ({}) at {}:{ordinal}",
+            r["n"], r["step"], leaf["file"]
+        );
+        compared += 1;
+    }
+    assert!(compared >= 20, "{compared} requests compared");
+}
+
+#[test]
+fn diff_parts_two_leaves_where_the_fork_or_segment_file_begins() {
+    let Some((_, _, root_file, files)) = setup() else {
+        return;
+    };
+    let root = files.iter().find(|f| f.path == root_file).unwrap();
+    let (mut d, _) = support::Daemon::start(&[root_file.parent().unwrap()]);
+    let _: Value = d.call("session/open", json!({"path": root_file}));
+    let mut checked = 0;
+    for f in files
+        .iter()
+        .filter(|f| f.base.as_ref().is_some_and(|b| b.0 == root.history_id))
+    {
+        let end = f.base.as_ref().unwrap().1;
+        let b = id_in(&root_file, f, f.last);
+        let a = root.last.to_string();
+        let out = sessiond(&["diff", s(&root_file), &a, &b, "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cmp = json_of(&out);
+        assert_eq!(cmp["format"], "codex");
+        assert_eq!(
+            cmp["forkPointId"],
+            (end - 1).to_string(),
+            "{}",
+            f.path.display()
+        );
+        assert_eq!(cmp["onlyB"][0]["id"], id_in(&root_file, f, end));
+        assert_eq!(cmp["onlyB"].as_array().unwrap().len(), f.lines.len());
+        assert_eq!(
+            cmp["onlyA"].as_array().unwrap().len() as u64,
+            root.last + 1 - end,
+            "A's side: the root file after the prefix"
+        );
+        // What B sends and A does not: B's own lines (not in A's history), or prefix lines a
+        // compaction on A's side replaced (a segment cut before that compaction).
+        for x in cmp["contextOnlyB"].as_array().unwrap() {
+            if x["id"].as_str().unwrap().contains(':') {
+                assert_eq!(x["reason"]["kind"], "notInHistory", "{x}");
+            } else {
+                assert_eq!(x["reason"]["kind"], "replacedByCompaction", "{x}");
+                let by: u64 = x["reason"]["by"].as_str().unwrap().parse().unwrap();
+                assert!(by >= end, "the compaction is on A's side: {x}");
+                assert!(x["text"].as_str().unwrap().ends_with("on A only"), "{x}");
+            }
+        }
+        for x in cmp["contextOnlyA"].as_array().unwrap() {
+            let o: u64 = x["id"].as_str().unwrap().parse().unwrap();
+            assert!(o >= end, "sent at A only, yet in B's prefix: {x}");
+        }
+        // Sent at A: common to both, or at A only (the graph marks the same lines).
+        let g = json_of(&sessiond(&["graph", s(&root_file), "--leaf", &a, "--json"]));
+        assert_eq!(
+            cmp["contextCommon"].as_u64().unwrap() as usize
+                + cmp["contextOnlyA"].as_array().unwrap().len(),
+            g["contextEntryIds"].as_array().unwrap().len()
+        );
+        assert!(cmp["sideB"]["userTurns"].as_u64().unwrap() >= 1);
+        // The daemon compares as the CLI does.
+        let mut rpc = support::checked(
+            &mut d,
+            "session/compareBranches",
+            json!({"path": root_file, "leafA": a, "leafB": b}),
+        );
+        rpc.as_object_mut().unwrap().remove("revision");
+        assert_eq!(rpc, cmp);
+        checked += 1;
+    }
+    assert!(
+        checked >= 3,
+        "a fork, a mid fork and a revert segment of the root file"
+    );
+    let bad = d.request(
+        "session/compareBranches",
+        json!({"path": root_file, "leafA": "0", "leafB": "zz:1"}),
+    );
+    assert_eq!(support::error_of(&bad).0, -33004);
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn export_reads_the_history_through_the_parent_prefix() {
+    let Some((_, manifest, root_file, files)) = setup() else {
+        return;
+    };
+    let fork_step = manifest["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fork")
+        .unwrap();
+    let fork = files
+        .iter()
+        .find(|f| f.history_id == fork_step["thread"].as_str().unwrap())
+        .unwrap();
+    let out = sessiond(&["export", s(&fork.path), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    let doc = r["document"].as_str().unwrap();
+    // The parent's first prompt and its tool's output, then the fork's own prompt.
+    let at = |needle: &str| {
+        doc.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in the export"))
+    };
+    assert!(at("run a tool") < at("hello-from-tool"));
+    assert!(at("hello-from-tool") < at("fork: say hi"));
+    assert!(doc.contains("Compaction: the model reads its replacement history"));
+    assert!(doc.contains("The history goes on in the fork"));
+    assert_eq!(r["leafId"], fork.last.to_string());
+    assert_eq!(
+        r["entries"].as_u64().unwrap(),
+        fork.base.as_ref().unwrap().1 + fork.lines.len() as u64,
+        "the parent prefix and the fork's lines"
+    );
+    // The daemon exports as the CLI does, open or not.
+    let (mut d, _) = support::Daemon::start(&[root_file.parent().unwrap()]);
+    let closed = support::checked(&mut d, "session/export", json!({"path": fork.path}));
+    let _: Value = d.call("session/open", json!({"path": fork.path}));
+    let open = support::checked(&mut d, "session/export", json!({"path": fork.path}));
+    for x in [&closed, &open] {
+        assert_eq!(x["document"], r["document"]);
+        assert_eq!(x["toolCalls"], r["toolCalls"]);
+    }
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn verify_reads_codex_s_tool_calls_through_the_thread() {
+    let Some((root, _, root_file, _)) = setup() else {
+        return;
+    };
+    let cwd = root.join("work");
+    let out = sessiond(&["verify", s(&root_file), "--cwd", s(&cwd), "--json"]);
+    let r = json_of(&out);
+    let kinds: Vec<(&str, &str)> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["kind"].as_str().unwrap(), f["status"].as_str().unwrap()))
+        .collect();
+    assert!(kinds.contains(&("cwd", "ok")), "{kinds:?}");
+    assert!(
+        kinds.iter().any(|k| k.0 == "credentials"),
+        "Codex's credential looked for: {kinds:?}"
+    );
+    // The corpus' commands (`echo`, `sleep`) were read as shell commands and found runnable.
+    assert!(kinds.contains(&("tool", "ok")), "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k.0 == "failedTool"), "{kinds:?}");
+    let (mut d, _) = support::Daemon::start(&[root_file.parent().unwrap()]);
+    let params = json!({"path": root_file, "cwd": cwd});
+    let closed = support::checked(&mut d, "session/verifyResume", params.clone());
+    let _: Value = d.call("session/open", json!({"path": root_file}));
+    let open = support::checked(&mut d, "session/verifyResume", params);
+    for x in [&closed, &open] {
+        assert_eq!(x["findings"], r["findings"]);
+        assert_eq!(x["leafId"], r["leafId"]);
+    }
+    assert_eq!(d.stop(), Some(0));
+}
+
+#[test]
+fn tree_shows_the_thread_s_forks_and_segments_as_branches() {
+    let Some((_, _, root_file, files)) = setup() else {
+        return;
+    };
+    let t = json_of(&sessiond(&["tree", s(&root_file), "--json"]));
+    let total: usize = files.iter().map(|f| f.lines.len()).sum();
+    assert_eq!(t["entryCount"], total);
+    let root = files.iter().find(|f| f.path == root_file).unwrap();
+    assert_eq!(t["defaultLeafId"], root.last.to_string());
+    assert_eq!(t["roots"], json!(["0"]), "one tree");
+    let parent_of: HashMap<&str, &Value> = t["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap(), &n["parentId"]))
+        .collect();
+    for f in &files {
+        let Some((hid, end)) = &f.base else { continue };
+        let parent = files
+            .iter()
+            .find(|p| &p.history_id == hid && p.path != f.path)
+            .unwrap();
+        assert_eq!(
+            parent_of[id_in(&root_file, f, *end).as_str()],
+            &json!(id_in(&root_file, parent, end - 1)),
+            "{}",
+            f.path.display()
+        );
+    }
+    let text = String::from_utf8(sessiond(&["tree", s(&root_file)]).stdout).unwrap();
+    assert!(
+        text.contains("other files of the thread beside this one"),
+        "{text}"
+    );
+}
