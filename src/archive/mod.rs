@@ -60,6 +60,24 @@ pub enum ArchiveError {
         /// The error.
         source: io::Error,
     },
+    /// The archive's file system is full (or the quota is spent): the pass stopped at the
+    /// first file that did not fit. What it archived before is complete; the file that failed
+    /// is as the previous pass left it; the next pass, with room, archives the rest.
+    #[error(
+        "{}: {source}: the pass stopped after {done} of {files} files; the archive is \
+         consistent, and the next pass with room archives the rest",
+        path.display()
+    )]
+    NoSpace {
+        /// The archive.
+        path: PathBuf,
+        /// Files passed over (archived, or unchanged) before the one that did not fit.
+        done: usize,
+        /// Files the pass was given.
+        files: usize,
+        /// The error (`ENOSPC` or `EDQUOT`).
+        source: io::Error,
+    },
     /// The directory is not empty and holds no `archive.json` of ours: never written to.
     #[error("{}: not a sessiond archive (no archive.json, and not empty); nothing written", path.display())]
     NotAnArchive {
@@ -103,6 +121,7 @@ impl ArchiveError {
     pub fn kind(&self) -> &'static str {
         match self {
             ArchiveError::Io { .. } => "io",
+            ArchiveError::NoSpace { .. } => "noSpace",
             ArchiveError::NotAnArchive { .. } => "notAnArchive",
             ArchiveError::Damaged { .. } => "damaged",
             ArchiveError::NoSuchSession { .. } => "noSuchSession",

@@ -138,6 +138,21 @@ pub fn archive_files(dir: &Path, files: &[(PathBuf, PathBuf)]) -> Result<PassRep
             Ok(Outcome::Appended) => report.appended += 1,
             Ok(Outcome::NewVersion) => report.new_versions += 1,
             Ok(Outcome::Unchanged) => report.unchanged += 1,
+            Err(e) if is_out_of_space(&e) => {
+                // Every file after this one would fail the same way: stop, and say so once.
+                // The failed session was put back as its manifest names it, so nothing the
+                // pass began is left half-written and the marker can go.
+                let _ = fs::remove_file(&marker);
+                return Err(ArchiveError::NoSpace {
+                    path: archive.dir.clone(),
+                    done: report.files - 1,
+                    files: files.len(),
+                    source: match e {
+                        ArchiveError::Io { source, .. } => source,
+                        _ => io::Error::other("no space"),
+                    },
+                });
+            }
             Err(e) => report.errors.push(PassFailure {
                 path: file.clone(),
                 message: e.to_string(),
@@ -148,8 +163,46 @@ pub fn archive_files(dir: &Path, files: &[(PathBuf, PathBuf)]) -> Result<PassRep
     Ok(report)
 }
 
-/// Archives one file; the caller holds the lock.
+/// Whether `e` says the archive's file system is full (or the user's quota is spent).
+fn is_out_of_space(e: &ArchiveError) -> bool {
+    matches!(
+        e,
+        ArchiveError::Io { source, .. }
+            if matches!(
+                source.kind(),
+                io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+            )
+    )
+}
+
+/// Archives one file; the caller holds the lock. On failure the session's directory is put
+/// back as its manifest names it (a chunk written before the failure is removed, and a
+/// session archived for the first time leaves no directory), so a failed file leaves nothing
+/// half-written, whatever the next pass does.
 fn archive_file(
+    archive: &Archive,
+    root: &Path,
+    source: &Path,
+    report: &mut PassReport,
+) -> Result<Outcome, ArchiveError> {
+    let result = archive_file_inner(archive, root, source, report);
+    if result.is_err() {
+        let key = session_key(source);
+        let session_dir = archive.session_dir(&key);
+        match archive.manifest(&key) {
+            Ok(Some(m)) => sweep_session(&session_dir, Some(&m)),
+            Ok(None) if session_dir.is_dir() => {
+                let _ = fs::remove_dir_all(&session_dir);
+            }
+            // No directory, or a manifest that cannot be read: left as it is.
+            Ok(None) | Err(_) => {}
+        }
+    }
+    result
+}
+
+/// [`archive_file`]'s work.
+fn archive_file_inner(
     archive: &Archive,
     root: &Path,
     source: &Path,
