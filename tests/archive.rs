@@ -831,3 +831,159 @@ fn a_full_disk_stops_the_pass_cleanly_and_the_next_completes() {
     let restored = base.join("restored");
     assert_archive_matches(&out.join("after-room"), &root, &restored);
 }
+
+/// `search --json` hits for `query` over `roots`, with the archive when given.
+fn search_hits(index: &Path, roots: &[&Path], archive: Option<&Path>, query: &str) -> Value {
+    let mut args = vec![
+        "search",
+        query,
+        "--json",
+        "--index-dir",
+        index.to_str().unwrap(),
+    ];
+    for r in roots {
+        args.extend(["--root", r.to_str().unwrap()]);
+    }
+    if let Some(a) = archive {
+        args.extend(["--archive", a.to_str().unwrap()]);
+    }
+    json_ok(&args)
+}
+
+/// The hits' (path, archiveKey present, archivedOnly) triples, sorted.
+fn hit_origins(found: &Value) -> Vec<(String, bool, Value)> {
+    let mut out: Vec<(String, bool, Value)> = found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_owned(),
+                h.get("archiveKey").is_some(),
+                h.get("archivedOnly").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Search over the archive: a session Claude's cleanup deleted is found there, its hits
+/// marked `archivedOnly` and named by the original path (and `restore` takes its key); a
+/// session found live is never found twice; one outside the roots searched comes from the
+/// archive (`archivedOnly: false`), its appended bytes found after the next pass; a restored
+/// one is found live again. The daemon's `session/search` does the same when it archives.
+#[test]
+fn search_over_the_archive_finds_sessions_deleted_at_the_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tree(tmp.path());
+    let root = fs::canonicalize(&t.root).unwrap();
+    let claude = root.join("-home-u-q/6f0c3b1e-claude.jsonl");
+    let pi = fs::canonicalize(&t.pi).unwrap();
+    let append = |path: &Path, line: &str| {
+        let mut f = fs::OpenOptions::new().append(true).open(path).unwrap();
+        writeln!(f, "{line}").unwrap();
+    };
+    append(
+        &claude,
+        r#"{"parentUuid":"u1","type":"user","uuid":"u2","cwd":"/home/u/q","sessionId":"6f0c3b1e-claude","message":{"role":"user","content":"plant the marigold"}}"#,
+    );
+    append(
+        &pi,
+        r#"{"type":"message","id":"a2","parentId":"a1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":"marigold as well"}}"#,
+    );
+    let archive = tmp.path().join("archive");
+    let index = tmp.path().join("cache/index");
+    pass(&root, &archive);
+    let claude_bytes = fs::read(&claude).unwrap();
+    fs::remove_file(&claude).unwrap();
+    let (p, c) = (
+        pi.to_str().unwrap().to_owned(),
+        claude.to_str().unwrap().to_owned(),
+    );
+
+    let live = search_hits(&index, &[&root], None, "marigold");
+    assert_eq!(hit_origins(&live), vec![(p.clone(), false, Value::Null)]);
+    let both = search_hits(&index, &[&root], Some(&archive), "marigold");
+    assert_eq!(
+        hit_origins(&both),
+        vec![
+            (p.clone(), false, Value::Null),
+            (c.clone(), true, json!(true))
+        ],
+        "{both}"
+    );
+    assert_eq!(both["total"], 2);
+    let hit = both["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["path"] == c.as_str())
+        .unwrap();
+    assert_eq!(hit["entryId"], "u2");
+    assert_eq!(hit["format"], "claude-code");
+    assert!(
+        hit["snippet"].as_str().unwrap().contains("**marigold**"),
+        "{hit}"
+    );
+    let key = hit["archiveKey"].as_str().unwrap();
+    let restored = json_ok(&["restore", archive.to_str().unwrap(), key, "--json"]);
+    assert_eq!(fs::read(&claude).unwrap(), claude_bytes, "{restored}");
+    let again = search_hits(&index, &[&root], Some(&archive), "marigold");
+    assert_eq!(
+        hit_origins(&again),
+        vec![
+            (p.clone(), false, Value::Null),
+            (c.clone(), false, Value::Null)
+        ],
+        "restored, it is found live, once"
+    );
+
+    // A session outside the roots searched comes from the archive, and so do its appends.
+    let pi_dir = pi.parent().unwrap();
+    let outside = search_hits(&index, &[pi_dir], Some(&archive), "marigold");
+    assert_eq!(
+        hit_origins(&outside),
+        vec![
+            (p.clone(), false, Value::Null),
+            (c.clone(), true, json!(false))
+        ],
+        "{outside}"
+    );
+    append(
+        &claude,
+        r#"{"parentUuid":"u2","type":"user","uuid":"u3","cwd":"/home/u/q","sessionId":"6f0c3b1e-claude","message":{"role":"user","content":"and the zinnia"}}"#,
+    );
+    assert!(
+        search_hits(&index, &[pi_dir], Some(&archive), "zinnia")["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    pass(&root, &archive);
+    let grown = search_hits(&index, &[pi_dir], Some(&archive), "zinnia");
+    assert_eq!(hit_origins(&grown), vec![(c.clone(), true, json!(false))]);
+    assert_eq!(grown["hits"][0]["entryId"], "u3");
+
+    // The daemon that archives searches the archive too.
+    fs::remove_file(&claude).unwrap();
+    let (mut d, _) = Daemon::start_with(
+        &[&root],
+        &Spawn {
+            args: vec![
+                "--archive",
+                archive.to_str().unwrap(),
+                "--index-dir",
+                tmp.path().join("daemon-cache/index").to_str().unwrap(),
+            ],
+            ..Spawn::default()
+        },
+    );
+    let found = d.call("session/search", json!({"query": "zinnia"}));
+    assert_eq!(
+        hit_origins(&found),
+        vec![(c.clone(), true, json!(true))],
+        "{found}"
+    );
+    d.stop();
+}

@@ -30,6 +30,7 @@
 pub mod live;
 pub mod pass;
 pub mod restore;
+pub mod view;
 
 use std::fs;
 use std::io::{self, Read, Write};
