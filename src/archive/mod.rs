@@ -21,8 +21,9 @@
 //!   new chunk. When they do not (the file was rewritten in place, or shrank), the file's
 //!   whole content becomes a new version; earlier versions stay.
 //! * **Nothing archived is changed or deleted** except by [`prune`] with its stated rule.
-//!   A chunk is written to a temporary file, synced and renamed into place; then the manifest
-//!   is replaced the same way. A crash leaves at most chunk files no manifest names (the
+//!   A chunk is written to a temporary file and renamed into place; a batch of sessions'
+//!   chunks is made durable with one sync, and only then are their manifests replaced
+//!   (temporary files, synced together, renamed). A crash leaves at most chunk files no manifest names (the
 //!   leftovers of that interrupted pass), which the next pass that touches the session
 //!   removes before it writes ([`pass`]).
 //! * **Private**: directories 0700, files 0600, whatever the umask.
@@ -374,7 +375,8 @@ impl Archive {
         Ok(Some(m))
     }
 
-    /// Replaces the manifest of `key` atomically (temporary file, sync, rename).
+    /// Replaces the manifest of `key` atomically (temporary file, sync, rename). A pass
+    /// writes its manifests in batches instead ([`manifest_temp`]), syncing them together.
     pub fn write_manifest(&self, key: &str, m: &Manifest) -> Result<(), ArchiveError> {
         let path = self.session_dir(key).join("manifest.json");
         let mut text = serde_json::to_vec_pretty(m).map_err(|e| ArchiveError::Damaged {
@@ -384,6 +386,27 @@ impl Archive {
         text.push(b'\n');
         write_atomic(&path, &text)
     }
+}
+
+/// The manifest of `key` written to a 0600 temporary file beside its place, not synced: the
+/// caller syncs and renames it.
+pub(crate) fn manifest_temp(
+    archive: &Archive,
+    key: &str,
+    m: &Manifest,
+) -> Result<tempfile::NamedTempFile, ArchiveError> {
+    let dir = archive.session_dir(key);
+    let mut text = serde_json::to_vec_pretty(m).map_err(|e| ArchiveError::Damaged {
+        path: dir.join("manifest.json"),
+        detail: format!("manifest: {e}"),
+    })?;
+    text.push(b'\n');
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(&dir)
+        .map_err(io_at(&dir))?;
+    tmp.write_all(&text).map_err(io_at(tmp.path()))?;
+    Ok(tmp)
 }
 
 /// The archive's writer lock; released when dropped.
