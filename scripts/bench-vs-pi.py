@@ -49,6 +49,16 @@
 #     64 MB + 10% of the file; append→`session/didChange` on a scratch copy (Claude Code `user`
 #     lines, as the pi sessions get pi entries), held to the pi session nearest in size
 #     measured in the same run (target: at most 2× its median).
+#   * the archive (`--archive-sessions N`, default 10,000; 0: skipped): a corpus of N generated
+#     pi sessions of about 0.1 MB (gen-session, seed i; target/bench/archive-corpus-N, reused);
+#     `sessiond archive` into a new archive (the first pass) against `tar -c | zstd -3` of the
+#     same files (time and bytes), both single-threaded, alternating, --runs times; then 100
+#     appended lines (one to each of 100 sessions) and the incremental pass against the first;
+#     the archive's bytes against the data's. And what the per-file layout gives up, measured
+#     with the zstd CLI on the same files (one frame per file, as the archive's chunks): a
+#     shared dictionary trained on 300 of them (`zstd --train`, 110 KB, stored once) and
+#     grouping (one `tar | zstd -3` per directory of 100 sessions).
+#     `--only-archive` runs only these rows and prints them.
 # --huge adds a 1 GB session (pi is skipped there unless --huge-pi: it needs several GB).
 # --quick is a smaller run (1 and 10 MB, 20,000-entry sessions, a 10 MB Claude Code transcript,
 # fewer rounds, no compaction) for trying a change; its tables go to stdout only unless --write is
@@ -105,9 +115,10 @@ def target_dir():
     return os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target")
 
 
-def build():
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "sessiond", "--example", "gen-session",
-                    "--example", "floor", "--example", "bench-daemon"], cwd=ROOT, check=True)
+def build(only_archive=False):
+    extra = [] if only_archive else ["--example", "floor", "--example", "bench-daemon"]
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "sessiond", "--example", "gen-session", *extra],
+                   cwd=ROOT, check=True)
 
 
 def baseline_binary(rev):
@@ -210,6 +221,10 @@ def main():
                          "pi session, alternating with the current one in the same rounds: ratios now / before")
     ap.add_argument("--claude", default="10,100",
                     help="sizes in MB of the generated Claude Code transcripts (empty: none)")
+    ap.add_argument("--archive-sessions", type=int, default=10_000,
+                    help="sessions of the archive corpus (0: no archive rows)")
+    ap.add_argument("--only-archive", action="store_true",
+                    help="run only the archive rows and print them (writes nothing)")
     ap.add_argument("--quick", action="store_true",
                     help="a smaller run for trying a change: --sizes 1,10 --entries 20000 --chain 20000 --runs 1 "
                          "--rounds 3 --context-runs 20 --appends 50 --compact-runs 0 --claude 10 (options given "
@@ -221,7 +236,7 @@ def main():
     args = ap.parse_args(argv)
     if args.quick:
         quick = dict(sizes="1,10", entries=20_000, chain=20_000, runs=1, rounds=3, context_runs=20, appends=50,
-                     compact_runs=0, claude="10")
+                     compact_runs=0, claude="10", archive_sessions=1000)
         given = {a.split("=", 1)[0].lstrip("-").replace("-", "_") for a in argv if a.startswith("--")}
         for k, v in quick.items():
             if k not in given:
@@ -229,11 +244,11 @@ def main():
     write = (args.write or not args.quick) and not args.no_write
     started = time.time()
     load_start = os.getloadavg() if hasattr(os, "getloadavg") else None
-    oracle = oracle_dir(args.oracle)
+    oracle = None if args.only_archive else oracle_dir(args.oracle)
     if not os.path.exists("/usr/bin/time"):
         sys.exit("bench: needs GNU time (apt-get install time)")
     commit = built_commit()
-    build()
+    build(only_archive=args.only_archive)
     baseline = baseline_binary(args.baseline) if args.baseline else None
     rel = os.path.join(target_dir(), "release")
     sessiond, gen, floor = os.path.join(rel, "sessiond"), os.path.join(rel, "examples", "gen-session"), os.path.join(rel, "examples", "floor")
@@ -245,6 +260,15 @@ def main():
         baseline = (baseline[0], before)
     else:
         sessiond_now = sessiond
+    if args.only_archive:
+        if not args.archive_sessions:
+            sys.exit("bench: --only-archive needs --archive-sessions N")
+        res = archive_bench(sessiond, gen, args.archive_sessions, args.runs,
+                            os.path.join(ROOT, "target", "bench"))
+        print(describe_machine(load_start, commit)["line"])
+        print()
+        print(archive_table(res)[0])
+        return
     sessions = [(f"{mb} MB", f"session-{mb}mb.jsonl", [str(mb), "1"], mb) for mb in (int(s) for s in args.sizes.split(",") if s)]
     if args.huge:
         sessions.append(("1 GB", "session-1024mb.jsonl", ["1024", "1"], 1024))
@@ -326,16 +350,19 @@ def main():
                 ours.append(run([sessiond, "compact", path, "--dry-run"]))
                 theirs.append(run(["node", os.path.join(oracle, "oracle.mjs"), "compact", path]))
             compactions.append(dict(label=label, size=os.path.getsize(path), ours=ours, theirs=theirs))
+    archive_res = (archive_bench(sessiond, gen, args.archive_sessions, args.runs, outdir)
+                   if args.archive_sessions else None)
     rows, headline = table_rows(cols)
     main_md = markdown(cols, rows)
     before_md, before_headline = before_table(cols, baseline) if baseline else ("", [])
     claude_md, claude_headline = claude_table(claude, cols) if claude else ("", [])
     comp_md, comp_headline = compaction_table(compactions) if compactions else ("", [])
+    arch_md, arch_headline = archive_table(archive_res) if archive_res else ("", [])
     machine = describe_machine(load_start, commit)
     print(machine["line"])
     print()
     print(main_md)
-    for md in (before_md, claude_md, comp_md):
+    for md in (before_md, claude_md, comp_md, arch_md):
         if md:
             print()
             print(md)
@@ -343,9 +370,10 @@ def main():
         run_info = dict(
             command="python3 scripts/bench-vs-pi.py" + "".join(" " + shlex.quote(a) for a in argv),
             minutes=(time.time() - started) / 60, args=args)
-        write_performance(machine, run_info, main_md, [before_md, claude_md, comp_md])
+        write_performance(machine, run_info, main_md, [before_md, claude_md, comp_md, arch_md])
         wrote = "docs/performance.md"
-        if write_headline(machine, run_info, headline + before_headline + claude_headline + comp_headline):
+        if write_headline(machine, run_info,
+                          headline + before_headline + claude_headline + comp_headline + arch_headline):
             wrote += " and the headline rows of README.md"
         print(f"\nwrote {wrote}", file=sys.stderr)
 
@@ -786,6 +814,184 @@ wall times are not the same work) on two sessions of about 200 MB: the generator
 path since its last compaction) and one chain of 400,000 entries. Its target is peak RSS within
 the budget of 64 MB + 10% of the file.
 """
+
+
+def tree_bytes(d):
+    """Bytes of every file below d (apparent sizes)."""
+    total = 0
+    for base, _, files in os.walk(d):
+        for f in files:
+            total += os.path.getsize(os.path.join(base, f))
+    return total
+
+
+def timed_shell(script, **env):
+    """Runs a bash script (stdout discarded); returns its wall time in seconds."""
+    start = time.perf_counter()
+    p = subprocess.run(["bash", "-c", script], env={**os.environ, **env}, stdout=subprocess.DEVNULL)
+    if p.returncode != 0:
+        sys.exit(f"bench: command failed: {script}")
+    return time.perf_counter() - start
+
+
+def archive_bench(sessiond, gen, n, runs, outdir):
+    """The archive rows' measures (see the head of this file)."""
+    corpus = os.path.join(outdir, f"archive-corpus-{n}")
+    have = sum(len(fs) for _, _, fs in os.walk(corpus)) if os.path.isdir(corpus) else 0
+    if have < n:
+        print(f"bench: generating {n} sessions of 0.1 MB in {corpus}", file=sys.stderr)
+        for i in range(1, n + 1):
+            d = os.path.join(corpus, str(i % 100))
+            os.makedirs(d, exist_ok=True)
+            out = os.path.join(d, f"s{i}.jsonl")
+            if not os.path.exists(out):
+                subprocess.run([gen, out, "0.1", str(i)], check=True, stdout=subprocess.DEVNULL)
+    data = tree_bytes(corpus)
+    work = os.path.join(outdir, "archive-work")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    archive, tarball = os.path.join(work, "archive"), os.path.join(work, "corpus.tar.zst")
+    first, tar = [], []
+    for r in range(max(1, runs)):
+        order = ["archive", "tar"] if r % 2 == 0 else ["tar", "archive"]
+        for which in order:
+            if which == "archive":
+                shutil.rmtree(archive, ignore_errors=True)
+                first.append(run([sessiond, "archive", "--root", corpus, "--to", archive, "--json"]))
+            else:
+                tar.append((timed_shell('tar -cf - -C "$C" . | zstd -3 -q -T1 -o "$O" -f', C=corpus, O=tarball), 0))
+    archive_size, tar_size = tree_bytes(archive), os.path.getsize(tarball)
+    chunks = tree_bytes(os.path.join(archive, "sessions")) - sum(
+        os.path.getsize(os.path.join(b, f)) for b, _, fs in os.walk(os.path.join(archive, "sessions"))
+        for f in fs if f == "manifest.json")
+    # 100 appends, one line each to 100 sessions, then the incremental pass.
+    files = sorted(os.path.join(b, f) for b, _, fs in os.walk(corpus) for f in fs)
+    step = max(1, len(files) // 100)
+    incremental = []
+    appended = files[::step][:100]
+    sizes = {f: os.path.getsize(f) for f in appended}
+    for r in range(max(1, runs)):
+        for f in appended:
+            with open(f, "a", encoding="utf-8") as h:
+                h.write(json.dumps({"type": "custom", "customType": "bench-archive", "data": {"round": r}}) + "\n")
+        incremental.append(run([sessiond, "archive", "--root", corpus, "--to", archive, "--json"]))
+    for f, size in sizes.items():  # the corpus as generated, for the next run
+        os.truncate(f, size)
+    # What the per-file layout gives up, with the zstd CLI on the same files.
+    per_file, dicted, grouped = (os.path.join(work, x) for x in ("per-file", "dict", "grouped"))
+    t_per_file = timed_shell('zstd -3 -q -T1 -r "$C" --output-dir-mirror "$O"', C=corpus, O=per_file)
+    sample = files[:: max(1, len(files) // 300)][:300]
+    dictionary = os.path.join(work, "sessions.dict")
+    start = time.perf_counter()
+    subprocess.run(["zstd", "--train", "-q", "-o", dictionary, *sample], check=True, stdout=subprocess.DEVNULL)
+    t_train = time.perf_counter() - start
+    t_dict = timed_shell('zstd -3 -q -T1 -D "$D" -r "$C" --output-dir-mirror "$O"', D=dictionary, C=corpus, O=dicted)
+    os.makedirs(grouped)
+    t_grouped = timed_shell('for d in "$C"/*/; do n=$(basename "$d"); tar -cf - -C "$d" . | zstd -3 -q -T1 -o "$O/$n.tar.zst"; done',
+                            C=corpus, O=grouped)
+    # Sessions archived as they grow: each of `grow_n` sessions written in ten steps (cut at
+    # line ends), a pass after each, so every version holds ten chunks, as under a daemon that
+    # archives a live session; and the same pieces compressed one by one with the zstd CLI,
+    # without and with the dictionary.
+    grow_n = min(1000, len(files))
+    growing, grown_archive, pieces = (os.path.join(work, x) for x in ("growing", "grown-archive", "pieces"))
+    os.makedirs(pieces)
+    steps = 10
+    contents = [open(f, "rb").read() for f in files[:grow_n]]
+    cuts = []
+    for c in contents:
+        ends = [0]
+        for k in range(1, steps):
+            i = c.find(b"\n", len(c) * k // steps)
+            ends.append(len(c) if i < 0 else i + 1)
+        ends.append(len(c))
+        cuts.append(ends)
+    t_grow = 0.0
+    for k in range(steps):
+        for j, (c, ends) in enumerate(zip(contents, cuts)):
+            piece = c[ends[k]:ends[k + 1]]
+            d = os.path.join(growing, str(j % 100))
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, f"g{j}.jsonl"), "ab") as h:
+                h.write(piece)
+            with open(os.path.join(pieces, f"g{j}.{k}"), "wb") as h:
+                h.write(piece)
+        t_grow += run([sessiond, "archive", "--root", growing, "--to", grown_archive, "--json"])[0]
+    grown_tar = os.path.join(work, "grown.tar.zst")
+    timed_shell('tar -cf - -C "$C" . | zstd -3 -q -T1 -o "$O" -f', C=growing, O=grown_tar)
+
+    def frames(src, tag):
+        """Bytes of src's files compressed one by one: without, and with the dictionary."""
+        plain, dicted = os.path.join(work, tag + "-plain"), os.path.join(work, tag + "-dict")
+        timed_shell('zstd -3 -q -T1 -r "$C" --output-dir-mirror "$O"', C=src, O=plain)
+        timed_shell('zstd -3 -q -T1 -D "$D" -r "$C" --output-dir-mirror "$O"', D=dictionary, C=src, O=dicted)
+        return tree_bytes(plain), tree_bytes(dicted) + os.path.getsize(dictionary)
+
+    # The same contents in pieces of a hundredth (a few KB: a daemon's chunk of one burst).
+    small = os.path.join(work, "small-pieces")
+    os.makedirs(small)
+    for j, c in enumerate(contents):
+        at = 0
+        for k in range(1, 101):
+            i = c.find(b"\n", len(c) * k // 100) if k < 100 else -1
+            end = len(c) if i < 0 else i + 1
+            if end > at:
+                with open(os.path.join(small, f"g{j}.{k}"), "wb") as h:
+                    h.write(c[at:end])
+            at = end
+    grown = dict(n=grow_n, steps=steps, time=t_grow, archive=tree_bytes(grown_archive),
+                 tar=os.path.getsize(grown_tar), tenth=frames(pieces, "tenth"), hundredth=frames(small, "hundredth"))
+    res = dict(n=len(files), data=data, grown=grown, first=first, tar=tar, archive_size=archive_size, chunks=chunks,
+               tar_size=tar_size, incremental=incremental,
+               per_file=(t_per_file, tree_bytes(per_file)),
+               dict=(t_train + t_dict, tree_bytes(dicted) + os.path.getsize(dictionary), os.path.getsize(dictionary)),
+               grouped=(t_grouped, tree_bytes(grouped)))
+    shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def archive_table(a):
+    """The archive's rows: markdown and headline rows."""
+    t_first, t_tar = median([t for t, _ in a["first"]]), median([t for t, _ in a["tar"]])
+    t_inc = median([t for t, _ in a["incremental"]])
+    time_ratio, size_ratio, inc_ratio = t_first / t_tar, a["archive_size"] / a["tar_size"], t_inc / t_first
+    mb = lambda b: f"{b / 1048576:.1f} MB"
+    met = lambda ok: "met" if ok else "**missed**"
+    rows = [
+        ("data", f"{a['n']:,} sessions, {mb(a['data'])}", "", ""),
+        ("first pass: `sessiond archive` / `tar -c \\| zstd -3`, wall time",
+         f"{t_first:.1f} s / {t_tar:.1f} s = {time_ratio:.2f}×", "≤ 1.5×", met(time_ratio <= 1.5)),
+        ("archive bytes / `tar -c \\| zstd -3` bytes",
+         f"{mb(a['archive_size'])} / {mb(a['tar_size'])} = {size_ratio:.2f}×", "≤ 1.1×", met(size_ratio <= 1.1)),
+        ("… of which chunks (manifests are the rest)", mb(a["chunks"]), "", ""),
+        ("archive bytes / data bytes", f"{a['archive_size'] / a['data']:.3f}", "", ""),
+        ("peak RSS of the first pass", f"{max(m for _, m in a['first']):.0f} MB", "", ""),
+        ("incremental pass after 100 appends / first pass, wall time",
+         f"{t_inc * 1000:.0f} ms / {t_first:.1f} s = {inc_ratio * 100:.1f}%", "≤ 2%", met(inc_ratio <= 0.02)),
+        ("experiment, zstd CLI: one frame per file, no dictionary (the chunks' layout)",
+         f"{mb(a['per_file'][1])} = {a['per_file'][1] / a['tar_size']:.2f}× tar, {a['per_file'][0]:.1f} s", "", ""),
+        ("experiment: one frame per file with a shared dictionary (trained on 300 files; size included)",
+         f"{mb(a['dict'][1])} = {a['dict'][1] / a['tar_size']:.2f}× tar (dictionary {a['dict'][2] // 1024} KB), "
+         f"{a['dict'][0]:.1f} s with training", "", ""),
+        ("experiment: grouped, one `tar \\| zstd -3` per directory of 100 sessions",
+         f"{mb(a['grouped'][1])} = {a['grouped'][1] / a['tar_size']:.2f}× tar, {a['grouped'][0]:.1f} s", "", ""),
+    ]
+    g = a["grown"]
+    rows += [
+        (f"experiment: {g['n']:,} sessions archived as they grow ({g['steps']} passes, {g['steps']} chunks each) / "
+         "`tar -c \\| zstd -3` of the result",
+         f"{mb(g['archive'])} / {mb(g['tar'])} = {g['archive'] / g['tar']:.2f}× ({g['time']:.1f} s of passes)", "", ""),
+        ("experiment: those tenths as zstd frames one by one, without / with the dictionary (its size included)",
+         f"{g['tenth'][0] / g['tar']:.2f}× / {g['tenth'][1] / g['tar']:.2f}× tar", "", ""),
+        ("experiment: the same sessions in hundredths (a few KB each), without / with the dictionary",
+         f"{g['hundredth'][0] / g['tar']:.2f}× / {g['hundredth'][1] / g['tar']:.2f}× tar", "", ""),
+    ]
+    runs = len(a["first"])
+    md = (f"The archive (medians of {runs} run(s); the first pass and tar alternate; zstd single-threaded):\n\n"
+          "| measure | this run | target | |\n|---|---|---|---|\n"
+          + "\n".join(f"| {n} | {r} | {t} | {v} |" for n, r, t, v in rows))
+    headline = [r for r in rows if r[2]]
+    return md, headline
 
 
 def write_performance(machine, run_info, main_md, tables):

@@ -372,6 +372,16 @@ pub struct Hit {
     pub snippet: String,
     /// BM25 score (higher is better).
     pub score: f32,
+    /// When the hit is in an archived session that the live roots do not offer (a search
+    /// with an archive, [`crate::archive::view`]): its key in the archive; `path` is then the
+    /// session's original path. Absent for a live session's hit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_key: Option<String>,
+    /// With `archive_key`: true when the original no longer exists, the archive being all
+    /// that is left of the session (`restore` brings it back); false when it exists outside
+    /// the roots searched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archived_only: Option<bool>,
 }
 
 /// A page of hits.
@@ -1336,6 +1346,8 @@ impl SearchIndex {
             on_default_path,
             snippet,
             score,
+            archive_key: None,
+            archived_only: None,
         })
     }
 }

@@ -3,7 +3,9 @@
 //! rollout; an append adds one chunk of exactly the new bytes; a file rewritten in place keeps
 //! its earlier content as a version; a deleted file stays archived and is restored byte for
 //! byte; a restore never overwrites a different file; modes 0600/0700 under umask 022; a pass
-//! killed with SIGKILL leaves an archive the next pass completes and that verifies whole;
+//! killed with SIGKILL leaves an archive the next pass completes and that verifies whole; a
+//! pass on a full file system (a small tmpfs) stops with one clear error, leaves nothing
+//! half-written, and the next pass with room completes it;
 //! `--prune` lists first and removes only with `--apply`; the daemon archives as files change.
 //! Chunks are read back with the standard `zstd` tool, as docs/archive.md promises.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -666,4 +668,329 @@ fn the_daemon_archives_as_files_change() {
     );
     assert_eq!(init["error"]["code"], -32602, "{init}");
     d.wait();
+}
+
+/// Text of `len` bytes that zstd cannot shrink much (64 symbols, random): lines of JSON.
+fn noise(rng: &mut fastrand::Rng, len: usize) -> Vec<u8> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        out.extend_from_slice(b"{\"type\":\"message\",\"text\":\"");
+        out.extend((0..200).map(|_| ALPHABET[rng.usize(..ALPHABET.len())]));
+        out.extend_from_slice(b"\"}\n");
+    }
+    out
+}
+
+/// Checks an archive copy left by a pass: no temporary file, no pass marker, no chunk file
+/// that no manifest names, and every version of every session reads back whole (each chunk
+/// against its checksum) as a prefix of its source. Returns each source's newest archived size.
+fn assert_consistent(archive: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
+    assert!(
+        !archive.join("pass-running").exists(),
+        "the pass marker is gone"
+    );
+    let mut named = std::collections::BTreeSet::new();
+    let mut sizes = std::collections::BTreeMap::new();
+    for s in sessiond::archive::list_sessions(archive).unwrap() {
+        let dir = archive.join("sessions").join(&s.key);
+        named.insert(dir.join("manifest.json"));
+        let source = fs::read(&s.manifest.source).unwrap();
+        for v in &s.manifest.versions {
+            for c in &v.chunks {
+                named.insert(dir.join(v.dir()).join(&c.file));
+            }
+            let bytes = sessiond::archive::read_version(archive, &s.key, v).unwrap();
+            assert_eq!(
+                bytes[..],
+                source[..bytes.len()],
+                "{}: a prefix of the source",
+                s.key
+            );
+        }
+        sizes.insert(s.manifest.source.clone(), s.size);
+    }
+    for f in walk(&archive.join("sessions")) {
+        assert!(named.contains(&f), "{} is named by a manifest", f.display());
+    }
+    sizes
+}
+
+/// A full disk: a pass into an archive on a 1 MiB tmpfs (mounted in a private user and mount
+/// namespace, `unshare -rm`) that another file fills up. The pass stops at the first file that
+/// does not fit with one clear error (`noSpace`, exit 2), leaves nothing half-written (no
+/// temporary file, no chunk no manifest names, every session as complete as a pass left it,
+/// its bytes checked); once the other file is removed the next pass archives the rest and the
+/// archive restores every file byte for byte.
+#[test]
+fn a_full_disk_stops_the_pass_cleanly_and_the_next_completes() {
+    let probe = Command::new("unshare")
+        .args(["-rm", "true"])
+        .stderr(Stdio::piped())
+        .output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        let why = format!("unshare -rm is not available here: {probe:?}");
+        assert!(std::env::var_os("CI").is_none(), "{why}");
+        eprintln!(
+            "\n!!! SKIPPED a_full_disk_stops_the_pass_cleanly_and_the_next_completes: {why}\n"
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let base = fs::canonicalize(tmp.path()).unwrap();
+    let root = base.join("root");
+    let extra = base.join("extra");
+    let late = base.join("late");
+    let mnt = base.join("mnt");
+    let out = base.join("out");
+    for d in [&root, &extra, &late, &mnt, &out] {
+        fs::create_dir_all(d).unwrap();
+    }
+    let mut rng = fastrand::Rng::with_seed(46);
+    // Eight sessions archived while there is room; then each grows, and eight new ones come.
+    for i in 0..8 {
+        let name = format!("s{i}.jsonl");
+        fs::write(root.join(&name), noise(&mut rng, 24 * 1024)).unwrap();
+        fs::write(extra.join(&name), noise(&mut rng, 8 * 1024)).unwrap();
+        fs::write(late.join(format!("t{i}.jsonl")), noise(&mut rng, 32 * 1024)).unwrap();
+    }
+    let first_sizes: Vec<u64> = (0..8)
+        .map(|i| {
+            fs::metadata(root.join(format!("s{i}.jsonl")))
+                .unwrap()
+                .len()
+        })
+        .collect();
+    let script = r#"
+        set -u
+        root=$1 extra=$2 late=$3 mnt=$4 out=$5 bin=$6
+        mount -t tmpfs -o size=1m tmpfs "$mnt" || exit 90
+        "$bin" archive --root "$root" --to "$mnt/archive" --json >"$out/pass0.json" 2>"$out/pass0.err"
+        echo $? >"$out/pass0.rc"
+        for f in "$extra"/*; do cat "$f" >>"$root/$(basename "$f")"; done
+        mv "$late"/* "$root"/
+        # Fill the file system, then give back 160 KiB: less than the pass needs.
+        cat /dev/zero >"$mnt/filler" 2>/dev/null
+        truncate -s -160K "$mnt/filler"
+        "$bin" archive --root "$root" --to "$mnt/archive" --json >"$out/pass1.json" 2>"$out/pass1.err"
+        echo $? >"$out/pass1.rc"
+        cp -a "$mnt/archive" "$out/after-full"
+        rm "$mnt/filler"
+        "$bin" archive --root "$root" --to "$mnt/archive" --json >"$out/pass2.json" 2>"$out/pass2.err"
+        echo $? >"$out/pass2.rc"
+        cp -a "$mnt/archive" "$out/after-room"
+    "#;
+    let status = Command::new("unshare")
+        .args(["-rm", "bash", "-c", script, "bash"])
+        .args([&root, &extra, &late, &mnt, &out])
+        .arg(BIN)
+        .env(
+            "XDG_CACHE_HOME",
+            std::env::temp_dir().join("sessiond-archive-test-cache"),
+        )
+        .status()
+        .unwrap();
+    assert!(status.success(), "the script ran: {status:?}");
+    let read = |name: &str| fs::read_to_string(out.join(name)).unwrap();
+    assert_eq!(read("pass0.rc").trim(), "0", "{}", read("pass0.err"));
+    let pass0: Value = serde_json::from_str(&read("pass0.json")).unwrap();
+    assert_eq!(pass0["added"], 8, "{pass0}");
+
+    // The pass on the full disk: one clear error, and an archive that is whole.
+    assert_eq!(read("pass1.rc").trim(), "2", "{}", read("pass1.err"));
+    let err: Value = serde_json::from_str(&read("pass1.json")).unwrap();
+    assert_eq!(err["error"]["kind"], "noSpace", "{err}");
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("No space left on device")
+            && message.contains("the next pass with room archives the rest"),
+        "{message}"
+    );
+    let full = assert_consistent(&out.join("after-full"));
+    let sizes: Vec<u64> = full.values().copied().collect();
+    let complete = full
+        .iter()
+        .filter(|(src, size)| fs::metadata(src).unwrap().len() == **size)
+        .count();
+    assert!(
+        complete < 16,
+        "the disk filled before the pass ended: {sizes:?}"
+    );
+    for i in 0..8 {
+        let size = full[&root.join(format!("s{i}.jsonl"))];
+        assert!(
+            size == first_sizes[i]
+                || size
+                    == fs::metadata(root.join(format!("s{i}.jsonl")))
+                        .unwrap()
+                        .len(),
+            "s{i}: as the first pass left it or complete, never part of an append: {size}"
+        );
+    }
+
+    // With room again, the next pass completes it.
+    assert_eq!(read("pass2.rc").trim(), "0", "{}", read("pass2.err"));
+    let room = assert_consistent(&out.join("after-room"));
+    assert_eq!(room.len(), 16);
+    for (src, size) in &room {
+        assert_eq!(*size, fs::metadata(src).unwrap().len(), "{}", src.display());
+    }
+    let restored = base.join("restored");
+    assert_archive_matches(&out.join("after-room"), &root, &restored);
+}
+
+/// `search --json` hits for `query` over `roots`, with the archive when given.
+fn search_hits(index: &Path, roots: &[&Path], archive: Option<&Path>, query: &str) -> Value {
+    let mut args = vec![
+        "search",
+        query,
+        "--json",
+        "--index-dir",
+        index.to_str().unwrap(),
+    ];
+    for r in roots {
+        args.extend(["--root", r.to_str().unwrap()]);
+    }
+    if let Some(a) = archive {
+        args.extend(["--archive", a.to_str().unwrap()]);
+    }
+    json_ok(&args)
+}
+
+/// The hits' (path, archiveKey present, archivedOnly) triples, sorted.
+fn hit_origins(found: &Value) -> Vec<(String, bool, Value)> {
+    let mut out: Vec<(String, bool, Value)> = found["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_owned(),
+                h.get("archiveKey").is_some(),
+                h.get("archivedOnly").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Search over the archive: a session Claude's cleanup deleted is found there, its hits
+/// marked `archivedOnly` and named by the original path (and `restore` takes its key); a
+/// session found live is never found twice; one outside the roots searched comes from the
+/// archive (`archivedOnly: false`), its appended bytes found after the next pass; a restored
+/// one is found live again. The daemon's `session/search` does the same when it archives.
+#[test]
+fn search_over_the_archive_finds_sessions_deleted_at_the_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tree(tmp.path());
+    let root = fs::canonicalize(&t.root).unwrap();
+    let claude = root.join("-home-u-q/6f0c3b1e-claude.jsonl");
+    let pi = fs::canonicalize(&t.pi).unwrap();
+    let append = |path: &Path, line: &str| {
+        let mut f = fs::OpenOptions::new().append(true).open(path).unwrap();
+        writeln!(f, "{line}").unwrap();
+    };
+    append(
+        &claude,
+        r#"{"parentUuid":"u1","type":"user","uuid":"u2","cwd":"/home/u/q","sessionId":"6f0c3b1e-claude","message":{"role":"user","content":"plant the marigold"}}"#,
+    );
+    append(
+        &pi,
+        r#"{"type":"message","id":"a2","parentId":"a1","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":"marigold as well"}}"#,
+    );
+    let archive = tmp.path().join("archive");
+    let index = tmp.path().join("cache/index");
+    pass(&root, &archive);
+    let claude_bytes = fs::read(&claude).unwrap();
+    fs::remove_file(&claude).unwrap();
+    let (p, c) = (
+        pi.to_str().unwrap().to_owned(),
+        claude.to_str().unwrap().to_owned(),
+    );
+
+    let live = search_hits(&index, &[&root], None, "marigold");
+    assert_eq!(hit_origins(&live), vec![(p.clone(), false, Value::Null)]);
+    let both = search_hits(&index, &[&root], Some(&archive), "marigold");
+    assert_eq!(
+        hit_origins(&both),
+        vec![
+            (p.clone(), false, Value::Null),
+            (c.clone(), true, json!(true))
+        ],
+        "{both}"
+    );
+    assert_eq!(both["total"], 2);
+    let hit = both["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["path"] == c.as_str())
+        .unwrap();
+    assert_eq!(hit["entryId"], "u2");
+    assert_eq!(hit["format"], "claude-code");
+    assert!(
+        hit["snippet"].as_str().unwrap().contains("**marigold**"),
+        "{hit}"
+    );
+    let key = hit["archiveKey"].as_str().unwrap();
+    let restored = json_ok(&["restore", archive.to_str().unwrap(), key, "--json"]);
+    assert_eq!(fs::read(&claude).unwrap(), claude_bytes, "{restored}");
+    let again = search_hits(&index, &[&root], Some(&archive), "marigold");
+    assert_eq!(
+        hit_origins(&again),
+        vec![
+            (p.clone(), false, Value::Null),
+            (c.clone(), false, Value::Null)
+        ],
+        "restored, it is found live, once"
+    );
+
+    // A session outside the roots searched comes from the archive, and so do its appends.
+    let pi_dir = pi.parent().unwrap();
+    let outside = search_hits(&index, &[pi_dir], Some(&archive), "marigold");
+    assert_eq!(
+        hit_origins(&outside),
+        vec![
+            (p.clone(), false, Value::Null),
+            (c.clone(), true, json!(false))
+        ],
+        "{outside}"
+    );
+    append(
+        &claude,
+        r#"{"parentUuid":"u2","type":"user","uuid":"u3","cwd":"/home/u/q","sessionId":"6f0c3b1e-claude","message":{"role":"user","content":"and the zinnia"}}"#,
+    );
+    assert!(
+        search_hits(&index, &[pi_dir], Some(&archive), "zinnia")["hits"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    pass(&root, &archive);
+    let grown = search_hits(&index, &[pi_dir], Some(&archive), "zinnia");
+    assert_eq!(hit_origins(&grown), vec![(c.clone(), true, json!(false))]);
+    assert_eq!(grown["hits"][0]["entryId"], "u3");
+
+    // The daemon that archives searches the archive too.
+    fs::remove_file(&claude).unwrap();
+    let (mut d, _) = Daemon::start_with(
+        &[&root],
+        &Spawn {
+            args: vec![
+                "--archive",
+                archive.to_str().unwrap(),
+                "--index-dir",
+                tmp.path().join("daemon-cache/index").to_str().unwrap(),
+            ],
+            ..Spawn::default()
+        },
+    );
+    let found = d.call("session/search", json!({"query": "zinnia"}));
+    assert_eq!(
+        hit_origins(&found),
+        vec![(c.clone(), true, json!(true))],
+        "{found}"
+    );
+    d.stop();
 }

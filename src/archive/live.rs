@@ -30,6 +30,7 @@ struct Marks {
 
 /// The continuous archive of one daemon; stops when dropped.
 pub struct Archiver {
+    dir: PathBuf,
     _watcher: Option<RecommendedWatcher>,
     stop: mpsc::Sender<()>,
 }
@@ -41,6 +42,11 @@ impl Drop for Archiver {
 }
 
 impl Archiver {
+    /// The archive (absolute).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// Starts archiving the session files under `roots` into the archive at `archive`.
     /// Errors: the archive cannot be created or is not one (checked here, so the client hears
     /// of it); events that cannot be watched only log a warning (the full passes remain).
@@ -97,13 +103,17 @@ impl Archiver {
         };
         std::thread::Builder::new()
             .name("sessiond-archive".into())
-            .spawn(move || run(&archive, &roots, &marks, &rx, &stopped))
+            .spawn({
+                let archive = archive.clone();
+                move || run(&archive, &roots, &marks, &rx, &stopped)
+            })
             .map_err(|e| super::ArchiveError::Io {
                 path: PathBuf::from("(archive thread)"),
                 source: e,
             })?;
         let _ = kick.send(Some(()));
         Ok(Archiver {
+            dir: archive,
             _watcher: watcher,
             stop,
         })

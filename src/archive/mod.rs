@@ -21,8 +21,9 @@
 //!   new chunk. When they do not (the file was rewritten in place, or shrank), the file's
 //!   whole content becomes a new version; earlier versions stay.
 //! * **Nothing archived is changed or deleted** except by [`prune`] with its stated rule.
-//!   A chunk is written to a temporary file, synced and renamed into place; then the manifest
-//!   is replaced the same way. A crash leaves at most chunk files no manifest names (the
+//!   A chunk is written to a temporary file and renamed into place; a batch of sessions'
+//!   chunks is made durable with one sync, and only then are their manifests replaced
+//!   (temporary files, synced together, renamed). A crash leaves at most chunk files no manifest names (the
 //!   leftovers of that interrupted pass), which the next pass that touches the session
 //!   removes before it writes ([`pass`]).
 //! * **Private**: directories 0700, files 0600, whatever the umask.
@@ -30,6 +31,7 @@
 pub mod live;
 pub mod pass;
 pub mod restore;
+pub mod view;
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -58,6 +60,24 @@ pub enum ArchiveError {
         /// The file or directory.
         path: PathBuf,
         /// The error.
+        source: io::Error,
+    },
+    /// The archive's file system is full (or the quota is spent): the pass stopped at the
+    /// first file that did not fit. What it archived before is complete; the file that failed
+    /// is as the previous pass left it; the next pass, with room, archives the rest.
+    #[error(
+        "{}: {source}: the pass stopped after {done} of {files} files; the archive is \
+         consistent, and the next pass with room archives the rest",
+        path.display()
+    )]
+    NoSpace {
+        /// The archive.
+        path: PathBuf,
+        /// Files passed over (archived, or unchanged) before the one that did not fit.
+        done: usize,
+        /// Files the pass was given.
+        files: usize,
+        /// The error (`ENOSPC` or `EDQUOT`).
         source: io::Error,
     },
     /// The directory is not empty and holds no `archive.json` of ours: never written to.
@@ -103,6 +123,7 @@ impl ArchiveError {
     pub fn kind(&self) -> &'static str {
         match self {
             ArchiveError::Io { .. } => "io",
+            ArchiveError::NoSpace { .. } => "noSpace",
             ArchiveError::NotAnArchive { .. } => "notAnArchive",
             ArchiveError::Damaged { .. } => "damaged",
             ArchiveError::NoSuchSession { .. } => "noSuchSession",
@@ -354,7 +375,8 @@ impl Archive {
         Ok(Some(m))
     }
 
-    /// Replaces the manifest of `key` atomically (temporary file, sync, rename).
+    /// Replaces the manifest of `key` atomically (temporary file, sync, rename). A pass
+    /// writes its manifests in batches instead ([`manifest_temp`]), syncing them together.
     pub fn write_manifest(&self, key: &str, m: &Manifest) -> Result<(), ArchiveError> {
         let path = self.session_dir(key).join("manifest.json");
         let mut text = serde_json::to_vec_pretty(m).map_err(|e| ArchiveError::Damaged {
@@ -364,6 +386,27 @@ impl Archive {
         text.push(b'\n');
         write_atomic(&path, &text)
     }
+}
+
+/// The manifest of `key` written to a 0600 temporary file beside its place, not synced: the
+/// caller syncs and renames it.
+pub(crate) fn manifest_temp(
+    archive: &Archive,
+    key: &str,
+    m: &Manifest,
+) -> Result<tempfile::NamedTempFile, ArchiveError> {
+    let dir = archive.session_dir(key);
+    let mut text = serde_json::to_vec_pretty(m).map_err(|e| ArchiveError::Damaged {
+        path: dir.join("manifest.json"),
+        detail: format!("manifest: {e}"),
+    })?;
+    text.push(b'\n');
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(&dir)
+        .map_err(io_at(&dir))?;
+    tmp.write_all(&text).map_err(io_at(tmp.path()))?;
+    Ok(tmp)
 }
 
 /// The archive's writer lock; released when dropped.

@@ -70,6 +70,7 @@ pub fn exit_of(e: &ArchiveError) -> Exit {
         ArchiveError::Damaged { .. } => Exit::Corrupt,
         ArchiveError::Rewrite { .. } => Exit::UnsupportedForFormat,
         ArchiveError::Io { .. }
+        | ArchiveError::NoSpace { .. }
         | ArchiveError::NotAnArchive { .. }
         | ArchiveError::NoSuchSession { .. } => Exit::Error,
     }

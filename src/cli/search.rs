@@ -10,6 +10,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::error::{CliError, Exit};
+use crate::archive;
 use crate::dialect::Dialect;
 use crate::js::timestamp::parse_iso;
 use crate::search::{SearchIndex, SearchQuery};
@@ -58,6 +59,12 @@ pub struct SearchArgs {
     /// new or empty, or an index sessiond made; any other directory is refused, never emptied.
     #[arg(long, value_name = "DIR")]
     pub index_dir: Option<PathBuf>,
+    /// Search the sessions kept in this archive (`sessiond archive`) too: those whose original
+    /// is gone (hits marked `archivedOnly`) or lies outside the roots searched. Their newest
+    /// versions are decompressed into `archive-view/` beside the index directory and indexed
+    /// as any session; hits name the original path and the archive key.
+    #[arg(long, value_name = "ARCHIVE")]
+    pub archive: Option<PathBuf>,
     /// Search what is indexed without reading the session files first.
     #[arg(long)]
     pub no_update: bool,
@@ -106,11 +113,20 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
             detail: format!("{c:?} is not a cursor from a previous page"),
         })?,
     };
-    let roots = super::session_roots(&args.roots);
+    let mut roots = super::session_roots(&args.roots);
     let dir = args
         .index_dir
         .clone()
         .unwrap_or_else(crate::search::default_dir);
+    let view = match &args.archive {
+        None => None,
+        Some(a) => {
+            let vdir = archive::view::view_dir(&archive::view::cache_beside(&dir), a);
+            let view = archive::view::sync(a, &vdir, &roots).map_err(CliError::Archive)?;
+            roots.push(view.dir.clone());
+            Some(view)
+        }
+    };
     let mut index = SearchIndex::open(&dir).map_err(search_err)?;
     let report = if args.no_update {
         None
@@ -150,7 +166,10 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
         before_ms,
         thinking: args.thinking,
     };
-    let found = index.search(&query).map_err(search_err)?;
+    let mut found = index.search(&query).map_err(search_err)?;
+    if let Some(v) = &view {
+        v.relabel(&mut found.hits);
+    }
     if args.json {
         let doc = json!({
             "hits": found.hits,
@@ -179,7 +198,7 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
     for h in &found.hits {
         writeln!(
             out,
-            "{}:{} {} {} {} {}{}  {}",
+            "{}:{} {} {} {} {}{}{}  {}",
             h.path.display(),
             h.line,
             h.format.as_str(),
@@ -190,6 +209,11 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
                 ""
             } else {
                 " (off the default path)"
+            },
+            match (&h.archive_key, h.archived_only) {
+                (Some(k), Some(true)) => format!(" (archived only: {k})"),
+                (Some(k), _) => format!(" (archived: {k})"),
+                _ => String::new(),
             },
             h.snippet
         )?;

@@ -1260,8 +1260,24 @@ impl Backend {
         let index = self.search.clone();
         let live = self.search_live.clone();
         let dir = self.index_dir.clone();
+        let archive = self.archive_dir();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
         let task = tokio::task::spawn_blocking(move || {
+            // With an archive, the archived sessions the roots no longer offer are searched
+            // too, from their view (crate::archive::view); a failing archive only leaves
+            // them out.
+            let (mut roots, mut query) = (roots, query);
+            let view = archive.and_then(|a| {
+                let vdir =
+                    crate::archive::view::view_dir(&crate::archive::view::cache_beside(&dir), &a);
+                crate::archive::view::sync(&a, &vdir, &roots)
+                    .map_err(|e| tracing::warn!("search: the archive is left out: {e}"))
+                    .ok()
+            });
+            if let Some(v) = &view {
+                roots.push(v.dir.clone());
+                query.roots.push(v.dir.clone());
+            }
             let mut guard = index
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -1277,7 +1293,10 @@ impl Backend {
             let report = live.prepare(idx, &roots, &mut |done, total| {
                 let _ = tx.send((done, total));
             })?;
-            let found = idx.search(&query)?;
+            let mut found = idx.search(&query)?;
+            if let Some(v) = &view {
+                v.relabel(&mut found.hits);
+            }
             Ok::<_, crate::search::SearchError>((report, found, idx.files(), idx.dir().to_owned()))
         });
         let mut progress = None;

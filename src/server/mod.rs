@@ -344,6 +344,15 @@ fn initialization_roots(options: Option<&Value>) -> Result<Vec<PathBuf>, String>
 }
 
 impl Backend {
+    /// The archive the daemon keeps, when it keeps one.
+    pub(crate) fn archive_dir(&self) -> Option<PathBuf> {
+        self.archiver
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|a| a.dir().to_owned())
+    }
+
     /// Starts the continuous archive of `roots` when `initializationOptions.archive` (a
     /// directory path) or `--archive` names one. Errors (-32602): an `archive` that is not a
     /// string, or a directory that is not an archive and not empty.

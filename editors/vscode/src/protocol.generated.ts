@@ -1862,6 +1862,14 @@ export interface SearchHit {
      * BM25 score, higher is better.
      */
     score: number;
+    /**
+     * Present when the daemon archives (initializationOptions.archive) and the hit is in an archived session the roots searched do not offer: its key in the archive (sessiond restore takes it); path is then the session's original path.
+     */
+    archiveKey?: string;
+    /**
+     * With archiveKey: true when the original no longer exists (the archive is all that is left of the session), false when it exists outside the roots searched.
+     */
+    archivedOnly?: boolean;
 }
 export interface IndexProblem {
     path: string;
