@@ -32,6 +32,9 @@ pub enum Change {
     Write {
         /// The content.
         content: String,
+        /// Whether the tool said it created the file (`Some(true)`) or replaced one
+        /// (`Some(false)`); `None` when its result does not say (pi's).
+        created: Option<bool>,
     },
     /// Replacements applied by the agent's edit tool.
     Edit {
@@ -88,6 +91,9 @@ pub struct Records {
     pub entry_id: String,
     /// The leaf whose path was read.
     pub leaf_id: Option<String>,
+    /// When the entry was written (ms since the epoch), for telling a file the session
+    /// created after it from one that was there before.
+    pub entry_time_ms: Option<i64>,
 }
 
 /// A file as it is now.
@@ -120,6 +126,9 @@ pub trait Disk {
     fn read(&self, path: &str) -> Present;
     /// Where `path` lands, symlinks resolved, relative to `cwd` (resolved too).
     fn place(&self, path: &str, cwd: &str) -> Place;
+    /// When the file at an absolute path came into being (its birth time, ms since the epoch);
+    /// `None` when it is not there or the file system does not keep it.
+    fn born_ms(&self, path: &str) -> Option<i64>;
 }
 
 /// What the caller asks.
@@ -367,8 +376,14 @@ pub fn plan(records: &Records, disk: &dyn Disk, options: &Options) -> Plan {
         .collect();
     for abs in order {
         let recs = by_file.remove(&abs).unwrap_or_default();
-        out.files
-            .push(plan_file(&abs, &recs, &cwd, disk, &excluded));
+        out.files.push(plan_file(
+            &abs,
+            &recs,
+            &cwd,
+            disk,
+            &excluded,
+            records.entry_time_ms,
+        ));
     }
     let unrestorable: Vec<String> = out
         .files
@@ -405,6 +420,7 @@ fn plan_file(
     cwd: &str,
     disk: &dyn Disk,
     excluded: &[String],
+    entry_time_ms: Option<i64>,
 ) -> FilePlan {
     let relative = relative_to(abs, cwd);
     let calls: Vec<CallRef> = recs
@@ -459,10 +475,16 @@ fn plan_file(
     let mut at_entry: Option<AtEntry> = None;
     for (i, r) in recs.iter().enumerate() {
         if i == first_after {
-            at_entry = Some(entry_content(&state, seen_before, &recs[i..]));
+            // A file born after the entry (its inode: a rewrite in place keeps it) was not
+            // there at the entry.
+            let born_after = match (disk.born_ms(&real), entry_time_ms) {
+                (Some(born), Some(entry)) => Some(born >= entry),
+                _ => None,
+            };
+            at_entry = Some(entry_content(&state, seen_before, born_after, &recs[i..]));
         }
         match &r.change {
-            Change::Write { content } => {
+            Change::Write { content, .. } => {
                 state = Some(content.clone());
                 lost = None;
             }
@@ -535,7 +557,7 @@ fn plan_file(
         )),
         AtEntry::Absent => Ok((
             Target::Remove,
-            "the session created it after the entry (its first record is a write)".to_owned(),
+            "the session created it after the entry (its first record is a write, and the file was born after the entry)".to_owned(),
         )),
         AtEntry::Unknown(why) => Err(why),
         AtEntry::Reverse => {
@@ -615,7 +637,12 @@ fn plan_file(
 }
 
 /// The content at the entry from the replay so far (`state`) and the records after it.
-fn entry_content(state: &Option<String>, seen_before: bool, after: &[&Record]) -> AtEntry {
+fn entry_content(
+    state: &Option<String>,
+    seen_before: bool,
+    born_after: Option<bool>,
+    after: &[&Record],
+) -> AtEntry {
     if let Some(s) = state {
         return AtEntry::Content(s.clone());
     }
@@ -629,7 +656,19 @@ fn entry_content(state: &Option<String>, seen_before: bool, after: &[&Record]) -
                 }
                 return AtEntry::Reverse;
             }
-            Change::Write { .. } if !seen_before => return AtEntry::Absent,
+            Change::Write { created, .. } if !seen_before => {
+                return match (created, born_after) {
+                    (Some(true), _) | (None, Some(true)) => AtEntry::Absent,
+                    (Some(false), _) | (None, Some(false)) => AtEntry::Unknown(format!(
+                        "the write at entry {} replaced a file that was there before the entry, whose content the session never held",
+                        r.entry_id
+                    )),
+                    (None, None) => AtEntry::Unknown(format!(
+                        "whether the write at entry {} created the file cannot be told (no birth time on this file system, or no entry time)",
+                        r.entry_id
+                    )),
+                };
+            }
             Change::Write { .. } => {
                 return AtEntry::Unknown(format!(
                     "the write at entry {} replaced content the session never held whole",
@@ -940,6 +979,12 @@ mod tests {
                 None => Present::Missing,
             }
         }
+        fn born_ms(&self, path: &str) -> Option<i64> {
+            // Files named `old*` were there before the entry (at 100).
+            self.0
+                .contains_key(path)
+                .then(|| if path.contains("/old") { 50 } else { 150 })
+        }
         fn place(&self, path: &str, cwd: &str) -> Place {
             if path.starts_with(&format!("{cwd}/")) && !path.contains("/out/") {
                 Place::Inside(path.to_owned())
@@ -976,6 +1021,7 @@ mod tests {
             records: recs,
             entry_id: "e".into(),
             leaf_id: Some("l".into()),
+            entry_time_ms: Some(100),
         }
     }
 
@@ -986,6 +1032,7 @@ mod tests {
                 "1",
                 "a.txt",
                 Change::Write {
+                    created: None,
                     content: "one\ntwo\n".into(),
                 },
                 false,
@@ -995,6 +1042,7 @@ mod tests {
                 "3",
                 "b.txt",
                 Change::Write {
+                    created: None,
                     content: "new\n".into(),
                 },
                 true,
@@ -1075,6 +1123,7 @@ mod tests {
                 "2",
                 "a.txt",
                 Change::Write {
+                    created: None,
                     content: "new".into(),
                 },
                 true,
@@ -1083,6 +1132,7 @@ mod tests {
                 "3",
                 "/w/out/x",
                 Change::Write {
+                    created: None,
                     content: "x".into(),
                 },
                 true,
@@ -1105,6 +1155,19 @@ mod tests {
         );
         assert_eq!(p.refusal, None);
         assert!(p.files.iter().all(|f| f.status == FileStatus::Excluded));
+        // A first write over a file born before the entry: it was there, unseen.
+        let recs = records(vec![rec(
+            "2",
+            "old.txt",
+            Change::Write {
+                created: None,
+                content: "new".into(),
+            },
+            true,
+        )]);
+        let disk = Fake(HashMap::from([("/w/old.txt".to_owned(), b"new".to_vec())]));
+        let p = plan(&recs, &disk, &Options::default());
+        assert_eq!(p.files[0].status, FileStatus::Unknown, "{:?}", p.files[0]);
     }
 
     #[test]
@@ -1115,6 +1178,7 @@ mod tests {
                 "3",
                 "a.txt",
                 Change::Write {
+                    created: None,
                     content: "w\n".into(),
                 },
                 true,

@@ -117,6 +117,7 @@ pub fn collect(
         records,
         entry_id: tree.node(entry).entry.id.to_string(),
         leaf_id: leaf.map(|l| tree.node(l).entry.id.to_string()),
+        entry_time_ms: tree.node(entry).entry.time_ms.ms(),
     })
 }
 
@@ -130,6 +131,8 @@ fn change_of(call: &Pending, result: &Value) -> Option<(String, Change)> {
                 p,
                 Change::Write {
                     content: content.to_owned(),
+                    // pi's result says "Successfully wrote to PATH" either way.
+                    created: None,
                 },
             ))
         }
