@@ -646,38 +646,33 @@ fn entry_content(
     if let Some(s) = state {
         return AtEntry::Content(s.clone());
     }
-    // Reads after the entry, before its first change, show the content at the entry.
-    for r in after {
-        match &r.change {
-            Change::Read { text } => return AtEntry::Content(text.clone()),
-            Change::Edit { record, .. } => {
-                if let Some(b) = &record.before {
-                    return AtEntry::Content(b.clone());
-                }
-                return AtEntry::Reverse;
-            }
-            Change::Write { created, .. } if !seen_before => {
-                return match (created, born_after) {
-                    (Some(true), _) | (None, Some(true)) => AtEntry::Absent,
-                    (Some(false), _) | (None, Some(false)) => AtEntry::Unknown(format!(
-                        "the write at entry {} replaced a file that was there before the entry, whose content the session never held",
-                        r.entry_id
-                    )),
-                    (None, None) => AtEntry::Unknown(format!(
-                        "whether the write at entry {} created the file cannot be told (no birth time on this file system, or no entry time)",
-                        r.entry_id
-                    )),
-                };
-            }
-            Change::Write { .. } => {
-                return AtEntry::Unknown(format!(
-                    "the write at entry {} replaced content the session never held whole",
-                    r.entry_id
-                ));
-            }
-        }
+    // The first record after the entry decides: a read shows the content at the entry, an
+    // edit is undone from later content, a write needs what was there before.
+    let Some(r) = after.first() else {
+        return AtEntry::Unknown("no change after the entry".into());
+    };
+    match &r.change {
+        Change::Read { text } => AtEntry::Content(text.clone()),
+        Change::Edit { record, .. } => match &record.before {
+            Some(b) => AtEntry::Content(b.clone()),
+            None => AtEntry::Reverse,
+        },
+        Change::Write { created, .. } if !seen_before => match (created, born_after) {
+            (Some(true), _) | (None, Some(true)) => AtEntry::Absent,
+            (Some(false), _) | (None, Some(false)) => AtEntry::Unknown(format!(
+                "the write at entry {} replaced a file that was there before the entry, whose content the session never held",
+                r.entry_id
+            )),
+            (None, None) => AtEntry::Unknown(format!(
+                "whether the write at entry {} created the file cannot be told (no birth time on this file system, or no entry time)",
+                r.entry_id
+            )),
+        },
+        Change::Write { .. } => AtEntry::Unknown(format!(
+            "the write at entry {} replaced content the session never held whole",
+            r.entry_id
+        )),
     }
-    AtEntry::Unknown("no change after the entry".into())
 }
 
 /// Why a reverse undo stopped.
