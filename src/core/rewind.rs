@@ -664,7 +664,7 @@ fn entry_content(
                 r.entry_id
             )),
             (None, None) => AtEntry::Unknown(format!(
-                "whether the write at entry {} created the file cannot be told (no birth time on this file system, or no entry time)",
+                "whether the write at entry {} created the file cannot be told (the file is not there now, its file system keeps no birth time, or the entry has no time)",
                 r.entry_id
             )),
         },
