@@ -137,7 +137,7 @@ pub struct VerifyResumeParams {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RewindParams {
-    /// The pi session file (only read; opened if it is not).
+    /// The pi session file, open (`session/open`); only read.
     #[serde(deserialize_with = "crate::paths::deserialize_wire")]
     pub path: PathBuf,
     /// The entry to rewind the files to (on the leaf's path).
