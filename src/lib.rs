@@ -15,6 +15,8 @@
 //!   the server.
 //! * [`verify`] — the world-facing half of resume verification ([`core::verify`]): files,
 //!   `git`, `PATH`, the environment and pi's auth file, read only.
+//! * [`rewind`] — the world-facing half of a rewind ([`core::rewind`]): the files now, the plan
+//!   applied atomically with a backup directory, and that backup put back.
 //! * [`search`] — the full-text index over every session under the roots (tantivy, in the
 //!   user's cache directory), updated incrementally from the files.
 //! * [`model`] — summarizing a compaction with a model endpoint (pi's models.json, HTTP).
@@ -33,6 +35,7 @@ pub mod js;
 pub mod listing;
 pub mod model;
 pub mod paths;
+pub mod rewind;
 pub mod search;
 pub mod search_live;
 pub mod search_words;

@@ -38,7 +38,7 @@ fn help_and_readme_print_the_one_exit_code_table() {
     let all = exit_codes(&[]);
     assert_eq!(
         codes(&all),
-        ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10"],
+        ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"],
         "{all}"
     );
     let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
@@ -64,6 +64,7 @@ fn help_and_readme_print_the_one_exit_code_table() {
             &["0", "2", "3", "4", "5", "6", "7", "9", "10"],
         ),
         (&["verify"], &["0", "2", "3", "7", "8", "10"]),
+        (&["rewind"], &["0", "2", "3", "4", "7", "10", "11"]),
         (&["export"], &["0", "2", "3", "7", "10"]),
         (&["search"], &["0", "2"]),
         (&["serve"], &["0", "1"]),
@@ -1086,6 +1087,7 @@ fn completions_and_man_pages_cover_every_command() {
         "check",
         "verify",
         "fork",
+        "rewind",
         "label",
         "name",
         "branch",

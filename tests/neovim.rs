@@ -521,6 +521,132 @@ fn assert_context_window(w: &Value, kind: &str, file: &Path, leaf: &str, leaf_li
 /// `K` on the compaction and on the branch summary: their audits as `sessiond explain --json`
 /// gives them, and <CR> on a lost fact or a report line landing on its entry in the tree, its
 /// fold opened.
+/// "Rewind files to here": `gR` on a prompt of a pi session whose records wrote and edited
+/// files shows the dry run's diff before asking, then rewinds; a drifted file refuses the
+/// rewind (nothing changed, not asked); `:SessiondRewind!` rewinds it anyway.
+#[test]
+fn neovim_rewinds_files_to_an_entry_after_showing_the_diff() {
+    let Some(nvim) = find_nvim() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().canonicalize().expect("canonical");
+    let (root, work) = (base.join("sessions"), base.join("work"));
+    for d in [&root, &work] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    std::fs::write(work.join("existing.txt"), "alpha\nBETA\n").expect("write");
+    std::fs::write(work.join("notes.txt"), "one\n").expect("write");
+    let t = "2026-01-01T00:00:00.000Z";
+    let assistant = |id: &str, parent: &str, call: Value| {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": t, "message": {
+            "role": "assistant", "content": [call], "api": "openai-completions", "provider": "p",
+            "model": "m", "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0,
+            "totalTokens": 2, "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0,
+            "total": 0}}, "stopReason": "toolUse", "timestamp": 1}})
+    };
+    let result = |id: &str, parent: &str, call: &str, details: Value| {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": t, "message": {
+            "role": "toolResult", "toolCallId": call, "toolName": "x",
+            "content": [{"type": "text", "text": "Successfully done"}], "details": details,
+            "isError": false, "timestamp": 1}})
+    };
+    let user = |id: &str, parent: Value, text: &str| {
+        json!({"type": "message", "id": id, "parentId": parent, "timestamp": t, "message": {
+            "role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1}})
+    };
+    let lines = [
+        json!({"type": "session", "version": 3, "id": "0199a0b2-0000-7000-8000-00000000aaaa",
+            "timestamp": t, "cwd": work}),
+        user("aaaa0001", Value::Null, "make notes"),
+        assistant(
+            "aaaa0002",
+            "aaaa0001",
+            json!({"type": "toolCall", "id": "c1", "name": "write",
+            "arguments": {"path": "notes.txt", "content": "one\n"}}),
+        ),
+        result("aaaa0003", "aaaa0002", "c1", Value::Null),
+        user("aaaa0004", json!("aaaa0003"), "edit it"),
+        assistant(
+            "aaaa0005",
+            "aaaa0004",
+            json!({"type": "toolCall", "id": "c2", "name": "edit",
+            "arguments": {"path": "existing.txt", "edits": [{"oldText": "beta", "newText": "BETA"}]}}),
+        ),
+        result(
+            "aaaa0006",
+            "aaaa0005",
+            "c2",
+            json!({"diff": "", "firstChangedLine": 2,
+            "patch": "--- existing.txt\n+++ existing.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+BETA\n"}),
+        ),
+    ];
+    let file = root.join("s.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, text).expect("write session");
+    let session = std::fs::read(&file).expect("read");
+    let r = run_script(
+        &nvim,
+        "rewind.lua",
+        &base,
+        &[
+            ("SESSIOND_ROOT", &root),
+            ("SESSIOND_FILE", &file),
+            ("SESSIOND_WORK", &work),
+        ],
+    );
+    assert_eq!(
+        r["mapping"],
+        json!("sessiond: rewind files to this entry (the dry run's diff first, then confirm)")
+    );
+    // The diff was on screen when the question came, and it is the CLI's dry run's.
+    let shown = strs(&r["shownWhenAsked"], "shown");
+    assert!(
+        shown[0].starts_with("# Rewind files to aaaa0004"),
+        "{shown:#?}"
+    );
+    assert!(
+        shown.contains(
+            &"# restore   existing.txt: the session's edits after the entry, undone in reverse"
+        ),
+        "{shown:#?}"
+    );
+    for l in ["--- a/existing.txt", "+++ b/existing.txt", "-BETA", "+beta"] {
+        assert!(shown.contains(&l), "{l}: {shown:#?}");
+    }
+    assert_eq!(r["choices"], json!(["Rewind files", "Cancel"]));
+    assert!(s(&r["prompt"], "prompt").contains("rewind 1 file to aaaa0004"));
+    assert!(s(&r["rewound"], "rewound").contains("sessiond rewind --undo"));
+    assert_eq!(
+        r["afterFirst"],
+        json!({"existing": "alpha\nbeta\n", "notes": "one\n"})
+    );
+    // Drift refuses, asks nothing, changes nothing, and says why.
+    assert_eq!(r["refused"], json!("drift"));
+    assert!(
+        s(&r["refusedMessage"], "refusal").contains("notes.txt changed since"),
+        "{r:#}"
+    );
+    assert!(
+        strs(&r["refusedLines"], "line")
+            .iter()
+            .any(|l| l.starts_with("# REFUSED: ")),
+        "{r:#}"
+    );
+    assert_eq!(
+        r["afterRefused"],
+        json!({"existing": "alpha\nBETA\n", "notes": "mine\n"})
+    );
+    // Forced: the file the session created is removed, the edit undone.
+    assert_eq!(
+        r["afterForced"],
+        json!({"existing": "alpha\nbeta\n", "notes": null})
+    );
+    assert_eq!(
+        std::fs::read(&file).expect("read"),
+        session,
+        "the session file is not written"
+    );
+}
+
 #[test]
 fn neovim_compares_two_leaves_and_audits_summaries() {
     let Some(nvim) = find_nvim() else { return };

@@ -48,6 +48,9 @@ pub enum Exit {
     /// The session's format does not support the operation (a write on a Claude Code
     /// transcript, which sessiond only reads); nothing was written.
     UnsupportedForFormat,
+    /// `rewind`: a file's content at the entry is not in the session's records, or the file
+    /// lies outside the working directory; nothing was changed (`--exclude` leaves it alone).
+    Unrestorable,
 }
 
 /// The commands that end with the same exit codes, for the `--help` of each.
@@ -75,11 +78,13 @@ pub enum Family {
     Search,
     /// `archive`, `restore`: write only into the archive, or a restored file that is new.
     Archive,
+    /// `rewind`: writes the files of the session's working directory, never the session.
+    Rewind,
 }
 
 impl Exit {
     /// Every exit code, in numeric order.
-    pub const ALL: [Exit; 11] = [
+    pub const ALL: [Exit; 12] = [
         Exit::Ok,
         Exit::NoShutdown,
         Exit::Error,
@@ -91,6 +96,7 @@ impl Exit {
         Exit::Attention,
         Exit::ModelFailed,
         Exit::UnsupportedForFormat,
+        Exit::Unrestorable,
     ];
 
     /// The process exit status.
@@ -107,6 +113,7 @@ impl Exit {
             Exit::Attention => 8,
             Exit::ModelFailed => 9,
             Exit::UnsupportedForFormat => 10,
+            Exit::Unrestorable => 11,
         }
     }
 
@@ -120,6 +127,36 @@ impl Exit {
             (Exit::Ok, Some(Check)) => "clean, or only a torn tail (a writer may be mid-line)",
             (Exit::Ok, Some(Verify)) => "nothing needs attention: every finding is ok",
             (Exit::Ok, Some(Search)) => "ok (also when nothing matched)",
+            (Exit::Ok, Some(Rewind)) => {
+                "ok: rewound, put back (--undo), or a --dry-run that would apply"
+            }
+            (Exit::Error, Some(Rewind)) => {
+                "usage, I/O, unknown id, an entry not on the leaf's path, a working directory \
+                 that is relative or not named, or a backup directory without a manifest"
+            }
+            (Exit::Corrupt, Some(Rewind)) => "corrupt session file, or not a session",
+            (Exit::Conflict, Some(Rewind)) => {
+                "drift: a file changed since the session left it (or, --undo, since the \
+                 rewind); nothing changed (--force); or a file changed while the rewind ran \
+                 (stopped there; the backup holds what was done)"
+            }
+            (Exit::Busy, Some(Rewind)) => {
+                "busy: an agent is working on the session (--force rewinds beside it), or the \
+                 file has no session header yet"
+            }
+            (Exit::UnsupportedForFormat, Some(Rewind)) => {
+                "not a pi session (Claude Code transcripts and Codex rollouts are not rewound \
+                 yet); nothing changed"
+            }
+            (Exit::Unrestorable, None) => {
+                "`rewind`: a file's content at the entry is not in the session, or it lies \
+                 outside the working directory; nothing changed (--exclude it)"
+            }
+            (Exit::Unrestorable, Some(Rewind)) => {
+                "a file's content at the entry is not in the session's records, or it lies \
+                 outside the working directory (symlinks resolved); nothing changed (--exclude \
+                 it)"
+            }
             (Exit::Ok, _) => "ok",
             (Exit::NoShutdown, None | Some(Serve)) => {
                 "`serve`: the client sent `exit` without `shutdown` (the LSP rule)"
@@ -345,6 +382,9 @@ pub enum CliError {
     /// An archive could not be written or read, or a restore was refused.
     #[error("{0}")]
     Archive(crate::archive::ArchiveError),
+    /// A rewind could not be applied, or undone.
+    #[error("{0}")]
+    Rewind(crate::rewind::RewindError),
     /// Writing to stdout failed.
     #[error("cannot write output: {0}")]
     Output(#[from] io::Error),
@@ -374,6 +414,11 @@ impl CliError {
             CliError::Compact(CompactError::Model { .. }) => Exit::ModelFailed,
             CliError::UnsupportedForFormat { .. } => Exit::UnsupportedForFormat,
             CliError::Archive(a) => super::archive::exit_of(a),
+            CliError::Rewind(
+                crate::rewind::RewindError::Changed { .. }
+                | crate::rewind::RewindError::UndoDrift { .. },
+            ) => Exit::Conflict,
+            CliError::Rewind(_) => Exit::Error,
             CliError::Compact(CompactError::Compaction {
                 source: CompactionError::PiWouldThrow { .. },
                 ..
@@ -439,6 +484,15 @@ impl CliError {
             }
             CliError::Argument { .. } => "argument",
             CliError::Archive(a) => a.kind(),
+            CliError::Rewind(r) => match r {
+                crate::rewind::RewindError::Changed { .. } => "changed",
+                crate::rewind::RewindError::UndoDrift { paths } => {
+                    e["paths"] = json!(paths);
+                    "drift"
+                }
+                crate::rewind::RewindError::Manifest { .. } => "manifest",
+                crate::rewind::RewindError::Io { .. } => "io",
+            },
             CliError::UnsupportedForFormat {
                 format, operation, ..
             } => {
@@ -588,7 +642,7 @@ mod tests {
             assert!(e.meaning(None).is_some(), "{e:?}");
         }
         for family in [
-            Read, Check, Append, Compact, Fork, Salvage, Serve, Tool, Verify, Search,
+            Read, Check, Append, Compact, Fork, Salvage, Serve, Tool, Verify, Search, Rewind,
         ] {
             assert!(Exit::Ok.meaning(Some(family)).is_some(), "{family:?}");
         }

@@ -13,7 +13,7 @@
 //! prints without `--json` goes through [`Visible`] (control characters shown as `\x1b`...),
 //! and so do errors on stderr. A `--json` document is exact.
 //!
-//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`diff`] (two leaves compared), [`export`](mod@export), [`graph`](mod@graph), [`search`](mod@search), [`verify`](mod@verify), [`write`](mod@write) (`fork`, `label`,
+//! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`diff`] (two leaves compared), [`export`](mod@export), [`graph`](mod@graph), [`search`](mod@search), [`verify`](mod@verify), [`rewind`](mod@rewind), [`write`](mod@write) (`fork`, `label`,
 //! `name`, `branch`, `append`, `salvage`), [`compact`], [`tree`] (the folded tree), [`shell`]
 //! (completions and manual pages from these definitions), and [`error`] (the exit-code table
 //! and the error type), which the others import; nothing imports this module but `main`.
@@ -35,6 +35,7 @@ pub mod export;
 pub mod graph;
 pub mod list;
 pub mod read;
+pub mod rewind;
 pub mod search;
 pub mod shell;
 pub mod transcript;
@@ -101,6 +102,10 @@ pub enum Command {
     /// Fork the path from the root to an entry into a new session file (pi's fork).
     #[command(after_help = Exit::help(Some(Family::Fork)))]
     Fork(write::ForkArgs),
+    /// Put the files the session changed after an entry back to their content at that entry,
+    /// from the session's own records (--dry-run shows the diffs; --undo puts them back).
+    #[command(after_help = Exit::help(Some(Family::Rewind)))]
+    Rewind(rewind::RewindArgs),
     /// Set or clear the label of an entry.
     #[command(
         after_help = Exit::help(Some(Family::Append)),
@@ -165,6 +170,7 @@ impl Command {
             Command::List(a) => a.json,
             Command::Verify(a) => a.json,
             Command::Fork(a) => a.json,
+            Command::Rewind(a) => a.json,
             Command::Label(a) => a.opts.json,
             Command::Name(a) => a.opts.json,
             Command::Branch(a) => a.opts.json,
@@ -462,6 +468,7 @@ fn dispatch(command: Command, out: &mut dyn Sink) -> Result<Exit, CliError> {
         Command::Verify(args) => verify::run(out, &args),
         Command::Compact(args) => compact::run(out, &args),
         Command::Fork(args) => write::fork(out, &args),
+        Command::Rewind(args) => rewind::run(out, &args),
         Command::Label(args) => write::label(out, &args),
         Command::Name(args) => write::name(out, &args),
         Command::Branch(args) => write::branch(out, &args),

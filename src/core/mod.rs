@@ -19,6 +19,7 @@ pub mod raw_object;
 pub mod recent;
 pub mod redact;
 pub mod retention;
+pub mod rewind;
 pub mod searchable;
 pub mod source;
 pub mod tree;

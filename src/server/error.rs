@@ -182,6 +182,9 @@ pub enum RpcError {
         /// The refused operation (a method or command name).
         operation: &'static str,
     },
+    /// A rewind could not be applied (I/O, or a file changed while it ran).
+    #[error("{0}")]
+    Rewind(crate::rewind::RewindError),
     /// A context-changing write while an agent works on the session (-33019).
     #[error(
         "{}: {agent}; the write would land beside it (force: true writes anyway)",
@@ -351,6 +354,22 @@ impl RpcError {
                     json!({ "path": path.to_string_lossy(), "format": format, "operation": operation }),
                 ),
             ),
+            RpcError::Rewind(r) => match r {
+                crate::rewind::RewindError::Changed { path, backup } => (
+                    CONFLICT,
+                    Some(json!({
+                        "path": path.to_string_lossy(),
+                        "backupDir": backup.to_string_lossy(),
+                    })),
+                ),
+                crate::rewind::RewindError::UndoDrift { paths } => {
+                    (CONFLICT, Some(json!({ "paths": paths })))
+                }
+                crate::rewind::RewindError::Io { path, .. }
+                | crate::rewind::RewindError::Manifest { path, .. } => {
+                    (IO_ERROR, Some(path_data(path)))
+                }
+            },
             RpcError::AgentActive { path, agent } => (
                 AGENT_ACTIVE,
                 Some(

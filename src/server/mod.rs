@@ -82,6 +82,7 @@ method_table! {
     "session/append" => Backend::append,
     "session/prepareCompaction" => Backend::prepare_compaction,
     "session/compact" => Backend::compact,
+    "session/rewind" => Backend::rewind,
 }
 
 /// Every notification the server sends.

@@ -133,6 +133,33 @@ pub struct VerifyResumeParams {
     pub cwd: Option<PathBuf>,
 }
 
+/// `session/rewind` params.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RewindParams {
+    /// The pi session file, open (`session/open`); only read.
+    #[serde(deserialize_with = "crate::paths::deserialize_wire")]
+    pub path: PathBuf,
+    /// The entry to rewind the files to (on the leaf's path).
+    pub to: String,
+    /// The leaf whose path is read; absent: the resume leaf (the last entry).
+    pub leaf_id: Option<String>,
+    /// Working directory instead of the header's `cwd` (absolute).
+    pub cwd: Option<PathBuf>,
+    /// Plan only: the per-file diffs, nothing changed.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Rewind files that drifted, and beside an agent working on the session.
+    #[serde(default)]
+    pub force: bool,
+    /// Paths left alone (absolute, or relative to the working directory).
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Also fork the session at the entry (as `session/fork` with `position: "at"`).
+    #[serde(default)]
+    pub fork: bool,
+}
+
 /// `session/export` params.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

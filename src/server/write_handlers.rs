@@ -27,7 +27,8 @@ use crate::js::jsstr;
 use crate::model::{Api, CallOptions, ModelChoice, Progress};
 use crate::server::params::{
     AppendParams, BranchParams, CompactParams, ForkParams, ForkPosition, LabelParams,
-    PrepareCompactionParams, SalvageParams, SetNameParams, SummarizerApi, SummarizerKind,
+    PrepareCompactionParams, RewindParams, SalvageParams, SetNameParams, SummarizerApi,
+    SummarizerKind,
 };
 use crate::session::owner::{EventSink, Session};
 use crate::storage::writer::{self, Change, Expected, ForkRequest, WriteOptions, Written};
@@ -198,6 +199,131 @@ impl Backend {
                 to_value(s.path(), &convert::forked(&forked))
             })
             .await?)
+    }
+
+    /// `session/rewind {path, to, leafId?, cwd?, dryRun, force, exclude, fork}`: the files the
+    /// session changed after `to` put back to their content there ([`crate::core::rewind`]),
+    /// or, with `dryRun`, the plan alone. The session is only read; the files are in its
+    /// working directory, not under the roots. Refused (`agentActive`) while an agent works on
+    /// the session, unless `force`; a plan that is refused (drift, unknown content) is the
+    /// result, with `applied: false` and its `refusal`.
+    pub async fn rewind(&self, p: Value) -> RpcResult<Value> {
+        let p: RewindParams = params("session/rewind", p)?;
+        if let Some(d) = p.cwd.as_deref().filter(|d| !d.is_absolute()) {
+            return Err(RpcError::InvalidParams {
+                method: "session/rewind",
+                detail: format!("cwd must be an absolute directory, got {}", d.display()),
+            }
+            .into());
+        }
+        let options = crate::core::rewind::Options {
+            cwd: p
+                .cwd
+                .as_deref()
+                .map(|d| crate::paths::absolute(d).to_string_lossy().into_owned()),
+            force: p.force,
+            exclude: p.exclude.clone(),
+        };
+        let (to, leaf_id, dry_run, force) = (p.to.clone(), p.leaf_id.clone(), p.dry_run, p.force);
+        let (records, path, entry_id) = self
+            .ask(&p.path, move |s| {
+                let tree = pi_of(s, "session/rewind")?.tree();
+                let unknown = |unknown| RpcError::UnknownEntry {
+                    path: s.path().to_owned(),
+                    unknown,
+                };
+                let leaf = tree.resolve_leaf(leaf_id.as_deref()).map_err(unknown)?;
+                let entry = tree
+                    .resolve_leaf(Some(&to))
+                    .map_err(unknown)?
+                    .ok_or_else(|| RpcError::InvalidParams {
+                        method: "session/rewind",
+                        detail: format!("no entry {to}"),
+                    })?;
+                if !tree.path_to(leaf).contains(&entry) {
+                    return Err(RpcError::InvalidParams {
+                        method: "session/rewind",
+                        detail: format!(
+                            "entry {} is not on the path to the leaf (give leafId)",
+                            tree.node(entry).entry.id
+                        ),
+                    });
+                }
+                if !dry_run
+                    && !force
+                    && let Some(agent) = s.agent_now()
+                {
+                    return Err(RpcError::AgentActive {
+                        path: s.path().to_owned(),
+                        agent,
+                    });
+                }
+                let records = crate::dialect::pi::rewind::collect(tree, leaf, entry, s.source())
+                    .map_err(|source| RpcError::Render {
+                        path: s.path().to_owned(),
+                        source,
+                    })?;
+                Ok((
+                    records,
+                    s.path().to_owned(),
+                    tree.node(entry).entry.id.to_string(),
+                ))
+            })
+            .await?;
+        let session = path.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            let disk = crate::rewind::SystemDisk::from_env();
+            let plan = crate::core::rewind::plan(&records, &disk, &options);
+            if dry_run || plan.refusal.is_some() {
+                return Ok((plan, None));
+            }
+            let root = crate::rewind::default_backup_root();
+            crate::rewind::apply(&plan, &session, &root, &disk)
+                .map(|a| (plan, Some(a)))
+                .map_err(RpcError::Rewind)
+        })
+        .await
+        .map_err(|e| RpcError::Io {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        let (plan, applied) = done?;
+        let forked = match (&applied, p.fork) {
+            (Some(_), true) => {
+                let reservations = self.reservations.clone();
+                let v = self
+                    .ask(&path, move |s| {
+                        let req = ForkRequest {
+                            entry_id: &entry_id,
+                            position: Position::At,
+                            target_dir: None,
+                            session_id: None,
+                        };
+                        let forked = if s.mode() == Mode::Lenient {
+                            let fresh = writer::open_for_write(s.path())?;
+                            writer::fork(s.path(), &fresh.tree, req, &reservations)?
+                        } else {
+                            writer::fork(
+                                s.path(),
+                                pi_of(s, "session/rewind")?.tree(),
+                                req,
+                                &reservations,
+                            )?
+                        };
+                        to_value(s.path(), &convert::forked(&forked))
+                    })
+                    .await?;
+                Some(v)
+            }
+            _ => None,
+        };
+        Ok(crate::rewind::document(
+            &path,
+            &plan,
+            dry_run,
+            applied.as_ref(),
+            forked.as_ref(),
+        ))
     }
 
     /// `session/salvage {path, targetDir?}`: the session need not be open (a corrupt file

@@ -40,6 +40,7 @@ const DEF_NAMES = {
     sessiondCapabilities: 'SessiondCapabilities',
     listedSession: 'SessionSummary',
     searchHit: 'SearchHit',
+    rewindFile: 'RewindFile',
     indexProblem: 'IndexProblem',
     contextMessage: 'ContextMessage',
     explainReason: 'ExplainReason',

@@ -16,6 +16,8 @@ import {
 import {
     CompactParams,
     CompactResult,
+    RewindParams,
+    RewindResult,
     CompareBranchesParams,
     CompareBranchesResult,
     ContextAtParams,
@@ -298,6 +300,11 @@ export class SessiondClient implements Disposable {
     /** `session/compact`: a compaction with its retention report, or only the report (`dryRun`). */
     compact(params: CompactParams): Promise<CompactResult> {
         return this.request(Methods.compact, params);
+    }
+
+    /** `session/rewind`: the files put back to an entry, or (`dryRun`) the plan alone. */
+    rewind(params: RewindParams): Promise<RewindResult> {
+        return this.request(Methods.rewind, params);
     }
 
     /**

@@ -23,7 +23,10 @@ import {
     renderComparison,
     renderContext,
     renderExplain,
+    renderRewind,
     retentionOf,
+    rewindChanges,
+    rewindRefusalText,
     shortId,
     verifyItems,
     verifySummary,
@@ -941,6 +944,54 @@ export function activate(context: vscode.ExtensionContext): void {
         if (go !== 'Compact') return;
         const done = await client.compact({ ...base, dryRun: false });
         void vscode.window.showInformationMessage(`sessiond: ${renderCompact(done, false)}`);
+    });
+
+    command('sessiond.rewind', async (n) => {
+        const t = entryTarget(n, 'rewind');
+        if (!t) return;
+        const model = await sessions.model(t.path);
+        if (model.format === 'claude-code') {
+            void vscode.window.showInformationMessage('sessiond: a Claude Code transcript is not rewound (pi sessions only)');
+            return;
+        }
+        const client = await daemon.get();
+        const base = { path: t.path, to: t.entryId };
+        // The dry run's diff is shown before anything is asked.
+        const dry = await client.rewind({ ...base, dryRun: true });
+        const doc = await vscode.workspace.openTextDocument({ content: renderRewind(dry), language: 'diff' });
+        await vscode.window.showTextDocument(doc, { preview: true, viewColumn: previewColumn() });
+        const changes = rewindChanges(dry);
+        let force = false;
+        if (dry.refusal?.kind === 'drift') {
+            const go = await vscode.window.showWarningMessage(
+                `sessiond: ${rewindRefusalText(dry.refusal)}`,
+                { modal: true, detail: 'The diff shows what would change; forcing overwrites the changes made since the session (a backup is kept).' },
+                'Rewind Files (Force)',
+            );
+            if (go !== 'Rewind Files (Force)') return;
+            force = true;
+        } else if (dry.refusal) {
+            void vscode.window.showWarningMessage(`sessiond: ${rewindRefusalText(dry.refusal)}`);
+            return;
+        } else if (changes === 0) {
+            void vscode.window.showInformationMessage(`sessiond: rewind to ${dry.entryId}: nothing to change`);
+            return;
+        } else {
+            const go = await vscode.window.showWarningMessage(
+                `sessiond: rewind ${changes} file${changes === 1 ? '' : 's'} to ${dry.entryId}?`,
+                { modal: true, detail: 'The diff shows what changes. Each file is backed up first; `sessiond rewind --undo DIR` puts them back.' },
+                'Rewind Files',
+            );
+            if (go !== 'Rewind Files') return;
+        }
+        const done = await client.rewind({ ...base, force });
+        if (done.refusal) {
+            void vscode.window.showWarningMessage(`sessiond: ${rewindRefusalText(done.refusal)}`);
+            return;
+        }
+        void vscode.window.showInformationMessage(
+            `sessiond: rewound ${rewindChanges(done)} file(s) to ${done.entryId}; backup ${done.backupDir} (\`sessiond rewind --undo ${done.backupDir}\` puts them back)`,
+        );
     });
 
     command('sessiond.follow', async (n) => {

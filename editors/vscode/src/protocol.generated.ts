@@ -1733,6 +1733,99 @@ export interface OpenResult {
     };
 }
 /**
+ * session/rewind params.
+ */
+export interface RewindParams {
+    /**
+     * Path of the pi session file (absolute, or relative to the daemon's working directory); must resolve inside a session root. Only read.
+     */
+    path: string;
+    /**
+     * The entry to rewind the files to (id or unique prefix), on the leaf's path.
+     */
+    to: string;
+    /**
+     * The leaf whose path is read (default: the resume leaf, the last entry).
+     */
+    leafId?: string;
+    /**
+     * Absolute working directory instead of the session header's cwd.
+     */
+    cwd?: string;
+    /**
+     * Plan only: per-file diffs, nothing changed.
+     */
+    dryRun?: boolean;
+    /**
+     * Rewind files that drifted, and beside an agent working on the session.
+     */
+    force?: boolean;
+    /**
+     * Paths left alone (absolute, or relative to the working directory).
+     */
+    exclude?: string[];
+    /**
+     * Also fork the session at the entry (as session/fork with position at), when the rewind is applied.
+     */
+    fork?: boolean;
+}
+export interface RewindFile {
+    /**
+     * Absolute, as the session names it.
+     */
+    path: string;
+    relative: string | null;
+    status: 'restore' | 'remove' | 'unchanged' | 'unknown' | 'outside' | 'excluded';
+    reason: string;
+    drift?: {
+        message: string;
+        diff?: string;
+    };
+    /**
+     * Unified diff of the change the rewind makes (now → at the entry).
+     */
+    diff: string | null;
+    calls: {
+        entryId: string;
+        toolCallId: string;
+        kind: 'write' | 'edit' | 'read';
+    }[];
+}
+/**
+ * session/rewind result.
+ */
+export interface RewindResult {
+    path: string;
+    entryId: string;
+    leafId: string | null;
+    /**
+     * The working directory (absolute); null when refused as relative or missing.
+     */
+    cwd: string | null;
+    dryRun: boolean;
+    /**
+     * Whether files were changed.
+     */
+    applied: boolean;
+    /**
+     * Why the rewind is not applied as asked: unrestorable (unknown content or outside the cwd: exclude them), drift (force).
+     */
+    refusal: null | {
+        kind: 'relativeCwd' | 'noCwd' | 'unrestorable' | 'drift';
+        cwd?: string;
+        paths?: string[];
+    };
+    files: RewindFile[];
+    /**
+     * The backup directory of an applied rewind (sessiond rewind --undo takes it).
+     */
+    backupDir: string | null;
+    /**
+     * The session/fork result when fork was asked and the rewind applied, else null.
+     */
+    fork: unknown;
+}
+/**
  * session/salvage params.
  */
 export interface SalvageParams {
@@ -2082,6 +2175,7 @@ export const Requests = {
     list: 'session/list',
     open: 'session/open',
     prepareCompaction: 'session/prepareCompaction',
+    rewind: 'session/rewind',
     salvage: 'session/salvage',
     search: 'session/search',
     setName: 'session/setName',

@@ -16,6 +16,7 @@ import {
     PiContextAt,
     Retention,
     RetentionProbe,
+    RewindResult,
     SummarizedBranch,
     SummarySource,
     VerifyFinding,
@@ -537,4 +538,45 @@ export function renderComparison(c: CompareBranchesResult, heading: { path: stri
     if (c.model) out.push(`- model: A ${modelText(c.model.a)}, B ${modelText(c.model.b)}`);
     out.push('');
     return out.join('\n');
+}
+
+/** A rewind's refusal in one sentence (`session/rewind`'s `refusal`). */
+export function rewindRefusalText(r: NonNullable<RewindResult['refusal']>): string {
+    const paths = (r.paths ?? []).join(', ');
+    switch (r.kind) {
+        case 'drift':
+            return `${paths} changed since the session left them; nothing changed (rewind with "Rewind Files (Force)" to overwrite them)`;
+        case 'unrestorable':
+            return `cannot rewind ${paths}: the session does not hold their content at the entry, or they lie outside the working directory; nothing changed (\`sessiond rewind --exclude PATH\` leaves one alone)`;
+        case 'relativeCwd':
+            return `the session's working directory ${r.cwd ?? '?'} is relative: refused`;
+        default:
+            return 'the session names no working directory: refused';
+    }
+}
+
+/** How many files a rewind plan restores or removes. */
+export function rewindChanges(r: RewindResult): number {
+    return r.files.filter((f) => f.status === 'restore' || f.status === 'remove').length;
+}
+
+/**
+ * A rewind plan as a diff document: one `#` line per file (what is done and why, drift with
+ * its diff), the refusal, then the unified diffs of the changes.
+ */
+export function renderRewind(r: RewindResult): string {
+    const lines = [`# Rewind files to ${r.entryId} (leaf ${r.leafId ?? 'none'}, cwd ${r.cwd ?? 'none'})${r.applied ? '' : ' · dry run'}`];
+    if (r.files.length === 0) lines.push('# no file was changed by the session after the entry');
+    for (const f of r.files) {
+        lines.push(`# ${f.status.padEnd(9)} ${f.relative ?? f.path}: ${f.reason}`);
+        if (f.drift) {
+            lines.push(`#   drift: ${f.drift.message}`);
+            for (const l of (f.drift.diff ?? '').split('\n').filter((l) => l !== '')) lines.push(`#   ${l}`);
+        }
+    }
+    if (r.refusal) lines.push(`# REFUSED: ${rewindRefusalText(r.refusal)}`);
+    for (const f of r.files) {
+        if (f.diff) lines.push(...f.diff.split('\n').filter((l) => l !== ''));
+    }
+    return `${lines.join('\n')}\n`;
 }

@@ -16,6 +16,7 @@ pub mod preview;
 pub mod projection;
 pub mod relocate;
 pub mod render;
+pub mod rewind;
 pub mod salvage;
 pub mod search_text;
 pub mod verbatim;

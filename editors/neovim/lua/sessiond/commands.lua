@@ -96,6 +96,10 @@ M.commands = {
     function(a) actions().compact(a.fargs[1], a.bang) end,
     { bar = true, nargs = "?", bang = true, complete = complete_entry_arg, desc = "sessiond: compact the path to an entry" },
   },
+  SessiondRewind = {
+    function(a) require("sessiond.rewind").rewind(a.fargs[1], a.bang) end,
+    { bar = true, nargs = "?", bang = true, complete = complete_entry_arg, desc = "sessiond: rewind files to an entry (! with drift)" },
+  },
   SessiondVerify = {
     function(a) actions().verify(a.fargs[1]) end,
     { bar = true, nargs = "?", complete = complete_entry_arg, desc = "sessiond: check before resuming (quickfix)" },

@@ -45,6 +45,7 @@ M.defaults = {
     fork_before = "F", -- fork before this user message (to ask it again)
     label = "L", -- set or clear the entry's label
     compact = "C", -- compact the path to this entry (dry run first, then confirm)
+    rewind = "gR", -- rewind the files the session changed after this entry (diff first, then confirm)
     verify = "V", -- check before resuming at this entry (when the daemon offers it)
     parent = "p", -- jump to the parent entry
     next_branch = "]b", -- next branch point below

@@ -14,6 +14,7 @@ M.actions = {
   label = { "set or clear this entry's label", function() require("sessiond.actions").label() end, write = "label" },
   compact = { "compact the path to this entry (dry run, then confirm)", function() require("sessiond.actions").compact() end, write = "compact" },
   diff = { "compare this leaf with the active leaf (:SessiondDiff)", function() require("sessiond.compare").diff() end },
+  rewind = { "rewind files to this entry (the dry run's diff first, then confirm)", function() require("sessiond.rewind").rewind() end, write = "rewind" },
   verify = { "check before resuming at this entry", function() require("sessiond.actions").verify() end },
   parent = { "jump to the parent entry", function() require("sessiond.actions").jump_parent() end, tree = true },
   next_branch = { "jump to the next branch point below", function() require("sessiond.actions").jump_next_branch() end, tree = true },
@@ -26,7 +27,7 @@ M.actions = {
 }
 
 local ORDER = {
-  "context", "explain", "diff", "fork", "fork_before", "label", "compact", "verify", "parent", "next_branch",
+  "context", "explain", "diff", "fork", "fork_before", "label", "compact", "rewind", "verify", "parent", "next_branch",
   "prev_branch", "leaf", "referenced", "refresh", "close", "help",
 }
 

@@ -83,11 +83,11 @@ end
 -- The writes each format takes (protocol/README.md, "unsupported for format"): a Claude Code
 -- transcript is only read; its one write is a fork, a new file.
 local WRITES = {
-  pi = { fork = true, label = true, compact = true },
+  pi = { fork = true, label = true, compact = true, rewind = true },
   ["claude-code"] = { fork = true },
 }
 
---- Whether a session of `s.format` takes the write `op` ("fork", "label", "compact").
+--- Whether a session of `s.format` takes the write `op` ("fork", "label", "compact", "rewind").
 function M.supports(s, op)
   local w = WRITES[s and s.format or "pi"] or WRITES.pi
   return w[op] == true
