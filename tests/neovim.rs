@@ -100,7 +100,7 @@ fn neovim_plugin_driven_as_a_user() {
     }
     assert_eq!(
         r["commandsBeforeSetup"].as_object().map(|o| o.len()),
-        Some(13)
+        Some(14)
     );
     assert!(
         s(&r["beforeOpen"], "beforeOpen").contains("no session open: run :SessiondOpen FILE"),
@@ -133,11 +133,29 @@ fn neovim_plugin_driven_as_a_user() {
     assert_eq!(tree["foldTextInside"], tree["foldText"]);
     let leaf_lines: Vec<&str> = strs(&tree["leafLines"], "leaf line");
     assert_eq!(leaf_lines.len(), 3, "{leaf_lines:?}");
-    assert!(leaf_lines[0].contains("8a9bb12f") && leaf_lines[0].ends_with("◀ leaf"));
-    assert!(leaf_lines[1].contains("610f9c1e") && leaf_lines[1].ends_with("◀ resume leaf"));
-    assert!(leaf_lines[2].contains("de19adb3") && leaf_lines[2].ends_with("◀ leaf"));
+    // Marks and labels before the preview, where any window shows them.
+    assert!(
+        leaf_lines[0].ends_with("8a9bb12f session_info          ◀ leaf  name: Untangle run modes"),
+        "{}",
+        leaf_lines[0]
+    );
+    assert!(
+        leaf_lines[1].ends_with("610f9c1e thinking_level_change ◀ resume leaf  thinking: high"),
+        "{}",
+        leaf_lines[1]
+    );
+    assert!(
+        leaf_lines[2].contains("de19adb3 user                  ◀ leaf  Actually,"),
+        "{}",
+        leaf_lines[2]
+    );
     assert_eq!(tree["branchLines"].as_array().map(Vec::len), Some(4));
-    assert!(s(&tree["labelled"], "labelled").ends_with("[before-refactor]"));
+    assert!(
+        s(&tree["labelled"], "labelled")
+            .starts_with("e82f60b2 user                  [before-refactor] "),
+        "{}",
+        tree["labelled"]
+    );
     assert!(s(&tree["compaction"], "compaction").contains("4909db93 compaction"));
     assert_eq!(tree["q"], json!("sessiond: close the view"));
 
@@ -197,7 +215,12 @@ fn neovim_plugin_driven_as_a_user() {
         .expect("a label entry in the file");
     assert_eq!(label["targetId"], json!("521cf246"));
     assert_eq!(label["label"], json!("before refactor"));
-    assert!(s(&r["label"]["line"], "label line").ends_with("[before refactor]"));
+    assert!(
+        s(&r["label"]["line"], "label line")
+            .contains("521cf246 user                  [before refactor] "),
+        "{}",
+        r["label"]["line"]
+    );
     assert_eq!(r["label"]["cursor"], json!("521cf246"));
 
     // :SessiondGraph: the daemon's text form, line for line what `sessiond graph` prints;
@@ -886,7 +909,8 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     assert!(
         leaf_lines
             .iter()
-            .any(|l| l.contains(resume) && l.ends_with("◀ resume leaf"))
+            .any(|l| l.contains(&format!("{resume} ")) && l.contains(" ◀ resume leaf  ")),
+        "{leaf_lines:#?}"
     );
 
     // Only fork among the writes: no label or compact mapping, none listed by g?.
@@ -1078,4 +1102,146 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     let source_ctx = cli_json(&["context", "--json", "--leaf", FORK_AT, path]);
     assert_eq!(fork_ctx["messages"], source_ctx["messages"]);
     assert_eq!(std::fs::read(&file).expect("read"), original);
+}
+
+/// Issue 47 on a root of real linear sessions (`tests/neovim/list.lua`): "1 leaf", never
+/// "1 leaves"; the resume leaf's mark before the preview; explain of an entry below the leaf
+/// in the CLI's words ("comes after the leaf", not "another branch"); a label on a version-1
+/// file refused before any prompt, saying to fork it first (and the fork done); two copies
+/// of one session told apart by their folders, in the picker and in the sessions view alike.
+#[test]
+fn neovim_linear_sessions_copies_and_version_1_files() {
+    let Some(nvim) = find_nvim() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("sessions");
+    let (a, b) = (root.join("a/linear.jsonl"), root.join("b/linear.jsonl"));
+    for f in [&a, &b] {
+        std::fs::create_dir_all(f.parent().expect("folder")).expect("mkdir");
+        std::fs::copy(repo().join("examples/pi-v1-large-session.jsonl"), f).expect("copy");
+    }
+    let v1 = root.join("v1.jsonl");
+    std::fs::copy(repo().join("examples/pi-v1-before-compaction.jsonl"), &v1).expect("copy");
+    let v1_before = std::fs::read(&v1).expect("read");
+    let r = run_script(
+        &nvim,
+        "list.lua",
+        dir.path(),
+        &[
+            ("SESSIOND_ROOT", &root),
+            ("SESSIOND_COPY_A", &a),
+            ("SESSIOND_COPY_B", &b),
+            ("SESSIOND_V1", &v1),
+        ],
+    );
+
+    assert_eq!(
+        r["open"],
+        json!("sessiond: linear.jsonl: 1018 entries, 1 leaf")
+    );
+    assert_eq!(
+        r["tree"]["header"],
+        json!("linear.jsonl · 1018 entries · 1 leaf · 0 branch points")
+    );
+    let leaf_line = s(&r["tree"]["leafLine"], "leaf line");
+    assert!(
+        leaf_line
+            .starts_with("000003fb assistant             ◀ resume leaf  Oh wait, these errors"),
+        "{leaf_line}"
+    );
+    assert_eq!(r["tree"]["markColumn"], json!(32));
+
+    // Explain says what `sessiond explain` says.
+    let cli = cli_json(&[
+        "explain",
+        a.to_str().expect("utf-8"),
+        "00000009",
+        "--leaf",
+        "00000005",
+        "--json",
+    ]);
+    let text = s(&cli["text"], "text");
+    assert_eq!(
+        text,
+        "entry 00000009 (message) at leaf 00000005: not a context entry: it comes after the leaf \
+         (below it, through 00000006)"
+    );
+    // The entry it points to (gr jumps to it): the first one after the leaf.
+    let shown = s(&r["explainAfter"], "explain");
+    assert!(
+        shown.starts_with(&format!("sessiond: E{}.\n→ 00000006 ", &text[1..])),
+        "{shown}"
+    );
+    assert!(!shown.contains("another branch"), "{shown}");
+
+    // Version 1: refused before the prompt, in the daemon's words; the file untouched; the
+    // fork offered and made.
+    assert_eq!(r["asked"], json!(false));
+    assert_eq!(r["v1Version"], json!(1));
+    for key in ["labelV1", "labelV1Text"] {
+        assert_eq!(
+            r[key],
+            json!(
+                "sessiond: label: v1.jsonl is a version-1 session, only read (sessiond writes labels, \
+                 names and entries to version-3 files); fork it to a version-3 file first (f, \
+                 :SessiondFork)"
+            ),
+            "{key}"
+        );
+    }
+    assert_eq!(std::fs::read(&v1).expect("read"), v1_before);
+    assert!(s(&r["forkV1"], "fork").contains("forked at 00000005 into "));
+
+    // The picker: the copies read alike but for their folders; the sessions view shows the
+    // picker's lines, in its order.
+    let items = strs(&r["list"]["items"], "item");
+    let paths = strs(&r["list"]["paths"], "path");
+    let line_of = |p: &Path| {
+        let p = std::fs::canonicalize(p).expect("canonical");
+        items[paths
+            .iter()
+            .position(|x| Path::new(x) == p)
+            .expect("listed")]
+    };
+    let (la, lb) = (line_of(&a), line_of(&b));
+    let size = std::fs::metadata(&a).expect("stat").len();
+    let listed = cli_json(&["list", "--root", root.to_str().expect("utf-8"), "--json"]);
+    let row = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|x| {
+            x["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("a/linear.jsonl"))
+        })
+        .expect("row");
+    let want = format!(
+        "pi › pi-mono  ·  {}  ·  1018 entries, 1 leaf  ·  ~{} tokens  ·  {} KiB  ·  ",
+        s(&row["firstMessage"], "firstMessage"),
+        row["tokenEstimate"],
+        (size + 512) / 1024
+    );
+    assert!(la.starts_with(&want), "{la}\n{want}");
+    assert!(la.ends_with("  ·  a/linear.jsonl"), "{la}");
+    assert!(lb.ends_with("  ·  b/linear.jsonl"), "{lb}");
+    assert_eq!(
+        la.trim_end_matches("a/linear.jsonl"),
+        lb.trim_end_matches("b/linear.jsonl")
+    );
+    assert!(items.iter().all(|i| !i.contains(" 1 leaves")), "{items:#?}");
+
+    let view = strs(&r["sessions"]["lines"], "sessions line");
+    assert!(
+        view[0].starts_with(&format!("sessiond: {} sessions under ", items.len())),
+        "{view:#?}"
+    );
+    assert_eq!(&view[2..], &items[..]);
+    assert_eq!(
+        r["sessions"]["open"],
+        json!("sessiond: open the tree of this session")
+    );
+    assert_eq!(
+        r["sessions"]["opened"],
+        json!(std::fs::canonicalize(&b).expect("canonical").to_str())
+    );
 }

@@ -282,6 +282,15 @@ function M.offers(method)
   return vim.tbl_contains(M.info.methods or {}, method)
 end
 
+--- Whether the running daemon lists `method` among the notifications it may send
+--- (initialize's `notifications`); nil when not started.
+function M.offers_notification(method)
+  if not M.ready or not M.info then
+    return nil
+  end
+  return vim.tbl_contains(M.info.notifications or {}, method)
+end
+
 --- Calls cb() once the daemon is initialized (starting it), or cb(err).
 function M.when_ready(cb)
   if M.ready then
