@@ -1245,3 +1245,77 @@ fn neovim_linear_sessions_copies_and_version_1_files() {
         json!(std::fs::canonicalize(&b).expect("canonical").to_str())
     );
 }
+
+/// `:SessiondGraph` as a terminal of 132 columns shows it, on the 1,018-entry and the
+/// 1,002-entry real sessions (version 1, linear; the second compacted twice) and the branched
+/// one: kept in `tests/neovim/graph-NAME.screen` (`SESSIOND_UPDATE_CAPTURE=1` writes them),
+/// and row for row what `sessiond graph --json` says, every line whole (nothing past the
+/// window's edge: the resume leaf's mark is on screen).
+#[test]
+fn neovim_graph_terminal_captures() {
+    let Some(nvim) = find_nvim() else { return };
+    const COLUMNS: usize = 132;
+    for (name, source) in [
+        ("linear-1018", "examples/pi-v1-large-session.jsonl"),
+        ("compacted-1002", "examples/pi-v1-before-compaction.jsonl"),
+        ("branched-1033", EXAMPLE),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join(format!("{name}.jsonl"));
+        std::fs::copy(repo().join(source), &file).expect("copy");
+        let capture = dir.path().join("screen.txt");
+        let status = headless(&nvim, "capture.lua", dir.path())
+            .env("SESSIOND_NVIM_BIN", &nvim)
+            .env("SESSIOND_ROOT", dir.path())
+            .env("SESSIOND_FILE", &file)
+            .env("SESSIOND_CAPTURE", &capture)
+            .env("SESSIOND_CAPTURE_SIZE", format!("{COLUMNS}x30"))
+            .env("SESSIOND_CAPTURE_CMD", "SessiondGraph")
+            .env("SESSIOND_CAPTURE_UNTIL", "◀ resume leaf")
+            .status()
+            .expect("run nvim");
+        let screen = std::fs::read_to_string(&capture).expect("capture written");
+        assert!(
+            status.success(),
+            "{name}: the graph did not appear:\n{screen}"
+        );
+
+        let graph = cli_json(&["graph", "--json", file.to_str().expect("utf-8")]);
+        let texts: Vec<&str> = graph["lines"]
+            .as_array()
+            .expect("lines")
+            .iter()
+            .map(|l| s(&l["text"], "line text"))
+            .collect();
+        let rows: Vec<&str> = screen.lines().collect();
+        assert!(
+            texts.len() < rows.len(),
+            "{name}: the whole graph on one screen"
+        );
+        for (i, text) in texts.iter().enumerate() {
+            assert!(
+                text.chars().count() <= COLUMNS,
+                "{name}: line {i} is cut at the window's edge: {text}"
+            );
+            assert_eq!(rows[i], text.trim_end(), "{name}: screen row {i}");
+        }
+        assert!(
+            rows[texts.len()..]
+                .iter()
+                .all(|r| r.is_empty() || *r == "~"),
+            "{name}: only the graph on screen:\n{screen}"
+        );
+
+        let kept_path = repo().join(format!("tests/neovim/graph-{name}.screen"));
+        if std::env::var_os("SESSIOND_UPDATE_CAPTURE").is_some() {
+            std::fs::write(&kept_path, &screen).expect("write capture");
+            continue;
+        }
+        let kept = std::fs::read_to_string(&kept_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", kept_path.display()));
+        assert_eq!(
+            screen, kept,
+            "{name}: the graph view changed; if intended, run with SESSIOND_UPDATE_CAPTURE=1"
+        );
+    }
+}
