@@ -1216,10 +1216,10 @@ fn neovim_linear_sessions_copies_and_version_1_files() {
         })
         .expect("row");
     let want = format!(
-        "pi › pi-mono  ·  {}  ·  1018 entries, 1 leaf  ·  ~{} tokens  ·  {} KiB  ·  ",
+        "pi › pi-mono  ·  {}  ·  1018 entries, 1 leaf  ·  ~{} tokens  ·  {}  ·  ",
         s(&row["firstMessage"], "firstMessage"),
         row["tokenEstimate"],
-        (size + 512) / 1024
+        size_text(size)
     );
     assert!(la.starts_with(&want), "{la}\n{want}");
     assert!(la.ends_with("  ·  a/linear.jsonl"), "{la}");
@@ -1317,5 +1317,19 @@ fn neovim_graph_terminal_captures() {
             screen, kept,
             "{name}: the graph view changed; if intended, run with SESSIOND_UPDATE_CAPTURE=1"
         );
+    }
+}
+
+/// A file size as the session lines write it: bytes, KiB with one decimal under 10 KiB,
+/// whole KiB under 1 MiB, else MiB with one decimal.
+fn size_text(n: u64) -> String {
+    const K: u64 = 1024;
+    #[allow(clippy::cast_precision_loss)] // sizes of test files
+    let f = n as f64;
+    match n {
+        n if n < K => format!("{n} B"),
+        n if n < 10 * K => format!("{:.1} KiB", f / 1024.0),
+        n if n < K * K => format!("{} KiB", (n + K / 2) / K),
+        _ => format!("{:.1} MiB", f / (1024.0 * 1024.0)),
     }
 }

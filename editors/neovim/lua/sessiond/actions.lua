@@ -103,7 +103,7 @@ end
 
 local function cut(s)
   if #s > MAX_PART then
-    return s:sub(1, MAX_PART) .. ("… (%d more bytes)"):format(#s - MAX_PART)
+    return s:sub(1, MAX_PART) .. ("… (%s more)"):format(sessions.count(#s - MAX_PART, "byte"))
   end
   return s
 end
@@ -116,7 +116,8 @@ local function role_title(m)
   elseif m.role == "custom" then
     return "custom: " .. str(m.customType)
   elseif m.role == "compactionSummary" then
-    return "compaction summary" .. (type(m.tokensBefore) == "number" and (" (%d tokens before)"):format(m.tokensBefore) or "")
+    return "compaction summary"
+      .. (type(m.tokensBefore) == "number" and (" (%s before)"):format(sessions.count(m.tokensBefore, "token")) or "")
   elseif m.role == "branchSummary" then
     return "branch summary"
   elseif m.role == "assistant" then
@@ -685,13 +686,16 @@ function M.project_label(cwd)
   return parts[#parts] or cwd
 end
 
---- A file size as people read it: "812 B", "952 KiB", "3.4 MiB".
+--- A file size as people read it: "812 B", "4.1 KiB", "952 KiB", "3.4 MiB" (a small file's
+--- growth shows).
 function M.size_text(n)
   if type(n) ~= "number" then
     return ""
   end
   if n < 1024 then
     return ("%d B"):format(n)
+  elseif n < 10 * 1024 then
+    return ("%.1f KiB"):format(n / 1024)
   elseif n < 1024 * 1024 then
     return ("%d KiB"):format(math.floor(n / 1024 + 0.5))
   end
@@ -783,8 +787,12 @@ function M.group_sessions(list)
       table.insert(tops, x)
     end
   end
+  -- Newest first; the same time by path, so that every list of the same rows reads alike.
   local function newer(a, b)
-    return str(a.modified) > str(b.modified)
+    if str(a.modified) ~= str(b.modified) then
+      return str(a.modified) > str(b.modified)
+    end
+    return a.path < b.path
   end
   local out = {}
   for _, agent in ipairs(sessions.AGENTS) do
