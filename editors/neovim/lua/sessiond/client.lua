@@ -202,7 +202,7 @@ local function handlers()
   local h = {}
   for _, method in ipairs({
     "session/didChange", "session/didReload", "session/didCorrupt", "session/fileMissing",
-    "session/fileRestored", "session/didChangeLiveMode", "session/didCreate",
+    "session/fileRestored", "session/didChangeLiveMode", "session/didCreate", "session/didChangeList",
   }) do
     h[method] = function(_, params)
       local f = M.notification_handlers[method]
