@@ -1333,3 +1333,98 @@ fn size_text(n: u64) -> String {
         _ => format!("{:.1} MiB", f / (1024.0 * 1024.0)),
     }
 }
+
+/// `:SessiondSessions` follows the root without listing it again (`tests/neovim/live_list.lua`):
+/// a session copied in appears, a session another process appends to shows its new entries,
+/// size and tokens, a removed copy goes (and the other copy no longer needs its folder), each
+/// from `session/didChangeList`; at the end the view's lines are a fresh listing's.
+#[test]
+fn neovim_sessions_view_follows_the_root() {
+    let Some(nvim) = find_nvim() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("sessions");
+    let (a, b) = (root.join("a/s.jsonl"), root.join("b/s.jsonl"));
+    let linear = repo().join("tests/data/synthetic/linear-tool-calls-usage-session-info.jsonl");
+    for f in [&a, &b] {
+        std::fs::create_dir_all(f.parent().expect("folder")).expect("mkdir");
+        std::fs::copy(&linear, f).expect("copy");
+    }
+    let append = json!({"type": "message", "id": "a100000c", "parentId": "a100000b",
+        "timestamp": "2026-01-10T10:00:00.000Z",
+        "message": {"role": "user", "content": "one more question, with some words to count", "timestamp": 1_768_039_200_000_i64}});
+    let size_before = std::fs::metadata(&a).expect("stat").len();
+    let out = dir.path().join("report.json");
+    let status = headless(&nvim, "live_list.lua", dir.path())
+        .env("SESSIOND_ROOT", &root)
+        .env("SESSIOND_COPY_A", &a)
+        .env("SESSIOND_COPY_B", &b)
+        .env("SESSIOND_NEW", repo().join(EXAMPLE))
+        .env("SESSIOND_NEW_AT", root.join("c/new.jsonl"))
+        .env("SESSIOND_APPEND", append.to_string())
+        .env("SESSIOND_OUT", &out)
+        .status()
+        .expect("run nvim");
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("no report ({status}): {e}")),
+    )
+    .expect("report is JSON");
+    assert!(status.success(), "nvim failed: {r:#}");
+
+    assert_eq!(
+        r["announced"],
+        json!(true),
+        "initialize names session/didChangeList"
+    );
+    let before = strs(&r["before"], "line");
+    assert_eq!(before.len(), 4, "{before:#?}");
+    assert!(
+        s(&r["appeared"], "appeared")
+            .starts_with("pi › pi-mono  ·  Untangle run modes  ·  1033 entries, 3 leaves  ·  ~")
+    );
+    let (old, new) = (s(&r["grownBefore"], "before"), s(&r["grown"], "grown"));
+    assert!(old.contains("  ·  11 entries, 1 leaf  ·  "), "{old}");
+    assert!(new.contains("  ·  12 entries, 1 leaf  ·  "), "{new}");
+    let size_after = std::fs::metadata(&a).expect("stat").len();
+    assert!(size_after > size_before);
+    let listed = cli_json(&["list", "--root", root.to_str().expect("utf-8"), "--json"]);
+    let row = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|x| x["path"].as_str().is_some_and(|p| p.ends_with("a/s.jsonl")))
+        .expect("row");
+    assert_eq!(row["size"], json!(size_after));
+    assert!(
+        new.contains(&format!(
+            "  ·  ~{} tokens  ·  {}  ·  ",
+            row["tokenEstimate"],
+            size_text(size_after)
+        )),
+        "{new} vs {row}"
+    );
+    assert!(
+        old.contains(&format!("  ·  {}  ·  ", size_text(size_before))),
+        "{old}"
+    );
+    assert_ne!(old, new);
+    assert_eq!(r["removedGone"], json!([]));
+    assert!(
+        !s(&r["alone"], "alone").ends_with("a/s.jsonl"),
+        "{}",
+        r["alone"]
+    );
+
+    // Nothing listed again while following; each change applied from a notification.
+    assert_eq!(r["listsWhileFollowing"], json!(0));
+    assert!(
+        r["applied"].as_u64().is_some_and(|n| n >= 3),
+        "{}",
+        r["applied"]
+    );
+    let after = strs(&r["after"], "line");
+    assert!(
+        after[0].starts_with("sessiond: 2 sessions under "),
+        "{after:#?}"
+    );
+    assert_eq!(&after[2..], &strs(&r["picker"], "picker line")[..]);
+}
