@@ -1188,6 +1188,12 @@ fn neovim_linear_sessions_copies_and_version_1_files() {
             "{key}"
         );
     }
+    assert!(
+        s(&r["compactV1"], "compact")
+            .starts_with("sessiond: compact: v1.jsonl is a version-1 session"),
+        "{}",
+        r["compactV1"]
+    );
     assert_eq!(std::fs::read(&v1).expect("read"), v1_before);
     assert!(s(&r["forkV1"], "fork").contains("forked at 00000005 into "));
 

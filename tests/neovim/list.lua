@@ -58,6 +58,12 @@ h.run(function()
     report.labelV1 = wait_message("label: ", "the refusal of L", true)
     vim.cmd("SessiondLabel 00000005 with text")
     report.labelV1Text = wait_message("label: ", "the refusal of :SessiondLabel", true)
+    vim.ui.select = function(_, _, on_choice)
+      report.asked = true
+      on_choice("Compact")
+    end
+    press("C")
+    report.compactV1 = wait_message("compact: ", "the refusal of C", true)
     report.v1Version = require("sessiond.sessions").sessions[vim.b[v1_tree].sessiond_path].version
     -- A fork is the way out, and is offered.
     press("f")
