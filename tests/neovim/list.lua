@@ -99,7 +99,7 @@ h.run(function()
     }
     -- <CR> on a copy opens its tree.
     for i, l in ipairs(h.lines()) do
-      if l:find("b/", 1, true) then
+      if l:find("(b/", 1, true) then
         vim.api.nvim_win_set_cursor(0, { i, 0 })
       end
     end

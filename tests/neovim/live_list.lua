@@ -74,10 +74,10 @@ h.run(function()
     sh('rm "$1"', COPY_B)
     wait(function()
       local a = row(COPY_A)
-      return a ~= nil and not vim.endswith(a, "/" .. vim.fs.basename(COPY_A))
+      return a ~= nil and not a:find("/" .. vim.fs.basename(COPY_A) .. ")", 1, true)
     end, "the removed copy gone")
     report.removedGone = vim.tbl_filter(function(l)
-      return l:find("b/", 1, true) ~= nil
+      return l:find("(b/", 1, true) ~= nil
     end, h.lines(buf))
     report.alone = row(COPY_A)
   end)

@@ -742,8 +742,9 @@ function M.tell_apart(list)
 end
 
 --- One picker line (and one line of the sessions view): agent › project, then the session (a
---- subagent under its parent: ↳), entries and leaves, tokens, size, modified, and `where`
---- (M.tell_apart) when other sessions read alike.
+--- subagent under its parent: ↳) and, when other sessions read alike, `where` its file is
+--- (M.tell_apart) right after its name, where a narrow window still shows it; then entries and
+--- leaves, tokens, size, modified.
 function M.session_line(x, where)
   local counts = type(x.entryCount) == "number"
       and ("%s, %s"):format(sessions.count(x.entryCount, "entry", "entries"),
@@ -754,7 +755,10 @@ function M.session_line(x, where)
   if type(x.subagent) == "table" then
     name = "  ↳ subagent " .. (type(x.subagent.agentType) == "string" and (x.subagent.agentType .. ": ") or "") .. name
   end
-  local line = ("%s › %s  ·  %s  ·  %s  ·  %s  ·  %s  ·  %s"):format(
+  if where then
+    name = ("%s (%s)"):format(name, where)
+  end
+  return ("%s › %s  ·  %s  ·  %s  ·  %s  ·  %s  ·  %s"):format(
     sessions.agent_title(x.format or "pi"),
     M.project_label(x.cwd),
     name,
@@ -763,10 +767,6 @@ function M.session_line(x, where)
     M.size_text(x.size),
     (str(x.modified):sub(1, 16):gsub("T", " "))
   )
-  if where then
-    line = line .. "  ·  " .. where
-  end
-  return line
 end
 
 --- Orders listed sessions as the picker groups them: by agent (pi, then Claude Code), then by

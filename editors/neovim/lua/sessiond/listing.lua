@@ -6,8 +6,8 @@
 -- them (`:SessiondSessions`; <CR> opens the tree of the session under the cursor).
 --
 -- A row says the same thing wherever it is shown (this view and the picker use
--- actions.session_line): agent › project, name, entries and leaves, tokens, size, modified,
--- and, for sessions that would otherwise read alike (copies of one session), where the file is.
+-- actions.session_line): agent › project, name (and, for sessions that would otherwise read
+-- alike, copies of one session, where the file is), entries and leaves, tokens, size, modified.
 local client = require("sessiond.client")
 local config = require("sessiond.config")
 local sessions = require("sessiond.sessions")
