@@ -36,14 +36,18 @@ function M.list()
   return actions().group_sessions(list)
 end
 
---- The view's lines and, line by line, the session path each shows. Pure.
+--- The view's lines and, line by line, the session path each shows (no buffers touched).
 function M.render(list, roots)
   local lines, paths = {}, {}
   table.insert(lines, ("sessiond: %s under %s"):format(sessions.count(#list, "session"),
     table.concat(vim.tbl_map(tostring, roots or {}), ", ")))
-  local follows = client.offers_notification("session/didChangeList")
-  table.insert(lines, follows and "follows the roots as sessions appear, grow and go · <CR> opens a tree · R lists again"
-    or "this sessiond does not announce list changes: R lists again · <CR> opens a tree")
+  local maps = config.options.sessions.mappings or {}
+  local keys = ("%s opens a tree · %s lists again"):format(tostring(maps.open), tostring(maps.refresh))
+  if client.offers_notification("session/didChangeList") then
+    table.insert(lines, "follows the roots as sessions appear, grow and go · " .. keys)
+  else
+    table.insert(lines, "this sessiond does not announce list changes · " .. keys)
+  end
   local where = actions().tell_apart(list)
   for _, x in ipairs(list) do
     table.insert(lines, actions().session_line(x, where[x.path]))
