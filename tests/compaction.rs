@@ -600,6 +600,9 @@ fn bad_input_gets_its_documented_result_and_writes_nothing() {
         dir.path(),
         "tests/data/synthetic/v1-linear-compaction.jsonl",
     );
-    let says = ["version 1 sessions are not appended to"];
+    let says = [
+        "a version-1 session is only read",
+        "fork it to a version-3 file first",
+    ];
     refused(&v1, &["--keep-recent-tokens", "1"], 2, &says);
 }

@@ -679,6 +679,47 @@ fn written_entries_hold_a_client_s_lone_surrogates_as_pi_s_escapes() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// A label or a name on a version-1 session is refused, the file untouched, with a message
+/// that says what to do: fork it to a version-3 file first. The open's `header` has no
+/// `version` (pi reads it as 1), which is what an editor checks before asking for the text.
+#[test]
+fn label_and_name_on_a_version_1_session_say_fork_it_first() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = copy_to(
+        tmp.path(),
+        "tests/data/synthetic/v1-linear-compaction.jsonl",
+    );
+    let before = std::fs::read(&file).expect("read");
+    let (mut d, path, open) = opened(tmp.path(), &file);
+    assert_eq!(open["header"].get("version"), None, "{open}");
+    let leaf = open["leafId"].clone();
+    let first = open["leaves"][0].clone();
+    for (method, params) in [
+        (
+            "session/label",
+            json!({"path": path, "targetId": first, "label": "x", "expectedLeafId": leaf}),
+        ),
+        (
+            "session/setName",
+            json!({"path": path, "name": "x", "expectedLeafId": leaf}),
+        ),
+    ] {
+        let (code, message, data) = error_of(&d.request(method, params));
+        assert_eq!(code, -33015, "{method}: {message}");
+        assert_eq!(data, json!({"path": path, "version": 1}), "{method}");
+        assert_eq!(
+            message,
+            format!(
+                "{path}: a version-1 session is only read (sessiond writes labels, names and \
+                 entries to version-3 files); fork it to a version-3 file first"
+            ),
+            "{method}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).expect("read"), before);
+    assert_eq!(d.stop(), Some(0));
+}
+
 /// Input that ends while a write is in flight (a client that sends its requests and closes
 /// its end, as a script piping them in does): the write's answer and its `session/didChange`
 /// both reach the client before the daemon exits. Ten rounds: the notification travels

@@ -117,3 +117,30 @@ fn every_entry_agrees_with_pis_context_entries() {
         failures[..failures.len().min(20)].join("\n")
     );
 }
+
+/// An entry below the leaf (a linear session asked at an earlier leaf) comes after the leaf:
+/// no other branch exists to name. An entry on a sibling branch is still on another branch.
+#[test]
+fn after_the_leaf_is_not_another_branch() {
+    let root = common::repo_root();
+    let linear = root.join("tests/data/synthetic/linear-tool-calls-usage-session-info.jsonl");
+    let after = explain_json(&linear, Some("a1000004"), "a1000008");
+    assert_eq!(
+        after["reason"],
+        json!({"kind": "notOnPath", "divergesAt": "a1000004", "branchEntryId": "a1000005"})
+    );
+    assert_eq!(
+        after["text"],
+        json!(
+            "entry a1000008 (message) at leaf a1000004: not a context entry: it comes after \
+             the leaf (below it, through a1000005)"
+        )
+    );
+    let branched = root.join("tests/data/synthetic/branches-labels.jsonl");
+    let other = explain_json(&branched, Some("b2000008"), "b200000a");
+    let text = other["text"].as_str().expect("text");
+    assert!(
+        text.contains("it is on another branch, which leaves the leaf's path after b2000002"),
+        "{text}"
+    );
+}

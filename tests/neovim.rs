@@ -100,7 +100,7 @@ fn neovim_plugin_driven_as_a_user() {
     }
     assert_eq!(
         r["commandsBeforeSetup"].as_object().map(|o| o.len()),
-        Some(13)
+        Some(14)
     );
     assert!(
         s(&r["beforeOpen"], "beforeOpen").contains("no session open: run :SessiondOpen FILE"),
@@ -133,11 +133,29 @@ fn neovim_plugin_driven_as_a_user() {
     assert_eq!(tree["foldTextInside"], tree["foldText"]);
     let leaf_lines: Vec<&str> = strs(&tree["leafLines"], "leaf line");
     assert_eq!(leaf_lines.len(), 3, "{leaf_lines:?}");
-    assert!(leaf_lines[0].contains("8a9bb12f") && leaf_lines[0].ends_with("◀ leaf"));
-    assert!(leaf_lines[1].contains("610f9c1e") && leaf_lines[1].ends_with("◀ resume leaf"));
-    assert!(leaf_lines[2].contains("de19adb3") && leaf_lines[2].ends_with("◀ leaf"));
+    // Marks and labels before the preview, where any window shows them.
+    assert!(
+        leaf_lines[0].ends_with("8a9bb12f session_info          ◀ leaf  name: Untangle run modes"),
+        "{}",
+        leaf_lines[0]
+    );
+    assert!(
+        leaf_lines[1].ends_with("610f9c1e thinking_level_change ◀ resume leaf  thinking: high"),
+        "{}",
+        leaf_lines[1]
+    );
+    assert!(
+        leaf_lines[2].contains("de19adb3 user                  ◀ leaf  Actually,"),
+        "{}",
+        leaf_lines[2]
+    );
     assert_eq!(tree["branchLines"].as_array().map(Vec::len), Some(4));
-    assert!(s(&tree["labelled"], "labelled").ends_with("[before-refactor]"));
+    assert!(
+        s(&tree["labelled"], "labelled")
+            .starts_with("e82f60b2 user                  [before-refactor] "),
+        "{}",
+        tree["labelled"]
+    );
     assert!(s(&tree["compaction"], "compaction").contains("4909db93 compaction"));
     assert_eq!(tree["q"], json!("sessiond: close the view"));
 
@@ -197,7 +215,12 @@ fn neovim_plugin_driven_as_a_user() {
         .expect("a label entry in the file");
     assert_eq!(label["targetId"], json!("521cf246"));
     assert_eq!(label["label"], json!("before refactor"));
-    assert!(s(&r["label"]["line"], "label line").ends_with("[before refactor]"));
+    assert!(
+        s(&r["label"]["line"], "label line")
+            .contains("521cf246 user                  [before refactor] "),
+        "{}",
+        r["label"]["line"]
+    );
     assert_eq!(r["label"]["cursor"], json!("521cf246"));
 
     // :SessiondGraph: the daemon's text form, line for line what `sessiond graph` prints;
@@ -1012,7 +1035,8 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     assert!(
         leaf_lines
             .iter()
-            .any(|l| l.contains(resume) && l.ends_with("◀ resume leaf"))
+            .any(|l| l.contains(&format!("{resume} ")) && l.contains(" ◀ resume leaf  ")),
+        "{leaf_lines:#?}"
     );
 
     // Only fork among the writes: no label or compact mapping, none listed by g?.
@@ -1204,4 +1228,333 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
     let source_ctx = cli_json(&["context", "--json", "--leaf", FORK_AT, path]);
     assert_eq!(fork_ctx["messages"], source_ctx["messages"]);
     assert_eq!(std::fs::read(&file).expect("read"), original);
+}
+
+/// Issue 47 on a root of real linear sessions (`tests/neovim/list.lua`): "1 leaf", never
+/// "1 leaves"; the resume leaf's mark before the preview; explain of an entry below the leaf
+/// in the CLI's words ("comes after the leaf", not "another branch"); a label on a version-1
+/// file refused before any prompt, saying to fork it first (and the fork done); two copies
+/// of one session told apart by their folders, in the picker and in the sessions view alike.
+#[test]
+fn neovim_linear_sessions_copies_and_version_1_files() {
+    let Some(nvim) = find_nvim() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("sessions");
+    let (a, b) = (root.join("a/linear.jsonl"), root.join("b/linear.jsonl"));
+    for f in [&a, &b] {
+        std::fs::create_dir_all(f.parent().expect("folder")).expect("mkdir");
+        std::fs::copy(repo().join("examples/pi-v1-large-session.jsonl"), f).expect("copy");
+    }
+    let v1 = root.join("v1.jsonl");
+    std::fs::copy(repo().join("examples/pi-v1-before-compaction.jsonl"), &v1).expect("copy");
+    let v1_before = std::fs::read(&v1).expect("read");
+    let r = run_script(
+        &nvim,
+        "list.lua",
+        dir.path(),
+        &[
+            ("SESSIOND_ROOT", &root),
+            ("SESSIOND_COPY_A", &a),
+            ("SESSIOND_COPY_B", &b),
+            ("SESSIOND_V1", &v1),
+        ],
+    );
+
+    assert_eq!(
+        r["open"],
+        json!("sessiond: linear.jsonl: 1018 entries, 1 leaf")
+    );
+    assert_eq!(
+        r["tree"]["header"],
+        json!("linear.jsonl · 1018 entries · 1 leaf · 0 branch points")
+    );
+    let leaf_line = s(&r["tree"]["leafLine"], "leaf line");
+    assert!(
+        leaf_line
+            .starts_with("000003fb assistant             ◀ resume leaf  Oh wait, these errors"),
+        "{leaf_line}"
+    );
+    assert_eq!(r["tree"]["markColumn"], json!(32));
+
+    // Explain says what `sessiond explain` says.
+    let cli = cli_json(&[
+        "explain",
+        a.to_str().expect("utf-8"),
+        "00000009",
+        "--leaf",
+        "00000005",
+        "--json",
+    ]);
+    let text = s(&cli["text"], "text");
+    assert_eq!(
+        text,
+        "entry 00000009 (message) at leaf 00000005: not a context entry: it comes after the leaf \
+         (below it, through 00000006)"
+    );
+    // The entry it points to (gr jumps to it): the first one after the leaf.
+    let shown = s(&r["explainAfter"], "explain");
+    assert!(
+        shown.starts_with(&format!("sessiond: E{}.\n→ 00000006 ", &text[1..])),
+        "{shown}"
+    );
+    assert!(!shown.contains("another branch"), "{shown}");
+
+    // Version 1: refused before the prompt, in the daemon's words; the file untouched; the
+    // fork offered and made.
+    assert_eq!(r["asked"], json!(false));
+    assert_eq!(r["v1Version"], json!(1));
+    for key in ["labelV1", "labelV1Text"] {
+        assert_eq!(
+            r[key],
+            json!(
+                "sessiond: label: v1.jsonl is a version-1 session, only read (sessiond writes labels, \
+                 names and entries to version-3 files); fork it to a version-3 file first (f, \
+                 :SessiondFork)"
+            ),
+            "{key}"
+        );
+    }
+    assert!(
+        s(&r["compactV1"], "compact")
+            .starts_with("sessiond: compact: v1.jsonl is a version-1 session"),
+        "{}",
+        r["compactV1"]
+    );
+    assert_eq!(std::fs::read(&v1).expect("read"), v1_before);
+    assert!(s(&r["forkV1"], "fork").contains("forked at 00000005 into "));
+
+    // The picker: the copies read alike but for their folders; the sessions view shows the
+    // picker's lines, in its order.
+    let items = strs(&r["list"]["items"], "item");
+    let paths = strs(&r["list"]["paths"], "path");
+    let line_of = |p: &Path| {
+        let p = std::fs::canonicalize(p).expect("canonical");
+        items[paths
+            .iter()
+            .position(|x| Path::new(x) == p)
+            .expect("listed")]
+    };
+    let (la, lb) = (line_of(&a), line_of(&b));
+    let size = std::fs::metadata(&a).expect("stat").len();
+    let listed = cli_json(&["list", "--root", root.to_str().expect("utf-8"), "--json"]);
+    let row = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|x| {
+            x["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("a/linear.jsonl"))
+        })
+        .expect("row");
+    let want = |folder: &str| {
+        format!(
+            "pi › pi-mono  ·  {} ({folder}/linear.jsonl)  ·  1018 entries, 1 leaf  ·  ~{} tokens  ·  {}  ·  ",
+            s(&row["firstMessage"], "firstMessage"),
+            row["tokenEstimate"],
+            size_text(size)
+        )
+    };
+    assert!(la.starts_with(&want("a")), "{la}\n{}", want("a"));
+    assert!(lb.starts_with(&want("b")), "{lb}\n{}", want("b"));
+    assert_eq!(la.replace("(a/", "(b/"), lb);
+    assert!(items.iter().all(|i| !i.contains(" 1 leaves")), "{items:#?}");
+
+    let view = strs(&r["sessions"]["lines"], "sessions line");
+    assert!(
+        view[0].starts_with(&format!("sessiond: {} sessions under ", items.len())),
+        "{view:#?}"
+    );
+    assert_eq!(&view[2..], &items[..]);
+    assert_eq!(
+        r["sessions"]["open"],
+        json!("sessiond: open the tree of this session")
+    );
+    assert_eq!(
+        r["sessions"]["opened"],
+        json!(std::fs::canonicalize(&b).expect("canonical").to_str())
+    );
+}
+
+/// `:SessiondGraph` as a terminal of 132 columns shows it, on the 1,018-entry and the
+/// 1,002-entry real sessions (version 1, linear; the second compacted twice) and the branched
+/// one: kept in `tests/neovim/graph-NAME.screen` (`SESSIOND_UPDATE_CAPTURE=1` writes them),
+/// and row for row what `sessiond graph --json` says, every line whole (nothing past the
+/// window's edge: the resume leaf's mark is on screen).
+#[test]
+fn neovim_graph_terminal_captures() {
+    let Some(nvim) = find_nvim() else { return };
+    const COLUMNS: usize = 132;
+    for (name, source) in [
+        ("linear-1018", "examples/pi-v1-large-session.jsonl"),
+        ("compacted-1002", "examples/pi-v1-before-compaction.jsonl"),
+        ("branched-1033", EXAMPLE),
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join(format!("{name}.jsonl"));
+        std::fs::copy(repo().join(source), &file).expect("copy");
+        let capture = dir.path().join("screen.txt");
+        let status = headless(&nvim, "capture.lua", dir.path())
+            .env("SESSIOND_NVIM_BIN", &nvim)
+            .env("SESSIOND_ROOT", dir.path())
+            .env("SESSIOND_FILE", &file)
+            .env("SESSIOND_CAPTURE", &capture)
+            .env("SESSIOND_CAPTURE_SIZE", format!("{COLUMNS}x30"))
+            .env("SESSIOND_CAPTURE_CMD", "SessiondGraph")
+            .env("SESSIOND_CAPTURE_UNTIL", "◀ resume leaf")
+            .status()
+            .expect("run nvim");
+        let screen = std::fs::read_to_string(&capture).expect("capture written");
+        assert!(
+            status.success(),
+            "{name}: the graph did not appear:\n{screen}"
+        );
+
+        let graph = cli_json(&["graph", "--json", file.to_str().expect("utf-8")]);
+        let texts: Vec<&str> = graph["lines"]
+            .as_array()
+            .expect("lines")
+            .iter()
+            .map(|l| s(&l["text"], "line text"))
+            .collect();
+        let rows: Vec<&str> = screen.lines().collect();
+        assert!(
+            texts.len() < rows.len(),
+            "{name}: the whole graph on one screen"
+        );
+        for (i, text) in texts.iter().enumerate() {
+            assert!(
+                text.chars().count() <= COLUMNS,
+                "{name}: line {i} is cut at the window's edge: {text}"
+            );
+            assert_eq!(rows[i], text.trim_end(), "{name}: screen row {i}");
+        }
+        assert!(
+            rows[texts.len()..]
+                .iter()
+                .all(|r| r.is_empty() || *r == "~"),
+            "{name}: only the graph on screen:\n{screen}"
+        );
+
+        let kept_path = repo().join(format!("tests/neovim/graph-{name}.screen"));
+        if std::env::var_os("SESSIOND_UPDATE_CAPTURE").is_some() {
+            std::fs::write(&kept_path, &screen).expect("write capture");
+            continue;
+        }
+        let kept = std::fs::read_to_string(&kept_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", kept_path.display()));
+        assert_eq!(
+            screen, kept,
+            "{name}: the graph view changed; if intended, run with SESSIOND_UPDATE_CAPTURE=1"
+        );
+    }
+}
+
+/// A file size as the session lines write it: bytes, KiB with one decimal under 10 KiB,
+/// whole KiB under 1 MiB, else MiB with one decimal.
+fn size_text(n: u64) -> String {
+    const K: u64 = 1024;
+    #[allow(clippy::cast_precision_loss)] // sizes of test files
+    let f = n as f64;
+    match n {
+        n if n < K => format!("{n} B"),
+        n if n < 10 * K => format!("{:.1} KiB", f / 1024.0),
+        n if n < K * K => format!("{} KiB", (n + K / 2) / K),
+        _ => format!("{:.1} MiB", f / (1024.0 * 1024.0)),
+    }
+}
+
+/// `:SessiondSessions` follows the root without listing it again (`tests/neovim/live_list.lua`):
+/// a session copied in appears, a session another process appends to shows its new entries,
+/// size and tokens, a removed copy goes (and the other copy no longer needs its folder), each
+/// from `session/didChangeList`; at the end the view's lines are a fresh listing's.
+#[test]
+fn neovim_sessions_view_follows_the_root() {
+    let Some(nvim) = find_nvim() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("sessions");
+    let (a, b) = (root.join("a/s.jsonl"), root.join("b/s.jsonl"));
+    let linear = repo().join("tests/data/synthetic/linear-tool-calls-usage-session-info.jsonl");
+    for f in [&a, &b] {
+        std::fs::create_dir_all(f.parent().expect("folder")).expect("mkdir");
+        std::fs::copy(&linear, f).expect("copy");
+    }
+    let append = json!({"type": "message", "id": "a100000c", "parentId": "a100000b",
+        "timestamp": "2026-01-10T10:00:00.000Z",
+        "message": {"role": "user", "content": "one more question, with some words to count", "timestamp": 1_768_039_200_000_i64}});
+    let size_before = std::fs::metadata(&a).expect("stat").len();
+    let out = dir.path().join("report.json");
+    let status = headless(&nvim, "live_list.lua", dir.path())
+        .env("SESSIOND_ROOT", &root)
+        .env("SESSIOND_COPY_A", &a)
+        .env("SESSIOND_COPY_B", &b)
+        .env("SESSIOND_NEW", repo().join(EXAMPLE))
+        .env("SESSIOND_NEW_AT", root.join("c/new.jsonl"))
+        .env("SESSIOND_APPEND", append.to_string())
+        .env("SESSIOND_OUT", &out)
+        .status()
+        .expect("run nvim");
+    let r: Value = serde_json::from_str(
+        &std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("no report ({status}): {e}")),
+    )
+    .expect("report is JSON");
+    assert!(status.success(), "nvim failed: {r:#}");
+
+    assert_eq!(
+        r["announced"],
+        json!(true),
+        "initialize names session/didChangeList"
+    );
+    let before = strs(&r["before"], "line");
+    assert_eq!(before.len(), 4, "{before:#?}");
+    assert!(
+        s(&r["appeared"], "appeared")
+            .starts_with("pi › pi-mono  ·  Untangle run modes  ·  1033 entries, 3 leaves  ·  ~")
+    );
+    let (old, new) = (s(&r["grownBefore"], "before"), s(&r["grown"], "grown"));
+    assert!(old.contains("  ·  11 entries, 1 leaf  ·  "), "{old}");
+    assert!(new.contains("  ·  12 entries, 1 leaf  ·  "), "{new}");
+    let size_after = std::fs::metadata(&a).expect("stat").len();
+    assert!(size_after > size_before);
+    let listed = cli_json(&["list", "--root", root.to_str().expect("utf-8"), "--json"]);
+    let row = listed["sessions"]
+        .as_array()
+        .expect("sessions")
+        .iter()
+        .find(|x| x["path"].as_str().is_some_and(|p| p.ends_with("a/s.jsonl")))
+        .expect("row");
+    assert_eq!(row["size"], json!(size_after));
+    assert!(
+        new.contains(&format!(
+            "  ·  ~{} tokens  ·  {}  ·  ",
+            row["tokenEstimate"],
+            size_text(size_after)
+        )),
+        "{new} vs {row}"
+    );
+    assert!(
+        old.contains(&format!("  ·  {}  ·  ", size_text(size_before))),
+        "{old}"
+    );
+    assert_ne!(old, new);
+    assert_eq!(r["removedGone"], json!([]));
+    assert!(
+        !s(&r["alone"], "alone").contains("(a/s.jsonl)"),
+        "{}",
+        r["alone"]
+    );
+
+    // Nothing listed again while following; each change applied from a notification.
+    assert_eq!(r["listsWhileFollowing"], json!(0));
+    assert!(
+        r["applied"].as_u64().is_some_and(|n| n >= 3),
+        "{}",
+        r["applied"]
+    );
+    let after = strs(&r["after"], "line");
+    assert!(
+        after[0].starts_with("sessiond: 2 sessions under "),
+        "{after:#?}"
+    );
+    assert_eq!(&after[2..], &strs(&r["picker"], "picker line")[..]);
 }

@@ -1,15 +1,27 @@
--- A terminal capture of the tree view: this headless Neovim opens a :terminal (libvterm) as
--- large as its screen (a headless Neovim's grid is 80×24, so the terminal is 80 columns wide)
--- running a second, full Neovim with the plugin, which shows `:SessiondTree` of the session;
--- the terminal's screen, as a user would see it, is written to SESSIOND_CAPTURE.
+-- A terminal capture of a view: this headless Neovim opens a :terminal (libvterm) as large as
+-- its screen (SESSIOND_CAPTURE_SIZE, "COLUMNSxLINES", else a headless Neovim's 80×24) running a
+-- second, full Neovim with the plugin, which runs SESSIOND_CAPTURE_CMD (default: the tree view
+-- of the session); the terminal's screen, as a user would see it, is written to
+-- SESSIOND_CAPTURE once it shows every text of SESSIOND_CAPTURE_UNTIL ("\n"-separated).
 -- Env: SESSIOND_NVIM_BIN (the inner nvim), SESSIOND_PLUGIN, SESSIOND_BIN, SESSIOND_ROOT,
--- SESSIOND_FILE, SESSIOND_CAPTURE.
+-- SESSIOND_FILE, SESSIOND_CAPTURE; optional SESSIOND_CAPTURE_SIZE, SESSIOND_CAPTURE_CMD,
+-- SESSIOND_CAPTURE_UNTIL.
 local function env(k)
   local v = os.getenv(k)
   assert(v, k .. " is not set")
   return v
 end
-vim.o.laststatus, vim.o.cmdheight = 0, 1
+local size = os.getenv("SESSIOND_CAPTURE_SIZE")
+vim.o.laststatus, vim.o.cmdheight, vim.o.showtabline = 0, 1, 0
+if size then
+  local c, l = size:match("^(%d+)x(%d+)$")
+  vim.o.columns, vim.o.lines = tonumber(c), tonumber(l)
+  -- Without a UI the first window keeps the 80×24 grid; a new tab page takes the new size.
+  vim.cmd("tabnew | tabonly")
+end
+-- Run once the session is open (opened quietly: no message on the command line).
+local command = os.getenv("SESSIOND_CAPTURE_CMD") or "SessiondTree"
+local until_texts = vim.split(os.getenv("SESSIOND_CAPTURE_UNTIL") or "entries folded\n◀ resume leaf", "\n")
 
 local init = vim.fn.tempname() .. ".lua"
 local f = assert(io.open(init, "w"))
@@ -20,9 +32,9 @@ vim.o.laststatus = 0
 vim.o.ruler = false
 vim.o.showmode = false
 vim.o.shortmess = vim.o.shortmess .. "IF"
-require("sessiond").setup({ cmd = { %q, "serve", "--root", %q }, tree = { split = "" } })
-vim.cmd("SessiondTree " .. vim.fn.fnameescape(%q))
-]]):format(env("SESSIOND_PLUGIN"), env("SESSIOND_BIN"), env("SESSIOND_ROOT"), env("SESSIOND_FILE")))
+require("sessiond").setup({ cmd = { %q, "serve", "--root", %q }, tree = { split = "" }, graph = { split = "" } })
+require("sessiond.sessions").open(%q, {}, function() vim.cmd(%q) end)
+]]):format(env("SESSIOND_PLUGIN"), env("SESSIOND_BIN"), env("SESSIOND_ROOT"), env("SESSIOND_FILE"), command))
 f:close()
 
 local buf = vim.api.nvim_create_buf(true, false)
@@ -38,7 +50,12 @@ local function screen()
 end
 local ok = vim.wait(20000, function()
   local s = table.concat(screen(), "\n")
-  return s:find("entries folded", 1, true) ~= nil and s:find("◀ resume leaf", 1, true) ~= nil
+  for _, t in ipairs(until_texts) do
+    if not s:find(t, 1, true) then
+      return false
+    end
+  end
+  return true
 end, 50)
 -- One more moment for the last redraw to settle.
 vim.wait(300)

@@ -25,7 +25,7 @@ h.run(function()
     report.commandsBeforeSetup = {}
     for _, c in ipairs({ "SessiondOpen", "SessiondList", "SessiondTree", "SessiondContext", "SessiondExplain",
       "SessiondFork", "SessiondLabel", "SessiondCompact", "SessiondVerify", "SessiondSearch", "SessiondRestart", "SessiondGraph",
-      "SessiondDiff" }) do
+      "SessiondDiff", "SessiondSessions" }) do
       report.commandsBeforeSetup[c] = vim.fn.exists(":" .. c) == 2
     end
   end)

@@ -9,11 +9,14 @@ syntax match sessiondTreeMore /\%>2l^… .*/
 syntax match sessiondTreeRow /\%>2l^[│├└─ ]*\S\+ \S\+.*$/ contains=sessiondTreeGuide,sessiondTreeId
 syntax match sessiondTreeGuide /[│├└─┆]/ contained
 syntax match sessiondTreeId /\%(^[│├└─ ]*\)\@<=\S\+/ contained nextgroup=sessiondTreeKind skipwhite
-syntax match sessiondTreeKind /\S\+/ contained nextgroup=sessiondTreePreview skipwhite
+syntax match sessiondTreeKind /\S\+/ contained skipwhite
+      \ nextgroup=sessiondTreePreview,sessiondTreeLabel,sessiondTreeLeaf
       \ contains=sessiondTreeUser,sessiondTreeAssistant,sessiondTreeTool,sessiondTreeCompaction,sessiondTreeSummary,sessiondTreeMeta
-syntax match sessiondTreePreview /.*$/ contained contains=sessiondTreeLabel,sessiondTreeLeaf
-syntax match sessiondTreeLabel / \[[^\[\]]*\]\%(  ◀.*\)\?$/ contained contains=sessiondTreeLeaf
-syntax match sessiondTreeLeaf /  ◀ .*$/ contained
+" After the kind: the leaf mark, then the label, then the preview (defined last wins a tie).
+syntax match sessiondTreePreview /.*$/ contained
+syntax match sessiondTreeLabel /\[[^\[\]]*\]/ contained nextgroup=sessiondTreePreview skipwhite
+syntax match sessiondTreeLeaf /◀ \%(active, \)\=\%(resume leaf\|leaf\|active\)/ contained
+      \ nextgroup=sessiondTreePreview,sessiondTreeLabel skipwhite
 syntax match sessiondTreeUser /\<user\>/ contained
 syntax match sessiondTreeAssistant /\<assistant\>/ contained
 syntax match sessiondTreeTool /\<\%(toolResult\|bashExecution\)\>/ contained

@@ -523,6 +523,11 @@ fn sentence(ex: &Explanation, setting: Option<&Setting>, kind: &EntryKind) -> St
             diverges_at,
             branch_entry_id,
         } => match diverges_at {
+            // Below the leaf (a linear session asked at an earlier leaf): no other branch.
+            Some(d) if Some(d) == ex.leaf_id.as_ref() => format!(
+                "not a context entry: it comes after the leaf (below it, through \
+                 {branch_entry_id})"
+            ),
             Some(d) => format!(
                 "not a context entry: it is on another branch, which leaves the leaf's path \
                  after {d} (the branch starts at {branch_entry_id})"

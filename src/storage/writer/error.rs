@@ -101,8 +101,9 @@ pub enum WriteError {
         /// The entry that is not a user message.
         id: String,
     },
-    /// Only version-3 sessions are appended to.
-    #[error("{}: version {version} sessions are not appended to; fork it to get a version-3 file", path.display())]
+    /// Only version-3 sessions are written to (pi migrates older ones in place when it resumes
+    /// them; sessiond never rewrites a file): a fork is a version-3 file with the same path.
+    #[error("{}: a version-{version} session is only read (sessiond writes labels, names and entries to version-3 files); fork it to a version-3 file first", path.display())]
     UnsupportedVersion {
         /// The session file.
         path: PathBuf,

@@ -47,13 +47,13 @@ function M.open(path, bang, cb)
     if err then
       return fail(err)
     end
-    local msg = ("%s: %d entries, %d leaves"):format(sessions.title(sessions.sessions[r.path]), r.entryCount,
-      #r.leaves)
+    local msg = ("%s: %s, %s"):format(sessions.title(sessions.sessions[r.path]),
+      sessions.count(r.entryCount, "entry", "entries"), sessions.count(#r.leaves, "leaf", "leaves"))
     if r.pending then
       msg = msg .. " (still being created)"
     end
     if r.diagnostics and #r.diagnostics > 0 then
-      msg = msg .. (" (read leniently: %d problems skipped)"):format(#r.diagnostics)
+      msg = msg .. (" (read leniently: %s skipped)"):format(sessions.count(#r.diagnostics, "problem"))
     end
     if not is_nil(r.agent) then
       msg = msg .. (" · agent running (%s, pid %d)"):format(r.agent.command, r.agent.pid)
@@ -103,7 +103,7 @@ end
 
 local function cut(s)
   if #s > MAX_PART then
-    return s:sub(1, MAX_PART) .. ("… (%d more bytes)"):format(#s - MAX_PART)
+    return s:sub(1, MAX_PART) .. ("… (%s more)"):format(sessions.count(#s - MAX_PART, "byte"))
   end
   return s
 end
@@ -116,7 +116,8 @@ local function role_title(m)
   elseif m.role == "custom" then
     return "custom: " .. str(m.customType)
   elseif m.role == "compactionSummary" then
-    return "compaction summary" .. (type(m.tokensBefore) == "number" and (" (%d tokens before)"):format(m.tokensBefore) or "")
+    return "compaction summary"
+      .. (type(m.tokensBefore) == "number" and (" (%s before)"):format(sessions.count(m.tokensBefore, "token")) or "")
   elseif m.role == "branchSummary" then
     return "branch summary"
   elseif m.role == "assistant" then
@@ -300,9 +301,9 @@ local function draw_context(s, leaf, show, cb)
       n = fill_loclist(w, buf, s, ctx)
     end
     if show then
-      notify(("context at %s: %d messages%s%s"):format(str(ctx.leafId), ctx.messageCount,
-        type(ctx.tokenEstimate) == "number" and (", ~%d tokens"):format(ctx.tokenEstimate) or "",
-        n > 0 and (" · %d diagnostics in the location list (:lopen)"):format(n) or ""))
+      notify(("context at %s: %s%s%s"):format(str(ctx.leafId), sessions.count(ctx.messageCount, "message"),
+        type(ctx.tokenEstimate) == "number" and (", ~%s"):format(sessions.count(ctx.tokenEstimate, "token")) or "",
+        n > 0 and (" · %s in the location list (:lopen)"):format(sessions.count(n, "diagnostic")) or ""))
     end
     vim.api.nvim_exec_autocmds("User", { pattern = "SessiondContextShown", data = { path = s.path, leafId = ctx.leafId } })
     if cb then
@@ -420,8 +421,9 @@ function M.fork(entry, before, cb)
         end
         -- Commands in this buffer keep acting on the source session.
         sessions.current = s.path
-        notify(("forked %s %s into %s (%d entries): :SessiondTree %s shows it"):format(
-          before and "before" or "at", id, r.path, r.entryCount, vim.fn.fnameescape(r.path)))
+        notify(("forked %s %s into %s (%s): :SessiondTree %s shows it"):format(
+          before and "before" or "at", id, r.path, sessions.count(r.entryCount, "entry", "entries"),
+          vim.fn.fnameescape(r.path)))
         if cb then
           cb(r)
         end
@@ -494,9 +496,10 @@ function M.compact_text(c, dry)
   for _, p in ipairs((c.retention or {}).probes or {}) do
     table.insert(p.status == "lost" and lost or kept, p)
   end
-  local text = ("%s the context of %s from %d to %d tokens (summarizing %d messages, keeping from %s). Retention: %d kept, %d lost.")
-    :format(dry and "compaction would take" or "compacted", str(c.leafId), c.tokensBefore, c.tokensAfter,
-      c.messagesToSummarize or 0, str(c.firstKeptEntryId), #kept, #lost)
+  local text = ("%s the context of %s from %d to %s (summarizing %s, keeping from %s). Retention: %d kept, %d lost.")
+    :format(dry and "compaction would take" or "compacted", str(c.leafId), c.tokensBefore,
+      sessions.count(c.tokensAfter, "token"), sessions.count(c.messagesToSummarize or 0, "message"),
+      str(c.firstKeptEntryId), #kept, #lost)
   if #lost > 0 then
     local names = {}
     for i = 1, math.min(8, #lost) do
@@ -657,7 +660,7 @@ function M.search(query, cb)
         })
       end
       vim.fn.setqflist({}, "r", { title = "sessiond search: " .. query, items = items })
-      notify(("%d hits for %q%s"):format(#items, query, #items > 0 and " (:copen lists them)" or ""))
+      notify(("%s for %q%s"):format(sessions.count(#items, "hit"), query, #items > 0 and " (:copen lists them)" or ""))
       if cb then
         cb(r, items)
       end
@@ -683,22 +686,85 @@ function M.project_label(cwd)
   return parts[#parts] or cwd
 end
 
---- One picker line: agent › project, then the session (a subagent under its parent: ↳).
-function M.session_line(x)
+--- A file size as people read it: "812 B", "4.1 KiB", "952 KiB", "3.4 MiB" (a small file's
+--- growth shows).
+function M.size_text(n)
+  if type(n) ~= "number" then
+    return ""
+  end
+  if n < 1024 then
+    return ("%d B"):format(n)
+  elseif n < 10 * 1024 then
+    return ("%.1f KiB"):format(n / 1024)
+  elseif n < 1024 * 1024 then
+    return ("%d KiB"):format(math.floor(n / 1024 + 0.5))
+  end
+  return ("%.1f MiB"):format(n / (1024 * 1024))
+end
+
+--- For sessions whose lines would read alike (copies of one session: same agent, project
+--- and name), where each file is: the shortest tail of its path that no other of them shares
+--- ("s.jsonl", else "copies/s.jsonl", …). path → text; sessions unlike any other are absent.
+function M.tell_apart(list)
+  local groups = {}
+  for _, x in ipairs(list) do
+    local key = table.concat({ str(x.format), str(x.cwd), session_name(x) }, "\0")
+    groups[key] = groups[key] or {}
+    table.insert(groups[key], x.path)
+  end
+  local out = {}
+  for _, paths in pairs(groups) do
+    if #paths > 1 then
+      local parts = {}
+      for i, p in ipairs(paths) do
+        parts[i] = vim.split(p, "/", { trimempty = true })
+      end
+      for i, p in ipairs(paths) do
+        local mine = parts[i]
+        for depth = 1, #mine do
+          local tail = table.concat(mine, "/", #mine - depth + 1)
+          local shared = false
+          for j, other in ipairs(parts) do
+            if j ~= i and #other >= depth and table.concat(other, "/", #other - depth + 1) == tail then
+              shared = true
+              break
+            end
+          end
+          if not shared or depth == #mine then
+            out[p] = tail
+            break
+          end
+        end
+      end
+    end
+  end
+  return out
+end
+
+--- One picker line (and one line of the sessions view): agent › project, then the session (a
+--- subagent under its parent: ↳) and, when other sessions read alike, `where` its file is
+--- (M.tell_apart) right after its name, where a narrow window still shows it; then entries and
+--- leaves, tokens, size, modified.
+function M.session_line(x, where)
   local counts = type(x.entryCount) == "number"
-      and ("%d entries, %d leaves"):format(x.entryCount, x.leafCount or 0)
+      and ("%s, %s"):format(sessions.count(x.entryCount, "entry", "entries"),
+        sessions.count(x.leafCount or 0, "leaf", "leaves"))
     or ""
-  local tokens = type(x.tokenEstimate) == "number" and ("~%d tokens"):format(x.tokenEstimate) or ""
+  local tokens = type(x.tokenEstimate) == "number" and ("~" .. sessions.count(x.tokenEstimate, "token")) or ""
   local name = session_name(x)
   if type(x.subagent) == "table" then
     name = "  ↳ subagent " .. (type(x.subagent.agentType) == "string" and (x.subagent.agentType .. ": ") or "") .. name
   end
-  return ("%s › %s  ·  %s  ·  %s  ·  %s  ·  %s"):format(
+  if where then
+    name = ("%s (%s)"):format(name, where)
+  end
+  return ("%s › %s  ·  %s  ·  %s  ·  %s  ·  %s  ·  %s"):format(
     sessions.agent_title(x.format or "pi"),
     M.project_label(x.cwd),
     name,
     counts,
     tokens,
+    M.size_text(x.size),
     (str(x.modified):sub(1, 16):gsub("T", " "))
   )
 end
@@ -721,8 +787,12 @@ function M.group_sessions(list)
       table.insert(tops, x)
     end
   end
+  -- Newest first; the same time by path, so that every list of the same rows reads alike.
   local function newer(a, b)
-    return str(a.modified) > str(b.modified)
+    if str(a.modified) ~= str(b.modified) then
+      return str(a.modified) > str(b.modified)
+    end
+    return a.path < b.path
   end
   local out = {}
   for _, agent in ipairs(sessions.AGENTS) do
@@ -762,7 +832,7 @@ function M.group_sessions(list)
   return out
 end
 
-local function telescope_pick(list, on_choice)
+local function telescope_pick(list, line, on_choice)
   local ok_p, pickers = pcall(require, "telescope.pickers")
   if not ok_p then
     return false
@@ -776,7 +846,7 @@ local function telescope_pick(list, on_choice)
     finder = finders.new_table({
       results = list,
       entry_maker = function(x)
-        return { value = x, display = M.session_line(x), ordinal = M.session_line(x), path = x.path }
+        return { value = x, display = line(x), ordinal = line(x), path = x.path }
       end,
     }),
     sorter = conf.generic_sorter({}),
@@ -845,6 +915,10 @@ function M.list(cb)
       return notify(("no sessions under %s"):format(table.concat(vim.tbl_map(str, roots), ", ")), WARN)
     end
     list = M.group_sessions(list)
+    local where = M.tell_apart(list)
+    local function line(x)
+      return M.session_line(x, where[x.path])
+    end
     local function chosen(x)
       if not x then
         return
@@ -861,12 +935,12 @@ function M.list(cb)
     end
     local use_telescope = config.options.picker == "telescope"
       or (config.options.picker == "auto" and pcall(require, "telescope"))
-    if use_telescope and telescope_pick(list, chosen) then
+    if use_telescope and telescope_pick(list, line, chosen) then
       return
     end
     vim.ui.select(list, {
       prompt = ("sessiond: sessions under %s (by agent, then project)"):format(table.concat(vim.tbl_map(str, roots), ", ")),
-      format_item = M.session_line,
+      format_item = line,
       kind = "sessiond.session",
     }, chosen)
   end)

@@ -60,8 +60,9 @@ function M.render(r, s)
   end
   if type(r.branch) == "table" then
     local b = r.branch
-    add(("- summarizes the branch of %d entries %s…%s (from %s), which left this path after %s"):format(b.count or 0,
-      str(b.firstId), str(b.lastId), str(b.fromId), str(b.leftAtId)), b.fromId)
+    add(("- summarizes the branch of %s %s…%s (from %s), which left this path after %s"):format(
+      sessions.count(b.count or 0, "entry", "entries"), str(b.firstId), str(b.lastId), str(b.fromId), str(b.leftAtId)),
+      b.fromId)
   end
   local total = (a.kept or 0) + (a.lost or 0)
   add(("- kept %d of %d %s, lost %d"):format(a.kept or 0, total, total == 1 and "fact" or "facts", a.lost or 0))

@@ -202,7 +202,7 @@ local function handlers()
   local h = {}
   for _, method in ipairs({
     "session/didChange", "session/didReload", "session/didCorrupt", "session/fileMissing",
-    "session/fileRestored", "session/didChangeLiveMode", "session/didCreate",
+    "session/fileRestored", "session/didChangeLiveMode", "session/didCreate", "session/didChangeList",
   }) do
     h[method] = function(_, params)
       local f = M.notification_handlers[method]
@@ -280,6 +280,15 @@ function M.offers(method)
     return nil
   end
   return vim.tbl_contains(M.info.methods or {}, method)
+end
+
+--- Whether the running daemon lists `method` among the notifications it may send
+--- (initialize's `notifications`); nil when not started.
+function M.offers_notification(method)
+  if not M.ready or not M.info then
+    return nil
+  end
+  return vim.tbl_contains(M.info.notifications or {}, method)
 end
 
 --- Calls cb() once the daemon is initialized (starting it), or cb(err).

@@ -60,6 +60,10 @@ M.commands = {
     function() actions().list() end,
     { bar = true, nargs = 0, desc = "sessiond: pick a session under the roots" },
   },
+  SessiondSessions = {
+    function() require("sessiond.listing").show() end,
+    { bar = true, nargs = 0, desc = "sessiond: the sessions under the roots, kept up to date" },
+  },
   SessiondTree = {
     function(a) actions().tree(a.args) end,
     { bar = true, nargs = "?", complete = "file", desc = "sessiond: the session tree" },

@@ -51,7 +51,7 @@ local function side_line(label, side)
     table.insert(parts, count(#side.filesChanged, "file", "files") .. " changed")
   end
   if type(side.tokenEstimate) == "number" then
-    table.insert(parts, ("context ~%d tokens at the leaf"):format(side.tokenEstimate))
+    table.insert(parts, ("context ~%s at the leaf"):format(count(side.tokenEstimate, "token", "tokens")))
   end
   -- Each setting once: how often it changed and where it ended.
   local last, changes, order = {}, {}, {}
@@ -104,8 +104,8 @@ function M.render(r, s)
   local only_a, only_b = r.contextOnlyA or {}, r.contextOnlyB or {}
   local changed = r.contextChanged or {}
   local common = r.contextCommon or 0
-  add(("- context: %d entries at A, %d at B; %d the same at both, %d reaching the model differently"):format(
-    common + #changed + #only_a, common + #changed + #only_b, common, #changed))
+  add(("- context: %s at A, %d at B; %d the same at both, %d reaching the model differently"):format(
+    count(common + #changed + #only_a, "entry", "entries"), common + #changed + #only_b, common, #changed))
   for _, d in ipairs(r.diagnostics or {}) do
     add("- warning: " .. require("sessiond.actions").diagnostic_text(d))
   end

@@ -34,6 +34,16 @@ M.defaults = {
       close = "q",
     },
   },
+  -- The sessions view (:SessiondSessions): how to open it, and its own mappings.
+  sessions = {
+    split = "botright split",
+    height = 15,
+    mappings = {
+      open = "<CR>", -- the tree of this session
+      refresh = "R", -- list the roots again
+      close = "q",
+    },
+  },
   -- Pickers: "auto" uses Telescope when it is installed, else vim.ui.select.
   picker = "auto",
   -- Buffer mappings of the tree and context views; false disables one.

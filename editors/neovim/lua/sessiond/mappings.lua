@@ -39,7 +39,8 @@ local function offered(a, kind, buf)
   if a.write then
     local sessions = require("sessiond.sessions")
     local s = sessions.sessions[vim.b[buf].sessiond_path or ""]
-    return s == nil or sessions.supports(s, a.write)
+    -- By format only: on a pi file of an older version the key stays, and says to fork first.
+    return s == nil or sessions.supports({ format = s.format }, a.write)
   end
   return true
 end

@@ -12,7 +12,8 @@ local M = {}
 -- path (canonical, as the daemon answers) → {path, format ("pi" | "claude-code"), name,
 -- sessionId, leafId (the resume leaf: pi's last entry, the line `claude --resume` continues
 -- from), leaves, entryCount, revision, liveMode, agent, allowCorrupt, activeLeaf (the leaf the
--- user picked; nil: the resume leaf), missingSince, corrupt}
+-- user picked; nil: the resume leaf), missingSince, corrupt, version (a pi header's `version`,
+-- 1 when absent as pi reads it; nil for other formats and while the file is being created)}
 M.sessions = {}
 -- The session opened or acted on last: the fallback when the current buffer names none.
 M.current = nil
@@ -58,9 +59,18 @@ local function apply_open(r, allow_corrupt)
   s.liveMode, s.agent, s.pending = r.liveMode, r.agent, r.pending
   s.allowCorrupt = allow_corrupt or s.allowCorrupt or nil
   s.diagnostics = r.diagnostics
+  s.version = nil
+  if s.format == "pi" and type(r.header) == "table" then
+    s.version = type(r.header.version) == "number" and r.header.version or 1
+  end
   s.missingSince = nil
   M.sessions[r.path] = s
   return s
+end
+
+--- `n` and the word for it: "1 entry", "2 entries" (`many` defaults to `one` .. "s").
+function M.count(n, one, many)
+  return ("%d %s"):format(n, n == 1 and one or (many or one .. "s"))
 end
 
 --- The session's display name: its name, else the file name.
@@ -87,14 +97,27 @@ local WRITES = {
   ["claude-code"] = { fork = true },
 }
 
---- Whether a session of `s.format` takes the write `op` ("fork", "label", "compact", "rewind").
+-- The pi session version sessiond writes to (older ones are only read; a fork is version 3).
+M.WRITTEN_VERSION = 3
+
+--- Whether a session of `s.format` (and, for pi, of its header's version) takes the write
+--- `op` ("fork", "label", "compact", "rewind"). A fork writes a new file and a rewind writes only
+--- the work tree, so every version takes them.
 function M.supports(s, op)
   local w = WRITES[s and s.format or "pi"] or WRITES.pi
+  if op ~= "fork" and op ~= "rewind" and s and s.version and s.version ~= M.WRITTEN_VERSION then
+    return false
+  end
   return w[op] == true
 end
 
---- Why `op` is not offered on `s`, and what to do instead (for a refusal message).
+--- Why `op` is not offered on `s`, and what to do instead (for a refusal message); a pi file
+--- of another version is refused in the daemon's own words.
 function M.unsupported_text(s, op)
+  if s.format == "pi" and s.version and s.version ~= M.WRITTEN_VERSION then
+    return ("%s: %s is a version-%d session, only read (sessiond writes labels, names and entries to version-3 files); fork it to a version-3 file first (f, :SessiondFork)")
+      :format(op, vim.fs.basename(s.path), s.version)
+  end
   return ("%s: a %s session is read only (sessiond never writes to it); fork it (f, :SessiondFork) to continue in a new session")
     :format(op, M.agent_title(s.format))
 end
@@ -279,7 +302,7 @@ end
 -- A new session file beside an open one (a fork, a Claude Code subagent's transcript): said
 -- once, and announced to autocommands (a picker opened later lists it).
 local function on_did_create(params)
-  local what = params.subagent
+  local what = type(params.subagent) == "table"
       and ("a subagent of %s"):format(vim.fs.basename(params.subagent.parentPath))
     or "a new session"
   notify(("%s: %s"):format(vim.fs.basename(params.path), what))
@@ -294,6 +317,9 @@ client.notification_handlers = {
   ["session/fileRestored"] = on_file_restored,
   ["session/didChangeLiveMode"] = on_did_change_live_mode,
   ["session/didCreate"] = on_did_create,
+  ["session/didChangeList"] = function(params)
+    require("sessiond.listing").apply(params)
+  end,
 }
 
 -- After a restart the new daemon knows no session: open them again, then let the views

@@ -163,8 +163,8 @@ function M.render(data, s, opts)
   for _ in pairs(leaves) do
     leaf_count = leaf_count + 1
   end
-  table.insert(lines, ("%s · %d entries · %d leaves · %d branch points"):format(
-    sessions.title(s), data.count, leaf_count, branch_points))
+  table.insert(lines, ("%s · %s · %s · %s"):format(sessions.title(s), sessions.count(data.count, "entry", "entries"),
+    sessions.count(leaf_count, "leaf", "leaves"), sessions.count(branch_points, "branch point")))
   local head = ("resume leaf %s (%s)"):format(is_nil(default_leaf) and "-" or default_leaf,
     sessions.default_leaf_text(s))
   if s.activeLeaf and s.activeLeaf ~= default_leaf then
@@ -192,10 +192,9 @@ function M.render(data, s, opts)
   local function emit(id, prefix)
     local n = data.nodes[id]
     local kind = M.kind(n)
-    local line = prefix .. id .. " " .. kind .. string.rep(" ", width - #kind) .. " " .. (n.preview or "")
-    if not is_nil(n.label) then
-      line = line .. " [" .. n.label .. "]"
-    end
+    -- Marks and the label go before the preview (up to 80 characters), where a window of
+    -- any width shows them: "id kind ◀ resume leaf [label] preview".
+    local line = prefix .. id .. " " .. kind .. string.rep(" ", width - #kind) .. " "
     local tags = {}
     if id == default_leaf then
       table.insert(tags, "resume leaf")
@@ -206,8 +205,12 @@ function M.render(data, s, opts)
       table.insert(tags, 1, "active")
     end
     if #tags > 0 then
-      line = line .. "  ◀ " .. table.concat(tags, ", ")
+      line = line .. "◀ " .. table.concat(tags, ", ") .. "  "
     end
+    if not is_nil(n.label) then
+      line = line .. "[" .. n.label .. "] "
+    end
+    line = line .. (n.preview or "")
     table.insert(lines, line)
     local lnum = #lines
     ids[lnum] = id
@@ -255,8 +258,8 @@ function M.render(data, s, opts)
     end
   end
   if data.count < (s.entryCount or 0) then
-    table.insert(lines, ("… %d entries not shown yet (they arrived while the tree was read; R fetches again)")
-      :format(s.entryCount - data.count))
+    table.insert(lines, ("… %s not shown yet (they arrived while the tree was read; R fetches again)")
+      :format(sessions.count(s.entryCount - data.count, "entry", "entries")))
   end
 
   -- Folds: maximal runs of non-landmark lines, at least min_fold long.
@@ -296,7 +299,8 @@ function M.render(data, s, opts)
         prefix = prefix:gsub("├─ ", "│  "):gsub("└─ ", "   ")
         table.insert(fold_list, {
           first, lnum,
-          ("%s┆ %d entries folded: %s"):format(prefix, lnum - first + 1, table.concat(parts, ", ")),
+          ("%s┆ %s folded: %s"):format(prefix, sessions.count(lnum - first + 1, "entry", "entries"),
+            table.concat(parts, ", ")),
         })
       end
     end
