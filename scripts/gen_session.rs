@@ -18,6 +18,10 @@
 //! its tool result, ~480 bytes an entry. The whole path is the context: the shape of a long
 //! agent session.
 //!
+//! `--corpus N` writes N sessions instead, under `OUT/sessions/` in 50 project directories (OUT a
+//! directory; SIZE_MB ignored): a heavy user's pi sessions directory, median 66 KB, 15 of every
+//! 10,000 from 5 to 50 MB, about 1.25 GB for 10,000 ([`corpus_sizes`]).
+//!
 //! `--format claude-code` writes a Claude Code transcript of SIZE_MB instead (scripts/gen_claude.rs
 //! says its shapes): `--tools-per-prompt N` fixes the tool calls a prompt (default: drawn, 0 to
 //! 12), `--compact-at F` writes the one `/compact` once that share of the size is written
@@ -114,6 +118,12 @@ struct Gen {
     small: bool,
     /// The tool call a `--chain` tool result answers.
     last_call: Option<String>,
+    /// `--corpus`: a tool result is cut to what the session's size has left (at least 500
+    /// bytes), so a small session ends near its size instead of a whole large result past it.
+    fit: Option<u64>,
+    /// Whether tool results carry an occasional ~1 MB image (not in `--corpus` sessions under
+    /// 5 MB: one image would make a 66 KB session a 1 MB one).
+    images: bool,
 }
 
 impl Gen {
@@ -175,21 +185,44 @@ enum Target {
     Chain(usize),
 }
 
-fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
+/// Where and when a session is: its header's `cwd` and creation time, and the `--corpus`
+/// choices ([`Gen::fit`], [`Gen::images`]).
+struct Place<'a> {
+    cwd: &'a str,
+    start_ms: i64,
+    corpus: bool,
+    /// Words the first user message starts with (`--corpus`: a word only this session has,
+    /// for a search's rare queries).
+    tag: &'a str,
+}
+
+const PLACE: Place<'static> = Place {
+    cwd: "/home/dev/project",
+    start_ms: 1_764_000_000_000,
+    corpus: false,
+    tag: "",
+};
+
+fn run(path: &str, target: Target, seed: u64, place: &Place) -> std::io::Result<()> {
     let file = File::create(path)?;
     let mut g = Gen {
         rng: Rng(seed),
         out: BufWriter::with_capacity(1 << 20, file),
         written: 0,
         next_id: seed.wrapping_mul(7919),
-        ts: 1_764_000_000_000,
+        ts: place.start_ms,
         ids: Vec::new(),
         user_ids: Vec::new(),
         small: matches!(target, Target::Entries(_) | Target::Chain(_)),
         last_call: None,
+        fit: match target {
+            Target::Bytes(b) if place.corpus => Some(b),
+            _ => None,
+        },
+        images: !matches!(target, Target::Bytes(b) if place.corpus && b < 5 << 20),
     };
     let header = json!({"type":"session","version":3,"id":format!("0196a000-0000-7000-8000-{:012x}", seed),
-        "timestamp": format_iso(g.ts), "cwd":"/home/dev/project"});
+        "timestamp": format_iso(g.ts), "cwd": place.cwd});
     let h = serde_json::to_vec(&header)?;
     g.out.write_all(&h)?;
     g.out.write_all(b"\n")?;
@@ -225,6 +258,11 @@ fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
         }
         let n = g.len(80, 600);
         let ask = text(&mut g.rng, n);
+        let ask = if turn == 1 && !place.tag.is_empty() {
+            format!("{} {ask}", place.tag)
+        } else {
+            ask
+        };
         let ms = g.ts;
         let u = g.emit(json!({"type":"message","message":{"role":"user","content":[{"type":"text","text":ask}],"timestamp":ms}}), leaf.as_deref())?;
         g.user_ids.push(u.clone());
@@ -262,8 +300,12 @@ fn run(path: &str, target: Target, seed: u64) -> std::io::Result<()> {
                 _ => g.len(100_000, 300_000),
             };
             let size = if g.small { size.min(600) } else { size };
+            let size = match g.fit {
+                Some(b) => size.min((b.saturating_sub(g.written) as usize).max(500)),
+                None => size,
+            };
             let mut content = vec![json!({"type":"text","text": text(&mut g.rng, size)})];
-            if g.rng.chance(2) && !g.small {
+            if g.rng.chance(2) && !g.small && g.images {
                 content.push(json!({"type":"image","data": base64ish(&mut g.rng, 1_000_000),"mimeType":"image/png"}));
             }
             let ms = g.ts;
@@ -356,12 +398,81 @@ fn chain(g: &mut Gen, n: usize) -> std::io::Result<()> {
     g.out.flush()
 }
 
+/// The size of each of `n` `--corpus` sessions, in bytes: `15 * n / 10,000` (at least one for
+/// 700 sessions and more) of 5 to 50 MB, evenly spread; the rest drawn from a log-normal
+/// distribution of median 66 KB and σ 0.656 (a mean of 82 KB), so that 10,000 sessions weigh
+/// about 1.25 GB. Deterministic for a seed; the large ones are spread through the list.
+fn corpus_sizes(n: usize, seed: u64) -> Vec<u64> {
+    let mut rng = Rng(seed ^ 0x5EED_C0FF_EE00_0000);
+    let mut uniform = || (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+    let mut sizes: Vec<u64> = (0..n)
+        .map(|_| {
+            // Box–Muller: one standard normal from two uniforms.
+            let (u1, u2) = (uniform().max(f64::MIN_POSITIVE), uniform());
+            let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+            (66_000.0 * (0.656 * z).exp()).max(2_000.0) as u64
+        })
+        .collect();
+    let big = (15 * n).div_ceil(10_000).min(n);
+    for k in 0..big {
+        let mb = if big == 1 {
+            5.0
+        } else {
+            5.0 + 45.0 * k as f64 / (big - 1) as f64
+        };
+        sizes[(k * n / big + n / (2 * big)).min(n - 1)] = (mb * 1_048_576.0) as u64;
+    }
+    sizes
+}
+
+/// `--corpus N`: N pi sessions under `dir/sessions/`, in 50 project directories named as pi
+/// names them (`--home-dev-pNN--`, each session's `cwd` `/home/dev/pNN`), files named as pi
+/// names them (`<creation time>_<id>.jsonl`), sizes from [`corpus_sizes`]; session `i`'s first
+/// prompt starts with the word `ticket<i, five digits>`. A heavy user's
+/// session directory (issue 48), for `scripts/bench-scale.py`. Returns the bytes written.
+fn corpus(dir: &std::path::Path, n: usize, seed: u64) -> std::io::Result<u64> {
+    let sizes = corpus_sizes(n, seed);
+    let mut total = 0;
+    for (i, &bytes) in sizes.iter().enumerate() {
+        let project = i % 50;
+        let sub = dir
+            .join("sessions")
+            .join(format!("--home-dev-p{project:02}--"));
+        std::fs::create_dir_all(&sub)?;
+        let session_seed = (seed << 32) + i as u64 + 1;
+        // A session every ten minutes, the newest about now.
+        let start_ms = 1_764_000_000_000 - (n - i) as i64 * 600_000;
+        let name = format!(
+            "{}_0196a000-0000-7000-8000-{:012x}.jsonl",
+            format_iso(start_ms).replace([':', '.'], "-"),
+            session_seed
+        );
+        let path = sub.join(name);
+        let cwd = format!("/home/dev/p{project:02}");
+        let tag = format!("ticket{i:05}");
+        let place = Place {
+            cwd: &cwd,
+            start_ms,
+            corpus: true,
+            tag: &tag,
+        };
+        run(
+            &path.to_string_lossy(),
+            Target::Bytes(bytes),
+            session_seed,
+            &place,
+        )?;
+        total += std::fs::metadata(&path)?.len();
+    }
+    Ok(total)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let (Some(path), Some(size)) = (args.get(1), args.get(2).and_then(|s| s.parse::<f64>().ok()))
     else {
         eprintln!(
-            "usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N | --format claude-code [--tools-per-prompt N] [--compact-at F] | --format codex [--compact-every-mb M]]"
+            "usage: gen-session OUT.jsonl SIZE_MB [SEED] [--entries N | --chain N | --corpus N | --format claude-code [--tools-per-prompt N] [--compact-at F] | --format codex [--compact-every-mb M]]"
         );
         return ExitCode::from(2);
     };
@@ -420,7 +531,19 @@ fn main() -> ExitCode {
         (None, Some(n)) => Target::Entries(n),
         (None, None) => Target::Bytes((size * 1_048_576.0) as u64),
     };
-    match run(path, target, seed) {
+    if let Some(n) = option("--corpus").and_then(|n| n.parse().ok()) {
+        return match corpus(std::path::Path::new(path), n, seed) {
+            Ok(bytes) => {
+                eprintln!("gen-session: {n} sessions, {bytes} bytes under {path}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("gen-session: {path}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    match run(path, target, seed, &PLACE) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gen-session: {path}: {e}");

@@ -259,17 +259,54 @@ impl ListCache {
     /// Lists one file: from the cache when its stamp is unchanged, else by reading it (the
     /// way its agent reads it: corrupt lines are skipped) and caching the result.
     pub fn list_file(&mut self, path: &Path) -> Listed {
+        match self.cached(path) {
+            Some(listed) => listed,
+            None => {
+                let read = summarize(path);
+                self.keep(path, read)
+            }
+        }
+    }
+
+    /// Lists `paths`, in their order, as [`ListCache::list_file`] does each: the files the
+    /// cache does not answer are read on rayon's pool, several at once. Files are independent
+    /// and reading one is CPU-bound (parsing its lines), so a cold listing takes every core;
+    /// a file of 4 MiB or more also parses its own lines on the same pool
+    /// ([`reader`]), which shares the cores out without oversubscribing them.
+    pub fn list_files(&mut self, paths: &[PathBuf]) -> Vec<Listed> {
+        use rayon::prelude::*;
+        let mut out: Vec<Option<Listed>> = paths.iter().map(|p| self.cached(p)).collect();
+        let misses: Vec<usize> = (0..paths.len()).filter(|&i| out[i].is_none()).collect();
+        let read: Vec<_> = misses
+            .par_iter()
+            .with_max_len(1)
+            .map(|&i| summarize(&paths[i]))
+            .collect();
+        for (i, r) in misses.into_iter().zip(read) {
+            out[i] = Some(self.keep(&paths[i], r));
+        }
+        out.into_iter()
+            .map(|l| l.unwrap_or(Listed::Skipped))
+            .collect()
+    }
+
+    /// The listing of `path` from the cache when the file's stamp is the cached one;
+    /// `Some(Skipped)` when it cannot be statted; `None` when it must be read.
+    fn cached(&self, path: &Path) -> Option<Listed> {
         let Ok(meta) = fs::metadata(path) else {
-            return Listed::Skipped;
+            return Some(Listed::Skipped);
         };
         let stamp = Stamp::of(&meta);
-        if let Some(c) = self.sessions.get(path)
-            && c.stamp == stamp
-        {
-            return Listed::Session(Box::new(c.session.clone()));
-        }
+        self.sessions
+            .get(path)
+            .filter(|c| c.stamp == stamp)
+            .map(|c| Listed::Session(Box::new(c.session.clone())))
+    }
+
+    /// Keeps what reading `path` gave (see [`ListCache::list_file`]) and returns its listing.
+    fn keep(&mut self, path: &Path, read: Result<(ListedSession, Stamp), OpenError>) -> Listed {
         self.reads += 1;
-        match summarize(path) {
+        match read {
             // A path that is not UTF-8 is not kept: the cache is JSON, keyed by path as text.
             Ok((session, _)) if path.to_str().is_none() => Listed::Session(Box::new(session)),
             Ok((session, stamp)) => {

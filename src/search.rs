@@ -17,7 +17,11 @@
 //! size and mtime are unchanged is skipped; one that grew, with the same header and bytes
 //! before the indexed end, is read only from the indexed end (its new complete lines); one
 //! that shrank, changed inode, or whose header or indexed bytes differ, is indexed again from
-//! the start; one that is gone is dropped. An append that moves the default path away from
+//! the start; one that is gone is dropped. The size, mtime and inode are fast fields of the
+//! state document too: a search tells that nothing changed from those columns and a stat of
+//! each file, and reads the state documents (every session's) only when an update has files
+//! to read or drop; a hit's session name is read from that session's state document alone.
+//! Files are read several at a time (rayon) and their documents added in file order. An append that moves the default path away from
 //! the indexed leaf (a new branch from an older entry) re-indexes the file, so
 //! `onDefaultPath` stays exact. A Claude Code transcript's default leaf can move with any
 //! line (a `last-prompt` names it, a compaction re-links the path: docs/claude-code.md §6), so
@@ -95,8 +99,9 @@ use crate::storage::reader::{self, FileLines, OpenedSession};
 /// as documents in the index, the version as the commit payload. Version 3: Claude Code
 /// transcripts, and each entry's session format (`format`, for the `agent` filter and hits).
 /// Version 4: text cut by [`search_words`] (Chinese, Japanese and other scripts without spaces
-/// in pairs of characters).
-pub const FORMAT_VERSION: u32 = 4;
+/// in pairs of characters). Version 5: each state document's path and file stamp as fast
+/// fields ([`Stamp`]), so that the freshness check reads columns rather than documents.
+pub const FORMAT_VERSION: u32 = 5;
 /// The `record` value of a state document (entry documents have no `record`).
 const STATE_RECORD: &str = "state";
 
@@ -215,6 +220,10 @@ struct Fields {
     state_path: Field,
     /// A state document's [`FileState`] as JSON.
     state: Field,
+    /// A state document's file stamp ([`Stamp`]), as fast fields.
+    state_size: Field,
+    state_mtime: Field,
+    state_ino: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -239,8 +248,11 @@ fn schema() -> (Schema, Fields) {
         text: b.add_text_field("text", words.clone()),
         thinking: b.add_text_field("thinking", words),
         record: b.add_text_field("record", STRING),
-        state_path: b.add_text_field("statePath", STRING | STORED),
+        state_path: b.add_text_field("statePath", STRING | STORED | FAST),
         state: b.add_text_field("state", STORED),
+        state_size: b.add_u64_field("stateSize", FAST),
+        state_mtime: b.add_u64_field("stateMtime", FAST),
+        state_ino: b.add_u64_field("stateIno", FAST),
     };
     (b.build(), fields)
 }
@@ -274,6 +286,85 @@ struct FileState {
 #[derive(Debug, Default)]
 struct State {
     files: BTreeMap<String, FileState>,
+}
+
+/// The file facts an unchanged file is told by: size, mtime (ns; `u64::MAX` for none) and
+/// inode, as [`FileState`] holds them. Kept in fast fields of the state documents, so that
+/// the freshness check of a search reads three columns instead of decompressing every
+/// session's state document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime_ns: u64,
+    ino: u64,
+}
+
+impl Stamp {
+    fn of_meta(m: &fs::Metadata) -> Self {
+        Stamp::new(m.len(), mtime_ns(m), m.ino())
+    }
+    fn of_state(st: &FileState) -> Self {
+        Stamp::new(st.size, st.mtime_ns, st.ino)
+    }
+    fn new(size: u64, mtime_ns: Option<u128>, ino: u64) -> Self {
+        Stamp {
+            size,
+            mtime_ns: mtime_ns
+                .and_then(|n| u64::try_from(n).ok())
+                .unwrap_or(u64::MAX),
+            ino,
+        }
+    }
+}
+
+/// Every indexed session's [`Stamp`], by key, from the fast fields of the state documents of
+/// the reader's commit.
+fn load_stamps(reader: &IndexReader, f: Fields) -> tantivy::Result<HashMap<String, Stamp>> {
+    use tantivy::{DocSet, TERMINATED};
+    let searcher = reader.searcher();
+    let term = Term::from_field_text(f.record, STATE_RECORD);
+    let mut out = HashMap::new();
+    let mut key = String::new();
+    for seg in searcher.segment_readers() {
+        let fast = seg.fast_fields();
+        let Some(paths) = fast.str("statePath")? else {
+            continue;
+        };
+        let (size, mtime, ino) = (
+            fast.u64("stateSize")?,
+            fast.u64("stateMtime")?,
+            fast.u64("stateIno")?,
+        );
+        let Some(mut docs) = seg
+            .inverted_index(f.record)?
+            .read_postings(&term, IndexRecordOption::Basic)?
+        else {
+            continue;
+        };
+        let mut doc = docs.doc();
+        while doc != TERMINATED {
+            if !seg.is_deleted(doc)
+                && let Some(ord) = paths.term_ords(doc).next()
+            {
+                key.clear();
+                paths.ord_to_str(ord, &mut key)?;
+                if let (Some(size), Some(mtime_ns), Some(ino)) =
+                    (size.first(doc), mtime.first(doc), ino.first(doc))
+                {
+                    out.insert(
+                        key.clone(),
+                        Stamp {
+                            size,
+                            mtime_ns,
+                            ino,
+                        },
+                    );
+                }
+            }
+            doc = docs.advance();
+        }
+    }
+    Ok(out)
 }
 
 /// What an [`SearchIndex::update`] did.
@@ -402,7 +493,12 @@ pub struct SearchIndex {
     index: Index,
     reader: IndexReader,
     fields: Fields,
-    state: State,
+    /// Every session's state, read from the state documents when an update has files to
+    /// index or drop (the daemon keeps it); a search and an update that finds nothing changed
+    /// read only the stamps.
+    state: Option<State>,
+    /// The stamps of the reader's commit ([`load_stamps`]), read once when asked for.
+    stamps: std::sync::OnceLock<HashMap<String, Stamp>>,
     rebuilt: bool,
     /// The writer kept open across updates ([`SearchIndex::keep_writer`]).
     writer: Option<IndexWriter>,
@@ -452,6 +548,21 @@ fn header_hash(path: &Path) -> io::Result<String> {
 fn tail_hash(path: &Path, indexed: u64) -> io::Result<String> {
     let from = indexed.saturating_sub(TAIL_CHECK);
     Ok(hash_hex(&read_range(path, from, indexed)?))
+}
+
+/// Files read at once for the index, at most (see [`SearchIndex::write`]).
+const BATCH_FILES: usize = 64;
+/// Bytes of files read at once for the index: a batch ends once its files reach this.
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// What reading one file for the index gave ([`SearchIndex::index_file`]).
+struct Indexed {
+    /// Read from the start: what was indexed of the file before is deleted first.
+    full: bool,
+    /// Its documents, in file order.
+    docs: Vec<TantivyDocument>,
+    /// Its state and how many documents, or why it is skipped.
+    outcome: Result<(FileState, u64), String>,
 }
 
 /// How a file that changed is read.
@@ -578,13 +689,13 @@ impl SearchIndex {
             .reload_policy(ReloadPolicy::Manual)
             .try_into()
             .map_err(tantivy_err)?;
-        let state = load_state(&reader, fields).map_err(tantivy_err)?;
         Ok(SearchIndex {
             dir: dir.to_owned(),
             index,
             reader,
             fields,
-            state,
+            state: None,
+            stamps: std::sync::OnceLock::new(),
             rebuilt,
             writer: None,
             keep_writer: false,
@@ -608,7 +719,43 @@ impl SearchIndex {
 
     /// Sessions indexed.
     pub fn files(&self) -> usize {
-        self.state.files.len()
+        match &self.state {
+            Some(state) => state.files.len(),
+            None => self.stamps().map_or(0, HashMap::len),
+        }
+    }
+
+    /// The stamps of the last commit, read from the index on first use. `None` when tantivy
+    /// cannot read them.
+    fn stamps(&self) -> Option<&HashMap<String, Stamp>> {
+        if let Some(s) = self.stamps.get() {
+            return Some(s);
+        }
+        let read = load_stamps(&self.reader, self.fields).ok()?;
+        Some(self.stamps.get_or_init(|| read))
+    }
+
+    /// Every session's state, read from the last commit's state documents on first use.
+    fn state(&mut self) -> Result<&mut State, SearchError> {
+        if self.state.is_none() {
+            let state = load_state(&self.reader, self.fields).map_err(|e| self.tantivy_err(e))?;
+            self.state = Some(state);
+        }
+        Ok(self.state.get_or_insert_with(State::default))
+    }
+
+    /// Whether every file in `found` has the stamp the index holds for it and no indexed
+    /// file under `roots` is missing from `found`: an update would do nothing. Reads only the
+    /// stamps (and stats the files).
+    fn unchanged(&self, roots: &[PathBuf], found: &[PathBuf], present: &HashSet<String>) -> bool {
+        let Some(stamps) = self.stamps() else {
+            return false;
+        };
+        found.iter().all(|p| {
+            fs::metadata(p).is_ok_and(|m| stamps.get(&key_of(p)) == Some(&Stamp::of_meta(&m)))
+        }) && stamps
+            .keys()
+            .all(|k| present.contains(k) || !under_any(k, roots))
     }
 
     fn tantivy_err(&self, source: tantivy::TantivyError) -> SearchError {
@@ -636,16 +783,23 @@ impl SearchIndex {
         for r in roots {
             found.extend(list::session_files(r));
         }
-        found.sort();
-        found.dedup();
+        // One root's files come sorted and distinct; sorting paths again compares them
+        // component by component, a cost on every search.
+        if roots.len() > 1 {
+            found.sort();
+            found.dedup();
+        }
         report.files = found.len();
         report.reconciled = true;
         let present: HashSet<String> = found.iter().map(|p| key_of(p)).collect();
+        if self.state.is_none() && !report.rebuilt && self.unchanged(roots, &found, &present) {
+            return Ok(report);
+        }
         let gone: Vec<String> = self
-            .state
+            .state()?
             .files
             .keys()
-            .filter(|k| !present.contains(*k) && roots.iter().any(|r| path_of(k).starts_with(r)))
+            .filter(|k| !present.contains(*k) && under_any(k, roots))
             .cloned()
             .collect();
         self.apply(found, gone, report, progress)
@@ -683,11 +837,12 @@ impl SearchIndex {
                 Ok(_) => {}
                 Err(_) => {
                     let key = key_of(p);
-                    if self.state.files.contains_key(&key) {
+                    let state = self.state()?;
+                    if state.files.contains_key(&key) {
                         gone.push(key);
                     } else {
                         gone.extend(
-                            self.state
+                            state
                                 .files
                                 .keys()
                                 .filter(|k| path_of(k).starts_with(p))
@@ -702,7 +857,7 @@ impl SearchIndex {
         gone.sort();
         gone.dedup();
         let mut report = self.apply(found, gone, report, progress)?;
-        report.files = self.state.files.len();
+        report.files = self.state()?.files.len();
         Ok(report)
     }
 
@@ -716,12 +871,13 @@ impl SearchIndex {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<UpdateReport, SearchError> {
         let mut work: Vec<(PathBuf, fs::Metadata, Work)> = Vec::new();
+        let state = self.state()?;
         for p in found {
             let Ok(meta) = fs::metadata(&p) else {
                 continue;
             };
             let key = key_of(&p);
-            match self.state.files.get(&key) {
+            match state.files.get(&key) {
                 None => work.push((p, meta, Work::Full)),
                 Some(st) => {
                     if st.size == meta.len()
@@ -772,9 +928,8 @@ impl SearchIndex {
                 // The commit did not happen: drop the writer (and what it held) and take the
                 // state back from the last commit.
                 drop(writer);
-                if let Ok(state) = load_state(&self.reader, self.fields) {
-                    self.state = state;
-                }
+                self.state = load_state(&self.reader, self.fields).ok();
+                self.stamps = std::sync::OnceLock::new();
                 Err(e)
             }
         }
@@ -794,24 +949,73 @@ impl SearchIndex {
         for key in gone {
             writer.delete_term(Term::from_field_text(f.path, &key));
             writer.delete_term(Term::from_field_text(f.state_path, &key));
-            self.state.files.remove(&key);
+            self.state()?.files.remove(&key);
             report.removed += 1;
         }
+        use rayon::prelude::*;
         let total = work.len();
-        for (i, (path, meta, w)) in work.into_iter().enumerate() {
-            progress(i, total);
-            let key = key_of(&path);
-            let mut full = true;
-            let outcome = match w {
-                Work::Append(st) => match self.index_append(writer, &key, &path, &meta, &st) {
-                    Some(r) => {
-                        full = false;
-                        Ok(r)
-                    }
-                    None => self.index_full(writer, &key, &path, &meta),
-                },
-                Work::Full => self.index_full(writer, &key, &path, &meta),
-            };
+        let mut done = 0;
+        let mut work = work.into_iter().peekable();
+        while work.peek().is_some() {
+            progress(done, total);
+            // A batch of files is read on rayon's pool, several at once (files are
+            // independent; parsing lines and cutting text are most of a build's work besides
+            // tantivy's own indexing threads); their documents are then added in file order,
+            // so the index is the same whatever the threads did. A batch is bounded in bytes
+            // as well as files: its documents are held until they are added.
+            let mut batch = Vec::new();
+            let mut bytes = 0u64;
+            while let Some(next) =
+                work.next_if(|_| batch.len() < BATCH_FILES && bytes < BATCH_BYTES)
+            {
+                bytes += next.1.len();
+                batch.push(next);
+            }
+            done += batch.len();
+            let this = &*self;
+            let read: Vec<Indexed> = batch
+                .par_iter()
+                .with_max_len(1)
+                .map(|(path, meta, w)| this.index_file(&key_of(path), path, meta, w))
+                .collect();
+            for ((path, _, _), r) in batch.into_iter().zip(read) {
+                self.keep_indexed(writer, path, r, report)?;
+            }
+        }
+        progress(total, total);
+        let mut prepared = writer.prepare_commit().map_err(|e| self.tantivy_err(e))?;
+        prepared.set_payload(&payload());
+        prepared.commit().map_err(|e| self.tantivy_err(e))?;
+        self.reader.reload().map_err(|e| self.tantivy_err(e))?;
+        self.stamps = std::sync::OnceLock::new();
+        Ok(())
+    }
+
+    /// Adds what reading one file gave to the index (after deleting its earlier documents
+    /// when it was read from the start) with its state document, and to the report.
+    fn keep_indexed(
+        &mut self,
+        writer: &IndexWriter,
+        path: PathBuf,
+        r: Indexed,
+        report: &mut UpdateReport,
+    ) -> Result<(), SearchError> {
+        let f = self.fields;
+        let key = key_of(&path);
+        let Indexed {
+            full,
+            docs,
+            outcome,
+        } = r;
+        if full {
+            writer.delete_term(Term::from_field_text(f.path, &key));
+        }
+        for d in docs {
+            // Only fails once the writer is gone (a panic in tantivy's threads): the commit
+            // then reports it.
+            let _ = writer.add_document(d);
+        }
+        {
             if outcome.is_ok() {
                 if full {
                     report.indexed += 1;
@@ -830,33 +1034,32 @@ impl SearchIndex {
                     }
                     writer.delete_term(Term::from_field_text(f.state_path, &key));
                     let json = serde_json::to_string(&st).unwrap_or_default();
+                    let stamp = Stamp::of_state(&st);
                     let _ = writer.add_document(doc!(
                         f.record => STATE_RECORD,
                         f.state_path => key.as_str(),
                         f.state => json,
+                        f.state_size => stamp.size,
+                        f.state_mtime => stamp.mtime_ns,
+                        f.state_ino => stamp.ino,
                     ));
-                    self.state.files.insert(key, st);
+                    self.state()?.files.insert(key, st);
                 }
                 Err(detail) => {
                     writer.delete_term(Term::from_field_text(f.path, &key));
                     writer.delete_term(Term::from_field_text(f.state_path, &key));
-                    self.state.files.remove(&key);
+                    self.state()?.files.remove(&key);
                     report.skipped.push(Problem { path, detail });
                 }
             }
         }
-        progress(total, total);
-        let mut prepared = writer.prepare_commit().map_err(|e| self.tantivy_err(e))?;
-        prepared.set_payload(&payload());
-        prepared.commit().map_err(|e| self.tantivy_err(e))?;
-        self.reader.reload().map_err(|e| self.tantivy_err(e))?;
         Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
     fn add_doc(
         &self,
-        writer: &IndexWriter,
+        docs: &mut Vec<TantivyDocument>,
         key: &str,
         format: Dialect,
         id: &str,
@@ -881,24 +1084,47 @@ impl SearchIndex {
         if let Some(ms) = time_ms {
             d.add_i64(f.timestamp, ms);
         }
-        // Only fails once the writer is gone (a panic in tantivy's threads): the commit
-        // then reports it.
-        let _ = writer.add_document(d);
+        docs.push(d);
     }
 
-    /// Indexes a whole file (deleting what was indexed of it). `Err` for a file that is no
-    /// session or cannot be read.
+    /// Reads one file for the index: from its indexed end for `Work::Append` when that can
+    /// be done, else from the start. Touches no index: the documents are returned, for the
+    /// caller to add in file order (several files are read at once, [`SearchIndex::write`]).
+    fn index_file(&self, key: &str, path: &Path, meta: &fs::Metadata, work: &Work) -> Indexed {
+        let mut docs = Vec::new();
+        if let Work::Append(st) = work {
+            if let Some(r) = self.index_append(&mut docs, key, path, meta, st) {
+                return Indexed {
+                    full: false,
+                    docs,
+                    outcome: Ok(r),
+                };
+            }
+            docs.clear();
+        }
+        let outcome = self.index_full(&mut docs, key, path, meta);
+        Indexed {
+            full: true,
+            docs,
+            outcome,
+        }
+    }
+
+    /// Indexes a whole file (the caller deletes what was indexed of it). `Err` for a file
+    /// that is no session or cannot be read.
     fn index_full(
         &self,
-        writer: &IndexWriter,
+        docs: &mut Vec<TantivyDocument>,
         key: &str,
         path: &Path,
         meta: &fs::Metadata,
     ) -> Result<(FileState, u64), String> {
-        writer.delete_term(Term::from_field_text(self.fields.path, key));
         let file = reader::open_regular(path).map_err(|e| e.to_string())?;
         let format = reader::sniff_file(path, &file).map_err(|e| e.to_string())?;
-        let lines = FileLines::open(path).map_err(|e| e.to_string())?;
+        // Read in blocks, not a read per line: every line of the file is read in order.
+        let lines = FileLines::open(path)
+            .map(FileLines::read_ahead)
+            .map_err(|e| e.to_string())?;
         match format {
             Dialect::Pi => {
                 let session = reader::open_session_from::<Pi>(path, file, Mode::Lenient)
@@ -906,7 +1132,7 @@ impl SearchIndex {
                 let tree = &session.tree;
                 let on_path: HashSet<NodeIdx> =
                     tree.path_to(tree.default_leaf()).into_iter().collect();
-                let added = self.index_nodes(writer, key, format, &session, &lines, &on_path, 0);
+                let added = self.index_nodes(docs, key, format, &session, &lines, &on_path, 0);
                 let mut st = file_state(path, meta, format, &session, tree.default_leaf())?;
                 st.version = tree.header().version;
                 st.name = tree.name().map(str::to_owned);
@@ -916,7 +1142,7 @@ impl SearchIndex {
             Dialect::Claude => {
                 let session = reader::open_session_from::<Claude>(path, file, Mode::Lenient)
                     .map_err(|e| e.to_string())?;
-                self.index_claude(writer, key, path, meta, &session, &lines, None)
+                self.index_claude(docs, key, path, meta, &session, &lines, None)
                     .ok_or_else(|| "the transcript changed while it was read".to_owned())
             }
             Dialect::Codex => {
@@ -926,7 +1152,7 @@ impl SearchIndex {
                 let tree = &session.tree;
                 let leaf = tree.default_leaf();
                 let on_path: HashSet<NodeIdx> = tree.path_to(leaf).into_iter().collect();
-                let added = self.index_nodes(writer, key, format, &session, &lines, &on_path, 0);
+                let added = self.index_nodes(docs, key, format, &session, &lines, &on_path, 0);
                 let mut st = file_state(path, meta, format, &session, leaf)?;
                 st.docs = added;
                 Ok((st, added))
@@ -939,7 +1165,7 @@ impl SearchIndex {
     #[allow(clippy::too_many_arguments)]
     fn index_nodes<F: LineFormat>(
         &self,
-        writer: &IndexWriter,
+        docs: &mut Vec<TantivyDocument>,
         key: &str,
         format: Dialect,
         session: &OpenedSession<F>,
@@ -962,7 +1188,7 @@ impl SearchIndex {
             if let Some(t) = entry_text(format, &value) {
                 let idx = NodeIdx::try_from(i).unwrap_or(NodeIdx::MAX);
                 self.add_doc(
-                    writer,
+                    docs,
                     key,
                     format,
                     node.entry.id().as_str(),
@@ -984,7 +1210,7 @@ impl SearchIndex {
     #[allow(clippy::too_many_arguments)]
     fn index_claude(
         &self,
-        writer: &IndexWriter,
+        docs: &mut Vec<TantivyDocument>,
         key: &str,
         path: &Path,
         meta: &fs::Metadata,
@@ -1017,7 +1243,7 @@ impl SearchIndex {
         };
         let on_path_set: HashSet<NodeIdx> = on_path.iter().copied().collect();
         let added = self.index_nodes(
-            writer,
+            docs,
             key,
             Dialect::Claude,
             session,
@@ -1037,14 +1263,14 @@ impl SearchIndex {
     /// could not be read).
     fn index_append(
         &self,
-        writer: &IndexWriter,
+        docs: &mut Vec<TantivyDocument>,
         key: &str,
         path: &Path,
         meta: &fs::Metadata,
         st: &FileState,
     ) -> Option<(FileState, u64)> {
         match st.format {
-            Dialect::Pi => self.index_append_pi(writer, key, path, meta, st),
+            Dialect::Pi => self.index_append_pi(docs, key, path, meta, st),
             // Indexed again from the start (a rollout's lines are cheap to read).
             Dialect::Codex => None,
             Dialect::Claude => {
@@ -1052,7 +1278,7 @@ impl SearchIndex {
                 let session =
                     reader::open_session_from::<Claude>(path, file, Mode::Lenient).ok()?;
                 let lines = FileLines::open(path).ok()?;
-                self.index_claude(writer, key, path, meta, &session, &lines, Some(st))
+                self.index_claude(docs, key, path, meta, &session, &lines, Some(st))
             }
         }
     }
@@ -1062,7 +1288,7 @@ impl SearchIndex {
     /// the indexed leaf through new entries only.
     fn index_append_pi(
         &self,
-        writer: &IndexWriter,
+        docs: &mut Vec<TantivyDocument>,
         key: &str,
         path: &Path,
         meta: &fs::Metadata,
@@ -1133,7 +1359,7 @@ impl SearchIndex {
             };
             if let Some(t) = pi::search_text::entry_text(&value) {
                 self.add_doc(
-                    writer,
+                    docs,
                     key,
                     Dialect::Pi,
                     e.id.as_str(),
@@ -1232,11 +1458,11 @@ impl SearchIndex {
         // The roots as a filter only when something indexed lies outside them: the path
         // regex walks every indexed path's postings, a cost on each query for nothing when
         // the roots cover the whole index (the daemon's usual case).
-        let covered = self
-            .state
-            .files
-            .keys()
-            .all(|k| q.roots.iter().any(|r| path_of(k).starts_with(r)));
+        let under_roots = |k: &String| under_any(k, &q.roots);
+        let covered = match &self.state {
+            Some(state) => state.files.keys().all(under_roots),
+            None => self.stamps().is_some_and(|s| s.keys().all(under_roots)),
+        };
         if !q.roots.is_empty() && !covered {
             let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
             for r in &q.roots {
@@ -1274,8 +1500,9 @@ impl SearchIndex {
             })
             .collect();
         let mut hits = Vec::with_capacity(top.len());
+        let mut names = HashMap::new();
         for (score, addr) in top {
-            if let Some(hit) = self.hit(&searcher, addr, score, &snippets, &q.text) {
+            if let Some(hit) = self.hit(&searcher, addr, score, &snippets, &q.text, &mut names) {
                 hits.push(hit);
             }
         }
@@ -1294,6 +1521,7 @@ impl SearchIndex {
         score: f32,
         snippets: &[SnippetGenerator],
         query: &str,
+        names: &mut HashMap<String, Option<String>>,
     ) -> Option<Hit> {
         let f = self.fields;
         let d: TantivyDocument = searcher.doc(addr).ok()?;
@@ -1331,7 +1559,14 @@ impl SearchIndex {
         .and_then(|v| entry_text(format, &v));
         let snippet = text.map_or_else(String::new, |t| make_snippet(&t, snippets, query));
         let is_role = !is_entry_type(&kind);
-        let name = self.state.files.get(&path).and_then(|st| st.name.clone());
+        let name = match names.get(&path) {
+            Some(name) => name.clone(),
+            None => {
+                let name = self.name_of(searcher, &path);
+                names.insert(path.clone(), name.clone());
+                name
+            }
+        };
         let path = path_of(&path);
         Some(Hit {
             path_uri: paths::uri_if_not_utf8(&path),
@@ -1350,6 +1585,48 @@ impl SearchIndex {
             archived_only: None,
         })
     }
+}
+
+impl SearchIndex {
+    /// The name of the indexed session `key`: from the state when it is loaded, else from its
+    /// state document alone (a hit's session, not every session's).
+    fn name_of(&self, searcher: &tantivy::Searcher, key: &str) -> Option<String> {
+        if let Some(state) = &self.state {
+            return state.files.get(key).and_then(|st| st.name.clone());
+        }
+        let f = self.fields;
+        let q = TermQuery::new(
+            Term::from_field_text(f.state_path, key),
+            IndexRecordOption::Basic,
+        );
+        let addr = searcher
+            .search(&q, &TopDocs::with_limit(1).order_by_score())
+            .ok()?
+            .into_iter()
+            .next()?
+            .1;
+        let d: TantivyDocument = searcher.doc(addr).ok()?;
+        let json = d.get_first(f.state).and_then(|v| v.as_str())?;
+        serde_json::from_str::<FileState>(json).ok()?.name
+    }
+}
+
+/// Whether the session keyed `key` lies under one of `roots` (as [`Path::starts_with`] tells
+/// of its path): on the text of the key where that is the path (a search checks every indexed
+/// key), through the path for a URI key.
+fn under_any(key: &str, roots: &[PathBuf]) -> bool {
+    roots
+        .iter()
+        .any(|r| match (r.to_str(), key.starts_with("file:")) {
+            (Some(root), false) => {
+                let root = root.trim_end_matches('/');
+                root.is_empty()
+                    || key
+                        .strip_prefix(root)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            }
+            _ => path_of(key).starts_with(r),
+        })
 }
 
 /// The searchable text of a line of a session of `format`.

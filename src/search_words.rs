@@ -54,81 +54,132 @@ pub fn unspaced(c: char) -> bool {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Words;
 
-/// The words of one text, cut in advance.
-pub struct WordStream {
-    tokens: Vec<Token>,
-    next: usize,
+/// The words of one text, cut as they are asked for: one token reused, its text written
+/// over (no allocation per word; cutting every word into a `Vec` of owned tokens first was a
+/// quarter of an index build's time, most of it in the allocator).
+pub struct WordStream<'a> {
+    text: &'a str,
+    /// Where the next word is looked for.
+    at: usize,
+    /// The last character of the current run of characters written without spaces (its
+    /// byte offset and length), and whether the run has given a pair yet.
+    run: Option<(usize, usize)>,
+    paired: bool,
+    /// Words given so far (the next word's position).
+    given: usize,
+    token: Token,
 }
 
 impl Tokenizer for Words {
-    type TokenStream<'a> = WordStream;
+    type TokenStream<'a> = WordStream<'a>;
 
-    fn token_stream<'a>(&'a mut self, text: &'a str) -> WordStream {
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> WordStream<'a> {
         WordStream {
-            tokens: words(text),
-            next: 0,
+            text,
+            at: 0,
+            run: None,
+            paired: false,
+            given: 0,
+            token: Token::default(),
         }
     }
 }
 
-impl TokenStream for WordStream {
+impl WordStream<'_> {
+    /// Where a word of letters and digits that goes on at `from` ends.
+    fn word_end(&self, from: usize) -> usize {
+        let mut end = from;
+        for d in self.text[from..].chars() {
+            if unspaced(d) || !d.is_alphanumeric() {
+                break;
+            }
+            end += d.len_utf8();
+        }
+        end
+    }
+
+    /// Makes `text[from..to]` the current token.
+    fn give(&mut self, from: usize, to: usize) -> bool {
+        self.token.offset_from = from;
+        self.token.offset_to = to;
+        self.token.position = self.given;
+        self.token.position_length = 1;
+        self.token.text.clear();
+        self.token.text.push_str(&self.text[from..to]);
+        self.given += 1;
+        true
+    }
+}
+
+impl TokenStream for WordStream<'_> {
+    /// The next word: a run of letters and digits; in a run of characters written without
+    /// spaces each pair of neighbours, or the one character of a run of one.
     fn advance(&mut self) -> bool {
-        self.next += 1;
-        self.next <= self.tokens.len()
+        loop {
+            // ASCII (most of what sessions hold) is read byte by byte: a letter or digit
+            // starts a word, anything else separates words.
+            let bytes = self.text.as_bytes();
+            if self.run.is_none() {
+                while self.at < bytes.len() && bytes[self.at] < 0x80 {
+                    if bytes[self.at].is_ascii_alphanumeric() {
+                        let start = self.at;
+                        let mut end = start + 1;
+                        while end < bytes.len() && bytes[end].is_ascii_alphanumeric() {
+                            end += 1;
+                        }
+                        if end < bytes.len() && bytes[end] >= 0x80 {
+                            // The word may go on in letters of other scripts.
+                            end = self.word_end(end);
+                        }
+                        self.at = end;
+                        return self.give(start, end);
+                    }
+                    self.at += 1;
+                }
+            }
+            let Some(c) = self.text[self.at..].chars().next() else {
+                // The end: a run of one character is a word of its own.
+                return match self.run.take() {
+                    Some((i, n)) if !self.paired => self.give(i, i + n),
+                    _ => false,
+                };
+            };
+            let (at, n) = (self.at, c.len_utf8());
+            if unspaced(c) {
+                self.at += n;
+                match self.run.replace((at, n)) {
+                    Some((prev, _)) => {
+                        self.paired = true;
+                        return self.give(prev, at + n);
+                    }
+                    None => {
+                        self.paired = false;
+                        continue;
+                    }
+                }
+            }
+            // Not such a character: a run of one before it is a word (`c` is read again).
+            if let Some((i, len)) = self.run.take()
+                && !self.paired
+            {
+                return self.give(i, i + len);
+            }
+            if c.is_alphanumeric() {
+                let end = self.word_end(at + n);
+                self.at = end;
+                return self.give(at, end);
+            }
+            self.at += n;
+        }
     }
 
     fn token(&self) -> &Token {
-        &self.tokens[self.next - 1]
+        &self.token
     }
 
     fn token_mut(&mut self) -> &mut Token {
-        &mut self.tokens[self.next - 1]
+        &mut self.token
     }
-}
-
-/// The words of `text` with their byte ranges and positions.
-fn words(text: &str) -> Vec<Token> {
-    let mut out = Vec::new();
-    let mut push = |from: usize, to: usize| {
-        out.push(Token {
-            offset_from: from,
-            offset_to: to,
-            position: out.len(),
-            text: text[from..to].to_owned(),
-            position_length: 1,
-        });
-    };
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        if unspaced(c) {
-            // A run of such characters: each pair of neighbours, or the one character.
-            let mut run = vec![(at, c.len_utf8())];
-            while let Some(&(i, d)) = chars.peek() {
-                if !unspaced(d) {
-                    break;
-                }
-                run.push((i, d.len_utf8()));
-                chars.next();
-            }
-            if let [(i, n)] = run[..] {
-                push(i, i + n);
-            }
-            for pair in run.windows(2) {
-                push(pair[0].0, pair[1].0 + pair[1].1);
-            }
-        } else if c.is_alphanumeric() {
-            let mut end = at + c.len_utf8();
-            while let Some(&(i, d)) = chars.peek() {
-                if unspaced(d) || !d.is_alphanumeric() {
-                    break;
-                }
-                end = i + d.len_utf8();
-                chars.next();
-            }
-            push(at, end);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -157,5 +208,30 @@ mod tests {
             ["設定", "定フ", "ファ", "ァイ", "イル"]
         );
         assert_eq!(texts("ภาษาไทย"), ["ภา", "าษ", "ษา", "าไ", "ไท", "ทย"]);
+        assert_eq!(texts("配"), ["配"]);
+        assert!(texts(" ,; ").is_empty());
+    }
+
+    #[test]
+    fn words_carry_their_byte_ranges_and_positions() {
+        let mut a = analyzer();
+        let mut s = a.token_stream("go 配置文 x 好");
+        let mut out = Vec::new();
+        while s.advance() {
+            let t = s.token();
+            out.push((t.text.clone(), t.offset_from, t.offset_to, t.position));
+        }
+        let expected = [
+            ("go", 0, 2, 0),
+            ("配置", 3, 9, 1),
+            ("置文", 6, 12, 2),
+            ("x", 13, 14, 3),
+            ("好", 15, 18, 4),
+        ];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|&(t, a, b, p)| (t.to_owned(), a, b, p))
+            .collect();
+        assert_eq!(out, expected);
     }
 }

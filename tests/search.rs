@@ -225,7 +225,7 @@ fn cli_search_is_incremental_and_says_what_it_could_not_read() {
     // An index of another format version is rebuilt, never read.
     let meta = index.path().join("meta.json");
     let mut s: Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
-    assert_eq!(s["payload"], "sessiond-index 4");
+    assert_eq!(s["payload"], "sessiond-index 5");
     // Version 2 indexed pi's sessions only, without their format.
     s["payload"] = json!("sessiond-index 2");
     std::fs::write(&meta, s.to_string()).unwrap();

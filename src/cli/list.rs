@@ -55,11 +55,13 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
     let mut listed = HashSet::new();
     for root in &roots {
         let files = list::session_files(root);
-        for f in &files {
-            if !listed.insert(f.clone()) {
-                continue;
-            }
-            match cache.list_file(f) {
+        let new: Vec<PathBuf> = files
+            .iter()
+            .filter(|f| listed.insert((*f).clone()))
+            .cloned()
+            .collect();
+        for (f, l) in new.iter().zip(cache.list_files(&new)) {
+            match l {
                 Listed::Session(s) => sessions.push(*s),
                 Listed::Pending => pending.push(f.clone()),
                 Listed::Skipped => skipped.push(f.clone()),

@@ -159,6 +159,10 @@ fn utf16_units(s: &str) -> usize {
 
 /// True when `s` holds at least one lone surrogate (a [`MARK`] pair).
 pub fn has_lone_surrogate(s: &str) -> bool {
+    // Almost every string has no MARK at all: one search for its bytes decides those.
+    if memchr::memmem::find(s.as_bytes(), MARK_UTF8).is_none() {
+        return false;
+    }
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
         if unit_of(c, chars.peek().copied()).is_some() {

@@ -1398,13 +1398,8 @@ impl Backend {
             let read = tokio::task::spawn_blocking(move || {
                 let mut guard = cache.lock().unwrap_or_else(PoisonError::into_inner);
                 let cache = guard.get_or_insert_with(|| ListCache::load(&cache_file));
-                chunk
-                    .into_iter()
-                    .map(|f| {
-                        let listed = cache.list_file(&f);
-                        (f, listed)
-                    })
-                    .collect::<Vec<_>>()
+                let listed = cache.list_files(&chunk);
+                chunk.into_iter().zip(listed).collect::<Vec<_>>()
             })
             .await
             .unwrap_or_default();

@@ -846,9 +846,19 @@ impl LineSource for FileLines {
                     && span.offset + len as u64 <= w.offset + w.bytes.len() as u64
             };
             if !within(&w) {
-                w.bytes.resize(READ_AHEAD_BYTES, 0);
+                // A block, or what the file has left when that is less (a listing reads a
+                // few lines of files of tens of KB: zeroing a whole block for each cost more
+                // than reading the file), and never less than the line.
+                let left = self
+                    .file
+                    .metadata()
+                    .map_or(u64::MAX, |m| m.len().saturating_sub(span.offset));
+                let block = usize::try_from(left)
+                    .unwrap_or(usize::MAX)
+                    .clamp(len, READ_AHEAD_BYTES);
+                w.bytes.resize(block, 0);
                 let mut got = 0;
-                while got < READ_AHEAD_BYTES {
+                while got < block {
                     match self
                         .file
                         .read_at(&mut w.bytes[got..], span.offset + got as u64)
