@@ -159,6 +159,7 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
             cwd: plan.cwd.as_deref(),
             turn_open: crate::session::activity::turn_open(tree),
             mtime: opened.session.stamp.mtime,
+            writer_lock: None,
         })
     {
         return Err(CliError::AgentActive {

@@ -510,9 +510,10 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                 list_cache.clone(),
                 list_cache_file.clone(),
                 Box::new(move |change| {
-                    let _ = list_tx.send(Queued::Note(Outgoing::DidChangeList(
-                        notify::did_change_list(change),
-                    )));
+                    let _ = list_tx.send(Queued::Note(
+                        Outgoing::DidChangeList(notify::did_change_list(change)),
+                        None,
+                    ));
                 }),
             );
             Backend {

@@ -244,7 +244,7 @@ impl Session {
         }
         let found = match &self.state {
             Opened::Codex(s) => s.tree.nodes().first().and_then(|first| {
-                let line = self.lines.line(first.entry.span).ok()?;
+                let line = self.source().line(first.entry.span).ok()?;
                 crate::dialect::codex::lineage::writer_lock_of(&self.path, &line)
             }),
             Opened::Pi(_) | Opened::Claude(_) => None,
