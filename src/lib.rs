@@ -31,6 +31,7 @@ pub mod core;
 pub mod dialect;
 pub mod js;
 pub mod listing;
+pub mod listing_live;
 pub mod model;
 pub mod paths;
 pub mod search;

@@ -34,7 +34,7 @@ use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 /// One session in a `session/list` result (and a line of `sessiond list`): the file's facts
 /// and what a picker shows, read from the whole file the way its agent reads it (cached by
 /// size, mtime and inode, in this module).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListedSession {
     /// Canonical session file path, as text (a name that is not UTF-8 shown with U+FFFD).

@@ -18,7 +18,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 use support::{
-    Daemon, Spawn, checked, claude_prompt, cli_json, common, mixed_sessions, write_v3_session,
+    Daemon, Spawn, append, checked, claude_prompt, cli_json, common, mixed_sessions,
+    write_v3_session,
 };
 
 /// pi's `firstMessage` as sessiond shows it: whitespace runs as one space, at most 80 code
@@ -704,5 +705,210 @@ fn a_file_name_that_is_not_utf8_is_listed_shown_as_text_and_named_by_its_uri() {
         json!({"path": uri, "fields": "ids"}),
     );
     assert_eq!(ctx["entryIds"].as_array().unwrap().len(), 6, "{ctx}");
+    d.stop();
+}
+
+/// Collects `session/didChangeList` notifications until `done` holds for what arrived (or
+/// `wait` passes); returns each with the time it arrived.
+fn list_changes(
+    d: &mut Daemon,
+    wait: Duration,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<(std::time::Instant, Value)> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut got: Vec<(std::time::Instant, Value)> = Vec::new();
+    while !done(&got.iter().map(|(_, v)| v.clone()).collect::<Vec<_>>()) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match d.notification("session/didChangeList", left) {
+            Some(p) => got.push((std::time::Instant::now(), p)),
+            None => break,
+        }
+    }
+    got
+}
+
+/// The last row `changes` gave for `path`.
+fn last_row(changes: &[Value], path: &str) -> Option<Value> {
+    changes
+        .iter()
+        .flat_map(|c| c["changed"].as_array().unwrap().iter())
+        .rfind(|r| r["path"] == json!(path))
+        .cloned()
+}
+
+fn removed_in(changes: &[Value], path: &str) -> bool {
+    changes
+        .iter()
+        .any(|c| c["removed"].as_array().unwrap().contains(&json!(path)))
+}
+
+/// A pi message entry appended after `parent`, as one line.
+fn user_line(id: &str, parent: &str, text: &str) -> String {
+    json!({"type": "message", "id": id, "parentId": parent, "timestamp": "2025-01-02T00:00:00.000Z",
+        "message": {"role": "user", "content": text, "timestamp": 1_735_776_000_000i64}})
+    .to_string()
+        + "\n"
+}
+
+/// `session/didChangeList`: nothing before the client lists; then a session copied under the
+/// root appears, one appended to grows (size, entries, tokens), one deleted is removed, each
+/// row exactly as `session/list` then lists it; a burst of appends is coalesced, at most one
+/// notification per 500 ms.
+#[test]
+fn list_changes_are_pushed_after_the_first_listing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("sessions");
+    let proj = root.join("--work--");
+    std::fs::create_dir_all(&proj).unwrap();
+    let grown = proj.join("grown.jsonl");
+    let entries = write_v3_session(&grown, 6);
+    let gone = proj.join("gone.jsonl");
+    write_v3_session(&gone, 3);
+    let source = common::repo("examples/pi-v3-branched.jsonl");
+    let cache = base.join("cache");
+    let options = Spawn {
+        env: vec![("XDG_CACHE_HOME", cache.to_str().unwrap())],
+        ..Default::default()
+    };
+    let (mut d, _) = Daemon::start_with(&[&root], &options);
+
+    // Not subscribed yet: a file copied in is not announced.
+    let early = proj.join("early.jsonl");
+    std::fs::copy(&source, &early).unwrap();
+    assert!(
+        d.notification("session/didChangeList", Duration::from_millis(1500))
+            .is_none(),
+        "nothing is pushed before the first session/list"
+    );
+    let before = by_path(&checked(&mut d, "session/list", json!({})));
+    assert_eq!(before.len(), 3, "{before:?}");
+    let grown_path = grown.to_str().unwrap().to_owned();
+    let old = before[&grown_path].clone();
+
+    // A copy in a new folder, an append, a delete.
+    let copy_dir = root.join("--copy--");
+    std::fs::create_dir(&copy_dir).unwrap();
+    let copy = copy_dir.join("early.jsonl");
+    std::fs::copy(&source, &copy).unwrap();
+    let copy_path = copy.to_str().unwrap().to_owned();
+    let last = entries.last().unwrap().0.clone();
+    append(
+        &grown,
+        &user_line("f0000001", &last, "one more question, a long one to count"),
+    );
+    std::fs::remove_file(&gone).unwrap();
+    let gone_path = gone.to_str().unwrap().to_owned();
+
+    let got = list_changes(&mut d, Duration::from_secs(10), |c| {
+        last_row(c, &copy_path).is_some()
+            && last_row(c, &grown_path).is_some_and(|r| r["entryCount"] == json!(7))
+            && removed_in(c, &gone_path)
+    });
+    let changes: Vec<Value> = got.iter().map(|(_, v)| v.clone()).collect();
+    assert!(
+        last_row(&changes, &copy_path).is_some(),
+        "the copy appears: {changes:?}"
+    );
+    assert!(
+        removed_in(&changes, &gone_path),
+        "the deleted session: {changes:?}"
+    );
+    let row = last_row(&changes, &grown_path).expect("the grown session");
+    assert_eq!(row["entryCount"], json!(7));
+    assert!(row["size"].as_u64() > old["size"].as_u64(), "{row} {old}");
+    assert!(
+        row["tokenEstimate"].as_u64() > old["tokenEstimate"].as_u64(),
+        "{row} {old}"
+    );
+    assert_eq!(row["leafId"], json!("f0000001"));
+    for c in &changes {
+        assert!(
+            !c["changed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["path"] == json!(early.to_str().unwrap())),
+            "an unchanged session listed before is not announced: {c}"
+        );
+    }
+
+    // Each row is exactly the row session/list gives now.
+    let after = by_path(&checked(&mut d, "session/list", json!({})));
+    assert_eq!(last_row(&changes, &copy_path).unwrap(), after[&copy_path]);
+    assert_eq!(row, after[&grown_path]);
+    assert!(!after.contains_key(&gone_path));
+    assert_eq!(after.len(), 3);
+
+    // A burst of appends over about a second: coalesced, one notification per 500 ms at most.
+    // Appended from another thread while this one reads the notifications as they come.
+    let writer = {
+        let grown = grown.clone();
+        std::thread::spawn(move || {
+            let mut parent = "f0000001".to_owned();
+            for i in 2..=11 {
+                let id = format!("f{i:07}");
+                append(&grown, &user_line(&id, &parent, "and another"));
+                parent = id;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let got = list_changes(&mut d, Duration::from_secs(10), |c| {
+        last_row(c, &grown_path).is_some_and(|r| r["entryCount"] == json!(17))
+    });
+    writer.join().unwrap();
+    let changes: Vec<Value> = got.iter().map(|(_, v)| v.clone()).collect();
+    assert_eq!(
+        last_row(&changes, &grown_path).map(|r| r["entryCount"].clone()),
+        Some(json!(17)),
+        "{changes:?}"
+    );
+    assert!(
+        (1..=4).contains(&got.len()),
+        "ten appends over a second are coalesced: {} notifications",
+        got.len()
+    );
+    for pair in got.windows(2) {
+        let gap = pair[1].0 - pair[0].0;
+        assert!(
+            gap >= Duration::from_millis(450),
+            "notifications {gap:?} apart"
+        );
+    }
+    d.stop();
+}
+
+/// Where the roots cannot be watched (`SESSIOND_WATCH=poll`), list changes still come, from
+/// the passes over the roots.
+#[test]
+fn list_changes_come_without_file_system_events() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    write_v3_session(&root.join("a.jsonl"), 4);
+    let cache = base.join("cache");
+    let options = Spawn {
+        env: vec![
+            ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+            ("SESSIOND_WATCH", "poll"),
+        ],
+        ..Default::default()
+    };
+    let (mut d, _) = Daemon::start_with(&[&root], &options);
+    checked(&mut d, "session/list", json!({}));
+    let b = root.join("b.jsonl");
+    write_v3_session(&b, 2);
+    let b_path = b.to_str().unwrap().to_owned();
+    let got = list_changes(&mut d, Duration::from_secs(8), |c| {
+        last_row(c, &b_path).is_some()
+    });
+    let changes: Vec<Value> = got.iter().map(|(_, v)| v.clone()).collect();
+    let row = last_row(&changes, &b_path).expect("the new session, from a pass");
+    assert_eq!(row["entryCount"], json!(2));
     d.stop();
 }

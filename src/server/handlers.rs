@@ -1297,6 +1297,8 @@ impl Backend {
             .await;
         }
         sessions.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.path.cmp(&b.path)));
+        // The client has these rows now; changes under these roots are pushed from here on.
+        self.list_feed.listed(&listed_roots, &sessions);
         Ok(to_value(
             &root,
             &ListResult {

@@ -1,5 +1,5 @@
 //! The server's notifications: `session/didChange`, `didReload`, `didCorrupt`, `fileMissing`,
-//! `fileRestored`, `didChangeLiveMode` and `didCreate`, their params and the queue of those waiting to go.
+//! `fileRestored`, `didChangeLiveMode`, `didCreate` and `didChangeList`, their params and the queue of those waiting to go.
 
 use std::path::PathBuf;
 
@@ -129,6 +129,17 @@ pub struct DidCreateParams {
     pub subagent: Option<crate::listing::Subagent>,
 }
 
+/// `session/didChangeList` params: what changed under the roots the client listed.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DidChangeListParams {
+    /// New or changed sessions, each exactly as a `session/list` result lists it.
+    pub changed: Vec<crate::listing::ListedSession>,
+    /// Paths of listed sessions that are gone (deleted, moved away, no longer a session), as
+    /// `session/list` gave them.
+    pub removed: Vec<String>,
+}
+
 /// Declares server notifications: a marker type per method, tied to its params.
 macro_rules! notifications {
     ($($(#[$doc:meta])* $name:ident($params:ty) = $method:literal;)*) => {$(
@@ -156,6 +167,8 @@ notifications! {
     DidChangeLiveMode(DidChangeLiveModeParams) = "session/didChangeLiveMode";
     /// `session/didCreate`.
     DidCreate(DidCreateParams) = "session/didCreate";
+    /// `session/didChangeList`.
+    DidChangeList(DidChangeListParams) = "session/didChangeList";
 }
 
 /// A notification waiting to be sent, in the order the sessions produced them.
@@ -175,6 +188,8 @@ pub enum Outgoing {
     DidChangeLiveMode(DidChangeLiveModeParams),
     /// Sent as `session/didCreate`.
     DidCreate(DidCreateParams),
+    /// Sent as `session/didChangeList`.
+    DidChangeList(DidChangeListParams),
 }
 
 /// `session/didChange` for entries just applied.
@@ -268,6 +283,18 @@ pub fn did_create(created: &crate::session::births::Created) -> DidCreateParams 
         format: created.dialect.as_str().to_owned(),
         session_id: created.session_id.clone(),
         subagent: created.subagent.clone(),
+    }
+}
+
+/// `session/didChangeList` for a change of the listing.
+pub fn did_change_list(change: crate::listing_live::ListChange) -> DidChangeListParams {
+    DidChangeListParams {
+        changed: change.changed,
+        removed: change
+            .removed
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
     }
 }
 

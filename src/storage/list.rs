@@ -54,6 +54,16 @@ pub fn session_files(root: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Whether `path` is where [`session_files`] of `root` would find a session file: a `*.jsonl`
+/// name below `root`, in a directory at most five levels below it. (Whether it is a regular
+/// file is the caller's to check.)
+pub fn is_listed_under(root: &Path, path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "jsonl")
+        && path
+            .strip_prefix(root)
+            .is_ok_and(|rel| (1..=MAX_DEPTH + 1).contains(&rel.components().count()))
+}
+
 /// Reads the header (line 1) of a session file. Errors: I/O; `Pending` when the file is
 /// empty or holds only part of its first line and is younger than
 /// [`BIRTH_GRACE`](super::reader::BIRTH_GRACE) (being created); `Corrupt` when line 1 is not a

@@ -969,6 +969,113 @@ export interface DidChangeParams {
     };
 }
 /**
+ * A session file under the root, pi's or Claude Code's: the file's format and facts, and what a picker shows, read from the whole file the way its agent reads it (cached by size, mtime and inode: a second listing of unchanged files reads none of them).
+ */
+export interface SessionSummary {
+    /**
+     * As text (a name that is not UTF-8 shown with U+FFFD). Canonical path of the file.
+     */
+    path: string;
+    /**
+     * Present only when the file's name is not UTF-8 (path then does not name it): its file:// URI, each byte outside A-Z a-z 0-9 - . _ ~ / percent-encoded. Send it back as path to any method to name the file exactly.
+     */
+    pathUri?: string;
+    /**
+     * The session file's format: a pi session or a Claude Code transcript.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
+    /**
+     * The session's id: pi's header id; a Claude Code transcript's file name stem (the id claude --resume takes; agent-<agentId> for a subagent's transcript).
+     */
+    id: string;
+    /**
+     * The working directory: pi's header cwd when it is a string; a Claude Code transcript's first non-empty cwd (a relocated line's relocatedCwd wins).
+     */
+    cwd: string | null;
+    /**
+     * When the session was created, as written: pi's header timestamp; a Claude Code transcript's first line timestamp that is a date (null without one).
+     */
+    created: unknown;
+    /**
+     * The file's mtime, ISO 8601 UTC.
+     */
+    modified: string | null;
+    /**
+     * The file's mtime in milliseconds since the Unix epoch.
+     */
+    modifiedMs: number | null;
+    /**
+     * File size in bytes.
+     */
+    size: number;
+    /**
+     * The session name: pi's latest session_info entry's name, trimmed (pi 1.6.0 getSessionName); Claude Code's latest agent-name, else custom-title, else ai-title, else summary line (Claude Code's title order). Absent when there is none.
+     */
+    name?: string;
+    /**
+     * The first prompt as the agent's own picker finds it, as one line of at most 80 code points (a cut text ends with …); null when there is none. pi: firstMessage (buildSessionInfo), the text of the first user message with text, in file order. Claude Code: the first user line that is no meta line, compaction summary or tool result and whose text is not markup (<tag…>), an interruption notice or a slash command (<bash-input> shown as `! command`); else the first slash command's name.
+     */
+    firstMessage: string | null;
+    /**
+     * Message entries in the file, on every branch: pi's messageCount; a Claude Code transcript's user and assistant lines (each content block of a response is a line of its own).
+     */
+    messageCount: number;
+    /**
+     * Entries in the tree (pi's header and Claude Code's bookkeeping lines not counted).
+     */
+    entryCount: number;
+    /**
+     * Entries without children (a Claude Code transcript's parallel tool results each end a branch).
+     */
+    leafCount: number;
+    /**
+     * The resume leaf: pi's last entry; the line claude --resume continues from (a subagent's transcript: its last line). null when there is none.
+     */
+    leafId: string | null;
+    /**
+     * The context size at the resume leaf, in tokens, as the agent counts it. pi: estimateProjectedContextTokens (the last assistant usage plus chars/4 of what follows, else chars/4 of every message), what pi compares with the context window, null where pi would throw. Claude Code: the usage of the last response on the path Claude Code loads to the leaf that is not synthetic (input_tokens + cache_creation_input_tokens + cache_read_input_tokens + output_tokens), null without one.
+     */
+    tokenEstimate: number | null;
+    /**
+     * Present for a Claude Code subagent's transcript (<session>/subagents/agent-<agentId>.jsonl): the agent, and the transcript of the session that started it. The subagent is listed as a session of its own.
+     */
+    subagent?: {
+        /**
+         * The agent's id, from the file name.
+         */
+        agentId: string;
+        /**
+         * The transcript that started it (<session>.jsonl beside the <session> directory), whether or not it exists.
+         */
+        parentPath: string;
+        /**
+         * From agent-<agentId>.meta.json: the agent's type (general-purpose, …).
+         */
+        agentType?: string;
+        /**
+         * From agent-<agentId>.meta.json: what it was asked, in a few words.
+         */
+        description?: string;
+        /**
+         * From agent-<agentId>.meta.json: the parent's Agent tool_use that started it.
+         */
+        toolUseId?: string;
+    };
+}
+/**
+ * What changed under the roots the client listed since it last heard: sent only after the client's first session/list, at most one every 500 ms, changes coalesced.
+ */
+export interface DidChangeListParams {
+    /**
+     * Sessions that appeared or whose row changed (size, modification time, entries, tokens, name, leaves, …), each exactly as a session/list result lists it; a client replaces its row of that path.
+     */
+    changed: SessionSummary[];
+    /**
+     * Paths of sessions listed before that are gone: deleted, moved away, or no longer a session file.
+     */
+    removed: string[];
+}
+/**
  * session/didChangeLiveMode notification params.
  */
 export interface DidChangeLiveModeParams {
@@ -1540,100 +1647,6 @@ export interface ListParams {
     [k: string]: unknown;
 }
 /**
- * A session file under the root, pi's or Claude Code's: the file's format and facts, and what a picker shows, read from the whole file the way its agent reads it (cached by size, mtime and inode: a second listing of unchanged files reads none of them).
- */
-export interface SessionSummary {
-    /**
-     * As text (a name that is not UTF-8 shown with U+FFFD). Canonical path of the file.
-     */
-    path: string;
-    /**
-     * Present only when the file's name is not UTF-8 (path then does not name it): its file:// URI, each byte outside A-Z a-z 0-9 - . _ ~ / percent-encoded. Send it back as path to any method to name the file exactly.
-     */
-    pathUri?: string;
-    /**
-     * The session file's format: a pi session or a Claude Code transcript.
-     */
-    format: 'pi' | 'claude-code' | 'codex';
-    /**
-     * The session's id: pi's header id; a Claude Code transcript's file name stem (the id claude --resume takes; agent-<agentId> for a subagent's transcript).
-     */
-    id: string;
-    /**
-     * The working directory: pi's header cwd when it is a string; a Claude Code transcript's first non-empty cwd (a relocated line's relocatedCwd wins).
-     */
-    cwd: string | null;
-    /**
-     * When the session was created, as written: pi's header timestamp; a Claude Code transcript's first line timestamp that is a date (null without one).
-     */
-    created: unknown;
-    /**
-     * The file's mtime, ISO 8601 UTC.
-     */
-    modified: string | null;
-    /**
-     * The file's mtime in milliseconds since the Unix epoch.
-     */
-    modifiedMs: number | null;
-    /**
-     * File size in bytes.
-     */
-    size: number;
-    /**
-     * The session name: pi's latest session_info entry's name, trimmed (pi 1.6.0 getSessionName); Claude Code's latest agent-name, else custom-title, else ai-title, else summary line (Claude Code's title order). Absent when there is none.
-     */
-    name?: string;
-    /**
-     * The first prompt as the agent's own picker finds it, as one line of at most 80 code points (a cut text ends with …); null when there is none. pi: firstMessage (buildSessionInfo), the text of the first user message with text, in file order. Claude Code: the first user line that is no meta line, compaction summary or tool result and whose text is not markup (<tag…>), an interruption notice or a slash command (<bash-input> shown as `! command`); else the first slash command's name.
-     */
-    firstMessage: string | null;
-    /**
-     * Message entries in the file, on every branch: pi's messageCount; a Claude Code transcript's user and assistant lines (each content block of a response is a line of its own).
-     */
-    messageCount: number;
-    /**
-     * Entries in the tree (pi's header and Claude Code's bookkeeping lines not counted).
-     */
-    entryCount: number;
-    /**
-     * Entries without children (a Claude Code transcript's parallel tool results each end a branch).
-     */
-    leafCount: number;
-    /**
-     * The resume leaf: pi's last entry; the line claude --resume continues from (a subagent's transcript: its last line). null when there is none.
-     */
-    leafId: string | null;
-    /**
-     * The context size at the resume leaf, in tokens, as the agent counts it. pi: estimateProjectedContextTokens (the last assistant usage plus chars/4 of what follows, else chars/4 of every message), what pi compares with the context window, null where pi would throw. Claude Code: the usage of the last response on the path Claude Code loads to the leaf that is not synthetic (input_tokens + cache_creation_input_tokens + cache_read_input_tokens + output_tokens), null without one.
-     */
-    tokenEstimate: number | null;
-    /**
-     * Present for a Claude Code subagent's transcript (<session>/subagents/agent-<agentId>.jsonl): the agent, and the transcript of the session that started it. The subagent is listed as a session of its own.
-     */
-    subagent?: {
-        /**
-         * The agent's id, from the file name.
-         */
-        agentId: string;
-        /**
-         * The transcript that started it (<session>.jsonl beside the <session> directory), whether or not it exists.
-         */
-        parentPath: string;
-        /**
-         * From agent-<agentId>.meta.json: the agent's type (general-purpose, …).
-         */
-        agentType?: string;
-        /**
-         * From agent-<agentId>.meta.json: what it was asked, in a few words.
-         */
-        description?: string;
-        /**
-         * From agent-<agentId>.meta.json: the parent's Agent tool_use that started it.
-         */
-        toolUseId?: string;
-    };
-}
-/**
  * session/list result.
  */
 export interface ListResult {
@@ -2059,6 +2072,7 @@ export const Requests = {
 export const Notifications = {
     progress: '$/progress',
     didChange: 'session/didChange',
+    didChangeList: 'session/didChangeList',
     didChangeLiveMode: 'session/didChangeLiveMode',
     didCorrupt: 'session/didCorrupt',
     didCreate: 'session/didCreate',
