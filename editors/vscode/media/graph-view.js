@@ -162,7 +162,7 @@
         }
         apply();
         const drawn = graph.nodes.filter((n) => !n.opened).length;
-        status.textContent = `${graph.name ? `${graph.name} · ` : ''}${graph.entryCount} entries · ${graph.leafCount} leaves · ${drawn} nodes · ${graph.contextCount} context entries at ${graph.selectedLeafId ?? '(none)'}`;
+        status.textContent = `${graph.name ? `${graph.name} · ` : ''}${graph.entryCount} entries · ${graph.leafCount} leaves · ${drawn} nodes drawn · ${graph.contextCount} entries in context at ${graph.selectedLeafId ?? '(none)'}`;
         showDetails();
     }
 
