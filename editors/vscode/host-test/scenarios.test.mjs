@@ -423,7 +423,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await page.locator('.notification-toast', { hasText: /setting sessiond\.path/ }).waitFor({ state: 'detached' });
             await runCommand(page, 'Notifications: Show Notifications');
             assert.equal(await page.locator('.notifications-center .notification-list-item', { hasText: /setting sessiond\.path/ }).count(), 0, 'the old error is gone');
-            await runCommand(page, 'Notifications: Hide Notifications');
+            await page.keyboard.press('Escape');
             await page.waitForFunction((el) => el.getAttribute('aria-expanded') === 'true', await row(new RegExp(`^${V3.name}`)).elementHandle(), { timeout: WAIT_MS });
         }));
 
