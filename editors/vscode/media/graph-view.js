@@ -90,7 +90,7 @@
         if (n.defaultLeaf) m.push('◀ resume leaf');
         else if (n.leaf) m.push('◀ leaf');
         if (n.keptBy) m.push(`▶ kept from here (${n.keptBy.map(shortId).join(', ')})`);
-        if (n.branchPoint) m.push('⑂ branches');
+        if (n.branchPoint) m.push('branches here');
         return m.join(' ');
     }
 

@@ -179,7 +179,7 @@ export class GraphPanels implements vscode.Disposable {
   #status { color: var(--vscode-descriptionForeground); margin-left: 8px; }
   #main { flex: 1; display: flex; min-height: 0; }
   #graph { flex: 1; min-width: 0; height: 100%; cursor: grab; }
-  #details { width: 320px; max-width: 45%; overflow: auto; padding: 6px 10px; border-left: 1px solid var(--vscode-panel-border); font-size: 12px; }
+  #details { flex: none; width: min(320px, 40%); box-sizing: border-box; overflow: auto; padding: 6px 10px; border-left: 1px solid var(--vscode-panel-border); font-size: 12px; }
   #details[hidden] { display: none; }
   #details h2 { font-size: 13px; margin: 4px 0; overflow-wrap: anywhere; }
   #details p { margin: 4px 0; overflow-wrap: anywhere; }
