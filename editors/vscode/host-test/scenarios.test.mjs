@@ -187,9 +187,10 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const header = page.locator('.pane-header[aria-label^="Sessions Section"]').first();
             await header.waitFor();
             if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
-            for (const f of ['pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl']) await row(new RegExp(`^${f}, \\d+ KiB · ~\\d+ tokens`)).waitFor();
+            // Collapsed rows say what expanded ones say (entries), and where the file is.
+            for (const f of ['pi-v1-before-compaction.jsonl', 'pi-v1-large-session.jsonl']) await row(new RegExp(`^${f}, \\d+ entries · ~\\d+ tokens · [^/]+/${f.replace('.', '\\.')}`)).waitFor();
             // A named session is listed by its name (session/list reads it), with pi's token estimate.
-            const named = row(new RegExp(`^${V3.name}, \\d+ KiB · ~199 tokens`));
+            const named = row(new RegExp(`^${V3.name}, 1033 entries · ~199 tokens`));
             await named.waitFor();
             await expand(named);
             // Opened: the row now shows the session's name and entry count.
@@ -233,8 +234,11 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
     it('"Explain" answers for an entry at the active leaf', () =>
         timed('03-explain', async () => {
             await contextMenu(row(/4909db93/), 'Explain: Is This Entry in the Context?');
-            const toast = await waitForToast(/Entry 4909db93/);
-            assert.match(toast, /Entry 4909db93 \(compaction\) at leaf 886c2fdc/);
+            // Whole, in a document beside the view, not a toast cut short.
+            await page.getByRole('tab', { name: /pi-v3-branched 4909db93@886c2fdc\.md/ }).waitFor();
+            const editor = page.locator('.editor-instance .view-lines', { hasText: 'Entry 4909db93 (compaction) at leaf 886c2fdc' }).first();
+            await editor.waitFor();
+            assert.match(await editorText(editor), /reaches the model: (yes|no)/);
         }));
 
     it('"Fork Session Here…" writes a fork that sessiond check accepts and that the view lists', () =>
@@ -353,18 +357,32 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             assert.equal(Number(/(\d+) nodes drawn/.exec(await status.innerText())?.[1]), drawn);
             // Branch points, the compaction with its range, the label, the session name.
             assert.equal(await frame.locator('g.node.branch-point').count(), 2);
-            await frame.getByRole('button', { name: /compaction 4909db93.*summarizing \d+ entries 00247798 to 12bbdff5, first kept 521cf246/ }).waitFor();
+            await frame.getByRole('button', { name: /compaction 4909db93.*compaction summarizing 338 entries 00247798…12bbdff5, kept from 521cf246/ }).waitFor();
+            await frame.getByRole('button', { name: /^user 521cf246.*kept from here by compaction 4909db93/ }).waitFor();
+            // The legend says what the marks mean.
+            await frame.locator('#legend', { hasText: 'reaches the model at the active leaf' }).waitFor();
             await frame.getByRole('button', { name: /label before-refactor/ }).waitFor();
             await frame.getByRole('button', { name: /names the session Untangle run modes/ }).waitFor();
-            // Keyboard: focus the other branch's leaf, Enter selects it in the Sessions view.
+            // Keyboard: focus the other branch's leaf, Enter chooses it: said beside the picture,
+            // the active leaf unchanged; "Make Active Leaf" moves it.
             const target = frame.getByRole('button', { name: /^user de19adb3/ });
             await target.focus();
             await target.press('Enter');
+            const details = frame.locator('#details');
+            await details.filter({ hasText: 'user de19adb3' }).waitFor();
+            assert.equal(await page.getByRole('treeitem', { name: /de19adb3.*active leaf/ }).count(), 0, 'choosing a node leaves the active leaf');
+            await details.getByRole('button', { name: 'Make de19adb3 the active leaf' }).click();
             await page.getByRole('treeitem', { name: /de19adb3.*active leaf/ }).first().waitFor();
             // Redrawn at that leaf: the highlighted entries are the ones pi puts in its context.
             const cli = JSON.parse(spawnSync(sessiondBin, ['context', file, '--leaf', 'de19adb3', '--json'], { encoding: 'utf8' }).stdout);
             await status.filter({ hasText: new RegExp(`${cli.entryIds.length} entries in context at de19adb3`) }).waitFor();
             await frame.getByRole('button', { name: /^user de19adb3.*selected leaf.*in context/ }).waitFor();
+            // "Show Context Here" on another node: the preview opens beside the graph, which stays in sight.
+            await frame.getByRole('button', { name: /^user 521cf246/ }).click();
+            await details.getByRole('button', { name: 'Show the context at 521cf246 beside the graph' }).click();
+            await page.getByRole('tab', { name: /pi-v3-branched@521cf246\.md/ }).waitFor();
+            await frame.locator('#status').waitFor();
+            assert.ok(await page.locator('iframe.webview.ready').last().isVisible(), 'the graph is not covered');
             const onPath = await frame.locator('path.edge.on-path').count();
             assert.ok(onPath >= 5, `${onPath} edges on the path to the selected leaf`);
             // Live: an append grows the picture.
@@ -380,6 +398,8 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const header = page.locator('.pane-header[aria-label^="Sessions Section"]').first();
             if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
             await row(/pi-v1-large-session\.jsonl/).waitFor();
+            const expanded = row(new RegExp(`^${V3.name}`));
+            await expand(expanded);
             const missing = path.join(host.tmp, 'no-such-dir', 'sessiond');
             await setSetting('sessiond.path', missing);
             // The message names the program and the setting; the view shows its welcome text.
@@ -399,6 +419,12 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await waitForToast(/the settings changed; the daemon was restarted/);
             await row(new RegExp(`^(${V3.name}|${V3.file.replace('.', '\\.')})`)).waitFor();
             await row(/^pi-v1-large-session\.jsonl/).waitFor();
+            // The error goes by itself, and the session expanded before stays expanded.
+            await page.locator('.notification-toast', { hasText: /setting sessiond\.path/ }).waitFor({ state: 'detached' });
+            await runCommand(page, 'Notifications: Show Notifications');
+            assert.equal(await page.locator('.notifications-center .notification-list-item', { hasText: /setting sessiond\.path/ }).count(), 0, 'the old error is gone');
+            await page.keyboard.press('Escape');
+            await page.waitForFunction((el) => el.getAttribute('aria-expanded') === 'true', await row(new RegExp(`^${V3.name}`)).elementHandle(), { timeout: WAIT_MS });
         }));
 
     it('"Search Sessions…" finds entries as the user types and opens the chosen hit at its entry', () =>
@@ -453,7 +479,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const project = row(/^project work, 1 session$/);
             await expand(project);
             // A transcript is named by a uuid: its row shows its first prompt, Claude's usage as tokens.
-            await expand(row(new RegExp(`^${CLAUDE.firstPrompt}, \\d+ KiB · ~129 tokens · /tmp/corpus-final/work`)));
+            await expand(row(new RegExp(`^${CLAUDE.firstPrompt}, 62 entries · ~129 tokens · [^/]+/compacted\\.jsonl`)));
             // Opened: the row counts its entries.
             const session = row(new RegExp(`^${CLAUDE.firstPrompt}, 62 entries · ~129 tokens`));
             await session.waitFor();
@@ -481,8 +507,10 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             assert.match(text, new RegExp(`- messages: ${cli.messages.length}`));
             // Explain on the first boundary.
             await contextMenu(row(/^ae800328/), 'Explain: Is This Entry in the Context?');
-            const toast = await waitForToast(/Line 60/);
-            assert.match(toast, new RegExp(`Line 60 \\(system ae800328-172e-4b1c-a40d-ccf52c5420db\\) at leaf ${CLAUDE.resumeLeaf}: before compact boundary 6b9b1c20`));
+            await page.getByRole('tab', { name: /compacted ae800328@ec228510\.md/ }).waitFor();
+            const explained = page.locator('.editor-instance .view-lines', { hasText: 'Line 60' }).first();
+            await explained.waitFor();
+            assert.match(await editorText(explained), new RegExp(`Line 60 \\(system ae800328-172e-4b1c-a40d-ccf52c5420db\\) at leaf ${CLAUDE.resumeLeaf}: before compact boundary 6b9b1c20`));
             await shot(page.locator('.part.sidebar'), 'readme-claude-sessions');
             // The graph: every line of the tree, the context at the resume leaf highlighted.
             await runCommand(page, 'Notifications: Clear All Notifications');
@@ -498,7 +526,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             // The second /compact's audit beside the picture while its boundary has the focus.
             await frame.getByRole('button', { name: /^system ae800328-172e-4b1c-a40d-ccf52c5420db; .*audit: kept 1 of 1 fact, lost 0/ }).waitFor();
             await frame.getByRole('button', { name: /^system 6b9b1c20-9e05-4138-a222-b80f484495b0; .*audit: kept 0 of 1 fact, lost 1/ }).focus();
-            const pane = frame.locator('#audit');
+            const pane = frame.locator('#details');
             await pane.filter({ hasText: 'kept 0 of 1 fact, lost 1; summarizes 16 entries 70883128…b7c03308, keeps from d49e5e29' }).waitFor();
             await pane.locator('button.lost', { hasText: 'last request: Run a command again ← 4bfd3501-c751-4bc1-bd0e-cff21c912309' }).waitFor();
             await shot(page.locator('iframe.webview.ready').last(), 'readme-claude-graph');
@@ -607,12 +635,64 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await frame.locator('#status', { hasText: /entries in context at/ }).waitFor();
             const node = frame.getByRole('button', { name: /^compaction 4909db93;.*audit: kept 0 of 46 facts, lost 46/ });
             await node.focus();
-            const pane = frame.locator('#audit');
+            const pane = frame.locator('#details');
             await pane.filter({ hasText: 'kept 0 of 46 facts, lost 46; summarizes 338 entries 00247798…12bbdff5, keeps from 521cf246' }).waitFor();
             assert.equal(await pane.locator('button.lost').count(), 46);
             await shot(page.locator('iframe.webview.ready').last(), 'readme-graph-audit');
             const read = cli.audit.probes[0];
             await pane.getByRole('button', { name: `lost read file ${read.text}, from entry ${read.entryId}` }).click();
-            await page.getByRole('treeitem', { name: new RegExp(`${read.entryId}.*active leaf`) }).first().waitFor();
+            // Its row selected and its context beside the graph; the active leaf stays.
+            await page.getByRole('treeitem', { name: new RegExp(read.entryId), selected: true }).first().waitFor();
+            await page.getByRole('tab', { name: new RegExp(`@${read.entryId}\\.md`) }).waitFor();
+        }));
+
+    it('the graphs of the shipped sessions fit their panel at two sizes, tell the v1 compaction as the daemon does, and open folds one level', () =>
+        timed('15-graph-shots', async () => {
+            const docs = new URL('../docs/', import.meta.url).pathname;
+            const before = page.viewportSize();
+            const sizes = [
+                [1600, 1000],
+                [1100, 720],
+            ];
+            const shoot = async (name) => {
+                for (const [w, h] of sizes) {
+                    await page.setViewportSize({ width: w, height: h });
+                    // The webview fits itself again after the resize (ResizeObserver).
+                    await page.waitForTimeout(800);
+                    const file = await shot(page.locator('iframe.webview.ready').last(), `graph-${name}-${w}`);
+                    fs.copyFileSync(file, path.join(docs, `graph-${name}-${w}.png`));
+                }
+            };
+            const open = async (rowName) => {
+                await runCommand(page, 'Notifications: Clear All Notifications');
+                await runCommand(page, 'View: Close All Editors');
+                await contextMenu(row(rowName), 'Show Branch Graph');
+                const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
+                await frame.locator('#status', { hasText: /entries in context at/ }).waitFor();
+                return frame;
+            };
+            try {
+                // 1,002 entries, version 1: the compaction's range and kept start as `sessiond graph` says them.
+                let frame = await open(/^pi-v1-before-compaction\.jsonl/);
+                await frame.getByRole('button', { name: /compaction 00000168.*compaction summarizing 292 entries 00000002…00000125, kept from 00000126/ }).waitFor();
+                await frame.getByRole('button', { name: /^user 00000126.*kept from here by compaction 00000168/ }).waitFor();
+                await shoot('pi-v1-before-compaction');
+                // 1,018 entries in one line: a fold and the leaf; a click opens the fold one level,
+                // its user turns as landmarks.
+                frame = await open(/^pi-v1-large-session\.jsonl/);
+                assert.equal(await frame.locator('g.node').count(), 2);
+                await shoot('pi-v1-large-session');
+                await frame.locator('g.node.fold').first().click();
+                await frame.locator('g.node.opened').first().waitFor();
+                const users = await frame.locator('g.node.type-message:not(.fold)').count();
+                assert.ok(users >= 20, `${users} user turns drawn after one click`);
+                await shoot('pi-v1-large-session-opened');
+                // The branched session.
+                frame = await open(new RegExp(`^${V3.name}`));
+                await frame.locator('g.node.branch-point').first().waitFor();
+                await shoot('pi-v3-branched');
+            } finally {
+                if (before) await page.setViewportSize(before);
+            }
         }));
 });

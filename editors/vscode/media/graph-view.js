@@ -1,9 +1,12 @@
 // The branch graph webview: draws the laid-out graph (src/graph.ts, posted by the extension) as
-// SVG themed with VS Code's colours; pan (drag, arrow keys with Shift), zoom (wheel, +/-, 0 to
-// fit); every node is focusable (Tab, or arrow keys along the tree) and Enter or a click selects
-// its entry in the Sessions view and shows its context there. A summary with an audit (a
-// compaction, a branch summary, a compact boundary) shows it beside the picture while focused:
-// what it kept and lost, each fact a button that selects the entry it came from.
+// SVG themed with VS Code's colours. It fits the panel when it opens and again when the panel is
+// resized (until the user pans or zooms; Fit or 0 fits again); pan by dragging or Shift+arrows,
+// zoom with the wheel or +/-. Every node is focusable (Tab, or the arrow keys along the tree);
+// a click or Enter chooses it: what it is, in full, beside the picture, with its actions (the
+// context at it, its row in the Sessions view, making it the active leaf: only that moves the
+// leaf). A click on a fold opens it one level (its user messages as landmarks), again closes it.
+// A summary's audit is listed beside the picture while it is chosen or focused, each fact a
+// button that shows the entry it came from.
 // @ts-check
 (function () {
     // eslint-disable-next-line no-undef
@@ -11,16 +14,21 @@
     const svgNs = 'http://www.w3.org/2000/svg';
     const svg = /** @type {SVGSVGElement} */ (document.getElementById('graph'));
     const status = /** @type {HTMLElement} */ (document.getElementById('status'));
-    const auditPane = /** @type {HTMLElement} */ (document.getElementById('audit'));
-    /** The summary whose audit the pane shows. */
-    let auditId;
-    const W = 190;
-    const H = 40;
+    const details = /** @type {HTMLElement} */ (document.getElementById('details'));
+    const W = 230;
+    const H = 50;
+    /** Below this zoom the text cannot be read: opening and resizing never go lower. */
+    const READABLE = 0.6;
     let view = { x: 0, y: 0, k: 1 };
     /** @type {any} */
     let graph;
-    let focusedId = vscode.getState()?.focusedId;
-    let fitted = false;
+    const saved = vscode.getState() || {};
+    /** The chosen node's key (kept across redraws and reloads). */
+    let chosen = saved.chosen;
+    /** True until the user pans or zooms: a resize then fits again. */
+    let auto = true;
+    /** After a fold is opened or closed: keep that node where it was on screen. */
+    let anchor;
 
     function el(name, attrs, parent) {
         const e = document.createElementNS(svgNs, name);
@@ -34,13 +42,30 @@
         if (g) g.setAttribute('transform', `translate(${view.x} ${view.y}) scale(${view.k})`);
     }
 
-    function fit() {
-        if (!graph) return;
+    /** The zoom at which the whole graph fills the panel. */
+    function fitScale() {
         const r = svg.getBoundingClientRect();
         const w = graph.maxX - graph.minX + W + 40;
-        const h = graph.maxY + H + 40;
-        const k = Math.max(0.05, Math.min(1, r.width / w, r.height / h));
-        view = { k, x: (r.width - (graph.maxX + graph.minX) * k) / 2, y: 20 };
+        const h = graph.maxY + H + 60;
+        return { r, k: Math.min(2, r.width / w, r.height / h) };
+    }
+
+    /** The whole graph, filling the panel (centred). */
+    function fit() {
+        if (!graph) return;
+        const { r, k } = fitScale();
+        const kk = Math.max(0.02, k);
+        view = { k: kk, x: r.width / 2 - ((graph.maxX + graph.minX) / 2) * kk, y: Math.max(20, (r.height - (graph.maxY + H) * kk) / 2 + (H / 2) * kk) };
+        apply();
+    }
+
+    /** On opening and on resize: the whole graph when it can be read so, else readable around the active leaf. */
+    function autoView() {
+        if (!graph) return;
+        const { r, k } = fitScale();
+        if (k >= READABLE) return fit();
+        const focus = graph.nodes.find((n) => n.selectedLeaf) ?? graph.nodes.find((n) => n.defaultLeaf) ?? graph.nodes[0];
+        view = { k: READABLE, x: r.width / 2 - focus.x * READABLE, y: r.height / 2 - focus.y * READABLE };
         apply();
     }
 
@@ -54,197 +79,234 @@
         return chars.length > n ? `${chars.slice(0, n - 1).join('')}…` : chars.join('');
     }
 
+    /** The node in words (the same text as src/graph.ts describeNode, posted with it). */
     function describe(n) {
-        const parts = [n.kind === 'fold' ? `${n.ids.length} folded entries from ${n.id}` : `${n.title} ${n.id}`, n.preview];
-        if (n.label) parts.push(`label ${n.label}`);
-        if (n.name) parts.push(`names the session ${n.name}`);
-        if (n.summarizes) parts.push(`compaction summarizing ${n.summarizes.count} entries${n.summarizes.firstId ? ` ${n.summarizes.firstId} to ${n.summarizes.lastId}` : ''}, first kept ${n.summarizes.firstKeptEntryId ?? 'none'}`);
-        if (n.type === 'branch_summary') parts.push('branch summary');
-        if (n.audit) parts.push(`audit: ${n.audit.headline}`);
-        const compacted = (graph.logicalEdges ?? []).find((e) => e.to === n.id);
-        if (compacted) parts.push(`compacts the conversation at ${compacted.compacted}`);
-        if (n.branchPoint) parts.push('branch point');
-        if (n.selectedLeaf) parts.push('selected leaf');
-        if (n.defaultLeaf) parts.push('resume leaf');
-        else if (n.leaf) parts.push('leaf');
-        if (n.inContext) parts.push(n.kind === 'fold' ? `${n.inContext} in context` : 'in context');
-        return parts.filter(Boolean).join('; ');
+        return n.description || n.key;
+    }
+
+    function marksOf(n) {
+        const m = [];
+        if (n.selectedLeaf) m.push('◉ active leaf');
+        if (n.defaultLeaf) m.push('◀ resume leaf');
+        else if (n.leaf) m.push('◀ leaf');
+        if (n.keptBy) m.push(`▶ kept from here (${n.keptBy.map(shortId).join(', ')})`);
+        if (n.branchPoint) m.push('branches here');
+        return m.join(' ');
     }
 
     function draw() {
         svg.textContent = '';
         const world = el('g', { id: 'world' }, svg);
         const edges = el('g', { class: 'edges' }, world);
-        const pos = new Map(graph.nodes.map((n) => [n.id, n]));
-        for (const e of graph.edges) {
-            const a = pos.get(e.from);
-            const b = pos.get(e.to);
-            if (!a || !b) continue;
+        const pos = new Map(graph.nodes.map((n) => [n.key, n]));
+        const curve = (a, b, cls) => {
             const y1 = a.y + H / 2;
             const y2 = b.y - H / 2;
             const m = (y1 + y2) / 2;
-            el('path', { d: `M${a.x},${y1} C${a.x},${m} ${b.x},${m} ${b.x},${y2}`, class: `edge${e.onPath ? ' on-path' : ''}` }, edges);
+            return el('path', { d: `M${a.x},${y1} C${a.x},${m} ${b.x},${m} ${b.x},${y2}`, class: cls }, edges);
+        };
+        for (const e of graph.edges) {
+            const a = pos.get(e.from);
+            const b = pos.get(e.to);
+            if (a && b) curve(a, b, `edge${e.onPath ? ' on-path' : ''}`);
         }
-        // A compact boundary and the line it compacted (Claude Code): dashed, from the line's
-        // node down (or up) to the boundary that starts the next tree.
+        // A compact boundary and the line it compacted (Claude Code): dashed.
         for (const e of graph.logicalEdges ?? []) {
             const a = pos.get(e.from);
             const b = pos.get(e.to);
             if (!a || !b) continue;
-            const y1 = a.y + H / 2;
-            const y2 = b.y - H / 2;
-            const m = (y1 + y2) / 2;
-            const line = el('path', { d: `M${a.x},${y1} C${a.x},${m} ${b.x},${m} ${b.x},${y2}`, class: 'edge logical' }, edges);
-            el('title', {}, line).textContent = `${e.to} compacts the conversation at ${e.compacted}`;
+            el('title', {}, curve(a, b, 'edge logical')).textContent = `${e.to} compacts the conversation at ${e.compacted}`;
         }
         const nodes = el('g', { class: 'nodes' }, world);
         for (const n of graph.nodes) {
             const classes = ['node', n.kind, `type-${n.type}`];
             if (n.audit) classes.push('summary');
+            if (n.opened) classes.push('opened');
             if (n.inContext) classes.push('in-context');
             if (n.onPath) classes.push('on-path');
             if (n.selectedLeaf) classes.push('selected-leaf');
             if (n.defaultLeaf) classes.push('default-leaf');
             if (n.leaf) classes.push('leaf');
             if (n.branchPoint) classes.push('branch-point');
+            if (n.key === chosen) classes.push('chosen');
             const g = el('g', {
                 class: classes.join(' '),
                 transform: `translate(${n.x - W / 2} ${n.y - H / 2})`,
                 tabindex: 0,
                 role: 'button',
                 'aria-label': describe(n),
-                'data-id': n.id,
+                'aria-expanded': n.kind === 'fold' ? String(!!n.opened) : undefined,
+                'data-key': n.key,
             }, nodes);
+            if (n.kind !== 'fold') g.removeAttribute('aria-expanded');
             el('rect', { width: W, height: H, rx: n.kind === 'fold' ? 14 : 4 }, g);
-            const title = el('text', { x: 8, y: 15, class: 'title' }, g);
-            const marks = [];
-            if (n.selectedLeaf) marks.push('◉');
-            if (n.defaultLeaf) marks.push('◀ default');
-            else if (n.leaf) marks.push('◀ leaf');
-            title.textContent = short(`${n.kind === 'fold' ? '┆ ' : ''}${n.title}${n.kind === 'entry' ? ` ${shortId(n.id)}` : ''} ${marks.join(' ')}`, 30);
-            const sub = el('text', { x: 8, y: 31, class: 'preview' }, g);
+            if (n.keptBy) el('rect', { class: 'kept-bar', x: 0, y: 0, width: 5, height: H }, g);
+            const title = el('text', { x: 9, y: 14, class: 'title' }, g);
+            title.textContent =
+                n.kind === 'fold'
+                    ? short(`┆ ${n.count} entries ${n.opened ? '▾' : '▸'} ${n.title}`, 36)
+                    : short(`${n.title} ${shortId(n.id)}`, 36);
+            const sub = el('text', { x: 9, y: 29, class: 'preview' }, g);
             let text = n.preview;
-            if (n.summarizes) text = `summarizes ${n.summarizes.count} (${n.summarizes.firstId ?? '–'}…${n.summarizes.lastId ?? '–'})`;
+            if (n.kind === 'fold') text = `${shortId(n.id)}…${shortId(n.lastId)}${n.inContext ? ' · in context' : n.onPath ? ' · on path' : ''}`;
             if (n.name) text = `name: ${n.name}`;
-            if (n.audit) text = `lost ${n.audit.lost} of ${n.audit.kept + n.audit.lost} · ${text}`;
-            sub.textContent = short(text, 32);
+            sub.textContent = short(text, 38);
+            const third = el('text', { x: 9, y: 44, class: 'marks' }, g);
+            const marks = marksOf(n);
+            third.textContent = short(n.audit ? `audit: lost ${n.audit.lost} of ${n.audit.kept + n.audit.lost}${marks ? ` · ${marks}` : ''}` : marks, 38);
             if (n.label) {
                 const tag = el('text', { x: W - 4, y: -4, class: 'label', 'text-anchor': 'end' }, g);
-                tag.textContent = `[${short(n.label, 24)}]`;
+                tag.textContent = `[${short(n.label, 30)}]`;
             }
-            const tip = el('title', {}, g);
-            tip.textContent = describe(n);
+            el('title', {}, g).textContent = describe(n);
         }
         apply();
-        status.textContent = `${graph.name ? `${graph.name} · ` : ''}${graph.entryCount} entries · ${graph.leafCount} leaves · ${graph.nodes.length} nodes drawn · ${graph.nodes.reduce((s, n) => s + n.inContext, 0)} entries in context at ${graph.selectedLeafId ?? '(none)'}`;
-        if (focusedId) {
-            const f = svg.querySelector(`[data-id="${focusedId}"]`);
-            if (f instanceof SVGElement) f.focus({ preventScroll: true });
-        }
-        showAudit(auditId);
+        const drawn = graph.nodes.filter((n) => !n.opened).length;
+        status.textContent = `${graph.name ? `${graph.name} · ` : ''}${graph.entryCount} entries · ${graph.leafCount} leaves · ${drawn} nodes drawn · ${graph.contextCount} entries in context at ${graph.selectedLeafId ?? '(none)'}`;
+        showDetails();
     }
 
-    /** Shows the audit of the summary `id` beside the picture (hidden when it has none). */
-    function showAudit(id) {
-        const n = id && graph.nodes.find((x) => x.id === id);
-        if (!n || !n.audit) {
-            if (id === undefined) auditPane.hidden = true;
+    function button(text, cls, onClick, label) {
+        const b = document.createElement('button');
+        b.textContent = text;
+        if (cls) b.className = cls;
+        if (label) b.setAttribute('aria-label', label);
+        b.addEventListener('click', onClick);
+        return b;
+    }
+
+    /** The chosen node beside the picture: all it is, its actions, its audit. */
+    function showDetails() {
+        const n = chosen && graph.nodes.find((x) => x.key === chosen);
+        if (!n) {
+            details.hidden = true;
             return;
         }
-        auditId = id;
-        const a = n.audit;
-        auditPane.textContent = '';
+        const opening = details.hidden;
+        details.textContent = '';
         const h = document.createElement('h2');
-        h.textContent = `Audit of ${n.title} ${shortId(n.id)}`;
+        h.textContent = n.kind === 'fold' ? `${n.count} entries, ${shortId(n.id)} to ${shortId(n.lastId)}` : `${n.title} ${shortId(n.id)}`;
         const p = document.createElement('p');
-        p.textContent = [a.headline, a.source].filter(Boolean).join('; ');
-        auditPane.append(h, p);
-        const list = document.createElement('ul');
-        for (const probe of a.probes) {
-            const li = document.createElement('li');
-            const b = document.createElement('button');
-            b.className = probe.status;
-            b.textContent = `${probe.status === 'lost' ? '✗ lost' : '✓ kept'} ${probe.kind}: ${probe.text}${probe.entryId ? ` ← ${probe.entryId}` : ''}`;
-            if (probe.entryId) {
-                b.setAttribute('aria-label', `${probe.status} ${probe.kind} ${probe.text}, from entry ${probe.entryId}`);
-                b.addEventListener('click', () => vscode.postMessage({ type: 'select', id: probe.entryId }));
-            } else {
-                b.disabled = true;
-            }
-            li.append(b);
-            list.append(li);
+        p.textContent = describe(n);
+        details.append(h, p);
+        if (n.preview && n.kind === 'entry') {
+            const pre = document.createElement('p');
+            pre.className = 'muted';
+            pre.textContent = n.preview;
+            details.append(pre);
         }
-        auditPane.append(list);
-        const opening = auditPane.hidden;
-        auditPane.hidden = false;
-        // The pane takes width from the picture: fit it again the first time the pane opens.
-        if (opening) fit();
+        const actions = document.createElement('div');
+        actions.className = 'actions';
+        if (n.kind === 'fold') {
+            actions.append(button(n.opened ? 'Close' : 'Open one level', '', () => toggle(n)));
+        } else {
+            actions.append(button('Show Context Here', '', () => vscode.postMessage({ type: 'context', id: n.id }), `Show the context at ${n.id} beside the graph`));
+            actions.append(button('Show in Sessions View', 'secondary', () => vscode.postMessage({ type: 'reveal', id: n.id })));
+            if (!n.selectedLeaf) actions.append(button('Make Active Leaf', 'secondary', () => vscode.postMessage({ type: 'leaf', id: n.id }), `Make ${n.id} the active leaf`));
+        }
+        details.append(actions);
+        if (n.audit) {
+            const a = n.audit;
+            const ah = document.createElement('h2');
+            ah.textContent = `Audit of ${n.title} ${shortId(n.id)}`;
+            const ap = document.createElement('p');
+            ap.className = 'muted';
+            ap.textContent = [a.headline, a.source].filter(Boolean).join('; ');
+            details.append(ah, ap);
+            const list = document.createElement('ul');
+            for (const probe of a.probes) {
+                const li = document.createElement('li');
+                const b = button(`${probe.status === 'lost' ? '✗ lost' : '✓ kept'} ${probe.kind}: ${probe.text}${probe.entryId ? ` ← ${probe.entryId}` : ''}`, probe.status, () => {
+                    vscode.postMessage({ type: 'reveal', id: probe.entryId });
+                    vscode.postMessage({ type: 'context', id: probe.entryId });
+                });
+                if (probe.entryId) b.setAttribute('aria-label', `${probe.status} ${probe.kind} ${probe.text}, from entry ${probe.entryId}`);
+                else b.disabled = true;
+                li.append(b);
+                list.append(li);
+            }
+            details.append(list);
+        }
+        details.hidden = false;
+        // The pane takes width from the picture.
+        if (opening && auto) autoView();
     }
 
-    function select(id) {
-        focusedId = id;
-        vscode.setState({ focusedId });
-        vscode.postMessage({ type: 'select', id });
+    function choose(key) {
+        chosen = key;
+        vscode.setState({ chosen });
+        for (const g of svg.querySelectorAll('.node')) g.classList.toggle('chosen', g.getAttribute('data-key') === key);
+        showDetails();
+    }
+
+    function toggle(n) {
+        const r = svg.getBoundingClientRect();
+        anchor = { key: n.key, sx: n.x * view.k + view.x, sy: n.y * view.k + view.y, w: r.width };
+        auto = false;
+        vscode.postMessage({ type: 'toggle', key: n.key });
     }
 
     /** Moves focus along the tree: up to the parent, down to the first child, left/right to siblings. */
-    function move(fromId, key) {
-        const n = graph.nodes.find((x) => x.id === fromId);
-        if (!n) return;
-        const parent = graph.edges.find((e) => e.to === fromId)?.from;
-        const children = graph.edges.filter((e) => e.from === fromId).map((e) => e.to);
+    function move(fromKey, key) {
+        const parent = graph.edges.find((e) => e.to === fromKey)?.from;
+        const children = graph.edges.filter((e) => e.from === fromKey).map((e) => e.to);
         const siblings = graph.edges.filter((e) => e.from === parent).map((e) => e.to);
         let target;
         if (key === 'ArrowUp') target = parent;
         if (key === 'ArrowDown') target = children[0];
-        if (key === 'ArrowLeft' || key === 'ArrowRight') {
-            const i = siblings.indexOf(fromId);
-            target = siblings[i + (key === 'ArrowLeft' ? -1 : 1)];
-        }
+        if (key === 'ArrowLeft' || key === 'ArrowRight') target = siblings[siblings.indexOf(fromKey) + (key === 'ArrowLeft' ? -1 : 1)];
         if (!target) return;
-        const t = svg.querySelector(`[data-id="${target}"]`);
-        if (t instanceof SVGElement) {
-            focusedId = target;
-            vscode.setState({ focusedId });
-            t.focus();
-            const m = graph.nodes.find((x) => x.id === target);
-            const r = svg.getBoundingClientRect();
-            const sx = m.x * view.k + view.x;
-            const sy = m.y * view.k + view.y;
-            if (sx < 40 || sx > r.width - 40 || sy < 40 || sy > r.height - 40) {
-                view.x = r.width / 2 - m.x * view.k;
-                view.y = r.height / 2 - m.y * view.k;
-                apply();
-            }
+        const t = svg.querySelector(`[data-key="${CSS.escape(target)}"]`);
+        if (!(t instanceof SVGElement)) return;
+        t.focus();
+        const m = graph.nodes.find((x) => x.key === target);
+        const r = svg.getBoundingClientRect();
+        const sx = m.x * view.k + view.x;
+        const sy = m.y * view.k + view.y;
+        if (sx < 40 || sx > r.width - 40 || sy < 40 || sy > r.height - 40) {
+            view.x = r.width / 2 - m.x * view.k;
+            view.y = r.height / 2 - m.y * view.k;
+            apply();
         }
     }
 
-    svg.addEventListener('focusin', (ev) => {
-        const g = /** @type {Element} */ (ev.target).closest('.node');
-        const id = g?.getAttribute('data-id');
-        const n = id && graph?.nodes.find((x) => x.id === id);
-        if (n && n.audit) showAudit(id);
-    });
+    const nodeOf = (ev) => /** @type {Element} */ (ev.target).closest('.node');
+    const byKey = (k) => graph?.nodes.find((x) => x.key === k);
     svg.addEventListener('click', (ev) => {
-        const g = /** @type {Element} */ (ev.target).closest('.node');
-        if (g) select(g.getAttribute('data-id'));
+        const g = nodeOf(ev);
+        if (!g) return;
+        const n = byKey(g.getAttribute('data-key'));
+        if (!n) return;
+        choose(n.key);
+        if (n.kind === 'fold') toggle(n);
     });
     svg.addEventListener('keydown', (ev) => {
-        const g = /** @type {Element} */ (ev.target).closest('.node');
-        if (g && (ev.key === 'Enter' || ev.key === ' ')) {
+        const g = nodeOf(ev);
+        const n = g && byKey(g.getAttribute('data-key'));
+        if (n && (ev.key === 'Enter' || ev.key === ' ')) {
             ev.preventDefault();
-            select(g.getAttribute('data-id'));
-        } else if (g && !ev.shiftKey && ev.key.startsWith('Arrow')) {
+            choose(n.key);
+            if (n.kind === 'fold') toggle(n);
+        } else if (n && !ev.shiftKey && ev.key.startsWith('Arrow')) {
             ev.preventDefault();
-            move(g.getAttribute('data-id'), ev.key);
+            move(n.key, ev.key);
         }
     });
+    svg.addEventListener('focusin', (ev) => {
+        const g = nodeOf(ev);
+        const n = g && byKey(g.getAttribute('data-key'));
+        if (n && n.audit && n.key !== chosen) choose(n.key);
+    });
     document.addEventListener('keydown', (ev) => {
+        if (/** @type {Element} */ (ev.target).closest?.('#details')) return;
         const step = 60;
         if (ev.key === '+' || ev.key === '=') zoom(1.25);
         else if (ev.key === '-') zoom(0.8);
-        else if (ev.key === '0') fit();
-        else if (ev.shiftKey && ev.key.startsWith('Arrow')) {
+        else if (ev.key === '0') {
+            auto = true;
+            fit();
+        } else if (ev.shiftKey && ev.key.startsWith('Arrow')) {
+            auto = false;
             if (ev.key === 'ArrowLeft') view.x += step;
             if (ev.key === 'ArrowRight') view.x -= step;
             if (ev.key === 'ArrowUp') view.y += step;
@@ -254,6 +316,7 @@
         ev.preventDefault();
     });
     function zoom(f, cx, cy) {
+        auto = false;
         const r = svg.getBoundingClientRect();
         const x = cx ?? r.width / 2;
         const y = cy ?? r.height / 2;
@@ -263,19 +326,24 @@
         view.k = k;
         apply();
     }
-    svg.addEventListener('wheel', (ev) => {
-        ev.preventDefault();
-        const r = svg.getBoundingClientRect();
-        zoom(ev.deltaY < 0 ? 1.15 : 1 / 1.15, ev.clientX - r.left, ev.clientY - r.top);
-    }, { passive: false });
+    svg.addEventListener(
+        'wheel',
+        (ev) => {
+            ev.preventDefault();
+            const r = svg.getBoundingClientRect();
+            zoom(ev.deltaY < 0 ? 1.15 : 1 / 1.15, ev.clientX - r.left, ev.clientY - r.top);
+        },
+        { passive: false },
+    );
     let drag;
     svg.addEventListener('pointerdown', (ev) => {
-        if (/** @type {Element} */ (ev.target).closest('.node')) return;
+        if (nodeOf(ev)) return;
         drag = { x: ev.clientX - view.x, y: ev.clientY - view.y };
         svg.setPointerCapture(ev.pointerId);
     });
     svg.addEventListener('pointermove', (ev) => {
         if (!drag) return;
+        auto = false;
         view.x = ev.clientX - drag.x;
         view.y = ev.clientY - drag.y;
         apply();
@@ -283,20 +351,35 @@
     svg.addEventListener('pointerup', () => {
         drag = undefined;
     });
-    for (const [id, f] of [['zoom-in', () => zoom(1.25)], ['zoom-out', () => zoom(0.8)], ['fit', fit]]) {
-        document.getElementById(id)?.addEventListener('click', f);
-    }
+    document.getElementById('zoom-in')?.addEventListener('click', () => zoom(1.25));
+    document.getElementById('zoom-out')?.addEventListener('click', () => zoom(0.8));
+    document.getElementById('fit')?.addEventListener('click', () => {
+        auto = true;
+        fit();
+    });
+    new ResizeObserver(() => {
+        if (graph && auto) autoView();
+    }).observe(svg);
 
+    let drawnOnce = false;
     window.addEventListener('message', (ev) => {
         const msg = ev.data;
-        if (msg.type === 'graph') {
-            graph = msg.graph;
-            draw();
-            if (!fitted) {
-                fit();
-                fitted = true;
+        if (msg.type !== 'graph') return;
+        graph = msg.graph;
+        draw();
+        if (anchor) {
+            // The fold just opened or closed stays where it was; what it holds hangs below it.
+            const n = byKey(anchor.key);
+            if (n) {
+                view.x = anchor.sx - n.x * view.k;
+                view.y = anchor.sy - n.y * view.k;
+                apply();
             }
+            anchor = undefined;
+        } else if (!drawnOnce || auto) {
+            autoView();
         }
+        drawnOnce = true;
     });
     vscode.postMessage({ type: 'ready' });
 })();

@@ -22,6 +22,7 @@ import {
     CompareBranchesResult,
     ContextAtParams,
     ContextAtResult,
+    DidChangeListParams,
     DidChangeLiveModeParams,
     DidChangeParams,
     DidCorruptParams,
@@ -38,6 +39,8 @@ import {
     InitializeParams,
     InitializeResult,
     ForkResult,
+    GraphParams,
+    GraphResult,
     LabelParams,
     ListResult,
     Methods,
@@ -91,6 +94,7 @@ export class SessiondClient implements Disposable {
     private readonly fileMissingEmitter = new Emitter<FileMissingParams>();
     private readonly fileRestoredEmitter = new Emitter<FileRestoredParams>();
     private readonly didChangeLiveModeEmitter = new Emitter<DidChangeLiveModeParams>();
+    private readonly didChangeListEmitter = new Emitter<DidChangeListParams>();
     private readonly exitEmitter = new Emitter<ExitInfo>();
     private stderrTail = '';
     private exitInfo: ExitInfo | undefined;
@@ -109,6 +113,8 @@ export class SessiondClient implements Disposable {
     readonly onFileRestored: Event<FileRestoredParams> = this.fileRestoredEmitter.event;
     /** How the daemon follows an open session changed (`events`, `polling`, `requests`). */
     readonly onDidChangeLiveMode: Event<DidChangeLiveModeParams> = this.didChangeLiveModeEmitter.event;
+    /** Sessions under the listed roots appeared, changed or went away (after the first `session/list`). */
+    readonly onDidChangeList: Event<DidChangeListParams> = this.didChangeListEmitter.event;
     /** The daemon process ended (also after {@link stop}). */
     readonly onExit: Event<ExitInfo> = this.exitEmitter.event;
 
@@ -150,6 +156,7 @@ export class SessiondClient implements Disposable {
         connection.onNotification(Methods.fileMissing, (p: FileMissingParams) => this.fileMissingEmitter.fire(p));
         connection.onNotification(Methods.fileRestored, (p: FileRestoredParams) => this.fileRestoredEmitter.fire(p));
         connection.onNotification(Methods.didChangeLiveMode, (p: DidChangeLiveModeParams) => this.didChangeLiveModeEmitter.fire(p));
+        connection.onNotification(Methods.didChangeList, (p: DidChangeListParams) => this.didChangeListEmitter.fire(p));
         // A broken pipe after the daemon died is reported through onExit, not as a crash.
         connection.onError(() => undefined);
         process.stdin?.on('error', () => undefined);
@@ -275,6 +282,11 @@ export class SessiondClient implements Disposable {
     /** `session/compareBranches`: where two leaves' branches part, what each did, and how their contexts differ. */
     compareBranches(params: CompareBranchesParams): Promise<CompareBranchesResult> {
         return this.request(Methods.compareBranches, params);
+    }
+
+    /** `session/graph`: one page of the branch graph as the daemon draws it (folds, ranges, context). */
+    graph(params: GraphParams): Promise<GraphResult> {
+        return this.request(Methods.graph, params);
     }
 
     /** `session/search`: full-text hits across the sessions under the roots. */

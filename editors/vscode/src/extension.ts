@@ -11,7 +11,7 @@ import { ExitInfo, ResponseError, SessiondClient } from './client';
 import { GraphPanels } from './graph-panel';
 import { AGENT_TITLES, agentKey, AgentGroup, agentOf, groupSessions, ProjectGroup, projectKey, projectLabel, SessionRow } from './groups';
 import { loadAll, loadChildren, SessionModel, TreeStart, ViewItem } from './model';
-import { EntryId, isNothingToCompact, SearchHit, SessionSummary } from './protocol';
+import { EntryId, ExplainResult, isNothingToCompact, SearchHit, SessionSummary } from './protocol';
 import {
     auditHeadline,
     auditItems,
@@ -22,6 +22,8 @@ import {
     renderCompact,
     renderComparison,
     renderContext,
+    explainDecider,
+    explainMarkdown,
     renderExplain,
     renderRewind,
     retentionOf,
@@ -38,6 +40,7 @@ const TREE_PAGE_DEPTH = 10_000;
 const TREE_PAGE_LIMIT = 2_000;
 const CONTEXT_SCHEME = 'sessiond-context';
 const COMPARE_SCHEME = 'sessiond-compare';
+const EXPLAIN_SCHEME = 'sessiond-explain';
 
 /** A session row's tooltip: the path, then what `session/list` says of it (first user
  * message, counts, the context's tokens at the default leaf as its agent counts them,
@@ -92,6 +95,20 @@ export function sessionLabel(p: string, s: SessionRow, modelName?: string | null
     if (name) return name;
     if (agentOf(s) === 'claude-code' && s.firstMessage) return s.firstMessage;
     return path.basename(p);
+}
+
+/**
+ * A session row's description, the same whether the row is collapsed or expanded: its entries
+ * (the open session's count, else the listing's), the context's tokens at the resume leaf, its
+ * state (following, stopped), and where the file is (its folder and name), so that copies of
+ * one session tell themselves apart; the project row above already names the cwd.
+ */
+export function sessionDescription(p: string, s: SessionRow, now: { entryCount?: number; state?: string }): string {
+    const count = now.entryCount ?? s.entryCount;
+    const entries = count !== undefined ? `${count} ${count === 1 ? 'entry' : 'entries'}` : '';
+    const tokens = s.tokenEstimate != null ? `~${s.tokenEstimate} tokens` : '';
+    const where = `${path.basename(path.dirname(p))}/${path.basename(p)}`;
+    return [entries, tokens, now.state ?? '', where].filter(Boolean).join(' · ');
 }
 
 /** A `command:` link that reveals an entry in the Sessions view (for markdown tooltips). */
@@ -196,6 +213,13 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     readonly stopped = new Map<string, string>();
     /** Models whose session row was redrawn after they were opened. */
     private readonly drawnOpen = new WeakSet<SessionModel>();
+    /**
+     * The sessions the daemon listed, by path, kept fresh by `session/didChangeList`;
+     * `undefined` until listed (again, after Refresh or a new daemon).
+     */
+    private listed: Map<string, SessionSummary> | undefined;
+    /** Rows the user expanded: drawn expanded again after the view was emptied and refilled. */
+    readonly expanded = new Set<string>();
 
     constructor(private readonly daemon: Daemon) {}
 
@@ -219,6 +243,23 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
 
     refresh(n?: Node): void {
         this.changed.fire(n);
+    }
+
+    /** Lists the sessions again on the next redraw (Refresh, a new daemon). */
+    relist(): void {
+        this.listed = undefined;
+        this.refresh();
+    }
+
+    /**
+     * Applies `session/didChangeList`: new and changed rows replace theirs, removed ones go;
+     * the view redraws (a session's row shows its new size, entries and tokens).
+     */
+    applyListChange(changed: SessionSummary[], removed: string[]): void {
+        if (!this.listed) return;
+        for (const s of changed) this.listed.set(s.path, s);
+        for (const p of removed) this.listed.delete(p);
+        this.refresh();
     }
 
     /**
@@ -273,8 +314,14 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         try {
             if (!n) {
                 const all = new Map<string, SessionRow>();
-                for (const s of await listSessions(await this.daemon.get())) all.set(s.path, s);
+                if (!this.listed) {
+                    const fresh = new Map<string, SessionSummary>();
+                    for (const s of await listSessions(await this.daemon.get())) fresh.set(s.path, s);
+                    this.listed = fresh;
+                }
+                for (const [p, s] of this.listed) all.set(p, s);
                 for (const [p, s] of this.extra) if (!all.has(p)) all.set(p, s);
+                this.clearFailure();
                 return groupSessions([...all.values()]).map((g) => this.agentNode(g));
             }
             if (n.type === 'agent') return n.group.projects.map((g) => this.projectNode(g));
@@ -296,13 +343,39 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
             const items = await loadChildren(model, n.type === 'session' ? undefined : n.item, fetch);
             return items.map((item) => this.rowNode(n.path, item));
         } catch (err) {
-            const actions = n ? [] : ['Open Settings', 'Show Log'];
-            void vscode.window.showErrorMessage(`sessiond: ${errorText(err)}`, ...actions).then((a) => {
-                if (a === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', 'sessiond.');
-                if (a === 'Show Log') void vscode.commands.executeCommand('sessiond.showLog');
-            });
+            if (!n) {
+                this.showFailure(`sessiond: ${errorText(err)}`);
+            } else {
+                void vscode.window.showErrorMessage(`sessiond: ${errorText(err)}`);
+            }
             return [];
         }
+    }
+
+    /** The notification saying why the sessions cannot be listed, while it holds. */
+    private failure: { text: string; close: () => void } | undefined;
+
+    /**
+     * Says why the view is empty (the daemon cannot start: a wrong `sessiond.path`) in a
+     * notification that stays until the sessions are listed again, then goes by itself (the
+     * view's welcome text offers the settings and the log meanwhile).
+     */
+    private showFailure(text: string): void {
+        if (this.failure?.text === text) return;
+        this.failure?.close();
+        let close = () => undefined as void;
+        const done = new Promise<void>((resolve) => (close = resolve));
+        this.failure = { text, close };
+        void vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: text, cancellable: true }, (_progress, cancelled) => {
+            cancelled.onCancellationRequested(() => close());
+            return done;
+        });
+    }
+
+    /** The sessions are listed: the failure notification, if any, goes. */
+    private clearFailure(): void {
+        this.failure?.close();
+        this.failure = undefined;
     }
 
     getTreeItem(n: Node): vscode.TreeItem {
@@ -329,14 +402,12 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         if (n.type === 'session') {
             const model = this.models.get(n.path);
             const name = sessionLabel(n.path, n.summary, model?.name);
-            const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
+            const item = new vscode.TreeItem(name, this.expanded.has(n.key) ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.Collapsed);
             item.id = n.key;
-            const size = model ? `${model.entryCount} entries` : n.summary.size !== undefined ? `${Math.ceil(n.summary.size / 1024)} KiB` : '';
-            const follow = this.stopped.get(n.path) ?? (this.following.has(n.path) ? 'following' : '');
-            const tokens = n.summary.tokenEstimate != null ? `~${n.summary.tokenEstimate} tokens` : '';
-            item.description = [size, tokens, follow, n.summary.cwd ?? '']
-                .filter(Boolean)
-                .join(' · ');
+            item.description = sessionDescription(n.path, n.summary, {
+                entryCount: model && !model.stale ? model.entryCount : undefined,
+                state: this.stopped.get(n.path) ?? (this.following.has(n.path) ? 'following' : ''),
+            });
             item.tooltip = sessionTooltip(n.path, n.summary);
             item.contextValue = `session${this.following.has(n.path) ? '.following' : ''}${model?.appendable ? '.appendable' : ''}`;
             item.iconPath = new vscode.ThemeIcon('comment-discussion');
@@ -349,12 +420,12 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
         if (!model) return new vscode.TreeItem('…');
         const text = model.text(n.item);
         const state = model.expandable(n.item) ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None;
-        const item = new vscode.TreeItem(text.label, state);
+        const item = new vscode.TreeItem(text.label, state === vscode.TreeItemCollapsibleState.Collapsed && this.expanded.has(n.key) ? vscode.TreeItemCollapsibleState.Expanded : state);
         item.id = n.key;
         item.description = text.description;
         // VS Code resolves (resolveTreeItem) only a tooltip left undefined: a summary's is its audit.
-        const summary = (n.item.kind === 'entry' || n.item.kind === 'branch') && model.isSummary(n.item.id);
-        item.tooltip = summary ? undefined : text.tooltip;
+        // Left undefined on entries, so VS Code asks resolveTreeItem: the explanation (a summary: its audit).
+        item.tooltip = n.item.kind === 'entry' || n.item.kind === 'branch' ? undefined : text.tooltip;
         item.accessibilityInformation = { label: [text.label, text.description].filter(Boolean).join(', ') };
         if (n.item.kind === 'more') {
             item.contextValue = 'more';
@@ -385,13 +456,17 @@ class SessionsProvider implements vscode.TreeDataProvider<Node> {
     async resolveTreeItem(item: vscode.TreeItem, n: Node): Promise<vscode.TreeItem> {
         if (n.type !== 'row' || (n.item.kind !== 'entry' && n.item.kind !== 'branch')) return item;
         const model = this.models.get(n.path);
-        if (!model?.isSummary(n.item.id)) return item;
+        if (!model) return item;
         const plain = model.text(n.item).tooltip;
+        const summary = model.isSummary(n.item.id);
         try {
             const client = await this.daemon.get();
-            const e = await client.explain({ path: n.path, entryId: n.item.id });
+            const leafId = model.activeLeafId ?? undefined;
+            const e = await client.explain(summary || !leafId ? { path: n.path, entryId: n.item.id } : { path: n.path, entryId: n.item.id, leafId });
             const audit = auditOf(e);
-            const tip = new vscode.MarkdownString(audit ? auditTooltip(audit, (p) => (p.entryId ? revealLink(n.path, p.entryId) : undefined)) : renderExplain(e));
+            // Every entry's hover says whether it reaches the model at the active leaf and why,
+            // whole, with a link to the entry that decides it; a summary's says what it kept.
+            const tip = new vscode.MarkdownString(audit ? auditTooltip(audit, (p) => (p.entryId ? revealLink(n.path, p.entryId) : undefined)) : explainMarkdown(e, (id) => revealLink(n.path, id)));
             if (plain) tip.appendMarkdown(`\n\n---\n\n`).appendText(plain);
             tip.isTrusted = { enabledCommands: ['sessiond.revealEntry'] };
             item.tooltip = tip;
@@ -482,6 +557,43 @@ class CompareProvider implements vscode.TextDocumentContentProvider {
     }
 }
 
+/** Explanations (`sessiond-explain:/NAME ENTRY@LEAF.md`), whole, as the explain command got them. */
+class ExplainProvider implements vscode.TextDocumentContentProvider {
+    private readonly texts = new Map<string, string>();
+
+    add(sessionPath: string, explained: ExplainResult, model: SessionModel): vscode.Uri {
+        const e = explained as unknown as { entryId: string; leafId?: string | null; inContext?: boolean; contextEntry?: boolean; reason?: { kind?: string } | string };
+        const uri = vscode.Uri.from({
+            scheme: EXPLAIN_SCHEME,
+            path: `/${path.basename(sessionPath, '.jsonl')} ${shortId(e.entryId)}@${shortId(e.leafId ?? 'none')}.md`,
+            query: sessionPath,
+        });
+        const decider = explainDecider(explained);
+        const preview = (id: EntryId) => {
+            const n = model.node(id);
+            return n ? ` (${n.role ?? n.type}: ${n.preview})` : '';
+        };
+        const lines = [
+            `# ${shortId(e.entryId)} at leaf ${shortId(e.leafId ?? '(none)')}: ${e.inContext ? 'in the context' : 'not in the context'}`,
+            '',
+            renderExplain(explained),
+            '',
+            `* entry: ${e.entryId}${preview(e.entryId)}`,
+            `* leaf: ${e.leafId ?? '(none)'}`,
+            `* reaches the model: ${e.inContext ? 'yes' : 'no'}${e.contextEntry !== undefined ? `; a context entry: ${e.contextEntry ? 'yes' : 'no'}` : ''}`,
+            `* why: ${typeof e.reason === 'string' ? e.reason : e.reason?.kind ?? ''}`,
+            decider ? `* decided by: ${decider}${preview(decider)} — "Show ${shortId(decider)}" selects it in the Sessions view` : '',
+            '',
+        ];
+        this.texts.set(uri.toString(), lines.filter((l, i) => l !== '' || lines[i - 1] !== '').join('\n'));
+        return uri;
+    }
+
+    provideTextDocumentContent(uri: vscode.Uri): string {
+        return this.texts.get(uri.toString()) ?? '# Explanation unavailable\n\nRun "Explain" again.\n';
+    }
+}
+
 /** Sessions under every root the daemon reads (`session/list` answers for one root at a time). */
 async function listSessions(client: SessiondClient): Promise<SessionSummary[]> {
     const roots = client.roots;
@@ -516,6 +628,7 @@ export function activate(context: vscode.ExtensionContext): void {
     const sessions = new SessionsProvider(daemon);
     const previews = new ContextProvider(daemon, sessions);
     const comparisons = new CompareProvider();
+    const explanations = new ExplainProvider();
     const view = vscode.window.createTreeView('sessiond.sessions', { treeDataProvider: sessions, showCollapseAll: true });
     context.subscriptions.push(
         log,
@@ -523,16 +636,32 @@ export function activate(context: vscode.ExtensionContext): void {
         view,
         vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, previews),
         vscode.workspace.registerTextDocumentContentProvider(COMPARE_SCHEME, comparisons),
+        vscode.workspace.registerTextDocumentContentProvider(EXPLAIN_SCHEME, explanations),
     );
     const graphs = new GraphPanels(
         vscode.Uri.joinPath(context.extensionUri, 'media'),
         {
             load: async (p) => ({ model: await sessions.model(p), client: await daemon.get() }),
-            select: (p, id) => showEntry(p, id, false),
+            reveal: async (p, id) => void (await revealEntry(p, id, false)),
+            showContext: async (p, id, column) => {
+                const doc = await vscode.workspace.openTextDocument(ContextProvider.uri(p, id, false));
+                await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: column });
+            },
+            setLeaf: async (p, id) => {
+                const model = await sessions.model(p);
+                model.setActiveLeaf(id);
+                sessions.refresh(sessions.sessionNode(p));
+                graphs.refresh(p);
+                await revealEntry(p, id, false);
+            },
         },
         log,
     );
     context.subscriptions.push(graphs);
+    context.subscriptions.push(
+        view.onDidExpandElement((e) => sessions.expanded.add(e.element.key)),
+        view.onDidCollapseElement((e) => sessions.expanded.delete(e.element.key)),
+    );
 
     daemon.onStart((client) => {
         client.onDidChange(async (change) => {
@@ -581,6 +710,9 @@ export function activate(context: vscode.ExtensionContext): void {
         client.onFileRestored((p) => {
             log.appendLine(`${p.path}: file is back`);
         });
+        client.onDidChangeList((p) => {
+            sessions.applyListChange(p.changed, p.removed);
+        });
         client.onDidChangeLiveMode((p) => {
             log.appendLine(`${p.path}: followed by ${p.liveMode}`);
             if (p.liveMode !== 'events') {
@@ -595,12 +727,18 @@ export function activate(context: vscode.ExtensionContext): void {
      * fact of an audit or a link in a tooltip jumps to.
      */
     async function showEntry(p: string, id: EntryId, focus: boolean): Promise<void> {
+        const node = await revealEntry(p, id, focus);
+        await vscode.commands.executeCommand('sessiond.showContext', node);
+    }
+
+    /** Selects an entry's row in the Sessions view (the whole tree loaded first); the active leaf stays. */
+    async function revealEntry(p: string, id: EntryId, focus: boolean): Promise<Node> {
         const model = await sessions.model(p);
         const client = await daemon.get();
         await loadAll(model, (start) => client.tree({ path: model.path, depth: TREE_PAGE_DEPTH, limit: TREE_PAGE_LIMIT, ...start }));
         const node = sessions.rowNode(model.path, { kind: 'entry', id });
         await view.reveal(node, { select: true, focus, expand: false }).then(undefined, (err) => log.appendLine(`reveal ${id}: ${errorText(err)}`));
-        await vscode.commands.executeCommand('sessiond.showContext', node);
+        return node;
     }
 
     /** Shows the leaf's row, expanding its branches, so a followed session shows its new end. */
@@ -648,7 +786,7 @@ export function activate(context: vscode.ExtensionContext): void {
         const why =
             model.format === 'claude-code'
                 ? `a Claude Code transcript takes no ${what.replace(/^an? /, '')}: sessiond reads it and never writes to it; "Fork Session Here…" makes a new session to continue`
-                : `${path.basename(model.path)} is a version-${model.version ?? '?'} file: sessiond appends ${what} to version-3 files only; fork it first`;
+                : `${path.basename(model.path)} is a version-${model.version ?? '?'} session file and sessiond writes ${what} to version-3 files only: fork it to a version-3 file first ("Fork Session Here…")`;
         void vscode.window.showInformationMessage(`sessiond: ${why}`);
         return true;
     }
@@ -664,7 +802,7 @@ export function activate(context: vscode.ExtensionContext): void {
             }),
         );
 
-    command('sessiond.refresh', async () => sessions.refresh());
+    command('sessiond.refresh', async () => sessions.relist());
     command('sessiond.showGraph', async (n) => {
         const t = target(n);
         if (!t) return;
@@ -675,7 +813,7 @@ export function activate(context: vscode.ExtensionContext): void {
     /** After a new daemon: every model re-opens on next use, the view and every preview re-read. */
     function reopenAll(): void {
         for (const m of sessions.models.values()) m.reset();
-        sessions.refresh();
+        sessions.relist();
         for (const p of sessions.models.keys()) {
             previews.refresh(p, false);
             graphs.refresh(p);
@@ -802,7 +940,17 @@ export function activate(context: vscode.ExtensionContext): void {
         const client = await daemon.get();
         const leafId = model.activeLeafId ?? undefined;
         const e = await client.explain(leafId ? { path: t.path, entryId: t.entryId, leafId } : { path: t.path, entryId: t.entryId });
-        void vscode.window.showInformationMessage(renderExplain(e));
+        // Whole, where it can be read: a document beside the view (never a cut toast), with the
+        // entry that decides it one action away.
+        const uri = explanations.add(t.path, e, model);
+        const doc = await vscode.workspace.openTextDocument(uri);
+        await vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: previewColumn() });
+        const decider = explainDecider(e);
+        if (decider) {
+            const show = `Show ${shortId(decider)}`;
+            const choice = await vscode.window.showInformationMessage(`sessiond: ${shortId(t.entryId)} is ${e.inContext ? '' : 'not '}in the context at ${shortId(String(e.leafId ?? ''))}; ${shortId(decider)} decides it`, show);
+            if (choice === show) await revealEntry(t.path, decider, true);
+        }
     });
 
     context.subscriptions.push(
@@ -904,7 +1052,10 @@ export function activate(context: vscode.ExtensionContext): void {
         if (!position) return;
         const client = await daemon.get();
         const forked = await client.fork({ path: t.path, entryId: t.entryId, position: position.value });
+        // Listed at once with what the daemon reads of it (its format, its project), not only
+        // when the list change arrives.
         sessions.addSession(forked.path);
+        sessions.relist();
         const choice = await vscode.window.showInformationMessage(`sessiond: forked into ${forked.path}`, 'Show Context');
         if (choice) await vscode.commands.executeCommand('sessiond.showContext', sessions.sessionNode(forked.path));
     });

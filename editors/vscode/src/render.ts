@@ -11,6 +11,7 @@ import {
     ContextDifference,
     ContextMessage,
     Diagnostic,
+    EntryId,
     ExplainResult,
     isNothingToCompact,
     PiContextAt,
@@ -283,6 +284,35 @@ function cut(s: string): string {
 export function renderExplain(e: ExplainResult): string {
     const text = e.text.charAt(0).toUpperCase() + e.text.slice(1);
     return text.endsWith('.') ? text : `${text}.`;
+}
+
+/**
+ * The entry that decides an explanation, when its reason names one: the compaction that
+ * summarizes the entry (or supersedes it), the edit that replaced or omitted it, the entry
+ * where its branch leaves the leaf's path.
+ */
+export function explainDecider(e: ExplainResult): EntryId | undefined {
+    const r = e.reason as Record<string, unknown>;
+    for (const k of ['compactionId', 'byCompactionId', 'editId', 'divergesAt', 'branchEntryId']) {
+        if (typeof r[k] === 'string' && r[k] !== e.entryId) return r[k] as string;
+    }
+    return undefined;
+}
+
+/**
+ * An explanation as markdown, whole (never cut): the sentence, what the entry adds at the leaf,
+ * and a link (from `link`) to the entry that decides it.
+ */
+export function explainMarkdown(e: ExplainResult, link: (id: EntryId) => string | undefined): string {
+    const decider = explainDecider(e);
+    const lines = [`**${e.inContext ? 'In the context' : 'Not in the context'}** at leaf \`${e.leafId ?? '(none)'}\`: ${renderExplain(e)}`];
+    const adds = (e as { contributes?: string }).contributes;
+    if (adds) lines.push(`Adds at the leaf: ${adds === 'message' ? 'its message(s)' : adds === 'setting' ? 'a setting in effect' : 'nothing'}.`);
+    if (decider) {
+        const url = link(decider);
+        lines.push(url ? `Decided by [entry ${decider}](${url}).` : `Decided by entry \`${decider}\`.`);
+    }
+    return lines.join('\n\n');
 }
 
 /** The retention probes split into kept and lost. */

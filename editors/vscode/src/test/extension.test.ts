@@ -82,7 +82,9 @@ describe('extension in a stand-in VS Code', () => {
         assert.deepEqual(sessions.map((s: any) => s.path), [file]);
         // Before the open: what session/list says of it, in the description and the tooltip.
         const listed = tree.getTreeItem(sessions[0]);
-        assert.match(listed.description, /^\d+ KiB · ~199 tokens/);
+        // Collapsed or expanded, the row says the same: entries, tokens, and where the file is
+        // (copies of one session tell themselves apart).
+        assert.equal(listed.description, `1033 entries · ~199 tokens · ${path.basename(path.dirname(file))}/pi-v3-branched.jsonl`);
         assert.match(listed.tooltip, /name: Untangle run modes\nfirst message: \/mode\n1033 entries, 3 leaves, 921 messages\ncontext: ~199 tokens/);
         const rows = await tree.getChildren(sessions[0]);
         const items = rows.map((r: any) => tree.getTreeItem(r));
@@ -130,9 +132,14 @@ describe('extension in a stand-in VS Code', () => {
         const [session] = await sessionsOf('pi');
         const rows = await tree.getChildren(session);
         vs.messages.length = 0;
+        vs.documents.length = 0;
         await vs.commands.get('sessiond.explain')!(rows[0]);
-        assert.equal(vs.messages.length, 1);
-        assert.equal(vs.messages[0].text, `Entry 00247798 (message) at leaf ${rows[2].item.id}: a context entry; it reaches the model as message 1.`);
+        // Whole, in a document beside the view; no toast when nothing else decides it.
+        assert.equal(vs.messages.length, 0, JSON.stringify(vs.messages));
+        const doc = vs.documents.find((d) => d.uri.scheme === 'sessiond-explain');
+        assert.ok(doc, 'the explanation is shown as a document');
+        assert.match(doc.text, new RegExp(`Entry 00247798 \\(message\\) at leaf ${rows[2].item.id}: a context entry; it reaches the model as message 1\\.`));
+        assert.match(doc.text, /reaches the model: yes/);
     });
 
     it('verifies before resuming: findings in a quick pick, then Show Entry reveals the entry', async () => {
@@ -292,8 +299,9 @@ describe('extension in a stand-in VS Code', () => {
         assert.equal(doc.uri.path, `/${CLAUDE.resumeLeaf.replace(/-.*/, '').replace(/^/, 'compacted@')}.md`);
         // Explain on the first boundary (the context stays at the resume leaf: the audit below jumps).
         vs.messages.length = 0;
+        vs.documents.length = 0;
         await vs.commands.get('sessiond.explain')!(rows[1]);
-        assert.match(vs.messages[0].text, new RegExp(`^Line 60 \\(system ${CLAUDE.boundary}\\) at leaf ${CLAUDE.resumeLeaf}: before compact boundary 6b9b1c20`));
+        assert.match(vs.documents.find((d) => d.uri.scheme === 'sessiond-explain')!.text, new RegExp(`^Line 60 \\(system ${CLAUDE.boundary}\\) at leaf ${CLAUDE.resumeLeaf}: before compact boundary 6b9b1c20`, 'm'));
         // The second /compact's audit: it summarized 16 lines and lost the last request, whose line it jumps to.
         const boundary = rows[2];
         const tip = (await tree.resolveTreeItem(tree.getTreeItem(boundary), boundary)).tooltip;
@@ -346,6 +354,37 @@ describe('extension in a stand-in VS Code', () => {
         assert.equal(cli.forkPointId, CLAUDE.forkPoint);
         assert.match(vs.messages[0].text, new RegExp(`^sessiond: ec228510 and 0b5e3c50 part after f9cc853c; A: ${cli.sideA.entries} entries, `));
         assert.match(vs.messages[0].text, new RegExp(`context: ${cli.contextCommon} shared, ${cli.contextOnlyA.length} only at A, ${cli.contextOnlyB.length} only at B$`));
+    });
+
+    /** Waits until `cond` holds (polled every 100 ms), failing after `ms` with `what`. */
+    async function until(cond: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+        const end = Date.now() + ms;
+        while (!(await cond())) {
+            if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
+            await new Promise((r) => setTimeout(r, 100));
+        }
+    }
+
+    it('keeps the sessions list fresh without Refresh: a copy appears, a grown session updates, a deleted one goes', async () => {
+        await sessionsOf('pi');
+        const dir = path.join(root, 'copies');
+        fs.mkdirSync(dir, { recursive: true });
+        const copy = path.join(dir, path.basename(EXAMPLE));
+        fs.copyFileSync(EXAMPLE, copy);
+        const rowOf = async (p: string) => (await sessionsOf('pi')).find((s: any) => s.path === p);
+        await until(async () => (await rowOf(copy)) !== undefined, 10_000, 'the copy listed');
+        const [a, b] = [tree.getTreeItem(await rowOf(file)), tree.getTreeItem(await rowOf(copy))];
+        assert.equal(a.label, b.label, 'copies of one session share its name');
+        assert.notEqual(a.description, b.description, 'the descriptions tell them apart');
+        assert.match(b.description, /^1033 entries · ~199 tokens · copies\/pi-v3-branched\.jsonl$/);
+        // Grown (never opened here): its entries and tokens come with the listing's change.
+        fs.appendFileSync(copy, userLine('c0ffee01', DEFAULT_LEAF, 'a question long enough to count for a few more tokens in the estimate'));
+        await until(async () => /^1034 entries/.test(tree.getTreeItem(await rowOf(copy)).description), 10_000, 'the grown copy updated');
+        const grown = tree.getTreeItem(await rowOf(copy));
+        assert.notEqual(grown.description.split(' · ')[1], '~199 tokens', grown.description);
+        assert.match(grown.tooltip, /1034 entries, 3 leaves, 922 messages/);
+        fs.rmSync(dir, { recursive: true, force: true });
+        await until(async () => (await rowOf(copy)) === undefined, 10_000, 'the deleted copy gone');
     });
 
     it('follows the session live: an appended entry refreshes the view and the live preview', async () => {

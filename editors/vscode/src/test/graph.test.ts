@@ -1,91 +1,43 @@
-//! The branch graph's layout (graph.ts) on the whole tree of examples/pi-v3-branched.jsonl as
-//! the real daemon serves it: folds, branch points, leaves, the compaction's range, the path in
-//! context at a chosen leaf.
+//! The branch graph (graph.ts) draws what the daemon says: on every shipped session (the
+//! real pi sessions in examples/ and the transcript written by the real Claude Code), the
+//! drawn nodes, their context membership, path and leaf marks, and every compaction's range
+//! and kept start equal `sessiond graph --json`; on the version-1 file the compaction says 292
+//! entries 00000002…00000125, kept from 00000126. Folds open one level at a time, user
+//! messages as landmarks, and still cover every entry once.
 
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SessiondClient } from '../client';
-import { GRAPH_FOLD_MIN, GraphAudit, layoutGraph } from '../graph';
+import { DaemonGraph, foldKey, Graph, GraphAudit, GraphNode, layoutGraph, loadDaemonGraph } from '../graph';
 import { auditHeadline, auditOf, auditProbes, auditSourceText, contextEntryIds, PROBE_KINDS } from '../render';
 import { loadAll, SessionModel } from '../model';
-import { addClaudeTranscript, BINARY, CLAUDE, DEFAULT_LEAF, ENTRY_COUNT, LEAVES, makeRoot, requireBinary } from '../testing/fixtures';
+import { addClaudeTranscript, BINARY, CLAUDE, CLAUDE_EXAMPLE, DEFAULT_LEAF, ENTRY_COUNT, LEAVES, makeRoot, REPO_DIR, requireBinary } from '../testing/fixtures';
+import { GraphResult } from '../protocol';
 
-describe('branch graph layout', () => {
-    let root: string;
-    let file: string;
-    let client: SessiondClient;
-    let model: SessionModel;
+/** The shipped sessions: examples/*.jsonl (the real pi sessions) and the real Claude Code transcript. */
+const SHIPPED = [
+    ...fs
+        .readdirSync(path.join(REPO_DIR, 'examples'))
+        .filter((f) => f.endsWith('.jsonl'))
+        .map((f) => path.join(REPO_DIR, 'examples', f)),
+    CLAUDE_EXAMPLE,
+];
 
-    before(async () => {
-        requireBinary();
-        ({ root, file } = makeRoot());
-        client = await SessiondClient.start({ binary: BINARY, roots: [root] });
-        model = new SessionModel(file);
-        model.applyOpen(await client.open(file));
-        // Small pages, so that the whole tree arrives over several of them.
-        await loadAll(model, (start) => client.tree({ path: file, depth: 1_000_000, limit: 300, ...start }));
-    });
+/** `sessiond graph --json FILE [--leaf LEAF]`. */
+function cliGraph(file: string, leaf?: string): GraphResult {
+    const out = execFileSync(BINARY, ['graph', '--json', ...(leaf ? ['--leaf', leaf] : []), file], { maxBuffer: 256 << 20 });
+    return JSON.parse(out.toString('utf8')) as GraphResult;
+}
 
-    after(async () => {
-        if (client) await client.stop();
-        if (root) fs.rmSync(root, { recursive: true, force: true });
-    });
+/** The nodes drawn for the daemon's rows (an opened fold's header is not one of them). */
+function rows(g: Graph): GraphNode[] {
+    return g.nodes.filter((n) => !n.opened && n.within === undefined);
+}
 
-    it('loads every entry and draws each one exactly once', async () => {
-        assert.equal(model.allNodes().length, ENTRY_COUNT);
-        const ctx = await client.contextAt({ path: file, leafId: '886c2fdc' });
-        const kept = (await client.entry(file, '4909db93')).entry.firstKeptEntryId as string;
-        assert.equal(kept, '521cf246');
-        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: DEFAULT_LEAF, selectedLeafId: '886c2fdc', inContext: contextEntryIds(ctx), firstKept: { '4909db93': kept }, name: model.name });
-        const drawn = g.nodes.flatMap((n) => n.ids);
-        assert.equal(drawn.length, ENTRY_COUNT);
-        assert.equal(new Set(drawn).size, ENTRY_COUNT);
-        assert.ok(g.nodes.length < 60, `${g.nodes.length} nodes: long runs fold`);
-        assert.ok(g.nodes.filter((n) => n.kind === 'fold').every((n) => n.ids.length >= GRAPH_FOLD_MIN));
-        assert.deepEqual(g.nodes.filter((n) => n.leaf).map((n) => n.ids[n.ids.length - 1]).sort(), [...LEAVES].sort());
-        assert.deepEqual(g.nodes.filter((n) => n.branchPoint).map((n) => n.ids[n.ids.length - 1]).sort(), ['088a3b48', '521cf246']);
-        assert.equal(g.nodes.find((n) => n.defaultLeaf)?.id, DEFAULT_LEAF);
-        assert.equal(g.nodes.find((n) => n.selectedLeaf)?.id, '886c2fdc');
-        assert.equal(g.nodes.find((n) => n.label)?.label, 'before-refactor');
-        assert.ok(g.nodes.some((n) => n.name === 'Untangle run modes'));
-        assert.ok(g.nodes.some((n) => n.type === 'branch_summary'));
-        // Entries in context: every one of contextAt's entryIds is counted on some node.
-        assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), contextEntryIds(ctx).length);
-        const compaction = g.nodes.find((n) => n.type === 'compaction');
-        // It summarizes its path up to the first kept entry: the root to the branch summary.
-        assert.equal(compaction?.summarizes?.firstKeptEntryId, '521cf246');
-        assert.equal(compaction?.summarizes?.firstId, '00247798');
-        assert.equal(compaction?.summarizes?.lastId, '12bbdff5');
-        // Edges form a tree over the drawn nodes; the highlighted path ends at the selected leaf.
-        assert.equal(g.edges.length, g.nodes.length - 1);
-        assert.ok(g.edges.filter((e) => e.onPath).some((e) => e.to === '886c2fdc'));
-        // Laid out top-down: every child below its parent.
-        const y = new Map(g.nodes.map((n) => [n.id, n.y]));
-        assert.ok(g.edges.every((e) => (y.get(e.to) ?? 0) > (y.get(e.from) ?? 0)));
-    });
-
-    it("puts a summary's audit on its node, lost facts first, each with the entry it came from", async () => {
-        const e = await client.explain({ path: file, entryId: '4909db93' });
-        const a = auditOf(e);
-        assert.ok(a);
-        const audit: GraphAudit = {
-            headline: auditHeadline(a.audit),
-            source: auditSourceText(a),
-            kept: a.audit.kept,
-            lost: a.audit.lost,
-            probes: auditProbes(a.audit).map((p) => ({ kind: PROBE_KINDS[p.kind], text: p.text, entryId: p.entryId, status: p.status })),
-        };
-        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: DEFAULT_LEAF, selectedLeafId: DEFAULT_LEAF, inContext: [], firstKept: { '4909db93': '521cf246' }, name: model.name, audits: { '4909db93': audit } });
-        const node = g.nodes.find((n) => n.id === '4909db93');
-        assert.equal(node?.audit?.headline, 'kept 0 of 46 facts, lost 46');
-        assert.equal(node?.audit?.probes[0].kind, 'read file');
-        assert.ok(node?.audit?.probes.every((p) => p.entryId && g.nodes.some((n) => n.ids.includes(p.entryId as string))), 'every fact names a drawn entry');
-        assert.equal(g.nodes.filter((n) => n.audit).length, 1);
-    });
-});
-
-describe('branch graph layout of a Claude Code transcript', () => {
+describe('the branch graph draws what the daemon says', () => {
     let root: string;
     let client: SessiondClient;
 
@@ -100,22 +52,117 @@ describe('branch graph layout of a Claude Code transcript', () => {
         if (root) fs.rmSync(root, { recursive: true, force: true });
     });
 
-    it('draws each compact boundary as a tree of its own, linked to the line it compacted', async () => {
-        const file = addClaudeTranscript(root);
+    /** A shipped session copied under the root, opened, its tree and graph loaded (small pages). */
+    async function load(source: string, leafId?: string): Promise<{ file: string; model: SessionModel; daemon: DaemonGraph }> {
+        const file = source === CLAUDE_EXAMPLE ? addClaudeTranscript(root) : path.join(root, path.basename(source));
+        if (!fs.existsSync(file)) fs.copyFileSync(source, file);
         const model = new SessionModel(file);
         model.applyOpen(await client.open(file));
-        await loadAll(model, (start) => client.tree({ path: file, depth: 1_000_000, limit: 20, ...start }));
-        assert.equal(model.allNodes().length, CLAUDE.entryCount);
-        const logicalParents: Record<string, string> = {};
-        for (const id of model.roots ?? []) {
-            const e = (await client.entry(file, id)).entry as { logicalParentUuid?: string };
-            if (model.isSummary(id) && e.logicalParentUuid) logicalParents[id] = e.logicalParentUuid;
-        }
-        const ctx = await client.contextAt({ path: file, leafId: CLAUDE.resumeLeaf });
-        const g = layoutGraph({ nodes: model.allNodes(), defaultLeafId: CLAUDE.resumeLeaf, selectedLeafId: CLAUDE.resumeLeaf, inContext: contextEntryIds(ctx), firstKept: {}, name: null, logicalParents });
+        await loadAll(model, (start) => client.tree({ path: file, depth: 1_000_000, limit: 300, ...start }));
+        const daemon = await loadDaemonGraph((offset) => client.graph({ path: file, ...(leafId ? { leafId } : {}), offset, limit: 7 }));
+        return { file, model, daemon };
+    }
+
+    for (const source of SHIPPED) {
+        it(`${path.basename(source)}: nodes, context, path, leaves and compaction ranges equal sessiond graph --json`, async () => {
+            const { model, daemon } = await load(source);
+            const g = layoutGraph({ daemon, entries: model.allNodes() });
+            const cli = cliGraph(source);
+            const drawn = rows(g);
+            assert.equal(drawn.length, cli.nodes.length, 'one node per row of the graph');
+            for (const [i, want] of cli.nodes.entries()) {
+                const n = drawn.find((d) => d.id === want.id && d.lastId === want.lastId);
+                assert.ok(n, `row ${i} ${want.id}…${want.lastId} is drawn`);
+                assert.equal(n.kind, want.kind, want.id);
+                assert.equal(n.count, want.count, want.id);
+                assert.equal(n.inContext, want.inContext ? want.count : 0, `${want.id} in context`);
+                assert.equal(n.onPath, want.onPath, `${want.id} on path`);
+                assert.equal(n.leaf, want.leaf, `${want.id} leaf`);
+                assert.equal(n.defaultLeaf, want.defaultLeaf, `${want.id} resume leaf`);
+                assert.equal(n.selectedLeaf, want.selectedLeaf, `${want.id} selected leaf`);
+                assert.deepEqual(n.summarizes, want.summarizes, `${want.id}'s range`);
+                if (want.summarizes) {
+                    const s = want.summarizes;
+                    assert.ok(n.description?.includes(`${s.count} entries${s.firstId ? ` ${s.firstId}…${s.lastId}` : ''}`), n.description);
+                    assert.ok(n.description?.includes(`kept from ${s.firstKeptEntryId ?? 'none'}`), n.description);
+                    if (s.firstKeptEntryId) assert.ok(drawn.find((d) => d.id === s.firstKeptEntryId)?.keptBy?.includes(want.id), `${s.firstKeptEntryId} marked kept`);
+                }
+            }
+            assert.equal(g.contextCount, (cli.contextEntryIds ?? []).length);
+            assert.equal(drawn.reduce((sum, n) => sum + n.inContext, 0), (cli.contextEntryIds ?? []).length, 'the nodes in context hold exactly the context entries');
+            assert.equal(drawn.reduce((sum, n) => sum + n.count, 0), model.allNodes().length, 'every entry drawn once');
+            assert.equal(g.edges.length + g.logicalEdges.length, g.nodes.length - daemon.nodes.filter((n) => n.parentRow === null && n.logicalParentRow === undefined).length);
+            const y = new Map(g.nodes.map((n) => [n.key, n.y]));
+            assert.ok([...g.edges, ...g.logicalEdges].every((e) => (y.get(e.to) ?? 0) > (y.get(e.from) ?? 0)), 'top-down');
+        });
+    }
+
+    it('on the version-1 session the compaction summarizes 292 entries 00000002…00000125 and keeps from 00000126', async () => {
+        const { model, daemon } = await load(path.join(REPO_DIR, 'examples', 'pi-v1-before-compaction.jsonl'));
+        const g = layoutGraph({ daemon, entries: model.allNodes() });
+        const c = g.nodes.find((n) => n.id === '00000168');
+        assert.deepEqual(c?.summarizes, { count: 292, firstId: '00000002', lastId: '00000125', firstKeptEntryId: '00000126', previousCompactionId: null });
+        assert.match(c?.description ?? '', /compaction summarizing 292 entries 00000002…00000125, kept from 00000126/);
+        assert.deepEqual(g.nodes.find((n) => n.id === '00000126')?.keptBy, ['00000168']);
+    });
+
+    it('opens a fold one level per click, user messages as landmarks, every entry once', async () => {
+        const { model, daemon } = await load(path.join(REPO_DIR, 'examples', 'pi-v1-large-session.jsonl'));
+        const closed = layoutGraph({ daemon, entries: model.allNodes() });
+        assert.equal(closed.nodes.length, 2, 'a 1,018-entry linear session: a fold and its leaf');
+        const fold = closed.nodes[0];
+        assert.equal(fold.kind, 'fold');
+        assert.equal(fold.count, 1017);
+        const open = new Set([fold.key]);
+        const one = layoutGraph({ daemon, entries: model.allNodes(), open });
+        const inside = one.nodes.filter((n) => n.within === fold.key);
+        const byId = new Map(model.allNodes().map((n) => [n.id, n]));
+        const users = inside.filter((n) => n.kind === 'entry' && byId.get(n.id)?.role === 'user');
+        const userCount = model.allNodes().filter((n) => n.role === 'user' && n.type === 'message').length;
+        assert.ok(users.length >= 20, `${users.length} user turns shown`);
+        assert.equal(users.length, userCount - (byId.get(closed.nodes[1].id)?.role === 'user' ? 1 : 0), 'every user message of the fold is a landmark');
+        assert.ok(inside.every((n) => n.kind === 'entry' ? byId.get(n.id)?.role === 'user' || n.count === 1 : n.count >= 3), 'the runs between turns fold again');
+        assert.equal(inside.reduce((s, n) => s + n.count, 0), 1017, 'the opened fold covers its entries once');
+        // The next level: one of the runs between turns.
+        const run = inside.find((n) => n.kind === 'fold' && n.count > 3) as GraphNode;
+        const two = layoutGraph({ daemon, entries: model.allNodes(), open: new Set([fold.key, run.key]) });
+        const deeper = two.nodes.filter((n) => n.within === run.key);
+        assert.equal(deeper.reduce((s, n) => s + n.count, 0), run.count);
+        assert.equal(run.key, foldKey(run.id, run.lastId));
+        // Laid out as a chain below the fold: each node one row below the one before.
+        assert.ok(two.edges.every((e) => two.nodes.some((n) => n.key === e.to)));
+    });
+
+    it("puts a summary's audit on its node, lost facts first, each with the entry it came from", async () => {
+        const { file, model, daemon } = await load(path.join(REPO_DIR, 'examples', 'pi-v3-branched.jsonl'), '886c2fdc');
+        const e = await client.explain({ path: file, entryId: '4909db93' });
+        const a = auditOf(e);
+        assert.ok(a);
+        const audit: GraphAudit = {
+            headline: auditHeadline(a.audit),
+            source: auditSourceText(a),
+            kept: a.audit.kept,
+            lost: a.audit.lost,
+            probes: auditProbes(a.audit).map((p) => ({ kind: PROBE_KINDS[p.kind], text: p.text, entryId: p.entryId, status: p.status })),
+        };
+        const g = layoutGraph({ daemon, entries: model.allNodes(), audits: { '4909db93': audit } });
+        assert.equal(model.allNodes().length, ENTRY_COUNT);
+        assert.deepEqual(g.nodes.filter((n) => n.leaf).map((n) => n.lastId).sort(), [...LEAVES].sort());
+        assert.equal(g.nodes.find((n) => n.defaultLeaf)?.id, DEFAULT_LEAF);
+        assert.equal(g.nodes.find((n) => n.selectedLeaf)?.id, '886c2fdc');
+        assert.equal(g.nodes.find((n) => n.label)?.label, 'before-refactor');
+        const ctx = await client.contextAt({ path: file, leafId: '886c2fdc' });
+        assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), contextEntryIds(ctx).length);
+        const node = g.nodes.find((n) => n.id === '4909db93');
+        assert.equal(node?.audit?.headline, 'kept 0 of 46 facts, lost 46');
+        assert.equal(node?.audit?.probes[0].kind, 'read file');
+        assert.equal(g.nodes.filter((n) => n.audit).length, 1);
+    });
+
+    it('draws a Claude Code compact boundary under the line it compacted, dashed', async () => {
+        const { model, daemon } = await load(CLAUDE_EXAMPLE, CLAUDE.resumeLeaf);
+        const g = layoutGraph({ daemon, entries: model.allNodes() });
         assert.equal(g.leafCount, 5);
-        assert.deepEqual(g.nodes.flatMap((n) => n.ids).sort(), model.allNodes().map((n) => n.id).sort(), 'every line drawn once');
-        // The first /compact compacted the branch that ends at 7f1509ff; the second, the first boundary's.
         assert.deepEqual(
             g.logicalEdges.map((e) => [e.to, e.compacted]),
             [
@@ -123,16 +170,11 @@ describe('branch graph layout of a Claude Code transcript', () => {
                 ['6b9b1c20-9e05-4138-a222-b80f484495b0', 'd49e5e29-e5ef-46c2-a87c-bf2f85c28185'],
             ],
         );
-        // Each boundary is laid out under the line it compacted: one conversation, read top-down.
         for (const e of g.logicalEdges) {
-            const from = g.nodes.find((n) => n.id === e.from);
-            const to = g.nodes.find((n) => n.id === e.to);
-            assert.ok(from?.ids.includes(e.compacted));
+            const from = g.nodes.find((n) => n.key === e.from);
+            const to = g.nodes.find((n) => n.key === e.to);
             assert.ok(to && from && to.y > from.y, `${e.to} below ${e.from}`);
             assert.ok(!g.edges.some((x) => x.to === e.to), 'drawn once, dashed');
         }
-        // The boundaries are nodes of their own, not folded into the runs they start.
-        for (const id of Object.keys(logicalParents)) assert.equal(g.nodes.find((n) => n.ids.includes(id))?.kind, 'entry');
-        assert.equal(g.nodes.reduce((s, n) => s + n.inContext, 0), contextEntryIds(ctx).length);
     });
 });

@@ -154,7 +154,8 @@ export function installVscodeStub(settings: Record<string, unknown>): Recorded {
         MarkdownString,
         EventEmitter: Emitter,
         TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
-        ViewColumn: { Active: -1, Beside: -2 },
+        ViewColumn: { Active: -1, Beside: -2, One: 1 },
+        ProgressLocation: { Notification: 15 },
         window: {
             visibleTextEditors: [],
             activeTextEditor: undefined,
@@ -166,12 +167,19 @@ export function installVscodeStub(settings: Record<string, unknown>): Recorded {
                     reveal: async (element: unknown) => {
                         recorded.revealed.push(element);
                     },
+                    onDidExpandElement: () => disposable,
+                    onDidCollapseElement: () => disposable,
                     dispose: () => undefined,
                 };
             },
             showInformationMessage: message('info'),
             showWarningMessage: message('warning'),
             showErrorMessage: message('error'),
+            // A notification with progress: recorded as an error message, open until its task ends.
+            withProgress: async (options: { title?: string }, task: (p: unknown, token: unknown) => Promise<unknown>) => {
+                recorded.messages.push({ level: 'error', text: options.title ?? '' });
+                return task({ report: () => undefined }, { isCancellationRequested: false, onCancellationRequested: () => disposable });
+            },
             showQuickPick: async (items: any[] | Promise<any[]>, options: any) => {
                 const list = await items;
                 recorded.quickPicks.push({ items: list, options });
