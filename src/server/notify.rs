@@ -142,17 +142,6 @@ pub struct DidChangeListParams {
     pub removed: Vec<String>,
 }
 
-/// `session/didChangeList` params: what changed under the roots the client listed.
-#[derive(Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DidChangeListParams {
-    /// New or changed sessions, each exactly as a `session/list` result lists it.
-    pub changed: Vec<crate::listing::ListedSession>,
-    /// Paths of listed sessions that are gone (deleted, moved away, no longer a session), as
-    /// `session/list` gave them.
-    pub removed: Vec<String>,
-}
-
 /// Declares server notifications: a marker type per method, tied to its params.
 macro_rules! notifications {
     ($($(#[$doc:meta])* $name:ident($params:ty) = $method:literal;)*) => {$(
@@ -297,18 +286,6 @@ pub fn did_create(created: &crate::session::births::Created) -> DidCreateParams 
         session_id: created.session_id.clone(),
         subagent: created.subagent.clone(),
         thread: created.thread.clone(),
-    }
-}
-
-/// `session/didChangeList` for a change of the listing.
-pub fn did_change_list(change: crate::listing_live::ListChange) -> DidChangeListParams {
-    DidChangeListParams {
-        changed: change.changed,
-        removed: change
-            .removed
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect(),
     }
 }
 
