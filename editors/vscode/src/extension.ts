@@ -46,7 +46,7 @@ const EXPLAIN_SCHEME = 'sessiond-explain';
  * message, counts, the context's tokens at the default leaf as its agent counts them,
  * modification time, cwd). */
 export function sessionTooltip(p: string, s: SessionRow): string {
-    const counts = s.entryCount !== undefined ? `${s.entryCount} entries, ${s.leafCount ?? 0} leaves, ${s.messageCount ?? 0} messages` : '';
+    const counts = s.entryCount !== undefined ? `${s.entryCount} ${s.entryCount === 1 ? 'entry' : 'entries'}, ${s.leafCount ?? 0} ${s.leafCount === 1 ? 'leaf' : 'leaves'}, ${s.messageCount ?? 0} ${s.messageCount === 1 ? 'message' : 'messages'}` : '';
     return [
         p,
         s.name ? `name: ${s.name}` : '',
