@@ -63,19 +63,6 @@ pub struct RestoreArgs {
     pub json: bool,
 }
 
-/// The exit code of an archive error.
-pub fn exit_of(e: &ArchiveError) -> Exit {
-    match e {
-        ArchiveError::Exists { .. } => Exit::Conflict,
-        ArchiveError::Damaged { .. } => Exit::Corrupt,
-        ArchiveError::Rewrite { .. } => Exit::UnsupportedForFormat,
-        ArchiveError::Io { .. }
-        | ArchiveError::NoSpace { .. }
-        | ArchiveError::NotAnArchive { .. }
-        | ArchiveError::NoSuchSession { .. } => Exit::Error,
-    }
-}
-
 /// Runs `sessiond archive`. Errors: the archive's; files that could not be archived are
 /// listed in the report (and on stderr) and end the command with [`Exit::Error`].
 pub fn run(out: &mut dyn Write, args: &ArchiveArgs) -> Result<Exit, CliError> {

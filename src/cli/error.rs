@@ -413,7 +413,7 @@ impl CliError {
             CliError::Compact(CompactError::RetentionLost { .. }) => Exit::RetentionLost,
             CliError::Compact(CompactError::Model { .. }) => Exit::ModelFailed,
             CliError::UnsupportedForFormat { .. } => Exit::UnsupportedForFormat,
-            CliError::Archive(a) => super::archive::exit_of(a),
+            CliError::Archive(a) => archive_exit(a),
             CliError::Rewind(
                 crate::rewind::RewindError::Changed { .. }
                 | crate::rewind::RewindError::UndoDrift { .. },
@@ -617,6 +617,19 @@ fn shorten(id: &str) -> String {
     match id.char_indices().nth(80) {
         Some((at, _)) => format!("{}…", &id[..at]),
         None => id.to_owned(),
+    }
+}
+
+/// The exit code of an archive error.
+fn archive_exit(e: &crate::archive::ArchiveError) -> Exit {
+    match e {
+        crate::archive::ArchiveError::Exists { .. } => Exit::Conflict,
+        crate::archive::ArchiveError::Damaged { .. } => Exit::Corrupt,
+        crate::archive::ArchiveError::Rewrite { .. } => Exit::UnsupportedForFormat,
+        crate::archive::ArchiveError::Io { .. }
+        | crate::archive::ArchiveError::NoSpace { .. }
+        | crate::archive::ArchiveError::NotAnArchive { .. }
+        | crate::archive::ArchiveError::NoSuchSession { .. } => Exit::Error,
     }
 }
 
