@@ -358,7 +358,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             // The webview: an iframe holding the page's own iframe.
             const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
             const status = frame.locator('#status');
-            await status.filter({ hasText: /entries in context at/ }).waitFor();
+            await status.filter({ hasText: / in context at / }).waitFor();
             const file = path.join(host.workspace, V3.file);
             const entries = fs.readFileSync(file, 'utf8').trim().split('\n').length - 1;
             assert.match(await status.innerText(), new RegExp(`${entries} entries · 3 leaves · \\d+ nodes drawn`));
@@ -647,7 +647,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await runCommand(page, 'View: Close All Editors');
             await contextMenu(row(new RegExp(`^${V3.name}`)), 'Show Branch Graph');
             const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
-            await frame.locator('#status', { hasText: /entries in context at/ }).waitFor();
+            await frame.locator('#status', { hasText: / in context at / }).waitFor();
             const node = frame.getByRole('button', { name: /^compaction 4909db93;.*audit: kept 0 of 46 facts, lost 46/ });
             await node.focus();
             const pane = frame.locator('#details');
@@ -687,7 +687,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
                 await expand(row(/^project pi-mono,/));
                 await contextMenu(row(rowName), 'Show Branch Graph');
                 const frame = page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
-                await frame.locator('#status', { hasText: /entries in context at/ }).waitFor();
+                await frame.locator('#status', { hasText: / in context at / }).waitFor();
                 return frame;
             };
             try {
@@ -700,6 +700,8 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
                 // its user turns as landmarks.
                 frame = await open(/^pi-v1-large-session\.jsonl/);
                 assert.equal(await frame.locator('g.node').count(), 2);
+                // The status line counts in the singular where one: "1 leaf".
+                assert.match(await frame.locator('#status').innerText(), /1018 entries · 1 leaf · 2 nodes drawn · \d+ entries in context at /);
                 await shoot('pi-v1-large-session');
                 await frame.locator('g.node.fold').first().click();
                 await frame.locator('g.node.opened').first().waitFor();

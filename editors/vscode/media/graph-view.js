@@ -74,6 +74,11 @@
         return /^[0-9a-f]{8}-[0-9a-f]{4}-/.test(id) ? id.slice(0, 8) : id;
     }
 
+    /** "1 leaf", "3 leaves": a count with its noun in the singular where it is one. */
+    function count(n, one, many) {
+        return `${n} ${n === 1 ? one : many}`;
+    }
+
     function short(text, n) {
         const chars = [...(text || '')];
         return chars.length > n ? `${chars.slice(0, n - 1).join('')}…` : chars.join('');
@@ -162,7 +167,9 @@
         }
         apply();
         const drawn = graph.nodes.filter((n) => !n.opened).length;
-        status.textContent = `${graph.name ? `${graph.name} · ` : ''}${graph.entryCount} entries · ${graph.leafCount} leaves · ${drawn} nodes drawn · ${graph.contextCount} entries in context at ${graph.selectedLeafId ?? '(none)'}`;
+        const name = graph.name ? `${graph.name} · ` : '';
+        const counts = [count(graph.entryCount, 'entry', 'entries'), count(graph.leafCount, 'leaf', 'leaves'), `${count(drawn, 'node', 'nodes')} drawn`];
+        status.textContent = `${name}${counts.join(' · ')} · ${count(graph.contextCount, 'entry', 'entries')} in context at ${graph.selectedLeafId ?? '(none)'}`;
         showDetails();
     }
 
