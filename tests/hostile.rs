@@ -331,6 +331,11 @@ fn session_text_never_reaches_the_terminal_raw() {
     let file = hostile_session(&dir);
     let f = file.to_str().unwrap();
     let index = dir.join("index");
+    // The same session with a relative working directory, which `rewind` refuses, naming it.
+    let relative = dir.join(format!("r-{}.jsonl", "\u{1b}[31m"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&relative, text.replacen("\"cwd\":\"/w/", "\"cwd\":\"w/", 1)).unwrap();
+    let r = relative.to_str().unwrap();
     let runs: Vec<Vec<&str>> = vec![
         vec!["tree", f],
         vec!["tree", f, "--full"],
@@ -342,6 +347,10 @@ fn session_text_never_reaches_the_terminal_raw() {
         vec!["check", f],
         vec!["verify", f, "--all"],
         vec!["export", f],
+        vec!["diff", f, "c1", "u2"],
+        vec!["rewind", f, "--to", "u1", "--dry-run"],
+        vec!["rewind", r, "--to", "u1"],
+        vec!["rewind", r, "--to", "u1", "--dry-run"],
         vec![
             "list",
             "--root",
@@ -361,8 +370,12 @@ fn session_text_never_reaches_the_terminal_raw() {
     for args in &runs {
         let out = Command::new(BIN).args(args).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
+        // (`rewind` refuses the relative working directory: exit 2, `error`.)
+        let refused = args[0] == "rewind" && args[1] == r;
         assert!(
-            out.status.code().is_some_and(|c| c == 0 || c == 8),
+            out.status
+                .code()
+                .is_some_and(|c| c == 0 || c == 8 || (refused && c == 2)),
             "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -377,7 +390,13 @@ fn session_text_never_reaches_the_terminal_raw() {
             "{args:?} stderr"
         );
         // (The SVG has no C0 control to show: XML cannot hold one, it is U+FFFD there.)
-        if !matches!(args[0], "check" | "search" | "verify" | "explain") && !args.contains(&"--svg")
+        if refused {
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains(r"\x1b"),
+                "{args:?} shows ESC visibly on stderr"
+            );
+        } else if !matches!(args[0], "check" | "search" | "verify" | "explain")
+            && !args.contains(&"--svg")
         {
             assert!(
                 stdout.contains(r"\x1b"),
