@@ -193,6 +193,79 @@ fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
     );
 }
 
+/// A file a rewind creates again from session content (it was deleted since) is the owner's
+/// only, as everything holding session content; a file that is there keeps its own mode.
+#[test]
+fn a_file_a_rewind_recreates_is_the_owner_s_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let work = root.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let header = json!({"type": "session", "version": 3, "id": "s1",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": work});
+    let user = |text: &str| json!({"role": "user", "content": text, "timestamp": 1});
+    let write = |call: &str, path: &str, content: &str| {
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": call, "name": "write",
+            "arguments": {"path": path, "content": content}}],
+            "provider": "p", "model": "m", "stopReason": "toolUse", "timestamp": 2})
+    };
+    let done = |call: &str| {
+        json!({"role": "toolResult", "toolCallId": call, "toolName": "write",
+            "content": [{"type": "text", "text": "Successfully wrote"}], "isError": false,
+            "timestamp": 3})
+    };
+    let mut lines = vec![header.to_string()];
+    let mut parent: Option<&str> = None;
+    for (id, message) in [
+        ("u1", user("t1")),
+        ("a1", write("w1", "secret.env", "KEY=one\n")),
+        ("r1", done("w1")),
+        ("a2", write("w2", "kept.txt", "one\n")),
+        ("r2", done("w2")),
+        ("u2", user("t2")),
+        ("a3", write("w3", "secret.env", "KEY=two\n")),
+        ("r3", done("w3")),
+        ("a4", write("w4", "kept.txt", "two\n")),
+        ("r4", done("w4")),
+    ] {
+        lines.push(
+            json!({"type": "message", "id": id, "parentId": parent,
+                "timestamp": "2026-01-01T00:00:01.000Z", "message": message})
+            .to_string(),
+        );
+        parent = Some(id);
+    }
+    let file = root.join("s.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    // secret.env was deleted since the session wrote it; kept.txt is there, group-readable.
+    std::fs::write(work.join("kept.txt"), "two\n").unwrap();
+    set_mode(&work.join("kept.txt"), 0o640);
+    let backups = root.join("backups");
+    let out = sessiond_022(&[
+        &"rewind",
+        &file,
+        &"--to",
+        &"u2",
+        &"--force",
+        &"--backup-root",
+        &backups,
+        &"--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+    assert_eq!(doc["applied"], true, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("secret.env")).unwrap(),
+        "KEY=one\n"
+    );
+    assert_eq!(mode(&work.join("secret.env")), 0o600, "a recreated file");
+    assert_eq!(
+        std::fs::read_to_string(work.join("kept.txt")).unwrap(),
+        "one\n"
+    );
+    assert_eq!(mode(&work.join("kept.txt")), 0o640, "a replaced file");
+    assert_eq!(wider_than_owner(&backups), vec![]);
+}
+
 #[test]
 fn what_the_daemon_writes_from_a_session_is_the_owner_s_only() {
     let (_tmp, root, dir, src, ids) = owner_only_session();
