@@ -821,3 +821,224 @@ fn the_daemon_s_graph_comes_in_pages() {
     assert_eq!(support::error_of(&too_many).0, -32602);
     d.stop();
 }
+
+/// A client of `sessiond serve` that reads what the daemon writes at `rate` bytes a second,
+/// as an editor that parses each reply before it reads on, and notes when each reply arrived.
+struct SlowClient {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    replies: std::sync::mpsc::Receiver<(std::time::Instant, Value)>,
+    next_id: i64,
+}
+
+impl SlowClient {
+    fn start(root: &Path, rate: usize) -> SlowClient {
+        use std::io::{BufRead, Read};
+        use std::process::Stdio;
+        let mut child = Command::new(BIN)
+            .args(["serve", "--root"])
+            .arg(root)
+            .env("SESSIOND_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, replies) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = std::io::BufReader::with_capacity(64 << 10, stdout);
+            loop {
+                let mut len = 0;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    match line.trim_end().strip_prefix("Content-Length:") {
+                        Some(n) => len = n.trim().parse().unwrap(),
+                        None if line.trim_end().is_empty() => break,
+                        None => panic!("header {line:?}"),
+                    }
+                }
+                let mut body = vec![0; len];
+                for chunk in body.chunks_mut(64 << 10) {
+                    r.read_exact(chunk).unwrap();
+                    let took = chunk.len() as f64 / rate as f64;
+                    std::thread::sleep(std::time::Duration::from_secs_f64(took));
+                }
+                let reply = serde_json::from_slice(&body).unwrap();
+                if tx.send((std::time::Instant::now(), reply)).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut c = SlowClient {
+            child,
+            stdin,
+            replies,
+            next_id: 1,
+        };
+        let init = c.send("initialize", json!({"capabilities": {}}));
+        c.wait_for(init);
+        c.notify("initialized", json!({}));
+        c
+    }
+
+    fn write(&mut self, msg: &Value) {
+        use std::io::Write;
+        self.stdin.write_all(&support::frame(msg)).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request; returns its id.
+    fn send(&mut self, method: &str, params: Value) -> i64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The reply to `id` (other messages are dropped).
+    fn wait_for(&mut self, id: i64) -> Value {
+        loop {
+            let (_, reply) = self
+                .replies
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+}
+
+impl Drop for SlowClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One large `session/export` does not hold up the answers to other sessions: the document
+/// comes in pages of bounded size, so an answer that arrives while one is being written waits
+/// for that page only, not for the whole document. The client reads at 16 MiB/s, as an
+/// editor parsing each reply might; the document is 40 MiB.
+#[test]
+fn a_large_export_does_not_hold_up_other_answers() {
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let (small, _) = session(&dir, "small.jsonl", 5);
+    let big = dir.join("big.jsonl");
+    let mut text = json!({"type": "session", "version": 3, "id": "big",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"})
+    .to_string();
+    let mut parent = Value::Null;
+    let message: String = "the same words again and again; ".repeat(1 << 15);
+    for i in 0..40 {
+        let id = format!("m{i:04}");
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let content = if role == "user" {
+            json!(message)
+        } else {
+            json!([{"type": "text", "text": message}])
+        };
+        let line = json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": {"role": role, "content": content, "timestamp": i}});
+        text.push('\n');
+        text.push_str(&line.to_string());
+        parent = json!(id);
+    }
+    text.push('\n');
+    std::fs::write(&big, text).unwrap();
+    let out = Command::new(BIN)
+        .args(["export", big.to_str().unwrap(), "--no-redact"])
+        .output()
+        .unwrap();
+    let whole = String::from_utf8(ok(&out).stdout.clone()).unwrap();
+    assert!(whole.len() > 40 << 20, "{}", whole.len());
+
+    let mut c = SlowClient::start(&dir, 16 << 20);
+    let opened = c.send("session/open", json!({"path": small}));
+    assert!(c.wait_for(opened).get("result").is_some());
+    let mut document = String::new();
+    let (mut pages, mut document_id) = (0, Value::Null);
+    let mut export = c.send("session/export", json!({"path": big, "redact": false}));
+    let mut asked: Vec<(i64, Instant)> = Vec::new();
+    let mut answered: Vec<(i64, Duration)> = Vec::new();
+    let mut last_ask = Instant::now() - Duration::from_secs(1);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(Instant::now() < deadline, "no end to the export");
+        if last_ask.elapsed() >= Duration::from_millis(100) {
+            asked.push((
+                c.send("session/tree", json!({"path": small})),
+                Instant::now(),
+            ));
+            last_ask = Instant::now();
+        }
+        let Ok((at, reply)) = c.replies.recv_timeout(Duration::from_millis(20)) else {
+            continue;
+        };
+        let id = reply["id"].as_i64().unwrap_or(-1);
+        if let Some(&(_, sent)) = asked.iter().find(|(a, _)| *a == id) {
+            assert!(reply.get("result").is_some(), "{reply}");
+            answered.push((id, at - sent));
+        } else if id == export {
+            let page = &reply["result"];
+            let text = page["document"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{reply}"));
+            assert!(text.len() <= 4 << 20, "a page is 4 MiB at most");
+            assert_eq!(page["offset"], document.len());
+            assert_eq!(page["documentBytes"], whole.len());
+            if pages == 0 {
+                document_id = page["documentId"].clone();
+            }
+            assert_eq!(page["documentId"], document_id, "one document");
+            document.push_str(text);
+            pages += 1;
+            match page["nextOffset"].as_u64() {
+                Some(offset) => {
+                    assert_eq!(offset as usize, document.len());
+                    export = c.send(
+                        "session/export",
+                        json!({"path": big, "redact": false, "offset": offset}),
+                    );
+                }
+                None => break,
+            }
+        }
+    }
+    for (id, _) in &asked {
+        if !answered.iter().any(|(a, _)| a == id) {
+            let reply = c.wait_for(*id);
+            assert!(reply.get("result").is_some(), "{reply}");
+            let sent = asked.iter().find(|(a, _)| a == id).unwrap().1;
+            answered.push((*id, sent.elapsed()));
+        }
+    }
+    assert!(document == whole, "the pages make the document");
+    assert_eq!(pages, whole.len().div_ceil(4 << 20));
+    for params in [
+        json!({"path": big, "limit": (16 << 20) + 1}),
+        json!({"path": big, "limit": 0}),
+        json!({"path": small, "offset": 1 << 30}),
+    ] {
+        let asked = c.send("session/export", params.clone());
+        let reply = c.wait_for(asked);
+        assert_eq!(reply["error"]["code"], -32602, "{params}: {reply}");
+    }
+    let slowest = answered.iter().map(|(_, d)| *d).max().unwrap();
+    assert!(
+        answered.len() >= 10 && slowest < Duration::from_secs(1),
+        "{} answers to another session during the export; the slowest took {slowest:?}",
+        answered.len()
+    );
+}
