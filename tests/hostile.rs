@@ -524,18 +524,10 @@ fn hidden_key() -> String {
 fn credential_session(dir: &Path) -> PathBuf {
     let header = json!({"type": "session", "version": 3, "id": "s1",
         "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"});
-    let mut args = serde_json::Map::new();
-    args.insert(KEY.to_owned(), json!("as a name"));
-    args.insert(hidden_key(), json!("as a hidden name"));
-    args.insert(
-        "command".to_owned(),
-        json!(format!("curl -H 'x-api-key: {}'", hidden_key())),
-    );
-    args.insert("nested".to_owned(), json!({ KEY: 1 }));
     let call = json!({"type": "message", "id": "a1", "parentId": "u1",
         "timestamp": "2026-01-01T00:00:02.000Z",
         "message": {"role": "assistant", "content": [
-            {"type": "toolCall", "id": "t1", "name": "bash", "arguments": Value::Object(args)}],
+            {"type": "toolCall", "id": "t1", "name": "bash", "arguments": credential_arguments()}],
             "provider": "anthropic", "model": "m", "timestamp": 2}});
     let user = json!({"type": "message", "id": "u1", "parentId": null,
         "timestamp": "2026-01-01T00:00:01.000Z",
@@ -580,6 +572,130 @@ fn credentials_are_redacted_as_names_and_behind_zero_width_characters() {
     let (mut d, _) = Daemon::start(&[&dir]);
     let r = d.call("session/export", json!({"path": file, "format": "html"}));
     assert!(!leaks(r["document"].as_str().unwrap()));
+    d.stop();
+}
+
+/// The arguments of [`credential_session`]'s tool call: a key and a hidden key as names, a
+/// hidden key in a value, a key as a nested name.
+fn credential_arguments() -> Value {
+    let mut args = serde_json::Map::new();
+    args.insert(KEY.to_owned(), json!("as a name"));
+    args.insert(hidden_key(), json!("as a hidden name"));
+    args.insert(
+        "command".to_owned(),
+        json!(format!("curl -H 'x-api-key: {}'", hidden_key())),
+    );
+    args.insert("nested".to_owned(), json!({ KEY: 1 }));
+    Value::Object(args)
+}
+
+/// A Claude Code transcript whose `Bash` call has [`credential_arguments`] as its input.
+fn credential_transcript(dir: &Path) -> PathBuf {
+    let session = "6d2e238c-d8e6-4579-9b3a-0130d30ea9b9";
+    let line = |uuid: &str, parent: Option<&str>, kind: &str, message: Value| {
+        json!({"parentUuid": parent, "isSidechain": false, "type": kind, "message": message,
+            "uuid": uuid, "timestamp": "2026-12-04T18:00:00.000Z", "userType": "external",
+            "cwd": "/w", "sessionId": session, "version": "2.1.197", "gitBranch": "HEAD"})
+        .to_string()
+    };
+    let user = line(
+        "11111111-1111-4111-8111-111111111111",
+        None,
+        "user",
+        json!({"role": "user", "content": "run it"}),
+    );
+    let call = line(
+        "22222222-2222-4222-8222-222222222222",
+        Some("11111111-1111-4111-8111-111111111111"),
+        "assistant",
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                "input": credential_arguments()}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    );
+    let result = line(
+        "33333333-3333-4333-8333-333333333333",
+        Some("22222222-2222-4222-8222-222222222222"),
+        "user",
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+            "content": "done"}]}),
+    );
+    let answer = line(
+        "44444444-4444-4444-8444-444444444444",
+        Some("33333333-3333-4333-8333-333333333333"),
+        "assistant",
+        json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": "Done."}],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    );
+    let path = dir.join(format!("{session}.jsonl"));
+    std::fs::write(&path, format!("{user}\n{call}\n{result}\n{answer}\n")).unwrap();
+    path
+}
+
+/// A Codex rollout whose `function_call` has [`credential_arguments`] as its arguments.
+fn credential_rollout(dir: &Path) -> PathBuf {
+    let item = |payload: Value| {
+        json!({"timestamp": "2026-12-04T00:00:01.000Z", "type": "response_item", "payload": payload})
+            .to_string()
+    };
+    let lines = [
+        json!({"timestamp": "2026-12-04T00:00:00.000Z", "type": "session_meta",
+            "payload": {"id": "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "cwd": "/w"}})
+        .to_string(),
+        item(json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "run it"}]})),
+        item(
+            json!({"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "shell",
+            "arguments": credential_arguments().to_string()}),
+        ),
+        item(json!({"type": "function_call_output", "call_id": "c1", "output": "done"})),
+    ];
+    let path = dir.join("rollout-2026-12-04T00-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn claude_code_and_codex_exports_redact_credentials_as_names_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let files = [credential_transcript(&dir), credential_rollout(&dir)];
+    for file in &files {
+        for format in ["md", "html"] {
+            let out = Command::new(BIN)
+                .args([
+                    "export",
+                    file.to_str().unwrap(),
+                    "--format",
+                    format,
+                    "--json",
+                ])
+                .output()
+                .unwrap();
+            let doc: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+            let document = doc["document"].as_str().unwrap();
+            let what = format!("{} {format}", file.display());
+            assert!(document.contains("run it"), "{what}");
+            assert!(!leaks(document), "{what}:\n{document}");
+            assert!(
+                document.contains("[REDACTED:anthropic-key]"),
+                "{what}:\n{document}"
+            );
+            assert!(doc["redactions"].as_u64().unwrap() >= 4, "{what}: {doc}");
+        }
+    }
+    let (mut d, _) = Daemon::start(&[&dir]);
+    for file in &files {
+        for format in ["md", "html"] {
+            let r = d.call("session/export", json!({"path": file, "format": format}));
+            assert!(
+                !leaks(r["document"].as_str().unwrap()),
+                "{}",
+                file.display()
+            );
+        }
+    }
     d.stop();
 }
 
