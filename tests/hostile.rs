@@ -1158,3 +1158,85 @@ fn a_large_export_does_not_hold_up_other_answers() {
         answered.len()
     );
 }
+
+/// A Codex thread is gathered from the files inside the daemon's roots only: a fork of the open
+/// rollout that lies outside them (another day's folder, `archived_sessions/`) is never read,
+/// while the command line, which has no roots, finds it.
+#[test]
+fn a_codex_thread_is_read_inside_the_daemon_s_roots_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = std::fs::canonicalize(tmp.path()).unwrap();
+    let day = home.join("sessions/2026/01/01");
+    let archived = home.join("archived_sessions");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::create_dir_all(&archived).unwrap();
+    let (a, b) = (
+        "01a2453e-a8be-7fd3-8041-bcaa744a1349",
+        "01a2453e-b0b0-7fd3-8041-bcaa744a1350",
+    );
+    let user = |ordinal: u64, text: &str| {
+        json!({"timestamp": "2026-01-01T00:00:01.000Z", "ordinal": ordinal,
+            "type": "response_item", "payload": {"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}]}})
+        .to_string()
+    };
+    let own = format!(
+        "{}\n{}\n",
+        json!({"timestamp": "2026-01-01T00:00:00.000Z", "ordinal": 0, "type": "session_meta",
+            "payload": {"id": a, "cwd": "/w"}}),
+        user(1, "inside the roots")
+    );
+    let file = day.join(format!("rollout-2026-01-01T00-00-00-{a}.jsonl"));
+    std::fs::write(&file, &own).unwrap();
+    let fork = format!(
+        "{}\n{}\n",
+        json!({"timestamp": "2026-01-01T00:00:02.000Z", "ordinal": 0, "type": "session_meta",
+            "payload": {"id": b, "cwd": "/w", "forked_from_id": a,
+                "history_base": {"thread_id": a, "end_ordinal_exclusive": 2,
+                    "end_byte_offset": own.len()}}}),
+        user(2, "OUTSIDE THE ROOTS")
+    );
+    std::fs::write(
+        archived.join(format!("rollout-2026-01-01T00-00-02-{b}.jsonl")),
+        fork,
+    )
+    .unwrap();
+    // The command line reads the whole thread (it proves the fork is linked).
+    let out = Command::new(BIN)
+        .args(["export", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let cli = String::from_utf8_lossy(&ok(&out).stdout).into_owned();
+    let out = Command::new(BIN)
+        .args(["graph", file.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let cli_graph = String::from_utf8_lossy(&ok(&out).stdout).into_owned();
+    assert!(
+        cli.contains("OUTSIDE THE ROOTS") || cli_graph.contains("OUTSIDE THE ROOTS"),
+        "the fork is part of the thread:\n{cli}\n{cli_graph}"
+    );
+
+    let (mut d, _) = Daemon::start(&[&day]);
+    d.call("session/open", json!({"path": file}));
+    let graph = d.call("session/graph", json!({"path": file}));
+    let export = d.call("session/export", json!({"path": file}));
+    let context = d.call("session/contextAt", json!({"path": file}));
+    for (what, r) in [
+        ("graph", &graph),
+        ("export", &export),
+        ("contextAt", &context),
+    ] {
+        assert!(
+            !r.to_string().contains("OUTSIDE THE ROOTS"),
+            "{what} read a file outside the roots: {r:#}"
+        );
+    }
+    assert!(
+        export["document"]
+            .as_str()
+            .unwrap()
+            .contains("inside the roots")
+    );
+    d.stop();
+}

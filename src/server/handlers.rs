@@ -264,14 +264,18 @@ fn rollout_line(
 }
 
 /// The thread of the open rollout `s` as one tree of files
-/// ([`crate::dialect::codex::thread::Thread`]), read now. Errors: `Io`.
+/// ([`crate::dialect::codex::thread::Thread`]), read now: only files inside the session's roots
+/// are looked for. Errors: `Io`.
 pub(super) fn rollout_thread(
     s: &Session,
 ) -> Result<crate::dialect::codex::thread::Thread, RpcError> {
-    crate::dialect::codex::thread::Thread::read(s.path(), Mode::Lenient).map_err(|e| RpcError::Io {
-        path: s.path().to_owned(),
-        source: std::io::Error::other(e.to_string()),
-    })
+    let admits = |p: &Path| s.roots().is_none_or(|r| r.admits(p));
+    crate::dialect::codex::thread::Thread::read_admitted(s.path(), Mode::Lenient, &admits).map_err(
+        |e| RpcError::Io {
+            path: s.path().to_owned(),
+            source: std::io::Error::other(e.to_string()),
+        },
+    )
 }
 
 /// The node a leaf id names in a thread's tree (an id of the open file, or `<tag>:<id>` of
@@ -311,7 +315,7 @@ fn rollout_context_text(
     tree: &crate::dialect::codex::Tree,
     p: &ContextAtParams,
 ) -> Result<Vec<u8>, RpcError> {
-    use crate::dialect::codex::context::{Replay, index_for};
+    use crate::dialect::codex::context::{Replay, index_admitted};
     let line = rollout_line(s, tree, p.leaf_id.as_deref())?;
     let leaf_id = line.and_then(|l| {
         tree.nodes()
@@ -319,7 +323,7 @@ fn rollout_context_text(
             .find(|n| n.entry.span.line as usize == l + 1)
             .map(|n| n.entry.id.as_str().to_owned())
     });
-    let index = index_for(s.path());
+    let index = index_admitted(s.path(), &|p| s.roots().is_none_or(|r| r.admits(p)));
     let mut doc = Replay::at(&index, s.path(), line)
         .map_err(|e| lineage_error(s, e))?
         .document(leaf_id);
@@ -358,7 +362,9 @@ fn rollout_explain(
 ) -> Result<Value, RpcError> {
     let target = rollout_line(s, tree, Some(&p.entry_id))?.unwrap_or(0);
     let line = rollout_line(s, tree, p.leaf_id.as_deref())?;
-    let index = crate::dialect::codex::context::index_for(s.path());
+    let index = crate::dialect::codex::context::index_admitted(s.path(), &|p| {
+        s.roots().is_none_or(|r| r.admits(p))
+    });
     let ex = crate::dialect::codex::context::explain(&index, s.path(), target, line)
         .map_err(|e| lineage_error(s, e))?;
     let mut value = to_value(s.path(), &ex)?;
@@ -550,11 +556,12 @@ fn read_closed_any(
             open_session_from::<crate::dialect::codex::Codex>(path, read, Mode::Strict)
                 .map_err(open_err)?;
             Closed::Codex(Box::new(
-                crate::dialect::codex::thread::Thread::read(path, Mode::Lenient).map_err(|e| {
-                    RpcError::Io {
-                        path: path.to_owned(),
-                        source: std::io::Error::other(e.to_string()),
-                    }
+                crate::dialect::codex::thread::Thread::read_admitted(path, Mode::Lenient, &|p| {
+                    roots.admits(p)
+                })
+                .map_err(|e| RpcError::Io {
+                    path: path.to_owned(),
+                    source: std::io::Error::other(e.to_string()),
                 })?,
             ))
         }
