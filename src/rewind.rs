@@ -1,7 +1,8 @@
 //! The world-facing half of a rewind ([`crate::core::rewind`] works out the plan): the files
 //! as they are now ([`SystemDisk`]), the plan applied ([`apply`]: each file replaced atomically
-//! by a temporary file renamed over it, its mode kept, after a copy of it went into one backup
-//! directory with a manifest), and a backup put back ([`undo`]).
+//! by a temporary file renamed over it, its mode kept (0600 for a file created again), after
+//! a copy of it went into one backup directory with a manifest), and a backup put back
+//! ([`undo`]).
 //!
 //! Nothing here executes anything: files are read, written, renamed and removed. Every path
 //! is resolved through symlinks before it is touched, and a path that lands outside the
@@ -203,6 +204,11 @@ pub fn default_backup_root() -> PathBuf {
         .join("rewind")
 }
 
+/// The mode of a file a rewind writes when no earlier mode is known (a file deleted since
+/// the session wrote it, created again from the session's content): the owner's only, as
+/// everything holding session content (SPEC §8).
+const NEW_FILE_MODE: u32 = 0o600;
+
 /// Replaces `path`'s content atomically: a temporary file beside it, then a rename over it,
 /// with `mode`.
 fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), RewindError> {
@@ -230,7 +236,7 @@ fn write_manifest(dir: &Path, m: &Manifest) -> Result<(), RewindError> {
     write_atomic(&dir.join(MANIFEST), &text, 0o600)
 }
 
-/// A new backup directory under `root` (0700), named by the time and a random suffix.
+/// A new backup directory under `root` (0700, and its `files/`), named by the time and a random suffix.
 fn new_backup_dir(root: &Path) -> Result<PathBuf, RewindError> {
     crate::search::create_owner_only_dirs(root).map_err(io(root))?;
     let stamp = crate::js::timestamp::now_iso()
@@ -238,9 +244,10 @@ fn new_backup_dir(root: &Path) -> Result<PathBuf, RewindError> {
         .replace('.', "-");
     let suffix = &uuid::Uuid::new_v4().simple().to_string()[..8];
     let dir = root.join(format!("{stamp}-{suffix}"));
-    fs::create_dir(&dir).map_err(io(&dir))?;
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).map_err(io(&dir))?;
-    fs::create_dir(dir.join("files")).map_err(io(&dir))?;
+    for d in [dir.clone(), dir.join("files")] {
+        fs::create_dir(&d).map_err(io(&d))?;
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o700)).map_err(io(&d))?;
+    }
     Ok(dir)
 }
 
@@ -306,7 +313,7 @@ pub fn apply(
         };
         let (action, after) = match &f.target {
             Target::Write(content) => {
-                write_atomic(&real, content.as_bytes(), mode.unwrap_or(0o644))?;
+                write_atomic(&real, content.as_bytes(), mode.unwrap_or(NEW_FILE_MODE))?;
                 let action = if backup.is_some() {
                     "restored"
                 } else {
@@ -389,7 +396,7 @@ pub fn undo(dir: &Path, force: bool) -> Result<Vec<ManifestFile>, RewindError> {
             Some(b) => {
                 let src = dir.join(b);
                 let bytes = fs::read(&src).map_err(io(&src))?;
-                write_atomic(path, &bytes, f.mode.unwrap_or(0o644))?;
+                write_atomic(path, &bytes, f.mode.unwrap_or(NEW_FILE_MODE))?;
             }
             None => match fs::remove_file(path) {
                 Ok(()) => {}

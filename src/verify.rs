@@ -76,20 +76,28 @@ impl SystemWorld {
     }
 }
 
-/// Hashes a file as it streams; keeps its bytes only when it is small.
+/// Hashes a file as it streams; keeps its bytes only when it is small. The file is opened
+/// without waiting on a FIFO (`O_NONBLOCK`) and judged by the opened descriptor, so a path
+/// swapped for a pipe or a directory after a look at it is never read from or waited on. (A
+/// symbolic link in a work tree is followed: the file it names is the one the agent read.)
 fn read_file(path: &Path) -> FileState {
-    let meta = match fs::metadata(path) {
-        Ok(m) => m,
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = match fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(crate::storage::reader::NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return FileState::Missing,
+        Err(e) => return FileState::Unreadable(e.to_string()),
+    };
+    let meta = match f.metadata() {
+        Ok(m) => m,
         Err(e) => return FileState::Unreadable(e.to_string()),
     };
     if !meta.is_file() {
         return FileState::NotAFile;
     }
-    let mut f = match fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) => return FileState::Unreadable(e.to_string()),
-    };
     let mut hasher = Sha256::new();
     let keep = meta.len() <= MAX_TEXT_BYTES;
     let mut kept = Vec::new();
@@ -480,6 +488,36 @@ pub fn evaluate_collected(collected: Collected, file: &Path, options: &Options) 
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A FIFO or a directory where a file was named is no file, told at once (the open does
+    /// not wait for a writer); a symbolic link to a file is read as that file.
+    #[test]
+    fn a_fifo_or_a_directory_is_not_a_file_and_is_not_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(matches!(read_file(&fifo), FileState::NotAFile));
+        assert!(matches!(read_file(dir.path()), FileState::NotAFile));
+        assert!(matches!(
+            read_file(&dir.path().join("none")),
+            FileState::Missing
+        ));
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "text").unwrap();
+        let link = dir.path().join("link.txt");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(!matches!(
+            read_file(&link),
+            FileState::NotAFile | FileState::Missing | FileState::Unreadable(_)
+        ));
+    }
 
     /// Every option that makes git execute something is forced off on the command, after any
     /// filter driver's overrides, with no `GIT_*` variable but those kept.

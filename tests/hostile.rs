@@ -193,6 +193,79 @@ fn what_the_cli_writes_from_a_session_is_the_owner_s_only() {
     );
 }
 
+/// A file a rewind creates again from session content (it was deleted since) is the owner's
+/// only, as everything holding session content; a file that is there keeps its own mode.
+#[test]
+fn a_file_a_rewind_recreates_is_the_owner_s_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(tmp.path()).unwrap();
+    let work = root.join("work");
+    std::fs::create_dir(&work).unwrap();
+    let header = json!({"type": "session", "version": 3, "id": "s1",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": work});
+    let user = |text: &str| json!({"role": "user", "content": text, "timestamp": 1});
+    let write = |call: &str, path: &str, content: &str| {
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": call, "name": "write",
+            "arguments": {"path": path, "content": content}}],
+            "provider": "p", "model": "m", "stopReason": "toolUse", "timestamp": 2})
+    };
+    let done = |call: &str| {
+        json!({"role": "toolResult", "toolCallId": call, "toolName": "write",
+            "content": [{"type": "text", "text": "Successfully wrote"}], "isError": false,
+            "timestamp": 3})
+    };
+    let mut lines = vec![header.to_string()];
+    let mut parent: Option<&str> = None;
+    for (id, message) in [
+        ("u1", user("t1")),
+        ("a1", write("w1", "secret.env", "KEY=one\n")),
+        ("r1", done("w1")),
+        ("a2", write("w2", "kept.txt", "one\n")),
+        ("r2", done("w2")),
+        ("u2", user("t2")),
+        ("a3", write("w3", "secret.env", "KEY=two\n")),
+        ("r3", done("w3")),
+        ("a4", write("w4", "kept.txt", "two\n")),
+        ("r4", done("w4")),
+    ] {
+        lines.push(
+            json!({"type": "message", "id": id, "parentId": parent,
+                "timestamp": "2026-01-01T00:00:01.000Z", "message": message})
+            .to_string(),
+        );
+        parent = Some(id);
+    }
+    let file = root.join("s.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    // secret.env was deleted since the session wrote it; kept.txt is there, group-readable.
+    std::fs::write(work.join("kept.txt"), "two\n").unwrap();
+    set_mode(&work.join("kept.txt"), 0o640);
+    let backups = root.join("backups");
+    let out = sessiond_022(&[
+        &"rewind",
+        &file,
+        &"--to",
+        &"u2",
+        &"--force",
+        &"--backup-root",
+        &backups,
+        &"--json",
+    ]);
+    let doc: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+    assert_eq!(doc["applied"], true, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("secret.env")).unwrap(),
+        "KEY=one\n"
+    );
+    assert_eq!(mode(&work.join("secret.env")), 0o600, "a recreated file");
+    assert_eq!(
+        std::fs::read_to_string(work.join("kept.txt")).unwrap(),
+        "one\n"
+    );
+    assert_eq!(mode(&work.join("kept.txt")), 0o640, "a replaced file");
+    assert_eq!(wider_than_owner(&backups), vec![]);
+}
+
 #[test]
 fn what_the_daemon_writes_from_a_session_is_the_owner_s_only() {
     let (_tmp, root, dir, src, ids) = owner_only_session();
@@ -331,6 +404,11 @@ fn session_text_never_reaches_the_terminal_raw() {
     let file = hostile_session(&dir);
     let f = file.to_str().unwrap();
     let index = dir.join("index");
+    // The same session with a relative working directory, which `rewind` refuses, naming it.
+    let relative = dir.join(format!("r-{}.jsonl", "\u{1b}[31m"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&relative, text.replacen("\"cwd\":\"/w/", "\"cwd\":\"w/", 1)).unwrap();
+    let r = relative.to_str().unwrap();
     let runs: Vec<Vec<&str>> = vec![
         vec!["tree", f],
         vec!["tree", f, "--full"],
@@ -342,6 +420,10 @@ fn session_text_never_reaches_the_terminal_raw() {
         vec!["check", f],
         vec!["verify", f, "--all"],
         vec!["export", f],
+        vec!["diff", f, "c1", "u2"],
+        vec!["rewind", f, "--to", "u1", "--dry-run"],
+        vec!["rewind", r, "--to", "u1"],
+        vec!["rewind", r, "--to", "u1", "--dry-run"],
         vec![
             "list",
             "--root",
@@ -361,8 +443,12 @@ fn session_text_never_reaches_the_terminal_raw() {
     for args in &runs {
         let out = Command::new(BIN).args(args).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
+        // (`rewind` refuses the relative working directory: exit 2, `error`.)
+        let refused = args[0] == "rewind" && args[1] == r;
         assert!(
-            out.status.code().is_some_and(|c| c == 0 || c == 8),
+            out.status
+                .code()
+                .is_some_and(|c| c == 0 || c == 8 || (refused && c == 2)),
             "{args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -377,7 +463,13 @@ fn session_text_never_reaches_the_terminal_raw() {
             "{args:?} stderr"
         );
         // (The SVG has no C0 control to show: XML cannot hold one, it is U+FFFD there.)
-        if !matches!(args[0], "check" | "search" | "verify" | "explain") && !args.contains(&"--svg")
+        if refused {
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains(r"\x1b"),
+                "{args:?} shows ESC visibly on stderr"
+            );
+        } else if !matches!(args[0], "check" | "search" | "verify" | "explain")
+            && !args.contains(&"--svg")
         {
             assert!(
                 stdout.contains(r"\x1b"),
@@ -432,18 +524,10 @@ fn hidden_key() -> String {
 fn credential_session(dir: &Path) -> PathBuf {
     let header = json!({"type": "session", "version": 3, "id": "s1",
         "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"});
-    let mut args = serde_json::Map::new();
-    args.insert(KEY.to_owned(), json!("as a name"));
-    args.insert(hidden_key(), json!("as a hidden name"));
-    args.insert(
-        "command".to_owned(),
-        json!(format!("curl -H 'x-api-key: {}'", hidden_key())),
-    );
-    args.insert("nested".to_owned(), json!({ KEY: 1 }));
     let call = json!({"type": "message", "id": "a1", "parentId": "u1",
         "timestamp": "2026-01-01T00:00:02.000Z",
         "message": {"role": "assistant", "content": [
-            {"type": "toolCall", "id": "t1", "name": "bash", "arguments": Value::Object(args)}],
+            {"type": "toolCall", "id": "t1", "name": "bash", "arguments": credential_arguments()}],
             "provider": "anthropic", "model": "m", "timestamp": 2}});
     let user = json!({"type": "message", "id": "u1", "parentId": null,
         "timestamp": "2026-01-01T00:00:01.000Z",
@@ -488,6 +572,130 @@ fn credentials_are_redacted_as_names_and_behind_zero_width_characters() {
     let (mut d, _) = Daemon::start(&[&dir]);
     let r = d.call("session/export", json!({"path": file, "format": "html"}));
     assert!(!leaks(r["document"].as_str().unwrap()));
+    d.stop();
+}
+
+/// The arguments of [`credential_session`]'s tool call: a key and a hidden key as names, a
+/// hidden key in a value, a key as a nested name.
+fn credential_arguments() -> Value {
+    let mut args = serde_json::Map::new();
+    args.insert(KEY.to_owned(), json!("as a name"));
+    args.insert(hidden_key(), json!("as a hidden name"));
+    args.insert(
+        "command".to_owned(),
+        json!(format!("curl -H 'x-api-key: {}'", hidden_key())),
+    );
+    args.insert("nested".to_owned(), json!({ KEY: 1 }));
+    Value::Object(args)
+}
+
+/// A Claude Code transcript whose `Bash` call has [`credential_arguments`] as its input.
+fn credential_transcript(dir: &Path) -> PathBuf {
+    let session = "6d2e238c-d8e6-4579-9b3a-0130d30ea9b9";
+    let line = |uuid: &str, parent: Option<&str>, kind: &str, message: Value| {
+        json!({"parentUuid": parent, "isSidechain": false, "type": kind, "message": message,
+            "uuid": uuid, "timestamp": "2026-12-04T18:00:00.000Z", "userType": "external",
+            "cwd": "/w", "sessionId": session, "version": "2.1.197", "gitBranch": "HEAD"})
+        .to_string()
+    };
+    let user = line(
+        "11111111-1111-4111-8111-111111111111",
+        None,
+        "user",
+        json!({"role": "user", "content": "run it"}),
+    );
+    let call = line(
+        "22222222-2222-4222-8222-222222222222",
+        Some("11111111-1111-4111-8111-111111111111"),
+        "assistant",
+        json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                "input": credential_arguments()}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    );
+    let result = line(
+        "33333333-3333-4333-8333-333333333333",
+        Some("22222222-2222-4222-8222-222222222222"),
+        "user",
+        json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+            "content": "done"}]}),
+    );
+    let answer = line(
+        "44444444-4444-4444-8444-444444444444",
+        Some("33333333-3333-4333-8333-333333333333"),
+        "assistant",
+        json!({"id": "msg_2", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": "Done."}],
+            "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    );
+    let path = dir.join(format!("{session}.jsonl"));
+    std::fs::write(&path, format!("{user}\n{call}\n{result}\n{answer}\n")).unwrap();
+    path
+}
+
+/// A Codex rollout whose `function_call` has [`credential_arguments`] as its arguments.
+fn credential_rollout(dir: &Path) -> PathBuf {
+    let item = |payload: Value| {
+        json!({"timestamp": "2026-12-04T00:00:01.000Z", "type": "response_item", "payload": payload})
+            .to_string()
+    };
+    let lines = [
+        json!({"timestamp": "2026-12-04T00:00:00.000Z", "type": "session_meta",
+            "payload": {"id": "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "cwd": "/w"}})
+        .to_string(),
+        item(json!({"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "run it"}]})),
+        item(
+            json!({"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "shell",
+            "arguments": credential_arguments().to_string()}),
+        ),
+        item(json!({"type": "function_call_output", "call_id": "c1", "output": "done"})),
+    ];
+    let path = dir.join("rollout-2026-12-04T00-00-00-0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.jsonl");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+#[test]
+fn claude_code_and_codex_exports_redact_credentials_as_names_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let files = [credential_transcript(&dir), credential_rollout(&dir)];
+    for file in &files {
+        for format in ["md", "html"] {
+            let out = Command::new(BIN)
+                .args([
+                    "export",
+                    file.to_str().unwrap(),
+                    "--format",
+                    format,
+                    "--json",
+                ])
+                .output()
+                .unwrap();
+            let doc: Value = serde_json::from_slice(&ok(&out).stdout).unwrap();
+            let document = doc["document"].as_str().unwrap();
+            let what = format!("{} {format}", file.display());
+            assert!(document.contains("run it"), "{what}");
+            assert!(!leaks(document), "{what}:\n{document}");
+            assert!(
+                document.contains("[REDACTED:anthropic-key]"),
+                "{what}:\n{document}"
+            );
+            assert!(doc["redactions"].as_u64().unwrap() >= 4, "{what}: {doc}");
+        }
+    }
+    let (mut d, _) = Daemon::start(&[&dir]);
+    for file in &files {
+        for format in ["md", "html"] {
+            let r = d.call("session/export", json!({"path": file, "format": format}));
+            assert!(
+                !leaks(r["document"].as_str().unwrap()),
+                "{}",
+                file.display()
+            );
+        }
+    }
     d.stop();
 }
 
@@ -727,5 +935,308 @@ fn the_daemon_s_graph_comes_in_pages() {
     assert_eq!(Value::Array(lines), whole["lines"]);
     let too_many = d.request("session/graph", json!({"path": file, "limit": 100_000}));
     assert_eq!(support::error_of(&too_many).0, -32602);
+    d.stop();
+}
+
+/// A client of `sessiond serve` that reads what the daemon writes at `rate` bytes a second,
+/// as an editor that parses each reply before it reads on, and notes when each reply arrived.
+struct SlowClient {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    replies: std::sync::mpsc::Receiver<(std::time::Instant, Value)>,
+    next_id: i64,
+}
+
+impl SlowClient {
+    fn start(root: &Path, rate: usize) -> SlowClient {
+        use std::io::{BufRead, Read};
+        use std::process::Stdio;
+        let mut child = Command::new(BIN)
+            .args(["serve", "--root"])
+            .arg(root)
+            .env("SESSIOND_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, replies) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = std::io::BufReader::with_capacity(64 << 10, stdout);
+            loop {
+                let mut len = 0;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    match line.trim_end().strip_prefix("Content-Length:") {
+                        Some(n) => len = n.trim().parse().unwrap(),
+                        None if line.trim_end().is_empty() => break,
+                        None => panic!("header {line:?}"),
+                    }
+                }
+                let mut body = vec![0; len];
+                for chunk in body.chunks_mut(64 << 10) {
+                    r.read_exact(chunk).unwrap();
+                    let took = chunk.len() as f64 / rate as f64;
+                    std::thread::sleep(std::time::Duration::from_secs_f64(took));
+                }
+                let reply = serde_json::from_slice(&body).unwrap();
+                if tx.send((std::time::Instant::now(), reply)).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take().unwrap();
+        let mut c = SlowClient {
+            child,
+            stdin,
+            replies,
+            next_id: 1,
+        };
+        let init = c.send("initialize", json!({"capabilities": {}}));
+        c.wait_for(init);
+        c.notify("initialized", json!({}));
+        c
+    }
+
+    fn write(&mut self, msg: &Value) {
+        use std::io::Write;
+        self.stdin.write_all(&support::frame(msg)).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request; returns its id.
+    fn send(&mut self, method: &str, params: Value) -> i64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.write(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// The reply to `id` (other messages are dropped).
+    fn wait_for(&mut self, id: i64) -> Value {
+        loop {
+            let (_, reply) = self
+                .replies
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap();
+            if reply["id"] == id {
+                return reply;
+            }
+        }
+    }
+}
+
+impl Drop for SlowClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One large `session/export` does not hold up the answers to other sessions: the document
+/// comes in pages of bounded size, so an answer that arrives while one is being written waits
+/// for that page only, not for the whole document. The client reads at 16 MiB/s, as an
+/// editor parsing each reply might; the document is 40 MiB.
+#[test]
+fn a_large_export_does_not_hold_up_other_answers() {
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = std::fs::canonicalize(tmp.path()).unwrap();
+    let (small, _) = session(&dir, "small.jsonl", 5);
+    let big = dir.join("big.jsonl");
+    let mut text = json!({"type": "session", "version": 3, "id": "big",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"})
+    .to_string();
+    let mut parent = Value::Null;
+    let message: String = "the same words again and again; ".repeat(1 << 15);
+    for i in 0..40 {
+        let id = format!("m{i:04}");
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        let content = if role == "user" {
+            json!(message)
+        } else {
+            json!([{"type": "text", "text": message}])
+        };
+        let line = json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": "2026-01-01T00:00:01.000Z",
+            "message": {"role": role, "content": content, "timestamp": i}});
+        text.push('\n');
+        text.push_str(&line.to_string());
+        parent = json!(id);
+    }
+    text.push('\n');
+    std::fs::write(&big, text).unwrap();
+    let out = Command::new(BIN)
+        .args(["export", big.to_str().unwrap(), "--no-redact"])
+        .output()
+        .unwrap();
+    let whole = String::from_utf8(ok(&out).stdout.clone()).unwrap();
+    assert!(whole.len() > 40 << 20, "{}", whole.len());
+
+    let mut c = SlowClient::start(&dir, 16 << 20);
+    let opened = c.send("session/open", json!({"path": small}));
+    assert!(c.wait_for(opened).get("result").is_some());
+    let mut document = String::new();
+    let (mut pages, mut document_id) = (0, Value::Null);
+    let mut export = c.send("session/export", json!({"path": big, "redact": false}));
+    let mut asked: Vec<(i64, Instant)> = Vec::new();
+    let mut answered: Vec<(i64, Duration)> = Vec::new();
+    let mut last_ask = Instant::now() - Duration::from_secs(1);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(Instant::now() < deadline, "no end to the export");
+        if last_ask.elapsed() >= Duration::from_millis(100) {
+            asked.push((
+                c.send("session/tree", json!({"path": small})),
+                Instant::now(),
+            ));
+            last_ask = Instant::now();
+        }
+        let Ok((at, reply)) = c.replies.recv_timeout(Duration::from_millis(20)) else {
+            continue;
+        };
+        let id = reply["id"].as_i64().unwrap_or(-1);
+        if let Some(&(_, sent)) = asked.iter().find(|(a, _)| *a == id) {
+            assert!(reply.get("result").is_some(), "{reply}");
+            answered.push((id, at - sent));
+        } else if id == export {
+            let page = &reply["result"];
+            let text = page["document"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{reply}"));
+            assert!(text.len() <= 4 << 20, "a page is 4 MiB at most");
+            assert_eq!(page["offset"], document.len());
+            assert_eq!(page["documentBytes"], whole.len());
+            if pages == 0 {
+                document_id = page["documentId"].clone();
+            }
+            assert_eq!(page["documentId"], document_id, "one document");
+            document.push_str(text);
+            pages += 1;
+            match page["nextOffset"].as_u64() {
+                Some(offset) => {
+                    assert_eq!(offset as usize, document.len());
+                    export = c.send(
+                        "session/export",
+                        json!({"path": big, "redact": false, "offset": offset}),
+                    );
+                }
+                None => break,
+            }
+        }
+    }
+    for (id, _) in &asked {
+        if !answered.iter().any(|(a, _)| a == id) {
+            let reply = c.wait_for(*id);
+            assert!(reply.get("result").is_some(), "{reply}");
+            let sent = asked.iter().find(|(a, _)| a == id).unwrap().1;
+            answered.push((*id, sent.elapsed()));
+        }
+    }
+    assert!(document == whole, "the pages make the document");
+    assert_eq!(pages, whole.len().div_ceil(4 << 20));
+    for params in [
+        json!({"path": big, "limit": (16 << 20) + 1}),
+        json!({"path": big, "limit": 0}),
+        json!({"path": small, "offset": 1 << 30}),
+    ] {
+        let asked = c.send("session/export", params.clone());
+        let reply = c.wait_for(asked);
+        assert_eq!(reply["error"]["code"], -32602, "{params}: {reply}");
+    }
+    let slowest = answered.iter().map(|(_, d)| *d).max().unwrap();
+    assert!(
+        answered.len() >= 10 && slowest < Duration::from_secs(1),
+        "{} answers to another session during the export; the slowest took {slowest:?}",
+        answered.len()
+    );
+}
+
+/// A Codex thread is gathered from the files inside the daemon's roots only: a fork of the open
+/// rollout that lies outside them (another day's folder, `archived_sessions/`) is never read,
+/// while the command line, which has no roots, finds it.
+#[test]
+fn a_codex_thread_is_read_inside_the_daemon_s_roots_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = std::fs::canonicalize(tmp.path()).unwrap();
+    let day = home.join("sessions/2026/01/01");
+    let archived = home.join("archived_sessions");
+    std::fs::create_dir_all(&day).unwrap();
+    std::fs::create_dir_all(&archived).unwrap();
+    let (a, b) = (
+        "01a2453e-a8be-7fd3-8041-bcaa744a1349",
+        "01a2453e-b0b0-7fd3-8041-bcaa744a1350",
+    );
+    let user = |ordinal: u64, text: &str| {
+        json!({"timestamp": "2026-01-01T00:00:01.000Z", "ordinal": ordinal,
+            "type": "response_item", "payload": {"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": text}]}})
+        .to_string()
+    };
+    let own = format!(
+        "{}\n{}\n",
+        json!({"timestamp": "2026-01-01T00:00:00.000Z", "ordinal": 0, "type": "session_meta",
+            "payload": {"id": a, "cwd": "/w"}}),
+        user(1, "inside the roots")
+    );
+    let file = day.join(format!("rollout-2026-01-01T00-00-00-{a}.jsonl"));
+    std::fs::write(&file, &own).unwrap();
+    let fork = format!(
+        "{}\n{}\n",
+        json!({"timestamp": "2026-01-01T00:00:02.000Z", "ordinal": 0, "type": "session_meta",
+            "payload": {"id": b, "cwd": "/w", "forked_from_id": a,
+                "history_base": {"thread_id": a, "end_ordinal_exclusive": 2,
+                    "end_byte_offset": own.len()}}}),
+        user(2, "OUTSIDE THE ROOTS")
+    );
+    std::fs::write(
+        archived.join(format!("rollout-2026-01-01T00-00-02-{b}.jsonl")),
+        fork,
+    )
+    .unwrap();
+    // The command line reads the whole thread (it proves the fork is linked).
+    let out = Command::new(BIN)
+        .args(["export", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let cli = String::from_utf8_lossy(&ok(&out).stdout).into_owned();
+    let out = Command::new(BIN)
+        .args(["graph", file.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let cli_graph = String::from_utf8_lossy(&ok(&out).stdout).into_owned();
+    assert!(
+        cli.contains("OUTSIDE THE ROOTS") || cli_graph.contains("OUTSIDE THE ROOTS"),
+        "the fork is part of the thread:\n{cli}\n{cli_graph}"
+    );
+
+    let (mut d, _) = Daemon::start(&[&day]);
+    d.call("session/open", json!({"path": file}));
+    let graph = d.call("session/graph", json!({"path": file}));
+    let export = d.call("session/export", json!({"path": file}));
+    let context = d.call("session/contextAt", json!({"path": file}));
+    for (what, r) in [
+        ("graph", &graph),
+        ("export", &export),
+        ("contextAt", &context),
+    ] {
+        assert!(
+            !r.to_string().contains("OUTSIDE THE ROOTS"),
+            "{what} read a file outside the roots: {r:#}"
+        );
+    }
+    assert!(
+        export["document"]
+            .as_str()
+            .unwrap()
+            .contains("inside the roots")
+    );
     d.stop();
 }

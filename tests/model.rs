@@ -81,14 +81,18 @@ impl World {
         }
     }
 
-    /// A daemon with this world's agent directory and key (its stderr kept), and its
-    /// `session/open` of the session.
-    fn daemon(&self) -> (Daemon, Value) {
+    /// A daemon with this world's agent directory and key, its log at `level`
+    /// (`SESSIOND_LOG`) and kept, and its `session/open` of the session.
+    fn daemon_logging(&self, level: &str) -> (Daemon, Value) {
         let agent = self.agent.to_str().unwrap().to_owned();
         let (mut d, _) = Daemon::start_with(
             &[&self.dir],
             &Spawn {
-                env: vec![("PI_CODING_AGENT_DIR", &agent), ("MODEL_TEST_KEY", KEY)],
+                env: vec![
+                    ("PI_CODING_AGENT_DIR", &agent),
+                    ("MODEL_TEST_KEY", KEY),
+                    ("SESSIOND_LOG", level),
+                ],
                 capture_stderr: true,
                 args: Vec::new(),
             },
@@ -319,7 +323,7 @@ fn the_daemon_reports_progress_and_a_cancelled_call_writes_nothing() {
         &json!({"default": [{"text": SUMMARY}], "faults": [{"stallMs": 30000}]}),
         "openai-completions",
     );
-    let (mut d, opened) = w.daemon();
+    let (mut d, opened) = w.daemon_logging("trace");
     let before = std::fs::read(&w.file).unwrap();
     let id = d.next_request_id();
     d.send(
@@ -357,6 +361,7 @@ fn the_daemon_reports_progress_and_a_cancelled_call_writes_nothing() {
     );
     assert_eq!(done["written"], true, "{done}");
     assert_eq!(done["summarySource"], "model");
+    assert!(d.stderr().contains("TRACE"), "the trace log is on");
     assert!(!d.stderr().contains("SECRET"), "a key in the logs");
     d.stop();
 }
@@ -367,22 +372,29 @@ fn daemon_model_errors_are_33020_naming_the_provider() {
         &json!({"default": [{"text": SUMMARY}], "requireKey": "another"}),
         "openai-completions",
     );
-    let (mut d, opened) = w.daemon();
-    let r = d.request(
-        "session/compact",
-        json!({"path": w.file, "expectedLeafId": opened["leafId"], "leafId": LEAF, "keepRecentTokens": 2000,
-            "summarizer": {"type": "model", "maxRetries": 0}}),
-    );
-    let (code, message, data) = support::error_of(&r);
-    assert_eq!(code, -33020, "{r}");
-    assert_eq!(data["kind"], "auth");
-    assert_eq!(data["provider"], "anthropic");
-    assert!(
-        !message.contains("SECRET") && !r.to_string().contains("SECRET"),
-        "{r}"
-    );
-    assert!(!d.stderr().contains("SECRET"));
-    d.stop();
+    // Keys never reach the logs, even at trace level.
+    for level in ["warn", "trace"] {
+        let (mut d, opened) = w.daemon_logging(level);
+        let r = d.request(
+            "session/compact",
+            json!({"path": w.file, "expectedLeafId": opened["leafId"], "leafId": LEAF, "keepRecentTokens": 2000,
+                "summarizer": {"type": "model", "maxRetries": 0}}),
+        );
+        let (code, message, data) = support::error_of(&r);
+        assert_eq!(code, -33020, "{r}");
+        assert_eq!(data["kind"], "auth");
+        assert_eq!(data["provider"], "anthropic");
+        assert!(
+            !message.contains("SECRET") && !r.to_string().contains("SECRET"),
+            "{r}"
+        );
+        let logged = d.stderr();
+        d.stop();
+        assert!(!logged.contains("SECRET"), "{level}: a key in the logs");
+        if level == "trace" {
+            assert!(logged.contains("TRACE"), "the trace log is on: {logged}");
+        }
+    }
 }
 
 /// pi's own compaction and sessiond's, of copies of one session pi wrote, against the same

@@ -340,6 +340,8 @@ fn archive_file_inner(
         return Err(io_at(source)(io::Error::other("not a regular file")));
     }
     let seen = Seen::of(&meta);
+    let file = open_source(source, &seen)?;
+    let file = &file;
     let key = session_key(source);
     let manifest = archive.manifest(&key)?;
     let Some(mut m) = manifest else {
@@ -354,7 +356,14 @@ fn archive_file_inner(
             last_archived_ms: now,
             chunks: Vec::new(),
         };
-        add_chunk(&session_dir, &mut version, source, 0, seen.size, report)?;
+        add_chunk(
+            &session_dir,
+            &mut version,
+            (source, file),
+            0,
+            seen.size,
+            report,
+        )?;
         let m = Manifest {
             format: super::FORMAT_VERSION,
             source: source.to_owned(),
@@ -375,7 +384,7 @@ fn archive_file_inner(
             detail: "no versions".into(),
         });
     };
-    let grown = seen.size >= last.size && prefix_matches(source, last, report)?;
+    let grown = seen.size >= last.size && prefix_matches((source, file), last, report)?;
     sweep_session(&session_dir, Some(&m));
     let outcome = if grown && seen.size == last.size {
         Outcome::Unchanged
@@ -384,7 +393,14 @@ fn archive_file_inner(
             return Ok((Outcome::Unchanged, None));
         };
         let from = version.size;
-        add_chunk(&session_dir, version, source, from, seen.size, report)?;
+        add_chunk(
+            &session_dir,
+            version,
+            (source, file),
+            from,
+            seen.size,
+            report,
+        )?;
         version.last_archived_ms = now_ms();
         Outcome::Appended
     } else {
@@ -396,7 +412,14 @@ fn archive_file_inner(
             last_archived_ms: now,
             chunks: Vec::new(),
         };
-        add_chunk(&session_dir, &mut version, source, 0, seen.size, report)?;
+        add_chunk(
+            &session_dir,
+            &mut version,
+            (source, file),
+            0,
+            seen.size,
+            report,
+        )?;
         m.versions.push(version);
         Outcome::NewVersion
     };
@@ -404,14 +427,34 @@ fn archive_file_inner(
     Ok((outcome, Some(m)))
 }
 
+/// Opens the session file `source` just checked as `seen` without following a symbolic link
+/// or waiting on a FIFO, and refuses a descriptor that is not that file (swapped between the
+/// check and the open). Errors: `Io`.
+fn open_source(source: &Path, seen: &Seen) -> Result<fs::File, ArchiveError> {
+    use std::os::unix::fs::MetadataExt;
+    let file = crate::storage::reader::open_regular_nofollow(source).map_err(|e| match e {
+        crate::storage::reader::OpenError::Io { source: e, .. } => io_at(source)(e),
+        _ => io_at(source)(io::Error::other("not a regular file")),
+    })?;
+    let meta = file.metadata().map_err(io_at(source))?;
+    if (meta.dev(), meta.ino()) != (seen.dev, seen.ino) {
+        return Err(io_at(source)(io::Error::other(
+            "replaced while it was being archived",
+        )));
+    }
+    Ok(file)
+}
+
 /// Whether the source's first `version.size` bytes are the version's chunks (each chunk's
-/// range hashed and compared with its checksum; stops at the first difference).
+/// range hashed and compared with its checksum; stops at the first difference). `source` is
+/// the path and the file opened from it.
 fn prefix_matches(
-    source: &Path,
+    (source, file): (&Path, &fs::File),
     version: &Version,
     report: &mut PassReport,
 ) -> Result<bool, ArchiveError> {
-    let mut file = fs::File::open(source).map_err(io_at(source))?;
+    let mut file = file;
+    io::Seek::seek(&mut file, io::SeekFrom::Start(0)).map_err(io_at(source))?;
     let mut buf = vec![0u8; 1 << 16];
     for chunk in &version.chunks {
         let mut hasher = Sha256::new();
@@ -439,7 +482,7 @@ fn prefix_matches(
 fn add_chunk(
     session_dir: &Path,
     version: &mut Version,
-    source: &Path,
+    (source, file): (&Path, &fs::File),
     from: u64,
     to: u64,
     report: &mut PassReport,
@@ -449,7 +492,7 @@ fn add_chunk(
     }
     let vdir = session_dir.join(version.dir());
     make_dirs(&vdir)?;
-    let mut file = fs::File::open(source).map_err(io_at(source))?;
+    let mut file = file;
     io::Seek::seek(&mut file, io::SeekFrom::Start(from)).map_err(io_at(source))?;
     let tmp = tempfile::Builder::new()
         .prefix(".tmp-")
@@ -608,4 +651,43 @@ pub fn prune(dir: &Path, older_than_days: u64, apply: bool) -> Result<Vec<Pruned
         fs::remove_dir_all(&trash).map_err(io_at(&trash))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A session file replaced (by another file, a symbolic link or a FIFO) between the look
+    /// at it and the open is not read, and the open never waits.
+    #[test]
+    fn a_source_swapped_after_the_check_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("s.jsonl");
+        fs::write(&source, "{}\n").unwrap();
+        let seen = Seen::of(&fs::symlink_metadata(&source).unwrap());
+        assert!(open_source(&source, &seen).is_ok());
+        let other = dir.path().join("other.jsonl");
+        fs::write(&other, "{\"secret\":1}\n").unwrap();
+        // Another file renamed over it.
+        let copy = dir.path().join("copy.jsonl");
+        fs::copy(&other, &copy).unwrap();
+        fs::rename(&copy, &source).unwrap();
+        assert!(open_source(&source, &seen).is_err(), "another file");
+        // A symbolic link.
+        fs::remove_file(&source).unwrap();
+        std::os::unix::fs::symlink(&other, &source).unwrap();
+        assert!(open_source(&source, &seen).is_err(), "a link");
+        // A FIFO: refused at once.
+        fs::remove_file(&source).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &source,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(open_source(&source, &seen).is_err(), "a FIFO");
+    }
 }

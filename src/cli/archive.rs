@@ -109,11 +109,7 @@ pub fn run(out: &mut dyn Write, args: &ArchiveArgs) -> Result<Exit, CliError> {
     let roots = super::session_roots(&args.roots);
     let report = archive::archive_pass(&args.to, &roots)?;
     for f in &report.errors {
-        eprintln!(
-            "sessiond: {}: {}",
-            visible(&f.path.display().to_string()),
-            visible(&f.message)
-        );
+        super::say(format_args!("{}: {}", f.path.display(), f.message));
     }
     if args.json {
         writeln!(out, "{}", json!(report))?;

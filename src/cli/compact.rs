@@ -441,11 +441,11 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         let version = session.tree.header().version;
         if version < crate::dialect::pi::format::CURRENT_VERSION {
             // The plan is pi's; only the write is refused, which a dry run would not show.
-            eprintln!(
-                "sessiond: note: {} is a version-{version} file, which sessiond does not append \
+            super::say(format_args!(
+                "note: {} is a version-{version} file, which sessiond does not append \
                  to; `sessiond fork` of its leaf makes a version-3 copy that can be compacted",
                 args.file.display()
-            );
+            ));
         }
         let mut whole = String::new();
         let expected = whole_expected(&args.file, &session.tree, expected, &mut whole)?;

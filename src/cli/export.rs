@@ -142,8 +142,8 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
         out.write_all(exported.document.as_bytes())?;
     }
     if !args.json {
-        eprintln!(
-            "sessiond: exported {} ({}, {}){}; {}",
+        super::say(format_args!(
+            "exported {} ({}, {}){}; {}",
             crate::view::tree::count(exported.entries, "entry", "entries"),
             crate::view::tree::count(exported.messages, "message", "messages"),
             crate::view::tree::count(exported.tool_calls, "tool call", "tool calls"),
@@ -159,7 +159,7 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
                     if exported.redactions == 1 { "" } else { "s" }
                 )
             }
-        );
+        ));
     }
     Ok(Exit::Ok)
 }

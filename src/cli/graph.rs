@@ -114,12 +114,12 @@ fn write<E: Describe>(
     match &args.out {
         Some(path) => {
             super::export::write_atomically(path, document.as_bytes())?;
-            eprintln!(
-                "sessiond: graph of {} ({}) written to {}",
+            super::say(format_args!(
+                "graph of {} ({}) written to {}",
                 crate::view::tree::count(g.nodes.len(), "node", "nodes"),
                 crate::view::tree::count(g.entry_count, "entry", "entries"),
                 path.display()
-            );
+            ));
         }
         None => out.write_all(document.as_bytes())?,
     }

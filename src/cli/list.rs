@@ -11,7 +11,6 @@ use clap::Args;
 use serde_json::json;
 
 use super::error::{CliError, Exit};
-use crate::core::preview::visible;
 use crate::listing::ListedSession;
 use crate::listing::{ListCache, Listed};
 use crate::storage::list;
@@ -70,10 +69,10 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
         cache.retain_under(root, &files.into_iter().collect());
     }
     if let Err(e) = cache.save(&cache_file) {
-        eprintln!(
-            "sessiond: cannot save the listing cache {}: {e}",
+        super::say(format_args!(
+            "cannot save the listing cache {}: {e}",
             cache_file.display()
-        );
+        ));
     }
     sessions.sort_by(|a, b| {
         b.modified_ms
@@ -118,10 +117,10 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
         writeln!(out, "being created: {}", p.display())?;
     }
     for p in &skipped {
-        eprintln!(
-            "sessiond: {}: not a session sessiond reads",
-            visible(&p.display().to_string())
-        );
+        super::say(format_args!(
+            "{}: not a session sessiond reads",
+            p.display()
+        ));
     }
     Ok(Exit::Ok)
 }

@@ -11,12 +11,16 @@
 //!
 //! Human output is for a terminal, and session text must not act on it: everything a command
 //! prints without `--json` goes through [`Visible`] (control characters shown as `\x1b`...),
-//! and so do errors on stderr. A `--json` document is exact.
+//! and every line on stderr goes through `say` (errors, notes, refusals). A `--json`
+//! document is exact.
 //!
 //! Modules: [`read`] (`context`, `tree`, `explain`, `check`), [`diff`] (two leaves compared), [`export`](mod@export), [`graph`](mod@graph), [`search`](mod@search), [`verify`](mod@verify), [`rewind`](mod@rewind), [`write`](mod@write) (`fork`, `label`,
 //! `name`, `branch`, `append`, `salvage`), [`compact`], [`tree`] (the folded tree), [`shell`]
 //! (completions and manual pages from these definitions), and [`error`] (the exit-code table
 //! and the error type), which the others import; nothing imports this module but `main`.
+
+// stderr is written in one place only, `say`, so no message can carry session text raw.
+#![deny(clippy::print_stderr)]
 
 use std::io::{self, Seek, Write};
 use std::path::PathBuf;
@@ -483,6 +487,15 @@ fn dispatch(command: Command, out: &mut dyn Sink) -> Result<Exit, CliError> {
     }
 }
 
+/// Writes one message for a person on stderr, after `sessiond: `, shown through [`visible`]:
+/// a path, an id or a refusal can carry session text (a header's `cwd`, a tool call's path),
+/// which must not act on the terminal. Every line the command line writes on stderr goes
+/// through here (clap's own usage errors aside).
+#[allow(clippy::print_stderr)]
+pub(crate) fn say(message: std::fmt::Arguments<'_>) {
+    eprintln!("sessiond: {}", visible(&message.to_string()));
+}
+
 /// Ends a command: on success the buffered JSON `document` (empty in human mode, where the
 /// output was streamed) goes to `stdout`; on failure the error goes to stderr and, under
 /// `--json`, its one error document to `stdout` while the partial document is dropped. A
@@ -509,7 +522,7 @@ fn finish(
         Err(CliError::Output(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             // An error can name what a file holds (an id, a path): shown visibly.
-            eprintln!("sessiond: {}", visible(&e.to_string()));
+            say(format_args!("{e}"));
             if json && !matches!(e, CliError::Output(_)) {
                 let _ = writeln!(stdout, "{}", e.json_document()).and_then(|()| stdout.flush());
             }
@@ -546,10 +559,10 @@ pub(crate) fn session_roots(given: &[std::path::PathBuf]) -> Vec<std::path::Path
         } else {
             "no such directory"
         };
-        eprintln!(
-            "sessiond: {}: {what}; no sessions are read from it",
+        say(format_args!(
+            "{}: {what}; no sessions are read from it",
             r.display()
-        );
+        ));
     }
     roots
 }

@@ -144,7 +144,7 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
         let doc = crate::rewind::document(&session, &plan, args.dry_run, None, None);
         print_plan(out, args.json, &doc, &plan)?;
         if !args.json {
-            eprintln!("sessiond: {}: {}", file.display(), r.message());
+            super::say(format_args!("{}: {}", file.display(), r.message()));
         }
         return Ok(refusal_exit(r));
     }

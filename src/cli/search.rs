@@ -182,17 +182,16 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
     }
     if let Some(r) = &report {
         if r.busy {
-            eprintln!(
-                "sessiond: another sessiond holds the index (a daemon keeps it up to date); searching what it last committed"
-            );
+            super::say(format_args!(
+                "another sessiond holds the index (a daemon keeps it up to date); searching what it last committed"
+            ));
         }
         for p in &r.problems {
-            let text = format!(
+            super::say(format_args!(
                 "{}: indexed its readable part: {}",
                 p.path.display(),
                 p.detail
-            );
-            eprintln!("sessiond: {}", crate::core::preview::visible(&text));
+            ));
         }
     }
     for h in &found.hits {

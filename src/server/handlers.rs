@@ -17,6 +17,7 @@ use crate::dialect::pi::projection;
 use crate::listing::{ListCache, Listed};
 use crate::server::Backend;
 use crate::server::error::RpcError;
+use crate::server::export_pages;
 use crate::server::lossless;
 use crate::server::params::{
     CloseParams, CompareBranchesParams, ContextAtParams, EntryParams, ExplainParams, ExportParams,
@@ -119,7 +120,7 @@ pub(super) fn to_raw<T: serde::Serialize>(path: &Path, v: &T) -> Result<Raw, Rpc
 /// [`to_raw`] into a buffer of at least `expected` bytes to start with: a result whose size is
 /// known roughly (an export's document) is written without the buffer doubling up to twice
 /// its size on the way.
-pub(super) fn to_raw_sized<T: serde::Serialize>(
+pub(crate) fn to_raw_sized<T: serde::Serialize>(
     path: &Path,
     v: &T,
     expected: usize,
@@ -263,14 +264,18 @@ fn rollout_line(
 }
 
 /// The thread of the open rollout `s` as one tree of files
-/// ([`crate::dialect::codex::thread::Thread`]), read now. Errors: `Io`.
+/// ([`crate::dialect::codex::thread::Thread`]), read now: only files inside the session's roots
+/// are looked for. Errors: `Io`.
 pub(super) fn rollout_thread(
     s: &Session,
 ) -> Result<crate::dialect::codex::thread::Thread, RpcError> {
-    crate::dialect::codex::thread::Thread::read(s.path(), Mode::Lenient).map_err(|e| RpcError::Io {
-        path: s.path().to_owned(),
-        source: std::io::Error::other(e.to_string()),
-    })
+    let admits = |p: &Path| s.roots().is_none_or(|r| r.admits(p));
+    crate::dialect::codex::thread::Thread::read_admitted(s.path(), Mode::Lenient, &admits).map_err(
+        |e| RpcError::Io {
+            path: s.path().to_owned(),
+            source: std::io::Error::other(e.to_string()),
+        },
+    )
 }
 
 /// The node a leaf id names in a thread's tree (an id of the open file, or `<tag>:<id>` of
@@ -310,7 +315,7 @@ fn rollout_context_text(
     tree: &crate::dialect::codex::Tree,
     p: &ContextAtParams,
 ) -> Result<Vec<u8>, RpcError> {
-    use crate::dialect::codex::context::{Replay, index_for};
+    use crate::dialect::codex::context::{Replay, index_admitted};
     let line = rollout_line(s, tree, p.leaf_id.as_deref())?;
     let leaf_id = line.and_then(|l| {
         tree.nodes()
@@ -318,7 +323,7 @@ fn rollout_context_text(
             .find(|n| n.entry.span.line as usize == l + 1)
             .map(|n| n.entry.id.as_str().to_owned())
     });
-    let index = index_for(s.path());
+    let index = index_admitted(s.path(), &|p| s.roots().is_none_or(|r| r.admits(p)));
     let mut doc = Replay::at(&index, s.path(), line)
         .map_err(|e| lineage_error(s, e))?
         .document(leaf_id);
@@ -357,7 +362,9 @@ fn rollout_explain(
 ) -> Result<Value, RpcError> {
     let target = rollout_line(s, tree, Some(&p.entry_id))?.unwrap_or(0);
     let line = rollout_line(s, tree, p.leaf_id.as_deref())?;
-    let index = crate::dialect::codex::context::index_for(s.path());
+    let index = crate::dialect::codex::context::index_admitted(s.path(), &|p| {
+        s.roots().is_none_or(|r| r.admits(p))
+    });
     let ex = crate::dialect::codex::context::explain(&index, s.path(), target, line)
         .map_err(|e| lineage_error(s, e))?;
     let mut value = to_value(s.path(), &ex)?;
@@ -549,11 +556,12 @@ fn read_closed_any(
             open_session_from::<crate::dialect::codex::Codex>(path, read, Mode::Strict)
                 .map_err(open_err)?;
             Closed::Codex(Box::new(
-                crate::dialect::codex::thread::Thread::read(path, Mode::Lenient).map_err(|e| {
-                    RpcError::Io {
-                        path: path.to_owned(),
-                        source: std::io::Error::other(e.to_string()),
-                    }
+                crate::dialect::codex::thread::Thread::read_admitted(path, Mode::Lenient, &|p| {
+                    roots.admits(p)
+                })
+                .map_err(|e| RpcError::Io {
+                    path: path.to_owned(),
+                    source: std::io::Error::other(e.to_string()),
                 })?,
             ))
         }
@@ -601,14 +609,14 @@ fn collect_closed(
     }
 }
 
-/// `session/export`'s result for a Codex thread ([`crate::view::export::codex`]): the history
-/// to the leaf through the thread's files. Errors: `UnknownEntry`, `Render`.
+/// `session/export`'s document for a Codex thread ([`crate::view::export::codex`]): the
+/// history to the leaf through the thread's files. Errors: `UnknownEntry`, `Render`.
 fn rollout_export_result(
     path: &Path,
     thread: &crate::dialect::codex::thread::Thread,
     leaf_id: Option<&str>,
     options: &crate::view::export::Options,
-) -> Result<Raw, RpcError> {
+) -> Result<Made, RpcError> {
     let leaf = match leaf_id {
         Some(id) => Some(
             thread
@@ -627,12 +635,7 @@ fn rollout_export_result(
             source,
         },
     )?;
-    export_raw(
-        path,
-        &e,
-        leaf.map(|l| thread.tree.node(l).entry.id.to_string()),
-        options,
-    )
+    Ok((e, leaf.map(|l| thread.tree.node(l).entry.id.to_string())))
 }
 
 /// What verification needs of a Claude Code transcript at `leaf`
@@ -649,15 +652,15 @@ fn transcript_collect(
     })
 }
 
-/// `session/export`'s result for a tree read by its owner or just now: the exported document
-/// and its counts.
+/// `session/export`'s document for a tree read by its owner or just now: the exported
+/// document and its counts.
 fn export_result(
     path: &Path,
     tree: &Tree,
     source: &dyn crate::dialect::pi::render::LineSource,
     leaf_id: Option<&str>,
     options: &crate::view::export::Options,
-) -> Result<Raw, RpcError> {
+) -> Result<Made, RpcError> {
     let leaf = tree
         .resolve_leaf(leaf_id)
         .map_err(|unknown| RpcError::UnknownEntry {
@@ -670,16 +673,11 @@ fn export_result(
             source,
         }
     })?;
-    export_raw(
-        path,
-        &e,
-        leaf.map(|l| tree.node(l).entry.id.to_string()),
-        options,
-    )
+    Ok((e, leaf.map(|l| tree.node(l).entry.id.to_string())))
 }
 
-/// `session/export`'s result for a Claude Code transcript read by its owner or just now: the
-/// branch to the leaf with the subagents it started (their files opened with `open`).
+/// `session/export`'s document for a Claude Code transcript read by its owner or just now:
+/// the branch to the leaf with the subagents it started (their files opened with `open`).
 fn transcript_export_result(
     path: &Path,
     tree: &crate::dialect::claude::Tree,
@@ -687,7 +685,7 @@ fn transcript_export_result(
     leaf_id: Option<&str>,
     options: &crate::view::export::Options,
     open: crate::storage::subagents::Opener<'_>,
-) -> Result<Raw, RpcError> {
+) -> Result<Made, RpcError> {
     use crate::view::export::claude::{Subagent, export};
     let leaf = match leaf_id {
         Some(id) => Some(tree.lookup(id).map_err(|unknown| RpcError::UnknownEntry {
@@ -703,41 +701,27 @@ fn transcript_export_result(
         path: path.to_owned(),
         source,
     })?;
-    export_raw(
-        path,
-        &e,
-        leaf.map(|l| tree.node(l).entry.id.to_string()),
-        options,
-    )
+    Ok((e, leaf.map(|l| tree.node(l).entry.id.to_string())))
 }
 
-/// An exported document as `session/export`'s result.
-fn export_raw(
+/// An exported document and the leaf it was exported to.
+type Made = (crate::view::export::Exported, Option<String>);
+
+/// The first page `session/export` answers with for a document just made (kept in `kept` when
+/// pages follow). Run it off the runtime.
+fn first_page(
     path: &Path,
-    e: &crate::view::export::Exported,
-    leaf_id: Option<String>,
+    kept: &export_pages::Kept,
+    key: export_pages::Key,
+    made: Made,
+    page: (usize, usize),
     options: &crate::view::export::Options,
 ) -> Result<Raw, RpcError> {
-    // A document of hundreds of megabytes: serialized here, off the runtime (see `to_raw`),
-    // from where it lies, into a buffer of its size.
-    let result = crate::view::wire::ExportResult {
-        path,
-        format: options.format.as_str(),
-        leaf_id,
-        document: &e.document,
-        entries: e.entries,
-        messages: e.messages,
-        tool_calls: e.tool_calls,
-        redactions: e.redactions,
-        redacted: options.redact,
-        truncated: e.truncated,
-        images: e.images,
-    };
-    to_raw_sized(
-        path,
-        &result,
-        e.document.len() + (e.document.len() >> 4) + 4096,
-    )
+    let (exported, leaf_id) = made;
+    let doc = std::sync::Arc::new(export_pages::Document::new(key, leaf_id, exported));
+    let (raw, more) = doc.page(path, page.0, page.1, options)?;
+    kept.after_page(&doc, more);
+    Ok(raw)
 }
 
 impl Backend {
@@ -1102,11 +1086,15 @@ impl Backend {
         Ok(to_value(&real, &report)?)
     }
 
-    /// `session/export {path, leafId?, format?, redact?, maxOutputBytes?}`: the branch to the
-    /// leaf as a Markdown or HTML document ([`crate::view::export`]). An open session is read
-    /// from its owner's tree; a closed one is read once, strictly, without being opened.
-    /// Errors: -32602 for an unknown `format`, -33004 for an unknown `leafId`, the open errors
-    /// of `session/open` for a closed file.
+    /// `session/export {path, leafId?, format?, redact?, maxOutputBytes?, offset?, limit?}`:
+    /// the branch to the leaf as a Markdown or HTML document ([`crate::view::export`]), in
+    /// pages of at most `limit` bytes ([`export_pages`]): the document is made for the page at
+    /// offset 0 and kept for the pages after it while the file is unchanged (made again
+    /// otherwise, with another `documentId`). An open session is read from its owner's tree; a
+    /// closed one is read once, strictly, without being opened. Errors: -32602 for an unknown
+    /// `format`, a `limit` outside 1 to 16 MiB or an `offset` that starts no character of the
+    /// document, -33004 for an unknown `leafId`, the open errors of `session/open` for a
+    /// closed file.
     pub async fn export(&self, p: Value) -> RpcResult<Value> {
         let p: ExportParams = params("session/export", p)?;
         let format = match p.format.as_deref() {
@@ -1118,6 +1106,18 @@ impl Backend {
                 })?
             }
         };
+        let limit = p.limit.unwrap_or(export_pages::LIMIT_DEFAULT);
+        if !(1..=export_pages::LIMIT_MAX).contains(&limit) {
+            return Err(RpcError::InvalidParams {
+                method: "session/export",
+                detail: format!(
+                    "limit must be between 1 and {} bytes, got {limit}",
+                    export_pages::LIMIT_MAX
+                ),
+            }
+            .into());
+        }
+        let offset = p.offset.unwrap_or(0);
         let real = self.resolve(&p.path)?;
         let options = crate::view::export::Options {
             format,
@@ -1130,30 +1130,54 @@ impl Backend {
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
         };
         let leaf_id = p.leaf_id;
+        let key = export_pages::Key::new(&real, leaf_id.as_deref(), &options);
+        let kept = self.export_pages.clone();
+        // A later page of the document kept: cut from it, off the runtime (a page is megabytes).
+        if offset > 0
+            && let Some(doc) = kept.get(&key)
+        {
+            let path = real.clone();
+            return Ok(tokio::task::spawn_blocking(move || {
+                let (raw, more) = doc.page(&path, offset, limit, &options)?;
+                kept.after_page(&doc, more);
+                Ok::<_, RpcError>(raw)
+            })
+            .await
+            .map_err(|e| RpcError::Io {
+                path: real.clone(),
+                source: std::io::Error::other(e),
+            })
+            .and_then(|r| r)
+            .map(raw_result)?);
+        }
+        let page = (offset, limit);
         let roots = self.roots();
         match self.registry.get(&real).await {
             // Off the runtime whatever the session's size: the work grows with the document.
             Ok(handle) => Ok(handle
-                .query_waiting(move |s| match s.opened() {
-                    Opened::Pi(pi) => export_result(
-                        s.path(),
-                        pi.tree(),
-                        s.source(),
-                        leaf_id.as_deref(),
-                        &options,
-                    ),
-                    Opened::Claude(t) => transcript_export_result(
-                        s.path(),
-                        &t.tree,
-                        s.source(),
-                        leaf_id.as_deref(),
-                        &options,
-                        &|p| crate::session::owner::open_within_roots(p, &roots),
-                    ),
-                    Opened::Codex(_) => {
-                        let thread = rollout_thread(s)?;
-                        rollout_export_result(s.path(), &thread, leaf_id.as_deref(), &options)
-                    }
+                .query_waiting(move |s| {
+                    let made = match s.opened() {
+                        Opened::Pi(pi) => export_result(
+                            s.path(),
+                            pi.tree(),
+                            s.source(),
+                            leaf_id.as_deref(),
+                            &options,
+                        ),
+                        Opened::Claude(t) => transcript_export_result(
+                            s.path(),
+                            &t.tree,
+                            s.source(),
+                            leaf_id.as_deref(),
+                            &options,
+                            &|p| crate::session::owner::open_within_roots(p, &roots),
+                        ),
+                        Opened::Codex(_) => {
+                            let thread = rollout_thread(s)?;
+                            rollout_export_result(s.path(), &thread, leaf_id.as_deref(), &options)
+                        }
+                    }?;
+                    first_page(s.path(), &kept, key, made, page, &options)
                 })
                 .await
                 .map_err(RpcError::from)
@@ -1163,7 +1187,7 @@ impl Backend {
                 let path = real.clone();
                 Ok(tokio::task::spawn_blocking(move || {
                     let open = |p: &Path| crate::session::owner::open_within_roots(p, &roots);
-                    match read_closed_any(&path, &roots, "session/export")? {
+                    let made = match read_closed_any(&path, &roots, "session/export")? {
                         Closed::Pi(session, lines) => export_result(
                             &path,
                             &session.tree,
@@ -1182,7 +1206,8 @@ impl Backend {
                         Closed::Codex(thread) => {
                             rollout_export_result(&path, &thread, leaf_id.as_deref(), &options)
                         }
-                    }
+                    }?;
+                    first_page(&path, &kept, key, made, page, &options)
                 })
                 .await
                 .map_err(|e| RpcError::Io {

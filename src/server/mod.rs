@@ -15,6 +15,7 @@
 //!   owner and await its reply; they never touch a tree themselves.
 
 pub mod error;
+pub mod export_pages;
 pub mod handlers;
 pub mod lossless;
 pub mod notify;
@@ -144,6 +145,8 @@ pub struct Backend {
     archiver: Mutex<Option<crate::archive::live::Archiver>>,
     /// Notified when the process `initialize.processId` named has ended ([`parent`]).
     parent_gone: Arc<tokio::sync::Notify>,
+    /// The `session/export` document whose later pages are being asked for.
+    export_pages: Arc<export_pages::Kept>,
 }
 
 /// Roots that did not exist when they were configured.
@@ -536,6 +539,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                 cli_archive: options.archive.clone(),
                 archiver: Mutex::new(None),
                 parent_gone: parent_gone.clone(),
+                export_pages: Arc::default(),
             }
         });
         let (service, socket) = register(builder).finish();

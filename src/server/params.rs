@@ -178,6 +178,12 @@ pub struct ExportParams {
     /// Longest tool output or argument shown, in bytes (default 8192).
     #[serde(default)]
     pub max_output_bytes: Option<usize>,
+    /// Where the page starts in the document, in bytes (default 0: the document is made).
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Bytes of the document in the page (default 4 MiB, at most 16 MiB).
+    #[serde(default)]
+    pub limit: Option<usize>,
 }
 
 /// `session/search` params.

@@ -265,6 +265,11 @@ impl Session {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The roots the file must stay inside (the daemon's); `None` outside the daemon.
+    pub fn roots(&self) -> Option<&Roots> {
+        self.roots.as_ref()
+    }
     /// Strict, or lenient (`allowCorrupt`).
     pub fn mode(&self) -> Mode {
         self.mode

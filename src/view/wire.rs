@@ -30,8 +30,16 @@ pub struct ExportResult<'a> {
     pub format: &'static str,
     /// The leaf exported (`null` for a session without entries).
     pub leaf_id: Option<String>,
-    /// The Markdown or HTML document.
+    /// The page of the Markdown or HTML document: its bytes from `offset`.
     pub document: &'a str,
+    /// Where the page starts in the document, in bytes.
+    pub offset: usize,
+    /// Where the next page starts; `None` on the last page.
+    pub next_offset: Option<usize>,
+    /// The whole document's length in bytes.
+    pub document_bytes: usize,
+    /// Names the document: the same on each of its pages.
+    pub document_id: &'a str,
     /// Entries on the branch.
     pub entries: usize,
     /// Messages shown.

@@ -1395,6 +1395,14 @@ export interface ExportParams {
      * Longest tool output or argument shown, in bytes; absent: 8192.
      */
     maxOutputBytes?: number | null;
+    /**
+     * Where the page starts in the document, in bytes (UTF-8; a lone surrogate counts 6); absent: 0. Give the previous page's nextOffset.
+     */
+    offset?: number | null;
+    /**
+     * Bytes of the document in one page; absent: 4194304 (4 MiB). 1 to 16777216 (16 MiB), else -32602.
+     */
+    limit?: number | null;
 }
 /**
  * session/export result.
@@ -1410,9 +1418,25 @@ export interface ExportResult {
      */
     leafId: string | null;
     /**
-     * The document text (Markdown, or one self-contained HTML file).
+     * The page of the document text (Markdown, or one self-contained HTML file) from offset: at most limit bytes (one character at least), ending on a character. The pages in turn are the document.
      */
     document: string;
+    /**
+     * Where this page starts in the document, in bytes.
+     */
+    offset: number;
+    /**
+     * Where the next page starts (ask again with it as offset); null on the last page.
+     */
+    nextOffset: number | null;
+    /**
+     * The whole document's length in bytes.
+     */
+    documentBytes: number;
+    /**
+     * Names the document: the same on each of its pages; another when the document was made again (the file changed between pages: start again from offset 0).
+     */
+    documentId: string;
     /**
      * Entries on the exported path.
      */

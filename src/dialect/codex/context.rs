@@ -128,6 +128,11 @@ pub fn index_for(path: &Path) -> Index {
     Index::scan(&codex_home_of(path))
 }
 
+/// [`index_for`] of the files `admits` lets in only (the daemon's: inside its roots).
+pub fn index_admitted(path: &Path, admits: &dyn Fn(&Path) -> bool) -> Index {
+    Index::scan_admitted(&codex_home_of(path), admits)
+}
+
 /// Why a line is (or is not) in the context, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -77,7 +77,7 @@ impl RolloutFile {
             path: path.to_owned(),
             source,
         };
-        let file = std::fs::File::open(path).map_err(io_err)?;
+        let file = open_rollout(path).map_err(io_err)?;
         let mut ends = Vec::new();
         let mut start = 0u64;
         // One pass: newline positions relative to the file.
@@ -320,10 +320,17 @@ impl Index {
     /// Scans `home`'s `sessions/` and `archived_sessions/` for `rollout-*.jsonl`, reading each
     /// one's first line. Unreadable files and files without a `session_meta` are left out.
     pub fn scan(home: &Path) -> Index {
+        Index::scan_admitted(home, &|_| true)
+    }
+
+    /// [`Index::scan`] of the files `admits` lets in only (the daemon's: inside its roots);
+    /// no other file is opened.
+    pub fn scan_admitted(home: &Path, admits: &dyn Fn(&Path) -> bool) -> Index {
         let mut paths = Vec::new();
         for sub in ["sessions", "archived_sessions"] {
             walk(&home.join(sub), &mut paths);
         }
+        paths.retain(|p| admits(p));
         paths.sort();
         let mut index = Index::default();
         for path in paths {
@@ -397,8 +404,28 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Opens a rollout file for reading without following a symbolic link in its last component
+/// and without waiting on a FIFO (`O_NOFOLLOW | O_NONBLOCK`), and refuses what the descriptor
+/// shows is no regular file: a file swapped for a link or a pipe between the directory walk
+/// and the open is not read. Errors: the open's, or `InvalidInput` for no regular file.
+pub fn open_rollout(path: &Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{}: not a regular file", path.display()),
+        ));
+    }
+    Ok(file)
+}
+
 fn first_line(path: &Path) -> Option<Vec<u8>> {
-    let f = std::fs::File::open(path).ok()?;
+    let f = open_rollout(path).ok()?;
     let mut r = io::BufReader::new(f);
     let mut line = Vec::new();
     r.read_until(b'\n', &mut line).ok()?;

@@ -142,3 +142,30 @@ fn the_current_segment_is_codex_state_else_the_name_that_sorts_last() {
     let c = current(home.path(), &index, thread).unwrap_or_else(|| panic!("no current file"));
     assert_eq!(c.file, segment);
 }
+
+#[test]
+fn a_rollout_is_opened_without_following_a_link_or_waiting_on_a_fifo() {
+    use super::lineage::open_rollout;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let file = dir.path().join("rollout-a.jsonl");
+    std::fs::write(&file, "{}\n").unwrap_or_else(|e| panic!("{e}"));
+    assert!(open_rollout(&file).is_ok());
+    let link = dir.path().join("rollout-link.jsonl");
+    std::os::unix::fs::symlink(&file, &link).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        open_rollout(&link).is_err(),
+        "a symbolic link is not followed"
+    );
+    let fifo = dir.path().join("rollout-fifo.jsonl");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Refused at once (O_NONBLOCK), not after a writer comes.
+    assert!(open_rollout(&fifo).is_err(), "a FIFO is no rollout");
+    assert!(open_rollout(dir.path()).is_err(), "nor a directory");
+}

@@ -20,7 +20,9 @@ use crate::core::source::LineSource;
 use crate::core::tree::{Mode, NodeIdx, Tree};
 use crate::dialect::codex::context::Replay;
 use crate::dialect::codex::format::{self, Entry, Header};
-use crate::dialect::codex::lineage::{HistoryBase, Index, LineageError, codex_home_of};
+use crate::dialect::codex::lineage::{
+    HistoryBase, Index, LineageError, codex_home_of, open_rollout,
+};
 use crate::dialect::codex::replay::Fate;
 
 /// One file of a thread's tree.
@@ -114,7 +116,7 @@ fn read_entries(
         path: path.to_owned(),
         source,
     };
-    let f = File::open(path).map_err(io_err)?;
+    let f = open_rollout(path).map_err(io_err)?;
     let mut r = io::BufReader::with_capacity(1 << 16, f);
     let mut entries = Vec::new();
     let mut ends = Vec::new();
@@ -161,6 +163,20 @@ impl Thread {
     /// Errors: `Io`, `Corrupt`.
     pub fn read(path: &Path, mode: Mode) -> Result<Thread, ThreadError> {
         Thread::read_in(Index::scan(&codex_home_of(path)), path, mode)
+    }
+
+    /// [`Thread::read`] with only the files `admits` lets in looked for (the daemon's: inside
+    /// its roots); no other file is opened.
+    pub fn read_admitted(
+        path: &Path,
+        mode: Mode,
+        admits: &dyn Fn(&Path) -> bool,
+    ) -> Result<Thread, ThreadError> {
+        Thread::read_in(
+            Index::scan_admitted(&codex_home_of(path), admits),
+            path,
+            mode,
+        )
     }
 
     /// [`Thread::read`] with the files looked for in `index`.
@@ -517,7 +533,7 @@ impl LineSource for ThreadLines {
             .ok_or_else(|| io::Error::other("a span before the first file"))?;
         let (start, path, file) = &self.files[k];
         let f = file
-            .get_or_init(|| File::open(path).ok())
+            .get_or_init(|| open_rollout(path).ok())
             .as_ref()
             .ok_or_else(|| io::Error::other(format!("{}: cannot be opened", path.display())))?;
         let mut buf = vec![0u8; span.len as usize];
