@@ -32,7 +32,7 @@ export type Diagnostic =
                */
               parentId?: string;
               /**
-               * duplicateId: the earlier line with the same id, shadowed by this later one (as in pi)
+               * duplicateId: the earlier line with the same id, shadowed by this later one
                */
               shadowedLine?: number;
               /**
@@ -41,7 +41,7 @@ export type Diagnostic =
               shadowedOffset?: number;
           };
           /**
-           * what the lenient read did, as pi does
+           * what the lenient read did, worded for the file's agent (pi, Claude Code, Codex)
            */
           action: string;
       }

@@ -7,7 +7,7 @@
 use crate::core::diagnostics::{Corruption, CorruptionKind};
 use crate::core::ids::LineSpan;
 use crate::core::lines::{Item, LineFormat, corruption, is_blank};
-use crate::core::tree::{Effect, NodeIdx, TreeEntry, tree_entry_fields};
+use crate::core::tree::{Effect, NodeIdx, Repair, TreeEntry, tree_entry_fields};
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{self, Entry, EntryKind, Expect, Header, Line, ProblemKind};
 
@@ -45,6 +45,21 @@ impl TreeEntry for Entry {
     /// Version 1 is linear (pi 1.6.0 `migrateV1ToV2` chains each entry to the one before).
     fn linear(header: &Header) -> bool {
         header.version < 2
+    }
+    /// pi skips a line that is not JSON and keeps any JSON object as an entry; it finds a
+    /// parent by id (the later of two entries owns it) and makes an orphan a root.
+    fn lenient_action(repair: Repair) -> &'static str {
+        match repair {
+            Repair::DuplicateId => "the later entry now owns the id, as in pi",
+            Repair::OwnParent => "treated as a root, as pi's getTree does",
+            Repair::Cycle => "treated as a root",
+            Repair::MissingParent => "treated as a root, as pi does",
+            Repair::SkippedNotJson => "line skipped, as pi does",
+            Repair::SkippedUnreadable => {
+                "line skipped; pi keeps this JSON as an entry, so its answers may differ here"
+            }
+            Repair::KeptIrregular => "entry kept, as pi keeps it",
+        }
     }
 }
 
