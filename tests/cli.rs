@@ -883,6 +883,46 @@ fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
     );
 }
 
+/// `check` offers salvage only for a format sessiond writes, and names the format a corrupt
+/// file was read as: a corrupt pi session is salvageable; a corrupt Codex rollout is read only,
+/// so the report points to `--allow-corrupt` instead.
+#[test]
+fn check_offers_salvage_only_for_a_format_sessiond_writes() {
+    let pi = repo_root().join("tests/data/corrupt/invalid-json-middle.jsonl");
+    let pi = pi.to_str().expect("utf-8 path");
+    let report = one_document(&sessiond(["check", pi, "--json"]));
+    assert_eq!(
+        (&report["format"], &report["salvageable"]),
+        (&json!("pi"), &json!(true)),
+        "{report}"
+    );
+    let text = String::from_utf8_lossy(&sessiond_exits(&["check", pi], 3).stdout).into_owned();
+    assert!(text.contains("`sessiond salvage FILE` writes"), "{text}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rollout = dir.path().join("rollout-x.jsonl");
+    std::fs::write(
+        &rollout,
+        concat!(
+            r#"{"timestamp":"2026-01-01T00:00:00.000Z","ordinal":0,"type":"session_meta","payload":{"id":"t"}}"#,
+            "\nnot json\n",
+            r#"{"timestamp":"2026-01-01T00:00:01.000Z","ordinal":1,"type":"event_msg","payload":{}}"#,
+            "\n",
+        ),
+    )
+    .expect("write");
+    let rollout = rollout.to_str().expect("utf-8 path");
+    let report = one_document(&sessiond(["check", rollout, "--json"]));
+    assert_eq!(report["format"], "codex", "{report}");
+    assert_eq!(report["kind"], "invalidJson", "{report}");
+    assert_eq!(report["line"], 2, "{report}");
+    assert_eq!(report["salvageable"], false, "{report}");
+    let text = String::from_utf8_lossy(&sessiond_exits(&["check", rollout], 3).stdout).into_owned();
+    assert!(
+        text.contains("--allow-corrupt reads it as Codex does") && !text.contains("salvage FILE"),
+        "{text}"
+    );
+}
+
 /// The README's first command: the demo shows the tree folded, the daemon's frames indented,
 /// and ends with a fork, a label and a compaction on a temporary copy; the shipped file is
 /// never changed.

@@ -12,7 +12,7 @@ use super::Sink;
 use super::error::{CliError, Exit};
 use super::transcript::Ask;
 use crate::core::describe::Describe;
-use crate::core::diagnostics::Diagnostic;
+use crate::core::diagnostics::{CorruptionKind, Diagnostic};
 use crate::core::lines::LineFormat;
 use crate::core::preview::one_line;
 use crate::core::tree::TreeEntry;
@@ -798,10 +798,61 @@ pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError
 }
 
 /// Runs `sessiond check`: a report for a clean or corrupt file ([`Exit::Corrupt`]), of any
-/// format sessiond reads (`format` says which); an unreadable file is an error.
+/// format sessiond reads (`format` says which); an unreadable file is an error. A corrupt file
+/// is `salvageable` when `salvage` can make a session of it: a pi session with a header (the
+/// other formats are read only).
 pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
     let file = args.file.as_path();
-    let read = dialect_of(file).and_then(|d| match d {
+    let (format, read) = match dialect_of(file) {
+        Ok(d) => (Some(d), check_read(file, d)),
+        Err(e) => (None, Err(e)),
+    };
+    let (report, text, exit) = match read {
+        Ok((report, text)) => (report, format!("{}: ok · {text}", file.display()), Exit::Ok),
+        Err(CliError::Open(e @ OpenError::Corrupt { .. })) => {
+            let OpenError::Corrupt { corruption: c, .. } = &e else {
+                return Err(e.into());
+            };
+            // A file that is no session at all names no format, whichever reader refused it.
+            let format = format.filter(|_| {
+                !matches!(
+                    c.kind,
+                    CorruptionKind::EmptyFile
+                        | CorruptionKind::MissingHeader
+                        | CorruptionKind::UnknownFormat
+                )
+            });
+            let hint = super::error::salvage_hint(Some(c), super::error::Reporter::Check(format));
+            (
+                json!({
+                    "ok": false,
+                    "file": file,
+                    "format": format,
+                    "kind": c.kind,
+                    "line": c.line,
+                    "offset": c.offset,
+                    "id": c.id,
+                    "message": c.message,
+                    "salvageable": c.kind.salvageable() && format.is_some_and(Dialect::writable),
+                }),
+                format!("{e}{hint}"),
+                Exit::Corrupt,
+            )
+        }
+        Err(e) => return Err(e),
+    };
+    if args.json {
+        serde_json::to_writer(&mut *out, &report).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{text}")?;
+    }
+    Ok(exit)
+}
+
+/// `check`'s strict read of `file` as a `d` file: the report and text of a file that reads.
+fn check_read(file: &Path, d: Dialect) -> Result<(Value, String), CliError> {
+    match d {
         Dialect::Pi => {
             let s = reader::open_session::<Pi>(file, Mode::Strict)?;
             let tree = &s.tree;
@@ -835,40 +886,7 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
             exiting_with(s);
             Ok(checked)
         }
-    });
-    let (report, text, exit) = match read {
-        Ok((report, text)) => (report, format!("{}: ok · {text}", file.display()), Exit::Ok),
-        Err(CliError::Open(e @ OpenError::Corrupt { .. })) => {
-            let OpenError::Corrupt { corruption: c, .. } = &e else {
-                return Err(e.into());
-            };
-            (
-                json!({
-                    "ok": false,
-                    "file": file,
-                    "kind": c.kind,
-                    "line": c.line,
-                    "offset": c.offset,
-                    "id": c.id,
-                    "message": c.message,
-                    "salvageable": c.kind.salvageable(),
-                }),
-                format!(
-                    "{e}{}",
-                    super::error::salvage_hint(Some(c), super::error::Reporter::Check)
-                ),
-                Exit::Corrupt,
-            )
-        }
-        Err(e) => return Err(e),
-    };
-    if args.json {
-        serde_json::to_writer(&mut *out, &report).map_err(io::Error::from)?;
-        writeln!(out)?;
-    } else {
-        writeln!(out, "{text}")?;
     }
-    Ok(exit)
 }
 
 /// `check`'s report of a file that read cleanly (perhaps with a torn tail), in any format:
