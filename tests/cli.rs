@@ -529,6 +529,32 @@ fn the_leaf_read_without_leaf_is_the_resume_leaf_everywhere() {
     }
 }
 
+/// The commands that read every format say so in their help and in their man page: FILE names
+/// pi, Claude Code and Codex, and `--allow-corrupt` promises nothing only pi does.
+#[test]
+fn reading_commands_name_every_format_they_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pages = dir.path().join("man1");
+    stdout_of(&["man", "--dir", pages.to_str().expect("utf-8")]);
+    for command in [
+        "tree", "check", "context", "explain", "verify", "graph", "diff", "export",
+    ] {
+        let help = stdout_of(&[command, "--help"]);
+        let page =
+            std::fs::read_to_string(pages.join(format!("sessiond-{command}.1"))).expect("man page");
+        for text in [&help, &page] {
+            assert!(
+                text.contains("a pi session, a Claude Code transcript or a Codex rollout"),
+                "{command}:\n{text}"
+            );
+            assert!(
+                !text.contains("The pi session file") && !text.contains("the way pi does"),
+                "{command}:\n{text}"
+            );
+        }
+    }
+}
+
 fn stdout_of(args: &[&str]) -> String {
     let output = sessiond(args);
     assert!(output.status.success(), "{args:?}: {}", describe(&output));
@@ -866,6 +892,22 @@ fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
             let output = sessiond_exits(&args, 3);
             let err = String::from_utf8_lossy(&output.stderr);
             assert!(!err.contains("salvage"), "{args:?}: {err}");
+        }
+    }
+    // A JSON object of no format sessiond reads: the refusal names every format and the `type`
+    // the line has.
+    for (line, seen) in [
+        (&b"{\"type\":\"banana\"}\n"[..], r#"with "type": "banana""#),
+        (b"{\"type\":7,\"id\":\"a\"}\n", r#"with "type": 7"#),
+        (b"{\"id\":\"a\"}\n", r#"without "type""#),
+    ] {
+        let file = write("other.jsonl", line);
+        let report = one_document(&sessiond(["check", &file, "--json"]));
+        assert_eq!(report["kind"], "missingHeader", "{report}");
+        assert_eq!(report["format"], json!(null), "{report}");
+        let message = report["message"].as_str().unwrap_or_default();
+        for named in ["pi session header", "Claude Code", "Codex", seen] {
+            assert!(message.contains(named), "{named}: {message}");
         }
     }
     let salvage_help = String::from_utf8(sessiond(["salvage", "--help"]).stdout).expect("utf-8");

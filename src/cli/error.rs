@@ -264,8 +264,8 @@ impl Exit {
                  only); nothing written"
             }
             (Exit::UnsupportedForFormat, Some(Read | Verify)) => {
-                "the command does not read the file's format yet (export, graph and verify read \
-                 pi sessions only)"
+                "the command does not read the file's format (it reads pi sessions, Claude Code \
+                 transcripts and Codex rollouts)"
             }
             _ => return None,
         };

@@ -33,7 +33,7 @@ use crate::view::tree::DefaultLeaf;
 /// `sessiond context`.
 #[derive(Debug, Args)]
 pub struct ContextArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Leaf entry id, or a unique prefix of one (default: the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
@@ -48,7 +48,8 @@ pub struct ContextArgs {
     /// depend on it); default: the session's model.
     #[arg(long)]
     pub model: Option<String>,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
 }
@@ -56,7 +57,7 @@ pub struct ContextArgs {
 /// `sessiond tree`.
 #[derive(Debug, Args)]
 pub struct TreeArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Print every entry. By default runs of entries with one child each are folded to their
     /// landmarks: branch points and branch starts, leaves, the resume leaf, labels,
@@ -66,7 +67,8 @@ pub struct TreeArgs {
     /// Print the tree as JSON (every entry as a flat node with parent and child ids).
     #[arg(long)]
     pub json: bool,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
 }
@@ -74,7 +76,7 @@ pub struct TreeArgs {
 /// `sessiond explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// The entry to explain: its id or a unique prefix of it (a Claude Code transcript's line
     /// without a uuid: `line:N`).
@@ -88,7 +90,8 @@ pub struct ExplainArgs {
     /// Print the explanation as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
 }
@@ -96,9 +99,10 @@ pub struct ExplainArgs {
 /// `sessiond check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
-    /// Print the result as JSON (`{"ok", "tornTail", ...}` or `{"kind", "line", "offset", ...}`).
+    /// Print the result as JSON (`{"ok", "format", "tornTail", ...}`, or for a corrupt file
+    /// `{"ok": false, "format", "kind", "line", "offset", "salvageable", ...}`).
     #[arg(long)]
     pub json: bool,
 }

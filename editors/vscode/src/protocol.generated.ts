@@ -7,7 +7,7 @@ export type TornTail = null | {
     len: number;
 };
 /**
- * A problem reported with a result. `corrupt`: a corrupt spot a lenient (allowCorrupt) read skipped or repaired the way pi does; `orphanToolResult`/`missingToolResult`: a tool result without its call, a call without its result, in the context.
+ * A problem reported with a result. `corrupt`: a corrupt spot a lenient (allowCorrupt) read skipped or repaired (its action says how, and what the file's agent does there); `orphanToolResult`/`missingToolResult`: a tool result without its call, a call without its result, in the context.
  */
 export type Diagnostic =
     | {
