@@ -56,6 +56,65 @@ fn path(p: &Path) -> &str {
 /// The compacted transcript: two `/compact`s, a rewind branch, parallel tool calls.
 const RESUME_LEAF: &str = "ec228510-5a3b-4462-aad5-e3f6654df41b";
 
+/// `check` on the hand-made corrupt transcripts (tests/data/claude/): the kind, line and byte
+/// offset of the first problem and exit 3, or a torn tail and exit 0; a transcript is read
+/// only, so neither output points to `salvage`, which refuses it, but to `--allow-corrupt`.
+#[test]
+fn check_reports_corrupt_transcripts_without_pointing_to_salvage() {
+    let cases = [
+        ("duplicate-uuid.jsonl", Some(("duplicateId", 5, 1336))),
+        ("dangling-parent.jsonl", Some(("missingParent", 3, 1008))),
+        (
+            "dangling-logical-parent.jsonl",
+            Some(("missingParent", 4, 1160)),
+        ),
+        ("torn-tail.jsonl", None),
+    ];
+    for (name, corrupt) in cases {
+        let file = repo().join("tests/data/claude").join(name);
+        let json = sessiond(&["check", path(&file), "--json"]);
+        let human = sessiond(&["check", path(&file)]);
+        let report = json_of(&json);
+        let text = String::from_utf8_lossy(&human.stdout).into_owned();
+        assert_eq!(report["format"], "claude-code", "{name}: {report}");
+        match corrupt {
+            Some((kind, line, offset)) => {
+                for out in [&json, &human] {
+                    assert_eq!(out.status.code(), Some(3), "{name}: {out:?}");
+                }
+                assert_eq!(report["ok"], false, "{name}: {report}");
+                assert_eq!(report["kind"], kind, "{name}: {report}");
+                assert_eq!(report["line"], line, "{name}: {report}");
+                assert_eq!(report["offset"], offset, "{name}: {report}");
+                assert_eq!(report["salvageable"], false, "{name}: {report}");
+                let at = format!("line {line} (byte {offset}): {kind}");
+                assert!(text.contains(&at), "{name}: {text}");
+                assert!(text.contains("--allow-corrupt"), "{name}: {text}");
+            }
+            None => {
+                for out in [&json, &human] {
+                    assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+                }
+                assert_eq!(report["ok"], true, "{name}: {report}");
+                assert_eq!(report["tornTailAt"]["line"], 6, "{name}: {report}");
+                assert_eq!(report["tornTailAt"]["offset"], 2228, "{name}: {report}");
+                assert!(
+                    text.contains("torn tail at line 6 (byte 2228)"),
+                    "{name}: {text}"
+                );
+            }
+        }
+        for out in [&json, &human] {
+            let all = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(!all.contains("salvage FILE"), "{name}: {all}");
+        }
+    }
+}
+
 #[test]
 fn check_names_the_format_and_the_leaf_claude_resumes() {
     let file = real("compacted.jsonl");

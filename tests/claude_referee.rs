@@ -716,7 +716,8 @@ fn claude_code_referee() {
 }
 
 /// What each hand-made corrupt transcript of tests/data/claude/ must give: the strict open's
-/// refusal, and a lenient open's resume leaf and context (expectations.json).
+/// refusal, and a lenient open's resume leaf, context and diagnostics, each with what Claude
+/// Code does there (expectations.json).
 #[test]
 fn corrupt_transcripts() {
     let dir = repo().join("tests/data/claude");
@@ -773,9 +774,13 @@ fn corrupt_transcripts() {
             .diagnostics()
             .iter()
             .filter_map(|d| match d {
-                sessiond::core::diagnostics::Diagnostic::Corrupt { corruption, .. } => {
-                    Some(json!({"kind": corruption.kind.as_str(), "line": corruption.line}))
-                }
+                sessiond::core::diagnostics::Diagnostic::Corrupt {
+                    corruption, action, ..
+                } => Some(json!({
+                    "kind": corruption.kind.as_str(),
+                    "line": corruption.line,
+                    "action": action,
+                })),
                 _ => None,
             })
             .collect();

@@ -529,6 +529,32 @@ fn the_leaf_read_without_leaf_is_the_resume_leaf_everywhere() {
     }
 }
 
+/// The commands that read every format say so in their help and in their man page: FILE names
+/// pi, Claude Code and Codex, and `--allow-corrupt` promises nothing only pi does.
+#[test]
+fn reading_commands_name_every_format_they_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pages = dir.path().join("man1");
+    stdout_of(&["man", "--dir", pages.to_str().expect("utf-8")]);
+    for command in [
+        "tree", "check", "context", "explain", "verify", "graph", "diff", "export",
+    ] {
+        let help = stdout_of(&[command, "--help"]);
+        let page =
+            std::fs::read_to_string(pages.join(format!("sessiond-{command}.1"))).expect("man page");
+        for text in [&help, &page] {
+            assert!(
+                text.contains("a pi session, a Claude Code transcript or a Codex rollout"),
+                "{command}:\n{text}"
+            );
+            assert!(
+                !text.contains("The pi session file") && !text.contains("the way pi does"),
+                "{command}:\n{text}"
+            );
+        }
+    }
+}
+
 fn stdout_of(args: &[&str]) -> String {
     let output = sessiond(args);
     assert!(output.status.success(), "{args:?}: {}", describe(&output));
@@ -868,6 +894,22 @@ fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
             assert!(!err.contains("salvage"), "{args:?}: {err}");
         }
     }
+    // A JSON object of no format sessiond reads: the refusal names every format and the `type`
+    // the line has.
+    for (line, seen) in [
+        (&b"{\"type\":\"banana\"}\n"[..], r#"with "type": "banana""#),
+        (b"{\"type\":7,\"id\":\"a\"}\n", r#"with "type": 7"#),
+        (b"{\"id\":\"a\"}\n", r#"without "type""#),
+    ] {
+        let file = write("other.jsonl", line);
+        let report = one_document(&sessiond(["check", &file, "--json"]));
+        assert_eq!(report["kind"], "missingHeader", "{report}");
+        assert_eq!(report["format"], json!(null), "{report}");
+        let message = report["message"].as_str().unwrap_or_default();
+        for named in ["pi session header", "Claude Code", "Codex", seen] {
+            assert!(message.contains(named), "{named}: {message}");
+        }
+    }
     let salvage_help = String::from_utf8(sessiond(["salvage", "--help"]).stdout).expect("utf-8");
     assert!(salvage_help.contains("3  not a session (no header line): nothing to salvage"));
     // A corrupt session with a header: the error says what salvage does.
@@ -880,6 +922,46 @@ fn not_a_session_is_named_and_salvage_only_offered_where_it_can_help() {
         err.contains("invalidJson")
             && err.contains("`sessiond salvage FILE` writes a pi session's readable entries"),
         "{err}"
+    );
+}
+
+/// `check` offers salvage only for a format sessiond writes, and names the format a corrupt
+/// file was read as: a corrupt pi session is salvageable; a corrupt Codex rollout is read only,
+/// so the report points to `--allow-corrupt` instead.
+#[test]
+fn check_offers_salvage_only_for_a_format_sessiond_writes() {
+    let pi = repo_root().join("tests/data/corrupt/invalid-json-middle.jsonl");
+    let pi = pi.to_str().expect("utf-8 path");
+    let report = one_document(&sessiond(["check", pi, "--json"]));
+    assert_eq!(
+        (&report["format"], &report["salvageable"]),
+        (&json!("pi"), &json!(true)),
+        "{report}"
+    );
+    let text = String::from_utf8_lossy(&sessiond_exits(&["check", pi], 3).stdout).into_owned();
+    assert!(text.contains("`sessiond salvage FILE` writes"), "{text}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rollout = dir.path().join("rollout-x.jsonl");
+    std::fs::write(
+        &rollout,
+        concat!(
+            r#"{"timestamp":"2026-01-01T00:00:00.000Z","ordinal":0,"type":"session_meta","payload":{"id":"t"}}"#,
+            "\nnot json\n",
+            r#"{"timestamp":"2026-01-01T00:00:01.000Z","ordinal":1,"type":"event_msg","payload":{}}"#,
+            "\n",
+        ),
+    )
+    .expect("write");
+    let rollout = rollout.to_str().expect("utf-8 path");
+    let report = one_document(&sessiond(["check", rollout, "--json"]));
+    assert_eq!(report["format"], "codex", "{report}");
+    assert_eq!(report["kind"], "invalidJson", "{report}");
+    assert_eq!(report["line"], 2, "{report}");
+    assert_eq!(report["salvageable"], false, "{report}");
+    let text = String::from_utf8_lossy(&sessiond_exits(&["check", rollout], 3).stdout).into_owned();
+    assert!(
+        text.contains("--allow-corrupt reads it as Codex does") && !text.contains("salvage FILE"),
+        "{text}"
     );
 }
 

@@ -31,8 +31,9 @@ pub struct DiffArgs {
     /// diagnostics, tornTail}` (the daemon's `session/compareBranches`).
     #[arg(long)]
     pub json: bool,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots); the
-    /// leaves are compared as read, the problems listed.
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there; the
+    /// leaves are compared as read.
     #[arg(long)]
     pub allow_corrupt: bool,
 }

@@ -11,6 +11,7 @@ use thiserror::Error;
 use crate::compact::{self, CompactError};
 use crate::core::diagnostics::Corruption;
 use crate::core::tree::UnknownId;
+use crate::dialect::Dialect;
 use crate::dialect::pi::compaction::CompactionError;
 use crate::dialect::pi::render::RenderError;
 use crate::session::activity::Agent;
@@ -263,8 +264,8 @@ impl Exit {
                  only); nothing written"
             }
             (Exit::UnsupportedForFormat, Some(Read | Verify)) => {
-                "the command does not read the file's format yet (export, graph and verify read \
-                 pi sessions only)"
+                "the command does not read the file's format (it reads pi sessions, Claude Code \
+                 transcripts and Codex rollouts)"
             }
             _ => return None,
         };
@@ -357,7 +358,7 @@ pub enum CliError {
         /// The session file.
         path: PathBuf,
         /// The file's format.
-        format: crate::dialect::Dialect,
+        format: Dialect,
         /// The command refused (`label`, `compact`, `export`, ...).
         operation: &'static str,
     },
@@ -531,26 +532,34 @@ pub enum Reporter {
     Read,
     /// A write, refused.
     Write,
-    /// `check`, whose job is the report.
-    Check,
+    /// `check`, whose job is the report, on a file of this format (`None`: its first line
+    /// names no format).
+    Check(Option<Dialect>),
 }
 
 /// What to do about a corrupt file, after its error: salvage (and, for a command that reads,
 /// a lenient read) when the file has a header to start from; nothing for a file that is no
-/// session at all, where salvage has nothing to start from either.
-pub fn salvage_hint(corruption: Option<&Corruption>, by: Reporter) -> &'static str {
+/// session at all, where salvage has nothing to start from either. A format sessiond does not
+/// write ([`Dialect::writable`]) cannot be salvaged: `check` points to a lenient read only.
+pub fn salvage_hint(corruption: Option<&Corruption>, by: Reporter) -> String {
     match (corruption, by) {
-        (Some(c), _) if !c.kind.salvageable() => "",
-        (None, _) => "",
+        (Some(c), _) if !c.kind.salvageable() => String::new(),
+        (None, _) => String::new(),
         (Some(_), Reporter::Read) => {
-            " (--allow-corrupt reads it as its agent does; `sessiond salvage FILE` writes a pi \
-             session's readable entries to a new file)"
+            let hint = " (--allow-corrupt reads it as its agent does; `sessiond salvage FILE` \
+                        writes a pi session's readable entries to a new file)";
+            hint.into()
         }
         (Some(_), Reporter::Write) => {
             " (nothing written; `sessiond salvage FILE` writes its readable entries to a new file)"
+                .into()
         }
-        (Some(_), Reporter::Check) => {
-            " (`sessiond salvage FILE` writes its readable entries to a new file)"
+        (Some(_), Reporter::Check(Some(format))) if !format.writable() => format!(
+            " (--allow-corrupt reads it as {} does; `salvage` writes pi sessions only)",
+            format.agent()
+        ),
+        (Some(_), Reporter::Check(_)) => {
+            " (`sessiond salvage FILE` writes its readable entries to a new file)".into()
         }
     }
 }

@@ -27,7 +27,7 @@ pub enum FormatArg {
 /// `sessiond export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Leaf entry id (or a unique prefix): the branch from the root to it is exported (default:
     /// the resume leaf: pi's last entry; the line `claude --resume` continues from).
@@ -51,7 +51,8 @@ pub struct ExportArgs {
     /// images}` (and `document` without --out) as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
 }

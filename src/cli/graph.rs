@@ -37,7 +37,8 @@ pub struct GraphArgs {
     /// daemon's `session/graph`, every row in one page).
     #[arg(long)]
     pub json: bool,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
 }

@@ -12,7 +12,7 @@ use super::Sink;
 use super::error::{CliError, Exit};
 use super::transcript::Ask;
 use crate::core::describe::Describe;
-use crate::core::diagnostics::Diagnostic;
+use crate::core::diagnostics::{CorruptionKind, Diagnostic};
 use crate::core::lines::LineFormat;
 use crate::core::preview::one_line;
 use crate::core::tree::TreeEntry;
@@ -33,7 +33,7 @@ use crate::view::tree::DefaultLeaf;
 /// `sessiond context`.
 #[derive(Debug, Args)]
 pub struct ContextArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Leaf entry id, or a unique prefix of one (default: the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
@@ -48,7 +48,8 @@ pub struct ContextArgs {
     /// depend on it); default: the session's model.
     #[arg(long)]
     pub model: Option<String>,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
 }
@@ -56,7 +57,7 @@ pub struct ContextArgs {
 /// `sessiond tree`.
 #[derive(Debug, Args)]
 pub struct TreeArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Print every entry. By default runs of entries with one child each are folded to their
     /// landmarks: branch points and branch starts, leaves, the resume leaf, labels,
@@ -66,7 +67,8 @@ pub struct TreeArgs {
     /// Print the tree as JSON (every entry as a flat node with parent and child ids).
     #[arg(long)]
     pub json: bool,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
 }
@@ -74,7 +76,7 @@ pub struct TreeArgs {
 /// `sessiond explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// The entry to explain: its id or a unique prefix of it (a Claude Code transcript's line
     /// without a uuid: `line:N`).
@@ -88,7 +90,8 @@ pub struct ExplainArgs {
     /// Print the explanation as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
 }
@@ -96,9 +99,10 @@ pub struct ExplainArgs {
 /// `sessiond check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The pi session file (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
-    /// Print the result as JSON (`{"ok", "tornTail", ...}` or `{"kind", "line", "offset", ...}`).
+    /// Print the result as JSON (`{"ok", "format", "tornTail", ...}`, or for a corrupt file
+    /// `{"ok": false, "format", "kind", "line", "offset", "salvageable", ...}`).
     #[arg(long)]
     pub json: bool,
 }
@@ -798,10 +802,61 @@ pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError
 }
 
 /// Runs `sessiond check`: a report for a clean or corrupt file ([`Exit::Corrupt`]), of any
-/// format sessiond reads (`format` says which); an unreadable file is an error.
+/// format sessiond reads (`format` says which); an unreadable file is an error. A corrupt file
+/// is `salvageable` when `salvage` can make a session of it: a pi session with a header (the
+/// other formats are read only).
 pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
     let file = args.file.as_path();
-    let read = dialect_of(file).and_then(|d| match d {
+    let (format, read) = match dialect_of(file) {
+        Ok(d) => (Some(d), check_read(file, d)),
+        Err(e) => (None, Err(e)),
+    };
+    let (report, text, exit) = match read {
+        Ok((report, text)) => (report, format!("{}: ok · {text}", file.display()), Exit::Ok),
+        Err(CliError::Open(e @ OpenError::Corrupt { .. })) => {
+            let OpenError::Corrupt { corruption: c, .. } = &e else {
+                return Err(e.into());
+            };
+            // A file that is no session at all names no format, whichever reader refused it.
+            let format = format.filter(|_| {
+                !matches!(
+                    c.kind,
+                    CorruptionKind::EmptyFile
+                        | CorruptionKind::MissingHeader
+                        | CorruptionKind::UnknownFormat
+                )
+            });
+            let hint = super::error::salvage_hint(Some(c), super::error::Reporter::Check(format));
+            (
+                json!({
+                    "ok": false,
+                    "file": file,
+                    "format": format,
+                    "kind": c.kind,
+                    "line": c.line,
+                    "offset": c.offset,
+                    "id": c.id,
+                    "message": c.message,
+                    "salvageable": c.kind.salvageable() && format.is_some_and(Dialect::writable),
+                }),
+                format!("{e}{hint}"),
+                Exit::Corrupt,
+            )
+        }
+        Err(e) => return Err(e),
+    };
+    if args.json {
+        serde_json::to_writer(&mut *out, &report).map_err(io::Error::from)?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{text}")?;
+    }
+    Ok(exit)
+}
+
+/// `check`'s strict read of `file` as a `d` file: the report and text of a file that reads.
+fn check_read(file: &Path, d: Dialect) -> Result<(Value, String), CliError> {
+    match d {
         Dialect::Pi => {
             let s = reader::open_session::<Pi>(file, Mode::Strict)?;
             let tree = &s.tree;
@@ -835,40 +890,7 @@ pub fn check(out: &mut dyn Write, args: &CheckArgs) -> Result<Exit, CliError> {
             exiting_with(s);
             Ok(checked)
         }
-    });
-    let (report, text, exit) = match read {
-        Ok((report, text)) => (report, format!("{}: ok · {text}", file.display()), Exit::Ok),
-        Err(CliError::Open(e @ OpenError::Corrupt { .. })) => {
-            let OpenError::Corrupt { corruption: c, .. } = &e else {
-                return Err(e.into());
-            };
-            (
-                json!({
-                    "ok": false,
-                    "file": file,
-                    "kind": c.kind,
-                    "line": c.line,
-                    "offset": c.offset,
-                    "id": c.id,
-                    "message": c.message,
-                    "salvageable": c.kind.salvageable(),
-                }),
-                format!(
-                    "{e}{}",
-                    super::error::salvage_hint(Some(c), super::error::Reporter::Check)
-                ),
-                Exit::Corrupt,
-            )
-        }
-        Err(e) => return Err(e),
-    };
-    if args.json {
-        serde_json::to_writer(&mut *out, &report).map_err(io::Error::from)?;
-        writeln!(out)?;
-    } else {
-        writeln!(out, "{text}")?;
     }
-    Ok(exit)
 }
 
 /// `check`'s report of a file that read cleanly (perhaps with a torn tail), in any format:

@@ -16,7 +16,7 @@ use crate::dialect::Dialect;
 /// `sessiond verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Leaf entry id, or a unique prefix of one (default: the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
@@ -28,7 +28,8 @@ pub struct VerifyArgs {
     /// Print `{path, leafId, cwd, repository, attention, counts, findings}` as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Open a corrupt file read-only the way pi does (skip bad lines, orphans as roots).
+    /// Open a corrupt file read-only: lines that are not JSON are skipped, other problems read
+    /// past, and each listed with what its agent (pi, Claude Code, Codex) does there.
     #[arg(long)]
     pub allow_corrupt: bool,
     /// List every `ok` finding too (by default they are counted by kind on one line).

@@ -129,7 +129,7 @@ pub struct Related {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<EntryId>,
     /// `duplicateId`: 1-based line of the earlier entry with the same id, which the later one
-    /// (the corruption's own line) shadows, as in pi.
+    /// (the corruption's own line) shadows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shadowed_line: Option<u32>,
     /// `duplicateId`: byte offset of that earlier line.
@@ -142,13 +142,15 @@ pub struct Related {
 /// shadowedOffset?}, action}`: the [`Related`] fields sit in the corruption object they describe.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Diagnostic {
-    /// A corrupt spot that a lenient (`allowCorrupt`) open skipped or repaired the way pi does.
+    /// A corrupt spot that a lenient (`allowCorrupt`) open skipped or repaired.
     Corrupt {
         /// The corrupt spot.
         corruption: Corruption,
         /// What it refers to besides its own line (the missing parent, the shadowed line).
         related: Related,
-        /// What the lenient read did about it, as pi does (line skipped, entry made a root, ...).
+        /// What the lenient read did about it (line skipped, entry made a root, ...), in the
+        /// words of the dialect, which says what its agent does there
+        /// ([`crate::core::tree::TreeEntry::lenient_action`]).
         action: &'static str,
     },
     /// A tool result in the context whose `toolCallId` matches no earlier tool call in the context.

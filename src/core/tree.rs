@@ -9,6 +9,12 @@
 //! first, ties in file order while every time is valid; see [`v8sort`] for times `Date` cannot
 //! parse); `leaves` holds exactly the nodes without children. Appending one entry is O(1)
 //! amortized in the common case (newest child appended last); nothing here does I/O.
+//!
+//! The child order is the same for every dialect: Claude Code orders no siblings (it reads one
+//! chain, from the leaf its resume rule picks: `dialect::claude::leaf`, `load`), so what it
+//! sends does not depend on this order; a Codex rollout is linear. What a lenient read did
+//! about a corrupt spot is worded by the dialect ([`TreeEntry::lenient_action`]), since each
+//! agent reads such a file its own way.
 
 use std::collections::HashMap;
 
@@ -58,6 +64,30 @@ pub trait TreeEntry: Clone + std::fmt::Debug {
     fn linear(_header: &Self::Header) -> bool {
         false
     }
+    /// The sentence a lenient read notes beside a corrupt spot ([`Diagnostic::Corrupt`]'s
+    /// `action`): what the tree did about it, and what the agent that writes the format does.
+    fn lenient_action(repair: Repair) -> &'static str;
+}
+
+/// What a lenient read does about a corrupt spot. The tree does the same for every dialect;
+/// the dialect words it ([`TreeEntry::lenient_action`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repair {
+    /// A second entry with an earlier entry's id: the later one owns the id (and the earlier
+    /// one's children).
+    DuplicateId,
+    /// An entry that names itself as its parent: made a root.
+    OwnParent,
+    /// An entry whose chain of parents loops back to it: made a root.
+    Cycle,
+    /// An entry whose parent names no entry in the file: made a root.
+    MissingParent,
+    /// A line that is not JSON: skipped.
+    SkippedNotJson,
+    /// A JSON line that is no entry of the format: skipped.
+    SkippedUnreadable,
+    /// An entry that is not well-formed ([`crate::core::lines::Item::Irregular`]): kept.
+    KeptIrregular,
 }
 
 /// The accessors of [`TreeEntry`] over an entry's own fields, written inside its `impl` block:
@@ -188,12 +218,13 @@ impl std::ops::Deref for Children {
     }
 }
 
-/// Whether corruption refuses the open (`Strict`) or is skipped the way pi skips it (`Lenient`).
+/// Whether corruption refuses the open (`Strict`) or is skipped or repaired and noted
+/// (`Lenient`; see [`Repair`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// Corruption refuses the open.
     Strict,
-    /// Corruption is skipped the way pi skips it and listed in the diagnostics.
+    /// Corruption is skipped or repaired ([`Repair`]) and listed in the diagnostics.
     Lenient,
 }
 
@@ -326,8 +357,9 @@ impl<E: TreeEntry> Tree<E> {
     /// Adds the next entry in file order.
     ///
     /// Errors (strict mode only): `duplicateId`, `parentCycle`. In lenient mode the same
-    /// problems become diagnostics and the entry is kept the way pi keeps it (a duplicate id
-    /// now names the later entry; a cycle is broken by making this entry a root).
+    /// problems become diagnostics and the entry is kept (a duplicate id now names the later
+    /// entry; a cycle is broken by making this entry a root), each noted in the dialect's words
+    /// ([`TreeEntry::lenient_action`]).
     pub fn push(&mut self, mut entry: E) -> Result<NodeIdx, Corruption> {
         let idx = NodeIdx::try_from(self.nodes.len()).unwrap_or(NodeIdx::MAX);
         if self.linear {
@@ -344,7 +376,8 @@ impl<E: TreeEntry> Tree<E> {
                 ..Related::default()
             };
             let c = duplicate_id(&entry, earlier);
-            self.fail_or_note_related(c, related, "the later entry now owns the id, as in pi")?;
+            let action = E::lenient_action(Repair::DuplicateId);
+            self.fail_or_note_related(c, related, action)?;
         }
         if entry.parent_id() == Some(entry.id()) {
             let c = corruption(
@@ -353,7 +386,7 @@ impl<E: TreeEntry> Tree<E> {
                 Some(entry.id()),
                 "the entry is its own parent",
             );
-            self.fail_or_note(c, "treated as a root, as pi's getTree does")?;
+            self.fail_or_note(c, E::lenient_action(Repair::OwnParent))?;
             entry.set_parent_id(None);
         }
         match entry.effect() {
@@ -406,8 +439,9 @@ impl<E: TreeEntry> Tree<E> {
         }
         let mut adopted = false;
         if let Some(owner) = shadowed {
-            // (Lenient only: strict returned above.) pi finds a parent by its id, which the
-            // later of two entries owns: the earlier one's children are the later one's.
+            // (Lenient only: strict returned above.) pi and Claude Code find a parent by its
+            // id, which the later of two entries owns: the earlier one's children are the
+            // later one's.
             let children = self.nodes[owner as usize].children.to_vec();
             for &child in &children {
                 self.detach(child);
@@ -434,7 +468,7 @@ impl<E: TreeEntry> Tree<E> {
                 Some(&id),
                 "the chain of parents loops back to this entry",
             );
-            self.fail_or_note(c, "treated as a root")?;
+            self.fail_or_note(c, E::lenient_action(Repair::Cycle))?;
             self.detach(idx);
             self.roots.push(idx);
             self.roots.sort_unstable();
@@ -451,7 +485,7 @@ impl<E: TreeEntry> Tree<E> {
     }
 
     /// Resolves what can only be resolved once the lines at hand are all pushed: parents that
-    /// never appeared (`missingParent`; lenient: the orphan becomes a root, as in pi).
+    /// never appeared (`missingParent`; lenient: the orphan becomes a root).
     pub fn settle(&mut self) -> Result<(), Corruption> {
         if !self.waiting.is_empty() {
             let mut orphans: Vec<NodeIdx> = self.waiting.drain().flat_map(|(_, v)| v).collect();
@@ -469,9 +503,8 @@ impl<E: TreeEntry> Tree<E> {
                     parent_id: e.parent_id().cloned(),
                     ..Related::default()
                 };
-                if let Err(c) =
-                    self.fail_or_note_related(c, related, "treated as a root, as pi does")
-                {
+                let action = E::lenient_action(Repair::MissingParent);
+                if let Err(c) = self.fail_or_note_related(c, related, action) {
                     // Put the waiting list back so a strict caller sees an unchanged tree.
                     for &o in &orphans {
                         if let Some(p) = self.nodes[o as usize].entry.parent_id().cloned() {
@@ -578,22 +611,21 @@ impl<E: TreeEntry> Tree<E> {
     }
 
     /// Records a line that could not be read. Strict mode returns it as the error; lenient
-    /// mode notes it in the diagnostics and skips the line. pi skips a line that is not JSON
-    /// too; JSON it keeps as an entry, however shaped, so the note says that pi's answers
-    /// may differ around this line.
+    /// mode notes it in the diagnostics (what the agent does with such a line, in the dialect's
+    /// words: [`Repair::SkippedNotJson`], [`Repair::SkippedUnreadable`]) and skips the line.
     pub fn skip_line(&mut self, c: Corruption) -> Result<(), Corruption> {
-        let action = match c.kind {
-            CorruptionKind::InvalidJson => "line skipped, as pi does",
-            _ => "line skipped; pi keeps this JSON as an entry, so its answers may differ here",
+        let repair = match c.kind {
+            CorruptionKind::InvalidJson => Repair::SkippedNotJson,
+            _ => Repair::SkippedUnreadable,
         };
-        self.fail_or_note(c, action)
+        self.fail_or_note(c, E::lenient_action(repair))
     }
 
     /// Records an entry the agent keeps though it is not well-formed (`c` says why; pi's
     /// `Line::Irregular`). Strict mode returns `c` as the error;
-    /// lenient mode notes it, and the caller pushes the entry, as pi keeps it.
+    /// lenient mode notes it ([`Repair::KeptIrregular`]), and the caller pushes the entry.
     pub fn keep_irregular(&mut self, c: Corruption) -> Result<(), Corruption> {
-        self.fail_or_note(c, "entry kept, as pi keeps it")
+        self.fail_or_note(c, E::lenient_action(Repair::KeptIrregular))
     }
 
     /// What the dialect keeps beside the tree ([`TreeEntry::Ext`]).
@@ -620,7 +652,7 @@ impl<E: TreeEntry> Tree<E> {
     }
 
     /// Strict: `c` refuses the open (`related` is not part of the error). Lenient: `c` and what
-    /// it refers to become a diagnostic, and the caller goes on the way pi does (`action`).
+    /// it refers to become a diagnostic, and the caller goes on as `action` says.
     fn fail_or_note_related(
         &mut self,
         c: Corruption,
@@ -1071,6 +1103,9 @@ mod check_append_tests {
         type Header = ();
         type Ext = ();
         tree_entry_fields!(id, parent, time, span);
+        fn lenient_action(_: Repair) -> &'static str {
+            "noted"
+        }
     }
 
     pub(super) type Tree = super::Tree<Entry>;

@@ -170,7 +170,7 @@ pub fn sniff(first: &[u8], complete: bool) -> Sniffed {
         return Sniffed::Known(Dialect::Claude);
     }
     // Anything else (a pi entry without its header, another program's JSON): pi's reader says
-    // what it is not ("not a session: line 1 is neither a pi session header nor …").
+    // what it is not ("not a session: line 1 is no pi session header, …").
     Sniffed::Undecided
 }
 

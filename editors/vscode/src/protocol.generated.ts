@@ -7,7 +7,7 @@ export type TornTail = null | {
     len: number;
 };
 /**
- * A problem reported with a result. `corrupt`: a corrupt spot a lenient (allowCorrupt) read skipped or repaired the way pi does; `orphanToolResult`/`missingToolResult`: a tool result without its call, a call without its result, in the context.
+ * A problem reported with a result. `corrupt`: a corrupt spot a lenient (allowCorrupt) read skipped or repaired (its action says how, and what the file's agent does there); `orphanToolResult`/`missingToolResult`: a tool result without its call, a call without its result, in the context.
  */
 export type Diagnostic =
     | {
@@ -32,7 +32,7 @@ export type Diagnostic =
                */
               parentId?: string;
               /**
-               * duplicateId: the earlier line with the same id, shadowed by this later one (as in pi)
+               * duplicateId: the earlier line with the same id, shadowed by this later one
                */
               shadowedLine?: number;
               /**
@@ -41,7 +41,7 @@ export type Diagnostic =
               shadowedOffset?: number;
           };
           /**
-           * what the lenient read did, as pi does
+           * what the lenient read did, worded for the file's agent (pi, Claude Code, Codex)
            */
           action: string;
       }

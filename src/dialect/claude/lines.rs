@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use crate::core::diagnostics::{Corruption, CorruptionKind};
 use crate::core::ids::{EntryId, JsTime, LineSpan};
 use crate::core::lines::{Item, LineFormat, corruption, is_blank};
-use crate::core::tree::{NodeIdx, TreeEntry};
+use crate::core::tree::{NodeIdx, Repair, TreeEntry};
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::format::{self, Aside, Entry, Header, Line};
 
@@ -55,6 +55,28 @@ impl TreeEntry for Entry {
     }
     fn span_mut(&mut self) -> &mut LineSpan {
         &mut self.span
+    }
+    /// Claude Code (docs/claude-code.md §7.1–§7.2) skips a line that does not parse, keeps a
+    /// repeated uuid's later line at the first one's place, and walks a path past a parent
+    /// that names no line (or one already on the path) to the closest line of the same
+    /// `isSidechain` at most 5 s older. The tree draws such an entry as a root; a context
+    /// follows Claude Code ([`super::load`]).
+    fn lenient_action(repair: Repair) -> &'static str {
+        match repair {
+            Repair::DuplicateId => {
+                "the later line takes the uuid and the earlier line's place, as in Claude Code"
+            }
+            Repair::OwnParent | Repair::Cycle | Repair::MissingParent => {
+                "a root in the tree; a path through it goes on at the closest line at most 5 s \
+                 older, as in Claude Code"
+            }
+            Repair::SkippedNotJson => "line skipped, as Claude Code does",
+            Repair::SkippedUnreadable => {
+                "line skipped; Claude Code may read this JSON line, so its answers may differ here"
+            }
+            // The Claude Code reader keeps no irregular line: each is a tree line or skipped.
+            Repair::KeptIrregular => "line kept",
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::core::diagnostics::Corruption;
 use crate::core::ids::{EntryId, LineSpan};
 use crate::core::lines::{Item, LineFormat, corruption, is_blank};
-use crate::core::tree::{NodeIdx, TreeEntry};
+use crate::core::tree::{NodeIdx, Repair, TreeEntry};
 use crate::dialect::codex::Tree;
 use crate::dialect::codex::format::{self, Entry, Header};
 
@@ -41,6 +41,25 @@ impl TreeEntry for Entry {
     }
     fn span_mut(&mut self) -> &mut LineSpan {
         &mut self.span
+    }
+    /// Codex skips a line it cannot parse and a repeated or regressed ordinal (its log says
+    /// "failed to parse rollout line", "skipping duplicate or regressed rollout ordinal during
+    /// projection"). The tree keeps a repeated ordinal's line, which can loop the linear chain
+    /// back on itself (no parent is ever missing: each names the line before).
+    fn lenient_action(repair: Repair) -> &'static str {
+        match repair {
+            Repair::DuplicateId => {
+                "the later line takes the ordinal; Codex skips a repeated ordinal, so its answers \
+                 may differ here"
+            }
+            Repair::OwnParent | Repair::Cycle | Repair::MissingParent => {
+                "treated as a root; Codex skips a repeated ordinal, so its answers may differ here"
+            }
+            Repair::SkippedNotJson => "line skipped, as Codex does",
+            Repair::SkippedUnreadable => "line skipped, as Codex skips a line it cannot parse",
+            // The Codex reader keeps no irregular line: each is an entry or skipped.
+            Repair::KeptIrregular => "line kept",
+        }
     }
 }
 

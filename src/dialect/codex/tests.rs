@@ -169,3 +169,57 @@ fn a_rollout_is_opened_without_following_a_link_or_waiting_on_a_fifo() {
     assert!(open_rollout(&fifo).is_err(), "a FIFO is no rollout");
     assert!(open_rollout(dir.path()).is_err(), "nor a directory");
 }
+
+/// A lenient read notes what it did about each bad line in Codex's terms, not another
+/// agent's: Codex skips a line it cannot parse and a repeated ordinal.
+#[test]
+fn a_lenient_read_says_what_codex_does_with_a_bad_line() {
+    let text = concat!(
+        r#"{"timestamp":"2026-01-01T00:00:00.000Z","ordinal":0,"type":"session_meta","payload":{"id":"t"}}"#,
+        "\n",
+        "not json\n",
+        r#"{"timestamp":"2026-01-01T00:00:01.000Z","ordinal":1}"#,
+        "\n",
+        r#"{"timestamp":"2026-01-01T00:00:02.000Z","ordinal":1,"type":"event_msg","payload":{}}"#,
+        "\n",
+        r#"{"timestamp":"2026-01-01T00:00:03.000Z","ordinal":1,"type":"event_msg","payload":{}}"#,
+        "\n",
+    );
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("rollout-x.jsonl");
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let s = crate::storage::reader::open_session::<super::Codex>(
+        &path,
+        crate::core::tree::Mode::Lenient,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let got: Vec<(u32, &str, &str)> = s
+        .tree
+        .diagnostics()
+        .iter()
+        .filter_map(|d| match d {
+            crate::core::diagnostics::Diagnostic::Corrupt {
+                corruption, action, ..
+            } => Some((corruption.line, corruption.kind.as_str(), *action)),
+            _ => None,
+        })
+        .collect();
+    let repeated = "Codex skips a repeated ordinal, so its answers may differ here";
+    assert_eq!(
+        got,
+        [
+            (2, "invalidJson", "line skipped, as Codex does"),
+            (
+                3,
+                "invalidEntry",
+                "line skipped, as Codex skips a line it cannot parse"
+            ),
+            (
+                5,
+                "duplicateId",
+                &*format!("the later line takes the ordinal; {repeated}")
+            ),
+            (5, "parentCycle", &*format!("treated as a root; {repeated}")),
+        ]
+    );
+}

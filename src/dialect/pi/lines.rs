@@ -7,7 +7,7 @@
 use crate::core::diagnostics::{Corruption, CorruptionKind};
 use crate::core::ids::LineSpan;
 use crate::core::lines::{Item, LineFormat, corruption, is_blank};
-use crate::core::tree::{Effect, NodeIdx, TreeEntry, tree_entry_fields};
+use crate::core::tree::{Effect, NodeIdx, Repair, TreeEntry, tree_entry_fields};
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{self, Entry, EntryKind, Expect, Header, Line, ProblemKind};
 
@@ -45,6 +45,21 @@ impl TreeEntry for Entry {
     /// Version 1 is linear (pi 1.6.0 `migrateV1ToV2` chains each entry to the one before).
     fn linear(header: &Header) -> bool {
         header.version < 2
+    }
+    /// pi skips a line that is not JSON and keeps any JSON object as an entry; it finds a
+    /// parent by id (the later of two entries owns it) and makes an orphan a root.
+    fn lenient_action(repair: Repair) -> &'static str {
+        match repair {
+            Repair::DuplicateId => "the later entry now owns the id, as in pi",
+            Repair::OwnParent => "treated as a root, as pi's getTree does",
+            Repair::Cycle => "treated as a root",
+            Repair::MissingParent => "treated as a root, as pi does",
+            Repair::SkippedNotJson => "line skipped, as pi does",
+            Repair::SkippedUnreadable => {
+                "line skipped; pi keeps this JSON as an entry, so its answers may differ here"
+            }
+            Repair::KeptIrregular => "entry kept, as pi keeps it",
+        }
     }
 }
 
@@ -96,15 +111,13 @@ impl LineFormat for Pi {
             // value there is not a corrupt session but something else.
             Err(p) if version.is_none() && p.kind != ProblemKind::InvalidHeader => {
                 let detail = match p.kind {
-                    ProblemKind::MissingHeader => {
-                        "it is a JSON object without \"type\": \"session\""
-                    }
-                    _ => &p.detail,
+                    ProblemKind::MissingHeader => seen_type(bytes),
+                    _ => p.detail,
                 };
                 Item::Problem(corruption(
                     CorruptionKind::MissingHeader,
                     span,
-                    &not_a_session(span.line, detail),
+                    &not_a_session(span.line, &detail),
                 ))
             }
             Err(p) => Item::Problem(corruption(p.kind.into(), span, &p.detail)),
@@ -207,7 +220,24 @@ fn resolve_v1_kept(tree: &mut Tree) {
 /// sessiond reads: a file's format is told from its first line before pi reads it).
 pub fn not_a_session(line: u32, detail: &str) -> String {
     format!(
-        "not a session: line {line} is neither a pi session header nor a Claude Code transcript \
-         line ({detail})"
+        "not a session: line {line} is no pi session header, Claude Code transcript line or \
+         Codex rollout line ({detail})"
     )
+}
+
+/// What a first line that is a JSON object, but no line of a format sessiond reads, has as its
+/// `type`: `it is a JSON object with "type": "banana"` (the value as written, cut to 40
+/// characters), or `without "type"`.
+fn seen_type(bytes: &[u8]) -> String {
+    let ty = serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|v| v.get("type").map(serde_json::Value::to_string));
+    match ty {
+        Some(t) if t.chars().count() > 40 => {
+            let cut: String = t.chars().take(39).collect();
+            format!("it is a JSON object with \"type\": {cut}…")
+        }
+        Some(t) => format!("it is a JSON object with \"type\": {t}"),
+        None => "it is a JSON object without \"type\"".to_owned(),
+    }
 }
