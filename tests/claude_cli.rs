@@ -350,3 +350,54 @@ fn claude_s_projects_directory_is_a_default_root() {
     assert_eq!(open["format"], "claude-code");
     d.stop();
 }
+
+/// A line that adds no entry but moves the leaf Claude Code resumes (a `last-prompt` naming
+/// another leaf) is announced: one `session/didChange` with nothing added and the new leaf,
+/// which `session/tree` then uses. A line that moves nothing is not announced.
+#[test]
+fn a_bookkeeping_line_that_moves_the_resume_leaf_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("t.jsonl");
+    let first = serde_json::json!({"parentUuid": null, "isSidechain": false, "type": "user",
+        "message": {"role": "user", "content": "p"}, "uuid": "p",
+        "timestamp": "2026-12-04T17:59:00.000Z", "userType": "external",
+        "cwd": "/tmp/corpus-final/work", "sessionId": "6d2e238c-d8e6-4579-9b3a-0130d30ea9b9",
+        "version": "2.1.197", "gitBranch": "HEAD"});
+    std::fs::write(
+        &file,
+        format!(
+            "{first}\n{}\n{}\n",
+            support::claude_prompt("one", "p", "one"),
+            support::claude_prompt("two", "p", "two")
+        ),
+    )
+    .unwrap();
+    let f = path(&file);
+    let (mut d, _) = support::Daemon::start(&[&root]);
+    let open = support::checked(&mut d, "session/open", serde_json::json!({"path": f}));
+    assert_eq!(open["leafId"], "two", "{open}");
+    let last_prompt = format!(
+        "{}\n",
+        serde_json::json!({"type": "last-prompt", "lastPrompt": "one", "leafUuid": "one",
+            "sessionId": "6d2e238c-d8e6-4579-9b3a-0130d30ea9b9"})
+    );
+    support::append(&file, &last_prompt);
+    let change = d
+        .notification("session/didChange", support::NOTE_WAIT)
+        .expect("a didChange for the moved leaf");
+    assert_eq!(change["added"], serde_json::json!([]), "{change}");
+    assert_eq!(change["leafId"], "one", "{change}");
+    assert_eq!(change["entryCount"], open["entryCount"], "{change}");
+    assert_eq!(change["leaves"], open["leaves"], "{change}");
+    let tree = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
+    assert_eq!(tree["leafId"], "one");
+    support::append(&file, &last_prompt);
+    let _ = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
+    assert!(
+        d.notification("session/didChange", std::time::Duration::from_millis(500))
+            .is_none(),
+        "nothing moved"
+    );
+    d.stop();
+}
