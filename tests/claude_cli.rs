@@ -290,6 +290,11 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
             "session/branch",
             serde_json::json!({"path": f, "fromId": RESUME_LEAF, "summary": "s", "expectedLeafId": RESUME_LEAF}),
         ),
+        (
+            "session/compact",
+            serde_json::json!({"path": f, "summary": "s", "expectedLeafId": RESUME_LEAF}),
+        ),
+        ("session/salvage", serde_json::json!({"path": f})),
     ] {
         let (code, message, data) = support::error_of(&d.request(method, params));
         assert_eq!(code, -33021, "{method}: {message}");
