@@ -406,3 +406,86 @@ fn a_bookkeeping_line_that_moves_the_resume_leaf_is_announced() {
     );
     d.stop();
 }
+
+/// A transcript's `session/tree` pages as a pi session's does: pages of at most `limit`
+/// nodes whose `next` cursors, followed, bring every node once, and equal the one-page tree.
+#[test]
+fn the_daemon_pages_a_transcript_s_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.jsonl");
+    std::fs::copy(real("compacted.jsonl"), &file).unwrap();
+    let f = path(&file);
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    support::checked(&mut d, "session/open", serde_json::json!({"path": f}));
+    let whole = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
+    assert_eq!(whole["complete"], true, "{whole}");
+    let mut want: Vec<String> = whole["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(want.len(), 62);
+    let mut seen: Vec<String> = Vec::new();
+    let mut todo = vec![serde_json::json!({})];
+    let mut pages = 0;
+    while let Some(start) = todo.pop() {
+        let mut params = serde_json::json!({"path": f, "limit": 5});
+        for (k, v) in start.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        let page = support::checked(&mut d, "session/tree", params.clone());
+        pages += 1;
+        let nodes = page["nodes"].as_array().unwrap();
+        assert!(!nodes.is_empty() && nodes.len() <= 5, "{params}: {page}");
+        assert_eq!(page["leafId"], RESUME_LEAF);
+        seen.extend(nodes.iter().map(|n| n["id"].as_str().unwrap().to_owned()));
+        let next = page["next"].as_array().unwrap();
+        assert_eq!(page["complete"], serde_json::json!(next.is_empty()));
+        todo.extend(next.iter().rev().cloned());
+    }
+    assert!(pages > 62 / 5, "{pages} pages");
+    seen.sort();
+    want.sort();
+    assert_eq!(seen, want, "every node once");
+    d.stop();
+}
+
+/// Without `CLAUDE_CONFIG_DIR`, Claude Code's projects directory is `$HOME/.claude/projects`:
+/// a default root of the daemon when it exists.
+#[test]
+fn claude_s_projects_directory_under_home_is_a_default_root() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude").join("projects").join("-w");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join("t.jsonl");
+    std::fs::copy(real("compacted.jsonl"), &file).unwrap();
+    let pi = home.path().join("pi");
+    let options = support::Spawn {
+        env: vec![
+            ("HOME", home.path().to_str().unwrap()),
+            ("PI_CODING_AGENT_DIR", pi.to_str().unwrap()),
+            // Empty is unset, as Claude Code reads it.
+            ("CLAUDE_CONFIG_DIR", ""),
+        ],
+        ..support::Spawn::default()
+    };
+    let (mut d, init) = support::Daemon::start_with(&[], &options);
+    let roots = init["result"]["capabilities"]["experimental"]["sessiond"]["roots"].clone();
+    let projects = std::fs::canonicalize(home.path().join(".claude/projects")).unwrap();
+    assert!(
+        roots
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str() == projects.to_str()),
+        "{roots}"
+    );
+    let open = support::checked(
+        &mut d,
+        "session/open",
+        serde_json::json!({"path": path(&file)}),
+    );
+    assert_eq!(open["format"], "claude-code");
+    d.stop();
+}
