@@ -247,6 +247,7 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
     assert_eq!(open["entryCount"], 62);
     let tree = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
     assert_eq!(tree["leafId"], RESUME_LEAF);
+    assert_eq!(tree["format"], "claude-code", "the tree says its format");
     let ctx = support::checked(&mut d, "session/contextAt", serde_json::json!({"path": f}));
     let cli = json_of(&sessiond(&["context", f, "--json"]));
     assert_eq!(ctx["messages"], cli["messages"]);
@@ -273,6 +274,7 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
         serde_json::json!({"path": f, "id": RESUME_LEAF}),
     );
     assert_eq!(entry["entry"]["uuid"], RESUME_LEAF);
+    assert_eq!(entry["format"], "claude-code", "the entry says its format");
     for (method, params) in [
         (
             "session/label",

@@ -489,7 +489,9 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
             raw,
             revision,
         };
-        let text = serde_json::to_vec(&result.into_value()).map_err(to_io)?;
+        let mut value = result.into_value();
+        value["format"] = json!(s.dialect().as_str());
+        let text = serde_json::to_vec(&value).map_err(to_io)?;
         return Ok(lossless::restore(text));
     };
     // The fields in the order `EntryResult` declares them. The request's id may hold a lone
@@ -505,6 +507,8 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
     serde_json::to_writer(&mut text, line).map_err(to_io)?;
     text.extend_from_slice(b",\"revision\":");
     serde_json::to_writer(&mut text, &revision).map_err(to_io)?;
+    text.extend_from_slice(b",\"format\":");
+    serde_json::to_writer(&mut text, s.dialect().as_str()).map_err(to_io)?;
     text.push(b'}');
     Ok(text)
 }
@@ -823,7 +827,9 @@ impl Backend {
                     (_, _, Some(id)) => TreeStart::After(find(s, id)?),
                     _ => TreeStart::Roots,
                 };
-                to_value(s.path(), &convert::tree_page(s, start, depth, limit))
+                let mut page = to_value(s.path(), &convert::tree_page(s, start, depth, limit))?;
+                page["format"] = json!(s.dialect().as_str());
+                Ok(page)
             })
             .await?)
     }

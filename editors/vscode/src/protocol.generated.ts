@@ -1193,6 +1193,10 @@ export interface EntryResult {
     };
     raw: string;
     revision: Revision;
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
 }
 /**
  * session/explain params.
@@ -2085,6 +2089,10 @@ export interface TreeResult {
     leafId: string | null;
     entryCount: number;
     revision: Revision;
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
 }
 /**
  * session/verifyResume params.

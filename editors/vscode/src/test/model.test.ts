@@ -16,7 +16,7 @@ const revision = { entryCount: 6, appliedBytes: 600, generation: 0 };
 
 /** A page of these nodes, with what a page always carries. */
 function page(nodes: TreeNode[], extra: Partial<TreeResult> = {}): TreeResult {
-    return { nodes, complete: true, next: [], leafId: 'e', entryCount: 6, revision, ...extra };
+    return { nodes, complete: true, next: [], leafId: 'e', entryCount: 6, revision, format: 'pi', ...extra };
 }
 
 /** A didChange of these nodes. */
