@@ -275,6 +275,12 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
     );
     assert_eq!(entry["entry"]["uuid"], RESUME_LEAF);
     assert_eq!(entry["format"], "claude-code", "the entry says its format");
+    let graph = support::checked(&mut d, "session/graph", serde_json::json!({"path": f}));
+    assert_eq!(graph["format"], "claude-code", "the graph says its format");
+    assert_eq!(
+        json_of(&sessiond(&["graph", f, "--json"]))["format"],
+        "claude-code"
+    );
     for (method, params) in [
         (
             "session/label",

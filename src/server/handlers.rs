@@ -1006,13 +1006,13 @@ impl Backend {
                         let leaf = thread_leaf(s, &thread, p.leaf_id.as_deref())?;
                         let lens = Lens::codex(&thread, leaf);
                         let g = build_rows(&thread.tree, &lens, &thread.lines(), rows.clone());
-                        convert::graph_page(&thread.tree, &g, rows, revision)
+                        convert::graph_page(s.dialect(), &thread.tree, &g, rows, revision)
                     }
                     Opened::Pi(pi) => {
                         let leaf = leaf(s, p.leaf_id.as_deref())?;
                         let tree = pi.tree();
                         let g = build_rows(tree, &Lens::pi(tree, leaf), s.source(), rows.clone());
-                        convert::graph_page(tree, &g, rows, revision)
+                        convert::graph_page(s.dialect(), tree, &g, rows, revision)
                     }
                     Opened::Claude(t) => {
                         let leaf = leaf(s, p.leaf_id.as_deref())?;
@@ -1020,7 +1020,7 @@ impl Backend {
                         let id = convert::claude_session_id(s.path()).unwrap_or_default();
                         let lens = Lens::claude(tree, s.source(), leaf, id);
                         let g = build_rows(tree, &lens, s.source(), rows.clone());
-                        convert::graph_page(tree, &g, rows, revision)
+                        convert::graph_page(s.dialect(), tree, &g, rows, revision)
                     }
                 };
                 to_raw(s.path(), &page)

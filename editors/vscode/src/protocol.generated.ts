@@ -1648,6 +1648,10 @@ export interface GraphResult {
         entryId: string | null;
     }[];
     revision: Revision;
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
 }
 /**
  * session/label params.
