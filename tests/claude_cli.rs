@@ -281,6 +281,22 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
         json_of(&sessiond(&["graph", f, "--json"]))["format"],
         "claude-code"
     );
+    let verified = support::checked(
+        &mut d,
+        "session/verifyResume",
+        serde_json::json!({"path": f}),
+    );
+    assert_eq!(verified["format"], "claude-code", "{verified}");
+    assert_eq!(
+        json_of(&sessiond(&["verify", f, "--json"]))["format"],
+        "claude-code"
+    );
+    let forked = support::checked(
+        &mut d,
+        "session/fork",
+        serde_json::json!({"path": f, "entryId": RESUME_LEAF, "position": "at"}),
+    );
+    assert_eq!(forked["format"], "claude-code", "{forked}");
     for (method, params) in [
         (
             "session/label",

@@ -568,7 +568,7 @@ fn collect_closed(
     path: &Path,
     leaf_id: Option<&str>,
     roots: &crate::session::roots::Roots,
-) -> Result<crate::core::verify::Collected, RpcError> {
+) -> Result<(crate::dialect::Dialect, crate::core::verify::Collected), RpcError> {
     let unknown = |unknown: crate::core::tree::UnknownId| RpcError::UnknownEntry {
         path: path.to_owned(),
         unknown,
@@ -576,12 +576,12 @@ fn collect_closed(
     match read_closed_any(path, roots, "session/verifyResume")? {
         Closed::Pi(session, lines) => {
             let leaf = session.tree.resolve_leaf(leaf_id).map_err(unknown)?;
-            crate::dialect::pi::verify::collect(&session.tree, leaf, &lines).map_err(|source| {
-                RpcError::Render {
+            crate::dialect::pi::verify::collect(&session.tree, leaf, &lines)
+                .map(|c| (crate::dialect::Dialect::Pi, c))
+                .map_err(|source| RpcError::Render {
                     path: path.to_owned(),
                     source,
-                }
-            })
+                })
         }
         Closed::Claude(session, lines) => {
             let tree = &session.tree;
@@ -590,16 +590,16 @@ fn collect_closed(
                 None => crate::dialect::claude::default_leaf(tree),
             };
             transcript_collect(path, tree, leaf, &lines)
+                .map(|c| (crate::dialect::Dialect::Claude, c))
         }
         Closed::Codex(thread) => {
             let leaf = match leaf_id {
                 Some(id) => Some(thread.tree.lookup(id).map_err(unknown)?),
                 None => thread.last_node(thread.own),
             };
-            Ok(crate::dialect::codex::verify::collect(
-                &thread,
-                leaf,
-                &thread.lines(),
+            Ok((
+                crate::dialect::Dialect::Codex,
+                crate::dialect::codex::verify::collect(&thread, leaf, &thread.lines()),
             ))
         }
     }
@@ -1059,7 +1059,7 @@ impl Backend {
             Ok(handle) => handle
                 .query(move |s| {
                     let leaf_of = |s| leaf(s, leaf_id.as_deref());
-                    match s.opened() {
+                    let collected = match s.opened() {
                         Opened::Pi(pi) => {
                             crate::dialect::pi::verify::collect(pi.tree(), leaf_of(s)?, s.source())
                                 .map_err(|source| RpcError::Render {
@@ -1079,7 +1079,8 @@ impl Backend {
                                 &thread.lines(),
                             ))
                         }
-                    }
+                    };
+                    collected.map(|c| (s.dialect(), c))
                 })
                 .await
                 .map_err(RpcError::from)??,
@@ -1096,6 +1097,7 @@ impl Backend {
                 })??
             }
         };
+        let (format, collected) = collected;
         let path = real.clone();
         let report = tokio::task::spawn_blocking(move || {
             crate::verify::evaluate_collected(collected, &path, &options)
@@ -1105,7 +1107,9 @@ impl Backend {
             path: real.clone(),
             source: std::io::Error::other(e),
         })?;
-        Ok(to_value(&real, &report)?)
+        let mut value = to_value(&real, &report)?;
+        value["format"] = json!(format.as_str());
+        Ok(value)
     }
 
     /// `session/export {path, leafId?, format?, redact?, maxOutputBytes?}`: the branch to the

@@ -196,7 +196,9 @@ impl Backend {
                         &reservations,
                     )?
                 };
-                to_value(s.path(), &convert::forked(&forked))
+                let mut value = to_value(s.path(), &convert::forked(&forked))?;
+                value["format"] = serde_json::json!(s.dialect().as_str());
+                Ok(value)
             })
             .await?)
     }

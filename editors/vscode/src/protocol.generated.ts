@@ -1519,6 +1519,10 @@ export interface ForkResult {
      * Kept entries whose line was re-serialized (re-chained, fixed up or migrated).
      */
     rewritten: string[];
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
 }
 /**
  * session/graph params.
@@ -2179,6 +2183,10 @@ export interface VerifyResumeResult {
         fail: number;
     };
     findings: VerifyFinding[];
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
     [k: string]: unknown;
 }
 

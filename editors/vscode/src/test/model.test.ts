@@ -341,6 +341,7 @@ describe('render', () => {
 
     it('lists verify findings most urgent first, with file and entry', () => {
         const report = {
+            format: 'pi' as const,
             path: '/s/a.jsonl',
             leafId: 'l1',
             cwd: '/w',
