@@ -306,6 +306,7 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
     assert_eq!(open["entryCount"], 62);
     let tree = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
     assert_eq!(tree["leafId"], RESUME_LEAF);
+    assert_eq!(tree["format"], "claude-code", "the tree says its format");
     let ctx = support::checked(&mut d, "session/contextAt", serde_json::json!({"path": f}));
     let cli = json_of(&sessiond(&["context", f, "--json"]));
     assert_eq!(ctx["messages"], cli["messages"]);
@@ -332,6 +333,29 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
         serde_json::json!({"path": f, "id": RESUME_LEAF}),
     );
     assert_eq!(entry["entry"]["uuid"], RESUME_LEAF);
+    assert_eq!(entry["format"], "claude-code", "the entry says its format");
+    let graph = support::checked(&mut d, "session/graph", serde_json::json!({"path": f}));
+    assert_eq!(graph["format"], "claude-code", "the graph says its format");
+    assert_eq!(
+        json_of(&sessiond(&["graph", f, "--json"]))["format"],
+        "claude-code"
+    );
+    let verified = support::checked(
+        &mut d,
+        "session/verifyResume",
+        serde_json::json!({"path": f}),
+    );
+    assert_eq!(verified["format"], "claude-code", "{verified}");
+    assert_eq!(
+        json_of(&sessiond(&["verify", f, "--json"]))["format"],
+        "claude-code"
+    );
+    let forked = support::checked(
+        &mut d,
+        "session/fork",
+        serde_json::json!({"path": f, "entryId": RESUME_LEAF, "position": "at"}),
+    );
+    assert_eq!(forked["format"], "claude-code", "{forked}");
     for (method, params) in [
         (
             "session/label",
@@ -349,6 +373,11 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
             "session/branch",
             serde_json::json!({"path": f, "fromId": RESUME_LEAF, "summary": "s", "expectedLeafId": RESUME_LEAF}),
         ),
+        (
+            "session/compact",
+            serde_json::json!({"path": f, "summary": "s", "expectedLeafId": RESUME_LEAF}),
+        ),
+        ("session/salvage", serde_json::json!({"path": f})),
     ] {
         let (code, message, data) = support::error_of(&d.request(method, params));
         assert_eq!(code, -33021, "{method}: {message}");
@@ -393,6 +422,140 @@ fn claude_s_projects_directory_is_a_default_root() {
     let (mut d, init) = support::Daemon::start_with(&[], &options);
     let roots = init["result"]["capabilities"]["experimental"]["sessiond"]["roots"].clone();
     let projects = std::fs::canonicalize(config.join("projects")).unwrap();
+    assert!(
+        roots
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str() == projects.to_str()),
+        "{roots}"
+    );
+    let open = support::checked(
+        &mut d,
+        "session/open",
+        serde_json::json!({"path": path(&file)}),
+    );
+    assert_eq!(open["format"], "claude-code");
+    d.stop();
+}
+
+/// A line that adds no entry but moves the leaf Claude Code resumes (a `last-prompt` naming
+/// another leaf) is announced: one `session/didChange` with nothing added and the new leaf,
+/// which `session/tree` then uses. A line that moves nothing is not announced.
+#[test]
+fn a_bookkeeping_line_that_moves_the_resume_leaf_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let file = root.join("t.jsonl");
+    let first = serde_json::json!({"parentUuid": null, "isSidechain": false, "type": "user",
+        "message": {"role": "user", "content": "p"}, "uuid": "p",
+        "timestamp": "2026-12-04T17:59:00.000Z", "userType": "external",
+        "cwd": "/tmp/corpus-final/work", "sessionId": "6d2e238c-d8e6-4579-9b3a-0130d30ea9b9",
+        "version": "2.1.197", "gitBranch": "HEAD"});
+    std::fs::write(
+        &file,
+        format!(
+            "{first}\n{}\n{}\n",
+            support::claude_prompt("one", "p", "one"),
+            support::claude_prompt("two", "p", "two")
+        ),
+    )
+    .unwrap();
+    let f = path(&file);
+    let (mut d, _) = support::Daemon::start(&[&root]);
+    let open = support::checked(&mut d, "session/open", serde_json::json!({"path": f}));
+    assert_eq!(open["leafId"], "two", "{open}");
+    let last_prompt = format!(
+        "{}\n",
+        serde_json::json!({"type": "last-prompt", "lastPrompt": "one", "leafUuid": "one",
+            "sessionId": "6d2e238c-d8e6-4579-9b3a-0130d30ea9b9"})
+    );
+    support::append(&file, &last_prompt);
+    let change = d
+        .notification("session/didChange", support::NOTE_WAIT)
+        .expect("a didChange for the moved leaf");
+    assert_eq!(change["added"], serde_json::json!([]), "{change}");
+    assert_eq!(change["leafId"], "one", "{change}");
+    assert_eq!(change["entryCount"], open["entryCount"], "{change}");
+    assert_eq!(change["leaves"], open["leaves"], "{change}");
+    let tree = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
+    assert_eq!(tree["leafId"], "one");
+    support::append(&file, &last_prompt);
+    let _ = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
+    assert!(
+        d.notification("session/didChange", std::time::Duration::from_millis(500))
+            .is_none(),
+        "nothing moved"
+    );
+    d.stop();
+}
+
+/// A transcript's `session/tree` pages as a pi session's does: pages of at most `limit`
+/// nodes whose `next` cursors, followed, bring every node once, and equal the one-page tree.
+#[test]
+fn the_daemon_pages_a_transcript_s_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.jsonl");
+    std::fs::copy(real("compacted.jsonl"), &file).unwrap();
+    let f = path(&file);
+    let (mut d, _) = support::Daemon::start(&[dir.path()]);
+    support::checked(&mut d, "session/open", serde_json::json!({"path": f}));
+    let whole = support::checked(&mut d, "session/tree", serde_json::json!({"path": f}));
+    assert_eq!(whole["complete"], true, "{whole}");
+    let mut want: Vec<String> = whole["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(want.len(), 62);
+    let mut seen: Vec<String> = Vec::new();
+    let mut todo = vec![serde_json::json!({})];
+    let mut pages = 0;
+    while let Some(start) = todo.pop() {
+        let mut params = serde_json::json!({"path": f, "limit": 5});
+        for (k, v) in start.as_object().unwrap() {
+            params[k] = v.clone();
+        }
+        let page = support::checked(&mut d, "session/tree", params.clone());
+        pages += 1;
+        let nodes = page["nodes"].as_array().unwrap();
+        assert!(!nodes.is_empty() && nodes.len() <= 5, "{params}: {page}");
+        assert_eq!(page["leafId"], RESUME_LEAF);
+        seen.extend(nodes.iter().map(|n| n["id"].as_str().unwrap().to_owned()));
+        let next = page["next"].as_array().unwrap();
+        assert_eq!(page["complete"], serde_json::json!(next.is_empty()));
+        todo.extend(next.iter().rev().cloned());
+    }
+    assert!(pages > 62 / 5, "{pages} pages");
+    seen.sort();
+    want.sort();
+    assert_eq!(seen, want, "every node once");
+    d.stop();
+}
+
+/// Without `CLAUDE_CONFIG_DIR`, Claude Code's projects directory is `$HOME/.claude/projects`:
+/// a default root of the daemon when it exists.
+#[test]
+fn claude_s_projects_directory_under_home_is_a_default_root() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude").join("projects").join("-w");
+    std::fs::create_dir_all(&project).unwrap();
+    let file = project.join("t.jsonl");
+    std::fs::copy(real("compacted.jsonl"), &file).unwrap();
+    let pi = home.path().join("pi");
+    let options = support::Spawn {
+        env: vec![
+            ("HOME", home.path().to_str().unwrap()),
+            ("PI_CODING_AGENT_DIR", pi.to_str().unwrap()),
+            // Empty is unset, as Claude Code reads it.
+            ("CLAUDE_CONFIG_DIR", ""),
+        ],
+        ..support::Spawn::default()
+    };
+    let (mut d, init) = support::Daemon::start_with(&[], &options);
+    let roots = init["result"]["capabilities"]["experimental"]["sessiond"]["roots"].clone();
+    let projects = std::fs::canonicalize(home.path().join(".claude/projects")).unwrap();
     assert!(
         roots
             .as_array()

@@ -552,3 +552,33 @@ fn the_daemon_graphs_a_claude_transcript_as_the_cli_does() {
     assert_eq!(r, whole);
     let _: Value = d.call("shutdown", Value::Null);
 }
+
+/// A key quoted in a previewed line is redacted in the graph's text, SVG and JSON, as an
+/// export redacts it, for a pi session and a Claude Code transcript alike.
+#[test]
+fn the_graph_redacts_what_looks_like_a_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789";
+    let pi = dir.path().join("pi.jsonl");
+    let text = std::fs::read_to_string(repo().join("examples/pi-v3-branched.jsonl"))
+        .unwrap()
+        .replace("Now extract runRpcMode.", &format!("{key} runRpcMode."));
+    std::fs::write(&pi, text).unwrap();
+    let claude = dir.path().join("t.jsonl");
+    let text = std::fs::read_to_string(repo().join("tests/data/claude/real/compacted.jsonl"))
+        .unwrap()
+        .replace("After the second compaction", &format!("{key} second"));
+    std::fs::write(&claude, text).unwrap();
+    for file in [&pi, &claude] {
+        let f = file.to_str().unwrap();
+        for args in [
+            vec!["graph", f],
+            vec!["graph", f, "--svg"],
+            vec!["graph", f, "--json"],
+        ] {
+            let out = stdout(&args);
+            assert!(!out.contains("sk-ant-"), "{args:?} shows the key");
+            assert!(out.contains("[REDACTED:anthropic-key]"), "{args:?}");
+        }
+    }
+}

@@ -62,14 +62,14 @@ pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
             let thread = super::codex::thread(&args.file, args.allow_corrupt)?;
             let leaf = super::codex::thread_leaf(&thread, &args.file, args.leaf.as_deref())?;
             let g = graph::build(&thread.tree, &Lens::codex(&thread, leaf), &thread.lines());
-            write(out, args, &thread.tree, &g)
+            write(out, args, Dialect::Codex, &thread.tree, &g)
         }
         Dialect::Pi => {
             let opened = read::open(&args.file, args.allow_corrupt, "graph")?;
             let tree = &opened.session.tree;
             let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
             let g = graph::build(tree, &Lens::pi(tree, leaf), &opened.lines);
-            write(out, args, tree, &g)
+            write(out, args, Dialect::Pi, tree, &g)
         }
         Dialect::Claude => {
             let read = transcript::read(&args.file, args.allow_corrupt)?;
@@ -85,7 +85,7 @@ pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
                 &Lens::claude(tree, &read.lines, leaf, id),
                 &read.lines,
             );
-            write(out, args, tree, &g)
+            write(out, args, Dialect::Claude, tree, &g)
         }
     }
 }
@@ -94,11 +94,12 @@ pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
 fn write<E: Describe>(
     out: &mut dyn Write,
     args: &GraphArgs,
+    format: Dialect,
     tree: &Tree<E>,
     g: &Graph,
 ) -> Result<Exit, CliError> {
     let document = if args.json {
-        let mut doc = serde_json::to_string(&convert::graph(tree, g, None))
+        let mut doc = serde_json::to_string(&convert::graph(format, tree, g, None))
             .map_err(|e| CliError::Output(std::io::Error::other(e)))?;
         doc.push('\n');
         doc

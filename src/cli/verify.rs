@@ -46,7 +46,8 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
             .map(|d| crate::paths::absolute(d).to_string_lossy().into_owned()),
     };
     let file = crate::paths::absolute(&args.file);
-    let report = match read::dialect_of(&args.file)? {
+    let format = read::dialect_of(&args.file)?;
+    let report = match format {
         Dialect::Codex => {
             // The history through the thread's files; edits in its other files are off the path.
             let thread = super::codex::thread(&args.file, args.allow_corrupt)?;
@@ -78,7 +79,9 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
         }
     };
     if args.json {
-        serde_json::to_writer(&mut *out, &report).map_err(std::io::Error::other)?;
+        let mut doc = serde_json::to_value(&report).map_err(std::io::Error::other)?;
+        doc["format"] = serde_json::json!(format.as_str());
+        serde_json::to_writer(&mut *out, &doc).map_err(std::io::Error::other)?;
         writeln!(out)?;
     } else {
         writeln!(

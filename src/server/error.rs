@@ -293,6 +293,24 @@ fn write_error(e: &WriteError) -> (i64, Option<serde_json::Value>) {
 }
 
 impl RpcError {
+    /// A writer's refusal of the session's format ([`WriteError::UnsupportedForFormat`]) as
+    /// the refusal of `operation`, so that the error names the method that was refused; any
+    /// other error as it is.
+    pub(crate) fn naming(self, operation: &'static str) -> RpcError {
+        match self {
+            RpcError::Write(WriteError::UnsupportedForFormat { path, format })
+            | RpcError::Compact(CompactError::Write(WriteError::UnsupportedForFormat {
+                path,
+                format,
+            })) => RpcError::UnsupportedForFormat {
+                path,
+                format,
+                operation,
+            },
+            other => other,
+        }
+    }
+
     /// The JSON-RPC error: the only place codes are assigned.
     pub fn to_jsonrpc(&self) -> jsonrpc::Error {
         let path_data = |p: &PathBuf| json!({ "path": p.to_string_lossy() });

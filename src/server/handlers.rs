@@ -496,7 +496,9 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
             raw,
             revision,
         };
-        let text = serde_json::to_vec(&result.into_value()).map_err(to_io)?;
+        let mut value = result.into_value();
+        value["format"] = json!(s.dialect().as_str());
+        let text = serde_json::to_vec(&value).map_err(to_io)?;
         return Ok(lossless::restore(text));
     };
     // The fields in the order `EntryResult` declares them. The request's id may hold a lone
@@ -512,6 +514,8 @@ pub fn entry_text(s: &Session, id: String) -> Result<Vec<u8>, RpcError> {
     serde_json::to_writer(&mut text, line).map_err(to_io)?;
     text.extend_from_slice(b",\"revision\":");
     serde_json::to_writer(&mut text, &revision).map_err(to_io)?;
+    text.extend_from_slice(b",\"format\":");
+    serde_json::to_writer(&mut text, s.dialect().as_str()).map_err(to_io)?;
     text.push(b'}');
     Ok(text)
 }
@@ -572,7 +576,7 @@ fn collect_closed(
     path: &Path,
     leaf_id: Option<&str>,
     roots: &crate::session::roots::Roots,
-) -> Result<crate::core::verify::Collected, RpcError> {
+) -> Result<(crate::dialect::Dialect, crate::core::verify::Collected), RpcError> {
     let unknown = |unknown: crate::core::tree::UnknownId| RpcError::UnknownEntry {
         path: path.to_owned(),
         unknown,
@@ -580,12 +584,12 @@ fn collect_closed(
     match read_closed_any(path, roots, "session/verifyResume")? {
         Closed::Pi(session, lines) => {
             let leaf = session.tree.resolve_leaf(leaf_id).map_err(unknown)?;
-            crate::dialect::pi::verify::collect(&session.tree, leaf, &lines).map_err(|source| {
-                RpcError::Render {
+            crate::dialect::pi::verify::collect(&session.tree, leaf, &lines)
+                .map(|c| (crate::dialect::Dialect::Pi, c))
+                .map_err(|source| RpcError::Render {
                     path: path.to_owned(),
                     source,
-                }
-            })
+                })
         }
         Closed::Claude(session, lines) => {
             let tree = &session.tree;
@@ -594,16 +598,16 @@ fn collect_closed(
                 None => crate::dialect::claude::default_leaf(tree),
             };
             transcript_collect(path, tree, leaf, &lines)
+                .map(|c| (crate::dialect::Dialect::Claude, c))
         }
         Closed::Codex(thread) => {
             let leaf = match leaf_id {
                 Some(id) => Some(thread.tree.lookup(id).map_err(unknown)?),
                 None => thread.last_node(thread.own),
             };
-            Ok(crate::dialect::codex::verify::collect(
-                &thread,
-                leaf,
-                &thread.lines(),
+            Ok((
+                crate::dialect::Dialect::Codex,
+                crate::dialect::codex::verify::collect(&thread, leaf, &thread.lines()),
             ))
         }
     }
@@ -807,7 +811,9 @@ impl Backend {
                     (_, _, Some(id)) => TreeStart::After(find(s, id)?),
                     _ => TreeStart::Roots,
                 };
-                to_value(s.path(), &convert::tree_page(s, start, depth, limit))
+                let mut page = to_value(s.path(), &convert::tree_page(s, start, depth, limit))?;
+                page["format"] = json!(s.dialect().as_str());
+                Ok(page)
             })
             .await?)
     }
@@ -984,13 +990,13 @@ impl Backend {
                         let leaf = thread_leaf(s, &thread, p.leaf_id.as_deref())?;
                         let lens = Lens::codex(&thread, leaf);
                         let g = build_rows(&thread.tree, &lens, &thread.lines(), rows.clone());
-                        convert::graph_page(&thread.tree, &g, rows, revision)
+                        convert::graph_page(s.dialect(), &thread.tree, &g, rows, revision)
                     }
                     Opened::Pi(pi) => {
                         let leaf = leaf(s, p.leaf_id.as_deref())?;
                         let tree = pi.tree();
                         let g = build_rows(tree, &Lens::pi(tree, leaf), s.source(), rows.clone());
-                        convert::graph_page(tree, &g, rows, revision)
+                        convert::graph_page(s.dialect(), tree, &g, rows, revision)
                     }
                     Opened::Claude(t) => {
                         let leaf = leaf(s, p.leaf_id.as_deref())?;
@@ -998,7 +1004,7 @@ impl Backend {
                         let id = convert::claude_session_id(s.path()).unwrap_or_default();
                         let lens = Lens::claude(tree, s.source(), leaf, id);
                         let g = build_rows(tree, &lens, s.source(), rows.clone());
-                        convert::graph_page(tree, &g, rows, revision)
+                        convert::graph_page(s.dialect(), tree, &g, rows, revision)
                     }
                 };
                 to_raw(s.path(), &page)
@@ -1037,7 +1043,7 @@ impl Backend {
             Ok(handle) => handle
                 .query(move |s| {
                     let leaf_of = |s| leaf(s, leaf_id.as_deref());
-                    match s.opened() {
+                    let collected = match s.opened() {
                         Opened::Pi(pi) => {
                             crate::dialect::pi::verify::collect(pi.tree(), leaf_of(s)?, s.source())
                                 .map_err(|source| RpcError::Render {
@@ -1057,7 +1063,8 @@ impl Backend {
                                 &thread.lines(),
                             ))
                         }
-                    }
+                    };
+                    collected.map(|c| (s.dialect(), c))
                 })
                 .await
                 .map_err(RpcError::from)??,
@@ -1074,6 +1081,7 @@ impl Backend {
                 })??
             }
         };
+        let (format, collected) = collected;
         let path = real.clone();
         let report = tokio::task::spawn_blocking(move || {
             crate::verify::evaluate_collected(collected, &path, &options)
@@ -1083,7 +1091,9 @@ impl Backend {
             path: real.clone(),
             source: std::io::Error::other(e),
         })?;
-        Ok(to_value(&real, &report)?)
+        let mut value = to_value(&real, &report)?;
+        value["format"] = json!(format.as_str());
+        Ok(value)
     }
 
     /// `session/export {path, leafId?, format?, redact?, maxOutputBytes?, offset?, limit?}`:

@@ -196,7 +196,9 @@ impl Backend {
                         &reservations,
                     )?
                 };
-                to_value(s.path(), &convert::forked(&forked))
+                let mut value = to_value(s.path(), &convert::forked(&forked))?;
+                value["format"] = serde_json::json!(s.dialect().as_str());
+                Ok(value)
             })
             .await?)
     }
@@ -350,7 +352,7 @@ impl Backend {
                     source: std::io::Error::other(e),
                 })?,
         };
-        Ok(result?)
+        Ok(result.map_err(|e| e.naming("session/salvage"))?)
     }
 
     /// `session/label {path, targetId, label|null, expectedLeafId}`.
@@ -528,8 +530,12 @@ impl Backend {
         let guard = Guard::context(p.force);
         Ok(self
             .write_on(&path, move |s, sink| {
+                if s.pi().is_none() {
+                    return Err(super::handlers::unsupported(s, "session/compact"));
+                }
                 refuse_beside_agent(s, guard)?;
                 commit_compaction(s, sink, &request(&p), expected.as_deref())
+                    .map_err(|e| e.naming("session/compact"))
             })
             .await?)
     }
@@ -739,6 +745,7 @@ impl Backend {
                 ..request()
             };
             commit_compaction(s, sink, &req, expected.as_deref())
+                .map_err(|e| e.naming("session/compact"))
         })
         .await
     }

@@ -426,12 +426,13 @@ impl Session {
             self.reload(reason, stamp, sink);
             return;
         }
+        let leaf_before = self.state.default_leaf();
         let read = self
             .file
             .file()
             .and_then(|file| self.state.read_appended(&file, stamp));
         match read {
-            Ok(applied) => self.applied(applied, sink),
+            Ok(applied) => self.applied(leaf_before, applied, sink),
             Err(e) => {
                 tracing::warn!(path = %self.path.display(), "cannot read appended bytes: {e}")
             }
@@ -539,10 +540,17 @@ impl Session {
 
     /// Announces what a read applied (see [`lines::apply_batch`]): in strict mode the good lines
     /// before a corrupt one are applied and the corrupt one is reported once and retried on
-    /// every later change; lenient mode notes problems and goes on.
-    fn applied(&mut self, applied: lines::Applied, sink: &dyn EventSink) {
+    /// every later change; lenient mode notes problems and goes on. A read that adds no entry
+    /// but moves the default leaf (a Claude Code `last-prompt` line naming another resume
+    /// leaf) is announced too, with nothing added.
+    fn applied(
+        &mut self,
+        leaf_before: Option<NodeIdx>,
+        applied: lines::Applied,
+        sink: &dyn EventSink,
+    ) {
         self.update_signature();
-        if !applied.added.is_empty() {
+        if !applied.added.is_empty() || self.state.default_leaf() != leaf_before {
             sink.appended(self, applied.added);
         }
         match applied.corruption {
@@ -749,11 +757,12 @@ pub(crate) enum Command {
 enum Stage {
     /// Not made yet: what is applied now is in the answer.
     Before,
-    /// Made at this many entries and this generation, not yet handed to the client: what is
-    /// applied now is announced at [`Command::Announce`], after the answer; `reloaded` is the
-    /// reason of the last reload meanwhile.
+    /// Made at this many entries, this default leaf and this generation, not yet handed to the
+    /// client: what is applied now is announced at [`Command::Announce`], after the answer;
+    /// `reloaded` is the reason of the last reload meanwhile.
     Made {
         entries: usize,
+        leaf: Option<NodeIdx>,
         generation: u64,
         reloaded: Option<ReloadReason>,
     },
@@ -786,6 +795,7 @@ impl Gate<'_> {
         if matches!(*stage, Stage::Before) {
             *stage = Stage::Made {
                 entries: session.len(),
+                leaf: session.state.default_leaf(),
                 generation: session.generation,
                 reloaded: None,
             };
@@ -797,6 +807,7 @@ impl Gate<'_> {
         let was = std::mem::replace(&mut *self.stage(), Stage::Announced);
         if let Stage::Made {
             entries,
+            leaf,
             generation,
             reloaded,
         } = was
@@ -805,7 +816,7 @@ impl Gate<'_> {
                 if let Some(reason) = reloaded {
                     self.sink.reloaded(session, reason);
                 }
-            } else if session.len() > entries {
+            } else if session.len() > entries || session.state.default_leaf() != leaf {
                 self.sink
                     .appended(session, entries as NodeIdx..session.len() as NodeIdx);
             }

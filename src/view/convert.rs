@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use crate::core::describe::Describe;
 use crate::core::source::LineSource;
 use crate::core::tree::{NodeIdx, Tree};
+use crate::dialect::Dialect;
 use crate::dialect::pi::format::EntryId;
 use crate::js::jsstr;
 use crate::session::activity::Agent;
@@ -340,17 +341,19 @@ pub fn salvaged(s: &writer::Salvaged) -> Salvaged {
 
 /// `session/graph`'s result and `sessiond graph --json`: the whole graph `g` of `tree`.
 pub fn graph<E: Describe>(
+    format: Dialect,
     tree: &Tree<E>,
     g: &crate::view::graph::Graph,
     revision: Option<Revision>,
 ) -> super::wire::GraphResult {
-    graph_page(tree, g, 0..g.nodes.len(), revision)
+    graph_page(format, tree, g, 0..g.nodes.len(), revision)
 }
 
 /// One page of `session/graph`: the rows of `g` in `rows` (their nodes and text lines), with
 /// the header and legend lines and `contextEntryIds` on the first page; `nextOffset` names
 /// the row the next page starts at.
 pub fn graph_page<E: Describe>(
+    format: Dialect,
     tree: &Tree<E>,
     g: &crate::view::graph::Graph,
     rows: std::ops::Range<usize>,
@@ -362,6 +365,7 @@ pub fn graph_page<E: Describe>(
     let end = rows.end.min(g.nodes.len());
     let start = rows.start.min(end);
     GraphResult {
+        format: format.as_str(),
         name: g.name.clone(),
         entry_count: g.entry_count,
         leaf_count: g.leaf_count,

@@ -479,7 +479,7 @@ pub fn build_rows<E: Describe>(
     if let Some(summarize) = lens.summarizes {
         for g in nodes.get_mut(rows.start.min(end)..end).unwrap_or_default() {
             if let Some(s) = summarize(tree, g.first) {
-                g.preview = summary_text(tree, &s);
+                g.preview = redacted(&summary_text(tree, &s));
                 g.summarizes = Some(s);
             }
         }
@@ -490,7 +490,7 @@ pub fn build_rows<E: Describe>(
         entry_count: len,
         leaf_count: tree.leaves().count(),
         session_id: lens.session_id.clone(),
-        name: tree.name().map(str::to_owned),
+        name: tree.name().map(redacted),
         default_leaf,
         selected_leaf: selected,
         context_entries: lens.context_entries.clone(),
@@ -539,13 +539,16 @@ fn node_of<E: Describe>(
                     .ok()
                     .and_then(|l| jsstr::parse_value(&l).ok())
                     .unwrap_or(Value::Null);
-                cut(&node.entry.preview_value(&value), GRAPH_PREVIEW_CHARS)
+                cut(
+                    &redacted(&node.entry.preview_value(&value)),
+                    GRAPH_PREVIEW_CHARS,
+                )
             });
             (node.entry.kind_name().to_owned(), preview)
         }
     };
     let name = match (node.entry.effect(), kind) {
-        (Effect::Name(Some(n)), NodeKind::Entry) => Some(jsstr::trim(n).to_owned()),
+        (Effect::Name(Some(n)), NodeKind::Entry) => Some(redacted(jsstr::trim(n))),
         _ => None,
     };
     let contains = |target: Option<NodeIdx>| {
@@ -578,7 +581,7 @@ fn node_of<E: Describe>(
         label: match kind {
             NodeKind::Entry => tree
                 .label_of(node.entry.id().as_str())
-                .map(|l| l.text.to_string()),
+                .map(|l| redacted(&l.text)),
             NodeKind::Fold => None,
         },
         name,
@@ -1131,4 +1134,13 @@ impl Graph {
         o.push_str("</svg>\n");
         o
     }
+}
+
+/// `text` with what looks like a secret replaced ([`crate::core::redact`], as an export
+/// redacts by default): the graph shows previews, names and labels of entries, which may
+/// quote a key.
+fn redacted(text: &str) -> String {
+    crate::core::redact::Redactor::new(true)
+        .redact(text)
+        .into_owned()
 }

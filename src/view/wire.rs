@@ -179,6 +179,8 @@ pub struct TreeResult {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GraphResult {
+    /// The session file's format (`pi`, `claude-code`, `codex`).
+    pub format: &'static str,
     /// The session name (the latest `session_info`), if any.
     pub name: Option<String>,
     /// Entries in the session.

@@ -1193,6 +1193,10 @@ export interface EntryResult {
     };
     raw: string;
     revision: Revision;
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
 }
 /**
  * session/explain params.
@@ -1539,6 +1543,10 @@ export interface ForkResult {
      * Kept entries whose line was re-serialized (re-chained, fixed up or migrated).
      */
     rewritten: string[];
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
 }
 /**
  * session/graph params.
@@ -1668,6 +1676,10 @@ export interface GraphResult {
         entryId: string | null;
     }[];
     revision: Revision;
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
 }
 /**
  * session/label params.
@@ -2109,6 +2121,10 @@ export interface TreeResult {
     leafId: string | null;
     entryCount: number;
     revision: Revision;
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
 }
 /**
  * session/verifyResume params.
@@ -2191,6 +2207,10 @@ export interface VerifyResumeResult {
         fail: number;
     };
     findings: VerifyFinding[];
+    /**
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
+     */
+    format: 'pi' | 'claude-code' | 'codex';
     [k: string]: unknown;
 }
 

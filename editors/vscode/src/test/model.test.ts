@@ -16,7 +16,7 @@ const revision = { entryCount: 6, appliedBytes: 600, generation: 0 };
 
 /** A page of these nodes, with what a page always carries. */
 function page(nodes: TreeNode[], extra: Partial<TreeResult> = {}): TreeResult {
-    return { nodes, complete: true, next: [], leafId: 'e', entryCount: 6, revision, ...extra };
+    return { nodes, complete: true, next: [], leafId: 'e', entryCount: 6, revision, format: 'pi', ...extra };
 }
 
 /** A didChange of these nodes. */
@@ -183,6 +183,21 @@ describe('SessionModel', () => {
         assert.equal(m.parentOf({ kind: 'entry', id: 'a' }), undefined);
     });
 
+    it('applies a didChange that adds nothing and moves the leaf (a bookkeeping line)', () => {
+        const m = new SessionModel('/s.jsonl');
+        m.applyOpen(open);
+        m.addPage(fullPage());
+        const s = m.applyDidChange(change([], 'f', ['f', 'e'], 6));
+        assert.deepEqual(s.added, []);
+        assert.deepEqual(s.parents, []);
+        assert.equal(s.leafMoved, true);
+        assert.equal(m.defaultLeafId, 'f');
+        assert.equal(m.entryCount, 6);
+        assert.equal(m.marks('f').defaultLeaf, true);
+        assert.equal(m.marks('e').defaultLeaf, false);
+        assert.deepEqual(ids(m.children()), ['entry:a', 'entry:b', 'entry:c']);
+    });
+
     it('asks for label and session_info entries and applies them', () => {
         const m = new SessionModel('/s.jsonl');
         m.applyOpen(open);
@@ -326,6 +341,7 @@ describe('render', () => {
 
     it('lists verify findings most urgent first, with file and entry', () => {
         const report = {
+            format: 'pi' as const,
             path: '/s/a.jsonl',
             leafId: 'l1',
             cwd: '/w',
