@@ -753,6 +753,11 @@ fn bad_input_gets_documented_errors_and_the_daemon_keeps_serving() {
         let (code, message, data) = error_of(&d.request("session/open", json!({"path": p})));
         assert_eq!(code, OUTSIDE_ROOTS, "{p}");
         assert!(message.contains(p), "{message}");
+        // It says how to add a root, on the command line and from an editor.
+        assert!(
+            message.contains("--root DIR") && message.contains("initializationOptions.roots"),
+            "{message}"
+        );
         assert_eq!(data["path"], json!(p));
     }
     let sneaky = format!("{}/../src/main.rs", examples.display());
