@@ -262,10 +262,6 @@ impl Exit {
                 "the session's format does not support this (a Claude Code transcript is read \
                  only); nothing written"
             }
-            (Exit::UnsupportedForFormat, Some(Read | Verify)) => {
-                "the command does not read the file's format yet (export, graph and verify read \
-                 pi sessions only)"
-            }
             _ => return None,
         };
         Some(text)

@@ -27,7 +27,7 @@ pub enum FormatArg {
 /// `sessiond export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Leaf entry id (or a unique prefix): the branch from the root to it is exported (default:
     /// the resume leaf: pi's last entry; the line `claude --resume` continues from).

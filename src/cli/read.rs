@@ -33,7 +33,7 @@ use crate::view::tree::DefaultLeaf;
 /// `sessiond context`.
 #[derive(Debug, Args)]
 pub struct ContextArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Leaf entry id, or a unique prefix of one (default: the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
@@ -74,7 +74,7 @@ pub struct TreeArgs {
 /// `sessiond explain`.
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// The entry to explain: its id or a unique prefix of it (a Claude Code transcript's line
     /// without a uuid: `line:N`).

@@ -16,7 +16,7 @@ use crate::dialect::Dialect;
 /// `sessiond verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The session file: a pi session or a Claude Code transcript (JSONL).
+    /// The session file: a pi session, a Claude Code transcript or a Codex rollout (JSONL).
     pub file: PathBuf,
     /// Leaf entry id, or a unique prefix of one (default: the resume leaf: pi's last entry; the line `claude --resume` continues from).
     #[arg(long)]
