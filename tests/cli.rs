@@ -85,6 +85,19 @@ fn help_and_readme_print_the_one_exit_code_table() {
     }
 }
 
+/// The README stays a short user's guide: under 20,000 bytes, with room left, since the
+/// benchmark rewrites its performance table and every new command adds a row.
+#[test]
+fn the_readme_stays_under_20000_bytes() {
+    let size = std::fs::metadata(repo_root().join("README.md"))
+        .expect("README.md")
+        .len();
+    assert!(
+        size < 20_000,
+        "README.md is {size} bytes; keep it under 20,000 (details belong in docs/)"
+    );
+}
+
 /// Every command that appends to a session requires --expected-leaf (compact too, unless it
 /// only plans with --dry-run); fork and salvage write new files and have no such flag.
 #[test]
