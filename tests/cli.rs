@@ -85,6 +85,40 @@ fn help_and_readme_print_the_one_exit_code_table() {
     }
 }
 
+/// The README's command table has one row per subcommand, no more and no fewer: its first
+/// column holds exactly the subcommands clap offers, but `help`.
+#[test]
+fn the_readme_table_names_every_command() {
+    use clap::CommandFactory;
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+    let table: Vec<String> = readme
+        .split("## Commands")
+        .nth(1)
+        .expect("a Commands section")
+        .lines()
+        .skip_while(|l| !l.starts_with("| command |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.split('|')
+                .nth(1)
+                .expect("a first column")
+                .trim()
+                .trim_matches('`')
+                .to_owned()
+        })
+        .collect();
+    let mut commands: Vec<String> = sessiond::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .filter(|n| n != "help")
+        .collect();
+    let mut sorted = table.clone();
+    sorted.sort();
+    commands.sort();
+    assert_eq!(sorted, commands, "README.md's command table: {table:?}");
+}
+
 /// The README stays a short user's guide: under 20,000 bytes, with room left, since the
 /// benchmark rewrites its performance table and every new command adds a row.
 #[test]
