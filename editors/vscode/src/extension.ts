@@ -553,7 +553,7 @@ class CompareProvider implements vscode.TextDocumentContentProvider {
     }
 
     provideTextDocumentContent(uri: vscode.Uri): string {
-        return this.reports.get(uri.toString()) ?? '# Comparison unavailable\n\nRun "Compare with Current Leaf" again.\n';
+        return this.reports.get(uri.toString()) ?? '# Comparison unavailable\n\nRun "Compare with Active Leaf" again.\n';
     }
 }
 
@@ -975,7 +975,7 @@ export function activate(context: vscode.ExtensionContext): void {
         const model = await sessions.model(t.path);
         const current = model.activeLeafId;
         if (!current) {
-            void vscode.window.showInformationMessage('sessiond: the session has no current leaf to compare with');
+            void vscode.window.showInformationMessage('sessiond: the session has no active leaf to compare with');
             return;
         }
         const client = await daemon.get();

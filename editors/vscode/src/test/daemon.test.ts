@@ -254,7 +254,7 @@ describe('sessiond serve through the client', () => {
         model.applyDidChange(change);
         assert.equal(model.defaultLeafId, labelled.id);
 
-        // The same request again carries a stale view: refused with the current leaf.
+        // The same request again carries a stale view: refused with the resume leaf.
         await assert.rejects(
             client.label({ path: file, targetId: FORKS[1], label: 'stale', expectedLeafId: DEFAULT_LEAF }),
             (err) => {

@@ -212,7 +212,7 @@ describe('extension in a stand-in VS Code', () => {
     const entryRow = (p: string, id: string) => ({ type: 'row', path: p, key: `r:${p}:entry:${id}`, item: { kind: 'entry', id } });
     const cliJson = (...args: string[]) => JSON.parse(execFileSync(BINARY, args, { encoding: 'utf8' }));
 
-    it('compares an entry with the current leaf: the two contexts in the diff editor, a summary, the report', async () => {
+    it('compares an entry with the active leaf: the two contexts in the diff editor, a summary, the report', async () => {
         await vs.commands.get('sessiond.showContext')!(entryRow(file, DEFAULT_LEAF));
         vs.messages.length = 0;
         vs.answers.push('Open Report');
