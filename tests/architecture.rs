@@ -1,5 +1,6 @@
 //! `docs/architecture.md` is a true map: every module under `src/` (a file or a folder) is named
-//! in it, in the place where it lives, so a new module cannot arrive without its place in the map.
+//! in it, in the place where it lives, so a new module cannot arrive without its place in the map;
+//! and `docs/testing.md` names every integration test file.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use std::path::Path;
@@ -123,4 +124,23 @@ fn a_module_named_in_the_wrong_place_is_missing() {
         path("c"),
     ];
     assert_eq!(misplaced(map, &modules), ["a/gamma", "a/pi", "c"]);
+}
+
+/// `docs/testing.md` says what each integration test file covers: every `tests/*.rs` is named
+/// there as `tests/NAME.rs`.
+#[test]
+fn every_test_file_is_in_the_testing_notes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let notes = std::fs::read_to_string(root.join("docs/testing.md")).expect("docs/testing.md");
+    let mut missing: Vec<String> = std::fs::read_dir(root.join("tests"))
+        .expect("tests/ is readable")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".rs"))
+        .filter(|name| !notes.contains(&format!("`tests/{name}`")))
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "docs/testing.md's \"What each file covers\" does not name: {missing:?}"
+    );
 }
