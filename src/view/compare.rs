@@ -95,7 +95,8 @@ pub fn print<E: Describe, R: Serialize>(
     for (l, r) in table {
         let l = cut(&l, COLUMN);
         let pad = COLUMN.saturating_sub(l.chars().count());
-        writeln!(out, "{l}{:pad$} │ {}", "", cut(&r, COLUMN))?;
+        let line = format!("{l}{:pad$} │ {}", "", cut(&r, COLUMN));
+        writeln!(out, "{}", line.trim_end())?;
     }
     writeln!(out, "A did: {}", side_text(&cmp.side_a))?;
     writeln!(out, "B did: {}", side_text(&cmp.side_b))?;
