@@ -403,6 +403,63 @@ fn bad_input_is_as_the_issue_says() {
     assert!(text.contains("read leniently: 3 problems"), "{text}");
 }
 
+/// The report a person reads, pinned on the shipped pair: the head line with the fork point,
+/// both sides after it side by side (A's middle run folded, B's one entry), what each side did,
+/// the context difference grouped by reason, and the thinking levels that differ.
+#[test]
+fn the_report_of_the_shipped_pair_reads_as_pinned() {
+    let file = common::repo_root().join("examples/pi-v3-branched.jsonl");
+    let out = sessiond_exits(&["diff", file.to_str().unwrap(), "610f9c1e", "de19adb3"], 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let want = [
+        "A 610f9c1e · B de19adb3 · fork point 521cf246 (user)",
+        "A: 10 entries after the fork point                           │ B: 1 entry after the fork point",
+        "92bfec97 assistant Plan: 1) extract runPrintMode 2) extract… │ de19adb3 user Actually, do not touch main.ts yet; list the …",
+        "┆ 6 entries folded: 2 toolResult, 1 assistant, 1 custom, …   │",
+        "4909db93 compaction ## Goal Split run modes out of packages… │",
+        "886c2fdc user Now extract runRpcMode.                        │",
+        "610f9c1e thinking_level_change thinking: high                │",
+        "A did: 1 user turn · 2 assistant messages · 2 tool calls (edit 1, read 1) · changed main.ts · thinking → high (610f9c1e) · context 199 tokens at the leaf",
+        "B did: 1 user turn · 0 assistant messages · context 90524 tokens at the leaf",
+        "context: 11 entries at A, 340 at B; 1 the same at both, 0 reaching the model differently",
+        "  context entries at A only, not at B: 10",
+        "    10 after the fork point, on A only: 4909db93…610f9c1e",
+        "  context entries at B only, not at A: 339",
+        "    338 summarized by compaction 4909db93, on A only: 00247798…12bbdff5",
+        "    1 after the fork point, on B only: de19adb3",
+        "thinking level: A high, B off",
+    ];
+    assert_eq!(text.lines().collect::<Vec<_>>(), want, "{text}");
+    assert!(
+        text.ends_with('\n') && !text.lines().any(|l| l.ends_with(' ')),
+        "{text:?}"
+    );
+
+    // A Claude Code transcript's rows show each uuid by its first 8 characters (unique in the
+    // transcript), which `explain` takes as they are.
+    let t = common::repo_root().join("tests/data/claude/real/compacted.jsonl");
+    let out = sessiond_exits(&["diff", t.to_str().unwrap(), "0b5e3c50", "d49e5e29"], 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .skip(2)
+        .take_while(|l| l.contains('│'))
+        .collect();
+    assert!(
+        rows.iter()
+            .any(|r| r.starts_with("0bee5823 user Second prompt ")),
+        "{text}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r.ends_with("│ d49e5e29 assistant The command printed referee-one.")),
+        "{text}"
+    );
+    assert!(!rows.iter().any(|r| r.contains("-6023-")), "{text}");
+    let explained = sessiond_exits(&["explain", t.to_str().unwrap(), "0bee5823"], 0);
+    assert!(String::from_utf8_lossy(&explained.stdout).contains("0bee5823"));
+}
+
 #[test]
 fn the_daemon_answers_what_the_cli_prints() {
     let dir = tempfile::tempdir().unwrap();

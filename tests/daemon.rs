@@ -362,6 +362,36 @@ fn open_all<const N: usize>(root: &Path, files: [&Path; N]) -> (Daemon, [String;
     (d, paths)
 }
 
+/// Polls `cond` until it holds; fails after 10 s, naming `what` it waited for.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "waited 10 s: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Whether process `pid` holds `file` open with `O_APPEND` (`/proc/PID/fdinfo` flags, octal).
+fn open_for_append(pid: u32, file: &Path) -> bool {
+    let want = std::fs::canonicalize(file).expect("the file exists");
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path()).is_ok_and(|target| target == want)
+            && std::fs::read_to_string(format!(
+                "/proc/{pid}/fdinfo/{}",
+                fd.file_name().to_string_lossy()
+            ))
+            .ok()
+            .and_then(|info| {
+                let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+                u32::from_str_radix(flags.trim(), 8).ok()
+            })
+            .is_some_and(|flags| flags & 0o2000 != 0)
+    })
+}
+
 /// The ids of the next `n` responses, in the order they came (each must be a result).
 fn answer_order(d: &mut Daemon, n: usize) -> Vec<Value> {
     let mut order = Vec::new();
@@ -376,8 +406,8 @@ fn answer_order(d: &mut Daemon, n: usize) -> Vec<Value> {
 }
 
 /// The daemon's runtime has one worker, so a long request on a large session must leave it
-/// (`session::owner::Cost`): a small request on another session, sent while a whole context
-/// of 32 MB is being rendered, is answered first.
+/// (`session::owner::Cost`): small requests on another session, sent one after another while
+/// a whole context of 32 MB is being rendered, are answered before it.
 #[test]
 fn a_long_request_on_a_large_session_does_not_hold_up_another_session() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -400,13 +430,29 @@ fn a_long_request_on_a_large_session_does_not_hold_up_another_session() {
     let small_path = dir.path().join("small.jsonl");
     std::fs::write(&small_path, &small).expect("write");
     let (mut d, [large_path, small_path]) = open_all(dir.path(), [&large_path, &small_path]);
-    let (long, short) = (d.next_request_id() + 1000, d.next_request_id() + 1001);
+    let long = d.next_request_id() + 1000;
     d.send(&json!({"jsonrpc": "2.0", "id": long, "method": "session/contextAt", "params": {"path": large_path}}));
-    // Sent together, the two would run in the order the runtime picks; the context takes
-    // tens of milliseconds, so the entry comes while it is under way.
-    std::thread::sleep(Duration::from_millis(5));
-    d.send(&json!({"jsonrpc": "2.0", "id": short, "method": "session/entry", "params": {"path": small_path, "id": entries[9].0}}));
-    assert_eq!(answer_order(&mut d, 2), [json!(short), json!(long)]);
+    // Small requests one at a time, each sent when the one before is answered, until the
+    // context comes. The first may run before the context starts (the runtime picks the
+    // order of two requests it holds), so it proves nothing; a second one answered first was
+    // sent after the first's answer, when the context was under way or queued: a context
+    // holding the worker would have kept it waiting.
+    let mut shorts_first = 0;
+    for n in 1.. {
+        let short = long + n;
+        d.send(&json!({"jsonrpc": "2.0", "id": short, "method": "session/entry", "params": {"path": small_path, "id": entries[9].0}}));
+        let first = answer_order(&mut d, 1);
+        if first == [json!(long)] {
+            assert_eq!(answer_order(&mut d, 1), [json!(short)]);
+            break;
+        }
+        assert_eq!(first, [json!(short)]);
+        shorts_first += 1;
+    }
+    assert!(
+        shorts_first >= 2,
+        "only {shorts_first} small request(s) answered while the 32 MB context was made"
+    );
     assert_eq!(d.stop(), Some(0));
 }
 
@@ -425,19 +471,33 @@ fn a_write_waiting_for_the_lock_does_not_hold_up_another_session() {
     std::fs::write(&locked, &text).expect("write");
     std::fs::write(&other, &text).expect("write");
     let (mut d, [locked, other]) = open_all(dir.path(), [&locked, &other]);
-    // util-linux `flock`: holds an exclusive lock on the file for a second, as a writer would.
+    // util-linux `flock`: holds an exclusive lock on the file, as a writer would, from when it
+    // creates `ready` until the test creates `release`.
+    let (ready, release) = (dir.path().join("ready"), dir.path().join("release"));
     let mut holder = std::process::Command::new("flock")
-        .args(["-x", &locked, "sleep", "1"])
+        .args(["-x", &locked, "sh", "-c"])
+        .arg(format!(
+            "touch '{}'; while [ ! -e '{}' ]; do sleep 0.01; done",
+            ready.display(),
+            release.display()
+        ))
         .spawn()
         .expect("flock (util-linux) runs");
-    std::thread::sleep(Duration::from_millis(200));
+    wait_until("flock holds the lock", || ready.exists());
     let (write, read) = (d.next_request_id() + 1000, d.next_request_id() + 1001);
     let label = json!({"path": locked, "targetId": entries[0].0, "label": "start", "expectedLeafId": entries[9].0});
     d.send(&json!({"jsonrpc": "2.0", "id": write, "method": "session/label", "params": label}));
-    std::thread::sleep(Duration::from_millis(100));
+    // The write waits for the lock once the daemon holds the file open for appending.
+    let pid = d.pid();
+    wait_until("the label opens the file to append", || {
+        open_for_append(pid, Path::new(&locked))
+    });
     let entry = json!({"path": other, "id": entries[9].0});
     d.send(&json!({"jsonrpc": "2.0", "id": read, "method": "session/entry", "params": entry}));
-    assert_eq!(answer_order(&mut d, 2), [json!(read), json!(write)]);
+    // Answered while the lock is still held, so before the label.
+    assert_eq!(answer_order(&mut d, 1), [json!(read)]);
+    std::fs::write(&release, "").expect("release the lock");
+    assert_eq!(answer_order(&mut d, 1), [json!(write)]);
     holder.wait().expect("flock ends");
     assert_eq!(d.stop(), Some(0));
 }
@@ -753,6 +813,11 @@ fn bad_input_gets_documented_errors_and_the_daemon_keeps_serving() {
         let (code, message, data) = error_of(&d.request("session/open", json!({"path": p})));
         assert_eq!(code, OUTSIDE_ROOTS, "{p}");
         assert!(message.contains(p), "{message}");
+        // It says how to add a root, on the command line and from an editor.
+        assert!(
+            message.contains("--root DIR") && message.contains("initializationOptions.roots"),
+            "{message}"
+        );
         assert_eq!(data["path"], json!(p));
     }
     let sneaky = format!("{}/../src/main.rs", examples.display());

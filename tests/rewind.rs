@@ -434,7 +434,19 @@ fn fork_with_the_rewind_and_the_daemon_refuses_while_pi_works() {
     // While pi works on the session, a rewind is refused with agentActive.
     let mut rpc = w.lab.rpc(&w.file);
     rpc.send(json!({"type": "prompt", "message": "slow"}));
-    std::thread::sleep(Duration::from_millis(2500));
+    // pi is at work once its bash call is in the file: the turn stays open while the call
+    // sleeps its 4 s, and until the edit and the last message that follow it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&w.file)
+        .unwrap_or_default()
+        .contains("sleep 4 && echo slept")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pi did not start the slow turn within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let refused = d.request("session/rewind", json!({"path": w.file, "to": t3}));
     let (code, message, _) = support::error_of(&refused);
     assert_eq!(code, -33019, "{refused}");

@@ -263,10 +263,6 @@ impl Exit {
                 "the session's format does not support this (a Claude Code transcript is read \
                  only); nothing written"
             }
-            (Exit::UnsupportedForFormat, Some(Read | Verify)) => {
-                "the command does not read the file's format (it reads pi sessions, Claude Code \
-                 transcripts and Codex rollouts)"
-            }
             _ => return None,
         };
         Some(text)

@@ -48,8 +48,8 @@ pub mod write;
 
 pub use error::{CliError, Exit, Family};
 
-/// Inspect pi coding-agent sessions (the tree, what the model sees and why), write to them
-/// safely, and serve them to editors (`sessiond serve`).
+/// Inspect coding-agent sessions, pi's and (read only) Claude Code's and Codex's: the tree,
+/// what the model sees and why; write to pi's safely, and serve them to editors (`sessiond serve`).
 #[derive(Debug, Parser)]
 #[command(name = "sessiond", version, after_help = Exit::help(None))]
 pub struct Cli {
@@ -71,6 +71,13 @@ pub enum Command {
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Tree(read::TreeArgs),
     /// Explain whether an entry reaches the model at a leaf, and why not.
+    ///
+    /// On a pi or Claude Code compaction, or a branch summary, it also says where the summary came from (the
+    /// entries it summarizes, the entry kept from, the previous compaction; for a branch
+    /// summary the branch it left) and audits it: of the facts in what it summarizes (files
+    /// read or modified, tool errors, tool calls without a result, open tasks, the last
+    /// request), how many the summary kept and which it lost, each with its entry (`--json`:
+    /// `source` or `branch`, and `audit`).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Explain(read::ExplainArgs),
     /// Compare two leaves: where their branches part, what each did, what the model sees at one and not the other.
@@ -85,12 +92,12 @@ pub enum Command {
     /// Draw the session tree as a commit-graph-like picture: text lanes, or --svg (long runs folded).
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Graph(graph::GraphArgs),
-    /// List the sessions under the roots, pi's and Claude Code's: name, first prompt, counts,
-    /// cwd, size, tokens.
+    /// List the sessions under the roots, pi's, Claude Code's and Codex's: name, first prompt,
+    /// counts, cwd, size, tokens.
     #[command(after_help = Exit::help(Some(Family::Tool)))]
     List(list::ListArgs),
-    /// Search every session under the roots, pi's and Claude Code's (full text, through an
-    /// index in the cache directory).
+    /// Search every session under the roots, pi's, Claude Code's and Codex's (full text,
+    /// through an index in the cache directory).
     #[command(after_help = Exit::help(Some(Family::Search)))]
     Search(search::SearchArgs),
     /// Check a session file: ok when clean (a torn tail is reported, not fatal), corrupt otherwise.

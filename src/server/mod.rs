@@ -474,8 +474,8 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
              stdin and stdout, for editors and agent front-ends; it answers nothing typed here. \
              Try `python3 scripts/rpc.py --root DIR METHOD PARAMS` from the repository, or read \
              protocol/README.md. \
-             Roots: --root DIR or initializationOptions.roots (default: pi's sessions directory \
-             and Claude Code's projects directory). Ctrl-D ends it."
+             Roots: --root DIR or initializationOptions.roots (default: pi's sessions directory, \
+             Claude Code's projects directory and Codex's sessions directory). Ctrl-D ends it."
         );
     }
     // One worker: a small request then wakes no sibling worker (on a 2-vCPU machine a fifth

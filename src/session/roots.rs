@@ -11,8 +11,11 @@ use crate::paths::absolute;
 /// Why a path was refused.
 #[derive(Debug, Error)]
 pub enum RootError {
-    /// The path resolves outside every configured root.
-    #[error("{}: outside the session roots", path.display())]
+    /// The path resolves outside every configured root; the message says how to add one.
+    #[error(
+        "{}: outside the session roots (add its directory: --root DIR, or initializationOptions.roots)",
+        path.display()
+    )]
     Outside {
         /// The path as given.
         path: PathBuf,

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::core::compare::{Comparison, ContextDifference, PathEntry, SettingChange, Side};
 use crate::core::describe::Describe;
-use crate::core::tree::Tree;
+use crate::core::tree::{NodeIdx, Tree};
 use crate::storage::reader::TornTail;
 use crate::view::graph::fold_summary;
 use crate::view::tree::count;
@@ -75,8 +75,9 @@ pub fn print<E: Describe, R: Serialize>(
     if cmp.leaf_a == cmp.leaf_b {
         writeln!(out, "the same leaf twice: nothing differs")?;
     }
-    let left = rows(tree, &cmp.only_a);
-    let right = rows(tree, &cmp.only_b);
+    let short = ShortIds::of(tree);
+    let left = rows(tree, &short, &cmp.only_a);
+    let right = rows(tree, &short, &cmp.only_b);
     let head = |n: usize, letter: &str| {
         format!(
             "{letter}: {} after the fork point",
@@ -94,7 +95,8 @@ pub fn print<E: Describe, R: Serialize>(
     for (l, r) in table {
         let l = cut(&l, COLUMN);
         let pad = COLUMN.saturating_sub(l.chars().count());
-        writeln!(out, "{l}{:pad$} │ {}", "", cut(&r, COLUMN))?;
+        let line = format!("{l}{:pad$} │ {}", "", cut(&r, COLUMN));
+        writeln!(out, "{}", line.trim_end())?;
     }
     writeln!(out, "A did: {}", side_text(&cmp.side_a))?;
     writeln!(out, "B did: {}", side_text(&cmp.side_b))?;
@@ -143,8 +145,53 @@ pub fn print<E: Describe, R: Serialize>(
     Ok(())
 }
 
-/// One side's rows: its entries, runs between landmarks folded.
-fn rows<E: Describe>(tree: &Tree<E>, entries: &[PathEntry]) -> Vec<String> {
+/// Characters a uuid is shown by in a row (as VS Code's rows show a Claude Code line's).
+const SHORT_ID: usize = 8;
+
+/// The uuids (`8-4-4-4-12` hex, a Claude Code transcript's) whose first [`SHORT_ID`]
+/// characters begin no other id of the tree, so a row can show them short and the short form
+/// still names one entry where an id argument is taken. Other ids are shown whole.
+struct ShortIds(std::collections::HashMap<String, usize>);
+
+impl ShortIds {
+    /// Counts the ids of `tree` by their first [`SHORT_ID`] characters (uuids only).
+    fn of<E: Describe>(tree: &Tree<E>) -> Self {
+        let mut counts = std::collections::HashMap::new();
+        for n in 0..tree.len() {
+            let id = tree.node(n as NodeIdx).entry.id().as_str();
+            if let Some(short) = uuid_head(id) {
+                *counts.entry(short.to_owned()).or_insert(0) += 1;
+            }
+        }
+        ShortIds(counts)
+    }
+
+    /// `id` as a row shows it: a uuid by its first characters when they name it alone.
+    fn show<'a>(&self, id: &'a str) -> &'a str {
+        match uuid_head(id) {
+            Some(short) if self.0.get(short) == Some(&1) => short,
+            _ => id,
+        }
+    }
+}
+
+/// The first [`SHORT_ID`] characters of `id` when it is a uuid.
+fn uuid_head(id: &str) -> Option<&str> {
+    let b = id.as_bytes();
+    let hex = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_hexdigit);
+    let uuid = b.len() == 36
+        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+        && hex(0..8)
+        && hex(9..13)
+        && hex(14..18)
+        && hex(19..23)
+        && hex(24..36);
+    uuid.then(|| &id[..SHORT_ID])
+}
+
+/// One side's rows: its entries (uuids shown short, [`ShortIds`]), runs between landmarks
+/// folded.
+fn rows<E: Describe>(tree: &Tree<E>, short: &ShortIds, entries: &[PathEntry]) -> Vec<String> {
     let landmark = |i: usize| {
         let e = &entries[i];
         if i == 0 || i + 1 == entries.len() {
@@ -158,7 +205,7 @@ fn rows<E: Describe>(tree: &Tree<E>, entries: &[PathEntry]) -> Vec<String> {
     };
     let row = |e: &PathEntry| {
         let kind = e.role.as_deref().unwrap_or(&e.entry_type);
-        format!("{} {kind} {}", e.id, e.preview)
+        format!("{} {kind} {}", short.show(e.id.as_str()), e.preview)
     };
     let mut out = Vec::new();
     let mut hidden: Vec<usize> = Vec::new();
@@ -299,7 +346,33 @@ fn groups<R>(
 
 #[cfg(test)]
 mod tests {
-    use super::cut;
+    use super::{ShortIds, cut, uuid_head};
+
+    #[test]
+    fn a_uuid_is_shown_short_where_its_head_names_it_alone() {
+        let a = "0f3c9a1e-7b2d-4c5e-9f80-1a2b3c4d5e6f";
+        let b = "0f3c9a1e-0000-4c5e-9f80-1a2b3c4d5e6f";
+        let c = "12345678-7b2d-4c5e-9f80-1a2b3c4d5e6f";
+        assert_eq!(uuid_head(a), Some("0f3c9a1e"));
+        for not_uuid in [
+            "610f9c1e",
+            "line:12",
+            "0f3c9a1e-7b2d-4c5e-9f80-1a2b3c4d5e6",
+            "",
+            "x",
+        ] {
+            assert_eq!(uuid_head(not_uuid), None, "{not_uuid}");
+        }
+        assert_eq!(uuid_head("0f3c9a1g-7b2d-4c5e-9f80-1a2b3c4d5e6f"), None);
+        let mut counts = std::collections::HashMap::new();
+        for id in [a, b, c] {
+            *counts.entry(uuid_head(id).unwrap().to_owned()).or_insert(0) += 1;
+        }
+        let short = ShortIds(counts);
+        assert_eq!(short.show(c), "12345678");
+        assert_eq!(short.show(a), a, "two ids begin with 0f3c9a1e");
+        assert_eq!(short.show("610f9c1e"), "610f9c1e");
+    }
 
     #[test]
     fn cut_marks_what_it_cuts() {

@@ -504,7 +504,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             // Its menu offers explain, compare and fork, not label or compact.
             await first.click({ button: 'right' });
             await page.getByRole('menuitem', { name: 'Fork Session Here…' }).first().waitFor();
-            await page.getByRole('menuitem', { name: 'Compare with Current Leaf' }).first().waitFor();
+            await page.getByRole('menuitem', { name: 'Compare with Active Leaf' }).first().waitFor();
             await page.getByRole('menuitem', { name: 'Explain: Is This Entry in the Context?' }).first().waitFor();
             assert.equal(await page.getByRole('menuitem', { name: 'Label Entry…' }).count(), 0, 'no label on a transcript');
             assert.equal(await page.getByRole('menuitem', { name: 'Compact Context…' }).count(), 0, 'no compact on a transcript');
@@ -546,7 +546,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await shot(page.locator('iframe.webview.ready').last(), 'readme-claude-graph');
         }));
 
-    it('"Compare with Current Leaf" opens the two contexts of a Claude Code rewind in VS Code\'s diff editor, with the summary and the report', () =>
+    it('"Compare with Active Leaf" opens the two contexts of a Claude Code rewind in VS Code\'s diff editor, with the summary and the report', () =>
         timed('12-claude-compare', async () => {
             await runCommand(page, 'Notifications: Clear All Notifications');
             // The diff editor gets the whole editor area.
@@ -558,7 +558,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await expand(row(/^0bee5823/));
             await expand(row(/^63e5fc2b/));
             await expand(row(/^4080496a/));
-            await contextMenu(row(/^0b5e3c50/), 'Compare with Current Leaf');
+            await contextMenu(row(/^0b5e3c50/), 'Compare with Active Leaf');
             await page.getByRole('tab', { name: /Context ec228510 ↔ 0b5e3c50/ }).waitFor();
             await diffSide('original').filter({ hasText: /leaf:\sec228510/ }).waitFor();
             await diffSide('modified').filter({ hasText: /leaf:\s0b5e3c50/ }).waitFor();
@@ -583,7 +583,7 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await page.getByRole('treeitem', { name: /^4bfd3501 ● active leaf · user: Run a command again/ }).first().waitFor();
         }));
 
-    it('"Compare with Current Leaf" on the shipped pi session: a compaction on one side only', () =>
+    it('"Compare with Active Leaf" on the shipped pi session: a compaction on one side only', () =>
         timed('13-compare', async () => {
             await runCommand(page, 'Notifications: Clear All Notifications');
             await runCommand(page, 'View: Close All Editors');
@@ -596,10 +596,10 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await expand(row(/branch_summary: Explored keeping/));
             await expand(row(/user: Alternative: split main\.ts/));
             await expand(row(/assistant: Plan: 1\) extract runPrintMode/));
-            // The current leaf: 886c2fdc, after the compaction; compared with the other branch's leaf.
+            // The active leaf: 886c2fdc, after the compaction; compared with the other branch's leaf.
             await row(/^886c2fdc/).click();
             await page.getByRole('treeitem', { name: /886c2fdc.*active leaf/ }).first().waitFor();
-            await contextMenu(row(/^de19adb3/), 'Compare with Current Leaf');
+            await contextMenu(row(/^de19adb3/), 'Compare with Active Leaf');
             await page.getByRole('tab', { name: /Context 886c2fdc ↔ de19adb3/ }).waitFor();
             await diffSide('original').filter({ hasText: /leaf:\s886c2fdc/ }).waitFor();
             await diffSide('modified').filter({ hasText: /leaf:\sde19adb3/ }).waitFor();

@@ -553,7 +553,7 @@ class CompareProvider implements vscode.TextDocumentContentProvider {
     }
 
     provideTextDocumentContent(uri: vscode.Uri): string {
-        return this.reports.get(uri.toString()) ?? '# Comparison unavailable\n\nRun "Compare with Current Leaf" again.\n';
+        return this.reports.get(uri.toString()) ?? '# Comparison unavailable\n\nRun "Compare with Active Leaf" again.\n';
     }
 }
 
@@ -603,10 +603,6 @@ async function listSessions(client: SessiondClient): Promise<SessionSummary[]> {
 }
 
 /**
- * An error for a notification: the daemon's message with every session path cut to its file
- * name (full paths push the actionable part out of the toast), and the JSON-RPC code.
- */
-/**
  * Where a context preview opens: the column already showing one, else beside the active editor,
  * else the first column (Beside with no editor open leaves an empty first column).
  */
@@ -616,9 +612,18 @@ function previewColumn(): vscode.ViewColumn {
     return vscode.window.activeTextEditor ? vscode.ViewColumn.Beside : vscode.ViewColumn.Active;
 }
 
-function errorText(err: unknown): string {
+/**
+ * An error for a notification: the daemon's message with every session path cut to its file
+ * name (full paths push the actionable part out of the toast), and the JSON-RPC code. A path
+ * outside the roots says how to add one here: the `sessiond.roots` setting, where the daemon's
+ * message names its command line.
+ */
+export function errorText(err: unknown): string {
     const text = err instanceof Error ? err.message : String(err);
-    const short = text.replace(/(?:\/[^\s/:'"`()]+)+\/([^\s/:'"`()]+\.jsonl)/g, '$1');
+    let short = text.replace(/(?:\/[^\s/:'"`()]+)+\/([^\s/:'"`()]+\.jsonl)/g, '$1');
+    if (err instanceof ResponseError && err.code === -33002) {
+        short = `${short.replace(/ \(add its directory:[^)]*\)$/, '')} (add its directory to the sessiond.roots setting)`;
+    }
     return err instanceof ResponseError ? `${short} (code ${err.code})` : short;
 }
 
@@ -970,7 +975,7 @@ export function activate(context: vscode.ExtensionContext): void {
         const model = await sessions.model(t.path);
         const current = model.activeLeafId;
         if (!current) {
-            void vscode.window.showInformationMessage('sessiond: the session has no current leaf to compare with');
+            void vscode.window.showInformationMessage('sessiond: the session has no active leaf to compare with');
             return;
         }
         const client = await daemon.get();

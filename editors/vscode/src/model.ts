@@ -574,7 +574,7 @@ export class SessionModel {
         const head: string[] = [this.format === 'claude-code' ? shortRowId(n.id) : n.id];
         if (m.label) head.push(`[${m.label}]`);
         if (m.activeLeaf) head.push('● active leaf');
-        else if (m.defaultLeaf) head.push('◀ leaf (default)');
+        else if (m.defaultLeaf) head.push('◀ resume leaf');
         else if (m.leaf) head.push('◀ leaf');
         const label = `${head.join(' ')} · ${kind}: ${preview}`;
         if (item.kind === 'branch') {

@@ -533,7 +533,7 @@ export function renderComparison(c: CompareBranchesResult, heading: { path: stri
     out.push(`# Comparison${heading.name ? ` — ${heading.name}` : ''}`);
     out.push('');
     out.push(`- file: ${heading.path}`);
-    out.push(`- A (the current leaf): ${c.leafA}`);
+    out.push(`- A (the active leaf): ${c.leafA}`);
     out.push(`- B: ${c.leafB}`);
     out.push(`- fork point: ${c.forkPointId ?? '(none: the paths share no entry)'}`);
     for (const d of c.diagnostics ?? []) out.push(`- warning: ${diagnosticText(d)}`);

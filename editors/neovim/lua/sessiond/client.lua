@@ -83,6 +83,9 @@ function M.describe_error(method, err)
     else
       msg = ("%s is not supported for %s sessions by this sessiond (%s)"):format(method, agent, msg)
     end
+  elseif code == -33002 then
+    -- The daemon's own hint names its command line; say it the plugin's way instead.
+    msg = (msg:gsub(" %(add its directory:[^)]*%)$", "")) .. ": " .. HINTS[code]
   elseif code == -33011 and type(err.data) == "table" and err.data.retryAfterMs then
     msg = msg .. ": try again in " .. err.data.retryAfterMs .. " ms"
   elseif HINTS[code] then

@@ -184,7 +184,11 @@ describe('sessiond serve through the client', () => {
     it('answers a bad request with a JSON-RPC error', async () => {
         await assert.rejects(client.explain({ path: file, entryId: 'no-such-id' }), (err) => err instanceof ResponseError && /no-such-id/.test(err.message));
         await assert.rejects(client.explain({ path: file, entryId: 'no-such-id' }), (err) => err instanceof ResponseError && err.code === -33004);
-        await assert.rejects(client.open(EXAMPLE), (err) => err instanceof ResponseError && err.code === -33002, 'outside the roots');
+        await assert.rejects(
+            client.open(EXAMPLE),
+            (err) => err instanceof ResponseError && err.code === -33002 && /--root DIR, or initializationOptions\.roots/.test(err.message),
+            'outside the roots, saying how to add one',
+        );
         await assert.rejects(client.open(path.join(root, 'missing.jsonl')), (err) => err instanceof ResponseError && err.code === -33001);
     });
 
@@ -250,7 +254,7 @@ describe('sessiond serve through the client', () => {
         model.applyDidChange(change);
         assert.equal(model.defaultLeafId, labelled.id);
 
-        // The same request again carries a stale view: refused with the current leaf.
+        // The same request again carries a stale view: refused with the resume leaf.
         await assert.rejects(
             client.label({ path: file, targetId: FORKS[1], label: 'stale', expectedLeafId: DEFAULT_LEAF }),
             (err) => {

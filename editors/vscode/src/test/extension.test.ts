@@ -41,6 +41,16 @@ describe('extension in a stand-in VS Code', () => {
         if (root) fs.rmSync(root, { recursive: true, force: true });
     });
 
+    it('says how to add a root in VS Code when a path is outside the roots', () => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const extension = require('../extension') as typeof import('../extension');
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { ResponseError } = require('../client') as typeof import('../client');
+        const outside = new ResponseError(-33002, '/home/u/x/s.jsonl: outside the session roots (add its directory: --root DIR, or initializationOptions.roots)');
+        assert.equal(extension.errorText(outside), 's.jsonl: outside the session roots (add its directory to the sessiond.roots setting) (code -33002)');
+        assert.equal(extension.errorText(new ResponseError(-33001, '/a/b.jsonl: file not found')), 'b.jsonl: file not found (code -33001)');
+    });
+
     it('registers every command package.json contributes', () => {
         const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
         const contributed: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command).sort();
@@ -202,7 +212,7 @@ describe('extension in a stand-in VS Code', () => {
     const entryRow = (p: string, id: string) => ({ type: 'row', path: p, key: `r:${p}:entry:${id}`, item: { kind: 'entry', id } });
     const cliJson = (...args: string[]) => JSON.parse(execFileSync(BINARY, args, { encoding: 'utf8' }));
 
-    it('compares an entry with the current leaf: the two contexts in the diff editor, a summary, the report', async () => {
+    it('compares an entry with the active leaf: the two contexts in the diff editor, a summary, the report', async () => {
         await vs.commands.get('sessiond.showContext')!(entryRow(file, DEFAULT_LEAF));
         vs.messages.length = 0;
         vs.answers.push('Open Report');

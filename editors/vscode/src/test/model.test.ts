@@ -94,7 +94,7 @@ describe('SessionModel', () => {
         // The id and the marks come before the preview (a narrow side bar cuts the end), once.
         assert.match(m.text({ kind: 'entry', id: 'f' }).label, /^f ● active leaf · /);
         assert.match(m.text({ kind: 'branch', id: 'd' }).description, /on active path/);
-        assert.match(m.text({ kind: 'branch', id: 'e' }).label, /^e ◀ leaf \(default\) · /);
+        assert.match(m.text({ kind: 'branch', id: 'e' }).label, /^e ◀ resume leaf · /);
         const rows = [...m.children(), ...m.children({ kind: 'entry', id: 'c' }), ...m.children({ kind: 'branch', id: 'd' })];
         assert.equal(rows.filter((r) => m.text(r).label.includes('● active leaf')).length, 1, 'the active leaf is marked once');
         m.setActiveLeaf(undefined);
