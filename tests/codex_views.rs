@@ -333,6 +333,110 @@ fn diff_parts_two_leaves_where_the_fork_or_segment_file_begins() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// `dir` copied into `to`, recursively.
+fn copy_dir(dir: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn diff_names_the_files_a_side_s_patches_changed() {
+    let Some((root, _, root_file, files)) = setup() else {
+        return;
+    };
+    let main = files.iter().find(|f| f.path == root_file).unwrap();
+    let fork = files
+        .iter()
+        .find(|f| f.base.as_ref().is_some_and(|b| b.0 == main.history_id))
+        .unwrap();
+    // A copy of the thread, the fork given two `apply_patch` calls as Codex writes them (a
+    // custom tool call, then its output): one that reports success, one that fails.
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    copy_dir(&root.join("home"), &home);
+    let moved = |p: &Path| home.join(p.strip_prefix(root.join("home")).unwrap());
+    let cwd = fork
+        .lines
+        .values()
+        .filter_map(|l| l["payload"]["cwd"].as_str())
+        .next_back()
+        .unwrap()
+        .to_owned();
+    let item = |k: u64, payload: Value| {
+        json!({"timestamp": "2026-12-05T18:50:00.000Z", "ordinal": fork.last + k,
+               "type": "response_item", "payload": payload})
+        .to_string()
+    };
+    let lines = [
+        item(
+            1,
+            json!({"type": "custom_tool_call", "status": "completed", "call_id": "call_ok",
+            "name": "apply_patch", "input": "*** Begin Patch\n*** Add File: notes/todo.txt\n+first\n\
+            *** Update File: src/../README.md\n@@\n-old\n+new\n*** End Patch\n"}),
+        ),
+        item(
+            2,
+            json!({"type": "custom_tool_call_output", "call_id": "call_ok",
+            "output": "Exit code: 0\nWall time: 0 seconds\nOutput:\nSuccess. Updated the following \
+            files:\nA notes/todo.txt\nM README.md\n"}),
+        ),
+        item(
+            3,
+            json!({"type": "custom_tool_call", "status": "completed", "call_id": "call_bad",
+            "name": "apply_patch", "input": "*** Begin Patch\n*** Update File: missing.txt\n@@\n\
+            -a\n+b\n*** End Patch\n"}),
+        ),
+        item(
+            4,
+            json!({"type": "custom_tool_call_output", "call_id": "call_bad",
+            "output": "apply_patch verification failed: Failed to find expected lines in missing.txt"}),
+        ),
+    ];
+    let mut text = std::fs::read_to_string(moved(&fork.path)).unwrap();
+    for l in &lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(moved(&fork.path), text).unwrap();
+    let a = main.last.to_string();
+    let b = id_in(&root_file, fork, fork.last + 4);
+    let file = moved(&root_file);
+    let out = sessiond(&["diff", s(&file), &a, &b, "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cmp = json_of(&out);
+    assert_eq!(
+        cmp["sideB"]["filesChanged"],
+        json!([format!("{cwd}/notes/todo.txt"), format!("{cwd}/README.md")]),
+        "the patch that reports success, resolved against the fork's cwd"
+    );
+    assert_eq!(cmp["sideB"]["toolCalls"]["apply_patch"], 2);
+    assert_eq!(cmp["sideA"]["filesChanged"], json!([]));
+    let human = String::from_utf8(sessiond(&["diff", s(&file), &a, &b]).stdout).unwrap();
+    assert!(human.contains("todo.txt"), "{human}");
+    // The daemon reads them as the CLI does.
+    let (mut d, _) = support::Daemon::start(&[file.parent().unwrap()]);
+    let _: Value = d.call("session/open", json!({"path": file}));
+    let mut rpc = support::checked(
+        &mut d,
+        "session/compareBranches",
+        json!({"path": file, "leafA": a, "leafB": b}),
+    );
+    rpc.as_object_mut().unwrap().remove("revision");
+    assert_eq!(rpc, cmp);
+    assert_eq!(d.stop(), Some(0));
+}
+
 #[test]
 fn export_reads_the_history_through_the_parent_prefix() {
     let Some((_, manifest, root_file, files)) = setup() else {

@@ -12,9 +12,13 @@
 //! assistant messages, tool calls by name (`function_call`, `custom_tool_call`,
 //! `local_shell_call`), the model changes (`turn_context.model`); its tokens are Codex's own
 //! count at the leaf, the `usage.input_tokens + usage.output_tokens` of the last
-//! `token_usage_record` on its path. Files changed are not read from Codex's tool calls (its
-//! shell commands and patches are not parsed here): always empty. Reads the thread's lines
-//! through [`LineSource`]; the replays read the chain's files.
+//! `token_usage_record` on its path. The files changed are those of the side's `apply_patch`
+//! calls whose output on the side reports success ([`verify::reports_success`]): every file a
+//! patch adds, updates, moves to or deletes ([`verify::patch_paths`], the patch read as
+//! `verify` reads it), a relative path resolved against the working directory at the leaf
+//! (the last `turn_context` or `session_meta` `cwd` on its path, as `verify` takes it), in
+//! first-touch order. Shell commands are not parsed for the files they write. Reads the
+//! thread's lines through [`LineSource`]; the replays read the chain's files.
 
 use std::collections::{HashMap, HashSet};
 
@@ -30,6 +34,7 @@ use crate::dialect::codex::format::Kind;
 use crate::dialect::codex::lineage::LineageError;
 use crate::dialect::codex::replay::Fate;
 use crate::dialect::codex::thread::Thread;
+use crate::dialect::codex::verify;
 
 /// Why a line sent at one leaf is not sent at the other (`session/compareBranches`' reason).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -204,13 +209,28 @@ fn side(
     let on_side: HashSet<NodeIdx> = only.iter().copied().collect();
     let mut model: Option<String> = None;
     let mut tokens = None;
+    let mut cwd: Option<String> = None;
+    // The side's patches (call id, the files), and its outputs that report success.
+    let mut patches: Vec<(String, Vec<String>)> = Vec::new();
+    let mut succeeded: HashSet<String> = HashSet::new();
     for &n in path {
         let e = &tree.node(n).entry;
         let mine = on_side.contains(&n);
         match &e.kind {
+            Kind::SessionMeta => {
+                if let Some(c) = value(thread, lines, n)
+                    .and_then(|v| v.get("payload")?.get("cwd")?.as_str().map(str::to_owned))
+                {
+                    cwd = Some(c);
+                }
+            }
             Kind::TurnContext => {
-                let m = value(thread, lines, n)
-                    .and_then(|v| v.get("payload")?.get("model")?.as_str().map(str::to_owned));
+                let v = value(thread, lines, n);
+                let payload = v.as_ref().and_then(|v| v.get("payload"));
+                if let Some(c) = payload.and_then(|p| p.get("cwd")?.as_str()) {
+                    cwd = Some(c.to_owned());
+                }
+                let m = payload.and_then(|p| p.get("model")?.as_str().map(str::to_owned));
                 if m.is_some() && m != model {
                     if mine {
                         s.setting_changes.push(SettingChange {
@@ -242,14 +262,48 @@ fn side(
                     }
                 }
                 ("function_call" | "custom_tool_call" | "local_shell_call", _) => {
-                    let name = value(thread, lines, n)
-                        .and_then(|v| v.get("payload")?.get("name")?.as_str().map(str::to_owned))
+                    let v = value(thread, lines, n);
+                    let payload = v.as_ref().and_then(|v| v.get("payload"));
+                    let name = payload
+                        .and_then(|p| p.get("name")?.as_str().map(str::to_owned))
                         .unwrap_or_else(|| item.to_string());
+                    if name == "apply_patch"
+                        && let Some(p) = payload
+                        && let Some(call) = p.get("call_id").and_then(Value::as_str)
+                        && let Some((_, arguments)) = verify::call_of(p)
+                        && let Some(patch) = verify::patch_of(&arguments)
+                    {
+                        patches.push((call.to_owned(), verify::patch_paths(patch)));
+                    }
                     *s.tool_calls.entry(name).or_default() += 1;
+                }
+                ("function_call_output" | "custom_tool_call_output", _) if !patches.is_empty() => {
+                    if let Some(p) = value(thread, lines, n).and_then(|v| v.get("payload").cloned())
+                        && let Some(call) = p.get("call_id").and_then(Value::as_str)
+                        && patches.iter().any(|(c, _)| c == call)
+                        && verify::reports_success(&p)
+                    {
+                        succeeded.insert(call.to_owned());
+                    }
                 }
                 _ => {}
             },
             _ => {}
+        }
+    }
+    for (call, paths) in patches {
+        if !succeeded.contains(&call) {
+            continue;
+        }
+        for p in paths {
+            // As `verify` resolves it, against the working directory (an absolute one).
+            let p = match cwd.as_deref().filter(|c| c.starts_with('/')) {
+                Some(cwd) => crate::core::verify::resolve_path(&p, cwd, None),
+                None => p,
+            };
+            if !s.files_changed.contains(&p) {
+                s.files_changed.push(p);
+            }
         }
     }
     s.token_estimate = tokens;

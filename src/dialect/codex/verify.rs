@@ -49,13 +49,7 @@ pub fn action(name: &str, arguments: &Value) -> Option<Action> {
                 _ => None,
             }),
         }),
-        "apply_patch" => {
-            let patch = match arguments {
-                Value::String(s) => s.as_str(),
-                v => v.get("input").and_then(Value::as_str)?,
-            };
-            patch_action(patch)
-        }
+        "apply_patch" => patch_action(patch_of(arguments)?),
         _ => None,
     }
 }
@@ -137,16 +131,109 @@ pub fn apply_hunks(text: &str, edits: &[Replace]) -> Option<String> {
     Some(out)
 }
 
-/// An output's text, and whether it reports a failure (`Process exited with code N`, N ≠ 0).
-fn outcome(payload: &Value) -> Outcome {
-    let text = match payload.get("output") {
+/// Every file a patch adds, updates (and the file it moves one to) or deletes, as written, in
+/// the patch's order, each once.
+pub fn patch_paths(patch: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in patch.lines() {
+        let p = [
+            "*** Add File: ",
+            "*** Update File: ",
+            "*** Delete File: ",
+            "*** Move to: ",
+        ]
+        .iter()
+        .find_map(|h| l.strip_prefix(h));
+        if let Some(p) = p.map(str::trim).filter(|p| !p.is_empty())
+            && !out.iter().any(|o| o == p)
+        {
+            out.push(p.to_owned());
+        }
+    }
+    out
+}
+
+/// The patch of an `apply_patch` call's arguments (see [`call_of`]): a custom tool call's
+/// `input`, or a function call's `input` argument.
+pub fn patch_of(arguments: &Value) -> Option<&str> {
+    match arguments {
+        Value::String(s) => Some(s.as_str()),
+        v => v.get("input").and_then(Value::as_str),
+    }
+}
+
+/// A tool call's name and arguments, from the `payload` of a `function_call` (its JSON
+/// `arguments`), `custom_tool_call` (its `input`, a string) or `local_shell_call` (its
+/// `action`); `None` for another item.
+pub fn call_of(payload: &Value) -> Option<(&str, Value)> {
+    let t = payload.get("type").and_then(Value::as_str)?;
+    if !matches!(t, "function_call" | "custom_tool_call" | "local_shell_call") {
+        return None;
+    }
+    let name = payload
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or(if t == "local_shell_call" {
+            "local_shell"
+        } else {
+            ""
+        });
+    let arguments = match payload.get("arguments").or_else(|| payload.get("action")) {
+        Some(Value::String(a)) => serde_json::from_str(a).unwrap_or(Value::Null),
+        Some(a) => a.clone(),
+        None => payload.get("input").cloned().unwrap_or(Value::Null),
+    };
+    Some((name, arguments))
+}
+
+/// The text of a tool output's `payload` (its `output`: a string, or an object's `content`).
+fn output_text(payload: &Value) -> String {
+    match payload.get("output") {
         Some(Value::String(s)) => s.clone(),
         Some(o) => o
             .get("content")
             .and_then(Value::as_str)
             .map_or_else(|| o.to_string(), str::to_owned),
         None => String::new(),
-    };
+    }
+}
+
+/// The exit code an output's text reports: `Process exited with code N` (`exec_command`),
+/// `Exit code: N` (a tool run through Codex's shell formatter, `apply_patch` among them), or
+/// `metadata.exit_code` of an output that is a JSON document (`shell`).
+fn exit_code(text: &str) -> Option<i64> {
+    let line = text.lines().find_map(|l| {
+        let l = l.trim();
+        l.strip_prefix("Process exited with code ")
+            .or_else(|| l.strip_prefix("Exit code: "))
+    });
+    match line {
+        Some(c) => c.trim().parse::<i64>().ok(),
+        None => serde_json::from_str::<Value>(text)
+            .ok()?
+            .get("metadata")?
+            .get("exit_code")?
+            .as_i64(),
+    }
+}
+
+/// Whether a tool output (`function_call_output`, `custom_tool_call_output` payload) reports
+/// success: an exit code of 0 ([`exit_code`]), or `apply_patch`'s `Success. Updated the
+/// following files:`. An output that reports neither (Codex's synthetic `aborted`, an
+/// interrupted command, `apply_patch verification failed: …`) does not.
+pub fn reports_success(payload: &Value) -> bool {
+    let text = output_text(payload);
+    match exit_code(&text) {
+        Some(code) => code == 0,
+        None => text
+            .lines()
+            .any(|l| l.trim() == "Success. Updated the following files:"),
+    }
+}
+
+/// An output's text, and whether it reports a failure (`Process exited with code N`, N ≠ 0).
+fn outcome(payload: &Value) -> Outcome {
+    let text = output_text(payload);
     let code = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("Process exited with code "))
@@ -205,16 +292,9 @@ pub fn collect(thread: &Thread, leaf: Option<NodeIdx>, source: &dyn LineSource) 
                     }
                 }
             }
-            Some(t @ ("function_call" | "custom_tool_call" | "local_shell_call")) => {
-                let name = s("name").unwrap_or(if t == "local_shell_call" {
-                    "local_shell"
-                } else {
-                    ""
-                });
-                let arguments = match p.get("arguments").or_else(|| p.get("action")) {
-                    Some(Value::String(a)) => serde_json::from_str(a).unwrap_or(Value::Null),
-                    Some(a) => a.clone(),
-                    None => p.get("input").cloned().unwrap_or(Value::Null),
+            Some("function_call" | "custom_tool_call" | "local_shell_call") => {
+                let Some((name, arguments)) = call_of(p) else {
+                    continue;
                 };
                 let Some(action) = action(name, &arguments) else {
                     continue;
