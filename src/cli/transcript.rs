@@ -91,14 +91,14 @@ pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
     )
     .map_err(context_err(file))?;
     if args.json {
-        let doc = crate::view::transcript::context_document(
+        let doc = crate::view::transcript::ContextDocument::new(
             convert::claude_session_id(file),
             tree,
             session.torn_tail,
             &ctx,
         );
         let out = out.final_text()?;
-        serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
+        doc.write_to(&mut *out).map_err(io::Error::from)?;
         writeln!(out)?;
         return Ok(Exit::Ok);
     }
