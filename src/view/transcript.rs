@@ -2,15 +2,20 @@
 //! (`sessiond context --json`, `session/contextAt`) and the request options a leaf's context
 //! is computed for.
 
+use std::io::{self, Write};
+
 use serde::Serialize;
 use serde::ser::SerializeSeq;
 use serde_json::Value;
 
 use crate::core::diagnostics::Diagnostic;
 use crate::core::ids::EntryId;
+use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
-use crate::dialect::claude::context::{Context, ContextOptions, Dropped, ReadAs, SendTime};
+use crate::dialect::claude::context::{
+    Context, ContextOptions, Dropped, PlacedTexts, ReadAs, SendTime,
+};
 use crate::storage::lines::TornTail;
 use crate::view::convert;
 use crate::view::wire;
@@ -31,13 +36,30 @@ pub fn options(model: Option<&str>) -> ContextOptions {
 /// leaf, docs/claude-code.md §7), less what it adds at send time, which `sendTime` lists.
 /// Serialized as it is ([`ContextDocument::write_to`]), nothing of the context is copied.
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct ContextDocument<'a> {
+    #[serde(flatten)]
+    head: Head<'a>,
+    messages: &'a [Value],
+    #[serde(flatten)]
+    tail: Tail<'a>,
+    #[serde(skip)]
+    placed: &'a PlacedTexts,
+}
+
+/// The fields before `messages`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Head<'a> {
     format: &'static str,
     session_id: Option<String>,
     leaf_id: &'a str,
     continues_after_id: &'a str,
-    messages: &'a [Value],
+}
+
+/// The fields after `messages`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Tail<'a> {
     entry_ids: &'a [EntryId],
     message_entry_ids: Ids<'a>,
     model: &'a Option<String>,
@@ -49,6 +71,9 @@ pub struct ContextDocument<'a> {
     diagnostics: &'a [Diagnostic],
     torn_tail: Option<wire::TornTail>,
 }
+
+/// The buffer the document is written through, in bytes.
+const WRITE_BUFFER: usize = 64 << 10;
 
 /// `messageEntryIds`: for each message, the uuids of its lines.
 struct Ids<'a> {
@@ -108,34 +133,63 @@ impl<'a> ContextDocument<'a> {
     ) -> ContextDocument<'a> {
         let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
         ContextDocument {
-            format: "claude-code",
-            session_id,
-            leaf_id: id(ctx.leaf),
-            continues_after_id: id(ctx.continues_after),
+            head: Head {
+                format: "claude-code",
+                session_id,
+                leaf_id: id(ctx.leaf),
+                continues_after_id: id(ctx.continues_after),
+            },
             messages: &ctx.messages,
-            entry_ids: &ctx.entry_ids,
-            message_entry_ids: Ids {
-                tree,
-                sources: &ctx.sources,
+            tail: Tail {
+                entry_ids: &ctx.entry_ids,
+                message_entry_ids: Ids {
+                    tree,
+                    sources: &ctx.sources,
+                },
+                model: &ctx.model,
+                mid_conversation_system: ctx.mid_conversation_system,
+                read_as: ctx.read_as,
+                send_time: &ctx.send_time,
+                not_rendered: &ctx.not_rendered,
+                dropped: DroppedLines {
+                    tree,
+                    dropped: &ctx.dropped,
+                },
+                diagnostics: tree.diagnostics(),
+                torn_tail: torn_tail.map(convert::torn_tail),
             },
-            model: &ctx.model,
-            mid_conversation_system: ctx.mid_conversation_system,
-            read_as: ctx.read_as,
-            send_time: &ctx.send_time,
-            not_rendered: &ctx.not_rendered,
-            dropped: DroppedLines {
-                tree,
-                dropped: &ctx.dropped,
-            },
-            diagnostics: tree.diagnostics(),
-            torn_tail: torn_tail.map(convert::torn_tail),
+            placed: &ctx.placed,
         }
     }
 
     /// Writes the document's JSON text to `out`, as `serde_json::to_writer` writes the value of
-    /// [`context_document`]. Errors: writing `out` failed.
-    pub fn write_to<W: std::io::Write + ?Sized>(&self, out: &mut W) -> serde_json::Result<()> {
-        serde_json::to_writer(out, self)
+    /// [`context_document`]; the texts the messages leave in the file
+    /// ([`Context::placed`]) are read from `source`, the file the context was computed on.
+    /// Errors: writing `out` or reading `source` failed.
+    pub fn write_to<W: io::Write + ?Sized>(
+        &self,
+        source: &dyn LineSource,
+        out: &mut W,
+    ) -> io::Result<()> {
+        let mut out = io::BufWriter::with_capacity(WRITE_BUFFER, out);
+        // `{head…` and `…tail}` around the messages, as one object.
+        let head = serde_json::to_vec(&self.head)?;
+        let tail = serde_json::to_vec(&self.tail)?;
+        out.write_all(&head[..head.len() - 1])?;
+        out.write_all(b",\"messages\":[")?;
+        for (i, m) in self.messages.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            if self.placed.is_empty() {
+                serde_json::to_writer(&mut out, m)?;
+            } else {
+                self.placed.write_value(source, &mut out, m)?;
+            }
+        }
+        out.write_all(b"],")?;
+        out.write_all(&tail[1..])?;
+        out.flush()
     }
 }
 
