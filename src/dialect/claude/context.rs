@@ -244,7 +244,7 @@ const PLACED_MIN: usize = 256;
 impl PlacedTexts {
     fn new() -> PlacedTexts {
         use std::hash::BuildHasher;
-        let drawn = std::collections::hash_map::RandomState::new().hash_one(0x5e55_10d_u64);
+        let drawn = std::collections::hash_map::RandomState::new().hash_one(0x05e5_510d_u64);
         PlacedTexts {
             prefix: format!("\u{FDD0}\u{FDD1}{drawn:016x}:"),
             places: Vec::new(),
