@@ -83,22 +83,21 @@ pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
     let Read { session, lines } = read(file, args.allow_corrupt)?;
     let tree = &session.tree;
     let leaf = leaf(tree, file, args.leaf)?;
-    let ctx = context::context(
-        tree,
-        &lines,
-        leaf,
-        &crate::view::transcript::options(args.model),
-    )
-    .map_err(context_err(file))?;
+    // A document written once leaves the results' text in the file until it is written.
+    let options = context::ContextOptions {
+        results_in_place: args.json,
+        ..crate::view::transcript::options(args.model)
+    };
+    let ctx = context::context(tree, &lines, leaf, &options).map_err(context_err(file))?;
     if args.json {
-        let doc = crate::view::transcript::context_document(
+        let doc = crate::view::transcript::ContextDocument::new(
             convert::claude_session_id(file),
             tree,
             session.torn_tail,
             &ctx,
         );
         let out = out.final_text()?;
-        serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
+        doc.write_to(&lines, &mut *out)?;
         writeln!(out)?;
         return Ok(Exit::Ok);
     }

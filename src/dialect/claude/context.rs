@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::core::ids::EntryId;
+use crate::core::ids::{EntryId, LineSpan};
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
@@ -61,6 +61,11 @@ pub struct ContextOptions {
     /// audit reads the conversation a compact boundary replaced; `file_size` then defaults to
     /// that line's offset. `None`: the whole file.
     pub before_line: Option<u32>,
+    /// Leave the long string `content` of `tool_result` blocks in the file: the message holds a
+    /// stand-in ([`PlacedTexts`]) for each, and only a writer that reads them back from the
+    /// file ([`PlacedTexts::write_value`]) writes the messages. For a document written once
+    /// (`sessiond context --json`): the context then holds no copy of the results' text.
+    pub results_in_place: bool,
 }
 
 /// How the transcript was read for this leaf.
@@ -215,6 +220,156 @@ pub struct Context {
     pub file_size: u64,
     /// The line the read stopped before ([`ContextOptions::before_line`]).
     pub before_line: Option<u32>,
+    /// The texts the messages name by their place in the file
+    /// ([`ContextOptions::results_in_place`]; empty without it).
+    pub placed: PlacedTexts,
+}
+
+/// Strings of the file a context's messages name by their place instead of holding them
+/// ([`ContextOptions::results_in_place`]): each is a JSON string literal exactly as
+/// `serde_json` writes the string it holds, so that the literal copied from the file is the
+/// text the message would have been written as. In the message stands a string made of a mark
+/// no file can foresee (two noncharacters and a number drawn for the run) and the text's index.
+#[derive(Clone, Debug, Default)]
+pub struct PlacedTexts {
+    /// The stand-ins' common start (empty: none made).
+    prefix: String,
+    /// Where each literal lies in the file (`line` is its line's number).
+    places: Vec<LineSpan>,
+}
+
+/// The shortest literal worth leaving in the file, in bytes.
+const PLACED_MIN: usize = 256;
+
+impl PlacedTexts {
+    fn new() -> PlacedTexts {
+        use std::hash::BuildHasher;
+        let drawn = std::collections::hash_map::RandomState::new().hash_one(0x05e5_510d_u64);
+        PlacedTexts {
+            prefix: format!("\u{FDD0}\u{FDD1}{drawn:016x}:"),
+            places: Vec::new(),
+        }
+    }
+
+    /// Whether no text is left in the file.
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+
+    /// The stand-in for the literal at `place`.
+    fn place(&mut self, place: LineSpan) -> Value {
+        let s = format!("{}{}", self.prefix, self.places.len());
+        self.places.push(place);
+        Value::String(s)
+    }
+
+    /// Where the literal `s` stands for lies, if `s` is a stand-in.
+    fn find(&self, s: &str) -> Option<LineSpan> {
+        if self.prefix.is_empty() {
+            return None;
+        }
+        let i: usize = s.strip_prefix(self.prefix.as_str())?.parse().ok()?;
+        self.places.get(i).copied()
+    }
+
+    /// The string `s` stands for, read from `source` (`s` itself when it is no stand-in).
+    fn text<'s>(&self, source: &dyn LineSource, s: &'s str) -> std::io::Result<Cow<'s, str>> {
+        let Some(place) = self.find(s) else {
+            return Ok(Cow::Borrowed(s));
+        };
+        let bytes = source.line(place)?;
+        serde_json::from_slice::<String>(&bytes)
+            .map(Cow::Owned)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+
+    /// Writes `v` to `out` as `serde_json::to_writer` writes it, each stand-in as the literal
+    /// it stands for, read from `source` (the file the context was computed on). Errors:
+    /// writing `out` or reading `source` failed.
+    pub fn write_value<W: std::io::Write + ?Sized>(
+        &self,
+        source: &dyn LineSource,
+        out: &mut W,
+        v: &Value,
+    ) -> std::io::Result<()> {
+        match v {
+            Value::String(s) => match self.find(s) {
+                Some(place) => {
+                    let literal = source.line(place)?;
+                    if !(literal.len() >= 2
+                        && literal.starts_with(b"\"")
+                        && literal.ends_with(b"\""))
+                    {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::InvalidData,
+                            format!(
+                                "line {}: a tool result's text is no longer where it was read",
+                                place.line
+                            ),
+                        ));
+                    }
+                    out.write_all(&literal)
+                }
+                None => serde_json::to_writer(out, s).map_err(std::io::Error::from),
+            },
+            Value::Array(a) => {
+                out.write_all(b"[")?;
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",")?;
+                    }
+                    self.write_value(source, out, x)?;
+                }
+                out.write_all(b"]")
+            }
+            Value::Object(o) => {
+                out.write_all(b"{")?;
+                for (i, (k, x)) in o.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",")?;
+                    }
+                    serde_json::to_writer(&mut *out, k).map_err(std::io::Error::from)?;
+                    out.write_all(b":")?;
+                    self.write_value(source, out, x)?;
+                }
+                out.write_all(b"}")
+            }
+            other => serde_json::to_writer(out, other).map_err(std::io::Error::from),
+        }
+    }
+}
+
+/// Whether the JSON string literal `raw` is what `serde_json` writes for the string it reads
+/// as: its only escapes are the ones serde_json writes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`,
+/// `\t`, and `\u00xx` in lowercase for the other control characters).
+fn canonical_literal(raw: &[u8]) -> bool {
+    let [b'"', inner @ .., b'"'] = raw else {
+        return false;
+    };
+    let mut i = 0;
+    while let Some(at) = memchr::memchr(b'\\', &inner[i..]) {
+        let j = i + at + 1;
+        match inner.get(j) {
+            Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => i = j + 1,
+            Some(b'u') => {
+                let Some(&[b'0', b'0', hi @ (b'0' | b'1'), lo]) = inner.get(j + 1..j + 5) else {
+                    return false;
+                };
+                let lo = match lo {
+                    b'0'..=b'9' => lo - b'0',
+                    b'a'..=b'f' => lo - b'a' + 10,
+                    _ => return false,
+                };
+                let code = (hi - b'0') * 16 + lo;
+                if matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                    return false;
+                }
+                i = j + 5;
+            }
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Why a context cannot be computed.
@@ -312,9 +467,15 @@ pub fn context(
     };
     let path = loaded.path(leaf);
     let mut run = Run::default();
+    let mut placed = if options.results_in_place {
+        PlacedTexts::new()
+    } else {
+        PlacedTexts::default()
+    };
     let mut items = Vec::with_capacity(path.len());
     for &n in &path {
-        items.push(read_item(tree, source, n)?);
+        let placing = options.results_in_place.then_some(&mut placed);
+        items.push(read_item(tree, source, n, placing)?);
     }
     let items = run.resume_filters(&loaded, items);
     // A resume's first line hangs below the last line the resume filters keep (experiment k3:
@@ -344,7 +505,7 @@ pub fn context(
         .mid_conversation_system
         .unwrap_or_else(|| mid_conversation_system_for(model.as_deref()));
     let items = strip_foreign_thinking(items, model.as_deref());
-    let msgs = run.normalize(items, mid_conv);
+    let msgs = run.normalize(items, mid_conv, &placed, tree, source)?;
     let msgs = errors_text_only(msgs);
     let mut entry_ids = Vec::new();
     let mut listed = HashSet::new();
@@ -378,6 +539,7 @@ pub fn context(
         read_as,
         file_size: size,
         before_line: options.before_line,
+        placed,
     })
 }
 
@@ -507,7 +669,7 @@ impl Item {
 
 /// What a line's body holds for the context.
 #[derive(Default)]
-struct Body {
+struct Body<'a> {
     uuid: Option<String>,
     meta: bool,
     compact_summary: bool,
@@ -515,7 +677,7 @@ struct Body {
     api_error: bool,
     tool_use_result: bool,
     /// `message.content`, `message.id`, `message.model`.
-    content: Option<Value>,
+    content: Option<Content<'a>>,
     id: Option<Value>,
     model: Option<Value>,
     attachment: Option<Value>,
@@ -547,7 +709,8 @@ struct BodyProbe<'a> {
     )]
     tool_use_result: Option<&'a RawValue>,
     /// Not an object (nor null): the line goes the slow way.
-    message: Option<MessageProbe>,
+    #[serde(borrow)]
+    message: Option<MessageProbe<'a>>,
     attachment: Option<Value>,
     content: Option<Value>,
     #[serde(rename = "retractedMessageUuids")]
@@ -555,10 +718,191 @@ struct BodyProbe<'a> {
 }
 
 #[derive(serde::Deserialize)]
-struct MessageProbe {
+struct MessageProbe<'a> {
     id: Option<Value>,
     model: Option<Value>,
-    content: Option<Value>,
+    #[serde(borrow)]
+    content: Option<Content<'a>>,
+}
+
+/// `message.content` as the one-pass read takes it: the blocks of a list with the `content` of
+/// each left as its JSON text until the block's type is known ([`Content::into_value`]).
+enum Content<'a> {
+    Value(Value),
+    Blocks(Vec<Block<'a>>),
+}
+
+/// A block of a list content: an object (with its `content` key holding `null` in its place
+/// and the value's text beside), or any other value.
+enum Block<'a> {
+    Value(Value),
+    Object(Map<String, Value>, Option<&'a RawValue>),
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Content<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content<'a>, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(b) = seq.next_element::<Block<'a>>()? {
+                    blocks.push(b);
+                }
+                Ok(Content::Blocks(blocks))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Content<'a>, A::Error> {
+                serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Content::Value)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Content<'a>, E> {
+                Ok(Content::Value(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Content<'a>, E> {
+                Ok(Content::Value(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Content<'a>, E> {
+                Ok(Content::Value(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Content<'a>, E> {
+                Ok(Content::Value(Value::from(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Content<'a>, E> {
+                Ok(Content::Value(Value::String(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Content<'a>, E> {
+                Ok(Content::Value(Value::String(v)))
+            }
+            fn visit_unit<E>(self) -> Result<Content<'a>, E> {
+                Ok(Content::Value(Value::Null))
+            }
+            fn visit_none<E>(self) -> Result<Content<'a>, E> {
+                Ok(Content::Value(Value::Null))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Block<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Block<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Block<'a>, A::Error> {
+                let mut o = Map::new();
+                let mut content = None;
+                while let Some(k) = map.next_key::<String>()? {
+                    if k == "content" {
+                        content = Some(map.next_value::<&'a RawValue>()?);
+                        o.insert(k, Value::Null);
+                    } else {
+                        let v = map.next_value::<Value>()?;
+                        o.insert(k, v);
+                    }
+                }
+                Ok(Block::Object(o, content))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Block<'a>, A::Error> {
+                serde::Deserialize::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Block::Value)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Block<'a>, E> {
+                Ok(Block::Value(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Block<'a>, E> {
+                Ok(Block::Value(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Block<'a>, E> {
+                Ok(Block::Value(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Block<'a>, E> {
+                Ok(Block::Value(Value::from(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Block<'a>, E> {
+                Ok(Block::Value(Value::String(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Block<'a>, E> {
+                Ok(Block::Value(Value::String(v)))
+            }
+            fn visit_unit<E>(self) -> Result<Block<'a>, E> {
+                Ok(Block::Value(Value::Null))
+            }
+            fn visit_none<E>(self) -> Result<Block<'a>, E> {
+                Ok(Block::Value(Value::Null))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+impl Content<'_> {
+    /// The content as a value; with `placed`, the long string `content` of a `tool_result`
+    /// block that is written as serde_json writes it is left in the line (`line`, read at
+    /// `span`) and named by a stand-in. `None`: a block's `content` is not what serde_json
+    /// reads (the line takes the slow path).
+    fn into_value(
+        self,
+        line: &[u8],
+        span: LineSpan,
+        mut placed: Option<&mut PlacedTexts>,
+    ) -> Option<Value> {
+        let blocks = match self {
+            Content::Value(v) => return Some(v),
+            Content::Blocks(b) => b,
+        };
+        let mut out = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            match b {
+                Block::Value(v) => out.push(v),
+                Block::Object(o, None) => out.push(Value::Object(o)),
+                Block::Object(mut o, Some(raw)) => {
+                    let text = raw.get().as_bytes();
+                    let value = match placed.as_deref_mut() {
+                        Some(placed)
+                            if text.len() >= PLACED_MIN
+                                && o.get("type").and_then(Value::as_str) == Some("tool_result")
+                                && canonical_literal(text) =>
+                        {
+                            let at = (text.as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
+                            placed.place(LineSpan {
+                                line: span.line,
+                                offset: span.offset + at as u64,
+                                len: u32::try_from(text.len()).ok()?,
+                            })
+                        }
+                        _ => match text {
+                            [b'"', inner @ .., b'"'] if memchr::memchr(b'\\', inner).is_none() => {
+                                Value::String(std::str::from_utf8(inner).ok()?.to_owned())
+                            }
+                            _ => serde_json::from_str(raw.get()).ok()?,
+                        },
+                    };
+                    o.insert("content".into(), value);
+                    out.push(Value::Object(o));
+                }
+            }
+        }
+        Some(Value::Array(out))
+    }
 }
 
 /// A present field's raw value, `null` included.
@@ -566,11 +910,11 @@ fn raw_or_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'de Raw
     <&RawValue as serde::Deserialize>::deserialize(d).map(Some)
 }
 
-impl Body {
+impl<'a> Body<'a> {
     /// Reads the fields without building the rest of the line (`None`: the line needs the slow
     /// path, e.g. a repeated key, a lone surrogate, or a `message` that is not an object). The
     /// values are serde_json's, as [`jsstr::parse_value`] reads any text that needs no slow path.
-    fn fast(bytes: &[u8]) -> Option<Body> {
+    fn fast(bytes: &'a [u8]) -> Option<Body<'a>> {
         let p: BodyProbe<'_> = serde_json::from_slice(bytes).ok()?;
         let flag = |raw: Option<&RawValue>| raw.is_some_and(|r| r.get() == "true");
         let message = p.message.unwrap_or(MessageProbe {
@@ -599,7 +943,7 @@ impl Body {
     }
 
     /// Reads the whole line as `JSON.parse` does.
-    fn slow(bytes: &[u8]) -> Result<Body, String> {
+    fn slow(bytes: &[u8]) -> Result<Body<'a>, String> {
         let value = jsstr::parse_value(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
         let Value::Object(mut line) = value else {
             return Err("not a JSON object".into());
@@ -616,7 +960,7 @@ impl Body {
             virtual_: flag(&line, "isVirtual"),
             api_error: flag(&line, "isApiErrorMessage"),
             tool_use_result: truthy(line.get("toolUseResult")),
-            content: message.remove("content"),
+            content: message.remove("content").map(Content::Value),
             id: message.remove("id"),
             model: message.remove("model"),
             attachment: line.remove("attachment"),
@@ -626,7 +970,12 @@ impl Body {
     }
 }
 
-fn read_item(tree: &Tree, source: &dyn LineSource, n: NodeIdx) -> Result<Item, ContextError> {
+fn read_item(
+    tree: &Tree,
+    source: &dyn LineSource,
+    n: NodeIdx,
+    mut placed: Option<&mut PlacedTexts>,
+) -> Result<Item, ContextError> {
     let e = &tree.node(n).entry;
     let bytes = source.line(e.span).map_err(|err| ContextError::Read {
         line: e.span.line,
@@ -638,9 +987,26 @@ fn read_item(tree: &Tree, source: &dyn LineSource, n: NodeIdx) -> Result<Item, C
         id: e.id.clone(),
         detail,
     };
-    let body = match Body::fast(&bytes) {
-        Some(b) => b,
-        None => Body::slow(&bytes).map_err(changed)?,
+    if !matches!(e.kind, Kind::User { .. }) {
+        placed = None;
+    }
+    let fast = Body::fast(&bytes).and_then(|mut b| {
+        let content = match b.content.take() {
+            Some(c) => Some(c.into_value(&bytes, e.span, placed)?),
+            None => None,
+        };
+        Some((b, content))
+    });
+    let (body, content) = match fast {
+        Some(read) => read,
+        None => {
+            let mut b = Body::slow(&bytes).map_err(changed)?;
+            let content = b
+                .content
+                .take()
+                .and_then(|c| c.into_value(&bytes, e.span, None));
+            (b, content)
+        }
     };
     if body.uuid.as_deref() != Some(e.id.as_str()) {
         return Err(changed("its uuid differs".into()));
@@ -653,11 +1019,11 @@ fn read_item(tree: &Tree, source: &dyn LineSource, n: NodeIdx) -> Result<Item, C
     item.tool_use_result = body.tool_use_result;
     match &e.kind {
         Kind::User { .. } => {
-            item.content = body.content.unwrap_or(Value::Null);
+            item.content = content.unwrap_or(Value::Null);
         }
         Kind::Assistant { .. } => {
             item.ty = Ty::Assistant;
-            item.content = body.content.unwrap_or(Value::Null);
+            item.content = content.unwrap_or(Value::Null);
             item.id = body.id.filter(|v| !v.is_null());
             item.model = body.model.and_then(|m| m.as_str().map(str::to_owned));
         }
@@ -1079,7 +1445,14 @@ impl Run {
     }
 
     /// normalizeMessagesForAPI (`Ak`, §7.6), with mid-conversation system messages or without.
-    fn normalize(&mut self, items: Vec<Item>, mid_conv: bool) -> Vec<Item> {
+    fn normalize(
+        &mut self,
+        items: Vec<Item>,
+        mid_conv: bool,
+        placed: &PlacedTexts,
+        tree: &Tree,
+        source: &dyn LineSource,
+    ) -> Result<Vec<Item>, ContextError> {
         let items = self.reorder_attachments(items);
         let mut g = Built::default();
         let mut held: Vec<(String, NodeIdx)> = Vec::new();
@@ -1173,7 +1546,16 @@ impl Run {
                     match g.last_mut() {
                         Some(last) if last.is(Ty::User) => {
                             for m in rendered {
-                                fold_attachment(last, Value::String(m));
+                                fold_attachment(last, Value::String(m), placed, source).map_err(
+                                    |err| {
+                                        let e = &tree.node(k.node).entry;
+                                        ContextError::Read {
+                                            line: e.span.line,
+                                            id: e.id.clone(),
+                                            source: err,
+                                        }
+                                    },
+                                )?;
                             }
                             last.sources.push(k.node);
                         }
@@ -1196,11 +1578,11 @@ impl Run {
         let out = drop_trailing_thinking(out);
         let out = self.drop_whitespace_assistants(out);
         let out = fill_empty_assistants(out);
-        if mid_conv && made_system {
+        Ok(if mid_conv && made_system {
             place_systems(out)
         } else {
             out
-        }
+        })
     }
 
     /// `jcm`: attachments move up past plain user messages to just after the nearest earlier
@@ -1366,7 +1748,12 @@ fn flush(g: &mut impl Sink, held: &mut Vec<(String, NodeIdx)>, made_system: &mut
 /// `Qcm`: an attachment's user message joins the user message before it without the `"\n"` of
 /// a user merge; after a `tool_result` whose content is a string, its text goes into that
 /// result (`D8o`).
-fn fold_attachment(a: &mut Item, b: Value) {
+fn fold_attachment(
+    a: &mut Item,
+    b: Value,
+    placed: &PlacedTexts,
+    source: &dyn LineSource,
+) -> std::io::Result<()> {
     let mut e = blocks_of(std::mem::take(&mut a.content));
     let t = blocks_of(b);
     let into_result = e.last().is_some_and(|last| {
@@ -1375,13 +1762,20 @@ fn fold_attachment(a: &mut Item, b: Value) {
             && t.iter().all(|x| block_type(x) == Some("text"))
     });
     if into_result {
-        if let Some(last) = e.pop() {
+        if let Some(mut last) = e.pop() {
+            // A result's text left in the file is read back to be joined.
+            if let Some(Value::String(s)) = last.get_mut("content")
+                && let Cow::Owned(text) = placed.text(source, s)?
+            {
+                *s = text;
+            }
             e.push(result_with_text(last, &t));
         }
     } else {
         e.extend(t);
     }
     a.content = Value::Array(results_first(e));
+    Ok(())
 }
 
 /// `D8o` for a string `tool_result` content and text blocks.
