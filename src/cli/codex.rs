@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::error::{CliError, Exit};
-use super::read::dialect_of;
+use super::open::dialect_of;
 use crate::core::tree::{Mode, NodeIdx};
 use crate::dialect::codex::context::{self as cx, Replay};
 use crate::dialect::codex::lineage::{Chain, LineageError};
@@ -295,6 +295,6 @@ pub fn thread_leaf(
 ) -> Result<Option<NodeIdx>, CliError> {
     match id {
         None => Ok(thread.last_node(thread.own)),
-        Some(id) => super::read::find(&thread.tree, file, id, "leaf id").map(Some),
+        Some(id) => super::open::find(&thread.tree, file, id, "leaf id").map(Some),
     }
 }

@@ -17,7 +17,7 @@ use clap::Args;
 use serde_json::Value;
 
 use super::error::{CliError, Exit};
-use super::read::{self, Opened};
+use super::open::{self, Opened};
 use crate::compact::{self as shared, Committed, CompactRequest};
 use crate::dialect::pi::compaction::SummarySource;
 use crate::dialect::pi::compaction::entry::js_number;
@@ -117,7 +117,7 @@ enum Outcome {
 
 /// Runs `sessiond compact`, printing to `out`.
 pub fn run(out: &mut dyn Write, args: &CompactArgs) -> Result<Exit, CliError> {
-    super::read::require_pi(&args.file, "compact")?;
+    super::open::require_pi(&args.file, "compact")?;
     let outcome = execute(args)?;
     match outcome {
         Outcome::Nothing(n, explained) if !args.json => print_nothing(out, args, n, explained)?,
@@ -142,7 +142,7 @@ fn print_nothing(
         Some(e) => *e,
         None => {
             let Opened { session, lines } =
-                read::open(&args.file, args.dry_run && args.allow_corrupt, "compact")?;
+                open::open(&args.file, args.dry_run && args.allow_corrupt, "compact")?;
             explain(args, &session.tree, &lines, reason)?
         }
     };
@@ -291,7 +291,7 @@ fn execute_with_model(
 ) -> Result<Outcome, CliError> {
     let job = {
         let Opened { session, lines } =
-            read::open(&args.file, args.dry_run && args.allow_corrupt, "compact")?;
+            open::open(&args.file, args.dry_run && args.allow_corrupt, "compact")?;
         let mut whole = String::new();
         let expected = whole_expected(&args.file, &session.tree, expected, &mut whole)?;
         match shared::model_job(&args.file, &session.tree, &lines, &req, expected)? {
@@ -342,7 +342,7 @@ fn execute_with_model(
         ..req
     };
     if args.dry_run {
-        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt, "compact")?;
+        let Opened { session, lines } = open::open(&args.file, args.allow_corrupt, "compact")?;
         return Ok(
             match shared::dry_run(&args.file, &session.tree, &lines, &req, expected)? {
                 Err(n) => Outcome::Nothing(n, None),
@@ -437,7 +437,7 @@ fn execute(args: &CompactArgs) -> Result<Outcome, CliError> {
         return execute_with_model(args, &choice, req, expected);
     }
     if args.dry_run {
-        let Opened { session, lines } = read::open(&args.file, args.allow_corrupt, "compact")?;
+        let Opened { session, lines } = open::open(&args.file, args.allow_corrupt, "compact")?;
         let version = session.tree.header().version;
         if version < crate::dialect::pi::format::CURRENT_VERSION {
             // The plan is pi's; only the write is refused, which a dry run would not show.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::error::{CliError, Exit};
-use super::read;
+use super::open;
 use crate::core::tree::{Mode, NodeIdx, Tree, TreeEntry};
 use crate::dialect::Dialect;
 use crate::storage::reader::TornTail;
@@ -40,7 +40,7 @@ pub struct DiffArgs {
 
 /// The entry a leaf argument names. Errors: `UnknownEntry`.
 fn leaf<E: TreeEntry>(tree: &Tree<E>, file: &Path, id: &str) -> Result<NodeIdx, CliError> {
-    super::read::find(tree, file, id, "leaf id")
+    super::open::find(tree, file, id, "leaf id")
 }
 
 /// Runs `sessiond diff`. Errors: the open errors of `context`, an unknown leaf, a line that
@@ -51,7 +51,7 @@ pub fn run(out: &mut dyn Write, args: &DiffArgs) -> Result<Exit, CliError> {
         path: file.to_owned(),
         source,
     };
-    match read::dialect_of(file)? {
+    match open::dialect_of(file)? {
         Dialect::Codex => {
             if args.model.is_some() {
                 return Err(CliError::Argument {
@@ -80,7 +80,7 @@ pub fn run(out: &mut dyn Write, args: &DiffArgs) -> Result<Exit, CliError> {
                     detail: "applies to Claude Code transcripts only".to_owned(),
                 });
             }
-            let opened = read::open(file, args.allow_corrupt, "diff")?;
+            let opened = open::open(file, args.allow_corrupt, "diff")?;
             let tree = &opened.session.tree;
             let (a, b) = (
                 leaf(tree, file, &args.leaf_a)?,

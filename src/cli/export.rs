@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 
 use super::error::{CliError, Exit};
-use super::{read, transcript};
+use super::{open, transcript};
 use crate::dialect::Dialect;
 use crate::storage::{reader, subagents};
 use crate::view::export::claude::Subagent;
@@ -90,7 +90,7 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
         path: args.file.clone(),
         source,
     };
-    let (exported, leaf_id) = match read::dialect_of(&args.file)? {
+    let (exported, leaf_id) = match open::dialect_of(&args.file)? {
         Dialect::Codex => {
             // The history through the thread's files (a fork's parent prefix first).
             let thread = super::codex::thread(&args.file, args.allow_corrupt)?;
@@ -100,9 +100,9 @@ pub fn run(out: &mut dyn Write, args: &ExportArgs) -> Result<Exit, CliError> {
             (e, leaf.map(|l| thread.tree.node(l).entry.id.to_string()))
         }
         Dialect::Pi => {
-            let opened = read::open(&args.file, args.allow_corrupt, "export")?;
+            let opened = open::open(&args.file, args.allow_corrupt, "export")?;
             let tree = &opened.session.tree;
-            let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
+            let leaf = open::resolve(tree, &args.file, args.leaf.as_deref())?;
             let e = export::export(tree, leaf, &opened.lines, &options).map_err(render_err)?;
             (e, leaf.map(|l| tree.node(l).entry.id.to_string()))
         }

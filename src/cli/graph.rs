@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::error::{CliError, Exit};
-use super::{read, transcript};
+use super::{open, transcript};
 use crate::core::describe::Describe;
 use crate::core::tree::Tree;
 use crate::dialect::Dialect;
@@ -55,7 +55,7 @@ fn svg_wanted(args: &GraphArgs) -> bool {
 /// Runs `sessiond graph`. Errors: the open errors of `context`, an unknown `--leaf`, or an
 /// `--out` that cannot be written (`Argument`).
 pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
-    match read::dialect_of(&args.file)? {
+    match open::dialect_of(&args.file)? {
         Dialect::Codex => {
             // A rollout is linear; its branches are the thread's other files (forks, revert
             // segments), drawn from the line their prefix ends at.
@@ -65,9 +65,9 @@ pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
             write(out, args, Dialect::Codex, &thread.tree, &g)
         }
         Dialect::Pi => {
-            let opened = read::open(&args.file, args.allow_corrupt, "graph")?;
+            let opened = open::open(&args.file, args.allow_corrupt, "graph")?;
             let tree = &opened.session.tree;
-            let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
+            let leaf = open::resolve(tree, &args.file, args.leaf.as_deref())?;
             let g = graph::build(tree, &Lens::pi(tree, leaf), &opened.lines);
             write(out, args, Dialect::Pi, tree, &g)
         }

@@ -38,6 +38,7 @@ pub mod error;
 pub mod export;
 pub mod graph;
 pub mod list;
+pub mod open;
 pub mod read;
 pub mod rewind;
 pub mod search;

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::Sink;
 use super::error::{CliError, Exit};
+use super::open::{Opened, dialect_of, find, lines_of, open, resolve, with_lines};
 use super::transcript::Ask;
 use crate::core::describe::Describe;
 use crate::core::diagnostics::{CorruptionKind, Diagnostic};
@@ -107,51 +108,6 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// A session read for printing: its tree and a reader of its lines.
-pub struct Opened {
-    /// The session as read.
-    pub session: OpenedSession<Pi>,
-    /// The file's lines, read again by position while printing.
-    pub lines: FileLines,
-}
-
-/// Reads the pi session `file` strictly, or with `allow_corrupt` the way pi does (see
-/// [`Mode`]), for `operation` (a command built for pi sessions only). Errors: `Open` (I/O, not
-/// a file, corrupt), `UnsupportedForFormat` (a file of another format, named with `operation`).
-pub fn open(file: &Path, allow_corrupt: bool, operation: &'static str) -> Result<Opened, CliError> {
-    require_pi(file, operation)?;
-    let session = reader::open_session::<Pi>(file, Mode::allowing_corrupt(allow_corrupt))?;
-    with_lines(file, session)
-}
-
-/// The format of `file`, told from its first line ([`reader::sniff_file`]). Errors: `Open`
-/// (I/O, not a file, an unknown format as corrupt).
-pub fn dialect_of(file: &Path) -> Result<Dialect, CliError> {
-    let opened = reader::open_regular(file)?;
-    Ok(reader::sniff_file(file, &opened)?)
-}
-
-/// The refusal of `operation` on a file of `format`, which does not support it.
-pub(crate) fn unsupported(file: &Path, format: Dialect, operation: &'static str) -> CliError {
-    CliError::UnsupportedForFormat {
-        path: file.to_owned(),
-        format,
-        operation,
-    }
-}
-
-/// Refuses a file that is not a pi session for `operation` (a command built for pi only).
-pub(crate) fn require_pi(file: &Path, operation: &'static str) -> Result<(), CliError> {
-    match dialect_of(file)? {
-        Dialect::Pi => Ok(()),
-        format => Err(CliError::UnsupportedForFormat {
-            path: file.to_owned(),
-            format,
-            operation,
-        }),
-    }
-}
-
 /// [`open`], with the projection at the default leaf when the reading could work it out on
 /// the way ([`Following`]: `Some` when the entries read form that path as they were read, a
 /// session that grew as one chain; either way what [`projection::project`] gives).
@@ -189,51 +145,6 @@ pub(crate) fn open_rendering(
     let projection = follow.finish(&session.tree);
     let holds = projection.as_ref().is_some_and(|p| ahead.holds(p));
     Ok((session, projection, holds))
-}
-
-/// `session` with its file's lines, to be read again by position.
-fn with_lines(file: &Path, session: OpenedSession<Pi>) -> Result<Opened, CliError> {
-    Ok(Opened {
-        session,
-        lines: lines_of(file)?,
-    })
-}
-
-/// A reader of `file`'s lines for one command: read ahead in blocks (a path is mostly in file
-/// order).
-fn lines_of(file: &Path) -> Result<FileLines, CliError> {
-    Ok(FileLines::open(file)
-        .map(FileLines::read_ahead)
-        .map_err(|source| OpenError::Io {
-            path: file.to_owned(),
-            source,
-        })?)
-}
-
-/// The leaf named by `--leaf`, or the default leaf (the last entry) without one. Errors:
-/// [`CliError::UnknownEntry`] naming the file and the id.
-pub fn resolve(tree: &Tree, file: &Path, id: Option<&str>) -> Result<Option<NodeIdx>, CliError> {
-    tree.resolve_leaf(id)
-        .map_err(|unknown| CliError::UnknownEntry {
-            path: file.to_owned(),
-            unknown,
-            what: "leaf id",
-        })
-}
-
-/// The entry an id argument names: that id, or a unique prefix of one ([`Tree::lookup`], pi
-/// and Claude Code alike); `what` names the argument in the error.
-pub fn find<E: crate::core::tree::TreeEntry>(
-    tree: &crate::core::tree::Tree<E>,
-    file: &Path,
-    id: &str,
-    what: &'static str,
-) -> Result<NodeIdx, CliError> {
-    tree.lookup(id).map_err(|unknown| CliError::UnknownEntry {
-        path: file.to_owned(),
-        unknown,
-        what,
-    })
 }
 
 /// Runs `sessiond context`.

@@ -11,7 +11,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use crate::cli::error::{CliError, Exit};
-use crate::cli::read;
+use crate::cli::open;
 use crate::core::rewind::{FileStatus, Options, Plan, Refusal};
 use crate::dialect::Dialect;
 use crate::rewind::{RewindError, SystemDisk};
@@ -103,14 +103,14 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
             detail: "FILE and --to ENTRY_ID are required (or --undo BACKUP_DIR)".into(),
         });
     };
-    match read::dialect_of(file)? {
+    match open::dialect_of(file)? {
         Dialect::Pi => {}
-        other => return Err(read::unsupported(file, other, "rewind")),
+        other => return Err(open::unsupported(file, other, "rewind")),
     }
-    let opened = read::open(file, false, "rewind")?;
+    let opened = open::open(file, false, "rewind")?;
     let tree = &opened.session.tree;
-    let leaf = read::resolve(tree, file, args.leaf.as_deref())?;
-    let entry = read::find(tree, file, to, "entry id")?;
+    let leaf = open::resolve(tree, file, args.leaf.as_deref())?;
+    let entry = open::find(tree, file, to, "entry id")?;
     if !tree.path_to(leaf).contains(&entry) {
         return Err(CliError::Argument {
             arg: "--to",

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use super::open;
 use super::read::{self, ContextArgs};
 use super::{Exit, emit};
 use crate::js::jsstr::RestoringWriter;
@@ -39,7 +40,7 @@ fn broken_after_open(
     dir: &Path,
     n: usize,
     json: bool,
-) -> Result<(ContextArgs, read::Opened, std::fs::File, u64), Box<dyn std::error::Error>> {
+) -> Result<(ContextArgs, open::Opened, std::fs::File, u64), Box<dyn std::error::Error>> {
     let file = dir.join("s.jsonl");
     let offsets = session(&file, n)?;
     let args = ContextArgs {
@@ -49,7 +50,7 @@ fn broken_after_open(
         json,
         allow_corrupt: false,
     };
-    let opened = read::open(&file, false, "context")?;
+    let opened = open::open(&file, false, "context")?;
     let last = *offsets.last().ok_or("no entries")?;
     let handle = std::fs::OpenOptions::new().write(true).open(&file)?;
     handle.write_all_at(b"#", last)?;

@@ -58,7 +58,7 @@ pub(crate) fn read(file: &Path, allow_corrupt: bool) -> Result<Read, CliError> {
 /// `UnknownEntry`, or `Argument` for a transcript without a leaf to continue.
 pub(crate) fn leaf(tree: &Tree, file: &Path, id: Option<&str>) -> Result<NodeIdx, CliError> {
     match id {
-        Some(id) => super::read::find(tree, file, id, "leaf id"),
+        Some(id) => super::open::find(tree, file, id, "leaf id"),
         None => claude::default_leaf(tree).ok_or_else(|| CliError::Argument {
             arg: "FILE",
             detail: format!(
@@ -190,7 +190,7 @@ pub fn explain(out: &mut dyn Write, args: &Ask<'_>, entry_id: &str) -> Result<Ex
     let tree = &session.tree;
     let target = match entry_id.strip_prefix("line:").map(str::parse::<u32>) {
         Some(Ok(line)) => Target::Line(line),
-        _ => Target::Node(super::read::find(
+        _ => Target::Node(super::open::find(
             tree,
             file,
             entry_id,

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::cli::error::{CliError, Exit};
-use crate::cli::{read, transcript};
+use crate::cli::{open, transcript};
 use crate::core::verify::{Options, Status};
 use crate::dialect::Dialect;
 
@@ -46,7 +46,7 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
             .map(|d| crate::paths::absolute(d).to_string_lossy().into_owned()),
     };
     let file = crate::paths::absolute(&args.file);
-    let format = read::dialect_of(&args.file)?;
+    let format = open::dialect_of(&args.file)?;
     let report = match format {
         Dialect::Codex => {
             // The history through the thread's files; edits in its other files are off the path.
@@ -56,9 +56,9 @@ pub fn run(out: &mut dyn Write, args: &VerifyArgs) -> Result<Exit, CliError> {
             crate::verify::evaluate_collected(collected, &file, &options)
         }
         Dialect::Pi => {
-            let opened = read::open(&args.file, args.allow_corrupt, "verify")?;
+            let opened = open::open(&args.file, args.allow_corrupt, "verify")?;
             let tree = &opened.session.tree;
-            let leaf = read::resolve(tree, &args.file, args.leaf.as_deref())?;
+            let leaf = open::resolve(tree, &args.file, args.leaf.as_deref())?;
             crate::verify::verify_session(tree, leaf, &opened.lines, &file, &options).map_err(
                 |source| CliError::Render {
                     path: args.file.clone(),

@@ -180,9 +180,9 @@ pub fn fork(out: &mut dyn Write, args: &ForkArgs) -> Result<Exit, CliError> {
         target_dir: args.out.as_deref(),
         session_id: args.session_id.as_deref(),
     };
-    let forked = match super::read::dialect_of(&args.file)? {
+    let forked = match super::open::dialect_of(&args.file)? {
         crate::dialect::Dialect::Codex => {
-            return Err(super::read::unsupported(
+            return Err(super::open::unsupported(
                 &args.file,
                 crate::dialect::Dialect::Codex,
                 "fork",
@@ -248,7 +248,7 @@ fn full_id<E: crate::core::tree::TreeEntry>(
     id: &str,
     what: &'static str,
 ) -> Result<String, CliError> {
-    let n = super::read::find(tree, file, id, what)?;
+    let n = super::open::find(tree, file, id, what)?;
     Ok(tree.node(n).entry.id().as_str().to_owned())
 }
 
@@ -267,7 +267,7 @@ fn full_or_null<E: crate::core::tree::TreeEntry>(
 
 /// Runs `label`.
 pub fn label(out: &mut dyn Write, args: &LabelArgs) -> Result<Exit, CliError> {
-    super::read::require_pi(&args.file, "label")?;
+    super::open::require_pi(&args.file, "label")?;
     let mut session = writer::open_for_write(&args.file)?;
     let target = full_id(&args.file, &session.tree, &args.target_id, "target id")?;
     let change = Change::Label {
@@ -287,7 +287,7 @@ pub fn label(out: &mut dyn Write, args: &LabelArgs) -> Result<Exit, CliError> {
 
 /// Runs `name`.
 pub fn name(out: &mut dyn Write, args: &NameArgs) -> Result<Exit, CliError> {
-    super::read::require_pi(&args.file, "name")?;
+    super::open::require_pi(&args.file, "name")?;
     let mut session = writer::open_for_write(&args.file)?;
     let change = Change::SetName { name: &args.name };
     append_change(
@@ -303,7 +303,7 @@ pub fn name(out: &mut dyn Write, args: &NameArgs) -> Result<Exit, CliError> {
 
 /// Runs `branch`.
 pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> {
-    super::read::require_pi(&args.file, "branch")?;
+    super::open::require_pi(&args.file, "branch")?;
     let details = args
         .details
         .as_deref()
@@ -333,7 +333,7 @@ pub fn branch(out: &mut dyn Write, args: &BranchArgs) -> Result<Exit, CliError> 
 
 /// Runs `append`.
 pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> {
-    super::read::require_pi(&args.file, "append")?;
+    super::open::require_pi(&args.file, "append")?;
     let mut session = writer::open_for_write(&args.file)?;
     let given = args
         .parent
@@ -361,7 +361,7 @@ pub fn append(out: &mut dyn Write, args: &AppendArgs) -> Result<Exit, CliError> 
 
 /// Runs `salvage`.
 pub fn salvage(out: &mut dyn Write, args: &SalvageArgs) -> Result<Exit, CliError> {
-    super::read::require_pi(&args.file, "salvage")?;
+    super::open::require_pi(&args.file, "salvage")?;
     create_out_dir(args.out.as_deref())?;
     let salvaged = writer::salvage(&args.file, args.out.as_deref(), &Reservations::new())?;
     print(out, &convert::salvaged(&salvaged), args.json, |s| {
