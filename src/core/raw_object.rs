@@ -1,5 +1,7 @@
 //! A JSON object read as an ordered list of (key, raw value) pairs, for the few places where
-//! sessiond must change one field of an entry and write the rest back untouched.
+//! sessiond must change one field of an entry and write the rest back untouched; and
+//! [`rewrite_path_field`], one path-valued field changed in a line of compact JSON, byte for byte
+//! around it (a moved project's cwd).
 //!
 //! Why not `serde_json::Value`: its numbers are re-printed (`1e3` becomes `1000.0`) and nested
 //! text is re-escaped. Here every value we do not touch is written back as the exact bytes it
@@ -294,9 +296,47 @@ impl<'de> Visitor<'de> for ObjectVisitor {
     }
 }
 
+/// `line` with every `"<field>":"<old>…"` (compact JSON, as the agents write it) whose value
+/// is `old` or a path below it given `new` in its place; the rest of the line byte for byte.
+pub fn rewrite_path_field(line: &[u8], field: &str, old: &str, new: &str) -> Vec<u8> {
+    let quote = |s: &str| serde_json::Value::String(s.to_owned()).to_string();
+    let old_q = quote(old);
+    let new_q = quote(new);
+    // The value's opening quote and its text, without the closing quote: `old` whole, or
+    // followed by `/`.
+    let key = format!("\"{field}\":");
+    let old_open = &old_q[..old_q.len() - 1];
+    let new_open = &new_q[..new_q.len() - 1];
+    let mut out = Vec::with_capacity(line.len() + 16);
+    let mut rest = line;
+    while let Some(at) = memchr::memmem::find(rest, key.as_bytes()) {
+        let value = &rest[at + key.len()..];
+        out.extend_from_slice(&rest[..at + key.len()]);
+        let follows = value.get(old_open.len()).copied();
+        if value.starts_with(old_open.as_bytes()) && matches!(follows, Some(b'"' | b'/')) {
+            out.extend_from_slice(new_open.as_bytes());
+            rest = &value[old_open.len()..];
+        } else {
+            rest = value;
+        }
+    }
+    out.extend_from_slice(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_old_cwd_and_paths_below_it_change() {
+        let line = br#"{"cwd":"/a/b","x":{"cwd":"/a/b/c"},"y":"/a/b","z":{"cwd":"/a/bc"}}"#;
+        let out = rewrite_path_field(line, "cwd", "/a/b", "/n");
+        assert_eq!(
+            out,
+            br#"{"cwd":"/n","x":{"cwd":"/n/c"},"y":"/a/b","z":{"cwd":"/a/bc"}}"#.to_vec()
+        );
+    }
 
     #[test]
     fn one_field_is_read_as_the_whole_object_reads_it() {

@@ -31,7 +31,7 @@ pub fn moved(
         if i > 0 {
             out.push(b'\n');
         }
-        out.extend(super::super::moved::rewrite_path_field(
+        out.extend(crate::core::raw_object::rewrite_path_field(
             line, "cwd", &old, new_cwd,
         ));
     }

@@ -21,7 +21,7 @@ pub fn moved(source: &Path, bytes: Vec<u8>, new_cwd: &str) -> Result<(PathBuf, V
         .get("cwd")
         .and_then(serde_json::Value::as_str)
         .ok_or("the session header has no cwd")?;
-    let mut out = super::super::moved::rewrite_path_field(&bytes[..end], "cwd", old, new_cwd);
+    let mut out = crate::core::raw_object::rewrite_path_field(&bytes[..end], "cwd", old, new_cwd);
     out.extend_from_slice(&bytes[end..]);
     let sessions = source
         .parent()
