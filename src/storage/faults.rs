@@ -11,10 +11,7 @@
 //! exactly once.
 
 use std::cell::Cell;
-use std::fs::File;
 use std::io;
-
-use super::writer::append::AppendTarget;
 
 /// Names a fault every write of the process meets: `write-eio`, `write-enospc`, `sync-eio`,
 /// `sync-enospc`, `rename-eio` or `rename-enospc` (the operation, then the error it fails
@@ -103,43 +100,11 @@ pub(crate) fn sync_fails() -> Option<io::Error> {
     }
 }
 
-/// A session file with this thread's planned append fault, if any.
-pub(crate) struct Faulty<'a> {
-    file: &'a File,
-    fault: Cell<Option<Fault>>,
-}
-
-impl<'a> Faulty<'a> {
-    /// Wraps `file`, taking the planned write or sync fault.
-    pub(crate) fn planned(file: &'a File) -> Self {
-        let fault = take_if(|f| !matches!(f, Fault::Rename(_)));
-        Faulty {
-            file,
-            fault: Cell::new(fault),
-        }
-    }
-}
-
-impl AppendTarget for Faulty<'_> {
-    fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        match self.fault.get() {
-            Some(Fault::Write(errno)) => Err(io::Error::from_raw_os_error(errno)),
-            Some(Fault::ShortWrite(n)) => AppendTarget::write(self.file, &buf[..n.min(buf.len())]),
-            _ => AppendTarget::write(self.file, buf),
-        }
-    }
-    fn len(&self) -> io::Result<u64> {
-        self.file.len()
-    }
-    fn set_len(&self, len: u64) -> io::Result<()> {
-        AppendTarget::set_len(self.file, len)
-    }
-    fn sync_data(&self) -> io::Result<()> {
-        match self.fault.get() {
-            Some(Fault::Sync(errno)) => Err(io::Error::from_raw_os_error(errno)),
-            _ => AppendTarget::sync_data(self.file),
-        }
-    }
+/// The fault planned for the next append's `write(2)` or `fdatasync` (a failing or short write,
+/// a failing sync), taken once; the writer wraps the session file in it
+/// ([`crate::storage::writer`]'s `append`).
+pub(crate) fn append_fails() -> Option<Fault> {
+    take_if(|f| !matches!(f, Fault::Rename(_)))
 }
 
 #[cfg(test)]

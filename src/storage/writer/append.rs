@@ -20,6 +20,7 @@ use crate::dialect::pi::entries::{self, EntryContext, NewEntry, ParentChoice};
 use crate::dialect::pi::format::{CURRENT_VERSION, EntryId};
 use crate::dialect::pi::render::LineSource;
 use crate::js::timestamp;
+use crate::storage::faults::{self, Fault};
 use crate::storage::lines::TornTail;
 use crate::storage::lock::{self, LockError};
 use crate::storage::reader::{self, FileLines, FileStamp, OpenedSession};
@@ -294,7 +295,10 @@ fn write_with<C, T, E: From<WriteError>>(
     buf.extend_from_slice(entry.line.as_bytes());
     buf.push(b'\n');
     // The file itself unless a test injects a fault (`storage::faults`).
-    let faulty = crate::storage::faults::Faulty::planned(&file);
+    let faulty = Faulty {
+        file: &file,
+        fault: faults::append_fails(),
+    };
     let target: &dyn AppendTarget = &faulty;
     let start = target.len().map_err(WriteError::io(path))?;
     write_once(target, path, &buf, start)?;
@@ -431,9 +435,9 @@ fn read_on(file: &File, path: &Path, session: &mut OpenedSession<Pi>) -> Result<
 }
 
 /// The file operations an append makes once its checks passed: one `write(2)` at the end
-/// (`O_APPEND`), the length, a truncation to roll back, and `fdatasync`. [`File`] in use; the
-/// tests wrap it to inject `EIO`, `ENOSPC` and short writes (`storage::faults`).
-pub(crate) trait AppendTarget {
+/// (`O_APPEND`), the length, a truncation to roll back, and `fdatasync`. [`File`] in use;
+/// [`Faulty`] wraps it when a test injects `EIO`, `ENOSPC` or a short write (`storage::faults`).
+trait AppendTarget {
     /// One `write(2)`; `Ok(n)` may be short.
     fn write(&self, buf: &[u8]) -> io::Result<usize>;
     /// The file's length in bytes.
@@ -456,6 +460,34 @@ impl AppendTarget for File {
     }
     fn sync_data(&self) -> io::Result<()> {
         File::sync_data(self)
+    }
+}
+
+/// A session file with the append fault a test planned ([`faults::append_fails`]), if any.
+struct Faulty<'a> {
+    file: &'a File,
+    fault: Option<Fault>,
+}
+
+impl AppendTarget for Faulty<'_> {
+    fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        match self.fault {
+            Some(Fault::Write(errno)) => Err(io::Error::from_raw_os_error(errno)),
+            Some(Fault::ShortWrite(n)) => AppendTarget::write(self.file, &buf[..n.min(buf.len())]),
+            _ => AppendTarget::write(self.file, buf),
+        }
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.file.len()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        AppendTarget::set_len(self.file, len)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        match self.fault {
+            Some(Fault::Sync(errno)) => Err(io::Error::from_raw_os_error(errno)),
+            _ => AppendTarget::sync_data(self.file),
+        }
     }
 }
 
