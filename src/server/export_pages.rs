@@ -114,7 +114,7 @@ impl Document {
             truncated: e.truncated,
             images: e.images,
         };
-        let raw = super::handlers::to_raw_sized(path, &result, end - offset + 4096)?;
+        let raw = super::transport::to_raw_sized(path, &result, end - offset + 4096)?;
         Ok((raw, next_offset.is_some()))
     }
 }

@@ -23,7 +23,7 @@ use crate::server::params::{
     CloseParams, CompareBranchesParams, ContextAtParams, EntryParams, ExplainParams, ExportParams,
     FieldsParam, GraphParams, ListParams, OpenParams, SearchParams, TreeParams, VerifyResumeParams,
 };
-use crate::server::transport::{Raw, raw_result};
+use crate::server::transport::{Raw, raw_result, to_raw};
 use crate::session::SessionHandle;
 use crate::session::opened::{Opened, PiSession};
 use crate::session::owner::Session;
@@ -106,32 +106,6 @@ pub(super) fn to_value<T: serde::Serialize>(path: &Path, v: &T) -> Result<Value,
         path: path.to_owned(),
         source: std::io::Error::other(e),
     })
-}
-
-/// A result serialized where it was made, as the text the transport sends ([`Raw`]; the
-/// handler hands it on with [`raw_result`]): for results that can be large (an export, a
-/// graph), whose serialization, and the pass that writes lone surrogates back as escapes, must
-/// not run on the runtime's thread, where every other session's answer waits for it. Call it
-/// off the runtime (in the owner's query, or on the blocking pool).
-pub(super) fn to_raw<T: serde::Serialize>(path: &Path, v: &T) -> Result<Raw, RpcError> {
-    to_raw_sized(path, v, 0)
-}
-
-/// [`to_raw`] into a buffer of at least `expected` bytes to start with: a result whose size is
-/// known roughly (an export's document) is written without the buffer doubling up to twice
-/// its size on the way.
-pub(crate) fn to_raw_sized<T: serde::Serialize>(
-    path: &Path,
-    v: &T,
-    expected: usize,
-) -> Result<Raw, RpcError> {
-    let mut text = super::transport::spare_buffer();
-    text.reserve(expected);
-    serde_json::to_writer(&mut text, v).map_err(|e| RpcError::Io {
-        path: path.to_owned(),
-        source: std::io::Error::other(e),
-    })?;
-    Ok(Raw::new(lossless::restore(text)))
 }
 
 /// `session/contextAt`'s result for an open session (run by its owner), as a `Value`

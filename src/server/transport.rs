@@ -9,6 +9,8 @@
 //! could be read) and hands everything else to the service exactly as `Server` would: in
 //! arrival order, at most [`MAX_CONCURRENCY`] requests in flight, stopping after `exit`.
 
+use std::path::Path;
+
 use futures::{FutureExt, SinkExt, StreamExt, future};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -17,6 +19,7 @@ use tower::Service;
 use tower_lsp_server::jsonrpc::{Error, Id, Request, Response};
 use tower_lsp_server::{ClientSocket, LanguageServer, LspService};
 
+use super::error::RpcError;
 use super::stdio::{End, Input, Output, PolledInput, PolledOutput};
 
 /// Requests handled concurrently (as `tower_lsp_server::Server`'s default).
@@ -79,6 +82,32 @@ impl Raw {
     pub fn new(text: Vec<u8>) -> Raw {
         Raw(text)
     }
+}
+
+/// A result serialized where it was made, as the text the transport sends ([`Raw`]; the
+/// handler hands it on with [`raw_result`]): for results that can be large (an export, a
+/// graph), whose serialization, and the pass that writes lone surrogates back as escapes, must
+/// not run on the runtime's thread, where every other session's answer waits for it. Call it
+/// off the runtime (in the owner's query, or on the blocking pool).
+pub(super) fn to_raw<T: serde::Serialize>(path: &Path, v: &T) -> Result<Raw, RpcError> {
+    to_raw_sized(path, v, 0)
+}
+
+/// [`to_raw`] into a buffer of at least `expected` bytes to start with: a result whose size is
+/// known roughly (an export's document) is written without the buffer doubling up to twice
+/// its size on the way.
+pub(super) fn to_raw_sized<T: serde::Serialize>(
+    path: &Path,
+    v: &T,
+    expected: usize,
+) -> Result<Raw, RpcError> {
+    let mut text = spare_buffer();
+    text.reserve(expected);
+    serde_json::to_writer(&mut text, v).map_err(|e| RpcError::Io {
+        path: path.to_owned(),
+        source: std::io::Error::other(e),
+    })?;
+    Ok(Raw::new(super::lossless::restore(text)))
 }
 
 /// Where a request's [`Raw`] result waits while the framework answers the request: one slot per
