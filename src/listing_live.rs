@@ -91,7 +91,7 @@ impl ListFeed {
         let (kick, rx) = mpsc::channel::<()>();
         let marks = Arc::new(Mutex::new(Marks::default()));
         let feed = Arc::new(Mutex::new(Feed::default()));
-        let use_events = std::env::var(crate::watch::WATCH_ENV).as_deref() != Ok("poll");
+        let use_events = std::env::var(crate::storage::WATCH_ENV).as_deref() != Ok("poll");
         let live = Arc::new(ListFeed {
             marks: marks.clone(),
             feed: feed.clone(),

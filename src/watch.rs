@@ -38,6 +38,8 @@ use std::time::{Duration, Instant};
 use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
 use notify::{Config, PollWatcher, RecursiveMode, Watcher};
 
+use crate::storage::WATCH_ENV;
+
 /// How long to wait after an event for more before handing the batch on. Short, because
 /// the append→`didChange` latency budget is tens of milliseconds.
 pub const DEBOUNCE: Duration = Duration::from_millis(3);
@@ -50,11 +52,6 @@ pub const RECHECK: Duration = Duration::from_secs(10);
 
 /// How often directories that fell back to polling try live events again.
 pub const EVENTS_RETRY: Duration = Duration::from_secs(30);
-
-/// The environment variable that chooses the watch backend: `poll` forces polling for every
-/// directory (a test and diagnostic knob: it shows what clients see when inotify is used up);
-/// unset, empty or `auto` means live events where the platform gives them.
-pub const WATCH_ENV: &str = "SESSIOND_WATCH";
 
 /// How an open session's file is followed, as told to clients (`liveMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,6 +10,9 @@
 //! * [`writer`] — appends with lock and fencing, torn-tail repair, fork and salvage into new
 //!   files, built on [`lock`] (the advisory write lock) and [`publish`] (atomic creation).
 //! * [`faults`] — injected write faults, for tests only.
+//!
+//! [`WATCH_ENV`] chooses how session files and their directories are followed (by the open
+//! sessions' watches and by the session list's).
 
 pub mod faults;
 pub mod lines;
@@ -20,3 +23,8 @@ pub mod reader;
 pub mod subagents;
 pub mod tail;
 pub mod writer;
+
+/// The environment variable that chooses the watch backend: `poll` forces polling for every
+/// directory (a test and diagnostic knob: it shows what clients see when inotify is used up);
+/// unset, empty or `auto` means live events where the platform gives them.
+pub const WATCH_ENV: &str = "SESSIOND_WATCH";
