@@ -51,10 +51,7 @@ pub const RECHECK: Duration = Duration::from_secs(10);
 /// How often directories that fell back to polling try live events again.
 pub const EVENTS_RETRY: Duration = Duration::from_secs(30);
 
-/// The environment variable that chooses the watch backend: `poll` forces polling for every
-/// directory (a test and diagnostic knob: it shows what clients see when inotify is used up);
-/// unset, empty or `auto` means live events where the platform gives them.
-pub const WATCH_ENV: &str = "SESSIOND_WATCH";
+pub use crate::watch_roots::WATCH_ENV;
 
 /// How an open session's file is followed, as told to clients (`liveMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
