@@ -187,7 +187,7 @@ pub fn call_of(payload: &Value) -> Option<(&str, Value)> {
 }
 
 /// The text of a tool output's `payload` (its `output`: a string, or an object's `content`).
-fn output_text(payload: &Value) -> String {
+pub fn output_text(payload: &Value) -> String {
     match payload.get("output") {
         Some(Value::String(s)) => s.clone(),
         Some(o) => o
