@@ -19,6 +19,8 @@
 //!   applied atomically with a backup directory, and that backup put back.
 //! * [`search`] — the full-text index over every session under the roots (tantivy, in the
 //!   user's cache directory), updated incrementally from the files.
+//! * [`watch_roots`] — the recursive watch of the session roots that the live listing, the
+//!   search index and the continuous archive each keep.
 //! * [`model`] — summarizing a compaction with a model endpoint (pi's models.json, HTTP).
 //! * [`cli`] — subcommands over the same core, storage and shared layers.
 //!
@@ -46,6 +48,7 @@ pub mod storage;
 pub mod verify;
 pub mod view;
 pub mod watch;
+pub mod watch_roots;
 
 #[cfg(test)]
 pub(crate) mod testdata;

@@ -25,15 +25,19 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
-
 use crate::listing::{ListCache, Listed, ListedSession};
 use crate::storage::list;
+use crate::watch_roots::{Debounce, Marks, RootsWatcher};
 
 /// Events are acted on once none has come for this long.
 pub const QUIET: Duration = Duration::from_millis(100);
 /// ... or this long after the first of a burst, whichever comes first.
 pub const MAX_DELAY: Duration = Duration::from_millis(400);
+/// A burst of events, waited out.
+const BURST: Debounce = Debounce {
+    quiet: QUIET,
+    max_delay: MAX_DELAY,
+};
 /// At most one notification per this long.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(500);
 /// How often the listed roots are passed over again while events are watched.
@@ -56,13 +60,6 @@ pub type Sink = Box<dyn Fn(ListChange) + Send + 'static>;
 /// The listing cache the daemon shares between `session/list` and this feed.
 pub type CacheSlot = Arc<Mutex<Option<ListCache>>>;
 
-/// Paths marked by events, shared with the watcher's callback (which takes nothing else).
-#[derive(Default)]
-struct Marks {
-    dirty: BTreeSet<PathBuf>,
-    rescan: bool,
-}
-
 /// What the client has been told, and what is watched for it.
 #[derive(Default)]
 struct Feed {
@@ -70,7 +67,7 @@ struct Feed {
     roots: Vec<PathBuf>,
     /// Roots given to the watcher.
     watched: Vec<PathBuf>,
-    watcher: Option<RecommendedWatcher>,
+    watcher: Option<RootsWatcher>,
     /// The row the client last got, by path.
     known: HashMap<PathBuf, ListedSession>,
 }
@@ -89,9 +86,11 @@ impl ListFeed {
     /// `cache` and `cache_file` are `session/list`'s; `send` delivers each change.
     pub fn start(cache: CacheSlot, cache_file: PathBuf, send: Sink) -> Arc<ListFeed> {
         let (kick, rx) = mpsc::channel::<()>();
+        // Paths marked by events, shared with the watcher's callback (which takes nothing
+        // else).
         let marks = Arc::new(Mutex::new(Marks::default()));
         let feed = Arc::new(Mutex::new(Feed::default()));
-        let use_events = std::env::var(crate::storage::WATCH_ENV).as_deref() != Ok("poll");
+        let use_events = crate::watch_roots::events_wanted();
         let live = Arc::new(ListFeed {
             marks: marks.clone(),
             feed: feed.clone(),
@@ -148,22 +147,12 @@ impl ListFeed {
     fn watch(&self, roots: &[PathBuf]) {
         let mut feed = self.feed.lock().unwrap_or_else(PoisonError::into_inner);
         if feed.watcher.is_none() {
-            let marks = self.marks.clone();
-            let kick = self.kick.clone();
-            let made = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-                let mut m = marks.lock().unwrap_or_else(PoisonError::into_inner);
-                match res {
-                    Ok(ev) if ev.need_rescan() => m.rescan = true,
-                    Ok(ev) if matches!(ev.kind, EventKind::Access(_)) => return,
-                    Ok(ev) => m.dirty.extend(ev.paths),
-                    Err(e) => {
-                        tracing::warn!("list changes: {e}; the roots are passed over again");
-                        m.rescan = true;
-                    }
-                }
-                drop(m);
-                let _ = kick.send(());
-            });
+            let made = RootsWatcher::new(
+                self.marks.clone(),
+                self.kick.clone(),
+                "list changes",
+                "the roots are passed over again",
+            );
             match made {
                 Ok(w) => feed.watcher = Some(w),
                 Err(e) => {
@@ -175,19 +164,15 @@ impl ListFeed {
                 }
             }
         }
-        let mut watched = Vec::new();
-        if let Some(w) = feed.watcher.as_mut() {
-            for r in roots {
-                match w.watch(r, RecursiveMode::Recursive) {
-                    Ok(()) => watched.push(r.clone()),
-                    Err(e) => tracing::warn!(
-                        "list changes: cannot watch {} ({e}); it is passed over every {}s",
-                        r.display(),
-                        POLL.as_secs()
-                    ),
-                }
-            }
-        }
+        let watched = feed.watcher.as_mut().map_or_else(Vec::new, |w| {
+            w.watch(roots, |r, e| {
+                tracing::warn!(
+                    "list changes: cannot watch {} ({e}); it is passed over every {}s",
+                    r.display(),
+                    POLL.as_secs()
+                );
+            })
+        });
         feed.watched.extend(watched);
     }
 }
@@ -209,17 +194,8 @@ impl Worker {
             let every = self.pass_every();
             match rx.recv_timeout(every.saturating_sub(last_pass.elapsed())) {
                 Ok(()) => {
-                    let first = Instant::now();
-                    loop {
-                        let left = MAX_DELAY.saturating_sub(first.elapsed());
-                        if left.is_zero() {
-                            break;
-                        }
-                        match rx.recv_timeout(QUIET.min(left)) {
-                            Ok(()) => continue,
-                            Err(RecvTimeoutError::Timeout) => break,
-                            Err(RecvTimeoutError::Disconnected) => return,
-                        }
+                    if !BURST.settle(rx) {
+                        return;
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {
@@ -233,10 +209,11 @@ impl Worker {
             if let Some(at) = last_sent {
                 std::thread::sleep(MIN_INTERVAL.saturating_sub(at.elapsed()));
             }
-            let (dirty, rescan) = {
-                let mut m = self.marks.lock().unwrap_or_else(PoisonError::into_inner);
-                (std::mem::take(&mut m.dirty), std::mem::take(&mut m.rescan))
-            };
+            let (dirty, rescan) = self
+                .marks
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
             if rescan {
                 last_pass = Instant::now();
             }

@@ -13,18 +13,23 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
-
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use std::time::Duration;
 
 use crate::search::{SearchError, SearchIndex, UpdateReport};
+use crate::watch_roots::{Debounce, Marks, RootsWatcher};
 
 /// Events are applied once none has come for this long.
 pub const QUIET: Duration = Duration::from_millis(15);
 /// ... or this long after the first of a burst, whichever comes first.
 pub const MAX_DELAY: Duration = Duration::from_millis(60);
+
+/// A burst of events, waited out.
+const BURST: Debounce = Debounce {
+    quiet: QUIET,
+    max_delay: MAX_DELAY,
+};
 
 /// The index slot the daemon shares between requests (opened by the first search).
 pub type IndexSlot = Arc<Mutex<Option<SearchIndex>>>;
@@ -33,11 +38,16 @@ pub type IndexSlot = Arc<Mutex<Option<SearchIndex>>>;
 struct Live {
     /// Roots reconciled once and watched since.
     watched: Vec<PathBuf>,
-    watcher: Option<RecommendedWatcher>,
-    /// Paths events named since they were last applied.
-    dirty: BTreeSet<PathBuf>,
-    /// The watcher lost events: reconcile everything on the next search.
-    rescan: bool,
+    watcher: Option<RootsWatcher>,
+    /// Paths events named since they were last applied; a rescan: the watcher lost events,
+    /// reconcile everything on the next search.
+    marks: Marks,
+}
+
+impl AsMut<Marks> for Live {
+    fn as_mut(&mut self) -> &mut Marks {
+        &mut self.marks
+    }
 }
 
 /// Index freshness for one daemon. See the module docs.
@@ -56,7 +66,7 @@ impl Freshness {
         let fresh = Arc::new(Freshness {
             live: live.clone(),
             kick,
-            use_events: std::env::var("SESSIOND_WATCH").as_deref() != Ok("poll"),
+            use_events: crate::watch_roots::events_wanted(),
         });
         std::thread::Builder::new()
             .name("sessiond-index-events".into())
@@ -77,23 +87,23 @@ impl Freshness {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<UpdateReport, SearchError> {
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        let fresh = !live.rescan && roots.iter().all(|r| live.watched.contains(r));
+        let fresh = !live.marks.rescan && roots.iter().all(|r| live.watched.contains(r));
         if fresh {
-            let changed: Vec<PathBuf> = take_under(&mut live.dirty, roots);
+            let changed: Vec<PathBuf> = take_under(&mut live.marks.dirty, roots);
             drop(live);
             return idx.update_paths(roots, &changed, progress);
         }
         // After lost events, start over with a new watcher (the old one is dropped below,
         // outside the lock).
-        let old = if live.rescan {
-            live.rescan = false;
+        let old = if live.marks.rescan {
+            live.marks.rescan = false;
             live.watched.clear();
             live.watcher.take()
         } else {
             None
         };
         // Whatever was marked under these roots is covered by the reconcile.
-        let _ = take_under(&mut live.dirty, roots);
+        let _ = take_under(&mut live.marks.dirty, roots);
         let missing: Vec<PathBuf> = roots
             .iter()
             .filter(|r| !live.watched.contains(r))
@@ -118,29 +128,18 @@ impl Freshness {
     /// every search).
     fn watch(
         &self,
-        watcher: Option<RecommendedWatcher>,
+        watcher: Option<RootsWatcher>,
         roots: &[PathBuf],
-    ) -> (Option<RecommendedWatcher>, Vec<PathBuf>) {
+    ) -> (Option<RootsWatcher>, Vec<PathBuf>) {
         let mut watcher = match watcher {
             Some(w) => w,
             None => {
-                let marks = self.live.clone();
-                let kick = self.kick.clone();
-                let made =
-                    notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-                        let mut live = marks.lock().unwrap_or_else(PoisonError::into_inner);
-                        match res {
-                            Ok(ev) if ev.need_rescan() => live.rescan = true,
-                            Ok(ev) if matches!(ev.kind, EventKind::Access(_)) => return,
-                            Ok(ev) => live.dirty.extend(ev.paths),
-                            Err(e) => {
-                                tracing::warn!("index events: {e}; the next search reconciles");
-                                live.rescan = true;
-                            }
-                        }
-                        drop(live);
-                        let _ = kick.send(());
-                    });
+                let made = RootsWatcher::new(
+                    self.live.clone(),
+                    self.kick.clone(),
+                    "index events",
+                    "the next search reconciles",
+                );
                 match made {
                     Ok(w) => w,
                     Err(e) => {
@@ -150,16 +149,12 @@ impl Freshness {
                 }
             }
         };
-        let mut watched = Vec::new();
-        for r in roots {
-            match watcher.watch(r, RecursiveMode::Recursive) {
-                Ok(()) => watched.push(r.clone()),
-                Err(e) => tracing::warn!(
-                    "index events: cannot watch {} ({e}); searches reconcile it",
-                    r.display()
-                ),
-            }
-        }
+        let watched = watcher.watch(roots, |r, e| {
+            tracing::warn!(
+                "index events: cannot watch {} ({e}); searches reconcile it",
+                r.display()
+            );
+        });
         (Some(watcher), watched)
     }
 }
@@ -176,35 +171,29 @@ fn take_under(dirty: &mut BTreeSet<PathBuf>, roots: &[PathBuf]) -> Vec<PathBuf> 
 /// the index (when a search has opened it and reconciled the watched roots).
 fn apply_events(rx: &mpsc::Receiver<()>, index: &IndexSlot, live: &Arc<Mutex<Live>>) {
     while rx.recv().is_ok() {
-        let first = Instant::now();
-        loop {
-            let left = MAX_DELAY.saturating_sub(first.elapsed());
-            if left.is_zero() {
-                break;
-            }
-            match rx.recv_timeout(QUIET.min(left)) {
-                Ok(()) => continue,
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => return,
-            }
+        if !BURST.settle(rx) {
+            return;
         }
         let mut slot = index.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(idx) = slot.as_mut() else {
             continue;
         };
         let mut l = live.lock().unwrap_or_else(PoisonError::into_inner);
-        if l.rescan || l.watched.is_empty() {
+        if l.marks.rescan || l.watched.is_empty() {
             continue;
         }
         let roots = l.watched.clone();
-        let changed = take_under(&mut l.dirty, &roots);
+        let changed = take_under(&mut l.marks.dirty, &roots);
         drop(l);
         if changed.is_empty() {
             continue;
         }
         if let Err(e) = idx.update_paths(&roots, &changed, &mut |_, _| {}) {
             tracing::warn!("index events: {e}; the next search reconciles");
-            live.lock().unwrap_or_else(PoisonError::into_inner).rescan = true;
+            live.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .marks
+                .rescan = true;
         }
     }
 }

@@ -13,7 +13,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use crate::watch_roots::{Debounce, Marks, RootsWatcher};
 
 /// Events are acted on once none has come for this long.
 pub const QUIET: Duration = Duration::from_millis(100);
@@ -22,16 +22,16 @@ pub const MAX_DELAY: Duration = Duration::from_millis(500);
 /// How often the whole roots are passed over again.
 pub const FULL_PASS: Duration = Duration::from_secs(60);
 
-#[derive(Default)]
-struct Marks {
-    dirty: BTreeSet<PathBuf>,
-    rescan: bool,
-}
+/// A burst of events, waited out.
+const BURST: Debounce = Debounce {
+    quiet: QUIET,
+    max_delay: MAX_DELAY,
+};
 
 /// The continuous archive of one daemon; stops when dropped.
 pub struct Archiver {
     dir: PathBuf,
-    _watcher: Option<RecommendedWatcher>,
+    _watcher: Option<RootsWatcher>,
     stop: mpsc::Sender<()>,
 }
 
@@ -60,37 +60,23 @@ impl Archiver {
             rescan: true,
             ..Marks::default()
         }));
-        let (kick, rx) = mpsc::channel::<Option<()>>();
+        let (kick, rx) = mpsc::channel::<()>();
         let (stop, stopped) = mpsc::channel::<()>();
-        let watcher = {
-            let marks = marks.clone();
-            let kick = kick.clone();
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-                let mut m = marks.lock().unwrap_or_else(PoisonError::into_inner);
-                match res {
-                    Ok(ev) if ev.need_rescan() => m.rescan = true,
-                    Ok(ev) if matches!(ev.kind, EventKind::Access(_)) => return,
-                    Ok(ev) => m.dirty.extend(ev.paths),
-                    Err(e) => {
-                        tracing::warn!("archive events: {e}; the whole roots are archived again");
-                        m.rescan = true;
-                    }
-                }
-                drop(m);
-                let _ = kick.send(Some(()));
-            })
-        };
+        let watcher = RootsWatcher::new(
+            marks.clone(),
+            kick.clone(),
+            "archive events",
+            "the whole roots are archived again",
+        );
         let watcher = match watcher {
             Ok(mut w) => {
-                for r in &roots {
-                    if let Err(e) = w.watch(r, RecursiveMode::Recursive) {
-                        tracing::warn!(
-                            "archive: cannot watch {} ({e}); it is archived every {}s",
-                            r.display(),
-                            FULL_PASS.as_secs()
-                        );
-                    }
-                }
+                w.watch(&roots, |r, e| {
+                    tracing::warn!(
+                        "archive: cannot watch {} ({e}); it is archived every {}s",
+                        r.display(),
+                        FULL_PASS.as_secs()
+                    );
+                });
                 Some(w)
             }
             Err(e) => {
@@ -111,7 +97,7 @@ impl Archiver {
                 path: PathBuf::from("(archive thread)"),
                 source: e,
             })?;
-        let _ = kick.send(Some(()));
+        let _ = kick.send(());
         Ok(Archiver {
             dir: archive,
             _watcher: watcher,
@@ -125,7 +111,7 @@ fn run(
     archive: &Path,
     roots: &[PathBuf],
     marks: &Mutex<Marks>,
-    rx: &mpsc::Receiver<Option<()>>,
+    rx: &mpsc::Receiver<()>,
     stopped: &mpsc::Receiver<()>,
 ) {
     let mut last_full = Instant::now();
@@ -135,18 +121,9 @@ fn run(
         }
         let due = FULL_PASS.saturating_sub(last_full.elapsed());
         match rx.recv_timeout(due) {
-            Ok(_) => {
-                let first = Instant::now();
-                loop {
-                    let left = MAX_DELAY.saturating_sub(first.elapsed());
-                    if left.is_zero() {
-                        break;
-                    }
-                    match rx.recv_timeout(QUIET.min(left)) {
-                        Ok(_) => continue,
-                        Err(RecvTimeoutError::Timeout) => break,
-                        Err(RecvTimeoutError::Disconnected) => return,
-                    }
+            Ok(()) => {
+                if !BURST.settle(rx) {
+                    return;
                 }
             }
             Err(RecvTimeoutError::Timeout) => {
@@ -157,10 +134,7 @@ fn run(
         if !matches!(stopped.try_recv(), Err(mpsc::TryRecvError::Empty)) {
             return;
         }
-        let (dirty, rescan) = {
-            let mut m = marks.lock().unwrap_or_else(PoisonError::into_inner);
-            (std::mem::take(&mut m.dirty), std::mem::take(&mut m.rescan))
-        };
+        let (dirty, rescan) = marks.lock().unwrap_or_else(PoisonError::into_inner).take();
         let result = if rescan {
             last_full = Instant::now();
             super::archive_pass(archive, roots)

@@ -14,7 +14,7 @@ use crate::core::describe::Describe;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::ids::EntryId;
 use crate::core::source::LineSource;
-use crate::core::tree::{NodeIdx, Tree};
+use crate::core::tree::{NodeIdx, Tree, TreeEntry};
 
 /// Two leaves compared (`sessiond diff --json`, `session/compareBranches`); `R` is the
 /// dialect's explain reason.
@@ -224,6 +224,11 @@ impl Sides {
         } else {
             "on both"
         }
+    }
+
+    /// [`Sides::of`] the entry `id` names in `tree`; empty when it names none.
+    pub fn of_id<E: TreeEntry>(&self, tree: &Tree<E>, id: &EntryId) -> &'static str {
+        tree.find(id.as_str()).map_or("", |n| self.of(n))
     }
 }
 

@@ -27,7 +27,7 @@ use pulldown_cmark::{CowStr, Event, Options as MdOptions, Parser, Tag, TagEnd};
 use serde_json::Value;
 
 use crate::core::redact::{self, Redactor};
-use crate::core::tree::NodeIdx;
+use crate::core::tree::{NodeIdx, Tree as CoreTree, TreeEntry};
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::EntryKind;
 use crate::dialect::pi::projection;
@@ -177,14 +177,297 @@ struct Block {
     kind: Kind,
 }
 
-/// Builder state: the redactor and the counters.
-struct Builder<'a> {
-    tree: &'a Tree,
+/// What every dialect's builder keeps: the redactor and the counters the document reports.
+struct Common {
     redactor: Redactor,
     max: usize,
     tool_calls: usize,
     truncated: usize,
     images: usize,
+}
+
+impl Common {
+    fn new(options: &Options) -> Common {
+        Common {
+            redactor: Redactor::new(options.redact),
+            max: options.max_output_bytes.max(1),
+            tool_calls: 0,
+            truncated: 0,
+            images: 0,
+        }
+    }
+
+    /// The document in `options.format`: the heading block (`title`, `meta`, what was
+    /// redacted), `blocks` and then `sections`; `entries` are those on the exported path.
+    fn finish(
+        &self,
+        options: &Options,
+        title: &str,
+        meta: &[(&str, String)],
+        blocks: &[Block],
+        sections: &[Section],
+        entries: usize,
+    ) -> Exported {
+        let redactions = self.redactor.count();
+        let redaction_note = if options.redact {
+            format!(
+                "Redacted {redactions} string{} that look like secrets (patterns: {}).",
+                if redactions == 1 { "" } else { "s" },
+                pattern_names().join(", ")
+            )
+        } else {
+            "Redaction was off: secrets in this session are shown as written.".to_owned()
+        };
+        let doc = Doc {
+            title,
+            meta,
+            redaction_note: &redaction_note,
+            blocks,
+            sections,
+        };
+        let document = match options.format {
+            Format::Markdown => doc.markdown(),
+            Format::Html => doc.html(),
+        };
+        Exported {
+            document,
+            redactions,
+            entries,
+            messages: messages(blocks),
+            tool_calls: self.tool_calls,
+            truncated: self.truncated,
+            images: self.images,
+        }
+    }
+}
+
+/// What every dialect's builder does alike, over the [`Common`] state it holds: redacting,
+/// cutting, images, a tool call's arguments and a tool result's content.
+trait Build {
+    /// The redactor and the counters.
+    fn common(&mut self) -> &mut Common;
+
+    /// An image block's MIME type and base64 data, where the dialect writes them.
+    fn image_fields(block: &Value) -> Option<(&str, &str)>;
+
+    /// `s` as shown: lone surrogates displayed, secrets redacted.
+    fn redact(&mut self, s: &str) -> String {
+        self.common()
+            .redactor
+            .redact(&jsstr::display(s))
+            .into_owned()
+    }
+
+    /// `s` redacted and cut to the longest output shown.
+    fn cut(&mut self, s: &str) -> Cut {
+        let text = self.redact(s);
+        let c = self.common();
+        let cut = cut_text(text, c.max);
+        c.truncated += usize::from(cut.cut);
+        cut
+    }
+
+    /// An image block's MIME type and data, when both are safe to embed.
+    fn image(&mut self, block: &Value) -> Option<(String, String)> {
+        let (mime, data) = Self::image_fields(block)?;
+        let mime = image_mime(mime)?;
+        if !is_base64(data) {
+            return None;
+        }
+        self.common().images += 1;
+        Some((mime, data.replace(['\n', '\r'], "")))
+    }
+
+    /// A tool call's arguments: each field of an object (its name is shown as much as its
+    /// value: redacted too), none for null, else the value pretty-printed.
+    fn args(&mut self, input: Option<&Value>) -> Vec<(Option<String>, Cut)> {
+        match input {
+            Some(Value::Object(map)) => map
+                .iter()
+                .map(|(k, v)| {
+                    let text = match v {
+                        Value::String(s) => s.clone(),
+                        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+                    };
+                    (Some(self.redact(k)), self.cut(&text))
+                })
+                .collect(),
+            None | Some(Value::Null) => Vec::new(),
+            Some(other) => vec![(
+                None,
+                self.cut(&serde_json::to_string_pretty(other).unwrap_or_default()),
+            )],
+        }
+    }
+
+    /// What a `content` shows: a string is one part (`string`); each block with a `type` is
+    /// given to `block`, which pushes what it shows of it.
+    fn parts_of<P>(
+        &mut self,
+        content: Option<&Value>,
+        string: impl FnOnce(&mut Self, &str) -> P,
+        mut block: impl FnMut(&mut Self, &str, &Value, &mut Vec<P>),
+    ) -> Vec<P>
+    where
+        Self: Sized,
+    {
+        let mut parts = Vec::new();
+        match content {
+            Some(Value::String(s)) => parts.push(string(self, s)),
+            Some(Value::Array(blocks)) => {
+                for b in blocks {
+                    if let Some(ty) = str_of(b, "type") {
+                        block(self, ty, b, &mut parts);
+                    }
+                }
+            }
+            _ => {}
+        }
+        parts
+    }
+
+    /// A `text` block's text (redacted) or an `image` block's image; nothing for another.
+    fn text_or_image(&mut self, ty: &str, block: &Value, parts: &mut Vec<Part>) {
+        match ty {
+            "text" => {
+                if let Some(t) = str_of(block, "text") {
+                    parts.push(Part::Text(self.redact(t)));
+                }
+            }
+            "image" => {
+                if let Some((mime, data)) = self.image(block) {
+                    parts.push(Part::Image { mime, data });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A tool result's `content`: a string, or its text and image blocks, texts cut.
+    fn result_parts(&mut self, content: Option<&Value>) -> Vec<ResultPart>
+    where
+        Self: Sized,
+    {
+        let text = |b: &mut Self, t: &str| ResultPart::Text(b.cut(t));
+        self.parts_of(content, text, |b, ty, block, parts| match ty {
+            "text" => parts.extend(str_of(block, "text").map(|t| text(b, t))),
+            "image" => parts.extend(
+                b.image(block)
+                    .map(|(mime, data)| ResultPart::Image { mime, data }),
+            ),
+            _ => {}
+        })
+    }
+}
+
+/// The message blocks of a document (attachments are not messages).
+fn messages(blocks: &[Block]) -> usize {
+    blocks
+        .iter()
+        .filter(|b| matches!(b.kind, Kind::Message { role, .. } if role != "attachment"))
+        .count()
+}
+
+/// The line of a document's heading block that counts what it shows: `key: {what}, N messages,
+/// N tool calls`.
+fn count_meta(
+    key: &'static str,
+    what: String,
+    blocks: &[Block],
+    tool_calls: usize,
+) -> (&'static str, String) {
+    (
+        key,
+        format!(
+            "{what}, {} messages, {tool_calls} tool calls",
+            messages(blocks)
+        ),
+    )
+}
+
+/// The `Leaf` line of a document's heading block.
+fn leaf_meta<E: TreeEntry>(tree: &CoreTree<E>, leaf: Option<NodeIdx>) -> (&'static str, String) {
+    (
+        "Leaf",
+        leaf.map_or("(none)".into(), |l| tree.node(l).entry.id().to_string()),
+    )
+}
+
+/// The lines of `path` in `tree` (through `source`), each parsed by `parse`.
+fn read_values<E: TreeEntry, Err: std::fmt::Display>(
+    tree: &CoreTree<E>,
+    path: &[NodeIdx],
+    source: &dyn LineSource,
+    parse: impl Fn(&[u8]) -> Result<Value, Err>,
+) -> Result<Vec<Value>, RenderError> {
+    path.iter()
+        .map(|&n| {
+            let e = &tree.node(n).entry;
+            let span = e.span();
+            let bytes = source.line(span).map_err(|source| RenderError::Io {
+                line: span.line,
+                id: e.id().to_string(),
+                source,
+            })?;
+            parse(&bytes).map_err(|err| RenderError::Changed {
+                line: span.line,
+                id: e.id().to_string(),
+                detail: err.to_string(),
+            })
+        })
+        .collect()
+}
+
+impl Part {
+    /// A tool result whose call is not on the branch (or came after it), shown on its own.
+    fn lone_result(name: String, result: ToolResult) -> Part {
+        Part::ToolCall {
+            name,
+            preview: "(its call is not on this branch)".into(),
+            args: Vec::new(),
+            result: Some(result),
+        }
+    }
+}
+
+impl Kind {
+    /// A message without an error.
+    fn message(
+        role: &'static str,
+        title: impl Into<String>,
+        meta: Option<String>,
+        parts: Vec<Part>,
+    ) -> Kind {
+        Kind::Message {
+            role,
+            title: title.into(),
+            meta,
+            parts,
+            error: None,
+        }
+    }
+}
+
+/// Builder state: the tree, the path's lines, the redactor and the counters.
+struct Builder<'a> {
+    tree: &'a Tree,
+    c: Common,
+    /// The path's lines, parsed.
+    values: &'a [Value],
+    /// Tool results by the call they answer (an index into `values`).
+    results: &'a HashMap<String, usize>,
+    /// The lines already shown (results inside their calls).
+    consumed: HashSet<usize>,
+}
+
+impl Build for Builder<'_> {
+    fn common(&mut self) -> &mut Common {
+        &mut self.c
+    }
+
+    fn image_fields(block: &Value) -> Option<(&str, &str)> {
+        Some((str_of(block, "mimeType")?, str_of(block, "data")?))
+    }
 }
 
 /// Exports the path from the root to `leaf` (`None`: an empty session) as `options.format`.
@@ -212,19 +495,17 @@ pub fn export(
     }
     let mut b = Builder {
         tree,
-        redactor: Redactor::new(options.redact),
-        max: options.max_output_bytes.max(1),
-        tool_calls: 0,
-        truncated: 0,
-        images: 0,
+        c: Common::new(options),
+        values: &values,
+        results: &results,
+        consumed: HashSet::new(),
     };
-    let mut consumed: HashSet<usize> = HashSet::new();
     let mut blocks = Vec::new();
     for (i, &n) in path.iter().enumerate() {
-        if consumed.contains(&i) {
+        if b.consumed.contains(&i) {
             continue;
         }
-        if let Some(block) = b.block(n, &values[i], &values, &results, &mut consumed) {
+        if let Some(block) = b.block(n, &values[i]) {
             blocks.push(block);
         }
     }
@@ -265,58 +546,16 @@ pub fn export(
     if let Some(c) = created {
         meta.push(("Created", c));
     }
-    meta.push((
-        "Leaf",
-        leaf.map_or("(none)".into(), |l| tree.node(l).entry.id.to_string()),
-    ));
+    meta.push(leaf_meta(tree, leaf));
     if let Some(m) = model {
         meta.push(("Model at the leaf", m));
     }
     if let Some(t) = thinking {
         meta.push(("Thinking level", t));
     }
-    let messages = blocks
-        .iter()
-        .filter(|b| matches!(b.kind, Kind::Message { .. }))
-        .count();
-    meta.push((
-        "Branch",
-        format!(
-            "{} entries, {messages} messages, {} tool calls",
-            path.len(),
-            b.tool_calls
-        ),
-    ));
-    let redactions = b.redactor.count();
-    let redaction_note = if options.redact {
-        format!(
-            "Redacted {redactions} string{} that look like secrets (patterns: {}).",
-            if redactions == 1 { "" } else { "s" },
-            pattern_names().join(", ")
-        )
-    } else {
-        "Redaction was off: secrets in this session are shown as written.".to_owned()
-    };
-    let doc = Doc {
-        title: &title,
-        meta: &meta,
-        redaction_note: &redaction_note,
-        blocks: &blocks,
-        sections: &[],
-    };
-    let document = match options.format {
-        Format::Markdown => doc.markdown(),
-        Format::Html => doc.html(),
-    };
-    Ok(Exported {
-        document,
-        redactions,
-        entries: path.len(),
-        messages,
-        tool_calls: b.tool_calls,
-        truncated: b.truncated,
-        images: b.images,
-    })
+    let entries = format!("{} entries", path.len());
+    meta.push(count_meta("Branch", entries, &blocks, b.c.tool_calls));
+    Ok(b.c.finish(options, &title, &meta, &blocks, &[], path.len()))
 }
 
 /// The kinds of [`redact::PATTERNS`], each once, in order.
@@ -379,107 +618,36 @@ fn cut_text(text: String, max: usize) -> Cut {
 }
 
 impl Builder<'_> {
-    fn redact(&mut self, s: &str) -> String {
-        self.redactor.redact(&jsstr::display(s)).into_owned()
-    }
-
-    fn cut(&mut self, s: &str) -> Cut {
-        let c = cut_text(self.redact(s), self.max);
-        self.truncated += usize::from(c.cut);
-        c
-    }
-
-    fn image(&mut self, block: &Value) -> Option<(String, String)> {
-        let mime = image_mime(str_of(block, "mimeType")?)?;
-        let data = str_of(block, "data")?;
-        if !is_base64(data) {
-            return None;
-        }
-        self.images += 1;
-        Some((mime, data.replace(['\n', '\r'], "")))
-    }
-
     /// Text, thinking, images and tool calls of a message's `content` (a string or blocks).
-    fn content_parts(
-        &mut self,
-        content: Option<&Value>,
-        values: &[Value],
-        results: &HashMap<String, usize>,
-        consumed: &mut HashSet<usize>,
-    ) -> Vec<Part> {
-        let mut parts = Vec::new();
-        match content {
-            Some(Value::String(s)) => parts.push(Part::Text(self.redact(s))),
-            Some(Value::Array(blocks)) => {
-                for block in blocks {
-                    match str_of(block, "type") {
-                        Some("text") => {
-                            if let Some(t) = str_of(block, "text") {
-                                parts.push(Part::Text(self.redact(t)));
-                            }
-                        }
-                        Some("thinking") => {
-                            if let Some(t) = str_of(block, "thinking")
-                                && !t.trim().is_empty()
-                            {
-                                parts.push(Part::Thinking(self.redact(t)));
-                            } else if block.get("redacted").and_then(Value::as_bool) == Some(true) {
-                                parts.push(Part::Thinking("(redacted by the provider)".into()));
-                            }
-                        }
-                        Some("image") => {
-                            if let Some((mime, data)) = self.image(block) {
-                                parts.push(Part::Image { mime, data });
-                            }
-                        }
-                        Some("toolCall") => {
-                            parts.push(self.tool_call(block, values, results, consumed));
-                        }
-                        _ => {}
-                    }
+    fn content_parts(&mut self, content: Option<&Value>) -> Vec<Part> {
+        let text = |b: &mut Self, s: &str| Part::Text(b.redact(s));
+        self.parts_of(content, text, |b, ty, block, parts| match ty {
+            "thinking" => {
+                if let Some(t) = str_of(block, "thinking")
+                    && !t.trim().is_empty()
+                {
+                    parts.push(Part::Thinking(b.redact(t)));
+                } else if block.get("redacted").and_then(Value::as_bool) == Some(true) {
+                    parts.push(Part::Thinking("(redacted by the provider)".into()));
                 }
             }
-            _ => {}
-        }
-        parts
+            "toolCall" => parts.push(b.tool_call(block)),
+            _ => b.text_or_image(ty, block, parts),
+        })
     }
 
-    fn tool_call(
-        &mut self,
-        block: &Value,
-        values: &[Value],
-        results: &HashMap<String, usize>,
-        consumed: &mut HashSet<usize>,
-    ) -> Part {
-        self.tool_calls += 1;
+    fn tool_call(&mut self, block: &Value) -> Part {
+        self.c.tool_calls += 1;
         let name = self.redact(str_of(block, "name").unwrap_or("tool"));
-        let arguments = block.get("arguments").cloned().unwrap_or(Value::Null);
-        let args = match &arguments {
-            Value::Object(map) => map
-                .iter()
-                .map(|(k, v)| {
-                    let text = match v {
-                        Value::String(s) => s.clone(),
-                        other => serde_json::to_string_pretty(other).unwrap_or_default(),
-                    };
-                    // A name is shown (a heading) as much as its value: redacted too.
-                    (Some(self.redact(k)), self.cut(&text))
-                })
-                .collect(),
-            Value::Null => Vec::new(),
-            other => vec![(
-                None,
-                self.cut(&serde_json::to_string_pretty(other).unwrap_or_default()),
-            )],
-        };
+        let args = self.args(block.get("arguments"));
         let preview = preview_of(&args);
         let result = str_of(block, "id")
-            .and_then(|id| results.get(id))
+            .and_then(|id| self.results.get(id))
             .copied()
-            .filter(|i| !consumed.contains(i))
+            .filter(|i| !self.consumed.contains(i))
             .and_then(|i| {
-                let message = values[i].get("message")?;
-                consumed.insert(i);
+                let message = self.values[i].get("message")?;
+                self.consumed.insert(i);
                 Some(self.tool_result(message))
             });
         Part::ToolCall {
@@ -491,40 +659,13 @@ impl Builder<'_> {
     }
 
     fn tool_result(&mut self, message: &Value) -> ToolResult {
-        let is_error = message.get("isError").and_then(Value::as_bool) == Some(true);
-        let mut parts = Vec::new();
-        match message.get("content") {
-            Some(Value::String(s)) => parts.push(ResultPart::Text(self.cut(s))),
-            Some(Value::Array(blocks)) => {
-                for block in blocks {
-                    match str_of(block, "type") {
-                        Some("text") => {
-                            if let Some(t) = str_of(block, "text") {
-                                parts.push(ResultPart::Text(self.cut(t)));
-                            }
-                        }
-                        Some("image") => {
-                            if let Some((mime, data)) = self.image(block) {
-                                parts.push(ResultPart::Image { mime, data });
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
+        ToolResult {
+            is_error: message.get("isError").and_then(Value::as_bool) == Some(true),
+            parts: self.result_parts(message.get("content")),
         }
-        ToolResult { is_error, parts }
     }
 
-    fn block(
-        &mut self,
-        n: NodeIdx,
-        value: &Value,
-        values: &[Value],
-        results: &HashMap<String, usize>,
-        consumed: &mut HashSet<usize>,
-    ) -> Option<Block> {
+    fn block(&mut self, n: NodeIdx, value: &Value) -> Option<Block> {
         let tree = self.tree;
         let entry = &tree.node(n).entry;
         let id = entry.id.to_string();
@@ -537,7 +678,7 @@ impl Builder<'_> {
         let kind = match &entry.kind {
             EntryKind::Message(_) => {
                 let message = value.get("message")?;
-                self.message(message, values, results, consumed)
+                self.message(message)
             }
             EntryKind::ModelChange { .. } => Kind::Note {
                 class: "model-change",
@@ -574,7 +715,7 @@ impl Builder<'_> {
             },
             EntryKind::CustomMessage => {
                 let custom = s("customType");
-                let parts = self.content_parts(value.get("content"), values, results, consumed);
+                let parts = self.content_parts(value.get("content"));
                 Kind::Note {
                     class: "custom-message",
                     title: format!("Extension message {custom}"),
@@ -626,20 +767,14 @@ impl Builder<'_> {
         })
     }
 
-    fn message(
-        &mut self,
-        message: &Value,
-        values: &[Value],
-        results: &HashMap<String, usize>,
-        consumed: &mut HashSet<usize>,
-    ) -> Kind {
+    fn message(&mut self, message: &Value) -> Kind {
         let role = str_of(message, "role").unwrap_or("");
         match role {
             "user" => Kind::Message {
                 role: "user",
                 title: "User".into(),
                 meta: None,
-                parts: self.content_parts(message.get("content"), values, results, consumed),
+                parts: self.content_parts(message.get("content")),
                 error: None,
             },
             "assistant" => {
@@ -658,30 +793,24 @@ impl Builder<'_> {
                     role: "assistant",
                     title: "Assistant".into(),
                     meta,
-                    parts: self.content_parts(message.get("content"), values, results, consumed),
+                    parts: self.content_parts(message.get("content")),
                     error,
                 }
             }
             "toolResult" => {
                 // A result whose call is not on the path (or came first): shown on its own.
-                self.tool_calls += 1;
+                self.c.tool_calls += 1;
                 let name = self.redact(str_of(message, "toolName").unwrap_or("tool"));
                 let result = self.tool_result(message);
-                Kind::Message {
-                    role: "tool-result",
-                    title: "Tool result".into(),
-                    meta: None,
-                    parts: vec![Part::ToolCall {
-                        name,
-                        preview: "(its call is not on this branch)".into(),
-                        args: Vec::new(),
-                        result: Some(result),
-                    }],
-                    error: None,
-                }
+                Kind::message(
+                    "tool-result",
+                    "Tool result",
+                    None,
+                    vec![Part::lone_result(name, result)],
+                )
             }
             "bashExecution" => {
-                self.tool_calls += 1;
+                self.c.tool_calls += 1;
                 let command = s_of(message, "command");
                 let exit = message.get("exitCode").and_then(Value::as_i64);
                 let cancelled = message.get("cancelled").and_then(Value::as_bool) == Some(true);
@@ -718,7 +847,7 @@ impl Builder<'_> {
                 body: Some(self.redact(&s_of(message, "summary"))),
             },
             other => {
-                let parts = self.content_parts(message.get("content"), values, results, consumed);
+                let parts = self.content_parts(message.get("content"));
                 Kind::Note {
                     class: "custom-message",
                     title: match str_of(message, "customType") {
@@ -1008,6 +1137,28 @@ impl Doc<'_> {
     }
 }
 
+/// A tool call's status: its class in HTML and its word.
+fn status(result: Option<&ToolResult>) -> (&'static str, &'static str) {
+    match result {
+        Some(r) if r.is_error => ("error", "error"),
+        Some(_) => ("ok", "ok"),
+        None => ("pending", "no result"),
+    }
+}
+
+fn image_html(h: &mut String, mime: &str, data: &str) {
+    let _ = writeln!(
+        h,
+        "<img class=\"embedded\" alt=\"image ({0})\" src=\"data:{0};base64,{1}\">",
+        esc(mime),
+        data
+    );
+}
+
+fn image_markdown(m: &mut String, mime: &str, data: &str) {
+    let _ = writeln!(m, "![image ({mime})](data:{mime};base64,{data})\n");
+}
+
 fn head_html(h: &mut String, b: &Block, role_title: &str, meta: Option<&str>) {
     let _ = write!(
         h,
@@ -1097,25 +1248,14 @@ fn part_html(h: &mut String, p: &Part) {
                 markdown_html(t)
             );
         }
-        Part::Image { mime, data } => {
-            let _ = writeln!(
-                h,
-                "<img class=\"embedded\" alt=\"image ({0})\" src=\"data:{0};base64,{1}\">",
-                esc(mime),
-                data
-            );
-        }
+        Part::Image { mime, data } => image_html(h, mime, data),
         Part::ToolCall {
             name,
             preview,
             args,
             result,
         } => {
-            let status = match result {
-                Some(r) if r.is_error => "<span class=\"status error\">error</span>",
-                Some(_) => "<span class=\"status ok\">ok</span>",
-                None => "<span class=\"status pending\">no result</span>",
-            };
+            let (class, word) = status(result.as_ref());
             let _ = write!(
                 h,
                 "<details class=\"tool\" data-tool=\"{0}\"><summary><span class=\"tool-name\">{0}</span> ",
@@ -1124,7 +1264,7 @@ fn part_html(h: &mut String, p: &Part) {
             if !preview.is_empty() {
                 let _ = write!(h, "<code>{}</code> ", esc(preview));
             }
-            let _ = writeln!(h, "{status}</summary>");
+            let _ = writeln!(h, "<span class=\"status {class}\">{word}</span></summary>");
             if !args.is_empty() {
                 h.push_str("<div class=\"args\">\n");
                 for (k, c) in args {
@@ -1144,14 +1284,7 @@ fn part_html(h: &mut String, p: &Part) {
                 for part in &r.parts {
                     match part {
                         ResultPart::Text(c) => cut_html(h, c),
-                        ResultPart::Image { mime, data } => {
-                            let _ = writeln!(
-                                h,
-                                "<img class=\"embedded\" alt=\"image ({0})\" src=\"data:{0};base64,{1}\">",
-                                esc(mime),
-                                data
-                            );
-                        }
+                        ResultPart::Image { mime, data } => image_html(h, mime, data),
                     }
                 }
                 h.push_str("</div>\n");
@@ -1237,20 +1370,14 @@ fn part_markdown(m: &mut String, p: &Part) {
                 t.trim_end()
             );
         }
-        Part::Image { mime, data } => {
-            let _ = writeln!(m, "![image ({mime})](data:{mime};base64,{data})\n");
-        }
+        Part::Image { mime, data } => image_markdown(m, mime, data),
         Part::ToolCall {
             name,
             preview,
             args,
             result,
         } => {
-            let status = match result {
-                Some(r) if r.is_error => "error",
-                Some(_) => "ok",
-                None => "no result",
-            };
+            let (_, status) = status(result.as_ref());
             let _ = write!(m, "<details><summary>Tool call <b>{}</b>", esc(name));
             if !preview.is_empty() {
                 let _ = write!(m, " <code>{}</code>", esc(preview));
@@ -1267,9 +1394,7 @@ fn part_markdown(m: &mut String, p: &Part) {
                 for part in &r.parts {
                     match part {
                         ResultPart::Text(c) => cut_markdown(m, c),
-                        ResultPart::Image { mime, data } => {
-                            let _ = writeln!(m, "![image ({mime})](data:{mime};base64,{data})\n");
-                        }
+                        ResultPart::Image { mime, data } => image_markdown(m, mime, data),
                     }
                 }
             }

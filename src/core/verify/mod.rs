@@ -530,6 +530,98 @@ pub struct Collected {
     pub credential: Credential,
 }
 
+/// The tool calls among a message's content `blocks`: each block of type `ty` (pi's
+/// `toolCall`, Claude Code's `tool_use`) with a string `id` and `name`, with its position
+/// among all the blocks.
+pub fn tool_call_blocks<'v>(
+    blocks: impl IntoIterator<Item = &'v Value>,
+    ty: &'v str,
+) -> impl Iterator<Item = (usize, &'v Value, &'v str, &'v str)> {
+    blocks
+        .into_iter()
+        .enumerate()
+        .filter_map(move |(b, block)| {
+            if block.get("type").and_then(Value::as_str) != Some(ty) {
+                return None;
+            }
+            let id = block.get("id").and_then(Value::as_str)?;
+            let name = block.get("name").and_then(Value::as_str)?;
+            Some((b, block, id, name))
+        })
+}
+
+/// Where an agent finds its credential, for a presence check ([`credential_presence`]): some
+/// environment variables, or one file in its configuration directory.
+pub struct CredentialPlaces<'a> {
+    /// The agent, as messages name it (`Claude Code`).
+    pub agent: &'a str,
+    /// The variables looked at (any one set is a credential), as the evidence lists them.
+    pub vars: &'a [&'a str],
+    /// The variables a warning names (those holding a key itself).
+    pub key_vars: &'a [&'a str],
+    /// The variable that moves the configuration directory (`CLAUDE_CONFIG_DIR`).
+    pub dir_var: &'a str,
+    /// The directory's name under the home directory otherwise (`.claude`).
+    pub home_dir: &'a str,
+    /// The credentials file's name in that directory.
+    pub file: &'a str,
+    /// How a warning names the file when there is no directory to name it by.
+    pub file_words: &'a str,
+    /// What is not looked at, said in the warning's parenthesis.
+    pub unchecked: &'a str,
+}
+
+/// An agent's credential, by presence only: one of `places.vars` set, or its credentials
+/// file existing; none found is a warning (other places are not looked at), not a failure.
+pub fn credential_presence(world: &dyn World, places: &CredentialPlaces<'_>) -> Finding {
+    let set: Vec<&str> = places
+        .vars
+        .iter()
+        .copied()
+        .filter(|n| world.env_set(n))
+        .collect();
+    let dir = world.env_path(places.dir_var).or_else(|| {
+        world
+            .home()
+            .map(|h| format!("{}/{}", h.trim_end_matches('/'), places.home_dir))
+    });
+    let file = dir.map(|d| format!("{}/{}", d.trim_end_matches('/'), places.file));
+    let file_exists = file.as_deref().is_some_and(|f| world.exists(f));
+    let evidence = json!({
+        "envVars": places.vars,
+        "envVarsSet": set,
+        "credentialsFile": file,
+        "credentialsFileExists": file_exists,
+    });
+    let agent = places.agent;
+    let (status, message) = match (set.is_empty(), file_exists) {
+        (false, _) => (
+            Status::Ok,
+            format!(
+                "A credential for {agent} is configured ({})",
+                set.join(", ")
+            ),
+        ),
+        (true, true) => (
+            Status::Ok,
+            format!(
+                "A credential for {agent} is configured ({})",
+                file.as_deref().unwrap_or_default()
+            ),
+        ),
+        (true, false) => (
+            Status::Warn,
+            format!(
+                "No credential for {agent} was found: none of {} is set and {} does not exist ({})",
+                places.key_vars.join(", "),
+                file.as_deref().unwrap_or(places.file_words),
+                places.unchecked
+            ),
+        ),
+    };
+    finding(status, Kind::Credentials, message, Some(evidence))
+}
+
 /// A finding (for the dialects' credential checks).
 pub fn finding(status: Status, kind: Kind, message: String, evidence: Option<Value>) -> Finding {
     Finding {

@@ -184,11 +184,7 @@ pub fn logical_path(tree: &Tree, loaded: &[NodeIdx]) -> Vec<NodeIdx> {
 
 /// Why a line on the other leaf's path is not sent there, in a few words.
 fn reason_text(tree: &Tree, sides: &Sides, reason: &Reason) -> String {
-    let at = |id: &EntryId| {
-        tree.find(id.as_str())
-            .map_or("", |n| sides.of(n))
-            .to_owned()
-    };
+    let at = |id: &EntryId| sides.of_id(tree, id);
     match reason {
         Reason::BeforeCompactBoundary { boundary_id, .. } => format!(
             "before compact boundary {boundary_id} (summarized), {}",

@@ -6,9 +6,9 @@
 use std::collections::HashMap;
 
 use crate::core::diagnostics::{Corruption, CorruptionKind};
-use crate::core::ids::{EntryId, JsTime, LineSpan};
+use crate::core::ids::{EntryId, LineSpan};
 use crate::core::lines::{Item, LineFormat, corruption, is_blank};
-use crate::core::tree::{NodeIdx, Repair, TreeEntry};
+use crate::core::tree::{NodeIdx, Repair, TreeEntry, tree_entry_fields};
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::format::{self, Aside, Entry, Header, Line};
 
@@ -38,24 +38,7 @@ impl TreeEntry for Entry {
     type Header = Header;
     type Ext = ClaudeExt;
 
-    fn id(&self) -> &EntryId {
-        &self.id
-    }
-    fn parent_id(&self) -> Option<&EntryId> {
-        self.parent_id.as_ref()
-    }
-    fn set_parent_id(&mut self, parent: Option<EntryId>) {
-        self.parent_id = parent;
-    }
-    fn time(&self) -> JsTime {
-        self.time_ms
-    }
-    fn span(&self) -> LineSpan {
-        self.span
-    }
-    fn span_mut(&mut self) -> &mut LineSpan {
-        &mut self.span
-    }
+    tree_entry_fields!(id, parent_id, time_ms, span);
     /// Claude Code (docs/claude-code.md §7.1–§7.2) skips a line that does not parse, keeps a
     /// repeated uuid's later line at the first one's place, and walks a path past a parent
     /// that names no line (or one already on the path) to the closest line of the same

@@ -20,13 +20,13 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::core::verify::{
-    Action, Call, Collected, Credential, Facts, Finding, Kind, Outcome, Replace, Status, World,
-    finding,
+    Action, Call, Collected, Credential, CredentialPlaces, Facts, Finding, Outcome, Replace, World,
+    credential_presence, tool_call_blocks,
 };
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::context::ContextError;
@@ -190,16 +190,7 @@ pub fn collect(
         let idx = idx as NodeIdx;
         let pos = on_path.get(&idx).copied();
         let v = line_value(tree, source, idx)?;
-        for (b, block) in blocks(&v).enumerate() {
-            if block.get("type").and_then(Value::as_str) != Some("tool_use") {
-                continue;
-            }
-            let (Some(id), Some(name)) = (
-                block.get("id").and_then(Value::as_str),
-                block.get("name").and_then(Value::as_str),
-            ) else {
-                continue;
-            };
+        for (b, block, id, name) in tool_call_blocks(blocks(&v), "tool_use") {
             if pos.is_none() && !FILE_TOOLS.contains(&name) {
                 continue;
             }
@@ -289,55 +280,25 @@ const CLOUD_VARS: [&str; 2] = ["CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTE
 /// `~/.claude/.credentials.json`); presence only. A keychain or an `apiKeyHelper` is not looked
 /// at, so none found is a warning, not a failure.
 fn credentials(world: &dyn World, _provider: Option<&str>) -> Finding {
-    let set: Vec<&str> = CREDENTIAL_VARS
-        .iter()
-        .chain(&CLOUD_VARS)
-        .copied()
-        .filter(|n| world.env_set(n))
-        .collect();
-    let dir = world.env_path("CLAUDE_CONFIG_DIR").or_else(|| {
-        world
-            .home()
-            .map(|h| format!("{}/.claude", h.trim_end_matches('/')))
-    });
-    let file = dir.map(|d| format!("{}/.credentials.json", d.trim_end_matches('/')));
-    let file_exists = file.as_deref().is_some_and(|f| world.exists(f));
-    let evidence = json!({
-        "envVars": CREDENTIAL_VARS.iter().chain(&CLOUD_VARS).collect::<Vec<_>>(),
-        "envVarsSet": set,
-        "credentialsFile": file,
-        "credentialsFileExists": file_exists,
-    });
-    let (status, message) = match (set.is_empty(), file_exists) {
-        (false, _) => (
-            Status::Ok,
-            format!(
-                "A credential for Claude Code is configured ({})",
-                set.join(", ")
-            ),
-        ),
-        (true, true) => (
-            Status::Ok,
-            format!(
-                "A credential for Claude Code is configured ({})",
-                file.as_deref().unwrap_or_default()
-            ),
-        ),
-        (true, false) => (
-            Status::Warn,
-            format!(
-                "No credential for Claude Code was found: none of {} is set and {} does not exist (a keychain or an apiKeyHelper is not checked)",
-                CREDENTIAL_VARS.join(", "),
-                file.as_deref().unwrap_or("its credentials file")
-            ),
-        ),
+    let mut vars = CREDENTIAL_VARS.to_vec();
+    vars.extend(CLOUD_VARS);
+    let places = CredentialPlaces {
+        agent: "Claude Code",
+        vars: &vars,
+        key_vars: &CREDENTIAL_VARS,
+        dir_var: "CLAUDE_CONFIG_DIR",
+        home_dir: ".claude",
+        file: ".credentials.json",
+        file_words: "its credentials file",
+        unchecked: "a keychain or an apiKeyHelper is not checked",
     };
-    finding(status, Kind::Credentials, message, Some(evidence))
+    credential_presence(world, &places)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn r(old: &str, new: &str, all: bool) -> Replace {
         Replace {

@@ -48,7 +48,7 @@ pub struct Reason {
 }
 
 /// What Codex writes itself into user messages (context, not a user's turn).
-const CONTEXT_OPENINGS: [&str; 8] = [
+pub const CONTEXT_OPENINGS: [&str; 8] = [
     "<environment_context>",
     "<user_instructions>",
     "# AGENTS.md instructions",

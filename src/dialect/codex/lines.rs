@@ -5,7 +5,7 @@
 use crate::core::diagnostics::Corruption;
 use crate::core::ids::{EntryId, LineSpan};
 use crate::core::lines::{Item, LineFormat, corruption, is_blank};
-use crate::core::tree::{NodeIdx, Repair, TreeEntry};
+use crate::core::tree::{NodeIdx, Repair, TreeEntry, tree_entry_fields};
 use crate::dialect::codex::Tree;
 use crate::dialect::codex::format::{self, Entry, Header};
 
@@ -24,24 +24,7 @@ impl TreeEntry for Entry {
     type Header = Header;
     type Ext = CodexExt;
 
-    fn id(&self) -> &EntryId {
-        &self.id
-    }
-    fn parent_id(&self) -> Option<&EntryId> {
-        self.parent_id.as_ref()
-    }
-    fn set_parent_id(&mut self, parent: Option<EntryId>) {
-        self.parent_id = parent;
-    }
-    fn time(&self) -> crate::core::ids::JsTime {
-        self.time_ms
-    }
-    fn span(&self) -> LineSpan {
-        self.span
-    }
-    fn span_mut(&mut self) -> &mut LineSpan {
-        &mut self.span
-    }
+    tree_entry_fields!(id, parent_id, time_ms, span);
     /// Codex skips a line it cannot parse and a repeated or regressed ordinal (its log says
     /// "failed to parse rollout line", "skipping duplicate or regressed rollout ordinal during
     /// projection"). The tree keeps a repeated ordinal's line, which can loop the linear chain

@@ -16,13 +16,13 @@
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::core::verify::{
-    Action, Call, Collected, Credential, Facts, Finding, Kind, Outcome, Replace, Status, World,
-    finding,
+    Action, Call, Collected, Credential, CredentialPlaces, Facts, Finding, Outcome, Replace, World,
+    credential_presence,
 };
 use crate::dialect::codex::format::Kind as LineKind;
 use crate::dialect::codex::thread::Thread;
@@ -187,7 +187,7 @@ pub fn call_of(payload: &Value) -> Option<(&str, Value)> {
 }
 
 /// The text of a tool output's `payload` (its `output`: a string, or an object's `content`).
-fn output_text(payload: &Value) -> String {
+pub fn output_text(payload: &Value) -> String {
     match payload.get("output") {
         Some(Value::String(s)) => s.clone(),
         Some(o) => o
@@ -345,44 +345,15 @@ const CREDENTIAL_VARS: [&str; 2] = ["OPENAI_API_KEY", "CODEX_API_KEY"];
 /// (default `~/.codex`); presence only. A provider configured in `config.toml` with a key of
 /// its own is not looked at, so none found is a warning, not a failure.
 fn credentials(world: &dyn World, _provider: Option<&str>) -> Finding {
-    let set: Vec<&str> = CREDENTIAL_VARS
-        .iter()
-        .copied()
-        .filter(|n| world.env_set(n))
-        .collect();
-    let dir = world.env_path("CODEX_HOME").or_else(|| {
-        world
-            .home()
-            .map(|h| format!("{}/.codex", h.trim_end_matches('/')))
-    });
-    let file = dir.map(|d| format!("{}/auth.json", d.trim_end_matches('/')));
-    let file_exists = file.as_deref().is_some_and(|f| world.exists(f));
-    let evidence = json!({
-        "envVars": CREDENTIAL_VARS,
-        "envVarsSet": set,
-        "credentialsFile": file,
-        "credentialsFileExists": file_exists,
-    });
-    let (status, message) = match (set.is_empty(), file_exists) {
-        (false, _) => (
-            Status::Ok,
-            format!("A credential for Codex is configured ({})", set.join(", ")),
-        ),
-        (true, true) => (
-            Status::Ok,
-            format!(
-                "A credential for Codex is configured ({})",
-                file.as_deref().unwrap_or_default()
-            ),
-        ),
-        (true, false) => (
-            Status::Warn,
-            format!(
-                "No credential for Codex was found: none of {} is set and {} does not exist (a provider's own key in config.toml is not checked)",
-                CREDENTIAL_VARS.join(", "),
-                file.as_deref().unwrap_or("its auth.json")
-            ),
-        ),
+    let places = CredentialPlaces {
+        agent: "Codex",
+        vars: &CREDENTIAL_VARS,
+        key_vars: &CREDENTIAL_VARS,
+        dir_var: "CODEX_HOME",
+        home_dir: ".codex",
+        file: "auth.json",
+        file_words: "its auth.json",
+        unchecked: "a provider's own key in config.toml is not checked",
     };
-    finding(status, Kind::Credentials, message, Some(evidence))
+    credential_presence(world, &places)
 }

@@ -29,7 +29,7 @@ use crate::dialect::pi::compaction::prepare;
 use crate::dialect::pi::explain::{Reason, Reasons};
 use crate::dialect::pi::format::{EntryId, EntryKind, ModelRef, Role, SharedRaw};
 use crate::dialect::pi::projection::{self, Projection};
-use crate::dialect::pi::render::{LineSource, RenderError};
+use crate::dialect::pi::render::{LineSource, RenderError, content_blocks};
 use crate::dialect::pi::verify;
 use crate::js::jsstr;
 
@@ -179,11 +179,7 @@ fn model_value(model: Option<&ModelRef>) -> Value {
 
 /// Why an entry is not a context entry at the other leaf, in a few words.
 fn reason_text(tree: &Tree, sides: &Sides, reason: &Reason, letter: &str) -> String {
-    let at = |id: &EntryId| {
-        tree.find(id.as_str())
-            .map_or("", |n| sides.of(n))
-            .to_owned()
-    };
+    let at = |id: &EntryId| sides.of_id(tree, id);
     match reason {
         Reason::NotOnPath { .. } => format!("after the fork point, on {letter} only"),
         Reason::SummarizedByCompaction { compaction_id, .. } => {
@@ -202,11 +198,7 @@ fn reason_text(tree: &Tree, sides: &Sides, reason: &Reason, letter: &str) -> Str
 
 /// How a context entry reaches the model, in a few words.
 fn how(tree: &Tree, sides: &Sides, reason: &Reason) -> String {
-    let at = |id: &EntryId| {
-        tree.find(id.as_str())
-            .map_or("", |n| sides.of(n))
-            .to_owned()
-    };
+    let at = |id: &EntryId| sides.of_id(tree, id);
     match reason {
         Reason::InContext => "in context".to_owned(),
         Reason::ReplacedByEdit { edit_id } => {
@@ -268,11 +260,7 @@ fn side(
                         continue;
                     }
                     let line = read_value(tree, lines, n)?;
-                    let blocks = line
-                        .get("message")
-                        .and_then(|m| m.get("content"))
-                        .and_then(Value::as_array);
-                    for block in blocks.into_iter().flatten() {
+                    for block in content_blocks(&line) {
                         if block.get("type").and_then(Value::as_str) != Some("toolCall") {
                             continue;
                         }

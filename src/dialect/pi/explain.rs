@@ -278,8 +278,11 @@ fn item_reason(tree: &Tree, projection: &Projection, item: &ContextItem) -> Reas
     }
 }
 
-/// Where the kept range of the projection's compaction starts on its path, if it has one.
-fn kept_range(tree: &Tree, projection: &Projection) -> Option<usize> {
+/// The projection's compaction and its `firstKeptEntryId`, if it has one.
+fn compaction_of<'t>(
+    tree: &'t Tree,
+    projection: &Projection,
+) -> Option<(NodeIdx, &'t Option<EntryId>)> {
     let compaction = projection.compaction?;
     let EntryKind::Compaction {
         first_kept_entry_id,
@@ -288,6 +291,12 @@ fn kept_range(tree: &Tree, projection: &Projection) -> Option<usize> {
     else {
         return None;
     };
+    Some((compaction, first_kept_entry_id))
+}
+
+/// Where the kept range of the projection's compaction starts on its path, if it has one.
+fn kept_range(tree: &Tree, projection: &Projection) -> Option<usize> {
+    let (compaction, first_kept_entry_id) = compaction_of(tree, projection)?;
     let cpos = projection
         .path
         .iter()
@@ -310,14 +319,7 @@ fn path_reason(
     pos: usize,
     kept: Option<usize>,
 ) -> Option<Reason> {
-    let compaction = projection.compaction?;
-    let EntryKind::Compaction {
-        first_kept_entry_id,
-        ..
-    } = &tree.node(compaction).entry.kind
-    else {
-        return None;
-    };
+    let (compaction, first_kept_entry_id) = compaction_of(tree, projection)?;
     let compaction_id = tree.node(compaction).entry.id.clone();
     Some(
         if kept.is_some_and(|k| pos >= k) && is_system_message(tree, target) {

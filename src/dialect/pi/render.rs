@@ -410,6 +410,15 @@ pub fn line_value(
     jsstr::parse_value(&bytes).map_err(|e| changed(&tree.node(node).entry, &e.to_string()))
 }
 
+/// The content blocks of a line's `message` (none when its content is a string or absent).
+pub fn content_blocks(line: &serde_json::Value) -> impl Iterator<Item = &serde_json::Value> {
+    line.get("message")
+        .and_then(|m| m.get("content"))
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
 /// [`RenderError::Changed`] for `entry`'s line.
 pub fn changed(entry: &Entry, detail: &str) -> RenderError {
     RenderError::Changed {

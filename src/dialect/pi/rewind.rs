@@ -15,9 +15,10 @@ use serde_json::Value;
 use super::verify::edit;
 use crate::core::rewind::{Change, EditRecord, Record, Records};
 use crate::core::tree::NodeIdx;
+use crate::core::verify::tool_call_blocks;
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{EntryKind, Role};
-use crate::dialect::pi::render::{LineSource, RenderError, line_value};
+use crate::dialect::pi::render::{LineSource, RenderError, content_blocks, line_value};
 
 /// pi's edit tool, for [`crate::core::verify::ApplyEdit`].
 fn apply(text: &str, edits: &[crate::core::verify::Replace]) -> Option<String> {
@@ -61,20 +62,7 @@ pub fn collect(
         match info.role {
             Role::Assistant if !info.tool_call_ids().is_empty() => {
                 let v = line_value(tree, n, source)?;
-                let blocks = v
-                    .get("message")
-                    .and_then(|m| m.get("content"))
-                    .and_then(Value::as_array);
-                for block in blocks.into_iter().flatten() {
-                    if block.get("type").and_then(Value::as_str) != Some("toolCall") {
-                        continue;
-                    }
-                    let (Some(id), Some(name)) = (
-                        block.get("id").and_then(Value::as_str),
-                        block.get("name").and_then(Value::as_str),
-                    ) else {
-                        continue;
-                    };
+                for (_, block, id, name) in tool_call_blocks(content_blocks(&v), "toolCall") {
                     if matches!(name, "write" | "edit" | "read") {
                         pending.insert(
                             id.to_owned(),

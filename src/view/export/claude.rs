@@ -23,10 +23,9 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::{
-    Block, Doc, Exported, Format, Kind, Options, Part, ResultPart, Section, ToolResult, cut_text,
-    image_mime, is_base64, pattern_names, preview_of, str_of, texts,
+    Block, Build, Common, Exported, Kind, Options, Part, Section, ToolResult, count_meta,
+    leaf_meta, preview_of, read_values, str_of, texts,
 };
-use crate::core::redact::Redactor;
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::attachment::{self, Rendering};
@@ -86,13 +85,9 @@ pub fn export(
     options: &Options,
 ) -> Result<Exported, RenderError> {
     let path = leaf.map_or_else(Vec::new, |l| branch(tree, l));
-    let values = read_values(tree, &path, source)?;
+    let values = read_values(tree, &path, source, jsstr::parse_value)?;
     let mut b = Builder {
-        redactor: Redactor::new(options.redact),
-        max: options.max_output_bytes.max(1),
-        tool_calls: 0,
-        truncated: 0,
-        images: 0,
+        c: Common::new(options),
         linked: HashMap::new(),
     };
     // The subagents an `Agent` call on the branch started, each linked from its call.
@@ -131,7 +126,7 @@ pub fn export(
     for s in shown_subagents {
         let sub_path = crate::dialect::claude::default_leaf(s.tree)
             .map_or_else(Vec::new, |l| branch(s.tree, l));
-        let sub_values = read_values(s.tree, &sub_path, s.lines)?;
+        let sub_values = read_values(s.tree, &sub_path, s.lines, jsstr::parse_value)?;
         let call = s.meta.tool_use_id.clone().unwrap_or_default();
         let started_by = crate::dialect::claude::subagent::tool_use_line(tree, &call)
             .map_or(call.clone(), |n| {
@@ -173,28 +168,15 @@ pub fn export(
     if let Some(created) = tree.nodes().first().and_then(|n| n.entry.time_ms.ms()) {
         meta.push(("Created", format_iso(created)));
     }
-    meta.push((
-        "Leaf",
-        leaf.map_or("(none)".into(), |l| tree.node(l).entry.id.to_string()),
-    ));
+    meta.push(leaf_meta(tree, leaf));
     if let Some(model) = model_on(tree, &path) {
         meta.push(("Model at the leaf", model));
     }
     if let Some(v) = leaf_value.and_then(|v| str_of(v, "version")) {
         meta.push(("Claude Code version", b.redact(v)));
     }
-    let messages = blocks
-        .iter()
-        .filter(|b| matches!(b.kind, Kind::Message { role, .. } if role != "attachment"))
-        .count();
-    meta.push((
-        "Branch",
-        format!(
-            "{}, {messages} messages, {} tool calls",
-            crate::view::tree::count(path.len(), "line", "lines"),
-            b.tool_calls
-        ),
-    ));
+    let lines = crate::view::tree::count(path.len(), "line", "lines");
+    meta.push(count_meta("Branch", lines, &blocks, b.c.tool_calls));
     let boundaries = path
         .iter()
         .filter(|&&n| tree.node(n).entry.kind.is_compact_boundary())
@@ -229,60 +211,8 @@ pub fn export(
         }
         meta.push(("Subagents", text));
     }
-    let redactions = b.redactor.count();
-    let redaction_note = if options.redact {
-        format!(
-            "Redacted {redactions} string{} that look like secrets (patterns: {}).",
-            if redactions == 1 { "" } else { "s" },
-            pattern_names().join(", ")
-        )
-    } else {
-        "Redaction was off: secrets in this session are shown as written.".to_owned()
-    };
     let title = format!("Claude Code session {session_id}");
-    let doc = Doc {
-        title: &title,
-        meta: &meta,
-        redaction_note: &redaction_note,
-        blocks: &blocks,
-        sections: &sections,
-    };
-    let document = match options.format {
-        Format::Markdown => doc.markdown(),
-        Format::Html => doc.html(),
-    };
-    Ok(Exported {
-        document,
-        redactions,
-        entries: path.len(),
-        messages,
-        tool_calls: b.tool_calls,
-        truncated: b.truncated,
-        images: b.images,
-    })
-}
-
-/// The lines of `path`, parsed as `JSON.parse` reads them.
-fn read_values(
-    tree: &Tree,
-    path: &[NodeIdx],
-    source: &dyn LineSource,
-) -> Result<Vec<Value>, RenderError> {
-    path.iter()
-        .map(|&n| {
-            let e = &tree.node(n).entry;
-            let bytes = source.line(e.span).map_err(|source| RenderError::Io {
-                line: e.span.line,
-                id: e.id.to_string(),
-                source,
-            })?;
-            jsstr::parse_value(&bytes).map_err(|err| RenderError::Changed {
-                line: e.span.line,
-                id: e.id.to_string(),
-                detail: err.to_string(),
-            })
-        })
-        .collect()
+    Ok(b.c.finish(options, &title, &meta, &blocks, &sections, path.len()))
 }
 
 /// The model of the last assistant line on `path` a model wrote.
@@ -299,13 +229,24 @@ fn model_on(tree: &Tree, path: &[NodeIdx]) -> Option<String> {
 
 /// Builder state: the redactor, the counters, the subagent links.
 struct Builder {
-    redactor: Redactor,
-    max: usize,
-    tool_calls: usize,
-    truncated: usize,
-    images: usize,
+    c: Common,
     /// `tool_use` id → (anchor, link text) of the subagent it started.
     linked: HashMap<String, (String, String)>,
+}
+
+impl Build for Builder {
+    fn common(&mut self) -> &mut Common {
+        &mut self.c
+    }
+
+    /// An image block (`source: {type: "base64", media_type, data}`).
+    fn image_fields(block: &Value) -> Option<(&str, &str)> {
+        let source = block.get("source")?;
+        if str_of(source, "type") != Some("base64") {
+            return None;
+        }
+        Some((str_of(source, "media_type")?, str_of(source, "data")?))
+    }
 }
 
 /// A `tool_result` block on the branch, by the call it answers.
@@ -315,31 +256,6 @@ struct Answer<'v> {
 }
 
 impl Builder {
-    fn redact(&mut self, s: &str) -> String {
-        self.redactor.redact(&jsstr::display(s)).into_owned()
-    }
-
-    fn cut(&mut self, s: &str) -> super::Cut {
-        let c = cut_text(self.redact(s), self.max);
-        self.truncated += usize::from(c.cut);
-        c
-    }
-
-    /// An image block (`source: {type: "base64", media_type, data}`) safe to embed.
-    fn image(&mut self, block: &Value) -> Option<(String, String)> {
-        let source = block.get("source")?;
-        if str_of(source, "type") != Some("base64") {
-            return None;
-        }
-        let mime = image_mime(str_of(source, "media_type")?)?;
-        let data = str_of(source, "data")?;
-        if !is_base64(data) {
-            return None;
-        }
-        self.images += 1;
-        Some((mime, data.replace(['\n', '\r'], "")))
-    }
-
     /// The blocks of the branch `path` of `tree` (its lines parsed in `values`).
     fn blocks(&mut self, tree: &Tree, path: &[NodeIdx], values: &[Value]) -> Vec<Block> {
         // The results on the branch, by the call they answer, to show each inside its call.
@@ -512,7 +428,7 @@ impl Builder {
         answers: &mut HashMap<&str, Answer<'_>>,
         parts: &mut Vec<Part>,
     ) {
-        self.tool_calls += 1;
+        self.c.tool_calls += 1;
         let name = self.redact(str_of(block, "name").unwrap_or("tool"));
         let args = self.args(block.get("input"));
         let preview = preview_of(&args);
@@ -539,53 +455,12 @@ impl Builder {
         }
     }
 
-    /// A tool call's `input`, one entry per field.
-    fn args(&mut self, input: Option<&Value>) -> Vec<(Option<String>, super::Cut)> {
-        match input {
-            Some(Value::Object(map)) => map
-                .iter()
-                .map(|(k, v)| {
-                    let text = match v {
-                        Value::String(s) => s.clone(),
-                        other => serde_json::to_string_pretty(other).unwrap_or_default(),
-                    };
-                    (Some(self.redact(k)), self.cut(&text))
-                })
-                .collect(),
-            None | Some(Value::Null) => Vec::new(),
-            Some(other) => vec![(
-                None,
-                self.cut(&serde_json::to_string_pretty(other).unwrap_or_default()),
-            )],
-        }
-    }
-
     /// A `tool_result` block: its content (a string, or text and image blocks) and `is_error`.
     fn tool_result(&mut self, block: &Value) -> ToolResult {
-        let is_error = block.get("is_error") == Some(&Value::Bool(true));
-        let mut parts = Vec::new();
-        match block.get("content") {
-            Some(Value::String(s)) => parts.push(ResultPart::Text(self.cut(s))),
-            Some(Value::Array(items)) => {
-                for item in items {
-                    match str_of(item, "type") {
-                        Some("text") => {
-                            if let Some(t) = str_of(item, "text") {
-                                parts.push(ResultPart::Text(self.cut(t)));
-                            }
-                        }
-                        Some("image") => {
-                            if let Some((mime, data)) = self.image(item) {
-                                parts.push(ResultPart::Image { mime, data });
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
+        ToolResult {
+            is_error: block.get("is_error") == Some(&Value::Bool(true)),
+            parts: self.result_parts(block.get("content")),
         }
-        ToolResult { is_error, parts }
     }
 
     /// A user line: a prompt, Claude Code's own line, a command and its output, the
@@ -659,14 +534,9 @@ impl Builder {
             return None;
         }
         for r in lone {
-            self.tool_calls += 1;
+            self.c.tool_calls += 1;
             let result = self.tool_result(r);
-            parts.push(Part::ToolCall {
-                name: "tool".into(),
-                preview: "(its call is not on this branch)".into(),
-                args: Vec::new(),
-                result: Some(result),
-            });
+            parts.push(Part::lone_result("tool".into(), result));
         }
         Some(Kind::Message {
             role: "user",
@@ -683,29 +553,8 @@ impl Builder {
 
     /// The text and images of a user line's content (tool results aside).
     fn user_parts(&mut self, content: Option<&Value>) -> Vec<Part> {
-        let mut parts = Vec::new();
-        match content {
-            Some(Value::String(s)) => parts.push(Part::Text(self.redact(s))),
-            Some(Value::Array(blocks)) => {
-                for block in blocks {
-                    match str_of(block, "type") {
-                        Some("text") => {
-                            if let Some(t) = str_of(block, "text") {
-                                parts.push(Part::Text(self.redact(t)));
-                            }
-                        }
-                        Some("image") => {
-                            if let Some((mime, data)) = self.image(block) {
-                                parts.push(Part::Image { mime, data });
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
-        }
-        parts
+        let text = |b: &mut Self, s: &str| Part::Text(b.redact(s));
+        self.parts_of(content, text, Self::text_or_image)
     }
 
     /// An attachment: what Claude Code renders it to, collapsed.

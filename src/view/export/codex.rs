@@ -18,50 +18,39 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use super::{
-    Block, Doc, Exported, Kind, Options, Part, ResultPart, ToolResult, cut_text, pattern_names,
-    preview_of, str_of,
+    Block, Build, Common, Exported, Kind, Options, Part, ResultPart, ToolResult, count_meta,
+    leaf_meta, preview_of, read_values, str_of,
 };
-use crate::core::redact::Redactor;
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
+use crate::dialect::codex::compare::CONTEXT_OPENINGS;
 use crate::dialect::codex::format::Kind as LineKind;
 use crate::dialect::codex::thread::Thread;
+use crate::dialect::codex::verify::output_text;
 use crate::dialect::pi::render::RenderError;
-use crate::js::jsstr;
 use crate::js::timestamp::format_iso;
 
-/// Openings of the messages Codex writes itself (context, not a person's words).
-const CONTEXT_OPENINGS: [&str; 12] = [
-    "<environment_context>",
-    "<user_instructions>",
-    "# AGENTS.md instructions",
-    "<turn_aborted>",
-    "<user_shell_command>",
-    "<subagent_notification>",
-    "<skill>",
-    "<hook_prompt",
+/// Openings of the messages Codex writes itself (context, not a person's words): those of user
+/// messages ([`CONTEXT_OPENINGS`]) and these.
+const MORE_CONTEXT_OPENINGS: [&str; 4] = [
     "<permissions instructions>",
     "<skills_instructions>",
     "<collaboration_mode>",
     "<model_switch>",
 ];
 
+/// Builder state: the redactor and the counters (a rollout's history embeds no image).
 struct Builder {
-    redactor: Redactor,
-    max: usize,
-    tool_calls: usize,
-    truncated: usize,
+    c: Common,
 }
 
-impl Builder {
-    fn redact(&mut self, s: &str) -> String {
-        self.redactor.redact(&jsstr::display(s)).into_owned()
+impl Build for Builder {
+    fn common(&mut self) -> &mut Common {
+        &mut self.c
     }
 
-    fn cut(&mut self, s: &str) -> super::Cut {
-        let c = cut_text(self.redact(s), self.max);
-        self.truncated += usize::from(c.cut);
-        c
+    fn image_fields(_: &Value) -> Option<(&str, &str)> {
+        None
     }
 }
 
@@ -81,22 +70,7 @@ pub fn export(
 ) -> Result<Exported, RenderError> {
     let tree = &thread.tree;
     let path = tree.path_to(leaf);
-    let mut values = Vec::with_capacity(path.len());
-    for &n in &path {
-        let e = &tree.node(n).entry;
-        let bytes = source.line(e.span).map_err(|source| RenderError::Io {
-            line: e.span.line,
-            id: e.id.to_string(),
-            source,
-        })?;
-        values.push(serde_json::from_slice::<Value>(&bytes).map_err(|err| {
-            RenderError::Changed {
-                line: e.span.line,
-                id: e.id.to_string(),
-                detail: err.to_string(),
-            }
-        })?);
-    }
+    let values = read_values(tree, &path, source, |b| serde_json::from_slice::<Value>(b))?;
     let payload = |v: &Value| v.get("payload").cloned().unwrap_or(Value::Null);
     // Outputs by the call they answer, to show each inside its call.
     let mut outputs: HashMap<String, usize> = HashMap::new();
@@ -113,10 +87,7 @@ pub fn export(
         }
     }
     let mut b = Builder {
-        redactor: Redactor::new(options.redact),
-        max: options.max_output_bytes.max(1),
-        tool_calls: 0,
-        truncated: 0,
+        c: Common::new(options),
     };
     let on_path: HashSet<NodeIdx> = path.iter().copied().collect();
     let mut consumed: HashSet<usize> = HashSet::new();
@@ -175,35 +146,26 @@ pub fn export(
             LineKind::ResponseItem { item, role } => match (item.as_str(), role.as_deref()) {
                 ("message", Some(role)) => {
                     let text = content_text(&p);
-                    if CONTEXT_OPENINGS.iter().any(|o| text.starts_with(o)) || role == "developer" {
+                    let mut context = CONTEXT_OPENINGS.iter().chain(&MORE_CONTEXT_OPENINGS);
+                    if context.any(|o| text.starts_with(o)) || role == "developer" {
                         let summary = text.lines().next().unwrap_or("").to_owned();
                         let summary = b.redact(&summary);
-                        Some(Kind::Message {
-                            role: "attachment",
-                            title: format!("Context Codex wrote ({role} message)"),
-                            meta: None,
-                            parts: vec![Part::Collapsed {
+                        Some(Kind::message(
+                            "attachment",
+                            format!("Context Codex wrote ({role} message)"),
+                            None,
+                            vec![Part::Collapsed {
                                 summary,
                                 text: b.cut(&text),
                             }],
-                            error: None,
-                        })
+                        ))
                     } else if role == "assistant" {
-                        Some(Kind::Message {
-                            role: "assistant",
-                            title: "Assistant".into(),
-                            meta: model.as_deref().map(|m| b.redact(m)),
-                            parts: vec![Part::Text(b.redact(&text))],
-                            error: None,
-                        })
+                        let meta = model.as_deref().map(|m| b.redact(m));
+                        let parts = vec![Part::Text(b.redact(&text))];
+                        Some(Kind::message("assistant", "Assistant", meta, parts))
                     } else {
-                        Some(Kind::Message {
-                            role: "user",
-                            title: "User".into(),
-                            meta: None,
-                            parts: vec![Part::Text(b.redact(&text))],
-                            error: None,
-                        })
+                        let parts = vec![Part::Text(b.redact(&text))];
+                        Some(Kind::message("user", "User", None, parts))
                     }
                 }
                 ("reasoning", _) => {
@@ -217,20 +179,16 @@ pub fn export(
                                 .join("\n")
                         })
                         .unwrap_or_default();
-                    Some(Kind::Message {
-                        role: "assistant",
-                        title: "Assistant".into(),
-                        meta: None,
-                        parts: vec![Part::Thinking(if text.is_empty() {
-                            "(reasoning not stored in clear)".into()
-                        } else {
-                            b.redact(&text)
-                        })],
-                        error: None,
-                    })
+                    let thinking = if text.is_empty() {
+                        "(reasoning not stored in clear)".into()
+                    } else {
+                        b.redact(&text)
+                    };
+                    let parts = vec![Part::Thinking(thinking)];
+                    Some(Kind::message("assistant", "Assistant", None, parts))
                 }
                 ("function_call" | "custom_tool_call" | "local_shell_call", _) => {
-                    b.tool_calls += 1;
+                    b.c.tool_calls += 1;
                     let name = b.redact(str_of(&p, "name").unwrap_or(item));
                     let raw = p
                         .get("arguments")
@@ -244,22 +202,8 @@ pub fn export(
                         None => Value::Null,
                     };
                     let args = match &args_value {
-                        Value::Object(map) => map
-                            .iter()
-                            .map(|(k, v)| {
-                                let text = match v {
-                                    Value::String(s) => s.clone(),
-                                    o => serde_json::to_string_pretty(o).unwrap_or_default(),
-                                };
-                                (Some(b.redact(k)), b.cut(&text))
-                            })
-                            .collect(),
-                        Value::Null => Vec::new(),
                         Value::String(s) => vec![(None, b.cut(s))],
-                        o => vec![(
-                            None,
-                            b.cut(&serde_json::to_string_pretty(o).unwrap_or_default()),
-                        )],
+                        v => b.args(Some(v)),
                     };
                     let preview = preview_of(&args);
                     let result = str_of(&p, "call_id")
@@ -267,32 +211,19 @@ pub fn export(
                         .filter(|&&k| k > i)
                         .map(|&k| {
                             consumed.insert(k);
-                            let out = payload(&values[k]);
-                            let text = match out.get("output") {
-                                Some(Value::String(s)) => s.clone(),
-                                Some(o) => o
-                                    .get("content")
-                                    .and_then(Value::as_str)
-                                    .map_or_else(|| o.to_string(), str::to_owned),
-                                None => String::new(),
-                            };
+                            let text = output_text(&payload(&values[k]));
                             ToolResult {
                                 is_error: false,
                                 parts: vec![ResultPart::Text(b.cut(&text))],
                             }
                         });
-                    Some(Kind::Message {
-                        role: "assistant",
-                        title: "Assistant".into(),
-                        meta: None,
-                        parts: vec![Part::ToolCall {
-                            name,
-                            preview,
-                            args,
-                            result,
-                        }],
-                        error: None,
-                    })
+                    let call = Part::ToolCall {
+                        name,
+                        preview,
+                        args,
+                        result,
+                    };
+                    Some(Kind::message("assistant", "Assistant", None, vec![call]))
                 }
                 ("function_call_output" | "custom_tool_call_output", _) => {
                     let text = match p.get("output") {
@@ -300,16 +231,15 @@ pub fn export(
                         Some(o) => o.to_string(),
                         None => String::new(),
                     };
-                    Some(Kind::Message {
-                        role: "tool-result",
-                        title: "Tool output (its call is not in this history)".into(),
-                        meta: None,
-                        parts: vec![Part::Collapsed {
+                    Some(Kind::message(
+                        "tool-result",
+                        "Tool output (its call is not in this history)",
+                        None,
+                        vec![Part::Collapsed {
                             summary: "output".into(),
                             text: b.cut(&text),
                         }],
-                        error: None,
-                    })
+                    ))
                 }
                 _ => None,
             },
@@ -355,10 +285,7 @@ pub fn export(
     if let Some(created) = path.first().and_then(|&n| tree.node(n).entry.time_ms.ms()) {
         meta.push(("Created", format_iso(created)));
     }
-    meta.push((
-        "Leaf",
-        leaf.map_or("(none)".into(), |l| tree.node(l).entry.id.to_string()),
-    ));
+    meta.push(leaf_meta(tree, leaf));
     if let Some(m) = &model {
         meta.push(("Model at the leaf", b.redact(m)));
     }
@@ -384,18 +311,8 @@ pub fn export(
                 .join(" → "),
         ));
     }
-    let messages = blocks
-        .iter()
-        .filter(|b| matches!(b.kind, Kind::Message { role, .. } if role != "attachment"))
-        .count();
-    meta.push((
-        "History",
-        format!(
-            "{}, {messages} messages, {} tool calls",
-            crate::view::tree::count(path.len(), "line", "lines"),
-            b.tool_calls
-        ),
-    ));
+    let lines = crate::view::tree::count(path.len(), "line", "lines");
+    meta.push(count_meta("History", lines, &blocks, b.c.tool_calls));
     let compactions = path
         .iter()
         .filter(|&&n| matches!(tree.node(n).entry.kind, LineKind::Compacted))
@@ -406,35 +323,6 @@ pub fn export(
             format!("{compactions} in this history; the model sees what the last one kept and what follows"),
         ));
     }
-    let redactions = b.redactor.count();
-    let redaction_note = if options.redact {
-        format!(
-            "Redacted {redactions} string{} that look like secrets (patterns: {}).",
-            if redactions == 1 { "" } else { "s" },
-            pattern_names().join(", ")
-        )
-    } else {
-        "Redaction was off: secrets in this session are shown as written.".to_owned()
-    };
     let title = format!("Codex thread {thread_id}");
-    let doc = Doc {
-        title: &title,
-        meta: &meta,
-        redaction_note: &redaction_note,
-        blocks: &blocks,
-        sections: &[],
-    };
-    let document = match options.format {
-        super::Format::Markdown => doc.markdown(),
-        super::Format::Html => doc.html(),
-    };
-    Ok(Exported {
-        document,
-        redactions,
-        entries: path.len(),
-        messages,
-        tool_calls: b.tool_calls,
-        truncated: b.truncated,
-        images: 0,
-    })
+    Ok(b.c.finish(options, &title, &meta, &blocks, &[], path.len()))
 }

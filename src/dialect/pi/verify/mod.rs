@@ -16,11 +16,12 @@ use serde_json::{Value, json};
 use crate::core::tree::NodeIdx;
 use crate::core::verify::{
     Action, Call, Collected, Credential, Facts, Finding, Kind, Outcome, Status, World, finding,
+    tool_call_blocks,
 };
 use crate::dialect::pi::Tree;
 use crate::dialect::pi::format::{EntryKind, Role, raw_str};
 use crate::dialect::pi::projection;
-use crate::dialect::pi::render::{LineSource, RenderError};
+use crate::dialect::pi::render::{LineSource, RenderError, content_blocks};
 
 fn parse_line(tree: &Tree, source: &dyn LineSource, n: NodeIdx) -> Result<Value, RenderError> {
     crate::dialect::pi::render::line_value(tree, n, source)
@@ -107,20 +108,7 @@ fn read_facts(
         let idx = idx as NodeIdx;
         let pos = on_path.get(&idx).copied();
         let v = parse_line(tree, source, idx)?;
-        let blocks = v
-            .get("message")
-            .and_then(|m| m.get("content"))
-            .and_then(Value::as_array);
-        for (b, block) in blocks.into_iter().flatten().enumerate() {
-            if block.get("type").and_then(Value::as_str) != Some("toolCall") {
-                continue;
-            }
-            let (Some(id), Some(name)) = (
-                block.get("id").and_then(Value::as_str),
-                block.get("name").and_then(Value::as_str),
-            ) else {
-                continue;
-            };
+        for (b, block, id, name) in tool_call_blocks(content_blocks(&v), "toolCall") {
             let interesting = match pos {
                 Some(_) => matches!(name, "edit" | "write" | "read" | "bash"),
                 None => matches!(name, "edit" | "write"),
