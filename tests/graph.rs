@@ -806,4 +806,5 @@ fn a_sidechain_in_the_main_file_links_to_the_call_whose_prompt_started_it() {
     assert_eq!(attr(links[0], "data-sidechain"), Some("s1"));
     assert_eq!(attr(links[0], "data-call"), Some("a1"));
     assert_eq!(attr(links[0], "data-tool-use-id"), Some("toolu_9"));
+    assert!(svg.contains("dotted: a sidechain and the tool call that started it"));
 }

@@ -1227,7 +1227,7 @@ impl Graph {
             (Some(s), _) => format!("leaf {}", id(s)),
             (None, _) => "no leaf".to_owned(),
         };
-        let legend = format!(
+        let mut legend = format!(
             "filled: reaches the model at {at} ({}) · coloured: its path · square: folded run · {}",
             plural(
                 self.context_entries.len(),
@@ -1236,6 +1236,9 @@ impl Graph {
             ),
             self.compaction_legend,
         );
+        if self.nodes.iter().any(|g| g.started_by.is_some()) {
+            legend.push_str(" · dotted: a sidechain and the tool call that started it");
+        }
         // Wide enough for the longest row and for the legend (12px monospace, about 7.5 units
         // a character), so neither is cut off.
         let legend_w = 14 + legend.chars().count() * 15 / 2 + 20;
