@@ -442,3 +442,23 @@ pub fn subagent_of(path: &Path) -> Option<Subagent> {
         tool_use_id: meta.tool_use_id,
     })
 }
+
+/// The subagents' transcripts the Claude Code transcript at `path` started: each
+/// `<session>/subagents/agent-<id>.jsonl` beside it with its mark ([`subagent_of`]), in path
+/// order. None when the folder is missing or cannot be read.
+pub fn subagents_of(path: &Path) -> Vec<(PathBuf, Subagent)> {
+    let Some(dir) = subagent::subagents_dir(path) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| subagent::agent_id(p).is_some())
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|f| subagent_of(&f).map(|s| (f, s)))
+        .collect()
+}

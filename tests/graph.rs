@@ -582,3 +582,229 @@ fn the_graph_redacts_what_looks_like_a_secret() {
         }
     }
 }
+
+/// The node of `doc` (a `graph --json` document) whose entry is `id`.
+fn node<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == id)
+        .unwrap_or_else(|| panic!("no node {id} in {doc}"))
+}
+
+/// The `Agent` call of the real `with-subagent.jsonl` and what it started.
+const AGENT_CALL: &str = "b1326216-29c9-4f4d-b962-952158f6cccc";
+const AGENT_ID: &str = "a46c5597fd4041ded";
+const TOOL_USE: &str = "toolu_21_0";
+
+/// The real transcript with a subagent (Claude Code 2.1.197 writes the subagent's conversation
+/// to `<session>/subagents/agent-<id>.jsonl`): the parent's graph marks the `Agent` call with
+/// the subagent's transcript, and the subagent's graph names the call that started it, in the
+/// text, the SVG and the JSON, from the command line and from the daemon.
+#[test]
+fn a_subagent_s_transcript_and_the_call_that_started_it_link_both_ways() {
+    let parent = repo().join("tests/data/claude/real/with-subagent.jsonl");
+    let sub = repo().join(format!(
+        "tests/data/claude/real/with-subagent/subagents/agent-{AGENT_ID}.jsonl"
+    ));
+    let (p, s) = (parent.to_str().unwrap(), sub.to_str().unwrap());
+
+    // The parent: the Agent call has a row of its own, linked to the subagent's transcript.
+    let doc = cli_json(&["graph", p, "--json"]);
+    let call = node(&doc, AGENT_CALL);
+    assert_eq!(call["kind"], "entry");
+    assert!(call["preview"].as_str().unwrap().starts_with("Agent("));
+    assert_eq!(
+        call["subagent"],
+        serde_json::json!({"agentId": AGENT_ID, "path": s, "toolUseId": TOOL_USE})
+    );
+    let linked: Vec<&Value> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| !n["subagent"].is_null())
+        .collect();
+    assert_eq!(linked.len(), 1, "{doc}");
+    assert!(doc["parent"].is_null(), "{doc}");
+    let text = stdout(&["graph", p]);
+    let line = text
+        .lines()
+        .find(|l| l.contains(AGENT_CALL))
+        .expect("the call's line");
+    assert!(
+        line.ends_with(&format!("  ↳ subagent agent-{AGENT_ID} ({s})")),
+        "{line}"
+    );
+    assert!(text.contains("↳ a tool call and the subagent's transcript it started"));
+    let svg = stdout(&["graph", p, "--svg"]);
+    let calls = groups(&svg, "node entry");
+    let calls: Vec<&&str> = calls
+        .iter()
+        .filter(|t| t.contains(" subagent-call"))
+        .collect();
+    assert_eq!(calls.len(), 1, "{svg}");
+    assert_eq!(attr(calls[0], "data-id"), Some(AGENT_CALL));
+    assert_eq!(attr(calls[0], "data-subagent"), Some(AGENT_ID));
+    assert_eq!(attr(calls[0], "data-subagent-path"), Some(s));
+    assert_eq!(attr(calls[0], "data-tool-use-id"), Some(TOOL_USE));
+    assert!(svg.contains(&format!("↳ subagent agent-{AGENT_ID} ({s})")));
+
+    // The subagent: its graph names the transcript and the call that started it.
+    let doc = cli_json(&["graph", s, "--json"]);
+    assert_eq!(
+        doc["parent"],
+        serde_json::json!({"path": p, "agentId": AGENT_ID, "toolUseId": TOOL_USE})
+    );
+    let said = format!("subagent agent-{AGENT_ID} started by tool_use {TOOL_USE} of {p}");
+    let lines: Vec<&str> = doc["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(lines[1], said, "{lines:?}");
+    assert_eq!(stdout(&["graph", s]).lines().nth(1), Some(said.as_str()));
+    let svg = stdout(&["graph", s, "--svg"]);
+    let at = svg
+        .find("<text class=\"legend parent\"")
+        .expect("the parent line");
+    let tag = &svg[at..at + svg[at..].find('>').unwrap()];
+    assert_eq!(attr(tag, "data-parent-path"), Some(p));
+    assert_eq!(attr(tag, "data-tool-use-id"), Some(TOOL_USE));
+    assert!(svg[at..].contains(&said));
+
+    // The daemon says the same of copies under its root (paths as it names them: canonical).
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let parent_copy = root.join("838352e6-5330-4994-8c3d-53cbd81d2c36.jsonl");
+    let subs = root.join("838352e6-5330-4994-8c3d-53cbd81d2c36/subagents");
+    std::fs::create_dir_all(&subs).unwrap();
+    std::fs::copy(&parent, &parent_copy).unwrap();
+    for ext in ["jsonl", "meta.json"] {
+        let name = format!("agent-{AGENT_ID}.{ext}");
+        std::fs::copy(sub.with_file_name(&name), subs.join(&name)).unwrap();
+    }
+    let sub_copy = subs.join(format!("agent-{AGENT_ID}.jsonl"));
+    let (mut d, _) = support::Daemon::start(&[&root]);
+    for f in [&parent_copy, &sub_copy] {
+        let _: Value = d.call("session/open", serde_json::json!({"path": f}));
+    }
+    let r = support::checked(
+        &mut d,
+        "session/graph",
+        serde_json::json!({"path": parent_copy}),
+    );
+    assert_eq!(
+        node(&r, AGENT_CALL)["subagent"],
+        serde_json::json!({"agentId": AGENT_ID, "path": sub_copy, "toolUseId": TOOL_USE})
+    );
+    let mut whole = cli_json(&["graph", parent_copy.to_str().unwrap(), "--json"]);
+    whole.as_object_mut().unwrap().remove("revision");
+    let mut r = r;
+    r.as_object_mut().unwrap().remove("revision");
+    assert_eq!(r, whole);
+    let r = support::checked(
+        &mut d,
+        "session/graph",
+        serde_json::json!({"path": sub_copy}),
+    );
+    assert_eq!(
+        r["parent"],
+        serde_json::json!({"path": parent_copy, "agentId": AGENT_ID, "toolUseId": TOOL_USE})
+    );
+    let _: Value = d.call("shutdown", Value::Null);
+}
+
+/// Sidechains written in the main file (older Claude Code) are linked to the `Agent` or `Task`
+/// call whose prompt is their first user message; one no call matches stays apart, unlinked.
+#[test]
+fn a_sidechain_in_the_main_file_links_to_the_call_whose_prompt_started_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.jsonl");
+    let line = |uuid: &str, parent: Option<&str>, side: bool, ty: &str, content: Value| {
+        serde_json::json!({
+            "type": ty, "uuid": uuid, "parentUuid": parent, "isSidechain": side,
+            "timestamp": "2026-01-01T00:00:00.000Z", "sessionId": "s",
+            "message": {"role": ty, "content": content, "id": format!("m-{uuid}"), "model": "claude-opus-4-8"},
+        })
+        .to_string()
+    };
+    let call = serde_json::json!([{"type": "tool_use", "id": "toolu_9", "name": "Task",
+        "input": {"description": "look", "prompt": "subagent task"}}]);
+    let result =
+        serde_json::json!([{"type": "tool_result", "tool_use_id": "toolu_9", "content": "done"}]);
+    let text = [
+        line("u1", None, false, "user", Value::from("main prompt")),
+        line("a1", Some("u1"), false, "assistant", call),
+        line("s1", None, true, "user", Value::from("subagent task")),
+        line(
+            "s2",
+            Some("s1"),
+            true,
+            "assistant",
+            Value::from("subagent answer"),
+        ),
+        line("r1", Some("a1"), false, "user", result),
+        line(
+            "a2",
+            Some("r1"),
+            false,
+            "assistant",
+            Value::from("main answer"),
+        ),
+        line(
+            "x1",
+            None,
+            true,
+            "user",
+            Value::from("a prompt no call made"),
+        ),
+    ]
+    .join("\n")
+        + "\n";
+    std::fs::write(&file, text).unwrap();
+    let f = file.to_str().unwrap();
+    let doc = cli_json(&["graph", f, "--json"]);
+    let ids: Vec<&str> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["u1", "a1", "r1", "a2", "s1", "s2", "x1"]);
+    assert_eq!(
+        node(&doc, "s1")["startedBy"],
+        serde_json::json!({"id": "a1", "row": 1, "toolUseId": "toolu_9"})
+    );
+    assert_eq!(node(&doc, "s1")["apart"], true);
+    assert_eq!(
+        node(&doc, "a1")["sidechain"],
+        serde_json::json!({"id": "s1", "row": 4})
+    );
+    assert!(node(&doc, "x1")["startedBy"].is_null());
+    assert!(node(&doc, "a1")["subagent"].is_null());
+    let text = stdout(&["graph", f]);
+    let of = |id: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!(" {id} ")))
+            .unwrap()
+    };
+    assert!(
+        of("s1").ends_with("⇠ started by a1 (tool_use toolu_9)"),
+        "{text}"
+    );
+    assert!(of("a1").ends_with("↳ sidechain s1"), "{text}");
+    assert!(!of("x1").contains("started by"), "{text}");
+    assert!(text.contains("⇠ a sidechain and the tool call that started it"));
+    let svg = stdout(&["graph", f, "--svg"]);
+    let links: Vec<&str> = svg
+        .match_indices("<path class=\"edge sidechain\"")
+        .map(|(i, _)| &svg[i..i + svg[i..].find('>').unwrap()])
+        .collect();
+    assert_eq!(links.len(), 1, "{svg}");
+    assert_eq!(attr(links[0], "data-sidechain"), Some("s1"));
+    assert_eq!(attr(links[0], "data-call"), Some("a1"));
+    assert_eq!(attr(links[0], "data-tool-use-id"), Some("toolu_9"));
+    assert!(svg.contains("dotted: a sidechain and the tool call that started it"));
+}

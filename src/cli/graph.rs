@@ -80,11 +80,13 @@ pub fn run(out: &mut dyn Write, args: &GraphArgs) -> Result<Exit, CliError> {
                 None => crate::dialect::claude::default_leaf(tree),
             };
             let id = convert::claude_session_id(&args.file).unwrap_or_default();
-            let g = graph::build(
+            // Linked to the subagents' transcripts beside it, or to the one that started it.
+            let lens = Lens::claude(tree, &read.lines, leaf, id).with_subagents(
                 tree,
-                &Lens::claude(tree, &read.lines, leaf, id),
-                &read.lines,
+                crate::listing::subagent_of(&args.file),
+                crate::listing::subagents_of(&args.file),
             );
+            let g = graph::build(tree, &lens, &read.lines);
             write(out, args, Dialect::Claude, tree, &g)
         }
     }

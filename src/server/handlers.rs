@@ -976,7 +976,11 @@ impl Backend {
                         let leaf = leaf(s, p.leaf_id.as_deref())?;
                         let tree = &t.tree;
                         let id = convert::claude_session_id(s.path()).unwrap_or_default();
-                        let lens = Lens::claude(tree, s.source(), leaf, id);
+                        let lens = Lens::claude(tree, s.source(), leaf, id).with_subagents(
+                            tree,
+                            crate::listing::subagent_of(s.path()),
+                            crate::listing::subagents_of(s.path()),
+                        );
                         let g = build_rows(tree, &lens, s.source(), rows.clone());
                         convert::graph_page(s.dialect(), tree, &g, rows, revision)
                     }

@@ -360,7 +360,10 @@ pub fn graph_page<E: Describe>(
     revision: Option<Revision>,
 ) -> super::wire::GraphResult {
     use crate::view::graph::NodeKind;
-    use crate::view::wire::{GraphLine, GraphNode, GraphRange, GraphResult};
+    use crate::view::wire::{
+        GraphLine, GraphNode, GraphParent, GraphRange, GraphResult, GraphRow, GraphStartedBy,
+        GraphSubagent,
+    };
     let opt = |n: Option<NodeIdx>| n.map(|n| id(tree, n));
     let end = rows.end.min(g.nodes.len());
     let start = rows.start.min(end);
@@ -410,6 +413,20 @@ pub fn graph_page<E: Describe>(
                 apart: n.apart,
                 logical_parent_id: n.logical_parent_row.map(|r| id(tree, g.nodes[r].first)),
                 logical_parent_row: n.logical_parent_row,
+                subagent: n.subagent.as_ref().map(|s| GraphSubagent {
+                    agent_id: s.agent_id.clone(),
+                    path: s.path.clone(),
+                    tool_use_id: s.tool_use_id.clone(),
+                }),
+                started_by: n.started_by.as_ref().map(|(row, t)| GraphStartedBy {
+                    id: id(tree, g.nodes[*row].first),
+                    row: *row,
+                    tool_use_id: t.clone(),
+                }),
+                sidechain: n.sidechain_row.map(|row| GraphRow {
+                    id: id(tree, g.nodes[row].first),
+                    row,
+                }),
             })
             .collect(),
         lines: g
@@ -421,6 +438,11 @@ pub fn graph_page<E: Describe>(
             })
             .collect(),
         revision,
+        parent: g.parent.as_ref().map(|p| GraphParent {
+            path: p.path.clone(),
+            agent_id: p.agent_id.clone(),
+            tool_use_id: p.tool_use_id.clone(),
+        }),
     }
 }
 

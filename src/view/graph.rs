@@ -6,7 +6,9 @@
 //! only one dialect has — for each of pi's compactions the range of its path it summarizes,
 //! for each of Claude Code's compact boundaries (a root of the file) the line it compacted (its
 //! `logicalParentUuid`), drawn as a dashed link; a subagent's sidechain is drawn apart, after
-//! the main conversation.
+//! the main conversation, linked to the `Agent` (or `Task`) tool call whose prompt started it;
+//! a tool call that started a subagent's own transcript (`<session>/subagents/agent-<id>.jsonl`)
+//! names it, and that transcript's graph names the call that started it.
 //!
 //! The model is one for every dialect ([`Describe`] says how an entry is shown); what only the
 //! dialect can say about a session at a leaf — its path, what reaches the model, the marks of
@@ -23,6 +25,7 @@
 //! Pure: no I/O beyond the [`LineSource`] that gives previews, read once per drawn node.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use serde_json::Value;
 
@@ -35,6 +38,7 @@ use crate::dialect::pi::format::EntryKind;
 use crate::dialect::pi::projection;
 use crate::dialect::{claude, codex, pi};
 use crate::js::jsstr;
+use crate::listing::Subagent;
 
 /// A run of at least this many plain entries (one child each, nothing to mark) is one fold
 /// node; shorter runs are drawn entry by entry (as `sessiond tree` and the webview fold).
@@ -79,6 +83,56 @@ pub struct Summarized {
     pub first_kept_entry_id: Option<EntryId>,
     /// The previous compaction on the path, whose summary this one carries forward.
     pub previous: Option<NodeIdx>,
+}
+
+/// A subagent's own transcript (Claude Code's `<session>/subagents/agent-<agentId>.jsonl`) and
+/// the tool call that started it (its `agent-<agentId>.meta.json`'s `toolUseId`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubagentLink {
+    /// The agent's id (the file name's).
+    pub agent_id: String,
+    /// The subagent's transcript.
+    pub path: PathBuf,
+    /// The `tool_use` block that started it.
+    pub tool_use_id: String,
+}
+
+/// For a subagent's own transcript: the transcript whose tool call started it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParentLink {
+    /// The parent's transcript (`<session>.jsonl`), whether or not it is there.
+    pub path: PathBuf,
+    /// The agent's id (the file name's).
+    pub agent_id: String,
+    /// The parent's `tool_use` block that started it, from the metadata; `None` when the
+    /// metadata is missing or names none.
+    pub tool_use_id: Option<String>,
+}
+
+impl ParentLink {
+    /// `subagent agent-ID started by tool_use TOOL of PATH`, the line the text form and the
+    /// SVG say it in.
+    pub fn sentence(&self) -> String {
+        format!(
+            "subagent agent-{} started by tool_use {} of {}",
+            self.agent_id,
+            self.tool_use_id.as_deref().unwrap_or("(unknown)"),
+            self.path.display()
+        )
+    }
+}
+
+/// A sidechain written in the file itself (older Claude Code: `isSidechain: true` lines beside
+/// the main conversation) and the tool call that started it: the `Agent` or `Task` `tool_use`
+/// whose `input.prompt` is the sidechain's first user message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SidechainCall {
+    /// The sidechain's root.
+    pub root: NodeIdx,
+    /// The line holding the tool call.
+    pub call: NodeIdx,
+    /// The `tool_use` block's id.
+    pub tool_use_id: String,
 }
 
 /// One node of the picture: an entry, or a fold of plain entries.
@@ -129,6 +183,13 @@ pub struct GraphNode {
     /// For a Claude Code compact boundary: the row of the line it compacted (its
     /// `logicalParentUuid`), when that line is in the file.
     pub logical_parent_row: Option<usize>,
+    /// The subagent's transcript the node's tool call started (an entry node only).
+    pub subagent: Option<SubagentLink>,
+    /// For the root of a sidechain written in the file: the row of the tool call that started
+    /// it (never a fold), and that call's `tool_use` id.
+    pub started_by: Option<(usize, String)>,
+    /// For a tool call that started a sidechain written in the file: the row of its root.
+    pub sidechain_row: Option<usize>,
 }
 
 /// The graph of a session at a selected leaf: nodes in row order (row = index).
@@ -159,6 +220,8 @@ pub struct Graph {
     pub apart: Option<(usize, usize)>,
     /// What the SVG's legend says of compactions (the dialect's words).
     pub compaction_legend: &'static str,
+    /// For a subagent's own transcript: the transcript and tool call that started it.
+    pub parent: Option<ParentLink>,
 }
 
 /// What a dialect says about a session at a selected leaf that the graph cannot tell from the
@@ -186,6 +249,13 @@ pub struct Lens<E: TreeEntry> {
     /// The default leaf: the one the agent continues from ([`Describe::default_leaf`]; for a
     /// Codex thread of several files, the last line of the file asked for).
     pub default_leaf: Option<NodeIdx>,
+    /// Entries whose tool call started a subagent's own transcript, with that transcript
+    /// ([`Lens::with_subagents`]).
+    pub subagents: Vec<(NodeIdx, SubagentLink)>,
+    /// Sidechains written in the file, each with the tool call that started it.
+    pub sidechains: Vec<SidechainCall>,
+    /// For a subagent's own transcript: what started it ([`Lens::with_subagents`]).
+    pub parent: Option<ParentLink>,
 }
 
 /// The range compaction entry `n` of a tree summarizes (`None`: `n` is no compaction).
@@ -223,6 +293,9 @@ impl Lens<pi::format::Entry> {
             logical_parent: None,
             compaction_legend: "diamond: compaction, bracket: what it summarizes",
             default_leaf: Describe::default_leaf(tree),
+            subagents: Vec::new(),
+            sidechains: Vec::new(),
+            parent: None,
         }
     }
 }
@@ -270,7 +343,154 @@ impl Lens<claude::format::Entry> {
             }),
             compaction_legend: "diamond: compact boundary, dashed: the line it compacted",
             default_leaf: Describe::default_leaf(tree),
+            subagents: Vec::new(),
+            sidechains: sidechain_calls(tree, source),
+            parent: None,
         }
+    }
+
+    /// The lens linked to the transcripts beside its file: `parent`, the mark of the file when
+    /// it is a subagent's own transcript ([`crate::listing::subagent_of`]), and `subagents`,
+    /// the subagents' transcripts it started ([`crate::listing::subagents_of`]), each on the
+    /// line of the tool call its metadata names (one whose call is not a line of `tree`, or
+    /// whose metadata names none, is left out).
+    pub fn with_subagents(
+        mut self,
+        tree: &claude::Tree,
+        parent: Option<Subagent>,
+        subagents: Vec<(PathBuf, Subagent)>,
+    ) -> Self {
+        self.parent = parent.map(|p| ParentLink {
+            path: p.parent_path,
+            agent_id: p.agent_id,
+            tool_use_id: p.tool_use_id,
+        });
+        if subagents.is_empty() {
+            return self;
+        }
+        let mut calls: std::collections::HashMap<&str, NodeIdx> = Default::default();
+        for (i, node) in tree.nodes().iter().enumerate() {
+            if let claude::format::Kind::Assistant { tool_use_ids, .. } = &node.entry.kind {
+                for id in tool_use_ids.iter() {
+                    calls.entry(id.as_str()).or_insert(i as NodeIdx);
+                }
+            }
+        }
+        for (path, s) in subagents {
+            let Some(tool_use_id) = s.tool_use_id else {
+                continue;
+            };
+            let Some(&n) = calls.get(tool_use_id.as_str()) else {
+                continue;
+            };
+            // One link a line: Claude Code writes one content block, one tool call, a line.
+            if self.subagents.iter().any(|(m, _)| *m == n) {
+                continue;
+            }
+            self.subagents.push((
+                n,
+                SubagentLink {
+                    agent_id: s.agent_id,
+                    path,
+                    tool_use_id,
+                },
+            ));
+        }
+        self
+    }
+}
+
+/// The sidechains written in a transcript beside its main conversation (older Claude Code),
+/// each matched to the `Agent` or `Task` tool call that started it: the call whose
+/// `input.prompt` equals the sidechain's first user message, the latest such call before the
+/// sidechain in the file not matched already (else the first after it). A sidechain no call
+/// matches is left out. Reads
+/// the lines of the sidechains' roots and of the tool calls through `source`, and only when
+/// there is a sidechain beside a main conversation (a subagent's own transcript, all
+/// sidechain, reads nothing).
+fn sidechain_calls(tree: &claude::Tree, source: &dyn LineSource) -> Vec<SidechainCall> {
+    let roots: Vec<NodeIdx> = tree
+        .roots()
+        .iter()
+        .copied()
+        .filter(|&r| tree.node(r).entry.apart())
+        .collect();
+    if roots.is_empty() || roots.len() == tree.roots().len() {
+        return Vec::new();
+    }
+    let read = |n: NodeIdx| -> Option<Value> {
+        let line = source.line(tree.node(n).entry.span).ok()?;
+        jsstr::parse_value(&line).ok()
+    };
+    // Every Agent/Task call with a prompt: its line, its id, its prompt.
+    let mut calls: Vec<(NodeIdx, String, String)> = Vec::new();
+    for (i, node) in tree.nodes().iter().enumerate() {
+        let claude::format::Kind::Assistant { tool_use_ids, .. } = &node.entry.kind else {
+            continue;
+        };
+        if tool_use_ids.is_empty() || node.entry.apart() {
+            continue;
+        }
+        let Some(v) = read(i as NodeIdx) else {
+            continue;
+        };
+        for block in v["message"]["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_use"
+                && matches!(block["name"].as_str(), Some("Agent" | "Task"))
+                && let (Some(id), Some(prompt)) =
+                    (block["id"].as_str(), block["input"]["prompt"].as_str())
+            {
+                calls.push((i as NodeIdx, id.to_owned(), prompt.to_owned()));
+            }
+        }
+    }
+    if calls.is_empty() {
+        return Vec::new();
+    }
+    let mut taken = vec![false; calls.len()];
+    let mut out = Vec::new();
+    for root in roots {
+        let Some(v) = read(root) else {
+            continue;
+        };
+        if v["type"] != "user" {
+            continue;
+        }
+        let Some(text) = user_text(&v["message"]["content"]) else {
+            continue;
+        };
+        let free = |k: &usize| !taken[*k] && calls[*k].2 == text;
+        let found = (0..calls.len())
+            .rev()
+            .filter(free)
+            .find(|&k| calls[k].0 < root)
+            .or_else(|| (0..calls.len()).find(free));
+        if let Some(k) = found {
+            taken[k] = true;
+            out.push(SidechainCall {
+                root,
+                call: calls[k].0,
+                tool_use_id: calls[k].1.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// A user message's text: its content when that is a string, else its `text` blocks joined by
+/// newlines; `None` when it has no text.
+fn user_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(blocks) => {
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
     }
 }
 
@@ -296,6 +516,9 @@ impl Lens<codex::format::Entry> {
             compaction_legend: "diamond: compaction (its replacement history is the new base); \
                                 branches: forks and revert segments (other files)",
             default_leaf: thread.last_node(thread.own),
+            subagents: Vec::new(),
+            sidechains: Vec::new(),
+            parent: None,
         }
     }
 }
@@ -383,6 +606,15 @@ pub fn build_rows<E: Describe>(
             }
         }
     }
+    // A tool call that started a subagent or a sidechain, and a sidechain's root, have rows of
+    // their own: the links name them.
+    for (n, _) in &lens.subagents {
+        kept_start[*n as usize] = true;
+    }
+    for s in &lens.sidechains {
+        kept_start[s.call as usize] = true;
+        kept_start[s.root as usize] = true;
+    }
     let default_leaf = lens.default_leaf;
     let plain = |n: NodeIdx| {
         let node = tree.node(n);
@@ -461,17 +693,29 @@ pub fn build_rows<E: Describe>(
             }
         }
     }
-    if lens.logical_parent.is_some() {
-        // A line a boundary compacted is never folded: it has a row of its own.
+    let linked = !lens.subagents.is_empty() || !lens.sidechains.is_empty();
+    if lens.logical_parent.is_some() || linked {
+        // A line a boundary compacted, a tool call that started a subagent or a sidechain and
+        // a sidechain's root are never folded: each has a row of its own.
         let mut row_of: Vec<usize> = vec![usize::MAX; len];
         for (row, g) in nodes.iter().enumerate() {
             row_of[g.first as usize] = row;
         }
+        let row = |n: NodeIdx| Some(row_of[n as usize]).filter(|&r| r != usize::MAX);
         for g in &mut nodes {
             if g.kind == NodeKind::Entry {
-                g.logical_parent_row = logical_of(g.first)
-                    .map(|p| row_of[p as usize])
-                    .filter(|&r| r != usize::MAX);
+                g.logical_parent_row = logical_of(g.first).and_then(row);
+            }
+        }
+        for (n, link) in &lens.subagents {
+            if let Some(r) = row(*n) {
+                nodes[r].subagent = Some(link.clone());
+            }
+        }
+        for s in &lens.sidechains {
+            if let (Some(root), Some(call)) = (row(s.root), row(s.call)) {
+                nodes[root].started_by = Some((call, s.tool_use_id.clone()));
+                nodes[call].sidechain_row = Some(root);
             }
         }
     }
@@ -496,6 +740,7 @@ pub fn build_rows<E: Describe>(
         context_entries: lens.context_entries.clone(),
         apart: apart_from.map(|row| (row, apart_count)),
         compaction_legend: lens.compaction_legend,
+        parent: lens.parent.clone(),
     }
 }
 
@@ -598,6 +843,9 @@ fn node_of<E: Describe>(
         },
         apart: false,
         logical_parent_row: None,
+        subagent: None,
+        started_by: None,
+        sidechain_row: None,
     }
 }
 
@@ -720,6 +968,24 @@ impl Graph {
             if let Some(p) = g.logical_parent_row {
                 let _ = write!(line, "  ⇠ compacted {}", id(self.nodes[p].first));
             }
+            if let Some((call, tool_use_id)) = &g.started_by {
+                let _ = write!(
+                    line,
+                    "  ⇠ started by {} (tool_use {tool_use_id})",
+                    id(self.nodes[*call].first)
+                );
+            }
+            if let Some(root) = g.sidechain_row {
+                let _ = write!(line, "  ↳ sidechain {}", id(self.nodes[root].first));
+            }
+            if let Some(s) = &g.subagent {
+                let _ = write!(
+                    line,
+                    "  ↳ subagent agent-{} ({})",
+                    s.agent_id,
+                    s.path.display()
+                );
+            }
             if g.selected_leaf && !g.default_leaf {
                 line.push_str("  ◆ selected leaf");
             }
@@ -784,6 +1050,12 @@ impl Graph {
             ),
             entry: None,
         });
+        if let Some(p) = &self.parent {
+            out.push(TextLine {
+                text: p.sentence(),
+                entry: None,
+            });
+        }
         let at = match (self.selected_leaf, self.default_leaf) {
             (Some(s), d) if Some(s) == d => format!("the resume leaf {}", id(s)),
             (Some(s), _) => format!("leaf {}", id(s)),
@@ -802,6 +1074,12 @@ impl Graph {
         }
         if self.nodes.iter().any(|g| g.logical_parent_row.is_some()) {
             legend.push_str(" · ⇠ a compact boundary and the line it compacted");
+        }
+        if self.nodes.iter().any(|g| g.started_by.is_some()) {
+            legend.push_str(" · ⇠ a sidechain and the tool call that started it");
+        }
+        if self.nodes.iter().any(|g| g.subagent.is_some()) {
+            legend.push_str(" · ↳ a tool call and the subagent's transcript it started");
         }
         out.push(TextLine {
             text: legend,
@@ -823,6 +1101,8 @@ const GUTTER_W: usize = 10;
 const LINK_W: usize = 12;
 /// Height of the header above the first row.
 const HEAD_H: usize = 58;
+/// Height of the header's line naming what started a subagent's own transcript.
+const PARENT_H: usize = 18;
 
 /// XML text and attribute escaping.
 fn xml(s: &str) -> String {
@@ -871,6 +1151,7 @@ text.legend, .muted { fill: var(--muted); }
 .node.branch-summary .preview { fill: var(--summary); }
 .label-text { fill: var(--label-fg); }
 .mark { fill: var(--path); font-weight: 600; }
+.edge.sidechain { stroke: var(--path); }
 .range path { fill: none; stroke: var(--compaction); stroke-width: 2; }
 .range text { fill: var(--compaction); font-size: 10px; }
 "#;
@@ -885,7 +1166,13 @@ impl Graph {
     /// `data-first`, `data-last` and `data-count`. Edges are `<path class="edge">`, marked
     /// `on-path` on the path to the selected leaf; a compact boundary's link to the line it
     /// compacted is a dashed `<path class="edge logical">` through the left gutter with
-    /// `data-boundary` and `data-compacted`.
+    /// `data-boundary` and `data-compacted`; a sidechain's link to the tool call that started
+    /// it a dotted `<path class="edge sidechain">` with `data-sidechain`, `data-call` and
+    /// `data-tool-use-id`. A tool call that started a subagent's own transcript is a node of
+    /// class `subagent-call` with `data-subagent` (the agent id), `data-subagent-path` and
+    /// `data-tool-use-id`, and says `↳ subagent agent-ID (PATH)`; a subagent's own transcript
+    /// names what started it in a `<text class="legend parent">` with `data-parent-path`,
+    /// `data-agent-id` and `data-tool-use-id`.
     pub fn svg<E: TreeEntry>(&self, tree: &Tree<E>) -> String {
         let id = |n: NodeIdx| tree.node(n).entry.id().to_string();
         // The row of every entry (folds hold several), for the compaction ranges.
@@ -910,11 +1197,16 @@ impl Graph {
             .filter(|(_, s)| s.count > 0)
             .collect();
         let ranges_w = ranges.len() * GUTTER_W + if ranges.is_empty() { 0 } else { 6 };
-        let links = self.nodes.iter().any(|g| g.logical_parent_row.is_some());
+        let links = self
+            .nodes
+            .iter()
+            .any(|g| g.logical_parent_row.is_some() || g.started_by.is_some());
         let gutter = ranges_w + if links { LINK_W } else { 0 };
         // Lanes past [`DRAWN_LANES`] are drawn in the last column, as in the text form.
         let lane_x = |lane: usize| 14 + gutter + column(lane) * LANE_W;
-        let row_y = |row: usize| HEAD_H + row * ROW_H + ROW_H / 2;
+        // A subagent's own transcript says what started it on a line of the header.
+        let head_h = HEAD_H + if self.parent.is_some() { PARENT_H } else { 0 };
+        let row_y = |row: usize| head_h + row * ROW_H + ROW_H / 2;
         let text_x = 14 + gutter + self.lanes.clamp(1, DRAWN_LANES) * LANE_W + 6;
         let longest = self
             .nodes
@@ -923,6 +1215,9 @@ impl Graph {
                 g.title.chars().count()
                     + g.preview.chars().count()
                     + g.label.as_ref().map_or(0, |l| l.chars().count() + 3)
+                    + g.subagent.as_ref().map_or(0, |s| {
+                        s.agent_id.chars().count() + s.path.to_string_lossy().chars().count() + 20
+                    })
                     + 40
             })
             .max()
@@ -932,7 +1227,7 @@ impl Graph {
             (Some(s), _) => format!("leaf {}", id(s)),
             (None, _) => "no leaf".to_owned(),
         };
-        let legend = format!(
+        let mut legend = format!(
             "filled: reaches the model at {at} ({}) · coloured: its path · square: folded run · {}",
             plural(
                 self.context_entries.len(),
@@ -941,11 +1236,14 @@ impl Graph {
             ),
             self.compaction_legend,
         );
+        if self.nodes.iter().any(|g| g.started_by.is_some()) {
+            legend.push_str(" · dotted: a sidechain and the tool call that started it");
+        }
         // Wide enough for the longest row and for the legend (12px monospace, about 7.5 units
         // a character), so neither is cut off.
         let legend_w = 14 + legend.chars().count() * 15 / 2 + 20;
         let width = (text_x + longest * 7 + 20).max(legend_w).max(960);
-        let height = HEAD_H + self.nodes.len() * ROW_H + 12;
+        let height = head_h + self.nodes.len() * ROW_H + 12;
 
         let mut o = String::with_capacity(256 * self.nodes.len() + 4096);
         let title = match &self.name {
@@ -976,6 +1274,17 @@ impl Graph {
             plural(self.leaf_count, "leaf", "leaves"),
             xml(&legend),
         );
+        if let Some(p) = &self.parent {
+            let _ = writeln!(
+                o,
+                r#"<text class="legend parent" x="14" y="{y}" data-parent-path="{path}" data-agent-id="{agent}" data-tool-use-id="{call}">{text}</text>"#,
+                y = HEAD_H + 2,
+                path = xml(&p.path.to_string_lossy()),
+                agent = xml(&p.agent_id),
+                call = xml(p.tool_use_id.as_deref().unwrap_or("")),
+                text = xml(&p.sentence()),
+            );
+        }
         // Compaction ranges, one gutter column each.
         for (i, (g, s)) in ranges.iter().enumerate() {
             let (Some(f), Some(l)) = (s.first, s.last) else {
@@ -1010,6 +1319,22 @@ impl Graph {
                 r#"<path class="edge logical" stroke-dasharray="4 3" data-boundary="{b}" data-compacted="{c}" d="M{xp} {yp} C{xg} {yp} {xg} {yb} {xb} {yb}"><title>compact boundary {b} compacted the conversation up to {c}</title></path>"#,
                 b = xml(&id(g.first)),
                 c = xml(&id(self.nodes[p].first)),
+            );
+        }
+        // Sidechains' links to the tool calls that started them, bowed through the gutter.
+        for (row, g) in self.nodes.iter().enumerate() {
+            let Some((call, tool_use_id)) = &g.started_by else {
+                continue;
+            };
+            let (xp, yp) = (lane_x(self.nodes[*call].lane), row_y(*call));
+            let (xb, yb) = (lane_x(g.lane), row_y(row));
+            let xg = 8 + ranges_w;
+            let _ = writeln!(
+                o,
+                r#"<path class="edge sidechain" stroke-dasharray="2 3" data-sidechain="{r}" data-call="{c}" data-tool-use-id="{t}" d="M{xp} {yp} C{xg} {yp} {xg} {yb} {xb} {yb}"><title>sidechain {r} started by tool_use {t} of {c}</title></path>"#,
+                r = xml(&id(g.first)),
+                c = xml(&id(self.nodes[*call].first)),
+                t = xml(tool_use_id),
             );
         }
         // Edges under the nodes.
@@ -1048,6 +1373,8 @@ impl Graph {
                 (g.mark == Some(Mark::Compaction), " compaction"),
                 (g.mark == Some(Mark::Summary), " branch-summary"),
                 (g.apart, " apart"),
+                (g.subagent.is_some(), " subagent-call"),
+                (g.sidechain_row.is_some(), " sidechain-call"),
             ] {
                 if on {
                     class.push_str(c);
@@ -1064,9 +1391,17 @@ impl Graph {
                     g.title
                 ),
             };
+            let subagent = g.subagent.as_ref().map_or(String::new(), |s| {
+                format!(
+                    r#" data-subagent="{}" data-subagent-path="{}" data-tool-use-id="{}""#,
+                    xml(&s.agent_id),
+                    xml(&s.path.to_string_lossy()),
+                    xml(&s.tool_use_id)
+                )
+            });
             let _ = write!(
                 o,
-                r#"<g class="{class}" data-id="{fid}" data-last="{lid}" data-count="{count}" data-row="{row}" data-lane="{lane}"><title>{tip}</title>"#,
+                r#"<g class="{class}" data-id="{fid}" data-last="{lid}" data-count="{count}" data-row="{row}" data-lane="{lane}"{subagent}><title>{tip}</title>"#,
                 fid = xml(&first),
                 lid = xml(&id(g.last)),
                 count = g.count,
@@ -1120,6 +1455,28 @@ impl Graph {
             }
             if let Some(l) = &g.label {
                 let _ = write!(o, r#" <tspan class="label-text">[{}]</tspan>"#, xml(l));
+            }
+            if let Some((call, _)) = &g.started_by {
+                let _ = write!(
+                    o,
+                    r#" <tspan class="mark">⇠ started by {}</tspan>"#,
+                    xml(&id(self.nodes[*call].first))
+                );
+            }
+            if let Some(root) = g.sidechain_row {
+                let _ = write!(
+                    o,
+                    r#" <tspan class="mark">↳ sidechain {}</tspan>"#,
+                    xml(&id(self.nodes[root].first))
+                );
+            }
+            if let Some(s) = &g.subagent {
+                let _ = write!(
+                    o,
+                    r#" <tspan class="mark subagent">↳ subagent agent-{} ({})</tspan>"#,
+                    xml(&s.agent_id),
+                    xml(&s.path.to_string_lossy())
+                );
             }
             if g.selected_leaf && !g.default_leaf {
                 o.push_str(r#" <tspan class="mark">◆ selected leaf</tspan>"#);

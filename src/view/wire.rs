@@ -212,6 +212,9 @@ pub struct GraphResult {
     /// Revision of the state this result describes (absent from the CLI's output).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<Revision>,
+    /// A Claude Code subagent's own transcript: the transcript and tool call that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<GraphParent>,
 }
 
 /// One node of [`GraphResult`]: an entry, or a fold of a single-child run.
@@ -267,6 +270,64 @@ pub struct GraphNode {
     /// The row of `logicalParentId`, when that line is in the file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logical_parent_row: Option<usize>,
+    /// A Claude Code tool call that started a subagent's own transcript: that transcript.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<GraphSubagent>,
+    /// The root of a sidechain written in the file: the tool call that started it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_by: Option<GraphStartedBy>,
+    /// A tool call that started a sidechain written in the file: the sidechain's root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sidechain: Option<GraphRow>,
+}
+
+/// The subagent's own transcript a tool call started (`GraphNode::subagent`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphSubagent {
+    /// The agent's id.
+    pub agent_id: String,
+    /// Its transcript, `<session>/subagents/agent-<agentId>.jsonl`.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
+    pub path: std::path::PathBuf,
+    /// The `tool_use` block that started it.
+    pub tool_use_id: String,
+}
+
+/// The tool call that started a sidechain (`GraphNode::startedBy`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphStartedBy {
+    /// The line holding the call.
+    pub id: String,
+    /// Its row (never a fold).
+    pub row: usize,
+    /// The `tool_use` block's id.
+    pub tool_use_id: String,
+}
+
+/// An entry and its row (never a fold).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphRow {
+    /// The entry.
+    pub id: String,
+    /// Its row.
+    pub row: usize,
+}
+
+/// A subagent's own transcript's graph: the transcript and tool call that started it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphParent {
+    /// The parent's transcript (`<session>.jsonl`), whether or not it is there.
+    #[serde(serialize_with = "crate::paths::serialize_lossy")]
+    pub path: std::path::PathBuf,
+    /// The agent's id.
+    pub agent_id: String,
+    /// The parent's `tool_use` block that started it, from the agent's metadata; `null` when
+    /// that cannot be read.
+    pub tool_use_id: Option<String>,
 }
 
 /// The range of its path a compaction summarizes.

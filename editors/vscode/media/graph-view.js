@@ -6,7 +6,10 @@
 // context at it, its row in the Sessions view, making it the active leaf: only that moves the
 // leaf). A click on a fold opens it one level (its user messages as landmarks), again closes it.
 // A summary's audit is listed beside the picture while it is chosen or focused, each fact a
-// button that shows the entry it came from.
+// button that shows the entry it came from. A Claude Code tool call that started a subagent's
+// own transcript carries a link (↳ subagent …; click or Enter) that opens that transcript's
+// graph; a subagent's graph has a header button that opens the graph of the transcript that
+// started it; a sidechain written in the file hangs below the call that started it, dotted.
 // @ts-check
 (function () {
     // eslint-disable-next-line no-undef
@@ -15,6 +18,7 @@
     const svg = /** @type {SVGSVGElement} */ (document.getElementById('graph'));
     const status = /** @type {HTMLElement} */ (document.getElementById('status'));
     const details = /** @type {HTMLElement} */ (document.getElementById('details'));
+    const parentButton = /** @type {HTMLButtonElement | null} */ (document.getElementById('parent'));
     const W = 230;
     const H = 50;
     /** Below this zoom the text cannot be read: opening and resizing never go lower. */
@@ -122,6 +126,13 @@
             if (!a || !b) continue;
             el('title', {}, curve(a, b, 'edge logical')).textContent = `${e.to} compacts the conversation at ${e.compacted}`;
         }
+        // A sidechain written in the file and the tool call that started it (Claude Code): dotted.
+        for (const e of graph.sidechainEdges ?? []) {
+            const a = pos.get(e.from);
+            const b = pos.get(e.to);
+            if (!a || !b) continue;
+            el('title', {}, curve(a, b, 'edge sidechain')).textContent = `sidechain ${e.to} started by tool_use ${e.toolUseId} of ${e.from}`;
+        }
         const nodes = el('g', { class: 'nodes' }, world);
         for (const n of graph.nodes) {
             const classes = ['node', n.kind, `type-${n.type}`];
@@ -156,9 +167,18 @@
             if (n.kind === 'fold') text = `${shortId(n.id)}…${shortId(n.lastId)}${n.inContext ? ' · in context' : n.onPath ? ' · on path' : ''}`;
             if (n.name) text = `name: ${n.name}`;
             sub.textContent = short(text, 38);
-            const third = el('text', { x: 9, y: 44, class: 'marks' }, g);
             const marks = marksOf(n);
-            third.textContent = short(n.audit ? `audit: lost ${n.audit.lost} of ${n.audit.kept + n.audit.lost}${marks ? ` · ${marks}` : ''}` : marks, 38);
+            if (n.subagent) {
+                // The link to the subagent's own transcript: its graph opens on click or Enter.
+                const link = el('g', { class: 'subagent-link', tabindex: 0, role: 'link', 'data-path': n.subagent.path, 'aria-label': `Open the graph of subagent agent-${n.subagent.agentId} (${n.subagent.path})` }, g);
+                el('text', { x: 9, y: 44 }, link).textContent = short(`↳ subagent agent-${n.subagent.agentId}${marks ? ` · ${marks}` : ''}`, 38);
+                el('title', {}, link).textContent = `Open the graph of ${n.subagent.path}`;
+            } else {
+                const third = el('text', { x: 9, y: 44, class: 'marks' }, g);
+                const side = n.startedBy ? `⇠ started by ${shortId(n.startedBy.id)}` : n.sidechain ? `↳ sidechain ${shortId(n.sidechain.id)}` : '';
+                const all = [side, marks].filter(Boolean).join(' · ');
+                third.textContent = short(n.audit ? `audit: lost ${n.audit.lost} of ${n.audit.kept + n.audit.lost}${all ? ` · ${all}` : ''}` : all, 38);
+            }
             if (n.label) {
                 const tag = el('text', { x: W - 4, y: -4, class: 'label', 'text-anchor': 'end' }, g);
                 tag.textContent = `[${short(n.label, 30)}]`;
@@ -170,6 +190,15 @@
         const name = graph.name ? `${graph.name} · ` : '';
         const counts = [count(graph.entryCount, 'entry', 'entries'), count(graph.leafCount, 'leaf', 'leaves'), `${count(drawn, 'node', 'nodes')} drawn`];
         status.textContent = `${name}${counts.join(' · ')} · ${count(graph.contextCount, 'entry', 'entries')} in context at ${graph.selectedLeafId ?? '(none)'}`;
+        if (parentButton) {
+            const p = graph.parent;
+            parentButton.hidden = !p;
+            if (p) {
+                parentButton.textContent = `↰ started by tool_use ${p.toolUseId ?? '(unknown)'}: open parent's graph`;
+                parentButton.title = p.path;
+                parentButton.setAttribute('aria-label', `Subagent agent-${p.agentId}, started by tool_use ${p.toolUseId ?? 'unknown'} of ${p.path}: open that transcript's graph`);
+            }
+        }
         showDetails();
     }
 
@@ -210,6 +239,9 @@
             actions.append(button('Show Context Here', '', () => vscode.postMessage({ type: 'context', id: n.id }), `Show the context at ${n.id} beside the graph`));
             actions.append(button('Show in Sessions View', 'secondary', () => vscode.postMessage({ type: 'reveal', id: n.id })));
             if (!n.selectedLeaf) actions.append(button('Make Active Leaf', 'secondary', () => vscode.postMessage({ type: 'leaf', id: n.id }), `Make ${n.id} the active leaf`));
+            if (n.subagent) actions.append(button("Open Subagent's Graph", '', () => openGraph(n.subagent.path), `Open the graph of subagent agent-${n.subagent.agentId}`));
+            if (n.startedBy) actions.append(button('Show Tool Call', 'secondary', () => chooseAndFocus(n.startedBy.id), `Show the tool call ${n.startedBy.id} that started this sidechain`));
+            if (n.sidechain) actions.append(button('Show Sidechain', 'secondary', () => chooseAndFocus(n.sidechain.id), `Show the sidechain ${n.sidechain.id} this call started`));
         }
         details.append(actions);
         if (n.audit) {
@@ -237,6 +269,18 @@
         details.hidden = false;
         // The pane takes width from the picture.
         if (opening && auto) autoView();
+    }
+
+    /** Opens the graph of a transcript this one links to (a subagent's, or the parent's). */
+    function openGraph(path) {
+        vscode.postMessage({ type: 'graph', path });
+    }
+
+    /** Chooses the entry node `key` and focuses it. */
+    function chooseAndFocus(key) {
+        choose(key);
+        const t = svg.querySelector(`[data-key="${CSS.escape(key)}"]`);
+        if (t instanceof SVGElement) t.focus();
     }
 
     function choose(key) {
@@ -278,8 +322,14 @@
     }
 
     const nodeOf = (ev) => /** @type {Element} */ (ev.target).closest('.node');
+    const linkOf = (ev) => /** @type {Element} */ (ev.target).closest('.subagent-link');
     const byKey = (k) => graph?.nodes.find((x) => x.key === k);
     svg.addEventListener('click', (ev) => {
+        const link = linkOf(ev);
+        if (link) {
+            openGraph(link.getAttribute('data-path'));
+            return;
+        }
         const g = nodeOf(ev);
         if (!g) return;
         const n = byKey(g.getAttribute('data-key'));
@@ -288,6 +338,12 @@
         if (n.kind === 'fold') toggle(n);
     });
     svg.addEventListener('keydown', (ev) => {
+        const link = linkOf(ev);
+        if (link && (ev.key === 'Enter' || ev.key === ' ')) {
+            ev.preventDefault();
+            openGraph(link.getAttribute('data-path'));
+            return;
+        }
         const g = nodeOf(ev);
         const n = g && byKey(g.getAttribute('data-key'));
         if (n && (ev.key === 'Enter' || ev.key === ' ')) {
@@ -360,6 +416,9 @@
     });
     document.getElementById('zoom-in')?.addEventListener('click', () => zoom(1.25));
     document.getElementById('zoom-out')?.addEventListener('click', () => zoom(0.8));
+    parentButton?.addEventListener('click', () => {
+        if (graph?.parent) openGraph(graph.parent.path);
+    });
     document.getElementById('fit')?.addEventListener('click', () => {
         auto = true;
         fit();

@@ -3,12 +3,14 @@
 //! media/graph-view.js; redrawn when the session changes or another leaf is made active. A
 //! click selects a node and says everything about it beside the picture; it never moves the
 //! active leaf: "Make Active Leaf" does, and "Show Context Here" previews the context at the
-//! node in another column, beside the graph. A click on a fold opens it one level.
+//! node in another column, beside the graph. A click on a fold opens it one level. A Claude Code
+//! tool call that started a subagent's own transcript opens that transcript's graph; a
+//! subagent's graph opens the graph of the transcript that started it.
 
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { SessiondClient } from './client';
-import { Graph, GraphAudit, layoutGraph, loadDaemonGraph } from './graph';
+import { Graph, GraphAudit, layoutGraph, linkedPaths, loadDaemonGraph } from './graph';
 import { loadAll, SessionModel } from './model';
 import { EntryId } from './protocol';
 import { auditHeadline, auditOf, auditProbes, auditSourceText, PROBE_KINDS } from './render';
@@ -29,10 +31,13 @@ const GRAPH_PAGE_LIMIT = 10_000;
 
 /** A message from the webview. */
 interface ViewMessage {
-    type: 'ready' | 'toggle' | 'reveal' | 'context' | 'leaf';
+    type: 'ready' | 'toggle' | 'reveal' | 'context' | 'leaf' | 'graph';
     id?: string;
     key?: string;
+    /** `graph`: the transcript whose graph to open (a subagent's, or the parent's). */
+    path?: string;
 }
+
 
 export class GraphPanels implements vscode.Disposable {
     private readonly panels = new Map<string, vscode.WebviewPanel>();
@@ -92,6 +97,8 @@ export class GraphPanels implements vscode.Disposable {
                 if (msg.type === 'reveal' && msg.id) await this.source.reveal(sessionPath, msg.id);
                 if (msg.type === 'context' && msg.id) await this.source.showContext(sessionPath, msg.id, this.besideColumn(panel));
                 if (msg.type === 'leaf' && msg.id) await this.source.setLeaf(sessionPath, msg.id);
+                // Only a transcript this graph links to: the webview names no other file.
+                if (msg.type === 'graph' && msg.path && linkedPaths(this.last.get(sessionPath)).has(msg.path)) await this.show(msg.path);
             } catch (err: unknown) {
                 this.log.appendLine(`graph ${msg.type} ${msg.id ?? msg.key ?? ''}: ${err instanceof Error ? err.message : String(err)}`);
             }
@@ -225,6 +232,11 @@ export class GraphPanels implements vscode.Disposable {
   .node .marks { fill: var(--vscode-charts-green); font-weight: 600; }
   .node .label { fill: var(--vscode-charts-yellow); font-weight: 600; }
   .node { cursor: pointer; }
+  .edge.sidechain { stroke: var(--vscode-charts-purple); stroke-dasharray: 2 4; }
+  .node .subagent-link text { fill: var(--vscode-textLink-foreground); text-decoration: underline; pointer-events: auto; cursor: pointer; }
+  .node .subagent-link:focus { outline: none; }
+  .node .subagent-link:focus text { fill: var(--vscode-textLink-activeForeground); font-weight: 600; }
+  #parent[hidden] { display: none; }
 </style>
 </head>
 <body>
@@ -232,6 +244,7 @@ export class GraphPanels implements vscode.Disposable {
   <button id="zoom-in" aria-label="Zoom in">+</button>
   <button id="zoom-out" aria-label="Zoom out">−</button>
   <button id="fit" aria-label="Fit to window">Fit</button>
+  <button id="parent" hidden></button>
   <span id="status" role="status" aria-live="polite"></span>
 </header>
 <div id="main">
@@ -246,6 +259,7 @@ export class GraphPanels implements vscode.Disposable {
   <span><span class="sw kept"></span>a compaction keeps from here</span>
   <span><span class="sw bsum"></span>branch summary</span>
   <span><span class="sw leaf"></span>leaf (◀ resume leaf, ◉ active leaf)</span>
+  <span>↳ subagent: click to open its graph</span>
 </footer>
 <script src="${script}"></script>
 </body>

@@ -6,7 +6,9 @@
 //! time downwards, each branch in its own column) and opens folds the user asks to see into:
 //! one level per click, a fold's user messages as landmarks with the runs between them folded
 //! again (the entries a fold holds come from `session/tree`; they share the fold's context
-//! membership, which the daemon never mixes within a fold).
+//! membership, which the daemon never mixes within a fold). A Claude Code sidechain written in
+//! the file hangs below the tool call that started it (dotted); a tool call that started a
+//! subagent's own transcript names it, and a subagent's graph names what started it.
 
 import { hierarchy, HierarchyPointNode, tree } from 'd3-hierarchy';
 import { EntryId, GraphNode as WireNode, GraphResult, TreeNode } from './protocol';
@@ -40,7 +42,12 @@ export interface DaemonGraph {
     selectedLeafId: EntryId | null;
     contextEntryIds: EntryId[];
     nodes: WireNode[];
+    /** A Claude Code subagent's own transcript: the transcript and tool call that started it. */
+    parent: GraphParent | null;
 }
+
+/** What started a subagent's own transcript (`session/graph`'s `parent`). */
+export type GraphParent = NonNullable<GraphResult['parent']>;
 
 /** Asks for every page of `session/graph` (`fetch(offset)`) and joins them. */
 export async function loadDaemonGraph(fetch: (offset: number) => Promise<GraphResult>): Promise<DaemonGraph> {
@@ -59,6 +66,7 @@ export async function loadDaemonGraph(fetch: (offset: number) => Promise<GraphRe
         selectedLeafId: first.selectedLeafId,
         contextEntryIds: first.contextEntryIds ?? [],
         nodes,
+        parent: first.parent ?? null,
     };
 }
 
@@ -113,6 +121,12 @@ export interface GraphNode {
     logicalParentId?: EntryId;
     /** Apart from the main conversation (a subagent's sidechain). */
     apart?: boolean;
+    /** A tool call that started a subagent's own transcript: that transcript (its graph opens from here). */
+    subagent?: WireNode['subagent'];
+    /** The root of a sidechain written in the file: the tool call that started it. */
+    startedBy?: WireNode['startedBy'];
+    /** A tool call that started a sidechain written in the file: the sidechain's root. */
+    sidechain?: WireNode['sidechain'];
     /** A fold opened into the nodes below it. */
     opened?: boolean;
     /** Drawn because the fold of this key was opened. */
@@ -134,6 +148,10 @@ export interface Graph {
     edges: GraphEdge[];
     /** From the node holding a compacted line to its compact boundary (Claude Code), laid out as parent and child, drawn dashed. */
     logicalEdges: Array<{ from: string; to: string; compacted: EntryId }>;
+    /** From a tool call to the sidechain it started (Claude Code, in the file), laid out as parent and child, drawn dotted. */
+    sidechainEdges: Array<{ from: string; to: string; toolUseId: string }>;
+    /** A Claude Code subagent's own transcript: the transcript and tool call that started it. */
+    parent: GraphParent | null;
     /** Bounding box of the node centres. */
     minX: number;
     maxX: number;
@@ -153,6 +171,8 @@ interface Laid {
     children: Laid[];
     /** Hangs below its parent by a logical link (a compact boundary under the line it compacted). */
     logical?: boolean;
+    /** Hangs below the tool call that started it (a sidechain's root). */
+    sidechain?: boolean;
 }
 
 /** The kinds a run of entries holds, most frequent first: `8 assistant, 4 toolResult, …`. */
@@ -290,6 +310,9 @@ export function layoutGraph(input: GraphInput): Graph {
             ...(keptBy.has(w.id) ? { keptBy: keptBy.get(w.id) } : {}),
             ...(w.logicalParentId !== undefined ? { logicalParentId: w.logicalParentId } : {}),
             ...(w.apart ? { apart: true } : {}),
+            ...(w.subagent ? { subagent: w.subagent } : {}),
+            ...(w.startedBy ? { startedBy: w.startedBy } : {}),
+            ...(w.sidechain ? { sidechain: w.sidechain } : {}),
         };
         const audit = w.kind === 'entry' ? input.audits?.[w.id] : undefined;
         if (audit) own.audit = audit;
@@ -310,6 +333,10 @@ export function layoutGraph(input: GraphInput): Graph {
         } else if (w.logicalParentRow !== undefined && tails[w.logicalParentRow]) {
             heads[row].logical = true;
             tails[w.logicalParentRow].children.push(heads[row]);
+        } else if (w.startedBy && heads[w.startedBy.row]) {
+            // Below the call itself (never a fold), not below what an opened fold shows.
+            heads[row].sidechain = true;
+            heads[w.startedBy.row].children.push(heads[row]);
         } else {
             top.children.push(heads[row]);
         }
@@ -320,6 +347,7 @@ export function layoutGraph(input: GraphInput): Graph {
     const nodes: GraphNode[] = [];
     const edges: GraphEdge[] = [];
     const logicalEdges: Graph['logicalEdges'] = [];
+    const sidechainEdges: Graph['sidechainEdges'] = [];
     let minX = 0;
     let maxX = 0;
     let maxY = 0;
@@ -335,6 +363,7 @@ export function layoutGraph(input: GraphInput): Graph {
         if (p.parent && p.parent.depth > 0) {
             const from = p.parent.data.node.key;
             if (p.data.logical) logicalEdges.push({ from, to: node.key, compacted: node.logicalParentId ?? p.parent.data.node.lastId });
+            else if (p.data.sidechain) sidechainEdges.push({ from, to: node.key, toolUseId: node.startedBy?.toolUseId ?? '' });
             else edges.push({ from, to: node.key, onPath: node.onPath });
         }
     });
@@ -342,6 +371,8 @@ export function layoutGraph(input: GraphInput): Graph {
         nodes,
         edges,
         logicalEdges,
+        sidechainEdges,
+        parent: d.parent,
         minX,
         maxX,
         maxY,
@@ -375,6 +406,9 @@ export function describeNode(n: GraphNode): string {
     if (n.audit) parts.push(`audit: ${n.audit.headline}`);
     if (n.logicalParentId) parts.push(`compacts the conversation at ${n.logicalParentId}`);
     if (n.apart) parts.push('apart from the main conversation');
+    if (n.startedBy) parts.push(`sidechain started by tool_use ${n.startedBy.toolUseId} of ${n.startedBy.id}`);
+    if (n.sidechain) parts.push(`started the sidechain ${n.sidechain.id}`);
+    if (n.subagent) parts.push(`started subagent agent-${n.subagent.agentId} (${n.subagent.path})`);
     if (n.branchPoint) parts.push('branch point');
     if (n.selectedLeaf) parts.push('selected leaf');
     if (n.defaultLeaf) parts.push('resume leaf');
@@ -383,4 +417,12 @@ export function describeNode(n: GraphNode): string {
     else if (n.onPath) parts.push('on the path, not sent');
     if (n.kind === 'fold') parts.push(n.opened ? 'opened (click to close)' : 'click to open');
     return parts.filter(Boolean).join('; ');
+}
+
+/** The transcripts a graph links to: the subagents' its tool calls started, and its parent's. */
+export function linkedPaths(graph: Graph | undefined): Set<string> {
+    const out = new Set<string>();
+    for (const n of graph?.nodes ?? []) if (n.subagent) out.add(n.subagent.path);
+    if (graph?.parent) out.add(graph.parent.path);
+    return out;
 }

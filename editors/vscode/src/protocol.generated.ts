@@ -1637,6 +1637,29 @@ export interface GraphNode {
      * The row of logicalParentId (never a fold).
      */
     logicalParentRow?: number;
+    /**
+     * A Claude Code Agent (or Task) tool call that started a subagent's own transcript: that transcript (<session>/subagents/agent-<agentId>.jsonl beside the file, whose .meta.json names this call's toolUseId). Never a fold.
+     */
+    subagent?: {
+        agentId: string;
+        path: string;
+        toolUseId: string;
+    };
+    /**
+     * The root of a sidechain written in the file (apart): the Agent or Task tool call whose input.prompt is the sidechain's first user message (its line, row and tool_use id); absent when none matches.
+     */
+    startedBy?: {
+        id: string;
+        row: number;
+        toolUseId: string;
+    };
+    /**
+     * A tool call that started a sidechain written in the file: the sidechain's root (startedBy names this node back).
+     */
+    sidechain?: {
+        id: string;
+        row: number;
+    };
 }
 /**
  * session/graph result.
@@ -1680,6 +1703,14 @@ export interface GraphResult {
      * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
      */
     format: 'pi' | 'claude-code' | 'codex';
+    /**
+     * A Claude Code subagent's own transcript (<session>/subagents/agent-<agentId>.jsonl): the transcript whose tool call started it (path, whether or not it is there) and that call's tool_use id from the agent's .meta.json (null when it cannot be read); absent for any other session.
+     */
+    parent?: {
+        path: string;
+        agentId: string;
+        toolUseId: string | null;
+    };
 }
 /**
  * session/label params.

@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { SessiondClient } from '../client';
-import { DaemonGraph, foldKey, Graph, GraphAudit, GraphNode, layoutGraph, loadDaemonGraph } from '../graph';
+import { DaemonGraph, foldKey, Graph, GraphAudit, GraphNode, layoutGraph, linkedPaths, loadDaemonGraph } from '../graph';
 import { auditHeadline, auditOf, auditProbes, auditSourceText, contextEntryIds, PROBE_KINDS } from '../render';
 import { loadAll, SessionModel } from '../model';
 import { addClaudeTranscript, BINARY, CLAUDE, CLAUDE_EXAMPLE, DEFAULT_LEAF, ENTRY_COUNT, LEAVES, makeRoot, REPO_DIR, requireBinary } from '../testing/fixtures';
@@ -91,9 +91,9 @@ describe('the branch graph draws what the daemon says', () => {
             assert.equal(g.contextCount, (cli.contextEntryIds ?? []).length);
             assert.equal(drawn.reduce((sum, n) => sum + n.inContext, 0), (cli.contextEntryIds ?? []).length, 'the nodes in context hold exactly the context entries');
             assert.equal(drawn.reduce((sum, n) => sum + n.count, 0), model.allNodes().length, 'every entry drawn once');
-            assert.equal(g.edges.length + g.logicalEdges.length, g.nodes.length - daemon.nodes.filter((n) => n.parentRow === null && n.logicalParentRow === undefined).length);
+            assert.equal(g.edges.length + g.logicalEdges.length + g.sidechainEdges.length, g.nodes.length - daemon.nodes.filter((n) => n.parentRow === null && n.logicalParentRow === undefined && n.startedBy === undefined).length);
             const y = new Map(g.nodes.map((n) => [n.key, n.y]));
-            assert.ok([...g.edges, ...g.logicalEdges].every((e) => (y.get(e.to) ?? 0) > (y.get(e.from) ?? 0)), 'top-down');
+            assert.ok([...g.edges, ...g.logicalEdges, ...g.sidechainEdges].every((e) => (y.get(e.to) ?? 0) > (y.get(e.from) ?? 0)), 'top-down');
         });
     }
 
@@ -176,5 +176,61 @@ describe('the branch graph draws what the daemon says', () => {
             assert.ok(to && from && to.y > from.y, `${e.to} below ${e.from}`);
             assert.ok(!g.edges.some((x) => x.to === e.to), 'drawn once, dashed');
         }
+    });
+
+    it("links the Agent call to its subagent's transcript, and the subagent's graph back to it", async () => {
+        const real = path.join(REPO_DIR, 'tests', 'data', 'claude', 'real');
+        const agent = 'a46c5597fd4041ded';
+        const parent = path.join(root, 'with-subagent.jsonl');
+        const subs = path.join(root, 'with-subagent', 'subagents');
+        fs.mkdirSync(subs, { recursive: true });
+        fs.copyFileSync(path.join(real, 'with-subagent.jsonl'), parent);
+        for (const ext of ['jsonl', 'meta.json']) fs.copyFileSync(path.join(real, 'with-subagent', 'subagents', `agent-${agent}.${ext}`), path.join(subs, `agent-${agent}.${ext}`));
+        const sub = path.join(subs, `agent-${agent}.jsonl`);
+        const graphOf = async (file: string): Promise<Graph> => {
+            const model = new SessionModel(file);
+            model.applyOpen(await client.open(file));
+            await loadAll(model, (start) => client.tree({ path: file, depth: 1_000_000, limit: 300, ...start }));
+            const daemon = await loadDaemonGraph((offset) => client.graph({ path: file, offset, limit: 2 }));
+            return layoutGraph({ daemon, entries: model.allNodes() });
+        };
+        const g = await graphOf(parent);
+        const call = g.nodes.find((n) => n.subagent);
+        assert.equal(call?.id, 'b1326216-29c9-4f4d-b962-952158f6cccc');
+        assert.deepEqual(call?.subagent, { agentId: agent, path: sub, toolUseId: 'toolu_21_0' });
+        assert.match(call?.description ?? '', new RegExp(`started subagent agent-${agent}`));
+        assert.equal(g.parent, null);
+        assert.deepEqual([...linkedPaths(g)], [sub], 'the webview may open only the subagent');
+        const back = await graphOf(sub);
+        assert.deepEqual(back.parent, { path: parent, agentId: agent, toolUseId: 'toolu_21_0' });
+        assert.deepEqual([...linkedPaths(back)], [parent]);
+    });
+
+    it('hangs a sidechain written in the file below the tool call whose prompt started it, dotted', async () => {
+        const file = path.join(root, 'sidechain.jsonl');
+        const line = (uuid: string, parentUuid: string | null, isSidechain: boolean, type: string, content: unknown) =>
+            JSON.stringify({ type, uuid, parentUuid, isSidechain, timestamp: '2026-01-01T00:00:00.000Z', sessionId: 's', message: { role: type, content, id: `m-${uuid}`, model: 'claude-opus-4-8' } });
+        const call = [{ type: 'tool_use', id: 'toolu_9', name: 'Agent', input: { description: 'look', prompt: 'subagent task' } }];
+        const result = [{ type: 'tool_result', tool_use_id: 'toolu_9', content: 'done' }];
+        const lines = [
+            line('u1', null, false, 'user', 'main prompt'),
+            line('a1', 'u1', false, 'assistant', call),
+            line('s1', null, true, 'user', 'subagent task'),
+            line('s2', 's1', true, 'assistant', 'subagent answer'),
+            line('r1', 'a1', false, 'user', result),
+            line('a2', 'r1', false, 'assistant', 'main answer'),
+        ];
+        fs.writeFileSync(file, `${lines.join('\n')}\n`);
+        const model = new SessionModel(file);
+        model.applyOpen(await client.open(file));
+        await loadAll(model, (start) => client.tree({ path: file, depth: 1_000_000, limit: 300, ...start }));
+        const daemon = await loadDaemonGraph((offset) => client.graph({ path: file, offset, limit: 100 }));
+        const g = layoutGraph({ daemon, entries: model.allNodes() });
+        assert.deepEqual(g.sidechainEdges, [{ from: 'a1', to: 's1', toolUseId: 'toolu_9' }]);
+        assert.ok(!g.edges.some((e) => e.to === 's1'), 'drawn once, dotted');
+        const y = new Map(g.nodes.map((n) => [n.key, n.y]));
+        assert.ok((y.get('s1') ?? 0) > (y.get('a1') ?? 0), 'below the call');
+        assert.match(g.nodes.find((n) => n.id === 's1')?.description ?? '', /sidechain started by tool_use toolu_9 of a1/);
+        assert.deepEqual([...linkedPaths(g)], []);
     });
 });
