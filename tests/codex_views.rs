@@ -683,6 +683,20 @@ fn explain_audits_a_codex_compaction() {
             ex["text"].as_str().unwrap().ends_with("; kept all 1 fact"),
             "{ex}"
         );
+        // At a leaf before the compaction (after the leaf: not sent) the audit is the same.
+        let before = json_of(&sessiond(&[
+            "explain",
+            s(&root_file),
+            &id,
+            "--leaf",
+            &(c - 1).to_string(),
+            "--json",
+        ]));
+        assert_eq!(before["reason"], "afterLeaf");
+        assert_eq!(
+            (&before["source"], &before["audit"]),
+            (&ex["source"], &ex["audit"])
+        );
         let mut rpc = support::checked(
             &mut d,
             "session/explain",

@@ -46,15 +46,20 @@ pub fn audit(
 ) -> Result<Option<(SummarySource, Retention)>, LineageError> {
     let r = Replay::at(index, path, Some(target))?;
     let own = r.chain.links.len() - 1;
-    let Some(c) =
-        r.at.iter()
-            .position(|&(l, i)| l as usize == own && i as usize == target)
-    else {
-        return Ok(None);
-    };
-    if r.replayed.fates[c] != Fate::Base {
-        return Ok(None);
+    Ok(r.at
+        .iter()
+        .position(|&(l, i)| l as usize == own && i as usize == target)
+        .and_then(|c| audit_in(&r, c)))
+}
+
+/// [`audit`] of the record `c` of a replay that holds it (at the compaction or any line after
+/// it: what a compaction replaced is decided when it is replayed). `None` when the record is
+/// no compaction with a replacement history.
+pub fn audit_in(r: &Replay, c: usize) -> Option<(SummarySource, Retention)> {
+    if r.replayed.fates.get(c) != Some(&Fate::Base) {
+        return None;
     }
+    let own = r.chain.links.len() - 1;
     let link_of = |k: usize| &r.chain.links[r.at[k].0 as usize];
     let record = |k: usize| link_of(k).file.record(r.at[k].1 as usize);
     let id = |k: usize| -> EntryId {
@@ -117,7 +122,11 @@ pub fn audit(
     }
     let probes = probes(&items, &parsed);
 
-    let line = r.chain.links[own].file.record(target).unwrap_or_default();
+    let (link, target) = r.at[c];
+    let line = r.chain.links[link as usize]
+        .file
+        .record(target as usize)
+        .unwrap_or_default();
     let me = id(c);
     let payload = &line["payload"];
     let mut texts = vec![(
@@ -131,7 +140,7 @@ pub fn audit(
             texts.push((me.clone(), parts.join("\n")));
         }
     }
-    Ok(Some((source, retention::check_texts(probes, &texts))))
+    Some((source, retention::check_texts(probes, &texts)))
 }
 
 /// Every string in `v`, keys left out.

@@ -303,9 +303,13 @@ pub fn explain(
     };
     let elsewhere = elsewhere_of(index, path, file.end_of(target.min(file.len() - 1)));
     let (mut text, mut source, mut audit) = (text, None, None);
-    if line_type == "compacted"
-        && let Some((from, retention)) = super::audit::audit(index, path, target)?
-    {
+    // The leaf's replay holds the compaction when the leaf is at or after it.
+    let audited = match rec_idx {
+        _ if line_type != "compacted" => None,
+        Some(k) => super::audit::audit_in(&r, k),
+        None => super::audit::audit(index, path, target)?,
+    };
+    if let Some((from, retention)) = audited {
         let range = match (&from.first_id, &from.last_id) {
             (Some(f), Some(l)) if f == l => format!("1 line {f}"),
             (Some(f), Some(l)) => format!("{} lines {f}…{l}", from.count),
