@@ -557,3 +557,298 @@ fn tree_shows_the_thread_s_forks_and_segments_as_branches() {
         "{text}"
     );
 }
+
+/// The model-visible items of a file's lines in `range` (ordinals), as the replay keeps them:
+/// a response item of a type Codex sends, not a `system` message.
+fn visible(file: &Rollout, range: std::ops::Range<u64>) -> Vec<u64> {
+    const SENT: [&str; 14] = [
+        "message",
+        "agent_message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "reasoning",
+        "web_search_call",
+        "image_generation_call",
+        "tool_search_call",
+        "tool_search_output",
+        "compaction",
+        "context_compaction",
+    ];
+    file.lines
+        .range(range)
+        .filter(|(_, l)| {
+            let p = &l["payload"];
+            l["type"] == "response_item"
+                && SENT.contains(&p["type"].as_str().unwrap_or(""))
+                && p["role"] != "system"
+        })
+        .map(|(o, _)| *o)
+        .collect()
+}
+
+/// Every string of `v`, joined.
+fn strings_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().map(strings_of).collect::<Vec<_>>().join("\n"),
+        Value::Object(m) => m.values().map(strings_of).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// `explain`'s `source` of a compaction, computed from the file: the model-visible items
+/// between the compaction before it (or the file's start) and it.
+fn source_of(file: &Rollout, compaction: u64) -> Value {
+    let previous = file
+        .lines
+        .range(..compaction)
+        .filter(|(_, l)| l["type"] == "compacted")
+        .map(|(o, _)| *o)
+        .next_back();
+    assert!(
+        file.lines
+            .range(previous.unwrap_or(0)..compaction)
+            .all(|(_, l)| l["payload"]["type"] != "thread_rolled_back"),
+        "no rollback in the span"
+    );
+    let span = visible(file, previous.map_or(0, |p| p + 1)..compaction);
+    json!({
+        "count": span.len(),
+        "firstId": span.first().map(u64::to_string),
+        "lastId": span.last().map(u64::to_string),
+        "firstKeptEntryId": null,
+        "previousCompactionId": previous.map(|p| p.to_string()),
+    })
+}
+
+#[test]
+fn explain_audits_a_codex_compaction() {
+    let Some((root, _, root_file, files)) = setup() else {
+        return;
+    };
+    let main = files.iter().find(|f| f.path == root_file).unwrap();
+    let compactions: Vec<u64> = main
+        .lines
+        .iter()
+        .filter(|(_, l)| l["type"] == "compacted")
+        .map(|(o, _)| *o)
+        .collect();
+    assert_eq!(
+        compactions.len(),
+        2,
+        "the auto-compaction and the manual one"
+    );
+    let (mut d, _) = support::Daemon::start(&[root_file.parent().unwrap()]);
+    let _: Value = d.call("session/open", json!({"path": root_file}));
+    // Each compaction's span (its size, as the corpus's script makes it: the first replaces
+    // two turns with their context and a tool call, the second the turn after it) and the last
+    // request before it, as the file says.
+    let expected = [
+        (compactions[0], 12, None, "compact me"),
+        (compactions[1], 4, Some(compactions[0]), "say hi again"),
+    ];
+    for (c, count, previous, request) in expected {
+        let id = c.to_string();
+        let ex = json_of(&sessiond(&["explain", s(&root_file), &id, "--json"]));
+        let source = source_of(main, c);
+        assert_eq!(ex["source"], source, "{id}: the span, from the file");
+        assert_eq!(source["count"], count, "{id}");
+        assert_eq!(
+            source["previousCompactionId"],
+            json!(previous.map(|p| p.to_string()))
+        );
+        let at = main
+            .lines
+            .range(..c)
+            .filter(|(_, l)| {
+                l["payload"]["role"] == "user" && l["payload"]["content"][0]["text"] == request
+            })
+            .map(|(o, _)| o.to_string())
+            .next_back()
+            .unwrap();
+        // Codex keeps every real user message in the replacement history: the request is
+        // kept, found in the compaction itself.
+        let history = strings_of(&main.lines[&c]["payload"]["replacement_history"]);
+        assert!(history.contains(request));
+        assert_eq!(
+            ex["audit"],
+            json!({"kept": 1, "lost": 0, "probes": [{"kind": "lastUserRequest", "text": request,
+                   "entryId": at, "status": "kept", "foundIn": id}]}),
+            "{id}"
+        );
+        assert!(
+            ex["text"].as_str().unwrap().ends_with("; kept all 1 fact"),
+            "{ex}"
+        );
+        // At a leaf before the compaction (after the leaf: not sent) the audit is the same.
+        let before = json_of(&sessiond(&[
+            "explain",
+            s(&root_file),
+            &id,
+            "--leaf",
+            &(c - 1).to_string(),
+            "--json",
+        ]));
+        assert_eq!(before["reason"], "afterLeaf");
+        assert_eq!(
+            (&before["source"], &before["audit"]),
+            (&ex["source"], &ex["audit"])
+        );
+        let mut rpc = support::checked(
+            &mut d,
+            "session/explain",
+            json!({"path": root_file, "entryId": id}),
+        );
+        assert!(rpc["revision"].is_object());
+        rpc.as_object_mut().unwrap().remove("revision");
+        assert_eq!(rpc, ex, "the daemon explains as the CLI does");
+    }
+    // Another line has neither.
+    let ex = json_of(&sessiond(&["explain", s(&root_file), "7", "--json"]));
+    assert!(
+        ex.get("source").is_none() && ex.get("audit").is_none(),
+        "{ex}"
+    );
+    assert_eq!(d.stop(), Some(0));
+
+    // A copy of the thread, the root file given one more turn as Codex writes it (a command
+    // Codex reads as a file read, a patch, a failed command, a plan) and a compaction whose
+    // summary names the patched file only.
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    copy_dir(&root.join("home"), &home);
+    let file = home.join(root_file.strip_prefix(root.join("home")).unwrap());
+    let o = main.last;
+    let line = |k: u64, ty: &str, payload: Value| {
+        json!({"timestamp": "2026-12-05T18:50:00.000Z", "ordinal": o + k, "type": ty,
+               "payload": payload})
+    };
+    let user = |text: &str| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]});
+    let patch = "*** Begin Patch\n*** Add File: notes/todo.txt\n+first\n*** End Patch\n";
+    let summary = "Another language model started to solve this problem …:\nSUMMARY: the user \
+                   asked to edit notes; notes/todo.txt was added.";
+    let lines = [
+        line(1, "response_item", user("edit the notes\nthen build")),
+        line(
+            2,
+            "response_item",
+            json!({"type": "function_call", "name": "exec_command", "call_id": "call_cat",
+                   "arguments": "{\"cmd\":\"cat docs/plan.md\"}"}),
+        ),
+        line(
+            3,
+            "event_msg",
+            json!({"type": "item_completed", "item": {"type": "CommandExecution",
+                   "id": "call_cat", "parsed_cmd": [{"type": "read", "cmd": "cat docs/plan.md",
+                   "name": "plan.md", "path": "docs/plan.md"}]}}),
+        ),
+        line(
+            4,
+            "response_item",
+            json!({"type": "function_call_output", "call_id": "call_cat",
+                   "output": "Chunk ID: a\nProcess exited with code 0\nOutput:\n# plan\n"}),
+        ),
+        line(
+            5,
+            "response_item",
+            json!({"type": "custom_tool_call", "name": "apply_patch", "call_id": "call_patch",
+                   "input": patch}),
+        ),
+        line(
+            6,
+            "response_item",
+            json!({"type": "custom_tool_call_output", "call_id": "call_patch",
+                   "output": "Exit code: 0\nOutput:\nSuccess. Updated the following files:\nA notes/todo.txt\n"}),
+        ),
+        line(
+            7,
+            "response_item",
+            json!({"type": "function_call", "name": "exec_command", "call_id": "call_build",
+                   "arguments": "{\"cmd\":\"make\"}"}),
+        ),
+        line(
+            8,
+            "response_item",
+            json!({"type": "function_call_output", "call_id": "call_build",
+                   "output": "Chunk ID: b\nProcess exited with code 2\nOutput:\nmake: *** No targets.  Stop.\n"}),
+        ),
+        line(
+            9,
+            "response_item",
+            json!({"type": "function_call", "name": "update_plan", "call_id": "call_plan",
+                   "arguments": "{\"plan\":[{\"step\":\"add the notes\",\"status\":\"completed\"},{\"step\":\"fix the build\",\"status\":\"in_progress\"}]}"}),
+        ),
+        line(
+            10,
+            "response_item",
+            json!({"type": "function_call_output", "call_id": "call_plan", "output": "Plan updated"}),
+        ),
+        line(
+            11,
+            "compacted",
+            json!({"message": summary, "replacement_history": [user("edit the notes\nthen build"),
+                   user(summary)]}),
+        ),
+    ];
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    for l in &lines {
+        text.push_str(&l.to_string());
+        text.push('\n');
+    }
+    std::fs::write(&file, text).unwrap();
+    let c = o + 11;
+    let id = c.to_string();
+    let edited = rollouts(&home.join(".codex"))
+        .into_iter()
+        .find(|f| f.path == file)
+        .unwrap();
+    let ex = json_of(&sessiond(&["explain", s(&file), &id, "--json"]));
+    assert_eq!(ex["source"], source_of(&edited, c));
+    assert_eq!(
+        ex["source"]["previousCompactionId"],
+        compactions[1].to_string()
+    );
+    let at = |k: u64| (o + k).to_string();
+    let probe = |kind: &str, text: &str, k: u64, found: bool| {
+        let mut p = json!({"kind": kind, "text": text, "entryId": at(k)});
+        if matches!(kind, "toolError") {
+            p["toolCallId"] = json!("call_build");
+        }
+        if found {
+            p["status"] = json!("kept");
+            p["foundIn"] = json!(id);
+        } else {
+            p["status"] = json!("lost");
+        }
+        p
+    };
+    assert_eq!(
+        ex["audit"],
+        json!({"kept": 2, "lost": 3, "probes": [
+            probe("readFile", "docs/plan.md", 2, false),
+            probe("modifiedFile", "notes/todo.txt", 5, true),
+            probe("toolError", "make: *** No targets.  Stop.", 8, false),
+            probe("openTask", "fix the build", 9, false),
+            probe("lastUserRequest", "edit the notes", 1, true),
+        ]}),
+        "{ex}"
+    );
+    let human = String::from_utf8(sessiond(&["explain", s(&file), &id]).stdout).unwrap();
+    assert!(
+        human.contains("kept 2 of 5 facts, lost 3 (1 read file, 1 tool error, 1 task)"),
+        "{human}"
+    );
+    let (mut d, _) = support::Daemon::start(&[file.parent().unwrap()]);
+    let _: Value = d.call("session/open", json!({"path": file}));
+    let mut rpc = support::checked(
+        &mut d,
+        "session/explain",
+        json!({"path": file, "entryId": id, "leafId": id}),
+    );
+    rpc.as_object_mut().unwrap().remove("revision");
+    assert_eq!(rpc, ex, "the daemon explains as the CLI does");
+    assert_eq!(d.stop(), Some(0));
+}

@@ -4,7 +4,9 @@
 //! sides are pi's paths (the oracle's `path`) after their longest shared prefix, the context
 //! differences are exactly pi's context entries (`buildContextEntries`) of one leaf that are
 //! not the other's, with a reason that says whether the entry is on the other path at all, and
-//! the thinking level and model are reported exactly when pi's differ. Then the bad inputs of
+//! the thinking level and model are reported exactly when pi's differ; each side's user turns,
+//! assistant messages and tool calls by name are counted from pi's own entries of the path after
+//! the fork point, and its tokens are pi's `estimateProjectedContextTokens` at the leaf. Then the bad inputs of
 //! the issue: an unknown leaf, the same leaf twice, a lenient read; and the daemon's answer is
 //! the CLI's.
 //!
@@ -49,18 +51,25 @@ fn ids(list: &Value) -> Vec<String> {
         .collect()
 }
 
-/// What pi says of one leaf: its path, its context entries, its settings.
+/// What pi says of one leaf: its path (ids, and the entries as pi loaded them), its context
+/// entries, its settings, its projected context tokens.
 struct Pi {
     path: Vec<String>,
+    path_entries: Vec<Value>,
     entries: Vec<String>,
     thinking: Value,
     model: Value,
+    tokens: Value,
 }
 
 fn pi_of(result: &Value) -> Pi {
     assert!(result.get("error").is_none(), "pi failed: {result}");
     Pi {
         path: ids(&result["path"]),
+        path_entries: result["pathEntries"]
+            .as_array()
+            .expect("a side job's pathEntries")
+            .clone(),
         entries: ids(&result["entries"]),
         thinking: result["context"]
             .get("thinkingLevel")
@@ -70,7 +79,41 @@ fn pi_of(result: &Value) -> Pi {
             .get("model")
             .cloned()
             .unwrap_or(Value::Null),
+        tokens: result["tokens"].clone(),
     }
+}
+
+/// A side's counts computed from pi's entries after the fork point: user and assistant
+/// messages, tool calls by name (an assistant message's `toolCall` blocks), and the leaf's
+/// tokens as pi estimates them (`estimateProjectedContextTokens`, what `list` counts), whole.
+fn side_of(entries: &[Value], tokens: &Value) -> Value {
+    let role = |e: &Value| {
+        if e["type"] == "message" {
+            e["message"]["role"].as_str().unwrap_or("").to_owned()
+        } else {
+            String::new()
+        }
+    };
+    let mut tools: BTreeMap<String, usize> = BTreeMap::new();
+    for e in entries.iter().filter(|e| role(e) == "assistant") {
+        for b in e["message"]["content"].as_array().into_iter().flatten() {
+            if b["type"] == "toolCall" {
+                *tools
+                    .entry(b["name"].as_str().unwrap_or("").to_owned())
+                    .or_default() += 1;
+            }
+        }
+    }
+    let tokens = match tokens.as_f64() {
+        Some(t) if t.is_finite() && t >= 0.0 => json!(t as u64),
+        _ => Value::Null,
+    };
+    json!({
+        "userTurns": entries.iter().filter(|e| role(e) == "user").count(),
+        "assistantMessages": entries.iter().filter(|e| role(e) == "assistant").count(),
+        "toolCalls": tools,
+        "tokenEstimate": tokens,
+    })
 }
 
 /// Checks one comparison against pi's paths and contexts of its two leaves; `Err` says what
@@ -101,13 +144,23 @@ fn check_pair(cmp: &Value, a: &Pi, b: &Pi) -> Result<(), String> {
         &json!(ids(&cmp["onlyB"])),
         &json!(b.path[shared..]),
     )?;
-    for (side, only, count) in [("A", "onlyA", "sideA"), ("B", "onlyB", "sideB")] {
+    for (side, only, count, pi) in [("A", "onlyA", "sideA", a), ("B", "onlyB", "sideB", b)] {
         let n = cmp[only].as_array().unwrap().len();
         same(
             &format!("{count}.entries ({side})"),
             &cmp[count]["entries"],
             &json!(n),
         )?;
+        // The counts, from pi's own entries after the fork point.
+        let want = side_of(&pi.path_entries[shared..], &pi.tokens);
+        for key in [
+            "userTurns",
+            "assistantMessages",
+            "toolCalls",
+            "tokenEstimate",
+        ] {
+            same(&format!("{count}.{key}"), &cmp[count][key], &want[key])?;
+        }
     }
     let in_b: HashSet<&String> = b.entries.iter().collect();
     let in_a: HashSet<&String> = a.entries.iter().collect();
@@ -197,7 +250,7 @@ fn every_pair_of_the_shipped_sessions_leaves_is_pis() {
     let leaves = ["8a9bb12f", "610f9c1e", "de19adb3"];
     let jobs: Vec<Value> = leaves
         .iter()
-        .map(|l| json!({"file": file.to_string_lossy(), "leaf": l}))
+        .map(|l| json!({"file": file.to_string_lossy(), "leaf": l, "side": true}))
         .collect();
     let pi: Vec<Pi> = common::run_batch_oracle(&oracle, &jobs)
         .iter()
@@ -270,7 +323,7 @@ fn generated_pairs_match_pi() {
         .flat_map(|(f, leaves)| {
             leaves
                 .iter()
-                .map(move |l| json!({"file": f.to_string_lossy(), "leaf": l}))
+                .map(move |l| json!({"file": f.to_string_lossy(), "leaf": l, "side": true}))
         })
         .collect();
     let answers = common::run_batch_oracle(&oracle, &jobs);
@@ -342,6 +395,18 @@ fn generated_pairs_match_pi() {
             compared
                 .iter()
                 .filter(|c| !c["contextChanged"].as_array().unwrap().is_empty())
+                .count(),
+        ),
+        (
+            "a side with tool calls and a token count",
+            compared
+                .iter()
+                .filter(|c| {
+                    ["sideA", "sideB"].iter().any(|s| {
+                        !c[*s]["toolCalls"].as_object().unwrap().is_empty()
+                            && c[*s]["tokenEstimate"].as_u64().is_some_and(|t| t > 0)
+                    })
+                })
                 .count(),
         ),
         (

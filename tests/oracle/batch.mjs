@@ -11,6 +11,9 @@
 //    "tree": {"roots": [ids], "children": {id: [child ids in pi's getTree order]}} (default leaf, version >= 2 only)}
 // It makes the same calls as oracle.mjs: loadEntriesFromFile on a copy of the file (pi's loader may append a
 // newline to the file it reads), migrateSessionEntries, buildSessionContext and buildContextEntries.
+// With "side": true the result also has "pathEntries" (the root-to-leaf path's entries as pi loaded and migrated
+// them) and "tokens" (estimateProjectedContextTokens of buildSessionProjection at the leaf and that path, as
+// tests/oracle/list.mjs counts a session's tokens; null where pi throws), for tests/compare.rs's side counts.
 // For version-1 files pi invents random ids while migrating, so "entries" and "leaves" are null there;
 // "entryLines" locates the same entries by their physical line, which is stable for every version.
 // A job that throws prints {"file", "leaf", "error": MESSAGE} instead of failing the whole batch.
@@ -75,6 +78,22 @@ function pathTo(entries, byId, leafId) {
     cur = cur.parentId ? byId.get(cur.parentId) : undefined;
   }
   return out.reverse();
+}
+
+// "pathEntries" and "tokens" of a "side" job.
+function sideOf(entries, byId, leaf) {
+  const path = pathTo(entries, byId, leaf);
+  return { pathEntries: path, tokens: projectedTokens(entries, byId, path) };
+}
+
+// pi's projected context tokens at the end of `path` (null where pi throws).
+function projectedTokens(entries, byId, path) {
+  try {
+    const leafId = path.length > 0 ? path[path.length - 1].id : null;
+    return compaction.estimateProjectedContextTokens(sm.buildSessionProjection(entries, leafId, byId), path).tokens;
+  } catch {
+    return null;
+  }
 }
 
 const ZERO_USAGE = {
@@ -180,6 +199,7 @@ async function runJob(job) {
     path: stableIds ? pathTo(entries, byId, job.leaf ?? undefined).map((e) => e.id) : null,
     leaves: stableIds ? entries.filter((e) => !hasChildren.has(e.id)).map((e) => e.id) : null,
     ...(tree ? { tree } : {}),
+    ...(job.side ? sideOf(entries, byId, job.leaf ?? undefined) : {}),
   };
 }
 

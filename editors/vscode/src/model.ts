@@ -368,7 +368,7 @@ export class SessionModel {
     /**
      * Whether an entry is a summary whose audit `session/explain` gives (where it came from,
      * what it kept): a pi compaction or branch summary, a Claude Code compact boundary or the
-     * compaction summary line after it.
+     * compaction summary line after it, a Codex `compacted` line.
      */
     isSummary(id: EntryId): boolean {
         const n = this.nodes.get(id)?.node;
@@ -376,6 +376,7 @@ export class SessionModel {
         if (this.format === 'claude-code') {
             return (n.type === 'system' && n.preview.startsWith('compact boundary')) || (n.type === 'user' && n.preview.startsWith('[compact summary]'));
         }
+        if (this.format === 'codex') return n.type === 'compacted';
         return n.type === 'compaction' || n.type === 'branch_summary';
     }
 

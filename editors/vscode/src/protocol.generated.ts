@@ -1372,8 +1372,31 @@ export interface CodexExplanation {
         [k: string]: unknown;
     }[];
     text: string;
+    source?: SummarySource2;
+    audit?: Retention2;
     revision: Revision;
     [k: string]: unknown;
+}
+/**
+ * A compaction: the entries it replaced, as the graph's `summarizes` counts them: its path after the previous compaction's kept start (or from the root) up to `firstKeptEntryId`, compactions not counted.
+ */
+export interface SummarySource2 {
+    count: number;
+    firstId: string | null;
+    lastId: string | null;
+    firstKeptEntryId: string | null;
+    /**
+     * the previous compaction on the path, whose summary this one carries forward
+     */
+    previousCompactionId: string | null;
+}
+/**
+ * On a `compacted` line with a replacement history: the retention probes of the replaced items looked up in its `message` and `replacement_history` (foundIn: the compaction).
+ */
+export interface Retention2 {
+    kept: number;
+    lost: number;
+    probes: RetentionProbe[];
 }
 /**
  * session/export params.

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::lineage::{Chain, Index, LineageError, codex_home_of};
 use super::replay::{Fate, Origin, Replayed};
+use crate::core::retention::{Retention, SummarySource, retention_text};
 
 /// One file of the chain, as the context document shows it.
 #[derive(Clone, Debug, Serialize)]
@@ -196,10 +197,18 @@ pub struct Explanation {
     pub elsewhere: Vec<Elsewhere>,
     /// The explanation in words.
     pub text: String,
+    /// A compaction: the items it replaced ([`super::audit`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<SummarySource>,
+    /// A compaction: the retention probes of what it replaced, looked up in its `message` and
+    /// `replacement_history` ([`super::audit`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit: Option<Retention>,
 }
 
 /// Explains line `target` (0-based) of the rollout `path` at its line `leaf` (0-based;
-/// `None`: the last). Errors: the chain's.
+/// `None`: the last); for a compaction, also where its summary came from and what it kept
+/// ([`super::audit`]). Errors: the chain's.
 pub fn explain(
     index: &Index,
     path: &Path,
@@ -293,6 +302,30 @@ pub fn explain(
         Reason::AfterLeaf => format!("not sent: after the leaf (line {})", leaf_line + 1),
     };
     let elsewhere = elsewhere_of(index, path, file.end_of(target.min(file.len() - 1)));
+    let (mut text, mut source, mut audit) = (text, None, None);
+    // The leaf's replay holds the compaction when the leaf is at or after it.
+    let audited = match rec_idx {
+        _ if line_type != "compacted" => None,
+        Some(k) => super::audit::audit_in(&r, k),
+        None => super::audit::audit(index, path, target)?,
+    };
+    if let Some((from, retention)) = audited {
+        let range = match (&from.first_id, &from.last_id) {
+            (Some(f), Some(l)) if f == l => format!("1 line {f}"),
+            (Some(f), Some(l)) => format!("{} lines {f}…{l}", from.count),
+            _ => "no lines".to_owned(),
+        };
+        let after = from
+            .previous_compaction_id
+            .as_ref()
+            .map_or(String::new(), |p| format!(" (after the compaction {p})"));
+        text = format!(
+            "{text}; it summarizes {range}{after}; {}",
+            retention_text(&retention)
+        );
+        source = Some(from);
+        audit = Some(retention);
+    }
     Ok(Explanation {
         format: "codex",
         entry_id,
@@ -305,6 +338,8 @@ pub fn explain(
         by_file: by.map(|b| b.1),
         elsewhere,
         text,
+        source,
+        audit,
     })
 }
 

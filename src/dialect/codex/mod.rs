@@ -6,6 +6,7 @@
 //! [`format`], [`lines`], [`preview`] and [`replay`] are pure; [`lineage`] and [`context`] read
 //! the other files of a thread.
 
+pub mod audit;
 pub mod compare;
 pub mod context;
 pub mod format;

@@ -231,6 +231,20 @@ pub fn reports_success(payload: &Value) -> bool {
     }
 }
 
+/// Whether a tool output (`function_call_output`, `custom_tool_call_output` payload) reports
+/// a failure: an exit code other than 0 ([`exit_code`]), or `apply_patch verification failed`.
+/// An output that reports neither (Codex's synthetic `aborted`, an interrupted command, a tool
+/// without an exit code) does not.
+pub fn reports_failure(payload: &Value) -> bool {
+    let text = output_text(payload);
+    match exit_code(&text) {
+        Some(code) => code != 0,
+        None => text
+            .trim_start()
+            .starts_with("apply_patch verification failed"),
+    }
+}
+
 /// An output's text, and whether it reports a failure (`Process exited with code N`, N ≠ 0).
 fn outcome(payload: &Value) -> Outcome {
     let text = output_text(payload);

@@ -4,7 +4,8 @@
 -- naming the entry it came from; <CR> on it jumps to that entry in the tree view. This is how a
 -- user answers "why did the model forget X": it was in the span the summary replaced, and the
 -- summary dropped it. On a Claude Code transcript the summary is a compact boundary or the
--- compaction summary line after it (both carry the same audit), and its span is counted in lines.
+-- compaction summary line after it (both carry the same audit), and its span is counted in lines;
+-- on a Codex rollout it is a `compacted` line, and its span is counted in lines too.
 local client = require("sessiond.client")
 local config = require("sessiond.config")
 local sessions = require("sessiond.sessions")
@@ -38,11 +39,15 @@ function M.render(r, s)
   -- A Claude Code transcript: entries are lines, and the summary is a compact boundary or the
   -- compaction summary line after it.
   local claude = s.format == "claude-code"
-  local unit = claude and "line" or "entry"
+  local codex = s.format == "codex"
+  local lines_unit = claude or codex
+  local unit = lines_unit and "line" or "entry"
   local heading
   if claude then
     heading = ("line %s, the %s %s"):format(str(r.line), r.type == "system" and "compact boundary" or "compaction summary",
       str(r.entryId))
+  elseif codex then
+    heading = ("line %s, the compaction %s"):format(str(r.line), str(r.entryId))
   else
     heading = ("%s %s"):format(str(r.type), str(r.entryId))
   end
@@ -51,7 +56,7 @@ function M.render(r, s)
   if type(r.source) == "table" then
     local src = r.source
     local n = src.count or 0
-    add(("- summarizes %d %s %s…%s, keeps from %s"):format(n, n == 1 and unit or (claude and "lines" or "entries"),
+    add(("- summarizes %d %s %s…%s, keeps from %s"):format(n, n == 1 and unit or (lines_unit and "lines" or "entries"),
       str(src.firstId), str(src.lastId), str(src.firstKeptEntryId)), src.firstId)
     if type(src.previousCompactionId) == "string" then
       add(("- after %s %s"):format(claude and "compact boundary" or "compaction", src.previousCompactionId),

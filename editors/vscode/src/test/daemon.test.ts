@@ -358,6 +358,21 @@ describe('sessiond serve through the client', () => {
         await assert.rejects(client.label({ path: rollout, targetId: '5', label: 'x', expectedLeafId: '6' }), (e: any) => e.code === -33021 && e.data.format === 'codex');
         assert.deepEqual(fs.readFileSync(rollout), bytes, 'nothing written');
         await client.close(rollout);
+        // A compaction whose replacement history keeps the request: its audit, as pi's.
+        const summary = 'Here is the summary produced by the other language model:\nSUMMARY: ran echo.';
+        const user = (text: string) => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
+        const compacted = { type: 'compacted', payload: { message: summary, replacement_history: [user('run a tool'), user(summary)] } };
+        fs.appendFileSync(rollout, JSON.stringify({ timestamp: t(7), ordinal: 7, ...compacted }) + '\n');
+        const model = new SessionModel(rollout);
+        model.applyOpen(await client.open(rollout));
+        await loadChildren(model, undefined, (start) => client.tree({ path: rollout, depth: 10_000, limit: 2_000, ...start }));
+        assert.equal(model.isSummary('7'), true, 'a compaction carries an audit');
+        assert.equal(model.isSummary('5'), false);
+        const audited = auditOf(await client.explain({ path: rollout, entryId: '7' }));
+        assert.equal(audited && auditHeadline(audited.audit), 'kept 1 of 1 fact, lost 0');
+        assert.equal(audited && auditSourceText(audited), 'summarizes 4 entries 2…5');
+        assert.deepEqual(audited?.audit.probes.map((p) => [p.kind, p.text, p.entryId, p.foundIn]), [['lastUserRequest', 'run a tool', '2', '7']]);
+        await client.close(rollout);
         fs.rmSync(path.join(root, 'codex-home'), { recursive: true });
     });
 
