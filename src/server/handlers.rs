@@ -281,7 +281,7 @@ fn lineage_error(s: &Session, e: crate::dialect::codex::lineage::LineageError) -
 }
 
 /// `session/contextAt`'s result for a Codex rollout
-/// ([`crate::dialect::codex::context::Replay`]): the `input` items Codex sends when it resumes
+/// ([`crate::dialect::codex::leaf_replay::Replay`]): the `input` items Codex sends when it resumes
 /// at the leaf, windowed by `offset`/`limit` (`fields` does not apply: items are returned
 /// whole), with the thread's chain of files, `messageCount`, `offset` and `revision`.
 fn rollout_context_text(
@@ -289,7 +289,8 @@ fn rollout_context_text(
     tree: &crate::dialect::codex::Tree,
     p: &ContextAtParams,
 ) -> Result<Vec<u8>, RpcError> {
-    use crate::dialect::codex::context::{Replay, index_admitted};
+    use crate::dialect::codex::context::index_admitted;
+    use crate::dialect::codex::leaf_replay::Replay;
     let line = rollout_line(s, tree, p.leaf_id.as_deref())?;
     let leaf_id = line.and_then(|l| {
         tree.nodes()

@@ -31,7 +31,7 @@ use crate::core::ids::EntryId;
 use crate::core::retention::{
     self, Probe, ProbeKind, Retention, SummarySource, first_line, task_items,
 };
-use crate::dialect::codex::context::Replay;
+use crate::dialect::codex::leaf_replay::Replay;
 use crate::dialect::codex::lineage::{Index, LineageError};
 use crate::dialect::codex::replay::{Fate, is_user_turn_boundary};
 use crate::dialect::codex::verify::{call_of, patch_of, patch_paths, reports_failure};

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::lineage::{Chain, Index, LineageError, codex_home_of};
-use super::replay::{Fate, Origin, Replayed};
+use super::leaf_replay::Replay;
+use super::lineage::{Index, LineageError, codex_home_of};
+use super::replay::{Fate, Origin};
 use crate::core::retention::{Retention, SummarySource, retention_text};
 
 /// One file of the chain, as the context document shows it.
@@ -52,30 +53,7 @@ pub struct Context {
     pub notes: Vec<String>,
 }
 
-/// A replay of a rollout at a leaf, with the chain it was read from.
-#[derive(Debug)]
-pub struct Replay {
-    /// The chain of files.
-    pub chain: Chain,
-    /// The replay.
-    pub replayed: Replayed,
-    /// Where each record of the replay comes from: (link, 0-based line).
-    pub at: Vec<(u32, u32)>,
-}
-
 impl Replay {
-    /// Replays the rollout at `path` at its 0-based line `leaf` (`None`: its last line), the
-    /// other files looked for in `index`. Errors: the chain's ([`Chain::resolve`]).
-    pub fn at(index: &Index, path: &Path, leaf: Option<usize>) -> Result<Replay, LineageError> {
-        let chain = Chain::resolve(index, path, leaf)?;
-        let (replayed, at) = chain.replay()?;
-        Ok(Replay {
-            chain,
-            replayed,
-            at,
-        })
-    }
-
     /// The context document.
     pub fn document(self, leaf_id: Option<String>) -> Context {
         let base_instructions = self.chain.links.iter().find_map(|l| {

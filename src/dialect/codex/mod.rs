@@ -10,6 +10,7 @@ pub mod audit;
 pub mod compare;
 pub mod context;
 pub mod format;
+pub mod leaf_replay;
 pub mod lineage;
 pub mod lines;
 pub mod overview;

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use crate::core::ids::{EntryId, LineSpan};
 use crate::core::source::LineSource;
 use crate::core::tree::{Mode, NodeIdx, Tree};
-use crate::dialect::codex::context::Replay;
 use crate::dialect::codex::format::{self, Entry, Header};
+use crate::dialect::codex::leaf_replay::Replay;
 use crate::dialect::codex::lineage::{
     HistoryBase, Index, LineageError, codex_home_of, open_rollout,
 };
