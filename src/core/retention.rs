@@ -155,6 +155,59 @@ pub struct SummarySource {
     pub previous_compaction_id: Option<EntryId>,
 }
 
+/// The probes of a summarized span in the order every dialect reports them: files read (those
+/// also modified left out), files modified, tool errors, pending calls, open tasks (`open` then
+/// `more_open`, each text once), the last user request. Each file and task is `(text, entry)`.
+pub fn probes_in_order(
+    mut read: Vec<(String, Option<EntryId>)>,
+    mut modified: Vec<(String, Option<EntryId>)>,
+    errors: Vec<Probe>,
+    pending: Vec<Probe>,
+    open: Vec<(String, Option<EntryId>)>,
+    more_open: Vec<(String, Option<EntryId>)>,
+    last_request: Option<(String, EntryId)>,
+) -> Vec<Probe> {
+    let modified_set: std::collections::HashSet<&String> =
+        modified.iter().map(|(p, _)| p).collect();
+    read.retain(|(p, _)| !modified_set.contains(p));
+    read.sort();
+    modified.sort();
+    let fact = |kind, (text, entry_id): (String, Option<EntryId>)| Probe {
+        kind,
+        text,
+        entry_id,
+        tool_call_id: None,
+    };
+    let mut out: Vec<Probe> = read
+        .into_iter()
+        .map(|f| fact(ProbeKind::ReadFile, f))
+        .collect();
+    out.extend(
+        modified
+            .into_iter()
+            .map(|f| fact(ProbeKind::ModifiedFile, f)),
+    );
+    out.extend(errors);
+    out.extend(pending);
+    for t in open.into_iter().chain(more_open) {
+        if !out
+            .iter()
+            .any(|p| p.kind == ProbeKind::OpenTask && p.text == t.0)
+        {
+            out.push(fact(ProbeKind::OpenTask, t));
+        }
+    }
+    if let Some((text, entry)) = last_request {
+        out.push(Probe {
+            kind: ProbeKind::LastUserRequest,
+            text,
+            entry_id: Some(entry),
+            tool_call_id: None,
+        });
+    }
+    out
+}
+
 /// Looks every probe up in the new context, given as the searchable text of each message and
 /// the entry it came from, in context order: `kept` (with the first message that holds it)
 /// when the text occurs verbatim, case-sensitive.

@@ -383,42 +383,5 @@ fn probes(tree: &Tree, span: &[&Message<'_>], kept: &[&Message<'_>]) -> Vec<Prob
             last_request = Some((text, tree.node(n).entry.id.clone()));
         }
     }
-    let modified_set: HashSet<&String> = modified.iter().map(|(p, _)| p).collect();
-    read.retain(|(p, _)| !modified_set.contains(p));
-    read.sort();
-    modified.sort();
-    let file = |kind, (text, entry_id): (String, Option<EntryId>)| Probe {
-        kind,
-        text,
-        entry_id,
-        tool_call_id: None,
-    };
-    let mut out: Vec<Probe> = read
-        .into_iter()
-        .map(|f| file(ProbeKind::ReadFile, f))
-        .collect();
-    out.extend(
-        modified
-            .into_iter()
-            .map(|f| file(ProbeKind::ModifiedFile, f)),
-    );
-    out.extend(errors);
-    out.extend(pending);
-    for t in open.into_iter().chain(todos) {
-        if !out
-            .iter()
-            .any(|p| p.kind == ProbeKind::OpenTask && p.text == t.0)
-        {
-            out.push(file(ProbeKind::OpenTask, t));
-        }
-    }
-    if let Some((text, entry)) = last_request {
-        out.push(Probe {
-            kind: ProbeKind::LastUserRequest,
-            text,
-            entry_id: Some(entry),
-            tool_call_id: None,
-        });
-    }
-    out
+    retention::probes_in_order(read, modified, errors, pending, open, todos, last_request)
 }

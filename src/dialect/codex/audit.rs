@@ -34,7 +34,7 @@ use crate::core::retention::{
 use crate::dialect::codex::leaf_replay::Replay;
 use crate::dialect::codex::lineage::{Index, LineageError};
 use crate::dialect::codex::replay::{Fate, is_user_turn_boundary};
-use crate::dialect::codex::verify::{call_of, patch_of, patch_paths, reports_failure};
+use crate::dialect::codex::verify::{call_of, output_text, patch_of, patch_paths, reports_failure};
 
 /// The audit of the `compacted` line `target` (0-based) of the rollout `path`: what it
 /// replaced and the retention report. `None` when the line is no compaction with a
@@ -153,18 +153,6 @@ fn strings<'a>(v: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
-/// The text of a tool output's payload (its `output`: a string, or an object's `content`).
-fn output_text(payload: &Value) -> String {
-    match payload.get("output") {
-        Some(Value::String(s)) => s.clone(),
-        Some(o) => o
-            .get("content")
-            .and_then(Value::as_str)
-            .map_or_else(|| o.to_string(), str::to_owned),
-        None => String::new(),
-    }
-}
-
 /// What a failed output says: the first line of the command's own output (after the
 /// `Output:` line of `exec_command`'s answer), else its first line.
 fn error_line(text: &str) -> Option<String> {
@@ -279,44 +267,7 @@ fn probes(items: &[(Value, EntryId)], parsed: &[(String, Vec<Value>)]) -> Vec<Pr
             _ => {}
         }
     }
-    let modified_set: HashSet<&String> = modified.iter().map(|(p, _)| p).collect();
-    read.retain(|(p, _)| !modified_set.contains(p));
-    read.sort();
-    modified.sort();
-    let fact = |kind, (text, entry_id): (String, Option<EntryId>)| Probe {
-        kind,
-        text,
-        entry_id,
-        tool_call_id: None,
-    };
-    let mut out: Vec<Probe> = read
-        .into_iter()
-        .map(|f| fact(ProbeKind::ReadFile, f))
-        .collect();
-    out.extend(
-        modified
-            .into_iter()
-            .map(|f| fact(ProbeKind::ModifiedFile, f)),
-    );
-    out.extend(errors);
-    out.extend(pending);
-    for t in open.into_iter().chain(plan) {
-        if !out
-            .iter()
-            .any(|p| p.kind == ProbeKind::OpenTask && p.text == t.0)
-        {
-            out.push(fact(ProbeKind::OpenTask, t));
-        }
-    }
-    if let Some((text, entry)) = last_request {
-        out.push(Probe {
-            kind: ProbeKind::LastUserRequest,
-            text,
-            entry_id: Some(entry),
-            tool_call_id: None,
-        });
-    }
-    out
+    retention::probes_in_order(read, modified, errors, pending, open, plan, last_request)
 }
 
 #[cfg(test)]
