@@ -68,6 +68,9 @@ pub fn fork(
     let session_id = new_session_id(req.session_id)?;
     let now = timestamp::now_iso();
     let header = RawObject::parse(tree.header().raw.get().as_bytes()).unwrap_or_default();
+    if header.get_str("id").as_deref() == Some(session_id.as_str()) {
+        return Err(own_id(&session_id));
+    }
     let cwd = header.get("cwd");
     let source = crate::paths::absolute(path);
     let new_header = NewHeader {
@@ -194,6 +197,10 @@ pub fn fork_transcript(
                 rule: "a Claude Code session id is a UUID",
             })?,
     };
+    // A transcript's session id is its file name's stem.
+    if path.file_stem().and_then(|s| s.to_str()) == Some(session_id.as_str()) {
+        return Err(own_id(&session_id));
+    }
     let size = std::fs::metadata(path).map_err(WriteError::io(path))?.len();
     let mode = claude::fork::last_mode(tree, &lines);
     let plan =
@@ -248,6 +255,15 @@ fn destination_dir(source: &Path, target: Option<&Path>) -> PathBuf {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
         },
+    }
+}
+
+/// The refusal of a requested session id that is the source's own: two sessions would share
+/// an id, and the agent would resume either.
+fn own_id(id: &str) -> WriteError {
+    WriteError::InvalidSessionId {
+        id: id.to_owned(),
+        rule: "it is the source session's own id; a fork needs an id of its own",
     }
 }
 
