@@ -574,7 +574,7 @@ fn no_git_and_no_working_directory() {
     assert_eq!(of_kind(&report, "cwd").len(), 1, "{report:#}");
     assert!(
         message(&findings[0]).contains(
-            "the 2 files the session used under it are not checked one by one (2 missingFile)"
+            "the 2 files the session used under it are not checked one by one (2 findings: 2 missingFile)"
         ),
         "{report:#}"
     );

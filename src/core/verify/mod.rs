@@ -1158,10 +1158,16 @@ fn fold_under_missing_cwd(findings: &mut Vec<Finding>, dir: &str) {
         .collect();
     cwd.message = format!(
         "{} (a session from another machine, or a moved checkout?): the {} files the session \
-         used under it are not checked one by one ({}); --cwd DIR checks them in another \
-         directory",
+         used under it are not checked one by one ({} {}: {}); --cwd DIR checks them in \
+         another directory",
         cwd.message,
         paths.len(),
+        folded.len(),
+        if folded.len() == 1 {
+            "finding"
+        } else {
+            "findings"
+        },
         by_kind.join(", ")
     );
     cwd.evidence = Some(json!({ "filesUnder": paths }));
