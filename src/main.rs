@@ -22,7 +22,11 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(colour)
-        .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn")))
+        .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|e| {
+            // Only $SESSIOND_LOG gets here (`--log` is checked with the command line).
+            eprintln!("sessiond: SESSIOND_LOG is not a log filter ({e}); logging at warn");
+            EnvFilter::new("warn")
+        }))
         .init();
     // The daemon is the server's front door, not the CLI's: the CLI prints documents, the
     // server speaks JSON-RPC (and writes protocol frames from its own thread).

@@ -55,17 +55,28 @@ pub use error::{CliError, Exit, Family};
 #[command(name = "sessiond", version, after_help = Exit::help(None))]
 pub struct Cli {
     /// Log filter for stderr (e.g. `info`, `sessiond=debug`); defaults to `$SESSIOND_LOG`, then `warn`.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, value_parser = log_filter)]
     pub log: Option<String>,
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,
 }
 
+/// `--log`: a filter `tracing_subscriber`'s `EnvFilter` accepts (a bad one is a usage error,
+/// exit 2, rather than a silent `warn`).
+fn log_filter(text: &str) -> Result<String, String> {
+    tracing_subscriber::EnvFilter::try_new(text)
+        .map(|_| text.to_owned())
+        .map_err(|e| format!("not a log filter ({e}); e.g. `info` or `sessiond=debug`"))
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Print what the model sees at a leaf (pi's buildSessionContext).
+    ///
+    /// One line per message, its first words; `--json` prints the messages whole (as the agent
+    /// sends them), and `export` renders the branch as a document to read.
     #[command(after_help = Exit::help(Some(Family::Read)))]
     Context(read::ContextArgs),
     /// Print the session tree: branches, leaves, the resume leaf, labels, compactions (long runs folded).
@@ -149,10 +160,11 @@ pub enum Command {
     /// Write an archived session back where its agent looks for it (never over a different file).
     #[command(after_help = Exit::help(Some(Family::Archive)))]
     Restore(archive::RestoreArgs),
-    /// Serve sessions as a daemon: JSON-RPC over stdin/stdout with LSP framing (see protocol/).
+    /// Serve sessions as a daemon: JSON-RPC over stdin/stdout with LSP framing (protocol/README.md in the source).
     #[command(after_help = Exit::help(Some(Family::Serve)))]
     Serve {
-        /// A directory sessions may be read from (repeatable); default: pi's sessions directory.
+        /// A directory sessions may be read from (repeatable); default: pi's sessions
+        /// directory, and Claude Code's projects and Codex's sessions directories when they exist.
         #[arg(long = "root", value_name = "DIR")]
         roots: Vec<PathBuf>,
         /// The search index directory (default: $XDG_CACHE_HOME/sessiond/index, else
