@@ -1431,3 +1431,61 @@ fn a_missing_or_odd_directory_is_named_for_what_it_is() {
         "{stderr}"
     );
 }
+
+/// What a newcomer meets first, said plainly: an empty listing names its roots, a bad `--log`
+/// filter and an unknown `--agent` are usage errors naming what is accepted, a fork cannot take
+/// its source's own session id, and `restore` says what names a session.
+#[test]
+fn first_contact_errors_say_what_to_do() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    let cache = dir.path().join("cache.json");
+    let empty_s = empty.to_string_lossy().into_owned();
+    let cache_s = cache.to_string_lossy().into_owned();
+    let out = sessiond(["list", "--root", &empty_s, "--cache", &cache_s]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.stdout.is_empty() && err.contains("no sessions under") && err.contains("--root DIR"),
+        "{}",
+        describe(&out)
+    );
+
+    let out = sessiond(["check", BRANCHED, "--log", "bogus==="]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a log filter"));
+
+    let out = sessiond(["search", "--root", &empty_s, "--agent", "foo", "x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("one of pi, claude-code, codex"),
+        "{}",
+        describe(&out)
+    );
+
+    let file = branched_copy(dir.path());
+    let before = std::fs::read_dir(dir.path()).expect("ls").count();
+    let out = sessiond([
+        "fork",
+        &file,
+        "521cf246",
+        "--session-id",
+        "d703a1a9-1b7b-4fb1-b512-c9738b1fe617",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the source session's own id"));
+    assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), before);
+
+    let archive = dir.path().join("archive");
+    let archive_s = archive.to_string_lossy().into_owned();
+    let out = sessiond(["archive", "--root", &empty_s, "--to", &archive_s]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let out = sessiond(["restore", &archive_s, "nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("sessiond list --archive"),
+        "{}",
+        describe(&out)
+    );
+}

@@ -96,7 +96,12 @@ pub fn find_session(dir: &Path, name: &str) -> Result<ArchivedSession, ArchiveEr
         1 => Ok(found.remove(0)),
         0 => Err(ArchiveError::NoSuchSession {
             archive: dir.to_owned(),
-            detail: format!("no archived session is named {name}"),
+            detail: format!(
+                "no archived session is named {name} (give its key, original path, file name, \
+                 or the session id its file name ends with; `sessiond list --archive {}` lists \
+                 them)",
+                dir.display()
+            ),
         }),
         _ => Err(ArchiveError::NoSuchSession {
             archive: dir.to_owned(),

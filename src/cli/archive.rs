@@ -14,9 +14,9 @@ use crate::core::preview::visible;
 /// `sessiond archive`.
 #[derive(Debug, Args)]
 pub struct ArchiveArgs {
-    /// A directory of sessions to archive (repeatable); default: pi's sessions directory and
-    /// Claude Code's projects directory (when it exists). Every `*.jsonl` file below it is
-    /// archived, whatever its format (Codex's `sessions/` works too).
+    /// A directory of sessions to archive (repeatable); default: pi's sessions directory, and
+    /// Claude Code's projects and Codex's sessions directories when they exist. Every `*.jsonl` file below it is
+    /// archived, whatever its format.
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// The archive directory: created when missing or empty; one that is neither must hold an
@@ -44,7 +44,9 @@ pub struct RestoreArgs {
     /// The archive directory.
     #[arg(value_name = "ARCHIVE")]
     pub archive: PathBuf,
-    /// The session: its key in the archive, its original path, its file name, or its id.
+    /// The session: its key in the archive (the `key` of `list --archive ARCHIVE --json`), its
+    /// original path, its file name (with or without `.jsonl`), or the session id its file name
+    /// ends with (pi's `<time>_<id>.jsonl`, Claude Code's `<id>.jsonl`, Codex's `rollout-…-<id>`).
     #[arg(value_name = "SESSION")]
     pub session: String,
     /// The version to restore (default: the newest); `list --archive` shows how many there are.
@@ -212,7 +214,7 @@ pub fn list(out: &mut dyn Write, dir: &Path, as_json: bool) -> Result<Exit, CliE
     for s in &sessions {
         writeln!(
             out,
-            "{}  {:>10} bytes  {} version{}  {}  {}",
+            "{}  {:>10} bytes  {} version{}  {}  {}  {}",
             crate::js::timestamp::format_iso(s.last_archived_ms),
             s.size,
             s.version_count,
@@ -222,6 +224,7 @@ pub fn list(out: &mut dyn Write, dir: &Path, as_json: bool) -> Result<Exit, CliE
             } else {
                 "original gone  "
             },
+            visible(&s.key),
             visible(&s.manifest.source.display().to_string())
         )?;
     }

@@ -37,7 +37,7 @@ pub struct CompactArgs {
     #[arg(long)]
     pub leaf: Option<String>,
     /// Compact even while an agent is working on the session (its next entry then continues
-    /// from its own leaf, not from the compaction; SPEC §4). Without it such a compaction is
+    /// from its own leaf, not from the compaction). Without it such a compaction is
     /// refused with exit 7.
     #[arg(long)]
     pub force: bool,

@@ -166,7 +166,7 @@ impl Exit {
                 "usage, I/O, unknown id, invalid entry, invalid session id or unsupported version"
             }
             (Exit::Error, Some(Read)) => {
-                "usage, I/O, or an id that names no entry (--leaf where taken, explain's ENTRY_ID)"
+                "usage, I/O, or an id that names no entry (--leaf, diff's leaves, explain's ENTRY_ID)"
             }
             (Exit::Error, Some(Verify)) => "usage, I/O or unknown id (--leaf)",
             (Exit::Error, Some(Check)) => "usage or I/O",
@@ -238,7 +238,7 @@ impl Exit {
             (Exit::Busy, Some(Append | Compact)) => {
                 "busy (a writer is creating the file or is mid-line, another sessiond holds the \
                  lock, or an agent is working on the session and the write changes its context; \
-                 nothing written; retry, or --force beside an agent)"
+                 nothing written; retry, or --force for branch, append and compact)"
             }
             (Exit::Busy, Some(Read | Check | Fork | Salvage | Verify)) => {
                 "busy: the file has no session header yet and changed moments ago (a writer is \
@@ -259,9 +259,13 @@ impl Exit {
                  HTTP error after retries, a timeout, or an answer pi would not store; nothing \
                  written (the message names the provider, never the key)"
             }
-            (Exit::UnsupportedForFormat, None | Some(Append | Compact | Fork | Salvage)) => {
-                "the session's format does not support this (a Claude Code transcript is read \
-                 only); nothing written"
+            (Exit::UnsupportedForFormat, Some(Fork)) => {
+                "the session's format does not support this (a Codex rollout is read only); \
+                 nothing written"
+            }
+            (Exit::UnsupportedForFormat, None | Some(Append | Compact | Salvage)) => {
+                "the session's format does not support this (Claude Code transcripts and Codex \
+                 rollouts are read only but for `fork` of a transcript); nothing written"
             }
             _ => return None,
         };

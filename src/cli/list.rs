@@ -18,8 +18,8 @@ use crate::storage::list;
 /// `sessiond list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// A directory of sessions to list (repeatable); default: pi's sessions directory and
-    /// Claude Code's projects directory (when it exists).
+    /// A directory of sessions to list (repeatable); default: pi's sessions directory, and
+    /// Claude Code's projects and Codex's sessions directories when they exist.
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// The listing cache file (default: $XDG_CACHE_HOME/sessiond/list-cache.json, else
@@ -120,6 +120,13 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
         super::say(format_args!(
             "{}: not a session sessiond reads",
             p.display()
+        ));
+    }
+    if sessions.is_empty() && pending.is_empty() && skipped.is_empty() {
+        let names: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+        super::say(format_args!(
+            "no sessions under {} (name another directory with --root DIR)",
+            names.join(", ")
         ));
     }
     Ok(Exit::Ok)

@@ -23,8 +23,8 @@ pub struct SearchArgs {
     /// (fn(x)) is searched as its words. Chinese, Japanese and other scripts without spaces are
     /// found by any two or more neighbouring characters.
     pub query: String,
-    /// A directory of sessions to search (repeatable); default: pi's sessions directory and
-    /// Claude Code's projects directory (when it exists).
+    /// A directory of sessions to search (repeatable); default: pi's sessions directory, and
+    /// Claude Code's projects and Codex's sessions directories when they exist.
     #[arg(long = "root", value_name = "DIR")]
     pub roots: Vec<PathBuf>,
     /// Hits to print (1 to 1000, as `session/search` takes).
@@ -40,7 +40,7 @@ pub struct SearchArgs {
     /// and compaction; repeatable).
     #[arg(long = "role", value_name = "ROLE")]
     pub roles: Vec<String>,
-    /// Only sessions of this agent: pi or claude-code.
+    /// Only sessions of this agent: pi, claude-code or codex.
     #[arg(long, value_name = "AGENT", value_parser = agent)]
     pub agent: Option<Dialect>,
     /// Only sessions whose path contains TEXT.
@@ -73,9 +73,12 @@ pub struct SearchArgs {
     pub json: bool,
 }
 
-/// `--agent`: a format's name in documents (`pi`, `claude-code`).
+/// `--agent`: a format's name in documents ([`Dialect::as_str`]: `pi`, `claude-code`, `codex`).
 fn agent(name: &str) -> Result<Dialect, String> {
-    Dialect::from_name(name).ok_or_else(|| format!("{name:?} is not an agent: pi or claude-code"))
+    Dialect::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Dialect::ALL.iter().map(|d| d.as_str()).collect();
+        format!("{name:?} is not an agent: one of {}", names.join(", "))
+    })
 }
 
 /// A date argument as epoch milliseconds: `YYYY-MM-DD` is midnight UTC.

@@ -112,7 +112,7 @@ pub struct BranchArgs {
     #[arg(long, value_name = "JSON")]
     pub details: Option<String>,
     /// Write even while an agent is working on the session (the entry then becomes a side
-    /// branch the agent's next entry does not follow; SPEC §4). Without it such a write is
+    /// branch the agent's next entry does not follow). Without it such a write is
     /// refused with exit 7.
     #[arg(long)]
     pub force: bool,
@@ -133,7 +133,7 @@ pub struct AppendArgs {
     #[arg(long, value_name = "ID")]
     pub parent: Option<String>,
     /// Write even while an agent is working on the session (the entry then becomes a side
-    /// branch the agent's next entry does not follow; SPEC §4). Without it such a write is
+    /// branch the agent's next entry does not follow). Without it such a write is
     /// refused with exit 7.
     #[arg(long)]
     pub force: bool,

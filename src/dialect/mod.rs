@@ -43,10 +43,11 @@ impl Dialect {
     /// The format named by its name in documents ([`Dialect::as_str`]); `None` for any other
     /// name.
     pub fn from_name(name: &str) -> Option<Dialect> {
-        [Dialect::Pi, Dialect::Claude, Dialect::Codex]
-            .into_iter()
-            .find(|d| d.as_str() == name)
+        Dialect::ALL.into_iter().find(|d| d.as_str() == name)
     }
+
+    /// Every format sessiond reads, in the order help texts name them.
+    pub const ALL: [Dialect; 3] = [Dialect::Pi, Dialect::Claude, Dialect::Codex];
 
     /// The agent's name for people ("pi", "Claude Code").
     pub fn agent(self) -> &'static str {
