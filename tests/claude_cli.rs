@@ -142,6 +142,36 @@ fn tree_marks_boundaries_the_resume_leaf_and_bookkeeping() {
         "{human}"
     );
     assert!(human.contains("bookkeeping lines"), "{human}");
+    // Each boundary is a root of the file: its row and the row of the line it compacted say
+    // so, with the ids the file gives.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let boundaries: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["subtype"] == "compact_boundary")
+        .collect();
+    assert_eq!(boundaries.len(), 2);
+    for b in &boundaries {
+        let (uuid, parent) = (
+            b["uuid"].as_str().unwrap(),
+            b["logicalParentUuid"].as_str().unwrap(),
+        );
+        let row = |id: &str| {
+            human
+                .lines()
+                .find(|l| l.contains(id))
+                .unwrap_or_else(|| panic!("no row for {id}:\n{human}"))
+                .to_owned()
+        };
+        assert!(
+            row(uuid).ends_with(&format!("⇠ compacts {}", &parent[..8])),
+            "{human}"
+        );
+        assert!(
+            row(parent).ends_with(&format!("⇢ compacted by {}", &uuid[..8])),
+            "{human}"
+        );
+    }
     let doc = json_of(&sessiond(&["tree", path(&file), "--json"]));
     assert_eq!(doc["format"], "claude-code");
     assert_eq!(doc["defaultLeafId"], RESUME_LEAF);

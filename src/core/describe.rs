@@ -41,6 +41,12 @@ pub trait Describe: TreeEntry + Sized {
         false
     }
 
+    /// The entry this one continues though it is a root of the file: a Claude Code compact
+    /// boundary's `logicalParentUuid`, the line it compacted (`None` for any other entry).
+    fn continues(&self) -> Option<&str> {
+        None
+    }
+
     /// How a branch graph marks the entry by what it is (`None`: a plain dot).
     fn mark(&self) -> Option<Mark> {
         None

@@ -9,6 +9,7 @@
 //! ([`Describe::apart`]: a subagent's sidechain) are printed after the main tree.
 
 use std::cmp::Ordering;
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::rc::Rc;
 
@@ -28,6 +29,11 @@ const MAX_KIND_WIDTH: usize = 24;
 /// (and the whole output) never grows with the nesting: 5,000 nested branch points drew rows
 /// indented by up to 15,000 characters.
 const MAX_INDENT: usize = 16;
+
+/// An id's first 8 characters (a unique prefix in practice; ids are taken by prefix).
+fn short(id: &str) -> &str {
+    id.char_indices().nth(8).map_or(id, |(i, _)| &id[..i])
+}
 
 /// `1 entry`, `2 entries`.
 pub fn count(n: usize, one: &str, many: &str) -> String {
@@ -59,12 +65,22 @@ pub fn print<E: Describe>(
         .filter(|&w| w <= MAX_KIND_WIDTH)
         .max()
         .unwrap_or(0);
+    // A root that continues an entry (a compact boundary and the line it compacted): both
+    // rows say so, for the link a tree of parents does not draw.
+    let continued_by: HashMap<NodeIdx, NodeIdx> = (0..tree.nodes().len())
+        .filter_map(|n| {
+            let n = NodeIdx::try_from(n).ok()?;
+            let p = tree.node(n).entry.continues()?;
+            Some((tree.find(p)?, n))
+        })
+        .collect();
     let printer = Printer {
         tree,
         lines,
         width,
         default_leaf,
         full,
+        continued_by,
     };
     let (mut main, mut apart): (Vec<NodeIdx>, Vec<NodeIdx>) = tree
         .roots()
@@ -102,6 +118,8 @@ struct Printer<'a, E: Describe> {
     width: usize,
     default_leaf: DefaultLeaf<'a>,
     full: bool,
+    /// An entry continued by a root ([`Describe::continues`]), and that root.
+    continued_by: HashMap<NodeIdx, NodeIdx>,
 }
 
 impl<E: Describe> Printer<'_, E> {
@@ -190,6 +208,13 @@ impl<E: Describe> Printer<'_, E> {
             marks.push_str(&format!("  ◀ {}", self.default_leaf.mark));
         } else if node.children.is_empty() {
             marks.push_str("  ◀ leaf");
+        }
+        if let Some(&root) = self.continued_by.get(&n) {
+            let by = tree.node(root).entry.id();
+            marks.push_str(&format!("  ⇢ compacted by {}", short(by.as_str())));
+        }
+        if let Some(p) = e.continues() {
+            marks.push_str(&format!("  ⇠ compacts {}", short(p)));
         }
         // One read per printed entry, for its preview.
         let text = self

@@ -47,6 +47,16 @@ impl Describe for Entry {
         self.sidechain
     }
 
+    fn continues(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::System {
+                logical_parent: Some(p),
+                ..
+            } => Some(p.as_str()),
+            _ => None,
+        }
+    }
+
     fn mark(&self) -> Option<Mark> {
         match &self.kind {
             k if k.is_compact_boundary() => Some(Mark::Compaction),
