@@ -83,6 +83,11 @@ pub struct ListedSession {
     /// the leaf's path (input, cache creation, cache read and output tokens). `null` where pi
     /// would throw, or with no response on the path.
     pub token_estimate: Option<u64>,
+    /// Corrupt spots the listing's lenient read skipped or repaired (lines that are not JSON, a
+    /// duplicate id, a parent that names no entry, …; the tree's diagnostics): 0 for a clean
+    /// file. A file with any is listed as its agent would read it, and strict reads (`check`,
+    /// `tree`, `context`) refuse it until `--allow-corrupt`; `check` says where each is.
+    pub corruptions: usize,
     /// A Claude Code subagent's transcript: the agent and the transcript that started it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subagent: Option<Subagent>,
@@ -111,8 +116,8 @@ pub struct Subagent {
 }
 
 /// Format of the cache file; a file of another version is ignored and rewritten.
-/// Version 2: the format and the subagent marks.
-const CACHE_VERSION: u32 = 2;
+/// Version 2: the format and the subagent marks. Version 3: `corruptions`.
+const CACHE_VERSION: u32 = 3;
 
 /// The default cache file: `$XDG_CACHE_HOME/sessiond/list-cache.json`, else
 /// `$HOME/.cache/sessiond/list-cache.json` (next to the search index's default directory).
@@ -413,6 +418,7 @@ fn listed<F: LineFormat>(
             .default_leaf
             .map(|l| tree.node(l).entry.id().to_string()),
         token_estimate: overview.tokens,
+        corruptions: tree.diagnostics().len(),
         subagent,
     };
     let stamp = Stamp {

@@ -311,7 +311,7 @@ fn a_cache_file_that_is_not_a_listing_cache_is_never_replaced() {
     let listed = list(&root, &cache);
     assert_eq!(listed["read"], 1);
     let kept: Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
-    assert_eq!(kept["version"], 2);
+    assert_eq!(kept["version"], 3);
     assert_eq!(kept["sessions"].as_object().map(|s| s.len()), Some(1));
 }
 
@@ -335,6 +335,51 @@ fn a_root_that_does_not_exist_is_named_on_stderr() {
         // stdout is still one JSON document.
         serde_json::from_slice::<Value>(&out.stdout).unwrap();
     }
+}
+
+/// A corrupt file is listed as its agent reads it, and marked with its corrupt spots, so a
+/// user learns before opening it that strict reads refuse it: a line that is not JSON in a pi
+/// session, a duplicate uuid and a dangling parent in Claude Code transcripts. Every count
+/// equals the diagnostics `tree --allow-corrupt --json` reports for the same file; a clean
+/// file says 0.
+#[test]
+fn corrupt_files_are_listed_with_their_corrupt_spots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let repo = common::repo_root();
+    let clean = root.join("clean.jsonl");
+    std::fs::copy(repo.join("examples/pi-v3-branched.jsonl"), &clean).unwrap();
+    let text = std::fs::read_to_string(&clean).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(500, "{not json");
+    std::fs::write(root.join("garbage.jsonl"), lines.join("\n") + "\n").unwrap();
+    for name in ["duplicate-uuid.jsonl", "dangling-parent.jsonl"] {
+        std::fs::copy(repo.join("tests/data/claude").join(name), root.join(name)).unwrap();
+    }
+    let listed = by_path(&list(&root, &tmp.path().join("cache.json")));
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    for (path, row) in &listed {
+        let tree = cli_json(&["tree", path, "--allow-corrupt", "--json"]);
+        let expected = tree["diagnostics"].as_array().map_or(0, Vec::len);
+        assert_eq!(row["corruptions"], json!(expected), "{path}");
+        assert_eq!(
+            expected == 0,
+            path.ends_with("clean.jsonl"),
+            "{path}: {tree}"
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(["list", "--root", root.to_str().unwrap(), "--cache"])
+        .arg(tmp.path().join("cache2.json"))
+        .output()
+        .unwrap();
+    let human = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        human.matches("`sessiond check` says where").count(),
+        3,
+        "{human}"
+    );
 }
 
 /// What a Claude Code transcript's lines say, counted here from the JSON: its `sessionId`, the

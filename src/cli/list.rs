@@ -173,13 +173,19 @@ fn print_session(out: &mut dyn Write, s: &ListedSession, indent: &str) -> Result
             }
         )
     });
+    let corrupt = match s.corruptions {
+        0 => String::new(),
+        n => format!(
+            ", {}: `sessiond check` says where",
+            crate::view::tree::count(n, "corrupt spot", "corrupt spots")
+        ),
+    };
     writeln!(
         out,
-        "{indent}    {}  (cwd {}, {} bytes{})",
+        "{indent}    {}  (cwd {}, {} bytes{agent}{corrupt})",
         s.path.display(),
         s.cwd.as_deref().unwrap_or("-"),
         s.size,
-        agent
     )?;
     Ok(())
 }

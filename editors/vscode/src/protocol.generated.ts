@@ -1041,6 +1041,10 @@ export interface SessionSummary {
      */
     tokenEstimate: number | null;
     /**
+     * Corrupt spots the listing's lenient read skipped or repaired (lines that are not JSON, a duplicate id, a parent that names no entry, …): 0 for a clean file. Strict reads (session/open without allowCorrupt, check) refuse a file with any; check says where each is.
+     */
+    corruptions: number;
+    /**
      * Present for a Claude Code subagent's transcript (<session>/subagents/agent-<agentId>.jsonl): the agent, and the transcript of the session that started it. The subagent is listed as a session of its own.
      */
     subagent?: {
