@@ -25,7 +25,8 @@ use crate::storage::writer::WriteError;
 pub enum Exit {
     /// The command did what was asked (also "nothing to compact").
     Ok,
-    /// `serve` only: the client sent `exit` without `shutdown` first (the LSP rule).
+    /// `serve` only: the client sent `exit`, or closed stdin, without `shutdown` first (the LSP
+    /// rule).
     NoShutdown,
     /// A usage error (clap's own code), an I/O error, an unknown id, an invalid entry or an
     /// unsupported version.
@@ -160,7 +161,7 @@ impl Exit {
             }
             (Exit::Ok, _) => "ok",
             (Exit::NoShutdown, None | Some(Serve)) => {
-                "`serve`: the client sent `exit` without `shutdown` (the LSP rule)"
+                "`serve`: the client sent `exit` or closed stdin without `shutdown` first (the LSP rule)"
             }
             (Exit::Error, None) => {
                 "usage, I/O, unknown id, invalid entry, invalid session id or unsupported version"
