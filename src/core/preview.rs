@@ -232,3 +232,82 @@ mod tests {
         assert_eq!(w.inner, b"\x1b[2J");
     }
 }
+
+/// Characters a uuid is shown by in a row (as VS Code's rows show a Claude Code line's).
+pub const SHORT_ID: usize = 8;
+
+/// The uuids (`8-4-4-4-12` hex, a Claude Code transcript's) whose first [`SHORT_ID`]
+/// characters begin no other id of the tree, so a row can show them short and the short form
+/// still names one entry where an id argument is taken. Other ids are shown whole.
+pub struct ShortIds(std::collections::HashMap<String, usize>);
+
+impl ShortIds {
+    /// Counts the ids of `tree` by their first [`SHORT_ID`] characters (uuids only).
+    pub fn of<E: crate::core::tree::TreeEntry>(tree: &crate::core::tree::Tree<E>) -> Self {
+        let mut counts = std::collections::HashMap::new();
+        for n in 0..tree.len() {
+            let id = tree
+                .node(n as crate::core::tree::NodeIdx)
+                .entry
+                .id()
+                .as_str();
+            if let Some(short) = uuid_head(id) {
+                *counts.entry(short.to_owned()).or_insert(0) += 1;
+            }
+        }
+        ShortIds(counts)
+    }
+
+    /// `id` as a row shows it: a uuid by its first characters when they name it alone.
+    pub fn show<'a>(&self, id: &'a str) -> &'a str {
+        match uuid_head(id) {
+            Some(short) if self.0.get(short) == Some(&1) => short,
+            _ => id,
+        }
+    }
+}
+
+/// The first [`SHORT_ID`] characters of `id` when it is a uuid.
+fn uuid_head(id: &str) -> Option<&str> {
+    let b = id.as_bytes();
+    let hex = |r: std::ops::Range<usize>| b[r].iter().all(u8::is_ascii_hexdigit);
+    let uuid = b.len() == 36
+        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+        && hex(0..8)
+        && hex(9..13)
+        && hex(14..18)
+        && hex(19..23)
+        && hex(24..36);
+    uuid.then(|| &id[..SHORT_ID])
+}
+
+#[cfg(test)]
+mod short_id_tests {
+    use super::{ShortIds, uuid_head};
+
+    #[test]
+    fn a_uuid_is_shown_short_where_its_head_names_it_alone() {
+        let a = "0f3c9a1e-7b2d-4c5e-9f80-1a2b3c4d5e6f";
+        let b = "0f3c9a1e-0000-4c5e-9f80-1a2b3c4d5e6f";
+        let c = "12345678-7b2d-4c5e-9f80-1a2b3c4d5e6f";
+        assert_eq!(uuid_head(a), Some("0f3c9a1e"));
+        for not_uuid in [
+            "610f9c1e",
+            "line:12",
+            "0f3c9a1e-7b2d-4c5e-9f80-1a2b3c4d5e6",
+            "",
+            "x",
+        ] {
+            assert_eq!(uuid_head(not_uuid), None, "{not_uuid}");
+        }
+        assert_eq!(uuid_head("0f3c9a1g-7b2d-4c5e-9f80-1a2b3c4d5e6f"), None);
+        let mut counts = std::collections::HashMap::new();
+        for id in [a, b, c] {
+            *counts.entry(uuid_head(id).unwrap().to_owned()).or_insert(0) += 1;
+        }
+        let short = ShortIds(counts);
+        assert_eq!(short.show(c), "12345678");
+        assert_eq!(short.show(a), a, "two ids begin with 0f3c9a1e");
+        assert_eq!(short.show("610f9c1e"), "610f9c1e");
+    }
+}

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::rc::Rc;
 
 use crate::core::describe::Describe;
-use crate::core::preview::one_line;
+use crate::core::preview::{ShortIds, one_line};
 use crate::core::source::LineSource;
 use crate::core::tree::{NodeIdx, Tree};
 use crate::view::graph::fold_summary;
@@ -29,11 +29,6 @@ const MAX_KIND_WIDTH: usize = 24;
 /// (and the whole output) never grows with the nesting: 5,000 nested branch points drew rows
 /// indented by up to 15,000 characters.
 const MAX_INDENT: usize = 16;
-
-/// An id's first 8 characters (a unique prefix in practice; ids are taken by prefix).
-fn short(id: &str) -> &str {
-    id.char_indices().nth(8).map_or(id, |(i, _)| &id[..i])
-}
 
 /// `1 entry`, `2 entries`.
 pub fn count(n: usize, one: &str, many: &str) -> String {
@@ -81,6 +76,7 @@ pub fn print<E: Describe>(
         default_leaf,
         full,
         continued_by,
+        short: ShortIds::of(tree),
     };
     let (mut main, mut apart): (Vec<NodeIdx>, Vec<NodeIdx>) = tree
         .roots()
@@ -120,6 +116,8 @@ struct Printer<'a, E: Describe> {
     full: bool,
     /// An entry continued by a root ([`Describe::continues`]), and that root.
     continued_by: HashMap<NodeIdx, NodeIdx>,
+    /// How a row shows a uuid (a Claude Code line's): by its head where that names it alone.
+    short: ShortIds,
 }
 
 impl<E: Describe> Printer<'_, E> {
@@ -211,10 +209,13 @@ impl<E: Describe> Printer<'_, E> {
         }
         if let Some(&root) = self.continued_by.get(&n) {
             let by = tree.node(root).entry.id();
-            marks.push_str(&format!("  ⇢ compacted by {}", short(by.as_str())));
+            marks.push_str(&format!(
+                "  ⇢ compacted by {}",
+                self.short.show(by.as_str())
+            ));
         }
         if let Some(p) = e.continues() {
-            marks.push_str(&format!("  ⇠ compacts {}", short(p)));
+            marks.push_str(&format!("  ⇠ compacts {}", self.short.show(p)));
         }
         // One read per printed entry, for its preview.
         let text = self
@@ -224,7 +225,7 @@ impl<E: Describe> Printer<'_, E> {
             .unwrap_or_default();
         let line = format!(
             "{prefix}{} {:<width$} {text}",
-            e.id(),
+            self.short.show(e.id().as_str()),
             e.kind_name(),
             width = self.width
         );
