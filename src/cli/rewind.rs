@@ -139,6 +139,7 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
             path: &std::fs::canonicalize(file).unwrap_or_else(|_| session.clone()),
             cwd: plan.cwd.as_deref(),
             turn_open: read.turn_open,
+            agent_names: read.agent_names,
             mtime: read.mtime,
             writer_lock: None,
         })
@@ -190,6 +191,7 @@ struct Read {
     records: crate::core::rewind::Records,
     entry_id: String,
     turn_open: bool,
+    agent_names: &'static [&'static str],
     mtime: Option<std::time::SystemTime>,
 }
 
@@ -228,6 +230,7 @@ fn read_pi(file: &Path, to: &str, leaf: Option<&str>) -> Result<Read, CliError> 
         records,
         entry_id,
         turn_open: crate::session::activity::turn_open(tree),
+        agent_names: crate::session::activity::PI_NAMES,
         mtime: opened.session.stamp.mtime,
     })
 }
@@ -257,8 +260,8 @@ fn read_claude(file: &Path, to: &str, leaf: Option<&str>) -> Result<Read, CliErr
     Ok(Read {
         records,
         entry_id,
-        // Claude Code's turn is not read from the transcript: its process is looked for.
-        turn_open: false,
+        turn_open: crate::dialect::claude::turn_open(tree),
+        agent_names: crate::session::activity::CLAUDE_NAMES,
         mtime: read.session.stamp.mtime,
     })
 }

@@ -228,6 +228,7 @@ impl Backend {
             exclude: p.exclude.clone(),
         };
         let (to, leaf_id, dry_run, force) = (p.to.clone(), p.leaf_id.clone(), p.dry_run, p.force);
+        let cwd_asked = options.cwd.clone();
         let (records, path, entry_id) = self
             .ask(&p.path, move |s| {
                 let unknown = |unknown| RpcError::UnknownEntry {
@@ -274,6 +275,26 @@ impl Backend {
                         path: s.path().to_owned(),
                         source: std::io::Error::other(e.to_string()),
                     })?;
+                    // Claude Code keeps no file open: a `claude` in the working directory
+                    // while the transcript's turn is open.
+                    let cwd = cwd_asked.as_deref().or(records.session_cwd.as_deref());
+                    let probe = crate::session::activity::Probe {
+                        path: s.path(),
+                        cwd,
+                        turn_open: crate::dialect::claude::turn_open(tree),
+                        agent_names: crate::session::activity::CLAUDE_NAMES,
+                        mtime: s.opened().stamp().mtime,
+                        writer_lock: None,
+                    };
+                    if !dry_run
+                        && !force
+                        && let Some(agent) = crate::session::activity::detect(&probe)
+                    {
+                        return Err(RpcError::AgentActive {
+                            path: s.path().to_owned(),
+                            agent,
+                        });
+                    }
                     return Ok((records, s.path().to_owned(), entry_id));
                 }
                 let tree = pi_of(s, "session/rewind")?.tree();
