@@ -80,6 +80,11 @@ fn script(work: &Path) -> Value {
                 tool("Edit", json!({"file_path": p("big2.txt"), "old_string": "line 5 of", "new_string": "LINE 5 OF"})),
                 {"text": "t4 done"},
             ],
+            // A new file, then an answer that comes 8 s late: Claude at work.
+            "slow": [
+                tool("Write", json!({"file_path": p("slow.txt"), "content": "slow\n"})),
+                {"delayMs": 8000, "text": "slow done"},
+            ],
             // A write through a symlink that leaves the working directory.
             "t5": [
                 tool("Write", json!({"file_path": p("out/escape.txt"), "content": "escaped\n"})),
@@ -166,6 +171,12 @@ impl World {
     /// resume it), with its Write, Edit and Read tools allowed; `checkpointing` turns its file
     /// history on as the SDK does.
     fn turn(&self, prompt: &str) {
+        let child = self.start(prompt);
+        self.finish(child, prompt);
+    }
+
+    /// Starts Claude on `prompt` (see [`World::turn`]).
+    fn start(&self, prompt: &str) -> std::process::Child {
         let resume;
         let mut args = vec!["-p", prompt];
         if self.file.exists() {
@@ -184,7 +195,12 @@ impl World {
         if self.checkpointing {
             cmd.env("CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING", "true");
         }
-        let mut child = cmd.spawn().expect("claude starts");
+        cmd.spawn().expect("claude starts")
+    }
+
+    /// Waits for Claude started on `prompt` to end, at most [`lab::CLAUDE_TIMEOUT`].
+    fn finish(&self, mut child: std::process::Child, prompt: &str) {
+        let args = [prompt];
         let deadline = Instant::now() + lab::CLAUDE_TIMEOUT;
         while child.try_wait().unwrap().is_none() {
             if Instant::now() > deadline {
@@ -583,4 +599,40 @@ fn claude_file_history_restores_what_the_record_dropped_fork_and_daemon() {
         transcript_before,
         "the transcript is never written"
     );
+    let (code, _) = w.sessiond(&["rewind", "--undo", doc["backupDir"].as_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert_tree(&work, &s4, "undo of the CLI's rewind");
+
+    // While Claude works on the transcript (its answer comes late), a rewind is refused: exit
+    // 7 from the CLI, agentActive from the daemon; nothing changed.
+    let child = w.start("slow");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&w.file)
+        .unwrap_or_default()
+        .contains(&format!(
+            "File created successfully at: {}",
+            work.join("slow.txt").display()
+        ))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "Claude did not write slow.txt within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let during = snapshot(&work);
+    assert_eq!(during["slow.txt"], b"slow\n");
+    let (code, doc) = w.sessiond(&["rewind", w.path(), "--to", &t4]);
+    assert_eq!(code, 7, "{doc}");
+    let refused = d.request("session/rewind", json!({"path": w.file, "to": t4}));
+    let (code, message, _) = support::error_of(&refused);
+    assert_eq!(code, -33019, "{refused}");
+    assert!(message.contains("agent"), "{message}");
+    assert_tree(&work, &during, "refused beside Claude");
+    w.finish(child, "slow");
+    // Claude is done: the rewind goes ahead.
+    let slow = prompt_entry(&w.file, "slow");
+    let (code, doc) = w.sessiond(&["rewind", w.path(), "--to", &slow]);
+    assert_eq!(code, 0, "{doc}");
+    assert_tree(&work, &s4, "rewound to the slow turn");
 }
