@@ -30,7 +30,8 @@ pub struct RewindArgs {
     /// The entry to rewind the files to: its id or a unique prefix of it (on the leaf's path).
     #[arg(long, value_name = "ENTRY_ID", required_unless_present = "undo")]
     pub to: Option<String>,
-    /// The leaf whose path is read (default: the resume leaf, the file's last entry).
+    /// The leaf whose path is read (default: the resume leaf: pi's last entry; the line
+    /// `claude --resume` continues from).
     #[arg(long, value_name = "ID")]
     pub leaf: Option<String>,
     /// The working directory instead of the session's (pi's header `cwd`, the `cwd` of a Claude
