@@ -103,6 +103,47 @@ impl Disk for SystemDisk {
     }
 }
 
+/// A file's text for a rewind: `None` when it is missing, not a regular file, larger than
+/// [`MAX_FILE_BYTES`] or not UTF-8.
+pub fn read_text(path: &Path) -> Option<String> {
+    match read_present(path) {
+        Present::Bytes(b) => String::from_utf8(b).ok(),
+        _ => None,
+    }
+}
+
+/// The checkpoints Claude Code kept at the entry `entry_id` of the transcript `transcript`
+/// (its file history, [`crate::dialect::claude::rewind::snapshot_at`]): each tracked file with
+/// its content there (`None`: there was no file). A copy that cannot be read is left out
+/// (the records decide that file). Empty when the entry has no snapshot.
+pub fn claude_checkpoints(transcript: &Path, entry_id: &str) -> Vec<(String, Option<String>)> {
+    use crate::dialect::claude::rewind::{backup_path, config_dir, snapshot_at};
+    let Ok(text) = fs::read(transcript) else {
+        return Vec::new();
+    };
+    let Some(snapshot) = snapshot_at(&text, entry_id) else {
+        return Vec::new();
+    };
+    let Some(session_id) = crate::view::convert::claude_session_id(transcript) else {
+        return Vec::new();
+    };
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let env_dir = std::env::var_os("CLAUDE_CONFIG_DIR").map(PathBuf::from);
+    let config = config_dir(env_dir.as_deref(), &home);
+    snapshot
+        .into_iter()
+        .filter_map(|(path, name)| match name {
+            None => Some((path, None)),
+            Some(name) => {
+                let copy = backup_path(&config, &session_id, &name)?;
+                read_text(&copy).map(|t| (path, Some(t)))
+            }
+        })
+        .collect()
+}
+
 /// Why applying or undoing failed.
 #[derive(Debug, Error)]
 pub enum RewindError {

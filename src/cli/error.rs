@@ -147,8 +147,8 @@ impl Exit {
                  file has no session header yet"
             }
             (Exit::UnsupportedForFormat, Some(Rewind)) => {
-                "not a pi session (Claude Code transcripts and Codex rollouts are not rewound \
-                 yet); nothing changed"
+                "a Codex rollout (not rewound yet; pi sessions and Claude Code transcripts \
+                 are); nothing changed"
             }
             (Exit::Unrestorable, None) => {
                 "`rewind`: a file's content at the entry is not in the session, or it lies \

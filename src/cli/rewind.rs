@@ -5,7 +5,7 @@
 //! (what drifted, what is unknown) and ends with the refusal's exit code.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -24,16 +24,18 @@ use crate::storage::writer::{self, ForkRequest};
     override_usage = "sessiond rewind [OPTIONS] <FILE> --to <ENTRY_ID>\n       sessiond rewind [OPTIONS] --undo <BACKUP_DIR>"
 )]
 pub struct RewindArgs {
-    /// The pi session file (JSONL); only read.
+    /// The session file (JSONL): a pi session or a Claude Code transcript; only read.
     #[arg(required_unless_present = "undo")]
     pub file: Option<PathBuf>,
     /// The entry to rewind the files to: its id or a unique prefix of it (on the leaf's path).
     #[arg(long, value_name = "ENTRY_ID", required_unless_present = "undo")]
     pub to: Option<String>,
-    /// The leaf whose path is read (default: the resume leaf, the file's last entry).
+    /// The leaf whose path is read (default: the resume leaf: pi's last entry; the line
+    /// `claude --resume` continues from).
     #[arg(long, value_name = "ID")]
     pub leaf: Option<String>,
-    /// The working directory instead of the session's (pi's header `cwd`); must be absolute
+    /// The working directory instead of the session's (pi's header `cwd`, the `cwd` of a Claude
+    /// Code transcript's leaf line); must be absolute
     /// after resolving against the current directory. Files outside it are never touched.
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
@@ -103,32 +105,6 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
             detail: "FILE and --to ENTRY_ID are required (or --undo BACKUP_DIR)".into(),
         });
     };
-    match open::dialect_of(file)? {
-        Dialect::Pi => {}
-        other => return Err(open::unsupported(file, other, "rewind")),
-    }
-    let opened = open::open(file, false, "rewind")?;
-    let tree = &opened.session.tree;
-    let leaf = open::resolve(tree, file, args.leaf.as_deref())?;
-    let entry = open::find(tree, file, to, "entry id")?;
-    if !tree.path_to(leaf).contains(&entry) {
-        return Err(CliError::Argument {
-            arg: "--to",
-            detail: format!(
-                "{}: entry {} is not on the path to leaf {} (give --leaf)",
-                file.display(),
-                tree.node(entry).entry.id,
-                leaf.map(|l| tree.node(l).entry.id.to_string())
-                    .unwrap_or_else(|| "null".into())
-            ),
-        });
-    }
-    let records = crate::dialect::pi::rewind::collect(tree, leaf, entry, &opened.lines).map_err(
-        |source| CliError::Render {
-            path: file.clone(),
-            source,
-        },
-    )?;
     let options = Options {
         cwd: args
             .cwd
@@ -138,8 +114,14 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
         exclude: args.exclude.clone(),
     };
     let disk = SystemDisk::from_env();
-    let plan = crate::core::rewind::plan(&records, &disk, &options);
     let session = crate::paths::absolute(file);
+    let dialect = open::dialect_of(file)?;
+    let read = match dialect {
+        Dialect::Pi => read_pi(file, to, args.leaf.as_deref())?,
+        Dialect::Claude => read_claude(file, to, args.leaf.as_deref())?,
+        other => return Err(open::unsupported(file, other, "rewind")),
+    };
+    let plan = crate::core::rewind::plan(&read.records, &disk, &options);
     if let Some(r) = &plan.refusal {
         let doc = crate::rewind::document(&session, &plan, args.dry_run, None, None);
         print_plan(out, args.json, &doc, &plan)?;
@@ -157,8 +139,9 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
         && let Some(agent) = crate::session::activity::detect(&crate::session::activity::Probe {
             path: &std::fs::canonicalize(file).unwrap_or_else(|_| session.clone()),
             cwd: plan.cwd.as_deref(),
-            turn_open: crate::session::activity::turn_open(tree),
-            mtime: opened.session.stamp.mtime,
+            turn_open: read.turn_open,
+            agent_names: read.agent_names,
+            mtime: read.mtime,
             writer_lock: None,
         })
     {
@@ -173,18 +156,27 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
         .unwrap_or_else(crate::rewind::default_backup_root);
     let applied = crate::rewind::apply(&plan, &session, &root, &disk).map_err(rewind_error)?;
     let forked = if args.fork {
-        let id = tree.node(entry).entry.id.to_string();
-        let f = writer::fork(
-            file,
-            tree,
-            ForkRequest {
-                entry_id: &id,
-                position: crate::dialect::pi::fork::Position::At,
-                target_dir: None,
-                session_id: None,
-            },
-            &Reservations::new(),
-        )?;
+        let request = ForkRequest {
+            entry_id: &read.entry_id,
+            position: crate::dialect::pi::fork::Position::At,
+            target_dir: None,
+            session_id: None,
+        };
+        // The session file is never written: a fork is a new file (a Claude Code transcript
+        // forks into a new transcript in its projects directory, as `sessiond fork` does).
+        let f = match dialect {
+            Dialect::Claude => {
+                let strict = crate::storage::reader::open_session::<crate::dialect::claude::Claude>(
+                    file,
+                    crate::core::tree::Mode::Strict,
+                )?;
+                writer::fork_transcript(file, &strict.tree, request, &Reservations::new())?
+            }
+            _ => {
+                let strict = writer::open_for_write(file)?;
+                writer::fork(file, &strict.tree, request, &Reservations::new())?
+            }
+        };
         Some(json!(crate::view::convert::forked(&f)))
     } else {
         None
@@ -192,6 +184,87 @@ pub fn run(out: &mut dyn Write, args: &RewindArgs) -> Result<Exit, CliError> {
     let doc = crate::rewind::document(&session, &plan, false, Some(&applied), forked.as_ref());
     print_plan(out, args.json, &doc, &plan)?;
     Ok(Exit::Ok)
+}
+
+/// What a rewind read from the session: its records, the entry's whole id, and what tells
+/// whether an agent is at work on it.
+struct Read {
+    records: crate::core::rewind::Records,
+    entry_id: String,
+    turn_open: bool,
+    agent_names: &'static [&'static str],
+    mtime: Option<std::time::SystemTime>,
+}
+
+fn not_on_path(file: &Path, entry: &str, leaf: Option<String>) -> CliError {
+    CliError::Argument {
+        arg: "--to",
+        detail: format!(
+            "{}: entry {entry} is not on the path to leaf {} (give --leaf)",
+            file.display(),
+            leaf.unwrap_or_else(|| "null".into())
+        ),
+    }
+}
+
+/// A pi session's records ([`crate::dialect::pi::rewind::collect`]).
+fn read_pi(file: &Path, to: &str, leaf: Option<&str>) -> Result<Read, CliError> {
+    let opened = open::open(file, false, "rewind")?;
+    let tree = &opened.session.tree;
+    let leaf = open::resolve(tree, file, leaf)?;
+    let entry = open::find(tree, file, to, "entry id")?;
+    let entry_id = tree.node(entry).entry.id.to_string();
+    if !tree.path_to(leaf).contains(&entry) {
+        return Err(not_on_path(
+            file,
+            &entry_id,
+            leaf.map(|l| tree.node(l).entry.id.to_string()),
+        ));
+    }
+    let records = crate::dialect::pi::rewind::collect(tree, leaf, entry, &opened.lines).map_err(
+        |source| CliError::Render {
+            path: file.to_owned(),
+            source,
+        },
+    )?;
+    Ok(Read {
+        records,
+        entry_id,
+        turn_open: crate::session::activity::turn_open(tree),
+        agent_names: crate::session::activity::PI_NAMES,
+        mtime: opened.session.stamp.mtime,
+    })
+}
+
+/// A Claude Code transcript's records ([`crate::dialect::claude::rewind::collect`]), with the
+/// checkpoints of its file history at the entry.
+fn read_claude(file: &Path, to: &str, leaf: Option<&str>) -> Result<Read, CliError> {
+    let read = super::transcript::read(file, false)?;
+    let tree = &read.session.tree;
+    let leaf = super::transcript::leaf(tree, file, leaf)?;
+    let entry = open::find(tree, file, to, "entry id")?;
+    let entry_id = tree.node(entry).entry.id.to_string();
+    if !crate::dialect::claude::load::history(tree, leaf).contains(&entry) {
+        return Err(not_on_path(
+            file,
+            &entry_id,
+            Some(tree.node(leaf).entry.id.to_string()),
+        ));
+    }
+    let checkpoints = crate::rewind::claude_checkpoints(file, &entry_id);
+    let records =
+        crate::dialect::claude::rewind::collect(tree, leaf, entry, &read.lines, &checkpoints)
+            .map_err(|e| CliError::Transcript {
+                path: file.to_owned(),
+                detail: e.to_string(),
+            })?;
+    Ok(Read {
+        records,
+        entry_id,
+        turn_open: crate::dialect::claude::turn_open(tree),
+        agent_names: crate::session::activity::CLAUDE_NAMES,
+        mtime: read.session.stamp.mtime,
+    })
 }
 
 fn status_word(s: FileStatus) -> &'static str {

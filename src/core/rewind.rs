@@ -6,8 +6,9 @@
 //! applies the plan). Nothing here does I/O.
 //!
 //! Per file, the records are replayed forward from the last point where the session held
-//! the whole content (a `write`, or a read whose text is the whole file): that gives the
-//! content at the entry and at the leaf exactly, with the agent's own edit rule
+//! the whole content (a `write`, a read whose text is the whole file, the content before a
+//! change where the tool kept it, or a checkpoint the agent kept of the file at the entry):
+//! that gives the content at the entry and at the leaf exactly, with the agent's own edit rule
 //! ([`ApplyEdit`]). Where the session never held the whole content (a file that existed
 //! before the session and was only edited), the edits after the entry are undone in reverse
 //! from the content at the leaf, or from the file as it is now when that is unknown: each
@@ -35,6 +36,9 @@ pub enum Change {
         /// Whether the tool said it created the file (`Some(true)`) or replaced one
         /// (`Some(false)`); `None` when its result does not say (pi's).
         created: Option<bool>,
+        /// The whole content it replaced, when the tool kept it (Claude Code's
+        /// `toolUseResult.originalFile`); `None` when it did not (pi's) or there was none.
+        before: Option<String>,
     },
     /// Replacements applied by the agent's edit tool.
     Edit {
@@ -49,6 +53,13 @@ pub enum Change {
     Read {
         /// The file's text.
         text: String,
+    },
+    /// A copy of the file the agent kept at the entry (Claude Code's file history, taken when
+    /// the entry's prompt was sent): the content there, `None` when there was no file. It
+    /// decides the content at the entry over everything else.
+    Checkpoint {
+        /// The file's content, or `None`: no file.
+        content: Option<String>,
     },
 }
 
@@ -179,7 +190,7 @@ pub struct CallRef {
     pub entry_id: String,
     /// The tool call's id.
     pub tool_call_id: String,
-    /// `write`, `edit` or `read`.
+    /// `write`, `edit`, `read` or `checkpoint`.
     pub kind: &'static str,
 }
 
@@ -289,6 +300,8 @@ pub struct Plan {
 /// The content at the entry, as found.
 enum AtEntry {
     Content(String),
+    /// The agent's own copy of the file at the entry.
+    Checkpoint(String),
     Absent,
     /// Not found forward: undo the records after the entry in reverse.
     Reverse,
@@ -305,6 +318,7 @@ fn kind_of(c: &Change) -> &'static str {
         Change::Write { .. } => "write",
         Change::Edit { .. } => "edit",
         Change::Read { .. } => "read",
+        Change::Checkpoint { .. } => "checkpoint",
     }
 }
 
@@ -364,7 +378,8 @@ pub fn plan(records: &Records, disk: &dyn Disk, options: &Options) -> Plan {
     let mut by_file: std::collections::HashMap<String, Vec<&Record>> = Default::default();
     for r in &records.records {
         let abs = resolve_path(&r.path, &cwd, home.as_deref());
-        if r.after && !matches!(r.change, Change::Read { .. }) && !order.contains(&abs) {
+        let seen_only = matches!(r.change, Change::Read { .. } | Change::Checkpoint { .. });
+        if r.after && !seen_only && !order.contains(&abs) {
             order.push(abs.clone());
         }
         by_file.entry(abs).or_default().push(r);
@@ -492,12 +507,18 @@ fn plan_file(
                 state = Some(text.clone());
                 lost = None;
             }
+            Change::Checkpoint { content } => {
+                state.clone_from(content);
+                lost = None;
+            }
             Change::Edit {
                 edits,
                 apply,
                 record,
             } => {
-                let base = state.take().or_else(|| record.before.clone());
+                // The tool's own copy of the file before the change wins over the replay: the
+                // file may have changed outside the session's records in between.
+                let base = record.before.clone().or_else(|| state.take());
                 state = match base.as_deref().map(|b| apply(b, edits)) {
                     Some(Some(next)) => Some(next),
                     Some(None) => {
@@ -554,6 +575,11 @@ fn plan_file(
         AtEntry::Content(c) => Ok((
             Target::Write(c),
             "its content at the entry, replayed from the session's records".to_owned(),
+        )),
+        AtEntry::Checkpoint(c) => Ok((
+            Target::Write(c),
+            "its content at the entry, from the copy the agent kept then (its file history)"
+                .to_owned(),
         )),
         AtEntry::Absent => Ok((
             Target::Remove,
@@ -643,6 +669,13 @@ fn entry_content(
     born_after: Option<bool>,
     after: &[&Record],
 ) -> AtEntry {
+    // A checkpoint taken at the entry is the content there.
+    if let Some(Change::Checkpoint { content }) = after.first().map(|r| &r.change) {
+        return match content {
+            Some(c) => AtEntry::Checkpoint(c.clone()),
+            None => AtEntry::Absent,
+        };
+    }
     if let Some(s) = state {
         return AtEntry::Content(s.clone());
     }
@@ -653,10 +686,14 @@ fn entry_content(
     };
     match &r.change {
         Change::Read { text } => AtEntry::Content(text.clone()),
+        Change::Checkpoint { .. } => AtEntry::Unknown("no change after the entry".into()),
         Change::Edit { record, .. } => match &record.before {
             Some(b) => AtEntry::Content(b.clone()),
             None => AtEntry::Reverse,
         },
+        Change::Write {
+            before: Some(b), ..
+        } => AtEntry::Content(b.clone()),
         Change::Write { created, .. } if !seen_before => match (created, born_after) {
             (Some(true), _) | (None, Some(true)) => AtEntry::Absent,
             (Some(false), _) | (None, Some(false)) => AtEntry::Unknown(format!(
@@ -706,7 +743,11 @@ fn undo_all(start: &str, after: &[&Record]) -> Result<String, UndoFailure> {
                     });
                 }
             }
-            Change::Write { .. } => {
+            Change::Write {
+                before: Some(b), ..
+            } => cur = b.clone(),
+            Change::Checkpoint { content: Some(c) } => cur = c.clone(),
+            Change::Checkpoint { content: None } | Change::Write { .. } => {
                 return Err(UndoFailure {
                     reason: format!(
                         "the write at entry {} replaced content the session never held whole",
@@ -1028,6 +1069,7 @@ mod tests {
                 "a.txt",
                 Change::Write {
                     created: None,
+                    before: None,
                     content: "one\ntwo\n".into(),
                 },
                 false,
@@ -1038,6 +1080,7 @@ mod tests {
                 "b.txt",
                 Change::Write {
                     created: None,
+                    before: None,
                     content: "new\n".into(),
                 },
                 true,
@@ -1119,6 +1162,7 @@ mod tests {
                 "a.txt",
                 Change::Write {
                     created: None,
+                    before: None,
                     content: "new".into(),
                 },
                 true,
@@ -1128,6 +1172,7 @@ mod tests {
                 "/w/out/x",
                 Change::Write {
                     created: None,
+                    before: None,
                     content: "x".into(),
                 },
                 true,
@@ -1156,6 +1201,7 @@ mod tests {
             "old.txt",
             Change::Write {
                 created: None,
+                before: None,
                 content: "new".into(),
             },
             true,
@@ -1174,6 +1220,7 @@ mod tests {
                 "a.txt",
                 Change::Write {
                     created: None,
+                    before: None,
                     content: "w\n".into(),
                 },
                 true,
@@ -1191,6 +1238,49 @@ mod tests {
             },
         );
         assert_eq!(p.refusal, Some(Refusal::RelativeCwd { cwd: "w".into() }));
+    }
+
+    #[test]
+    fn a_write_s_kept_original_and_a_checkpoint_give_the_content_at_the_entry() {
+        let write = |content: &str, before: Option<&str>| Change::Write {
+            content: content.into(),
+            created: Some(before.is_none()),
+            before: before.map(str::to_owned),
+        };
+        let recs = records(vec![
+            rec("2", "old.txt", write("new\n", Some("was\n")), true),
+            rec("3", "made.txt", write("m\n", None), true),
+        ]);
+        let disk = Fake(HashMap::from([
+            ("/w/old.txt".to_owned(), b"new\n".to_vec()),
+            ("/w/made.txt".to_owned(), b"m\n".to_vec()),
+        ]));
+        let p = plan(&recs, &disk, &Options::default());
+        assert_eq!(p.refusal, None, "{:?}", p.files);
+        assert_eq!(p.files[0].target, Target::Write("was\n".into()));
+        assert_eq!(p.files[1].status, FileStatus::Remove);
+        // A checkpoint at the entry wins, and one of no file removes it.
+        let mut recs = recs;
+        recs.records.insert(
+            0,
+            rec(
+                "e",
+                "old.txt",
+                Change::Checkpoint {
+                    content: Some("kept\n".into()),
+                },
+                true,
+            ),
+        );
+        recs.records.insert(
+            1,
+            rec("e", "made.txt", Change::Checkpoint { content: None }, true),
+        );
+        let p = plan(&recs, &disk, &Options::default());
+        assert_eq!(p.files.len(), 2, "a checkpoint alone names no file");
+        assert_eq!(p.files[0].target, Target::Write("kept\n".into()));
+        assert_eq!(p.files[0].calls[0].kind, "checkpoint");
+        assert_eq!(p.files[1].status, FileStatus::Remove);
     }
 
     #[test]

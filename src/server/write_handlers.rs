@@ -204,7 +204,8 @@ impl Backend {
     }
 
     /// `session/rewind {path, to, leafId?, cwd?, dryRun, force, exclude, fork}`: the files the
-    /// session changed after `to` put back to their content there ([`crate::core::rewind`]),
+    /// session (a pi session or a Claude Code transcript) changed after `to` put back to their
+    /// content there ([`crate::core::rewind`]),
     /// or, with `dryRun`, the plan alone. The session is only read; the files are in its
     /// working directory, not under the roots. Refused (`agentActive`) while an agent works on
     /// the session, unless `force`; a plan that is refused (drift, unknown content) is the
@@ -227,13 +228,76 @@ impl Backend {
             exclude: p.exclude.clone(),
         };
         let (to, leaf_id, dry_run, force) = (p.to.clone(), p.leaf_id.clone(), p.dry_run, p.force);
+        let cwd_asked = options.cwd.clone();
         let (records, path, entry_id) = self
             .ask(&p.path, move |s| {
-                let tree = pi_of(s, "session/rewind")?.tree();
                 let unknown = |unknown| RpcError::UnknownEntry {
                     path: s.path().to_owned(),
                     unknown,
                 };
+                let not_on_path = |id: &str| RpcError::InvalidParams {
+                    method: "session/rewind",
+                    detail: format!("entry {id} is not on the path to the leaf (give leafId)"),
+                };
+                let refuse_beside_agent = || match s.agent_now() {
+                    Some(agent) if !dry_run && !force => Err(RpcError::AgentActive {
+                        path: s.path().to_owned(),
+                        agent,
+                    }),
+                    _ => Ok(()),
+                };
+                if let Some(tree) = s.claude() {
+                    // A Claude Code transcript: its Write/Edit records and its file history.
+                    let leaf = match leaf_id.as_deref() {
+                        Some(id) => tree.lookup(id).map_err(unknown)?,
+                        None => crate::dialect::claude::default_leaf(tree).ok_or_else(|| {
+                            RpcError::InvalidParams {
+                                method: "session/rewind",
+                                detail: "the transcript has no leaf Claude Code would continue from; give leafId".into(),
+                            }
+                        })?,
+                    };
+                    let entry = tree.lookup(&to).map_err(unknown)?;
+                    let entry_id = tree.node(entry).entry.id.to_string();
+                    if !crate::dialect::claude::load::history(tree, leaf).contains(&entry) {
+                        return Err(not_on_path(&entry_id));
+                    }
+                    refuse_beside_agent()?;
+                    let checkpoints = crate::rewind::claude_checkpoints(s.path(), &entry_id);
+                    let records = crate::dialect::claude::rewind::collect(
+                        tree,
+                        leaf,
+                        entry,
+                        s.source(),
+                        &checkpoints,
+                    )
+                    .map_err(|e| RpcError::Io {
+                        path: s.path().to_owned(),
+                        source: std::io::Error::other(e.to_string()),
+                    })?;
+                    // Claude Code keeps no file open: a `claude` in the working directory
+                    // while the transcript's turn is open.
+                    let cwd = cwd_asked.as_deref().or(records.session_cwd.as_deref());
+                    let probe = crate::session::activity::Probe {
+                        path: s.path(),
+                        cwd,
+                        turn_open: crate::dialect::claude::turn_open(tree),
+                        agent_names: crate::session::activity::CLAUDE_NAMES,
+                        mtime: s.opened().stamp().mtime,
+                        writer_lock: None,
+                    };
+                    if !dry_run
+                        && !force
+                        && let Some(agent) = crate::session::activity::detect(&probe)
+                    {
+                        return Err(RpcError::AgentActive {
+                            path: s.path().to_owned(),
+                            agent,
+                        });
+                    }
+                    return Ok((records, s.path().to_owned(), entry_id));
+                }
+                let tree = pi_of(s, "session/rewind")?.tree();
                 let leaf = tree.resolve_leaf(leaf_id.as_deref()).map_err(unknown)?;
                 let entry = tree
                     .resolve_leaf(Some(&to))
@@ -243,23 +307,9 @@ impl Backend {
                         detail: format!("no entry {to}"),
                     })?;
                 if !tree.path_to(leaf).contains(&entry) {
-                    return Err(RpcError::InvalidParams {
-                        method: "session/rewind",
-                        detail: format!(
-                            "entry {} is not on the path to the leaf (give leafId)",
-                            tree.node(entry).entry.id
-                        ),
-                    });
+                    return Err(not_on_path(tree.node(entry).entry.id.as_str()));
                 }
-                if !dry_run
-                    && !force
-                    && let Some(agent) = s.agent_now()
-                {
-                    return Err(RpcError::AgentActive {
-                        path: s.path().to_owned(),
-                        agent,
-                    });
-                }
+                refuse_beside_agent()?;
                 let records = crate::dialect::pi::rewind::collect(tree, leaf, entry, s.source())
                     .map_err(|source| RpcError::Render {
                         path: s.path().to_owned(),
@@ -301,7 +351,19 @@ impl Backend {
                             target_dir: None,
                             session_id: None,
                         };
-                        let forked = if s.mode() == Mode::Lenient {
+                        let forked = if let Some(tree) = s.claude() {
+                            // A Claude Code transcript forks into a new transcript.
+                            if s.mode() == Mode::Lenient {
+                                let fresh =
+                                    crate::storage::reader::open_session::<
+                                        crate::dialect::claude::Claude,
+                                    >(s.path(), Mode::Strict)
+                                    .map_err(crate::session::SessionError::Open)?;
+                                writer::fork_transcript(s.path(), &fresh.tree, req, &reservations)?
+                            } else {
+                                writer::fork_transcript(s.path(), tree, req, &reservations)?
+                            }
+                        } else if s.mode() == Mode::Lenient {
                             let fresh = writer::open_for_write(s.path())?;
                             writer::fork(s.path(), &fresh.tree, req, &reservations)?
                         } else {

@@ -16,7 +16,10 @@
 //!    session's turn is open (its last message is a user message, a tool result, or an
 //!    assistant message that stopped for tool use: pi is about to append) and the file was
 //!    modified within [`RECENT`]. pi's command line is not readable (pi overwrites it with its
-//!    title), so this is the only sign of a pi waiting for its model.
+//!    title), so this is the only sign of a pi waiting for its model. Claude Code (process
+//!    `claude`, or `claude.exe` as its npm package installs it) does not keep its transcript
+//!    open either; a rewind of a transcript asks for it the same way ([`CLAUDE_NAMES`], with
+//!    the transcript's own open turn and `cwd`).
 //!
 //! A pi that is idle between prompts is not "active" (no open turn): writes then are allowed,
 //! although an interactive pi would still continue from its own leaf on its next prompt.
@@ -38,6 +41,13 @@ pub const RECENT: Duration = Duration::from_secs(600);
 
 /// The name pi gives its process (its `process.title`).
 const PI_COMM: &str = "pi";
+
+/// The process names of pi, for [`Probe::agent_names`].
+pub const PI_NAMES: &[&str] = &[PI_COMM];
+
+/// The process names of Claude Code (`claude`; `claude.exe`, the native binary its npm package
+/// installs), for [`Probe::agent_names`].
+pub const CLAUDE_NAMES: &[&str] = &["claude", "claude.exe"];
 
 /// Why a process is taken to be an agent working on the session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +110,8 @@ pub struct Probe<'a> {
     pub cwd: Option<&'a str>,
     /// Whether the session's turn is open (see the module docs).
     pub turn_open: bool,
+    /// The names of the agent's process looked for in `cwd` ([`Evidence::SessionCwd`]).
+    pub agent_names: &'a [&'a str],
     /// The file's modification time.
     pub mtime: Option<SystemTime>,
     /// The lock file the agent holds while it writes the session (Codex's writer lock), when
@@ -129,6 +141,7 @@ pub fn detect_on(path: &Path, opened: &OpenedSession<Pi>) -> Option<Agent> {
         path,
         cwd: opened.tree.header().cwd.as_deref(),
         turn_open: turn_open(&opened.tree),
+        agent_names: PI_NAMES,
         mtime: opened.stamp.mtime,
         writer_lock: None,
     })
@@ -333,7 +346,9 @@ pub fn detect_in(snapshot: &Snapshot, probe: &Probe<'_>) -> Option<Agent> {
         if cwd_counts
             && cwd_match.is_none()
             && let Some(cwd) = &cwd
-            && p.comm.as_deref() == Some(PI_COMM)
+            && p.comm
+                .as_deref()
+                .is_some_and(|c| probe.agent_names.contains(&c))
             && same_dir(&proc_path(p.pid, "cwd"), cwd)
         {
             cwd_match = Some(p.pid);
@@ -527,6 +542,7 @@ mod tests {
             path: &file,
             cwd: None,
             turn_open: false,
+            agent_names: PI_NAMES,
             mtime: None,
             writer_lock: None,
         };
@@ -572,6 +588,7 @@ mod tests {
             path,
             cwd: None,
             turn_open: false,
+            agent_names: PI_NAMES,
             mtime: None,
             writer_lock: None,
         };
@@ -601,6 +618,7 @@ mod tests {
             path: &file,
             cwd: None,
             turn_open: false,
+            agent_names: PI_NAMES,
             mtime: None,
             writer_lock: Some(lock.to_owned()),
         };

@@ -231,6 +231,7 @@ impl Session {
             path: &self.path,
             cwd: if self.pending { None } else { self.state.cwd() },
             turn_open: self.state.turn_open(),
+            agent_names: activity::PI_NAMES,
             mtime: self.state.stamp().mtime,
             writer_lock: self.writer_lock(),
         }

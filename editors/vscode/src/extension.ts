@@ -1106,8 +1106,8 @@ export function activate(context: vscode.ExtensionContext): void {
         const t = entryTarget(n, 'rewind');
         if (!t) return;
         const model = await sessions.model(t.path);
-        if (model.format === 'claude-code') {
-            void vscode.window.showInformationMessage('sessiond: a Claude Code transcript is not rewound (pi sessions only)');
+        if (model.format !== 'pi' && model.format !== 'claude-code') {
+            void vscode.window.showInformationMessage('sessiond: only pi sessions and Claude Code transcripts are rewound');
             return;
         }
         const client = await daemon.get();

@@ -1894,8 +1894,14 @@ export interface RewindFile {
     diff: string | null;
     calls: {
         entryId: string;
+        /**
+         * The tool call's id; empty for a checkpoint.
+         */
         toolCallId: string;
-        kind: 'write' | 'edit' | 'read';
+        /**
+         * checkpoint: the copy of the file the agent kept at the entry (Claude Code's file history).
+         */
+        kind: 'write' | 'edit' | 'read' | 'checkpoint';
     }[];
 }
 /**

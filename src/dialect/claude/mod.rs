@@ -18,6 +18,7 @@ pub mod load;
 pub mod overview;
 pub mod preview;
 pub mod relocate;
+pub mod rewind;
 pub mod search_text;
 pub mod subagent;
 pub mod verify;
@@ -44,6 +45,25 @@ pub fn default_leaf(tree: &Tree) -> Option<crate::core::tree::NodeIdx> {
             (all_sidechain && !tree.is_empty())
                 .then(|| (tree.len() - 1) as crate::core::tree::NodeIdx)
         })
+}
+
+/// Whether Claude Code looks mid-turn in the transcript: its last line of the main thread (in
+/// file order, sidechains left out) is a user line (a prompt or a tool result), an attachment
+/// computed for the turn, or an assistant line with a `tool_use`: Claude is about to append.
+/// An answer's text, an API error or a `system` line (`turn_duration`, a compact boundary)
+/// closes it. For refusing a rewind beside a running Claude ([`crate::session::activity`]).
+pub fn turn_open(tree: &Tree) -> bool {
+    use format::Kind;
+    let last = tree.nodes().iter().rev().find(|n| !n.entry.sidechain);
+    last.is_some_and(|n| match &n.entry.kind {
+        Kind::User { .. } | Kind::Attachment { .. } => true,
+        Kind::Assistant {
+            tool_use_ids,
+            api_error,
+            ..
+        } => !tool_use_ids.is_empty() && !api_error,
+        Kind::System { .. } => false,
+    })
 }
 
 /// The lines Claude Code loads on the way to `leaf` ([`load::Loaded::path`] on the file as it

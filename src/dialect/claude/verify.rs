@@ -103,7 +103,12 @@ pub fn apply_edits(text: &str, edits: &[Replace]) -> Option<String> {
     Some(out)
 }
 
-fn line_value(tree: &Tree, source: &dyn LineSource, n: NodeIdx) -> Result<Value, ContextError> {
+/// The JSON of node `n`'s line, read again from the file.
+pub(crate) fn line_value(
+    tree: &Tree,
+    source: &dyn LineSource,
+    n: NodeIdx,
+) -> Result<Value, ContextError> {
     let e = &tree.node(n).entry;
     let bytes = source.line(e.span).map_err(|source| ContextError::Read {
         line: e.span.line,
@@ -117,7 +122,8 @@ fn line_value(tree: &Tree, source: &dyn LineSource, n: NodeIdx) -> Result<Value,
     })
 }
 
-fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
+/// The content blocks of a line's `message`.
+pub(crate) fn blocks(v: &Value) -> impl Iterator<Item = &Value> {
     v.get("message")
         .and_then(|m| m.get("content"))
         .and_then(Value::as_array)

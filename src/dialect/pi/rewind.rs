@@ -121,6 +121,7 @@ fn change_of(call: &Pending, result: &Value) -> Option<(String, Change)> {
                     content: content.to_owned(),
                     // pi's result says "Successfully wrote to PATH" either way.
                     created: None,
+                    before: None,
                 },
             ))
         }

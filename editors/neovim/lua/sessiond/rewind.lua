@@ -88,7 +88,7 @@ function M.rewind(entry, force, cb)
       return fail(err)
     end
     if not sessions.supports(s, "rewind") then
-      return fail(("rewind: a %s session is not rewound (pi sessions only)"):format(sessions.agent_title(s.format)))
+      return fail(("rewind: a %s session is not rewound (pi sessions and Claude Code transcripts only)"):format(sessions.agent_title(s.format)))
     end
     local id = (entry and entry ~= "") and entry or cursor_id
     if not id then

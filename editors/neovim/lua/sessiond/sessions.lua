@@ -91,10 +91,10 @@ function M.agent_title(format)
 end
 
 -- The writes each format takes (protocol/README.md, "unsupported for format"): a Claude Code
--- transcript is only read; its one write is a fork, a new file.
+-- transcript is only read; a fork writes a new file and a rewind only the work tree.
 local WRITES = {
   pi = { fork = true, label = true, compact = true, rewind = true },
-  ["claude-code"] = { fork = true },
+  ["claude-code"] = { fork = true, rewind = true },
 }
 
 -- The pi session version sessiond writes to (older ones are only read; a fork is version 3).
