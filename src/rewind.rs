@@ -91,6 +91,10 @@ impl Disk for SystemDisk {
         i64::try_from(ms).ok()
     }
 
+    fn is_dir(&self, path: &str) -> bool {
+        fs::metadata(path).is_ok_and(|m| m.is_dir())
+    }
+
     fn place(&self, path: &str, cwd: &str) -> Place {
         let real = canonical(Path::new(path));
         let base = canonical(Path::new(cwd));

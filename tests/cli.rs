@@ -1478,6 +1478,16 @@ fn first_contact_errors_say_what_to_do() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the source session's own id"));
     assert_eq!(std::fs::read_dir(dir.path()).expect("ls").count(), before);
 
+    // A session from another machine: its working directory is said missing, not its files
+    // drifted.
+    let out = sessiond(["rewind", BRANCHED, "--to", "521cf246", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("does not exist or is not a directory"),
+        "{}",
+        describe(&out)
+    );
+
     let archive = dir.path().join("archive");
     let archive_s = archive.to_string_lossy().into_owned();
     let out = sessiond(["archive", "--root", &empty_s, "--to", &archive_s]);

@@ -134,7 +134,7 @@ impl Exit {
             }
             (Exit::Error, Some(Rewind)) => {
                 "usage, I/O, unknown id, an entry not on the leaf's path, a working directory \
-                 that is relative or not named, or a backup directory without a manifest"
+                 that is relative, not named or missing, or a backup directory without a manifest"
             }
             (Exit::Corrupt, Some(Rewind)) => "corrupt session file, or not a session",
             (Exit::Conflict, Some(Rewind)) => {

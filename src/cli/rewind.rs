@@ -72,7 +72,7 @@ pub fn refusal_exit(r: &Refusal) -> Exit {
     match r {
         Refusal::Drift { .. } => Exit::Conflict,
         Refusal::Unrestorable { .. } => Exit::Unrestorable,
-        Refusal::RelativeCwd { .. } | Refusal::NoCwd => Exit::Error,
+        Refusal::RelativeCwd { .. } | Refusal::NoCwd | Refusal::MissingCwd { .. } => Exit::Error,
     }
 }
 
@@ -316,7 +316,8 @@ fn print_plan(out: &mut dyn Write, json: bool, doc: &Value, plan: &Plan) -> Resu
             }
         }
     }
-    if plan.files.is_empty() {
+    // A refusal before any file was looked at (no usable working directory) is said on stderr.
+    if plan.files.is_empty() && plan.refusal.is_none() {
         writeln!(out, "no file was changed by the session after the entry")?;
     }
     if let Some(dir) = doc.get("backupDir").and_then(Value::as_str) {

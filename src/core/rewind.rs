@@ -137,6 +137,8 @@ pub trait Disk {
     fn read(&self, path: &str) -> Present;
     /// Where `path` lands, symlinks resolved, relative to `cwd` (resolved too).
     fn place(&self, path: &str, cwd: &str) -> Place;
+    /// Whether an absolute path names a directory (symlinks followed).
+    fn is_dir(&self, path: &str) -> bool;
     /// When the file at an absolute path came into being (its birth time, ms since the epoch);
     /// `None` when it is not there or the file system does not keep it.
     fn born_ms(&self, path: &str) -> Option<i64>;
@@ -248,6 +250,12 @@ pub enum Refusal {
     },
     /// Neither `--cwd` nor the session names a working directory.
     NoCwd,
+    /// The working directory does not exist here, or is not a directory (a session from
+    /// another machine, or a moved checkout): every file would read as missing.
+    MissingCwd {
+        /// The directory as named.
+        cwd: String,
+    },
     /// Files whose content at the entry is unknown, or that lie outside the working
     /// directory; `--exclude` them.
     Unrestorable {
@@ -269,6 +277,9 @@ impl Refusal {
                 "the working directory {cwd} is relative: refused, not taken against sessiond's own directory (give --cwd DIR)"
             ),
             Refusal::NoCwd => "the session names no working directory (give --cwd DIR)".into(),
+            Refusal::MissingCwd { cwd } => format!(
+                "the working directory {cwd} does not exist or is not a directory (a session from another machine, or a moved checkout?); nothing changed (give --cwd DIR)"
+            ),
             Refusal::Unrestorable { paths } => format!(
                 "cannot rewind {}: the session does not hold their content at the entry, or they lie outside the working directory; nothing changed (--exclude PATH leaves one alone)",
                 paths.join(", ")
@@ -367,6 +378,11 @@ pub fn plan(records: &Records, disk: &dyn Disk, options: &Options) -> Plan {
         }
         Some(d) if !d.starts_with('/') => {
             out.refusal = Some(Refusal::RelativeCwd { cwd: d });
+            return out;
+        }
+        Some(d) if !disk.is_dir(&d) => {
+            out.cwd = Some(d.clone());
+            out.refusal = Some(Refusal::MissingCwd { cwd: d });
             return out;
         }
         Some(d) => d,
@@ -1021,6 +1037,9 @@ mod tests {
                 .contains_key(path)
                 .then(|| if path.contains("/old") { 50 } else { 150 })
         }
+        fn is_dir(&self, path: &str) -> bool {
+            !path.contains("/missing")
+        }
         fn place(&self, path: &str, cwd: &str) -> Place {
             if path.starts_with(&format!("{cwd}/")) && !path.contains("/out/") {
                 Place::Inside(path.to_owned())
@@ -1238,6 +1257,23 @@ mod tests {
             },
         );
         assert_eq!(p.refusal, Some(Refusal::RelativeCwd { cwd: "w".into() }));
+        // A directory that is not here (another machine's) is said as such, not as files
+        // that drifted.
+        let p = plan(
+            &recs,
+            &disk,
+            &Options {
+                cwd: Some("/missing/w".into()),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            p.refusal,
+            Some(Refusal::MissingCwd {
+                cwd: "/missing/w".into()
+            })
+        );
+        assert!(p.files.is_empty());
     }
 
     #[test]

@@ -1924,7 +1924,7 @@ export interface RewindResult {
      * Why the rewind is not applied as asked: unrestorable (unknown content or outside the cwd: exclude them), drift (force).
      */
     refusal: null | {
-        kind: 'relativeCwd' | 'noCwd' | 'unrestorable' | 'drift';
+        kind: 'relativeCwd' | 'noCwd' | 'missingCwd' | 'unrestorable' | 'drift';
         cwd?: string;
         paths?: string[];
     };

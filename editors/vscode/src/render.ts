@@ -580,6 +580,8 @@ export function rewindRefusalText(r: NonNullable<RewindResult['refusal']>): stri
             return `cannot rewind ${paths}: the session does not hold their content at the entry, or they lie outside the working directory; nothing changed (\`sessiond rewind --exclude PATH\` leaves one alone)`;
         case 'relativeCwd':
             return `the session's working directory ${r.cwd ?? '?'} is relative: refused`;
+        case 'missingCwd':
+            return `the working directory ${r.cwd ?? '?'} does not exist here (a session from another machine, or a moved checkout?): refused`;
         default:
             return 'the session names no working directory: refused';
     }

@@ -30,6 +30,9 @@ function M.refusal_text(r)
       :format(paths)
   elseif r.kind == "relativeCwd" then
     return ("the session's working directory %s is relative: refused"):format(r.cwd or "?")
+  elseif r.kind == "missingCwd" then
+    return ("the working directory %s does not exist here (a session from another machine, or a moved checkout?): refused")
+      :format(r.cwd or "?")
   end
   return "the session names no working directory: refused"
 end
