@@ -599,6 +599,8 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             // The active leaf: 886c2fdc, after the compaction; compared with the other branch's leaf.
             await row(/^886c2fdc/).click();
             await page.getByRole('treeitem', { name: /886c2fdc.*active leaf/ }).first().waitFor();
+            // The editors get the window's height (the output panel was opened by an earlier scenario).
+            if (await page.locator('.part.panel').isVisible()) await runCommand(page, 'View: Toggle Panel Visibility');
             await contextMenu(row(/^de19adb3/), 'Compare with Active Leaf');
             await page.getByRole('tab', { name: /Context 886c2fdc ↔ de19adb3/ }).waitFor();
             await diffSide('original').filter({ hasText: /leaf:\s886c2fdc/ }).waitFor();
@@ -608,9 +610,43 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const b = JSON.parse(spawnSync(sessiondBin, ['context', file, '--leaf', 'de19adb3', '--json'], { encoding: 'utf8' }).stdout);
             assert.match(await editorText(diffSide('original')), new RegExp(`- messages: ${a.messages.length}`));
             assert.match(await editorText(diffSide('modified')), new RegExp(`- messages: ${b.messages.length}`));
-            // Left: the compaction's summary is the first message (the right side holds the 338
-            // entries it summarized instead, further down than Monaco renders).
-            await diffSide('original').filter({ hasText: /##\s1\.\scompaction\ssummary.*\(entry\s4909db93\)/ }).waitFor();
+            // The diff is computed whole: the line both sides share where they part (the
+            // compaction's summary at A, the 312 messages it summarized at B, listed one line
+            // each) stands at one height on both sides, which only a finished diff aligns.
+            const shared = `┄┄ 1 message only at 886c2fdc, ${b.messages.length - 2} only at de19adb3`;
+            // Found from the right side (the diff editor scrolls both sides together).
+            await diffSide('modified').click();
+            await page.keyboard.press('ControlOrMeta+F');
+            const find = page.locator('.monaco-diff-editor .editor.modified .find-widget textarea').first();
+            await find.waitFor();
+            await find.fill(shared);
+            await find.press('Enter');
+            const widget = page.locator('.monaco-diff-editor .find-widget.visible');
+            await widget.getByRole('button', { name: /^Close/ }).click();
+            await widget.waitFor({ state: 'detached' });
+            // The found text stays selected: unselect it for the picture.
+            await page.keyboard.press('ArrowLeft');
+            // Its first row (a long line wraps), on each side.
+            const start = /┄┄\s1\smessage\sonly\sat\s886c2fdc/;
+            const height = async (side) => {
+                const line = diffSide(side).locator('.view-line', { hasText: start });
+                return (await line.count()) === 1 ? (await line.boundingBox())?.y : undefined;
+            };
+            const t0 = Date.now();
+            for (;;) {
+                const [left, right] = [await height('original'), await height('modified')];
+                if (left !== undefined && left === right) break;
+                if (Date.now() - t0 > WAIT_MS) assert.fail(`the shared line is not aligned: ${left} ≠ ${right}`);
+                await page.waitForTimeout(200);
+            }
+            await diffSide('original').locator('.view-line', { hasText: /only\sat\s886c2fdc\s·\scompaction\ssummary/ }).waitFor();
+            await diffSide('modified').locator('.view-line', { hasText: /only\sat\sde19adb3\s·\suser\s+\(entry\s00247798\):\s\// }).waitFor();
+            // …and VS Code did not stop it early (its warning comes with the result it stopped at).
+            const early = page.locator('.notification-toast, .notifications-center .notification-list-item', { hasText: /diff algorithm was stopped early/ });
+            await early.first().waitFor({ timeout: TOAST_MS }).then(
+                () => assert.fail('VS Code stopped the diff early'),
+                () => undefined,
+            );
             const toast = page.locator('.notification-toast', { hasText: /part after 521cf246/ }).first();
             await toast.waitFor();
             const summary = (await toast.innerText()).replace(/\u00a0/g, ' ');

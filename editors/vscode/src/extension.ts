@@ -20,6 +20,7 @@ import {
     auditTooltip,
     comparisonSummary,
     renderCompact,
+    renderComparedContexts,
     renderComparison,
     renderContext,
     explainDecider,
@@ -536,18 +537,26 @@ class ContextProvider implements vscode.TextDocumentContentProvider {
     }
 }
 
-/** The comparison reports (`sessiond-compare:/NAME A↔B.md`), rendered when the comparison ran. */
+/**
+ * What a comparison shows, rendered when it ran: the report (`sessiond-compare:/NAME A↔B.md`)
+ * and the two contexts as the diff editor's sides (`sessiond-compare:/NAME@A (compared with
+ * B).md`, `renderComparedContexts`).
+ */
 class CompareProvider implements vscode.TextDocumentContentProvider {
     private readonly reports = new Map<string, string>();
 
     /** Keeps a report and gives the URI that shows it. */
     add(sessionPath: string, leafA: EntryId, leafB: EntryId, text: string): vscode.Uri {
-        const uri = vscode.Uri.from({
-            scheme: COMPARE_SCHEME,
-            path: `/${path.basename(sessionPath, '.jsonl')} ${shortId(leafA)}↔${shortId(leafB)}.md`,
-            query: sessionPath,
-            fragment: `${leafA}:${leafB}`,
-        });
+        return this.keep(`/${path.basename(sessionPath, '.jsonl')} ${shortId(leafA)}↔${shortId(leafB)}.md`, sessionPath, `${leafA}:${leafB}`, text);
+    }
+
+    /** Keeps the context at `leaf` as compared with the one at `other`, and gives its URI. */
+    addSide(sessionPath: string, leaf: EntryId, other: EntryId, text: string): vscode.Uri {
+        return this.keep(`/${path.basename(sessionPath, '.jsonl')}@${shortId(leaf)} (compared with ${shortId(other)}).md`, sessionPath, `${leaf}:${other}:context`, text);
+    }
+
+    private keep(uriPath: string, sessionPath: string, fragment: string, text: string): vscode.Uri {
+        const uri = vscode.Uri.from({ scheme: COMPARE_SCHEME, path: uriPath, query: sessionPath, fragment });
         this.reports.set(uri.toString(), text);
         return uri;
     }
@@ -979,12 +988,19 @@ export function activate(context: vscode.ExtensionContext): void {
             return;
         }
         const client = await daemon.get();
-        const c = await client.compareBranches({ path: t.path, leafA: current, leafB: t.entryId });
-        // VS Code's own diff editor on the two contexts, as the context preview renders them.
+        const [c, contextA, contextB] = await Promise.all([
+            client.compareBranches({ path: t.path, leafA: current, leafB: t.entryId }),
+            client.contextAt({ path: t.path, leafId: current }),
+            client.contextAt({ path: t.path, leafId: t.entryId }),
+        ]);
+        // VS Code's own diff editor on the two contexts, as the context preview renders them
+        // (messages only one side holds listed one line each past a size the diff editor
+        // compares quickly: renderComparedContexts).
+        const sides = renderComparedContexts(contextA, { path: t.path, name: model.name, leafId: current }, contextB, { path: t.path, name: model.name, leafId: t.entryId });
         await vscode.commands.executeCommand(
             'vscode.diff',
-            ContextProvider.uri(t.path, current, false),
-            ContextProvider.uri(t.path, t.entryId, false),
+            comparisons.addSide(t.path, current, t.entryId, sides.a),
+            comparisons.addSide(t.path, t.entryId, current, sides.b),
             `Context ${shortId(current)} ↔ ${shortId(t.entryId)}`,
             { preview: false, viewColumn: previewColumn() },
         );
