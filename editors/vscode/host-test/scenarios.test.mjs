@@ -13,6 +13,14 @@ import { CLAUDE_TRANSCRIPT, runCommand, screenshot, sessiondBin, shot, startHost
 /** The v3 example: its name, the entry before its first fork, its default leaf. */
 const V3 = { file: 'pi-v3-branched.jsonl', name: 'Untangle run modes', fork: '088a3b48', leaf: '610f9c1e' };
 
+/** The real Claude Code transcript with an Agent call (tests/data/claude/real/with-subagent*): its subagent. */
+const SUBAGENT = {
+    source: new URL('../../../tests/data/claude/real/with-subagent', import.meta.url).pathname,
+    firstPrompt: 'Delegate to an agent',
+    agent: 'a46c5597fd4041ded',
+    toolUseId: 'toolu_21_0',
+};
+
 /** The Claude Code transcript: its first prompt (its row's name), its resume leaf, the leaf of its rewind, where they part. */
 const CLAUDE = {
     firstPrompt: 'Run a command',
@@ -161,6 +169,24 @@ async function collapseAll() {
 /** A diff editor side's visible text: `original` (left) or `modified` (right). */
 function diffSide(side) {
     return page.locator(`.monaco-diff-editor .editor.${side} .view-lines`).last();
+}
+
+/**
+ * The graph webview in sight whose status line matches `status`: each panel is an iframe
+ * holding the page's own iframe, and a hidden panel's stays in the DOM (retainContextWhenHidden).
+ */
+async function graphFrame(status) {
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+        const frames = page.locator('iframe.webview.ready');
+        for (let i = 0; i < (await frames.count()); i++) {
+            if (!(await frames.nth(i).isVisible())) continue;
+            const frame = frames.nth(i).contentFrame().frameLocator('iframe#active-frame');
+            if ((await frame.locator('#status', { hasText: status }).count()) > 0) return frame;
+        }
+        if (Date.now() > deadline) throw new Error(`no graph in sight whose status matches ${status}`);
+        await page.waitForTimeout(200);
+    }
 }
 
 /** The scenarios build on each other (one page, one workspace): after a failure the rest fail at once. */
@@ -697,8 +723,47 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await page.getByRole('tab', { name: new RegExp(`@${read.entryId}\\.md`) }).waitFor();
         }));
 
+    it("the graph's ↳ subagent link opens the subagent's graph, whose header opens the parent's again", () =>
+        timed('15-subagent-graph', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'View: Close All Editors');
+            // The real transcript with an Agent call, and its subagent's own transcript beside it,
+            // copied in where Claude Code writes them: the view lists it as it arrives.
+            const project = path.join(host.workspace, CLAUDE_TRANSCRIPT.dir);
+            fs.copyFileSync(path.join(SUBAGENT.source, '..', 'with-subagent.jsonl'), path.join(project, 'with-subagent.jsonl'));
+            fs.mkdirSync(path.join(project, 'with-subagent', 'subagents'), { recursive: true });
+            for (const f of fs.readdirSync(path.join(SUBAGENT.source, 'subagents'))) {
+                fs.copyFileSync(path.join(SUBAGENT.source, 'subagents', f), path.join(project, 'with-subagent', 'subagents', f));
+            }
+            const parentFile = path.join(project, 'with-subagent.jsonl');
+            const subFile = path.join(project, 'with-subagent', 'subagents', `agent-${SUBAGENT.agent}.jsonl`);
+            const parentCli = JSON.parse(spawnSync(sessiondBin, ['graph', parentFile, '--json'], { encoding: 'utf8' }).stdout);
+            const subCli = JSON.parse(spawnSync(sessiondBin, ['graph', subFile, '--json'], { encoding: 'utf8' }).stdout);
+            assert.equal(subCli.parent.toolUseId, SUBAGENT.toolUseId);
+            await collapseAll();
+            await expand(row(/^Claude Code, \d+ sessions$/));
+            await expand(row(/^project work, \d+ sessions$/));
+            await contextMenu(row(new RegExp(`^${SUBAGENT.firstPrompt}, `)), 'Show Branch Graph');
+            const parentGraph = await graphFrame(new RegExp(`\\b${parentCli.entryCount} entries · 1 leaf · `));
+            // The Agent call's node carries the link; a click on it opens the subagent's graph.
+            const call = parentCli.nodes.find((n) => n.subagent);
+            await parentGraph.getByRole('button', { name: new RegExp(`^assistant ${call.id}; .*started subagent agent-${SUBAGENT.agent}`) }).waitFor();
+            await parentGraph.getByRole('link', { name: new RegExp(`^Open the graph of subagent agent-${SUBAGENT.agent} `) }).click();
+            await page.getByRole('tab', { name: new RegExp(`Graph: agent-${SUBAGENT.agent}`), selected: true }).waitFor();
+            const subGraph = await graphFrame(new RegExp(`\\b${subCli.entryCount} entries · 1 leaf · `));
+            // Its header names the call that started it and opens the parent's graph again.
+            const back = subGraph.locator('#parent');
+            await back.filter({ hasText: `↰ started by tool_use ${SUBAGENT.toolUseId}: open parent's graph` }).waitFor();
+            await shot(page.locator('iframe.webview.ready').last(), 'readme-subagent-graph');
+            await back.click();
+            await page.getByRole('tab', { name: /Graph: with-subagent/, selected: true }).waitFor();
+            await graphFrame(new RegExp(`\\b${parentCli.entryCount} entries · 1 leaf · `));
+            // One panel per transcript: the two graphs, no third.
+            assert.equal(await page.getByRole('tab', { name: /^Graph: / }).count(), 2);
+        }));
+
     it('the graphs of the shipped sessions fit their panel at two sizes, tell the v1 compaction as the daemon does, and open folds one level', () =>
-        timed('15-graph-shots', async () => {
+        timed('16-graph-shots', async () => {
             const docs = new URL('../docs/', import.meta.url).pathname;
             const before = page.viewportSize();
             const sizes = [
