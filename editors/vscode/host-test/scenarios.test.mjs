@@ -770,11 +770,36 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
                 [1600, 1000],
                 [1100, 720],
             ];
-            const shoot = async (name) => {
+            // How the nodes lie in the picture's area, per axis: covering it (to within the
+            // 20 px margin the view keeps) where they are larger, centred where smaller.
+            const filling = (frame) =>
+                frame.locator('svg#graph').evaluate((svg) => {
+                    const r = svg.getBoundingClientRect();
+                    const boxes = [...svg.querySelectorAll('g.node')].map((g) => g.querySelector('rect').getBoundingClientRect());
+                    const axis = (start, end, a, b) => {
+                        if (b - a + 44 > end - start) return a <= start + 22 && b >= end - 22 ? 'fills' : `${Math.round(a - start)} px empty before, ${Math.round(end - b)} px after`;
+                        return Math.abs(a - start - (end - b)) <= 4 ? 'centred' : `off centre: ${Math.round(a - start)} px before, ${Math.round(end - b)} px after`;
+                    };
+                    const lo = (k) => Math.min(...boxes.map((b) => b[k]));
+                    const hi = (k) => Math.max(...boxes.map((b) => b[k]));
+                    const zoom = Number(/scale\(([\d.]+)\)/.exec(svg.querySelector('#world')?.getAttribute('transform') ?? '')?.[1]);
+                    const said = `width ${axis(r.left, r.right, lo('left'), hi('right'))}, height ${axis(r.top, r.bottom, lo('top'), hi('bottom'))}`;
+                    // A small graph stops growing at twice its size, centred.
+                    return zoom >= 2 && said === 'width centred, height centred' ? 'width fills, height centred (at the largest zoom)' : said;
+                });
+            const shoot = async (name, frame) => {
                 for (const [w, h] of sizes) {
                     await page.setViewportSize({ width: w, height: h });
-                    // The webview fits itself again after the resize (ResizeObserver).
-                    await page.waitForTimeout(800);
+                    // The webview fits itself again after the resize (ResizeObserver): the
+                    // picture fills the panel on one axis at least, and is centred on the other.
+                    const t0 = Date.now();
+                    let said;
+                    const good = (x) => /^width (fills|centred), height (fills|centred)( \(at the largest zoom\))?$/.test(x) && x.includes('fills');
+                    while (!good((said = await filling(frame)))) {
+                        if (Date.now() - t0 > TOAST_MS) assert.fail(`${name} at ${w} px: ${said}`);
+                        await page.waitForTimeout(100);
+                    }
+                    await page.waitForTimeout(300);
                     const file = await shot(page.locator('iframe.webview.ready').last(), `graph-${name}-${w}`);
                     fs.copyFileSync(file, path.join(docs, `graph-${name}-${w}.png`));
                 }
@@ -796,23 +821,23 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
                 let frame = await open(/^pi-v1-before-compaction\.jsonl/);
                 await frame.getByRole('button', { name: /compaction 00000168.*compaction summarizing 292 entries 00000002…00000125, kept from 00000126/ }).waitFor();
                 await frame.getByRole('button', { name: /^user 00000126.*kept from here by compaction 00000168/ }).waitFor();
-                await shoot('pi-v1-before-compaction');
+                await shoot('pi-v1-before-compaction', frame);
                 // 1,018 entries in one line: a fold and the leaf; a click opens the fold one level,
                 // its user turns as landmarks.
                 frame = await open(/^pi-v1-large-session\.jsonl/);
                 assert.equal(await frame.locator('g.node').count(), 2);
                 // The status line counts in the singular where one: "1 leaf".
                 assert.match(await frame.locator('#status').innerText(), /1018 entries · 1 leaf · 2 nodes drawn · \d+ entries in context at /);
-                await shoot('pi-v1-large-session');
+                await shoot('pi-v1-large-session', frame);
                 await frame.locator('g.node.fold').first().click();
                 await frame.locator('g.node.opened').first().waitFor();
                 const users = await frame.locator('g.node.type-message:not(.fold)').count();
                 assert.ok(users >= 20, `${users} user turns drawn after one click`);
-                await shoot('pi-v1-large-session-opened');
+                await shoot('pi-v1-large-session-opened', frame);
                 // The branched session.
                 frame = await open(new RegExp(`^${V3.name}`));
                 await frame.locator('g.node.branch-point').first().waitFor();
-                await shoot('pi-v3-branched');
+                await shoot('pi-v3-branched', frame);
             } finally {
                 if (before) await page.setViewportSize(before);
             }
