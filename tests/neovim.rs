@@ -1429,7 +1429,7 @@ fn neovim_linear_sessions_copies_and_version_1_files() {
 /// 1,002-entry real sessions (version 1, linear; the second compacted twice) and the branched
 /// one: kept in `tests/neovim/graph-NAME.screen` (`SESSIOND_UPDATE_CAPTURE=1` writes them),
 /// and row for row what `sessiond graph --json` says, every line whole (nothing past the
-/// window's edge: the resume leaf's mark is on screen).
+/// window's edge: the resume leaf's mark is on screen), a label before the preview.
 #[test]
 fn neovim_graph_terminal_captures() {
     let Some(nvim) = find_nvim() else { return };
@@ -1484,6 +1484,25 @@ fn neovim_graph_terminal_captures() {
                 .all(|r| r.is_empty() || *r == "~"),
             "{name}: only the graph on screen:\n{screen}"
         );
+        // A label comes right after the entry's type, before the preview (as in the tree
+        // view), so a window narrower than the preview still shows it.
+        for (i, text) in texts.iter().enumerate() {
+            if let Some(at) = text.find(" [") {
+                let before = text[..at].chars().count();
+                assert!(
+                    before < 40,
+                    "{name}: line {i}: the label at column {before}: {text}"
+                );
+            }
+        }
+        if name == "branched-1033" {
+            assert!(
+                rows.contains(
+                    &"*   ○ e82f60b2 user                  [before-refactor] alright, i think there's only one file left to fix up, tui-renderer.ts,…"
+                ),
+                "{screen}"
+            );
+        }
 
         let kept_path = repo().join(format!("tests/neovim/graph-{name}.screen"));
         if std::env::var_os("SESSIOND_UPDATE_CAPTURE").is_some() {
