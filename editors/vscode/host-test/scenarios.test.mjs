@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CLAUDE_TRANSCRIPT, runCommand, screenshot, sessiondBin, shot, startHost, WAIT_MS } from './harness.mjs';
+import { CLAUDE_TRANSCRIPT, findPi, runCommand, runScriptedPi, screenshot, sessiondBin, shot, startHost, WAIT_MS } from './harness.mjs';
 
 /** The v3 example: its name, the entry before its first fork, its default leaf. */
 const V3 = { file: 'pi-v3-branched.jsonl', name: 'Untangle run modes', fork: '088a3b48', leaf: '610f9c1e' };
@@ -841,5 +841,81 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             } finally {
                 if (before) await page.setViewportSize(before);
             }
+        }));
+    const pi = findPi();
+    const noPi = pi ? false : 'pi is not installed (bash scripts/live-deps.sh)';
+    if (noPi && process.env.CI === 'true') throw new Error(`the rewind scenario needs ${noPi}`);
+    it('"Rewind Files to Here…" on a session pi wrote in a git work tree: the dry run\'s diff first, then the files put back and the backup named', { skip: noPi }, () =>
+        timed('17-rewind', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'View: Close All Editors');
+            // pi writes and edits files in a git work tree, its model the scripted server
+            // (tests/rewind.rs does the same); its session goes under the view's root.
+            const base = path.join(host.tmp, 'rewind');
+            const work = path.join(base, 'rewind-work');
+            fs.mkdirSync(work, { recursive: true });
+            const before = { 'existing.txt': 'alpha\nbeta\ngamma\n', 'readme.md': '# Title\n' };
+            for (const [f, text] of Object.entries(before)) fs.writeFileSync(path.join(work, f), text);
+            const git = (...args) => {
+                const r = spawnSync('git', args, { cwd: work, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+                assert.equal(r.status, 0, `git ${args.join(' ')}: ${r.stderr}`);
+            };
+            git('init', '-q');
+            git('add', '.');
+            git('commit', '-q', '-m', 'start');
+            const tool = (name, args) => ({ tools: [{ name, arguments: args }] });
+            const file = await runScriptedPi(pi, {
+                base,
+                work,
+                sessions: path.join(host.workspace, 'rewind-sessions'),
+                script: {
+                    prompts: {
+                        'make notes': [tool('write', { path: 'notes.txt', content: 'one\ntwo\n' }), tool('edit', { path: 'existing.txt', edits: [{ oldText: 'beta', newText: 'BETA' }] }), { text: 'noted' }],
+                        'edit them': [tool('edit', { path: 'notes.txt', edits: [{ oldText: 'two', newText: 'TWO' }] }), { text: 'edited' }],
+                    },
+                    default: [{ text: 'ok' }],
+                },
+                prompts: ['make notes', 'edit them'],
+            });
+            const after = { 'existing.txt': 'alpha\nBETA\ngamma\n', 'notes.txt': 'one\nTWO\n', 'readme.md': '# Title\n' };
+            const tree = () => Object.fromEntries(fs.readdirSync(work).filter((f) => f !== '.git').sort().map((f) => [f, fs.readFileSync(path.join(work, f), 'utf8')]));
+            assert.deepEqual(tree(), after, 'pi wrote and edited the files');
+            const entries = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+            const prompt = entries.find((e) => e.message?.role === 'user' && JSON.stringify(e.message.content).includes('make notes')).id;
+            // The session in the view: pi's, project rewind-work.
+            await collapseAll();
+            await expand(row(/^pi, \d+ sessions$/));
+            await expand(row(/^project rewind-work, 1 session$/));
+            await expand(row(new RegExp(`^${path.basename(file).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)));
+            // The prompt is within the session's folded run.
+            await expand(row(/┆ \d+ entries folded/));
+            await contextMenu(row(new RegExp(`^${prompt} · user: make notes`)), 'Rewind Files to Here…');
+            // The dry run's diff is shown first, and asked about; nothing has changed yet.
+            const dialog = page.locator('.monaco-dialog-box', { hasText: `rewind 2 files to ${prompt}?` });
+            await dialog.waitFor();
+            // A read-only document of its own (closing it asks nothing).
+            await page.getByRole('tab', { name: new RegExp(` to ${prompt}\\.diff`) }).waitFor();
+            const diff = page.locator('.editor-instance .view-lines', { hasText: `# Rewind files to ${prompt}` }).first();
+            await diff.waitFor();
+            const shown = await editorText(diff);
+            assert.match(shown, /· dry run/);
+            for (const want of ['# restore   existing.txt', '# remove    notes.txt', '--- a/existing.txt', '-BETA', '+beta', '+++ /dev/null']) {
+                assert.ok(shown.includes(want), `${want} in the dry run's diff:\n${shown}`);
+            }
+            assert.deepEqual(tree(), after, 'the dry run changed nothing');
+            await screenshot(page, 'readme-rewind');
+            await dialog.getByRole('button', { name: 'Rewind Files' }).click();
+            // Applied: the files as they were before the prompt, and the backup named.
+            const done = await waitForToast(/rewound 2 file\(s\) to/);
+            const backup = /backup (\S+) \(/.exec(done)?.[1];
+            assert.ok(backup && fs.existsSync(backup), done);
+            assert.deepEqual(tree(), before);
+            await runCommand(page, 'View: Close All Editors');
+            await page.getByRole('tab', { name: new RegExp(` to ${prompt}\\.diff`) }).waitFor({ state: 'detached' });
+            assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'closing the plan asks nothing');
+            // The backup puts the session's versions back (`sessiond rewind --undo DIR`).
+            const undo = spawnSync(sessiondBin, ['rewind', '--undo', backup], { encoding: 'utf8' });
+            assert.equal(undo.status, 0, undo.stderr);
+            assert.deepEqual(tree(), after);
         }));
 });

@@ -42,6 +42,7 @@ const TREE_PAGE_LIMIT = 2_000;
 const CONTEXT_SCHEME = 'sessiond-context';
 const COMPARE_SCHEME = 'sessiond-compare';
 const EXPLAIN_SCHEME = 'sessiond-explain';
+const REWIND_SCHEME = 'sessiond-rewind';
 
 /** A session row's tooltip: the path, then what `session/list` says of it (first user
  * message, counts, the context's tokens at the default leaf as its agent counts them,
@@ -566,6 +567,33 @@ class CompareProvider implements vscode.TextDocumentContentProvider {
     }
 }
 
+/**
+ * Rewind plans (`sessiond-rewind:/NAME to ENTRY.diff`), as "Rewind Files to Here…" shows them
+ * before it asks: read only (an untitled document would ask to be saved when closed), each
+ * rewind's its own.
+ */
+class RewindProvider implements vscode.TextDocumentContentProvider {
+    private readonly plans = new Map<string, string>();
+    private made = 0;
+
+    /** Keeps a plan and gives the URI that shows it. */
+    add(sessionPath: string, entryId: EntryId, text: string): vscode.Uri {
+        this.made += 1;
+        const uri = vscode.Uri.from({
+            scheme: REWIND_SCHEME,
+            path: `/${path.basename(sessionPath, '.jsonl')} to ${shortId(entryId)}.diff`,
+            query: sessionPath,
+            fragment: `${entryId}:${this.made}`,
+        });
+        this.plans.set(uri.toString(), text);
+        return uri;
+    }
+
+    provideTextDocumentContent(uri: vscode.Uri): string {
+        return this.plans.get(uri.toString()) ?? '# Rewind plan unavailable: run "Rewind Files to Here…" again\n';
+    }
+}
+
 /** Explanations (`sessiond-explain:/NAME ENTRY@LEAF.md`), whole, as the explain command got them. */
 class ExplainProvider implements vscode.TextDocumentContentProvider {
     private readonly texts = new Map<string, string>();
@@ -643,6 +671,7 @@ export function activate(context: vscode.ExtensionContext): void {
     const previews = new ContextProvider(daemon, sessions);
     const comparisons = new CompareProvider();
     const explanations = new ExplainProvider();
+    const rewinds = new RewindProvider();
     const view = vscode.window.createTreeView('sessiond.sessions', { treeDataProvider: sessions, showCollapseAll: true });
     context.subscriptions.push(
         log,
@@ -651,6 +680,7 @@ export function activate(context: vscode.ExtensionContext): void {
         vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, previews),
         vscode.workspace.registerTextDocumentContentProvider(COMPARE_SCHEME, comparisons),
         vscode.workspace.registerTextDocumentContentProvider(EXPLAIN_SCHEME, explanations),
+        vscode.workspace.registerTextDocumentContentProvider(REWIND_SCHEME, rewinds),
     );
     const graphs = new GraphPanels(
         vscode.Uri.joinPath(context.extensionUri, 'media'),
@@ -1130,7 +1160,7 @@ export function activate(context: vscode.ExtensionContext): void {
         const base = { path: t.path, to: t.entryId };
         // The dry run's diff is shown before anything is asked.
         const dry = await client.rewind({ ...base, dryRun: true });
-        const doc = await vscode.workspace.openTextDocument({ content: renderRewind(dry), language: 'diff' });
+        const doc = await vscode.workspace.openTextDocument(rewinds.add(t.path, t.entryId, renderRewind(dry)));
         await vscode.window.showTextDocument(doc, { preview: true, viewColumn: previewColumn() });
         const changes = rewindChanges(dry);
         let force = false;
