@@ -4,7 +4,11 @@
 # examples/*.jsonl, this build's daemon (target/debug/sessiond), and Debian's chromium driven by
 # playwright-core. One code-server start for all scenarios (editors/vscode/host-test/).
 #
-#   bash scripts/test-vscode-host.sh
+#   bash scripts/test-vscode-host.sh [NODE_TEST_OPTION...]
+#
+# Options are passed to `node --test`: `--test-name-pattern='Rewind Files'` runs only the
+# scenarios whose name matches, on a fresh host (in the full run, later scenarios build on what
+# earlier ones did).
 #
 # Installs what it needs first (scripts/vscode-host-deps.sh: .tools/vscode-host, and the Debian
 # packages only with SESSIOND_ALLOW_SYSTEM_INSTALL=1 or CI=true) and the extension's npm
@@ -35,4 +39,4 @@ export SESSIOND_VSCODE_HOST_DIR="$host"
 export SESSIOND_VSIX="$out/sessiond-vscode.vsix"
 export SESSIOND_HOST_ARTIFACTS="$out"
 cd "$ext"
-"$node24" --test --test-concurrency=1 --test-reporter=spec host-test/*.test.mjs
+"$node24" --test --test-concurrency=1 --test-reporter=spec "$@" host-test/*.test.mjs

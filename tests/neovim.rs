@@ -896,6 +896,14 @@ fn lines_contain(lines: &Value, want: &str) -> bool {
     strs(lines, "line").contains(&want)
 }
 
+/// Whether a line of `lines`, its tree drawing left out, starts with `prefix`.
+fn lines_contain_prefix(lines: &Value, prefix: &str) -> bool {
+    strs(lines, "line").iter().any(|l| {
+        l.trim_start_matches(['│', '├', '└', '─', ' '])
+            .starts_with(prefix)
+    })
+}
+
 /// A transcript written by the real Claude Code 2.1.197 (`tests/data/claude/real/`) under a
 /// Claude projects root beside a pi root: listed with pi's sessions, grouped by agent then
 /// project (a subagent under its parent); its tree, context, explanations, graph and comparison
@@ -1056,6 +1064,47 @@ fn neovim_claude_code_transcript_beside_pi_sessions() {
         r["piTree"]["header"],
         json!("resume leaf 610f9c1e (pi resumes here)")
     );
+    // gf on the graph's `↳ subagent` line opens the subagent's own transcript (its tree);
+    // gf on the subagent's graph's "started by" line opens the transcript that started it.
+    let sub = &r["subagent"];
+    let parent = project
+        .join("with-subagent.jsonl")
+        .canonicalize()
+        .expect("parent");
+    let agent = project
+        .join("with-subagent/subagents/agent-a46c5597fd4041ded.jsonl")
+        .canonicalize()
+        .expect("subagent");
+    assert_eq!(sub["parent"], json!(parent.to_str().expect("utf-8")));
+    assert!(
+        s(&sub["mapping"], "gf").contains("a subagent's"),
+        "{}",
+        sub["mapping"]
+    );
+    assert!(
+        s(&sub["elsewhere"], "gf elsewhere").contains("↳ subagent"),
+        "{}",
+        sub["elsewhere"]
+    );
+    assert!(
+        s(&sub["line"], "subagent line").contains("Agent(")
+            && s(&sub["line"], "subagent line").contains("↳ subagent agent-a46c5597fd4041ded"),
+        "{}",
+        sub["line"]
+    );
+    assert_eq!(sub["target"], json!(agent.to_str().expect("utf-8")));
+    assert!(
+        lines_contain_prefix(&sub["tree"], "79bd0d52-e4d7-410a-8077-4216dd3e7ef2 "),
+        "{:#?}",
+        sub["tree"]
+    );
+    assert!(
+        s(&sub["startedBy"], "started by")
+            .starts_with("subagent agent-a46c5597fd4041ded started by tool_use toolu_21_0 of "),
+        "{}",
+        sub["startedBy"]
+    );
+    assert_eq!(sub["back"], json!(parent.to_str().expect("utf-8")));
     for (key, op) in [("labelRefused", "label"), ("compactRefused", "compact")] {
         assert_eq!(
             r[key],
@@ -1380,7 +1429,7 @@ fn neovim_linear_sessions_copies_and_version_1_files() {
 /// 1,002-entry real sessions (version 1, linear; the second compacted twice) and the branched
 /// one: kept in `tests/neovim/graph-NAME.screen` (`SESSIOND_UPDATE_CAPTURE=1` writes them),
 /// and row for row what `sessiond graph --json` says, every line whole (nothing past the
-/// window's edge: the resume leaf's mark is on screen).
+/// window's edge: the resume leaf's mark is on screen), a label before the preview.
 #[test]
 fn neovim_graph_terminal_captures() {
     let Some(nvim) = find_nvim() else { return };
@@ -1435,6 +1484,25 @@ fn neovim_graph_terminal_captures() {
                 .all(|r| r.is_empty() || *r == "~"),
             "{name}: only the graph on screen:\n{screen}"
         );
+        // A label comes right after the entry's type, before the preview (as in the tree
+        // view), so a window narrower than the preview still shows it.
+        for (i, text) in texts.iter().enumerate() {
+            if let Some(at) = text.find(" [") {
+                let before = text[..at].chars().count();
+                assert!(
+                    before < 40,
+                    "{name}: line {i}: the label at column {before}: {text}"
+                );
+            }
+        }
+        if name == "branched-1033" {
+            assert!(
+                rows.contains(
+                    &"*   ○ e82f60b2 user                  [before-refactor] alright, i think there's only one file left to fix up, tui-renderer.ts,…"
+                ),
+                "{screen}"
+            );
+        }
 
         let kept_path = repo().join(format!("tests/neovim/graph-{name}.screen"));
         if std::env::var_os("SESSIOND_UPDATE_CAPTURE").is_some() {

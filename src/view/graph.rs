@@ -945,7 +945,12 @@ impl Graph {
             let mut line = format!("{lanes}{pad} {c} ");
             match g.kind {
                 NodeKind::Entry => {
-                    let _ = write!(line, "{} {:<width$} {}", id(g.first), g.title, g.preview);
+                    let _ = write!(line, "{} {:<width$} ", id(g.first), g.title);
+                    // The label before the preview, where a narrow window still shows it.
+                    if let Some(l) = &g.label {
+                        let _ = write!(line, "[{}] ", one_line(l));
+                    }
+                    line.push_str(&g.preview);
                 }
                 NodeKind::Fold => {
                     let _ = write!(
@@ -959,7 +964,7 @@ impl Graph {
                 }
             }
             let mut line = line.trim_end().to_owned();
-            if let Some(l) = &g.label {
+            if let (NodeKind::Fold, Some(l)) = (g.kind, &g.label) {
                 let _ = write!(line, " [{}]", one_line(l));
             }
             if g.parent_row.is_none() && tree.roots().len() > 1 {

@@ -197,4 +197,49 @@ h.run(function()
     end, "the pi session's tree")
     report.piTree = { header = h.lines()[2], mappings = mappings() }
   end)
+
+  h.step("gf on the graph's subagent line opens the subagent's transcript; gf on its started-by line, the parent's", function()
+    local parent = vim.uv.fs_realpath(vim.fs.joinpath(vim.fs.dirname(FILE), "with-subagent.jsonl"))
+    local function graph_of(path, what)
+      vim.cmd("SessiondGraph")
+      h.wait(function()
+        return vim.bo.filetype == "sessiondgraph" and vim.b.sessiond_path == path and vim.api.nvim_buf_line_count(0) > 3
+      end, what)
+      return vim.api.nvim_get_current_buf()
+    end
+    local function tree_of(path, what)
+      h.wait(function()
+        return vim.bo.filetype == "sessiondtree" and vim.b.sessiond_path == path and vim.api.nvim_buf_line_count(0) > 2
+      end, what)
+    end
+    local function line_with(buf, pattern)
+      for i, l in ipairs(h.lines(buf)) do
+        if l:find(pattern) then
+          return i, l
+        end
+      end
+      error("no line " .. pattern)
+    end
+    vim.cmd("SessiondTree " .. vim.fn.fnameescape(parent))
+    tree_of(parent, "the parent's tree")
+    local gbuf = graph_of(parent, "the parent's graph")
+    report.subagent = { parent = parent, mapping = mappings()["gf"] }
+    -- Elsewhere gf says where to put the cursor.
+    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+    h.press("gf")
+    report.subagent.elsewhere = h.wait_message("put the cursor on a line that links", "gf off a link", true)
+    local lnum, line = line_with(gbuf, "↳ subagent agent%-")
+    report.subagent.line = line
+    vim.api.nvim_win_set_cursor(0, { lnum, 0 })
+    local opened = h.press_until("gf", "SessiondGraphLinkOpened", "gf on the subagent line")
+    report.subagent.target = opened.target
+    tree_of(opened.target, "the subagent's tree")
+    report.subagent.tree = h.lines()
+    local sbuf = graph_of(opened.target, "the subagent's graph")
+    lnum, line = line_with(sbuf, "^subagent agent%-")
+    report.subagent.startedBy = line
+    vim.api.nvim_win_set_cursor(0, { lnum, 0 })
+    report.subagent.back = h.press_until("gf", "SessiondGraphLinkOpened", "gf on the started-by line").target
+    tree_of(parent, "the parent's tree again")
+  end)
 end)

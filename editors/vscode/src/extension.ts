@@ -20,6 +20,7 @@ import {
     auditTooltip,
     comparisonSummary,
     renderCompact,
+    renderComparedContexts,
     renderComparison,
     renderContext,
     explainDecider,
@@ -41,6 +42,7 @@ const TREE_PAGE_LIMIT = 2_000;
 const CONTEXT_SCHEME = 'sessiond-context';
 const COMPARE_SCHEME = 'sessiond-compare';
 const EXPLAIN_SCHEME = 'sessiond-explain';
+const REWIND_SCHEME = 'sessiond-rewind';
 
 /** A session row's tooltip: the path, then what `session/list` says of it (first user
  * message, counts, the context's tokens at the default leaf as its agent counts them,
@@ -536,24 +538,59 @@ class ContextProvider implements vscode.TextDocumentContentProvider {
     }
 }
 
-/** The comparison reports (`sessiond-compare:/NAME A↔B.md`), rendered when the comparison ran. */
+/**
+ * What a comparison shows, rendered when it ran: the report (`sessiond-compare:/NAME A↔B.md`)
+ * and the two contexts as the diff editor's sides (`sessiond-compare:/NAME@A (compared with
+ * B).md`, `renderComparedContexts`).
+ */
 class CompareProvider implements vscode.TextDocumentContentProvider {
     private readonly reports = new Map<string, string>();
 
     /** Keeps a report and gives the URI that shows it. */
     add(sessionPath: string, leafA: EntryId, leafB: EntryId, text: string): vscode.Uri {
-        const uri = vscode.Uri.from({
-            scheme: COMPARE_SCHEME,
-            path: `/${path.basename(sessionPath, '.jsonl')} ${shortId(leafA)}↔${shortId(leafB)}.md`,
-            query: sessionPath,
-            fragment: `${leafA}:${leafB}`,
-        });
+        return this.keep(`/${path.basename(sessionPath, '.jsonl')} ${shortId(leafA)}↔${shortId(leafB)}.md`, sessionPath, `${leafA}:${leafB}`, text);
+    }
+
+    /** Keeps the context at `leaf` as compared with the one at `other`, and gives its URI. */
+    addSide(sessionPath: string, leaf: EntryId, other: EntryId, text: string): vscode.Uri {
+        return this.keep(`/${path.basename(sessionPath, '.jsonl')}@${shortId(leaf)} (compared with ${shortId(other)}).md`, sessionPath, `${leaf}:${other}:context`, text);
+    }
+
+    private keep(uriPath: string, sessionPath: string, fragment: string, text: string): vscode.Uri {
+        const uri = vscode.Uri.from({ scheme: COMPARE_SCHEME, path: uriPath, query: sessionPath, fragment });
         this.reports.set(uri.toString(), text);
         return uri;
     }
 
     provideTextDocumentContent(uri: vscode.Uri): string {
         return this.reports.get(uri.toString()) ?? '# Comparison unavailable\n\nRun "Compare with Active Leaf" again.\n';
+    }
+}
+
+/**
+ * Rewind plans (`sessiond-rewind:/NAME to ENTRY.diff`), as "Rewind Files to Here…" shows them
+ * before it asks: read only (an untitled document would ask to be saved when closed), each
+ * rewind's its own.
+ */
+class RewindProvider implements vscode.TextDocumentContentProvider {
+    private readonly plans = new Map<string, string>();
+    private made = 0;
+
+    /** Keeps a plan and gives the URI that shows it. */
+    add(sessionPath: string, entryId: EntryId, text: string): vscode.Uri {
+        this.made += 1;
+        const uri = vscode.Uri.from({
+            scheme: REWIND_SCHEME,
+            path: `/${path.basename(sessionPath, '.jsonl')} to ${shortId(entryId)}.diff`,
+            query: sessionPath,
+            fragment: `${entryId}:${this.made}`,
+        });
+        this.plans.set(uri.toString(), text);
+        return uri;
+    }
+
+    provideTextDocumentContent(uri: vscode.Uri): string {
+        return this.plans.get(uri.toString()) ?? '# Rewind plan unavailable: run "Rewind Files to Here…" again\n';
     }
 }
 
@@ -634,6 +671,7 @@ export function activate(context: vscode.ExtensionContext): void {
     const previews = new ContextProvider(daemon, sessions);
     const comparisons = new CompareProvider();
     const explanations = new ExplainProvider();
+    const rewinds = new RewindProvider();
     const view = vscode.window.createTreeView('sessiond.sessions', { treeDataProvider: sessions, showCollapseAll: true });
     context.subscriptions.push(
         log,
@@ -642,6 +680,7 @@ export function activate(context: vscode.ExtensionContext): void {
         vscode.workspace.registerTextDocumentContentProvider(CONTEXT_SCHEME, previews),
         vscode.workspace.registerTextDocumentContentProvider(COMPARE_SCHEME, comparisons),
         vscode.workspace.registerTextDocumentContentProvider(EXPLAIN_SCHEME, explanations),
+        vscode.workspace.registerTextDocumentContentProvider(REWIND_SCHEME, rewinds),
     );
     const graphs = new GraphPanels(
         vscode.Uri.joinPath(context.extensionUri, 'media'),
@@ -979,12 +1018,19 @@ export function activate(context: vscode.ExtensionContext): void {
             return;
         }
         const client = await daemon.get();
-        const c = await client.compareBranches({ path: t.path, leafA: current, leafB: t.entryId });
-        // VS Code's own diff editor on the two contexts, as the context preview renders them.
+        const [c, contextA, contextB] = await Promise.all([
+            client.compareBranches({ path: t.path, leafA: current, leafB: t.entryId }),
+            client.contextAt({ path: t.path, leafId: current }),
+            client.contextAt({ path: t.path, leafId: t.entryId }),
+        ]);
+        // VS Code's own diff editor on the two contexts, as the context preview renders them
+        // (messages only one side holds listed one line each past a size the diff editor
+        // compares quickly: renderComparedContexts).
+        const sides = renderComparedContexts(contextA, { path: t.path, name: model.name, leafId: current }, contextB, { path: t.path, name: model.name, leafId: t.entryId });
         await vscode.commands.executeCommand(
             'vscode.diff',
-            ContextProvider.uri(t.path, current, false),
-            ContextProvider.uri(t.path, t.entryId, false),
+            comparisons.addSide(t.path, current, t.entryId, sides.a),
+            comparisons.addSide(t.path, t.entryId, current, sides.b),
             `Context ${shortId(current)} ↔ ${shortId(t.entryId)}`,
             { preview: false, viewColumn: previewColumn() },
         );
@@ -1114,7 +1160,7 @@ export function activate(context: vscode.ExtensionContext): void {
         const base = { path: t.path, to: t.entryId };
         // The dry run's diff is shown before anything is asked.
         const dry = await client.rewind({ ...base, dryRun: true });
-        const doc = await vscode.workspace.openTextDocument({ content: renderRewind(dry), language: 'diff' });
+        const doc = await vscode.workspace.openTextDocument(rewinds.add(t.path, t.entryId, renderRewind(dry)));
         await vscode.window.showTextDocument(doc, { preview: true, viewColumn: previewColumn() });
         const changes = rewindChanges(dry);
         let force = false;

@@ -52,16 +52,39 @@ export interface ContextHeading {
 /** The longest text block shown for one content part; longer ones are cut with a note. */
 export const MAX_PART_CHARS = 4000;
 
+/** One message of a rendered context: its title (without its position) and the lines beneath it. */
+interface Block {
+    title: string;
+    body: string[];
+}
+
+/** A context rendered in parts: the heading lines, one block per message, the closing lines. */
+interface RenderedContext {
+    head: string[];
+    blocks: Block[];
+    /** The position of the first block (a page of a long context starts later). */
+    offset: number;
+    tail: string[];
+}
+
 /**
  * The context at a leaf as a markdown-like document: a heading with model, thinking level and
  * token estimate, then one section per message in the order the model sees them, each naming
  * the entry it came from (`messageEntryIds`).
  */
 export function renderContext(ctx: ContextAtResult, heading: ContextHeading): string {
+    const r = contextParts(ctx, heading);
+    const out = [...r.head];
+    r.blocks.forEach((b, i) => out.push('', `## ${r.offset + i + 1}. ${b.title}`, '', ...b.body));
+    out.push(...r.tail);
+    return out.join('\n');
+}
+
+function contextParts(ctx: ContextAtResult, heading: ContextHeading): RenderedContext {
     if (isClaudeContext(ctx)) {
-        return renderClaudeContext(ctx, heading);
+        return claudeParts(ctx, heading);
     }
-    return isCodexContext(ctx) ? renderCodexContext(ctx, heading) : renderPiContext(ctx, heading);
+    return isCodexContext(ctx) ? codexParts(ctx, heading) : piParts(ctx, heading);
 }
 
 /** The text of a Codex input item's content parts (`input_text`, `output_text`, …). */
@@ -83,38 +106,36 @@ function codexText(item: Record<string, unknown>): string {
  * A Codex rollout's context: the Responses API `input` items Codex sends at the leaf, one
  * section per item (messages by role, tool calls with their arguments, their outputs).
  */
-function renderCodexContext(ctx: CodexContextAt, heading: ContextHeading): string {
-    const out: string[] = [];
-    out.push(`# Context (Codex)${heading.name ? ` — ${heading.name}` : ''}`);
-    out.push('');
-    out.push(`- file: ${heading.path}`);
-    out.push(`- leaf: ${ctx.leafId ?? '(none)'}`);
-    out.push(`- input items: ${ctx.messageCount}`);
+function codexParts(ctx: CodexContextAt, heading: ContextHeading): RenderedContext {
+    const head: string[] = [];
+    head.push(`# Context (Codex)${heading.name ? ` — ${heading.name}` : ''}`);
+    head.push('');
+    head.push(`- file: ${heading.path}`);
+    head.push(`- leaf: ${ctx.leafId ?? '(none)'}`);
+    head.push(`- input items: ${ctx.messageCount}`);
     if (ctx.baseInstructions) {
-        out.push('- base instructions: sent first, as a developer message Codex builds at send time');
+        head.push('- base instructions: sent first, as a developer message Codex builds at send time');
     }
     for (const note of ctx.notes ?? []) {
-        out.push(`- ${note}`);
+        head.push(`- ${note}`);
     }
-    const offset = ctx.offset ?? 0;
-    ctx.messages.forEach((item, i) => {
+    const blocks = ctx.messages.map((item): Block => {
         const type = typeof item.type === 'string' ? item.type : 'item';
         const role = typeof item.role === 'string' ? ` (${item.role})` : '';
-        out.push('');
-        out.push(`## ${offset + i + 1}. ${type}${role}`);
-        out.push('');
+        let body: string;
         if (type === 'function_call' || type === 'custom_tool_call' || type === 'local_shell_call') {
             const name = typeof item.name === 'string' ? item.name : type;
             const args = typeof item.arguments === 'string' ? item.arguments : typeof item.input === 'string' ? item.input : JSON.stringify(item.action ?? {});
-            out.push(`${name}(${cut(args)})`);
+            body = `${name}(${cut(args)})`;
         } else if (type === 'function_call_output' || type === 'custom_tool_call_output') {
             const output = item.output;
-            out.push(cut(typeof output === 'string' ? output : JSON.stringify(output)));
+            body = cut(typeof output === 'string' ? output : JSON.stringify(output));
         } else {
-            out.push(cut(codexText(item)));
+            body = cut(codexText(item));
         }
+        return { title: `${type}${role}`, body: [body] };
     });
-    return out.join('\n') + '\n';
+    return { head, blocks, offset: ctx.offset ?? 0, tail: [''] };
 }
 
 /**
@@ -122,31 +143,25 @@ function renderCodexContext(ctx: CodexContextAt, heading: ContextHeading): strin
  * Messages API `messages`), one section per message naming the lines it holds, then what Claude
  * adds at send time that the file does not hold.
  */
-function renderClaudeContext(ctx: ClaudeContextAt, heading: ContextHeading): string {
-    const out: string[] = [];
-    out.push(`# Context (Claude Code)${heading.name ? ` — ${heading.name}` : ''}`);
-    out.push('');
-    out.push(`- file: ${heading.path}`);
-    out.push(`- leaf: ${ctx.leafId}`);
+function claudeParts(ctx: ClaudeContextAt, heading: ContextHeading): RenderedContext {
+    const head: string[] = [];
+    head.push(`# Context (Claude Code)${heading.name ? ` — ${heading.name}` : ''}`);
+    head.push('');
+    head.push(`- file: ${heading.path}`);
+    head.push(`- leaf: ${ctx.leafId}`);
     const messages = ctx.messages ?? [];
     const offset = ctx.offset ?? 0;
-    out.push(`- model: ${ctx.model ?? '(none)'}; attachments as ${ctx.midConversationSystem ? 'system messages' : '<system-reminder> text'}`);
-    out.push(`- messages: ${ctx.messageCount}${ctx.messageCount !== messages.length ? ` (showing ${offset + 1}–${offset + messages.length})` : ''}`);
-    out.push(`- lines of the path not sent: ${ctx.dropped.length} (explain says why)`);
+    head.push(`- model: ${ctx.model ?? '(none)'}; attachments as ${ctx.midConversationSystem ? 'system messages' : '<system-reminder> text'}`);
+    head.push(`- messages: ${ctx.messageCount}${ctx.messageCount !== messages.length ? ` (showing ${offset + 1}–${offset + messages.length})` : ''}`);
+    head.push(`- lines of the path not sent: ${ctx.dropped.length} (explain says why)`);
     for (const d of ctx.diagnostics ?? []) {
-        out.push(`- warning: ${diagnosticText(d)}`);
+        head.push(`- warning: ${diagnosticText(d)}`);
     }
-    messages.forEach((m, i) => {
-        out.push('');
+    const blocks = messages.map((m, i): Block => {
         const lines = ctx.messageEntryIds[offset + i] ?? [];
-        out.push(`## ${offset + i + 1}. ${m.role}${lines.length ? `  (${lines.length === 1 ? 'line' : 'lines'} ${lines.join(', ')})` : ''}`);
-        out.push('');
-        out.push(...claudeContent(m.content));
+        return { title: `${m.role}${lines.length ? `  (${lines.length === 1 ? 'line' : 'lines'} ${lines.join(', ')})` : ''}`, body: claudeContent(m.content) };
     });
-    out.push('');
-    out.push('Not in the file: Claude Code adds a userContext reminder and a cache marker when it sends.');
-    out.push('');
-    return out.join('\n');
+    return { head, blocks, offset, tail: ['', 'Not in the file: Claude Code adds a userContext reminder and a cache marker when it sends.', ''] };
 }
 
 /** A Claude message's content: a string, or its blocks each shown by kind. */
@@ -179,32 +194,146 @@ function claudeContent(content: unknown): string[] {
     return out;
 }
 
-function renderPiContext(ctx: PiContextAt, heading: ContextHeading): string {
-    const out: string[] = [];
-    out.push(`# Context${heading.name ? ` — ${heading.name}` : ''}`);
-    out.push('');
-    out.push(`- file: ${heading.path}`);
-    out.push(`- leaf: ${ctx.leafId ?? heading.leafId ?? '(none)'}`);
+function piParts(ctx: PiContextAt, heading: ContextHeading): RenderedContext {
+    const head: string[] = [];
+    head.push(`# Context${heading.name ? ` — ${heading.name}` : ''}`);
+    head.push('');
+    head.push(`- file: ${heading.path}`);
+    head.push(`- leaf: ${ctx.leafId ?? heading.leafId ?? '(none)'}`);
     const messages = ctx.messages ?? [];
     const count = ctx.messageCount ?? messages.length;
     const offset = ctx.offset ?? 0;
-    out.push(`- model: ${ctx.model ? [ctx.model.provider, ctx.model.modelId].filter(Boolean).join('/') : '(none)'}`);
-    out.push(`- thinking level: ${ctx.thinkingLevel ?? '(not set)'}`);
-    out.push(`- messages: ${count}${count !== messages.length ? ` (showing ${offset + 1}–${offset + messages.length})` : ''}`);
-    out.push(`- entries on the path in context: ${ctx.entryIds.length}`);
-    if (ctx.tokenEstimate !== undefined) out.push(`- token estimate: ${ctx.tokenEstimate}`);
+    head.push(`- model: ${ctx.model ? [ctx.model.provider, ctx.model.modelId].filter(Boolean).join('/') : '(none)'}`);
+    head.push(`- thinking level: ${ctx.thinkingLevel ?? '(not set)'}`);
+    head.push(`- messages: ${count}${count !== messages.length ? ` (showing ${offset + 1}–${offset + messages.length})` : ''}`);
+    head.push(`- entries on the path in context: ${ctx.entryIds.length}`);
+    if (ctx.tokenEstimate !== undefined) head.push(`- token estimate: ${ctx.tokenEstimate}`);
     for (const d of ctx.diagnostics ?? []) {
-        out.push(`- warning: ${diagnosticText(d)}`);
+        head.push(`- warning: ${diagnosticText(d)}`);
     }
-    messages.forEach((m, i) => {
-        out.push('');
+    const blocks = messages.map((m, i): Block => {
         const source = ctx.messageEntryIds?.[i];
-        out.push(`## ${offset + i + 1}. ${roleTitle(m)}${source ? `  (entry ${source})` : ''}`);
-        out.push('');
-        out.push(...renderMessage(m));
+        return { title: `${roleTitle(m)}${source ? `  (entry ${source})` : ''}`, body: renderMessage(m) };
     });
-    out.push('');
-    return out.join('\n');
+    return { head, blocks, offset, tail: [''] };
+}
+
+/**
+ * How many characters of messages only one side holds the compared documents show whole, over
+ * all the places where the two contexts part (in the model's order); past it such messages are
+ * listed one line each. VS Code's diff editor compares a changed stretch's characters with the
+ * other side's (Myers: time grows with the square of what differs): this much takes it about
+ * half a second; the 312 messages one shipped leaf holds against the other's one summary took
+ * it past its 5 s limit (`diffEditor.maxComputationTime`) and 120 s did not suffice either.
+ */
+export const COMPARE_WHOLE_CHARS = 8_000;
+
+/** The longest preview of a message listed on one line in the compared documents. */
+const COMPARE_PREVIEW_CHARS = 100;
+
+/**
+ * The contexts at two leaves as the two sides of VS Code's diff editor (A the original, B the
+ * modified): each is its context as `renderContext` draws it, message for message in the
+ * model's order, with three changes that keep the diff editor's answer whole and quick:
+ *
+ * * a message's heading omits its position, so a message both contexts hold reads the same on
+ *   both sides wherever it sits;
+ * * where the two part, the messages only one side holds are shown whole while all such
+ *   messages so far stay within `COMPARE_WHOLE_CHARS`; past it they are listed one line each
+ *   (`only at LEAF · title: preview`), A's before and B's after a line both sides share (`┄┄ N
+ *   messages only at A, M only at B … ┄┄`): the diff editor then sees lines taken away and
+ *   lines added, never a long stretch replaced by another (the one line each names its leaf,
+ *   so no line of one side's list can pair with one of the other's);
+ * * both sides name the two leaves in one shared line after the heading.
+ */
+export function renderComparedContexts(a: ContextAtResult, headingA: ContextHeading, b: ContextAtResult, headingB: ContextHeading): { a: string; b: string } {
+    const ra = contextParts(a, headingA);
+    const rb = contextParts(b, headingB);
+    const leafA = shortId(headingA.leafId ?? 'none');
+    const leafB = shortId(headingB.leafId ?? 'none');
+    const keyOf = (x: Block) => `${x.title}\n${x.body.join('\n')}`;
+    const keysA = ra.blocks.map(keyOf);
+    const keysB = rb.blocks.map(keyOf);
+    const outA = [...ra.head, '', `Compared: ${leafA} ↔ ${leafB}`];
+    const outB = [...rb.head, '', `Compared: ${leafA} ↔ ${leafB}`];
+    const whole = (out: string[], x: Block) => out.push('', `## ${x.title}`, '', ...x.body);
+    const listed = (leaf: string, x: Block) => `only at ${leaf} · ${x.title}: ${preview(x.body)}`;
+    let wholeLeft = COMPARE_WHOLE_CHARS;
+    const gap = (onlyA: Block[], onlyB: Block[]) => {
+        if (onlyA.length === 0 && onlyB.length === 0) return;
+        const size = [...onlyA, ...onlyB].reduce((n, x) => n + keyOf(x).length, 0);
+        if (size <= wholeLeft) {
+            wholeLeft -= size;
+            for (const x of onlyA) whole(outA, x);
+            for (const x of onlyB) whole(outB, x);
+            return;
+        }
+        const shared = `┄┄ ${count(onlyA.length, 'message')} only at ${leafA}, ${onlyB.length} only at ${leafB} (one line each; Show Context shows them whole) ┄┄`;
+        outA.push('', ...onlyA.map((x) => listed(leafA, x)), shared);
+        outB.push('', shared, ...onlyB.map((x) => listed(leafB, x)));
+    };
+    let i = 0;
+    let j = 0;
+    for (const [ci, cj] of commonPairs(keysA, keysB)) {
+        gap(ra.blocks.slice(i, ci), rb.blocks.slice(j, cj));
+        whole(outA, ra.blocks[ci]);
+        whole(outB, rb.blocks[cj]);
+        i = ci + 1;
+        j = cj + 1;
+    }
+    gap(ra.blocks.slice(i), rb.blocks.slice(j));
+    outA.push(...ra.tail);
+    outB.push(...rb.tail);
+    return { a: outA.join('\n'), b: outB.join('\n') };
+}
+
+/** A message's first non-empty line, cut to `COMPARE_PREVIEW_CHARS`. */
+function preview(body: string[]): string {
+    const line = body.join('\n').split('\n').find((l) => l.trim() !== '')?.trim() ?? '(empty)';
+    return line.length > COMPARE_PREVIEW_CHARS ? `${line.slice(0, COMPARE_PREVIEW_CHARS)}…` : line;
+}
+
+/** The largest middle (after the shared start and end) whose longest common subsequence is computed exactly. */
+const LCS_CELLS = 4_000_000;
+
+/**
+ * The index pairs of a longest common subsequence of two lists of keys, in order: the shared
+ * start and end, and between them the dynamic-programming answer (or nothing, past `LCS_CELLS`).
+ */
+export function commonPairs(a: string[], b: string[]): Array<[number, number]> {
+    let start = 0;
+    while (start < a.length && start < b.length && a[start] === b[start]) start++;
+    let end = 0;
+    while (end < a.length - start && end < b.length - start && a[a.length - 1 - end] === b[b.length - 1 - end]) end++;
+    const pairs: Array<[number, number]> = [];
+    for (let k = 0; k < start; k++) pairs.push([k, k]);
+    const n = a.length - start - end;
+    const m = b.length - start - end;
+    if (n > 0 && m > 0 && n * m <= LCS_CELLS) {
+        // len[x][y]: the longest common subsequence of a[start+x..] and b[start+y..] (middle only).
+        const width = m + 1;
+        const len = new Uint32Array((n + 1) * width);
+        for (let x = n - 1; x >= 0; x--) {
+            for (let y = m - 1; y >= 0; y--) {
+                len[x * width + y] = a[start + x] === b[start + y] ? len[(x + 1) * width + y + 1] + 1 : Math.max(len[(x + 1) * width + y], len[x * width + y + 1]);
+            }
+        }
+        let x = 0;
+        let y = 0;
+        while (x < n && y < m) {
+            if (a[start + x] === b[start + y]) {
+                pairs.push([start + x, start + y]);
+                x++;
+                y++;
+            } else if (len[(x + 1) * width + y] >= len[x * width + y + 1]) {
+                x++;
+            } else {
+                y++;
+            }
+        }
+    }
+    for (let k = end; k > 0; k--) pairs.push([a.length - k, b.length - k]);
+    return pairs;
 }
 
 /** One line about a diagnostic: a corrupt line a lenient read skipped, or a dangling tool call. */

@@ -30,6 +30,7 @@ M.defaults = {
     width = 120,
     mappings = {
       jump = "<CR>", -- the entry of this line in the tree view
+      subagent = "gf", -- the transcript this line links to: a subagent's, or the one that started it
       refresh = "R",
       close = "q",
     },

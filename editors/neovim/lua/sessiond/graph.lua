@@ -1,7 +1,9 @@
 -- sessiond.graph: the branch graph as text (`git log --graph` lanes) in a buffer,
 -- `sessiond://graph/PATH`, drawn from the daemon's session/graph: one line per entry or fold of
 -- a single-child run, ● for the entries that reach the model at the active leaf, ○ for the rest
--- of its path. <CR> jumps to the entry of the line in the tree view. Follows the session.
+-- of its path. <CR> jumps to the entry of the line in the tree view; gf on a line that links to
+-- another transcript (a Claude Code tool call's "↳ subagent", a subagent's "started by" line)
+-- opens that transcript. Follows the session.
 local client = require("sessiond.client")
 local config = require("sessiond.config")
 local sessions = require("sessiond.sessions")
@@ -16,16 +18,58 @@ end
 -- path → the leaf the open graph view highlights (nil: the active leaf).
 local leaf_of = {}
 
---- Draws session/graph's `lines` into `buf`, each line knowing its entry.
+-- bufnr → {lnum → path}: the transcript a line links to (the subagent's a tool call started,
+-- or, in a subagent's graph, the transcript that started it).
+local links = {}
+
+--- A transcript path as the daemon names it, absolute (a relative one is the session's sibling).
+local function absolute(p, session_path)
+  if p:sub(1, 1) == "/" then
+    return p
+  end
+  return vim.fs.joinpath(vim.fs.dirname(session_path), p)
+end
+
+--- Draws session/graph's `lines` into `buf`, each line knowing its entry and the transcript
+--- it links to.
 function M.draw(buf, r)
-  local text, ids = {}, {}
+  local session_path = vim.b[buf].sessiond_path or ""
+  local subagent_of = {}
+  for _, n in ipairs(r.nodes or {}) do
+    if type(n.subagent) == "table" and type(n.subagent.path) == "string" then
+      subagent_of[n.id] = absolute(n.subagent.path, session_path)
+    end
+  end
+  local parent = type(r.parent) == "table" and type(r.parent.path) == "string" and absolute(r.parent.path, session_path) or nil
+  local text, ids, linked = {}, {}, {}
   for i, l in ipairs(r.lines or {}) do
     text[i] = l.text
     if type(l.entryId) == "string" then
       ids[i] = l.entryId
+      linked[i] = subagent_of[l.entryId]
+    elseif parent and l.text:match("^subagent agent%-") then
+      linked[i] = parent
     end
   end
+  links[buf] = linked
   view.set_lines(buf, text, ids)
+end
+
+--- The transcript the line under the cursor links to, or nil.
+function M.link_at(buf, lnum)
+  return (links[buf] or {})[lnum or vim.api.nvim_win_get_cursor(0)[1]]
+end
+
+--- Opens the transcript the graph line under the cursor links to (a subagent's, or the one
+--- that started this subagent) in its tree view.
+function M.open_link()
+  local buf = vim.api.nvim_get_current_buf()
+  local target = M.link_at(buf)
+  if not target then
+    return fail("put the cursor on a line that links to a transcript (↳ subagent, or a subagent's \"started by\" line)")
+  end
+  require("sessiond.actions").tree(target)
+  vim.api.nvim_exec_autocmds("User", { pattern = "SessiondGraphLinkOpened", data = { path = vim.b[buf].sessiond_path, target = target } })
 end
 
 --- Fetches and draws the graph of `s` into its open buffer; cb(err, result). session/graph
@@ -114,6 +158,7 @@ function M.apply_mappings(buf)
   local maps = config.options.graph.mappings or {}
   local actions = {
     jump = { "jump to this entry in the tree view", M.jump_to_tree },
+    subagent = { "open the transcript this line links to (a subagent's, or the one that started it)", M.open_link },
     refresh = { "fetch the graph again", function()
       local s = sessions.sessions[vim.b.sessiond_path]
       if s then

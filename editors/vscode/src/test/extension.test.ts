@@ -219,15 +219,18 @@ describe('extension in a stand-in VS Code', () => {
         await vs.commands.get('sessiond.compare')!(entryRow(file, 'de19adb3'));
         const diff = vs.diffs[vs.diffs.length - 1];
         assert.equal(diff.title, `Context ${DEFAULT_LEAF} ↔ de19adb3`);
-        // Each side is the context preview's document at its leaf (the same provider renders it).
-        assert.equal(diff.left.uri.scheme, 'sessiond-context');
-        assert.equal(diff.left.uri.fragment, DEFAULT_LEAF);
-        assert.equal(diff.right.uri.fragment, 'de19adb3');
+        // Each side is the context at its leaf as compared with the other's (renderComparedContexts).
+        assert.equal(diff.left.uri.scheme, 'sessiond-compare');
+        assert.equal(diff.left.uri.fragment, `${DEFAULT_LEAF}:de19adb3:context`);
+        assert.equal(diff.right.uri.fragment, `de19adb3:${DEFAULT_LEAF}:context`);
         for (const [side, leaf] of [[diff.left, DEFAULT_LEAF], [diff.right, 'de19adb3']] as const) {
             const ctx = cliJson('context', file, '--leaf', leaf, '--json');
             assert.match(side.text, new RegExp(`^- leaf: ${leaf}$`, 'm'));
             assert.match(side.text, new RegExp(`^- messages: ${ctx.messages.length}$`, 'm'));
+            assert.match(side.text, new RegExp(`^Compared: ${DEFAULT_LEAF} ↔ de19adb3$`, 'm'));
         }
+        // The 312 messages the compaction summarized (at de19adb3 only) are listed one line each.
+        assert.equal(diff.right.text.match(/^only at de19adb3 · /gm)?.length, 312);
         // The summary says what `sessiond diff` says.
         const cli = cliJson('diff', file, DEFAULT_LEAF, 'de19adb3', '--json');
         assert.equal(cli.forkPointId, '521cf246');
