@@ -1297,6 +1297,13 @@ fn neovim_linear_sessions_copies_and_version_1_files() {
     let v1 = root.join("v1.jsonl");
     std::fs::copy(repo().join("examples/pi-v1-before-compaction.jsonl"), &v1).expect("copy");
     let v1_before = std::fs::read(&v1).expect("read");
+    // A copy with a line that is not JSON: listed, with its corrupt spot said.
+    let broken = root.join("c/broken.jsonl");
+    std::fs::create_dir_all(broken.parent().expect("folder")).expect("mkdir");
+    let text = std::fs::read_to_string(repo().join("examples/pi-v3-branched.jsonl")).expect("read");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(100, "{not json");
+    std::fs::write(&broken, lines.join("\n") + "\n").expect("write");
     let r = run_script(
         &nvim,
         "list.lua",
@@ -1384,6 +1391,12 @@ fn neovim_linear_sessions_copies_and_version_1_files() {
             .expect("listed")]
     };
     let (la, lb) = (line_of(&a), line_of(&b));
+    assert!(
+        line_of(&broken).contains("3 leaves, ⚠ 1 corrupt spot  ·  "),
+        "{}",
+        line_of(&broken)
+    );
+    assert!(!la.contains("corrupt"), "{la}");
     let size = std::fs::metadata(&a).expect("stat").len();
     let listed = cli_json(&["list", "--root", root.to_str().expect("utf-8"), "--json"]);
     let row = listed["sessions"]

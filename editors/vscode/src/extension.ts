@@ -57,6 +57,9 @@ export function sessionTooltip(p: string, s: SessionRow): string {
         s.tokenEstimate != null
             ? `context: ~${s.tokenEstimate} tokens (${s.format === 'claude-code' ? "Claude Code's usage" : "pi's estimate"} at the resume leaf)`
             : '',
+        s.corruptions
+            ? `⚠ ${s.corruptions} corrupt ${s.corruptions === 1 ? 'spot' : 'spots'}: read as its agent reads it; \`sessiond check\` says where`
+            : '',
         s.modified ? `modified ${s.modified}` : '',
         s.cwd ? `cwd ${s.cwd}` : '',
     ]
@@ -101,7 +104,8 @@ export function sessionLabel(p: string, s: SessionRow, modelName?: string | null
 
 /**
  * A session row's description, the same whether the row is collapsed or expanded: its entries
- * (the open session's count, else the listing's), the context's tokens at the resume leaf, its
+ * (the open session's count, else the listing's), its corrupt spots (a strict read refuses the
+ * file), the context's tokens at the resume leaf, its
  * state (following, stopped), and where the file is (its folder and name), so that copies of
  * one session tell themselves apart; the project row above already names the cwd.
  */
@@ -109,8 +113,9 @@ export function sessionDescription(p: string, s: SessionRow, now: { entryCount?:
     const count = now.entryCount ?? s.entryCount;
     const entries = count !== undefined ? `${count} ${count === 1 ? 'entry' : 'entries'}` : '';
     const tokens = s.tokenEstimate != null ? `~${s.tokenEstimate} tokens` : '';
+    const corrupt = s.corruptions ? `⚠ ${s.corruptions} corrupt` : '';
     const where = `${path.basename(path.dirname(p))}/${path.basename(p)}`;
-    return [entries, tokens, now.state ?? '', where].filter(Boolean).join(' · ');
+    return [entries, corrupt, tokens, now.state ?? '', where].filter(Boolean).join(' · ');
 }
 
 /** A `command:` link that reveals an entry in the Sessions view (for markdown tooltips). */

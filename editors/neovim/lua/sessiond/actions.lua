@@ -744,12 +744,16 @@ end
 --- One picker line (and one line of the sessions view): agent › project, then the session (a
 --- subagent under its parent: ↳) and, when other sessions read alike, `where` its file is
 --- (M.tell_apart) right after its name, where a narrow window still shows it; then entries and
---- leaves, tokens, size, modified.
+--- leaves (and the corrupt spots a strict read refuses: `sessiond check` says where), tokens,
+--- size, modified.
 function M.session_line(x, where)
   local counts = type(x.entryCount) == "number"
       and ("%s, %s"):format(sessions.count(x.entryCount, "entry", "entries"),
         sessions.count(x.leafCount or 0, "leaf", "leaves"))
     or ""
+  if type(x.corruptions) == "number" and x.corruptions > 0 then
+    counts = ("%s, ⚠ %s"):format(counts, sessions.count(x.corruptions, "corrupt spot", "corrupt spots"))
+  end
   local tokens = type(x.tokenEstimate) == "number" and ("~" .. sessions.count(x.tokenEstimate, "token")) or ""
   local name = session_name(x)
   if type(x.subagent) == "table" then

@@ -51,6 +51,17 @@ describe('extension in a stand-in VS Code', () => {
         assert.equal(extension.errorText(new ResponseError(-33001, '/a/b.jsonl: file not found')), 'b.jsonl: file not found (code -33001)');
     });
 
+    it('marks a session with corrupt spots in its row and its tooltip', () => {
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const extension = require('../extension') as typeof import('../extension');
+        const row = { path: '/r/a/s.jsonl', entryCount: 10, leafCount: 1, messageCount: 4, tokenEstimate: 5, corruptions: 2 };
+        assert.equal(extension.sessionDescription(row.path, row, {}), '10 entries · ⚠ 2 corrupt · ~5 tokens · a/s.jsonl');
+        assert.match(extension.sessionTooltip(row.path, row), /\n⚠ 2 corrupt spots: read as its agent reads it; `sessiond check` says where/);
+        const clean = { ...row, corruptions: 0 };
+        assert.equal(extension.sessionDescription(clean.path, clean, {}), '10 entries · ~5 tokens · a/s.jsonl');
+        assert.doesNotMatch(extension.sessionTooltip(clean.path, clean), /corrupt/);
+    });
+
     it('registers every command package.json contributes', () => {
         const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
         const contributed: string[] = manifest.contributes.commands.map((c: { command: string }) => c.command).sort();
