@@ -551,11 +551,95 @@ fn tree_shows_the_thread_s_forks_and_segments_as_branches() {
             f.path.display()
         );
     }
+    // Each file a run of lines of the tree, hanging from its parent line; the file Codex
+    // continues each thread in marked (a fork is a thread of its own).
+    let runs = t["thread"]["files"].as_array().unwrap();
+    assert_eq!(runs.len(), files.len(), "every file of the thread");
+    for f in &files {
+        let run = runs
+            .iter()
+            .find(|r| r["file"] == json!(f.path))
+            .unwrap_or_else(|| panic!("{} not in {runs:?}", f.path.display()));
+        let first = *f.lines.keys().next().unwrap();
+        assert_eq!(run["firstId"], id_in(&root_file, f, first), "{run}");
+        assert_eq!(run["lastId"], id_in(&root_file, f, f.last), "{run}");
+        assert_eq!(run["lines"], f.lines.len());
+        assert_eq!(run["own"], f.path == root_file);
+        assert_eq!(run["historyId"], f.history_id.as_str());
+        match &f.base {
+            None => assert!(run["parentId"].is_null(), "{run}"),
+            Some(_) => assert_eq!(
+                &run["parentId"],
+                parent_of[run["firstId"].as_str().unwrap()]
+            ),
+        }
+    }
+    let current = t["thread"]["current"]["file"].as_str().unwrap();
+    assert_eq!(t["thread"]["current"]["source"], "state");
+    let marked: Vec<&Value> = runs
+        .iter()
+        .filter(|r| r["current"] == true && r["threadId"] == t["sessionId"])
+        .collect();
+    assert_eq!(marked.len(), 1, "one current file of thread A: {runs:?}");
+    assert_eq!(
+        std::fs::canonicalize(marked[0]["file"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(current).unwrap()
+    );
+    assert_eq!(marked[0]["kind"], "segment", "the last revert's segment");
     let text = String::from_utf8(sessiond(&["tree", s(&root_file)]).stdout).unwrap();
     assert!(
         text.contains("other files of the thread beside this one"),
         "{text}"
     );
+    assert!(text.contains(" (current)"), "{text}");
+
+    // The daemon's `session/tree` is the same tree of files, page by page, with the same
+    // report of the thread.
+    let (mut d, _) = support::Daemon::start(&[root_file.parent().unwrap()]);
+    let _: Value = d.call("session/open", json!({"path": root_file}));
+    let mut nodes: Vec<Value> = Vec::new();
+    let mut todo = vec![json!({"path": root_file, "limit": 40})];
+    while let Some(params) = todo.pop() {
+        let page = support::checked(&mut d, "session/tree", params);
+        assert_eq!(page["format"], "codex");
+        assert_eq!(page["entryCount"], total);
+        assert_eq!(page["leafId"], t["defaultLeafId"]);
+        assert_eq!(page["thread"], t["thread"], "the CLI's report");
+        if let Some(roots) = page.get("roots") {
+            assert_eq!(roots, &t["roots"]);
+        }
+        for next in page["next"].as_array().unwrap().iter().rev() {
+            let mut more = json!({"path": root_file, "limit": 40});
+            for (k, v) in next.as_object().unwrap() {
+                more[k] = v.clone();
+            }
+            todo.push(more);
+        }
+        nodes.extend(page["nodes"].as_array().unwrap().iter().cloned());
+    }
+    let by_id = |ns: &[Value]| -> BTreeMap<String, Value> {
+        ns.iter()
+            .map(|n| {
+                let mut n = n.clone();
+                n.as_object_mut().unwrap().remove("children");
+                (n["id"].as_str().unwrap().to_owned(), n)
+            })
+            .collect()
+    };
+    assert_eq!(nodes.len(), total, "every node once");
+    assert_eq!(by_id(&nodes), by_id(t["nodes"].as_array().unwrap()));
+    // A page below a line of another file, named as the CLI names it.
+    let fork = runs.iter().find(|r| r["kind"] == "fork").unwrap();
+    let below = support::checked(
+        &mut d,
+        "session/tree",
+        json!({"path": root_file, "fromId": fork["firstId"], "depth": 0}),
+    );
+    assert_eq!(below["nodes"][0]["id"], fork["firstId"]);
+    assert_eq!(below["nodes"][0]["parentId"], fork["parentId"]);
+    let bad = d.request("session/tree", json!({"path": root_file, "fromId": "zz:1"}));
+    assert_eq!(support::error_of(&bad).0, -33004);
+    assert_eq!(d.stop(), Some(0));
 }
 
 /// The model-visible items of a file's lines in `range` (ordinals), as the replay keeps them:
