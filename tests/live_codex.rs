@@ -3,7 +3,8 @@
 //! `tests/codex/model-server.mjs` while `sessiond serve` follows its rollout: a resume appends
 //! to the open file (every line announced by `session/didChange` once, in file order), and
 //! `codex exec fork` writes a new file, announced by `session/didCreate` with what it
-//! continues, while the open file gets nothing; while Codex writes, the changes name it as the
+//! continues, while the open file gets nothing (and so does the fork file copied into a later
+//! day's directory, where Codex puts a fork made on another day); while Codex writes, the changes name it as the
 //! holder of the thread's writer lock; with no root configured, `$CODEX_HOME/sessions` is one.
 //!
 //! Without the install (or Node) the test skips loudly, and fails under `CI`.
@@ -298,6 +299,32 @@ fn codex_followed_live_every_line_once_and_its_fork_announced() {
         g["entryCount"].as_u64().unwrap() as usize,
         after.len() + ordinals(&fork).len()
     );
+
+    // Codex puts a fork into the directory of the day it is made (`sessions/YYYY/MM/DD`), which
+    // `codex exec fork` cannot choose: the fork file Codex wrote, copied into a later day's new
+    // directories, is announced the same way while the open rollout's own directory gets
+    // nothing.
+    let later = sessions.join("2099/01/02");
+    let copy = later.join(fork.file_name().unwrap());
+    let notes = followed(&mut d, || {
+        std::fs::create_dir_all(&later).unwrap();
+        std::fs::copy(&fork, &copy).unwrap();
+    });
+    let created: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["method"] == "session/didCreate")
+        .map(|n| &n["params"])
+        .collect();
+    assert_eq!(created.len(), 1, "{notes:?}");
+    let c = created[0];
+    assert_eq!(c["path"], json!(std::fs::canonicalize(&copy).unwrap()));
+    assert_eq!(c["format"], "codex");
+    assert_eq!(c["thread"]["kind"], "fork");
+    assert_eq!(c["thread"]["forkedFromId"], thread.as_str());
+    assert_eq!(c["thread"]["endOrdinalExclusive"], after.len());
+    support::assert_schema("session/didCreate", "params", c);
+    assert!(announced(&notes, &file).is_empty(), "{notes:?}");
+    std::fs::remove_dir_all(sessions.join("2099")).unwrap();
     assert_eq!(d.stop(), Some(0));
 
     // With no root configured, `$CODEX_HOME/sessions` is one of the daemon's roots.
