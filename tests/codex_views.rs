@@ -642,6 +642,122 @@ fn tree_shows_the_thread_s_forks_and_segments_as_branches() {
     assert_eq!(d.stop(), Some(0));
 }
 
+/// A rollout's lines, each parsed, without its `timestamp`.
+fn untimed(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().shift_remove("timestamp");
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn a_legacy_fork_hangs_from_the_last_parent_line_it_copies() {
+    let Some(root) = codex_support::corpus() else {
+        return;
+    };
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(root.join("manifest.json")).unwrap()).unwrap();
+    let home = root.join(manifest["homes"]["legacy"].as_str().unwrap());
+    let files = jsonl_under(&home.join("sessions"));
+    let meta = |f: &Path| untimed(f)[0]["payload"].clone();
+    let fork = files
+        .iter()
+        .find(|f| meta(f)["forked_from_id"].is_string())
+        .unwrap();
+    let parent = files
+        .iter()
+        .find(|f| meta(f)["id"] == meta(fork)["forked_from_id"])
+        .unwrap();
+    assert!(meta(fork)["history_base"].is_null(), "a legacy fork");
+    // The copy, as the files say: the fork's lines after its session_meta that equal the
+    // parent's first lines but for their timestamps.
+    let (p, f) = (untimed(parent), untimed(fork));
+    let copied = p.iter().zip(&f[1..]).take_while(|(a, b)| a == b).count();
+    assert!(copied >= 2 && copied < p.len(), "{copied} of {}", p.len());
+    assert_eq!(
+        f[1]["type"], "session_meta",
+        "the parent's session_meta copied first"
+    );
+    let fork_tag = tag(meta(fork)["id"].as_str().unwrap()).to_owned();
+    let parent_tag = tag(meta(parent)["id"].as_str().unwrap()).to_owned();
+
+    // From the parent: the fork's session_meta hangs from the last copied line.
+    let t = json_of(&sessiond(&["tree", s(parent), "--json"]));
+    assert_eq!(t["entryCount"], p.len() + f.len());
+    assert_eq!(t["roots"], json!(["line:1"]), "one tree");
+    let node = |t: &Value, id: &str| {
+        t["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no node {id}"))
+    };
+    let first = format!("{fork_tag}:line:1");
+    assert_eq!(
+        node(&t, &first)["parentId"],
+        format!("line:{copied}").as_str()
+    );
+    let run = t["thread"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["file"] == json!(fork))
+        .unwrap()
+        .clone();
+    assert_eq!(run["kind"], "fork");
+    assert_eq!(run["copiedLines"], copied);
+    assert_eq!(run["parentId"], format!("line:{copied}").as_str());
+    assert_eq!(run["firstId"], first.as_str());
+    assert_eq!(run["lines"], f.len());
+    let text = String::from_utf8(sessiond(&["tree", s(parent)]).stdout).unwrap();
+    assert!(text.contains("a legacy fork"), "{text}");
+
+    // From the fork: the same tree, the parent's lines tagged.
+    let t = json_of(&sessiond(&["tree", s(fork), "--json"]));
+    assert_eq!(t["roots"], json!([format!("{parent_tag}:line:1")]));
+    assert_eq!(
+        node(&t, "line:1")["parentId"],
+        format!("{parent_tag}:line:{copied}").as_str()
+    );
+    // The context at the fork's leaf is still the fork file's own (Codex replays it alone).
+    let alone = json_of(&sessiond(&["context", s(fork), "--json"]));
+    assert_eq!(
+        alone["chain"].as_array().unwrap().len(),
+        1,
+        "{}",
+        alone["chain"]
+    );
+
+    // The daemon's tree is the command line's.
+    let (mut d, _) = support::Daemon::start(&[home.join("sessions").as_path()]);
+    let _: Value = d.call("session/open", json!({"path": parent}));
+    let page = support::checked(
+        &mut d,
+        "session/tree",
+        json!({"path": parent, "limit": 10000}),
+    );
+    let cli = json_of(&sessiond(&["tree", s(parent), "--json"]));
+    assert_eq!(page["thread"], cli["thread"]);
+    assert_eq!(page["entryCount"], cli["entryCount"]);
+    assert_eq!(
+        page["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == first)
+            .unwrap()["parentId"],
+        format!("line:{copied}").as_str()
+    );
+    assert_eq!(d.stop(), Some(0));
+}
+
 /// The model-visible items of a file's lines in `range` (ordinals), as the replay keeps them:
 /// a response item of a type Codex sends, not a `system` message.
 fn visible(file: &Rollout, range: std::ops::Range<u64>) -> Vec<u64> {

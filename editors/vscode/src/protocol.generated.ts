@@ -2213,6 +2213,10 @@ export interface CodexThread {
          */
         parentId: string | null;
         /**
+         * A legacy fork (no history_base): how many of its parent's first lines it copies after its own session_meta (timestamps aside); it hangs from the last of them. Null otherwise.
+         */
+        copiedLines: number | null;
+        /**
          * The open file.
          */
         own: boolean;

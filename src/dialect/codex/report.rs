@@ -28,9 +28,10 @@ pub struct Report {
 /// `history_base` prefixes it continues, the forks and segments that take a prefix of it, and
 /// which file Codex continues the thread in. With `thread` (the thread read as one tree from
 /// the same index), `files` lists each file of it as a run of lines: `{file, kind, historyId,
-/// threadId, tag, firstId, lastId, lines, parentId, own, current}` (`parentId`: the line of
-/// another file its first line hangs from; `current`: the file Codex continues its thread in,
-/// a fork being a thread of its own).
+/// threadId, tag, firstId, lastId, lines, parentId, copiedLines, own, current}` (`parentId`:
+/// the line of another file its first line hangs from; `copiedLines`: a legacy fork's copy of
+/// its parent's first lines, which it holds after its own `session_meta`; `current`: the file
+/// Codex continues its thread in, a fork being a thread of its own).
 pub fn report(index: &Index, file: &Path, thread: Option<&Thread>) -> Report {
     let first = RolloutFile::read(file)
         .ok()
@@ -153,6 +154,7 @@ fn files(thread: &Thread, is_current: &mut dyn FnMut(Option<&str>, &Path) -> boo
                 "lastId": nodes.last().map(|&n| id(n)),
                 "lines": nodes.len(),
                 "parentId": parent.map(id),
+                "copiedLines": f.copied,
                 "own": k == thread.own,
                 "current": is_current(f.thread_id.as_deref(), &f.path),
             })
@@ -176,13 +178,17 @@ pub fn file_lines(doc: &Value) -> Vec<String> {
                 .to_string_lossy()
                 .into_owned();
             format!(
-                "{} {name}: lines {}…{}{}{}",
+                "{} {name}: lines {}…{}{}{}{}",
                 f["kind"].as_str().unwrap_or_default(),
                 f["firstId"].as_str().unwrap_or("?"),
                 f["lastId"].as_str().unwrap_or("?"),
                 f["parentId"]
                     .as_str()
                     .map_or(String::new(), |p| format!(", from {p}")),
+                f["copiedLines"].as_u64().map_or(String::new(), |n| format!(
+                    " (a legacy fork: its lines after its session_meta begin with a copy of the \
+                     parent's first {n})"
+                )),
                 if f["current"] == true {
                     " (current)"
                 } else {
