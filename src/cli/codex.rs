@@ -70,7 +70,7 @@ pub fn context(
             .map(|n| n.entry.id.as_str().to_owned())
     });
     let index = cx::index_for(file);
-    let doc = Replay::at(&index, file, line)
+    let doc = Replay::messages_at(&index, file, line)
         .map_err(lineage_err(file))?
         .document(leaf_id);
     if json {

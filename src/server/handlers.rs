@@ -299,7 +299,7 @@ fn rollout_context_text(
             .map(|n| n.entry.id.as_str().to_owned())
     });
     let index = index_admitted(s.path(), &|p| s.roots().is_none_or(|r| r.admits(p)));
-    let mut doc = Replay::at(&index, s.path(), line)
+    let mut doc = Replay::messages_at(&index, s.path(), line)
         .map_err(|e| lineage_error(s, e))?
         .document(leaf_id);
     let total = doc.messages.len();
