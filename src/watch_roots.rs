@@ -97,6 +97,14 @@ impl RootsWatcher {
         }
         watched
     }
+
+    /// Stops watching `root`, one of those [`RootsWatcher::watch`] watched. An error is only
+    /// logged at debug: `notify` drops a watch by itself when its directory goes away.
+    pub fn unwatch(&mut self, root: &Path) {
+        if let Err(e) = self.watcher.unwatch(root) {
+            tracing::debug!("unwatching {}: {e}", root.display());
+        }
+    }
 }
 
 /// How long a burst of events is let run before it is acted on.

@@ -551,11 +551,211 @@ fn tree_shows_the_thread_s_forks_and_segments_as_branches() {
             f.path.display()
         );
     }
+    // Each file a run of lines of the tree, hanging from its parent line; the file Codex
+    // continues each thread in marked (a fork is a thread of its own).
+    let runs = t["thread"]["files"].as_array().unwrap();
+    assert_eq!(runs.len(), files.len(), "every file of the thread");
+    for f in &files {
+        let run = runs
+            .iter()
+            .find(|r| r["file"] == json!(f.path))
+            .unwrap_or_else(|| panic!("{} not in {runs:?}", f.path.display()));
+        let first = *f.lines.keys().next().unwrap();
+        assert_eq!(run["firstId"], id_in(&root_file, f, first), "{run}");
+        assert_eq!(run["lastId"], id_in(&root_file, f, f.last), "{run}");
+        assert_eq!(run["lines"], f.lines.len());
+        assert_eq!(run["own"], f.path == root_file);
+        assert_eq!(run["historyId"], f.history_id.as_str());
+        match &f.base {
+            None => assert!(run["parentId"].is_null(), "{run}"),
+            Some(_) => assert_eq!(
+                &run["parentId"],
+                parent_of[run["firstId"].as_str().unwrap()]
+            ),
+        }
+    }
+    let current = t["thread"]["current"]["file"].as_str().unwrap();
+    assert_eq!(t["thread"]["current"]["source"], "state");
+    let marked: Vec<&Value> = runs
+        .iter()
+        .filter(|r| r["current"] == true && r["threadId"] == t["sessionId"])
+        .collect();
+    assert_eq!(marked.len(), 1, "one current file of thread A: {runs:?}");
+    assert_eq!(
+        std::fs::canonicalize(marked[0]["file"].as_str().unwrap()).unwrap(),
+        std::fs::canonicalize(current).unwrap()
+    );
+    assert_eq!(marked[0]["kind"], "segment", "the last revert's segment");
     let text = String::from_utf8(sessiond(&["tree", s(&root_file)]).stdout).unwrap();
     assert!(
         text.contains("other files of the thread beside this one"),
         "{text}"
     );
+    assert!(text.contains(" (current)"), "{text}");
+
+    // The daemon's `session/tree` is the same tree of files, page by page, with the same
+    // report of the thread.
+    let (mut d, _) = support::Daemon::start(&[root_file.parent().unwrap()]);
+    let _: Value = d.call("session/open", json!({"path": root_file}));
+    let mut nodes: Vec<Value> = Vec::new();
+    let mut todo = vec![json!({"path": root_file, "limit": 40})];
+    while let Some(params) = todo.pop() {
+        let page = support::checked(&mut d, "session/tree", params);
+        assert_eq!(page["format"], "codex");
+        assert_eq!(page["entryCount"], total);
+        assert_eq!(page["leafId"], t["defaultLeafId"]);
+        assert_eq!(page["thread"], t["thread"], "the CLI's report");
+        if let Some(roots) = page.get("roots") {
+            assert_eq!(roots, &t["roots"]);
+        }
+        for next in page["next"].as_array().unwrap().iter().rev() {
+            let mut more = json!({"path": root_file, "limit": 40});
+            for (k, v) in next.as_object().unwrap() {
+                more[k] = v.clone();
+            }
+            todo.push(more);
+        }
+        nodes.extend(page["nodes"].as_array().unwrap().iter().cloned());
+    }
+    let by_id = |ns: &[Value]| -> BTreeMap<String, Value> {
+        ns.iter()
+            .map(|n| {
+                let mut n = n.clone();
+                n.as_object_mut().unwrap().remove("children");
+                (n["id"].as_str().unwrap().to_owned(), n)
+            })
+            .collect()
+    };
+    assert_eq!(nodes.len(), total, "every node once");
+    assert_eq!(by_id(&nodes), by_id(t["nodes"].as_array().unwrap()));
+    // A page below a line of another file, named as the CLI names it.
+    let fork = runs.iter().find(|r| r["kind"] == "fork").unwrap();
+    let below = support::checked(
+        &mut d,
+        "session/tree",
+        json!({"path": root_file, "fromId": fork["firstId"], "depth": 0}),
+    );
+    assert_eq!(below["nodes"][0]["id"], fork["firstId"]);
+    assert_eq!(below["nodes"][0]["parentId"], fork["parentId"]);
+    let bad = d.request("session/tree", json!({"path": root_file, "fromId": "zz:1"}));
+    assert_eq!(support::error_of(&bad).0, -33004);
+    assert_eq!(d.stop(), Some(0));
+}
+
+/// A rollout's lines, each parsed, without its `timestamp`.
+fn untimed(file: &Path) -> Vec<Value> {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().shift_remove("timestamp");
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn a_legacy_fork_hangs_from_the_last_parent_line_it_copies() {
+    let Some(root) = codex_support::corpus() else {
+        return;
+    };
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(root.join("manifest.json")).unwrap()).unwrap();
+    let home = root.join(manifest["homes"]["legacy"].as_str().unwrap());
+    let files = jsonl_under(&home.join("sessions"));
+    let meta = |f: &Path| untimed(f)[0]["payload"].clone();
+    let fork = files
+        .iter()
+        .find(|f| meta(f)["forked_from_id"].is_string())
+        .unwrap();
+    let parent = files
+        .iter()
+        .find(|f| meta(f)["id"] == meta(fork)["forked_from_id"])
+        .unwrap();
+    assert!(meta(fork)["history_base"].is_null(), "a legacy fork");
+    // The copy, as the files say: the fork's lines after its session_meta that equal the
+    // parent's first lines but for their timestamps.
+    let (p, f) = (untimed(parent), untimed(fork));
+    let copied = p.iter().zip(&f[1..]).take_while(|(a, b)| a == b).count();
+    assert!(copied >= 2 && copied < p.len(), "{copied} of {}", p.len());
+    assert_eq!(
+        f[1]["type"], "session_meta",
+        "the parent's session_meta copied first"
+    );
+    let fork_tag = tag(meta(fork)["id"].as_str().unwrap()).to_owned();
+    let parent_tag = tag(meta(parent)["id"].as_str().unwrap()).to_owned();
+
+    // From the parent: the fork's session_meta hangs from the last copied line.
+    let t = json_of(&sessiond(&["tree", s(parent), "--json"]));
+    assert_eq!(t["entryCount"], p.len() + f.len());
+    assert_eq!(t["roots"], json!(["line:1"]), "one tree");
+    let node = |t: &Value, id: &str| {
+        t["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no node {id}"))
+    };
+    let first = format!("{fork_tag}:line:1");
+    assert_eq!(
+        node(&t, &first)["parentId"],
+        format!("line:{copied}").as_str()
+    );
+    let run = t["thread"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["file"] == json!(fork))
+        .unwrap()
+        .clone();
+    assert_eq!(run["kind"], "fork");
+    assert_eq!(run["copiedLines"], copied);
+    assert_eq!(run["parentId"], format!("line:{copied}").as_str());
+    assert_eq!(run["firstId"], first.as_str());
+    assert_eq!(run["lines"], f.len());
+    let text = String::from_utf8(sessiond(&["tree", s(parent)]).stdout).unwrap();
+    assert!(text.contains("a legacy fork"), "{text}");
+
+    // From the fork: the same tree, the parent's lines tagged.
+    let t = json_of(&sessiond(&["tree", s(fork), "--json"]));
+    assert_eq!(t["roots"], json!([format!("{parent_tag}:line:1")]));
+    assert_eq!(
+        node(&t, "line:1")["parentId"],
+        format!("{parent_tag}:line:{copied}").as_str()
+    );
+    // The context at the fork's leaf is still the fork file's own (Codex replays it alone).
+    let alone = json_of(&sessiond(&["context", s(fork), "--json"]));
+    assert_eq!(
+        alone["chain"].as_array().unwrap().len(),
+        1,
+        "{}",
+        alone["chain"]
+    );
+
+    // The daemon's tree is the command line's.
+    let (mut d, _) = support::Daemon::start(&[home.join("sessions").as_path()]);
+    let _: Value = d.call("session/open", json!({"path": parent}));
+    let page = support::checked(
+        &mut d,
+        "session/tree",
+        json!({"path": parent, "limit": 10000}),
+    );
+    let cli = json_of(&sessiond(&["tree", s(parent), "--json"]));
+    assert_eq!(page["thread"], cli["thread"]);
+    assert_eq!(page["entryCount"], cli["entryCount"]);
+    assert_eq!(
+        page["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["id"] == first)
+            .unwrap()["parentId"],
+        format!("line:{copied}").as_str()
+    );
+    assert_eq!(d.stop(), Some(0));
 }
 
 /// The model-visible items of a file's lines in `range` (ordinals), as the replay keeps them:

@@ -12,7 +12,7 @@ use super::open::dialect_of;
 use crate::core::tree::{Mode, NodeIdx};
 use crate::dialect::codex::context as cx;
 use crate::dialect::codex::leaf_replay::Replay;
-use crate::dialect::codex::lineage::{Chain, LineageError};
+use crate::dialect::codex::lineage::LineageError;
 use crate::dialect::codex::{Codex, Tree};
 use crate::storage::reader;
 
@@ -70,7 +70,7 @@ pub fn context(
             .map(|n| n.entry.id.as_str().to_owned())
     });
     let index = cx::index_for(file);
-    let doc = Replay::at(&index, file, line)
+    let doc = Replay::messages_at(&index, file, line)
         .map_err(lineage_err(file))?
         .document(leaf_id);
     if json {
@@ -142,103 +142,10 @@ pub fn explain(
     Ok(Exit::Ok)
 }
 
-/// What `tree` and `check` say of a rollout's thread beyond its lines.
-pub struct Thread {
-    /// The thread id (`session_meta.id`).
-    pub thread_id: Option<String>,
-    /// Fields of the JSON document: `thread` (the chain of files the history is read from,
-    /// and the files that continue this one).
-    pub json: Value,
-    /// Lines of the report for a person.
-    pub lines: Vec<String>,
-}
-
-/// The thread `file` belongs to: the chain of `history_base` prefixes it continues and the
-/// forks and segments that take a prefix of it.
-pub fn thread_of(file: &Path) -> Thread {
-    let index = cx::index_for(file);
-    let first = crate::dialect::codex::lineage::RolloutFile::read(file)
-        .ok()
-        .and_then(|f| (!f.is_empty()).then(|| f.meta()).flatten());
-    let thread_id = first
-        .as_ref()
-        .and_then(|m| m.get("id")?.as_str().map(str::to_owned));
-    let mut lines = Vec::new();
-    let chain = match Chain::resolve(&index, file, None) {
-        Ok(chain) => {
-            let links: Vec<Value> = chain
-                .links
-                .iter()
-                .map(|l| {
-                    json!({
-                        "file": l.file.path,
-                        "historyId": l.history_id,
-                        "lastLine": l.last_line + 1,
-                        "endByteOffset": if l.file.is_empty() { 0 } else { l.file.end_of(l.last_line) },
-                    })
-                })
-                .collect();
-            for l in &chain.links[..chain.links.len() - 1] {
-                lines.push(format!(
-                    "continues {} up to line {} (a history_base prefix, checked)",
-                    l.file.path.display(),
-                    l.last_line + 1
-                ));
-            }
-            json!({"ok": true, "links": links})
-        }
-        Err(e) => {
-            lines.push(format!("history_base: {e}"));
-            json!({"ok": false, "error": e.to_string()})
-        }
-    };
-    let me = index.get(file).map(|f| f.history_id.clone());
-    let continued: Vec<Value> = index
-        .files
-        .iter()
-        .filter(|f| {
-            f.base
-                .as_ref()
-                .is_some_and(|b| Some(&b.history_id) == me.as_ref())
-        })
-        .map(|f| {
-            let kind = if f.forked_from.is_none() && f.thread_id == thread_id {
-                "segment"
-            } else {
-                "fork"
-            };
-            let end = f.base.as_ref().map_or(0, |b| b.end_byte_offset);
-            lines.push(format!(
-                "{kind} {} takes this file up to byte {end}",
-                f.path.display()
-            ));
-            json!({"file": f.path, "kind": kind, "endByteOffset": end,
-                   "endOrdinalExclusive": f.base.as_ref().and_then(|b| b.end_ordinal_exclusive)})
-        })
-        .collect();
-    let current = thread_id.as_deref().and_then(|t| {
-        crate::dialect::codex::state::current(
-            &crate::dialect::codex::lineage::codex_home_of(file),
-            &index,
-            t,
-        )
-    });
-    let is_current = current.as_ref().is_some_and(|c| same(&c.file, file));
-    if let Some(c) = &current {
-        lines.push(match (is_current, c.source) {
-            (true, crate::dialect::codex::state::Source::State) => {
-                "current: this file is the thread's current segment (threads.rollout_path in Codex's state)".to_owned()
-            }
-            (true, _) => "current: this file is the thread's current segment (no state database: its name sorts last)".to_owned(),
-            (false, _) => format!("not current: Codex continues the thread in {}", c.file.display()),
-        });
-    }
-    Thread {
-        thread_id,
-        json: json!({"thread": {"chain": chain, "continuedBy": continued,
-                                "current": current, "isCurrent": is_current}}),
-        lines,
-    }
+/// What `check` says of a rollout's thread beyond its lines
+/// ([`crate::dialect::codex::report::report`], without the thread's tree).
+pub fn thread_of(file: &Path) -> crate::dialect::codex::report::Report {
+    crate::dialect::codex::report::report(&cx::index_for(file), file, None)
 }
 
 /// The line types of `tree` that sessiond does not know, once each, in file order.
@@ -252,13 +159,6 @@ pub fn unknown_types(tree: &Tree) -> Vec<String> {
         }
     }
     out
-}
-
-/// Whether two paths name the same file (both made absolute, symbolic links resolved where
-/// they can be).
-fn same(a: &Path, b: &Path) -> bool {
-    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| crate::paths::absolute(p));
-    real(a) == real(b)
 }
 
 /// Whether `file` is a Codex rollout.

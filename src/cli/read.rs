@@ -470,7 +470,7 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
             let session = reader::open_session::<Codex>(file, mode)?;
             let files = super::codex::thread(file, mode == Mode::Lenient)?;
             let tree = &files.tree;
-            let thread = super::codex::thread_of(file);
+            let thread = crate::dialect::codex::report::report(&files.index, file, Some(&files));
             let last = files.last_node(files.own);
             let mut leaf_line = match last {
                 Some(n) => format!(
@@ -480,24 +480,12 @@ pub fn tree(out: &mut dyn Write, args: &TreeArgs) -> Result<Exit, CliError> {
                 ),
                 None => "no lines yet".to_owned(),
             };
-            let others = files.files.len() - 1;
-            if others > 0 {
+            let others = crate::dialect::codex::report::file_lines(&thread.json);
+            if !others.is_empty() {
                 leaf_line.push_str(&format!(
-                    "\n{} of the thread beside this one: {}",
-                    crate::view::tree::count(others, "other file", "other files"),
-                    files
-                        .files
-                        .iter()
-                        .enumerate()
-                        .filter(|(k, _)| *k != files.own)
-                        .map(|(_, f)| format!(
-                            "{} {} (lines {}:…)",
-                            f.kind(),
-                            f.path.file_name().unwrap_or_default().to_string_lossy(),
-                            f.tag
-                        ))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    "\n{} of the thread beside this one:\n  {}",
+                    crate::view::tree::count(others.len(), "other file", "other files"),
+                    others.join("\n  ")
                 ));
             }
             let head = TreeHead {

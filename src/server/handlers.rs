@@ -299,7 +299,7 @@ fn rollout_context_text(
             .map(|n| n.entry.id.as_str().to_owned())
     });
     let index = index_admitted(s.path(), &|p| s.roots().is_none_or(|r| r.admits(p)));
-    let mut doc = Replay::at(&index, s.path(), line)
+    let mut doc = Replay::messages_at(&index, s.path(), line)
         .map_err(|e| lineage_error(s, e))?
         .document(leaf_id);
     let total = doc.messages.len();
@@ -780,13 +780,37 @@ impl Backend {
         }
         Ok(self
             .ask(&p.path, move |s| {
-                let start = match (&p.from_id, &p.children_of, &p.after) {
-                    (Some(id), _, _) => TreeStart::At(find(s, id)?),
-                    (_, Some(id), _) => TreeStart::ChildrenOf(find(s, id)?),
-                    (_, _, Some(id)) => TreeStart::After(find(s, id)?),
-                    _ => TreeStart::Roots,
+                let start_at = |find: &dyn Fn(&str) -> Result<NodeIdx, RpcError>| {
+                    Ok::<_, RpcError>(match (&p.from_id, &p.children_of, &p.after) {
+                        (Some(id), _, _) => TreeStart::At(find(id)?),
+                        (_, Some(id), _) => TreeStart::ChildrenOf(find(id)?),
+                        (_, _, Some(id)) => TreeStart::After(find(id)?),
+                        _ => TreeStart::Roots,
+                    })
                 };
-                let mut page = to_value(s.path(), &convert::tree_page(s, start, depth, limit))?;
+                let result = if let Opened::Codex(_) = s.opened() {
+                    // The thread's files as one tree, read now beside the owner's file, with
+                    // what `sessiond tree --json` says of the thread.
+                    let thread = rollout_thread(s)?;
+                    let start =
+                        start_at(&|id| Ok(thread_leaf(s, &thread, Some(id))?.unwrap_or_default()))?;
+                    let report = crate::dialect::codex::report::report(
+                        &thread.index,
+                        s.path(),
+                        Some(&thread),
+                    );
+                    convert::thread_tree_page(
+                        s,
+                        &thread,
+                        start,
+                        depth,
+                        limit,
+                        report.json["thread"].clone(),
+                    )
+                } else {
+                    convert::tree_page(s, start_at(&|id| find(s, id))?, depth, limit)
+                };
+                let mut page = to_value(s.path(), &result)?;
                 page["format"] = json!(s.dialect().as_str());
                 Ok(page)
             })

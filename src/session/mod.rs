@@ -295,6 +295,105 @@ pub struct Registry {
     /// session's companion directories ([`crate::dialect::Dialect::companion_dirs`]).
     births: Arc<Mutex<births::Births>>,
     companions: Mutex<HashMap<PathBuf, Vec<PathBuf>>>,
+    /// The recursive watch of the Codex session trees of open rollouts (see [`TreeWatch`]),
+    /// made for the first; `None` inside when it cannot be made, or with polling chosen.
+    trees: Mutex<Option<Option<TreeWatch>>>,
+    /// Each open rollout's Codex session tree, watched while it is open.
+    codex_trees: Mutex<HashMap<PathBuf, PathBuf>>,
+    /// Whether live events are used ([`WatchBackend::Auto`]).
+    events: bool,
+}
+
+/// How long a burst of events under a Codex session tree is let run before its new files are
+/// looked at.
+const TREE_BURST: crate::watch_roots::Debounce = crate::watch_roots::Debounce {
+    quiet: std::time::Duration::from_millis(10),
+    max_delay: std::time::Duration::from_millis(100),
+};
+
+/// A recursive watch ([`crate::watch_roots::RootsWatcher`]) of the `$CODEX_HOME/sessions` trees
+/// of open rollouts, whose events go to [`births::Births`] on a thread of its own: a fork or a
+/// revert segment Codex writes into another day's directory is announced like one beside the
+/// rollout. The thread ends when the watch is dropped.
+struct TreeWatch {
+    watcher: crate::watch_roots::RootsWatcher,
+}
+
+impl TreeWatch {
+    /// Starts the watch (watching nothing yet) and its thread. `None` (logged) when either
+    /// cannot start.
+    fn start(
+        births: std::sync::Weak<Mutex<births::Births>>,
+        sink: Arc<dyn EventSink>,
+    ) -> Option<Self> {
+        use crate::watch_roots::{Marks, RootsWatcher};
+        let marks: Arc<Mutex<Marks>> = Arc::default();
+        let (kick, rx) = std::sync::mpsc::channel::<()>();
+        let watcher = match RootsWatcher::new(
+            marks.clone(),
+            kick,
+            "watching Codex's session tree",
+            "looking at the whole tree again",
+        ) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!("Codex files made on another day are not announced: {e}");
+                return None;
+            }
+        };
+        let run = move || {
+            while rx.recv().is_ok() {
+                let open = TREE_BURST.settle(&rx);
+                let (paths, everything) =
+                    marks.lock().unwrap_or_else(PoisonError::into_inner).take();
+                let Some(births) = births.upgrade() else {
+                    return;
+                };
+                let changed = crate::watch::Changed {
+                    paths: paths.into_iter().collect(),
+                    everything,
+                    modes: Vec::new(),
+                };
+                let created = births
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .changed(&changed);
+                for c in &created {
+                    sink.created(c);
+                }
+                if !open {
+                    return;
+                }
+            }
+        };
+        match std::thread::Builder::new()
+            .name("codex-births".into())
+            .spawn(run)
+        {
+            Ok(_) => Some(TreeWatch { watcher }),
+            Err(e) => {
+                tracing::warn!("Codex files made on another day are not announced: {e}");
+                None
+            }
+        }
+    }
+}
+
+/// The Codex session tree of the rollout at `path` that its births are looked for in: the
+/// highest directory above the rollout's own, up to `$CODEX_HOME/sessions`, inside the roots
+/// (the rollout's own directory is watched already). `None` for a file not under a `sessions`
+/// directory, or when only its own directory is inside the roots.
+fn codex_tree(path: &Path, roots: &roots::Roots) -> Option<PathBuf> {
+    let dir = path.parent()?;
+    let sessions = dir
+        .ancestors()
+        .find(|a| a.file_name().is_some_and(|n| n == "sessions"))?;
+    dir.ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(sessions))
+        .filter(|a| roots.admits(a))
+        .last()
+        .map(Path::to_owned)
 }
 
 impl Registry {
@@ -361,6 +460,9 @@ impl Registry {
             watcher,
             births,
             companions: Mutex::default(),
+            trees: Mutex::default(),
+            codex_trees: Mutex::default(),
+            events: backend == WatchBackend::Auto,
         }
     }
 
@@ -547,6 +649,11 @@ impl Registry {
             Ok((_, true)) => vec![Dialect::Pi, Dialect::Claude],
             Err(_) => return,
         };
+        // A rollout's forks and segments may land in another day's directory.
+        let tree = match dialects[..] {
+            [Dialect::Codex] if self.events => codex_tree(&path, roots),
+            _ => None,
+        };
         let companions: Vec<PathBuf> = dialects
             .into_iter()
             .flat_map(|d| d.companion_dirs(&path))
@@ -559,10 +666,32 @@ impl Registry {
             }
             births.track(c, roots);
         }
+        let first = tree.as_ref().map(|t| births.track_tree(t, roots));
+        drop(births);
         self.companions
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(path, companions);
+            .insert(path.clone(), companions);
+        if let Some(tree) = tree {
+            if first == Some(true) {
+                let mut trees = self.trees.lock().unwrap_or_else(PoisonError::into_inner);
+                let watch = trees.get_or_insert_with(|| {
+                    TreeWatch::start(Arc::downgrade(&self.births), self.sink.clone())
+                });
+                if let Some(w) = watch {
+                    w.watcher.watch(std::slice::from_ref(&tree), |dir, e| {
+                        tracing::warn!(
+                            "cannot watch {}: Codex files made below it on another day are not announced: {e}",
+                            dir.display()
+                        );
+                    });
+                }
+            }
+            self.codex_trees
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(path, tree);
+        }
     }
 
     /// Stops what [`Registry::follow_births`] started for a closed session.
@@ -572,6 +701,24 @@ impl Registry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(path);
+        let tree = self
+            .codex_trees
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(path);
+        if let Some(tree) = tree {
+            let last = self
+                .births
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .untrack_tree(&tree);
+            if last
+                && let Some(Some(w)) =
+                    &mut *self.trees.lock().unwrap_or_else(PoisonError::into_inner)
+            {
+                w.watcher.unwatch(&tree);
+            }
+        }
         let Some(companions) = companions else { return };
         let mut births = self.births.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(dir) = path.parent() {

@@ -182,7 +182,45 @@ fn tree_page_of<E: Describe>(
     depth: usize,
     limit: usize,
 ) -> TreeResult {
-    let source = session.source();
+    page_in(
+        tree,
+        session.source(),
+        start,
+        (depth, limit),
+        leaf_id(tree),
+        session,
+    )
+}
+
+/// [`tree_page`] of an open Codex rollout's thread, read as one tree of files
+/// ([`crate::dialect::codex::thread::Thread`]): forks and revert segments hang from the line
+/// their prefix ends at, their lines named `<tag>:<id>`. The default leaf is the open file's
+/// last line; `thread` is the report `sessiond tree --json` gives in its `thread` field
+/// ([`crate::dialect::codex::report::report`]).
+pub fn thread_tree_page(
+    session: &Session,
+    thread: &crate::dialect::codex::thread::Thread,
+    start: TreeStart,
+    depth: usize,
+    limit: usize,
+    report: Value,
+) -> TreeResult {
+    let tree = &thread.tree;
+    let leaf = thread.last_node(thread.own).map(|n| id(tree, n));
+    let mut page = page_in(tree, &thread.lines(), start, (depth, limit), leaf, session);
+    page.thread = Some(report);
+    page
+}
+
+/// A page of `tree`, its lines read through `source`, at `session`'s revision.
+fn page_in<E: Describe>(
+    tree: &Tree<E>,
+    source: &dyn LineSource,
+    start: TreeStart,
+    (depth, limit): (usize, usize),
+    leaf_id: Option<String>,
+    session: &Session,
+) -> TreeResult {
     let (page, next) = tree_walk(tree, start, depth, limit);
     let nodes = page
         .iter()
@@ -194,9 +232,10 @@ fn tree_page_of<E: Describe>(
             .then(|| tree.roots().iter().map(|&r| id(tree, r)).collect()),
         complete: next.is_empty(),
         next,
-        leaf_id: leaf_id(tree),
+        leaf_id,
         entry_count: tree.len(),
         revision: revision(session.revision()),
+        thread: None,
     }
 }
 

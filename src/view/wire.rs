@@ -172,6 +172,11 @@ pub struct TreeResult {
     pub entry_count: usize,
     /// Revision of the state this result describes.
     pub revision: Revision,
+    /// A Codex rollout's thread ([`crate::dialect::codex::report::report`]): the chain it
+    /// continues, the files that continue it, the current segment and each file of the tree
+    /// as a run of lines. `None` for other formats.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<Value>,
 }
 
 /// `session/graph` result and `sessiond graph --json`: the branch graph

@@ -23,6 +23,7 @@ const outFile = join(here, '..', 'src', 'protocol.generated.ts');
 const DEF_NAMES = {
     node: 'TreeNode',
     graphNode: 'GraphNode',
+    codexThread: 'CodexThread',
     treeCursor: 'TreeCursor',
     revision: 'Revision',
     tornTail: 'TornTail',

@@ -2163,6 +2163,80 @@ export interface TreeParams {
     [k: string]: unknown;
 }
 /**
+ * A Codex rollout only: its thread as `sessiond tree --json` gives it. The nodes are then the thread's files as one tree (forks and revert segments hang from the line their history_base prefix ends at; lines of the other files are named <tag>:<id>), and leafId is the open file's last line.
+ */
+export interface CodexThread {
+    /**
+     * The files the open file's history is read from, oldest first (ok false: a history_base prefix that cannot be resolved, with error).
+     */
+    chain: {
+        ok: boolean;
+        error?: string;
+        links?: {
+            file: string;
+            historyId: string | null;
+            lastLine: number;
+            endByteOffset: number;
+        }[];
+    };
+    /**
+     * The forks and segments whose history_base names the open file.
+     */
+    continuedBy: {
+        file: string;
+        kind: 'fork' | 'segment';
+        endByteOffset: number;
+        endOrdinalExclusive: number | null;
+    }[];
+    /**
+     * The file Codex continues the open file's thread in: threads.rollout_path in Codex's SQLite state (source state), else the thread's file whose name sorts last (lastByName); null when neither is known.
+     */
+    current: null | {
+        file: string;
+        source: 'state' | 'lastByName';
+        database: string | null;
+    };
+    /**
+     * Whether the open file is its thread's current file.
+     */
+    isCurrent: boolean;
+    /**
+     * Each file of the tree as a run of lines, parents first.
+     */
+    files: {
+        file: string;
+        kind: 'root' | 'fork' | 'segment';
+        /**
+         * The thread id, or a revert segment's own id.
+         */
+        historyId: string;
+        threadId: string | null;
+        /**
+         * What the file's line ids are prefixed with (empty for the open file).
+         */
+        tag: string;
+        firstId: string | null;
+        lastId: string | null;
+        lines: number;
+        /**
+         * The line of another file the file's first line hangs from.
+         */
+        parentId: string | null;
+        /**
+         * A legacy fork (no history_base): how many of its parent's first lines it copies after its own session_meta (timestamps aside); it hangs from the last of them. Null otherwise.
+         */
+        copiedLines: number | null;
+        /**
+         * The open file.
+         */
+        own: boolean;
+        /**
+         * The file Codex continues its thread in (a fork is a thread of its own).
+         */
+        current: boolean;
+    }[];
+}
+/**
  * session/tree result.
  */
 export interface TreeResult {
@@ -2189,6 +2263,7 @@ export interface TreeResult {
      * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
      */
     format: 'pi' | 'claude-code' | 'codex';
+    thread?: CodexThread;
 }
 /**
  * session/verifyResume params.

@@ -30,4 +30,21 @@ impl Replay {
             at,
         })
     }
+
+    /// [`Replay::at`] keeping only the history ([`Chain::replay_messages`]): `replayed.fates`
+    /// and `at` are empty. What the context document needs ([`Replay::document`]), without
+    /// 24 bytes a line of the chain.
+    pub fn messages_at(
+        index: &Index,
+        path: &Path,
+        leaf: Option<usize>,
+    ) -> Result<Replay, LineageError> {
+        let chain = Chain::resolve(index, path, leaf)?;
+        let replayed = chain.replay_messages()?;
+        Ok(Replay {
+            chain,
+            replayed,
+            at: Vec::new(),
+        })
+    }
 }

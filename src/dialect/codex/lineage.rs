@@ -67,7 +67,55 @@ pub struct RolloutFile {
     pub path: PathBuf,
     file: std::fs::File,
     /// Where each line ends (past its newline); a line starts where the one before ends.
-    ends: Vec<u64>,
+    ends: Ends,
+}
+
+/// Line ends in chunks of a fixed size: filled without ever moving what is stored (a vector
+/// grown by doubling copies itself and holds up to three times its due for a moment; a
+/// million lines are 8 MB).
+#[derive(Debug, Default)]
+struct Ends {
+    chunks: Vec<Vec<u64>>,
+    len: usize,
+}
+
+impl Ends {
+    /// Entries per chunk (512 KiB).
+    const CHUNK: usize = 1 << 16;
+
+    fn push(&mut self, end: u64) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < Self::CHUNK => c.push(end),
+            _ => {
+                let mut c = Vec::with_capacity(Self::CHUNK);
+                c.push(end);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+    }
+
+    /// The last chunk cut to its length.
+    fn shrink_to_fit(&mut self) {
+        if let Some(c) = self.chunks.last_mut() {
+            c.shrink_to_fit();
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::ops::Index<usize> for Ends {
+    type Output = u64;
+    fn index(&self, i: usize) -> &u64 {
+        &self.chunks[i / Self::CHUNK][i % Self::CHUNK]
+    }
 }
 
 impl RolloutFile {
@@ -78,7 +126,7 @@ impl RolloutFile {
             source,
         };
         let file = open_rollout(path).map_err(io_err)?;
-        let mut ends = Vec::new();
+        let mut ends = Ends::default();
         let mut start = 0u64;
         // One pass: newline positions relative to the file.
         let mut r = io::BufReader::with_capacity(1 << 16, file.try_clone().map_err(io_err)?);
@@ -515,6 +563,19 @@ impl Chain {
     /// parsed whole: a rollout of any size is replayed within the size of its history.
     /// Errors: a file cannot be read.
     pub fn replay(&self) -> Result<(super::replay::Replayed, Vec<(u32, u32)>), LineageError> {
+        self.replay_keeping(true)
+    }
+
+    /// [`Chain::replay`] keeping only the history: no record's fate and no record's place
+    /// (both empty), 24 bytes a line fewer. What `context` needs.
+    pub fn replay_messages(&self) -> Result<super::replay::Replayed, LineageError> {
+        Ok(self.replay_keeping(false)?.0)
+    }
+
+    fn replay_keeping(
+        &self,
+        keep: bool,
+    ) -> Result<(super::replay::Replayed, Vec<(u32, u32)>), LineageError> {
         use super::format::{Kind, parse_line};
         // Sized once: a rollout of millions of lines must not leave twice its due behind.
         let lines: usize = self
@@ -523,9 +584,18 @@ impl Chain {
             .filter(|l| !l.file.is_empty())
             .map(|l| l.last_line + 1)
             .sum();
-        let mut replayer = super::replay::Replayer::with_capacity(lines);
-        let mut at: Vec<(u32, u32)> = Vec::with_capacity(lines);
-        let pos = |k: usize, i: usize| (k as u32, u32::try_from(i).unwrap_or(u32::MAX));
+        let (mut replayer, mut at) = match keep {
+            true => (
+                super::replay::Replayer::with_capacity(lines),
+                Vec::with_capacity(lines),
+            ),
+            false => (super::replay::Replayer::messages(), Vec::new()),
+        };
+        let place = |at: &mut Vec<(u32, u32)>, k: usize, i: usize| {
+            if keep {
+                at.push((k as u32, u32::try_from(i).unwrap_or(u32::MAX)));
+            }
+        };
         let span = crate::core::ids::LineSpan {
             line: 0,
             offset: 0,
@@ -550,7 +620,7 @@ impl Chain {
                         // Not a rollout line; still a record if it is a JSON object.
                         Err(_) => {
                             if serde_json::from_slice::<Value>(bytes).is_ok_and(|v| v.is_object()) {
-                                at.push(pos(k, i));
+                                place(&mut at, k, i);
                                 replayer.push(None);
                             }
                             return;
@@ -564,7 +634,7 @@ impl Chain {
                     } else {
                         replayer.push(None);
                     }
-                    at.push(pos(k, i));
+                    place(&mut at, k, i);
                 })
                 .map_err(|source| LineageError::Io {
                     path: link.file.path.clone(),

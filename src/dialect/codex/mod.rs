@@ -16,6 +16,7 @@ pub mod lines;
 pub mod overview;
 pub mod preview;
 pub mod replay;
+pub mod report;
 pub mod search_text;
 pub mod state;
 pub mod thread;

@@ -104,7 +104,7 @@ pub struct Replayed {
     pub messages: Vec<Value>,
     /// Where each message comes from.
     pub origins: Vec<Origin>,
-    /// What became of each record (by index).
+    /// What became of each record (by index); empty from [`Replayer::messages`].
     pub fates: Vec<Fate>,
     /// Notes on what the normalization did (a synthetic output, an orphan dropped).
     pub notes: Vec<String>,
@@ -122,10 +122,28 @@ pub fn replay(records: &[Value]) -> Replayed {
 
 /// The replay one record at a time, so that a rollout of any size is replayed without holding
 /// its records: only the items of the history so far are kept (a compaction replaces them).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Replayer {
     items: Vec<(Value, Origin)>,
+    /// What became of each record so far; empty when they are not kept ([`Replayer::messages`]).
     fates: Vec<Fate>,
+    /// Whether `fates` is kept.
+    track: bool,
+    /// Records pushed.
+    records: usize,
+}
+
+impl Default for Replayer {
+    fn default() -> Self {
+        Replayer::with_capacity(0)
+    }
+}
+
+/// What became of record `r`, where fates are kept.
+fn mark(fates: &mut [Fate], r: usize, fate: Fate) {
+    if let Some(f) = fates.get_mut(r) {
+        *f = fate;
+    }
 }
 
 impl Replayer {
@@ -134,14 +152,28 @@ impl Replayer {
         Replayer {
             items: Vec::new(),
             fates: Vec::with_capacity(records),
+            track: true,
+            records: 0,
+        }
+    }
+
+    /// A replayer that keeps only the history, not what became of each record: its
+    /// [`Replayed::fates`] is empty. What `context` needs, without 16 bytes a line.
+    pub fn messages() -> Replayer {
+        Replayer {
+            track: false,
+            ..Replayer::with_capacity(0)
         }
     }
 
     /// The next record; `None` for a record known to contribute nothing (the caller probed
     /// its type and left it unparsed).
     pub fn push(&mut self, rec: Option<&Value>) {
-        let i = self.fates.len();
-        self.fates.push(Fate::NotSent);
+        let i = self.records;
+        self.records += 1;
+        if self.track {
+            self.fates.push(Fate::NotSent);
+        }
         let Some(rec) = rec else { return };
         let ty = rec.get("type").and_then(Value::as_str).unwrap_or("");
         let Some(payload) = rec.get("payload").filter(|p| p.is_object()) else {
@@ -158,7 +190,7 @@ impl Replayer {
                 };
                 for (_, o) in &self.items {
                     if let Origin::Record(r) = o {
-                        fates[*r] = Fate::Compacted(i);
+                        mark(fates, *r, Fate::Compacted(i));
                     }
                 }
                 self.items = history
@@ -167,7 +199,7 @@ impl Replayer {
                     .filter(|(_, x)| x.is_object())
                     .map(|(k, x)| (strip(x), Origin::Replacement(i, k)))
                     .collect();
-                fates[i] = Fate::Base;
+                mark(fates, i, Fate::Base);
             }
             "event_msg"
                 if payload.get("type").and_then(Value::as_str) == Some("thread_rolled_back") =>
@@ -179,11 +211,11 @@ impl Replayer {
                 let keep = keep_after_rollback(&self.items, n as usize);
                 for (_, o) in &self.items[keep..] {
                     if let Origin::Record(r) = o {
-                        fates[*r] = Fate::RolledBack(i);
+                        mark(fates, *r, Fate::RolledBack(i));
                     }
                 }
                 self.items.truncate(keep);
-                fates[i] = Fate::Rollback;
+                mark(fates, i, Fate::Rollback);
             }
             _ => {}
         }
@@ -191,13 +223,15 @@ impl Replayer {
 
     /// The replay's result: the prompt's normalization applied.
     pub fn finish(self) -> Replayed {
-        let Replayer { items, mut fates } = self;
+        let Replayer {
+            items, mut fates, ..
+        } = self;
         let mut notes = Vec::new();
         let items = normalize_for_prompt(items, &mut fates, &mut notes);
         let (messages, origins): (Vec<_>, Vec<_>) = items.into_iter().unzip();
         for (k, o) in origins.iter().enumerate() {
             if let Origin::Record(r) = o {
-                fates[*r] = Fate::Sent(k);
+                mark(&mut fates, *r, Fate::Sent(k));
             }
         }
         Replayed {
@@ -379,7 +413,7 @@ fn normalize_for_prompt(
                     call_id(it).unwrap_or("")
                 ));
                 if let Origin::Record(r) = origin {
-                    fates[*r] = Fate::Orphan;
+                    mark(fates, *r, Fate::Orphan);
                 }
             }
             !orphan

@@ -77,11 +77,22 @@ pub fn rollout_path(db: &Path, thread: &str) -> Option<PathBuf> {
     Some(PathBuf::from(path))
 }
 
-/// The current file of `thread`, whose files `index` holds (of the `CODEX_HOME` `home`).
+/// The current file of `thread`, whose files `index` holds (of the `CODEX_HOME` `home`). A
+/// `rollout_path` that is not there (the home was moved) is taken as the thread's file of the
+/// same name in `index`, when there is one.
 pub fn current(home: &Path, index: &Index, thread: &str) -> Option<Current> {
     if let Some(db) = database(home)
         && let Some(file) = rollout_path(&db, thread)
     {
+        // A `CODEX_HOME` moved or copied elsewhere: the database still names the old place;
+        // the thread's file of the same name here is the one it means.
+        let file = match file.exists() {
+            true => file,
+            false => index
+                .of_thread(thread)
+                .find(|f| f.path.file_name() == file.file_name())
+                .map_or(file, |f| f.path.clone()),
+        };
         return Some(Current {
             file,
             source: Source::State,

@@ -47,6 +47,16 @@ fn replay_keeps_items_drops_events_and_applies_compaction_and_rollback() {
     assert_eq!(r.fates[5], Fate::Sent(2));
     assert_eq!(r.fates[7], Fate::RolledBack(8));
     assert_eq!(r.fates[9], Fate::NotSent);
+    // Keeping only the history: the same messages and notes, no fates.
+    let mut only = super::replay::Replayer::messages();
+    for rec in &records {
+        only.push(Some(rec));
+    }
+    let only = only.finish();
+    assert_eq!(only.messages, r.messages);
+    assert_eq!(only.origins, r.origins);
+    assert_eq!(only.notes, r.notes);
+    assert!(only.fates.is_empty());
 }
 
 #[test]
@@ -222,4 +232,50 @@ fn a_lenient_read_says_what_codex_does_with_a_bad_line() {
             (5, "parentCycle", &*format!("treated as a root; {repeated}")),
         ]
     );
+}
+
+#[test]
+fn a_chain_past_a_chunk_of_line_ends_replays_its_history_alone_as_whole() {
+    use super::lineage::{Chain, Index, RolloutFile};
+    use std::io::Write;
+    // More lines than one chunk of line ends holds (65,536), with a compaction on the way.
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("rollout-x.jsonl");
+    let mut out = Vec::new();
+    let meta = json!({"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}});
+    writeln!(out, "{meta}").unwrap_or_default();
+    let lines = 70_000;
+    for i in 1..lines {
+        let rec = match i % 7 {
+            0 => item(msg("user", &format!("u{i}"))),
+            1 => item(msg("assistant", &format!("a{i}"))),
+            _ if i == 66_000 => json!({"type": "compacted", "payload": {"message": "s",
+                "replacement_history": [msg("user", "summary")]}}),
+            _ => json!({"timestamp": "t", "type": "event_msg", "payload": {"type": "token_count"}}),
+        };
+        writeln!(out, "{rec}").unwrap_or_default();
+    }
+    std::fs::write(&path, &out).unwrap_or_else(|e| panic!("{e}"));
+    let file = RolloutFile::read(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(file.len(), lines);
+    // Each line's bounds, across the chunk boundary, are the file's.
+    let mut start = 0u64;
+    for (i, l) in out.split_inclusive(|&b| b == b'\n').enumerate() {
+        assert_eq!(file.start_of(i), start);
+        start += l.len() as u64;
+        assert_eq!(file.end_of(i), start);
+    }
+    assert_eq!(
+        file.line(65_536),
+        out.split(|&b| b == b'\n').nth(65_536).unwrap_or_default()
+    );
+    let chain = Chain::resolve(&Index::default(), &path, None).unwrap_or_else(|e| panic!("{e}"));
+    let (whole, at) = chain.replay().unwrap_or_else(|e| panic!("{e}"));
+    let alone = chain.replay_messages().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(whole.fates.len(), lines);
+    assert_eq!(at.len(), lines);
+    assert!(alone.fates.is_empty());
+    assert_eq!(alone.messages, whole.messages);
+    assert_eq!(alone.messages[0], msg("user", "summary"));
+    assert_eq!(alone.messages.len(), 1 + 2 * (lines - 66_000) / 7);
 }

@@ -1,8 +1,10 @@
 //! A Codex thread's files as one tree (`docs/codex.md` §6): a rollout file is linear and its
 //! branches are other files — a fork's thread file, a revert segment — whose `session_meta`
-//! hangs from the parent line where their `history_base` prefix ends. [`Thread::read`] gathers
-//! every file linked to a rollout by `history_base` (up to the root file, down to every fork
-//! and segment) and lays their lines into one [`Tree`]; what `graph`, `diff`, `export` and
+//! hangs from the parent line where their `history_base` prefix ends; a legacy fork (no
+//! `history_base`, a copy of its parent's lines instead) hangs by its `forked_from_id` from
+//! the last parent line it copies ([`legacy_copy`]). [`Thread::read`] gathers every file
+//! linked to a rollout so (up to the root file, down to every fork and segment) and lays
+//! their lines into one [`Tree`]; what `graph`, `diff`, `export` and
 //! `verify` read. Lines of the file asked for keep their ids (ordinal, or `line:N`); lines of
 //! the other files are named `<tag>:<id>`, the tag being the last 8 characters of the file's
 //! history id. Spans are laid end to end in one address space ([`ThreadLines`] reads them
@@ -38,6 +40,9 @@ pub struct ThreadFile {
     pub forked_from: Option<String>,
     /// The prefix its `session_meta` continues.
     pub base: Option<HistoryBase>,
+    /// A legacy fork's copy of its parent: how many of the parent's lines it holds after its
+    /// own `session_meta` (the parent's first lines, timestamps aside).
+    pub copied: Option<usize>,
     /// What its line ids are prefixed with (empty for the file asked for).
     pub tag: String,
     /// Where its bytes start in the tree's address space.
@@ -54,6 +59,7 @@ impl ThreadFile {
     /// What this file is to its thread: `root`, `fork` or `segment`.
     pub fn kind(&self) -> &'static str {
         match (&self.base, &self.forked_from) {
+            (None, Some(_)) if self.copied.is_some() => "fork",
             (None, _) => "root",
             (Some(_), Some(_)) => "fork",
             (Some(_), None) => "segment",
@@ -103,6 +109,62 @@ pub enum ThreadError {
 fn tag_of(history_id: &str) -> String {
     let n = history_id.len();
     history_id[n.saturating_sub(8)..].to_owned()
+}
+
+/// How many lines of `parent` a legacy fork at `fork` copies: the fork's lines after its own
+/// `session_meta` that equal the parent's from its first, each but for its `timestamp` (Codex
+/// 0.144.6 writes the copies anew, with the time of the fork). Both files are read line by
+/// line, side by side, as far as they agree. Errors: a file cannot be read.
+pub fn legacy_copy(fork: &Path, parent: &Path) -> io::Result<usize> {
+    let mut f = io::BufReader::with_capacity(1 << 16, open_rollout(fork)?);
+    let mut p = io::BufReader::with_capacity(1 << 16, open_rollout(parent)?);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    // The fork's own session_meta.
+    if f.read_until(b'\n', &mut a)? == 0 {
+        return Ok(0);
+    }
+    let mut n = 0;
+    loop {
+        a.clear();
+        b.clear();
+        if f.read_until(b'\n', &mut a)? == 0 || p.read_until(b'\n', &mut b)? == 0 {
+            return Ok(n);
+        }
+        if !same_but_time(&a, &b) {
+            return Ok(n);
+        }
+        n += 1;
+    }
+}
+
+/// Whether two rollout lines are the same record but for their `timestamp`: compared as
+/// bytes after it when both open with it (as Codex writes them), else as JSON.
+fn same_but_time(a: &[u8], b: &[u8]) -> bool {
+    let trim = |l: &[u8]| -> Vec<u8> {
+        let l = l.strip_suffix(b"\n").unwrap_or(l);
+        l.strip_suffix(b"\r").unwrap_or(l).to_vec()
+    };
+    let (a, b) = (trim(a), trim(b));
+    const HEAD: &[u8] = b"{\"timestamp\":\"";
+    let after = |l: &[u8]| -> Option<usize> {
+        let rest = l.strip_prefix(HEAD)?;
+        let end = rest.iter().position(|&c| c == b'"')?;
+        (rest.get(end + 1) == Some(&b',')).then_some(HEAD.len() + end + 2)
+    };
+    if let (Some(i), Some(j)) = (after(&a), after(&b)) {
+        return a[i..] == b[j..];
+    }
+    let value = |l: &[u8]| {
+        serde_json::from_slice::<serde_json::Value>(l)
+            .ok()
+            .map(|mut v| {
+                if let Some(m) = v.as_object_mut() {
+                    m.shift_remove("timestamp");
+                }
+                v
+            })
+    };
+    matches!((value(&a), value(&b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Reads a rollout's entries line by line: each entry (ids as written) by 0-based line, and
@@ -214,6 +276,30 @@ impl Thread {
                             g.base
                                 .as_ref()
                                 .is_some_and(|b| b.history_id == f.history_id)
+                        })
+                        .map(|(k, _)| k),
+                );
+                // A legacy fork (no `history_base`, a copy of its parent's lines instead) and
+                // the thread it was forked from.
+                if f.base.is_none()
+                    && let Some(from) = &f.forked_from
+                {
+                    todo.extend(
+                        index
+                            .files
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, g)| &g.history_id == from)
+                            .map(|(k, _)| k),
+                    );
+                }
+                todo.extend(
+                    index
+                        .files
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, g)| {
+                            g.base.is_none() && g.forked_from.as_ref() == Some(&f.history_id)
                         })
                         .map(|(k, _)| k),
                 );
@@ -340,6 +426,24 @@ impl Thread {
                 .or(found.len().checked_sub(1));
             parent[k] = pick.map(|p| found[p]);
         }
+        // A legacy fork hangs from the last parent line its copy holds (`docs/codex.md` §6.3).
+        let mut copied: Vec<Option<usize>> = vec![None; reads.len()];
+        for (k, r) in reads.iter().enumerate() {
+            let (None, Some(from)) = (&r.base, &r.forked_from) else {
+                continue;
+            };
+            let found = reads.iter().enumerate().find_map(|(j, c)| {
+                if j == k || &c.history_id != from {
+                    return None;
+                }
+                let n = legacy_copy(&r.path, &c.path).ok()?;
+                (n > 0).then_some((j, n))
+            });
+            if let Some((j, n)) = found {
+                parent[k] = Some((j, n - 1));
+                copied[k] = Some(n);
+            }
+        }
         // Parents first: roots (by path), then the files that continue each placed file.
         let mut order: Vec<usize> = Vec::new();
         let mut placed = vec![false; reads.len()];
@@ -386,6 +490,7 @@ impl Thread {
                 thread_id: r.thread_id.clone(),
                 forked_from: r.forked_from.clone(),
                 base: r.base.clone(),
+                copied: copied[k],
                 tag,
                 start: next_start,
                 size: r.size,
