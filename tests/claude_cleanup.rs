@@ -260,8 +260,8 @@ fn claude_cleanup_deletes_old_transcripts_the_archive_keeps_and_restores_them() 
     );
 }
 
-/// A project moved: its transcript is archived, the directory renamed, and `restore --cwd
-/// NEWDIR` writes the session (same id, cwd fields rewritten) where Claude Code looks for
+/// A project moved: its transcript is archived, the directory renamed (`claude --resume <id>`
+/// in NEWDIR then finds no conversation), and `restore --cwd NEWDIR` writes the session (same id, cwd fields rewritten) where Claude Code looks for
 /// NEWDIR's sessions; `claude --resume <id>` run in NEWDIR continues it from sessiond's default
 /// leaf, its first request being sessiond's context of the restored file plus the new prompt,
 /// and the original transcript is not touched.
@@ -299,6 +299,17 @@ fn a_moved_project_restored_with_cwd_resumes_under_its_new_path() {
     fs::rename(&lab.work, &moved).unwrap();
     let new_cwd = moved.to_str().unwrap();
     let original_bytes = fs::read(&original).unwrap();
+    // Moved, the session is out of reach: Claude looks only in the new path's directory.
+    let requests = lab.requests().len();
+    let lost = lab
+        .command_in(&moved, &["--resume", id, "-p", "Anyone there"])
+        .output()
+        .unwrap();
+    assert!(
+        !lost.status.success() && lab.requests().len() == requests,
+        "before the restore, claude --resume in the new place finds nothing: {}",
+        String::from_utf8_lossy(&lost.stderr)
+    );
     let restored = sessiond_json(&["restore", a, id, "--cwd", new_cwd, "--json"]);
     assert_eq!(restored["written"], true, "{restored}");
     let file = PathBuf::from(restored["path"].as_str().unwrap());
