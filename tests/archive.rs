@@ -994,3 +994,156 @@ fn search_over_the_archive_finds_sessions_deleted_at_the_source() {
     );
     d.stop();
 }
+
+/// The number of manifests the daemon's `n`th archive view sync read (from its debug log).
+fn view_reads(d: &Daemon, n: usize) -> usize {
+    let mut reads = Vec::new();
+    eventually("the daemon logged its archive view sync", || {
+        reads = d
+            .stderr()
+            .lines()
+            .filter_map(|l| {
+                l.split_once("archive view: ")?
+                    .1
+                    .split_once(" of ")?
+                    .0
+                    .parse()
+                    .ok()
+            })
+            .collect::<Vec<usize>>();
+        reads.len() >= n
+    });
+    assert_eq!(reads.len(), n, "one sync per search: {reads:?}");
+    reads[n - 1]
+}
+
+/// The daemon's archive search keeps its view across searches: the first reads every
+/// manifest, one with nothing archived since reads none, one after a session grew or was born
+/// reads that one manifest; and the results stay right (the appended entry found in the
+/// archived session, the new one too, the others as before).
+#[test]
+fn the_daemon_s_archive_search_reads_only_the_manifests_that_changed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    let pi = |path: &Path, id: &str, text: &str| {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(
+            path,
+            format!(
+                "{{\"type\":\"session\",\"version\":3,\"id\":\"{id}\",\"timestamp\":\"2025-01-01T00:00:00.000Z\",\"cwd\":\"/home/u/p\"}}\n\
+                 {{\"type\":\"message\",\"id\":\"a1\",\"parentId\":null,\"timestamp\":\"2025-01-01T00:00:01.000Z\",\"message\":{{\"role\":\"user\",\"content\":\"{text}\"}}}}\n"
+            ),
+        )
+        .unwrap();
+    };
+    fs::create_dir_all(&root).unwrap();
+    let root = fs::canonicalize(&root).unwrap();
+    let keep = root.join("keep");
+    let kept = keep.join("2025-01-01T00-00-00-000Z_k.jsonl");
+    let other = root.join("other/2025-01-01T00-00-00-000Z_o.jsonl");
+    let gone: Vec<PathBuf> = (1..=3)
+        .map(|i| root.join(format!("gone/2025-01-01T00-00-00-000Z_g{i}.jsonl")))
+        .collect();
+    pi(&kept, "k", "marigold kept");
+    pi(&other, "o", "marigold elsewhere");
+    for (i, g) in gone.iter().enumerate() {
+        pi(g, &format!("g{i}"), "marigold gone");
+    }
+    let archive = tmp.path().join("archive");
+    let index = tmp.path().join("cache/index");
+    let (mut d, _) = Daemon::start_with(
+        &[&root],
+        &Spawn {
+            args: vec![
+                "--archive",
+                archive.to_str().unwrap(),
+                "--index-dir",
+                index.to_str().unwrap(),
+            ],
+            env: vec![("SESSIOND_LOG", "warn,sessiond::archive::view=debug")],
+            capture_stderr: true,
+        },
+    );
+    let all: Vec<PathBuf> = [kept.clone(), other.clone()]
+        .into_iter()
+        .chain(gone.iter().cloned())
+        .collect();
+    for f in &all {
+        let size = fs::metadata(f).unwrap().len();
+        eventually("the first pass", || {
+            archived_chunks(&archive, f) == Some(vec![size])
+        });
+    }
+    for g in &gone {
+        fs::remove_file(g).unwrap();
+    }
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    // Searched over keep/: the others come from the archive.
+    let search = |d: &mut Daemon, q: &str| {
+        d.call(
+            "session/search",
+            json!({"query": q, "roots": [keep.to_str().unwrap()]}),
+        )
+    };
+    let mut marigold = vec![
+        (s(&kept), false, Value::Null),
+        (s(&other), true, json!(false)),
+    ];
+    marigold.extend(gone.iter().map(|g| (s(g), true, json!(true))));
+    marigold.sort_by(|a, b| a.0.cmp(&b.0));
+
+    let found = search(&mut d, "marigold");
+    assert_eq!(hit_origins(&found), marigold, "{found}");
+    assert_eq!(
+        view_reads(&d, 1),
+        5,
+        "the first search reads every manifest"
+    );
+    let found = search(&mut d, "marigold");
+    assert_eq!(hit_origins(&found), marigold, "{found}");
+    assert_eq!(
+        view_reads(&d, 2),
+        0,
+        "nothing archived since: no manifest read"
+    );
+
+    // One archived change: the session outside keep/ grows.
+    let size = fs::metadata(&other).unwrap().len();
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&other)
+        .unwrap()
+        .write_all(b"{\"type\":\"message\",\"id\":\"a2\",\"parentId\":\"a1\",\"timestamp\":\"2025-01-01T00:00:02.000Z\",\"message\":{\"role\":\"user\",\"content\":\"and the zinnia\"}}\n")
+        .unwrap();
+    let grown = fs::metadata(&other).unwrap().len();
+    eventually("the append archived", || {
+        archived_chunks(&archive, &other) == Some(vec![size, grown - size])
+    });
+    let found = search(&mut d, "zinnia");
+    assert_eq!(
+        hit_origins(&found),
+        vec![(s(&other), true, json!(false))],
+        "{found}"
+    );
+    assert_eq!(found["hits"][0]["entryId"], "a2");
+    assert_eq!(view_reads(&d, 3), 1, "one session grew: one manifest read");
+
+    // And one born.
+    let born = root.join("other/2025-01-01T00-00-00-000Z_n.jsonl");
+    pi(&born, "n", "a zinnia too");
+    eventually("the new session archived", || {
+        archived_chunks(&archive, &born).is_some()
+    });
+    let found = search(&mut d, "zinnia");
+    let mut zinnia = vec![
+        (s(&other), true, json!(false)),
+        (s(&born), true, json!(false)),
+    ];
+    zinnia.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(hit_origins(&found), zinnia, "{found}");
+    assert_eq!(view_reads(&d, 4), 1, "one session born: one manifest read");
+    let found = search(&mut d, "marigold");
+    assert_eq!(hit_origins(&found), marigold, "{found}");
+    assert_eq!(view_reads(&d, 5), 0);
+    d.stop();
+}

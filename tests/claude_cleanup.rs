@@ -8,9 +8,12 @@
 //! the test cannot pass without a cleanup), a recent one is kept, the archive lists the
 //! deleted ones as archived with their original gone, `restore` writes them back byte for
 //! byte (the subagent's transcript too), and `claude --resume` continues a restored one.
+//! And a project moved: its transcript, archived, restored with `restore --cwd NEWDIR`, is
+//! resumed by `claude --resume` run in NEWDIR, which sends sessiond's context of the restored
+//! file and leaves the original alone.
 //!
 //! Without the install (or Node) the test skips loudly, and fails under `CI`.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::print_stdout)]
 
 #[path = "support/mod.rs"]
 mod support;
@@ -25,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
-use lab::{Lab, lines_of, uuids_of};
+use lab::{BeforeResume, Lab, check_resume, lines_of, uuids_of};
 use support::{Daemon, Spawn};
 
 const BIN: &str = env!("CARGO_BIN_EXE_sessiond");
@@ -254,5 +257,115 @@ fn claude_cleanup_deletes_old_transcripts_the_archive_keeps_and_restores_them() 
     assert!(
         raw.contains("Remember the word heliotrope") && raw.contains("What was the word"),
         "the resumed request carries the restored history and the new prompt"
+    );
+}
+
+/// A project moved: its transcript is archived, the directory renamed (`claude --resume <id>`
+/// in NEWDIR then finds no conversation), and `restore --cwd NEWDIR` writes the session (same id, cwd fields rewritten) where Claude Code looks for
+/// NEWDIR's sessions; `claude --resume <id>` run in NEWDIR continues it from sessiond's default
+/// leaf, its first request being sessiond's context of the restored file plus the new prompt,
+/// and the original transcript is not touched.
+#[test]
+fn a_moved_project_restored_with_cwd_resumes_under_its_new_path() {
+    let test = "a_moved_project_restored_with_cwd_resumes_under_its_new_path";
+    if !lab::available(test) {
+        return;
+    }
+    let lab = Lab::start(script);
+    let id = "0e55b4a9-ac6f-4dbe-9f50-7b92b3d45e6f";
+    lab.claude(&["--session-id", id, "-p", "Remember the word heliotrope"]);
+    lab.claude(&["--resume", id, "-p", "A recent question"]);
+    let original = lab.project().join(format!("{id}.jsonl"));
+    let old_cwd = lab.work.to_str().unwrap().to_owned();
+    assert!(
+        lines_of(&original)
+            .iter()
+            .any(|l| l["cwd"].as_str() == Some(old_cwd.as_str())),
+        "Claude recorded its cwd"
+    );
+    let archive = lab.home.join("session-archive");
+    let a = archive.to_str().unwrap();
+    sessiond_json(&[
+        "archive",
+        "--root",
+        lab.projects().to_str().unwrap(),
+        "--to",
+        a,
+        "--json",
+    ]);
+
+    // The project moves; Claude's transcript stays under the old path's project directory.
+    let moved = lab.work.with_file_name("moved project.v2");
+    fs::rename(&lab.work, &moved).unwrap();
+    let new_cwd = moved.to_str().unwrap();
+    let original_bytes = fs::read(&original).unwrap();
+    // Moved, the session is out of reach: Claude looks only in the new path's directory.
+    let requests = lab.requests().len();
+    let lost = lab
+        .command_in(&moved, &["--resume", id, "-p", "Anyone there"])
+        .output()
+        .unwrap();
+    assert!(
+        !lost.status.success() && lab.requests().len() == requests,
+        "before the restore, claude --resume in the new place finds nothing: {}",
+        String::from_utf8_lossy(&lost.stderr)
+    );
+    let restored = sessiond_json(&["restore", a, id, "--cwd", new_cwd, "--json"]);
+    assert_eq!(restored["written"], true, "{restored}");
+    let file = PathBuf::from(restored["path"].as_str().unwrap());
+    assert_eq!(
+        file,
+        lab.project_of(&moved).join(format!("{id}.jsonl")),
+        "restored where Claude looks for the new directory's sessions"
+    );
+    assert_ne!(file.parent(), original.parent());
+    let restored_lines = lines_of(&file);
+    assert_eq!(restored_lines.len(), lines_of(&original).len());
+    for l in &restored_lines {
+        if let Some(cwd) = l["cwd"].as_str() {
+            assert_eq!(cwd, new_cwd, "every cwd rewritten: {l}");
+        }
+        assert_eq!(
+            l["sessionId"].as_str().unwrap_or(id),
+            id,
+            "the id kept: {l}"
+        );
+    }
+    let restored_bytes = fs::read(&file).unwrap();
+
+    // Claude resumes it from the new directory: sessiond's context of the restored file, then
+    // the new prompt.
+    let ctx = sessiond_json(&["context", file.to_str().unwrap(), "--json"]);
+    let messages = ctx["messages"].as_array().unwrap().clone();
+    assert!(messages.len() >= 4, "two turns of history: {ctx}");
+    let before = BeforeResume::new(&lab, &file, &ctx, messages);
+    let prompt = "What was the word";
+    let result = lab.claude_in(&moved, &["--resume", id, "-p", prompt]);
+    assert_eq!(result["session_id"], id, "{result}");
+    check_resume(&lab, &file, &before, prompt);
+    println!(
+        "resumed in {new_cwd}: {} messages of context, then the prompt; {} lines appended",
+        before.messages.len(),
+        lines_of(&file).len() - restored_lines.len()
+    );
+    let now = fs::read(&file).unwrap();
+    assert!(
+        now.starts_with(&restored_bytes) && now.len() > restored_bytes.len(),
+        "Claude appended to the restored file, after what sessiond wrote"
+    );
+    for l in &lines_of(&file)[restored_lines.len()..] {
+        if let Some(cwd) = l["cwd"].as_str() {
+            assert_eq!(cwd, new_cwd, "Claude runs in the new directory: {l}");
+        }
+    }
+    assert_eq!(
+        fs::read(&original).unwrap(),
+        original_bytes,
+        "the original transcript is untouched"
+    );
+    assert_eq!(
+        jsonl_below(original.parent().unwrap()),
+        vec![original.clone()],
+        "and no transcript was added beside it"
     );
 }

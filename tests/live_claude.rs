@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use lab::{Lab, lines_of, normalize, text_of, uuids_of};
+use lab::{BeforeResume, Lab, check_resume, lines_of, normalize, uuids_of};
 use support::Daemon;
 
 /// How long the daemon may stay silent before a burst of notifications is taken as complete.
@@ -157,62 +157,10 @@ fn answer_of(files: &[PathBuf], n: u64) -> Option<(PathBuf, String)> {
 }
 
 /// What a resume is checked against: the daemon's context at the transcript's default leaf
-/// (the leaf `claude --resume` continues from) just before Claude resumed it.
-struct BeforeResume {
-    continues_after: String,
-    messages: Vec<Value>,
-    requests_seen: usize,
-    lines_seen: usize,
-}
-
+/// just before Claude resumed it.
 fn before_resume(lab: &Lab, d: &mut Daemon, file: &Path) -> BeforeResume {
     let (doc, messages) = context(d, file, None, None);
-    BeforeResume {
-        continues_after: doc["continuesAfterId"].as_str().unwrap().to_owned(),
-        messages,
-        requests_seen: lab.requests().len(),
-        lines_seen: lines_of(file).len(),
-    }
-}
-
-/// The resumed run continued from the daemon's default leaf, and its first request is the
-/// daemon's context there followed by the new prompt (and only the attachments Claude
-/// computed for it).
-fn check_resume(lab: &Lab, file: &Path, before: &BeforeResume, prompt: &str) {
-    let new_lines: Vec<Value> = lines_of(file)[before.lines_seen..]
-        .iter()
-        .filter(|l| l["uuid"].is_string())
-        .cloned()
-        .collect();
-    assert_eq!(
-        new_lines[0]["parentUuid"],
-        before.continues_after.as_str(),
-        "Claude continued from the line the daemon named"
-    );
-    let requests = lab.requests();
-    let first = requests[before.requests_seen..]
-        .iter()
-        .find(|r| r["kind"] == "stream")
-        .expect("the resumed run sent a turn");
-    let sent = body_of(first)["messages"].as_array().unwrap().clone();
-    let norm = normalize(&sent, &before.messages, false);
-    let ours = &before.messages;
-    assert!(
-        norm.len() > ours.len(),
-        "{prompt}: the request adds to the context"
-    );
-    assert_eq!(
-        Value::Array(norm[..ours.len()].to_vec()),
-        Value::Array(ours.clone()),
-        "{prompt}: the resumed request starts with the daemon's context at the default leaf"
-    );
-    let rest = &norm[ours.len()..];
-    assert_eq!(rest[0]["role"], "user");
-    assert_eq!(text_of(&rest[0]), prompt, "then the new prompt");
-    assert!(
-        rest[1..].iter().all(|m| m["role"] == "system"),
-        "and only the attachments Claude computed for it: {rest:?}"
-    );
+    BeforeResume::new(lab, file, &doc, messages)
 }
 
 /// Follow: the daemon follows a transcript from its birth while Claude runs a tool turn,

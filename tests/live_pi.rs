@@ -827,3 +827,148 @@ fn rpc_soak_zero_mismatches_flat_memory() {
     // benchmarks. Memory staying flat is the soak's point: a generous bound catches a leak.
     d.stop();
 }
+
+/// `sessiond ARGS` that must succeed; its `--json` document.
+fn sessiond_json(args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sessiond"))
+        .args(args)
+        .output()
+        .expect("run sessiond");
+    assert!(
+        out.status.success(),
+        "sessiond {args:?}: {:?}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A project moved: pi's session, kept in pi's own sessions directory (no `--session-dir`),
+/// is archived, the project renamed, and `restore --cwd NEWDIR` writes it (header `cwd`
+/// rewritten) where pi looks for NEWDIR's sessions; `pi --continue` run in NEWDIR continues
+/// it, its first request being sessiond's context of the restored file plus the new prompt,
+/// and the original file is not touched.
+#[test]
+fn a_moved_project_restored_with_cwd_is_continued_by_pi_in_its_new_place() {
+    let test = "a_moved_project_restored_with_cwd_is_continued_by_pi_in_its_new_place";
+    let Some(lab) = Lab::for_test(test, &tools_script()) else {
+        return;
+    };
+    let run_in = |cwd: &Path, args: &[&str]| {
+        let mut cmd = lab.pi_command(args);
+        cmd.current_dir(cwd);
+        let out = live::run_bounded(cmd, live::PI_TIMEOUT, "pi --print");
+        assert!(
+            out.status.success(),
+            "pi {args:?} failed ({:?}): {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run_in(&lab.work, &["--print", "first"]);
+    let sessions = lab.agent.join("sessions");
+    let dir_of = |cwd: &Path| {
+        let name = cwd
+            .to_str()
+            .unwrap()
+            .trim_start_matches('/')
+            .replace('/', "-");
+        sessions.join(format!("--{name}--"))
+    };
+    let jsonl_in = |dir: &Path| -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        v.retain(|p| p.extension().is_some_and(|e| e == "jsonl"));
+        v
+    };
+    let originals = jsonl_in(&dir_of(&lab.work));
+    assert_eq!(originals.len(), 1, "pi kept its session for the work tree");
+    let original = originals[0].clone();
+    let header = live::file_lines(&original)[0].clone();
+    assert_eq!(header["cwd"], lab.work.to_str().unwrap());
+    let id = header["id"].as_str().unwrap().to_owned();
+
+    let archive = lab.base().join("archive");
+    let a = archive.to_str().unwrap();
+    sessiond_json(&[
+        "archive",
+        "--root",
+        sessions.to_str().unwrap(),
+        "--to",
+        a,
+        "--json",
+    ]);
+    let moved = lab.work.with_file_name("moved project");
+    std::fs::rename(&lab.work, &moved).unwrap();
+    let original_bytes = std::fs::read(&original).unwrap();
+    let restored = sessiond_json(&[
+        "restore",
+        a,
+        &id,
+        "--cwd",
+        moved.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(restored["written"], true, "{restored}");
+    let file = PathBuf::from(restored["path"].as_str().unwrap());
+    assert_eq!(
+        file,
+        dir_of(&moved).join(original.file_name().unwrap()),
+        "restored where pi looks for the new directory's sessions"
+    );
+    let restored_bytes = std::fs::read(&file).unwrap();
+    let lines = live::file_lines(&file);
+    assert_eq!(lines[0]["cwd"], moved.to_str().unwrap());
+    // pi 1.6 records its system prompt in sections, the cwd among them: rewritten too.
+    let new_section = format!("<cwd>\n{}\n</cwd>", moved.to_str().unwrap());
+    let mut prompts = 0;
+    for (r, o) in lines[1..].iter().zip(&live::file_lines(&original)[1..]) {
+        let mut want = o.clone();
+        if want["message"]["sections"]["cwd"].is_string() {
+            want["message"]["sections"]["cwd"] = json!(new_section);
+            prompts += 1;
+        }
+        assert_eq!(r, &want, "only the cwd changed");
+    }
+    assert!(prompts > 0, "pi recorded its prompt's cwd");
+
+    // pi continues the most recent session of the new directory: the restored one.
+    let ctx = sessiond_json(&["context", file.to_str().unwrap(), "--json"]);
+    let want = predicted_request(&lab, &ctx["messages"], "second");
+    let seen = lab.server.requests().len();
+    run_in(&moved, &["--print", "--continue", "second"]);
+    let new = requests_after(&lab, seen);
+    assert!(!new.is_empty(), "pi asked its model after continuing");
+    let report = diff_report(&want, &request_core(&new[0]));
+    assert!(
+        report.is_empty(),
+        "pi's first request after continuing in the new place is not sessiond's context of the restored file plus the prompt:\n{report}"
+    );
+    let now = std::fs::read(&file).unwrap();
+    assert!(
+        now.starts_with(&restored_bytes) && now.len() > restored_bytes.len(),
+        "pi appended to the restored file"
+    );
+    assert_eq!(
+        jsonl_in(&dir_of(&moved)),
+        vec![file.clone()],
+        "and wrote no other"
+    );
+    let appended: Vec<Value> = live::file_lines(&file)[lines.len()..].to_vec();
+    assert!(
+        appended.iter().all(|l| l["message"]["role"] != "system"),
+        "the prompt the restored file records is the one pi sends here: no patch: {appended:?}"
+    );
+    assert_eq!(
+        std::fs::read(&original).unwrap(),
+        original_bytes,
+        "the original is untouched"
+    );
+    // The tool ran in the new place: the file the first run wrote there is edited again.
+    assert_eq!(
+        std::fs::read_to_string(moved.join("notes.txt")).unwrap(),
+        "ALPHA\nBETA\n"
+    );
+}

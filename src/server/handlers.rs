@@ -1299,16 +1299,24 @@ impl Backend {
         let live = self.search_live.clone();
         let dir = self.index_dir.clone();
         let archive = self.archive_dir();
+        let archive_view = self.archive_view.clone();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(usize, usize)>();
         let task = tokio::task::spawn_blocking(move || {
             // With an archive, the archived sessions the roots no longer offer are searched
-            // too, from their view (crate::archive::view); a failing archive only leaves
-            // them out.
+            // too, from their view (crate::archive::view), kept across searches; a failing
+            // archive only leaves them out.
             let (mut roots, mut query) = (roots, query);
             let view = archive.and_then(|a| {
-                let vdir =
-                    crate::archive::view::view_dir(&crate::archive::view::cache_beside(&dir), &a);
-                crate::archive::view::sync(&a, &vdir, &roots)
+                use crate::archive::view::{ViewSync, cache_beside, view_dir};
+                let vdir = view_dir(&cache_beside(&dir), &a);
+                let mut kept = archive_view
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let sync = match &mut *kept {
+                    Some(s) if s.is_of(&a, &vdir) => s,
+                    slot => slot.insert(ViewSync::new(&a, &vdir)),
+                };
+                sync.sync(&roots)
                     .map_err(|e| tracing::warn!("search: the archive is left out: {e}"))
                     .ok()
             });

@@ -132,6 +132,9 @@ pub struct Backend {
     search: Arc<Mutex<Option<crate::search::SearchIndex>>>,
     /// Keeps `search` fresh from file-system events under the roots.
     search_live: Arc<crate::search_live::Freshness>,
+    /// The archive's view for `session/search` when the daemon archives, kept across
+    /// searches so that each reads only the manifests replaced since the last.
+    archive_view: Arc<Mutex<Option<crate::archive::view::ViewSync>>>,
     /// `session/list`'s cache of listed sessions ([`crate::listing`]), loaded from
     /// `list_cache_file` by the first listing and saved after each listing that changed it.
     list_cache: Arc<Mutex<Option<crate::listing::ListCache>>>,
@@ -533,6 +536,7 @@ pub fn serve(options: ServeOptions) -> std::process::ExitCode {
                     .unwrap_or_else(crate::search::default_dir),
                 search: search.clone(),
                 search_live: crate::search_live::Freshness::new(search.clone()),
+                archive_view: Arc::new(Mutex::new(None)),
                 list_cache,
                 list_cache_file,
                 list_feed,

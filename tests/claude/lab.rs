@@ -137,8 +137,12 @@ impl Lab {
 
     /// Claude Code's project directory for the work directory (docs/claude-code.md §1).
     pub fn project(&self) -> PathBuf {
-        let name: String = self
-            .work
+        self.project_of(&self.work)
+    }
+
+    /// Claude Code's project directory for the directory `cwd` (docs/claude-code.md §1).
+    pub fn project_of(&self, cwd: &Path) -> PathBuf {
+        let name: String = cwd
             .to_str()
             .unwrap()
             .chars()
@@ -150,10 +154,15 @@ impl Lab {
     /// `claude ARGS --output-format json` in the work directory, with nothing inherited but
     /// what the lab sets, talking to the scripted server.
     pub fn command(&self, args: &[&str]) -> Command {
+        self.command_in(&self.work, args)
+    }
+
+    /// [`Lab::command`] run in the directory `cwd` instead.
+    pub fn command_in(&self, cwd: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(claude_bin());
         cmd.args(args)
             .args(["--output-format", "json"])
-            .current_dir(&self.work)
+            .current_dir(cwd)
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &self.home)
@@ -177,7 +186,12 @@ impl Lab {
     /// Runs `claude ARGS` (see [`Lab::command`]) to its end, at most [`CLAUDE_TIMEOUT`];
     /// returns its result document.
     pub fn claude(&self, args: &[&str]) -> Value {
-        let mut child = self.command(args).spawn().expect("claude starts");
+        self.claude_in(&self.work, args)
+    }
+
+    /// [`Lab::claude`] run in the directory `cwd` instead.
+    pub fn claude_in(&self, cwd: &Path, args: &[&str]) -> Value {
+        let mut child = self.command_in(cwd, args).spawn().expect("claude starts");
         let deadline = Instant::now() + CLAUDE_TIMEOUT;
         while child.try_wait().unwrap().is_none() {
             if Instant::now() > deadline {
@@ -284,4 +298,77 @@ pub fn text_of(m: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
+}
+
+/// What a resume is checked against: sessiond's context at the transcript's default leaf (the
+/// leaf `claude --resume` continues from) just before Claude resumed it, and how much of the
+/// transcript and of the server's log there was then.
+pub struct BeforeResume {
+    /// The uuid of the line the context continues after (`continuesAfterId`).
+    pub continues_after: String,
+    /// The context's messages.
+    pub messages: Vec<Value>,
+    /// Requests the server had recorded.
+    pub requests_seen: usize,
+    /// Lines the transcript had.
+    pub lines_seen: usize,
+}
+
+impl BeforeResume {
+    /// From sessiond's context document (`context FILE --json`, or the daemon's
+    /// `session/contextAt` with every page of `messages`) of `file`, now.
+    pub fn new(lab: &Lab, file: &Path, doc: &Value, messages: Vec<Value>) -> BeforeResume {
+        BeforeResume {
+            continues_after: doc["continuesAfterId"].as_str().unwrap().to_owned(),
+            messages,
+            requests_seen: lab.requests().len(),
+            lines_seen: lines_of(file).len(),
+        }
+    }
+}
+
+/// The resumed run continued `file` from sessiond's default leaf, and its first request is
+/// sessiond's context there followed by the new prompt (and only the attachments Claude
+/// computed for it), after the normalizations of [`normalize`].
+pub fn check_resume(lab: &Lab, file: &Path, before: &BeforeResume, prompt: &str) {
+    let new_lines: Vec<Value> = lines_of(file)[before.lines_seen..]
+        .iter()
+        .filter(|l| l["uuid"].is_string())
+        .cloned()
+        .collect();
+    assert!(
+        !new_lines.is_empty(),
+        "{prompt}: Claude appended to {}",
+        file.display()
+    );
+    assert_eq!(
+        new_lines[0]["parentUuid"],
+        before.continues_after.as_str(),
+        "Claude continued from the line sessiond named"
+    );
+    let requests = lab.requests();
+    let first = requests[before.requests_seen..]
+        .iter()
+        .find(|r| r["kind"] == "stream")
+        .expect("the resumed run sent a turn");
+    let body: Value = serde_json::from_str(first["raw"].as_str().unwrap()).unwrap();
+    let sent = body["messages"].as_array().unwrap().clone();
+    let norm = normalize(&sent, &before.messages, false);
+    let ours = &before.messages;
+    assert!(
+        norm.len() > ours.len(),
+        "{prompt}: the request adds to the context"
+    );
+    assert_eq!(
+        Value::Array(norm[..ours.len()].to_vec()),
+        Value::Array(ours.clone()),
+        "{prompt}: the resumed request starts with sessiond's context at the default leaf"
+    );
+    let rest = &norm[ours.len()..];
+    assert_eq!(rest[0]["role"], "user");
+    assert_eq!(text_of(&rest[0]), prompt, "then the new prompt");
+    assert!(
+        rest[1..].iter().all(|m| m["role"] == "system"),
+        "and only the attachments Claude computed for it: {rest:?}"
+    );
 }
