@@ -639,6 +639,31 @@ fn tree_shows_the_thread_s_forks_and_segments_as_branches() {
     assert_eq!(below["nodes"][0]["parentId"], fork["parentId"]);
     let bad = d.request("session/tree", json!({"path": root_file, "fromId": "zz:1"}));
     assert_eq!(support::error_of(&bad).0, -33004);
+    // The context at another file's line, named as the tree names it, is that file's context
+    // there (what Codex sends when it resumes that fork or segment).
+    let mut others = 0;
+    for run in runs.iter().filter(|r| r["own"] == false) {
+        let last = run["lastId"].as_str().unwrap();
+        let at = support::checked(
+            &mut d,
+            "session/contextAt",
+            json!({"path": root_file, "leafId": last}),
+        );
+        let cli = json_of(&sessiond(&[
+            "context",
+            run["file"].as_str().unwrap(),
+            "--json",
+        ]));
+        assert_eq!(at["messages"], cli["messages"], "{last}");
+        assert_eq!(at["leafId"], json!(last));
+        others += 1;
+    }
+    assert!(others >= 2, "a fork and a segment: {runs:?}");
+    let bad = d.request(
+        "session/contextAt",
+        json!({"path": root_file, "leafId": "zz:1"}),
+    );
+    assert_eq!(support::error_of(&bad).0, -33004);
     assert_eq!(d.stop(), Some(0));
 }
 

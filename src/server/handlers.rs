@@ -291,15 +291,30 @@ fn rollout_context_text(
 ) -> Result<Vec<u8>, RpcError> {
     use crate::dialect::codex::context::index_admitted;
     use crate::dialect::codex::leaf_replay::Replay;
-    let line = rollout_line(s, tree, p.leaf_id.as_deref())?;
-    let leaf_id = line.and_then(|l| {
-        tree.nodes()
-            .iter()
-            .find(|n| n.entry.span.line as usize == l + 1)
-            .map(|n| n.entry.id.as_str().to_owned())
-    });
+    // A leaf of another file of the thread (`<tag>:<id>`, as `session/tree` names it) is
+    // replayed in that file, as Codex resumes that fork or segment.
+    let (file, line, leaf_id) = match p.leaf_id.as_deref() {
+        Some(id) if tree.lookup(id).is_err() && id.contains(':') => {
+            let thread = rollout_thread(s)?;
+            let node = thread_leaf(s, &thread, Some(id))?;
+            match node.map(|n| thread.origin[n as usize]) {
+                Some((f, l)) => (thread.files[f].path.clone(), Some(l), Some(id.to_owned())),
+                None => (s.path().to_owned(), None, None),
+            }
+        }
+        id => {
+            let line = rollout_line(s, tree, id)?;
+            let leaf_id = line.and_then(|l| {
+                tree.nodes()
+                    .iter()
+                    .find(|n| n.entry.span.line as usize == l + 1)
+                    .map(|n| n.entry.id.as_str().to_owned())
+            });
+            (s.path().to_owned(), line, leaf_id)
+        }
+    };
     let index = index_admitted(s.path(), &|p| s.roots().is_none_or(|r| r.admits(p)));
-    let mut doc = Replay::messages_at(&index, s.path(), line)
+    let mut doc = Replay::messages_at(&index, &file, line)
         .map_err(|e| lineage_error(s, e))?
         .document(leaf_id);
     let total = doc.messages.len();
