@@ -237,6 +237,7 @@ fn side(
                 compact_summary,
                 tool_result,
                 result_ids,
+                ..
             } => {
                 if !tool_result && !meta && !compact_summary {
                     side.user_turns += 1;

@@ -23,7 +23,7 @@ use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::attachment::{self, DROPPED_ON_LOAD, Rendering, reminder, unwrap};
-use crate::dialect::claude::format::Kind;
+use crate::dialect::claude::format::{Kind, ResultCopy};
 use crate::dialect::claude::load::{Loaded, Plan, is_boundary, offset_of_line, size_read};
 use crate::js::jsstr;
 use crate::js::value::{template_string, truthy};
@@ -859,10 +859,12 @@ impl Content<'_> {
     /// block that is written as serde_json writes it is left in the line (`line`, read at
     /// `span`) and named by a stand-in. `None`: a block's `content` is not what serde_json
     /// reads (the line takes the slow path).
+    /// `line` is the line as read, less the result copy `copy` when it is given.
     fn into_value(
         self,
         line: &[u8],
         span: LineSpan,
+        copy: Option<ResultCopy>,
         mut placed: Option<&mut PlacedTexts>,
     ) -> Option<Value> {
         let blocks = match self {
@@ -883,6 +885,7 @@ impl Content<'_> {
                                 && canonical_literal(text) =>
                         {
                             let at = (text.as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
+                            let at = copy.map_or(at, |c| c.offset_in_line(at));
                             placed.place(LineSpan {
                                 line: span.line,
                                 offset: span.offset + at as u64,
@@ -990,9 +993,20 @@ fn read_item(
     if !matches!(e.kind, Kind::User { .. }) {
         placed = None;
     }
+    // Claude's copy of a tool's result is left out of what is read: only its truthiness counts.
+    let (bytes, copy) = match &e.kind {
+        Kind::User {
+            result_copy: Some(copy),
+            ..
+        } => match copy.cut_from(&bytes) {
+            Some(cut) => (Cow::Owned(cut), Some(*copy)),
+            None => (bytes, None),
+        },
+        _ => (bytes, None),
+    };
     let fast = Body::fast(&bytes).and_then(|mut b| {
         let content = match b.content.take() {
-            Some(c) => Some(c.into_value(&bytes, e.span, placed)?),
+            Some(c) => Some(c.into_value(&bytes, e.span, copy, placed)?),
             None => None,
         };
         Some((b, content))
@@ -1004,7 +1018,7 @@ fn read_item(
             let content = b
                 .content
                 .take()
-                .and_then(|c| c.into_value(&bytes, e.span, None));
+                .and_then(|c| c.into_value(&bytes, e.span, copy, None));
             (b, content)
         }
     };

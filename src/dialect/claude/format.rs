@@ -57,6 +57,8 @@ pub enum Kind {
         tool_result: bool,
         /// The `tool_use_id`s its `tool_result` blocks answer (string ids only).
         result_ids: Box<[EcoString]>,
+        /// Where its `toolUseResult` lies in the line, when that is a large object or array.
+        result_copy: Option<ResultCopy>,
     },
     /// An `assistant` line: one content block of a model response.
     Assistant {
@@ -86,6 +88,71 @@ pub enum Kind {
         /// `preservedMessages`), when it names one.
         preserved: Option<Box<Preserved>>,
     },
+}
+
+/// Where a user line's `toolUseResult` lies in its line: Claude Code's own copy of a tool's
+/// result (an object or an array), which no request holds. A reader of the line's message
+/// (`context`) leaves it out of what it reads again; that the value is an object or array is
+/// all it needs of it (a truthy value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultCopy {
+    /// Its first byte's offset within the line.
+    pub at: u32,
+    /// Its length in bytes.
+    pub len: u32,
+}
+
+impl ResultCopy {
+    /// The smallest copy worth recording, in bytes.
+    const MIN: usize = 256;
+
+    /// The copy whose text is `raw`, a value of `line` (`None` when it is small, not an object
+    /// or array, or not within `line`).
+    fn of(line: &[u8], raw: &RawValue) -> Option<ResultCopy> {
+        let text = raw.get().as_bytes();
+        if text.len() < ResultCopy::MIN || !matches!(text.first(), Some(b'{' | b'[')) {
+            return None;
+        }
+        let at = (text.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+        if at + text.len() > line.len() {
+            return None;
+        }
+        Some(ResultCopy {
+            at: u32::try_from(at).ok()?,
+            len: u32::try_from(text.len()).ok()?,
+        })
+    }
+
+    /// `line` with the copy replaced by an empty object or array (as truthy as it), when the
+    /// line still has one where the copy was.
+    pub fn cut_from(self, line: &[u8]) -> Option<Vec<u8>> {
+        let (at, len) = (self.at as usize, self.len as usize);
+        let value = line.get(at..at.checked_add(len)?)?;
+        let empty: &[u8] = match (value.first(), value.last()) {
+            (Some(b'{'), Some(b'}')) => b"{}",
+            (Some(b'['), Some(b']')) => b"[]",
+            _ => return None,
+        };
+        let before = line[..at].trim_ascii_end();
+        let after = line[at + len..].trim_ascii_start();
+        if !(before.ends_with(b":") && matches!(after.first(), Some(b',' | b'}'))) {
+            return None;
+        }
+        let mut out = Vec::with_capacity(line.len() - len + empty.len());
+        out.extend_from_slice(&line[..at]);
+        out.extend_from_slice(empty);
+        out.extend_from_slice(&line[at + len..]);
+        Some(out)
+    }
+
+    /// The offset in the line of byte `i` of the line [`ResultCopy::cut_from`] made.
+    pub fn offset_in_line(self, i: usize) -> usize {
+        if i > self.at as usize {
+            i + self.len as usize - 2
+        } else {
+            i
+        }
+    }
 }
 
 /// What a compact boundary kept verbatim (its `compactMetadata`, docs/claude-code.md §4): the
@@ -170,8 +237,10 @@ pub enum Line {
 }
 
 /// The fields the probe reads; everything else (message content, tool results) is skipped.
+/// `M` is how `message` is read: in one pass with the line ([`MessageOnce`]), or kept as its
+/// text and read again (`&RawValue`, the way every line reads when the first does not).
 #[derive(Deserialize)]
-struct Probe<'a> {
+struct Probe<'a, M> {
     #[serde(rename = "type", borrow)]
     ty: Option<&'a RawValue>,
     #[serde(borrow)]
@@ -197,12 +266,13 @@ struct Probe<'a> {
     leaf_uuid: Option<&'a RawValue>,
     #[serde(borrow)]
     explicit: Option<&'a RawValue>,
-    #[serde(borrow)]
-    message: Option<&'a RawValue>,
+    message: Option<M>,
     #[serde(borrow)]
     attachment: Option<&'a RawValue>,
     #[serde(rename = "compactMetadata", borrow)]
     compact_metadata: Option<&'a RawValue>,
+    #[serde(rename = "toolUseResult", borrow)]
+    tool_use_result: Option<&'a RawValue>,
 }
 
 /// `compactMetadata` of a compact boundary: the preserved segment only.
@@ -249,6 +319,210 @@ struct BlockProbe<'a> {
     tool_use_id: Option<&'a RawValue>,
 }
 
+/// What the probe keeps of a tree line's `message` (an object).
+struct MessageFacts<'a> {
+    id: Option<&'a RawValue>,
+    model: Option<&'a RawValue>,
+    /// Its `content` blocks (none for a content that is not a list).
+    blocks: Vec<Block>,
+}
+
+/// `message` read in the line's one pass: an object's facts, or another value (`null` aside,
+/// which reads as absent) that names none. What the reading of `message` apart from the line
+/// ([`MessageProbe`], [`blocks`]) could read otherwise than here is an error, and the line is
+/// read again that way: a repeated key, a `message` that is an array, a content block that is
+/// not an object.
+enum MessageOnce<'a> {
+    Object(MessageFacts<'a>),
+    Other,
+}
+
+/// The keys of `message` the probe reads.
+#[derive(Deserialize)]
+#[serde(field_identifier)]
+enum MessageKey {
+    #[serde(rename = "id")]
+    Id,
+    #[serde(rename = "model")]
+    Model,
+    #[serde(rename = "content")]
+    Content,
+    #[serde(other)]
+    Other,
+}
+
+/// The keys of a content block the probe reads.
+#[derive(Deserialize)]
+#[serde(field_identifier)]
+enum BlockKey {
+    #[serde(rename = "type")]
+    Type,
+    #[serde(rename = "id")]
+    Id,
+    #[serde(rename = "tool_use_id")]
+    ToolUseId,
+    #[serde(other)]
+    Other,
+}
+
+/// A repeated key: the line is read again (as [`MessageProbe`] refuses it).
+fn repeated<E: serde::de::Error>(key: &str) -> E {
+    E::custom(format_args!("duplicate field `{key}`"))
+}
+
+/// Reads the next value into `slot`, once.
+fn once<'de, A: serde::de::MapAccess<'de>, T: Deserialize<'de>>(
+    map: &mut A,
+    slot: &mut Option<T>,
+    key: &str,
+) -> Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(repeated(key));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(())
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for MessageOnce<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = MessageOnce<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value other than an array")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<MessageOnce<'a>, A::Error> {
+                let (mut id, mut model) = (None, None);
+                let mut content: Option<Option<ContentOnce>> = None;
+                while let Some(k) = map.next_key::<MessageKey>()? {
+                    match k {
+                        MessageKey::Id => once(&mut map, &mut id, "id")?,
+                        MessageKey::Model => once(&mut map, &mut model, "model")?,
+                        MessageKey::Content => once(&mut map, &mut content, "content")?,
+                        MessageKey::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                let blocks = match content.flatten() {
+                    Some(ContentOnce(blocks)) => blocks,
+                    None => Vec::new(),
+                };
+                Ok(MessageOnce::Object(MessageFacts {
+                    id: id.flatten(),
+                    model: model.flatten(),
+                    blocks,
+                }))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<MessageOnce<'a>, E> {
+                Ok(MessageOnce::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<MessageOnce<'a>, E> {
+                Ok(MessageOnce::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<MessageOnce<'a>, E> {
+                Ok(MessageOnce::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<MessageOnce<'a>, E> {
+                Ok(MessageOnce::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<MessageOnce<'a>, E> {
+                Ok(MessageOnce::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// `message.content` read in one pass: the blocks of a list of objects; no block for any other
+/// value. A list holding anything but objects is an error (read again).
+struct ContentOnce(Vec<Block>);
+
+impl<'de> Deserialize<'de> for ContentOnce {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ContentOnce;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ContentOnce, A::Error> {
+                let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(b) = seq.next_element::<BlockOnce>()? {
+                    blocks.push(b.0);
+                }
+                Ok(ContentOnce(blocks))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<ContentOnce, A::Error> {
+                serde::de::Visitor::visit_map(serde::de::IgnoredAny, map)?;
+                Ok(ContentOnce(Vec::new()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<ContentOnce, E> {
+                Ok(ContentOnce(Vec::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<ContentOnce, E> {
+                Ok(ContentOnce(Vec::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<ContentOnce, E> {
+                Ok(ContentOnce(Vec::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<ContentOnce, E> {
+                Ok(ContentOnce(Vec::new()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<ContentOnce, E> {
+                Ok(ContentOnce(Vec::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A content block read in one pass: an object only.
+struct BlockOnce(Block);
+
+impl<'de> Deserialize<'de> for BlockOnce {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = BlockOnce;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a content block object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<BlockOnce, A::Error> {
+                let (mut ty, mut id, mut tool_use_id) = (None, None, None);
+                while let Some(k) = map.next_key::<BlockKey>()? {
+                    match k {
+                        BlockKey::Type => once(&mut map, &mut ty, "type")?,
+                        BlockKey::Id => once(&mut map, &mut id, "id")?,
+                        BlockKey::ToolUseId => once(&mut map, &mut tool_use_id, "tool_use_id")?,
+                        BlockKey::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BlockOnce(Block::of(&BlockProbe {
+                    ty: ty.flatten(),
+                    id: id.flatten(),
+                    tool_use_id: tool_use_id.flatten(),
+                })))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
 /// `attachment`: its `type` only.
 #[derive(Deserialize)]
 struct AttachmentProbe<'a> {
@@ -259,8 +533,25 @@ struct AttachmentProbe<'a> {
 /// Reads one line (without its newline). Pure; `span` only labels the result. Errors name the
 /// problem (`invalidJson`, `notAnObject`, `invalidEntry`); the caller adds file and line.
 pub fn parse_line(bytes: &[u8], span: LineSpan) -> Result<Line, LineProblem> {
-    match serde_json::from_slice::<Probe<'_>>(bytes) {
-        Ok(probe) => from_probe(&probe, span),
+    // One pass over the line, `message` included; a line it does not take (any error: bad
+    // JSON, a repeated key, a `message` or content block of an unusual shape) is read again
+    // the way that says exactly what it is.
+    match serde_json::from_slice::<Probe<'_, MessageOnce<'_>>>(bytes) {
+        Ok(probe) => {
+            let message = match &probe.message {
+                Some(MessageOnce::Object(facts)) => Some(facts),
+                _ => None,
+            };
+            from_probe(&probe, message, Some(bytes), span)
+        }
+        Err(_) => parse_line_again(bytes, span),
+    }
+}
+
+/// [`parse_line`] with `message` read apart from the line.
+fn parse_line_again(bytes: &[u8], span: LineSpan) -> Result<Line, LineProblem> {
+    match serde_json::from_slice::<Probe<'_, &RawValue>>(bytes) {
+        Ok(probe) => from_raw_probe(&probe, Some(bytes), span),
         // Syntax errors and non-objects are what they look like; anything else (a duplicate
         // key, which JSON.parse resolves as "the last one wins") is read the slow way.
         Err(e) if e.is_syntax() || e.is_eof() => Err(problem(
@@ -277,14 +568,38 @@ pub fn parse_line(bytes: &[u8], span: LineSpan) -> Result<Line, LineProblem> {
                 ));
             };
             let text = serde_json::to_string(&value).unwrap_or_default();
-            let probe = serde_json::from_str::<Probe<'_>>(&text)
+            let probe = serde_json::from_str::<Probe<'_, &RawValue>>(&text)
                 .map_err(|e| problem(ProblemKind::InvalidEntry, format!("unreadable line: {e}")))?;
-            from_probe(&probe, span)
+            from_raw_probe(&probe, None, span)
         }
     }
 }
 
-fn from_probe(p: &Probe<'_>, span: LineSpan) -> Result<Line, LineProblem> {
+/// [`from_probe`] of a probe that kept `message` as its text.
+fn from_raw_probe(
+    p: &Probe<'_, &RawValue>,
+    line: Option<&[u8]>,
+    span: LineSpan,
+) -> Result<Line, LineProblem> {
+    let message = p
+        .message
+        .and_then(|raw| serde_json::from_str::<MessageProbe<'_>>(raw.get()).ok())
+        .map(|m| MessageFacts {
+            id: m.id,
+            model: m.model,
+            blocks: m.content.map(blocks).unwrap_or_default(),
+        });
+    from_probe(p, message.as_ref(), line, span)
+}
+
+/// The line a probe read: `message` as read, and `line` when the probe borrows from the file's
+/// line itself (not from a text made of it).
+fn from_probe<M>(
+    p: &Probe<'_, M>,
+    message: Option<&MessageFacts<'_>>,
+    line: Option<&[u8]>,
+    span: LineSpan,
+) -> Result<Line, LineProblem> {
     let ty = p.ty.and_then(raw_str);
     let ty_name = ty.as_deref().unwrap_or("");
     if !TREE_TYPES.contains(&ty_name) {
@@ -317,11 +632,7 @@ fn from_probe(p: &Probe<'_>, span: LineSpan) -> Result<Line, LineProblem> {
             )
         })?),
     };
-    let message = p
-        .message
-        .and_then(|raw| serde_json::from_str::<MessageProbe<'_>>(raw.get()).ok());
-    let content = message.as_ref().and_then(|m| m.content).map(blocks);
-    let content = content.as_deref().unwrap_or_default();
+    let content = message.map_or(&[][..], |m| m.blocks.as_slice());
     let ids = |ty: &str| -> Box<[EcoString]> {
         content
             .iter()
@@ -335,15 +646,13 @@ fn from_probe(p: &Probe<'_>, span: LineSpan) -> Result<Line, LineProblem> {
             compact_summary: is_true(p.is_compact_summary),
             tool_result: content.iter().any(|b| b.ty == "tool_result"),
             result_ids: ids("tool_result"),
+            result_copy: line
+                .zip(p.tool_use_result)
+                .and_then(|(line, raw)| ResultCopy::of(line, raw)),
         },
         "assistant" => Kind::Assistant {
-            message_id: message
-                .as_ref()
-                .and_then(|m| m.id)
-                .and_then(raw_str)
-                .map(Into::into),
+            message_id: message.and_then(|m| m.id).and_then(raw_str).map(Into::into),
             model: message
-                .as_ref()
                 .and_then(|m| m.model)
                 .and_then(raw_str)
                 .map(Into::into),
@@ -414,24 +723,25 @@ fn preserved_of(meta: &RawValue) -> Option<Box<Preserved>> {
 /// The `type` of each block of a content array (none for a string content).
 fn blocks(content: &RawValue) -> Vec<Block> {
     serde_json::from_str::<Vec<BlockProbe<'_>>>(content.get())
-        .map(|bs| {
-            bs.iter()
-                .map(|b| {
-                    let ty: EcoString = b.ty.and_then(raw_str).map(Into::into).unwrap_or_default();
-                    // A tool_use names itself by `id`, a tool_result the call it answers.
-                    let id = if ty == "tool_result" {
-                        b.tool_use_id
-                    } else {
-                        b.id
-                    };
-                    Block {
-                        id: id.and_then(raw_str).map(Into::into),
-                        ty,
-                    }
-                })
-                .collect()
-        })
+        .map(|bs| bs.iter().map(Block::of).collect())
         .unwrap_or_default()
+}
+
+impl Block {
+    /// The block a probe read.
+    fn of(b: &BlockProbe<'_>) -> Block {
+        let ty: EcoString = b.ty.and_then(raw_str).map(Into::into).unwrap_or_default();
+        // A tool_use names itself by `id`, a tool_result the call it answers.
+        let id = if ty == "tool_result" {
+            b.tool_use_id
+        } else {
+            b.id
+        };
+        Block {
+            id: id.and_then(raw_str).map(Into::into),
+            ty,
+        }
+    }
 }
 
 /// A content block as the probe keeps it: its type and the tool call id it carries.
@@ -562,5 +872,59 @@ mod tests {
                 ..
             })
         ));
+    }
+    /// The one-pass read and the read of `message` apart from the line agree on every shape
+    /// of `message` and its content; the copy of a tool's result is found where it is.
+    #[test]
+    fn one_pass_reads_what_the_second_read_reads() {
+        let big = "x".repeat(300);
+        let lines = [
+            r#"{"type":"user","uuid":"u","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}}"#.to_owned(),
+            r#"{"type":"assistant","uuid":"a","message":{"id":"m","model":"x","content":[{"type":"tool_use","id":"c","input":{}}]}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":{"content":"plain"}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":{"content":{"type":"text"}}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":{"content":null}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":null}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":"text"}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":["a","b",[]]}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":{"content":["text",{"type":"text"}]}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":{"content":[null]}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":{"content":[["tool_result","x","y"]]}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":{"content":[{"type":"tool_result","type":"text","tool_use_id":"t"}]}}"#.to_owned(),
+            r#"{"type":"assistant","uuid":"a","message":{"id":"m","id":"n","content":[{"type":"text"}]}}"#.to_owned(),
+            r#"{"type":"assistant","uuid":"a","message":{"\u0069d":"m","content":[{"type":"t\u0065xt","id":1}]}}"#.to_owned(),
+            r#"{"type":"user","uuid":"u","message":{"content":[]},"message":{"content":[{"type":"tool_result","tool_use_id":"t"}]}}"#.to_owned(),
+            format!(r#"{{"type":"user","uuid":"u","message":{{"content":"x"}},"toolUseResult":{{"stdout":"{big}"}},"x":1}}"#),
+            format!(r#"{{"type":"user","uuid":"u","toolUseResult":["{big}"],"message":{{"content":"x"}}}}"#),
+            format!(r#"{{"type":"user","uuid":"u","toolUseResult":"{big}","message":{{"content":"x"}}}}"#),
+        ];
+        for line in &lines {
+            let bytes = line.as_bytes();
+            let one = format!("{:?}", parse_line(bytes, span()));
+            let again = format!("{:?}", parse_line_again(bytes, span()));
+            assert_eq!(one, again, "{line}");
+            if let Ok(Line::Entry(Entry {
+                kind:
+                    Kind::User {
+                        result_copy: Some(copy),
+                        ..
+                    },
+                ..
+            })) = parse_line(bytes, span())
+            {
+                let cut = copy.cut_from(bytes).unwrap();
+                let value: Value = serde_json::from_slice(&cut).unwrap();
+                assert!(
+                    value["toolUseResult"]
+                        .as_object()
+                        .is_some_and(|o| o.is_empty())
+                        || value["toolUseResult"]
+                            .as_array()
+                            .is_some_and(|a| a.is_empty())
+                );
+                let after = cut.len() - 5;
+                assert_eq!(cut[after..], bytes[copy.offset_in_line(after)..][..5]);
+            }
+        }
     }
 }
