@@ -26,6 +26,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::worktree::{assert_tree, git, snapshot};
 
 use lab::{Lab, lines_of};
 use support::{Daemon, Spawn};
@@ -94,67 +95,6 @@ fn script(work: &Path) -> Value {
         "default": [{"text": "ok"}],
         "side": "title",
     })
-}
-
-/// Every regular file under `dir` (but `.git`), by relative path.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            let ft = e.file_type().unwrap();
-            if e.file_name() == ".git" || ft.is_symlink() {
-                continue;
-            }
-            if ft.is_dir() {
-                walk(base, &p, out);
-            } else {
-                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-fn show(s: &BTreeMap<String, Vec<u8>>) -> String {
-    s.iter()
-        .map(|(k, v)| {
-            let t = String::from_utf8_lossy(v);
-            let t: String = t.chars().take(80).collect();
-            format!("{k}: {t:?}")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn assert_tree(dir: &Path, want: &BTreeMap<String, Vec<u8>>, what: &str) {
-    let got = snapshot(dir);
-    assert!(
-        got == *want,
-        "{what}: the work tree differs from its snapshot\n--- want\n{}\n--- got\n{}",
-        show(want),
-        show(&got)
-    );
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 struct World {

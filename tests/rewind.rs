@@ -19,69 +19,13 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::worktree::{assert_tree, git, snapshot};
 
 use live::{Lab, PiInstall};
 use support::Daemon;
 
 fn tool(name: &str, arguments: Value) -> Value {
     json!({"tools": [{"name": name, "arguments": arguments}]})
-}
-
-/// Every regular file under `dir` (but `.git`), by relative path.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            let ft = e.file_type().unwrap();
-            if e.file_name() == ".git" || ft.is_symlink() {
-                continue;
-            }
-            if ft.is_dir() {
-                walk(base, &p, out);
-            } else {
-                let rel = p.strip_prefix(base).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-fn show(s: &BTreeMap<String, Vec<u8>>) -> String {
-    s.iter()
-        .map(|(k, v)| format!("{k}: {:?}", String::from_utf8_lossy(v)))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-fn assert_tree(dir: &Path, want: &BTreeMap<String, Vec<u8>>, what: &str) {
-    let got = snapshot(dir);
-    assert!(
-        got == *want,
-        "{what}: the work tree differs from its snapshot\n--- want\n{}\n--- got\n{}",
-        show(want),
-        show(&got)
-    );
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// `sessiond ARGS --json`: (exit code, document).

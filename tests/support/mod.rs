@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+pub mod worktree;
+
 // JSON parsing that accepts the lone surrogate escapes pi writes (shared with the other suites).
 #[path = "../common/mod.rs"]
 pub mod common;
