@@ -194,6 +194,23 @@ fn followed_with<R: Send>(d: &mut Daemon, f: impl FnOnce() -> R + Send) -> (Vec<
     (notes, out)
 }
 
+/// A temporary directory, the scripted server and an isolated `CODEX_HOME` for `test`; `None`
+/// (the test skipped, loudly, and failed under CI) without Codex or Node.
+fn lab(test: &str) -> Option<(tempfile::TempDir, Server, Home)> {
+    if !codex_dir().join(BIN).exists() {
+        skip(test, "Codex is not installed (run scripts/codex-deps.sh)");
+        return None;
+    }
+    if Command::new("node").arg("--version").output().is_err() {
+        skip(test, "node is not on PATH");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path());
+    let home = Home::new(dir.path(), server.port);
+    Some((dir, server, home))
+}
+
 /// The ids `session/didChange` announced for `path`, in order.
 fn announced(notes: &[Value], path: &Path) -> Vec<String> {
     notes
@@ -206,18 +223,11 @@ fn announced(notes: &[Value], path: &Path) -> Vec<String> {
 
 #[test]
 fn codex_followed_live_every_line_once_and_its_fork_announced() {
-    let test = "codex_followed_live_every_line_once_and_its_fork_announced";
-    if !codex_dir().join(BIN).exists() {
-        skip(test, "Codex is not installed (run scripts/codex-deps.sh)");
+    let Some((dir, server, home)) =
+        lab("codex_followed_live_every_line_once_and_its_fork_announced")
+    else {
         return;
-    }
-    if Command::new("node").arg("--version").output().is_err() {
-        skip(test, "node is not on PATH");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
-    let home = Home::new(dir.path(), server.port);
+    };
     home.exec(&["run a tool"]);
     let files = home.rollouts();
     assert_eq!(files.len(), 1, "{files:?}");
@@ -591,18 +601,11 @@ fn continues(input: &[Value], context: &[Value], new: &[Value], what: &str) {
 
 #[test]
 fn a_revert_segment_announced_live_and_read_as_codex_continues_it() {
-    let test = "a_revert_segment_announced_live_and_read_as_codex_continues_it";
-    if !codex_dir().join(BIN).exists() {
-        skip(test, "Codex is not installed (run scripts/codex-deps.sh)");
+    let Some((dir, server, home)) =
+        lab("a_revert_segment_announced_live_and_read_as_codex_continues_it")
+    else {
         return;
-    }
-    if Command::new("node").arg("--version").output().is_err() {
-        skip(test, "node is not on PATH");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path());
-    let home = Home::new(dir.path(), server.port);
+    };
     home.exec(&["run a tool"]);
     let file = std::fs::canonicalize(&home.rollouts()[0]).unwrap();
     let thread = records(&file)[0]["payload"]["id"]

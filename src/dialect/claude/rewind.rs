@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::verify::{apply_edits, blocks, line_value};
+use super::verify::{apply_edits, blocks, leaf_cwd, line_value};
 use crate::core::rewind::{Change, EditRecord, Record, Records};
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
@@ -316,15 +316,7 @@ pub fn collect(
     if !checkpoints_placed && entry_pos.is_some() {
         place_checkpoints(&mut records);
     }
-    // The working directory of the leaf's line (Claude Code records it on every line).
-    let mut session_cwd = None;
-    for &n in path.iter().rev() {
-        let v = line_value(tree, source, n)?;
-        if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
-            session_cwd = Some(cwd.to_owned());
-            break;
-        }
-    }
+    let session_cwd = leaf_cwd(tree, source, &path)?;
     Ok(Records {
         session_cwd,
         records,

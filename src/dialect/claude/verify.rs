@@ -103,6 +103,23 @@ pub fn apply_edits(text: &str, edits: &[Replace]) -> Option<String> {
     Some(out)
 }
 
+/// The working directory of a path's last line that records one (Claude Code writes `cwd` on
+/// every line; the leaf's is where it resumes). `path` runs from the root to the leaf.
+/// Errors: a line that cannot be read again.
+pub(crate) fn leaf_cwd(
+    tree: &Tree,
+    source: &dyn LineSource,
+    path: &[NodeIdx],
+) -> Result<Option<String>, ContextError> {
+    for &n in path.iter().rev() {
+        let v = line_value(tree, source, n)?;
+        if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
+            return Ok(Some(cwd.to_owned()));
+        }
+    }
+    Ok(None)
+}
+
 /// The JSON of node `n`'s line, read again from the file.
 pub(crate) fn line_value(
     tree: &Tree,
@@ -246,15 +263,7 @@ pub fn collect(
         }
     }
     calls.sort_by_key(|c| c.order.unwrap_or((usize::MAX, 0)));
-    // The working directory of the leaf's line (Claude Code records it on every line).
-    let mut session_cwd = None;
-    for &n in path.iter().rev() {
-        let v = line_value(tree, source, n)?;
-        if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
-            session_cwd = Some(cwd.to_owned());
-            break;
-        }
-    }
+    let session_cwd = leaf_cwd(tree, source, &path)?;
     Ok(Collected {
         facts: Facts {
             calls,
