@@ -140,12 +140,6 @@ pub fn context_at_text(s: &Session, p: &ContextAtParams) -> Result<Vec<u8>, RpcE
     if let Some(tree) = s.codex() {
         return rollout_context_text(s, tree, p);
     }
-    if p.model.is_some() {
-        return Err(RpcError::InvalidParams {
-            method: "session/contextAt",
-            detail: "model applies to Claude Code transcripts only".to_owned(),
-        });
-    }
     let pi = pi_of(s, "session/contextAt")?;
     let tree: &Tree = pi.tree();
     let leaf = leaf(s, p.leaf_id.as_deref())?;
