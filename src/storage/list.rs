@@ -33,25 +33,46 @@ pub struct HeaderInfo {
 /// Unreadable directories are skipped.
 pub fn session_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    walk(root, &mut |path, _| out.push(path));
+    out.sort();
+    out
+}
+
+/// The files [`session_files`] finds, each with its metadata (not following a symbolic
+/// link; `None` when it could not be read), taken relative to its directory as the directory
+/// is read: no path is looked up again, the cheapest way to tell which files changed. In no
+/// particular order.
+pub fn session_files_with_metadata(root: &Path) -> Vec<(PathBuf, Option<std::fs::Metadata>)> {
+    let mut out = Vec::new();
+    walk(root, &mut |path, entry| {
+        out.push((path, entry.metadata().ok()))
+    });
+    out
+}
+
+/// Calls `found` with every `*.jsonl` regular file under `root` (see [`session_files`]) and
+/// its directory entry, in no particular order.
+fn walk(root: &Path, found: &mut dyn FnMut(PathBuf, &std::fs::DirEntry)) {
     let mut stack = vec![(root.to_owned(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
         for entry in entries.flatten() {
-            let path = entry.path();
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
             if kind.is_dir() && depth < MAX_DEPTH {
-                stack.push((path, depth + 1));
-            } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
-                out.push(path);
+                stack.push((entry.path(), depth + 1));
+            } else if kind.is_file()
+                && Path::new(&entry.file_name())
+                    .extension()
+                    .is_some_and(|e| e == "jsonl")
+            {
+                found(entry.path(), &entry);
             }
         }
     }
-    out.sort();
-    out
 }
 
 /// Whether `path` is where [`session_files`] of `root` would find a session file: a `*.jsonl`
