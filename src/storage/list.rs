@@ -33,7 +33,23 @@ pub struct HeaderInfo {
 /// Unreadable directories are skipped.
 pub fn session_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    walk(root, &mut |path, _| out.push(path));
+    let mut stack = vec![(root.to_owned(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() && depth < MAX_DEPTH {
+                stack.push((path, depth + 1));
+            } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+                out.push(path);
+            }
+        }
+    }
     out.sort();
     out
 }
@@ -42,37 +58,53 @@ pub fn session_files(root: &Path) -> Vec<PathBuf> {
 /// link; `None` when it could not be read), taken relative to its directory as the directory
 /// is read: no path is looked up again, the cheapest way to tell which files changed. In no
 /// particular order.
+///
+/// Directories are read several at once (rayon): a stat per file is most of this, and files
+/// are independent.
 pub fn session_files_with_metadata(root: &Path) -> Vec<(PathBuf, Option<std::fs::Metadata>)> {
     let mut out = Vec::new();
-    walk(root, &mut |path, entry| {
-        out.push((path, entry.metadata().ok()))
-    });
+    walk_with_metadata(root.to_owned(), 0, &mut out);
     out
 }
 
-/// Calls `found` with every `*.jsonl` regular file under `root` (see [`session_files`]) and
-/// its directory entry, in no particular order.
-fn walk(root: &Path, found: &mut dyn FnMut(PathBuf, &std::fs::DirEntry)) {
-    let mut stack = vec![(root.to_owned(), 0usize)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+/// [`session_files_with_metadata`] of `dir`, `depth` levels below the root, into `out`.
+fn walk_with_metadata(
+    dir: PathBuf,
+    depth: usize,
+    out: &mut Vec<(PathBuf, Option<std::fs::Metadata>)>,
+) {
+    use rayon::prelude::*;
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut dirs = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
             continue;
         };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() && depth < MAX_DEPTH {
-                stack.push((entry.path(), depth + 1));
-            } else if kind.is_file()
-                && Path::new(&entry.file_name())
-                    .extension()
-                    .is_some_and(|e| e == "jsonl")
-            {
-                found(entry.path(), &entry);
-            }
+        if kind.is_dir() && depth < MAX_DEPTH {
+            dirs.push(entry.path());
+        } else if kind.is_file() && is_jsonl_name(&entry.file_name()) {
+            out.push((entry.path(), entry.metadata().ok()));
         }
     }
+    let below: Vec<Vec<(PathBuf, Option<std::fs::Metadata>)>> = dirs
+        .into_par_iter()
+        .map(|d| {
+            let mut v = Vec::new();
+            walk_with_metadata(d, depth + 1, &mut v);
+            v
+        })
+        .collect();
+    out.extend(below.into_iter().flatten());
+}
+
+/// Whether a file name's extension is `jsonl`, as [`Path::extension`] tells (`.jsonl` alone
+/// is a name without one).
+fn is_jsonl_name(name: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let b = name.as_bytes();
+    b.len() > ".jsonl".len() && b.ends_with(b".jsonl")
 }
 
 /// Whether `path` is where [`session_files`] of `root` would find a session file: a `*.jsonl`
