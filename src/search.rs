@@ -19,7 +19,8 @@
 //! that shrank, changed inode, or whose header or indexed bytes differ, is indexed again from
 //! the start; one that is gone is dropped. The size, mtime and inode are fast fields of the
 //! state document too: a search tells that nothing changed from those columns and a stat of
-//! each file, and reads the state documents (every session's) only when an update has files
+//! each file (taken with its directory as the walk reads it, several directories at once:
+//! [`list::session_files_with_metadata`]), and reads the state documents (every session's) only when an update has files
 //! to read or drop; a hit's session name is read from that session's state document alone.
 //! Files are read several at a time (rayon) and their documents added in file order. An append that moves the default path away from
 //! the indexed leaf (a new branch from an older entry) re-indexes the file, so
