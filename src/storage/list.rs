@@ -54,6 +54,59 @@ pub fn session_files(root: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The files [`session_files`] finds, each with its metadata (not following a symbolic
+/// link; `None` when it could not be read), taken relative to its directory as the directory
+/// is read: no path is looked up again, the cheapest way to tell which files changed. In no
+/// particular order.
+///
+/// Directories are read several at once (rayon): a stat per file is most of this, and files
+/// are independent.
+pub fn session_files_with_metadata(root: &Path) -> Vec<(PathBuf, Option<std::fs::Metadata>)> {
+    let mut out = Vec::new();
+    walk_with_metadata(root.to_owned(), 0, &mut out);
+    out
+}
+
+/// [`session_files_with_metadata`] of `dir`, `depth` levels below the root, into `out`.
+fn walk_with_metadata(
+    dir: PathBuf,
+    depth: usize,
+    out: &mut Vec<(PathBuf, Option<std::fs::Metadata>)>,
+) {
+    use rayon::prelude::*;
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let mut dirs = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        if kind.is_dir() && depth < MAX_DEPTH {
+            dirs.push(entry.path());
+        } else if kind.is_file() && is_jsonl_name(&entry.file_name()) {
+            out.push((entry.path(), entry.metadata().ok()));
+        }
+    }
+    let below: Vec<Vec<(PathBuf, Option<std::fs::Metadata>)>> = dirs
+        .into_par_iter()
+        .map(|d| {
+            let mut v = Vec::new();
+            walk_with_metadata(d, depth + 1, &mut v);
+            v
+        })
+        .collect();
+    out.extend(below.into_iter().flatten());
+}
+
+/// Whether a file name's extension is `jsonl`, as [`Path::extension`] tells (`.jsonl` alone
+/// is a name without one).
+fn is_jsonl_name(name: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let b = name.as_bytes();
+    b.len() > ".jsonl".len() && b.ends_with(b".jsonl")
+}
+
 /// Whether `path` is where [`session_files`] of `root` would find a session file: a `*.jsonl`
 /// name below `root`, in a directory at most five levels below it. (Whether it is a regular
 /// file is the caller's to check.)
