@@ -140,6 +140,7 @@ pub fn archive_files<'a>(
         },
         batch: Batch::default(),
         committed: 0,
+        renamed: false,
         stopped: None,
     };
     let work = |piece: Vec<(&'a Path, &'a Path)>| {
@@ -168,6 +169,7 @@ pub fn archive_files<'a>(
         }
     }
     if run.stopped.is_none() {
+        run.renamed |= !run.batch.pending.is_empty();
         if let Err(e) = commit(&archive, &mut run.batch) {
             run.stopped = Some(if is_out_of_space(&e) {
                 run.no_space(e, run.committed)
@@ -175,6 +177,12 @@ pub fn archive_files<'a>(
                 e
             });
         }
+    }
+    // The last renames made durable before the pass says it is done.
+    if run.renamed
+        && let Err(e) = sync_archive(&archive)
+    {
+        run.stopped.get_or_insert(e);
     }
     if let Some(e) = run.stopped {
         let _ = fs::remove_file(&marker);
@@ -218,6 +226,8 @@ struct Run<'a, I> {
     batch: Batch,
     /// Files passed over by the batches committed so far.
     committed: usize,
+    /// Whether a batch's manifests were renamed into place (to be synced at the end).
+    renamed: bool,
     stopped: Option<ArchiveError>,
 }
 
@@ -277,6 +287,7 @@ impl<'a, I: Iterator<Item = &'a (PathBuf, PathBuf)>> Run<'a, I> {
                 // The failed session was put back as its manifest names it; the batch's
                 // other sessions are committed when there is room for their manifests, else
                 // put back too, so nothing the pass began is left half-written.
+                self.renamed |= !self.batch.pending.is_empty();
                 let done = match commit(&self.archive, &mut self.batch) {
                     Ok(()) => self.report.files - 1,
                     Err(_) => self.committed,
@@ -290,6 +301,7 @@ impl<'a, I: Iterator<Item = &'a (PathBuf, PathBuf)>> Run<'a, I> {
             }),
         }
         if self.batch.pending.len() >= BATCH_FILES || self.batch.bytes >= BATCH_BYTES {
+            self.renamed = true;
             if let Err(e) = commit(&self.archive, &mut self.batch) {
                 self.stopped = Some(if is_out_of_space(&e) {
                     self.no_space(e, self.committed)
@@ -324,14 +336,15 @@ struct Batch {
     bytes: u64,
 }
 
-/// Commits a batch: the chunks it wrote made durable with one file-system sync, then every
-/// manifest written to a temporary file, synced likewise, and renamed into place, and the
-/// renames synced. One sync per step instead of two `fsync`s per file (a journal commit each,
-/// several milliseconds on common disks, which made a first pass over many small files spend
-/// most of its time waiting), with the same guarantee: a manifest names only chunks already
-/// on the disk, so a crash leaves at most chunk or temporary files no manifest names (swept
-/// by the next pass). On failure every session of the batch is put back as its manifest on
-/// disk names it.
+/// Commits a batch: every manifest written to a temporary file, then these and the chunks the
+/// batch wrote made durable with one file-system sync, then the manifests renamed into place.
+/// The renames are made durable by the next batch's sync, or the one that ends the pass
+/// ([`archive_files`]): a crash before leaves the earlier manifest, as consistent. One sync
+/// per batch instead of two `fsync`s per file (a journal commit each, several milliseconds on
+/// common disks, which made a first pass over many small files spend most of its time
+/// waiting), with the same guarantee: a manifest names only chunks already on the disk, so a
+/// crash leaves at most chunk or temporary files no manifest names (swept by the next pass).
+/// On failure every session of the batch is put back as its manifest on disk names it.
 fn commit(archive: &Archive, batch: &mut Batch) -> Result<(), ArchiveError> {
     let pending = std::mem::take(&mut batch.pending);
     batch.bytes = 0;
@@ -348,7 +361,6 @@ fn commit(archive: &Archive, batch: &mut Batch) -> Result<(), ArchiveError> {
 }
 
 fn commit_pending(archive: &Archive, pending: &[Pending]) -> Result<(), ArchiveError> {
-    sync_archive(archive)?;
     let mut temps = Vec::with_capacity(pending.len());
     for p in pending {
         temps.push(super::manifest_temp(archive, &p.key, &p.manifest)?);
@@ -358,7 +370,7 @@ fn commit_pending(archive: &Archive, pending: &[Pending]) -> Result<(), ArchiveE
         let path = archive.session_dir(&p.key).join("manifest.json");
         tmp.persist(&path).map_err(|e| io_at(&path)(e.error))?;
     }
-    sync_archive(archive)
+    Ok(())
 }
 
 /// Makes everything written in the archive durable: `syncfs(2)` on Linux (the archive's file
