@@ -21,11 +21,11 @@
 //!   new chunk. When they do not (the file was rewritten in place, or shrank), the file's
 //!   whole content becomes a new version; earlier versions stay.
 //! * **Nothing archived is changed or deleted** except by [`prune`] with its stated rule.
-//!   A chunk is written to a temporary file and renamed into place; a batch of sessions'
-//!   chunks is made durable with one sync, and only then are their manifests replaced
-//!   (temporary files, synced together, renamed). A crash leaves at most chunk files no manifest names (the
-//!   leftovers of that interrupted pass), which the next pass that touches the session
-//!   removes before it writes ([`pass`]).
+//!   A chunk is written under its own new name, which no manifest names yet; a batch of
+//!   sessions' chunks is made durable with one sync, and only then are their manifests
+//!   replaced (temporary files, synced together, renamed). A crash leaves at most chunk files
+//!   no manifest names (the leftovers of that interrupted pass), which the next pass that
+//!   touches the session removes before it writes ([`pass`]).
 //! * **Private**: directories 0700, files 0600, whatever the umask.
 
 pub mod live;

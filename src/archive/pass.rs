@@ -112,8 +112,14 @@ pub fn archive_pass(dir: &Path, roots: &[PathBuf]) -> Result<PassReport, Archive
 }
 
 /// Archives `files` (each with the root it was found under) into the archive at `dir`.
-/// Errors: as [`archive_pass`].
-pub fn archive_files(dir: &Path, files: &[(PathBuf, PathBuf)]) -> Result<PassReport, ArchiveError> {
+/// Files are read and compressed several at once on rayon's pool (they are independent, and
+/// compressing is most of a first pass's work), ahead of this thread, which takes their
+/// results in order and commits them in batches ([`commit`]) while the pool goes on: the
+/// same decisions, the same order, as one file after another. Errors: as [`archive_pass`].
+pub fn archive_files<'a>(
+    dir: &Path,
+    files: &'a [(PathBuf, PathBuf)],
+) -> Result<PassReport, ArchiveError> {
     let archive = Archive::create(dir)?;
     let _lock = archive.lock()?;
     // Written before and removed after: found at the start, a pass was interrupted and may
@@ -123,80 +129,190 @@ pub fn archive_files(dir: &Path, files: &[(PathBuf, PathBuf)]) -> Result<PassRep
         sweep_all(&archive);
     }
     super::write_atomic(&marker, b"")?;
-    let mut report = PassReport {
-        archive: archive.dir.clone(),
-        ..PassReport::default()
-    };
-    let mut seen = HashSet::new();
-    let mut batch = Batch::default();
-    let mut committed = 0usize;
-    let no_space = |e: ArchiveError, done: usize| match e {
-        ArchiveError::Io { source, .. } => ArchiveError::NoSpace {
-            path: archive.dir.clone(),
-            done,
-            files: files.len(),
-            source,
+    let mut run = Run {
+        archive: archive.clone(),
+        total: files.len(),
+        files: files.iter(),
+        seen: HashSet::new(),
+        report: PassReport {
+            archive: archive.dir.clone(),
+            ..PassReport::default()
         },
-        other => other,
+        batch: Batch::default(),
+        committed: 0,
+        renamed: false,
+        stopped: None,
     };
-    for (root, file) in files {
-        if !seen.insert(file) {
-            continue;
+    let work = |piece: Vec<(&'a Path, &'a Path)>| {
+        piece
+            .into_iter()
+            .map(|(root, file)| (file, archive_file(&archive, root, file)))
+            .collect::<Vec<_>>()
+    };
+    if crate::core::ahead::available() {
+        let _ = crate::core::ahead::in_order(
+            &mut run,
+            AHEAD,
+            |run| {
+                let piece: Vec<_> = std::iter::from_fn(|| run.next()).take(PIECE).collect();
+                Ok::<_, ()>((!piece.is_empty()).then_some((piece, 1)))
+            },
+            &work,
+            |run, results| {
+                results.into_iter().for_each(|r| run.take(r));
+                Ok(())
+            },
+        );
+    } else {
+        while let Some(f) = run.next() {
+            work(vec![f]).into_iter().for_each(|r| run.take(r));
         }
-        report.files += 1;
-        match archive_file(&archive, root, file, &mut report) {
-            Ok((outcome, pending)) => {
+    }
+    if run.stopped.is_none() {
+        run.renamed |= !run.batch.pending.is_empty();
+        if let Err(e) = commit(&archive, &mut run.batch) {
+            run.stopped = Some(if is_out_of_space(&e) {
+                run.no_space(e, run.committed)
+            } else {
+                e
+            });
+        }
+    }
+    // The last renames made durable before the pass says it is done.
+    if run.renamed
+        && let Err(e) = sync_archive(&archive)
+    {
+        run.stopped.get_or_insert(e);
+    }
+    if let Some(e) = run.stopped {
+        let _ = fs::remove_file(&marker);
+        return Err(e);
+    }
+    fs::remove_file(&marker).map_err(io_at(&marker))?;
+    Ok(run.report)
+}
+
+/// Files are handed to the pool this many at a time: one wake-up of the committing thread per
+/// piece rather than per file (on a busy machine every wake-up is a chance for another
+/// process to take the core a compressing thread was on).
+const PIECE: usize = 32;
+
+/// Pieces read and compressed ahead of the thread that commits them: enough to keep the pool
+/// busy while a batch is synced.
+const AHEAD: crate::core::ahead::Limit = crate::core::ahead::Limit {
+    items: 16,
+    weight: usize::MAX,
+};
+
+/// One file's result: what happened, the manifest to commit, the bytes counted.
+type FileResult = Result<(Outcome, Option<Pending>, Counts), ArchiveError>;
+
+/// Bytes one file's archiving read, added and wrote ([`PassReport`]'s counters).
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    read: u64,
+    added: u64,
+    written: u64,
+}
+
+/// A pass under way: the files left, the report, the batch not committed yet, and why it
+/// stopped (then every later result is put back, not committed).
+struct Run<'a, I> {
+    archive: Archive,
+    total: usize,
+    files: I,
+    seen: HashSet<&'a Path>,
+    report: PassReport,
+    batch: Batch,
+    /// Files passed over by the batches committed so far.
+    committed: usize,
+    /// Whether a batch's manifests were renamed into place (to be synced at the end).
+    renamed: bool,
+    stopped: Option<ArchiveError>,
+}
+
+impl<'a, I: Iterator<Item = &'a (PathBuf, PathBuf)>> Run<'a, I> {
+    /// The next file to archive (each path once); none once the pass stopped.
+    fn next(&mut self) -> Option<(&'a Path, &'a Path)> {
+        if self.stopped.is_some() {
+            return None;
+        }
+        self.files
+            .by_ref()
+            .find(|(_, file)| self.seen.insert(file.as_path()))
+            .map(|(root, file)| (root.as_path(), file.as_path()))
+    }
+
+    /// `e` (an `ENOSPC` or `EDQUOT`) as the pass's `NoSpace`, `done` files passed over.
+    fn no_space(&self, e: ArchiveError, done: usize) -> ArchiveError {
+        match e {
+            ArchiveError::Io { source, .. } => ArchiveError::NoSpace {
+                path: self.archive.dir.clone(),
+                done,
+                files: self.total,
+                source,
+            },
+            other => other,
+        }
+    }
+
+    /// Takes one file's result, in the files' order: counted and added to the batch, which is
+    /// committed when full. After the pass stopped, a session the result wrote to is put back.
+    fn take(&mut self, (file, result): (&Path, FileResult)) {
+        if self.stopped.is_some() {
+            if let Ok((_, Some(p), _)) = result {
+                put_back(&self.archive, &p.key);
+            }
+            return;
+        }
+        self.report.files += 1;
+        match result {
+            Ok((outcome, pending, counts)) => {
                 match outcome {
-                    Outcome::Added => report.added += 1,
-                    Outcome::Appended => report.appended += 1,
-                    Outcome::NewVersion => report.new_versions += 1,
-                    Outcome::Unchanged => report.unchanged += 1,
+                    Outcome::Added => self.report.added += 1,
+                    Outcome::Appended => self.report.appended += 1,
+                    Outcome::NewVersion => self.report.new_versions += 1,
+                    Outcome::Unchanged => self.report.unchanged += 1,
                 }
+                self.report.bytes_read += counts.read;
+                self.report.bytes_added += counts.added;
+                self.report.bytes_written += counts.written;
                 if let Some(p) = pending {
-                    batch.bytes += p.added;
-                    batch.pending.push(p);
+                    self.batch.bytes += p.added;
+                    self.batch.pending.push(p);
                 }
-                batch.files += 1;
             }
             Err(e) if is_out_of_space(&e) => {
                 // Every file after this one would fail the same way: stop, and say so once.
                 // The failed session was put back as its manifest names it; the batch's
                 // other sessions are committed when there is room for their manifests, else
                 // put back too, so nothing the pass began is left half-written.
-                let done = match commit(&archive, &mut batch) {
-                    Ok(()) => report.files - 1,
-                    Err(_) => committed,
+                self.renamed |= !self.batch.pending.is_empty();
+                let done = match commit(&self.archive, &mut self.batch) {
+                    Ok(()) => self.report.files - 1,
+                    Err(_) => self.committed,
                 };
-                let _ = fs::remove_file(&marker);
-                return Err(no_space(e, done));
+                self.stopped = Some(self.no_space(e, done));
+                return;
             }
-            Err(e) => report.errors.push(PassFailure {
-                path: file.clone(),
+            Err(e) => self.report.errors.push(PassFailure {
+                path: file.to_owned(),
                 message: e.to_string(),
             }),
         }
-        if batch.files >= BATCH_FILES || batch.bytes >= BATCH_BYTES {
-            if let Err(e) = commit(&archive, &mut batch) {
-                let _ = fs::remove_file(&marker);
-                return Err(if is_out_of_space(&e) {
-                    no_space(e, committed)
+        if self.batch.pending.len() >= BATCH_FILES || self.batch.bytes >= BATCH_BYTES {
+            self.renamed = true;
+            if let Err(e) = commit(&self.archive, &mut self.batch) {
+                self.stopped = Some(if is_out_of_space(&e) {
+                    self.no_space(e, self.committed)
                 } else {
                     e
                 });
+                return;
             }
-            committed = report.files;
+            self.committed = self.report.files;
         }
     }
-    if let Err(e) = commit(&archive, &mut batch) {
-        let _ = fs::remove_file(&marker);
-        return Err(if is_out_of_space(&e) {
-            no_space(e, committed)
-        } else {
-            e
-        });
-    }
-    fs::remove_file(&marker).map_err(io_at(&marker))?;
-    Ok(report)
 }
 
 /// Files whose chunks are made durable together ([`commit`]): at most this many ...
@@ -215,22 +331,22 @@ struct Pending {
 /// The sessions of a pass not committed yet.
 #[derive(Default)]
 struct Batch {
+    /// The sessions written to (a file found unchanged has nothing to commit).
     pending: Vec<Pending>,
-    files: usize,
     bytes: u64,
 }
 
-/// Commits a batch: the chunks it wrote made durable with one file-system sync, then every
-/// manifest written to a temporary file, synced likewise, and renamed into place, and the
-/// renames synced. One sync per step instead of two `fsync`s per file (a journal commit each,
-/// several milliseconds on common disks, which made a first pass over many small files spend
-/// most of its time waiting), with the same guarantee: a manifest names only chunks already
-/// on the disk, so a crash leaves at most chunk or temporary files no manifest names (swept
-/// by the next pass). On failure every session of the batch is put back as its manifest on
-/// disk names it.
+/// Commits a batch: every manifest written to a temporary file, then these and the chunks the
+/// batch wrote made durable with one file-system sync, then the manifests renamed into place.
+/// The renames are made durable by the next batch's sync, or the one that ends the pass
+/// ([`archive_files`]): a crash before leaves the earlier manifest, as consistent. One sync
+/// per batch instead of two `fsync`s per file (a journal commit each, several milliseconds on
+/// common disks, which made a first pass over many small files spend most of its time
+/// waiting), with the same guarantee: a manifest names only chunks already on the disk, so a
+/// crash leaves at most chunk or temporary files no manifest names (swept by the next pass).
+/// On failure every session of the batch is put back as its manifest on disk names it.
 fn commit(archive: &Archive, batch: &mut Batch) -> Result<(), ArchiveError> {
     let pending = std::mem::take(&mut batch.pending);
-    batch.files = 0;
     batch.bytes = 0;
     if pending.is_empty() {
         return Ok(());
@@ -245,7 +361,6 @@ fn commit(archive: &Archive, batch: &mut Batch) -> Result<(), ArchiveError> {
 }
 
 fn commit_pending(archive: &Archive, pending: &[Pending]) -> Result<(), ArchiveError> {
-    sync_archive(archive)?;
     let mut temps = Vec::with_capacity(pending.len());
     for p in pending {
         temps.push(super::manifest_temp(archive, &p.key, &p.manifest)?);
@@ -255,7 +370,7 @@ fn commit_pending(archive: &Archive, pending: &[Pending]) -> Result<(), ArchiveE
         let path = archive.session_dir(&p.key).join("manifest.json");
         tmp.persist(&path).map_err(|e| io_at(&path)(e.error))?;
     }
-    sync_archive(archive)
+    Ok(())
 }
 
 /// Makes everything written in the archive durable: `syncfs(2)` on Linux (the archive's file
@@ -304,22 +419,18 @@ fn is_out_of_space(e: &ArchiveError) -> bool {
 /// its manifest names it (a chunk written before the failure is removed, and a session
 /// archived for the first time leaves no directory), so a failed file leaves nothing
 /// half-written, whatever the next pass does.
-fn archive_file(
-    archive: &Archive,
-    root: &Path,
-    source: &Path,
-    report: &mut PassReport,
-) -> Result<(Outcome, Option<Pending>), ArchiveError> {
-    let added_before = report.bytes_added;
-    let result = archive_file_inner(archive, root, source, report);
+fn archive_file(archive: &Archive, root: &Path, source: &Path) -> FileResult {
+    let mut counts = Counts::default();
+    let result = archive_file_inner(archive, root, source, &mut counts);
     match result {
         Ok((outcome, manifest)) => Ok((
             outcome,
             manifest.map(|manifest| Pending {
                 key: session_key(source),
                 manifest,
-                added: report.bytes_added - added_before,
+                added: counts.added,
             }),
+            counts,
         )),
         Err(e) => {
             put_back(archive, &session_key(source));
@@ -333,21 +444,26 @@ fn archive_file_inner(
     archive: &Archive,
     root: &Path,
     source: &Path,
-    report: &mut PassReport,
+    counts: &mut Counts,
 ) -> Result<(Outcome, Option<Manifest>), ArchiveError> {
     let meta = fs::symlink_metadata(source).map_err(io_at(source))?;
     if !meta.is_file() {
         return Err(io_at(source)(io::Error::other("not a regular file")));
     }
     let seen = Seen::of(&meta);
-    let file = open_source(source, &seen)?;
-    let file = &file;
     let key = session_key(source);
     let manifest = archive.manifest(&key)?;
+    if manifest.as_ref().is_some_and(|m| m.seen == Some(seen)) {
+        // Unchanged since it was last archived: not even opened.
+        return Ok((Outcome::Unchanged, None));
+    }
+    let file = open_source(source, &seen)?;
+    let file = &file;
     let Some(mut m) = manifest else {
         let session_dir = archive.session_dir(&key);
-        make_dirs(&session_dir)?;
-        sweep_session(&session_dir, None);
+        if !new_dir(&session_dir)? {
+            sweep_session(&session_dir, None);
+        }
         let now = now_ms();
         let mut version = Version {
             number: 1,
@@ -362,7 +478,7 @@ fn archive_file_inner(
             (source, file),
             0,
             seen.size,
-            report,
+            counts,
         )?;
         let m = Manifest {
             format: super::FORMAT_VERSION,
@@ -374,9 +490,6 @@ fn archive_file_inner(
         };
         return Ok((Outcome::Added, Some(m)));
     };
-    if m.seen == Some(seen) {
-        return Ok((Outcome::Unchanged, None));
-    }
     let session_dir = archive.session_dir(&key);
     let Some(last) = m.versions.last() else {
         return Err(ArchiveError::Damaged {
@@ -384,7 +497,7 @@ fn archive_file_inner(
             detail: "no versions".into(),
         });
     };
-    let grown = seen.size >= last.size && prefix_matches((source, file), last, report)?;
+    let grown = seen.size >= last.size && prefix_matches((source, file), last, counts)?;
     sweep_session(&session_dir, Some(&m));
     let outcome = if grown && seen.size == last.size {
         Outcome::Unchanged
@@ -399,7 +512,7 @@ fn archive_file_inner(
             (source, file),
             from,
             seen.size,
-            report,
+            counts,
         )?;
         version.last_archived_ms = now_ms();
         Outcome::Appended
@@ -418,7 +531,7 @@ fn archive_file_inner(
             (source, file),
             0,
             seen.size,
-            report,
+            counts,
         )?;
         m.versions.push(version);
         Outcome::NewVersion
@@ -451,7 +564,7 @@ fn open_source(source: &Path, seen: &Seen) -> Result<fs::File, ArchiveError> {
 fn prefix_matches(
     (source, file): (&Path, &fs::File),
     version: &Version,
-    report: &mut PassReport,
+    counts: &mut Counts,
 ) -> Result<bool, ArchiveError> {
     let mut file = file;
     io::Seek::seek(&mut file, io::SeekFrom::Start(0)).map_err(io_at(source))?;
@@ -465,7 +578,7 @@ fn prefix_matches(
             if n == 0 {
                 return Ok(false);
             }
-            report.bytes_read += n as u64;
+            counts.read += n as u64;
             hasher.update(&buf[..n]);
             left -= n as u64;
         }
@@ -477,71 +590,175 @@ fn prefix_matches(
 }
 
 /// Adds the source's bytes `from..to` to `version` as one chunk (none when the range is
-/// empty): compressed into a 0600 temporary file in the session's directory and renamed to
-/// its place in the version's directory. Syncing it, and the manifest, are [`commit`]'s.
+/// empty), compressed into its file in the version's directory, created 0600 under the name
+/// the manifest will give it. Until [`commit`] writes that manifest no manifest names the file,
+/// so a pass that stops before leaves a file the next sweep removes ([`sweep_session`]), never
+/// a chunk a manifest names half-written. Syncing it, and the manifest, are [`commit`]'s.
 fn add_chunk(
     session_dir: &Path,
     version: &mut Version,
     (source, file): (&Path, &fs::File),
     from: u64,
     to: u64,
-    report: &mut PassReport,
+    counts: &mut Counts,
 ) -> Result<(), ArchiveError> {
     if to <= from {
         return Ok(());
     }
     let vdir = session_dir.join(version.dir());
-    make_dirs(&vdir)?;
+    if version.chunks.is_empty() {
+        new_dir(&vdir)?;
+    }
+    let name = chunk_name(version.chunks.len());
+    let dest = vdir.join(&name);
+    let out = {
+        use std::os::unix::fs::OpenOptionsExt;
+        fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&dest)
+            .map_err(io_at(&dest))?
+    };
+    let length = to - from;
+    let (compressed, sha256) = if length <= WHOLE_MAX {
+        compress_whole((source, file), from, length, (&dest, &out))?
+    } else {
+        compress_streamed((source, file), from, length, (&dest, out))?
+    };
+    counts.read += length;
+    counts.added += length;
+    counts.written += compressed;
+    version.chunks.push(Chunk {
+        file: name,
+        offset: from,
+        length,
+        compressed,
+        sha256,
+    });
+    version.size = to;
+    Ok(())
+}
+
+/// Creates `dir` (0700) below its existing parent; one already there is taken as it is.
+/// Errors: I/O.
+fn new_dir(dir: &Path) -> Result<bool, ArchiveError> {
+    use std::os::unix::fs::DirBuilderExt;
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(false),
+        Err(e) => Err(io_at(dir)(e)),
+    }
+}
+
+/// Chunks up to this many bytes are read whole and compressed in one call with the thread's
+/// compression context, kept from file to file (a new context per file costs its tables'
+/// allocation and page faults, a tenth of a first pass over sessions of some 100 KB); larger
+/// ones are streamed.
+const WHOLE_MAX: u64 = 8 << 20;
+
+/// A pool thread's compression context and buffers, kept for its next chunk.
+struct Whole {
+    zstd: zstd::bulk::Compressor<'static>,
+    input: Vec<u8>,
+    output: Vec<u8>,
+}
+
+thread_local! {
+    static WHOLE: std::cell::RefCell<Option<Whole>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The error for a source that is shorter now than when it was looked at.
+fn shrank(source: &Path) -> ArchiveError {
+    // Shrunk while read: rewritten under us; the next pass sees it whole.
+    io_at(source)(io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "the file shrank while it was archived",
+    ))
+}
+
+/// Compresses `length` bytes of the source from `from` (at most [`WHOLE_MAX`]) in one call into
+/// `out` as one zstd frame with its content checksum. Returns the frame's size and the bytes'
+/// SHA-256. Errors: I/O, the source shorter than that.
+fn compress_whole(
+    (source, file): (&Path, &fs::File),
+    from: u64,
+    length: u64,
+    (dest, out): (&Path, &fs::File),
+) -> Result<(u64, String), ArchiveError> {
+    use std::os::unix::fs::FileExt;
+    let len = usize::try_from(length).map_err(|_| shrank(source))?;
+    WHOLE.with_borrow_mut(|whole| {
+        let whole = match whole {
+            Some(w) => w,
+            None => {
+                let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(io_at(source))?;
+                zstd.include_checksum(true).map_err(io_at(source))?;
+                whole.insert(Whole {
+                    zstd,
+                    input: Vec::new(),
+                    output: Vec::new(),
+                })
+            }
+        };
+        if whole.input.len() < len {
+            whole.input.resize(len, 0);
+        }
+        let input = &mut whole.input[..len];
+        file.read_exact_at(input, from).map_err(|e| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                shrank(source)
+            } else {
+                io_at(source)(e)
+            }
+        })?;
+        let sha256 = hex(&Sha256::digest(&*input));
+        whole.output.clear();
+        whole.output.reserve(zstd::zstd_safe::compress_bound(len));
+        whole
+            .zstd
+            .compress_to_buffer(&*input, &mut whole.output)
+            .map_err(io_at(dest))?;
+        let mut out = out;
+        out.write_all(&whole.output).map_err(io_at(dest))?;
+        Ok((whole.output.len() as u64, sha256))
+    })
+}
+
+/// [`compress_whole`] for larger ranges: read, hashed and compressed a piece at a time.
+fn compress_streamed(
+    (source, file): (&Path, &fs::File),
+    from: u64,
+    length: u64,
+    (dest, out): (&Path, fs::File),
+) -> Result<(u64, String), ArchiveError> {
     let mut file = file;
     io::Seek::seek(&mut file, io::SeekFrom::Start(from)).map_err(io_at(source))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(session_dir)
-        .map_err(io_at(session_dir))?;
-    let mut encoder = zstd::stream::write::Encoder::new(io::BufWriter::new(tmp), ZSTD_LEVEL)
-        .map_err(io_at(session_dir))?;
-    encoder.include_checksum(true).map_err(io_at(session_dir))?;
+    let mut encoder = zstd::stream::write::Encoder::new(io::BufWriter::new(out), ZSTD_LEVEL)
+        .map_err(io_at(dest))?;
+    encoder.include_checksum(true).map_err(io_at(dest))?;
     encoder
-        .set_pledged_src_size(Some(to - from))
-        .map_err(io_at(session_dir))?;
+        .set_pledged_src_size(Some(length))
+        .map_err(io_at(dest))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 17];
-    let mut left = to - from;
+    let mut left = length;
     while left > 0 {
         let want = usize::try_from(left.min(buf.len() as u64)).unwrap_or(buf.len());
         let n = file.read(&mut buf[..want]).map_err(io_at(source))?;
         if n == 0 {
-            // Shrunk while read: rewritten under us; the next pass sees it whole.
-            return Err(io_at(source)(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the file shrank while it was archived",
-            )));
+            return Err(shrank(source));
         }
         hasher.update(&buf[..n]);
-        encoder.write_all(&buf[..n]).map_err(io_at(session_dir))?;
+        encoder.write_all(&buf[..n]).map_err(io_at(dest))?;
         left -= n as u64;
     }
-    let tmp = encoder
+    let out = encoder
         .finish()
         .and_then(|w| w.into_inner().map_err(io::IntoInnerError::into_error))
-        .map_err(io_at(session_dir))?;
-    // Made durable with the rest of its batch before a manifest names it ([`commit`]).
-    let compressed = tmp.as_file().metadata().map_err(io_at(session_dir))?.len();
-    let name = chunk_name(version.chunks.len());
-    let dest = vdir.join(&name);
-    tmp.persist(&dest).map_err(|e| io_at(&dest)(e.error))?;
-    report.bytes_read += to - from;
-    report.bytes_added += to - from;
-    report.bytes_written += compressed;
-    version.chunks.push(Chunk {
-        file: name,
-        offset: from,
-        length: to - from,
-        compressed,
-        sha256: hex(&hasher.finalize()),
-    });
-    version.size = to;
-    Ok(())
+        .map_err(io_at(dest))?;
+    let compressed = out.metadata().map_err(io_at(dest))?.len();
+    Ok((compressed, hex(&hasher.finalize())))
 }
 
 /// Removes from a session's directory what no manifest names: temporary files, version
