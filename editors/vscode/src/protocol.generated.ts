@@ -985,7 +985,7 @@ export interface SessionSummary {
      */
     pathUri?: string;
     /**
-     * The session file's format: a pi session or a Claude Code transcript.
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
      */
     format: 'pi' | 'claude-code' | 'codex';
     /**
@@ -1775,7 +1775,7 @@ export interface ListResult {
      */
     root: string;
     /**
-     * Every directory listed, canonical: the root asked for, else every session root (pi's sessions directory and Claude Code's projects directory alike), each once.
+     * Every directory listed, canonical: the root asked for, else every session root (pi's sessions directory, Claude Code's projects directory and Codex's sessions directory alike), each once.
      */
     roots: string[];
     skipped: string[];
@@ -1801,7 +1801,7 @@ export interface OpenParams {
  */
 export interface OpenResult {
     /**
-     * The session file's format: a pi session or a Claude Code transcript (read only).
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout (both read only).
      */
     format: 'pi' | 'claude-code' | 'codex';
     path: string;
@@ -1997,7 +1997,7 @@ export interface SearchParams {
      */
     roles?: string[] | null;
     /**
-     * Only sessions of this agent's format; absent: both.
+     * Only sessions of this agent's format; absent: every format.
      */
     agent?: 'pi' | 'claude-code' | 'codex' | null;
     /**
@@ -2032,7 +2032,7 @@ export interface SearchHit {
      */
     pathUri?: string;
     /**
-     * The session file's format: a pi session or a Claude Code transcript.
+     * The session file's format: a pi session, a Claude Code transcript or a Codex rollout.
      */
     format: 'pi' | 'claude-code' | 'codex';
     /**
