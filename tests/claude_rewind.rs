@@ -26,7 +26,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::worktree::{assert_tree, git, snapshot};
+use support::worktree::{assert_tree, git, plan_statuses, snapshot};
 
 use lab::{Lab, lines_of};
 use support::{Daemon, Spawn};
@@ -299,17 +299,7 @@ fn claude_rewinds_to_every_turn_match_the_snapshots_and_undo_puts_them_back() {
         &prompt_entry(&w.file, "t1"),
         "--dry-run",
     ]);
-    let status: BTreeMap<String, String> = dry["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["relative"].as_str().unwrap().to_owned(),
-                f["status"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let status = plan_statuses(&dry);
     assert_eq!(
         status,
         BTreeMap::from(

@@ -19,7 +19,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::worktree::{assert_tree, git, snapshot};
+use support::worktree::{assert_tree, git, plan_statuses, snapshot};
 
 use live::{Lab, PiInstall};
 use support::Daemon;
@@ -209,17 +209,7 @@ fn rewinds_to_every_turn_match_the_snapshots_and_undo_puts_them_back() {
         ],
         &w.state,
     );
-    let status: BTreeMap<String, String> = dry["files"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["relative"].as_str().unwrap().to_owned(),
-                f["status"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let status = plan_statuses(&dry);
     assert_eq!(
         status,
         BTreeMap::from(

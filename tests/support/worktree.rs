@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use serde_json::Value;
+
 /// Every regular file under `dir` (but `.git`), by relative path.
 pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
@@ -67,4 +69,20 @@ pub fn git(dir: &Path, args: &[&str]) {
         "git {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A rewind plan's (`rewind --json`, `session/rewind`) status of each file, by its path relative
+/// to the working directory.
+pub fn plan_statuses(plan: &Value) -> BTreeMap<String, String> {
+    plan["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["relative"].as_str().unwrap().to_owned(),
+                f["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
 }
