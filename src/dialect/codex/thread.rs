@@ -257,50 +257,25 @@ impl Thread {
                     continue;
                 }
                 let f = &index.files[i];
-                if let Some(b) = &f.base {
-                    todo.extend(
-                        index
-                            .files
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, g)| g.history_id == b.history_id)
-                            .map(|(k, _)| k),
-                    );
-                }
+                // Linked: the history `f` continues and the files continuing `f`'s; for a
+                // legacy fork (no `history_base`, a copy of its parent's lines instead) the
+                // thread it was forked from, and the legacy forks of `f`'s.
+                let linked = |g: &crate::dialect::codex::lineage::Indexed| {
+                    f.base
+                        .as_ref()
+                        .is_some_and(|b| g.history_id == b.history_id)
+                        || g.base
+                            .as_ref()
+                            .is_some_and(|b| b.history_id == f.history_id)
+                        || (f.base.is_none() && f.forked_from.as_ref() == Some(&g.history_id))
+                        || (g.base.is_none() && g.forked_from.as_ref() == Some(&f.history_id))
+                };
                 todo.extend(
                     index
                         .files
                         .iter()
                         .enumerate()
-                        .filter(|(_, g)| {
-                            g.base
-                                .as_ref()
-                                .is_some_and(|b| b.history_id == f.history_id)
-                        })
-                        .map(|(k, _)| k),
-                );
-                // A legacy fork (no `history_base`, a copy of its parent's lines instead) and
-                // the thread it was forked from.
-                if f.base.is_none()
-                    && let Some(from) = &f.forked_from
-                {
-                    todo.extend(
-                        index
-                            .files
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, g)| &g.history_id == from)
-                            .map(|(k, _)| k),
-                    );
-                }
-                todo.extend(
-                    index
-                        .files
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, g)| {
-                            g.base.is_none() && g.forked_from.as_ref() == Some(&f.history_id)
-                        })
+                        .filter(|(_, g)| linked(g))
                         .map(|(k, _)| k),
                 );
             }
