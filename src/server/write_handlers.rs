@@ -173,29 +173,7 @@ impl Backend {
                     target_dir: target.as_deref(),
                     session_id: p.session_id.as_deref(),
                 };
-                let forked = if let Some(tree) = s.claude() {
-                    // A Claude Code transcript forks into a new transcript (its only write).
-                    if s.mode() == Mode::Lenient {
-                        let fresh = crate::storage::reader::open_session::<
-                            crate::dialect::claude::Claude,
-                        >(s.path(), Mode::Strict)
-                        .map_err(crate::session::SessionError::Open)?;
-                        writer::fork_transcript(s.path(), &fresh.tree, req, &reservations)?
-                    } else {
-                        writer::fork_transcript(s.path(), tree, req, &reservations)?
-                    }
-                } else if s.mode() == Mode::Lenient {
-                    // A lenient tree may hide corruption: fork only what reads strictly.
-                    let fresh = writer::open_for_write(s.path())?;
-                    writer::fork(s.path(), &fresh.tree, req, &reservations)?
-                } else {
-                    writer::fork(
-                        s.path(),
-                        pi_of(s, "session/fork")?.tree(),
-                        req,
-                        &reservations,
-                    )?
-                };
+                let forked = fork_session(s, "session/fork", req, &reservations)?;
                 let mut value = to_value(s.path(), &convert::forked(&forked))?;
                 value["format"] = serde_json::json!(s.dialect().as_str());
                 Ok(value)
@@ -351,29 +329,7 @@ impl Backend {
                             target_dir: None,
                             session_id: None,
                         };
-                        let forked = if let Some(tree) = s.claude() {
-                            // A Claude Code transcript forks into a new transcript.
-                            if s.mode() == Mode::Lenient {
-                                let fresh =
-                                    crate::storage::reader::open_session::<
-                                        crate::dialect::claude::Claude,
-                                    >(s.path(), Mode::Strict)
-                                    .map_err(crate::session::SessionError::Open)?;
-                                writer::fork_transcript(s.path(), &fresh.tree, req, &reservations)?
-                            } else {
-                                writer::fork_transcript(s.path(), tree, req, &reservations)?
-                            }
-                        } else if s.mode() == Mode::Lenient {
-                            let fresh = writer::open_for_write(s.path())?;
-                            writer::fork(s.path(), &fresh.tree, req, &reservations)?
-                        } else {
-                            writer::fork(
-                                s.path(),
-                                pi_of(s, "session/rewind")?.tree(),
-                                req,
-                                &reservations,
-                            )?
-                        };
+                        let forked = fork_session(s, "session/rewind", req, &reservations)?;
                         to_value(s.path(), &convert::forked(&forked))
                     })
                     .await?;
@@ -605,6 +561,37 @@ impl Backend {
 
 /// The model a `session/compact` asks to summarize with, if any. Errors: a summarizer beside a
 /// `summary` (-32602).
+/// Forks the open session `s` as `req` asks, from what reads strictly (a lenient tree may hide
+/// corruption, so it is read again strictly): a pi session into a new session file, a Claude
+/// Code transcript into a new transcript (its only write). `method` names the request in a
+/// refusal. Errors: the writer's, the strict read's, `unsupportedForFormat` for a Codex
+/// rollout.
+fn fork_session(
+    s: &Session,
+    method: &'static str,
+    req: ForkRequest<'_>,
+    reservations: &crate::storage::publish::Reservations,
+) -> Result<writer::Forked, RpcError> {
+    if let Some(tree) = s.claude() {
+        return Ok(if s.mode() == Mode::Lenient {
+            let fresh = crate::storage::reader::open_session::<crate::dialect::claude::Claude>(
+                s.path(),
+                Mode::Strict,
+            )
+            .map_err(crate::session::SessionError::Open)?;
+            writer::fork_transcript(s.path(), &fresh.tree, req, reservations)?
+        } else {
+            writer::fork_transcript(s.path(), tree, req, reservations)?
+        });
+    }
+    Ok(if s.mode() == Mode::Lenient {
+        let fresh = writer::open_for_write(s.path())?;
+        writer::fork(s.path(), &fresh.tree, req, reservations)?
+    } else {
+        writer::fork(s.path(), pi_of(s, method)?.tree(), req, reservations)?
+    })
+}
+
 fn model_choice(p: &CompactParams) -> Result<Option<(ModelChoice, CallOptions)>, RpcError> {
     let Some(s) = p
         .summarizer
