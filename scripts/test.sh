@@ -145,6 +145,12 @@ else
   not_run+=("the Codex referee (Codex could not be installed into .tools/codex)")
 fi
 
+# code-server, for the real-host tests and for the extension's unit test that runs VS Code's own
+# diff computation (editors/vscode/src/test/compare.test.ts): installed before either suite.
+if [ "${#host_missing[@]}" -eq 0 ]; then
+  bash scripts/vscode-host-deps.sh || say "installing code-server failed (scripts/vscode-host-deps.sh)"
+fi
+
 # --- The suites -------------------------------------------------------------------------------
 
 logs="${CARGO_TARGET_DIR:-$root/target}/test-logs"
