@@ -559,8 +559,6 @@ impl Backend {
     }
 }
 
-/// The model a `session/compact` asks to summarize with, if any. Errors: a summarizer beside a
-/// `summary` (-32602).
 /// Forks the open session `s` as `req` asks, from what reads strictly (a lenient tree may hide
 /// corruption, so it is read again strictly): a pi session into a new session file, a Claude
 /// Code transcript into a new transcript (its only write). `method` names the request in a
@@ -592,6 +590,8 @@ fn fork_session(
     })
 }
 
+/// The model a `session/compact` asks to summarize with, if any. Errors: a summarizer beside a
+/// `summary` (-32602).
 fn model_choice(p: &CompactParams) -> Result<Option<(ModelChoice, CallOptions)>, RpcError> {
     let Some(s) = p
         .summarizer
