@@ -7,11 +7,13 @@
 
 use std::collections::HashSet;
 
+use ecow::EcoString;
+
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::attachment::DROPPED_ON_LOAD;
-use crate::dialect::claude::format::Kind;
-use crate::dialect::claude::load::{Loaded, Plan, size_read};
+use crate::dialect::claude::format::{Entry, Kind};
+use crate::dialect::claude::load::{Loaded, Plan};
 
 /// Where a resume continues: the leaf message, and the line the resume's first new line hangs
 /// below.
@@ -29,9 +31,10 @@ pub struct ResumeLeaf {
 /// The leaf `claude --resume` continues from, as Claude Code 2.1.197 resumes (§6.1), on the
 /// file as the tree read it (its size, for the pruning of files over 5 MiB, is the end of the
 /// last line read: see [`resume_leaf_sized`]). `None` for a transcript without a message line,
-/// or whose leaf an interactive `/rewind` cleared.
+/// or whose leaf an interactive `/rewind` cleared. Remembered with the tree and carried forward
+/// as it grows ([`super::resume_memo`]): a live tail asks after every appended line.
 pub fn resume_leaf(tree: &Tree) -> Option<ResumeLeaf> {
-    resume_leaf_sized(tree, size_read(tree))
+    tree.ext().resume_memo().resume_leaf(tree)
 }
 
 /// [`resume_leaf`] for a file of `size` bytes (as `stat` gives it: Claude Code prunes files
@@ -62,39 +65,59 @@ pub fn resume_leaf_sized(tree: &Tree, size: u64) -> Option<ResumeLeaf> {
 /// has no other block on the path). Filters 1, 3 and 6 need the lines' text and are left to
 /// the context ([`crate::dialect::claude::context::Context::continues_after`]).
 fn last_kept(t: &Loaded<'_>, path: &[NodeIdx]) -> Option<NodeIdx> {
-    let mut results: HashSet<&str> = HashSet::new();
-    let mut uses = 0usize;
-    let mut real_responses: HashSet<&str> = HashSet::new();
+    let mut facts = PathFacts::default();
     for &n in path {
-        match &t.entry(n).kind {
-            Kind::User { result_ids, .. } => results.extend(result_ids.iter().map(|s| s.as_str())),
+        facts.add(t.entry(n));
+    }
+    facts.last_kept(path, |n| t.entry(n))
+}
+
+/// What the resume filters of [`last_kept`] need to know of a whole path, gathered one line at
+/// a time (so that a path that grows at its end is not read again).
+#[derive(Debug, Default)]
+pub(crate) struct PathFacts {
+    /// The `tool_use_id`s the path's `tool_result` blocks answer.
+    results: HashSet<EcoString>,
+    /// The path's `tool_use` ids that no `tool_result` on the path answers.
+    unanswered: HashSet<EcoString>,
+    /// The `message.id`s of responses with a line on the path that is not thinking.
+    real_responses: HashSet<EcoString>,
+}
+
+impl PathFacts {
+    /// Takes in the next line of the path.
+    pub(crate) fn add(&mut self, e: &Entry) {
+        match &e.kind {
+            Kind::User { result_ids, .. } => {
+                for id in result_ids.iter() {
+                    self.unanswered.remove(id);
+                    self.results.insert(id.clone());
+                }
+            }
             Kind::Assistant {
                 tool_use_ids,
                 message_id,
                 block,
                 ..
             } => {
-                uses += tool_use_ids.len();
-                if let Some(id) = message_id.as_deref().filter(|id| !id.is_empty())
+                for id in tool_use_ids.iter() {
+                    if !self.results.contains(id) {
+                        self.unanswered.insert(id.clone());
+                    }
+                }
+                if let Some(id) = message_id.as_ref().filter(|id| !id.is_empty())
                     && !block.as_deref().is_some_and(is_thinking)
                 {
-                    real_responses.insert(id);
+                    self.real_responses.insert(id.clone());
                 }
             }
             _ => {}
         }
     }
-    let all_answered = uses == 0
-        || path.iter().all(|&n| match &t.entry(n).kind {
-            Kind::Assistant { tool_use_ids, .. } => {
-                tool_use_ids.iter().all(|id| results.contains(id.as_str()))
-            }
-            _ => true,
-        });
-    path.iter()
-        .rev()
-        .copied()
-        .find(|&n| match &t.entry(n).kind {
+
+    /// Whether the filters keep line `e` of the path these facts were gathered from.
+    fn keeps(&self, e: &Entry) -> bool {
+        match &e.kind {
             Kind::Attachment { attachment } => !DROPPED_ON_LOAD.contains(&attachment.as_str()),
             Kind::Assistant {
                 tool_use_ids,
@@ -102,17 +125,27 @@ fn last_kept(t: &Loaded<'_>, path: &[NodeIdx]) -> Option<NodeIdx> {
                 block,
                 ..
             } => {
-                let unanswered = !all_answered
+                let unanswered = !self.unanswered.is_empty()
                     && !tool_use_ids.is_empty()
-                    && !tool_use_ids.iter().any(|id| results.contains(id.as_str()));
+                    && !tool_use_ids.iter().any(|id| self.results.contains(id));
                 let orphan_thinking = block.as_deref().is_some_and(is_thinking)
                     && !message_id
-                        .as_deref()
-                        .is_some_and(|id| real_responses.contains(id));
+                        .as_ref()
+                        .is_some_and(|id| self.real_responses.contains(id));
                 !unanswered && !orphan_thinking
             }
             _ => true,
-        })
+        }
+    }
+
+    /// The last line of `path` (the lines these facts were gathered from) the filters keep.
+    pub(crate) fn last_kept<'e>(
+        &self,
+        path: &[NodeIdx],
+        entry: impl Fn(NodeIdx) -> &'e Entry,
+    ) -> Option<NodeIdx> {
+        path.iter().rev().copied().find(|&n| self.keeps(entry(n)))
+    }
 }
 
 /// A thinking block's type.

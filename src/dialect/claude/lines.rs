@@ -11,6 +11,7 @@ use crate::core::lines::{Item, LineFormat, corruption, is_blank};
 use crate::core::tree::{NodeIdx, Repair, TreeEntry, tree_entry_fields};
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::format::{self, Aside, Entry, Header, Line};
+use crate::dialect::claude::resume_memo::ResumeMemo;
 
 /// Claude Code's transcript format, for the storage layer (a marker type: see [`LineFormat`]).
 #[derive(Clone, Copy, Debug)]
@@ -25,12 +26,19 @@ pub struct ClaudeExt {
     progress: HashMap<EntryId, Option<EntryId>>,
     /// Nodes whose logical parent [`Claude::settle`] has checked.
     checked: usize,
+    /// The last resume leaf computed on this tree, carried forward as it grows.
+    resume: ResumeMemo,
 }
 
 impl ClaudeExt {
     /// The lines that are no tree nodes (bookkeeping and progress), in file order.
     pub fn asides(&self) -> &[Aside] {
         &self.asides
+    }
+
+    /// The resume leaf remembered with this tree ([`ResumeMemo::resume_leaf`]).
+    pub fn resume_memo(&self) -> &ResumeMemo {
+        &self.resume
     }
 }
 

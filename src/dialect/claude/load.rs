@@ -87,6 +87,9 @@ pub struct Loaded<'t> {
     pub compacted_by: Option<NodeIdx>,
     /// The file was pruned as a file over 5 MiB.
     pub pruned: bool,
+    /// That pruning kept only the chains of `O` and `L` (no boundary with a preserved segment
+    /// came after the reset): which lines it keeps depends on `L`.
+    pub chain_pruned: bool,
 }
 
 /// One tree line or bookkeeping line, in file order.
@@ -184,10 +187,11 @@ impl<'t> Loaded<'t> {
     /// Loads `tree` by `plan` (the prototype's `read_lines` + `Transcript`).
     pub fn new(tree: &'t Tree, plan: Plan) -> Loaded<'t> {
         let n = tree.len();
-        let kept = if plan.prune && plan.size > BIG_FILE {
-            big_file_keep(tree, plan.before_line)
+        let (kept, chain_pruned) = if plan.prune && plan.size > BIG_FILE {
+            let (kept, by_chain) = big_file_keep(tree, plan.before_line);
+            (Some(kept), by_chain)
         } else {
-            None
+            (None, false)
         };
         let written = |line: u32| plan.before_line.is_none_or(|b| line < b);
         let mut fate = vec![Fate::Live; n];
@@ -247,6 +251,7 @@ impl<'t> Loaded<'t> {
             tail: None,
             compacted_by: None,
             pruned: kept.is_some(),
+            chain_pruned,
         };
         for line in lines(tree) {
             match line {
@@ -658,12 +663,12 @@ impl<'t> Loaded<'t> {
     }
 }
 
-/// `uim`: which nodes a file over 5 MiB keeps (`None`: all). Tree lines before the last compact
-/// boundary without a preserved segment are dropped; then, unless a boundary with a preserved
-/// segment comes after that, only the lines on the parent chain of the last non-sidechain line
-/// and on the chain of the last `last-prompt`'s `leafUuid` are kept (all of them when a chain
-/// meets a parent that is not in the file).
-fn big_file_keep(tree: &Tree, before_line: Option<u32>) -> Option<Vec<bool>> {
+/// `uim`: which nodes a file over 5 MiB keeps, and whether the chains decided it. Tree lines
+/// before the last compact boundary without a preserved segment are dropped; then, unless a
+/// boundary with a preserved segment comes after that, only the lines on the parent chain of
+/// the last non-sidechain line and on the chain of the last `last-prompt`'s `leafUuid` are kept
+/// (all of them when a chain meets a parent that is not in the file).
+fn big_file_keep(tree: &Tree, before_line: Option<u32>) -> (Vec<bool>, bool) {
     let mut from = 0usize;
     let mut preserved_after = false;
     let mut leaf: Option<&EntryId> = None;
@@ -692,7 +697,7 @@ fn big_file_keep(tree: &Tree, before_line: Option<u32>) -> Option<Vec<bool>> {
     let mut keep = vec![false; n];
     if preserved_after {
         keep[from..].iter_mut().for_each(|k| *k = true);
-        return Some(keep);
+        return (keep, false);
     }
     // The lines since the reset, by uuid (the last of a repeated one).
     let index = |id: &str| tree.find(id).filter(|&i| i as usize >= from);
@@ -727,7 +732,7 @@ fn big_file_keep(tree: &Tree, before_line: Option<u32>) -> Option<Vec<bool>> {
     } else {
         keep = chain;
     }
-    Some(keep)
+    (keep, true)
 }
 
 /// The history of `leaf`, root first: the path Claude Code follows to it (with the parallel

@@ -18,6 +18,7 @@ pub mod load;
 pub mod overview;
 pub mod preview;
 pub mod relocate;
+pub mod resume_memo;
 pub mod rewind;
 pub mod search_text;
 pub mod subagent;
