@@ -44,21 +44,25 @@ pub struct Options {
     pub compact_at: Option<f64>,
 }
 
-/// splitmix64, as in gen-session: small, fast and deterministic.
-struct Rng(u64);
+/// splitmix64, as in gen-session: small, fast and deterministic (also the random transcripts'
+/// source in tests/claude_live_leaf.rs).
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
     }
-    fn below(&mut self, n: u64) -> u64 {
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
-    fn chance(&mut self, percent: u64) -> bool {
+    /// True `percent` times in a hundred.
+    pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
     /// A length in `lo..hi`.

@@ -16,6 +16,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
+use gen_claude::Rng;
 use serde_json::{Value, json};
 use sessiond::core::tree::Mode;
 use sessiond::dialect::claude::Claude;
@@ -154,23 +155,9 @@ fn generated_transcript_across_the_pruning_threshold() {
     }
 }
 
-/// splitmix64: a small deterministic source for the random transcripts.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
+/// A random index into a list of `n`.
+fn pick(rng: &mut Rng, n: usize) -> usize {
+    rng.below(n as u64) as usize
 }
 
 /// A random transcript of `lines` lines: mostly a conversation growing at its end, with
@@ -193,7 +180,7 @@ fn random_transcript(seed: u64, lines: usize) -> Vec<u8> {
         let uuid = format!("u{seed}-{i}");
         let roll = rng.below(100);
         let parent = if rng.chance(6) && !ids.is_empty() {
-            Some(ids[rng.below(ids.len())].clone()) // a branch, as a rewind writes it
+            Some(ids[pick(&mut rng, ids.len())].clone()) // a branch, as a rewind writes it
         } else {
             last.clone()
         };
@@ -203,7 +190,7 @@ fn random_transcript(seed: u64, lines: usize) -> Vec<u8> {
                 let leaf = if rng.chance(85) || ids.is_empty() {
                     last.clone()
                 } else {
-                    Some(ids[rng.below(ids.len())].clone())
+                    Some(ids[pick(&mut rng, ids.len())].clone())
                 };
                 let mut v = json!({"type": "last-prompt", "leafUuid": leaf, "sessionId": "s"});
                 if rng.chance(10) {
@@ -247,7 +234,7 @@ fn random_transcript(seed: u64, lines: usize) -> Vec<u8> {
                 json!({"type": "user", "message": {"role": "user", "content": format!("prompt {i}")}})
             }
             31..=45 if !open_calls.is_empty() => {
-                let call = open_calls.remove(rng.below(open_calls.len()));
+                let call = open_calls.remove(pick(&mut rng, open_calls.len()));
                 json!({"type": "user", "message": {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": call, "content": "ok"}]},
                     "toolUseResult": {"stdout": "ok"}})
@@ -256,7 +243,7 @@ fn random_transcript(seed: u64, lines: usize) -> Vec<u8> {
                 let call = format!("toolu_{seed}_{i}");
                 open_calls.push(call.clone());
                 let id = if rng.chance(30) && !responses.is_empty() {
-                    responses[rng.below(responses.len())].clone()
+                    responses[pick(&mut rng, responses.len())].clone()
                 } else {
                     format!("msg_{i}")
                 };

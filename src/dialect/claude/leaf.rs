@@ -40,7 +40,19 @@ pub fn resume_leaf(tree: &Tree) -> Option<ResumeLeaf> {
 /// [`resume_leaf`] for a file of `size` bytes (as `stat` gives it: Claude Code prunes files
 /// over 5 MiB before it reads them, §7.1).
 pub fn resume_leaf_sized(tree: &Tree, size: u64) -> Option<ResumeLeaf> {
-    let loaded = Loaded::new(
+    let loaded = resume_view(tree, size);
+    let leaf = chosen_leaf(&loaded)?;
+    let path = loaded.path(leaf);
+    Some(ResumeLeaf {
+        leaf,
+        continues_after: last_kept(&loaded, &path).unwrap_or(leaf),
+    })
+}
+
+/// The transcript as a resume loads it, for a file of `size` bytes: pruned and re-linked
+/// (§7.1).
+pub(crate) fn resume_view(tree: &Tree, size: u64) -> Loaded<'_> {
+    Loaded::new(
         tree,
         Plan {
             size,
@@ -48,13 +60,7 @@ pub fn resume_leaf_sized(tree: &Tree, size: u64) -> Option<ResumeLeaf> {
             prune: true,
             before_line: None,
         },
-    );
-    let leaf = chosen_leaf(&loaded)?;
-    let path = loaded.path(leaf);
-    Some(ResumeLeaf {
-        leaf,
-        continues_after: last_kept(&loaded, &path).unwrap_or(leaf),
-    })
+    )
 }
 
 /// The last line of `path` that the resume filters keep (§7.3; a resume's first line hangs

@@ -24,7 +24,7 @@ use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::format::{Entry, Kind};
 use crate::dialect::claude::leaf::{self, PathFacts, ResumeLeaf};
-use crate::dialect::claude::load::{BIG_FILE, Loaded, Plan, is_boundary, size_read};
+use crate::dialect::claude::load::{BIG_FILE, Loaded, is_boundary, size_read};
 
 /// How far up from `O` a new `last-prompt`'s leaf is looked for before the answer is computed
 /// in full instead.
@@ -142,15 +142,7 @@ impl ResumeMemo {
 
 /// The answer computed in full, with what carries it forward when `follow`.
 fn full(tree: &Tree, size: u64, asides: usize, follow: bool) -> Memo {
-    let loaded = Loaded::new(
-        tree,
-        Plan {
-            size,
-            relink: true,
-            prune: true,
-            before_line: None,
-        },
-    );
+    let loaded = leaf::resume_view(tree, size);
     let found = leaf::chosen_leaf(&loaded).map(|leaf| {
         let path = loaded.path(leaf);
         let mut facts = PathFacts::default();
