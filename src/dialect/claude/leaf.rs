@@ -40,13 +40,24 @@ pub fn resume_leaf(tree: &Tree) -> Option<ResumeLeaf> {
 /// [`resume_leaf`] for a file of `size` bytes (as `stat` gives it: Claude Code prunes files
 /// over 5 MiB before it reads them, §7.1).
 pub fn resume_leaf_sized(tree: &Tree, size: u64) -> Option<ResumeLeaf> {
-    let loaded = resume_view(tree, size);
-    let leaf = chosen_leaf(&loaded)?;
-    let path = loaded.path(leaf);
-    Some(ResumeLeaf {
+    resume_on(&resume_view(tree, size)).map(|(r, _, _)| r)
+}
+
+/// The resume leaf on a loaded view, with the leaf's path (§7.2) and what the resume filters
+/// know of it (for carrying the answer forward, [`super::resume_memo`]).
+pub(crate) fn resume_on(t: &Loaded<'_>) -> Option<(ResumeLeaf, Vec<NodeIdx>, PathFacts)> {
+    let leaf = chosen_leaf(t)?;
+    let path = t.path(leaf);
+    let mut facts = PathFacts::default();
+    for &n in &path {
+        facts.add(t.entry(n));
+    }
+    let continues_after = facts.last_kept(&path, |n| t.entry(n)).unwrap_or(leaf);
+    let r = ResumeLeaf {
         leaf,
-        continues_after: last_kept(&loaded, &path).unwrap_or(leaf),
-    })
+        continues_after,
+    };
+    Some((r, path, facts))
 }
 
 /// The transcript as a resume loads it, for a file of `size` bytes: pruned and re-linked
@@ -63,23 +74,8 @@ pub(crate) fn resume_view(tree: &Tree, size: u64) -> Loaded<'_> {
     )
 }
 
-/// The last line of `path` that the resume filters keep (§7.3; a resume's first line hangs
-/// below it, as experiment k3 showed: a tool call killed before its result drops out), as far
-/// as the tree's facts decide them: filter 2 (attachment types dropped on load), filter 4
-/// (`xyt`: an assistant line whose `tool_use` blocks all lack a `tool_result` on the path,
-/// when any call on the path lacks one) and filter 5 (`e6e`: a thinking line whose response
-/// has no other block on the path). Filters 1, 3 and 6 need the lines' text and are left to
-/// the context ([`crate::dialect::claude::context::Context::continues_after`]).
-fn last_kept(t: &Loaded<'_>, path: &[NodeIdx]) -> Option<NodeIdx> {
-    let mut facts = PathFacts::default();
-    for &n in path {
-        facts.add(t.entry(n));
-    }
-    facts.last_kept(path, |n| t.entry(n))
-}
-
-/// What the resume filters of [`last_kept`] need to know of a whole path, gathered one line at
-/// a time (so that a path that grows at its end is not read again).
+/// What the resume filters of [`PathFacts::last_kept`] need to know of a whole path, gathered
+/// one line at a time (so that a path that grows at its end is not read again).
 #[derive(Debug, Default)]
 pub(crate) struct PathFacts {
     /// The `tool_use_id`s the path's `tool_result` blocks answer.
@@ -144,7 +140,13 @@ impl PathFacts {
         }
     }
 
-    /// The last line of `path` (the lines these facts were gathered from) the filters keep.
+    /// The last line of `path` (the lines these facts were gathered from) that the resume
+    /// filters keep (§7.3; a resume's first line hangs below it, as experiment k3 showed: a tool
+    /// call killed before its result drops out), as far as the tree's facts decide them: filter 2 (attachment types dropped on load), filter 4
+    /// (`xyt`: an assistant line whose `tool_use` blocks all lack a `tool_result` on the path,
+    /// when any call on the path lacks one) and filter 5 (`e6e`: a thinking line whose response
+    /// has no other block on the path). Filters 1, 3 and 6 need the lines' text and are left to
+    /// the context ([`crate::dialect::claude::context::Context::continues_after`]).
     pub(crate) fn last_kept<'e>(
         &self,
         path: &[NodeIdx],
@@ -253,7 +255,7 @@ fn candidates(t: &Loaded<'_>) -> Vec<NodeIdx> {
 }
 
 /// Whether walking parents from `from` reaches `to` (stops at a loop or a broken chain).
-fn descends(t: &Loaded<'_>, from: NodeIdx, to: NodeIdx) -> bool {
+pub(crate) fn descends(t: &Loaded<'_>, from: NodeIdx, to: NodeIdx) -> bool {
     let mut seen = HashSet::new();
     let mut cur = Some(from);
     while let Some(c) = cur {

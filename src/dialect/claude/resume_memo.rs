@@ -143,22 +143,7 @@ impl ResumeMemo {
 /// The answer computed in full, with what carries it forward when `follow`.
 fn full(tree: &Tree, size: u64, asides: usize, follow: bool) -> Memo {
     let loaded = leaf::resume_view(tree, size);
-    let found = leaf::chosen_leaf(&loaded).map(|leaf| {
-        let path = loaded.path(leaf);
-        let mut facts = PathFacts::default();
-        for &n in &path {
-            facts.add(loaded.entry(n));
-        }
-        let continues_after = facts.last_kept(&path, |n| loaded.entry(n)).unwrap_or(leaf);
-        (
-            ResumeLeaf {
-                leaf,
-                continues_after,
-            },
-            path,
-            facts,
-        )
-    });
+    let found = leaf::resume_on(&loaded);
     let result = found.as_ref().map(|(r, _, _)| *r);
     let growth = match found {
         Some((r, path, facts)) if follow => Growth::new(tree, &loaded, r.leaf, path, facts, size),
@@ -302,21 +287,7 @@ impl Growth {
             }
         }
         let prompt_node = t.prompt_leaf.as_ref().and_then(|l| t.get(l.as_str()));
-        let last_from_prompt = prompt_node.is_none_or(|l| {
-            let mut x = Some(last);
-            let mut steps = 0usize;
-            while let Some(c) = x {
-                if c == l {
-                    return true;
-                }
-                steps += 1;
-                if steps > n {
-                    return false;
-                }
-                x = t.parent(c);
-            }
-            false
-        });
+        let last_from_prompt = prompt_node.is_none_or(|l| leaf::descends(t, last, l));
         Some(Growth {
             big: size > BIG_FILE,
             chain_pruned: t.chain_pruned,
