@@ -644,8 +644,11 @@ fn the_daemon_archives_as_files_change() {
     // A session born after the daemon started.
     let born = root.join("-home-u-q/new-one.jsonl");
     fs::write(&born, "{\"type\":\"user\",\"uuid\":\"n1\"}\n").unwrap();
+    // The whole file, not only a manifest: the watcher can see the file between its creation
+    // and its first write and archive it empty, then archive the bytes on the next event.
+    let born_size = fs::metadata(&born).unwrap().len();
     eventually("the new file archived", || {
-        archived_chunks(&archive, &born).is_some()
+        archived_chunks(&archive, &born) == Some(vec![born_size])
     });
     d.stop();
 
@@ -1131,8 +1134,10 @@ fn the_daemon_s_archive_search_reads_only_the_manifests_that_changed() {
     // And one born.
     let born = root.join("other/2025-01-01T00-00-00-000Z_n.jsonl");
     pi(&born, "n", "a zinnia too");
+    // Its bytes, not only a manifest (it can be archived empty between creation and write).
+    let born_size = fs::metadata(&born).unwrap().len();
     eventually("the new session archived", || {
-        archived_chunks(&archive, &born).is_some()
+        archived_chunks(&archive, &born) == Some(vec![born_size])
     });
     let found = search(&mut d, "zinnia");
     let mut zinnia = vec![
