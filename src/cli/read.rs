@@ -227,7 +227,7 @@ fn context_json_written_ahead(
 /// Hands over what a one-shot command read, just before the process ends: the memory goes
 /// back with the process instead of being freed node by node (a few percent of reading a
 /// session of 100,000 entries). Files are closed by the exit all the same.
-fn exiting_with<T>(read: T) {
+pub(super) fn exiting_with<T>(read: T) {
     std::mem::forget(read);
 }
 

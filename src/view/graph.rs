@@ -309,7 +309,7 @@ impl Lens<claude::format::Entry> {
     /// transcript (its file's stem).
     pub fn claude(
         tree: &claude::Tree,
-        source: &dyn LineSource,
+        source: &(dyn LineSource + Sync),
         selected: Option<NodeIdx>,
         session_id: String,
     ) -> Self {

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use crate::core::diagnostics::Diagnostic;
 use crate::core::ids::EntryId;
-use crate::core::source::LineSource;
+use crate::core::ahead;
+use crate::core::source::{ByRange, LineSource};
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::context::{
@@ -165,10 +166,12 @@ impl<'a> ContextDocument<'a> {
     /// Writes the document's JSON text to `out`, as `serde_json::to_writer` writes the value of
     /// [`context_document`]; the texts the messages leave in the file
     /// ([`Context::placed`]) are read from `source`, the file the context was computed on.
-    /// Errors: writing `out` or reading `source` failed.
+    /// Many messages are written on rayon's pool, [`MESSAGES_PER_PIECE`] at a time, into
+    /// buffers written out in order on the calling thread. Errors: writing `out` or reading
+    /// `source` failed.
     pub fn write_to<W: io::Write + ?Sized>(
         &self,
-        source: &dyn LineSource,
+        source: &(dyn LineSource + Sync),
         out: &mut W,
     ) -> io::Result<()> {
         let mut out = io::BufWriter::with_capacity(WRITE_BUFFER, out);
@@ -177,21 +180,63 @@ impl<'a> ContextDocument<'a> {
         let tail = serde_json::to_vec(&self.tail)?;
         out.write_all(&head[..head.len() - 1])?;
         out.write_all(b",\"messages\":[")?;
-        for (i, m) in self.messages.iter().enumerate() {
-            if i > 0 {
-                out.write_all(b",")?;
-            }
-            if self.placed.is_empty() {
-                serde_json::to_writer(&mut out, m)?;
-            } else {
-                self.placed.write_value(source, &mut out, m)?;
+        if self.messages.len() > MESSAGES_PER_PIECE && ahead::available() {
+            // Each piece's messages each after a comma; the first piece's first comma goes.
+            let mut pieces = self.messages.chunks(MESSAGES_PER_PIECE);
+            let mut first = true;
+            let source = ByRange(source);
+            ahead::in_order(
+                &mut out,
+                ahead::Limit {
+                    items: 4,
+                    weight: usize::MAX,
+                },
+                |_| Ok(pieces.next().map(|p| (p, 1))),
+                &|piece: &[Value]| {
+                    let mut text = Vec::new();
+                    for m in piece {
+                        text.push(b',');
+                        self.write_message(&source, &mut text, m)?;
+                    }
+                    Ok(text)
+                },
+                |out, text: io::Result<Vec<u8>>| {
+                    let text = text?;
+                    let skip = usize::from(std::mem::take(&mut first));
+                    out.write_all(text.get(skip..).unwrap_or_default())
+                },
+            )?;
+        } else {
+            for (i, m) in self.messages.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",")?;
+                }
+                self.write_message(source, &mut out, m)?;
             }
         }
         out.write_all(b"],")?;
         out.write_all(&tail[1..])?;
         out.flush()
     }
+
+    /// One message's JSON text, its placed texts read from `source`.
+    fn write_message<W: io::Write + ?Sized>(
+        &self,
+        source: &dyn LineSource,
+        out: &mut W,
+        m: &Value,
+    ) -> io::Result<()> {
+        if self.placed.is_empty() {
+            serde_json::to_writer(out, m).map_err(io::Error::from)
+        } else {
+            self.placed.write_value(source, out, m)
+        }
+    }
 }
+
+/// Messages written as one piece of work by [`ContextDocument::write_to`] (a few hundred KB
+/// of text in a long session's context).
+const MESSAGES_PER_PIECE: usize = 64;
 
 /// The context document ([`ContextDocument`]) as a JSON value.
 pub fn context_document(

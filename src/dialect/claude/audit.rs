@@ -209,7 +209,7 @@ fn typed_prompt(tree: &Tree, n: NodeIdx) -> bool {
 /// names no compacted leaf the file holds. Errors: a context that cannot be computed.
 pub fn audit(
     tree: &Tree,
-    source: &dyn LineSource,
+    source: &(dyn LineSource + Sync),
     target: NodeIdx,
     options: &ContextOptions,
 ) -> Result<Option<(SummarySource, Retention)>, ContextError> {

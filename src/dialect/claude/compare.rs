@@ -54,7 +54,7 @@ const FILE_TOOLS: [(&str, &str); 4] = [
 /// computed (a line that cannot be read back, a leaf another line shadows).
 pub fn compare(
     tree: &Tree,
-    lines: &dyn LineSource,
+    lines: &(dyn LineSource + Sync),
     a: NodeIdx,
     b: NodeIdx,
     options: &ContextOptions,

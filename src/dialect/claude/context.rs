@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 use thiserror::Error;
 
 use crate::core::ids::{EntryId, LineSpan};
-use crate::core::source::LineSource;
+use crate::core::source::{Buffered, LineSource, line_blocks};
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::attachment::{self, DROPPED_ON_LOAD, Rendering, reminder, unwrap};
@@ -229,13 +229,15 @@ pub struct Context {
 /// ([`ContextOptions::results_in_place`]): each is a JSON string literal exactly as
 /// `serde_json` writes the string it holds, so that the literal copied from the file is the
 /// text the message would have been written as. In the message stands a string made of a mark
-/// no file can foresee (two noncharacters and a number drawn for the run) and the text's index.
+/// no file can foresee (two noncharacters and a number drawn for the run) and the literal's
+/// place (`line:offset:len`), so that lines read at once on several threads place their texts
+/// without sharing anything.
 #[derive(Clone, Debug, Default)]
 pub struct PlacedTexts {
     /// The stand-ins' common start (empty: none made).
     prefix: String,
-    /// Where each literal lies in the file (`line` is its line's number).
-    places: Vec<LineSpan>,
+    /// Whether any message holds a stand-in.
+    used: bool,
 }
 
 /// The shortest literal worth leaving in the file, in bytes.
@@ -247,20 +249,19 @@ impl PlacedTexts {
         let drawn = std::collections::hash_map::RandomState::new().hash_one(0x05e5_510d_u64);
         PlacedTexts {
             prefix: format!("\u{FDD0}\u{FDD1}{drawn:016x}:"),
-            places: Vec::new(),
+            used: false,
         }
     }
 
     /// Whether no text is left in the file.
     pub fn is_empty(&self) -> bool {
-        self.places.is_empty()
+        !self.used
     }
 
     /// The stand-in for the literal at `place`.
-    fn place(&mut self, place: LineSpan) -> Value {
-        let s = format!("{}{}", self.prefix, self.places.len());
-        self.places.push(place);
-        Value::String(s)
+    fn place(&self, place: LineSpan) -> Value {
+        let LineSpan { line, offset, len } = place;
+        Value::String(format!("{}{line}:{offset}:{len}", self.prefix))
     }
 
     /// Where the literal `s` stands for lies, if `s` is a stand-in.
@@ -268,8 +269,12 @@ impl PlacedTexts {
         if self.prefix.is_empty() {
             return None;
         }
-        let i: usize = s.strip_prefix(self.prefix.as_str())?.parse().ok()?;
-        self.places.get(i).copied()
+        let mut parts = s.strip_prefix(self.prefix.as_str())?.splitn(3, ':');
+        Some(LineSpan {
+            line: parts.next()?.parse().ok()?,
+            offset: parts.next()?.parse().ok()?,
+            len: parts.next()?.parse().ok()?,
+        })
     }
 
     /// The string `s` stands for, read from `source` (`s` itself when it is no stand-in).
@@ -420,7 +425,7 @@ pub enum ContextError {
 /// line shadowed by a later line with its uuid, a line that cannot be read back.
 pub fn context(
     tree: &Tree,
-    source: &dyn LineSource,
+    source: &(dyn LineSource + Sync),
     leaf: NodeIdx,
     options: &ContextOptions,
 ) -> Result<Context, ContextError> {
@@ -472,11 +477,13 @@ pub fn context(
     } else {
         PlacedTexts::default()
     };
-    let mut items = Vec::with_capacity(path.len());
-    for &n in &path {
-        let placing = options.results_in_place.then_some(&mut placed);
-        items.push(read_item(tree, source, n, placing)?);
-    }
+    let (items, used) = read_items(
+        tree,
+        source,
+        &path,
+        options.results_in_place.then_some(&placed),
+    )?;
+    placed.used = used;
     let items = run.resume_filters(&loaded, items);
     // A resume's first line hangs below the last line the resume filters keep (experiment k3:
     // a tool call killed before its result drops out).
@@ -865,7 +872,8 @@ impl Content<'_> {
         line: &[u8],
         span: LineSpan,
         copy: Option<ResultCopy>,
-        mut placed: Option<&mut PlacedTexts>,
+        placed: Option<&PlacedTexts>,
+        used: &mut bool,
     ) -> Option<Value> {
         let blocks = match self {
             Content::Value(v) => return Some(v),
@@ -878,7 +886,7 @@ impl Content<'_> {
                 Block::Object(o, None) => out.push(Value::Object(o)),
                 Block::Object(mut o, Some(raw)) => {
                     let text = raw.get().as_bytes();
-                    let value = match placed.as_deref_mut() {
+                    let value = match placed {
                         Some(placed)
                             if text.len() >= PLACED_MIN
                                 && o.get("type").and_then(Value::as_str) == Some("tool_result")
@@ -886,6 +894,7 @@ impl Content<'_> {
                         {
                             let at = (text.as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
                             let at = copy.map_or(at, |c| c.offset_in_line(at));
+                            *used = true;
                             placed.place(LineSpan {
                                 line: span.line,
                                 offset: span.offset + at as u64,
@@ -973,11 +982,58 @@ impl<'a> Body<'a> {
     }
 }
 
+/// Paths of fewer bytes than this are read on the calling thread.
+const PARALLEL_FROM: u64 = 4 << 20;
+
+/// [`read_item`] of every line of `path`, in order, and whether any text was left in the file
+/// (`placed`). A long path is read on rayon's pool in blocks of lines that lie close together
+/// (256 KiB of the file, one range read each): the lines are independent until the filters.
+/// Errors: the first line (in path order) that cannot be read or changed.
+fn read_items(
+    tree: &Tree,
+    source: &(dyn LineSource + Sync),
+    path: &[NodeIdx],
+    placed: Option<&PlacedTexts>,
+) -> Result<(Vec<Item>, bool), ContextError> {
+    let spans = path.iter().map(|&n| tree.node(n).entry.span);
+    let bytes: u64 = spans.clone().map(|s| u64::from(s.len)).sum();
+    let mut used = false;
+    if bytes < PARALLEL_FROM || rayon::current_num_threads() < 2 {
+        let items = path
+            .iter()
+            .map(|&n| read_item(tree, source, n, placed, &mut used))
+            .collect::<Result<_, _>>()?;
+        return Ok((items, used));
+    }
+    use rayon::prelude::*;
+    let blocks = line_blocks(spans, 256 << 10, 1024);
+    let read: Vec<Result<(Vec<Item>, bool), ContextError>> = blocks
+        .par_iter()
+        .map(|block| {
+            let lines = Buffered::read(source, block);
+            let mut used = false;
+            let items = path[block.items.clone()]
+                .iter()
+                .map(|&n| read_item(tree, &lines, n, placed, &mut used))
+                .collect::<Result<_, _>>()?;
+            Ok((items, used))
+        })
+        .collect();
+    let mut items = Vec::with_capacity(path.len());
+    for block in read {
+        let (block, u) = block?;
+        used |= u;
+        items.extend(block);
+    }
+    Ok((items, used))
+}
+
 fn read_item(
     tree: &Tree,
     source: &dyn LineSource,
     n: NodeIdx,
-    mut placed: Option<&mut PlacedTexts>,
+    mut placed: Option<&PlacedTexts>,
+    used: &mut bool,
 ) -> Result<Item, ContextError> {
     let e = &tree.node(n).entry;
     let bytes = source.line(e.span).map_err(|err| ContextError::Read {
@@ -1006,7 +1062,7 @@ fn read_item(
     };
     let fast = Body::fast(&bytes).and_then(|mut b| {
         let content = match b.content.take() {
-            Some(c) => Some(c.into_value(&bytes, e.span, copy, placed)?),
+            Some(c) => Some(c.into_value(&bytes, e.span, copy, placed, used)?),
             None => None,
         };
         Some((b, content))
@@ -1018,7 +1074,7 @@ fn read_item(
             let content = b
                 .content
                 .take()
-                .and_then(|c| c.into_value(&bytes, e.span, copy, None));
+                .and_then(|c| c.into_value(&bytes, e.span, copy, None, &mut false));
             (b, content)
         }
     };
@@ -1067,8 +1123,17 @@ fn read_item(
 // ---------------------------------------------------------------------------------------------
 // Block helpers.
 
+/// `b[k]` when `b` is an object. A block has a handful of keys, which a scan finds sooner than
+/// a lookup that hashes `k` (the normalization asks each block for its type many times).
+fn field<'v>(b: &'v Value, k: &str) -> Option<&'v Value> {
+    match b {
+        Value::Object(o) if o.len() <= 8 => o.iter().find(|(key, _)| *key == k).map(|(_, v)| v),
+        _ => b.get(k),
+    }
+}
+
 fn block_type(b: &Value) -> Option<&str> {
-    b.get("type").and_then(Value::as_str)
+    field(b, "type").and_then(Value::as_str)
 }
 
 fn is_thinking(b: &Value) -> bool {
@@ -1077,11 +1142,11 @@ fn is_thinking(b: &Value) -> bool {
 
 /// A text block whose `text` is not a string.
 fn is_bad_text(b: &Value) -> bool {
-    block_type(b) == Some("text") && !b.get("text").is_some_and(Value::is_string)
+    block_type(b) == Some("text") && !field(b, "text").is_some_and(Value::is_string)
 }
 
 fn text_of(b: &Value) -> Option<&str> {
-    b.get("text").and_then(Value::as_str)
+    field(b, "text").and_then(Value::as_str)
 }
 
 /// A string content as one text block; a list as is; anything else as no block.
@@ -1200,9 +1265,9 @@ fn merge_assistants(mut a: Item, b: Item) -> Item {
     a
 }
 
-/// `Kdc`: the `input` of two tools loses keys.
-fn normalize_tool_input(name: Option<&Value>, input: &Value) -> Value {
-    let drop_keys: &[&str] = match (name.and_then(Value::as_str), input) {
+/// `Kdc`: the `input` of two tools loses keys (the others keep their order).
+fn normalize_tool_input(name: Option<&Value>, input: Value) -> Value {
+    let drop_keys: &[&str] = match (name.and_then(Value::as_str), &input) {
         (Some("ExitPlanMode"), Value::Object(o))
             if o.contains_key("plan") || o.contains_key("planFilePath") =>
         {
@@ -1211,26 +1276,34 @@ fn normalize_tool_input(name: Option<&Value>, input: &Value) -> Value {
         (Some("Edit"), Value::Object(o)) if o.contains_key("edits") => {
             &["old_string", "new_string", "replace_all"]
         }
-        _ => return input.clone(),
+        _ => return input,
     };
-    let mut o = input.as_object().cloned().unwrap_or_default();
+    let Value::Object(mut o) = input else {
+        return input;
+    };
     for k in drop_keys {
         o.shift_remove(*k);
     }
     Value::Object(o)
 }
 
-/// A `tool_use` block as it is sent: exactly `{type, id, name, input}`.
-fn rebuild_tool_use(b: &Value) -> Value {
+/// A `tool_use` block as it is sent: exactly `{type, id, name, input}` (its values moved, not
+/// copied).
+fn rebuild_tool_use(b: Value) -> Value {
+    let mut from = match b {
+        Value::Object(from) => from,
+        _ => Map::new(),
+    };
     let mut o = Map::new();
     o.insert("type".into(), Value::String("tool_use".into()));
     for k in ["id", "name"] {
-        if let Some(v) = b.get(k) {
-            o.insert(k.into(), v.clone());
+        if let Some(v) = from.get_mut(k) {
+            o.insert(k.into(), v.take());
         }
     }
-    if let Some(input) = b.get("input") {
-        o.insert("input".into(), normalize_tool_input(b.get("name"), input));
+    if let Some(input) = from.get_mut("input") {
+        let input = input.take();
+        o.insert("input".into(), normalize_tool_input(o.get("name"), input));
     }
     Value::Object(o)
 }
@@ -1353,10 +1426,10 @@ impl Run {
                 for b in i.blocks().map_or(&[][..], Vec::as_slice) {
                     match block_type(b) {
                         Some("tool_use") => {
-                            uses.insert(key(b.get("id")));
+                            uses.insert(key(field(b, "id")));
                         }
                         Some("tool_result") => {
-                            results.insert(key(b.get("tool_use_id")));
+                            results.insert(key(field(b, "tool_use_id")));
                         }
                         _ => {}
                     }
@@ -1374,7 +1447,7 @@ impl Run {
                     let mut ids = c
                         .iter()
                         .filter(|b| block_type(b) == Some("tool_use"))
-                        .map(|b| key(b.get("id")))
+                        .map(|b| key(field(b, "id")))
                         .peekable();
                     ids.peek().is_none() || ids.any(|id| results.contains(&id))
                 })
@@ -1493,7 +1566,7 @@ impl Run {
                     if let Value::Array(c) = &mut d.content {
                         for b in c.iter_mut() {
                             if block_type(b) == Some("tool_use") {
-                                *b = rebuild_tool_use(b);
+                                *b = rebuild_tool_use(b.take());
                             }
                         }
                     }
@@ -1772,7 +1845,7 @@ fn fold_attachment(
     let t = blocks_of(b);
     let into_result = e.last().is_some_and(|last| {
         block_type(last) == Some("tool_result")
-            && last.get("content").is_some_and(Value::is_string)
+            && field(last, "content").is_some_and(Value::is_string)
             && t.iter().all(|x| block_type(x) == Some("text"))
     });
     if into_result {
@@ -1798,7 +1871,7 @@ fn result_with_text(mut r: Value, texts: &[Value]) -> Value {
         return r;
     }
     let mut parts =
-        vec![jsstr::trim(r.get("content").and_then(Value::as_str).unwrap_or("")).to_owned()];
+        vec![jsstr::trim(field(&r, "content").and_then(Value::as_str).unwrap_or("")).to_owned()];
     parts.extend(
         texts
             .iter()
@@ -1924,8 +1997,8 @@ fn errors_text_only(mut msgs: Vec<Item>) -> Vec<Item> {
         };
         for b in c.iter_mut() {
             let mixed = block_type(b) == Some("tool_result")
-                && truthy(b.get("is_error"))
-                && b.get("content")
+                && truthy(field(b, "is_error"))
+                && field(b, "content")
                     .and_then(Value::as_array)
                     .is_some_and(|inner| !inner.iter().all(|x| block_type(x) == Some("text")));
             if !mixed {
@@ -1938,7 +2011,7 @@ fn errors_text_only(mut msgs: Vec<Item>) -> Vec<Item> {
                     inner
                         .iter()
                         .filter(|x| block_type(x) == Some("text"))
-                        .map(|x| template_string(x.get("text")))
+                        .map(|x| template_string(field(x, "text")))
                         .collect()
                 })
                 .unwrap_or_default();
@@ -1999,7 +2072,7 @@ fn strip_foreign_thinking(mut items: Vec<Item>, model: Option<&str>) -> Vec<Item
         if let Value::Array(c) = &mut i.content {
             c.retain(|b| {
                 !(block_type(b) == Some("redacted_thinking")
-                    || (block_type(b) == Some("thinking") && truthy(b.get("signature"))))
+                    || (block_type(b) == Some("thinking") && truthy(field(b, "signature"))))
             });
         }
     }

@@ -160,7 +160,7 @@ pub enum ExplainError {
 /// line, also where the summary came from and what it kept ([`super::audit`]).
 pub fn explain(
     tree: &Tree,
-    source: &dyn LineSource,
+    source: &(dyn LineSource + Sync),
     leaf: NodeIdx,
     target: Target,
     options: &ContextOptions,

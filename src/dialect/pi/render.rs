@@ -22,6 +22,7 @@ use crate::js::jsstr;
 use crate::js::timestamp::js_time_of_raw;
 
 pub use crate::core::source::LineSource;
+use crate::core::source::{Buffered, LineBlock, line_blocks};
 
 /// Why a message could not be rendered.
 #[derive(Debug, Error)]
@@ -156,7 +157,7 @@ pub fn for_each_fragment(
         &mut emit,
         plan.limit,
         |_| Ok(next.next().map(|b| (b, b.len))),
-        &|block: &Block| {
+        &|block: &LineBlock| {
             let items = &projection.items[block.items.clone()];
             render_block(tree, items, block, source, measure)
         },
@@ -187,38 +188,14 @@ fn measured(measure: Option<&Measure>, text: &[u8]) -> u64 {
     measure.map_or(0, |measure| std::str::from_utf8(text).map_or(0, measure))
 }
 
-/// Context entries `items` of a projection whose lines lie in `len` bytes from `offset`.
-struct Block {
-    items: std::ops::Range<usize>,
-    offset: u64,
-    len: usize,
-}
-
-/// Cuts `items` into [`Block`]s in order: a block ends where the next entry's line would take
-/// it past `plan.block_bytes` of the file (counting the gaps between its lines) or
-/// `plan.block_items` entries; a longer line is a block of its own.
-fn blocks(tree: &Tree, items: &[ContextItem], plan: Ahead) -> Vec<Block> {
-    let mut blocks: Vec<Block> = Vec::new();
-    for (i, item) in items.iter().enumerate() {
-        let span = tree.node(item.node).entry.span;
-        let (start, end) = (span.offset, span.offset + u64::from(span.len));
-        if let Some(b) = blocks.last_mut() {
-            let from = b.offset.min(start);
-            let to = (b.offset + b.len as u64).max(end);
-            if to - from <= plan.block_bytes && b.items.len() < plan.block_items {
-                b.items.end = i + 1;
-                b.offset = from;
-                b.len = (to - from) as usize;
-                continue;
-            }
-        }
-        blocks.push(Block {
-            items: i..i + 1,
-            offset: start,
-            len: span.len as usize,
-        });
-    }
-    blocks
+/// Cuts `items` into blocks of lines ([`line_blocks`]) of at most `plan.block_bytes` of the
+/// file and `plan.block_items` entries.
+fn blocks(tree: &Tree, items: &[ContextItem], plan: Ahead) -> Vec<LineBlock> {
+    line_blocks(
+        items.iter().map(|item| tree.node(item.node).entry.span),
+        plan.block_bytes,
+        plan.block_items,
+    )
 }
 
 /// The messages of one block's entries joined by commas, and the sum of their measures, read
@@ -227,19 +204,11 @@ fn blocks(tree: &Tree, items: &[ContextItem], plan: Ahead) -> Vec<Block> {
 fn render_block(
     tree: &Tree,
     items: &[ContextItem],
-    block: &Block,
+    block: &LineBlock,
     source: &(dyn LineSource + Sync),
     measure: Option<&Measure>,
 ) -> Result<(Vec<u8>, u64), RenderError> {
-    let lines = Buffered {
-        offset: block.offset,
-        bytes: source
-            .range(block.offset, block.len)
-            .ok()
-            .flatten()
-            .unwrap_or_default(),
-        source,
-    };
+    let lines = Buffered::read(source, block);
     let mut fragment = Vec::with_capacity(block.len);
     let mut sum = 0;
     for item in items {
@@ -251,27 +220,6 @@ fn render_block(
         })?;
     }
     Ok((fragment, sum))
-}
-
-/// Lines served from `bytes` (the file from `offset`) when they lie within it, else read from
-/// `source`.
-struct Buffered<'s> {
-    offset: u64,
-    bytes: Vec<u8>,
-    source: &'s (dyn LineSource + Sync),
-}
-
-impl LineSource for Buffered<'_> {
-    fn line(&self, span: LineSpan) -> std::io::Result<Cow<'_, [u8]>> {
-        let at = span
-            .offset
-            .checked_sub(self.offset)
-            .and_then(|at| usize::try_from(at).ok());
-        match at.and_then(|at| self.bytes.get(at..at.saturating_add(span.len as usize))) {
-            Some(line) => Ok(Cow::Borrowed(line)),
-            None => self.source.line(span),
-        }
-    }
 }
 
 /// Calls `emit` with the JSON text of each message `item` contributes, as [`item_messages`]
