@@ -8,9 +8,9 @@ use serde::Serialize;
 use serde::ser::SerializeSeq;
 use serde_json::Value;
 
+use crate::core::ahead;
 use crate::core::diagnostics::Diagnostic;
 use crate::core::ids::EntryId;
-use crate::core::ahead;
 use crate::core::source::{ByRange, LineSource};
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;

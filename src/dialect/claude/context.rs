@@ -523,8 +523,17 @@ pub fn context(
             }
         }
     }
-    let sources = msgs.iter().map(|m| m.sources.clone()).collect();
-    let messages = msgs.into_iter().map(to_param).collect();
+    let mut msgs = msgs;
+    let sources = msgs
+        .iter_mut()
+        .map(|m| std::mem::take(&mut m.sources))
+        .collect();
+    let messages = if msgs.len() >= PARALLEL_ITEMS {
+        use rayon::prelude::*;
+        msgs.into_par_iter().map(to_param).collect()
+    } else {
+        msgs.into_iter().map(to_param).collect()
+    };
     Ok(Context {
         leaf,
         continues_after,
@@ -982,8 +991,9 @@ impl<'a> Body<'a> {
     }
 }
 
-/// Paths of fewer bytes than this are read on the calling thread.
-const PARALLEL_FROM: u64 = 4 << 20;
+/// A leaf's path of fewer bytes of lines than this is read on the calling thread; from this on,
+/// on rayon's pool ([`context`]).
+pub const PARALLEL_FROM: u64 = 4 << 20;
 
 /// [`read_item`] of every line of `path`, in order, and whether any text was left in the file
 /// (`placed`). A long path is read on rayon's pool in blocks of lines that lie close together
@@ -1988,12 +1998,12 @@ fn push_user_or(out: &mut Vec<Item>, r: Item) {
 
 /// `Vcm`: an `is_error` tool result with non-text blocks keeps only its text, joined.
 fn errors_text_only(mut msgs: Vec<Item>) -> Vec<Item> {
-    for m in &mut msgs {
+    each_mut(&mut msgs, |m| {
         if !m.is(Ty::User) {
-            continue;
+            return;
         }
         let Value::Array(c) = &mut m.content else {
-            continue;
+            return;
         };
         for b in c.iter_mut() {
             let mixed = block_type(b) == Some("tool_result")
@@ -2024,7 +2034,7 @@ fn errors_text_only(mut msgs: Vec<Item>) -> Vec<Item> {
                 o.insert("content".into(), content);
             }
         }
-    }
+    });
     msgs
 }
 
@@ -2061,13 +2071,13 @@ fn to_param(m: Item) -> Value {
 /// not sent (§7.5).
 fn strip_foreign_thinking(mut items: Vec<Item>, model: Option<&str>) -> Vec<Item> {
     let base = base_model(model.unwrap_or(""));
-    for i in &mut items {
+    each_mut(&mut items, |i| {
         if !i.is(Ty::Assistant) {
-            continue;
+            return;
         }
         let mine = matches!(i.model.as_deref(), Some(m) if m == SYNTHETIC_MODEL || m == base);
         if mine {
-            continue;
+            return;
         }
         if let Value::Array(c) = &mut i.content {
             c.retain(|b| {
@@ -2075,8 +2085,21 @@ fn strip_foreign_thinking(mut items: Vec<Item>, model: Option<&str>) -> Vec<Item
                     || (block_type(b) == Some("thinking") && truthy(field(b, "signature"))))
             });
         }
-    }
+    });
     items
+}
+
+/// Lines or messages at least this many are changed on rayon's pool, each apart ([`context`]).
+pub const PARALLEL_ITEMS: usize = 512;
+
+/// `f` on each of `items`, whose changes are each its own: on rayon's pool when they are many.
+fn each_mut<T: Send>(items: &mut [T], f: impl Fn(&mut T) + Sync + Send) {
+    if items.len() >= PARALLEL_ITEMS {
+        use rayon::prelude::*;
+        items.par_iter_mut().for_each(f);
+    } else {
+        items.iter_mut().for_each(f);
+    }
 }
 
 /// What a resume at the end of these (filtered) lines writes first (§6.3, `oof` less the
