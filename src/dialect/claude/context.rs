@@ -1162,7 +1162,10 @@ fn text_of(b: &Value) -> Option<&str> {
 /// A string content as one text block; a list as is; anything else as no block.
 fn blocks_of(content: Value) -> Vec<Value> {
     match content {
-        Value::String(s) => vec![json!({"type": "text", "text": s})],
+        Value::String(s) => vec![object([
+            ("type", "text".into()),
+            ("text", Value::String(s)),
+        ])],
         Value::Array(a) => a,
         _ => Vec::new(),
     }
@@ -2042,8 +2045,8 @@ fn errors_text_only(mut msgs: Vec<Item>) -> Vec<Item> {
 /// blocks (`ypc`; none left: one "(no content)" block).
 fn to_param(m: Item) -> Value {
     match m.ty {
-        Ty::ApiSystem => json!({"role": "system", "content": m.content}),
-        Ty::Assistant => json!({"role": "assistant", "content": m.content}),
+        Ty::ApiSystem => object([("role", "system".into()), ("content", m.content)]),
+        Ty::Assistant => object([("role", "assistant".into()), ("content", m.content)]),
         _ => {
             let content = match m.content {
                 Value::Array(c) => {
@@ -2062,9 +2065,15 @@ fn to_param(m: Item) -> Value {
                 }
                 other => other,
             };
-            json!({"role": "user", "content": content})
+            object([("role", "user".into()), ("content", content)])
         }
     }
+}
+
+/// An object of `fields`, in order, their values moved in (`json!` would copy a value it is
+/// given: a whole message's content).
+fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 /// `vpc`: signed thinking and redacted thinking of assistant lines another model wrote are
