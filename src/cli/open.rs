@@ -99,3 +99,11 @@ pub fn find<E: TreeEntry>(
         what,
     })
 }
+
+/// Hands over what a one-shot command read, just before the process ends: the memory goes
+/// back with the process instead of being freed node by node (a few percent of reading a
+/// session of 100,000 entries; of a Claude Code context, its every block). Files are closed by
+/// the exit all the same.
+pub(crate) fn exiting_with<T>(read: T) {
+    std::mem::forget(read);
+}

@@ -99,7 +99,7 @@ pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
         let out = out.final_text()?;
         doc.write_to(&lines, &mut *out)?;
         writeln!(out)?;
-        super::read::exiting_with((ctx, session));
+        super::open::exiting_with((ctx, session));
         return Ok(Exit::Ok);
     }
     let id = |n: NodeIdx| tree.node(n).entry.id.as_str();
