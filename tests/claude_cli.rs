@@ -353,6 +353,28 @@ fn the_daemon_reads_a_transcript_as_the_command_line_does_and_refuses_writes() {
         serde_json::json!({"path": f, "fields": "ids", "offset": 1}),
     );
     assert!(ids.get("messages").is_none(), "{ids}");
+    assert_eq!(ids["entryIds"], cli["entryIds"]);
+    // A window of the messages, whole and as previews (each the preview of a user line holding
+    // the message's content, with the message's role).
+    let all = cli["messages"].as_array().unwrap();
+    let window = serde_json::json!({"path": f, "offset": 2, "limit": 3});
+    let full = support::checked(&mut d, "session/contextAt", window.clone());
+    assert_eq!(full["messages"].as_array().unwrap()[..], all[2..5]);
+    assert_eq!(full["messageCount"], all.len());
+    let mut previews = window;
+    previews["fields"] = "previews".into();
+    let previews = support::checked(&mut d, "session/contextAt", previews);
+    let expected: Vec<Value> = all[2..5]
+        .iter()
+        .map(|m| {
+            let line = serde_json::json!({"type": "user", "message": {"content": m["content"]}});
+            serde_json::json!({
+                "role": m["role"],
+                "preview": sessiond::dialect::claude::preview::line_preview(&line),
+            })
+        })
+        .collect();
+    assert_eq!(previews["messages"], Value::Array(expected), "{previews}");
     let ex = support::checked(
         &mut d,
         "session/explain",

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::PoisonError;
 
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tower_lsp_server::jsonrpc::Result as RpcResult;
 
 use crate::core::tree::{Mode, NodeIdx};
@@ -407,25 +407,32 @@ fn transcript_context_text(
         ));
     };
     let options = crate::view::transcript::options(p.model.as_deref());
-    let ctx = crate::dialect::claude::context::context(tree, s.source(), leaf, &options)
+    let mut ctx = crate::dialect::claude::context::context(tree, s.source(), leaf, &options)
         .map_err(|e| io(e.to_string()))?;
+    // The messages are moved into the answer, never copied: the document is made without them.
+    let messages = std::mem::take(&mut ctx.messages);
     let session_id = convert::claude_session_id(s.path());
     let mut doc = crate::view::transcript::context_document(session_id, tree, s.torn_tail(), &ctx);
-    let count = ctx.messages.len();
+    let count = messages.len();
     let start = p.offset.min(count);
     let end = p
         .limit
         .map_or(count, |l| start.saturating_add(l).min(count));
-    let window = &ctx.messages[start..end];
+    let window = messages.into_iter().skip(start).take(end - start);
     match p.fields {
-        FieldsParam::Full => doc["messages"] = json!(window),
+        FieldsParam::Full => doc["messages"] = Value::Array(window.collect()),
         FieldsParam::Previews => {
             doc["messages"] = window
-                .iter()
-                .map(|m| {
-                    let line = json!({"type": "user", "message": {"content": m.get("content")}});
+                .map(|mut m| {
+                    let role = m.get_mut("role").map_or(Value::Null, Value::take);
+                    let content = m.get_mut("content").map_or(Value::Null, Value::take);
+                    let message = Value::Object(Map::from_iter([("content".into(), content)]));
+                    let line = Value::Object(Map::from_iter([
+                        ("type".into(), Value::from("user")),
+                        ("message".into(), message),
+                    ]));
                     json!({
-                        "role": m.get("role"),
+                        "role": role,
                         "preview": crate::dialect::claude::preview::line_preview(&line),
                     })
                 })
