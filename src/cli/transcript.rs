@@ -171,16 +171,7 @@ pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
 
 /// A message in one line: its text, its blocks in a few words.
 fn message_preview(message: &Value) -> String {
-    let content = message.get("content");
-    let text = match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(_)) => {
-            let line = json!({"type": "user", "message": {"content": content}});
-            return preview::line_preview(&line);
-        }
-        _ => String::new(),
-    };
-    one_line(&text)
+    preview::content_preview(message.get("content"))
 }
 
 /// Runs `sessiond explain` on a Claude Code transcript: `ENTRY_ID` is a uuid, or `line:N` for

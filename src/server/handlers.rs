@@ -424,17 +424,13 @@ fn transcript_context_text(
         FieldsParam::Previews => {
             doc["messages"] = window
                 .map(|mut m| {
+                    let preview =
+                        crate::dialect::claude::preview::content_preview(m.get("content"));
                     let role = m.get_mut("role").map_or(Value::Null, Value::take);
-                    let content = m.get_mut("content").map_or(Value::Null, Value::take);
-                    let message = Value::Object(Map::from_iter([("content".into(), content)]));
-                    let line = Value::Object(Map::from_iter([
-                        ("type".into(), Value::from("user")),
-                        ("message".into(), message),
-                    ]));
-                    json!({
-                        "role": role,
-                        "preview": crate::dialect::claude::preview::line_preview(&line),
-                    })
+                    Value::Object(Map::from_iter([
+                        ("role".into(), role),
+                        ("preview".into(), Value::String(preview)),
+                    ]))
                 })
                 .collect()
         }

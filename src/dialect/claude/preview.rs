@@ -124,6 +124,12 @@ pub fn line_preview(line: &Value) -> String {
     one_line(&text)
 }
 
+/// A one-line preview of a message's `content` (a string, or blocks each in a few words), as a
+/// user or assistant line holding it is previewed ([`line_preview`]) without its prefix.
+pub fn content_preview(content: Option<&Value>) -> String {
+    one_line(&content_text(content))
+}
+
 /// The text of a message's content: a string, or its blocks (text, thinking, tool calls and
 /// results, images) each in a few words.
 fn content_text(content: Option<&Value>) -> String {
