@@ -140,3 +140,47 @@ fn variations_estimate_as_pi_reads_them() {
     }
     assert!(checked > 5000, "too few variations: {checked}");
 }
+
+/// pi's context estimate as a number, `None` for a throw: `NaN` compared by its bits.
+fn estimate_bits(r: Result<f64, sessiond::dialect::pi::compaction::CompactionError>) -> Option<u64> {
+    r.ok().map(f64::to_bits)
+}
+
+#[test]
+fn the_estimate_read_from_the_path_s_end_is_the_whole_path_s() {
+    use sessiond::dialect::pi::compaction::prepare;
+    let mut files = common::jsonl_files_under(&common::repo("examples"));
+    files.extend(common::jsonl_files_under(&common::repo("tests/data")));
+    let (mut decided, mut undecided) = (0, 0);
+    for f in files {
+        let Ok(opened) = open_session::<Pi>(&f, Mode::Lenient) else {
+            continue;
+        };
+        let Ok(lines) = FileLines::open(&f) else {
+            continue;
+        };
+        let tree = &opened.tree;
+        for leaf in tree.leaves() {
+            let proj = projection::project_path(tree, Some(leaf));
+            let whole = prepare::projected_entries(tree, &proj, &lines)
+                .map_err(Into::into)
+                .and_then(|p| prepare::estimate_projected_context_tokens(&p));
+            match prepare::estimate_from_tail(tree, &proj, &lines) {
+                Some(tail) => {
+                    decided += 1;
+                    assert_eq!(
+                        estimate_bits(tail),
+                        estimate_bits(whole),
+                        "{}: leaf {}",
+                        f.display(),
+                        tree.node(leaf).entry.id
+                    );
+                }
+                None => undecided += 1,
+            }
+        }
+    }
+    // Both ways are taken: sessions answered since their last compaction, and sessions with
+    // no usage after it (or none at all).
+    assert!(decided > 40 && undecided > 20, "{decided} decided, {undecided} undecided");
+}

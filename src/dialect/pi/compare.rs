@@ -326,17 +326,9 @@ fn side(
             side.files_changed.push(path);
         }
     }
-    side.token_estimate = token_estimate(tree, lines, leaf);
+    side.token_estimate =
+        prepare::context_tokens(tree, &projection::project_path(tree, leaf), lines);
     Ok(side)
-}
-
-/// pi's `estimateProjectedContextTokens` at `leaf`, as `list` counts it: `None` where pi would
-/// throw or the number is not finite.
-fn token_estimate(tree: &Tree, lines: &dyn LineSource, leaf: Option<NodeIdx>) -> Option<u64> {
-    let projection = projection::project_path(tree, leaf);
-    let projected = prepare::projected_entries(tree, &projection, lines).ok()?;
-    let tokens = prepare::estimate_projected_context_tokens(&projected).ok()?;
-    (tokens.is_finite() && tokens >= 0.0).then_some(tokens as u64)
 }
 
 fn read_value(tree: &Tree, lines: &dyn LineSource, n: NodeIdx) -> Result<Value, RenderError> {

@@ -33,7 +33,11 @@ pub fn overview(tree: &Tree, lines: &dyn LineSource) -> Overview {
             .filter(|n| matches!(n.entry.kind, EntryKind::Message(_)))
             .count(),
         default_leaf: tree.default_leaf(),
-        tokens: token_estimate(tree, lines),
+        tokens: prepare::context_tokens(
+            tree,
+            &projection::project_path(tree, tree.default_leaf()),
+            lines,
+        ),
     }
 }
 
@@ -76,12 +80,3 @@ fn first_user_message(tree: &Tree, lines: &dyn LineSource) -> Option<String> {
     None
 }
 
-/// pi 1.6.0 `estimateProjectedContextTokens(projection, branch).tokens` at the default leaf
-/// (the number pi compares with the context window; the compaction code's `tokensBefore`).
-/// `None` where pi would throw, or its number is not finite.
-fn token_estimate(tree: &Tree, lines: &dyn LineSource) -> Option<u64> {
-    let projection = projection::project_path(tree, tree.default_leaf());
-    let projected = prepare::projected_entries(tree, &projection, lines).ok()?;
-    let tokens = prepare::estimate_projected_context_tokens(&projected).ok()?;
-    (tokens.is_finite() && tokens >= 0.0).then_some(tokens as u64)
-}

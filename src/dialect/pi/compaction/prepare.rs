@@ -864,6 +864,95 @@ pub fn cut_at(p: &Projected<'_>, start: usize, cut: usize) -> CutPoint {
     }
 }
 
+/// pi 1.6.0 `estimateProjectedContextTokens(projection, pathEntries).tokens` at the end of
+/// `projection`, as `list` counts it: `None` where pi would throw, where the number is not
+/// finite, or where a line could not be read again.
+///
+/// Read from the path's end first ([`estimate_from_tail`]): when the newest usage event lies
+/// after the latest compaction or context edit (any session an assistant answered since), pi's
+/// number is that usage plus the estimate of the messages after it, and only those entries are
+/// read. Otherwise every context entry is read ([`projected_entries`]). A line before the
+/// event is then not read at all, so a file changed there since it was opened is not noticed.
+pub fn context_tokens(
+    tree: &Tree,
+    projection: &PathProjection,
+    source: &dyn LineSource,
+) -> Option<u64> {
+    let tokens = match estimate_from_tail(tree, projection, source) {
+        Some(decided) => decided.ok()?,
+        None => {
+            let projected = projected_entries(tree, projection, source).ok()?;
+            estimate_projected_context_tokens(&projected).ok()?
+        }
+    };
+    (tokens.is_finite() && tokens >= 0.0).then_some(tokens as u64)
+}
+
+/// [`estimate_projected_context_tokens`] read from the end of the context: the context entries
+/// are rendered newest first until one holds a usage event (an assistant message whose
+/// `getAssistantUsage` is valid or throws); when that entry stands after the latest compaction
+/// or context edit on the path, pi's estimate is decided by it and the messages after it
+/// (the same [`TokenScan`] over the same messages, in order). `None` when the end does not
+/// decide: no event after the latest compaction or context edit (pi then sums every message).
+/// Errors: as [`estimate_projected_context_tokens`]'s, for the entries read.
+pub fn estimate_from_tail(
+    tree: &Tree,
+    projection: &PathProjection,
+    source: &dyn LineSource,
+) -> Option<Result<f64, CompactionError>> {
+    let path = &projection.path;
+    let latest_invalidating = path.iter().rposition(|&n| {
+        matches!(
+            tree.node(n).entry.kind,
+            EntryKind::Compaction { .. } | EntryKind::ContextEdit { .. }
+        )
+    });
+    // Entries newest first, each with its messages; `cursor` walks the path back beside them
+    // (the context entries after the latest compaction or edit are the path's, in its order).
+    let mut read: Vec<(usize, Vec<Value>)> = Vec::new();
+    let mut cursor = path.len();
+    for index in (0..projection.len()).rev() {
+        let node = projection.node(index)?;
+        cursor = path[..cursor].iter().rposition(|&n| n == node)?;
+        if latest_invalidating.is_some_and(|l| cursor <= l) {
+            return None;
+        }
+        let item = projection.item(tree, index)?;
+        let entry = &tree.node(node).entry;
+        let rendered = render::render_item(tree, &item, source).and_then(|raws| {
+            raws.iter()
+                .map(|r| parse_line(r.get().as_bytes(), entry))
+                .collect::<Result<Vec<Value>, _>>()
+        });
+        let messages = match rendered {
+            Ok(messages) => messages,
+            Err(e) => return Some(Err(e.into())),
+        };
+        let event = messages
+            .iter()
+            .any(|m| !matches!(assistant_usage(m), Ok(None)));
+        read.push((index, messages));
+        if event {
+            let mut scan = TokenScan::default();
+            for (index, messages) in read.iter().rev() {
+                for m in messages {
+                    scan.add(m, &estimate_tokens(m), Role::of(m), *index);
+                }
+            }
+            let located = |e: TypeError| CompactionError::PiWouldThrow {
+                entry_id: None,
+                detail: e.0,
+            };
+            let (_, usage) = scan.event?;
+            return Some(match (usage, scan.trailing_error) {
+                (Err(e), _) | (Ok(_), Some(e)) => Err(located(e)),
+                (Ok(usage), None) => Ok(usage + scan.trailing),
+            });
+        }
+    }
+    None
+}
+
 /// pi `estimateProjectedContextTokens(projection, branchEntries).tokens`.
 pub fn estimate_projected_context_tokens(p: &Projected<'_>) -> Result<f64, CompactionError> {
     let located = |e: TypeError| CompactionError::PiWouldThrow {
