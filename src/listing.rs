@@ -171,10 +171,14 @@ struct CachedSession {
     session: ListedSession,
 }
 
+/// Cached sessions by path (as text: a path that is not UTF-8 is never kept), hashed with
+/// foldhash (a warm listing looks every file up).
+type CachedSessions = HashMap<String, CachedSession, foldhash::fast::RandomState>;
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct CacheFile {
     version: u32,
-    sessions: HashMap<PathBuf, CachedSession>,
+    sessions: CachedSessions,
 }
 
 /// True when `file` may be replaced by a cache: it does not exist, or it is a regular file
@@ -202,7 +206,7 @@ fn replaceable(file: &Path) -> std::io::Result<bool> {
 /// unchanged. See the module docs.
 #[derive(Debug, Default)]
 pub struct ListCache {
-    sessions: HashMap<PathBuf, CachedSession>,
+    sessions: CachedSessions,
     dirty: bool,
     /// Files read (not answered from the cache) since the cache was loaded.
     reads: u64,
@@ -264,7 +268,10 @@ impl ListCache {
     /// Lists one file: from the cache when its stamp is unchanged, else by reading it (the
     /// way its agent reads it: corrupt lines are skipped) and caching the result.
     pub fn list_file(&mut self, path: &Path) -> Listed {
-        match self.cached(path) {
+        let Ok(meta) = fs::metadata(path) else {
+            return Listed::Skipped;
+        };
+        match self.cached(path, &meta) {
             Some(listed) => listed,
             None => {
                 let read = summarize(path);
@@ -273,37 +280,43 @@ impl ListCache {
         }
     }
 
-    /// Lists `paths`, in their order, as [`ListCache::list_file`] does each: the files the
+    /// Lists `files`, in their order, as [`ListCache::list_file`] does each, with each file's
+    /// metadata taken as it was found (by
+    /// [`crate::storage::list::session_files_with_metadata`]; `None`: it could not be read,
+    /// the file is skipped), so that an unchanged file is not statted again. The files the
     /// cache does not answer are read on rayon's pool, several at once. Files are independent
     /// and reading one is CPU-bound (parsing its lines), so a cold listing takes every core;
     /// a file of 4 MiB or more also parses its own lines on the same pool
     /// ([`reader`]), which shares the cores out without oversubscribing them.
-    pub fn list_files(&mut self, paths: &[PathBuf]) -> Vec<Listed> {
+    pub fn list_found(&mut self, files: &[(PathBuf, Option<fs::Metadata>)]) -> Vec<Listed> {
         use rayon::prelude::*;
-        let mut out: Vec<Option<Listed>> = paths.iter().map(|p| self.cached(p)).collect();
-        let misses: Vec<usize> = (0..paths.len()).filter(|&i| out[i].is_none()).collect();
+        let mut out: Vec<Option<Listed>> = files
+            .iter()
+            .map(|(p, meta)| match meta {
+                Some(meta) => self.cached(p, meta),
+                None => Some(Listed::Skipped),
+            })
+            .collect();
+        let misses: Vec<usize> = (0..files.len()).filter(|&i| out[i].is_none()).collect();
         let read: Vec<_> = misses
             .par_iter()
             .with_max_len(1)
-            .map(|&i| summarize(&paths[i]))
+            .map(|&i| summarize(&files[i].0))
             .collect();
         for (i, r) in misses.into_iter().zip(read) {
-            out[i] = Some(self.keep(&paths[i], r));
+            out[i] = Some(self.keep(&files[i].0, r));
         }
         out.into_iter()
             .map(|l| l.unwrap_or(Listed::Skipped))
             .collect()
     }
 
-    /// The listing of `path` from the cache when the file's stamp is the cached one;
-    /// `Some(Skipped)` when it cannot be statted; `None` when it must be read.
-    fn cached(&self, path: &Path) -> Option<Listed> {
-        let Ok(meta) = fs::metadata(path) else {
-            return Some(Listed::Skipped);
-        };
-        let stamp = Stamp::of(&meta);
+    /// The listing of `path` from the cache when `meta`'s stamp is the cached one; `None` when
+    /// it must be read.
+    fn cached(&self, path: &Path, meta: &fs::Metadata) -> Option<Listed> {
+        let stamp = Stamp::of(meta);
         self.sessions
-            .get(path)
+            .get(path.to_str()?)
             .filter(|c| c.stamp == stamp)
             .map(|c| Listed::Session(Box::new(c.session.clone())))
     }
@@ -313,10 +326,12 @@ impl ListCache {
         self.reads += 1;
         match read {
             // A path that is not UTF-8 is not kept: the cache is JSON, keyed by path as text.
-            Ok((session, _)) if path.to_str().is_none() => Listed::Session(Box::new(session)),
             Ok((session, stamp)) => {
+                let Some(key) = path.to_str() else {
+                    return Listed::Session(Box::new(session));
+                };
                 self.sessions.insert(
-                    path.to_owned(),
+                    key.to_owned(),
                     CachedSession {
                         stamp,
                         session: session.clone(),
@@ -327,7 +342,7 @@ impl ListCache {
             }
             Err(OpenError::Pending { .. }) => Listed::Pending,
             Err(_) => {
-                if self.sessions.remove(path).is_some() {
+                if path.to_str().is_some_and(|k| self.sessions.remove(k).is_some()) {
                     self.dirty = true;
                 }
                 Listed::Skipped
@@ -340,7 +355,7 @@ impl ListCache {
     pub fn retain_under(&mut self, root: &Path, seen: &HashSet<PathBuf>) {
         let before = self.sessions.len();
         self.sessions
-            .retain(|p, _| !p.starts_with(root) || seen.contains(p));
+            .retain(|p, _| !Path::new(p).starts_with(root) || seen.contains(Path::new(p)));
         if self.sessions.len() != before {
             self.dirty = true;
         }
@@ -350,7 +365,7 @@ impl ListCache {
 #[derive(Serialize)]
 struct CacheFileRef<'a> {
     version: u32,
-    sessions: &'a HashMap<PathBuf, CachedSession>,
+    sessions: &'a CachedSessions,
 }
 
 /// Reads a whole session file (leniently, as its agent does) and returns its listing and the

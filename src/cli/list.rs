@@ -8,7 +8,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde_json::json;
 
 use super::error::{CliError, Exit};
 use crate::listing::ListedSession;
@@ -48,25 +47,34 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
         .cache
         .clone()
         .unwrap_or_else(crate::listing::default_cache_file);
-    let mut cache = ListCache::load(&cache_file);
+    // The cache is read while the roots are walked (each file's metadata taken as it is found).
+    let (mut cache, found) = rayon::join(
+        || ListCache::load(&cache_file),
+        || {
+            roots
+                .iter()
+                .map(|r| {
+                    let mut files = list::session_files_with_metadata(r);
+                    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                    files
+                })
+                .collect::<Vec<_>>()
+        },
+    );
     let mut sessions: Vec<ListedSession> = Vec::new();
     let (mut skipped, mut pending) = (Vec::new(), Vec::new());
     let mut listed = HashSet::new();
-    for root in &roots {
-        let files = list::session_files(root);
-        let new: Vec<PathBuf> = files
-            .iter()
-            .filter(|f| listed.insert((*f).clone()))
-            .cloned()
-            .collect();
-        for (f, l) in new.iter().zip(cache.list_files(&new)) {
+    for (root, mut files) in roots.iter().zip(found) {
+        let seen: HashSet<PathBuf> = files.iter().map(|(f, _)| f.clone()).collect();
+        files.retain(|(f, _)| listed.insert(f.clone()));
+        for ((f, _), l) in files.iter().zip(cache.list_found(&files)) {
             match l {
                 Listed::Session(s) => sessions.push(*s),
                 Listed::Pending => pending.push(f.clone()),
                 Listed::Skipped => skipped.push(f.clone()),
             }
         }
-        cache.retain_under(root, &files.into_iter().collect());
+        cache.retain_under(root, &seen);
     }
     if let Err(e) = cache.save(&cache_file) {
         super::say(format_args!(
@@ -80,21 +88,33 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
             .then_with(|| a.path.cmp(&b.path))
     });
     if args.json {
+        /// The `--json` document, written straight to the output.
+        #[derive(serde::Serialize)]
+        struct Document<'a> {
+            roots: Vec<String>,
+            sessions: &'a [ListedSession],
+            skipped: Vec<String>,
+            pending: Vec<String>,
+            read: u64,
+        }
         // Paths as text (a name that is not UTF-8 with U+FFFD; a session's `pathUri` names it
-        // exactly): `json!` would panic on a path serde cannot write as a string.
+        // exactly).
         let text = |ps: &[PathBuf]| -> Vec<String> {
             ps.iter()
                 .map(|p| p.to_string_lossy().into_owned())
                 .collect()
         };
-        let doc = json!({
-            "roots": text(&roots),
-            "sessions": sessions,
-            "skipped": text(&skipped),
-            "pending": text(&pending),
-            "read": cache.reads(),
-        });
-        writeln!(out, "{doc}")?;
+        let doc = Document {
+            roots: text(&roots),
+            sessions: &sessions,
+            skipped: text(&skipped),
+            pending: text(&pending),
+            read: cache.reads(),
+        };
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+        serde_json::to_writer(&mut buffered, &doc).map_err(std::io::Error::from)?;
+        writeln!(buffered)?;
+        buffered.flush()?;
         return Ok(Exit::Ok);
     }
     // A subagent's transcript is printed under its parent's when that is listed too, and in

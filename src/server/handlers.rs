@@ -1425,12 +1425,12 @@ impl Backend {
         let scan_roots = listed_roots.clone();
         // Each file once: a root may lie inside another.
         let files = tokio::task::spawn_blocking(move || {
-            let mut files: Vec<PathBuf> = scan_roots
+            let mut files: Vec<_> = scan_roots
                 .iter()
-                .flat_map(|r| list::session_files(r))
+                .flat_map(|r| list::session_files_with_metadata(r))
                 .collect();
-            files.sort();
-            files.dedup();
+            files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            files.dedup_by(|a, b| a.0 == b.0);
             files
         })
         .await
@@ -1456,8 +1456,8 @@ impl Backend {
             let read = tokio::task::spawn_blocking(move || {
                 let mut guard = cache.lock().unwrap_or_else(PoisonError::into_inner);
                 let cache = guard.get_or_insert_with(|| ListCache::load(&cache_file));
-                let listed = cache.list_files(&chunk);
-                chunk.into_iter().zip(listed).collect::<Vec<_>>()
+                let listed = cache.list_found(&chunk);
+                chunk.into_iter().map(|(f, _)| f).zip(listed).collect::<Vec<_>>()
             })
             .await
             .unwrap_or_default();
@@ -1484,7 +1484,7 @@ impl Backend {
         {
             let cache = self.list_cache.clone();
             let cache_file = self.list_cache_file.clone();
-            let seen: HashSet<PathBuf> = files.iter().cloned().collect();
+            let seen: HashSet<PathBuf> = files.iter().map(|(f, _)| f.clone()).collect();
             let under = listed_roots.clone();
             let _ = tokio::task::spawn_blocking(move || {
                 let mut guard = cache.lock().unwrap_or_else(PoisonError::into_inner);
