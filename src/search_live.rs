@@ -76,6 +76,14 @@ impl Freshness {
         fresh
     }
 
+    /// Marks `paths` as changed, as the watcher's events would: for files the daemon itself
+    /// has just written (the archive view), whose events may not have come yet when the
+    /// search that follows applies what is marked.
+    pub fn mark(&self, paths: impl IntoIterator<Item = PathBuf>) {
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        live.marks.dirty.extend(paths);
+    }
+
     /// Brings `idx` (the index in the slot, locked by the caller) up to date for a search
     /// over `roots`: a full reconcile the first time (or after lost events, or without a
     /// watcher), else only the paths events named. `progress(done, total)` as in

@@ -51,6 +51,9 @@ pub struct View {
     pub dir: PathBuf,
     /// The sessions in it, by key.
     pub sessions: BTreeMap<String, Viewed>,
+    /// The view files and directories this sync wrote or removed: what an index over the
+    /// view must read again (a watcher of the view may not have told it yet).
+    pub changed: Vec<PathBuf>,
 }
 
 impl View {
@@ -164,6 +167,7 @@ impl ViewSync {
         let mut view = View {
             dir: self.dir.clone(),
             sessions: BTreeMap::new(),
+            changed: Vec::new(),
         };
         for (key, (_, m)) in &self.manifests {
             let original_exists = fs::symlink_metadata(&m.source).is_ok();
@@ -188,6 +192,7 @@ impl ViewSync {
                 Ok(())
             } else {
                 self.held.remove(key);
+                view.changed.push(file.clone());
                 sync_one(&archive, key, version, &key_dir, &file)
             };
             match synced {
@@ -221,6 +226,7 @@ impl ViewSync {
                     fs::remove_file(&p)
                 };
                 removed.map_err(io_at(&p))?;
+                view.changed.push(p);
             }
         }
         tracing::debug!(

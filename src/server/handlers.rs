@@ -1335,6 +1335,7 @@ impl Backend {
             if let Some(v) = &view {
                 roots.push(v.dir.clone());
                 query.roots.push(v.dir.clone());
+                live.mark(v.changed.iter().cloned());
             }
             let mut guard = index
                 .lock()
