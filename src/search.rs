@@ -318,6 +318,11 @@ impl Stamp {
     }
 }
 
+/// An update reads the state documents of just the changed files while they are at most
+/// one in this many of the indexed (each alone decompresses a block of the document store;
+/// more of them read every session's at once).
+const FEW_CHANGED: usize = 8;
+
 /// Every indexed session's [`Stamp`] by key (hashed with foldhash: the keys are the index's
 /// own, and a search hashes every session's).
 type Stamps = HashMap<String, Stamp, foldhash::fast::RandomState>;
@@ -826,6 +831,31 @@ impl SearchIndex {
         if self.state.is_none() && !report.rebuilt && self.unchanged(roots, &stamped) {
             return Ok(report);
         }
+        // With the state not loaded, the stamps tell which files changed: when they are few,
+        // only their state documents are read (each alone), not every session's.
+        if self.state.is_none()
+            && !report.rebuilt
+            && let Some(stamps) = self.stamps()
+        {
+            let mut changed: Vec<PathBuf> = stamped
+                .iter()
+                .filter(|(p, m)| {
+                    m.as_ref()
+                        .is_some_and(|m| stamps.get(&key_of(p)) != Some(&Stamp::of_meta(m)))
+                })
+                .map(|(p, _)| p.clone())
+                .collect();
+            if changed.len() <= stamps.len() / FEW_CHANGED {
+                changed.sort();
+                let present: HashSet<String> = stamped.iter().map(|(p, _)| key_of(p)).collect();
+                let gone: Vec<String> = stamps
+                    .keys()
+                    .filter(|k| !present.contains(*k) && under_any(k, roots))
+                    .cloned()
+                    .collect();
+                return self.apply(changed, gone, report, progress);
+            }
+        }
         // Indexed in the order of their paths, as before.
         let mut found: Vec<PathBuf> = stamped.into_iter().map(|(p, _)| p).collect();
         found.sort();
@@ -906,13 +936,13 @@ impl SearchIndex {
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<UpdateReport, SearchError> {
         let mut work: Vec<(PathBuf, fs::Metadata, Work)> = Vec::new();
-        let state = self.state()?;
+        let searcher = self.reader.searcher();
         for p in found {
             let Ok(meta) = fs::metadata(&p) else {
                 continue;
             };
             let key = key_of(&p);
-            match state.files.get(&key) {
+            match self.file_state(&searcher, &key).as_deref() {
                 None => work.push((p, meta, Work::Full)),
                 Some(st) => {
                     if st.size == meta.len()
@@ -984,7 +1014,9 @@ impl SearchIndex {
         for key in gone {
             writer.delete_term(Term::from_field_text(f.path, &key));
             writer.delete_term(Term::from_field_text(f.state_path, &key));
-            self.state()?.files.remove(&key);
+            if let Some(state) = &mut self.state {
+                state.files.remove(&key);
+            }
             report.removed += 1;
         }
         use rayon::prelude::*;
@@ -1078,12 +1110,16 @@ impl SearchIndex {
                         f.state_mtime => stamp.mtime_ns,
                         f.state_ino => stamp.ino,
                     ));
-                    self.state()?.files.insert(key, st);
+                    if let Some(state) = &mut self.state {
+                        state.files.insert(key, st);
+                    }
                 }
                 Err(detail) => {
                     writer.delete_term(Term::from_field_text(f.path, &key));
                     writer.delete_term(Term::from_field_text(f.state_path, &key));
-                    self.state()?.files.remove(&key);
+                    if let Some(state) = &mut self.state {
+                        state.files.remove(&key);
+                    }
                     report.skipped.push(Problem { path, detail });
                 }
             }
@@ -1626,8 +1662,23 @@ impl SearchIndex {
     /// The name of the indexed session `key`: from the state when it is loaded, else from its
     /// state document alone (a hit's session, not every session's).
     fn name_of(&self, searcher: &tantivy::Searcher, key: &str) -> Option<String> {
+        self.file_state(searcher, key)?.into_owned().name
+    }
+
+    /// What the index knows of the session `key`: from the state when it is loaded, else
+    /// from its state document alone, read through `searcher` (none when the stamps hold no
+    /// such key). `None` when it is not indexed, or its state document cannot be read (it is
+    /// then indexed again from the start, as [`load_state`] leaves such a document out).
+    fn file_state(
+        &self,
+        searcher: &tantivy::Searcher,
+        key: &str,
+    ) -> Option<std::borrow::Cow<'_, FileState>> {
         if let Some(state) = &self.state {
-            return state.files.get(key).and_then(|st| st.name.clone());
+            return state.files.get(key).map(std::borrow::Cow::Borrowed);
+        }
+        if self.stamps.get().is_some_and(|s| !s.contains_key(key)) {
+            return None;
         }
         let f = self.fields;
         let q = TermQuery::new(
@@ -1642,7 +1693,9 @@ impl SearchIndex {
             .1;
         let d: TantivyDocument = searcher.doc(addr).ok()?;
         let json = d.get_first(f.state).and_then(|v| v.as_str())?;
-        serde_json::from_str::<FileState>(json).ok()?.name
+        serde_json::from_str::<FileState>(json)
+            .ok()
+            .map(std::borrow::Cow::Owned)
     }
 }
 

@@ -290,6 +290,83 @@ fn cli_search_is_incremental_and_says_what_it_could_not_read() {
     assert!(!foreign.path().join("meta.json").exists());
 }
 
+/// Every hit of `query` (up to 1,000) as (path, entry id, line, on the default path), sorted.
+fn all_hits(roots: &[&Path], index: &Path, query: &str) -> Vec<(String, String, u64, bool)> {
+    let r = search_in(roots, index, &[query, "--limit", "1000"]);
+    let mut out: Vec<_> = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_owned(),
+                h["entryId"].as_str().unwrap().to_owned(),
+                h["line"].as_u64().unwrap(),
+                h["onDefaultPath"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    assert_eq!(out.len() as u64, r["total"].as_u64().unwrap(), "{query}");
+    out
+}
+
+#[test]
+fn a_few_changed_files_update_the_index_as_a_build_from_nothing_would() {
+    // 40 sessions: an update that changes a few of them reads only their state documents.
+    let root = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    write_sessions(root.path(), 40, 6);
+    let r = search(root.path(), index.path(), &["question"]);
+    assert_eq!(r["index"]["update"]["indexed"], 40, "{r}");
+
+    // One grown, one rewritten shorter, one deleted, one new.
+    let grown = root.path().join("s1.jsonl");
+    append(
+        &grown,
+        &json!({"type":"message","id":"n1","parentId":"e0000005","timestamp":"2025-01-02T00:00:00.000Z",
+        "message":{"role":"user","content":"zanzibar appended"}})
+        .to_string(),
+    );
+    write_v3_session(&root.path().join("s2.jsonl"), 3);
+    std::fs::remove_file(root.path().join("s3.jsonl")).unwrap();
+    let new = root.path().join("s40.jsonl");
+    write_v3_session(&new, 2);
+    append(
+        &new,
+        &json!({"type":"message","id":"q1","parentId":"e0000001","timestamp":"2025-01-02T00:00:00.000Z",
+        "message":{"role":"user","content":"quokka arrives"}})
+        .to_string(),
+    );
+    let r = search(root.path(), index.path(), &["zanzibar"]);
+    let u = &r["index"]["update"];
+    assert_eq!(
+        (
+            u["files"].as_u64(),
+            u["indexed"].as_u64(),
+            u["appended"].as_u64(),
+            u["removed"].as_u64()
+        ),
+        (Some(40), Some(2), Some(1), Some(1)),
+        "{u}"
+    );
+
+    let fresh = tempfile::tempdir().unwrap();
+    for query in ["question", "answer", "zanzibar", "quokka", "\"answer 3\""] {
+        let updated = all_hits(&[root.path()], index.path(), query);
+        assert!(!updated.is_empty(), "{query}");
+        assert_eq!(
+            updated,
+            all_hits(&[root.path()], fresh.path(), query),
+            "{query}: the updated index and one built from nothing differ"
+        );
+    }
+    // The deleted session's entries are gone, the shortened one's cut entries too.
+    let answers = all_hits(&[root.path()], index.path(), "answer");
+    assert!(!answers.iter().any(|h| h.0.ends_with("/s3.jsonl")));
+    assert!(!answers.iter().any(|h| h.0.ends_with("/s2.jsonl") && h.1 == "e0000005"));
+}
+
 #[test]
 fn session_search_updates_before_answering_and_reports_progress() {
     let root = tempfile::tempdir().unwrap();
