@@ -20,8 +20,11 @@
 #   * one big session: `sessiond compact --dry-run` on a 191 MiB chain with 1% side branches
 #     and four 1 MB tool results (written here, not by gen-session), peak RSS against the
 #     budget of 64 MB + 10% of the file.
-# The daemon's rows (file descriptors, threads and RSS with 1,000 sessions open, didChange)
-# are not measured here.
+#   * the daemon (`sessiond serve`, spoken to over its pipes as an editor does): 1,000
+#     sessions opened, then its file descriptors, threads and RSS (the RSS against 64 MB + 5% of
+#     the opened bytes); then 50 appends a second to ten of the open sessions, each timed from
+#     its write to the `session/didChange` naming it, against the same with only those ten
+#     sessions open (a notification not come within 2 s counts as missed).
 #
 # Prints a markdown table; with --write, puts it into docs/performance.md between the
 # `bench:scale` markers (in the part of the file scripts/bench-vs-pi.py keeps). bench-vs-pi.py
@@ -184,7 +187,7 @@ def append_entries(paths, per_file):
                 leaf = eid
 
 
-def measure(sessiond, gen, floor, oracle, n, rounds=3, n_queries=50, search=True, compact=True):
+def measure(sessiond, gen, floor, oracle, n, rounds=3, n_queries=50, search=True, compact=True, daemon=True):
     """Runs every measure; returns the facts the table is made of."""
     agent, sessions = corpus(gen, n)
     facts = dict(sessions=n, bytes=du(sessions), rounds=rounds)
@@ -254,6 +257,122 @@ def measure(sessiond, gen, floor, oracle, n, rounds=3, n_queries=50, search=True
         runs = [timed([sessiond, "compact", big, "--dry-run"]) for _ in range(max(1, min(rounds, 3)))]
         facts.update(compact_size=size, compact_rss=median([r[2] for r in runs]),
                      compact_budget=64 + 0.10 * size / 1048576, compact_s=median([r[0] for r in runs]))
+    if daemon:
+        facts.update(measure_daemon(sessiond, sessions))
+    return facts
+
+
+def daemon_client(sessiond, root):
+    """`sessiond serve --root ROOT`, initialized; returns (process, call). A thread reads every
+    frame; `call` waits for its answer, and the notifications wait in `process.notes` (a
+    queue), with the time each was read."""
+    import queue
+    import threading
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import rpc
+    proc = subprocess.Popen([sessiond, "serve", "--root", root], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc.notes, answers = queue.Queue(), queue.Queue()
+
+    def read():
+        while proc.poll() is None:
+            line = proc.stdout.peek(1) if hasattr(proc.stdout, "peek") else b"x"
+            if not line:
+                return
+            m = rpc.receive(proc)
+            (proc.notes if "method" in m else answers).put((time.perf_counter(), m))
+
+    threading.Thread(target=read, daemon=True).start()
+    ids = iter(range(1, 1 << 30))
+
+    def call(method, params):
+        id_ = next(ids)
+        rpc.send(proc, {"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        while True:
+            _, m = answers.get(timeout=60)
+            if m.get("id") == id_:
+                if "error" in m:
+                    sys.exit(f"bench: {method} failed: {m['error']}")
+                return m["result"]
+
+    call("initialize", {"capabilities": {}})
+    rpc.send(proc, {"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    return proc, call
+
+
+def leaf_of(path):
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - 65536))
+        return json.loads(f.read().rstrip(b"\n").split(b"\n")[-1])["id"]
+
+
+def did_change_latencies(proc, targets, appends, rate):
+    """Appends `appends` entries round-robin to `targets` at `rate` a second; returns the
+    milliseconds from each write to the `session/didChange` naming its entry, and how many
+    never came within 2 s."""
+    import queue
+    leaves = {t: leaf_of(t) for t in targets}
+    latencies, missed = [], 0
+    start = time.perf_counter()
+    for k in range(appends):
+        due = start + k / rate
+        time.sleep(max(0.0, due - time.perf_counter()))
+        t = targets[k % len(targets)]
+        eid = f"d{k:07d}"
+        line = json.dumps({"type": "message", "id": eid, "parentId": leaves[t],
+                           "timestamp": "2030-01-01T00:00:00.000Z",
+                           "message": {"role": "user", "content": f"append {k}", "timestamp": 1893456000000}})
+        leaves[t] = eid
+        written = time.perf_counter()
+        with open(t, "a") as f:
+            f.write(line + "\n")
+        while True:
+            try:
+                at, m = proc.notes.get(timeout=max(0.0, written + 2.0 - time.perf_counter()))
+            except queue.Empty:
+                missed += 1
+                break
+            if m.get("method") == "session/didChange" and m["params"].get("leafId") == eid:
+                latencies.append((at - written) * 1000)
+                break
+    return latencies, missed
+
+
+def measure_daemon(sessiond, sessions, n_open=1000, appends=250, rate=50):
+    """The daemon's rows: 1,000 sessions open, then didChange at 1,000 and at 10 open."""
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(sessions) for f in fs if f.endswith(".jsonl"))
+    files = files[:: max(1, len(files) // n_open)][:n_open]
+    targets = files[:: max(1, len(files) // 10)][:10]
+    saved = []
+    for t in targets:
+        saved.append((t, open(t, "rb").read()))
+    facts = {}
+    try:
+        for n in (n_open, 10):
+            opened = files if n == n_open else targets
+            proc, call = daemon_client(sessiond, sessions)
+            for f in opened:
+                call("session/open", {"path": f})
+            time.sleep(1)
+            if n == n_open:
+                status = open(f"/proc/{proc.pid}/status").read()
+                rss = int(next(l for l in status.splitlines() if l.startswith("VmRSS")).split()[1]) / 1024
+                facts.update(daemon_open=len(opened), daemon_fds=len(os.listdir(f"/proc/{proc.pid}/fd")),
+                             daemon_threads=len(os.listdir(f"/proc/{proc.pid}/task")), daemon_rss=rss,
+                             daemon_bytes=sum(os.path.getsize(f) for f in opened))
+            lat, missed = did_change_latencies(proc, targets, appends, rate)
+            key = "many" if n == n_open else "few"
+            facts[f"did_change_{key}_ms"] = median(lat)
+            facts[f"did_change_{key}_missed"] = missed
+            proc.kill()
+            proc.wait()
+            for t, data in saved:
+                with open(t, "wb") as f:
+                    f.write(data)
+    finally:
+        for t, data in saved:
+            with open(t, "wb") as f:
+                f.write(data)
     return facts
 
 
@@ -297,6 +416,23 @@ def table(f):
                      f"{f['compact_rss']:.0f} MiB ({f['compact_s']:.1f} s)",
                      f"≤ 64 MB + 10% ({f['compact_budget']:.0f} MiB)",
                      verdict(f["compact_rss"] <= f["compact_budget"])))
+    if "daemon_fds" in f:
+        n = f["daemon_open"]
+        budget = 64 + 0.05 * f["daemon_bytes"] / 1e6
+        rows += [
+            (f"daemon with {n:,} sessions open: file descriptors", f"{f['daemon_fds']}",
+             f"≤ 64 + 0.05 per session ({64 + 0.05 * n:.0f})", verdict(f["daemon_fds"] <= 64 + 0.05 * n)),
+            (f"daemon threads / RSS with {n:,} open",
+             f"{f['daemon_threads']} / {f['daemon_rss']:.0f} MB ({f['daemon_bytes'] / 1e6:.0f} MB opened)",
+             f"≤ 16 / ≤ 64 MB + 5% ({budget:.0f} MB)",
+             verdict(f["daemon_threads"] <= 16 and f["daemon_rss"] <= budget)),
+            (f"didChange at {n:,} open vs 10 open, 50 appends/s",
+             f"{f['did_change_many_missed'] + f['did_change_few_missed']} missed; median "
+             f"{f['did_change_many_ms']:.1f} vs {f['did_change_few_ms']:.1f} ms",
+             "0 missed, ≤ 2×",
+             verdict(f["did_change_many_missed"] + f["did_change_few_missed"] == 0
+                     and f["did_change_many_ms"] <= 2 * f["did_change_few_ms"])),
+        ]
     md = [f"{f['sessions']:,} generated pi sessions, {gb:.2f} GB (`gen-session --corpus {f['sessions']}`); "
           f"list rows: medians of {f['rounds']} rounds, each ratio the median of the rounds' own:",
           "", "| measure | this run | goal | |", "|---|---|---|---|"]
@@ -331,6 +467,7 @@ def main():
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--no-search", action="store_true")
     ap.add_argument("--no-compact", action="store_true")
+    ap.add_argument("--no-daemon", action="store_true")
     ap.add_argument("--oracle")
     ap.add_argument("--write", action="store_true", help="put the table into docs/performance.md")
     args = ap.parse_args()
@@ -341,7 +478,7 @@ def main():
     rel = os.path.join(os.environ.get("CARGO_TARGET_DIR") or os.path.join(ROOT, "target"), "release")
     f = measure(os.path.join(rel, "sessiond"), os.path.join(rel, "examples", "gen-session"),
                 os.path.join(rel, "examples", "floor"), oracle, args.sessions, args.rounds, args.queries,
-                not args.no_search, not args.no_compact)
+                not args.no_search, not args.no_compact, not args.no_daemon)
     md, _ = table(f)
     md = f"{machine_line(load_start)}; `python3 scripts/bench_scale.py --sessions {args.sessions}`.\n\n{md}"
     print(md)
