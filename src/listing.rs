@@ -342,7 +342,10 @@ impl ListCache {
             }
             Err(OpenError::Pending { .. }) => Listed::Pending,
             Err(_) => {
-                if path.to_str().is_some_and(|k| self.sessions.remove(k).is_some()) {
+                if path
+                    .to_str()
+                    .is_some_and(|k| self.sessions.remove(k).is_some())
+                {
                     self.dirty = true;
                 }
                 Listed::Skipped

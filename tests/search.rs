@@ -364,7 +364,11 @@ fn a_few_changed_files_update_the_index_as_a_build_from_nothing_would() {
     // The deleted session's entries are gone, the shortened one's cut entries too.
     let answers = all_hits(&[root.path()], index.path(), "answer");
     assert!(!answers.iter().any(|h| h.0.ends_with("/s3.jsonl")));
-    assert!(!answers.iter().any(|h| h.0.ends_with("/s2.jsonl") && h.1 == "e0000005"));
+    assert!(
+        !answers
+            .iter()
+            .any(|h| h.0.ends_with("/s2.jsonl") && h.1 == "e0000005")
+    );
 }
 
 #[test]

@@ -14,7 +14,8 @@ use sessiond::dialect::pi::compaction::tokens::estimate_tokens;
 use sessiond::dialect::pi::projection;
 use sessiond::dialect::pi::render;
 use sessiond::js::value as js;
-use sessiond::storage::reader::{FileLines, open_session};
+use sessiond::storage::reader::{FileLines, OpenedSession, open_session};
+use std::path::PathBuf;
 
 /// The full reading, with a throw (or text `JSON.parse` refuses) counted as 0, as the context's
 /// estimate counts it.
@@ -25,8 +26,8 @@ fn full(text: &str) -> u64 {
     }
 }
 
-/// Every message every leaf of every shipped session renders, as text.
-fn rendered_messages() -> Vec<String> {
+/// Every shipped session pi reads, opened leniently, with its lines.
+fn shipped_sessions() -> Vec<(PathBuf, OpenedSession<Pi>, FileLines)> {
     let mut files = common::jsonl_files_under(&common::repo("examples"));
     files.extend(common::jsonl_files_under(&common::repo("tests/data")));
     assert!(
@@ -34,14 +35,20 @@ fn rendered_messages() -> Vec<String> {
         "shipped sessions not found: {}",
         files.len()
     );
+    files
+        .into_iter()
+        .filter_map(|f| {
+            let opened = open_session::<Pi>(&f, Mode::Lenient).ok()?;
+            let lines = FileLines::open(&f).ok()?;
+            Some((f, opened, lines))
+        })
+        .collect()
+}
+
+/// Every message every leaf of every shipped session renders, as text.
+fn rendered_messages() -> Vec<String> {
     let mut out = Vec::new();
-    for f in files {
-        let Ok(opened) = open_session::<Pi>(&f, Mode::Lenient) else {
-            continue;
-        };
-        let Ok(lines) = FileLines::open(&f) else {
-            continue;
-        };
+    for (_, opened, lines) in shipped_sessions() {
         let tree = &opened.tree;
         for leaf in tree.leaves() {
             let proj = projection::project(tree, Some(leaf));
@@ -142,23 +149,17 @@ fn variations_estimate_as_pi_reads_them() {
 }
 
 /// pi's context estimate as a number, `None` for a throw: `NaN` compared by its bits.
-fn estimate_bits(r: Result<f64, sessiond::dialect::pi::compaction::CompactionError>) -> Option<u64> {
+fn estimate_bits(
+    r: Result<f64, sessiond::dialect::pi::compaction::CompactionError>,
+) -> Option<u64> {
     r.ok().map(f64::to_bits)
 }
 
 #[test]
 fn the_estimate_read_from_the_path_s_end_is_the_whole_path_s() {
     use sessiond::dialect::pi::compaction::prepare;
-    let mut files = common::jsonl_files_under(&common::repo("examples"));
-    files.extend(common::jsonl_files_under(&common::repo("tests/data")));
     let (mut decided, mut undecided) = (0, 0);
-    for f in files {
-        let Ok(opened) = open_session::<Pi>(&f, Mode::Lenient) else {
-            continue;
-        };
-        let Ok(lines) = FileLines::open(&f) else {
-            continue;
-        };
+    for (f, opened, lines) in shipped_sessions() {
         let tree = &opened.tree;
         for leaf in tree.leaves() {
             let proj = projection::project_path(tree, Some(leaf));
@@ -182,5 +183,8 @@ fn the_estimate_read_from_the_path_s_end_is_the_whole_path_s() {
     }
     // Both ways are taken: sessions answered since their last compaction, and sessions with
     // no usage after it (or none at all).
-    assert!(decided > 40 && undecided > 20, "{decided} decided, {undecided} undecided");
+    assert!(
+        decided > 40 && undecided > 20,
+        "{decided} decided, {undecided} undecided"
+    );
 }

@@ -1458,7 +1458,11 @@ impl Backend {
                 let mut guard = cache.lock().unwrap_or_else(PoisonError::into_inner);
                 let cache = guard.get_or_insert_with(|| ListCache::load(&cache_file));
                 let listed = cache.list_found(&chunk);
-                chunk.into_iter().map(|(f, _)| f).zip(listed).collect::<Vec<_>>()
+                chunk
+                    .into_iter()
+                    .map(|(f, _)| f)
+                    .zip(listed)
+                    .collect::<Vec<_>>()
             })
             .await
             .unwrap_or_default();

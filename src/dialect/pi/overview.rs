@@ -79,4 +79,3 @@ fn first_user_message(tree: &Tree, lines: &dyn LineSource) -> Option<String> {
     }
     None
 }
-
