@@ -149,27 +149,29 @@ pub(crate) fn open_rendering(
 
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
-    if dialect_of(&args.file)? == Dialect::Codex {
-        no_model(args.model.as_deref())?;
-        return super::codex::context(
-            out,
-            &args.file,
-            args.leaf.as_deref(),
-            args.json,
-            args.allow_corrupt,
-        );
+    match dialect_of(&args.file)? {
+        Dialect::Codex => {
+            no_model(args.model.as_deref())?;
+            return super::codex::context(
+                out,
+                &args.file,
+                args.leaf.as_deref(),
+                args.json,
+                args.allow_corrupt,
+            );
+        }
+        Dialect::Claude => {
+            let ask = Ask {
+                file: &args.file,
+                leaf: args.leaf.as_deref(),
+                json: args.json,
+                allow_corrupt: args.allow_corrupt,
+                model: args.model.as_deref(),
+            };
+            return super::transcript::context(out, &ask);
+        }
+        Dialect::Pi => no_model(args.model.as_deref())?,
     }
-    if dialect_of(&args.file)? == Dialect::Claude {
-        let ask = Ask {
-            file: &args.file,
-            leaf: args.leaf.as_deref(),
-            json: args.json,
-            allow_corrupt: args.allow_corrupt,
-            model: args.model.as_deref(),
-        };
-        return super::transcript::context(out, &ask);
-    }
-    no_model(args.model.as_deref())?;
     if args.json
         && args.leaf.is_none()
         && let Some(exit) = context_json_written_ahead(out, args)?
@@ -644,28 +646,30 @@ fn no_model(model: Option<&str>) -> Result<(), CliError> {
 
 /// Runs `sessiond explain`.
 pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
-    if dialect_of(&args.file)? == Dialect::Codex {
-        no_model(args.model.as_deref())?;
-        return super::codex::explain(
-            out,
-            &args.file,
-            &args.entry_id,
-            args.leaf.as_deref(),
-            args.json,
-            args.allow_corrupt,
-        );
+    match dialect_of(&args.file)? {
+        Dialect::Codex => {
+            no_model(args.model.as_deref())?;
+            return super::codex::explain(
+                out,
+                &args.file,
+                &args.entry_id,
+                args.leaf.as_deref(),
+                args.json,
+                args.allow_corrupt,
+            );
+        }
+        Dialect::Claude => {
+            let ask = Ask {
+                file: &args.file,
+                leaf: args.leaf.as_deref(),
+                json: args.json,
+                allow_corrupt: args.allow_corrupt,
+                model: args.model.as_deref(),
+            };
+            return super::transcript::explain(out, &ask, &args.entry_id);
+        }
+        Dialect::Pi => no_model(args.model.as_deref())?,
     }
-    if dialect_of(&args.file)? == Dialect::Claude {
-        let ask = Ask {
-            file: &args.file,
-            leaf: args.leaf.as_deref(),
-            json: args.json,
-            allow_corrupt: args.allow_corrupt,
-            model: args.model.as_deref(),
-        };
-        return super::transcript::explain(out, &ask, &args.entry_id);
-    }
-    no_model(args.model.as_deref())?;
     let Opened { session, lines } = open(&args.file, args.allow_corrupt, "explain")?;
     let file = args.file.as_path();
     let tree = &session.tree;
