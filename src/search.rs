@@ -20,8 +20,10 @@
 //! the start; one that is gone is dropped. The size, mtime and inode are fast fields of the
 //! state document too: a search tells that nothing changed from those columns and a stat of
 //! each file (taken with its directory as the walk reads it, several directories at once:
-//! [`list::session_files_with_metadata`]), and reads the state documents (every session's) only when an update has files
-//! to read or drop; a hit's session name is read from that session's state document alone.
+//! [`list::session_files_with_metadata`]). An update with files to read or drop reads the
+//! state documents of just those files when they are at most one in eight of the indexed
+//! (each alone), else every session's at once; a hit's session name is read from that
+//! session's state document alone.
 //! Files are read several at a time (rayon) and their documents added in file order. An append that moves the default path away from
 //! the indexed leaf (a new branch from an older entry) re-indexes the file, so
 //! `onDefaultPath` stays exact. A Claude Code transcript's default leaf can move with any
