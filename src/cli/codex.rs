@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::error::{CliError, Exit};
-use super::open::dialect_of;
+use super::open::{Ask, dialect_of};
 use crate::core::tree::{Mode, NodeIdx};
 use crate::dialect::codex::context as cx;
 use crate::dialect::codex::leaf_replay::Replay;
@@ -54,15 +54,10 @@ fn read(file: &Path, allow_corrupt: bool) -> Result<Tree, CliError> {
 /// Runs `sessiond context` on a Codex rollout: `messages` is the `input` item list Codex
 /// sends when it resumes at the leaf (after its base-instructions message, which the document
 /// gives as `baseInstructions`).
-pub fn context(
-    out: &mut dyn Write,
-    file: &Path,
-    leaf: Option<&str>,
-    json: bool,
-    allow_corrupt: bool,
-) -> Result<Exit, CliError> {
-    let tree = read(file, allow_corrupt)?;
-    let line = leaf_line(&tree, file, leaf, "leaf id")?;
+pub fn context(out: &mut dyn Write, ask: &Ask<'_>) -> Result<Exit, CliError> {
+    let file = ask.file;
+    let tree = read(file, ask.allow_corrupt)?;
+    let line = leaf_line(&tree, file, ask.leaf, "leaf id")?;
     let leaf_id = line.and_then(|l| {
         tree.nodes()
             .iter()
@@ -73,7 +68,7 @@ pub fn context(
     let doc = Replay::messages_at(&index, file, line)
         .map_err(lineage_err(file))?
         .document(leaf_id);
-    if json {
+    if ask.json {
         serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
         writeln!(out)?;
         return Ok(Exit::Ok);
@@ -113,20 +108,14 @@ pub fn context(
 
 /// Runs `sessiond explain` on a Codex rollout: why the line `entry_id` is or is not in what
 /// Codex sends at the leaf.
-pub fn explain(
-    out: &mut dyn Write,
-    file: &Path,
-    entry_id: &str,
-    leaf: Option<&str>,
-    json: bool,
-    allow_corrupt: bool,
-) -> Result<Exit, CliError> {
-    let tree = read(file, allow_corrupt)?;
+pub fn explain(out: &mut dyn Write, ask: &Ask<'_>, entry_id: &str) -> Result<Exit, CliError> {
+    let file = ask.file;
+    let tree = read(file, ask.allow_corrupt)?;
     let target = leaf_line(&tree, file, Some(entry_id), "entry id")?.unwrap_or(0);
-    let line = leaf_line(&tree, file, leaf, "leaf id")?;
+    let line = leaf_line(&tree, file, ask.leaf, "leaf id")?;
     let index = cx::index_for(file);
     let ex = cx::explain(&index, file, target, line).map_err(lineage_err(file))?;
-    if json {
+    if ask.json {
         serde_json::to_writer(&mut *out, &ex).map_err(io::Error::from)?;
         writeln!(out)?;
     } else {

@@ -107,3 +107,38 @@ pub fn find<E: TreeEntry>(
 pub(crate) fn exiting_with<T>(read: T) {
     std::mem::forget(read);
 }
+
+/// What `context` and `explain` are asked about a Claude Code transcript or a Codex rollout
+/// (their arguments, as the CLI's argument types give them).
+#[derive(Clone, Copy, Debug)]
+pub struct Ask<'a> {
+    /// The transcript.
+    pub file: &'a Path,
+    /// `--leaf`.
+    pub leaf: Option<&'a str>,
+    /// `--json`.
+    pub json: bool,
+    /// `--allow-corrupt`.
+    pub allow_corrupt: bool,
+    /// `--model`.
+    pub model: Option<&'a str>,
+}
+
+impl<'a> Ask<'a> {
+    /// `file`, `--leaf`, `--json`, `--allow-corrupt` and `--model`, in that order.
+    pub fn of(
+        file: &'a Path,
+        leaf: Option<&'a str>,
+        json: bool,
+        allow_corrupt: bool,
+        model: Option<&'a str>,
+    ) -> Self {
+        Ask {
+            file,
+            leaf,
+            json,
+            allow_corrupt,
+            model,
+        }
+    }
+}

@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 
 use super::Sink;
 use super::error::{CliError, Exit};
-use super::open::{Opened, dialect_of, exiting_with, find, lines_of, open, resolve, with_lines};
-use super::transcript::Ask;
+use super::open::{
+    Ask, Opened, dialect_of, exiting_with, find, lines_of, open, resolve, with_lines,
+};
 use crate::core::describe::Describe;
 use crate::core::diagnostics::{CorruptionKind, Diagnostic};
 use crate::core::lines::LineFormat;
@@ -149,28 +150,20 @@ pub(crate) fn open_rendering(
 
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
+    let ask = Ask::of(
+        &args.file,
+        args.leaf.as_deref(),
+        args.json,
+        args.allow_corrupt,
+        args.model.as_deref(),
+    );
     match dialect_of(&args.file)? {
         Dialect::Codex => {
-            no_model(args.model.as_deref())?;
-            return super::codex::context(
-                out,
-                &args.file,
-                args.leaf.as_deref(),
-                args.json,
-                args.allow_corrupt,
-            );
+            no_model(ask.model)?;
+            return super::codex::context(out, &ask);
         }
-        Dialect::Claude => {
-            let ask = Ask {
-                file: &args.file,
-                leaf: args.leaf.as_deref(),
-                json: args.json,
-                allow_corrupt: args.allow_corrupt,
-                model: args.model.as_deref(),
-            };
-            return super::transcript::context(out, &ask);
-        }
-        Dialect::Pi => no_model(args.model.as_deref())?,
+        Dialect::Claude => return super::transcript::context(out, &ask),
+        Dialect::Pi => no_model(ask.model)?,
     }
     if args.json
         && args.leaf.is_none()
@@ -646,29 +639,20 @@ fn no_model(model: Option<&str>) -> Result<(), CliError> {
 
 /// Runs `sessiond explain`.
 pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
+    let ask = Ask::of(
+        &args.file,
+        args.leaf.as_deref(),
+        args.json,
+        args.allow_corrupt,
+        args.model.as_deref(),
+    );
     match dialect_of(&args.file)? {
         Dialect::Codex => {
-            no_model(args.model.as_deref())?;
-            return super::codex::explain(
-                out,
-                &args.file,
-                &args.entry_id,
-                args.leaf.as_deref(),
-                args.json,
-                args.allow_corrupt,
-            );
+            no_model(ask.model)?;
+            return super::codex::explain(out, &ask, &args.entry_id);
         }
-        Dialect::Claude => {
-            let ask = Ask {
-                file: &args.file,
-                leaf: args.leaf.as_deref(),
-                json: args.json,
-                allow_corrupt: args.allow_corrupt,
-                model: args.model.as_deref(),
-            };
-            return super::transcript::explain(out, &ask, &args.entry_id);
-        }
-        Dialect::Pi => no_model(args.model.as_deref())?,
+        Dialect::Claude => return super::transcript::explain(out, &ask, &args.entry_id),
+        Dialect::Pi => no_model(ask.model)?,
     }
     let Opened { session, lines } = open(&args.file, args.allow_corrupt, "explain")?;
     let file = args.file.as_path();

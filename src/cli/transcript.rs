@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::Sink;
 use super::error::{CliError, Exit};
+use super::open::Ask;
 use crate::core::preview::one_line;
 use crate::core::tree::{Mode, NodeIdx};
 use crate::dialect::claude::context;
@@ -17,21 +18,6 @@ use crate::dialect::claude::{self, Claude, Tree, preview};
 use crate::storage::reader::{self, FileLines, OpenError, OpenedSession};
 use crate::view::convert;
 use crate::view::tree::count;
-
-/// What `context` and `explain` are asked about a transcript (their arguments, as the CLI's
-/// argument types give them).
-pub struct Ask<'a> {
-    /// The transcript.
-    pub file: &'a Path,
-    /// `--leaf`.
-    pub leaf: Option<&'a str>,
-    /// `--json`.
-    pub json: bool,
-    /// `--allow-corrupt`.
-    pub allow_corrupt: bool,
-    /// `--model`.
-    pub model: Option<&'a str>,
-}
 
 /// A transcript read for one command, with a reader of its lines.
 pub(crate) struct Read {
@@ -127,7 +113,7 @@ pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
             out,
             "{:>4} {first}{more} {role:<9} {}",
             i + 1,
-            message_preview(message)
+            preview::content_preview(message.get("content"))
         )?;
     }
     if !ctx.dropped.is_empty() {
@@ -167,11 +153,6 @@ pub fn context(out: &mut dyn Sink, args: &Ask<'_>) -> Result<Exit, CliError> {
         writeln!(out, "problem: {d}")?;
     }
     Ok(Exit::Ok)
-}
-
-/// A message in one line: its text, its blocks in a few words.
-fn message_preview(message: &Value) -> String {
-    preview::content_preview(message.get("content"))
 }
 
 /// Runs `sessiond explain` on a Claude Code transcript: `ENTRY_ID` is a uuid, or `line:N` for
