@@ -105,6 +105,25 @@ impl Role {
     }
 }
 
+/// What [`TokenScan`] takes of one message: its usage event (`getAssistantUsage` and
+/// `calculateContextTokens`, `None` when it has none), its `estimateTokens` and its role.
+#[derive(Clone, Debug)]
+struct MessageFacts {
+    usage: Result<Option<f64>, TypeError>,
+    tokens: Result<f64, TypeError>,
+    role: Role,
+}
+
+impl MessageFacts {
+    fn of(m: &Value, tokens: Result<f64, TypeError>, role: Role) -> Self {
+        MessageFacts {
+            usage: assistant_usage(m).and_then(|u| u.map(calculate_context_tokens).transpose()),
+            tokens,
+            role,
+        }
+    }
+}
+
 /// pi `estimateContextTokens` and `estimateProjectedContextTokens` of the projection's
 /// messages, gathered in one pass in message order (the messages are not held):
 /// the last message whose `getAssistantUsage` is valid or throws (pi walks back to it), the
@@ -131,8 +150,18 @@ struct TokenScan {
 impl TokenScan {
     /// Takes the next message, `tokens` its `estimateTokens`, `entry` its entry index.
     fn add(&mut self, m: &Value, tokens: &Result<f64, TypeError>, role: Role, entry: usize) {
-        let usage = assistant_usage(m).and_then(|u| u.map(calculate_context_tokens).transpose());
-        match usage {
+        self.add_facts(&MessageFacts::of(m, tokens.clone(), role), entry);
+    }
+
+    /// [`TokenScan::add`] of a message's facts.
+    fn add_facts(&mut self, facts: &MessageFacts, entry: usize) {
+        let MessageFacts {
+            usage,
+            tokens,
+            role,
+        } = facts;
+        let role = *role;
+        match usage.clone() {
             Ok(None) => match tokens {
                 Ok(t) if self.trailing_error.is_none() => self.trailing += t,
                 Ok(_) => {}
@@ -907,9 +936,10 @@ pub fn estimate_from_tail(
             EntryKind::Compaction { .. } | EntryKind::ContextEdit { .. }
         )
     });
-    // Entries newest first, each with its messages; `cursor` walks the path back beside them
-    // (the context entries after the latest compaction or edit are the path's, in its order).
-    let mut read: Vec<(usize, Vec<Value>)> = Vec::new();
+    // Entries newest first, each with its messages' facts (no message is held); `cursor` walks
+    // the path back beside them (the context entries after the latest compaction or edit are
+    // the path's, in its order).
+    let mut read: Vec<(usize, Vec<MessageFacts>)> = Vec::new();
     let mut cursor = path.len();
     for index in (0..projection.len()).rev() {
         let node = projection.node(index)?;
@@ -924,19 +954,20 @@ pub fn estimate_from_tail(
                 .map(|r| parse_line(r.get().as_bytes(), entry))
                 .collect::<Result<Vec<Value>, _>>()
         });
-        let messages = match rendered {
-            Ok(messages) => messages,
+        let messages: Vec<MessageFacts> = match rendered {
+            Ok(messages) => messages
+                .iter()
+                .map(|m| MessageFacts::of(m, estimate_tokens(m), Role::of(m)))
+                .collect(),
             Err(e) => return Some(Err(e.into())),
         };
-        let event = messages
-            .iter()
-            .any(|m| !matches!(assistant_usage(m), Ok(None)));
+        let event = messages.iter().any(|m| !matches!(m.usage, Ok(None)));
         read.push((index, messages));
         if event {
             let mut scan = TokenScan::default();
             for (index, messages) in read.iter().rev() {
                 for m in messages {
-                    scan.add(m, &estimate_tokens(m), Role::of(m), *index);
+                    scan.add_facts(m, *index);
                 }
             }
             let located = |e: TypeError| CompactionError::PiWouldThrow {
