@@ -924,7 +924,7 @@ impl SearchIndex {
         gone.sort();
         gone.dedup();
         let mut report = self.apply(found, gone, report, progress)?;
-        report.files = self.state()?.files.len();
+        report.files = self.files();
         Ok(report)
     }
 
