@@ -1,5 +1,6 @@
 //! Path helpers shared by the layers that take paths from users (session roots, the writer).
-//! Lexical only: nothing here touches the disk except reading the working directory.
+//! Lexical only: nothing here touches the disk except reading the working directory (and the
+//! environment, for [`xdg_dir`]).
 //!
 //! Paths on the wire: a path is bytes on Linux, a JSON string is Unicode. Every path sessiond
 //! sends is shown as text (`path`, invalid bytes as U+FFFD: [`serialize_lossy`]); one that is not
@@ -107,6 +108,23 @@ pub fn absolute(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// `$VAR/sessiond/<name>` for the XDG base directory variable `var` when it holds an absolute
+/// path, else `$HOME/<fallback>/sessiond/<name>` (`.` for an unset `HOME`): the XDG base
+/// directory rule (`xdg_dir("XDG_CACHE_HOME", ".cache", "index")`).
+pub fn xdg_dir(var: &str, fallback: &str, name: &str) -> PathBuf {
+    std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("."))
+                .join(fallback)
+        })
+        .join("sessiond")
+        .join(name)
 }
 
 #[cfg(test)]

@@ -235,18 +235,7 @@ fn sha256_hex(b: &[u8]) -> String {
 /// The default directory of backup directories: `$XDG_STATE_HOME/sessiond/rewind`, else
 /// `$HOME/.local/state/sessiond/rewind` (state, not cache: it must survive a cache cleanup).
 pub fn default_backup_root() -> PathBuf {
-    std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("."))
-                .join(".local")
-                .join("state")
-        })
-        .join("sessiond")
-        .join("rewind")
+    crate::paths::xdg_dir("XDG_STATE_HOME", ".local/state", "rewind")
 }
 
 /// The mode of a file a rewind writes when no earlier mode is known (a file deleted since

@@ -191,16 +191,7 @@ pub enum SearchError {
 /// The default index directory: `$XDG_CACHE_HOME/sessiond/index`, else
 /// `$HOME/.cache/sessiond/index` (the XDG base directory rule).
 pub fn default_dir() -> PathBuf {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("."))
-                .join(".cache")
-        });
-    cache.join("sessiond").join("index")
+    crate::paths::xdg_dir("XDG_CACHE_HOME", ".cache", "index")
 }
 
 #[derive(Clone, Copy)]

@@ -53,6 +53,36 @@ pub struct Comparison<R> {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+impl<R> Comparison<R> {
+    /// Leaves `a` and `b` of `tree`, whose paths part at `fork`: the leaves, the fork point, each
+    /// side's entries and the read's diagnostics; every count and difference empty, for the
+    /// dialect to fill.
+    pub fn parted<E: Describe>(
+        tree: &Tree<E>,
+        lines: &dyn LineSource,
+        (a, b): (NodeIdx, NodeIdx),
+        fork: &Fork,
+    ) -> Self {
+        let id = |n: NodeIdx| tree.node(n).entry.id().clone();
+        Comparison {
+            leaf_a: id(a),
+            leaf_b: id(b),
+            fork_point_id: fork.point.map(id),
+            only_a: path_entries(tree, lines, &fork.only_a),
+            only_b: path_entries(tree, lines, &fork.only_b),
+            side_a: Side::default(),
+            side_b: Side::default(),
+            context_only_a: Vec::new(),
+            context_only_b: Vec::new(),
+            context_changed: Vec::new(),
+            context_common: 0,
+            thinking_level: None,
+            model: None,
+            diagnostics: tree.diagnostics().to_vec(),
+        }
+    }
+}
+
 /// An entry of one side.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -38,15 +38,19 @@ impl FileStamp {
 impl FileStamp {
     /// The stamp of an open file.
     pub fn of(file: &File) -> io::Result<Self> {
-        let m = file.metadata()?;
-        Ok(FileStamp {
+        Ok(FileStamp::of_metadata(&file.metadata()?))
+    }
+
+    /// The stamp `m` gives.
+    pub fn of_metadata(m: &std::fs::Metadata) -> Self {
+        FileStamp {
             size: m.len(),
             dev: m.dev(),
             ino: m.ino(),
             mtime: m.modified().ok(),
             ctime: (m.ctime(), m.ctime_nsec()),
             btime: m.created().ok(),
-        })
+        }
     }
 }
 
@@ -55,15 +59,7 @@ const TAIL_CHUNK: usize = 1 << 20;
 
 /// The stamp of the file a path names now (following symlinks): size, identity, mtime.
 pub fn stamp_path(path: &Path) -> io::Result<FileStamp> {
-    let m = std::fs::metadata(path)?;
-    Ok(FileStamp {
-        size: m.len(),
-        dev: m.dev(),
-        ino: m.ino(),
-        mtime: m.modified().ok(),
-        ctime: (m.ctime(), m.ctime_nsec()),
-        btime: m.created().ok(),
-    })
+    Ok(FileStamp::of_metadata(&std::fs::metadata(path)?))
 }
 
 /// Reads `[offset, end)` of `file`, stopping early at end of file.

@@ -36,11 +36,10 @@ use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::context::{
-    Context, ContextError, ContextOptions, SYNTHETIC_MODEL, context, loaded_for,
+    Context, ContextError, ContextOptions, SYNTHETIC_MODEL, context, line_value, loaded_for,
 };
 use crate::dialect::claude::explain::{Reason, dropped_reason, off_path};
 use crate::dialect::claude::format::Kind;
-use crate::js::jsstr;
 
 /// The tools whose calls change a file, and the argument that names it.
 const FILE_TOOLS: [(&str, &str); 4] = [
@@ -125,23 +124,16 @@ pub fn compare(
     let model = |c: &Context| c.model.clone().map_or(Value::Null, Value::String);
     let (model_a, model_b) = (model(&ctx_a), model(&ctx_b));
     Ok(Comparison {
-        leaf_a: id(a),
-        leaf_b: id(b),
-        fork_point_id: fork.point.map(id),
-        only_a: compare::path_entries(tree, lines, &fork.only_a),
-        only_b: compare::path_entries(tree, lines, &fork.only_b),
         side_a: side(tree, lines, &path_a, fork.only_a.len())?,
         side_b: side(tree, lines, &path_b, fork.only_b.len())?,
         context_only_a,
         context_only_b,
-        context_changed: Vec::new(),
         context_common: common,
-        thinking_level: None,
         model: (model_a != model_b).then_some(Differ {
             a: model_a,
             b: model_b,
         }),
-        diagnostics: tree.diagnostics().to_vec(),
+        ..Comparison::parted(tree, lines, (a, b), &fork)
     })
 }
 
@@ -247,7 +239,7 @@ fn side(
                         .iter()
                         .any(|r| changes.iter().any(|(c, _)| c == r.as_str()))
                 {
-                    let line = read_value(tree, lines, n)?;
+                    let line = line_value(tree, lines, n)?;
                     for block in blocks(&line) {
                         if block.get("type").and_then(Value::as_str) != Some("tool_result") {
                             continue;
@@ -286,7 +278,7 @@ fn side(
                 if tool_use_ids.is_empty() {
                     continue;
                 }
-                let line = read_value(tree, lines, n)?;
+                let line = line_value(tree, lines, n)?;
                 for block in blocks(&line) {
                     if block.get("type").and_then(Value::as_str) != Some("tool_use") {
                         continue;
@@ -337,7 +329,7 @@ fn token_count(
     let Some(&last) = path.iter().rev().find(|&&n| model_of(tree, n).is_some()) else {
         return Ok(None);
     };
-    let line = read_value(tree, lines, last)?;
+    let line = line_value(tree, lines, last)?;
     let Some(usage) = line.get("message").and_then(|m| m.get("usage")) else {
         return Ok(None);
     };
@@ -359,20 +351,4 @@ fn blocks(line: &Value) -> impl Iterator<Item = &Value> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-}
-
-fn read_value(tree: &Tree, lines: &dyn LineSource, n: NodeIdx) -> Result<Value, ContextError> {
-    let entry = &tree.node(n).entry;
-    let bytes = lines
-        .line(entry.span)
-        .map_err(|source| ContextError::Read {
-            line: entry.span.line,
-            id: entry.id.clone(),
-            source,
-        })?;
-    jsstr::parse_value(&bytes).map_err(|e| ContextError::Changed {
-        line: entry.span.line,
-        id: entry.id.clone(),
-        detail: e.to_string(),
-    })
 }

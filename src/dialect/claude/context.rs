@@ -23,7 +23,7 @@ use crate::core::source::{Buffered, LineSource, line_blocks};
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
 use crate::dialect::claude::attachment::{self, DROPPED_ON_LOAD, Rendering, reminder, unwrap};
-use crate::dialect::claude::format::{Kind, ResultCopy};
+use crate::dialect::claude::format::{Entry, Kind, ResultCopy};
 use crate::dialect::claude::load::{Loaded, Plan, is_boundary, offset_of_line, size_read};
 use crate::js::jsstr;
 use crate::js::value::{template_string, truthy};
@@ -416,6 +416,51 @@ pub enum ContextError {
     },
 }
 
+impl ContextError {
+    /// [`ContextError::Read`] for `e`'s line.
+    pub(crate) fn read(e: &Entry, source: std::io::Error) -> ContextError {
+        ContextError::Read {
+            line: e.span.line,
+            id: e.id.clone(),
+            source,
+        }
+    }
+
+    /// [`ContextError::Changed`] for `e`'s line.
+    pub(crate) fn changed(e: &Entry, detail: impl Into<String>) -> ContextError {
+        ContextError::Changed {
+            line: e.span.line,
+            id: e.id.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    /// [`ContextError::Shadowed`] for node `n`, which a later line with its uuid replaces.
+    pub(crate) fn shadowed(tree: &Tree, n: NodeIdx) -> ContextError {
+        let e = &tree.node(n).entry;
+        let by = tree.find(e.id.as_str()).unwrap_or(n);
+        ContextError::Shadowed {
+            line: e.span.line,
+            id: e.id.clone(),
+            by_line: tree.node(by).entry.span.line,
+        }
+    }
+}
+
+/// The JSON of node `n`'s line, read again from the file as `JSON.parse` reads it. Errors: the
+/// line cannot be read, or is no longer JSON.
+pub(crate) fn line_value(
+    tree: &Tree,
+    source: &dyn LineSource,
+    n: NodeIdx,
+) -> Result<Value, ContextError> {
+    let e = &tree.node(n).entry;
+    let bytes = source
+        .line(e.span)
+        .map_err(|err| ContextError::read(e, err))?;
+    jsstr::parse_value(&bytes).map_err(|err| ContextError::changed(e, err.to_string()))
+}
+
 /// The `messages` Claude Code 2.1.197 sends when it continues the transcript at `leaf` (§7–§8),
 /// less what it adds at send time (listed in [`Context::send_time`]).
 ///
@@ -462,13 +507,7 @@ pub fn context(
         }
     }
     let Some((loaded, read_as)) = found else {
-        let e = &tree.node(leaf).entry;
-        let by = tree.find(e.id.as_str()).unwrap_or(leaf);
-        return Err(ContextError::Shadowed {
-            line: e.span.line,
-            id: e.id.clone(),
-            by_line: tree.node(by).entry.span.line,
-        });
+        return Err(ContextError::shadowed(tree, leaf));
     };
     let path = loaded.path(leaf);
     let mut run = Run::default();
@@ -1046,16 +1085,10 @@ fn read_item(
     used: &mut bool,
 ) -> Result<Item, ContextError> {
     let e = &tree.node(n).entry;
-    let bytes = source.line(e.span).map_err(|err| ContextError::Read {
-        line: e.span.line,
-        id: e.id.clone(),
-        source: err,
-    })?;
-    let changed = |detail: String| ContextError::Changed {
-        line: e.span.line,
-        id: e.id.clone(),
-        detail,
-    };
+    let bytes = source
+        .line(e.span)
+        .map_err(|err| ContextError::read(e, err))?;
+    let changed = |detail: String| ContextError::changed(e, detail);
     if !matches!(e.kind, Kind::User { .. }) {
         placed = None;
     }
@@ -1647,14 +1680,7 @@ impl Run {
                         Some(last) if last.is(Ty::User) => {
                             for m in rendered {
                                 fold_attachment(last, Value::String(m), placed, source).map_err(
-                                    |err| {
-                                        let e = &tree.node(k.node).entry;
-                                        ContextError::Read {
-                                            line: e.span.line,
-                                            id: e.id.clone(),
-                                            source: err,
-                                        }
-                                    },
+                                    |err| ContextError::read(&tree.node(k.node).entry, err),
                                 )?;
                             }
                             last.sources.push(k.node);

@@ -12,13 +12,13 @@
 use std::collections::HashSet;
 
 use serde_json::json;
-use thiserror::Error;
 
 use crate::core::ids::EntryId;
 use crate::core::raw_object::RawObject;
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;
 use crate::dialect::claude::Tree;
+use crate::dialect::claude::context::ContextError;
 use crate::dialect::claude::load::{Loaded, Plan, size_read};
 
 /// The new transcript's lines and what they hold.
@@ -39,40 +39,6 @@ pub struct ForkPlan {
     pub from_boundary: Option<EntryId>,
 }
 
-/// Why a fork cannot be planned.
-#[derive(Debug, Error)]
-pub enum ForkError {
-    /// The node is not a line Claude Code loads (a later line with its uuid replaces it).
-    #[error("line {line} ({id}): a later line has the same uuid and replaces it")]
-    Shadowed {
-        /// The line.
-        line: u32,
-        /// Its uuid.
-        id: EntryId,
-    },
-    /// A line of the path could not be read back.
-    #[error("line {line} ({id}): cannot read the line: {source}")]
-    Io {
-        /// The line.
-        line: u32,
-        /// Its uuid.
-        id: EntryId,
-        /// The read's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A line of the path is no longer the object it was when the transcript was read.
-    #[error("line {line} ({id}): the line is no longer what was read: {detail}")]
-    Changed {
-        /// The line.
-        line: u32,
-        /// Its uuid.
-        id: EntryId,
-        /// What is wrong.
-        detail: String,
-    },
-}
-
 /// The path Claude Code loads to `leaf`, from the newest compact boundary on it, with each line's
 /// parent as it loads it: read as Claude Code reads the file (`size` bytes: over 5 MiB it is
 /// pruned), or, for a leaf that reading no longer reaches, as the file was when that leaf was
@@ -81,7 +47,7 @@ pub fn loaded_path(
     tree: &Tree,
     leaf: NodeIdx,
     size: u64,
-) -> Result<Vec<(NodeIdx, Option<EntryId>)>, ForkError> {
+) -> Result<Vec<(NodeIdx, Option<EntryId>)>, ContextError> {
     let plans = [(true, true), (false, true), (true, false), (false, false)];
     let Some(loaded) = plans
         .into_iter()
@@ -98,11 +64,7 @@ pub fn loaded_path(
         })
         .find(|l| l.live(leaf))
     else {
-        let e = &tree.node(leaf).entry;
-        return Err(ForkError::Shadowed {
-            line: e.span.line,
-            id: e.id.clone(),
-        });
+        return Err(ContextError::shadowed(tree, leaf));
     };
     let mut path = loaded.path(leaf);
     if let Some(b) = path
@@ -148,7 +110,7 @@ pub fn last_mode(tree: &Tree, source: &dyn LineSource) -> Option<String> {
 /// Plans the fork of `tree` at `leaf` into session `session_id`: the new file's lines (see
 /// the module docs). `file_size` is the source's size as `stat` gives it (default: the end of
 /// the last line read); `mode` the value of the source's last `mode` line, if any. Errors:
-/// [`ForkError`].
+/// [`ContextError`].
 pub fn plan_fork(
     tree: &Tree,
     source: &dyn LineSource,
@@ -156,7 +118,7 @@ pub fn plan_fork(
     session_id: &str,
     file_size: Option<u64>,
     mode: Option<&str>,
-) -> Result<ForkPlan, ForkError> {
+) -> Result<ForkPlan, ContextError> {
     let path = loaded_path(tree, leaf, file_size.unwrap_or_else(|| size_read(tree)))?;
     let ids: HashSet<&str> = path
         .iter()
@@ -174,22 +136,13 @@ pub fn plan_fork(
     let mut cwd = None;
     for (n, parent) in &path {
         let e = &tree.node(*n).entry;
-        let bytes = source.line(e.span).map_err(|source| ForkError::Io {
-            line: e.span.line,
-            id: e.id.clone(),
-            source,
-        })?;
-        let mut obj = RawObject::parse(&bytes).map_err(|detail| ForkError::Changed {
-            line: e.span.line,
-            id: e.id.clone(),
-            detail,
-        })?;
+        let bytes = source
+            .line(e.span)
+            .map_err(|err| ContextError::read(e, err))?;
+        let mut obj =
+            RawObject::parse(&bytes).map_err(|detail| ContextError::changed(e, detail))?;
         if obj.get_str("uuid").as_deref() != Some(e.id.as_str()) {
-            return Err(ForkError::Changed {
-                line: e.span.line,
-                id: e.id.clone(),
-                detail: "its uuid differs".into(),
-            });
+            return Err(ContextError::changed(e, "its uuid differs"));
         }
         if parent.as_ref() != e.parent_id.as_ref() {
             rewritten.push(e.id.clone());

@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::verify::{apply_edits, blocks, leaf_cwd, line_value};
+use super::context::line_value;
+use super::verify::{apply_edits, blocks, leaf_cwd};
 use crate::core::rewind::{Change, EditRecord, Record, Records};
 use crate::core::source::LineSource;
 use crate::core::tree::NodeIdx;

@@ -29,7 +29,7 @@ use crate::core::verify::{
     credential_presence, tool_call_blocks,
 };
 use crate::dialect::claude::Tree;
-use crate::dialect::claude::context::ContextError;
+use crate::dialect::claude::context::{ContextError, line_value};
 use crate::dialect::claude::format::Kind as LineKind;
 use crate::dialect::claude::load::history;
 
@@ -118,25 +118,6 @@ pub(crate) fn leaf_cwd(
         }
     }
     Ok(None)
-}
-
-/// The JSON of node `n`'s line, read again from the file.
-pub(crate) fn line_value(
-    tree: &Tree,
-    source: &dyn LineSource,
-    n: NodeIdx,
-) -> Result<Value, ContextError> {
-    let e = &tree.node(n).entry;
-    let bytes = source.line(e.span).map_err(|source| ContextError::Read {
-        line: e.span.line,
-        id: e.id.clone(),
-        source,
-    })?;
-    crate::js::jsstr::parse_value(&bytes).map_err(|err| ContextError::Changed {
-        line: e.span.line,
-        id: e.id.clone(),
-        detail: err.to_string(),
-    })
 }
 
 /// The content blocks of a line's `message`.

@@ -168,23 +168,16 @@ pub fn compare(
     let (side_a, model_a) = side(thread, lines, &fork.only_a, &path_a);
     let (side_b, model_b) = side(thread, lines, &fork.only_b, &path_b);
     Ok(Comparison {
-        leaf_a: id(a),
-        leaf_b: id(b),
-        fork_point_id: fork.point.map(id),
-        only_a: compare::path_entries(tree, lines, &fork.only_a),
-        only_b: compare::path_entries(tree, lines, &fork.only_b),
         side_a,
         side_b,
         context_only_a,
         context_only_b,
-        context_changed: Vec::new(),
         context_common: common,
-        thinking_level: None,
         model: (model_a != model_b).then(|| Differ {
             a: model_a.map_or(Value::Null, Value::String),
             b: model_b.map_or(Value::Null, Value::String),
         }),
-        diagnostics: tree.diagnostics().to_vec(),
+        ..Comparison::parted(tree, lines, (a, b), &fork)
     })
 }
 

@@ -29,7 +29,7 @@ use crate::dialect::pi::compaction::prepare;
 use crate::dialect::pi::explain::{Reason, Reasons};
 use crate::dialect::pi::format::{EntryId, EntryKind, ModelRef, Role, SharedRaw};
 use crate::dialect::pi::projection::{self, Projection};
-use crate::dialect::pi::render::{LineSource, RenderError, content_blocks};
+use crate::dialect::pi::render::{LineSource, RenderError, content_blocks, line_value};
 use crate::dialect::pi::verify;
 use crate::js::jsstr;
 
@@ -118,11 +118,6 @@ pub fn compare(
     let side_a = side(tree, lines, &fork.only_a, Some(a), header_cwd, options)?;
     let side_b = side(tree, lines, &fork.only_b, Some(b), header_cwd, options)?;
     Ok(Comparison {
-        leaf_a: id(a),
-        leaf_b: id(b),
-        fork_point_id: fork.point.map(id),
-        only_a: compare::path_entries(tree, lines, &fork.only_a),
-        only_b: compare::path_entries(tree, lines, &fork.only_b),
         side_a,
         side_b,
         context_only_a,
@@ -137,7 +132,7 @@ pub fn compare(
             model_value(proj_a.model.as_ref()),
             model_value(proj_b.model.as_ref()),
         ),
-        diagnostics: tree.diagnostics().to_vec(),
+        ..Comparison::parted(tree, lines, (a, b), &fork)
     })
 }
 
@@ -259,7 +254,7 @@ fn side(
                     if m.tool_call_ids().is_empty() {
                         continue;
                     }
-                    let line = read_value(tree, lines, n)?;
+                    let line = line_value(tree, n, lines)?;
                     for block in content_blocks(&line) {
                         if block.get("type").and_then(Value::as_str) != Some("toolCall") {
                             continue;
@@ -285,7 +280,7 @@ fn side(
                     if !calls.contains(call.as_str()) {
                         continue;
                     }
-                    let line = read_value(tree, lines, n)?;
+                    let line = line_value(tree, n, lines)?;
                     let failed = line
                         .get("message")
                         .and_then(|m| m.get("isError"))
@@ -329,18 +324,4 @@ fn side(
     side.token_estimate =
         prepare::context_tokens(tree, &projection::project_path(tree, leaf), lines);
     Ok(side)
-}
-
-fn read_value(tree: &Tree, lines: &dyn LineSource, n: NodeIdx) -> Result<Value, RenderError> {
-    let entry = &tree.node(n).entry;
-    let bytes = lines.line(entry.span).map_err(|e| RenderError::Io {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        source: e,
-    })?;
-    jsstr::parse_value(&bytes).map_err(|e| RenderError::Changed {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        detail: e.to_string(),
-    })
 }

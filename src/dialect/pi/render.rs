@@ -385,6 +385,22 @@ fn utf8_lossy(bytes: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// [`render_item`]'s messages read as `JSON.parse` reads them. Errors: those of
+/// [`render_item`], and [`RenderError::Changed`] for a message that is no JSON.
+pub fn item_values(
+    tree: &Tree,
+    item: &ContextItem,
+    source: &dyn LineSource,
+) -> Result<Vec<serde_json::Value>, RenderError> {
+    let entry = &tree.node(item.node).entry;
+    render_item(tree, item, source)?
+        .iter()
+        .map(|raw| {
+            jsstr::parse_value(raw.get().as_bytes()).map_err(|e| changed(entry, &e.to_string()))
+        })
+        .collect()
+}
+
 /// The messages one context entry contributes (zero, one, or two for a compaction with a
 /// `systemMessage` checkpoint).
 pub fn render_item(

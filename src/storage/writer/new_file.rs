@@ -154,6 +154,7 @@ pub fn fork_transcript(
     req: ForkRequest<'_>,
     reservations: &Reservations,
 ) -> Result<Forked, WriteError> {
+    use crate::dialect::claude::context::ContextError;
     use crate::dialect::claude::format::Kind;
     let lines = FileLines::open(path).map_err(WriteError::io(path))?;
     let unknown = |id: &str| WriteError::UnknownEntry {
@@ -206,19 +207,20 @@ pub fn fork_transcript(
     let plan =
         claude::fork::plan_fork(tree, &lines, leaf, &session_id, Some(size), mode.as_deref())
             .map_err(|e| match e {
-                claude::fork::ForkError::Io { source, .. } => WriteError::Io {
+                ContextError::Read { source, .. } => WriteError::Io {
                     path: path.to_owned(),
                     source,
                 },
-                claude::fork::ForkError::Changed { .. } => WriteError::Replaced {
+                ContextError::Changed { .. } => WriteError::Replaced {
                     path: path.to_owned(),
                     detail: "a line changed since it was read",
                 },
-                claude::fork::ForkError::Shadowed { id, .. } => WriteError::UnknownEntry {
+                ContextError::Shadowed { id, .. } => WriteError::UnknownEntry {
                     path: path.to_owned(),
                     id: id.to_string(),
                     role: "fork point (a later line with its uuid replaces it)",
                 },
+                ContextError::NoSuchNode(_) => unknown(req.entry_id),
             })?;
     let dir = destination_dir(path, req.target_dir);
     let _reservation = reservations

@@ -132,7 +132,7 @@ pub fn branch_source(
     source: &dyn LineSource,
     b: NodeIdx,
 ) -> Result<BranchSource, RenderError> {
-    let line = read_value(tree, source, b)?;
+    let line = render::line_value(tree, b, source)?;
     let from_id = line.get("fromId").and_then(Value::as_str).map(EntryId::new);
     let from = from_id.as_ref().and_then(|id| tree.find(id.as_str()));
     let Some(from) = from else {
@@ -202,13 +202,7 @@ pub fn context_messages(
             break;
         };
         let entry = &tree.node(item.node).entry;
-        for raw in render::render_item(tree, &item, source)? {
-            let message =
-                js::parse_json(raw.get().as_bytes()).map_err(|e| RenderError::Changed {
-                    line: entry.span.line,
-                    id: entry.id.to_string(),
-                    detail: e.to_string(),
-                })?;
+        for message in render::item_values(tree, &item, source)? {
             out.push((entry.id.clone(), message));
         }
     }
@@ -269,20 +263,14 @@ pub fn audit_branch_summary(
         let entry = &tree.node(item.node).entry;
         if let EntryKind::BranchSummary { .. } = entry.kind {
             // pi carries a nested branch summary's file lists unless a hook wrote it.
-            let line = read_value(tree, source, item.node)?;
+            let line = render::line_value(tree, item.node, source)?;
             if !js::truthy(line.get("fromHook"))
                 && let Some(details) = line.get("details").filter(|d| js::truthy(Some(*d)))
             {
                 file_ops.add_details(details);
             }
         }
-        for raw in render::render_item(tree, &item, source)? {
-            let message =
-                js::parse_json(raw.get().as_bytes()).map_err(|e| RenderError::Changed {
-                    line: entry.span.line,
-                    id: entry.id.to_string(),
-                    detail: e.to_string(),
-                })?;
+        for message in render::item_values(tree, &item, source)? {
             if message.get("role").and_then(Value::as_str) == Some("system") {
                 continue;
             }
@@ -315,20 +303,6 @@ pub fn audit_branch_summary(
     )?;
     let context = context_messages(tree, source, Some(b))?;
     Ok(retention::check(probes, &context))
-}
-
-fn read_value(tree: &Tree, source: &dyn LineSource, n: NodeIdx) -> Result<Value, RenderError> {
-    let entry = &tree.node(n).entry;
-    let bytes = source.line(entry.span).map_err(|e| RenderError::Io {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        source: e,
-    })?;
-    js::parse_json(&bytes).map_err(|e| RenderError::Changed {
-        line: entry.span.line,
-        id: entry.id.to_string(),
-        detail: e.to_string(),
-    })
 }
 
 fn empty() -> Retention {
