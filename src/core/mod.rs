@@ -20,6 +20,7 @@ pub mod recent;
 pub mod redact;
 pub mod retention;
 pub mod rewind;
+pub mod scalars;
 pub mod searchable;
 pub mod source;
 pub mod tree;

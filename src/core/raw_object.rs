@@ -276,24 +276,7 @@ impl<'de> Visitor<'de> for ObjectVisitor {
         while seq.next_element::<de::IgnoredAny>()?.is_some() {}
         Ok(None)
     }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    crate::core::scalars::visit_scalars!(Self::Value, _ => None);
 }
 
 /// `line` with every `"<field>":"<old>…"` (compact JSON, as the agents write it) whose value

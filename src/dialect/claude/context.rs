@@ -819,30 +819,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Content<'a> {
                 serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
                     .map(Content::Value)
             }
-            fn visit_bool<E>(self, v: bool) -> Result<Content<'a>, E> {
-                Ok(Content::Value(Value::Bool(v)))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Content<'a>, E> {
-                Ok(Content::Value(Value::from(v)))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Content<'a>, E> {
-                Ok(Content::Value(Value::from(v)))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Content<'a>, E> {
-                Ok(Content::Value(Value::from(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Content<'a>, E> {
-                Ok(Content::Value(Value::String(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Content<'a>, E> {
-                Ok(Content::Value(Value::String(v)))
-            }
-            fn visit_unit<E>(self) -> Result<Content<'a>, E> {
-                Ok(Content::Value(Value::Null))
-            }
-            fn visit_none<E>(self) -> Result<Content<'a>, E> {
-                Ok(Content::Value(Value::Null))
-            }
+            crate::core::scalars::visit_scalars!(Content<'a>, value => Content::Value);
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }
@@ -880,30 +857,7 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for Block<'a> {
                 serde::Deserialize::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
                     .map(Block::Value)
             }
-            fn visit_bool<E>(self, v: bool) -> Result<Block<'a>, E> {
-                Ok(Block::Value(Value::Bool(v)))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Block<'a>, E> {
-                Ok(Block::Value(Value::from(v)))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Block<'a>, E> {
-                Ok(Block::Value(Value::from(v)))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Block<'a>, E> {
-                Ok(Block::Value(Value::from(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Block<'a>, E> {
-                Ok(Block::Value(Value::String(v.to_owned())))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Block<'a>, E> {
-                Ok(Block::Value(Value::String(v)))
-            }
-            fn visit_unit<E>(self) -> Result<Block<'a>, E> {
-                Ok(Block::Value(Value::Null))
-            }
-            fn visit_none<E>(self) -> Result<Block<'a>, E> {
-                Ok(Block::Value(Value::Null))
-            }
+            crate::core::scalars::visit_scalars!(Block<'a>, value => Block::Value);
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }

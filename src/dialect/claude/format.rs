@@ -417,21 +417,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for MessageOnce<'a> {
                     blocks,
                 }))
             }
-            fn visit_bool<E>(self, _: bool) -> Result<MessageOnce<'a>, E> {
-                Ok(MessageOnce::Other)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<MessageOnce<'a>, E> {
-                Ok(MessageOnce::Other)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<MessageOnce<'a>, E> {
-                Ok(MessageOnce::Other)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<MessageOnce<'a>, E> {
-                Ok(MessageOnce::Other)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<MessageOnce<'a>, E> {
-                Ok(MessageOnce::Other)
-            }
+            crate::core::scalars::visit_scalars!(MessageOnce<'a>, _ => MessageOnce::Other);
         }
         d.deserialize_any(V(std::marker::PhantomData))
     }
@@ -466,21 +452,7 @@ impl<'de> Deserialize<'de> for ContentOnce {
                 serde::de::Visitor::visit_map(serde::de::IgnoredAny, map)?;
                 Ok(ContentOnce(Vec::new()))
             }
-            fn visit_bool<E>(self, _: bool) -> Result<ContentOnce, E> {
-                Ok(ContentOnce(Vec::new()))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<ContentOnce, E> {
-                Ok(ContentOnce(Vec::new()))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<ContentOnce, E> {
-                Ok(ContentOnce(Vec::new()))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<ContentOnce, E> {
-                Ok(ContentOnce(Vec::new()))
-            }
-            fn visit_str<E>(self, _: &str) -> Result<ContentOnce, E> {
-                Ok(ContentOnce(Vec::new()))
-            }
+            crate::core::scalars::visit_scalars!(ContentOnce, _ => ContentOnce(Vec::new()));
         }
         d.deserialize_any(V)
     }

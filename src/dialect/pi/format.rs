@@ -879,27 +879,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for MaybeObject<T> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(MaybeObject::NotObject)
             }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(MaybeObject::NotObject)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(MaybeObject::NotObject)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(MaybeObject::NotObject)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(MaybeObject::NotObject)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(MaybeObject::NotObject)
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(MaybeObject::NotObject)
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(MaybeObject::NotObject)
-            }
+            crate::core::scalars::visit_scalars!(Self::Value, _ => MaybeObject::NotObject);
             fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
                 d.deserialize_any(self)
             }

@@ -291,24 +291,7 @@ mod tests {
                     while seq.next_element::<NoDuplicates>()?.is_some() {}
                     Ok(NoDuplicates)
                 }
-                fn visit_str<E>(self, _: &str) -> Result<NoDuplicates, E> {
-                    Ok(NoDuplicates)
-                }
-                fn visit_bool<E>(self, _: bool) -> Result<NoDuplicates, E> {
-                    Ok(NoDuplicates)
-                }
-                fn visit_i64<E>(self, _: i64) -> Result<NoDuplicates, E> {
-                    Ok(NoDuplicates)
-                }
-                fn visit_u64<E>(self, _: u64) -> Result<NoDuplicates, E> {
-                    Ok(NoDuplicates)
-                }
-                fn visit_f64<E>(self, _: f64) -> Result<NoDuplicates, E> {
-                    Ok(NoDuplicates)
-                }
-                fn visit_unit<E>(self) -> Result<NoDuplicates, E> {
-                    Ok(NoDuplicates)
-                }
+                crate::core::scalars::visit_scalars!(NoDuplicates, _ => NoDuplicates);
             }
             d.deserialize_any(V)
         }
