@@ -73,26 +73,7 @@ pub enum Outcome {
 /// Every `*.jsonl` file under `root` (directories up to [`MAX_DEPTH`] below it, symbolic links
 /// not followed), sorted. Unreadable directories are skipped.
 pub fn session_files(root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![(root.to_owned(), 0usize)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() && depth < MAX_DEPTH {
-                stack.push((path, depth + 1));
-            } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    out
+    crate::storage::list::session_files_within(root, MAX_DEPTH)
 }
 
 /// One pass over `roots` into the archive at `dir` (created when missing or empty), holding
@@ -464,22 +445,7 @@ fn archive_file_inner(
         if !new_dir(&session_dir)? {
             sweep_session(&session_dir, None);
         }
-        let now = now_ms();
-        let mut version = Version {
-            number: 1,
-            size: 0,
-            first_archived_ms: now,
-            last_archived_ms: now,
-            chunks: Vec::new(),
-        };
-        add_chunk(
-            &session_dir,
-            &mut version,
-            (source, file),
-            0,
-            seen.size,
-            counts,
-        )?;
+        let version = new_version(1, &session_dir, (source, file), seen.size, counts)?;
         let m = Manifest {
             format: super::FORMAT_VERSION,
             source: source.to_owned(),
@@ -517,19 +483,10 @@ fn archive_file_inner(
         version.last_archived_ms = now_ms();
         Outcome::Appended
     } else {
-        let now = now_ms();
-        let mut version = Version {
-            number: last.number + 1,
-            size: 0,
-            first_archived_ms: now,
-            last_archived_ms: now,
-            chunks: Vec::new(),
-        };
-        add_chunk(
+        let version = new_version(
+            last.number + 1,
             &session_dir,
-            &mut version,
             (source, file),
-            0,
             seen.size,
             counts,
         )?;
@@ -538,6 +495,27 @@ fn archive_file_inner(
     };
     m.seen = Some(seen);
     Ok((outcome, Some(m)))
+}
+
+/// Version `number` of a session, archived now from the first `size` bytes of `source`.
+/// Errors: those of [`add_chunk`].
+fn new_version(
+    number: u32,
+    session_dir: &Path,
+    source: (&Path, &fs::File),
+    size: u64,
+    counts: &mut Counts,
+) -> Result<Version, ArchiveError> {
+    let now = now_ms();
+    let mut version = Version {
+        number,
+        size: 0,
+        first_archived_ms: now,
+        last_archived_ms: now,
+        chunks: Vec::new(),
+    };
+    add_chunk(session_dir, &mut version, source, 0, size, counts)?;
+    Ok(version)
 }
 
 /// Opens the session file `source` just checked as `seen` without following a symbolic link

@@ -32,6 +32,12 @@ pub struct HeaderInfo {
 /// path.
 /// Unreadable directories are skipped.
 pub fn session_files(root: &Path) -> Vec<PathBuf> {
+    session_files_within(root, MAX_DEPTH)
+}
+
+/// Every `*.jsonl` file under `root` in directories up to `max_depth` levels below it (symbolic
+/// links not followed), sorted by path. Unreadable directories are skipped.
+pub fn session_files_within(root: &Path, max_depth: usize) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![(root.to_owned(), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
@@ -43,7 +49,7 @@ pub fn session_files(root: &Path) -> Vec<PathBuf> {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            if kind.is_dir() && depth < MAX_DEPTH {
+            if kind.is_dir() && depth < max_depth {
                 stack.push((path, depth + 1));
             } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
                 out.push(path);
