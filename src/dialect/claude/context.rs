@@ -10,8 +10,8 @@
 //! Line bodies are read through a [`LineSource`], only for the lines of the leaf's path. Pure:
 //! no I/O of its own; a line that cannot be read back is a [`ContextError`], never a panic.
 
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 use serde_json::value::RawValue;

@@ -5,7 +5,7 @@
 //! after a compaction with a preserved segment, the leaf messages of the re-linked tree.
 //! Timestamps only break a tie. Pure: no I/O.
 
-use std::collections::HashSet;
+use foldhash::{HashSet, HashSetExt};
 
 use ecow::EcoString;
 

@@ -9,7 +9,7 @@
 //!
 //! Everything here works on the tree's small fields; no line body is read. Pure: no I/O.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use crate::core::diagnostics::{CorruptionKind, Diagnostic};
 use crate::core::ids::EntryId;

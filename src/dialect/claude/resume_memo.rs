@@ -13,7 +13,7 @@
 //! does not come from `O` in the plain way — is computed in full. `tests` checks the two agree
 //! at every line of real and generated transcripts.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
