@@ -1453,6 +1453,26 @@ fn first_contact_errors_say_what_to_do() {
         describe(&out)
     );
 
+    // A search with nothing to search says so, as the listing does, instead of a bare "0 of 0".
+    let index_s = dir.path().join("index").to_string_lossy().into_owned();
+    let out = sessiond([
+        "search",
+        "--root",
+        &empty_s,
+        "--index-dir",
+        &index_s,
+        "words",
+    ]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("0 of 0 hits")
+            && err.contains(&format!("no sessions under {empty_s}"))
+            && err.contains("--root DIR"),
+        "{}",
+        describe(&out)
+    );
+
     let out = sessiond(["check", BRANCHED, "--log", "bogus==="]);
     assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a log filter"));

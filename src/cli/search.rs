@@ -220,6 +220,17 @@ pub fn run(out: &mut dyn Write, args: &SearchArgs) -> Result<Exit, CliError> {
             h.snippet
         )?;
     }
+    if found.total == 0 && index.files() == 0 {
+        let names: Vec<String> = query
+            .roots
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        super::say(format_args!(
+            "no sessions under {} (name another directory with --root DIR)",
+            names.join(", ")
+        ));
+    }
     writeln!(
         out,
         "{} of {} hits{}",
