@@ -758,7 +758,8 @@ fn check_states_the_current_and_the_default_leaf() {
     );
 }
 
-/// Human output writes problems as sentences, never as JSON.
+/// Human output writes problems as sentences, never as JSON, in file order (a missing parent,
+/// known only once every line is read, among the others by its line).
 #[test]
 fn human_output_writes_problems_as_sentences() {
     let file = repo_root().join("tests/data/cases").join(LENIENT);
@@ -777,6 +778,17 @@ fn human_output_writes_problems_as_sentences() {
                 .any(|p| p.contains("missingParent, entry k4: parent k3")),
             "{problems:?}"
         );
+        let lines: Vec<u32> = problems
+            .iter()
+            .filter_map(|p| {
+                p.strip_prefix("problem: corrupt line ")?
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert_eq!(lines, [4, 5, 8], "{problems:?}");
     }
 }
 

@@ -516,6 +516,12 @@ impl<E: TreeEntry> Tree<E> {
             }
             self.roots.extend(orphans);
             self.roots.sort_unstable();
+            // A missing parent is known only now, after the problems of later lines: the
+            // diagnostics are kept in file order.
+            self.diagnostics.sort_by_key(|d| match d {
+                Diagnostic::Corrupt { corruption, .. } => corruption.line,
+                _ => u32::MAX,
+            });
         }
         Ok(())
     }
