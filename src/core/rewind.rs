@@ -284,10 +284,15 @@ impl Refusal {
                 "cannot rewind {}: the session does not hold their content at the entry, or they lie outside the working directory; nothing changed (--exclude PATH leaves one alone)",
                 paths.join(", ")
             ),
-            Refusal::Drift { paths } => format!(
-                "{} changed since the session left them; nothing changed (--force rewinds them anyway)",
-                paths.join(", ")
-            ),
+            Refusal::Drift { paths } => match paths.as_slice() {
+                [one] => format!(
+                    "{one} is not as the session's records leave it (its drift says why: changed or gone since, or records that do not apply to it); nothing changed (--force rewinds it anyway)"
+                ),
+                _ => format!(
+                    "{} are not as the session's records leave them (each one's drift says why: changed or gone since, or records that do not apply to them); nothing changed (--force rewinds them anyway)",
+                    paths.join(", ")
+                ),
+            },
         }
     }
 }
@@ -1323,5 +1328,27 @@ mod tests {
     fn reversing_a_patch_handles_a_missing_final_newline() {
         let patch = "--- f\n+++ f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n";
         assert_eq!(reverse_patch("a\nc", patch).unwrap(), "a\nb");
+    }
+
+    #[test]
+    fn a_drift_refusal_names_its_files_in_the_right_number() {
+        let one = Refusal::Drift {
+            paths: vec!["/w/main.ts".into()],
+        }
+        .message();
+        assert!(
+            one.starts_with("/w/main.ts is not as the session's records leave it (")
+                && one.ends_with("--force rewinds it anyway)"),
+            "{one}"
+        );
+        let two = Refusal::Drift {
+            paths: vec!["/w/a".into(), "/w/b".into()],
+        }
+        .message();
+        assert!(
+            two.starts_with("/w/a, /w/b are not as the session's records leave them (")
+                && two.ends_with("--force rewinds them anyway)"),
+            "{two}"
+        );
     }
 }
