@@ -137,8 +137,10 @@ pub enum Listed {
     Session(Box<ListedSession>),
     /// A file being created: no complete header yet, modified within the grace period.
     Pending,
-    /// Not a readable session (no format sessiond reads, unreadable, not a regular file).
-    Skipped,
+    /// Not a readable session (no format sessiond reads, unreadable, not a regular file), with
+    /// why when the file was read (the open's error, naming the file: `emptyFile`,
+    /// `missingHeader`, …); `None` when its metadata could not be read.
+    Skipped(Option<String>),
 }
 
 /// The file facts a cached listing is valid for: size, mtime (ns), device and inode.
@@ -268,8 +270,9 @@ impl ListCache {
     /// Lists one file: from the cache when its stamp is unchanged, else by reading it (the
     /// way its agent reads it: corrupt lines are skipped) and caching the result.
     pub fn list_file(&mut self, path: &Path) -> Listed {
-        let Ok(meta) = fs::metadata(path) else {
-            return Listed::Skipped;
+        let meta = match fs::metadata(path) {
+            Ok(meta) => meta,
+            Err(e) => return Listed::Skipped(Some(format!("{}: {e}", path.display()))),
         };
         match self.cached(path, &meta) {
             Some(listed) => listed,
@@ -294,7 +297,7 @@ impl ListCache {
             .iter()
             .map(|(p, meta)| match meta {
                 Some(meta) => self.cached(p, meta),
-                None => Some(Listed::Skipped),
+                None => Some(Listed::Skipped(None)),
             })
             .collect();
         let misses: Vec<usize> = (0..files.len()).filter(|&i| out[i].is_none()).collect();
@@ -307,7 +310,7 @@ impl ListCache {
             out[i] = Some(self.keep(&files[i].0, r));
         }
         out.into_iter()
-            .map(|l| l.unwrap_or(Listed::Skipped))
+            .map(|l| l.unwrap_or(Listed::Skipped(None)))
             .collect()
     }
 
@@ -341,14 +344,14 @@ impl ListCache {
                 Listed::Session(Box::new(session))
             }
             Err(OpenError::Pending { .. }) => Listed::Pending,
-            Err(_) => {
+            Err(e) => {
                 if path
                     .to_str()
                     .is_some_and(|k| self.sessions.remove(k).is_some())
                 {
                     self.dirty = true;
                 }
-                Listed::Skipped
+                Listed::Skipped(Some(e.to_string()))
             }
         }
     }

@@ -286,7 +286,7 @@ impl Worker {
                         Listed::Session(s) => Some(*s),
                         // Being created: announced once its header is written.
                         Listed::Pending => continue,
-                        Listed::Skipped => None,
+                        Listed::Skipped(_) => None,
                     }
                 } else {
                     None

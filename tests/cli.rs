@@ -1465,6 +1465,26 @@ fn first_contact_errors_say_what_to_do() {
         describe(&out)
     );
 
+    // A file the listing skips is named with why (here: empty, and not being written).
+    let odd = dir.path().join("odd");
+    std::fs::create_dir(&odd).expect("mkdir");
+    let blank = odd.join("blank.jsonl");
+    std::fs::File::create(&blank)
+        .and_then(|f| {
+            f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3600))
+        })
+        .expect("an empty file, an hour old");
+    let odd_s = odd.to_string_lossy().into_owned();
+    let out = sessiond(["list", "--root", &odd_s, "--cache", &cache_s]);
+    assert!(out.status.success(), "{}", describe(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{}: line 1 (byte 0): emptyFile", blank.display()))
+            && err.contains("; not listed"),
+        "{}",
+        describe(&out)
+    );
+
     // A search with nothing to search says so, as the listing does, instead of a bare "0 of 0".
     let index_s = dir.path().join("index").to_string_lossy().into_owned();
     let out = sessiond([

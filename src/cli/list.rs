@@ -71,7 +71,7 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
             match l {
                 Listed::Session(s) => sessions.push(*s),
                 Listed::Pending => pending.push(f.clone()),
-                Listed::Skipped => skipped.push(f.clone()),
+                Listed::Skipped(why) => skipped.push((f.clone(), why)),
             }
         }
         cache.retain_under(root, &seen);
@@ -107,7 +107,10 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
         let doc = Document {
             roots: text(&roots),
             sessions: &sessions,
-            skipped: text(&skipped),
+            skipped: skipped
+                .iter()
+                .map(|(p, _)| p.to_string_lossy().into_owned())
+                .collect(),
             pending: text(&pending),
             read: cache.reads(),
         };
@@ -136,11 +139,14 @@ pub fn run(out: &mut dyn Write, args: &ListArgs) -> Result<Exit, CliError> {
     for p in &pending {
         writeln!(out, "being created: {}", p.display())?;
     }
-    for p in &skipped {
-        super::say(format_args!(
-            "{}: not a session sessiond reads",
-            p.display()
-        ));
+    for (p, why) in &skipped {
+        match why {
+            Some(why) => super::say(format_args!("{why}; not listed")),
+            None => super::say(format_args!(
+                "{}: not a session sessiond reads",
+                p.display()
+            )),
+        }
     }
     if sessions.is_empty() && pending.is_empty() && skipped.is_empty() {
         let names: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();

@@ -1470,7 +1470,7 @@ impl Backend {
                 match listed {
                     Listed::Session(s) => sessions.push(*s),
                     Listed::Pending => pending.push(path),
-                    Listed::Skipped => skipped.push(path),
+                    Listed::Skipped(_) => skipped.push(path),
                 }
             }
             if let Some(progress) = &progress {
