@@ -139,7 +139,7 @@ pub enum Listed {
     Pending,
     /// Not a readable session (no format sessiond reads, unreadable, not a regular file), with
     /// why when the file was read (the open's error, naming the file: `emptyFile`,
-    /// `missingHeader`, …); `None` when its metadata could not be read.
+    /// `missingHeader`, …); `None` when the walk that found it could not read its metadata.
     Skipped(Option<String>),
 }
 
