@@ -645,7 +645,8 @@ fn neovim_rewinds_files_to_an_entry_after_showing_the_diff() {
     // Drift refuses, asks nothing, changes nothing, and says why.
     assert_eq!(r["refused"], json!("drift"));
     assert!(
-        s(&r["refusedMessage"], "refusal").contains("notes.txt changed since"),
+        s(&r["refusedMessage"], "refusal")
+            .contains("notes.txt is not as the session's records leave it ("),
         "{r:#}"
     );
     assert!(

@@ -703,8 +703,10 @@ export function renderComparison(c: CompareBranchesResult, heading: { path: stri
 export function rewindRefusalText(r: NonNullable<RewindResult['refusal']>): string {
     const paths = (r.paths ?? []).join(', ');
     switch (r.kind) {
-        case 'drift':
-            return `${paths} changed since the session left them; nothing changed (rewind with "Rewind Files (Force)" to overwrite them)`;
+        case 'drift': {
+            const [verb, it] = (r.paths ?? []).length === 1 ? ['is', 'it'] : ['are', 'them'];
+            return `${paths} ${verb} not as the session's records leave ${it} (the drift says why: changed or gone since, or records that do not apply); nothing changed (rewind with "Rewind Files (Force)" to overwrite ${it})`;
+        }
         case 'unrestorable':
             return `cannot rewind ${paths}: the session does not hold their content at the entry, or they lie outside the working directory; nothing changed (\`sessiond rewind --exclude PATH\` leaves one alone)`;
         case 'relativeCwd':

@@ -23,8 +23,12 @@ end
 function M.refusal_text(r)
   local paths = table.concat(r.paths or {}, ", ")
   if r.kind == "drift" then
-    return ("%s changed since the session left them; nothing changed (:SessiondRewind! rewinds them anyway)")
-      :format(paths)
+    local verb, it = "are", "them"
+    if #(r.paths or {}) == 1 then
+      verb, it = "is", "it"
+    end
+    return ("%s %s not as the session's records leave %s (the drift says why: changed or gone since, or records that do not apply); nothing changed (:SessiondRewind! rewinds %s anyway)")
+      :format(paths, verb, it, it)
   elseif r.kind == "unrestorable" then
     return ("cannot rewind %s: the session does not hold their content at the entry, or they lie outside the working directory; nothing changed (`sessiond rewind --exclude PATH` leaves one alone)")
       :format(paths)

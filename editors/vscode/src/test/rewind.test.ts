@@ -92,7 +92,7 @@ describe('Rewind Files to Here (session/rewind)', () => {
         assert.equal(refused.applied, false);
         assert.ok(refused.refusal);
         assert.equal(refused.refusal.kind, 'drift');
-        assert.match(rewindRefusalText(refused.refusal), /notes\.txt changed since the session left them/);
+        assert.match(rewindRefusalText(refused.refusal), /notes\.txt is not as the session's records leave it \(/);
         assert.match(renderRewind(refused), /^# REFUSED: /m);
         assert.equal(fs.readFileSync(path.join(work, 'notes.txt'), 'utf8'), 'mine\n');
         const done = await client.rewind({ path: file, to: 'bbbb0001', force: true });
