@@ -1064,6 +1064,19 @@ fn a_lenient_session_names_its_problems_and_plans_compaction_like_pi() {
     );
     let dup = corruption("duplicateId");
     assert_eq!((&dup["line"], &dup["shadowedLine"]), (&json!(8), &json!(6)));
+    // In file order, the missing parent (found once every line is read) among the others.
+    let lines: Vec<&Value> = open["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .map(|d| &d["corruption"]["line"])
+        .collect();
+    assert_eq!(
+        lines,
+        [&json!(4), &json!(5), &json!(8)],
+        "{}",
+        open["diagnostics"]
+    );
     let cli = cli_json(&["context", path, "--json", "--allow-corrupt"]);
     assert_eq!(
         open["diagnostics"], cli["diagnostics"],
