@@ -123,22 +123,3 @@ pub struct Ask<'a> {
     /// `--model`.
     pub model: Option<&'a str>,
 }
-
-impl<'a> Ask<'a> {
-    /// `file`, `--leaf`, `--json`, `--allow-corrupt` and `--model`, in that order.
-    pub fn of(
-        file: &'a Path,
-        leaf: Option<&'a str>,
-        json: bool,
-        allow_corrupt: bool,
-        model: Option<&'a str>,
-    ) -> Self {
-        Ask {
-            file,
-            leaf,
-            json,
-            allow_corrupt,
-            model,
-        }
-    }
-}

@@ -150,13 +150,13 @@ pub(crate) fn open_rendering(
 
 /// Runs `sessiond context`.
 pub fn context(out: &mut dyn Sink, args: &ContextArgs) -> Result<Exit, CliError> {
-    let ask = Ask::of(
-        &args.file,
-        args.leaf.as_deref(),
-        args.json,
-        args.allow_corrupt,
-        args.model.as_deref(),
-    );
+    let ask = Ask {
+        file: &args.file,
+        leaf: args.leaf.as_deref(),
+        json: args.json,
+        allow_corrupt: args.allow_corrupt,
+        model: args.model.as_deref(),
+    };
     match dialect_of(&args.file)? {
         Dialect::Codex => {
             no_model(ask.model)?;
@@ -639,13 +639,13 @@ fn no_model(model: Option<&str>) -> Result<(), CliError> {
 
 /// Runs `sessiond explain`.
 pub fn explain(out: &mut dyn Write, args: &ExplainArgs) -> Result<Exit, CliError> {
-    let ask = Ask::of(
-        &args.file,
-        args.leaf.as_deref(),
-        args.json,
-        args.allow_corrupt,
-        args.model.as_deref(),
-    );
+    let ask = Ask {
+        file: &args.file,
+        leaf: args.leaf.as_deref(),
+        json: args.json,
+        allow_corrupt: args.allow_corrupt,
+        model: args.model.as_deref(),
+    };
     match dialect_of(&args.file)? {
         Dialect::Codex => {
             no_model(ask.model)?;
