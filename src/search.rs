@@ -311,9 +311,9 @@ impl Stamp {
     }
 }
 
-/// An update reads the state documents of just the changed files while they are at most
+/// An update reads the state documents of just the files it looks at while they are at most
 /// one in this many of the indexed (each alone decompresses a block of the document store;
-/// more of them read every session's at once).
+/// more of them read every session's at once: [`SearchIndex::apply`]).
 const FEW_CHANGED: usize = 8;
 
 /// Every indexed session's [`Stamp`] by key (hashed with foldhash: the keys are the index's
@@ -928,6 +928,15 @@ impl SearchIndex {
         mut report: UpdateReport,
         progress: &mut dyn FnMut(usize, usize),
     ) -> Result<UpdateReport, SearchError> {
+        // Many files to look at (a rescanned directory, a first build): every session's state
+        // is read at once, not each file's document alone.
+        if self.state.is_none()
+            && self
+                .stamps()
+                .is_none_or(|s| found.len() > s.len() / FEW_CHANGED)
+        {
+            self.state()?;
+        }
         let mut work: Vec<(PathBuf, fs::Metadata, Work)> = Vec::new();
         let searcher = self.reader.searcher();
         for p in found {
